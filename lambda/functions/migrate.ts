@@ -1,0 +1,61 @@
+import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
+import { DataApiSession, INBOX_MIGRATIONS, InboxConfigError, migrate, resolveTarget } from '../inbox/index.js';
+import type { MigrationSet } from '../inbox/index.js';
+import { EXAMPLE_ORDER_MIGRATIONS } from './example-migrations.js';
+
+/** The migration sets a deployment can name in its `Migrations` property. */
+export const MIGRATION_SETS: Readonly<Record<string, MigrationSet>> = {
+  [INBOX_MIGRATIONS.name]: INBOX_MIGRATIONS,
+  [EXAMPLE_ORDER_MIGRATIONS.name]: EXAMPLE_ORDER_MIGRATIONS,
+};
+
+/** Resolves `inbox,example-orders` to migration sets, naming any unknown one. */
+export function migrationSets(names: string): MigrationSet[] {
+  return names
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean)
+    .map((name) => {
+      const set = MIGRATION_SETS[name];
+      if (!set) {
+        throw new InboxConfigError('Migrations', `unknown migration set "${name}"; known sets: ${Object.keys(MIGRATION_SETS).join(', ')}`);
+      }
+      return set;
+    });
+}
+
+// Aurora resuming from auto-pause takes about 15 s; a deploy should wait it out, not fail.
+const RESUME_DELAYS_MS = [1000, 2000, 4000, 8000, 10_000, 10_000, 10_000, 10_000];
+
+interface MigrateProperties {
+  readonly ResourceArn: string;
+  readonly SecretArn: string;
+  readonly Database?: string;
+  readonly Migrations?: string;
+  readonly Schema?: string;
+}
+
+/**
+ * CloudFormation custom resource (Provider framework onEvent): applies the schema migrations through the
+ * Data API on Create and Update (the `Fingerprint` property changes with the migrations); keeps the data
+ * on Delete.
+ */
+export async function handler(event: CloudFormationCustomResourceEvent) {
+  const properties = event.ResourceProperties as unknown as MigrateProperties;
+  const physicalResourceId = `sqs-inbox-schema:${properties.Database ?? 'default'}:${properties.Schema ?? 'inbox'}`;
+  if (event.RequestType === 'Delete') {
+    return { PhysicalResourceId: event.PhysicalResourceId };
+  }
+  const target = resolveTarget(
+    { resourceArn: properties.ResourceArn, secretArn: properties.SecretArn, ...(properties.Database ? { database: properties.Database } : {}) },
+    process.env,
+    'ResourceProperties',
+  );
+  const session = new DataApiSession(target, { callTimeoutMs: 60_000, resumeDelaysMs: RESUME_DELAYS_MS });
+  const report = await migrate(session, migrationSets(properties.Migrations ?? 'inbox'), properties.Schema ?? 'inbox');
+  console.log(JSON.stringify({ message: 'migrations applied', applied: report.applied, versions: report.versions }));
+  return {
+    PhysicalResourceId: physicalResourceId,
+    Data: { Versions: JSON.stringify(report.versions), Applied: report.applied.length },
+  };
+}

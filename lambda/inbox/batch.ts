@@ -1,0 +1,101 @@
+import type { SQSRecord } from 'aws-lambda';
+
+/** What became of one record. Only `processed`, `duplicate` and `parked` are reported to SQS as succeeded. */
+export type Outcome =
+  /** Claimed, applied, committed. */
+  | { readonly kind: 'processed' }
+  /** The claim found the key already there with the same body: a redelivery, nothing applied. */
+  | { readonly kind: 'duplicate' }
+  /** Stored in the parked table (a permanent error with onPermanentError 'park'), committed. */
+  | { readonly kind: 'parked'; readonly error: Error }
+  /** Did not commit, or the outcome is unknown: SQS delivers it again. */
+  | { readonly kind: 'failed'; readonly error: Error }
+  /** Not run: an earlier record of its FIFO group (or batch, with stop-batch) failed. */
+  | { readonly kind: 'short-circuited' }
+  /** Not run: the Lambda's remaining time was below the safety margin. */
+  | { readonly kind: 'deferred' };
+
+/** Whether SQS may delete the record. */
+export const succeeded = (outcome: Outcome) =>
+  outcome.kind === 'processed' || outcome.kind === 'duplicate' || outcome.kind === 'parked';
+
+/** How a batch is run. */
+export interface BatchPlan {
+  /** Records of one message group run in order, one at a time. */
+  readonly fifo: boolean;
+  /** After a failure in a FIFO batch: skip the rest of the group, or every record not yet started. */
+  readonly onFailure: 'skip-group' | 'stop-batch';
+  /** Records (standard) or message groups (FIFO) in flight at once. */
+  readonly concurrency: number;
+  /** False once the remaining time is below the safety margin; checked before each record starts. */
+  readonly mayStart: () => boolean;
+}
+
+/** True when the batch comes from a FIFO queue. */
+export function isFifo(records: readonly SQSRecord[]): boolean {
+  return records.some((record) => record.eventSourceARN?.endsWith('.fifo') || record.attributes?.MessageGroupId !== undefined);
+}
+
+/**
+ * Runs every record of a batch under the plan and returns one outcome per record, in batch order.
+ * `run` must not throw; it turns every error into an outcome.
+ */
+export async function runBatch(
+  records: readonly SQSRecord[],
+  plan: BatchPlan,
+  run: (record: SQSRecord) => Promise<Outcome>,
+): Promise<Outcome[]> {
+  const outcomes: (Outcome | undefined)[] = new Array(records.length);
+  let batchStopped = false;
+
+  const start = async (index: number): Promise<Outcome> => {
+    const record = records[index]!;
+    if (!plan.mayStart()) return { kind: 'deferred' };
+    return run(record);
+  };
+
+  if (!plan.fifo) {
+    await pool(records.map((_, index) => index), plan.concurrency, async (index) => {
+      outcomes[index] = await start(index);
+    });
+    return outcomes as Outcome[];
+  }
+
+  // FIFO: order within a message group is sacred. Once a record of group G fails, every later record of G
+  // in this batch is reported failed without running, or SQS would delete them ahead of the failed one.
+  const groups = new Map<string, number[]>();
+  records.forEach((record, index) => {
+    const group = record.attributes?.MessageGroupId ?? '';
+    const members = groups.get(group) ?? [];
+    members.push(index);
+    groups.set(group, members);
+  });
+  await pool([...groups.values()], plan.concurrency, async (members) => {
+    let groupFailed = false;
+    for (const index of members) {
+      if (groupFailed || batchStopped) {
+        outcomes[index] = { kind: 'short-circuited' };
+        continue;
+      }
+      const outcome = await start(index);
+      outcomes[index] = outcome;
+      if (!succeeded(outcome)) {
+        groupFailed = true;
+        if (plan.onFailure === 'stop-batch') batchStopped = true;
+      }
+    }
+  });
+  return outcomes as Outcome[];
+}
+
+/** Runs `work` over `items` with at most `limit` in flight, starting them in order. */
+async function pool<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+  let next = 0;
+  const lanes = Array.from({ length: Math.min(limit, items.length) }, async () => {
+    while (next < items.length) {
+      const item = items[next++]!;
+      await work(item);
+    }
+  });
+  await Promise.all(lanes);
+}

@@ -1,0 +1,135 @@
+import type { Row, SqlParams } from './data-api.js';
+import { InboxConfigError } from './errors.js';
+import type { InboxTables } from './schema.js';
+
+/**
+ * The claim: insert (consumer, key) and learn whether this call inserted it. ON CONFLICT DO NOTHING
+ * makes a racing second claim wait for the first transaction, then insert nothing.
+ *
+ * `existing_sha256` is read in the same statement so that a duplicate costs no extra call. Under READ
+ * COMMITTED the statement's snapshot can predate a racing claim that committed while this one waited;
+ * then it reads NULL and {@link STORED_HASH_SQL} asks again.
+ */
+export function claimSql(tables: InboxTables): string {
+  return `WITH claim AS (
+      INSERT INTO ${tables.consumed} (consumer_name, message_id, payload_sha256)
+      VALUES (:inbox_consumer, :inbox_key, :inbox_sha256)
+      ON CONFLICT DO NOTHING
+      RETURNING true AS claimed
+    )
+    SELECT coalesce((SELECT claimed FROM claim), false) AS claimed,
+           (SELECT payload_sha256 FROM ${tables.consumed}
+             WHERE consumer_name = :inbox_consumer AND message_id = :inbox_key) AS existing_sha256`;
+}
+
+/** Reads the hash stored with a claim, for a duplicate whose claim statement could not see it. */
+export function storedHashSql(tables: InboxTables): string {
+  return `SELECT payload_sha256 AS existing_sha256 FROM ${tables.consumed}
+           WHERE consumer_name = :inbox_consumer AND message_id = :inbox_key`;
+}
+
+/**
+ * Single-statement mode: the user's data-modifying statement runs as a CTE beside the claim, in one
+ * autocommit statement. It sees the claim as the CTE `claimed` and must gate its effect on it
+ * (`... AND EXISTS (SELECT 1 FROM claimed)`), since all sub-statements run whatever the claim did.
+ */
+export function gatedSql(tables: InboxTables, userSql: string): string {
+  return `WITH claimed AS (
+      INSERT INTO ${tables.consumed} (consumer_name, message_id, payload_sha256)
+      VALUES (:inbox_consumer, :inbox_key, :inbox_sha256)
+      ON CONFLICT DO NOTHING
+      RETURNING message_id
+    ), effect AS (
+      ${userSql}
+    )
+    SELECT EXISTS (SELECT 1 FROM claimed) AS claimed,
+           (SELECT payload_sha256 FROM ${tables.consumed}
+             WHERE consumer_name = :inbox_consumer AND message_id = :inbox_key) AS existing_sha256`;
+}
+
+/**
+ * Replaying a parked message in single-statement mode: its claim is already made in the replay's
+ * transaction, so `claimed` is simply the key, and the user's statement runs exactly as it would have.
+ */
+export function replayGatedSql(userSql: string): string {
+  return `WITH claimed AS (
+      SELECT :inbox_key::text AS message_id
+    ), effect AS (
+      ${userSql}
+    )
+    SELECT true AS claimed`;
+}
+
+/**
+ * Parking: claim the key (when there is one) and store the record, in one statement, so that a parked
+ * record and its claim commit together. Parking the same SQS message twice stores it once.
+ */
+export function parkSql(tables: InboxTables): string {
+  return `WITH claimed AS (
+      INSERT INTO ${tables.consumed} (consumer_name, message_id, payload_sha256)
+      SELECT :inbox_consumer, :inbox_key, :inbox_sha256 WHERE :inbox_key::text IS NOT NULL
+      ON CONFLICT DO NOTHING
+      RETURNING message_id
+    )
+    INSERT INTO ${tables.parked}
+      (consumer_name, sqs_message_id, message_key, body, attributes, error_class, error_message, attempt)
+    VALUES (:inbox_consumer, :inbox_message_id, :inbox_key, :inbox_body, :inbox_attributes, :inbox_error_class, :inbox_error_message, :inbox_attempt)
+    ON CONFLICT (consumer_name, sqs_message_id) DO NOTHING`;
+}
+
+/** The claim's parameters. */
+export function claimParams(consumer: string, key: string | null, sha256: Uint8Array): SqlParams {
+  return { inbox_consumer: consumer, inbox_key: key, inbox_sha256: sha256 };
+}
+
+/** How a claim came out. */
+export interface ClaimOutcome {
+  /** This statement inserted the row: apply the effect. */
+  readonly claimed: boolean;
+  /** The hash stored by the earlier claim, when this one found the row there (null if not visible yet). */
+  readonly existingSha256: Uint8Array | null;
+}
+
+/** Reads the claim's single row. */
+export function readClaim(rows: readonly Row[]): ClaimOutcome {
+  const row = rows[0];
+  if (!row) throw new Error('the claim statement returned no row');
+  return {
+    claimed: row.claimed === true,
+    existingSha256: (row.existing_sha256 as Uint8Array | null | undefined) ?? null,
+  };
+}
+
+/** True when two hashes hold the same bytes. */
+export function sameHash(a: Uint8Array, b: Uint8Array): boolean {
+  return Buffer.from(a).equals(Buffer.from(b));
+}
+
+const RESERVED_PARAM = /^inbox_/;
+
+/**
+ * Checks a single-statement mode statement: it must mention `claimed` (or it could apply its effect on
+ * every duplicate), hold one statement, and leave the `inbox_` parameter names to the claim.
+ */
+export function checkGatedStatement(sql: unknown, params: SqlParams | undefined, option: string): string {
+  if (typeof sql !== 'string' || sql.trim().length === 0) {
+    throw new InboxConfigError(option, 'must give a non-empty `sql` string');
+  }
+  if (!/\bclaimed\b/.test(sql)) {
+    throw new InboxConfigError(
+      option,
+      'the statement never mentions `claimed`, so it would apply its effect to duplicates too. Gate it on the claim, ' +
+        "e.g. `UPDATE orders SET status = 'shipped' WHERE order_id = :orderId AND EXISTS (SELECT 1 FROM claimed)` " +
+        'or `INSERT INTO shipments (order_id) SELECT :orderId FROM claimed`',
+    );
+  }
+  if (/;\s*\S/.test(sql.replace(/'(?:[^']|'')*'/g, "''"))) {
+    throw new InboxConfigError(option, 'holds more than one statement; the Data API runs one statement per call');
+  }
+  for (const name of Object.keys(params ?? {})) {
+    if (RESERVED_PARAM.test(name)) {
+      throw new InboxConfigError(option, `parameter ":${name}" uses the prefix inbox_, which the claim reserves; rename it`);
+    }
+  }
+  return sql.trim().replace(/;\s*$/, '');
+}

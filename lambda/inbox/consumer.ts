@@ -1,0 +1,270 @@
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { isFifo, runBatch, succeeded } from './batch.js';
+import type { Outcome } from './batch.js';
+import { checkGatedStatement, claimParams, claimSql, gatedSql, parkSql, readClaim, replayGatedSql, sameHash, storedHashSql } from './claim.js';
+import type { ClaimOutcome } from './claim.js';
+import { DataApiSession } from './data-api.js';
+import type { StatementResult, Transaction } from './data-api.js';
+import { KeyCollisionError, ParseError, PermanentError } from './errors.js';
+import { checkBodySize, hex, keyStrategy, payloadHash } from './keys.js';
+import { resolveOptions } from './options.js';
+import type { InboxMessage, InboxOptions, ResolvedOptions } from './options.js';
+import { parkedMessages } from './parked.js';
+import type { ParkedMessage, ParkedMessages } from './parked.js';
+import { inboxTables } from './schema.js';
+import type { InboxTables } from './schema.js';
+import { BatchTally, defaultTelemetry, publishSummary } from './telemetry.js';
+import type { InboxLogger } from './telemetry.js';
+
+/** The handler `inbox()` returns: an SQS Lambda handler, plus access to its parked messages. */
+export interface InboxHandler {
+  (event: SQSEvent, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SQSBatchResponse>;
+  /** List and replay this consumer's parked messages. */
+  readonly parked: ParkedMessages;
+}
+
+/**
+ * Makes an SQS-triggered Lambda handler that applies each record's effect exactly once: per record, one
+ * Aurora transaction over the Data API claims (consumer, key) in the inbox table and applies the effect
+ * only if the claim inserted the row. It returns SQS partial batch failures: exactly the records that did
+ * not commit and were not duplicates. Options are validated here, once, at cold start.
+ *
+ * @example
+ * export const handler = inbox({
+ *   consumer: 'order-worker',
+ *   apply: async (tx, message) => {
+ *     await tx.execute("UPDATE orders SET status = 'shipped' WHERE order_id = :orderId", { orderId: message.body.orderId });
+ *   },
+ * });
+ */
+export function inbox<Body = any>(options: InboxOptions<Body>): InboxHandler {
+  const resolved = resolveOptions(options);
+  const tables = inboxTables(resolved.schema);
+  const keyOf = keyStrategy(options.key);
+  if (resolved.mode.kind === 'statement' && resolved.mode.constantSql !== undefined) {
+    checkGatedStatement(resolved.mode.constantSql, undefined, 'statement.sql');
+  }
+  const defaults = options.logger && options.metrics ? undefined : defaultTelemetry(resolved.consumer);
+  const logger = options.logger ?? defaults!.logger;
+  const metrics = options.metrics ?? defaults!.metrics;
+  const consumer = new RecordConsumer(resolved, tables, keyOf, logger);
+
+  const handler = async (event: SQSEvent, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SQSBatchResponse> => {
+    const started = resolved.now();
+    const records = Array.isArray(event?.Records) ? event.Records : [];
+    // Lambda's clock when it gives one; else the margin never stops a record.
+    const remaining = () => context?.getRemainingTimeInMillis?.() ?? Number.POSITIVE_INFINITY;
+    const tally = new BatchTally();
+    const session = new DataApiSession(resolved.target, {
+      callTimeoutMs: resolved.callTimeoutMs,
+      resumeDelaysMs: resolved.resumeDelaysMs,
+      timeLeftMs: () => remaining() - resolved.deadlineMarginMs,
+      onResumeRetry: () => tally.resumeRetries++,
+      sleep: resolved.sleep,
+    });
+    const outcomes = await runBatch(
+      records,
+      {
+        fifo: isFifo(records),
+        onFailure: resolved.onFailure,
+        concurrency: resolved.concurrency,
+        mayStart: () => remaining() >= resolved.deadlineMarginMs,
+      },
+      async (record) => {
+        const begun = resolved.now();
+        const outcome = await consumer.consume(record, session, tally);
+        tally.recordLatenciesMs.push(resolved.now() - begun);
+        return outcome;
+      },
+    );
+    // Lambda fails the whole batch on an empty or unknown itemIdentifier, so only real messageIds go back.
+    const failed = records.filter((record, index) => !succeeded(outcomes[index]!) && record.messageId);
+    const failedIds = failed.map((record) => record.messageId);
+    const summary = tally.summarise(outcomes, failedIds, resolved.now() - started);
+    logFailures(logger, records, outcomes);
+    publishSummary(metrics, summary);
+    options.onBatch?.(summary);
+    return { batchItemFailures: failedIds.map((itemIdentifier) => ({ itemIdentifier })) };
+  };
+  return Object.assign(handler, {
+    parked: parkedMessages({
+      target: resolved.target,
+      tables,
+      consumer: resolved.consumer,
+      callTimeoutMs: resolved.callTimeoutMs,
+      replayEffect: (tx, parked) => consumer.replay(tx, parked),
+    }),
+  });
+}
+
+function logFailures(logger: InboxLogger, records: readonly SQSRecord[], outcomes: readonly Outcome[]): void {
+  outcomes.forEach((outcome, index) => {
+    const messageId = records[index]?.messageId;
+    if (outcome.kind === 'failed') {
+      logger.warn('record failed; SQS will deliver it again', { messageId, error: describe(outcome.error) });
+    } else if (outcome.kind === 'parked') {
+      logger.warn('record parked', { messageId, error: describe(outcome.error) });
+    }
+  });
+}
+
+const describe = (error: Error) => ({ name: error.name, message: error.message });
+
+/** Turns one record into one outcome; never throws. */
+class RecordConsumer<Body> {
+  constructor(
+    private readonly options: ResolvedOptions<Body>,
+    private readonly tables: InboxTables,
+    private readonly keyOf: (record: SQSRecord) => string,
+    private readonly logger: InboxLogger,
+  ) {}
+
+  async consume(record: SQSRecord, session: DataApiSession, tally: BatchTally): Promise<Outcome> {
+    let key: string | null = null;
+    const body = typeof record.body === 'string' ? record.body : '';
+    const sha256 = payloadHash(body);
+    try {
+      key = this.keyOf(record);
+      checkBodySize(body);
+      const message = this.message(record, key);
+      const outcome = this.options.mode.kind === 'transaction'
+        ? await this.inTransaction(session, message, sha256)
+        : await this.inOneStatement(session, message, sha256);
+      if (typeof outcome === 'object') {
+        tally.collisions++;
+        throw new KeyCollisionError(key, hex(outcome.collidesWith), hex(sha256));
+      }
+      return { kind: outcome };
+    } catch (error) {
+      const failure = error instanceof Error ? error : new Error(String(error));
+      if (failure instanceof KeyCollisionError) {
+        this.logger.error('key collision: a different message reused a claimed idempotency key; not applied', {
+          messageId: record.messageId,
+          key: failure.key,
+          storedSha256: failure.storedSha256,
+          receivedSha256: failure.receivedSha256,
+          attempt: attemptOf(record),
+          groupId: record.attributes?.MessageGroupId,
+        });
+      }
+      if (failure instanceof PermanentError && this.options.onPermanentError === 'park') {
+        return this.park(session, record, key, sha256, failure);
+      }
+      return { kind: 'failed', error: failure };
+    }
+  }
+
+  /** Runs the effect of a parked message inside the replay's transaction, which already holds its claim. */
+  async replay(tx: Transaction, parked: ParkedMessage): Promise<void> {
+    const record: SQSRecord = {
+      messageId: parked.sqsMessageId,
+      receiptHandle: '',
+      body: parked.body,
+      attributes: parked.attributes.attributes as unknown as SQSRecord['attributes'],
+      messageAttributes: parked.attributes.messageAttributes as SQSRecord['messageAttributes'],
+      md5OfBody: '',
+      eventSource: 'aws:sqs',
+      eventSourceARN: '',
+      awsRegion: '',
+    };
+    const message = this.message(record, parked.key ?? parked.sqsMessageId);
+    const mode = this.options.mode;
+    if (mode.kind === 'transaction') {
+      await mode.apply({ execute: (sql, params) => tx.execute(sql, params), transactionId: tx.transactionId }, message);
+      return;
+    }
+    const { sql, params } = mode.statement(message);
+    const userSql = checkGatedStatement(sql, params, 'statement');
+    await tx.execute(replayGatedSql(userSql), { ...params, inbox_key: message.key });
+  }
+
+  private message(record: SQSRecord, key: string): InboxMessage<Body> {
+    let body: Body;
+    try {
+      body = this.options.parse(record.body, record);
+    } catch (error) {
+      throw new ParseError(`the body could not be parsed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+    return { key, body, record, attempt: attemptOf(record), groupId: record.attributes?.MessageGroupId };
+  }
+
+  /** Begin, claim, apply (only if claimed), commit. k + 3 calls for an apply of k statements. */
+  private async inTransaction(session: DataApiSession, message: InboxMessage<Body>, sha256: Uint8Array) {
+    const mode = this.options.mode;
+    if (mode.kind !== 'transaction') throw new Error('unreachable');
+    const tx = await session.transaction();
+    let claim: ClaimOutcome;
+    try {
+      claim = readClaim((await tx.execute(claimSql(this.tables), claimParams(this.options.consumer, message.key, sha256))).rows);
+      if (claim.claimed) {
+        await mode.apply({ execute: (sql, params) => tx.execute(sql, params), transactionId: tx.transactionId }, message);
+      }
+    } catch (error) {
+      // The claim and the effect roll back together; a failed rollback leaves the transaction to expire.
+      await tx.rollback().catch(() => {});
+      throw error;
+    }
+    if (!claim.claimed) {
+      await tx.rollback().catch(() => {});
+      return this.duplicateOrCollision(session, message.key, claim, sha256);
+    }
+    try {
+      await tx.commit();
+    } catch (error) {
+      // Ambiguous: the commit may have happened. Reported failed; the redelivery finds the claim if it did.
+      // If it did not, a rollback frees the claim's row lock now instead of at the idle expiry, so the
+      // redelivery is not stuck behind it. After a commit that happened, the rollback finds nothing.
+      await tx.rollback().catch(() => {});
+      throw error;
+    }
+    return 'processed' as const;
+  }
+
+  /** One autocommit statement that claims and applies. */
+  private async inOneStatement(session: DataApiSession, message: InboxMessage<Body>, sha256: Uint8Array) {
+    const mode = this.options.mode;
+    if (mode.kind !== 'statement') throw new Error('unreachable');
+    const { sql, params } = mode.statement(message);
+    const result: StatementResult = await session.execute(gatedSql(this.tables, checkGatedStatement(sql, params, 'statement')), {
+      ...params,
+      ...claimParams(this.options.consumer, message.key, sha256),
+    });
+    const claim = readClaim(result.rows);
+    return claim.claimed ? ('processed' as const) : this.duplicateOrCollision(session, message.key, claim, sha256);
+  }
+
+  private async duplicateOrCollision(session: DataApiSession, key: string, claim: ClaimOutcome, sha256: Uint8Array) {
+    const stored = claim.existingSha256 ?? (await this.storedHash(session, key));
+    // A claim without a stored hash (made by an older writer) cannot be compared: treat it as a redelivery.
+    if (stored && !sameHash(stored, sha256)) return { collidesWith: stored };
+    return 'duplicate' as const;
+  }
+
+  private async storedHash(session: DataApiSession, key: string): Promise<Uint8Array | null> {
+    const { rows } = await session.execute(storedHashSql(this.tables), { inbox_consumer: this.options.consumer, inbox_key: key });
+    return (rows[0]?.existing_sha256 as Uint8Array | null | undefined) ?? null;
+  }
+
+  /** Stores the record and its claim in one statement, so it succeeds without blocking its FIFO group. */
+  private async park(session: DataApiSession, record: SQSRecord, key: string | null, sha256: Uint8Array, error: PermanentError): Promise<Outcome> {
+    try {
+      await session.execute(parkSql(this.tables), {
+        ...claimParams(this.options.consumer, key, sha256),
+        inbox_message_id: record.messageId,
+        inbox_body: typeof record.body === 'string' ? record.body : '',
+        inbox_attributes: { attributes: record.attributes ?? {}, messageAttributes: record.messageAttributes ?? {} },
+        inbox_error_class: error.name,
+        inbox_error_message: error.message,
+        inbox_attempt: attemptOf(record),
+      });
+      return { kind: 'parked', error };
+    } catch (parkError) {
+      return { kind: 'failed', error: parkError instanceof Error ? parkError : new Error(String(parkError)) };
+    }
+  }
+}
+
+function attemptOf(record: SQSRecord): number {
+  const count = Number(record.attributes?.ApproximateReceiveCount);
+  return Number.isInteger(count) && count > 0 ? count : 1;
+}

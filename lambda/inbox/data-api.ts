@@ -1,0 +1,342 @@
+import {
+  BeginTransactionCommand,
+  CommitTransactionCommand,
+  ExecuteStatementCommand,
+  RDSDataClient,
+  RollbackTransactionCommand,
+} from '@aws-sdk/client-rds-data';
+import type { ColumnMetadata, ExecuteStatementCommandOutput, Field, SqlParameter } from '@aws-sdk/client-rds-data';
+import { DataApiError } from './errors.js';
+import type { DataApiFailure } from './errors.js';
+
+/** Where the database is: an Aurora cluster with the Data API enabled, and the secret to sign in with. */
+export interface DatabaseTarget {
+  /** The cluster ARN. */
+  readonly resourceArn: string;
+  /** The Secrets Manager secret holding the database credentials. */
+  readonly secretArn: string;
+  /** The database name. @default the cluster's default database */
+  readonly database?: string;
+  /** The client to send with. Pass one to share its connection pool or point it at a local endpoint. */
+  readonly client: RDSDataClient;
+}
+
+/** A value with an explicit Data API type hint, made by {@link uuid}, {@link decimal}, {@link json} and friends. */
+export class HintedValue {
+  constructor(
+    readonly typeHint: 'UUID' | 'DECIMAL' | 'JSON' | 'DATE' | 'TIME' | 'TIMESTAMP',
+    readonly text: string,
+  ) {}
+}
+
+/** Binds a string as `uuid` (an untyped string binds as varchar, which a uuid column refuses). */
+export const uuid = (value: string) => new HintedValue('UUID', value);
+/** Binds a number or numeric string as `numeric` without passing through a float. */
+export const decimal = (value: string | number | bigint) => new HintedValue('DECIMAL', String(value));
+/** Binds any value as `json` (plain objects and arrays do this by default). */
+export const json = (value: unknown) => new HintedValue('JSON', JSON.stringify(value));
+/** Binds `YYYY-MM-DD` as `date`. */
+export const date = (value: string) => new HintedValue('DATE', value);
+/** Binds `HH:MM:SS[.fff]` as `time`. */
+export const time = (value: string) => new HintedValue('TIME', value);
+
+/** What `execute` accepts as a parameter value. */
+export type SqlValue =
+  | string
+  | number
+  | bigint
+  | boolean
+  | null
+  | undefined
+  | Uint8Array
+  | Date
+  | HintedValue
+  | Record<string, unknown>
+  | unknown[];
+
+/** Named parameters: `{ orderId: 'order-417' }` binds `:orderId`. */
+export type SqlParams = Readonly<Record<string, SqlValue>>;
+
+/** A row keyed by column name, each value typed by its column. */
+export type Row = Record<string, unknown>;
+
+/** What one statement returned. */
+export interface StatementResult {
+  /** The rows of a SELECT or of `RETURNING`. */
+  readonly rows: Row[];
+  /** Rows inserted, updated or deleted. */
+  readonly updated: number;
+}
+
+/** How a session waits and retries. Time is injected so that tests can drive it. */
+export interface SessionPolicy {
+  /** Abort a single Data API call after this long; the outcome of an aborted write is unknown. */
+  readonly callTimeoutMs: number;
+  /** Delays before each retry of a call refused with DatabaseResumingException (Aurora auto-pause). */
+  readonly resumeDelaysMs: readonly number[];
+  /** Milliseconds left before the caller's deadline; a retry that cannot finish before it is not made. */
+  readonly timeLeftMs?: () => number;
+  /** Told about each resume retry, for the metrics. */
+  readonly onResumeRetry?: () => void;
+  /** @default setTimeout */
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * A Data API session: typed parameters, typed rows, transactions, bounded retries of auto-pause, and
+ * one error taxonomy ({@link DataApiError}) for every failure.
+ *
+ * @example
+ * const session = new DataApiSession(target, { callTimeoutMs: 10_000, resumeDelaysMs: [500, 1000, 2000] });
+ * const { rows } = await session.execute('SELECT now() AS at');
+ */
+export class DataApiSession {
+  constructor(
+    readonly target: DatabaseTarget,
+    readonly policy: SessionPolicy,
+  ) {}
+
+  /** Runs one statement, in autocommit or inside `transactionId`. */
+  async execute(sql: string, params: SqlParams = {}, transactionId?: string): Promise<StatementResult> {
+    const output = await this.call('ExecuteStatement', true, () =>
+      new ExecuteStatementCommand({
+        resourceArn: this.target.resourceArn,
+        secretArn: this.target.secretArn,
+        database: this.target.database,
+        sql,
+        parameters: toSqlParameters(params),
+        transactionId,
+        includeResultMetadata: true,
+        resultSetOptions: { longReturnType: 'STRING' },
+      }),
+    );
+    return toResult(output as ExecuteStatementCommandOutput);
+  }
+
+  /** Opens a transaction and returns its id. */
+  async begin(): Promise<string> {
+    const output = await this.call('BeginTransaction', true, () =>
+      new BeginTransactionCommand({
+        resourceArn: this.target.resourceArn,
+        secretArn: this.target.secretArn,
+        database: this.target.database,
+      }),
+    );
+    const id = (output as { transactionId?: string }).transactionId;
+    if (!id) throw new DataApiError('BeginTransaction', 'rejected', false, 'the response held no transactionId');
+    return id;
+  }
+
+  /**
+   * Commits. Never retried: a commit whose response is lost may have committed, and a second commit of
+   * the same id only says the transaction is gone. Every failure here is ambiguous.
+   */
+  async commit(transactionId: string): Promise<void> {
+    await this.call('CommitTransaction', false, () =>
+      new CommitTransactionCommand({
+        resourceArn: this.target.resourceArn,
+        secretArn: this.target.secretArn,
+        transactionId,
+      }),
+    );
+  }
+
+  /** Rolls back. A transaction that is already gone counts as rolled back. */
+  async rollback(transactionId: string): Promise<void> {
+    try {
+      await this.call('RollbackTransaction', false, () =>
+        new RollbackTransactionCommand({
+          resourceArn: this.target.resourceArn,
+          secretArn: this.target.secretArn,
+          transactionId,
+        }),
+      );
+    } catch (error) {
+      if (error instanceof DataApiError && error.failure === 'transaction-not-found') return;
+      throw error;
+    }
+  }
+
+  /** Opens a transaction whose statements are sent one at a time, in call order. */
+  async transaction(): Promise<Transaction> {
+    return new Transaction(this, await this.begin());
+  }
+
+  private async call(operation: string, retryResume: boolean, command: () => object): Promise<unknown> {
+    const sleep = this.policy.sleep ?? defaultSleep;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        // One command object per attempt: the SDK's middleware must not see a reused input.
+        return await this.target.client.send(command() as never, {
+          abortSignal: AbortSignal.timeout(this.policy.callTimeoutMs),
+        });
+      } catch (error) {
+        const classified = classify(operation, error);
+        const delay = this.policy.resumeDelaysMs[attempt];
+        const timeLeft = this.policy.timeLeftMs?.() ?? Number.POSITIVE_INFINITY;
+        if (retryResume && classified.failure === 'resuming' && delay !== undefined && delay < timeLeft) {
+          this.policy.onResumeRetry?.();
+          await sleep(delay);
+          continue;
+        }
+        throw classified;
+      }
+    }
+  }
+}
+
+/**
+ * One Data API transaction. Statements are queued and sent one at a time even when `execute` is called
+ * concurrently: the Data API refuses a second call on a transaction that is still running a query.
+ */
+export class Transaction {
+  private queue: Promise<unknown> = Promise.resolve();
+
+  constructor(
+    private readonly session: DataApiSession,
+    /** The Data API transaction id. */
+    readonly transactionId: string,
+  ) {}
+
+  /** Runs one statement in this transaction. */
+  execute(sql: string, params: SqlParams = {}): Promise<StatementResult> {
+    const run = this.queue.then(() => this.session.execute(sql, params, this.transactionId));
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** Waits for queued statements, then commits. */
+  async commit(): Promise<void> {
+    await this.queue;
+    await this.session.commit(this.transactionId);
+  }
+
+  /** Waits for queued statements, then rolls back. */
+  async rollback(): Promise<void> {
+    await this.queue;
+    await this.session.rollback(this.transactionId);
+  }
+}
+
+const NAME = /^[A-Za-z0-9_]+$/;
+
+/** Maps plain JS values to Data API parameters. */
+export function toSqlParameters(params: SqlParams): SqlParameter[] {
+  return Object.entries(params).map(([name, value]) => {
+    if (!NAME.test(name)) {
+      throw new TypeError(`parameter name "${name}" must match ${NAME}; it is written as :${name} in the SQL`);
+    }
+    return { name, ...toField(name, value) };
+  });
+}
+
+function toField(name: string, value: SqlValue): { value: Field; typeHint?: HintedValue['typeHint'] } {
+  if (value === null || value === undefined) return { value: { isNull: true } };
+  if (value instanceof HintedValue) return { value: { stringValue: value.text }, typeHint: value.typeHint };
+  if (typeof value === 'string') return { value: { stringValue: value } };
+  if (typeof value === 'boolean') return { value: { booleanValue: value } };
+  if (typeof value === 'bigint') {
+    // The SDK writes a BigInt longValue as raw JSON digits, keeping precision a number would lose.
+    return { value: { longValue: value as unknown as number } };
+  }
+  if (typeof value === 'number') {
+    if (Number.isInteger(value) && Number.isSafeInteger(value)) return { value: { longValue: value } };
+    if (!Number.isFinite(value)) {
+      throw new TypeError(`parameter "${name}" is ${value}; the Data API cannot bind it. Pass null or a finite number.`);
+    }
+    return { value: { doubleValue: value } };
+  }
+  if (value instanceof Uint8Array) return { value: { blobValue: value } };
+  if (value instanceof Date) {
+    if (Number.isNaN(value.getTime())) throw new TypeError(`parameter "${name}" is an invalid Date`);
+    return { value: { stringValue: value.toISOString().replace('T', ' ').replace('Z', '') }, typeHint: 'TIMESTAMP' };
+  }
+  if (typeof value === 'object') return { value: { stringValue: JSON.stringify(value) }, typeHint: 'JSON' };
+  throw new TypeError(`parameter "${name}" has type ${typeof value}, which the Data API cannot bind`);
+}
+
+function toResult(output: ExecuteStatementCommandOutput): StatementResult {
+  const columns = output.columnMetadata ?? [];
+  const rows = (output.records ?? []).map((record) => {
+    const row: Row = {};
+    record.forEach((field, index) => {
+      const column = columns[index];
+      row[column?.label || column?.name || `column${index}`] = fromField(field, column);
+    });
+    return row;
+  });
+  return { rows, updated: output.numberOfRecordsUpdated ?? 0 };
+}
+
+function fromField(field: Field, column: ColumnMetadata | undefined): unknown {
+  const type = (column?.typeName ?? '').toLowerCase();
+  if (field.isNull) return null;
+  if (field.booleanValue !== undefined) return field.booleanValue;
+  if (field.longValue !== undefined) return field.longValue;
+  if (field.doubleValue !== undefined) return field.doubleValue;
+  if (field.blobValue !== undefined) return field.blobValue;
+  if (field.arrayValue !== undefined) {
+    const array = field.arrayValue;
+    return array.stringValues ?? array.longValues ?? array.doubleValues ?? array.booleanValues ?? array.arrayValues ?? [];
+  }
+  if (field.stringValue !== undefined) return fromText(field.stringValue, type);
+  return undefined;
+}
+
+function fromText(text: string, type: string): unknown {
+  switch (type) {
+    case 'int2':
+    case 'int4':
+    case 'serial':
+    case 'int8':
+    case 'bigserial': {
+      // Longs arrive as strings (longReturnType STRING) so that values beyond 2^53 survive as bigint.
+      const big = BigInt(text);
+      return big >= BigInt(Number.MIN_SAFE_INTEGER) && big <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : big;
+    }
+    case 'timestamptz':
+    case 'timestamp':
+      return new Date(`${text.replace(' ', 'T')}Z`);
+    case 'json':
+    case 'jsonb':
+      return JSON.parse(text);
+    default:
+      return text;
+  }
+}
+
+const NOT_EXECUTED_5XX = new Set(['InternalServerErrorException', 'ServiceUnavailableError', 'DatabaseUnavailableException']);
+
+/** Sorts an SDK error into the taxonomy. Anything that may have taken effect is marked ambiguous. */
+export function classify(operation: string, error: unknown): DataApiError {
+  if (error instanceof DataApiError) return error;
+  const name = (error as { name?: string })?.name ?? 'Error';
+  const message = (error as { message?: string })?.message ?? String(error);
+  const isCommit = operation === 'CommitTransaction';
+  const make = (failure: DataApiFailure, ambiguous: boolean) =>
+    new DataApiError(operation, failure, ambiguous || isCommit, `${name}: ${message}`, { cause: error });
+  switch (name) {
+    case 'DatabaseResumingException':
+      return make('resuming', false);
+    case 'DatabaseErrorException':
+    case 'BadRequestException':
+    case 'UnsupportedResultException':
+      return make('statement', false);
+    case 'TransactionNotFoundException':
+    case 'NotFoundException':
+      return make('transaction-not-found', false);
+    case 'StatementTimeoutException':
+      return make('timeout', true);
+    case 'TimeoutError':
+    case 'AbortError':
+      return make('timeout', true);
+    default:
+      break;
+  }
+  if (NOT_EXECUTED_5XX.has(name)) return make('unavailable', true);
+  const status = (error as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
+  if (status !== undefined && status >= 400 && status < 500) return make('rejected', false);
+  return make('network', true);
+}

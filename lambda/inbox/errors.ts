@@ -1,0 +1,104 @@
+/**
+ * The errors sqs-inbox raises. Callers branch on the class, never on the message text.
+ *
+ * - {@link InboxConfigError}: `inbox(options)` was given an option it cannot use; thrown once, at cold start.
+ * - {@link PermanentError}: this record can never succeed as it is; it is retried into the dead-letter
+ *   queue or parked, depending on `onPermanentError`. Throw it from `apply` yourself for business rejections.
+ * - {@link DataApiError}: a Data API call failed; `ambiguous` says whether it may have taken effect.
+ */
+export class InboxError extends Error {
+  override name = 'InboxError';
+}
+
+/** An option passed to `inbox()`, `migrate()` or `purge()` is invalid. The message names the option and the fix. */
+export class InboxConfigError extends InboxError {
+  override name = 'InboxConfigError';
+  constructor(
+    /** The option at fault, as a dotted path: `database.resourceArn`, `fifo.onFailure`. */
+    readonly option: string,
+    message: string,
+  ) {
+    super(`inbox option "${option}": ${message}`);
+  }
+}
+
+/**
+ * This record can never succeed as it is: retrying it cannot help. With `onPermanentError: 'retry'` the
+ * record is reported failed (SQS moves it to the dead-letter queue after maxReceiveCount); with 'park' it
+ * is stored in `inbox.parked_message` and reported succeeded.
+ *
+ * @example
+ * apply: async (tx, message) => {
+ *   if (!message.body.orderId) throw new PermanentError('body.orderId is missing');
+ * }
+ */
+export class PermanentError extends InboxError {
+  override name = 'PermanentError';
+}
+
+/** The body could not be parsed by `parse` (the default is `JSON.parse`). */
+export class ParseError extends PermanentError {
+  override name = 'ParseError';
+}
+
+/** The record has no usable idempotency key: missing attribute, too long, or holding control characters. */
+export class KeyError extends PermanentError {
+  override name = 'KeyError';
+}
+
+/** The body is larger than SQS allows (1 MiB), so it cannot be a message a producer meant to send. */
+export class BodyTooLargeError extends PermanentError {
+  override name = 'BodyTooLargeError';
+}
+
+/**
+ * A record's key was claimed before by a message whose body hash differs: two different messages share
+ * one key, a producer bug. The second one is not applied.
+ */
+export class KeyCollisionError extends PermanentError {
+  override name = 'KeyCollisionError';
+  constructor(
+    readonly key: string,
+    readonly storedSha256: string,
+    readonly receivedSha256: string,
+  ) {
+    super(
+      `key "${key}" was already claimed by a message with body sha256 ${storedSha256}, but this body hashes to ` +
+        `${receivedSha256}: two different messages share one idempotency key. Fix the producer so each logical ` +
+        'message gets its own key; this message was not applied.',
+    );
+  }
+}
+
+/** How a failed Data API call left things. */
+export type DataApiFailure =
+  /** Aurora Serverless v2 is resuming from auto-pause; nothing ran. Retry after a short wait. */
+  | 'resuming'
+  /** The SQL failed in the database (DatabaseErrorException); nothing of this statement took effect. */
+  | 'statement'
+  /** The transaction id is unknown: expired, committed, rolled back, or aborted. */
+  | 'transaction-not-found'
+  /** The statement or the call timed out; it may still have run. */
+  | 'timeout'
+  /** The service or the database was unavailable (5xx after the SDK's own retries). */
+  | 'unavailable'
+  /** The call was refused (access, validation, bad request): retrying the same call cannot help. */
+  | 'rejected'
+  /** The connection failed or the response was lost; the call may have taken effect. */
+  | 'network';
+
+/** A Data API call failed. The SDK's error is the `cause`. */
+export class DataApiError extends InboxError {
+  override name = 'DataApiError';
+  constructor(
+    /** The Data API operation: ExecuteStatement, BeginTransaction, CommitTransaction, ... */
+    readonly operation: string,
+    readonly failure: DataApiFailure,
+    /** True when the call may have taken effect although it failed (a commit whose response was lost). */
+    readonly ambiguous: boolean,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(`${operation} failed (${failure}${ambiguous ? ', outcome unknown' : ''}): ${message}`, options);
+  }
+}

@@ -1,0 +1,26 @@
+export { inbox } from './consumer.js';
+export type { InboxHandler } from './consumer.js';
+export type { InboxOptions, InboxMessage, DatabaseOptions, GatedStatement } from './options.js';
+export { resolveTarget } from './options.js';
+export {
+  InboxError,
+  InboxConfigError,
+  PermanentError,
+  ParseError,
+  KeyError,
+  BodyTooLargeError,
+  KeyCollisionError,
+  DataApiError,
+} from './errors.js';
+export type { DataApiFailure } from './errors.js';
+export { DataApiSession, Transaction, HintedValue, uuid, decimal, json, date, time } from './data-api.js';
+export type { DatabaseTarget, SqlParams, SqlValue, Row, StatementResult, SessionPolicy } from './data-api.js';
+export { IDEMPOTENCY_KEY_ATTRIBUTE, MAX_KEY_BYTES, MAX_BODY_BYTES, payloadHash } from './keys.js';
+export type { KeyStrategy } from './keys.js';
+export { migrate, INBOX_MIGRATIONS, inboxTables } from './schema.js';
+export type { Migration, MigrationSet, MigrationReport, InboxTables } from './schema.js';
+export { purge } from './purge.js';
+export type { PurgeOptions, PurgeReport } from './purge.js';
+export type { ParkedMessage, ParkedMessages, ReplayResult } from './parked.js';
+export { METRIC_NAMESPACE } from './telemetry.js';
+export type { BatchSummary, InboxLogger, InboxMetrics } from './telemetry.js';

@@ -1,0 +1,235 @@
+import { RDSDataClient } from '@aws-sdk/client-rds-data';
+import type { SQSRecord } from 'aws-lambda';
+import type { DatabaseTarget, SqlParams, Transaction } from './data-api.js';
+import { InboxConfigError } from './errors.js';
+import type { KeyStrategy } from './keys.js';
+import type { InboxLogger, InboxMetrics, BatchSummary } from './telemetry.js';
+
+/** The message `apply` and `statement` receive. */
+export interface InboxMessage<Body = unknown> {
+  /** The idempotency key the claim used. */
+  readonly key: string;
+  /** The parsed body. */
+  readonly body: Body;
+  /** The SQS record as Lambda delivered it. */
+  readonly record: SQSRecord;
+  /** ApproximateReceiveCount: 1 on the first delivery. */
+  readonly attempt: number;
+  /** The FIFO MessageGroupId, if any. */
+  readonly groupId: string | undefined;
+}
+
+/** A single-statement mode statement: SQL that must gate its effect on the CTE `claimed`. */
+export interface GatedStatement {
+  readonly sql: string;
+  readonly params?: SqlParams;
+}
+
+/** Where the database is. Every field falls back to an `INBOX_*` environment variable. */
+export interface DatabaseOptions {
+  /** @default process.env.INBOX_RESOURCE_ARN */
+  readonly resourceArn?: string;
+  /** @default process.env.INBOX_SECRET_ARN */
+  readonly secretArn?: string;
+  /** @default process.env.INBOX_DATABASE (or the cluster's default database) */
+  readonly database?: string;
+  /**
+   * A ready client. Give it `maxAttempts: 1`: the SDK's own retries re-send a statement whose response
+   * was lost, which inside a transaction runs it twice.
+   * @default a new RDSDataClient with maxAttempts 1, pointed at process.env.INBOX_DATA_API_ENDPOINT when
+   * set (the local Data API server).
+   */
+  readonly client?: RDSDataClient;
+}
+
+/** Options of {@link inbox}. */
+export interface InboxOptions<Body = unknown> {
+  /** The consumer name stored with each claim; one inbox table can serve many consumers. Identifier-like text. */
+  readonly consumer: string;
+  /** @default from the INBOX_* environment */
+  readonly database?: DatabaseOptions;
+  /**
+   * Transaction mode: runs only when the claim inserted the row, inside the claim's transaction. A throw
+   * rolls back the claim and the effect together.
+   */
+  readonly apply?: (tx: Pick<Transaction, 'execute' | 'transactionId'>, message: InboxMessage<Body>) => Promise<void>;
+  /**
+   * Single-statement mode: ONE autocommit statement that claims and applies. It sees the claim as the CTE
+   * `claimed` and must gate its effect on it. A constant `{ sql, params(message) }` is checked once at cold
+   * start; a function is checked the first time it returns each SQL text.
+   */
+  readonly statement?:
+    | ((message: InboxMessage<Body>) => GatedStatement)
+    | { readonly sql: string; readonly params: (message: InboxMessage<Body>) => SqlParams };
+  /** Parses the body. A throw is a permanent error. @default JSON.parse */
+  readonly parse?: (body: string, record: SQSRecord) => Body;
+  /** @default 'auto' */
+  readonly key?: KeyStrategy;
+  /** FIFO queues: what to do after a record fails. @default { onFailure: 'skip-group' } */
+  readonly fifo?: { readonly onFailure?: 'skip-group' | 'stop-batch' };
+  /** Records (standard queue) or message groups (FIFO) in flight at once. @default 10 */
+  readonly concurrency?: number;
+  /** @default 'retry' */
+  readonly onPermanentError?: 'retry' | 'park';
+  /** The inbox's PostgreSQL schema. @default 'inbox' */
+  readonly schema?: string;
+  /** Abort one Data API call after this long; the record then fails as ambiguous. @default 10_000 */
+  readonly callTimeoutMs?: number;
+  /**
+   * No record starts when the Lambda has less than this left; such records are reported failed, unstarted.
+   * @default callTimeoutMs * 2 (a record that starts can still run its claim and commit)
+   */
+  readonly deadlineMarginMs?: number;
+  /** Waits before retrying a call refused while Aurora resumes from auto-pause. @default [250, 500, 1000, 2000, 4000, 8000] */
+  readonly resumeDelaysMs?: readonly number[];
+  /** @default a Powertools Logger for the consumer */
+  readonly logger?: InboxLogger;
+  /** @default a Powertools Metrics in namespace SqsInbox with service = consumer */
+  readonly metrics?: InboxMetrics;
+  /** Told what each invocation did, after its metrics are published. */
+  readonly onBatch?: (summary: BatchSummary) => void;
+  /** @default Date.now */
+  readonly now?: () => number;
+  /** @default setTimeout */
+  readonly sleep?: (ms: number) => Promise<void>;
+}
+
+/** Options after validation, with defaults filled in. */
+export interface ResolvedOptions<Body> {
+  readonly consumer: string;
+  readonly target: DatabaseTarget;
+  readonly mode:
+    | { readonly kind: 'transaction'; readonly apply: NonNullable<InboxOptions<Body>['apply']> }
+    | { readonly kind: 'statement'; readonly statement: (message: InboxMessage<Body>) => GatedStatement; readonly constantSql?: string };
+  readonly parse: (body: string, record: SQSRecord) => Body;
+  readonly onFailure: 'skip-group' | 'stop-batch';
+  readonly concurrency: number;
+  readonly onPermanentError: 'retry' | 'park';
+  readonly schema: string;
+  readonly callTimeoutMs: number;
+  readonly deadlineMarginMs: number;
+  readonly resumeDelaysMs: readonly number[];
+  readonly now: () => number;
+  readonly sleep: (ms: number) => Promise<void>;
+}
+
+const CONSUMER = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+
+/** Validates options once, at cold start, with errors that name the option and the fix. */
+export function resolveOptions<Body>(options: InboxOptions<Body>, env: NodeJS.ProcessEnv = process.env): ResolvedOptions<Body> {
+  if (!options || typeof options !== 'object') {
+    throw new InboxConfigError('options', "pass an object, e.g. inbox({ consumer: 'order-worker', apply })");
+  }
+  const { consumer } = options;
+  if (typeof consumer !== 'string' || !CONSUMER.test(consumer)) {
+    throw new InboxConfigError(
+      'consumer',
+      `"${String(consumer)}" must be 1-128 characters of letters, digits, '.', '_', ':' or '-', starting with a letter or digit, e.g. 'order-worker'`,
+    );
+  }
+  const hasApply = options.apply !== undefined;
+  const hasStatement = options.statement !== undefined;
+  if (hasApply === hasStatement) {
+    throw new InboxConfigError(
+      hasApply ? 'statement' : 'apply',
+      hasApply
+        ? 'give either `apply` (transaction mode) or `statement` (single-statement mode), not both'
+        : 'give `apply: async (tx, message) => { ... }` (transaction mode) or `statement` (single-statement mode)',
+    );
+  }
+  let mode: ResolvedOptions<Body>['mode'];
+  if (hasApply) {
+    if (typeof options.apply !== 'function') throw new InboxConfigError('apply', 'must be an async function (tx, message) => void');
+    mode = { kind: 'transaction', apply: options.apply };
+  } else if (typeof options.statement === 'function') {
+    mode = { kind: 'statement', statement: options.statement };
+  } else if (options.statement && typeof options.statement === 'object' && typeof options.statement.params === 'function') {
+    const { sql, params } = options.statement;
+    mode = { kind: 'statement', statement: (message) => ({ sql, params: params(message) }), constantSql: sql };
+  } else {
+    throw new InboxConfigError('statement', 'must be (message) => ({ sql, params }) or { sql, params: (message) => params }');
+  }
+
+  const onFailure = options.fifo?.onFailure ?? 'skip-group';
+  if (onFailure !== 'skip-group' && onFailure !== 'stop-batch') {
+    throw new InboxConfigError('fifo.onFailure', `"${String(onFailure)}" must be 'skip-group' or 'stop-batch'`);
+  }
+  const onPermanentError = options.onPermanentError ?? 'retry';
+  if (onPermanentError !== 'retry' && onPermanentError !== 'park') {
+    throw new InboxConfigError('onPermanentError', `"${String(onPermanentError)}" must be 'retry' or 'park'`);
+  }
+  const concurrency = positiveInteger(options.concurrency ?? 10, 'concurrency', 'e.g. 10');
+  const callTimeoutMs = positiveInteger(options.callTimeoutMs ?? 10_000, 'callTimeoutMs', 'e.g. 10000');
+  const deadlineMarginMs = nonNegativeInteger(options.deadlineMarginMs ?? callTimeoutMs * 2, 'deadlineMarginMs');
+  const resumeDelaysMs = options.resumeDelaysMs ?? [250, 500, 1000, 2000, 4000, 8000];
+  resumeDelaysMs.forEach((delay, index) => nonNegativeInteger(delay, `resumeDelaysMs[${index}]`));
+  if (options.parse !== undefined && typeof options.parse !== 'function') {
+    throw new InboxConfigError('parse', 'must be a function (body, record) => parsed body');
+  }
+
+  return {
+    consumer,
+    target: resolveTarget(options.database ?? {}, env),
+    mode,
+    parse: options.parse ?? ((body: string) => JSON.parse(body) as Body),
+    onFailure,
+    concurrency,
+    onPermanentError,
+    schema: options.schema ?? 'inbox',
+    callTimeoutMs,
+    deadlineMarginMs,
+    resumeDelaysMs,
+    now: options.now ?? Date.now,
+    sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+  };
+}
+
+/**
+ * Fills database settings from the INBOX_* environment, naming what is missing. Shared by `inbox()`,
+ * the migrate and cleanup functions, and the CLI.
+ */
+export function resolveTarget(database: DatabaseOptions, env: NodeJS.ProcessEnv = process.env, option = 'database'): DatabaseTarget {
+  const resourceArn = database.resourceArn ?? env.INBOX_RESOURCE_ARN;
+  const secretArn = database.secretArn ?? env.INBOX_SECRET_ARN;
+  const name = database.database ?? env.INBOX_DATABASE;
+  if (!resourceArn) {
+    throw new InboxConfigError(`${option}.resourceArn`, 'is not set: pass the Aurora cluster ARN, or set INBOX_RESOURCE_ARN');
+  }
+  if (!secretArn) {
+    throw new InboxConfigError(`${option}.secretArn`, 'is not set: pass the database secret ARN, or set INBOX_SECRET_ARN');
+  }
+  const endpoint = env.INBOX_DATA_API_ENDPOINT;
+  const client =
+    database.client ??
+    new RDSDataClient({
+      // The SDK retries 5xx and socket errors by re-sending the call. Inside a transaction that can run a
+      // statement twice, and a commit retry only ever says "not found": sqs-inbox decides retries itself.
+      maxAttempts: 1,
+      ...(endpoint
+        ? {
+            endpoint,
+            region: env.AWS_REGION ?? 'us-east-1',
+            // The local server does not check signatures; real credentials are never needed for it.
+            credentials: {
+              accessKeyId: env.AWS_ACCESS_KEY_ID ?? 'local',
+              secretAccessKey: env.AWS_SECRET_ACCESS_KEY ?? 'local',
+            },
+          }
+        : {}),
+    });
+  return { resourceArn, secretArn, client, ...(name ? { database: name } : {}) };
+}
+
+function positiveInteger(value: unknown, option: string, example: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
+    throw new InboxConfigError(option, `${String(value)} must be a positive integer, ${example}`);
+  }
+  return value;
+}
+
+function nonNegativeInteger(value: unknown, option: string): number {
+  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+    throw new InboxConfigError(option, `${String(value)} must be a non-negative integer number of milliseconds`);
+  }
+  return value;
+}

@@ -1,0 +1,109 @@
+import { DataApiSession } from './data-api.js';
+import type { DatabaseTarget, Transaction } from './data-api.js';
+import type { InboxTables } from './schema.js';
+
+/** A record parked by `onPermanentError: 'park'`. */
+export interface ParkedMessage {
+  readonly id: number;
+  readonly sqsMessageId: string;
+  /** The idempotency key, or null when the record had no usable key. */
+  readonly key: string | null;
+  readonly body: string;
+  /** `{ attributes, messageAttributes }` of the SQS record. */
+  readonly attributes: { attributes: Record<string, string>; messageAttributes: Record<string, unknown> };
+  readonly errorClass: string;
+  readonly errorMessage: string;
+  readonly attempt: number;
+  readonly parkedAt: Date;
+  readonly replayedAt: Date | null;
+}
+
+/** How a replay came out. */
+export type ReplayResult = 'replayed' | 'already-replayed' | 'not-found';
+
+/** List and replay one consumer's parked messages. */
+export interface ParkedMessages {
+  /**
+   * Parked messages, oldest first.
+   * @param options.includeReplayed also list messages already replayed. @default false
+   * @param options.limit @default 100
+   */
+  list(options?: { includeReplayed?: boolean; limit?: number }): Promise<ParkedMessage[]>;
+  /**
+   * Applies a parked message's effect now (after its cause was fixed), in one transaction that also marks
+   * it replayed and claims its key: replaying twice, or a later redelivery, applies nothing more.
+   * A throw rolls everything back and leaves the message parked.
+   */
+  replay(id: number): Promise<ReplayResult>;
+}
+
+/** The consumer's effect, run for a replay inside the replay's transaction. */
+export type ReplayEffect = (tx: Transaction, parked: ParkedMessage) => Promise<void>;
+
+export function parkedMessages(config: {
+  target: DatabaseTarget;
+  tables: InboxTables;
+  consumer: string;
+  callTimeoutMs: number;
+  replayEffect: ReplayEffect;
+}): ParkedMessages {
+  const { tables, consumer } = config;
+  const session = () => new DataApiSession(config.target, { callTimeoutMs: config.callTimeoutMs, resumeDelaysMs: [500, 1000, 2000, 4000, 8000] });
+  const columns = `id, sqs_message_id, message_key, body, attributes, error_class, error_message, attempt, parked_at, replayed_at`;
+  return {
+    async list(options = {}) {
+      const { rows } = await session().execute(
+        `SELECT ${columns} FROM ${tables.parked}
+          WHERE consumer_name = :consumer AND (:includeReplayed OR replayed_at IS NULL)
+          ORDER BY parked_at, id LIMIT :limit`,
+        { consumer, includeReplayed: options.includeReplayed ?? false, limit: options.limit ?? 100 },
+      );
+      return rows.map(toParked);
+    },
+    async replay(id) {
+      const tx = await session().transaction();
+      try {
+        const { rows } = await tx.execute(
+          `SELECT ${columns} FROM ${tables.parked} WHERE id = :id AND consumer_name = :consumer FOR UPDATE`,
+          { id, consumer },
+        );
+        const row = rows[0];
+        if (!row) {
+          await tx.rollback();
+          return 'not-found';
+        }
+        const parked = toParked(row);
+        if (parked.replayedAt) {
+          await tx.rollback();
+          return 'already-replayed';
+        }
+        await tx.execute(
+          `INSERT INTO ${tables.consumed} (consumer_name, message_id) VALUES (:consumer, :key) ON CONFLICT DO NOTHING`,
+          { consumer, key: parked.key ?? parked.sqsMessageId },
+        );
+        await config.replayEffect(tx, parked);
+        await tx.execute(`UPDATE ${tables.parked} SET replayed_at = now() WHERE id = :id`, { id });
+        await tx.commit();
+        return 'replayed';
+      } catch (error) {
+        await tx.rollback().catch(() => {});
+        throw error;
+      }
+    },
+  };
+}
+
+function toParked(row: Record<string, unknown>): ParkedMessage {
+  return {
+    id: Number(row.id),
+    sqsMessageId: String(row.sqs_message_id),
+    key: (row.message_key as string | null) ?? null,
+    body: String(row.body),
+    attributes: row.attributes as ParkedMessage['attributes'],
+    errorClass: String(row.error_class),
+    errorMessage: String(row.error_message),
+    attempt: Number(row.attempt),
+    parkedAt: row.parked_at as Date,
+    replayedAt: (row.replayed_at as Date | null) ?? null,
+  };
+}

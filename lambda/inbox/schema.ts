@@ -1,0 +1,163 @@
+import type { DataApiSession } from './data-api.js';
+import { InboxConfigError } from './errors.js';
+
+const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+
+/** The inbox's tables, as quoted, validated identifiers. */
+export interface InboxTables {
+  readonly schema: string;
+  readonly consumed: string;
+  readonly parked: string;
+  readonly migrations: string;
+}
+
+/**
+ * Validates the inbox schema name once and returns its quoted table names. Names go into SQL text, so
+ * they are checked against `^[a-z_][a-z0-9_]*$` here and never taken from record content.
+ */
+export function inboxTables(schema = 'inbox', option = 'schema'): InboxTables {
+  if (typeof schema !== 'string' || !IDENTIFIER.test(schema) || schema.length > 63) {
+    throw new InboxConfigError(option, `"${String(schema)}" must match ${IDENTIFIER} and be at most 63 characters, e.g. "inbox"`);
+  }
+  const quoted = `"${schema}"`;
+  return {
+    schema: quoted,
+    consumed: `${quoted}."consumed_message"`,
+    parked: `${quoted}."parked_message"`,
+    migrations: `${quoted}."schema_migration"`,
+  };
+}
+
+/** One numbered migration: statements run in order, in one transaction, with its version row. */
+export interface Migration {
+  readonly version: number;
+  readonly name: string;
+  /** One statement per entry: the Data API refuses multi-statement SQL. */
+  readonly statements: (tables: InboxTables) => readonly string[];
+}
+
+/** A named, independently versioned list of migrations: the inbox's own, or an application's. */
+export interface MigrationSet {
+  readonly name: string;
+  readonly migrations: readonly Migration[];
+}
+
+/** The inbox's DDL. Append new migrations; never edit one that has shipped. */
+export const INBOX_MIGRATIONS: MigrationSet = {
+  name: 'inbox',
+  migrations: [
+    {
+      version: 1,
+      name: 'consumed_message',
+      statements: (t) => [
+        // The primary key is the only concurrency control: racing claims of one key serialise on it.
+        // Not partitioned by time: a unique key on a partitioned table must include the partition key,
+        // so a redelivery landing in a newer partition would not conflict.
+        `CREATE TABLE IF NOT EXISTS ${t.consumed} (
+           consumer_name  text        NOT NULL,
+           message_id     text        NOT NULL,
+           processed_at   timestamptz NOT NULL DEFAULT now(),
+           payload_sha256 bytea,
+           PRIMARY KEY (consumer_name, message_id)
+         )`,
+        `CREATE INDEX IF NOT EXISTS consumed_message_processed_at ON ${t.consumed} (processed_at)`,
+      ],
+    },
+    {
+      version: 2,
+      name: 'parked_message',
+      statements: (t) => [
+        `CREATE TABLE IF NOT EXISTS ${t.parked} (
+           id             bigserial   PRIMARY KEY,
+           consumer_name  text        NOT NULL,
+           sqs_message_id text        NOT NULL,
+           message_key    text,
+           body           text        NOT NULL,
+           attributes     jsonb       NOT NULL,
+           error_class    text        NOT NULL,
+           error_message  text        NOT NULL,
+           attempt        integer     NOT NULL,
+           parked_at      timestamptz NOT NULL DEFAULT now(),
+           replayed_at    timestamptz,
+           UNIQUE (consumer_name, sqs_message_id)
+         )`,
+        `CREATE INDEX IF NOT EXISTS parked_message_pending ON ${t.parked} (consumer_name, parked_at) WHERE replayed_at IS NULL`,
+      ],
+    },
+  ],
+};
+
+/** What `migrate` did. */
+export interface MigrationReport {
+  readonly applied: readonly { readonly set: string; readonly version: number; readonly name: string }[];
+  /** The highest version of each set after the run. */
+  readonly versions: Readonly<Record<string, number>>;
+}
+
+/**
+ * Applies the pending migrations of each set in one transaction under an advisory lock, so two deployers
+ * (or a deployer and `npx sqs-inbox migrate`) never apply one twice, and a failing migration leaves
+ * nothing half done. Idempotent.
+ *
+ * @example
+ * await migrate(session, [INBOX_MIGRATIONS]);
+ */
+export async function migrate(
+  session: DataApiSession,
+  sets: readonly MigrationSet[] = [INBOX_MIGRATIONS],
+  schema = 'inbox',
+): Promise<MigrationReport> {
+  const tables = inboxTables(schema);
+  for (const set of sets) checkSet(set);
+  const applied: { set: string; version: number; name: string }[] = [];
+  const versions: Record<string, number> = {};
+  const tx = await session.transaction();
+  try {
+    // One lock for the whole run: concurrent CREATE ... IF NOT EXISTS can still collide in PostgreSQL.
+    await tx.execute('SELECT pg_advisory_xact_lock(hashtext(:lock))', { lock: `sqs-inbox-migrate:${schema}` });
+    await tx.execute(`CREATE SCHEMA IF NOT EXISTS ${tables.schema}`);
+    await tx.execute(
+      `CREATE TABLE IF NOT EXISTS ${tables.migrations} (
+         set_name   text        NOT NULL,
+         version    integer     NOT NULL,
+         name       text        NOT NULL,
+         applied_at timestamptz NOT NULL DEFAULT now(),
+         PRIMARY KEY (set_name, version)
+       )`,
+    );
+    for (const set of sets) {
+      const { rows } = await tx.execute(`SELECT coalesce(max(version), 0) AS version FROM ${tables.migrations} WHERE set_name = :set`, { set: set.name });
+      let current = Number(rows[0]?.version ?? 0);
+      for (const migration of set.migrations) {
+        if (migration.version <= current) continue;
+        for (const statement of migration.statements(tables)) await tx.execute(statement);
+        await tx.execute(`INSERT INTO ${tables.migrations} (set_name, version, name) VALUES (:set, :version, :name)`, {
+          set: set.name,
+          version: migration.version,
+          name: migration.name,
+        });
+        applied.push({ set: set.name, version: migration.version, name: migration.name });
+        current = migration.version;
+      }
+      versions[set.name] = current;
+    }
+    await tx.commit();
+  } catch (error) {
+    await tx.rollback().catch(() => {});
+    throw error;
+  }
+  return { applied, versions };
+}
+
+function checkSet(set: MigrationSet): void {
+  let previous = 0;
+  for (const migration of set.migrations) {
+    if (!Number.isInteger(migration.version) || migration.version <= previous) {
+      throw new InboxConfigError(
+        `migrations.${set.name}`,
+        `versions must be positive integers in increasing order; ${migration.version} ("${migration.name}") follows ${previous}`,
+      );
+    }
+    previous = migration.version;
+  }
+}

@@ -1,0 +1,118 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { inbox, MAX_BODY_BYTES } from '../../lambda/inbox/index.js';
+import type { InboxOptions } from '../../lambda/inbox/index.js';
+import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
+import type { InboxFixture } from '../support/inbox.js';
+
+let db: InboxFixture;
+beforeAll(async () => {
+  db = await inboxFixture('bad_input');
+});
+afterAll(async () => db.close());
+beforeEach(async () => {
+  await db.query('TRUNCATE public.orders, inbox.consumed_message, inbox.parked_message');
+});
+
+type Order = { orderId: string };
+
+function make(onPermanentError: 'retry' | 'park', extra: Partial<InboxOptions<Order>> = {}) {
+  const logger = recordingLogger();
+  const metrics = recordingMetrics();
+  const handler = inbox<Order>({
+    consumer: 'order-worker',
+    database: db.target,
+    logger,
+    metrics,
+    onPermanentError,
+    apply: async (tx, message) => {
+      await tx.execute(
+        `INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'shipped', 1)
+         ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`,
+        { orderId: message.body.orderId },
+      );
+    },
+    ...extra,
+  });
+  return { handler, logger, metrics };
+}
+
+const cases = [
+  { problem: 'malformed JSON', record: () => sqsRecord({ body: '{"orderId": "x"' }), error: /ParseError/, text: /could not be parsed/ },
+  { problem: 'an over-long key', record: () => sqsRecord({ key: 'k'.repeat(600) }), error: /KeyError/, text: /600 bytes; the limit is 512/ },
+  { problem: 'a key with a control character', record: () => sqsRecord({ key: 'line\nbreak' }), error: /KeyError/, text: /control character/ },
+  { problem: 'a body over 1 MiB', record: () => sqsRecord({ body: JSON.stringify({ orderId: 'big', pad: 'x'.repeat(MAX_BODY_BYTES) }) }), error: /BodyTooLargeError/, text: /at most 1048576 bytes/ },
+];
+
+describe.each(cases)('a record with $problem', ({ record: makeRecord, error, text }) => {
+  it('fails alone with onPermanentError retry, naming the problem, and its batch mates succeed', async () => {
+    const { handler, logger } = make('retry');
+    const bad = makeRecord();
+    const good = [sqsRecord({ body: { orderId: 'good-1' } }), sqsRecord({ body: { orderId: 'good-2' } })];
+    const response = await handler({ Records: [good[0]!, bad, good[1]!] }, lambdaContext());
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: bad.messageId }]);
+    const logged = JSON.stringify(logger.lines.filter((l) => l.level === 'warn'));
+    expect(logged).toMatch(error);
+    expect(logged).toMatch(text);
+    expect(await db.query("SELECT order_id FROM public.orders WHERE order_id LIKE 'good-%'")).toHaveLength(2);
+  });
+
+  it('is parked with onPermanentError park: stored with its error, reported succeeded, nothing lost', async () => {
+    const { handler, metrics } = make('park');
+    const bad = makeRecord();
+    const response = await handler({ Records: [bad] }, lambdaContext());
+    expect(response.batchItemFailures).toEqual([]);
+    const parked = await db.query('SELECT sqs_message_id, body, error_class, error_message, attempt, attributes FROM inbox.parked_message');
+    expect(parked).toHaveLength(1);
+    expect(parked[0]).toMatchObject({ sqs_message_id: bad.messageId, body: bad.body, attempt: 1 });
+    expect(parked[0]!.error_class).toMatch(error);
+    expect(parked[0]!.error_message).toMatch(text);
+    expect(parked[0]!.attributes.attributes.ApproximateReceiveCount).toBe('1');
+    expect(metrics.published[0]!.Parked).toEqual([1]);
+  });
+});
+
+describe('a missing key attribute', () => {
+  it('fails the record with a KeyError naming the attribute', async () => {
+    const { handler, logger } = make('retry', { key: { attribute: 'order-key' } });
+    const record = sqsRecord();
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(JSON.stringify(logger.lines)).toMatch(/message attribute \\"order-key\\" is missing/);
+  });
+});
+
+describe('a key collision', () => {
+  it('is not applied, is logged at error level with both hashes, and counted', async () => {
+    const { handler, logger, metrics } = make('retry');
+    await handler({ Records: [sqsRecord({ key: 'k-1', body: { orderId: 'first' } })] }, lambdaContext());
+    const second = sqsRecord({ key: 'k-1', body: { orderId: 'second' } });
+    const response = await handler({ Records: [second] }, lambdaContext());
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: second.messageId }]);
+    expect(await db.query("SELECT 1 FROM public.orders WHERE order_id = 'second'")).toHaveLength(0);
+    const errors = logger.lines.filter((l) => l.level === 'error');
+    expect(errors).toHaveLength(1);
+    expect(errors[0]!.message).toMatch(/key collision/);
+    expect(errors[0]!.extra[0]).toMatchObject({ key: 'k-1', messageId: second.messageId });
+    const context = errors[0]!.extra[0] as { storedSha256: string; receivedSha256: string };
+    expect(context.storedSha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(context.storedSha256).not.toBe(context.receivedSha256);
+    expect(metrics.published[1]!.KeyCollisions).toEqual([1]);
+  });
+
+  it('is parked with onPermanentError park, so nothing is lost', async () => {
+    const { handler } = make('park');
+    await handler({ Records: [sqsRecord({ key: 'k-2', body: { orderId: 'first' } })] }, lambdaContext());
+    const second = sqsRecord({ key: 'k-2', body: { orderId: 'second' } });
+    expect((await handler({ Records: [second] }, lambdaContext())).batchItemFailures).toEqual([]);
+    const parked = await db.query('SELECT error_class, message_key FROM inbox.parked_message');
+    expect(parked).toEqual([{ error_class: 'KeyCollisionError', message_key: 'k-2' }]);
+  });
+});
+
+describe('records Lambda could not report', () => {
+  it('never reports an empty itemIdentifier, which would fail the whole batch', async () => {
+    const { handler } = make('retry', { apply: async () => { throw new Error('no'); } });
+    const record = { ...sqsRecord(), messageId: '' };
+    const response = await handler({ Records: [record] }, lambdaContext());
+    expect(response.batchItemFailures).toEqual([]);
+  });
+});

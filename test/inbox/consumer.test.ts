@@ -1,0 +1,241 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { inbox } from '../../lambda/inbox/index.js';
+import type { InboxOptions } from '../../lambda/inbox/index.js';
+import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
+import type { InboxFixture } from '../support/inbox.js';
+
+let db: InboxFixture;
+beforeAll(async () => {
+  db = await inboxFixture('consumer');
+});
+afterAll(async () => db.close());
+beforeEach(async () => {
+  await db.query('TRUNCATE public.orders, inbox.consumed_message, inbox.parked_message');
+  db.server.faults.clear();
+  db.server.stats.reset();
+});
+
+type Order = { orderId: string };
+const SHIP = `INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'shipped', 1)
+  ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`;
+
+function transactionMode(extra: Partial<InboxOptions<Order>> = {}) {
+  const calls: string[] = [];
+  const handler = inbox<Order>({
+    consumer: 'order-worker',
+    database: db.target,
+    logger: recordingLogger(),
+    metrics: recordingMetrics(),
+    apply: async (tx, message) => {
+      calls.push(message.body.orderId);
+      await tx.execute(SHIP, { orderId: message.body.orderId });
+    },
+    ...extra,
+  });
+  return { handler, calls };
+}
+
+function singleStatementMode(extra: Partial<InboxOptions<Order>> = {}) {
+  return inbox<Order>({
+    consumer: 'order-worker',
+    database: db.target,
+    logger: recordingLogger(),
+    metrics: recordingMetrics(),
+    statement: {
+      sql: `INSERT INTO public.orders (order_id, status, shipped_count) SELECT :orderId, 'shipped', 1 FROM claimed
+            ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`,
+      params: (message) => ({ orderId: message.body.orderId }),
+    },
+    ...extra,
+  });
+}
+
+async function shipped(orderId: string): Promise<number> {
+  const rows = await db.query('SELECT shipped_count FROM public.orders WHERE order_id = $1', [orderId]);
+  return rows[0]?.shipped_count ?? 0;
+}
+
+const modes = [
+  { name: 'transaction mode', make: () => transactionMode().handler },
+  { name: 'single-statement mode', make: () => singleStatementMode() },
+];
+
+describe.each(modes)('$name', ({ make }) => {
+  it('applies a new record once and reports no failure', async () => {
+    const handler = make();
+    const record = sqsRecord({ body: { orderId: 'order-417' } });
+    const response = await handler({ Records: [record] }, lambdaContext());
+    expect(response).toEqual({ batchItemFailures: [] });
+    expect(await shipped('order-417')).toBe(1);
+    const claims = await db.query('SELECT consumer_name, message_id, payload_sha256 FROM inbox.consumed_message');
+    expect(claims).toHaveLength(1);
+    expect(claims[0]).toMatchObject({ consumer_name: 'order-worker', message_id: record.messageId });
+    expect(Buffer.from(claims[0]!.payload_sha256).toString('hex')).toHaveLength(64);
+  });
+
+  it('treats a redelivery as a duplicate: nothing applied, reported succeeded', async () => {
+    const handler = make();
+    const record = sqsRecord({ body: { orderId: 'order-417' } });
+    await handler({ Records: [record] }, lambdaContext());
+    const again = await handler({ Records: [{ ...record, attributes: { ...record.attributes, ApproximateReceiveCount: '2' } }] }, lambdaContext());
+    expect(again.batchItemFailures).toEqual([]);
+    expect(await shipped('order-417')).toBe(1);
+  });
+
+  it('uses the producer key over the messageId, so a re-sent message is a duplicate', async () => {
+    const handler = make();
+    const first = sqsRecord({ body: { orderId: 'order-9' }, key: 'key-9' });
+    const resent = sqsRecord({ body: { orderId: 'order-9' }, key: 'key-9' });
+    expect(first.messageId).not.toBe(resent.messageId);
+    await handler({ Records: [first] }, lambdaContext());
+    await handler({ Records: [resent] }, lambdaContext());
+    expect(await shipped('order-9')).toBe(1);
+  });
+
+  it('keeps consumers apart: the same key claimed by two consumers applies for each', async () => {
+    const handler = make();
+    const record = sqsRecord({ body: { orderId: 'order-5' }, key: 'shared' });
+    await handler({ Records: [record] }, lambdaContext());
+    const other = inbox<Order>({
+      consumer: 'billing',
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      apply: async (tx, message) => void (await tx.execute(SHIP, { orderId: message.body.orderId })),
+    });
+    await other({ Records: [record] }, lambdaContext());
+    expect(await shipped('order-5')).toBe(2);
+  });
+});
+
+describe('transaction mode', () => {
+  it('rolls the claim back with the effect when apply throws, so the redelivery applies it', async () => {
+    let fail = true;
+    const { handler } = transactionMode({
+      apply: async (tx, message) => {
+        await tx.execute(SHIP, { orderId: message.body.orderId });
+        if (fail) throw new Error('downstream said no');
+      },
+    });
+    const record = sqsRecord({ body: { orderId: 'order-1' } });
+    expect(await handler({ Records: [record] }, lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: record.messageId }] });
+    expect(await shipped('order-1')).toBe(0);
+    expect(await db.query('SELECT 1 FROM inbox.consumed_message')).toHaveLength(0);
+    fail = false;
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await shipped('order-1')).toBe(1);
+  });
+
+  it('reports exactly the failed records of a mixed standard batch', async () => {
+    const { handler } = transactionMode({
+      apply: async (tx, message) => {
+        if (message.body.orderId.startsWith('bad')) throw new Error('rejected');
+        await tx.execute(SHIP, { orderId: message.body.orderId });
+      },
+    });
+    const records = ['a', 'bad-1', 'b', 'bad-2', 'c'].map((id) => sqsRecord({ body: { orderId: id } }));
+    const response = await handler({ Records: records }, lambdaContext());
+    expect(response.batchItemFailures.map((f) => f.itemIdentifier).sort()).toEqual([records[1]!.messageId, records[3]!.messageId].sort());
+    for (const id of ['a', 'b', 'c']) expect(await shipped(id)).toBe(1);
+  });
+
+  it('sends the statements of one transaction one at a time even when apply runs them concurrently', async () => {
+    const { handler } = transactionMode({
+      apply: async (tx, message) => {
+        await Promise.all([1, 2, 3].map(() => tx.execute(SHIP, { orderId: message.body.orderId })));
+      },
+    });
+    const response = await handler({ Records: [sqsRecord({ body: { orderId: 'order-3x' } })] }, lambdaContext());
+    expect(response.batchItemFailures).toEqual([]);
+    expect(await shipped('order-3x')).toBe(3);
+  });
+
+  it('makes k + 3 Data API calls for an apply of k statements, and 3 for a duplicate', async () => {
+    for (const k of [0, 1, 3]) {
+      const handler = inbox<Order>({
+        consumer: `calls-${k}`,
+        database: db.target,
+        logger: recordingLogger(),
+        metrics: recordingMetrics(),
+        apply: async (tx) => {
+          for (let i = 0; i < k; i++) await tx.execute('SELECT 1');
+        },
+      });
+      const record = sqsRecord();
+      db.server.stats.reset();
+      await handler({ Records: [record] }, lambdaContext());
+      expect(db.server.stats.total()).toBe(k + 3);
+      expect(db.server.stats.calls).toMatchObject({ BeginTransaction: 1, CommitTransaction: 1, ExecuteStatement: k + 1 });
+      db.server.stats.reset();
+      await handler({ Records: [record] }, lambdaContext());
+      expect(db.server.stats.total()).toBe(3);
+      expect(db.server.stats.calls).toMatchObject({ BeginTransaction: 1, RollbackTransaction: 1, ExecuteStatement: 1 });
+    }
+  });
+});
+
+describe('single-statement mode', () => {
+  it('makes exactly one Data API call per record, new or duplicate', async () => {
+    const handler = singleStatementMode();
+    const records = [1, 2, 3].map((i) => sqsRecord({ body: { orderId: `s-${i}` } }));
+    await handler({ Records: records }, lambdaContext());
+    expect(db.server.stats.total()).toBe(3);
+    expect(db.server.stats.calls.ExecuteStatement).toBe(3);
+    db.server.stats.reset();
+    await handler({ Records: records }, lambdaContext());
+    expect(db.server.stats.total()).toBe(3);
+    for (const i of [1, 2, 3]) expect(await shipped(`s-${i}`)).toBe(1);
+  });
+
+  it('refuses at cold start a statement that never mentions claimed', () => {
+    expect(() =>
+      inbox<Order>({
+        consumer: 'x',
+        database: db.target,
+        statement: { sql: "UPDATE public.orders SET status = 'shipped' WHERE order_id = :orderId", params: (m) => ({ orderId: m.body.orderId }) },
+      }),
+    ).toThrow(/statement\.sql.*never mentions `claimed`/s);
+  });
+
+  it('fails a record whose statement function returns ungated SQL, with the fix in the error', async () => {
+    const logger = recordingLogger();
+    const handler = inbox<Order>({
+      consumer: 'x',
+      database: db.target,
+      logger,
+      metrics: recordingMetrics(),
+      statement: (m) => ({ sql: "UPDATE public.orders SET status = 'x' WHERE order_id = :orderId", params: { orderId: m.body.orderId } }),
+    });
+    const record = sqsRecord();
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(JSON.stringify(logger.lines)).toMatch(/EXISTS \(SELECT 1 FROM claimed\)/);
+    expect(db.server.stats.total()).toBe(0);
+  });
+});
+
+describe('telemetry', () => {
+  it('publishes one set of metrics per invocation with each outcome counted', async () => {
+    const metrics = recordingMetrics();
+    const summaries: unknown[] = [];
+    const handler = inbox<Order>({
+      consumer: 'order-worker',
+      database: db.target,
+      logger: recordingLogger(),
+      metrics,
+      onBatch: (summary) => summaries.push(summary),
+      apply: async (tx, message) => {
+        if (message.body.orderId === 'boom') throw new Error('boom');
+        await tx.execute(SHIP, { orderId: message.body.orderId });
+      },
+    });
+    const ok = sqsRecord({ body: { orderId: 'ok' } });
+    await handler({ Records: [ok] }, lambdaContext());
+    await handler({ Records: [ok, sqsRecord({ body: { orderId: 'boom' } }), sqsRecord({ body: { orderId: 'new' } })] }, lambdaContext());
+    expect(metrics.published).toHaveLength(2);
+    const second = metrics.published[1]!;
+    expect(second).toMatchObject({ Processed: [1], Duplicates: [1], Failures: [1], KeyCollisions: [0], Parked: [0], ShortCircuited: [0], DeferredByDeadline: [0] });
+    expect(second.RecordLatency).toHaveLength(3);
+    expect(second.BatchLatency).toHaveLength(1);
+    expect(summaries[1]).toMatchObject({ records: 3, processed: 1, duplicates: 1, failures: 1 });
+  });
+});

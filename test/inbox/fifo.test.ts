@@ -1,0 +1,127 @@
+import fc from 'fast-check';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inbox } from '../../lambda/inbox/index.js';
+import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
+import type { InboxFixture } from '../support/inbox.js';
+
+let db: InboxFixture;
+beforeAll(async () => {
+  db = await inboxFixture('fifo');
+  await db.query('CREATE TABLE public.effects (seq bigserial PRIMARY KEY, consumer text NOT NULL, group_id text NOT NULL, position int NOT NULL)');
+});
+afterAll(async () => db.close());
+
+type Step = { group: string; position: number; fail: boolean };
+
+let run = 0;
+
+/** One invocation over a random FIFO batch; returns what ran, in commit order, and what was reported. */
+async function invoke(batch: Step[], onFailure: 'skip-group' | 'stop-batch') {
+  const consumer = `fifo-${onFailure}-${run++}`;
+  const handler = inbox<Step>({
+    consumer,
+    database: db.target,
+    logger: recordingLogger(),
+    metrics: recordingMetrics(),
+    fifo: { onFailure },
+    concurrency: 3,
+    apply: async (tx, message) => {
+      await tx.execute('INSERT INTO public.effects (consumer, group_id, position) VALUES (:consumer, :group, :position)', {
+        consumer,
+        group: message.groupId ?? '',
+        position: message.body.position,
+      });
+      if (message.body.fail) throw new Error(`step ${message.groupId}/${message.body.position} fails`);
+    },
+  });
+  const records = batch.map((step) => sqsRecord({ body: step, groupId: step.group }));
+  const response = await handler({ Records: records }, lambdaContext());
+  const effects = await db.query<{ group_id: string; position: number }>(
+    'SELECT group_id, position FROM public.effects WHERE consumer = $1 ORDER BY seq',
+    [consumer],
+  );
+  return { records, failed: new Set(response.batchItemFailures.map((f) => f.itemIdentifier)), effects };
+}
+
+const batchArbitrary = fc
+  .array(fc.record({ group: fc.constantFrom('g1', 'g2', 'g3', 'g4'), fail: fc.integer({ min: 0, max: 9 }).map((n) => n < 2) }), { minLength: 1, maxLength: 10 })
+  .map((steps) => {
+    const positions = new Map<string, number>();
+    return steps.map((step) => {
+      const position = (positions.get(step.group) ?? 0) + 1;
+      positions.set(step.group, position);
+      return { ...step, position };
+    });
+  });
+
+describe('FIFO batches (property-based)', () => {
+  it('skip-group: per group, effects commit in send order and nothing after a failed record of its group runs', async () => {
+    await fc.assert(
+      fc.asyncProperty(batchArbitrary, async (batch) => {
+        const { records, failed, effects } = await invoke(batch, 'skip-group');
+        for (const group of new Set(batch.map((s) => s.group))) {
+          const steps = batch.filter((s) => s.group === group);
+          const firstFailure = steps.findIndex((s) => s.fail);
+          const expected = (firstFailure === -1 ? steps : steps.slice(0, firstFailure)).map((s) => s.position);
+          // Committed effects of the group: exactly the prefix before its first failure, in order.
+          expect(effects.filter((e) => e.group_id === group).map((e) => e.position)).toEqual(expected);
+        }
+        batch.forEach((step, index) => {
+          const steps = batch.filter((s) => s.group === step.group);
+          const firstFailure = steps.findIndex((s) => s.fail);
+          const shouldFail = firstFailure !== -1 && step.position >= steps[firstFailure]!.position;
+          expect(failed.has(records[index]!.messageId)).toBe(shouldFail);
+        });
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('stop-batch: after the first failure no further record starts, in any group', async () => {
+    await fc.assert(
+      fc.asyncProperty(batchArbitrary, async (batch) => {
+        const { records, failed, effects } = await invoke(batch, 'stop-batch');
+        for (const group of new Set(batch.map((s) => s.group))) {
+          const committed = effects.filter((e) => e.group_id === group).map((e) => e.position);
+          // Still a prefix of the group, in order, with no failed step in it.
+          expect(committed).toEqual(batch.filter((s) => s.group === group).slice(0, committed.length).map((s) => s.position));
+          expect(committed.some((p) => batch.find((s) => s.group === group && s.position === p)!.fail)).toBe(false);
+        }
+        // Every record not committed is reported, and every committed one is not.
+        batch.forEach((step, index) => {
+          const committed = effects.some((e) => e.group_id === step.group && e.position === step.position);
+          expect(failed.has(records[index]!.messageId)).toBe(!committed);
+        });
+        if (batch.some((s) => s.fail)) expect(failed.size).toBeGreaterThan(0);
+      }),
+      { numRuns: 40 },
+    );
+  });
+
+  it('runs one group at a time in order while groups run in parallel', async () => {
+    const consumer = 'fifo-parallel';
+    const active = new Map<string, number>();
+    let maxGroups = 0;
+    let overlapWithinGroup = false;
+    const handler = inbox<Step>({
+      consumer,
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      concurrency: 4,
+      apply: async (tx, message) => {
+        const group = message.groupId!;
+        if ((active.get(group) ?? 0) > 0) overlapWithinGroup = true;
+        active.set(group, (active.get(group) ?? 0) + 1);
+        maxGroups = Math.max(maxGroups, [...active.values()].filter((v) => v > 0).length);
+        await tx.execute('SELECT pg_sleep(0.02)');
+        active.set(group, active.get(group)! - 1);
+      },
+    });
+    const records = ['a', 'b', 'c', 'd'].flatMap((group) => [1, 2, 3].map((position) => sqsRecord({ body: { group, position, fail: false }, groupId: group })));
+    const response = await handler({ Records: records }, lambdaContext());
+    expect(response.batchItemFailures).toEqual([]);
+    expect(overlapWithinGroup).toBe(false);
+    expect(maxGroups).toBeGreaterThan(1);
+  });
+});

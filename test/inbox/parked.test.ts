@@ -1,0 +1,73 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inbox, PermanentError } from '../../lambda/inbox/index.js';
+import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
+import type { InboxFixture } from '../support/inbox.js';
+
+let db: InboxFixture;
+beforeAll(async () => {
+  db = await inboxFixture('parked');
+});
+afterAll(async () => db.close());
+
+type Order = { orderId: string };
+
+describe('parked messages', () => {
+  it('parks a business rejection without blocking its FIFO group, then replays it once after the fix', async () => {
+    let rejecting = true;
+    const handler = inbox<Order>({
+      consumer: 'order-worker',
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      onPermanentError: 'park',
+      apply: async (tx, message) => {
+        if (rejecting && message.body.orderId === 'order-2') throw new PermanentError('warehouse code unknown');
+        await tx.execute(
+          `INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'shipped', 1)
+           ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`,
+          { orderId: message.body.orderId },
+        );
+      },
+    });
+    const records = [1, 2, 3].map((i) => sqsRecord({ body: { orderId: `order-${i}` }, groupId: 'customer-1' }));
+    const response = await handler({ Records: records }, lambdaContext());
+    expect(response.batchItemFailures).toEqual([]);
+    const shipped = await db.query('SELECT order_id FROM public.orders ORDER BY order_id');
+    expect(shipped.map((r) => r.order_id)).toEqual(['order-1', 'order-3']);
+
+    const parked = await handler.parked.list();
+    expect(parked).toHaveLength(1);
+    expect(parked[0]).toMatchObject({ sqsMessageId: records[1]!.messageId, errorClass: 'PermanentError', errorMessage: 'warehouse code unknown', replayedAt: null });
+    expect(parked[0]!.parkedAt).toBeInstanceOf(Date);
+
+    // A redelivery of the parked record is a duplicate: parking claimed its key.
+    expect((await handler({ Records: [records[1]!] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await handler.parked.list()).toHaveLength(1);
+
+    rejecting = false;
+    expect(await handler.parked.replay(parked[0]!.id)).toBe('replayed');
+    expect(await handler.parked.replay(parked[0]!.id)).toBe('already-replayed');
+    expect(await handler.parked.replay(999_999)).toBe('not-found');
+    const after = await db.query("SELECT shipped_count FROM public.orders WHERE order_id = 'order-2'");
+    expect(after).toEqual([{ shipped_count: 1 }]);
+    expect(await handler.parked.list()).toHaveLength(0);
+    expect(await handler.parked.list({ includeReplayed: true })).toHaveLength(1);
+  });
+
+  it('leaves a message parked when its replay still fails', async () => {
+    const handler = inbox<Order>({
+      consumer: 'strict',
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      onPermanentError: 'park',
+      apply: async () => {
+        throw new PermanentError('still wrong');
+      },
+    });
+    await handler({ Records: [sqsRecord()] }, lambdaContext());
+    const [parked] = await handler.parked.list();
+    await expect(handler.parked.replay(parked!.id)).rejects.toThrow('still wrong');
+    expect(await handler.parked.list()).toHaveLength(1);
+  });
+});

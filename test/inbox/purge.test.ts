@@ -1,0 +1,95 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { inbox, purge } from '../../lambda/inbox/index.js';
+import { cleanupHandler } from '../../lambda/functions/cleanup.js';
+import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
+import type { InboxFixture } from '../support/inbox.js';
+
+let db: InboxFixture;
+beforeAll(async () => {
+  db = await inboxFixture('purge');
+});
+afterAll(async () => db.close());
+beforeEach(async () => {
+  await db.query('TRUNCATE inbox.consumed_message');
+});
+
+/** Inserts `count` claims aged `ageSeconds`. */
+async function claims(count: number, ageSeconds: number, prefix: string) {
+  await db.query(
+    `INSERT INTO inbox.consumed_message (consumer_name, message_id, processed_at)
+     SELECT 'c', $1 || g, now() - make_interval(secs => $2) FROM generate_series(1, $3) g`,
+    [prefix, ageSeconds, count],
+  );
+}
+
+describe('purge', () => {
+  it('deletes every row older than the retention, in bounded batches, and never a younger one', async () => {
+    await claims(250, 3600, 'old-');
+    await claims(40, 3500, 'young-');
+    const report = await purge(db.session, { retentionSeconds: 3550, batchSize: 100 });
+    expect(report).toMatchObject({ deleted: 250, moreRemaining: false });
+    expect(report.batches).toBe(3);
+    const left = await db.query('SELECT message_id FROM inbox.consumed_message');
+    expect(left).toHaveLength(40);
+    expect(left.every((r) => r.message_id.startsWith('young-'))).toBe(true);
+    expect(report.oldestRowAgeSeconds).toBeGreaterThanOrEqual(3500);
+    expect(report.oldestRowAgeSeconds).toBeLessThan(3550);
+  });
+
+  it('stops at its time budget and says more remain', async () => {
+    await claims(300, 7200, 'old-');
+    let clock = 0;
+    const report = await purge(db.session, { retentionSeconds: 60, batchSize: 100, timeBudgetMs: 1000, now: () => (clock += 600) });
+    expect(report).toMatchObject({ deleted: 100, batches: 1, moreRemaining: true });
+    expect(report.oldestRowAgeSeconds).toBeGreaterThanOrEqual(7200);
+  });
+
+  it('does not wait for rows a running claim holds, and never removes a fresh claim', async () => {
+    await claims(10, 7200, 'old-');
+    const tx = await db.session.transaction();
+    await tx.execute("UPDATE inbox.consumed_message SET processed_at = processed_at WHERE message_id = 'old-1'");
+    const handler = inbox({
+      consumer: 'c',
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      apply: async () => {},
+    });
+    const [report] = await Promise.all([
+      purge(db.session, { retentionSeconds: 60, batchSize: 3 }),
+      handler({ Records: [sqsRecord(), sqsRecord()] }, lambdaContext()),
+    ]);
+    await tx.rollback();
+    expect(report.deleted).toBe(9);
+    const left = await db.query("SELECT message_id FROM inbox.consumed_message WHERE consumer_name = 'c' ORDER BY message_id");
+    expect(left.map((r) => r.message_id)).toContain('old-1');
+    expect(left).toHaveLength(3);
+  });
+
+  it('refuses a retention that is not a positive number of seconds', async () => {
+    await expect(purge(db.session, { retentionSeconds: 0 })).rejects.toThrow(/retentionSeconds.*positive integer/);
+  });
+
+  it('runs as the scheduled cleanup function and publishes its metrics', async () => {
+    await claims(20, 7200, 'old-');
+    const metrics = recordingMetrics();
+    const handler = cleanupHandler(
+      {
+        INBOX_RESOURCE_ARN: db.server.resourceArn,
+        INBOX_SECRET_ARN: db.server.secretArn,
+        INBOX_DATABASE: db.server.database,
+        INBOX_DATA_API_ENDPOINT: db.server.endpoint,
+        INBOX_RETENTION_SECONDS: '3600',
+        INBOX_PURGE_BATCH_SIZE: '7',
+      },
+      metrics as never,
+    );
+    const report = await handler({}, lambdaContext(() => 30_000));
+    expect(report.deleted).toBe(20);
+    expect(metrics.published[0]).toMatchObject({ PurgedRows: [20], PurgeMoreRemaining: [0], OldestRowAgeSeconds: [0] });
+  });
+
+  it('refuses to configure the cleanup function without a retention', () => {
+    expect(() => cleanupHandler({ INBOX_RESOURCE_ARN: 'r', INBOX_SECRET_ARN: 's' })).toThrow(/INBOX_RETENTION_SECONDS/);
+  });
+});

@@ -1,0 +1,68 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/index.js';
+import type { MigrationSet } from '../../lambda/inbox/index.js';
+import { handler as migrateHandler } from '../../lambda/functions/migrate.js';
+import { startDataApi } from '../../local/data-api/server.js';
+import type { DataApiServer } from '../../local/data-api/server.js';
+import { dataApiClient } from '../support/inbox.js';
+import { freshDatabase } from '../support/database.js';
+
+let server: DataApiServer;
+let session: DataApiSession;
+beforeAll(async () => {
+  server = await startDataApi({ databaseUrl: await freshDatabase('schema') });
+  session = new DataApiSession(
+    { client: dataApiClient(server), resourceArn: server.resourceArn, secretArn: server.secretArn, database: server.database },
+    { callTimeoutMs: 10_000, resumeDelaysMs: [] },
+  );
+});
+afterAll(async () => server.close());
+
+describe('migrations', () => {
+  it('apply once through the Data API, then do nothing, also when two run at once', async () => {
+    const [first, second] = await Promise.all([migrate(session), migrate(session)]);
+    expect([...first.applied, ...second.applied].map((m) => m.version)).toEqual([1, 2]);
+    expect(first.versions).toEqual({ inbox: 2 });
+    const again = await migrate(session);
+    expect(again.applied).toEqual([]);
+    const { rows } = await session.execute(
+      "SELECT column_name FROM information_schema.columns WHERE table_schema = 'inbox' AND table_name = 'consumed_message' ORDER BY ordinal_position",
+    );
+    expect(rows.map((r) => r.column_name)).toEqual(['consumer_name', 'message_id', 'processed_at', 'payload_sha256']);
+  });
+
+  it('roll a failing migration back whole, leaving its version unapplied', async () => {
+    const broken: MigrationSet = {
+      name: 'broken',
+      migrations: [{ version: 1, name: 'half', statements: () => ['CREATE TABLE public.half_done (id int)', 'CREATE TABLE public.nope (id no_such_type)'] }],
+    };
+    await expect(migrate(session, [broken])).rejects.toThrow(/no_such_type/);
+    const { rows } = await session.execute("SELECT to_regclass('public.half_done') IS NULL AS absent");
+    expect(rows[0]!.absent).toBe(true);
+  });
+
+  it('refuse migrations out of order', async () => {
+    const bad: MigrationSet = { name: 'bad', migrations: [{ version: 2, name: 'b', statements: () => [] }, { version: 1, name: 'a', statements: () => [] }] };
+    await expect(migrate(session, [bad])).rejects.toThrow(/increasing order/);
+  });
+
+  it('run from the CloudFormation custom resource handler, which names an unknown set', async () => {
+    const previous = process.env.INBOX_DATA_API_ENDPOINT;
+    process.env.INBOX_DATA_API_ENDPOINT = server.endpoint;
+    try {
+      const properties = { ServiceToken: 'x', ResourceArn: server.resourceArn, SecretArn: server.secretArn, Database: server.database, Migrations: 'inbox,example-orders' };
+      const base = { ServiceToken: 'x', ResponseURL: 'x', StackId: 'x', RequestId: 'x', LogicalResourceId: 'Schema', ResourceType: 'Custom::InboxSchema' };
+      const result = await migrateHandler({ ...base, RequestType: 'Create', ResourceProperties: properties });
+      expect(JSON.parse(result.Data!.Versions)).toEqual({ inbox: 2, 'example-orders': 1 });
+      await expect(
+        migrateHandler({ ...base, RequestType: 'Update', PhysicalResourceId: result.PhysicalResourceId, ResourceProperties: { ...properties, Migrations: 'inbox,nope' }, OldResourceProperties: properties }),
+      ).rejects.toThrow(/unknown migration set "nope"/);
+      const deleted = await migrateHandler({ ...base, RequestType: 'Delete', PhysicalResourceId: result.PhysicalResourceId, ResourceProperties: properties });
+      expect(deleted.PhysicalResourceId).toBe(result.PhysicalResourceId);
+    } finally {
+      if (previous === undefined) delete process.env.INBOX_DATA_API_ENDPOINT;
+      else process.env.INBOX_DATA_API_ENDPOINT = previous;
+    }
+    expect(INBOX_MIGRATIONS.migrations).toHaveLength(2);
+  });
+});
