@@ -1,0 +1,136 @@
+import { fileURLToPath } from 'node:url';
+import { Duration, Token } from 'aws-cdk-lib';
+import * as events from 'aws-cdk-lib/aws-events';
+import * as targets from 'aws-cdk-lib/aws-events-targets';
+import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import { Construct } from 'constructs';
+import { INBOX_METRICS_NAMESPACE, InboxConsumer } from './inbox-consumer.js';
+import type { InboxDatabase } from './inbox-database.js';
+import { InboxFunction } from './inbox-function.js';
+import { addInvariants, checkRetentionCoversRedelivery, durationSeconds } from './invariants.js';
+
+const CLEANUP_ENTRY = fileURLToPath(new URL('../lambda/functions/cleanup.ts', import.meta.url));
+
+/** The `service` dimension of the cleanup function's metrics. */
+export const CLEANUP_SERVICE_NAME = 'inbox-cleanup';
+
+/** Props for {@link InboxCleanup}. */
+export interface InboxCleanupProps {
+  /** The database whose inbox table is purged. */
+  readonly database: InboxDatabase;
+  /**
+   * How long an inbox row is kept. It must exceed the longest redelivery window of every consumer of the
+   * table (queue retention plus dead-letter queue retention); synth fails otherwise.
+   * @default Duration.days(30) (more than SQS's longest possible window: 14 + 14 days)
+   */
+  readonly retention?: Duration;
+  /**
+   * When the purge runs.
+   * @default events.Schedule.rate(Duration.hours(1))
+   */
+  readonly schedule?: events.Schedule;
+  /**
+   * Rows deleted per statement (`INBOX_PURGE_BATCH_SIZE`).
+   * @default - the runtime's default
+   */
+  readonly purgeBatchSize?: number;
+  /**
+   * Function timeout; the purge stops in time and reports `PurgeMoreRemaining` when rows are left.
+   * @default Duration.minutes(5)
+   */
+  readonly timeout?: Duration;
+  /**
+   * Retention of the function's log group.
+   * @default logs.RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: logs.RetentionDays;
+}
+
+/**
+ * Deletes inbox rows older than `retention` on a schedule (hourly by default), with
+ * lambda/functions/cleanup.ts. An EventBridge rule invokes it: no extra IAM role, and a missed run
+ * is simply caught up by the next one.
+ *
+ * @example
+ * new InboxCleanup(this, 'Cleanup', { database, retention: Duration.days(30) });
+ */
+export class InboxCleanup extends Construct {
+  /** The purge function. */
+  public readonly function: nodejs.NodejsFunction;
+  /** The function's log group. */
+  public readonly logGroup: logs.LogGroup;
+  /** The schedule rule. */
+  public readonly rule: events.Rule;
+  /** How long an inbox row is kept. */
+  public readonly retention: Duration;
+  /** The database whose inbox table is purged. */
+  public readonly database: InboxDatabase;
+
+  constructor(scope: Construct, id: string, props: InboxCleanupProps) {
+    super(scope, id);
+    this.database = props.database;
+    this.retention = props.retention ?? Duration.days(30);
+    const retentionSeconds = durationSeconds(this.retention);
+    if (retentionSeconds !== undefined && !Number.isInteger(retentionSeconds)) {
+      throw new Error(
+        `InboxCleanup ${this.node.path}: \`retention\` must be a whole number of seconds, got ${retentionSeconds}. ` +
+          'Fix: use Duration.days(), .hours(), .minutes() or .seconds() with an integer.',
+      );
+    }
+    if (props.purgeBatchSize !== undefined && !Token.isUnresolved(props.purgeBatchSize) &&
+      !(Number.isInteger(props.purgeBatchSize) && props.purgeBatchSize > 0)) {
+      throw new Error(
+        `InboxCleanup ${this.node.path}: \`purgeBatchSize\` must be a positive integer, got ${props.purgeBatchSize}. ` +
+          'Fix: pass e.g. 1000, or leave it unset for the runtime default.',
+      );
+    }
+
+    addInvariants(this, () => this.#retentionViolations(retentionSeconds));
+
+    const fn = new InboxFunction(this, 'Purge', {
+      entry: CLEANUP_ENTRY,
+      timeout: props.timeout ?? Duration.minutes(5),
+      description: 'sqs-inbox scheduled purge of old inbox rows',
+      environment: {
+        INBOX_RESOURCE_ARN: props.database.cluster.clusterArn,
+        INBOX_SECRET_ARN: props.database.secret.secretArn,
+        INBOX_DATABASE: props.database.databaseName,
+        INBOX_RETENTION_SECONDS: secondsString(this.retention),
+        ...(props.purgeBatchSize === undefined ? {} : { INBOX_PURGE_BATCH_SIZE: props.purgeBatchSize.toString() }),
+        POWERTOOLS_METRICS_NAMESPACE: INBOX_METRICS_NAMESPACE,
+        POWERTOOLS_SERVICE_NAME: CLEANUP_SERVICE_NAME,
+      },
+      ...(props.logRetention === undefined ? {} : { logRetention: props.logRetention }),
+    });
+    this.function = fn.function;
+    this.logGroup = fn.logGroup;
+    props.database.grantDataApiAccess(this.function);
+
+    this.rule = new events.Rule(this, 'Schedule', {
+      description: 'Runs the sqs-inbox purge',
+      schedule: props.schedule ?? events.Schedule.rate(Duration.hours(1)),
+      // The next scheduled run does the same work, so a stale or repeatedly failing event is dropped.
+      targets: [new targets.LambdaFunction(this.function, { retryAttempts: 2, maxEventAge: Duration.hours(1) })],
+    });
+  }
+
+  /** Every consumer of this table must have its redelivery window covered by the retention. */
+  #retentionViolations(retentionSeconds: number | undefined): ReturnType<typeof checkRetentionCoversRedelivery> {
+    return this.node.root.node
+      .findAll()
+      .filter((c): c is InboxConsumer => c instanceof InboxConsumer && c.database.tableKey === this.database.tableKey)
+      .flatMap((consumer) =>
+        checkRetentionCoversRedelivery({
+          retentionSeconds,
+          consumerName: consumer.consumerName,
+          windowSeconds: consumer.redeliveryWindowSeconds,
+        }),
+      );
+  }
+}
+
+function secondsString(duration: Duration): string {
+  const seconds = duration.toSeconds();
+  return Token.isUnresolved(seconds) ? Token.asString(seconds) : String(seconds);
+}

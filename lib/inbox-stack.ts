@@ -1,0 +1,112 @@
+import { fileURLToPath } from 'node:url';
+import { CfnOutput, Duration, Stack } from 'aws-cdk-lib';
+import type { RemovalPolicy, StackProps } from 'aws-cdk-lib';
+import * as sns from 'aws-cdk-lib/aws-sns';
+import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
+import type { Construct } from 'constructs';
+import { InboxAlarms } from './inbox-alarms.js';
+import { InboxCleanup } from './inbox-cleanup.js';
+import { InboxConsumer } from './inbox-consumer.js';
+import { InboxDatabase } from './inbox-database.js';
+import { InboxQueue } from './inbox-queue.js';
+
+const ORDER_WORKER_ENTRY = fileURLToPath(new URL('../lambda/functions/order-worker.ts', import.meta.url));
+
+/** Props for {@link InboxStack}. */
+export interface InboxStackProps extends StackProps {
+  /**
+   * Email address that receives alarm notifications (it must confirm the subscription).
+   * @default - an alarm topic is created without subscriptions
+   */
+  readonly alarmEmail?: string;
+  /**
+   * Auto-pause the database after this much idle time (scale to 0 ACUs).
+   * @default Duration.minutes(10)
+   */
+  readonly autoPause?: Duration;
+  /**
+   * Deletion protection of the database cluster. Turn it off for a throwaway deployment you want
+   * `cdk destroy` to remove.
+   * @default true
+   */
+  readonly deletionProtection?: boolean;
+  /**
+   * What happens to the database cluster when the stack is deleted.
+   * @default RemovalPolicy.SNAPSHOT
+   */
+  readonly databaseRemovalPolicy?: RemovalPolicy;
+  /**
+   * How long inbox rows are kept.
+   * @default Duration.days(30)
+   */
+  readonly retention?: Duration;
+}
+
+/**
+ * The deployable example: a FIFO order queue, the Aurora Serverless v2 inbox database with its schema
+ * (plus the example's `orders` table), the example order worker (lambda/functions/order-worker.ts),
+ * the hourly cleanup, alarms and a dashboard.
+ *
+ * @example
+ * const app = new App();
+ * new InboxStack(app, 'InboxStack', { alarmEmail: 'oncall@example.com' });
+ */
+export class InboxStack extends Stack {
+  /** The order queue and its dead-letter queue. */
+  public readonly queue: InboxQueue;
+  /** The inbox database. */
+  public readonly database: InboxDatabase;
+  /** The example order worker. */
+  public readonly consumer: InboxConsumer;
+  /** The scheduled purge. */
+  public readonly cleanup: InboxCleanup;
+  /** Alarms and dashboard. */
+  public readonly alarms: InboxAlarms;
+
+  constructor(scope: Construct, id: string, props: InboxStackProps = {}) {
+    super(scope, id, {
+      description: 'sqs-inbox: exactly-once SQS processing with the transactional inbox on Aurora (RDS Data API)',
+      ...props,
+    });
+
+    this.queue = new InboxQueue(this, 'Orders');
+    this.database = new InboxDatabase(this, 'Database', {
+      autoPause: props.autoPause ?? Duration.minutes(10),
+      migrations: ['example-orders'],
+      ...(props.deletionProtection === undefined ? {} : { deletionProtection: props.deletionProtection }),
+      ...(props.databaseRemovalPolicy === undefined ? {} : { removalPolicy: props.databaseRemovalPolicy }),
+    });
+    this.consumer = new InboxConsumer(this, 'OrderWorker', {
+      database: this.database,
+      queue: this.queue.queue,
+      consumerName: 'order-worker',
+      entry: ORDER_WORKER_ENTRY,
+      timeout: Duration.seconds(30),
+      batchSize: 10,
+      maxConcurrency: 5,
+    });
+    this.cleanup = new InboxCleanup(this, 'Cleanup', {
+      database: this.database,
+      ...(props.retention === undefined ? {} : { retention: props.retention }),
+    });
+    this.alarms = new InboxAlarms(this, 'Alarms', {
+      consumers: [this.consumer],
+      cleanup: this.cleanup,
+      createTopic: true,
+      dashboardName: `${this.stackName}-inbox`,
+    });
+    if (props.alarmEmail !== undefined && this.alarms.topic instanceof sns.Topic) {
+      this.alarms.topic.addSubscription(new subscriptions.EmailSubscription(props.alarmEmail));
+    }
+
+    new CfnOutput(this, 'QueueUrl', { value: this.queue.queue.queueUrl, description: 'Send orders here (FIFO).' });
+    if (this.queue.deadLetterQueue !== undefined) {
+      new CfnOutput(this, 'DeadLetterQueueUrl', { value: this.queue.deadLetterQueue.queueUrl });
+    }
+    new CfnOutput(this, 'ClusterArn', { value: this.database.cluster.clusterArn, description: 'INBOX_RESOURCE_ARN' });
+    new CfnOutput(this, 'SecretArn', { value: this.database.secret.secretArn, description: 'INBOX_SECRET_ARN' });
+    new CfnOutput(this, 'DatabaseName', { value: this.database.databaseName, description: 'INBOX_DATABASE' });
+    new CfnOutput(this, 'OrderWorkerLogGroup', { value: this.consumer.logGroup.logGroupName });
+    if (this.alarms.topic !== undefined) new CfnOutput(this, 'AlarmTopicArn', { value: this.alarms.topic.topicArn });
+  }
+}

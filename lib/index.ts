@@ -1,0 +1,21 @@
+/**
+ * sqs-inbox CDK constructs (package export `sqs-inbox/cdk`).
+ *
+ * @example
+ * import { InboxConsumer, InboxDatabase, InboxQueue } from 'sqs-inbox/cdk';
+ */
+export { InboxQueue } from './inbox-queue.js';
+export type { InboxQueueProps } from './inbox-queue.js';
+export { InboxDatabase } from './inbox-database.js';
+export type { InboxDatabaseProps } from './inbox-database.js';
+export { InboxConsumer, INBOX_METRICS_NAMESPACE } from './inbox-consumer.js';
+export type { InboxConsumerProps } from './inbox-consumer.js';
+export { InboxCleanup, CLEANUP_SERVICE_NAME } from './inbox-cleanup.js';
+export type { InboxCleanupProps } from './inbox-cleanup.js';
+export { InboxAlarms, CONSUMER_COUNT_METRICS, CONSUMER_LATENCY_METRICS, CLEANUP_METRICS } from './inbox-alarms.js';
+export type { InboxAlarmsProps } from './inbox-alarms.js';
+export { InboxFunction } from './inbox-function.js';
+export type { InboxFunctionProps } from './inbox-function.js';
+export { InboxStack } from './inbox-stack.js';
+export type { InboxStackProps } from './inbox-stack.js';
+export type { InvariantViolation } from './invariants.js';

@@ -1,0 +1,149 @@
+import { DataApiError } from './errors.js';
+import type { Operation } from './stats.js';
+
+/**
+ * Fault injection for tests and the demo: every fault acts at the HTTP server, so the real SDK, its
+ * retries and the real PostgreSQL all take part, and nothing is mocked.
+ */
+
+export interface LatencyFault {
+  /** Delay added before the call runs, in milliseconds. */
+  readonly ms: number;
+  /** Only calls of this operation. @default every operation */
+  readonly operation?: Operation;
+}
+
+export interface AutoPauseFault {
+  /** How long the instance takes to resume, counted from the first call after the fault is set. */
+  readonly resumeAfterMs: number;
+}
+
+export interface DropResponseFault {
+  /** Only calls of this operation. @default every operation */
+  readonly operation?: Operation;
+  /** Only calls whose SQL this accepts (ExecuteStatement, BatchExecuteStatement). @default every call */
+  readonly match?: (sql: string) => boolean;
+  /** How many matching calls lose their response. @default 1 */
+  readonly count?: number;
+}
+
+export interface ServerErrorFault {
+  /** How many matching calls fail. */
+  readonly count: number;
+  /** Only calls of this operation. @default every operation */
+  readonly operation?: Operation;
+  /**
+   * 500 InternalServerErrorException, 503 ServiceUnavailableError or 504 DatabaseUnavailableException.
+   * @default 500
+   */
+  readonly status?: 500 | 503 | 504;
+}
+
+const SERVER_ERRORS = {
+  500: 'InternalServerErrorException',
+  503: 'ServiceUnavailableError',
+  504: 'DatabaseUnavailableException',
+} as const;
+
+/** DatabaseResumingException is modelled for these operations only (not Commit or Rollback). */
+const PAUSABLE: ReadonlySet<Operation> = new Set(['ExecuteStatement', 'BatchExecuteStatement', 'BeginTransaction']);
+
+/**
+ * The faults of one server. Faults add up: two latency faults add their delays; server errors and
+ * dropped responses are used up in the order they were set.
+ *
+ * @example
+ * server.faults.dropResponse({ operation: 'CommitTransaction' }); // the commit happens, its answer is lost
+ * server.faults.serverError({ count: 2, status: 503 });          // the next 2 calls fail without running
+ * server.faults.autoPause({ resumeAfterMs: 50 });
+ * server.faults.clear();
+ */
+export class Faults {
+  private latencies: LatencyFault[] = [];
+  private drops: Array<{ operation?: Operation; match?: (sql: string) => boolean; left: number }> = [];
+  private serverErrors: Array<{ operation?: Operation; status: 500 | 503 | 504; left: number }> = [];
+  private pause: { resumeAfterMs: number; firstCallAt?: number } | undefined;
+
+  constructor(private readonly now: () => number = () => performance.now()) {}
+
+  /** Delays matching calls by `ms` before they run. Stays until `clear()`. */
+  latency(fault: LatencyFault): void {
+    if (!(fault.ms >= 0)) throw new RangeError(`latency.ms must be a number of milliseconds >= 0, got ${fault.ms}.`);
+    this.latencies.push({ ...fault });
+  }
+
+  /**
+   * Simulates an auto-paused Aurora Serverless v2 instance: from the first call after this, every
+   * ExecuteStatement, BatchExecuteStatement and BeginTransaction fails with DatabaseResumingException
+   * until `resumeAfterMs` has passed since that first call. Commit and Rollback are not affected.
+   */
+  autoPause(fault: AutoPauseFault): void {
+    if (!(fault.resumeAfterMs >= 0)) throw new RangeError(`autoPause.resumeAfterMs must be >= 0, got ${fault.resumeAfterMs}.`);
+    this.pause = { resumeAfterMs: fault.resumeAfterMs };
+  }
+
+  /**
+   * Runs the next `count` matching calls for real, then destroys the connection without answering: the
+   * caller cannot tell whether the call took effect (the SDK sees a socket error and may retry).
+   */
+  dropResponse(fault: DropResponseFault = {}): void {
+    const left = fault.count ?? 1;
+    if (!(left >= 1)) throw new RangeError(`dropResponse.count must be >= 1, got ${left}.`);
+    this.drops.push({ ...(fault.operation && { operation: fault.operation }), ...(fault.match && { match: fault.match }), left });
+  }
+
+  /** Fails the next `count` matching calls with a 5xx without running them (the SDK retries these). */
+  serverError(fault: ServerErrorFault): void {
+    if (!(fault.count >= 1)) throw new RangeError(`serverError.count must be >= 1, got ${fault.count}.`);
+    const status = fault.status ?? 500;
+    if (!(status in SERVER_ERRORS)) throw new RangeError(`serverError.status must be 500, 503 or 504, got ${status}.`);
+    this.serverErrors.push({ ...(fault.operation && { operation: fault.operation }), status, left: fault.count });
+  }
+
+  /** Removes every fault. */
+  clear(): void {
+    this.latencies = [];
+    this.drops = [];
+    this.serverErrors = [];
+    this.pause = undefined;
+  }
+
+  /** @internal The delay to add before a call of this operation. */
+  delayFor(operation: Operation): number {
+    return this.latencies.filter((fault) => !fault.operation || fault.operation === operation).reduce((sum, fault) => sum + fault.ms, 0);
+  }
+
+  /** @internal The error a call must fail with before running, if any; uses up a server error. */
+  failureFor(operation: Operation): DataApiError | undefined {
+    const serverError = this.serverErrors.find((fault) => !fault.operation || fault.operation === operation);
+    if (serverError) {
+      serverError.left -= 1;
+      if (serverError.left === 0) this.serverErrors.splice(this.serverErrors.indexOf(serverError), 1);
+      const type = SERVER_ERRORS[serverError.status];
+      return new DataApiError(type, `Injected fault: ${type} (HTTP ${serverError.status}); the call did not run.`);
+    }
+    if (this.pause && PAUSABLE.has(operation)) {
+      const now = this.now();
+      this.pause.firstCallAt ??= now;
+      if (now - this.pause.firstCallAt < this.pause.resumeAfterMs) {
+        return new DataApiError(
+          'DatabaseResumingException',
+          'The Aurora DB instance db-LOCAL is resuming after being auto-paused. Please wait a few seconds and try again.',
+        );
+      }
+      this.pause = undefined;
+    }
+    return undefined;
+  }
+
+  /** @internal Whether this call's response is to be dropped; uses up a dropped response. */
+  dropsResponse(operation: Operation, sql: string | undefined): boolean {
+    const drop = this.drops.find(
+      (fault) => (!fault.operation || fault.operation === operation) && (!fault.match || (sql !== undefined && fault.match(sql))),
+    );
+    if (!drop) return false;
+    drop.left -= 1;
+    if (drop.left === 0) this.drops.splice(this.drops.indexOf(drop), 1);
+    return true;
+  }
+}

@@ -1,0 +1,228 @@
+import { randomUUID } from 'node:crypto';
+import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { databaseName, startPostgres } from '../postgres.js';
+import { Databases } from './databases.js';
+import { badRequest, DataApiError } from './errors.js';
+import { Faults } from './faults.js';
+import { JsonSyntaxError, parseJson } from './json.js';
+import { executeSql, OPERATIONS, type OperationContext } from './operations.js';
+import type { RequestBody } from './requests.js';
+import { Stats, type CountedOperation } from './stats.js';
+import { Transactions } from './transactions.js';
+
+/** Options of {@link startDataApi}. */
+export interface StartDataApiOptions {
+  /**
+   * The PostgreSQL server and default database to serve.
+   * @default embedded PostgreSQL (or DATABASE_URL) from `startPostgres()`, stopped by `close()`
+   */
+  readonly databaseUrl?: string;
+  /** @default a free port */
+  readonly port?: number;
+  /** @default '127.0.0.1' */
+  readonly host?: string;
+  /** The only cluster ARN this server accepts. @default 'arn:aws:rds:us-east-1:123456789012:cluster:sqs-inbox-local' */
+  readonly resourceArn?: string;
+  /** The only secret ARN this server accepts. @default 'arn:aws:secretsmanager:us-east-1:123456789012:secret:sqs-inbox-local' */
+  readonly secretArn?: string;
+  /** A transaction no call uses for this long is rolled back. @default 180000 (3 minutes, as on AWS) */
+  readonly transactionIdleTimeoutMs?: number;
+  /** A transaction older than this is rolled back. @default 86400000 (24 hours, as on AWS) */
+  readonly transactionMaxLifetimeMs?: number;
+  /** A statement running longer fails with StatementTimeoutException. @default 45000 (as on AWS) */
+  readonly statementTimeoutMs?: number;
+  /** Larger responses fail with BadRequestException "Database response exceeded size limit". @default 1048576 (1 MiB) */
+  readonly maxResponseBytes?: number;
+}
+
+/** A running local Data API. */
+export interface DataApiServer {
+  /** Give this to `new RDSDataClient({ endpoint })`. */
+  readonly endpoint: string;
+  readonly resourceArn: string;
+  readonly secretArn: string;
+  /** The default database (the one a call without `database` uses). */
+  readonly database: string;
+  /** Fault injection: latency, auto-pause, dropped responses, 5xx. */
+  readonly faults: Faults;
+  /** Calls received per operation. */
+  readonly stats: Stats;
+  /** Rolls back open transactions, ends every pool and stops the server (and PostgreSQL, if it started it). */
+  close(): Promise<void>;
+}
+
+/** The REST path of each operation (§1.2); the last path segment decides, so an endpoint may have a path prefix. */
+const ROUTES: Record<string, CountedOperation> = {
+  Execute: 'ExecuteStatement',
+  BatchExecute: 'BatchExecuteStatement',
+  BeginTransaction: 'BeginTransaction',
+  CommitTransaction: 'CommitTransaction',
+  RollbackTransaction: 'RollbackTransaction',
+  ExecuteSql: 'ExecuteSql',
+};
+
+/** The Data API's HTTP request limit, headers included (§3.4); the body alone is checked here. */
+const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Starts an HTTP server that speaks the RDS Data API (restJson1) over a real PostgreSQL, so that
+ * `new RDSDataClient({ endpoint })` works unchanged. Behaviour follows shared/reference/data-api.md for
+ * Aurora Serverless v2 / provisioned clusters.
+ *
+ * @example
+ * const server = await startDataApi({ databaseUrl: 'postgres://postgres:postgres@127.0.0.1:5432/app' });
+ * const client = new RDSDataClient({ endpoint: server.endpoint, region: 'us-east-1',
+ *   credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+ * await client.send(new ExecuteStatementCommand({ resourceArn: server.resourceArn, secretArn: server.secretArn, sql: 'SELECT 1' }));
+ * await server.close();
+ */
+export async function startDataApi(options: StartDataApiOptions = {}): Promise<DataApiServer> {
+  const resourceArn = options.resourceArn ?? 'arn:aws:rds:us-east-1:123456789012:cluster:sqs-inbox-local';
+  const secretArn = options.secretArn ?? 'arn:aws:secretsmanager:us-east-1:123456789012:secret:sqs-inbox-local';
+  const host = options.host ?? '127.0.0.1';
+  for (const [name, value] of Object.entries({
+    port: options.port,
+    transactionIdleTimeoutMs: options.transactionIdleTimeoutMs,
+    transactionMaxLifetimeMs: options.transactionMaxLifetimeMs,
+    statementTimeoutMs: options.statementTimeoutMs,
+    maxResponseBytes: options.maxResponseBytes,
+  })) {
+    if (value !== undefined && !(Number.isInteger(value) && value >= 0)) {
+      throw new RangeError(`startDataApi: ${name} must be a whole number >= 0, got ${value}.`);
+    }
+  }
+  const postgres = options.databaseUrl ? undefined : await startPostgres();
+  const databaseUrl = options.databaseUrl ?? (postgres as { url: string }).url;
+  const database = databaseName(databaseUrl);
+  const databases = new Databases(databaseUrl);
+  const transactions = new Transactions({
+    idleTimeoutMs: options.transactionIdleTimeoutMs ?? 180_000,
+    maxLifetimeMs: options.transactionMaxLifetimeMs ?? 86_400_000,
+    cancel: (name, pid) => databases.cancel(name, pid),
+  });
+  const context: OperationContext = {
+    resourceArn,
+    secretArn,
+    defaultDatabase: database,
+    databases,
+    transactions,
+    statementTimeoutMs: options.statementTimeoutMs ?? 45_000,
+    maxResponseBytes: options.maxResponseBytes ?? 1024 * 1024,
+  };
+  const faults = new Faults();
+  const stats = new Stats();
+
+  const server = createServer((request, response) => {
+    void handle(request, response, context, faults, stats);
+  });
+  try {
+    await new Promise<void>((resolve, reject) => {
+      server.once('error', reject);
+      server.listen(options.port ?? 0, host, () => {
+        server.off('error', reject);
+        resolve();
+      });
+    });
+  } catch (error) {
+    await databases.end();
+    await postgres?.close();
+    const code = (error as NodeJS.ErrnoException).code;
+    throw new Error(
+      code === 'EADDRINUSE'
+        ? `startDataApi: port ${options.port} on ${host} is in use. Choose another port, or omit it to get a free one.`
+        : `startDataApi: cannot listen on ${host}:${options.port ?? 0} (${(error as Error).message}).`,
+    );
+  }
+  const { port } = server.address() as AddressInfo;
+  const reachableHost = host === '0.0.0.0' ? '127.0.0.1' : host === '::' ? '[::1]' : host.includes(':') ? `[${host}]` : host;
+  let closing: Promise<void> | undefined;
+  return {
+    endpoint: `http://${reachableHost}:${port}`,
+    resourceArn,
+    secretArn,
+    database,
+    faults,
+    stats,
+    close() {
+      closing ??= (async () => {
+        const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
+        server.closeAllConnections();
+        await transactions.rollbackAll();
+        await stopped;
+        await databases.end();
+        await postgres?.close();
+      })();
+      return closing;
+    },
+  };
+}
+
+async function handle(request: IncomingMessage, response: ServerResponse, context: OperationContext, faults: Faults, stats: Stats): Promise<void> {
+  const requestId = randomUUID();
+  let drop = false;
+  try {
+    const path = new URL(request.url ?? '/', 'http://localhost').pathname;
+    const operation = ROUTES[path.slice(path.lastIndexOf('/') + 1)];
+    if (!operation || request.method !== 'POST') {
+      throw new DataApiError('UnknownOperationException', `No Data API operation at ${request.method} ${path}. Operations are POST /Execute, /BatchExecute, /BeginTransaction, /CommitTransaction and /RollbackTransaction.`);
+    }
+    stats.count(operation);
+    const body = await readBody(request);
+    if (operation === 'ExecuteSql') {
+      await executeSql();
+      return;
+    }
+    const delay = faults.delayFor(operation);
+    if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
+    const failure = faults.failureFor(operation);
+    if (failure) throw failure;
+    drop = faults.dropsResponse(operation, typeof body.sql === 'string' ? body.sql : undefined);
+    const text = await OPERATIONS[operation](context, body);
+    if (drop) return;
+    send(response, 200, { 'content-type': 'application/json', 'x-amzn-RequestId': requestId }, text);
+  } catch (caught) {
+    if (drop) return;
+    const error =
+      caught instanceof DataApiError
+        ? caught
+        : // Never a 5xx for something unexpected: the SDK would retry, and the call may have written.
+          badRequest(`Local Data API internal error: ${caught instanceof Error ? caught.message : String(caught)}`);
+    send(
+      response,
+      error.status,
+      { 'content-type': 'application/json', 'x-amzn-RequestId': requestId, 'x-amzn-ErrorType': error.header },
+      JSON.stringify(error.body()),
+    );
+  } finally {
+    // The ambiguous outcome: the call ran, and its answer never arrives.
+    if (drop) request.socket.destroy();
+  }
+}
+
+async function readBody(request: IncomingMessage): Promise<RequestBody> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of request) {
+    size += (chunk as Buffer).length;
+    chunks.push(chunk as Buffer);
+  }
+  if (size > MAX_REQUEST_BYTES) {
+    throw badRequest(`The request body is ${size} bytes; the Data API accepts at most 4 MiB. Send fewer parameter sets per BatchExecuteStatement.`);
+  }
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text.trim() === '') return {};
+  try {
+    const parsed = parseJson(text);
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new JsonSyntaxError('not an object');
+    return parsed as RequestBody;
+  } catch (error) {
+    throw badRequest(`The request body is not a JSON object (${error instanceof Error ? error.message : String(error)}).`);
+  }
+}
+
+function send(response: ServerResponse, status: number, headers: Record<string, string>, body: string): void {
+  if (response.headersSent || response.destroyed) return;
+  response.writeHead(status, { ...headers, 'content-length': String(Buffer.byteLength(body)) });
+  response.end(body);
+}

@@ -1,0 +1,13 @@
+export { ManualClock, ScaledClock, SystemClock, sleepOn } from './clock.js';
+export type { Clock } from './clock.js';
+export { SqsError } from './errors.js';
+export type { SqsErrorName } from './errors.js';
+export { SqsFaults } from './faults.js';
+export type { BatchOperation, EntryFaultOptions, RequestFaultOptions } from './faults.js';
+export { md5Hex, md5OfMessageAttributes } from './md5.js';
+export type { StoredMessage } from './message.js';
+export { SqsModel, queueNameOf } from './model.js';
+export type { QueueInfo, SqsModelOptions } from './model.js';
+export { startSqs } from './server.js';
+export type { RecordedRequest, SqsServer, StartSqsOptions } from './server.js';
+export type * from './types.js';

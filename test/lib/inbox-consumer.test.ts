@@ -1,0 +1,161 @@
+import { Duration } from 'aws-cdk-lib';
+import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { describe, expect, it } from 'vitest';
+import { InboxConsumer, InboxDatabase, InboxQueue } from '../../lib/index.js';
+import { FIXTURE_HANDLER, logicalId, policyStatements, testStack } from './support.js';
+
+function consumerStack(overrides: Partial<ConstructorParameters<typeof InboxConsumer>[2]> = {}) {
+  const stack = testStack();
+  const inboxQueue = new InboxQueue(stack, 'Orders');
+  const database = new InboxDatabase(stack, 'Db');
+  const consumer = new InboxConsumer(stack, 'Worker', {
+    database,
+    queue: inboxQueue.queue,
+    consumerName: 'order-worker',
+    entry: FIXTURE_HANDLER,
+    ...overrides,
+  });
+  return { stack, inboxQueue, database, consumer, template: Template.fromStack(stack) };
+}
+
+describe('InboxConsumer', () => {
+  it('runs the handler as an ARM64 Node.js 22 ESM function outside any VPC', () => {
+    const { template, stack, consumer } = consumerStack({ handler: 'main' });
+    const fn = template.toJSON().Resources[logicalId(stack, consumer.function)].Properties;
+    expect(fn).toMatchObject({ Runtime: 'nodejs22.x', Architectures: ['arm64'], Handler: 'index.main', Timeout: 30, MemorySize: 512 });
+    expect(fn.VpcConfig).toBeUndefined();
+  });
+
+  it('takes another Node.js runtime when asked', () => {
+    const { template } = consumerStack({ runtime: lambda.Runtime.NODEJS_24_X });
+    template.hasResourceProperties('AWS::Lambda::Function', { Handler: 'index.handler', Runtime: 'nodejs24.x' });
+  });
+
+  it('tells the handler where the inbox lives and which consumer it is', () => {
+    const { template, stack, consumer, database } = consumerStack({ environment: { ORDERS_TABLE: 'orders' } });
+    const env = template.toJSON().Resources[logicalId(stack, consumer.function)].Properties.Environment.Variables;
+    const clusterId = stack.getLogicalId(database.cluster.node.defaultChild as never);
+    expect(env).toEqual({
+      ORDERS_TABLE: 'orders',
+      INBOX_RESOURCE_ARN: expect.objectContaining({ 'Fn::Join': expect.arrayContaining([expect.arrayContaining([{ Ref: clusterId }])]) }),
+      INBOX_SECRET_ARN: { Ref: expect.stringMatching(/ClusterSecretAttachment/) },
+      INBOX_DATABASE: 'inbox',
+      INBOX_CONSUMER: 'order-worker',
+      POWERTOOLS_METRICS_NAMESPACE: 'SqsInbox',
+      POWERTOOLS_SERVICE_NAME: 'order-worker',
+    });
+  });
+
+  it('subscribes to the queue with partial batch responses, a batch size and a maximum concurrency', () => {
+    const { template, stack, inboxQueue } = consumerStack({ batchSize: 7, maxConcurrency: 12 });
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      EventSourceArn: { 'Fn::GetAtt': [stack.getLogicalId(inboxQueue.queue.node.defaultChild as never), 'Arn'] },
+      FunctionResponseTypes: ['ReportBatchItemFailures'],
+      BatchSize: 7,
+      ScalingConfig: { MaximumConcurrency: 12 },
+      MaximumBatchingWindowInSeconds: Match.absent(),
+    });
+  });
+
+  it('defaults to batches of 10 and at most 5 concurrent invocations', () => {
+    const { template } = consumerStack();
+    template.hasResourceProperties('AWS::Lambda::EventSourceMapping', { BatchSize: 10, ScalingConfig: { MaximumConcurrency: 5 } });
+  });
+
+  it('passes a batching window through for a standard queue', () => {
+    const stack = testStack();
+    const queue = new sqs.Queue(stack, 'Events', { visibilityTimeout: Duration.minutes(3) });
+    new InboxConsumer(stack, 'Worker', {
+      database: new InboxDatabase(stack, 'Db'),
+      queue,
+      consumerName: 'events',
+      entry: FIXTURE_HANDLER,
+      maxBatchingWindow: Duration.seconds(5),
+      batchSize: 50,
+    });
+    Template.fromStack(stack).hasResourceProperties('AWS::Lambda::EventSourceMapping', {
+      BatchSize: 50,
+      MaximumBatchingWindowInSeconds: 5,
+    });
+  });
+
+  it('may consume this queue, use the Data API on this cluster and read this secret, and nothing else', () => {
+    const { template, stack, consumer, inboxQueue, database } = consumerStack();
+    const roleId = stack.getLogicalId(consumer.function.role!.node.defaultChild as never);
+    const policy = Object.values(template.findResources('AWS::IAM::Policy', { Properties: { Roles: [{ Ref: roleId }] } }))[0] as {
+      Properties: { PolicyDocument: { Statement: Array<{ Action: string | string[]; Resource: unknown }> } };
+    };
+    const byService = new Map<string, unknown>();
+    for (const statement of policy.Properties.PolicyDocument.Statement) {
+      for (const action of [statement.Action].flat()) byService.set(action, statement.Resource);
+    }
+    const queueArn = { 'Fn::GetAtt': [stack.getLogicalId(inboxQueue.queue.node.defaultChild as never), 'Arn'] };
+    expect(byService.get('sqs:ReceiveMessage')).toEqual(queueArn);
+    expect(byService.get('sqs:DeleteMessage')).toEqual(queueArn);
+    expect(JSON.stringify(byService.get('rds-data:ExecuteStatement'))).toContain(
+      stack.getLogicalId(database.cluster.node.defaultChild as never),
+    );
+    expect(byService.get('secretsmanager:GetSecretValue')).toEqual({ Ref: expect.stringMatching(/ClusterSecretAttachment/) });
+    expect([...byService.keys()].sort()).toEqual(
+      [
+        'logs:CreateLogStream',
+        'logs:PutLogEvents',
+        'rds-data:BatchExecuteStatement',
+        'rds-data:BeginTransaction',
+        'rds-data:CommitTransaction',
+        'rds-data:ExecuteStatement',
+        'rds-data:RollbackTransaction',
+        'secretsmanager:DescribeSecret',
+        'secretsmanager:GetSecretValue',
+        'sqs:ChangeMessageVisibility',
+        'sqs:DeleteMessage',
+        'sqs:GetQueueAttributes',
+        'sqs:GetQueueUrl',
+        'sqs:ReceiveMessage',
+      ].sort(),
+    );
+    for (const statement of policyStatements(template)) expect(JSON.stringify(statement.Resource)).not.toMatch(/"\*"/);
+  });
+
+  it('has no AWSLambdaBasicExecutionRole: the role may write only to its own log group, which has a retention', () => {
+    const { template, stack, consumer } = consumerStack();
+    const role = template.toJSON().Resources[stack.getLogicalId(consumer.function.role!.node.defaultChild as never)];
+    expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+    template.hasResourceProperties('AWS::Lambda::Function', {
+      FunctionName: Match.absent(),
+      LoggingConfig: { LogGroup: { Ref: stack.getLogicalId(consumer.logGroup.node.defaultChild as never) } },
+    });
+    template.hasResourceProperties('AWS::Logs::LogGroup', { RetentionInDays: 30 });
+  });
+
+  it('exposes the consumer name, queue, dead-letter queue and redelivery window', () => {
+    const { consumer, inboxQueue } = consumerStack();
+    expect(consumer.consumerName).toBe('order-worker');
+    expect(consumer.queue).toBe(inboxQueue.queue);
+    expect(consumer.deadLetterQueue).toBe(inboxQueue.deadLetterQueue);
+    expect(consumer.redeliveryWindowSeconds).toBe((4 + 14) * 86400);
+  });
+
+  it('assumes SQS maxima for the redelivery window of an imported queue unless told', () => {
+    const stack = testStack();
+    const database = new InboxDatabase(stack, 'Db');
+    const queue = sqs.Queue.fromQueueArn(stack, 'Q', 'arn:aws:sqs:eu-west-1:123456789012:orders.fifo');
+    const guessed = new InboxConsumer(stack, 'A', { database, queue, consumerName: 'a', entry: FIXTURE_HANDLER });
+    const told = new InboxConsumer(stack, 'B', {
+      database, queue, consumerName: 'b', entry: FIXTURE_HANDLER, redeliveryWindow: Duration.days(5),
+    });
+    expect(guessed.redeliveryWindowSeconds).toBe(28 * 86400);
+    expect(told.redeliveryWindowSeconds).toBe(5 * 86400);
+  });
+
+  it('refuses an empty consumer name', () => {
+    const stack = testStack();
+    const database = new InboxDatabase(stack, 'Db');
+    const queue = new InboxQueue(stack, 'Q').queue;
+    expect(() => new InboxConsumer(stack, 'W', { database, queue, consumerName: '', entry: FIXTURE_HANDLER })).toThrow(
+      /`consumerName` is empty\. Fix: /,
+    );
+  });
+});
