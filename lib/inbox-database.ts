@@ -80,7 +80,8 @@ export interface InboxDatabaseProps {
    */
   readonly removalPolicy?: RemovalPolicy;
   /**
-   * Migration sets to apply besides `inbox`, which is always applied first (for example `example-orders`).
+   * Migration sets to apply besides `inbox`, which is always applied first. Only sets the bundled handler
+   * (lambda/functions/migrate.ts) knows can be named: today `example-orders`, the example's `orders` table.
    * @default []
    */
   readonly migrations?: readonly string[];

@@ -94,8 +94,8 @@ export class InboxFunction extends Construct {
       Validations.of(this.function).acknowledge({
         id: 'AwsSolutions-L1',
         reason:
-          'Node.js 22 is the runtime this project builds and tests its Lambda code for (the local runtime runs the same ' +
-          'handlers on Node 20/22); pass `runtime: Runtime.NODEJS_24_X` to use the newest.',
+          'The project targets Node.js 22, a supported LTS Lambda runtime; its runtime code has not been tested on ' +
+          'Node.js 24 yet. Pass `runtime: Runtime.NODEJS_24_X` to use the newest.',
       });
     }
   }

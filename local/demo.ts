@@ -13,7 +13,7 @@ export async function runDemo(args: string[], out: NodeJS.WritableStream = proce
   const { values } = parseArgs({
     args,
     options: {
-      messages: { type: 'string', default: '3000' },
+      messages: { type: 'string', default: '2000' },
       seed: { type: 'string', default: '417' },
       faults: { type: 'string', default: FAULTS.join(',') },
       consumers: { type: 'string', default: '3' },

@@ -1,0 +1,15 @@
+/**
+ * The local runtime (package export "sqs-inbox/local"): embedded PostgreSQL, a Data API-compatible
+ * server, an SQS model with an AWS JSON front, and Lambda's SQS event source mapping, so the very same
+ * handler runs locally, with faults injected, before it is deployed.
+ */
+export { startPostgres, createDatabase, databaseName, PostgresStartError } from './postgres.js';
+export type { PostgresServer, StartPostgresOptions } from './postgres.js';
+export * from './data-api/index.js';
+export * from './sqs/index.js';
+export { SqsEventSource, readBatchResponse } from './event-source.js';
+export type { SqsEventSourceOptions, SqsEventHandler, LambdaLikeContext, EventSourceStats, InvocationOutcome, PendingDelete } from './event-source.js';
+export { startLocal } from './stack.js';
+export type { LocalStack } from './stack.js';
+export { runScenario, FAULTS } from './scenario.js';
+export type { ScenarioOptions, ScenarioResult, FaultName } from './scenario.js';
