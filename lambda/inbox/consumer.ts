@@ -54,11 +54,12 @@ export function inbox<Body = any>(options: InboxOptions<Body>): InboxHandler {
     const records = Array.isArray(event?.Records) ? event.Records : [];
     // Lambda's clock when it gives one; else the margin never stops a record.
     const remaining = () => context?.getRemainingTimeInMillis?.() ?? Number.POSITIVE_INFINITY;
+    const margin = resolved.deadlineMarginMs ?? Math.min(resolved.callTimeoutMs * 2, remaining() / 2);
     const tally = new BatchTally();
     const session = new DataApiSession(resolved.target, {
       callTimeoutMs: resolved.callTimeoutMs,
       resumeDelaysMs: resolved.resumeDelaysMs,
-      timeLeftMs: () => remaining() - resolved.deadlineMarginMs,
+      timeLeftMs: () => remaining() - margin,
       onResumeRetry: () => tally.resumeRetries++,
       sleep: resolved.sleep,
     });
@@ -68,7 +69,7 @@ export function inbox<Body = any>(options: InboxOptions<Body>): InboxHandler {
         fifo: isFifo(records),
         onFailure: resolved.onFailure,
         concurrency: resolved.concurrency,
-        mayStart: () => remaining() >= resolved.deadlineMarginMs,
+        mayStart: () => remaining() >= margin,
       },
       async (record) => {
         const begun = resolved.now();

@@ -77,7 +77,8 @@ export interface InboxOptions<Body = unknown> {
   readonly callTimeoutMs?: number;
   /**
    * No record starts when the Lambda has less than this left; such records are reported failed, unstarted.
-   * @default callTimeoutMs * 2 (a record that starts can still run its claim and commit)
+   * @default the smaller of callTimeoutMs * 2 (a record that starts can still run its claim and commit)
+   * and half the time the invocation started with (so a short function timeout still runs records)
    */
   readonly deadlineMarginMs?: number;
   /** Waits before retrying a call refused while Aurora resumes from auto-pause. @default [250, 500, 1000, 2000, 4000, 8000] */
@@ -107,7 +108,8 @@ export interface ResolvedOptions<Body> {
   readonly onPermanentError: 'retry' | 'park';
   readonly schema: string;
   readonly callTimeoutMs: number;
-  readonly deadlineMarginMs: number;
+  /** Undefined: derived per invocation, see {@link InboxOptions.deadlineMarginMs}. */
+  readonly deadlineMarginMs: number | undefined;
   readonly resumeDelaysMs: readonly number[];
   readonly now: () => number;
   readonly sleep: (ms: number) => Promise<void>;
@@ -160,7 +162,7 @@ export function resolveOptions<Body>(options: InboxOptions<Body>, env: NodeJS.Pr
   }
   const concurrency = positiveInteger(options.concurrency ?? 10, 'concurrency', 'e.g. 10');
   const callTimeoutMs = positiveInteger(options.callTimeoutMs ?? 10_000, 'callTimeoutMs', 'e.g. 10000');
-  const deadlineMarginMs = nonNegativeInteger(options.deadlineMarginMs ?? callTimeoutMs * 2, 'deadlineMarginMs');
+  const deadlineMarginMs = options.deadlineMarginMs === undefined ? undefined : nonNegativeInteger(options.deadlineMarginMs, 'deadlineMarginMs');
   const resumeDelaysMs = options.resumeDelaysMs ?? [250, 500, 1000, 2000, 4000, 8000];
   resumeDelaysMs.forEach((delay, index) => nonNegativeInteger(delay, `resumeDelaysMs[${index}]`));
   if (options.parse !== undefined && typeof options.parse !== 'function') {

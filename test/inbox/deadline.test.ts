@@ -52,4 +52,22 @@ describe('the Lambda deadline', () => {
     const response = await handler({ Records: records }, lambdaContext(() => remaining));
     expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([records[1]!.messageId, records[2]!.messageId]);
   });
+
+  it('derives its default margin from the time the invocation starts with, so a short function timeout still runs records', async () => {
+    let remaining = 6_000;
+    const handler = inbox<{ n: number }>({
+      consumer: 'deadline-default',
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      concurrency: 1,
+      apply: async () => {
+        remaining -= 2_000;
+      },
+    });
+    const records = [1, 2, 3].map((n) => sqsRecord({ body: { n } }));
+    const response = await handler({ Records: records }, lambdaContext(() => remaining));
+    // Margin: min(2 x 10 s, 6 s / 2) = 3 s. Records 1 and 2 start (6 s, 4 s left); record 3 sees 2 s.
+    expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([records[2]!.messageId]);
+  });
 });
