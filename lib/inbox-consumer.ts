@@ -142,16 +142,20 @@ export class InboxConsumer extends Construct {
     const timeout = props.timeout ?? Duration.seconds(30);
     const batchSize = props.batchSize ?? 10;
     const facts = queueFacts(props.queue);
-    const localViolations: InvariantViolation[] = [
-      ...checkFifoDeadLetterQueue(facts),
-      ...checkFifoBatchSize({ fifo: facts.fifo, batchSize }),
-      ...checkFifoBatchingWindow({ fifo: facts.fifo, maxBatchingWindow: props.maxBatchingWindow }),
-      ...checkVisibilityTimeout({
-        visibilityTimeoutSeconds: facts.visibilityTimeoutSeconds,
-        functionTimeoutSeconds: durationSeconds(timeout),
-      }),
-    ];
-    addInvariants(this, () => [...localViolations, ...this.#nameViolations()]);
+    // Checked at synth, not now, so that later changes to the queue (escape hatches) are seen too.
+    addInvariants(this, () => {
+      const queue = queueFacts(props.queue);
+      return [
+        ...checkFifoDeadLetterQueue(queue),
+        ...checkFifoBatchSize({ fifo: queue.fifo, batchSize }),
+        ...checkFifoBatchingWindow({ fifo: queue.fifo, maxBatchingWindow: props.maxBatchingWindow }),
+        ...checkVisibilityTimeout({
+          visibilityTimeoutSeconds: queue.visibilityTimeoutSeconds,
+          functionTimeoutSeconds: durationSeconds(timeout),
+        }),
+        ...this.#nameViolations(),
+      ];
+    });
 
     const fn = new InboxFunction(this, 'Handler', {
       entry: props.entry,
@@ -175,11 +179,10 @@ export class InboxConsumer extends Construct {
     this.logGroup = fn.logGroup;
     props.database.grantDataApiAccess(this.function);
 
-    // An invalid FIFO setting is reported with its fix by the invariants at synth; keep CDK's own
-    // eager checks from throwing first with a less helpful message.
-    const fifoSafe = facts.fifo && localViolations.length > 0;
+    // An invalid FIFO setting is reported with its fix by the invariants at synth (so synth still fails);
+    // keep CDK's own eager checks from throwing first, alone and without the fix.
     this.eventSource = new SqsEventSource(props.queue, {
-      batchSize: fifoSafe ? Math.min(batchSize, FIFO_MAX_BATCH_SIZE) : batchSize,
+      batchSize: facts.fifo ? Math.min(batchSize, FIFO_MAX_BATCH_SIZE) : batchSize,
       maxConcurrency: props.maxConcurrency ?? 5,
       reportBatchItemFailures: true,
       ...(props.maxBatchingWindow !== undefined && !facts.fifo ? { maxBatchingWindow: props.maxBatchingWindow } : {}),

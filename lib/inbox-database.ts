@@ -171,8 +171,8 @@ export class InboxDatabase extends Construct {
         id: 'AwsSolutions-SMG4',
         reason:
           'No automatic rotation: the Data API reads the secret on every call, so rotation needs no client change, but ' +
-          'the rotation Lambda would have to run in the VPC with a Secrets Manager endpoint or NAT, which this ' +
-          'NAT-free isolated VPC deliberately lacks. Add cluster.addRotationSingleUser() with such an endpoint to rotate.',
+          'the rotation Lambda would have to run in the VPC and reach Secrets Manager through an interface endpoint or ' +
+          'NAT, which the default NAT-free isolated VPC lacks. Add an endpoint and cluster.addRotationSingleUser() to rotate.',
       });
     }
 

@@ -75,6 +75,15 @@ describe('synth-time invariants', () => {
     );
   });
 
+  it('checks the queue as synthesized, including changes made through escape hatches after the consumer', () => {
+    const stack = testStack();
+    const database = new InboxDatabase(stack, 'Db');
+    const queue = new InboxQueue(stack, 'Orders').queue;
+    new InboxConsumer(stack, 'Worker', { database, queue, consumerName: 'w', entry: FIXTURE_HANDLER });
+    (queue.node.defaultChild as sqs.CfnQueue).visibilityTimeout = 60;
+    expect(synthError(stack)).toContain("[Test/Worker] the queue's visibility timeout (1 minute) is less than 6 x");
+  });
+
   it('refuses a FIFO queue with a standard dead-letter queue', () => {
     const stack = testStack();
     const deadLetterQueue = new sqs.Queue(stack, 'StandardDlq');
