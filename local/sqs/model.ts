@@ -508,18 +508,7 @@ export class SqsModel {
     nameOrUrl: string,
     entries: readonly { id: string; receiptHandle: string }[],
   ): BatchResult<Record<never, never>> {
-    this.#queue(nameOrUrl);
-    checkBatchEntries(entries.map((e) => e.id));
-    const result: BatchResult<Record<never, never>> = { successful: [], failed: [] };
-    for (const entry of entries) {
-      try {
-        this.deleteMessage(nameOrUrl, entry.receiptHandle);
-        result.successful.push({ id: entry.id });
-      } catch (error) {
-        result.failed.push(entryFailure(entry.id, error));
-      }
-    }
-    return result;
+    return this.#eachEntry(nameOrUrl, entries, (entry) => void this.deleteMessage(nameOrUrl, entry.receiptHandle));
   }
 
   /** ChangeMessageVisibility: the new timeout counts from now; 0 makes the message visible at once. */
@@ -546,12 +535,17 @@ export class SqsModel {
     nameOrUrl: string,
     entries: readonly { id: string; receiptHandle: string; visibilityTimeout: number }[],
   ): BatchResult<Record<never, never>> {
+    return this.#eachEntry(nameOrUrl, entries, (entry) => this.changeMessageVisibility(nameOrUrl, entry.receiptHandle, entry.visibilityTimeout));
+  }
+
+  /** Runs a batch operation entry by entry: one entry's error fails that entry only, as SQS reports it. */
+  #eachEntry<Entry extends { id: string }>(nameOrUrl: string, entries: readonly Entry[], apply: (entry: Entry) => void): BatchResult<Record<never, never>> {
     this.#queue(nameOrUrl);
     checkBatchEntries(entries.map((e) => e.id));
     const result: BatchResult<Record<never, never>> = { successful: [], failed: [] };
     for (const entry of entries) {
       try {
-        this.changeMessageVisibility(nameOrUrl, entry.receiptHandle, entry.visibilityTimeout);
+        apply(entry);
         result.successful.push({ id: entry.id });
       } catch (error) {
         result.failed.push(entryFailure(entry.id, error));
