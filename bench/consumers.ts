@@ -100,7 +100,7 @@ function inboxStatement(target: DatabaseTarget, id: string): Variant {
 function naive(target: DatabaseTarget, id: string): Variant {
   return {
     id,
-    description: 'naive: SELECT processed?, apply, INSERT processed (3 autocommit calls)',
+    description: 'the naive pattern: SELECT processed?, apply, INSERT processed (3 autocommit calls)',
     atomic: false,
     effectStatements: 1,
     expectedCalls: { fresh: 3, duplicate: 1 },
@@ -149,7 +149,7 @@ const REMAINING_MS = 60_000;
 function powertoolsStyle(target: DatabaseTarget, id: string): Variant {
   return {
     id,
-    description: 'Powertools-style: PUT INPROGRESS, apply, UPDATE COMPLETED (3 autocommit calls)',
+    description: "Powertools idempotency's protocol: conditional INSERT of an INPROGRESS record, apply, UPDATE to COMPLETED (3 autocommit calls)",
     atomic: false,
     effectStatements: 1,
     expectedCalls: { fresh: 3, duplicate: 1 },

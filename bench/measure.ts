@@ -96,10 +96,10 @@ export interface ShapeResult {
 }
 
 /**
- * Times every variant on the shape in alternating rounds: one untimed warm-up round, then `rounds`
- * rounds in which each variant runs once, the starting variant rotating each round, so that drift on a
- * shared machine (other tenants, autovacuum, table growth) falls on every variant alike. Each variant is
- * compared to the baseline within the same round, and the median of those ratios is reported.
+ * Times every variant on the shape in alternating rounds: each round runs every variant once, the
+ * starting variant rotating each round, so that drift on a shared machine (other tenants, autovacuum,
+ * table growth) falls on every variant alike. Each variant is compared to the baseline within the same
+ * round, and the median of those ratios is reported. Warm the variants up before the first shape.
  */
 export async function interleave(
   shape: Shape,
@@ -109,17 +109,17 @@ export async function interleave(
   const perRound = new Map<string, number[]>(variants.map((variant) => [variant.id, []]));
   shape.before?.();
   try {
-    for (let round = -1; round < options.rounds; round++) {
-      const offset = Math.max(0, round) % variants.length;
+    for (let round = 0; round < options.rounds; round++) {
+      const offset = round % variants.length;
       const order = [...variants.slice(offset), ...variants.slice(0, offset)];
       for (const variant of order) {
         const run = await shape.prepare(variant, options.invoker);
         const started = performance.now();
         await run();
         const seconds = (performance.now() - started) / 1000;
-        if (round >= 0) perRound.get(variant.id)!.push(shape.messages / seconds);
+        perRound.get(variant.id)!.push(shape.messages / seconds);
       }
-      if (round >= 0) options.onRound?.(round);
+      options.onRound?.(round);
     }
   } finally {
     shape.after?.();
