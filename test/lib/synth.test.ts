@@ -3,7 +3,13 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
+import { pathToFileURL } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/index.js';
+import { EXAMPLE_ORDER_MIGRATIONS } from '../../lambda/functions/example-migrations.js';
+import { startDataApi } from '../../local/data-api/server.js';
+import { freshDatabase } from '../support/database.js';
+import { dataApiClient, lambdaContext, sqsRecord } from '../support/inbox.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const OUT = join(ROOT, 'cdk.out');
@@ -44,4 +50,45 @@ describe('npx cdk synth', () => {
     },
     180_000,
   );
+
+  it('ships an order-worker bundle that, run as Lambda would run it, ships order-417 exactly once', async () => {
+    // Arrange: the bundle the previous test synthesized, and a migrated database behind the local Data API.
+    const template = JSON.parse(readFileSync(join(OUT, 'InboxStack.template.json'), 'utf8')) as { Resources: Record<string, { Type: string; Properties: any }> };
+    const worker = Object.values(template.Resources).find(
+      (r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Environment?.Variables?.INBOX_CONSUMER !== undefined,
+    );
+    expect(worker).toBeDefined();
+    const bundle = join(OUT, `asset.${worker!.Properties.Code.S3Key.replace(/\.zip$/, '')}`, 'index.mjs');
+    const server = await startDataApi({ databaseUrl: await freshDatabase('bundle') });
+    const client = dataApiClient(server);
+    const session = new DataApiSession({ client, resourceArn: server.resourceArn, secretArn: server.secretArn, database: server.database }, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
+    await migrate(session, [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
+    const saved = { ...process.env };
+    Object.assign(process.env, {
+      INBOX_RESOURCE_ARN: server.resourceArn,
+      INBOX_SECRET_ARN: server.secretArn,
+      INBOX_DATABASE: server.database,
+      INBOX_DATA_API_ENDPOINT: server.endpoint,
+      INBOX_CONSUMER: worker!.Properties.Environment.Variables.INBOX_CONSUMER,
+    });
+    try {
+      // Act: the same SQS record delivered twice, then a poison one.
+      const { handler } = (await import(pathToFileURL(bundle).href)) as { handler: (event: unknown, context: unknown) => Promise<{ batchItemFailures: unknown[] }> };
+      const record = sqsRecord({ body: { orderId: 'order-417' }, groupId: 'customer-1' });
+      const first = await handler({ Records: [record] }, lambdaContext());
+      const again = await handler({ Records: [record] }, lambdaContext());
+      const poison = await handler({ Records: [sqsRecord({ body: 'not json', groupId: 'customer-2' })] }, lambdaContext());
+
+      // Assess
+      expect([first, again, poison]).toEqual([{ batchItemFailures: [] }, { batchItemFailures: [] }, { batchItemFailures: [] }]);
+      const { rows } = await session.execute("SELECT shipped_count FROM public.orders WHERE order_id = 'order-417'");
+      expect(rows).toEqual([{ shipped_count: 1 }]);
+      const parked = await session.execute('SELECT error_class FROM inbox.parked_message');
+      expect(parked.rows).toEqual([{ error_class: 'ParseError' }]);
+    } finally {
+      process.env = saved;
+      client.destroy();
+      await server.close();
+    }
+  }, 60_000);
 });
