@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { DataApiSession, inbox } from '../lambda/inbox/index.js';
 import type { DatabaseTarget, InboxLogger, InboxMetrics } from '../lambda/inbox/index.js';
-import { isFifo, runBatch, succeeded } from '../lambda/inbox/batch.js';
+import { batchHandler, consumeNaively } from '../local/naive.js';
 import type { Outcome } from '../lambda/inbox/batch.js';
 import { EFFECT_SQL } from './database.js';
 import type { BenchDatabase } from './database.js';
@@ -104,15 +104,20 @@ function naive(target: DatabaseTarget, id: string): Variant {
     atomic: false,
     effectStatements: 1,
     expectedCalls: { fresh: 3, duplicate: 1 },
-    handler: batchHandler(target, async (session, record) => {
-      const key = keyOf(record);
-      const body = JSON.parse(record.body) as OrderBody;
-      const seen = await session.execute('SELECT 1 FROM public.bench_naive_processed WHERE message_key = :key', { key });
-      if (seen.rows.length > 0) return { kind: 'duplicate' };
-      await session.execute(EFFECT_SQL, { variant: id, orderId: body.orderId, step: 1 });
-      await session.execute('INSERT INTO public.bench_naive_processed (message_key) VALUES (:key) ON CONFLICT DO NOTHING', { key });
-      return { kind: 'processed' };
-    }),
+    handler: benchHandler(target, (session, record) =>
+      consumeNaively(
+        {
+          session,
+          processedTable: 'public.bench_naive_processed',
+          keyOf,
+          effect: async (record) => {
+            const body = JSON.parse(record.body) as OrderBody;
+            await session.execute(EFFECT_SQL, { variant: id, orderId: body.orderId, step: 1 });
+          },
+        },
+        record,
+      ),
+    ),
   };
 }
 
@@ -153,7 +158,7 @@ function powertoolsStyle(target: DatabaseTarget, id: string): Variant {
     atomic: false,
     effectStatements: 1,
     expectedCalls: { fresh: 3, duplicate: 1 },
-    handler: batchHandler(target, async (session, record) => {
+    handler: benchHandler(target, async (session, record) => {
       // Powertools stores `<function name>#<md5 of the key>`.
       const recordId = `bench-${id}#${createHash('md5').update(keyOf(record)).digest('hex')}`;
       const body = JSON.parse(record.body) as OrderBody;
@@ -188,22 +193,15 @@ function powertoolsStyle(target: DatabaseTarget, id: string): Variant {
  * A batch handler for the hand-written variants: the same batch runner inbox() uses (FIFO groups in order,
  * CONCURRENCY in flight), one Data API session per invocation, partial batch failures.
  */
-function batchHandler(target: DatabaseTarget, consume: (session: DataApiSession, record: SQSRecord) => Promise<Outcome>): BenchHandler {
-  return async (event) => {
+function benchHandler(target: DatabaseTarget, consume: (session: DataApiSession, record: SQSRecord) => Promise<Outcome>): BenchHandler {
+  return (event) => {
     const session = new DataApiSession(target, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
-    const outcomes = await runBatch(
-      event.Records,
-      { fifo: isFifo(event.Records), onFailure: 'skip-group', concurrency: CONCURRENCY, mayStart: () => true },
-      async (record) => {
-        try {
-          return await consume(session, record);
-        } catch (error) {
-          return { kind: 'failed', error: error instanceof Error ? error : new Error(String(error)) };
-        }
-      },
-    );
-    return {
-      batchItemFailures: event.Records.filter((_, index) => !succeeded(outcomes[index]!)).map((record) => ({ itemIdentifier: record.messageId })),
-    };
+    return batchHandler(async (record) => {
+      try {
+        return await consume(session, record);
+      } catch (error) {
+        return { kind: 'failed', error: error instanceof Error ? error : new Error(String(error)) };
+      }
+    }, { concurrency: CONCURRENCY })(event);
   };
 }

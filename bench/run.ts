@@ -13,6 +13,7 @@ import { freshRecord, freshRecords } from './records.js';
 import { toMarkdown, toText } from './report.js';
 import type { Table } from './report.js';
 import { duplicatesShape, fifoShape, latencyShape, standardShape } from './shapes.js';
+import { SCENARIO_ROWS } from '../local/demo.js';
 
 /**
  * `npm run bench`: starts the local stack once, then measures every consumer variant side by side on one
@@ -218,26 +219,11 @@ function effectsTable(all: readonly Variant[], invoker: Invoker, effects: Readon
 }
 
 function scenarioTable(scenarios: readonly ScenarioResult[]): Table {
-  const rows: [string, (result: ScenarioResult) => string][] = [
-    ['orders produced', (r) => String(r.messages)],
-    ['duplicate sends (same key)', (r) => String(r.duplicateSends)],
-    ['deliveries to handlers', (r) => String(r.recordsDelivered)],
-    ['orders shipped', (r) => String(r.shipped)],
-    ['double effects', (r) => String(r.extraEffects)],
-    ['orders shipped twice or more', (r) => String(r.doubled)],
-    ['lost (not shipped, parked or in DLQ)', (r) => String(r.lost)],
-    ['parked (poison)', (r) => String(r.parked)],
-    ['in the dead-letter queue', (r) => String(r.deadLettered)],
-    ['out-of-order effects', (r) => String(r.orderViolations)],
-    ['Data API calls per message sent', (r) => r.callsPerMessage.toFixed(2)],
-    ['drained before the timeout', (r) => (r.completed ? 'yes' : 'NO')],
-    ['wall time', (r) => `${(r.elapsedMs / 1000).toFixed(1)} s`],
-  ];
   const first = scenarios[0]!;
   return {
     title: `4. Fault scenario (the demo's engine): ${first.messages} orders, FIFO queue, 3 consumers, seed ${first.seed}, every fault`,
     headers: ['', ...scenarios.map((result) => result.pattern)],
-    rows: rows.map(([name, value]) => [name, ...scenarios.map(value)]),
+    rows: SCENARIO_ROWS.map(([name, value]) => [name, ...scenarios.map(value)]),
     notes: [
       ...scenarios.map(
         (result) =>

@@ -72,24 +72,29 @@ function progress(out: NodeJS.WritableStream, label: string, settled: number, to
   out.write(`\r  ${label.padEnd(44)} [${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${String(settled).padStart(6)}/${total}`);
 }
 
+/** The rows of a scenario comparison, for the demo's table and the benchmark's. */
+export const SCENARIO_ROWS: readonly (readonly [string, (result: ScenarioResult) => string])[] = [
+  ['orders produced', (r) => String(r.messages)],
+  ['duplicate sends (same key)', (r) => String(r.duplicateSends)],
+  ['poison messages', (r) => String(r.poison)],
+  ['deliveries to handlers', (r) => String(r.recordsDelivered)],
+  ['invocations', (r) => String(r.invocations)],
+  ['orders shipped', (r) => String(r.shipped)],
+  ['orders shipped twice or more', (r) => String(r.doubled)],
+  ['double effects', (r) => String(r.extraEffects)],
+  ['lost (not shipped, parked or in DLQ)', (r) => String(r.lost)],
+  ['parked', (r) => String(r.parked)],
+  ['in the dead-letter queue', (r) => String(r.deadLettered)],
+  ['out-of-order effects', (r) => String(r.orderViolations)],
+  ['Data API calls per message sent', (r) => r.callsPerMessage.toFixed(2)],
+  ['drained before the timeout', (r) => (r.completed ? 'yes' : 'NO')],
+  ['wall time', (r) => `${(r.elapsedMs / 1000).toFixed(1)} s`],
+];
+
+const FAULTS_ROW = ['faults injected', (r: ScenarioResult) => Object.entries(r.faultsInjected).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'] as const;
+
 function table(results: readonly ScenarioResult[]): string {
-  const rows: [string, (r: ScenarioResult) => string][] = [
-    ['orders produced', (r) => String(r.messages)],
-    ['duplicate sends (same key)', (r) => String(r.duplicateSends)],
-    ['poison messages', (r) => String(r.poison)],
-    ['deliveries to handlers', (r) => String(r.recordsDelivered)],
-    ['invocations', (r) => String(r.invocations)],
-    ['orders shipped', (r) => String(r.shipped)],
-    ['orders shipped twice or more', (r) => String(r.doubled)],
-    ['double effects', (r) => String(r.extraEffects)],
-    ['lost (not shipped, parked or in DLQ)', (r) => String(r.lost)],
-    ['parked', (r) => String(r.parked)],
-    ['in the dead-letter queue', (r) => String(r.deadLettered)],
-    ['out-of-order effects', (r) => String(r.orderViolations)],
-    ['Data API calls per message sent', (r) => r.callsPerMessage.toFixed(2)],
-    ['wall time', (r) => `${(r.elapsedMs / 1000).toFixed(1)} s`],
-    ['faults injected', (r) => Object.entries(r.faultsInjected).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'],
-  ];
+  const rows = [...SCENARIO_ROWS, FAULTS_ROW];
   const header = ['', ...results.map((r) => r.pattern)];
   const lines = [header, ...rows.map(([name, cell]) => [name, ...results.map(cell)])];
   const widths = header.map((_, column) => Math.max(...lines.filter((_, i) => column === 0 || i < lines.length - 1).map((line) => line[column]!.length)));

@@ -4,11 +4,11 @@ import { SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { DataApiSession, INBOX_MIGRATIONS, inbox, migrate } from '../lambda/inbox/index.js';
 import type { DatabaseTarget, InboxLogger, InboxMetrics } from '../lambda/inbox/index.js';
-import { isFifo, runBatch, succeeded } from '../lambda/inbox/batch.js';
-import type { Outcome } from '../lambda/inbox/batch.js';
 import { createProducer } from '../lambda/inbox/producer.js';
 import { SqsEventSource } from './event-source.js';
 import type { SqsEventHandler } from './event-source.js';
+import { batchHandler, consumeNaively } from './naive.js';
+import type { RemainingTime } from './naive.js';
 import { createDatabase } from './postgres.js';
 import type { LocalStack } from './stack.js';
 
@@ -100,7 +100,6 @@ export interface ScenarioResult {
 }
 
 type OrderBody = { orderId: string; group: string; position: number };
-type RemainingTime = { getRemainingTimeInMillis(): number };
 
 const silentLogger: InboxLogger = { debug() {}, info() {}, warn() {}, error() {} };
 const silentMetrics: InboxMetrics = { addMetric() {}, publishStoredMetrics() {} };
@@ -202,7 +201,7 @@ export async function runScenario(local: LocalStack, options: ScenarioOptions): 
   };
   const SHIP = 'INSERT INTO public.demo_shipment (order_id, group_id, position) VALUES (:orderId, :group, :position)';
 
-  const makeHandler = (): ((event: SQSEvent, context: RemainingTime) => Promise<SQSBatchResponse>) => {
+  const makeHandler = (): ((event: SQSEvent, context?: RemainingTime) => Promise<SQSBatchResponse>) => {
     if (options.pattern === 'inbox') {
       const handler = inbox<OrderBody>({
         consumer: 'demo-orders',
@@ -223,25 +222,26 @@ export async function runScenario(local: LocalStack, options: ScenarioOptions): 
       return (event, context) => handler(event, context);
     }
     // The naive pattern: check, apply, record, each its own autocommit call.
-    return async (event, context) => {
-      const mayStart = () => context.getRemainingTimeInMillis() > 100;
-      const outcomes = await runBatch(event.Records, { fifo: isFifo(event.Records), onFailure: 'skip-group', concurrency: 10, mayStart }, async (record): Promise<Outcome> => {
-        try {
-          const key = keyOf(record);
-          const body = JSON.parse(record.body) as OrderBody;
-          const seen = await session.execute('SELECT 1 FROM public.naive_processed WHERE message_key = :key', { key });
-          if (seen.rows.length > 0) return { kind: 'duplicate' };
-          armDrop(record, 'ExecuteStatement');
-          await session.execute(SHIP, { orderId: body.orderId, group: body.group, position: body.position });
-          if (crashesInside(record)) throw new SimulatedCrash('the worker died before recording the message');
-          await session.execute('INSERT INTO public.naive_processed (message_key) VALUES (:key) ON CONFLICT DO NOTHING', { key });
-          return { kind: 'processed' };
-        } catch (error) {
-          return { kind: 'failed', error: error as Error };
-        }
-      });
-      return { batchItemFailures: event.Records.filter((_, i) => !succeeded(outcomes[i]!)).map((r) => ({ itemIdentifier: r.messageId })) };
-    };
+    return batchHandler(
+      (record) =>
+        consumeNaively(
+          {
+            session,
+            processedTable: 'public.naive_processed',
+            keyOf,
+            effect: async (record) => {
+              const body = JSON.parse(record.body) as OrderBody;
+              armDrop(record, 'ExecuteStatement');
+              await session.execute(SHIP, { orderId: body.orderId, group: body.group, position: body.position });
+            },
+            afterEffect: (record) => {
+              if (crashesInside(record)) throw new SimulatedCrash('the worker died before recording the message');
+            },
+          },
+          record,
+        ),
+      { concurrency: 10, mayStart: (context) => (context?.getRemainingTimeInMillis() ?? Infinity) > 100 },
+    );
   };
 
   // Invocations that outlive their timeout keep running, as a Lambda past its visibility timeout would

@@ -7,7 +7,7 @@ import { SqsError, missingParameter } from './errors.js';
 import { SqsFaults } from './faults.js';
 import type { BatchOperation } from './faults.js';
 import { SqsModel } from './model.js';
-import type { BatchEntryFailure, BatchResult, MessageAttributeValue, ReceivedMessage } from './types.js';
+import type { BatchEntryFailure, BatchResult, MessageAttributeValue, ReceivedMessage, SendMessageInput } from './types.js';
 
 export interface StartSqsOptions {
   /** @default 0 (a free port) */
@@ -278,14 +278,7 @@ async function withEntryFaults<E extends { id: string }, R>(
   return { successful: result.successful, failed: [...result.failed, ...[...hit].map(failure)] };
 }
 
-function sendFields(input: Json): {
-  body: string;
-  delaySeconds?: number;
-  messageAttributes?: Record<string, MessageAttributeValue>;
-  messageSystemAttributes?: Record<string, MessageAttributeValue>;
-  messageGroupId?: string;
-  messageDeduplicationId?: string;
-} {
+function sendFields(input: Json): Omit<SendMessageInput, 'queue'> {
   return {
     body: typeof input.MessageBody === 'string' ? input.MessageBody : '',
     ...optionalNumber(input, 'DelaySeconds', 'delaySeconds'),
