@@ -38,7 +38,7 @@ export function isFifo(records: readonly SQSRecord[]): boolean {
 
 /**
  * Runs every record of a batch under the plan and returns one outcome per record, in batch order.
- * `run` must not throw; it turns every error into an outcome.
+ * A throw from `run` is the record's failure.
  */
 export async function runBatch(
   records: readonly SQSRecord[],
@@ -50,8 +50,14 @@ export async function runBatch(
 
   const start = async (index: number): Promise<Outcome> => {
     const record = records[index]!;
-    if (!plan.mayStart()) return { kind: 'deferred' };
-    return run(record);
+    try {
+      if (!plan.mayStart()) return { kind: 'deferred' };
+      return await run(record);
+    } catch (error) {
+      // `run` should never throw; if it does, the record failed, and no lane may end early: a lane that
+      // stopped would leave the rest of its records running after the handler returned.
+      return { kind: 'failed', error: error instanceof Error ? error : new Error(String(error)) };
+    }
   };
 
   if (!plan.fifo) {

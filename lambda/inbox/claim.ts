@@ -61,20 +61,30 @@ export function replayGatedSql(userSql: string): string {
 }
 
 /**
- * Parking: claim the key (when there is one) and store the record, in one statement, so that a parked
- * record and its claim commit together. Parking the same SQS message twice stores it once.
+ * Parking: claim the key and store the record in one statement, so a parked record and its claim commit
+ * together, and the parked row that made the claim is the only one whose replay may apply the key's effect.
+ * When `:inbox_claim` is true and the key was already claimed, nothing is parked: the caller reads the
+ * stored hash and decides between a duplicate and a collision. With `:inbox_claim` false (no usable key,
+ * or a collision) the record is parked without a claim. Parking one SQS message twice stores it once.
  */
 export function parkSql(tables: InboxTables): string {
   return `WITH claimed AS (
       INSERT INTO ${tables.consumed} (consumer_name, message_id, payload_sha256)
-      SELECT :inbox_consumer, :inbox_key, :inbox_sha256 WHERE :inbox_key::text IS NOT NULL
+      SELECT :inbox_consumer, :inbox_key, :inbox_sha256 WHERE :inbox_claim
       ON CONFLICT DO NOTHING
       RETURNING message_id
+    ), parked AS (
+      INSERT INTO ${tables.parked}
+        (consumer_name, sqs_message_id, message_key, body, attributes, error_class, error_message, attempt, owns_claim)
+      SELECT :inbox_consumer, :inbox_message_id, :inbox_key, :inbox_body, :inbox_attributes, :inbox_error_class,
+             :inbox_error_message, :inbox_attempt, EXISTS (SELECT 1 FROM claimed)
+      WHERE EXISTS (SELECT 1 FROM claimed) OR NOT :inbox_claim
+      ON CONFLICT (consumer_name, sqs_message_id) DO NOTHING
+      RETURNING id
     )
-    INSERT INTO ${tables.parked}
-      (consumer_name, sqs_message_id, message_key, body, attributes, error_class, error_message, attempt)
-    VALUES (:inbox_consumer, :inbox_message_id, :inbox_key, :inbox_body, :inbox_attributes, :inbox_error_class, :inbox_error_message, :inbox_attempt)
-    ON CONFLICT (consumer_name, sqs_message_id) DO NOTHING`;
+    SELECT EXISTS (SELECT 1 FROM claimed) AS claimed,
+           (SELECT payload_sha256 FROM ${tables.consumed}
+             WHERE consumer_name = :inbox_consumer AND message_id = :inbox_key::text) AS existing_sha256`;
 }
 
 /** The claim's parameters. */
@@ -115,7 +125,14 @@ export function checkGatedStatement(sql: unknown, params: SqlParams | undefined,
   if (typeof sql !== 'string' || sql.trim().length === 0) {
     throw new InboxConfigError(option, 'must give a non-empty `sql` string');
   }
-  if (!/\bclaimed\b/.test(sql)) {
+  // Look for `claimed` outside string literals, quoted identifiers and comments: `status = 'claimed'`
+  // gates nothing.
+  const code = sql
+    .replace(/--[^\n]*/g, ' ')
+    .replace(/\/\*[\s\S]*?\*\//g, ' ')
+    .replace(/'(?:[^']|'')*'/g, "''")
+    .replace(/"(?:[^"]|"")*"/g, '""');
+  if (!/\bclaimed\b/.test(code)) {
     throw new InboxConfigError(
       option,
       'the statement never mentions `claimed`, so it would apply its effect to duplicates too. Gate it on the claim, ' +
@@ -123,7 +140,7 @@ export function checkGatedStatement(sql: unknown, params: SqlParams | undefined,
         'or `INSERT INTO shipments (order_id) SELECT :orderId FROM claimed`',
     );
   }
-  if (/;\s*\S/.test(sql.replace(/'(?:[^']|'')*'/g, "''"))) {
+  if (/;\s*\S/.test(code)) {
     throw new InboxConfigError(option, 'holds more than one statement; the Data API runs one statement per call');
   }
   for (const name of Object.keys(params ?? {})) {

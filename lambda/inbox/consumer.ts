@@ -4,8 +4,8 @@ import type { Outcome } from './batch.js';
 import { checkGatedStatement, claimParams, claimSql, gatedSql, parkSql, readClaim, replayGatedSql, sameHash, storedHashSql } from './claim.js';
 import type { ClaimOutcome } from './claim.js';
 import { DataApiSession } from './data-api.js';
-import type { StatementResult, Transaction } from './data-api.js';
-import { KeyCollisionError, ParseError, PermanentError } from './errors.js';
+import type { DatabaseTarget, StatementResult, Transaction } from './data-api.js';
+import { InboxConfigError, InboxError, KeyCollisionError, ParseError, PermanentError } from './errors.js';
 import { checkBodySize, hex, keyStrategy, payloadHash } from './keys.js';
 import { resolveOptions } from './options.js';
 import type { InboxMessage, InboxOptions, ResolvedOptions } from './options.js';
@@ -49,7 +49,11 @@ export function inbox<Body = any>(options: InboxOptions<Body>): InboxHandler {
   const metrics = options.metrics ?? defaults!.metrics;
   const consumer = new RecordConsumer(resolved, tables, keyOf, logger);
 
+  // Checked at the first invocation (the client's settings are async providers) and remembered.
+  let clientChecked: Promise<void> | undefined;
+
   const handler = async (event: SQSEvent, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SQSBatchResponse> => {
+    await (clientChecked ??= refuseSdkRetries(resolved.mode.kind, resolved.target.client));
     const started = resolved.now();
     const records = Array.isArray(event?.Records) ? event.Records : [];
     // Lambda's clock when it gives one; else the margin never stops a record.
@@ -78,8 +82,12 @@ export function inbox<Body = any>(options: InboxOptions<Body>): InboxHandler {
         return outcome;
       },
     );
-    // Lambda fails the whole batch on an empty or unknown itemIdentifier, so only real messageIds go back.
-    const failed = records.filter((record, index) => !succeeded(outcomes[index]!) && record.messageId);
+    const failed = records.filter((_, index) => !succeeded(outcomes[index]!));
+    if (failed.some((record) => typeof record.messageId !== 'string' || record.messageId.length === 0)) {
+      // A record that did not commit must come back, but it cannot be named: fail the whole batch. Its
+      // committed records are duplicates on redelivery, so this costs calls, never an effect.
+      throw new InboxError('a record that did not commit has no messageId, so it cannot be reported alone; failing the whole batch so SQS delivers it again');
+    }
     const failedIds = failed.map((record) => record.messageId);
     const summary = tally.summarise(outcomes, failedIds, resolved.now() - started);
     logFailures(logger, records, outcomes);
@@ -96,6 +104,23 @@ export function inbox<Body = any>(options: InboxOptions<Body>): InboxHandler {
       replayEffect: (tx, parked) => consumer.replay(tx, parked),
     }),
   });
+}
+
+/**
+ * In transaction mode the SDK's own retries would re-send a statement whose response was lost, running it
+ * twice inside one transaction. A client that retries is refused, with the fix.
+ */
+async function refuseSdkRetries(mode: 'transaction' | 'statement', client: DatabaseTarget['client']): Promise<void> {
+  if (mode !== 'transaction') return;
+  const provider = (client.config as { maxAttempts?: unknown }).maxAttempts;
+  const attempts = typeof provider === 'function' ? Number(await provider()) : Number(provider ?? 1);
+  if (attempts > 1) {
+    throw new InboxConfigError(
+      'database.client',
+      `retries each call up to ${attempts} times; inside a transaction a retried statement whose first response was lost runs twice. ` +
+        'Create it with `new RDSDataClient({ maxAttempts: 1 })`, or leave `client` out and inbox() makes one',
+    );
+  }
 }
 
 function logFailures(logger: InboxLogger, records: readonly SQSRecord[], outcomes: readonly Outcome[]): void {
@@ -131,25 +156,12 @@ class RecordConsumer<Body> {
       const outcome = this.options.mode.kind === 'transaction'
         ? await this.inTransaction(session, message, sha256)
         : await this.inOneStatement(session, message, sha256);
-      if (typeof outcome === 'object') {
-        tally.collisions++;
-        throw new KeyCollisionError(key, hex(outcome.collidesWith), hex(sha256));
-      }
+      if (typeof outcome === 'object') throw this.collision(record, key, outcome.collidesWith, sha256, tally);
       return { kind: outcome };
     } catch (error) {
       const failure = error instanceof Error ? error : new Error(String(error));
-      if (failure instanceof KeyCollisionError) {
-        this.logger.error('key collision: a different message reused a claimed idempotency key; not applied', {
-          messageId: record.messageId,
-          key: failure.key,
-          storedSha256: failure.storedSha256,
-          receivedSha256: failure.receivedSha256,
-          attempt: attemptOf(record),
-          groupId: record.attributes?.MessageGroupId,
-        });
-      }
       if (failure instanceof PermanentError && this.options.onPermanentError === 'park') {
-        return this.park(session, record, key, sha256, failure);
+        return this.park(session, record, key, sha256, failure, tally);
       }
       return { kind: 'failed', error: failure };
     }
@@ -246,11 +258,24 @@ class RecordConsumer<Body> {
     return (rows[0]?.existing_sha256 as Uint8Array | null | undefined) ?? null;
   }
 
-  /** Stores the record and its claim in one statement, so it succeeds without blocking its FIFO group. */
-  private async park(session: DataApiSession, record: SQSRecord, key: string | null, sha256: Uint8Array, error: PermanentError): Promise<Outcome> {
+  /**
+   * Stores the record with its claim, so it succeeds without blocking its FIFO group. A record whose key
+   * turns out to be claimed already is not parked: with the same body it is a duplicate (its effect was
+   * applied, or is parked under the claim's owner); with another body it is parked as a collision.
+   */
+  private async park(
+    session: DataApiSession,
+    record: SQSRecord,
+    key: string | null,
+    sha256: Uint8Array,
+    error: PermanentError,
+    tally: BatchTally,
+  ): Promise<Outcome> {
+    const claim = key !== null && !(error instanceof KeyCollisionError);
     try {
-      await session.execute(parkSql(this.tables), {
+      const { rows } = await session.execute(parkSql(this.tables), {
         ...claimParams(this.options.consumer, key, sha256),
+        inbox_claim: claim,
         inbox_message_id: record.messageId,
         inbox_body: typeof record.body === 'string' ? record.body : '',
         inbox_attributes: { attributes: record.attributes ?? {}, messageAttributes: record.messageAttributes ?? {} },
@@ -258,11 +283,32 @@ class RecordConsumer<Body> {
         inbox_error_message: error.message,
         inbox_attempt: attemptOf(record),
       });
-      return { kind: 'parked', error };
+      const outcome = readClaim(rows);
+      if (!claim || outcome.claimed) return { kind: 'parked', error };
+      const verdict = await this.duplicateOrCollision(session, key!, outcome, sha256);
+      if (verdict === 'duplicate') return { kind: 'duplicate' };
+      const collision = this.collision(record, key!, verdict.collidesWith, sha256, tally);
+      return this.park(session, record, key, sha256, collision, tally);
     } catch (parkError) {
       return { kind: 'failed', error: parkError instanceof Error ? parkError : new Error(String(parkError)) };
     }
   }
+
+  /** Counts and logs a key collision, and returns it as the record's permanent error. */
+  private collision(record: SQSRecord, key: string, stored: Uint8Array, received: Uint8Array, tally: BatchTally): KeyCollisionError {
+    tally.collisions++;
+    const error = new KeyCollisionError(key, hex(stored), hex(received));
+    this.logger.error('key collision: a different message reused a claimed idempotency key; not applied', {
+      messageId: record.messageId,
+      key,
+      storedSha256: error.storedSha256,
+      receivedSha256: error.receivedSha256,
+      attempt: attemptOf(record),
+      groupId: record.attributes?.MessageGroupId,
+    });
+    return error;
+  }
+
 }
 
 function attemptOf(record: SQSRecord): number {

@@ -82,6 +82,9 @@ export interface SessionPolicy {
   readonly sleep?: (ms: number) => Promise<void>;
 }
 
+/** CommitTransaction's transactionStatus when the transaction committed. */
+const COMMITTED = 'Transaction Committed';
+
 const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
@@ -134,13 +137,19 @@ export class DataApiSession {
    * the same id only says the transaction is gone. Every failure here is ambiguous.
    */
   async commit(transactionId: string): Promise<void> {
-    await this.call('CommitTransaction', false, () =>
+    const output = await this.call('CommitTransaction', false, () =>
       new CommitTransactionCommand({
         resourceArn: this.target.resourceArn,
         secretArn: this.target.secretArn,
         transactionId,
       }),
     );
+    const status = (output as { transactionStatus?: string }).transactionStatus;
+    // Anything but the documented answer is treated as "maybe not committed": the record is reported
+    // failed, and its redelivery finds the claim if the commit did happen.
+    if (status !== COMMITTED) {
+      throw new DataApiError('CommitTransaction', 'rejected', true, `the commit answered "${status ?? '(no status)'}", not "${COMMITTED}"`);
+    }
   }
 
   /** Rolls back. A transaction that is already gone counts as rolled back. */
@@ -193,6 +202,10 @@ export class DataApiSession {
  */
 export class Transaction {
   private queue: Promise<unknown> = Promise.resolve();
+  /** The first statement that failed: PostgreSQL has aborted the transaction, so it must not commit. */
+  private failure: unknown;
+  private ending = false;
+  private rolledBack = false;
 
   constructor(
     private readonly session: DataApiSession,
@@ -202,20 +215,36 @@ export class Transaction {
 
   /** Runs one statement in this transaction. */
   execute(sql: string, params: SqlParams = {}): Promise<StatementResult> {
+    if (this.ending) {
+      return Promise.reject(new Error('the transaction is committing or rolling back; await every tx.execute inside apply'));
+    }
     const run = this.queue.then(() => this.session.execute(sql, params, this.transactionId));
-    this.queue = run.catch(() => undefined);
+    this.queue = run.catch((error: unknown) => {
+      this.failure ??= error;
+    });
     return run;
   }
 
-  /** Waits for queued statements, then commits. */
+  /**
+   * Waits for queued statements, then commits; if any statement failed (even one whose error the caller
+   * caught), rolls back and throws that error instead: an aborted transaction must never look committed.
+   */
   async commit(): Promise<void> {
+    this.ending = true;
     await this.queue;
+    if (this.failure !== undefined) {
+      await this.rollback().catch(() => {});
+      throw this.failure;
+    }
     await this.session.commit(this.transactionId);
   }
 
-  /** Waits for queued statements, then rolls back. */
+  /** Waits for queued statements, then rolls back (once: a second call does nothing). */
   async rollback(): Promise<void> {
+    this.ending = true;
     await this.queue;
+    if (this.rolledBack) return;
+    this.rolledBack = true;
     await this.session.rollback(this.transactionId);
   }
 }

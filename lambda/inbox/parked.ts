@@ -16,6 +16,8 @@ export interface ParkedMessage {
   readonly attempt: number;
   readonly parkedAt: Date;
   readonly replayedAt: Date | null;
+  /** Parking this record made its key's claim, so a redelivery of the key is a duplicate. */
+  readonly ownsClaim: boolean;
 }
 
 /** How a replay came out. */
@@ -31,7 +33,7 @@ export interface ParkedMessages {
   list(options?: { includeReplayed?: boolean; limit?: number }): Promise<ParkedMessage[]>;
   /**
    * Applies a parked message's effect now (after its cause was fixed), in one transaction that also marks
-   * it replayed and claims its key: replaying twice, or a later redelivery, applies nothing more.
+   * it replayed: replaying twice, or a later redelivery, applies nothing more.
    * A throw rolls everything back and leaves the message parked.
    */
   replay(id: number): Promise<ReplayResult>;
@@ -49,7 +51,7 @@ export function parkedMessages(config: {
 }): ParkedMessages {
   const { tables, consumer } = config;
   const session = () => new DataApiSession(config.target, { callTimeoutMs: config.callTimeoutMs, resumeDelaysMs: [500, 1000, 2000, 4000, 8000] });
-  const columns = `id, sqs_message_id, message_key, body, attributes, error_class, error_message, attempt, parked_at, replayed_at`;
+  const columns = `id, sqs_message_id, message_key, body, attributes, error_class, error_message, attempt, parked_at, replayed_at, owns_claim`;
   return {
     async list(options = {}) {
       const { rows } = await session().execute(
@@ -77,10 +79,10 @@ export function parkedMessages(config: {
           await tx.rollback();
           return 'already-replayed';
         }
-        await tx.execute(
-          `INSERT INTO ${tables.consumed} (consumer_name, message_id) VALUES (:consumer, :key) ON CONFLICT DO NOTHING`,
-          { consumer, key: parked.key ?? parked.sqsMessageId },
-        );
+        // No claim is made here. A row that owns its key's claim is the only parked row for that key (a
+        // second message with the key was a duplicate, or a collision parked without the claim); a row
+        // without one has no key to claim, or collided with another message's key. Either way the
+        // effect runs once per parked row, which FOR UPDATE and replayed_at guard.
         await config.replayEffect(tx, parked);
         await tx.execute(`UPDATE ${tables.parked} SET replayed_at = now() WHERE id = :id`, { id });
         await tx.commit();
@@ -105,5 +107,6 @@ function toParked(row: Record<string, unknown>): ParkedMessage {
     attempt: Number(row.attempt),
     parkedAt: row.parked_at as Date,
     replayedAt: (row.replayed_at as Date | null) ?? null,
+    ownsClaim: row.owns_claim === true,
   };
 }

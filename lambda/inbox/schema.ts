@@ -79,6 +79,8 @@ export const INBOX_MIGRATIONS: MigrationSet = {
            attempt        integer     NOT NULL,
            parked_at      timestamptz NOT NULL DEFAULT now(),
            replayed_at    timestamptz,
+           -- True when parking this record made its key's claim: its replay is the key's one effect.
+           owns_claim     boolean     NOT NULL DEFAULT false,
            UNIQUE (consumer_name, sqs_message_id)
          )`,
         `CREATE INDEX IF NOT EXISTS parked_message_pending ON ${t.parked} (consumer_name, parked_at) WHERE replayed_at IS NULL`,

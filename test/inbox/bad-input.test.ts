@@ -103,16 +103,60 @@ describe('a key collision', () => {
     await handler({ Records: [sqsRecord({ key: 'k-2', body: { orderId: 'first' } })] }, lambdaContext());
     const second = sqsRecord({ key: 'k-2', body: { orderId: 'second' } });
     expect((await handler({ Records: [second] }, lambdaContext())).batchItemFailures).toEqual([]);
-    const parked = await db.query('SELECT error_class, message_key FROM inbox.parked_message');
-    expect(parked).toEqual([{ error_class: 'KeyCollisionError', message_key: 'k-2' }]);
+    const parked = await db.query('SELECT error_class, message_key, owns_claim FROM inbox.parked_message');
+    expect(parked).toEqual([{ error_class: 'KeyCollisionError', message_key: 'k-2', owns_claim: false }]);
   });
 });
 
 describe('records Lambda could not report', () => {
-  it('never reports an empty itemIdentifier, which would fail the whole batch', async () => {
+  it('fails the whole batch when a record that did not commit has no messageId, instead of reporting it succeeded', async () => {
     const { handler } = make('retry', { apply: async () => { throw new Error('no'); } });
     const record = { ...sqsRecord(), messageId: '' };
-    const response = await handler({ Records: [record] }, lambdaContext());
-    expect(response.batchItemFailures).toEqual([]);
+    await expect(handler({ Records: [sqsRecord(), record] }, lambdaContext())).rejects.toThrow(/has no messageId/);
+  });
+
+  it('answers normally when the record without a messageId committed', async () => {
+    const { handler } = make('retry');
+    const record = { ...sqsRecord({ body: { orderId: 'nameless' }, key: 'nameless' }), messageId: '' };
+    expect(await handler({ Records: [record] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+  });
+});
+
+describe('parking never applies a key twice', () => {
+  it('parks one of two messages that share a key and a body; the other is a duplicate; the replay applies once', async () => {
+    let strict = true;
+    const { handler, metrics } = make('park', {
+      parse: (body) => {
+        if (strict) throw new Error('unknown schema version');
+        return JSON.parse(body);
+      },
+    });
+    const first = sqsRecord({ key: 'order-77', body: { orderId: 'order-77' } });
+    const resent = sqsRecord({ key: 'order-77', body: { orderId: 'order-77' } });
+    expect((await handler({ Records: [first] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect((await handler({ Records: [resent] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(metrics.published.map((m) => [m.Parked![0], m.Duplicates![0]])).toEqual([[1, 0], [0, 1]]);
+    const parked = await handler.parked.list();
+    expect(parked.map((p) => [p.sqsMessageId, p.ownsClaim])).toEqual([[first.messageId, true]]);
+    strict = false;
+    for (const row of await handler.parked.list()) await handler.parked.replay(row.id);
+    expect(await db.query("SELECT shipped_count FROM public.orders WHERE order_id = 'order-77'")).toEqual([{ shipped_count: 1 }]);
+  });
+
+  it('treats a copy of an applied message as a duplicate, not a parked record, when parse has grown stricter', async () => {
+    let strict = false;
+    const { handler } = make('park', {
+      parse: (body) => {
+        if (strict) throw new Error('stricter parser');
+        return JSON.parse(body);
+      },
+    });
+    const original = sqsRecord({ key: 'order-78', body: { orderId: 'order-78' } });
+    await handler({ Records: [original] }, lambdaContext());
+    strict = true;
+    const copy = sqsRecord({ key: 'order-78', body: { orderId: 'order-78' } });
+    expect((await handler({ Records: [copy] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await handler.parked.list()).toEqual([]);
+    expect(await db.query("SELECT shipped_count FROM public.orders WHERE order_id = 'order-78'")).toEqual([{ shipped_count: 1 }]);
   });
 });

@@ -150,6 +150,31 @@ describe('transaction mode', () => {
     expect(await shipped('order-3x')).toBe(3);
   });
 
+  it('never commits a transaction in which a statement failed, even when apply caught the error', async () => {
+    const { handler } = transactionMode({
+      apply: async (tx, message) => {
+        await tx.execute('SELECT 1 / 0').catch(() => {});
+        await tx.execute(SHIP, { orderId: message.body.orderId }).catch(() => {});
+      },
+    });
+    const record = sqsRecord({ body: { orderId: 'swallowed' } });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(db.server.stats.calls).toMatchObject({ CommitTransaction: 0, RollbackTransaction: 1 });
+    expect(await shipped('swallowed')).toBe(0);
+  });
+
+  it('refuses, at the first invocation, a client whose SDK retries would re-send statements inside a transaction', async () => {
+    const { RDSDataClient } = await import('@aws-sdk/client-rds-data');
+    const retrying = new RDSDataClient({ endpoint: db.server.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+    const { handler } = transactionMode({ database: { ...db.target, client: retrying } });
+    await expect(handler({ Records: [sqsRecord()] }, lambdaContext())).rejects.toThrow(/database\.client.*maxAttempts: 1/s);
+    expect(db.server.stats.total()).toBe(0);
+    // Single-statement mode is safe with retries: a re-sent statement finds its own claim.
+    const single = singleStatementMode({ database: { ...db.target, client: retrying } });
+    expect((await single({ Records: [sqsRecord({ body: { orderId: 'retrying-ok' } })] }, lambdaContext())).batchItemFailures).toEqual([]);
+    retrying.destroy();
+  });
+
   it('makes k + 3 Data API calls for an apply of k statements, and 3 for a duplicate', async () => {
     for (const k of [0, 1, 3]) {
       const handler = inbox<Order>({
@@ -185,6 +210,12 @@ describe('single-statement mode', () => {
     await handler({ Records: records }, lambdaContext());
     expect(db.server.stats.total()).toBe(3);
     for (const i of [1, 2, 3]) expect(await shipped(`s-${i}`)).toBe(1);
+  });
+
+  it('refuses a statement that mentions claimed only inside a string literal or a comment', () => {
+    for (const sql of ["UPDATE public.orders SET status = 'claimed' WHERE order_id = :orderId", 'UPDATE public.orders SET status = :s /* claimed */ WHERE order_id = :orderId']) {
+      expect(() => inbox<Order>({ consumer: 'x', database: db.target, statement: { sql, params: () => ({}) } })).toThrow(/never mentions `claimed`/);
+    }
   });
 
   it('refuses at cold start a statement that never mentions claimed', () => {

@@ -38,8 +38,10 @@ describe('the Lambda deadline', () => {
 
   it('short-circuits the rest of a FIFO group after a deferred record', async () => {
     let remaining = 6_000;
+    const summaries: unknown[] = [];
     const handler = inbox<{ n: number }>({
       consumer: 'deadline-fifo',
+      onBatch: (summary) => summaries.push(summary),
       database: db.target,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
@@ -49,8 +51,11 @@ describe('the Lambda deadline', () => {
       },
     });
     const records = [1, 2, 3].map((n) => sqsRecord({ body: { n }, groupId: 'g' }));
-    const response = await handler({ Records: records }, lambdaContext(() => remaining));
+    // The clock recovers after record 2 is deferred: only the group rule can stop record 3.
+    let checks = 0;
+    const response = await handler({ Records: records }, lambdaContext(() => (++checks > 2 ? 60_000 : remaining)));
     expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([records[1]!.messageId, records[2]!.messageId]);
+    expect(summaries[0]).toMatchObject({ processed: 1, deferredByDeadline: 1, shortCircuited: 1 });
   });
 
   it('derives its default margin from the time the invocation starts with, so a short function timeout still runs records', async () => {

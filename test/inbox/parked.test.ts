@@ -40,11 +40,14 @@ describe('parked messages', () => {
     expect(parked[0]).toMatchObject({ sqsMessageId: records[1]!.messageId, errorClass: 'PermanentError', errorMessage: 'warehouse code unknown', replayedAt: null });
     expect(parked[0]!.parkedAt).toBeInstanceOf(Date);
 
-    // A redelivery of the parked record is a duplicate: parking claimed its key.
+    // Parking claimed the key, so a redelivery, even once the cause is fixed, is a duplicate: only the
+    // replay applies it.
+    expect(await db.query('SELECT 1 FROM inbox.consumed_message WHERE message_id = $1', [records[1]!.messageId])).toHaveLength(1);
+    rejecting = false;
     expect((await handler({ Records: [records[1]!] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await db.query("SELECT 1 FROM public.orders WHERE order_id = 'order-2'")).toHaveLength(0);
     expect(await handler.parked.list()).toHaveLength(1);
 
-    rejecting = false;
     expect(await handler.parked.replay(parked[0]!.id)).toBe('replayed');
     expect(await handler.parked.replay(parked[0]!.id)).toBe('already-replayed');
     expect(await handler.parked.replay(999_999)).toBe('not-found');
