@@ -12,7 +12,7 @@ export interface OrderMessage {
  * INBOX_DATABASE and INBOX_CONSUMER.
  */
 export const handler = inbox<OrderMessage>({
-  consumer: process.env.INBOX_CONSUMER ?? 'order-worker',
+  // The consumer name comes from INBOX_CONSUMER, which the InboxConsumer construct sets.
   onPermanentError: 'park',
   apply: async (tx, message) => {
     const orderId = message.body?.orderId;

@@ -46,6 +46,15 @@ export function inbox<Body = any>(options: InboxOptions<Body>): InboxHandler {
   }
   const defaults = options.logger && options.metrics ? undefined : defaultTelemetry(resolved.consumer);
   const logger = options.logger ?? defaults!.logger;
+  const deployed = process.env.INBOX_CONSUMER;
+  if (options.consumer !== undefined && deployed && deployed !== options.consumer) {
+    // The construct names its alarms, dashboard and uniqueness check after INBOX_CONSUMER; the claims
+    // and metrics carry the option. Both work, but they no longer describe the same consumer.
+    logger.warn('inbox consumer differs from INBOX_CONSUMER: claims and metrics use the option, the deployment\'s alarms watch the environment name', {
+      consumer: options.consumer,
+      INBOX_CONSUMER: deployed,
+    });
+  }
   const metrics = options.metrics ?? defaults!.metrics;
   const consumer = new RecordConsumer(resolved, tables, keyOf, logger);
 

@@ -44,8 +44,12 @@ export interface DatabaseOptions {
 
 /** Options of {@link inbox}. */
 export interface InboxOptions<Body = unknown> {
-  /** The consumer name stored with each claim; one inbox table can serve many consumers. Identifier-like text. */
-  readonly consumer: string;
+  /**
+   * The consumer name stored with each claim; one inbox table can serve many consumers. Never rename a
+   * live consumer: its claims would no longer match its redeliveries.
+   * @default process.env.INBOX_CONSUMER (set by the InboxConsumer construct)
+   */
+  readonly consumer?: string;
   /** @default from the INBOX_* environment */
   readonly database?: DatabaseOptions;
   /**
@@ -122,7 +126,10 @@ export function resolveOptions<Body>(options: InboxOptions<Body>, env: NodeJS.Pr
   if (!options || typeof options !== 'object') {
     throw new InboxConfigError('options', "pass an object, e.g. inbox({ consumer: 'order-worker', apply })");
   }
-  const { consumer } = options;
+  const consumer = options.consumer ?? env.INBOX_CONSUMER;
+  if (consumer === undefined || consumer === '') {
+    throw new InboxConfigError('consumer', "is not set: pass inbox({ consumer: 'order-worker', ... }) or set INBOX_CONSUMER");
+  }
   if (typeof consumer !== 'string' || !CONSUMER.test(consumer)) {
     throw new InboxConfigError(
       'consumer',

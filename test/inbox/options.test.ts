@@ -7,7 +7,8 @@ const database = { resourceArn: 'arn:aws:rds:us-east-1:1:cluster:c', secretArn: 
 const apply = async () => {};
 
 const invalid: [string, Partial<InboxOptions>, RegExp][] = [
-  ['consumer', { consumer: '' }, /"consumer".*letters, digits/],
+  ['consumer', { consumer: '' }, /"consumer".*is not set.*INBOX_CONSUMER/],
+  ['consumer', { consumer: '-leading-dash' }, /"consumer".*letters, digits/],
   ['consumer', { consumer: 'has space' }, /"consumer"/],
   ['apply', { apply: undefined }, /"apply".*give `apply/],
   ['statement', { statement: { sql: 'SELECT 1 FROM claimed', params: () => ({}) } }, /"statement".*not both/],
@@ -29,6 +30,7 @@ describe('inbox() options, validated once at cold start', () => {
     const previous = { ...process.env };
     delete process.env.INBOX_RESOURCE_ARN;
     delete process.env.INBOX_SECRET_ARN;
+    delete process.env.INBOX_CONSUMER;
     try {
       let thrown: unknown;
       try {
@@ -44,12 +46,15 @@ describe('inbox() options, validated once at cold start', () => {
     }
   });
 
-  it('reads the database from the INBOX_* environment', () => {
+  it('reads the consumer and the database from the INBOX_* environment the construct sets', () => {
     const previous = { ...process.env };
     process.env.INBOX_RESOURCE_ARN = 'arn:aws:rds:us-east-1:1:cluster:c';
     process.env.INBOX_SECRET_ARN = 'arn:aws:secretsmanager:us-east-1:1:secret:s';
+    process.env.INBOX_CONSUMER = 'order-worker';
     try {
-      expect(() => inbox({ consumer: 'order-worker', apply })).not.toThrow();
+      expect(() => inbox({ apply })).not.toThrow();
+      process.env.INBOX_CONSUMER = 'not valid!';
+      expect(() => inbox({ apply })).toThrow(/"consumer"/);
     } finally {
       process.env = previous;
     }

@@ -85,7 +85,7 @@ describe('purge', () => {
       },
       metrics as never,
     );
-    const report = await handler({}, lambdaContext(() => 30_000));
+    const report = await handler({}, lambdaContext(() => 120_000));
     expect(report.deleted).toBe(20);
     expect(metrics.published[0]).toMatchObject({ PurgedRows: [20], PurgeMoreRemaining: [0], OldestRowAgeSeconds: [0] });
   });
