@@ -1,5 +1,5 @@
 import { fileURLToPath } from 'node:url';
-import { Duration, Token } from 'aws-cdk-lib';
+import { Duration, Names, Token } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -8,12 +8,22 @@ import { Construct } from 'constructs';
 import { INBOX_METRICS_NAMESPACE, InboxConsumer } from './inbox-consumer.js';
 import type { InboxDatabase } from './inbox-database.js';
 import { InboxFunction } from './inbox-function.js';
-import { addInvariants, checkRetentionCoversRedelivery, durationSeconds } from './invariants.js';
+import { addInvariants, checkRetentionCoversRedelivery, describeSeconds, durationSeconds } from './invariants.js';
+import type { InvariantViolation } from './invariants.js';
 
 const CLEANUP_ENTRY = fileURLToPath(new URL('../lambda/functions/cleanup.ts', import.meta.url));
 
-/** The `service` dimension of the cleanup function's metrics. */
+/**
+ * The runtime's default `service` dimension of the cleanup metrics, and the prefix of every
+ * {@link InboxCleanup.serviceName}.
+ */
 export const CLEANUP_SERVICE_NAME = 'inbox-cleanup';
+
+/**
+ * The shortest cleanup timeout: the runtime keeps max(10 s, 2 x its 30 s call timeout + 5 s) = 65 s of the
+ * invocation for the final age query and the metrics, and needs time to purge before that.
+ */
+export const MIN_CLEANUP_TIMEOUT = Duration.minutes(2);
 
 /** Props for {@link InboxCleanup}. */
 export interface InboxCleanupProps {
@@ -37,6 +47,7 @@ export interface InboxCleanupProps {
   readonly purgeBatchSize?: number;
   /**
    * Function timeout; the purge stops in time and reports `PurgeMoreRemaining` when rows are left.
+   * At least 2 minutes: the runtime reserves 65 s of it to measure the oldest row and publish the metrics.
    * @default Duration.minutes(5)
    */
   readonly timeout?: Duration;
@@ -66,6 +77,14 @@ export class InboxCleanup extends Construct {
   public readonly retention: Duration;
   /** The database whose inbox table is purged. */
   public readonly database: InboxDatabase;
+  /** When the purge runs. */
+  public readonly schedule: events.Schedule;
+  /**
+   * The `service` dimension of this cleanup's metrics (`POWERTOOLS_SERVICE_NAME`), unique per InboxCleanup
+   * so that two cleanups (other tables, other retentions) never share one metric:
+   * `inbox-cleanup-<construct path>-<hash of the path>`.
+   */
+  public readonly serviceName: string;
 
   constructor(scope: Construct, id: string, props: InboxCleanupProps) {
     super(scope, id);
@@ -86,11 +105,21 @@ export class InboxCleanup extends Construct {
       );
     }
 
-    addInvariants(this, () => this.#retentionViolations(retentionSeconds));
+    const timeout = props.timeout ?? Duration.minutes(5);
+    addInvariants(this, () => [
+      ...this.#retentionViolations(retentionSeconds),
+      ...checkCleanupTimeout(durationSeconds(timeout)),
+    ]);
+    this.serviceName = `${CLEANUP_SERVICE_NAME}-${Names.uniqueResourceName(this, {
+      separator: '-',
+      maxLength: 200,
+      allowedSpecialCharacters: '-_.',
+    })}`;
+    this.schedule = props.schedule ?? events.Schedule.rate(Duration.hours(1));
 
     const fn = new InboxFunction(this, 'Purge', {
       entry: CLEANUP_ENTRY,
-      timeout: props.timeout ?? Duration.minutes(5),
+      timeout,
       description: 'sqs-inbox scheduled purge of old inbox rows',
       environment: {
         INBOX_RESOURCE_ARN: props.database.cluster.clusterArn,
@@ -99,7 +128,7 @@ export class InboxCleanup extends Construct {
         INBOX_RETENTION_SECONDS: secondsString(this.retention),
         ...(props.purgeBatchSize === undefined ? {} : { INBOX_PURGE_BATCH_SIZE: props.purgeBatchSize.toString() }),
         POWERTOOLS_METRICS_NAMESPACE: INBOX_METRICS_NAMESPACE,
-        POWERTOOLS_SERVICE_NAME: CLEANUP_SERVICE_NAME,
+        POWERTOOLS_SERVICE_NAME: this.serviceName,
       },
       ...(props.logRetention === undefined ? {} : { logRetention: props.logRetention }),
     });
@@ -109,7 +138,7 @@ export class InboxCleanup extends Construct {
 
     this.rule = new events.Rule(this, 'Schedule', {
       description: 'Runs the sqs-inbox purge',
-      schedule: props.schedule ?? events.Schedule.rate(Duration.hours(1)),
+      schedule: this.schedule,
       // The next scheduled run does the same work, so a stale or repeatedly failing event is dropped.
       targets: [new targets.LambdaFunction(this.function, { retryAttempts: 2, maxEventAge: Duration.hours(1) })],
     });
@@ -128,6 +157,20 @@ export class InboxCleanup extends Construct {
         }),
       );
   }
+}
+
+/** A shorter timeout leaves the purge no time before the runtime's reserve, so no metrics would ever be published. */
+function checkCleanupTimeout(timeoutSeconds: number | undefined): InvariantViolation[] {
+  const minimum = MIN_CLEANUP_TIMEOUT.toSeconds();
+  if (timeoutSeconds === undefined || timeoutSeconds >= minimum) return [];
+  return [
+    {
+      problem:
+        `InboxCleanup \`timeout\` is ${describeSeconds(timeoutSeconds)}, but the purge keeps 65 seconds of it to measure ` +
+        'the oldest row and publish its metrics, so it could never purge and report within it.',
+      fix: `set \`timeout\` to at least ${describeSeconds(minimum)} (the default is 5 minutes).`,
+    },
+  ];
 }
 
 function secondsString(duration: Duration): string {

@@ -20,10 +20,13 @@ import {
   queueFacts,
   redeliveryWindowSeconds,
 } from './invariants.js';
-import type { InvariantViolation } from './invariants.js';
+import type { InvariantViolation, QueueFacts } from './invariants.js';
 
 /** The metric namespace the runtime's embedded metrics use. */
 export const INBOX_METRICS_NAMESPACE = 'SqsInbox';
+
+/** The consumer names the runtime's `inbox()` accepts. */
+const CONSUMER_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 /** Props for {@link InboxConsumer}. */
 export interface InboxConsumerProps {
@@ -32,8 +35,17 @@ export interface InboxConsumerProps {
   /** The queue to consume. */
   readonly queue: sqs.IQueue;
   /**
+   * The dead-letter queue of `queue`, for the dead-letter alarm and the FIFO check. Pass it when `queue` is
+   * imported (e.g. `InboxQueue({ queue, deadLetterQueue }).deadLetterQueue`): an imported queue's redrive
+   * policy is not visible at synth.
+   * @default - the dead-letter queue configured on `queue` when it is a `sqs.Queue` defined in this app, else none
+   */
+  readonly deadLetterQueue?: sqs.IQueue;
+  /**
    * The consumer's name: part of every inbox key, so it must be unique per table and must never change
-   * once messages were processed (a new name would process them again).
+   * once messages were processed (a new name would process them again). 1 to 128 characters: letters,
+   * digits, `.`, `_`, `:` or `-`, starting with a letter or digit (what the runtime accepts).
+   * It reaches the handler as `INBOX_CONSUMER`, which `inbox()` uses when its `consumer` option is unset.
    */
   readonly consumerName: string;
   /** Path to your handler's TypeScript entry file, bundled with esbuild. */
@@ -105,8 +117,9 @@ export interface InboxConsumerProps {
  * new InboxConsumer(this, 'OrderWorker', {
  *   database,
  *   queue: queue.queue,
- *   consumerName: 'order-worker',
- *   entry: 'src/order-worker.ts', // exports `handler = inbox({ apply: ... })`
+ *   deadLetterQueue: queue.deadLetterQueue,
+ *   consumerName: 'order-worker', // set as INBOX_CONSUMER, which inbox() reads when `consumer` is unset
+ *   entry: 'src/order-worker.ts', // exports `handler = inbox({ apply: async (tx, message) => { ... } })`
  *   maxConcurrency: 5,
  * });
  */
@@ -123,28 +136,33 @@ export class InboxConsumer extends Construct {
   public readonly queue: sqs.IQueue;
   /** The database of its inbox table. */
   public readonly database: InboxDatabase;
-  /** The dead-letter queue of `queue`, when it is defined in this app. */
+  /** The dead-letter queue of `queue`: the one passed in, or the one configured on a `queue` defined in this app. */
   public readonly deadLetterQueue?: sqs.IQueue;
   readonly #redeliveryWindow: Duration | undefined;
 
   constructor(scope: Construct, id: string, props: InboxConsumerProps) {
     super(scope, id);
-    if (props.consumerName.length === 0 && !Token.isUnresolved(props.consumerName)) {
-      throw new Error(`InboxConsumer ${this.node.path}: \`consumerName\` is empty. Fix: name the consumer, e.g. 'order-worker'.`);
-    }
+    validateConsumerName(this.node.path, props.consumerName);
     this.consumerName = props.consumerName;
     this.queue = props.queue;
     this.database = props.database;
     this.#redeliveryWindow = props.redeliveryWindow;
-    const deadLetterQueue = (props.queue as Partial<sqs.Queue>).deadLetterQueue?.queue;
+    const configured = (props.queue as Partial<sqs.Queue>).deadLetterQueue?.queue;
+    if (props.deadLetterQueue !== undefined && configured !== undefined && props.deadLetterQueue !== configured) {
+      throw new Error(
+        `InboxConsumer ${this.node.path}: \`deadLetterQueue\` is not the dead-letter queue configured on \`queue\`. ` +
+          'Fix: remove `deadLetterQueue` (it is read from the queue), or pass the one the queue redrives to.',
+      );
+    }
+    const deadLetterQueue = props.deadLetterQueue ?? configured;
     if (deadLetterQueue !== undefined) this.deadLetterQueue = deadLetterQueue;
 
     const timeout = props.timeout ?? Duration.seconds(30);
     const batchSize = props.batchSize ?? 10;
-    const facts = queueFacts(props.queue);
+    const facts = this.#queueFacts();
     // Checked at synth, not now, so that later changes to the queue (escape hatches) are seen too.
     addInvariants(this, () => {
-      const queue = queueFacts(props.queue);
+      const queue = this.#queueFacts();
       return [
         ...checkFifoDeadLetterQueue(queue),
         ...checkFifoBatchSize({ fifo: queue.fifo, batchSize }),
@@ -196,7 +214,14 @@ export class InboxConsumer extends Construct {
    */
   public get redeliveryWindowSeconds(): number | undefined {
     if (this.#redeliveryWindow !== undefined) return durationSeconds(this.#redeliveryWindow);
-    return redeliveryWindowSeconds(queueFacts(this.queue));
+    return redeliveryWindowSeconds(this.#queueFacts());
+  }
+
+  /** The queue's facts, with the dead-letter queue passed in when the queue itself does not name one. */
+  #queueFacts(): QueueFacts {
+    const facts = queueFacts(this.queue);
+    if (facts.deadLetter !== undefined || this.deadLetterQueue === undefined) return facts;
+    return { ...facts, deadLetter: queueFacts(this.deadLetterQueue) };
   }
 
   /**
@@ -227,4 +252,15 @@ export class InboxConsumer extends Construct {
       otherConsumerPaths: earlier,
     });
   }
+}
+
+/** The runtime refuses other names at cold start; refusing them here moves that failure to synth. */
+function validateConsumerName(path: string, name: string): void {
+  if (Token.isUnresolved(name) || CONSUMER_NAME_PATTERN.test(name)) return;
+  const suggestion = name.replace(/[^A-Za-z0-9._:-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 128);
+  throw new Error(
+    `InboxConsumer ${path}: \`consumerName\` ${name.length === 0 ? 'is empty' : `'${name}' is not a valid consumer name`}: ` +
+      "it must be 1 to 128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit. " +
+      `Fix: use e.g. '${suggestion.length > 0 ? suggestion : 'order-worker'}'.`,
+  );
 }

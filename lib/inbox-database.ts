@@ -7,7 +7,7 @@ import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as rds from 'aws-cdk-lib/aws-rds';
-import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as cr from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
 import { InboxFunction } from './inbox-function.js';
@@ -75,7 +75,8 @@ export interface InboxDatabaseProps {
    */
   readonly deletionProtection?: boolean;
   /**
-   * What happens to a new cluster when it leaves the stack.
+   * What happens to a new cluster when it leaves the stack. Its generated secret is retained unless this is
+   * `DESTROY`: a snapshot is useless without the credentials to sign in to the cluster restored from it.
    * @default RemovalPolicy.SNAPSHOT
    */
   readonly removalPolicy?: RemovalPolicy;
@@ -137,6 +138,7 @@ export class InboxDatabase extends Construct {
     } else {
       this.vpc = props.vpc ?? createVpc(this);
       const autoPause = props.autoPause !== undefined;
+      const removalPolicy = props.removalPolicy ?? RemovalPolicy.SNAPSHOT;
       const cluster = new rds.DatabaseCluster(this, 'Cluster', {
         engine: rds.DatabaseClusterEngine.auroraPostgres({
           version: props.engineVersion ?? rds.AuroraPostgresEngineVersion.VER_17_7,
@@ -151,11 +153,18 @@ export class InboxDatabase extends Construct {
         storageEncrypted: true,
         iamAuthentication: true,
         deletionProtection: props.deletionProtection ?? true,
-        removalPolicy: props.removalPolicy ?? RemovalPolicy.SNAPSHOT,
+        removalPolicy,
         vpc: this.vpc,
         vpcSubnets: props.vpcSubnets ?? { subnetType: ec2.SubnetType.PRIVATE_ISOLATED },
       });
       if (cluster.secret === undefined) throw new Error(`InboxDatabase ${this.node.path}: the cluster has no secret.`);
+      // The generated secret (cluster.secret is only its attachment) would otherwise be deleted with the stack
+      // while the cluster's data survives in a snapshot or a retained cluster. Secrets have no SNAPSHOT policy.
+      const generatedSecret = cluster.node.tryFindChild('Secret');
+      if (!(generatedSecret instanceof secretsmanager.Secret)) {
+        throw new Error(`InboxDatabase ${this.node.path}: the cluster's generated secret was not found.`);
+      }
+      generatedSecret.applyRemovalPolicy(removalPolicy === RemovalPolicy.SNAPSHOT ? RemovalPolicy.RETAIN : removalPolicy);
       this.cluster = cluster;
       this.secret = cluster.secret;
       if (props.deletionProtection === false) {

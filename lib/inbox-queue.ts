@@ -6,7 +6,8 @@ import { Construct } from 'constructs';
 export interface InboxQueueProps {
   /**
    * An existing queue to consume instead of creating one. Its settings (dead-letter queue, retention,
-   * visibility timeout, encryption) stay as they are; the other props except `deadLetterQueue` are ignored.
+   * visibility timeout, encryption) stay as they are, so the props for new queues are refused next to it;
+   * only `deadLetterQueue` may accompany it.
    * @default - a new queue is created
    */
   readonly queue?: sqs.IQueue;
@@ -53,6 +54,17 @@ export interface InboxQueueProps {
   readonly encryption?: sqs.QueueEncryption;
 }
 
+/** Props that configure queues created here: meaningless next to an existing `queue`. */
+const NEW_QUEUE_PROPS = [
+  'fifo',
+  'contentBasedDeduplication',
+  'maxReceiveCount',
+  'retentionPeriod',
+  'deadLetterRetentionPeriod',
+  'visibilityTimeout',
+  'encryption',
+] as const satisfies ReadonlyArray<keyof InboxQueueProps>;
+
 /**
  * The queue an inbox consumer reads: by default a FIFO queue with a FIFO dead-letter queue,
  * redrive after `maxReceiveCount` receives, server-side encryption and TLS enforced on both.
@@ -76,6 +88,14 @@ export class InboxQueue extends Construct {
   constructor(scope: Construct, id: string, props: InboxQueueProps = {}) {
     super(scope, id);
     if (props.queue !== undefined) {
+      const ignored = NEW_QUEUE_PROPS.filter((key) => props[key] !== undefined);
+      if (ignored.length > 0) {
+        throw new Error(
+          `InboxQueue ${this.node.path}: ${ignored.map((key) => `\`${key}\``).join(', ')} only apply to new queues, ` +
+            'but an existing `queue` was given. Fix: configure the existing queue (and its dead-letter queue) directly ' +
+            'and remove these props, or remove `queue` to create new queues with them.',
+        );
+      }
       this.queue = props.queue;
       if (props.deadLetterQueue !== undefined) this.deadLetterQueue = props.deadLetterQueue;
       return;

@@ -79,6 +79,7 @@ export class InboxStack extends Stack {
     this.consumer = new InboxConsumer(this, 'OrderWorker', {
       database: this.database,
       queue: this.queue.queue,
+      deadLetterQueue: this.queue.deadLetterQueue,
       consumerName: 'order-worker',
       entry: ORDER_WORKER_ENTRY,
       timeout: Duration.seconds(30),

@@ -10,7 +10,7 @@ export { InboxDatabase } from './inbox-database.js';
 export type { InboxDatabaseProps } from './inbox-database.js';
 export { InboxConsumer, INBOX_METRICS_NAMESPACE } from './inbox-consumer.js';
 export type { InboxConsumerProps } from './inbox-consumer.js';
-export { InboxCleanup, CLEANUP_SERVICE_NAME } from './inbox-cleanup.js';
+export { InboxCleanup, CLEANUP_SERVICE_NAME, MIN_CLEANUP_TIMEOUT } from './inbox-cleanup.js';
 export type { InboxCleanupProps } from './inbox-cleanup.js';
 export { InboxAlarms, CONSUMER_COUNT_METRICS, CONSUMER_LATENCY_METRICS, CLEANUP_METRICS } from './inbox-alarms.js';
 export type { InboxAlarmsProps } from './inbox-alarms.js';

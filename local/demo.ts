@@ -83,6 +83,7 @@ export const SCENARIO_ROWS: readonly (readonly [string, (result: ScenarioResult)
   ['orders shipped twice or more', (r) => String(r.doubled)],
   ['double effects', (r) => String(r.extraEffects)],
   ['lost (not shipped, parked or in DLQ)', (r) => String(r.lost)],
+  ['well-formed orders only in DLQ or parked', (r) => String(r.validNotShipped)],
   ['parked', (r) => String(r.parked)],
   ['in the dead-letter queue', (r) => String(r.deadLettered)],
   ['out-of-order effects', (r) => String(r.orderViolations)],

@@ -81,6 +81,8 @@ export interface EventSourceStats {
   timeouts: number;
   /** Injected crashes before the deletes. */
   crashes: number;
+  /** Timed-out handlers still running now (Lambda would have killed them); drain() and stop() wait for them. */
+  abandonedInvocations: number;
   /** Deletes whose receipt handle was superseded by a later receive: nothing was deleted. */
   staleDeletes: number;
   activeInvocations: number;
@@ -114,6 +116,7 @@ export class SqsEventSource {
     handlerErrors: 0,
     timeouts: 0,
     crashes: 0,
+    abandonedInvocations: 0,
     staleDeletes: 0,
     activeInvocations: 0,
     maxConcurrentInvocations: 0,
@@ -134,6 +137,8 @@ export class SqsEventSource {
   #stop: AbortController | undefined;
   #pollers: Promise<void>[] = [];
   readonly #idleListeners = new Set<() => void>();
+  /** Handlers that ran past the function timeout and are still running. */
+  readonly #abandoned = new Set<Promise<unknown>>();
 
   constructor(options: SqsEventSourceOptions) {
     const queue = options.model.getQueue(options.queue);
@@ -195,25 +200,26 @@ export class SqsEventSource {
     this.#pollers = Array.from({ length: this.#maxConcurrency }, () => this.#poll(stop.signal));
   }
 
-  /** Stops polling and waits for invocations in progress (a timed-out one is abandoned, as Lambda would). */
+  /** Stops polling and waits for invocations in progress, and for timed-out handlers still running. */
   async stop(): Promise<void> {
     const stop = this.#stop;
     if (!stop) return;
     stop.abort();
     await Promise.all(this.#pollers);
+    await Promise.allSettled([...this.#abandoned]);
     this.#pollers = [];
     this.#stop = undefined;
   }
 
   /**
    * Resolves `true` once the queue holds no visible, delayed or in-flight message and no invocation is
-   * running; `false` when `timeoutMs` (on the clock) passes first.
+   * running, timed-out ones included; `false` when `timeoutMs` (on the clock) passes first.
    */
   async drain({ timeoutMs }: { timeoutMs: number }): Promise<boolean> {
     const deadline = this.#clock.now() + timeoutMs;
     for (;;) {
       const counts = this.#model.counts(this.#queue);
-      if (counts.visible + counts.inFlight + counts.delayed === 0 && this.stats.activeInvocations === 0) return true;
+      if (counts.visible + counts.inFlight + counts.delayed === 0 && this.stats.activeInvocations === 0 && this.#abandoned.size === 0) return true;
       const now = this.#clock.now();
       if (now >= deadline) return false;
       const wake = new AbortController();
@@ -296,18 +302,28 @@ export class SqsEventSource {
     });
     const timer = new AbortController();
     type Ending = { kind: 'returned'; value: unknown } | { kind: 'threw'; error: unknown } | { kind: 'timeout' };
+    const handled = Promise.resolve()
+      .then(() => this.#handler({ Records: records }, context))
+      .then(
+        (value): Ending => ({ kind: 'returned', value }),
+        (error: unknown): Ending => ({ kind: 'threw', error }),
+      );
     const ending = await Promise.race<Ending>([
-      Promise.resolve()
-        .then(() => this.#handler({ Records: records }, context))
-        .then(
-          (value): Ending => ({ kind: 'returned', value }),
-          (error: unknown): Ending => ({ kind: 'threw', error }),
-        ),
+      handled,
       sleepOn(this.#clock, this.#timeoutMs, timer.signal).then((): Ending => ({ kind: 'timeout' })),
     ]);
     timer.abort();
     if (ending.kind === 'timeout') {
       this.stats.timeouts += 1;
+      // Lambda would kill it; one process cannot, so it is abandoned, and drain() and stop() wait for it:
+      // a caller that checks the database after drain() must not race a handler still writing.
+      this.stats.abandonedInvocations += 1;
+      this.#abandoned.add(handled);
+      void handled.finally(() => {
+        this.#abandoned.delete(handled);
+        this.stats.abandonedInvocations -= 1;
+        for (const listener of [...this.#idleListeners]) listener();
+      });
       return allKept('timeout');
     }
     if (ending.kind === 'threw') {

@@ -18,13 +18,16 @@ export const FAULTS = [
   'duplicate-sends',
   /** ~4% of invocations: the worker dies after its commits, before SQS deletes the batch. */
   'crash-after-commit',
-  /** ~3% of records: the response of the call that makes the effect durable is lost (the inbox's commit, the naive INSERT). */
+  /**
+   * ~3% of records arm a lost response: the next call that makes an effect durable (the inbox's commit,
+   * the naive INSERT), whichever consumer sends it, runs but its answer never arrives. Counted when armed.
+   */
   'drop-commit',
   /** ~3% of records: the worker dies after the effect's statement, before the commit (inbox) or the dedup record (naive). */
   'crash-in-transaction',
   /** Aurora auto-pause: every Data API call is refused for 800 ms, at the start and again half-way. */
   'auto-pause',
-  /** ~3% of invocations outlive the visibility timeout, so a second consumer gets the same batch while the first runs. */
+  /** ~3% of invocations start their records just as the visibility timeout ends, racing the consumer that gets the batch next. */
   'visibility-expiry',
   /** ~2% of invocations: the next Data API call answers 500 without running. */
   'server-errors',
@@ -87,9 +90,11 @@ export interface ScenarioResult {
   readonly extraEffects: number;
   /** Orders with no effect that are neither parked nor in the dead-letter queue. */
   readonly lost: number;
+  /** Well-formed orders with no effect, accounted for in the dead-letter queue or the parked table. */
+  readonly validNotShipped: number;
   readonly parked: number;
   readonly deadLettered: number;
-  /** Orders whose first effect committed after a later order of the same message group. */
+  /** Orders whose first effect was written after a later order of the same message group. */
   readonly orderViolations: number;
   readonly dataApiCalls: number;
   readonly callsPerMessage: number;
@@ -244,31 +249,24 @@ export async function runScenario(local: LocalStack, options: ScenarioOptions): 
     );
   };
 
-  // Invocations that outlive their timeout keep running, as a Lambda past its visibility timeout would
-  // race the redelivery; the run waits for them before it counts.
-  const stragglers = new Set<Promise<unknown>>();
   const sources = Array.from({ length: consumers }, (_, index) => {
     const handler = makeHandler();
     const wrapped: SqsEventHandler = async (event, context) => {
       const first = event.Records[0]!;
       const invocation = `${index}:${first.messageId}:${attemptOf(first)}`;
       if (decide('server-errors', invocation)) local.dataApi.faults.serverError({ count: 1, status: 500 });
-      const work = (async () => {
-        if (decide('visibility-expiry', invocation)) {
-          // A consumer whose run outlives the queue's visibility timeout (the misconfiguration the CDK
-          // constructs refuse): it still believes it has time when it starts, after SQS has handed the
-          // same batch to another consumer.
-          const until = Date.now() + visibilitySeconds * 3000;
-          await new Promise((resolve) => setTimeout(resolve, visibilitySeconds * 1500));
-          return handler(event, { getRemainingTimeInMillis: () => until - Date.now() });
-        }
-        // Lambda stops a timed-out invocation; the handler sees its remaining time run out and starts no
-        // further record, which is as close as one process gets to being killed.
-        return handler(event, context);
-      })();
-      stragglers.add(work);
-      void work.finally(() => stragglers.delete(work)).catch(() => {});
-      return work;
+      if (decide('visibility-expiry', invocation)) {
+        // A consumer whose run outlives the queue's visibility timeout (the misconfiguration the CDK
+        // constructs refuse): it starts its records just before SQS hands the same batch to another
+        // consumer, still believing it has time, so the two race on the same claims.
+        const until = Date.now() + visibilitySeconds * 3000;
+        await new Promise((resolve) => setTimeout(resolve, visibilitySeconds * 950));
+        return handler(event, { getRemainingTimeInMillis: () => until - Date.now() });
+      }
+      // Lambda stops a timed-out invocation; the handler sees its remaining time run out and starts no
+      // further record, which is as close as one process gets to being killed. The event source waits
+      // for such abandoned handlers before it calls the queue drained.
+      return handler(event, context);
     };
     return new SqsEventSource({
       model,
@@ -304,8 +302,8 @@ export async function runScenario(local: LocalStack, options: ScenarioOptions): 
       pausedAgain = true;
       pause();
     }
-    const active = sources.reduce((sum, source) => sum + source.stats.activeInvocations, 0);
-    if (counts.visible + counts.inFlight + counts.delayed === 0 && active === 0 && stragglers.size === 0) {
+    const active = sources.reduce((sum, source) => sum + source.stats.activeInvocations + source.stats.abandonedInvocations, 0);
+    if (counts.visible + counts.inFlight + counts.delayed === 0 && active === 0) {
       completed = true;
       break;
     }
@@ -313,7 +311,6 @@ export async function runScenario(local: LocalStack, options: ScenarioOptions): 
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
   await Promise.all(sources.map((source) => source.stop()));
-  await Promise.allSettled([...stragglers]);
   local.dataApi.faults.clear();
   const dataApiCalls = local.dataApi.stats.total();
 
@@ -325,7 +322,8 @@ export async function runScenario(local: LocalStack, options: ScenarioOptions): 
   for (const row of effects.rows) {
     const orderId = String(row.order_id);
     perOrder.set(orderId, (perOrder.get(orderId) ?? 0) + 1);
-    // Order is judged on each order's first effect; a repeated one is already counted as a double.
+    // Order is judged on each order's first effect, in insert order (the id); a repeated one is already
+    // counted as a double.
     if (perOrder.get(orderId)! > 1) continue;
     const group = String(row.group_id);
     const position = Number(row.position);
@@ -338,8 +336,11 @@ export async function runScenario(local: LocalStack, options: ScenarioOptions): 
     model.peekMessages(dlq.url).map((message) => keyToOrder.get(message.messageAttributes['idempotency-key']?.stringValue ?? '')).filter(Boolean),
   );
   let lost = 0;
+  let validNotShipped = 0;
   for (const order of orders) {
-    if ((perOrder.get(order.orderId) ?? 0) === 0 && !parkedOrders.has(order.orderId) && !dlqOrders.has(order.orderId)) lost++;
+    if ((perOrder.get(order.orderId) ?? 0) > 0) continue;
+    if (!parkedOrders.has(order.orderId) && !dlqOrders.has(order.orderId)) lost++;
+    else if (!order.poison) validNotShipped++;
   }
   const counts = [...perOrder.values()];
   const stats = sources.map((source) => source.stats);
@@ -357,6 +358,7 @@ export async function runScenario(local: LocalStack, options: ScenarioOptions): 
     doubled: counts.filter((count) => count > 1).length,
     extraEffects: counts.reduce((sum, count) => sum + Math.max(0, count - 1), 0),
     lost,
+    validNotShipped,
     parked: parkedOrders.size,
     deadLettered: dlqOrders.size,
     orderViolations,

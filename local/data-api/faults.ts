@@ -75,7 +75,8 @@ export class Faults {
   /**
    * Simulates an auto-paused Aurora Serverless v2 instance: from the first call after this, every
    * ExecuteStatement, BatchExecuteStatement and BeginTransaction fails with DatabaseResumingException
-   * until `resumeAfterMs` has passed since that first call. Commit and Rollback are not affected.
+   * until `resumeAfterMs` has passed since that first call. Commit, Rollback and statements inside an
+   * open transaction are not affected: an instance only pauses when no connection is open.
    */
   autoPause(fault: AutoPauseFault): void {
     if (!(fault.resumeAfterMs >= 0)) throw new RangeError(`autoPause.resumeAfterMs must be >= 0, got ${fault.resumeAfterMs}.`);
@@ -114,7 +115,7 @@ export class Faults {
   }
 
   /** @internal The error a call must fail with before running, if any; uses up a server error. */
-  failureFor(operation: Operation): DataApiError | undefined {
+  failureFor(operation: Operation, inTransaction = false): DataApiError | undefined {
     const serverError = this.serverErrors.find((fault) => !fault.operation || fault.operation === operation);
     if (serverError) {
       serverError.left -= 1;
@@ -122,7 +123,9 @@ export class Faults {
       const type = SERVER_ERRORS[serverError.status];
       return new DataApiError(type, `Injected fault: ${type} (HTTP ${serverError.status}); the call did not run.`);
     }
-    if (this.pause && PAUSABLE.has(operation)) {
+    // Aurora pauses only when no connection is open, so a call inside an open transaction never meets a
+    // paused instance.
+    if (this.pause && PAUSABLE.has(operation) && !inTransaction) {
       const now = this.now();
       this.pause.firstCallAt ??= now;
       if (now - this.pause.firstCallAt < this.pause.resumeAfterMs) {

@@ -175,7 +175,7 @@ async function handle(request: IncomingMessage, response: ServerResponse, contex
     }
     const delay = faults.delayFor(operation);
     if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
-    const failure = faults.failureFor(operation);
+    const failure = faults.failureFor(operation, typeof body.transactionId === 'string' && body.transactionId.length > 0);
     if (failure) throw failure;
     drop = faults.dropsResponse(operation, typeof body.sql === 'string' ? body.sql : undefined);
     const text = await OPERATIONS[operation](context, body);

@@ -1,5 +1,8 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { Duration } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as events from 'aws-cdk-lib/aws-events';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
@@ -14,7 +17,48 @@ import {
   InboxQueue,
 } from '../../lib/index.js';
 import type { InboxAlarmsProps } from '../../lib/index.js';
+import { publishSummary } from '../../lambda/inbox/telemetry.js';
 import { FIXTURE_HANDLER, logicalId, testStack } from './support.js';
+
+/** The metric names the consumer runtime publishes, recorded from the real publishSummary(). */
+function consumerRuntimeMetrics(): Set<string> {
+  const names = new Set<string>();
+  const recording = {
+    addMetric: (name: string) => void names.add(name),
+    publishStoredMetrics: () => undefined,
+  };
+  publishSummary(recording, {
+    records: 1, processed: 1, duplicates: 0, collisions: 0, parked: 0, failures: 0, shortCircuited: 0,
+    deferredByDeadline: 0, resumeRetries: 0, recordLatenciesMs: [5], batchLatencyMs: 7, failedMessageIds: [],
+  });
+  return names;
+}
+
+/** The metric names the cleanup runtime publishes: its handler needs a database, so read them from its source. */
+function cleanupRuntimeMetrics(): Set<string> {
+  const source = readFileSync(fileURLToPath(new URL('../../lambda/functions/cleanup.ts', import.meta.url)), 'utf8');
+  return new Set([...source.matchAll(/addMetric\(\s*'([A-Za-z]+)'/g)].map((match) => match[1]!));
+}
+
+/** Every (service, metric name) of namespace SqsInbox the template uses, in alarms and on the dashboard. */
+function inboxMetricsUsed(template: Template): Array<{ service: string; name: string }> {
+  const used: Array<{ service: string; name: string }> = [];
+  const walk = (value: unknown): void => {
+    if (Array.isArray(value)) return value.forEach(walk);
+    if (value === null || typeof value !== 'object') return;
+    const record = value as Record<string, any>;
+    if (record.Namespace === 'SqsInbox') {
+      used.push({ service: record.Dimensions.find((d: { Name: string }) => d.Name === 'service').Value, name: String(record.MetricName) });
+    }
+    Object.values(record).forEach(walk);
+  };
+  walk(template.findResources('AWS::CloudWatch::Alarm'));
+  const dashboard = JSON.stringify(template.findResources('AWS::CloudWatch::Dashboard'));
+  for (const match of dashboard.matchAll(/\\"SqsInbox\\",\\"([A-Za-z]+)\\",\\"service\\",\\"([^\\]+)\\"/g)) {
+    used.push({ service: match[2]!, name: match[1]! });
+  }
+  return used;
+}
 
 type Alarm = { Properties: Record<string, any> };
 
@@ -104,41 +148,91 @@ describe('InboxAlarms', () => {
   });
 
   it('alarms when the oldest inbox row outlives the retention plus the margin', () => {
-    const { byId } = alarmsStack({ cleanupLagMargin: Duration.hours(2) });
+    const { byId, cleanup } = alarmsStack({ cleanupLagMargin: Duration.hours(2) });
     expect(byId('NotKeepingUp').Properties).toMatchObject({
-      ...inboxMetric('OldestRowAgeSeconds', 'inbox-cleanup'),
+      ...inboxMetric('OldestRowAgeSeconds', cleanup.serviceName),
       Statistic: 'Maximum',
       Threshold: 20 * 86400 + 2 * 3600,
       ComparisonOperator: 'GreaterThanThreshold',
     });
   });
 
-  it('uses only metrics the runtime emits', () => {
-    const { template } = alarmsStack();
-    const emitted = new Set<string>([...CONSUMER_COUNT_METRICS, ...CONSUMER_LATENCY_METRICS, ...CLEANUP_METRICS]);
-    const used: string[] = [];
-    const walk = (value: unknown): void => {
-      if (Array.isArray(value)) return value.forEach(walk);
-      if (value === null || typeof value !== 'object') return;
-      const record = value as Record<string, unknown>;
-      if (record.Namespace === 'SqsInbox') used.push(String(record.MetricName));
-      Object.values(record).forEach(walk);
+  it('alarms when the cleanup reports nothing for longer than its schedule interval, not just when it lags', () => {
+    // Hourly by default: two silent hours page, one late run does not.
+    const { byId } = alarmsStack();
+    expect(byId('NotKeepingUp').Properties).toMatchObject({
+      TreatMissingData: 'breaching',
+      Period: 3600,
+      EvaluationPeriods: 2,
+      DatapointsToAlarm: 2,
+    });
+    // The consumer alarms stay quiet without traffic.
+    expect(byId('KeyCollisions').Properties.TreatMissingData).toBe('notBreaching');
+  });
+
+  it('sizes the silence window to the cleanup schedule, or to cleanupMaxSilence', () => {
+    const silence = (schedule: events.Schedule, cleanupMaxSilence?: Duration) => {
+      const stack = testStack();
+      const database = new InboxDatabase(stack, 'Db');
+      const cleanup = new InboxCleanup(stack, 'Cleanup', { database, schedule });
+      new InboxAlarms(stack, 'Alarms', { cleanup, ...(cleanupMaxSilence === undefined ? {} : { cleanupMaxSilence }) });
+      const alarm = Object.entries(Template.fromStack(stack).findResources('AWS::CloudWatch::Alarm')).find(([id]) => id.includes('NotKeepingUp'))!;
+      return [alarm[1].Properties.EvaluationPeriods, alarm[1].Properties.DatapointsToAlarm, alarm[1].Properties.TreatMissingData];
     };
-    walk(template.toJSON().Resources);
-    const dashboard = JSON.stringify(template.findResources('AWS::CloudWatch::Dashboard'));
-    for (const match of dashboard.matchAll(/\\"SqsInbox\\",\\"([A-Za-z]+)\\"/g)) used.push(match[1]!);
-    expect(new Set(used).size).toBe(emitted.size);
-    for (const name of used) expect(emitted, name).toContain(name);
+    expect(silence(events.Schedule.rate(Duration.hours(6)))).toEqual([7, 7, 'breaching']);
+    expect(silence(events.Schedule.cron({ minute: '15', hour: '3' }))).toEqual([25, 25, 'breaching']);
+    expect(silence(events.Schedule.cron({ minute: '15', hour: '3' }), Duration.hours(30))).toEqual([30, 30, 'breaching']);
+    expect(() => silence(events.Schedule.rate(Duration.hours(6)), Duration.hours(6))).toThrow(
+      /`cleanupMaxSilence` must be longer than the cleanup schedule's interval \(rate\(6 hours\)\).*Fix: /,
+    );
+  });
+
+  it('watches each cleanup on its own metric, so two cleanups never share one', () => {
+    const stack = testStack();
+    const first = new InboxCleanup(stack, 'OrdersCleanup', { database: new InboxDatabase(stack, 'Orders'), retention: Duration.days(20) });
+    const second = new InboxCleanup(stack, 'PaymentsCleanup', { database: new InboxDatabase(stack, 'Payments'), retention: Duration.days(40) });
+    new InboxAlarms(stack, 'OrdersAlarms', { cleanup: first });
+    new InboxAlarms(stack, 'PaymentsAlarms', { cleanup: second });
+    const template = Template.fromStack(stack);
+
+    expect(first.serviceName).not.toBe(second.serviceName);
+    const notKeepingUp = Object.entries(template.findResources('AWS::CloudWatch::Alarm'))
+      .filter(([id]) => id.includes('NotKeepingUp'))
+      .map(([id, alarm]) => [id.replace(/CleanupNotKeepingUp.*/, ''), alarm.Properties.Dimensions, alarm.Properties.Threshold]);
+    expect(notKeepingUp).toEqual([
+      ['OrdersAlarms', [{ Name: 'service', Value: first.serviceName }], 20 * 86400 + 6 * 3600],
+      ['PaymentsAlarms', [{ Name: 'service', Value: second.serviceName }], 40 * 86400 + 6 * 3600],
+    ]);
+  });
+
+  it('uses only metrics the runtime emits, and watches every one of them', () => {
+    // Arrange: what the runtime really publishes.
+    const consumerEmits = consumerRuntimeMetrics();
+    const cleanupEmits = cleanupRuntimeMetrics();
+    expect(consumerEmits.size).toBeGreaterThan(5);
+    expect(cleanupEmits.size).toBeGreaterThan(1);
+
+    // Act
+    const { template, cleanup } = alarmsStack();
+    const used = inboxMetricsUsed(template);
+
+    // Assess
+    const names = (service: string) => new Set(used.filter((u) => u.service === service).map((u) => u.name));
+    expect(new Set(used.map((u) => u.service))).toEqual(new Set(['order-worker', cleanup.serviceName]));
+    expect(names('order-worker')).toEqual(consumerEmits);
+    expect(names(cleanup.serviceName)).toEqual(cleanupEmits);
+    expect(new Set([...CONSUMER_COUNT_METRICS, ...CONSUMER_LATENCY_METRICS])).toEqual(consumerEmits);
+    expect(new Set(CLEANUP_METRICS)).toEqual(cleanupEmits);
   });
 
   it('puts every inbox metric on the dashboard', () => {
-    const { template } = alarmsStack();
+    const { template, cleanup } = alarmsStack();
     const dashboard = Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0] as Alarm;
     const body = JSON.stringify(dashboard.Properties.DashboardBody);
     for (const name of [...CONSUMER_COUNT_METRICS, ...CONSUMER_LATENCY_METRICS]) {
       expect(body, name).toContain(`\\"SqsInbox\\",\\"${name}\\",\\"service\\",\\"order-worker\\"`);
     }
-    for (const name of CLEANUP_METRICS) expect(body, name).toContain(`\\"SqsInbox\\",\\"${name}\\",\\"service\\",\\"inbox-cleanup\\"`);
+    for (const name of CLEANUP_METRICS) expect(body, name).toContain(`\\"SqsInbox\\",\\"${name}\\",\\"service\\",\\"${cleanup.serviceName}\\"`);
   });
 
   it('has no alarm actions without a topic', () => {

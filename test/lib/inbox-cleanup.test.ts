@@ -3,7 +3,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as events from 'aws-cdk-lib/aws-events';
 import { describe, expect, it } from 'vitest';
 import { InboxCleanup, InboxDatabase } from '../../lib/index.js';
-import { logicalId, testStack } from './support.js';
+import { logicalId, synthError, testStack } from './support.js';
 
 function cleanupStack(props: Partial<ConstructorParameters<typeof InboxCleanup>[2]> = {}) {
   const stack = testStack();
@@ -42,8 +42,31 @@ describe('InboxCleanup', () => {
       INBOX_RETENTION_SECONDS: String(45 * 86400),
       INBOX_PURGE_BATCH_SIZE: '500',
       POWERTOOLS_METRICS_NAMESPACE: 'SqsInbox',
-      POWERTOOLS_SERVICE_NAME: 'inbox-cleanup',
+      POWERTOOLS_SERVICE_NAME: cleanup.serviceName,
     });
+    expect(cleanup.serviceName).toMatch(/^inbox-cleanup-Test-Cleanup-[A-F0-9]{8}$/);
+  });
+
+  it('gives every cleanup its own metric service name, even under equal construct ids in other stacks', () => {
+    const a = cleanupStack();
+    const stack = testStack('Other');
+    const b = new InboxCleanup(stack, 'Cleanup', { database: new InboxDatabase(stack, 'Db') });
+    const c = new InboxCleanup(stack, 'Cleanup2', { database: new InboxDatabase(stack, 'Db2') });
+    const names = [a.cleanup.serviceName, b.serviceName, c.serviceName];
+    expect(new Set(names).size).toBe(3);
+    const env = Template.fromStack(stack).toJSON().Resources[logicalId(stack, c.function)].Properties.Environment.Variables;
+    expect(env.POWERTOOLS_SERVICE_NAME).toBe(c.serviceName);
+  });
+
+  it('refuses a timeout under 2 minutes: the runtime keeps 65 seconds of it for its metrics', () => {
+    const stack = testStack();
+    new InboxCleanup(stack, 'Cleanup', { database: new InboxDatabase(stack, 'Db'), timeout: Duration.seconds(119) });
+    expect(synthError(stack)).toMatch(
+      /InboxCleanup `timeout` is 119 seconds, but the purge keeps 65 seconds of it .* Fix: set `timeout` to at least 2 minutes/,
+    );
+    const ok = testStack();
+    new InboxCleanup(ok, 'Cleanup', { database: new InboxDatabase(ok, 'Db'), timeout: Duration.minutes(2) });
+    expect(() => Template.fromStack(ok)).not.toThrow();
   });
 
   it('keeps rows 30 days by default and leaves the batch size to the runtime', () => {

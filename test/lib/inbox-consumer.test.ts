@@ -1,10 +1,11 @@
-import { Duration } from 'aws-cdk-lib';
+import { Duration, Token } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
 import { InboxConsumer, InboxDatabase, InboxQueue } from '../../lib/index.js';
-import { FIXTURE_HANDLER, logicalId, policyStatements, testStack } from './support.js';
+import { InboxAlarms } from '../../lib/index.js';
+import { FIXTURE_HANDLER, logicalId, policyStatements, synthError, testStack } from './support.js';
 
 function consumerStack(overrides: Partial<ConstructorParameters<typeof InboxConsumer>[2]> = {}) {
   const stack = testStack();
@@ -155,7 +156,85 @@ describe('InboxConsumer', () => {
     const database = new InboxDatabase(stack, 'Db');
     const queue = new InboxQueue(stack, 'Q').queue;
     expect(() => new InboxConsumer(stack, 'W', { database, queue, consumerName: '', entry: FIXTURE_HANDLER })).toThrow(
-      /`consumerName` is empty\. Fix: /,
+      /`consumerName` is empty: .* Fix: use e\.g\. 'order-worker'\./,
     );
+  });
+
+  it.each([
+    ['order worker', 'order-worker'],
+    ['-leading-dash', 'leading-dash'],
+    ['orders/eu', 'orders-eu'],
+    ['x'.repeat(129), 'x'.repeat(128)],
+  ])('refuses the consumer name %j the runtime would reject, suggesting %j', (consumerName, suggestion) => {
+    const stack = testStack();
+    const database = new InboxDatabase(stack, 'Db');
+    const queue = new InboxQueue(stack, 'Q').queue;
+    expect(() => new InboxConsumer(stack, 'W', { database, queue, consumerName, entry: FIXTURE_HANDLER })).toThrow(
+      `\`consumerName\` '${consumerName}' is not a valid consumer name: it must be 1 to 128 letters, digits, '.', '_', ':' or '-', ` +
+        `starting with a letter or digit. Fix: use e.g. '${suggestion}'.`,
+    );
+  });
+
+  it('accepts every consumer name the runtime accepts, and tokens', () => {
+    const stack = testStack();
+    const database = new InboxDatabase(stack, 'Db');
+    const queue = new InboxQueue(stack, 'Q').queue;
+    for (const [i, consumerName] of ['a', 'Orders.v2:eu_west-1', '9'.repeat(128)].entries()) {
+      expect(() => new InboxConsumer(stack, `W${i}`, { database, queue, consumerName, entry: FIXTURE_HANDLER })).not.toThrow();
+    }
+    const token = Token.asString({ Ref: 'ConsumerNameParameter' });
+    expect(() => new InboxConsumer(stack, 'T', { database, queue, consumerName: token, entry: FIXTURE_HANDLER })).not.toThrow();
+  });
+
+  it('watches the dead-letter queue of an existing queue passed with it', () => {
+    // Arrange: an imported FIFO queue and its imported dead-letter queue, as InboxQueue wraps them.
+    const stack = testStack();
+    const existing = new InboxQueue(stack, 'Orders', {
+      queue: sqs.Queue.fromQueueArn(stack, 'Q', 'arn:aws:sqs:eu-west-1:123456789012:orders.fifo'),
+      deadLetterQueue: sqs.Queue.fromQueueArn(stack, 'Dlq', 'arn:aws:sqs:eu-west-1:123456789012:orders-dlq.fifo'),
+    });
+
+    // Act
+    const consumer = new InboxConsumer(stack, 'Worker', {
+      database: new InboxDatabase(stack, 'Db'),
+      queue: existing.queue,
+      deadLetterQueue: existing.deadLetterQueue,
+      consumerName: 'order-worker',
+      entry: FIXTURE_HANDLER,
+    });
+    new InboxAlarms(stack, 'Alarms', { consumers: [consumer] });
+    const template = Template.fromStack(stack);
+
+    // Assess
+    expect(consumer.deadLetterQueue).toBe(existing.deadLetterQueue);
+    const alarms = Object.entries(template.findResources('AWS::CloudWatch::Alarm')).filter(([id]) => id.includes('DeadLetterQueueNotEmpty'));
+    expect(alarms).toHaveLength(1);
+    expect(alarms[0]![1].Properties.Dimensions).toEqual([{ Name: 'QueueName', Value: 'orders-dlq.fifo' }]);
+  });
+
+  it('refuses a standard dead-letter queue passed for an existing FIFO queue', () => {
+    const stack = testStack();
+    new InboxConsumer(stack, 'Worker', {
+      database: new InboxDatabase(stack, 'Db'),
+      queue: sqs.Queue.fromQueueArn(stack, 'Q', 'arn:aws:sqs:eu-west-1:123456789012:orders.fifo'),
+      deadLetterQueue: sqs.Queue.fromQueueArn(stack, 'Dlq', 'arn:aws:sqs:eu-west-1:123456789012:orders-dlq'),
+      consumerName: 'order-worker',
+      entry: FIXTURE_HANDLER,
+    });
+    expect(synthError(stack)).toContain(
+      "the consumer's queue is a FIFO queue but its dead-letter queue is a standard queue. Fix: create the dead-letter queue with `fifo: true`",
+    );
+  });
+
+  it('refuses a dead-letter queue other than the one configured on the queue', () => {
+    const stack = testStack();
+    const inboxQueue = new InboxQueue(stack, 'Orders');
+    const other = sqs.Queue.fromQueueArn(stack, 'Dlq', 'arn:aws:sqs:eu-west-1:123456789012:other-dlq.fifo');
+    expect(
+      () =>
+        new InboxConsumer(stack, 'Worker', {
+          database: new InboxDatabase(stack, 'Db'), queue: inboxQueue.queue, deadLetterQueue: other, consumerName: 'w', entry: FIXTURE_HANDLER,
+        }),
+    ).toThrow(/`deadLetterQueue` is not the dead-letter queue configured on `queue`\. Fix: /);
   });
 });

@@ -98,8 +98,29 @@ describe('InboxDatabase', () => {
     const stack = testStack();
     const vpc = new ec2.Vpc(stack, 'Mine', { natGateways: 0, maxAzs: 2 });
     const db = new InboxDatabase(stack, 'Db', { vpc, vpcSubnets: { subnetType: ec2.SubnetType.PUBLIC } });
+    const template = Template.fromStack(stack);
+
     expect(db.vpc).toBe(vpc);
-    Template.fromStack(stack).resourceCountIs('AWS::EC2::VPC', 1);
+    template.resourceCountIs('AWS::EC2::VPC', 1);
+    // The cluster's subnet group holds exactly the selected (public) subnets, not the default isolated ones.
+    const publicSubnets = vpc.publicSubnets.map((subnet) => ({ Ref: stack.getLogicalId(subnet.node.defaultChild as ec2.CfnSubnet) }));
+    expect(publicSubnets).toHaveLength(2);
+    template.resourceCountIs('AWS::RDS::DBSubnetGroup', 1);
+    template.hasResourceProperties('AWS::RDS::DBSubnetGroup', { SubnetIds: publicSubnets });
+  });
+
+  it('keeps the generated secret whenever the cluster outlives the stack (snapshot or retain)', () => {
+    const secretPolicy = (removalPolicy?: RemovalPolicy) => {
+      const stack = testStack();
+      new InboxDatabase(stack, 'Db', removalPolicy === undefined ? {} : { removalPolicy });
+      const secrets = Object.values(Template.fromStack(stack).findResources('AWS::SecretsManager::Secret'));
+      expect(secrets).toHaveLength(1);
+      return [secrets[0]!.DeletionPolicy, secrets[0]!.UpdateReplacePolicy];
+    };
+    expect(secretPolicy()).toEqual(['Retain', 'Retain']);
+    expect(secretPolicy(RemovalPolicy.SNAPSHOT)).toEqual(['Retain', 'Retain']);
+    expect(secretPolicy(RemovalPolicy.RETAIN)).toEqual(['Retain', 'Retain']);
+    expect(secretPolicy(RemovalPolicy.DESTROY)).toEqual(['Delete', 'Delete']);
   });
 
   it('applies the schema with a Provider-framework custom resource that re-runs when the migrations change', () => {

@@ -99,4 +99,31 @@ describe('InboxQueue', () => {
       /`deadLetterQueue` is only used with an existing `queue`\. Fix: /,
     );
   });
+
+  it('refuses new-queue props next to an existing queue, all named at once', () => {
+    const stack = testStack();
+    const queue = sqs.Queue.fromQueueArn(stack, 'Existing', 'arn:aws:sqs:eu-west-1:123456789012:orders.fifo');
+    let message = '';
+    try {
+      new InboxQueue(stack, 'Orders', {
+        queue,
+        fifo: true,
+        contentBasedDeduplication: true,
+        maxReceiveCount: 3,
+        retentionPeriod: Duration.days(1),
+        deadLetterRetentionPeriod: Duration.days(2),
+        visibilityTimeout: Duration.minutes(6),
+        encryption: sqs.QueueEncryption.KMS_MANAGED,
+      });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    expect(message).toBe(
+      'InboxQueue Test/Orders: `fifo`, `contentBasedDeduplication`, `maxReceiveCount`, `retentionPeriod`, ' +
+        '`deadLetterRetentionPeriod`, `visibilityTimeout`, `encryption` only apply to new queues, but an existing ' +
+        '`queue` was given. Fix: configure the existing queue (and its dead-letter queue) directly and remove these ' +
+        'props, or remove `queue` to create new queues with them.',
+    );
+    expect(() => new InboxQueue(stack, 'Other', { queue, visibilityTimeout: Duration.minutes(6) })).toThrow(/`visibilityTimeout` only apply to new queues/);
+  });
 });

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { App, Stack } from 'aws-cdk-lib';
+import type { AppProps } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 
@@ -12,12 +13,17 @@ const cdkJson = JSON.parse(readFileSync(fileURLToPath(new URL('../../cdk.json', 
 /** A user handler entry for InboxConsumer. */
 export const FIXTURE_HANDLER = fileURLToPath(new URL('./fixtures/handler.ts', import.meta.url));
 
+/** Props for an app like `cdk synth`'s, minus esbuild bundling and the built-in CloudFormation validator (cdk.md §4). */
+export function testAppProps(context: Record<string, unknown> = {}): AppProps {
+  return {
+    builtinCloudFormationValidation: false,
+    context: { ...cdkJson.context, 'aws:cdk:bundling-stacks': [], ...context },
+  };
+}
+
 /** An app like `cdk synth`'s, minus esbuild bundling and the built-in CloudFormation validator (cdk.md §4). */
 export function testApp(): App {
-  return new App({
-    builtinCloudFormationValidation: false,
-    context: { ...cdkJson.context, 'aws:cdk:bundling-stacks': [] },
-  });
+  return new App(testAppProps());
 }
 
 /** A bare stack in a fast test app. */

@@ -130,11 +130,12 @@ describe('timeouts', () => {
     const s = setup('standard');
     await sendAll(s, ['slow']);
     const remainingTimes: number[] = [];
+    let release = () => {};
     const es = source(
       s,
       async (_event, context) => {
         remainingTimes.push(context.getRemainingTimeInMillis());
-        await new Promise(() => undefined);
+        await new Promise<void>((resolve) => (release = resolve));
       },
       { functionTimeoutMs: 5000 },
     );
@@ -147,6 +148,36 @@ describe('timeouts', () => {
     await eventually(() => es.stats.timeouts === 1);
     expect(remainingTimes).toEqual([5000]);
     expect(s.model.counts(s.queue)).toEqual({ visible: 0, inFlight: 1, delayed: 0 });
+    expect(es.stats.abandonedInvocations).toBe(1);
+    release();
+    await eventually(() => es.stats.abandonedInvocations === 0);
+  });
+
+  it('makes drain() wait for a timed-out handler that is still running, as Lambda would have killed it', async () => {
+    const s = setup('standard');
+    await sendAll(s, ['slow']);
+    let calls = 0;
+    let release = () => {};
+    const es = source(
+      s,
+      async () => {
+        // The first delivery hangs past the timeout; the redelivery succeeds at once.
+        if (++calls === 1) await new Promise<void>((resolve) => (release = resolve));
+      },
+      { functionTimeoutMs: 5000 },
+    );
+    es.start();
+    await eventually(() => calls === 1);
+    s.clock.advance(5000);
+    await eventually(() => es.stats.timeouts === 1);
+    s.clock.advance(30_000);
+    await eventually(() => es.stats.recordsDeleted === 1);
+    let drained: boolean | undefined;
+    void es.drain({ timeoutMs: 60_000 }).then((result) => (drained = result));
+    await settle();
+    expect(drained).toBeUndefined();
+    release();
+    await eventually(() => drained === true);
   });
 
   it('refuses a function timeout longer than the queue visibility timeout', () => {

@@ -104,6 +104,8 @@ describe('local Data API: fault injection and retries', () => {
     expect(await rejectionOf(h.batch('SELECT 1', [[]]))).toBeInstanceOf(DatabaseResumingException);
     await sleep(120);
     expect(await rejectionOf(h.execute('SELECT 1'))).toBeInstanceOf(DatabaseResumingException);
+    // An instance pauses only when no connection is open: a transaction that is open goes on.
+    expect((await h.execute('SELECT 3', undefined, { transactionId })).records).toEqual([[{ longValue: 3 }]]);
     // Commit and Rollback do not list DatabaseResumingException: they go through.
     expect((await h.commit(transactionId)).transactionStatus).toBe('Transaction Committed');
     await sleep(100);
