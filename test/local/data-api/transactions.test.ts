@@ -177,6 +177,14 @@ describe('local Data API: transaction expiry', () => {
     expect(await exists('idle')).toBe(true);
   });
 
+  it('does not count a running statement as idle time: a statement longer than the idle timeout keeps its transaction', async () => {
+    const transactionId = await h.begin();
+    await insert('long', transactionId);
+    await h.execute('SELECT pg_sleep(0.25)', undefined, { transactionId });
+    await h.commit(transactionId);
+    expect(await exists('long')).toBe(true);
+  });
+
   it('keeps a transaction that calls use more often than the idle timeout, until its lifetime ends', async () => {
     const transactionId = await h.begin();
     await insert('busy', transactionId);
