@@ -1,3 +1,4 @@
+#!/usr/bin/env node
 import { parseArgs } from 'node:util';
 import { DataApiSession, InboxConfigError, migrate, purge, resolveTarget } from '../lambda/inbox/index.js';
 import { migrationSets } from '../lambda/functions/migrate.js';

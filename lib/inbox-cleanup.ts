@@ -1,4 +1,3 @@
-import { fileURLToPath } from 'node:url';
 import { Duration, Names, Token } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
@@ -10,8 +9,8 @@ import type { InboxDatabase } from './inbox-database.js';
 import { InboxFunction } from './inbox-function.js';
 import { addInvariants, checkRetentionCoversRedelivery, describeSeconds, durationSeconds } from './invariants.js';
 import type { InvariantViolation } from './invariants.js';
+import { runtimeFile } from './runtime-files.js';
 
-const CLEANUP_ENTRY = fileURLToPath(new URL('../lambda/functions/cleanup.ts', import.meta.url));
 
 /**
  * The runtime's default `service` dimension of the cleanup metrics, and the prefix of every
@@ -118,7 +117,7 @@ export class InboxCleanup extends Construct {
     this.schedule = props.schedule ?? events.Schedule.rate(Duration.hours(1));
 
     const fn = new InboxFunction(this, 'Purge', {
-      entry: CLEANUP_ENTRY,
+      entry: runtimeFile('../lambda/functions/cleanup', 'the cleanup handler'),
       timeout,
       description: 'sqs-inbox scheduled purge of old inbox rows',
       environment: {

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
+import { readFileSync } from 'node:fs';
 import { CustomResource, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -11,13 +10,10 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as cr from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
 import { InboxFunction } from './inbox-function.js';
+import { runtimeFile } from './runtime-files.js';
 
-const MIGRATE_ENTRY = fileURLToPath(new URL('../lambda/functions/migrate.ts', import.meta.url));
 /** The files whose contents decide whether the migration custom resource runs again. */
-const MIGRATION_SOURCES = [
-  fileURLToPath(new URL('../lambda/inbox/schema.ts', import.meta.url)),
-  fileURLToPath(new URL('../lambda/functions/example-migrations.ts', import.meta.url)),
-];
+const MIGRATION_SOURCES = ['../lambda/inbox/schema', '../lambda/functions/example-migrations'];
 
 /** Props for {@link InboxDatabase}. */
 export interface InboxDatabaseProps {
@@ -186,7 +182,7 @@ export class InboxDatabase extends Construct {
     }
 
     const migrator = new InboxFunction(this, 'Migrate', {
-      entry: requireFile(MIGRATE_ENTRY, 'the migration handler'),
+      entry: runtimeFile('../lambda/functions/migrate', 'the migration handler'),
       environment: {},
       timeout: Duration.minutes(5),
       description: 'sqs-inbox schema migration (CloudFormation custom resource)',
@@ -313,16 +309,6 @@ function createVpc(scope: Construct): ec2.Vpc {
 /** SHA-256 over the migration sources, so the custom resource re-runs when a migration changes. */
 function migrationsFingerprint(): string {
   const hash = createHash('sha256');
-  for (const file of MIGRATION_SOURCES) hash.update(readFileSync(requireFile(file, 'a migration source')));
+  for (const file of MIGRATION_SOURCES) hash.update(readFileSync(runtimeFile(file, 'the migration source')));
   return hash.digest('hex');
-}
-
-function requireFile(file: string, what: string): string {
-  if (!existsSync(file)) {
-    throw new Error(
-      `InboxDatabase: ${what} ${file} does not exist. Fix: restore it from the sqs-inbox package ` +
-        '(the CDK constructs bundle and fingerprint the runtime files by path).',
-    );
-  }
-  return file;
 }

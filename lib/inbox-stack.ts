@@ -1,4 +1,3 @@
-import { fileURLToPath } from 'node:url';
 import { CfnOutput, Duration, Stack } from 'aws-cdk-lib';
 import type { RemovalPolicy, StackProps } from 'aws-cdk-lib';
 import * as sns from 'aws-cdk-lib/aws-sns';
@@ -9,8 +8,8 @@ import { InboxCleanup } from './inbox-cleanup.js';
 import { InboxConsumer } from './inbox-consumer.js';
 import { InboxDatabase } from './inbox-database.js';
 import { InboxQueue } from './inbox-queue.js';
+import { runtimeFile } from './runtime-files.js';
 
-const ORDER_WORKER_ENTRY = fileURLToPath(new URL('../lambda/functions/order-worker.ts', import.meta.url));
 
 /** Props for {@link InboxStack}. */
 export interface InboxStackProps extends StackProps {
@@ -81,7 +80,7 @@ export class InboxStack extends Stack {
       queue: this.queue.queue,
       deadLetterQueue: this.queue.deadLetterQueue,
       consumerName: 'order-worker',
-      entry: ORDER_WORKER_ENTRY,
+      entry: runtimeFile('../lambda/functions/order-worker', 'the example order worker'),
       timeout: Duration.seconds(30),
       batchSize: 10,
       maxConcurrency: 5,

@@ -24,5 +24,3 @@ export type { PurgeOptions, PurgeReport } from './purge.js';
 export type { ParkedMessage, ParkedMessages, ReplayResult } from './parked.js';
 export { METRIC_NAMESPACE } from './telemetry.js';
 export type { BatchSummary, InboxLogger, InboxMetrics } from './telemetry.js';
-export { createProducer, uuidv7, ProducerError, InvalidMessagesError, SendFailedError, MAX_SQS_MESSAGE_BYTES } from './producer.js';
-export type { Producer, ProducerOptions, OutgoingMessage, SentMessage, FailedMessage, MessageProblem } from './producer.js';

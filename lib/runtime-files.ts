@@ -1,0 +1,23 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * `.ts` while the constructs run from this repository's sources, `.js` once they run from the built
+ * package: dist/ mirrors the source folders, so the same relative path names the runtime file in both.
+ */
+const EXTENSION = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
+
+/**
+ * The path of a runtime module the constructs bundle or fingerprint, relative to lib/ and without its
+ * extension (`'../lambda/functions/cleanup'`). Throws, naming the fix, when the package lost the file.
+ */
+export function runtimeFile(relative: string, what: string): string {
+  const file = fileURLToPath(new URL(`${relative}${EXTENSION}`, import.meta.url));
+  if (!existsSync(file)) {
+    throw new Error(
+      `sqs-inbox: ${what} ${file} does not exist. Fix: reinstall the sqs-inbox package ` +
+        '(the CDK constructs bundle and fingerprint the runtime files by path).',
+    );
+  }
+  return file;
+}
