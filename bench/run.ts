@@ -4,6 +4,8 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { runScenario, startLocal } from '../local/index.js';
 import type { ScenarioResult } from '../local/index.js';
+import { bundleTables, checkInboxFunction, measureBundles } from './bundle.js';
+import type { BundleSection } from './bundle.js';
 import { CONCURRENCY, variants } from './consumers.js';
 import type { Variant } from './consumers.js';
 import { benchDatabase } from './database.js';
@@ -18,9 +20,11 @@ import { SCENARIO_ROWS } from '../local/demo.js';
 /**
  * `npm run bench`: starts the local stack once, then measures every consumer variant side by side on one
  * database: Data API calls per message (exact), throughput in interleaved rounds as a ratio to the naive
- * pattern, and the fault scenario for inbox and naive. Prints the tables and writes bench/results.md.
- * Exits 1 if a call count differs from the design, a variant did the wrong amount of work, or the inbox
- * scenario shows a double or lost effect.
+ * pattern, and the fault scenario for inbox and naive; then the consumer's bundle against Powertools' and
+ * both cold imports (measured first, before the local stack loads the machine). Prints the tables and
+ * writes bench/results.md. Exits 1 if a call count differs from the design, a variant did the wrong amount
+ * of work, the inbox scenario shows a double or lost effect, or the consumer bundle misses its budget.
+ * `--bundle-only` runs the bundle section alone (under a minute) and leaves bench/results.md as it is.
  */
 async function main(): Promise<number> {
   const { values } = parseArgs({
@@ -32,6 +36,9 @@ async function main(): Promise<number> {
       'scenario-messages': { type: 'string', default: '1000' },
       seed: { type: 'string', default: '417' },
       'skip-scenario': { type: 'boolean', default: false },
+      'import-rounds': { type: 'string', default: '15' },
+      'skip-bundle': { type: 'boolean', default: false },
+      'bundle-only': { type: 'boolean', default: false },
     },
   });
   const rounds = wholeNumber(values.rounds, '--rounds', 1);
@@ -40,17 +47,42 @@ async function main(): Promise<number> {
   const latencyMs = wholeNumber(values['latency-ms'], '--latency-ms', 0);
   const scenarioMessages = wholeNumber(values['scenario-messages'], '--scenario-messages', 1);
   const seed = wholeNumber(values.seed, '--seed', 0);
+  const importRounds = wholeNumber(values['import-rounds'], '--import-rounds', 1);
+  const bundleOnly = values['bundle-only'];
+  if (bundleOnly && values['skip-bundle']) throw new Error('--bundle-only and --skip-bundle exclude each other');
   const BASELINE = 'naive';
   const started = Date.now();
   const load = loadavg()[0]!;
+
+  const tables: Table[] = [];
+  const problems: string[] = [];
+  // Measured first, while nothing else of the bench runs; printed last.
+  let bundles: BundleSection | undefined;
+  if (!values['skip-bundle']) {
+    problems.push(...checkInboxFunction());
+    bundles = await measureBundles({ rounds: importRounds, progress });
+  }
+  if (bundleOnly && bundles) {
+    const bundleTablesOnly = bundleTables(bundles, problems);
+    process.stdout.write(
+      [
+        'sqs-inbox benchmarks: the bundle section only (bench/results.md left as it is)',
+        `date: ${new Date(started).toISOString()}`,
+        `node: ${process.version}, cpus: ${cpus().length} x ${cpus()[0]?.model.trim() ?? 'unknown'}, load average at start: ${load.toFixed(2)}`,
+        '',
+        ...bundleTablesOnly.flatMap((table) => [toText(table), '']),
+        ...(problems.length ? ['PROBLEMS:', ...problems.map((problem) => `  - ${problem}`)] : ['The consumer bundle is within its budget.']),
+        '',
+      ].join('\n'),
+    );
+    return problems.length ? 1 : 0;
+  }
 
   progress('starting embedded PostgreSQL, the local Data API and the local SQS...');
   // A 2 s idle timeout, as the demo uses: a scenario worker that "crashes" inside a transaction leaves it
   // open, and its claim's row lock must be freed before the redelivery can claim.
   const local = await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } });
   const database = await benchDatabase(local);
-  const tables: Table[] = [];
-  const problems: string[] = [];
   try {
     const all = variants(database);
     const invoker = new Invoker();
@@ -97,16 +129,21 @@ async function main(): Promise<number> {
     database.close();
     await local.close();
   }
+  if (bundles) tables.push(...bundleTables(bundles, problems));
 
   const header = [
     `date: ${new Date(started).toISOString()}`,
     `node: ${process.version}, cpus: ${cpus().length} x ${cpus()[0]?.model.trim() ?? 'unknown'}, load average at start: ${load.toFixed(2)}`,
-    `rounds: ${rounds} per shape (after one untimed warm-up batch per variant), concurrency ${CONCURRENCY}, baseline: ${BASELINE}`,
+    `rounds: ${rounds} per shape (after one untimed warm-up batch per variant), concurrency ${CONCURRENCY}, baseline: ${BASELINE}` +
+      (bundles ? `; ${importRounds} cold-import rounds` : ''),
     `wall time: ${((Date.now() - started) / 1000).toFixed(0)} s`,
   ];
   const verdict = problems.length
     ? ['PROBLEMS:', ...problems.map((problem) => `  - ${problem}`)]
-    : ['All call counts match the design, every variant applied exactly its effect per new message, and the inbox scenario has no double or lost effect.'];
+    : [
+        'All call counts match the design, every variant applied exactly its effect per new message, and the inbox scenario has no double or lost effect' +
+          (bundles ? '; the consumer bundle is within its budget.' : '.'),
+      ];
 
   process.stdout.write(['sqs-inbox benchmarks', ...header, '', ...tables.flatMap((table) => [toText(table), '']), ...verdict, ''].join('\n'));
   const markdown = [

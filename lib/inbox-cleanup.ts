@@ -33,28 +33,28 @@ export interface InboxCleanupProps {
    * table (queue retention plus dead-letter queue retention); synth fails otherwise.
    * @default Duration.days(30) (more than SQS's longest possible window: 14 + 14 days)
    */
-  readonly retention?: Duration;
+  readonly retention?: Duration | undefined;
   /**
    * When the purge runs.
    * @default events.Schedule.rate(Duration.hours(1))
    */
-  readonly schedule?: events.Schedule;
+  readonly schedule?: events.Schedule | undefined;
   /**
    * Rows deleted per statement (`INBOX_PURGE_BATCH_SIZE`).
-   * @default - the runtime's default
+   * @default 5000 (the cleanup function's own default; the variable is then left unset)
    */
-  readonly purgeBatchSize?: number;
+  readonly purgeBatchSize?: number | undefined;
   /**
    * Function timeout; the purge stops in time and reports `PurgeMoreRemaining` when rows are left.
    * At least 2 minutes: the runtime reserves 65 s of it to measure the oldest row and publish the metrics.
    * @default Duration.minutes(5)
    */
-  readonly timeout?: Duration;
+  readonly timeout?: Duration | undefined;
   /**
    * Retention of the function's log group.
    * @default logs.RetentionDays.ONE_MONTH
    */
-  readonly logRetention?: logs.RetentionDays;
+  readonly logRetention?: logs.RetentionDays | undefined;
 }
 
 /**

@@ -40,7 +40,7 @@ export interface InboxConsumerProps {
    * policy is not visible at synth.
    * @default - the dead-letter queue configured on `queue` when it is a `sqs.Queue` defined in this app, else none
    */
-  readonly deadLetterQueue?: sqs.IQueue;
+  readonly deadLetterQueue?: sqs.IQueue | undefined;
   /**
    * The consumer's name: part of every inbox key, so it must be unique per table and must never change
    * once messages were processed (a new name would process them again). 1 to 128 characters: letters,
@@ -54,55 +54,55 @@ export interface InboxConsumerProps {
    * Name of the exported handler in `entry`.
    * @default 'handler'
    */
-  readonly handler?: string;
+  readonly handler?: string | undefined;
   /**
    * Function timeout. The queue's visibility timeout must be at least 6 x this.
    * @default Duration.seconds(30)
    */
-  readonly timeout?: Duration;
+  readonly timeout?: Duration | undefined;
   /**
    * Function memory in MiB.
    * @default 512
    */
-  readonly memorySize?: number;
+  readonly memorySize?: number | undefined;
   /**
    * Node.js runtime.
    * @default lambda.Runtime.NODEJS_22_X
    */
-  readonly runtime?: lambda.Runtime;
+  readonly runtime?: lambda.Runtime | undefined;
   /**
    * Records per batch (at most 10 on a FIFO queue).
    * @default 10
    */
-  readonly batchSize?: number;
+  readonly batchSize?: number | undefined;
   /**
    * Most concurrent invocations the event source starts (2 to 1000). Keeps a burst from
    * exhausting the database's capacity.
    * @default 5
    */
-  readonly maxConcurrency?: number;
+  readonly maxConcurrency?: number | undefined;
   /**
    * How long the event source waits to fill a batch. Standard queues only.
    * @default - no batching window
    */
-  readonly maxBatchingWindow?: Duration;
+  readonly maxBatchingWindow?: Duration | undefined;
   /**
    * The longest time after sending that the queue can still deliver a message to this consumer.
    * The cleanup's retention must exceed it.
    * @default - the queue's retention plus its dead-letter queue's, read from the queue when it is defined in
    * this app; 28 days (SQS's maxima) for an imported queue
    */
-  readonly redeliveryWindow?: Duration;
+  readonly redeliveryWindow?: Duration | undefined;
   /**
    * Extra environment variables for your handler.
    * @default {}
    */
-  readonly environment?: Readonly<Record<string, string>>;
+  readonly environment?: Readonly<Record<string, string>> | undefined;
   /**
    * Retention of the function's log group.
    * @default logs.RetentionDays.ONE_MONTH
    */
-  readonly logRetention?: logs.RetentionDays;
+  readonly logRetention?: logs.RetentionDays | undefined;
 }
 
 /**

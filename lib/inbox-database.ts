@@ -22,71 +22,71 @@ export interface InboxDatabaseProps {
    * Import it with `DatabaseCluster.fromDatabaseClusterAttributes(this, 'Db', { ..., dataApiEnabled: true })`.
    * @default - a new Aurora Serverless v2 PostgreSQL cluster
    */
-  readonly cluster?: rds.IDatabaseCluster;
+  readonly cluster?: rds.IDatabaseCluster | undefined;
   /**
    * The Secrets Manager secret the Data API signs in with. Required with `cluster`, ignored without it.
    * @default - the new cluster's generated secret
    */
-  readonly secret?: secretsmanager.ISecret;
+  readonly secret?: secretsmanager.ISecret | undefined;
   /**
    * Name of the database that holds the inbox table. With an existing `cluster` it must already exist.
    * @default 'inbox'
    */
-  readonly databaseName?: string;
+  readonly databaseName?: string | undefined;
   /**
    * VPC for a new cluster. Only the cluster lives in it: the functions reach it over the Data API.
    * @default - a new VPC with two isolated subnets, no NAT gateway, and flow logs
    */
-  readonly vpc?: ec2.IVpc;
+  readonly vpc?: ec2.IVpc | undefined;
   /**
    * Subnets of `vpc` for a new cluster.
    * @default { subnetType: ec2.SubnetType.PRIVATE_ISOLATED }
    */
-  readonly vpcSubnets?: ec2.SubnetSelection;
+  readonly vpcSubnets?: ec2.SubnetSelection | undefined;
   /**
    * Engine of a new cluster. It must support both the Data API on Serverless v2 (17.4+, 16.1+)
    * and auto-pause (16.3+).
    * @default rds.AuroraPostgresEngineVersion.VER_17_7
    */
-  readonly engineVersion?: rds.AuroraPostgresEngineVersion;
+  readonly engineVersion?: rds.AuroraPostgresEngineVersion | undefined;
   /**
    * Minimum capacity of a new cluster in ACUs. Ignored when `autoPause` is set (auto-pause needs 0).
    * @default 0.5
    */
-  readonly minCapacity?: number;
+  readonly minCapacity?: number | undefined;
   /**
    * Maximum capacity of a new cluster in ACUs.
    * @default 2
    */
-  readonly maxCapacity?: number;
+  readonly maxCapacity?: number | undefined;
   /**
    * Opt in to auto-pause: the cluster scales to 0 ACUs after this much idle time (5 minutes to 24 hours).
    * The first Data API call after a pause waits about 15 seconds for the resume.
    * @default - no auto-pause (minimum `minCapacity`)
    */
-  readonly autoPause?: Duration;
+  readonly autoPause?: Duration | undefined;
   /**
    * Deletion protection of a new cluster.
    * @default true
    */
-  readonly deletionProtection?: boolean;
+  readonly deletionProtection?: boolean | undefined;
   /**
    * What happens to a new cluster when it leaves the stack. Its generated secret is retained unless this is
    * `DESTROY`: a snapshot is useless without the credentials to sign in to the cluster restored from it.
    * @default RemovalPolicy.SNAPSHOT
    */
-  readonly removalPolicy?: RemovalPolicy;
+  readonly removalPolicy?: RemovalPolicy | undefined;
   /**
    * Migration sets to apply besides `inbox`, which is always applied first. Only sets the bundled handler
    * (lambda/functions/migrate.ts) knows can be named: today `example-orders`, the example's `orders` table.
    * @default []
    */
-  readonly migrations?: readonly string[];
+  readonly migrations?: readonly string[] | undefined;
   /**
    * Retention of the migration functions' log groups.
    * @default logs.RetentionDays.ONE_MONTH
    */
-  readonly logRetention?: logs.RetentionDays;
+  readonly logRetention?: logs.RetentionDays | undefined;
 }
 
 /**

@@ -13,7 +13,7 @@ export interface InboxFunctionProps {
    * Name of the exported handler function in `entry`.
    * @default 'handler'
    */
-  readonly handler?: string;
+  readonly handler?: string | undefined;
   /** Environment variables. */
   readonly environment: Readonly<Record<string, string>>;
   /** Function timeout. */
@@ -22,17 +22,17 @@ export interface InboxFunctionProps {
    * Memory in MiB.
    * @default 256
    */
-  readonly memorySize?: number;
+  readonly memorySize?: number | undefined;
   /**
    * Node.js runtime.
    * @default lambda.Runtime.NODEJS_22_X
    */
-  readonly runtime?: lambda.Runtime;
+  readonly runtime?: lambda.Runtime | undefined;
   /**
    * Retention of the function's log group.
    * @default logs.RetentionDays.ONE_MONTH
    */
-  readonly logRetention?: logs.RetentionDays;
+  readonly logRetention?: logs.RetentionDays | undefined;
   /** Description shown in the Lambda console. */
   readonly description: string;
 }

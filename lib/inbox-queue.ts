@@ -10,48 +10,48 @@ export interface InboxQueueProps {
    * only `deadLetterQueue` may accompany it.
    * @default - a new queue is created
    */
-  readonly queue?: sqs.IQueue;
+  readonly queue?: sqs.IQueue | undefined;
   /**
    * The dead-letter queue of an existing `queue`, so that alarms can watch it. Only used with `queue`.
    * @default - none (with `queue`); a new dead-letter queue otherwise
    */
-  readonly deadLetterQueue?: sqs.IQueue;
+  readonly deadLetterQueue?: sqs.IQueue | undefined;
   /**
    * Whether the new queues are FIFO. FIFO keeps the order within a message group.
    * @default true
    */
-  readonly fifo?: boolean;
+  readonly fifo?: boolean | undefined;
   /**
    * For a FIFO queue, deduplicate on a SHA-256 of the body when the sender gives no deduplication id.
    * @default false (senders pass `MessageDeduplicationId`)
    */
-  readonly contentBasedDeduplication?: boolean;
+  readonly contentBasedDeduplication?: boolean | undefined;
   /**
    * How many receives before a message moves to the dead-letter queue. AWS recommends at least 5 so
    * throttling does not send messages there early.
    * @default 5
    */
-  readonly maxReceiveCount?: number;
+  readonly maxReceiveCount?: number | undefined;
   /**
    * How long the queue keeps a message.
    * @default Duration.days(4)
    */
-  readonly retentionPeriod?: Duration;
+  readonly retentionPeriod?: Duration | undefined;
   /**
    * How long the dead-letter queue keeps a message: the time operators have to redrive it.
    * @default Duration.days(14)
    */
-  readonly deadLetterRetentionPeriod?: Duration;
+  readonly deadLetterRetentionPeriod?: Duration | undefined;
   /**
    * Visibility timeout of the queue. Keep it at least 6 x the consumer's timeout.
    * @default Duration.minutes(3) (6 x a 30-second consumer)
    */
-  readonly visibilityTimeout?: Duration;
+  readonly visibilityTimeout?: Duration | undefined;
   /**
    * Server-side encryption of both queues.
    * @default sqs.QueueEncryption.SQS_MANAGED
    */
-  readonly encryption?: sqs.QueueEncryption;
+  readonly encryption?: sqs.QueueEncryption | undefined;
 }
 
 /** Props that configure queues created here: meaningless next to an existing `queue`. */

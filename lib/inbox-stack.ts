@@ -17,28 +17,28 @@ export interface InboxStackProps extends StackProps {
    * Email address that receives alarm notifications (it must confirm the subscription).
    * @default - an alarm topic is created without subscriptions
    */
-  readonly alarmEmail?: string;
+  readonly alarmEmail?: string | undefined;
   /**
    * Auto-pause the database after this much idle time (scale to 0 ACUs).
    * @default Duration.minutes(10)
    */
-  readonly autoPause?: Duration;
+  readonly autoPause?: Duration | undefined;
   /**
    * Deletion protection of the database cluster. Turn it off for a throwaway deployment you want
    * `cdk destroy` to remove.
    * @default true
    */
-  readonly deletionProtection?: boolean;
+  readonly deletionProtection?: boolean | undefined;
   /**
    * What happens to the database cluster when the stack is deleted.
    * @default RemovalPolicy.SNAPSHOT
    */
-  readonly databaseRemovalPolicy?: RemovalPolicy;
+  readonly databaseRemovalPolicy?: RemovalPolicy | undefined;
   /**
    * How long inbox rows are kept.
    * @default Duration.days(30)
    */
-  readonly retention?: Duration;
+  readonly retention?: Duration | undefined;
 }
 
 /**

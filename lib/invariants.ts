@@ -35,7 +35,7 @@ export interface QueueFacts {
   readonly visibilityTimeoutSeconds: number | undefined;
   readonly retentionSeconds: number | undefined;
   /** The dead-letter queue configured on the source queue (only known for queues defined in this app). */
-  readonly deadLetter?: QueueFacts;
+  readonly deadLetter?: QueueFacts | undefined;
 }
 
 /** Reads a queue's settings from its CloudFormation resource, when the queue is defined in this app. */

@@ -1,7 +1,9 @@
 import { parseArgs } from 'node:util';
 import { InboxConfigError } from '../lambda/inbox/index.js';
-import { FAULTS, runScenario } from './scenario.js';
-import type { FaultName, ScenarioResult } from './scenario.js';
+import { FAULTS } from './fault-schedule.js';
+import type { FaultName } from './fault-schedule.js';
+import { runScenario } from './scenario.js';
+import type { ScenarioResult } from './scenario.js';
 import { startLocal } from './stack.js';
 
 /**
@@ -79,11 +81,11 @@ export const SCENARIO_ROWS: readonly (readonly [string, (result: ScenarioResult)
   ['poison messages', (r) => String(r.poison)],
   ['deliveries to handlers', (r) => String(r.recordsDelivered)],
   ['invocations', (r) => String(r.invocations)],
-  ['orders shipped', (r) => String(r.shipped)],
+  ['orders shipped', (r) => String(r.applied)],
   ['orders shipped twice or more', (r) => String(r.doubled)],
   ['double effects', (r) => String(r.extraEffects)],
   ['lost (not shipped, parked or in DLQ)', (r) => String(r.lost)],
-  ['well-formed orders only in DLQ or parked', (r) => String(r.validNotShipped)],
+  ['well-formed orders only in DLQ or parked', (r) => String(r.wellFormedInDlqOrParked)],
   ['parked', (r) => String(r.parked)],
   ['in the dead-letter queue', (r) => String(r.deadLettered)],
   ['out-of-order effects', (r) => String(r.orderViolations)],

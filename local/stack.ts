@@ -7,9 +7,13 @@ import type { SqsServer, StartSqsOptions } from './sqs/server.js';
 
 /** Everything the local runtime runs: PostgreSQL, the Data API in front of it, and SQS. */
 export interface LocalStack {
+  /** The PostgreSQL server (embedded, or the one in `DATABASE_URL`). */
   readonly postgres: PostgresServer;
+  /** The Data API server in front of it. */
   readonly dataApi: DataApiServer;
+  /** The SQS endpoint and its queue model. */
   readonly sqs: SqsServer;
+  /** Stops SQS, the Data API and PostgreSQL, in that order. */
   close(): Promise<void>;
 }
 
@@ -17,12 +21,15 @@ export interface LocalStack {
  * Starts embedded PostgreSQL (or uses `DATABASE_URL`), the local Data API server over it, and the local
  * SQS endpoint: what `npx sqs-inbox local` and the demo run.
  *
+ * @param options.dataApi - options of the Data API server; its database is the PostgreSQL started here
+ * @param options.sqs - options of the SQS endpoint
+ *
  * @example
  * const local = await startLocal();
  * // new RDSDataClient({ endpoint: local.dataApi.endpoint, ... }); new SQSClient({ endpoint: local.sqs.endpoint, ... })
  * await local.close();
  */
-export async function startLocal(options: { dataApi?: Omit<StartDataApiOptions, 'databaseUrl'>; sqs?: StartSqsOptions } = {}): Promise<LocalStack> {
+export async function startLocal(options: { dataApi?: Omit<StartDataApiOptions, 'databaseUrl'> | undefined; sqs?: StartSqsOptions | undefined } = {}): Promise<LocalStack> {
   const postgres = await startPostgres();
   let dataApi: DataApiServer | undefined;
   try {

@@ -21,7 +21,8 @@ function typescriptFiles(path) {
 }
 
 if (!declarationsOnly) {
-  rmSync(OUT, { recursive: true, force: true });
+  // A full build starts clean, so no file of a deleted source lingers in the package.
+  if (!jsOnly) rmSync(OUT, { recursive: true, force: true });
   await build({
     entryPoints: SOURCES.flatMap(typescriptFiles),
     outdir: OUT,

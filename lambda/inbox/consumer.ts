@@ -18,6 +18,10 @@ import type { InboxLogger } from './telemetry.js';
 
 /** The handler `inbox()` returns: an SQS Lambda handler, plus access to its parked messages. */
 export interface InboxHandler {
+  /**
+   * Handles one SQS event; resolves with the records to report failed. Without a `context`, no record is
+   * held back for the deadline.
+   */
   (event: SQSEvent, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SQSBatchResponse>;
   /** List and replay this consumer's parked messages. */
   readonly parked: ParkedMessages;

@@ -16,7 +16,7 @@ export interface DatabaseTarget {
   /** The Secrets Manager secret holding the database credentials. */
   readonly secretArn: string;
   /** The database name. @default the cluster's default database */
-  readonly database?: string;
+  readonly database?: string | undefined;
   /** The client to send with. Pass one to share its connection pool or point it at a local endpoint. */
   readonly client: RDSDataClient;
 }
@@ -24,7 +24,9 @@ export interface DatabaseTarget {
 /** A value with an explicit Data API type hint, made by {@link uuid}, {@link decimal}, {@link json} and friends. */
 export class HintedValue {
   constructor(
+    /** The Data API `typeHint` the value is sent with. */
     readonly typeHint: 'UUID' | 'DECIMAL' | 'JSON' | 'DATE' | 'TIME' | 'TIMESTAMP',
+    /** The value as the string the Data API receives. */
     readonly text: string,
   ) {}
 }
@@ -75,11 +77,11 @@ export interface SessionPolicy {
   /** Delays before each retry of a call refused with DatabaseResumingException (Aurora auto-pause). */
   readonly resumeDelaysMs: readonly number[];
   /** Milliseconds left before the caller's deadline; a retry that cannot finish before it is not made. */
-  readonly timeLeftMs?: () => number;
+  readonly timeLeftMs?: (() => number) | undefined;
   /** Told about each resume retry, for the metrics. */
-  readonly onResumeRetry?: () => void;
+  readonly onResumeRetry?: (() => void) | undefined;
   /** @default setTimeout */
-  readonly sleep?: (ms: number) => Promise<void>;
+  readonly sleep?: ((ms: number) => Promise<void>) | undefined;
 }
 
 /** CommitTransaction's transactionStatus when the transaction committed. */
@@ -97,7 +99,9 @@ const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
  */
 export class DataApiSession {
   constructor(
+    /** The cluster, secret, database and client every call goes to. */
     readonly target: DatabaseTarget,
+    /** Call timeout and auto-pause retries. */
     readonly policy: SessionPolicy,
   ) {}
 

@@ -58,8 +58,11 @@ export class BodyTooLargeError extends PermanentError {
 export class KeyCollisionError extends PermanentError {
   override name = 'KeyCollisionError';
   constructor(
+    /** The idempotency key both messages carry. */
     readonly key: string,
+    /** Hex SHA-256 of the body stored with the first claim. */
     readonly storedSha256: string,
+    /** Hex SHA-256 of this record's body. */
     readonly receivedSha256: string,
   ) {
     super(
@@ -93,6 +96,7 @@ export class DataApiError extends InboxError {
   constructor(
     /** The Data API operation: ExecuteStatement, BeginTransaction, CommitTransaction, ... */
     readonly operation: string,
+    /** How the call failed: see {@link DataApiFailure}. */
     readonly failure: DataApiFailure,
     /** True when the call may have taken effect although it failed (a commit whose response was lost). */
     readonly ambiguous: boolean,

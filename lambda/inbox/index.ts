@@ -1,3 +1,11 @@
+/**
+ * The sqs-inbox runtime library (package export `sqs-inbox`), for the code inside a Lambda function:
+ * `inbox(options)` makes the SQS handler, plus the Data API session, the schema migrations, the purge and
+ * the error classes it is built from.
+ *
+ * @example
+ * import { inbox, PermanentError } from 'sqs-inbox';
+ */
 export { inbox } from './consumer.js';
 export type { InboxHandler } from './consumer.js';
 export type { InboxOptions, InboxMessage, DatabaseOptions, GatedStatement } from './options.js';

@@ -21,25 +21,40 @@ export interface InboxMessage<Body = unknown> {
 
 /** A single-statement mode statement: SQL that must gate its effect on the CTE `claimed`. */
 export interface GatedStatement {
+  /**
+   * One statement with named `:parameters`. sqs-inbox prepends the claim as the CTE `claimed` (one row when
+   * the claim inserted it, none for a duplicate); the statement must read `claimed` so that a duplicate
+   * applies nothing.
+   */
   readonly sql: string;
-  readonly params?: SqlParams;
+  /** Values of the statement's `:parameters`. @default - no parameters */
+  readonly params?: SqlParams | undefined;
 }
 
 /** Where the database is. Every field falls back to an `INBOX_*` environment variable. */
 export interface DatabaseOptions {
-  /** @default process.env.INBOX_RESOURCE_ARN */
-  readonly resourceArn?: string;
-  /** @default process.env.INBOX_SECRET_ARN */
-  readonly secretArn?: string;
-  /** @default process.env.INBOX_DATABASE (or the cluster's default database) */
-  readonly database?: string;
+  /**
+   * ARN of the Aurora cluster, with the Data API enabled.
+   * @default process.env.INBOX_RESOURCE_ARN
+   */
+  readonly resourceArn?: string | undefined;
+  /**
+   * ARN of the Secrets Manager secret holding the database credentials the Data API signs in with.
+   * @default process.env.INBOX_SECRET_ARN
+   */
+  readonly secretArn?: string | undefined;
+  /**
+   * The database name.
+   * @default process.env.INBOX_DATABASE (or the cluster's default database)
+   */
+  readonly database?: string | undefined;
   /**
    * A ready client. Give it `maxAttempts: 1`: the SDK's own retries re-send a statement whose response
    * was lost, which inside a transaction runs it twice.
    * @default a new RDSDataClient with maxAttempts 1, pointed at process.env.INBOX_DATA_API_ENDPOINT when
    * set (the local Data API server).
    */
-  readonly client?: RDSDataClient;
+  readonly client?: RDSDataClient | undefined;
 }
 
 /** Options of {@link inbox}. */
@@ -49,14 +64,17 @@ export interface InboxOptions<Body = unknown> {
    * live consumer: its claims would no longer match its redeliveries.
    * @default process.env.INBOX_CONSUMER (set by the InboxConsumer construct)
    */
-  readonly consumer?: string;
-  /** @default from the INBOX_* environment */
-  readonly database?: DatabaseOptions;
+  readonly consumer?: string | undefined;
+  /**
+   * Where the inbox table lives: the cluster, secret and database, and optionally a ready client.
+   * @default - every field from the INBOX_* environment (see {@link DatabaseOptions})
+   */
+  readonly database?: DatabaseOptions | undefined;
   /**
    * Transaction mode: runs only when the claim inserted the row, inside the claim's transaction. A throw
    * rolls back the claim and the effect together.
    */
-  readonly apply?: (tx: Pick<Transaction, 'execute' | 'transactionId'>, message: InboxMessage<Body>) => Promise<void>;
+  readonly apply?: ((tx: Pick<Transaction, 'execute' | 'transactionId'>, message: InboxMessage<Body>) => Promise<void>) | undefined;
   /**
    * Single-statement mode: ONE autocommit statement that claims and applies. It sees the claim as the CTE
    * `claimed` and must gate its effect on it. A constant `{ sql, params(message) }` is checked once at cold
@@ -64,39 +82,64 @@ export interface InboxOptions<Body = unknown> {
    */
   readonly statement?:
     | ((message: InboxMessage<Body>) => GatedStatement)
-    | { readonly sql: string; readonly params: (message: InboxMessage<Body>) => SqlParams };
+    | { readonly sql: string; readonly params: (message: InboxMessage<Body>) => SqlParams }
+    | undefined;
   /** Parses the body. A throw is a permanent error. @default JSON.parse */
-  readonly parse?: (body: string, record: SQSRecord) => Body;
-  /** @default 'auto' */
-  readonly key?: KeyStrategy;
+  readonly parse?: ((body: string, record: SQSRecord) => Body) | undefined;
+  /**
+   * How each record's idempotency key is chosen: the key the claim stores. See {@link KeyStrategy}.
+   * @default 'auto'
+   */
+  readonly key?: KeyStrategy | undefined;
   /** FIFO queues: what to do after a record fails. @default { onFailure: 'skip-group' } */
-  readonly fifo?: { readonly onFailure?: 'skip-group' | 'stop-batch' };
+  readonly fifo?: { readonly onFailure?: 'skip-group' | 'stop-batch' | undefined } | undefined;
   /** Records (standard queue) or message groups (FIFO) in flight at once. @default 10 */
-  readonly concurrency?: number;
-  /** @default 'retry' */
-  readonly onPermanentError?: 'retry' | 'park';
+  readonly concurrency?: number | undefined;
+  /**
+   * What happens to a record that fails with a {@link PermanentError} (a throw of yours, or a
+   * {@link ParseError}, {@link KeyError}, {@link BodyTooLargeError} or {@link KeyCollisionError}):
+   * `'retry'` reports it failed, so SQS redelivers it until it lands in the dead-letter queue; `'park'`
+   * stores it in the inbox's parked-message table, reports it succeeded, and lets you replay it later
+   * through `handler.parked`.
+   * @default 'retry'
+   */
+  readonly onPermanentError?: 'retry' | 'park' | undefined;
   /** The inbox's PostgreSQL schema. @default 'inbox' */
-  readonly schema?: string;
+  readonly schema?: string | undefined;
   /** Abort one Data API call after this long; the record then fails as ambiguous. @default 10_000 */
-  readonly callTimeoutMs?: number;
+  readonly callTimeoutMs?: number | undefined;
   /**
    * No record starts when the Lambda has less than this left; such records are reported failed, unstarted.
    * @default the smaller of callTimeoutMs * 2 (a record that starts can still run its claim and commit)
    * and half the time the invocation started with (so a short function timeout still runs records)
    */
-  readonly deadlineMarginMs?: number;
+  readonly deadlineMarginMs?: number | undefined;
   /** Waits before retrying a call refused while Aurora resumes from auto-pause. @default [250, 500, 1000, 2000, 4000, 8000] */
-  readonly resumeDelaysMs?: readonly number[];
-  /** @default a Powertools Logger for the consumer */
-  readonly logger?: InboxLogger;
-  /** @default a Powertools Metrics in namespace SqsInbox with service = consumer */
-  readonly metrics?: InboxMetrics;
+  readonly resumeDelaysMs?: readonly number[] | undefined;
+  /**
+   * Where failed, parked and colliding records are logged.
+   * @default a logger that writes the JSON lines a Powertools `Logger` with serviceName = consumer writes,
+   * read from the same environment, without bundling the utility (pass a `Logger` for its other features)
+   */
+  readonly logger?: InboxLogger | undefined;
+  /**
+   * Where each invocation's counts and latencies are published, as CloudWatch embedded metrics.
+   * @default a Powertools Metrics in namespace process.env.POWERTOOLS_METRICS_NAMESPACE, else `SqsInbox`
+   * ({@link METRIC_NAMESPACE}), with serviceName = consumer
+   */
+  readonly metrics?: InboxMetrics | undefined;
   /** Told what each invocation did, after its metrics are published. */
-  readonly onBatch?: (summary: BatchSummary) => void;
-  /** @default Date.now */
-  readonly now?: () => number;
-  /** @default setTimeout */
-  readonly sleep?: (ms: number) => Promise<void>;
+  readonly onBatch?: ((summary: BatchSummary) => void) | undefined;
+  /**
+   * The clock, in epoch milliseconds, injected so that tests can drive latencies and deadlines.
+   * @default Date.now
+   */
+  readonly now?: (() => number) | undefined;
+  /**
+   * Waits between retries of a call refused during auto-pause; injected so that tests need not wait.
+   * @default a setTimeout promise
+   */
+  readonly sleep?: ((ms: number) => Promise<void>) | undefined;
 }
 
 /** Options after validation, with defaults filled in. */

@@ -4,17 +4,25 @@ import type { InboxTables } from './schema.js';
 
 /** A record parked by `onPermanentError: 'park'`. */
 export interface ParkedMessage {
+  /** The parked row's id: what {@link ParkedMessages.replay} takes. */
   readonly id: number;
+  /** The SQS messageId of the parked record. */
   readonly sqsMessageId: string;
   /** The idempotency key, or null when the record had no usable key. */
   readonly key: string | null;
+  /** The record's body, as received. */
   readonly body: string;
   /** `{ attributes, messageAttributes }` of the SQS record. */
   readonly attributes: { attributes: Record<string, string>; messageAttributes: Record<string, unknown> };
+  /** The permanent error's `name`: `PermanentError`, `ParseError`, `KeyCollisionError`, ... */
   readonly errorClass: string;
+  /** Its message. */
   readonly errorMessage: string;
+  /** The delivery that parked it (ApproximateReceiveCount). */
   readonly attempt: number;
+  /** When it was parked. */
   readonly parkedAt: Date;
+  /** When it was replayed; null while it is still parked. */
   readonly replayedAt: Date | null;
   /** Parking this record made its key's claim, so a redelivery of the key is a duplicate. */
   readonly ownsClaim: boolean;
@@ -30,7 +38,7 @@ export interface ParkedMessages {
    * @param options.includeReplayed also list messages already replayed. @default false
    * @param options.limit @default 100
    */
-  list(options?: { includeReplayed?: boolean; limit?: number }): Promise<ParkedMessage[]>;
+  list(options?: { includeReplayed?: boolean | undefined; limit?: number | undefined }): Promise<ParkedMessage[]>;
   /**
    * Applies a parked message's effect now (after its cause was fixed), in one transaction that also marks
    * it replayed: replaying twice, or a later redelivery, applies nothing more.

@@ -1,3 +1,12 @@
+/**
+ * The producer (package export `sqs-inbox/producer`): sends messages to SQS with a stable idempotency key
+ * per logical message, so that the consumer's inbox recognises a resend. Needs `@aws-sdk/client-sqs`.
+ *
+ * @example
+ * import { createProducer } from 'sqs-inbox/producer';
+ * @module
+ */
+
 import { randomBytes } from 'node:crypto';
 import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
 import type { MessageAttributeValue, SQSClient, SendMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
@@ -21,44 +30,59 @@ export interface OutgoingMessage {
   /** The message body; an object is sent as its JSON. */
   body: string | object;
   /** MessageGroupId: required on FIFO queues; on standard queues it enables fair queuing. */
-  groupId?: string;
+  groupId?: string | undefined;
   /**
    * The idempotency key: give the same key for the same logical message, whatever process sends it.
    * 1 to 128 characters (alphanumeric and punctuation), since on FIFO it is the MessageDeduplicationId.
    * @default a new UUIDv7, chosen once per call and reused by every retry within it
    */
-  key?: string;
+  key?: string | undefined;
   /** Message attributes; a plain string is a `String` attribute. At most 9 (the key takes the tenth). */
-  attributes?: Record<string, string | MessageAttributeValue>;
+  attributes?: Record<string, string | MessageAttributeValue> | undefined;
   /** Per-message delay in seconds, standard queues only. */
-  delaySeconds?: number;
+  delaySeconds?: number | undefined;
 }
 
+/** A message SQS accepted. */
 export interface SentMessage {
   /** Position in the array given to `send`. */
   index: number;
+  /** The idempotency key it was sent with: the one given, or the UUIDv7 chosen for it. */
   key: string;
+  /** The MessageId SQS assigned. */
   messageId: string;
   /** FIFO only. */
-  sequenceNumber?: string;
+  sequenceNumber?: string | undefined;
 }
 
+/** A message that was not sent after every retry; resend it with the same `key`. */
 export interface FailedMessage {
+  /** Position in the array given to `send`. */
   index: number;
   /** The SendMessageBatch entry Id used for it (`m<index>`). */
   id: string;
+  /** The idempotency key it was (or would have been) sent with. */
   key: string;
   /** The SQS error code (`InvalidParameterValue`, `InternalError`, ...) or `GroupBlocked`. */
   code: string;
+  /** The error message. */
   message: string;
+  /**
+   * True when SQS refused the entry as the sender's fault, so resending it unchanged fails again; also
+   * true for `GroupBlocked`, which was held back unsent.
+   */
   senderFault: boolean;
   /** How many times it was sent. */
   attempts: number;
 }
 
+/** Why one message given to `send` is invalid, as {@link InvalidMessagesError} lists it. */
 export interface MessageProblem {
+  /** Position in the array given to `send`. */
   index: number;
+  /** The field at fault: `body`, `key`, `groupId`, `delaySeconds` or `attributes`; `''` when the message is not an object. */
   field: string;
+  /** What is wrong and how to fix it. */
   message: string;
 }
 
@@ -72,6 +96,7 @@ export class ProducerError extends Error {
 
 /** Some messages could not be sent as given; nothing was sent. `problems` names each one and the fix. */
 export class InvalidMessagesError extends ProducerError {
+  /** Every invalid message, with the field at fault and the fix. */
   readonly problems: readonly MessageProblem[];
   constructor(problems: readonly MessageProblem[]) {
     super(
@@ -89,7 +114,9 @@ export class InvalidMessagesError extends ProducerError {
  * `failures` with the same keys (safe: the key deduplicates on FIFO and in the consumer's inbox).
  */
 export class SendFailedError extends ProducerError {
+  /** The messages not sent, in input order. */
   readonly failures: readonly FailedMessage[];
+  /** The messages that were sent, in input order. */
   readonly sent: readonly SentMessage[];
   constructor(failures: readonly FailedMessage[], sent: readonly SentMessage[]) {
     super(
@@ -103,27 +130,35 @@ export class SendFailedError extends ProducerError {
   }
 }
 
+/** Options of {@link createProducer}. */
 export interface ProducerOptions {
+  /** The SQS client to send with. */
   client: SQSClient;
+  /** The queue URL (`https://sqs.<region>.amazonaws.com/<account>/<name>`). */
   queueUrl: string;
-  /** @default true when queueUrl ends in `.fifo` */
-  fifo?: boolean;
+  /**
+   * Whether the queue is FIFO: the key then also becomes the MessageDeduplicationId, and a failed message
+   * holds back the later messages of its group.
+   * @default true when queueUrl ends in `.fifo`
+   */
+  fifo?: boolean | undefined;
   /** The String message attribute that carries the key. @default 'idempotency-key' */
-  keyAttribute?: string;
+  keyAttribute?: string | undefined;
   /** Sends per entry, including the first, for entries SQS failed on its side. @default 5 */
-  maxAttempts?: number;
+  maxAttempts?: number | undefined;
   /** First backoff before a retry; doubles each time, with full jitter. @default 50 */
-  baseDelayMs?: number;
-  /** @default 2000 */
-  maxDelayMs?: number;
+  baseDelayMs?: number | undefined;
+  /** Longest backoff before a retry, however many attempts came before. @default 2000 */
+  maxDelayMs?: number | undefined;
   /** The queue's MaximumMessageSize, if lowered. @default 1048576 */
-  maxMessageBytes?: number;
+  maxMessageBytes?: number | undefined;
   /** Time for UUIDv7 keys. @default Date.now */
-  now?: () => number;
+  now?: (() => number) | undefined;
   /** Waits between retries. @default a timer */
-  sleep?: (ms: number) => Promise<void>;
+  sleep?: ((ms: number) => Promise<void>) | undefined;
 }
 
+/** Sends messages with stable idempotency keys; made by {@link createProducer}. */
 export interface Producer {
   /**
    * Sends `messages` in SendMessageBatch requests of at most 10 entries and 1 MiB, in order, retrying

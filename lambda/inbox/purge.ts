@@ -11,18 +11,20 @@ export interface PurgeOptions {
    */
   readonly retentionSeconds: number;
   /** Rows deleted per statement; small batches keep each statement short and its locks few. @default 5000 */
-  readonly batchSize?: number;
+  readonly batchSize?: number | undefined;
   /** Stop starting new batches after this long. @default 60_000 */
-  readonly timeBudgetMs?: number;
-  /** @default 'inbox' */
-  readonly schema?: string;
-  /** @default Date.now */
-  readonly now?: () => number;
+  readonly timeBudgetMs?: number | undefined;
+  /** The inbox's PostgreSQL schema: the same as the consumers' `schema`. @default 'inbox' */
+  readonly schema?: string | undefined;
+  /** The clock the time budget is measured with, in epoch milliseconds. @default Date.now */
+  readonly now?: (() => number) | undefined;
 }
 
 /** What a purge did. */
 export interface PurgeReport {
+  /** Inbox rows deleted. */
   readonly deleted: number;
+  /** DELETE statements run. */
   readonly batches: number;
   /** True when the time budget ran out with old rows left. */
   readonly moreRemaining: boolean;

@@ -5,9 +5,13 @@ const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 
 /** The inbox's tables, as quoted, validated identifiers. */
 export interface InboxTables {
+  /** The schema: `"inbox"`. */
   readonly schema: string;
+  /** The claims: `"inbox"."consumed_message"`. */
   readonly consumed: string;
+  /** Parked records: `"inbox"."parked_message"`. */
   readonly parked: string;
+  /** Applied migrations: `"inbox"."schema_migration"`. */
   readonly migrations: string;
 }
 
@@ -30,7 +34,9 @@ export function inboxTables(schema = 'inbox', option = 'schema'): InboxTables {
 
 /** One numbered migration: statements run in order, in one transaction, with its version row. */
 export interface Migration {
+  /** A positive integer, higher than the one before it in its set; each version is applied once. */
   readonly version: number;
+  /** A short name, recorded with the version. */
   readonly name: string;
   /** One statement per entry: the Data API refuses multi-statement SQL. */
   readonly statements: (tables: InboxTables) => readonly string[];
@@ -38,7 +44,9 @@ export interface Migration {
 
 /** A named, independently versioned list of migrations: the inbox's own, or an application's. */
 export interface MigrationSet {
+  /** The set's name, under which its versions are recorded; never rename a set that has shipped. */
   readonly name: string;
+  /** The migrations, in version order. */
   readonly migrations: readonly Migration[];
 }
 
@@ -91,6 +99,7 @@ export const INBOX_MIGRATIONS: MigrationSet = {
 
 /** What `migrate` did. */
 export interface MigrationReport {
+  /** The migrations this run applied, in order; empty when everything was up to date. */
   readonly applied: readonly { readonly set: string; readonly version: number; readonly name: string }[];
   /** The highest version of each set after the run. */
   readonly versions: Readonly<Record<string, number>>;
@@ -100,6 +109,10 @@ export interface MigrationReport {
  * Applies the pending migrations of each set in one transaction under an advisory lock, so two deployers
  * (or a deployer and `npx sqs-inbox migrate`) never apply one twice, and a failing migration leaves
  * nothing half done. Idempotent.
+ *
+ * @param session - the Data API session to run it on
+ * @param sets - the migration sets, applied in this order. @default [INBOX_MIGRATIONS]
+ * @param schema - the inbox's schema, which also holds the table of applied versions. @default 'inbox'
  *
  * @example
  * await migrate(session, [INBOX_MIGRATIONS]);

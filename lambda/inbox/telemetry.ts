@@ -1,18 +1,24 @@
-import { Logger } from '@aws-lambda-powertools/logger';
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Outcome } from './batch.js';
+import { JsonLogger } from './logger.js';
 
 /** The part of a logger sqs-inbox uses; Powertools' `Logger` fits, and so does `console`. */
 export interface InboxLogger {
+  /** Logs at debug level; `extra` holds structured fields. */
   debug(message: string, ...extra: unknown[]): void;
+  /** Logs at info level. */
   info(message: string, ...extra: unknown[]): void;
+  /** Logs at warn level: failed and parked records. */
   warn(message: string, ...extra: unknown[]): void;
+  /** Logs at error level: key collisions. */
   error(message: string, ...extra: unknown[]): void;
 }
 
 /** The part of a metrics client sqs-inbox uses; Powertools' `Metrics` fits. */
 export interface InboxMetrics {
+  /** Adds one value of a metric to the invocation's set. */
   addMetric(name: string, unit: (typeof MetricUnit)[keyof typeof MetricUnit], value: number): void;
+  /** Publishes the added metrics (as one embedded-metric-format log line with Powertools). */
   publishStoredMetrics(): void;
 }
 
@@ -21,17 +27,30 @@ export const METRIC_NAMESPACE = 'SqsInbox';
 
 /** What one invocation did: counted per invocation, never in module state, then published once. */
 export interface BatchSummary {
+  /** Records in the event. */
   readonly records: number;
+  /** Records whose claim inserted the row and whose effect committed. */
   readonly processed: number;
+  /** Records whose key was claimed before with the same body: nothing applied, reported succeeded. */
   readonly duplicates: number;
+  /** Records whose key was claimed before by a different body ({@link KeyCollisionError}). */
   readonly collisions: number;
+  /** Records parked by `onPermanentError: 'park'`: reported succeeded. */
   readonly parked: number;
+  /** Records that ran and failed: reported failed. */
   readonly failures: number;
+  /**
+   * FIFO records not run because an earlier record of their group failed (or, with
+   * `fifo.onFailure: 'stop-batch'`, any earlier record of the batch): reported failed.
+   */
   readonly shortCircuited: number;
+  /** Records not started because too little time was left (`deadlineMarginMs`): reported failed. */
   readonly deferredByDeadline: number;
+  /** Data API calls retried while Aurora resumed from auto-pause. */
   readonly resumeRetries: number;
   /** Milliseconds each record that ran took, in batch order of completion. */
   readonly recordLatenciesMs: readonly number[];
+  /** Milliseconds the whole invocation took. */
   readonly batchLatencyMs: number;
   /** The messageIds reported back as failed. */
   readonly failedMessageIds: readonly string[];
@@ -62,10 +81,13 @@ export class BatchTally {
   }
 }
 
-/** Default Powertools instances for a consumer. */
+/**
+ * The defaults for a consumer: a Powertools `Metrics`, and a {@link JsonLogger} that writes the lines a
+ * Powertools `Logger` would, without bundling the whole utility.
+ */
 export function defaultTelemetry(consumer: string): { logger: InboxLogger; metrics: InboxMetrics } {
   return {
-    logger: new Logger({ serviceName: consumer }),
+    logger: new JsonLogger(consumer),
     metrics: new Metrics({ namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? METRIC_NAMESPACE, serviceName: consumer }),
   };
 }

@@ -1,4 +1,4 @@
-import pg from 'pg';
+import type pg from 'pg';
 import { TypeCatalog } from './catalog.js';
 import { DataApiError, fromDatabase } from './errors.js';
 
@@ -25,7 +25,11 @@ export const TEXT_TYPES = { getTypeParser: () => (value: string) => value };
 export class Databases {
   private readonly open = new Map<string, Database>();
 
-  constructor(private readonly serverUrl: string) {}
+  constructor(
+    private readonly serverUrl: string,
+    /** The `pg` module, loaded by the caller: it is an optional peer of the package. */
+    private readonly driver: typeof pg,
+  ) {}
 
   /** The database of this name, its pool created on first use. */
   get(name: string): Database {
@@ -33,7 +37,7 @@ export class Databases {
     if (!database) {
       const url = new URL(this.serverUrl);
       url.pathname = `/${encodeURIComponent(name)}`;
-      const pool = new pg.Pool({
+      const pool = new this.driver.Pool({
         connectionString: url.toString(),
         options: SESSION_OPTIONS,
         types: TEXT_TYPES,

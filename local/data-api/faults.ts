@@ -6,37 +6,41 @@ import type { Operation } from './stats.js';
  * retries and the real PostgreSQL all take part, and nothing is mocked.
  */
 
+/** A {@link Faults.latency} fault: calls wait before they run. */
 export interface LatencyFault {
   /** Delay added before the call runs, in milliseconds. */
   readonly ms: number;
   /** Only calls of this operation. @default every operation */
-  readonly operation?: Operation;
+  readonly operation?: Operation | undefined;
 }
 
+/** A {@link Faults.autoPause} fault: Aurora Serverless v2 resuming from auto-pause. */
 export interface AutoPauseFault {
   /** How long the instance takes to resume, counted from the first call after the fault is set. */
   readonly resumeAfterMs: number;
 }
 
+/** A {@link Faults.dropResponse} fault: calls run, then their response is lost. */
 export interface DropResponseFault {
   /** Only calls of this operation. @default every operation */
-  readonly operation?: Operation;
+  readonly operation?: Operation | undefined;
   /** Only calls whose SQL this accepts (ExecuteStatement, BatchExecuteStatement). @default every call */
-  readonly match?: (sql: string) => boolean;
+  readonly match?: ((sql: string) => boolean) | undefined;
   /** How many matching calls lose their response. @default 1 */
-  readonly count?: number;
+  readonly count?: number | undefined;
 }
 
+/** A {@link Faults.serverError} fault: calls fail with a 5xx without running. */
 export interface ServerErrorFault {
   /** How many matching calls fail. */
   readonly count: number;
   /** Only calls of this operation. @default every operation */
-  readonly operation?: Operation;
+  readonly operation?: Operation | undefined;
   /**
    * 500 InternalServerErrorException, 503 ServiceUnavailableError or 504 DatabaseUnavailableException.
    * @default 500
    */
-  readonly status?: 500 | 503 | 504;
+  readonly status?: 500 | 503 | 504 | undefined;
 }
 
 const SERVER_ERRORS = {

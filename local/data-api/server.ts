@@ -10,6 +10,7 @@ import { executeSql, OPERATIONS, type OperationContext } from './operations.js';
 import type { RequestBody } from './requests.js';
 import { Stats, type CountedOperation } from './stats.js';
 import { Transactions } from './transactions.js';
+import { loadPg } from '../peers.js';
 
 /** Options of {@link startDataApi}. */
 export interface StartDataApiOptions {
@@ -17,30 +18,32 @@ export interface StartDataApiOptions {
    * The PostgreSQL server and default database to serve.
    * @default embedded PostgreSQL (or DATABASE_URL) from `startPostgres()`, stopped by `close()`
    */
-  readonly databaseUrl?: string;
-  /** @default a free port */
-  readonly port?: number;
-  /** @default '127.0.0.1' */
-  readonly host?: string;
+  readonly databaseUrl?: string | undefined;
+  /** The TCP port to listen on. @default - a free port chosen by the operating system */
+  readonly port?: number | undefined;
+  /** The address to listen on (`'0.0.0.0'` to accept calls from containers or other hosts). @default '127.0.0.1' */
+  readonly host?: string | undefined;
   /** The only cluster ARN this server accepts. @default 'arn:aws:rds:us-east-1:123456789012:cluster:sqs-inbox-local' */
-  readonly resourceArn?: string;
+  readonly resourceArn?: string | undefined;
   /** The only secret ARN this server accepts. @default 'arn:aws:secretsmanager:us-east-1:123456789012:secret:sqs-inbox-local' */
-  readonly secretArn?: string;
+  readonly secretArn?: string | undefined;
   /** A transaction no call uses for this long is rolled back. @default 180000 (3 minutes, as on AWS) */
-  readonly transactionIdleTimeoutMs?: number;
+  readonly transactionIdleTimeoutMs?: number | undefined;
   /** A transaction older than this is rolled back. @default 86400000 (24 hours, as on AWS) */
-  readonly transactionMaxLifetimeMs?: number;
+  readonly transactionMaxLifetimeMs?: number | undefined;
   /** A statement running longer fails with StatementTimeoutException. @default 45000 (as on AWS) */
-  readonly statementTimeoutMs?: number;
+  readonly statementTimeoutMs?: number | undefined;
   /** Larger responses fail with BadRequestException "Database response exceeded size limit". @default 1048576 (1 MiB) */
-  readonly maxResponseBytes?: number;
+  readonly maxResponseBytes?: number | undefined;
 }
 
 /** A running local Data API. */
 export interface DataApiServer {
   /** Give this to `new RDSDataClient({ endpoint })`. */
   readonly endpoint: string;
+  /** The cluster ARN calls must name (`resourceArn` of every Data API call). */
   readonly resourceArn: string;
+  /** The secret ARN calls must name (`secretArn` of every Data API call). */
   readonly secretArn: string;
   /** The default database (the one a call without `database` uses). */
   readonly database: string;
@@ -95,7 +98,7 @@ export async function startDataApi(options: StartDataApiOptions = {}): Promise<D
   const postgres = options.databaseUrl ? undefined : await startPostgres();
   const databaseUrl = options.databaseUrl ?? (postgres as { url: string }).url;
   const database = databaseName(databaseUrl);
-  const databases = new Databases(databaseUrl);
+  const databases = new Databases(databaseUrl, await loadPg());
   const transactions = new Transactions({
     idleTimeoutMs: options.transactionIdleTimeoutMs ?? 180_000,
     maxLifetimeMs: options.transactionMaxLifetimeMs ?? 86_400_000,

@@ -34,9 +34,11 @@ function realSleep(ms: number, signal?: AbortSignal): Promise<void> {
 
 /** The wall clock. */
 export class SystemClock implements Clock {
+  /** `Date.now()`. */
   now(): number {
     return Date.now();
   }
+  /** A real timer of `ms`, cut short when `signal` aborts. */
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return realSleep(ms, signal);
   }
@@ -49,6 +51,10 @@ export class SystemClock implements Clock {
 export class ScaledClock implements Clock {
   readonly #origin: number;
   readonly #factor: number;
+  /**
+   * @param factor - clock milliseconds per real millisecond
+   * @param origin - the epoch milliseconds at which clock time and real time agree. @default Date.now()
+   */
   constructor(factor: number, origin: number = Date.now()) {
     if (!(factor > 0) || !Number.isFinite(factor)) {
       throw new RangeError(`ScaledClock: factor must be a positive finite number, got ${factor}`);
@@ -56,9 +62,11 @@ export class ScaledClock implements Clock {
     this.#factor = factor;
     this.#origin = origin;
   }
+  /** The origin plus the real time since it, times the factor. */
   now(): number {
     return this.#origin + Math.floor((Date.now() - this.#origin) * this.#factor);
   }
+  /** A real timer of `ms / factor`, cut short when `signal` aborts. */
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return realSleep(ms / this.#factor, signal);
   }
@@ -80,12 +88,15 @@ interface Sleeper {
 export class ManualClock implements Clock {
   #now: number;
   #sleepers: Sleeper[] = [];
+  /** @param start - the time to start at, in epoch milliseconds. @default 1_700_000_000_000 (2023-11-14) */
   constructor(start = 1_700_000_000_000) {
     this.#now = start;
   }
+  /** The time it was started at or moved to. */
   now(): number {
     return this.#now;
   }
+  /** Resolves when `advance()` or `set()` reaches `now() + ms`, or when `signal` aborts. */
   sleep(ms: number, signal?: AbortSignal): Promise<void> {
     return new Promise((resolve) => {
       if (signal?.aborted) return resolve();

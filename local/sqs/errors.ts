@@ -28,13 +28,26 @@ const KNOWN = {
   SerializationException: ['SerializationException', 400],
 } as const satisfies Record<string, readonly [string, number]>;
 
+/** The SQS errors the local model raises, by their modeled name (`QueueDoesNotExist`, `InvalidParameterValue`, ...). */
 export type SqsErrorName = keyof typeof KNOWN;
 
+/**
+ * An error of the local SQS model, sent by the AWS JSON front the way SQS sends it, so that
+ * `@aws-sdk/client-sqs` raises its own error class with the same `name` and `Code` as on AWS.
+ *
+ * @example
+ * try {
+ *   model.getQueue('missing');
+ * } catch (error) {
+ *   if (error instanceof SqsError && error.code === 'QueueDoesNotExist') { ... }
+ * }
+ */
 export class SqsError extends Error {
   /** The modeled error name (`__type` after the `#`), e.g. `QueueDoesNotExist`. */
   readonly code: SqsErrorName;
   /** The query-protocol code, e.g. `AWS.SimpleQueueService.NonExistentQueue`; batch entries carry it. */
   readonly queryCode: string;
+  /** The HTTP status the front answers with: 400, 403 or 404 for sender faults, 500 or 503 for service faults. */
   readonly httpStatus: number;
   /** True when the caller's request was at fault (4xx), false for a service fault. */
   readonly senderFault: boolean;

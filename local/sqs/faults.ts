@@ -4,33 +4,36 @@ import type { SqsErrorName } from './errors.js';
 /** The batch operations whose entries can be failed one by one. */
 export type BatchOperation = 'SendMessageBatch' | 'DeleteMessageBatch' | 'ChangeMessageVisibilityBatch';
 
+/** Options of {@link SqsFaults.failEntries}. */
 export interface EntryFaultOptions {
   /**
    * Which entries fail: the first `n` entries, the entries with these `Id`s, or a predicate.
    */
   entries: number | readonly string[] | ((id: string, index: number) => boolean);
   /** `Code` of each failed entry. @default 'InternalError' */
-  code?: string;
-  /** @default false (a service fault, which callers retry) */
-  senderFault?: boolean;
-  /** @default 'Injected fault' */
-  message?: string;
+  code?: string | undefined;
+  /** `SenderFault` of each failed entry: true blames the request. @default false (a service fault, which callers retry) */
+  senderFault?: boolean | undefined;
+  /** `Message` of each failed entry. @default 'Injected fault' */
+  message?: string | undefined;
   /**
    * `reject`: the entry is not applied. `applyThenFail`: applied (enqueued, deleted, changed), yet
    * reported as failed: the ambiguous outcome a retry must survive.
    * @default 'reject'
    */
-  mode?: 'reject' | 'applyThenFail';
+  mode?: 'reject' | 'applyThenFail' | undefined;
   /** How many matching requests this fault hits. @default 1 */
-  times?: number;
+  times?: number | undefined;
 }
 
+/** Options of {@link SqsFaults.failRequests}. */
 export interface RequestFaultOptions {
-  /** @default 'InternalError' (HTTP 500; the SDK retries it) */
-  error?: SqsErrorName;
-  message?: string;
-  /** @default 1 */
-  times?: number;
+  /** The error the requests fail with. @default 'InternalError' (HTTP 500; the SDK retries it) */
+  error?: SqsErrorName | undefined;
+  /** The error message. @default 'Injected fault: the service failed this request.' */
+  message?: string | undefined;
+  /** How many requests of the operation fail. @default 1 */
+  times?: number | undefined;
 }
 
 interface EntryFault extends Required<Omit<EntryFaultOptions, 'entries'>> {
@@ -85,7 +88,7 @@ export class SqsFaults {
   }
 
   /** Applies the next `times` requests of `operation`, then destroys the connection instead of answering. */
-  dropResponses(operation: string, options: { times?: number } = {}): void {
+  dropResponses(operation: string, options: { times?: number | undefined } = {}): void {
     const error = new SqsError('InternalError', 'dropped');
     this.#requestFaults.push({ operation, kind: 'drop', error, times: options.times ?? 1 });
   }

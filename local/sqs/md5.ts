@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { MessageAttributeValue } from './types.js';
 
+/** The hex MD5 of a string's UTF-8 bytes: SQS's `MD5OfMessageBody`. */
 export function md5Hex(text: string): string {
   return createHash('md5').update(text, 'utf8').digest('hex');
 }

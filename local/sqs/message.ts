@@ -3,25 +3,38 @@ import type { MessageAttributeValue } from './types.js';
 
 /** A message as a queue holds it. */
 export interface StoredMessage {
+  /** The id given at send. */
   messageId: string;
+  /** The message body. */
   body: string;
+  /** Hex MD5 of the body. */
   md5OfBody: string;
+  /** Message attributes as sent. */
   messageAttributes: Record<string, MessageAttributeValue>;
+  /** Message system attributes as sent (`AWSTraceHeader`). */
   messageSystemAttributes: Record<string, MessageAttributeValue>;
+  /** The sender's account id (the model's `accountId`). */
   senderId: string;
+  /** When it was sent, in clock milliseconds. */
   sentTimestamp: number;
   /** When retention counts from: the send, or for a FIFO dead-letter queue the move (AWS resets it). */
   enqueuedAt: number;
   /** Delayed until, or invisible until; `receiveCount` tells which. */
   visibleAt: number;
+  /** How many times it was received (ApproximateReceiveCount). */
   receiveCount: number;
-  firstReceiveTimestamp?: number;
+  /** When it was first received, in clock milliseconds. */
+  firstReceiveTimestamp?: number | undefined;
   /** The latest receipt handle; only it deletes the message. */
-  receiptHandle?: string;
-  messageGroupId?: string;
-  messageDeduplicationId?: string;
-  sequenceNumber?: string;
-  deadLetterQueueSourceArn?: string;
+  receiptHandle?: string | undefined;
+  /** FIFO: its message group. */
+  messageGroupId?: string | undefined;
+  /** FIFO: the deduplication id, given or derived from the body. */
+  messageDeduplicationId?: string | undefined;
+  /** FIFO: its place in the queue. */
+  sequenceNumber?: string | undefined;
+  /** In a dead-letter queue: the ARN of the queue it was moved from. */
+  deadLetterQueueSourceArn?: string | undefined;
 }
 
 // XML 1.0 characters, as SQS allows them in bodies and attribute values.

@@ -19,25 +19,34 @@ import type {
   SendMessageResult,
 } from './types.js';
 
+/** Options of {@link SqsModel}. */
 export interface SqsModelOptions {
-  /** @default the system clock */
-  clock?: Clock;
-  /** @default 'us-east-1' */
-  region?: string;
-  /** @default '000000000000' */
-  accountId?: string;
+  /**
+   * The clock every timer of the model runs on: visibility timeouts, delays, retention, deduplication.
+   * A {@link ManualClock} lets a test jump ahead.
+   * @default a new SystemClock
+   */
+  clock?: Clock | undefined;
+  /** The region in queue URLs and ARNs. @default 'us-east-1' */
+  region?: string | undefined;
+  /** The account id in queue URLs and ARNs. @default '000000000000' */
+  accountId?: string | undefined;
   /**
    * Base of queue URLs (`<endpoint>/<accountId>/<name>`). `startSqs` sets it to its own address.
    * @default `https://sqs.<region>.amazonaws.com`
    */
-  endpoint?: string;
+  endpoint?: string | undefined;
 }
 
 /** A queue as callers see it. */
 export interface QueueInfo {
+  /** The queue name (`orders.fifo`). */
   name: string;
+  /** The queue URL: `<endpoint>/<accountId>/<name>`. */
   url: string;
+  /** The queue ARN: `arn:aws:sqs:<region>:<accountId>:<name>`. */
   arn: string;
+  /** Whether it is a FIFO queue. */
   fifo: boolean;
 }
 
@@ -72,8 +81,11 @@ const SYSTEM_ATTRIBUTES = [
  * const [message] = await sqs.receiveMessages({ queue: 'orders.fifo' });
  */
 export class SqsModel {
+  /** The clock the model's timers run on. */
   readonly clock: Clock;
+  /** The region in queue URLs and ARNs. */
   readonly region: string;
+  /** The account id in queue URLs and ARNs. */
   readonly accountId: string;
   #endpoint: string;
   readonly #queues = new Map<string, Queue>();
@@ -85,6 +97,7 @@ export class SqsModel {
     this.#endpoint = stripSlash(options.endpoint ?? `https://sqs.${this.region}.amazonaws.com`);
   }
 
+  /** The base of queue URLs. */
   get endpoint(): string {
     return this.#endpoint;
   }
@@ -94,6 +107,7 @@ export class SqsModel {
     this.#endpoint = stripSlash(endpoint);
   }
 
+  /** The URL of the queue named `name` (whether or not it exists). */
   queueUrl(name: string): string {
     return `${this.#endpoint}/${this.accountId}/${name}`;
   }
@@ -141,10 +155,12 @@ export class SqsModel {
     return this.#info(this.#queue(nameOrUrl));
   }
 
+  /** ListQueues: every queue whose name starts with `prefix`. */
   listQueues(prefix = ''): QueueInfo[] {
     return [...this.#queues.values()].filter((q) => q.name.startsWith(prefix)).map((q) => this.#info(q));
   }
 
+  /** DeleteQueue: the queue and its messages are gone at once. */
   deleteQueue(nameOrUrl: string): void {
     const queue = this.#queue(nameOrUrl);
     queue.deleted = true;
@@ -152,6 +168,7 @@ export class SqsModel {
     queue.notify();
   }
 
+  /** SetQueueAttributes: validates and applies `attributes` (strings, as SQS takes them) over the current ones. */
   setQueueAttributes(nameOrUrl: string, attributes: Readonly<Record<string, string>>): void {
     const queue = this.#queue(nameOrUrl);
     const config = parseQueueAttributes(attributes, { creating: false, fifo: queue.fifo, base: queue.config.raw });
@@ -212,6 +229,7 @@ export class SqsModel {
     await this.#waitForChange(queue, now + ms, signal);
   }
 
+  /** PurgeQueue: deletes every message; a second purge within 60 seconds throws PurgeQueueInProgress, as on AWS. */
   purgeQueue(nameOrUrl: string): void {
     const queue = this.#queue(nameOrUrl);
     const now = this.clock.now();
@@ -229,10 +247,15 @@ export class SqsModel {
 
   // ---- sending ------------------------------------------------------------------------------
 
+  /** SendMessage, with SQS's validation, FIFO deduplication and MD5s. */
   async sendMessage(input: SendMessageInput): Promise<SendMessageResult> {
     return this.#send(this.#queue(input.queue), input);
   }
 
+  /**
+   * SendMessageBatch: up to 10 entries and 1 MiB in all (else the whole request throws); each entry
+   * succeeds or fails on its own.
+   */
   async sendMessageBatch(nameOrUrl: string, entries: readonly SendBatchEntry[]): Promise<BatchResult<SendMessageResult>> {
     const queue = this.#queue(nameOrUrl);
     checkBatchEntries(entries.map((e) => e.id));
@@ -504,6 +527,7 @@ export class SqsModel {
     return true;
   }
 
+  /** DeleteMessageBatch: {@link SqsModel.deleteMessage} per entry, each succeeding or failing on its own. */
   deleteMessageBatch(
     nameOrUrl: string,
     entries: readonly { id: string; receiptHandle: string }[],
@@ -531,6 +555,7 @@ export class SqsModel {
     queue.notify();
   }
 
+  /** ChangeMessageVisibilityBatch: {@link SqsModel.changeMessageVisibility} per entry, each succeeding or failing on its own. */
   changeMessageVisibilityBatch(
     nameOrUrl: string,
     entries: readonly { id: string; receiptHandle: string; visibilityTimeout: number }[],
@@ -659,6 +684,13 @@ function decodeReceiptHandle(queueName: string, receiptHandle: string): string {
   return parts[1];
 }
 
+/**
+ * The queue name in a queue name, URL or ARN, as SQS resolves its `QueueUrl` parameter; undefined for an
+ * empty or non-string value.
+ *
+ * @example
+ * queueNameOf('http://127.0.0.1:4566/000000000000/orders.fifo'); // 'orders.fifo'
+ */
 export function queueNameOf(nameOrUrl: string): string | undefined {
   if (typeof nameOrUrl !== 'string' || nameOrUrl === '') return undefined;
   if (nameOrUrl.startsWith('arn:')) return nameOrUrl.split(':').at(-1);

@@ -8,8 +8,8 @@ export interface QueueConfig {
   messageRetentionPeriod: number;
   receiveMessageWaitTimeSeconds: number;
   visibilityTimeout: number;
-  redrivePolicy?: { deadLetterTargetArn: string; maxReceiveCount: number };
-  redriveAllowPolicy?: { redrivePermission: 'allowAll' | 'denyAll' | 'byQueue'; sourceQueueArns: string[] };
+  redrivePolicy?: { deadLetterTargetArn: string; maxReceiveCount: number } | undefined;
+  redriveAllowPolicy?: { redrivePermission: 'allowAll' | 'denyAll' | 'byQueue'; sourceQueueArns: string[] } | undefined;
   contentBasedDeduplication: boolean;
   deduplicationScope: 'messageQueue' | 'messageGroup';
   fifoThroughputLimit: 'perQueue' | 'perMessageGroupId';

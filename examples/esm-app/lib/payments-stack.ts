@@ -1,0 +1,26 @@
+// lib/payments-stack.ts: your CDK app (an ES module app: "type": "module" in package.json)
+import { fileURLToPath } from 'node:url';
+import { Duration, Stack, type StackProps } from 'aws-cdk-lib';
+import type { Construct } from 'constructs';
+import { InboxAlarms, InboxCleanup, InboxConsumer, InboxDatabase, InboxQueue } from 'sqs-inbox/cdk';
+
+export class PaymentsStack extends Stack {
+  constructor(scope: Construct, id: string, props?: StackProps) {
+    super(scope, id, props);
+    const queue = new InboxQueue(this, 'Payments', { visibilityTimeout: Duration.minutes(6) });
+    const database = new InboxDatabase(this, 'Inbox', { autoPause: Duration.minutes(10) });
+    const worker = new InboxConsumer(this, 'PaymentsWorker', {
+      database,
+      queue: queue.queue,
+      deadLetterQueue: queue.deadLetterQueue, // watched by the dead-letter alarm
+      consumerName: 'payments', // part of every inbox key: unique per database, never renamed
+      entry: fileURLToPath(new URL('../src/payments-worker.ts', import.meta.url)),
+      handler: 'handler',
+      timeout: Duration.minutes(1), // the queue's visibility timeout must be at least 6 x this
+      batchSize: 10, // at most 10 on a FIFO queue
+      maxConcurrency: 5,
+    });
+    const cleanup = new InboxCleanup(this, 'Cleanup', { database, retention: Duration.days(30) });
+    new InboxAlarms(this, 'Alarms', { consumers: [worker], cleanup, createTopic: true });
+  }
+}

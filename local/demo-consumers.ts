@@ -1,0 +1,77 @@
+import { DataApiSession, inbox } from '../lambda/inbox/index.js';
+import type { InboxLogger, InboxMetrics } from '../lambda/inbox/index.js';
+import { keyOf } from './fault-schedule.js';
+import { batchHandler, consumeNaively } from './naive.js';
+import type { ScenarioConsumer } from './scenario.js';
+
+/**
+ * The demo's two order consumers (`npm start`), as {@link runScenario} drives any consumer: the same
+ * orders, table and effects query, applied through the inbox or through the naive check-apply-record.
+ */
+
+type OrderBody = { orderId: string };
+
+const SHIP = 'INSERT INTO public.demo_shipment (order_id) VALUES (:orderId)';
+
+const silentLogger: InboxLogger = { debug() {}, info() {}, warn() {}, error() {} };
+const silentMetrics: InboxMetrics = { addMetric() {}, publishStoredMetrics() {} };
+
+const orders: Omit<ScenarioConsumer, 'handler' | 'commitPoint' | 'label'> = {
+  setup: [
+    'CREATE TABLE public.demo_shipment (id bigserial PRIMARY KEY, order_id text NOT NULL)',
+    'CREATE TABLE public.naive_processed (message_key text PRIMARY KEY)',
+  ],
+  message: (index) => ({ key: `order-${index}`, body: { orderId: `order-${index}` } }),
+  effects: 'SELECT order_id AS key, count(*) AS count, min(id) AS seq FROM public.demo_shipment GROUP BY order_id',
+};
+
+/** The demo's consumer of `pattern`: `inbox` claims and ships in one transaction; `naive` checks, ships, records. */
+export function demoConsumer(pattern: 'inbox' | 'naive'): ScenarioConsumer {
+  if (pattern === 'inbox') {
+    return {
+      ...orders,
+      label: 'inbox',
+      commitPoint: 'commit',
+      handler: ({ database }) =>
+        inbox<OrderBody>({
+          consumer: 'demo-orders',
+          database,
+          onPermanentError: 'park',
+          callTimeoutMs: 2000,
+          deadlineMarginMs: 100,
+          resumeDelaysMs: [100, 200, 300, 400, 500],
+          logger: silentLogger,
+          metrics: silentMetrics,
+          apply: async (tx, message) => {
+            await tx.execute(SHIP, { orderId: message.body.orderId });
+          },
+        }),
+    };
+  }
+  return {
+    ...orders,
+    label: 'naive',
+    // The effect is its own autocommit statement: durable once it ran, whatever happens next.
+    commitPoint: { statement: (sql) => sql === SHIP },
+    handler: ({ database }) => {
+      // No resume retries: the hand-rolled consumer fails the record and lets SQS redeliver it.
+      const session = new DataApiSession(database, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
+      return batchHandler(
+        (record) =>
+          consumeNaively(
+            {
+              session,
+              processedTable: 'public.naive_processed',
+              keyOf,
+              effect: async (record) => {
+                const body = JSON.parse(record.body) as OrderBody;
+                await session.execute(SHIP, { orderId: body.orderId });
+              },
+            },
+            record,
+          ),
+        { concurrency: 10, mayStart: (context) => (context?.getRemainingTimeInMillis() ?? Infinity) > 100 },
+      );
+    },
+  };
+}

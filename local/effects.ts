@@ -1,0 +1,164 @@
+import type { Row } from '../lambda/inbox/index.js';
+
+/** A message a scenario sent, as the verdict needs it. */
+export interface SentMessage {
+  readonly key: string;
+  /** The FIFO group, if any. */
+  readonly groupId: string | undefined;
+  /** 1 for the group's first message, 2 for its second, ... in send order. */
+  readonly position: number;
+  /** The body was cut short on purpose (the `poison` fault). */
+  readonly poison: boolean;
+}
+
+/** What the effects query said about one key. */
+export interface KeyEffects {
+  /** How many times its effect was applied. */
+  readonly count: number;
+  /** When it was first applied, if the query returned a `seq` column: a number or text that increases with time. */
+  readonly seq: number | string | undefined;
+}
+
+/** A message whose effect was applied more than once. */
+export interface DoubleEffect {
+  readonly key: string;
+  /** Times applied, at least 2. */
+  readonly count: number;
+}
+
+/** A message first applied after a later message of its FIFO group. */
+export interface OutOfOrderEffect {
+  readonly key: string;
+  readonly groupId: string;
+  /** The later message of the group that was applied before it. */
+  readonly after: string;
+}
+
+/** The judgement of one run's effects against what was sent, parked and dead-lettered. */
+export interface Verdict {
+  /** Messages applied at least once. */
+  readonly applied: number;
+  readonly doubleEffects: readonly DoubleEffect[];
+  /** Effects beyond the first, summed over messages. */
+  readonly extraEffects: number;
+  /** Not applied, not parked, not in the dead-letter queue. */
+  readonly lostKeys: readonly string[];
+  /** Well-formed messages not applied, accounted for in the dead-letter queue or the parked table. */
+  readonly wellFormedInDlqOrParked: readonly string[];
+  /** Messages (sent keys) in the parked table. */
+  readonly parked: number;
+  /** Messages (sent keys) in the dead-letter queue. */
+  readonly deadLettered: number;
+  /** False when order could not be judged: a standard queue, or no `seq` column. */
+  readonly orderChecked: boolean;
+  readonly outOfOrder: readonly OutOfOrderEffect[];
+  /** Keys the effects query returned that no message carried. */
+  readonly unexpectedKeys: readonly string[];
+}
+
+/**
+ * Reads the effects query's rows: a `key` column, an optional `count` (a row without one counts 1; rows
+ * with the same key add up) and an optional `seq`.
+ */
+export function readEffects(rows: readonly Row[]): Map<string, KeyEffects> {
+  const effects = new Map<string, KeyEffects>();
+  for (const row of rows) {
+    if (!('key' in row)) {
+      throw new Error(
+        `runScenario: the effects query must return a "key" column, e.g. SELECT payment_id AS key, count(*) FROM public.payments GROUP BY 1; it returned the columns ${Object.keys(row).join(', ') || '(none)'}.`,
+      );
+    }
+    const key = String(row.key);
+    const count = 'count' in row ? Number(row.count) : 1;
+    if (!Number.isFinite(count) || count < 0) {
+      throw new Error(`runScenario: the effects query returned count ${String(row.count)} for key ${key}; it must be a whole number >= 0.`);
+    }
+    const seq = toSeq(row.seq);
+    const before = effects.get(key);
+    effects.set(key, {
+      count: (before?.count ?? 0) + count,
+      seq: before?.seq === undefined ? seq : seq === undefined ? before.seq : compareSeq(seq, before.seq) < 0 ? seq : before.seq,
+    });
+  }
+  return effects;
+}
+
+/** Judges the effects of the messages sent: doubles, lost, out-of-order within FIFO groups. */
+export function judge(
+  sent: readonly SentMessage[],
+  effects: ReadonlyMap<string, KeyEffects>,
+  parkedKeys: ReadonlySet<string>,
+  deadLetteredKeys: ReadonlySet<string>,
+): Verdict {
+  const sentKeys = new Set(sent.map((message) => message.key));
+  const countOf = (key: string) => effects.get(key)?.count ?? 0;
+  const doubleEffects = sent.filter((m) => countOf(m.key) > 1).map((m) => ({ key: m.key, count: countOf(m.key) }));
+  const notApplied = sent.filter((m) => countOf(m.key) === 0);
+  const accounted = (m: SentMessage) => parkedKeys.has(m.key) || deadLetteredKeys.has(m.key);
+  const applied = sent.filter((m) => countOf(m.key) > 0);
+  const orderChecked = sent.every((m) => m.groupId !== undefined) && applied.every((m) => effects.get(m.key)?.seq !== undefined);
+  return {
+    applied: applied.length,
+    doubleEffects,
+    extraEffects: doubleEffects.reduce((sum, d) => sum + d.count - 1, 0),
+    lostKeys: notApplied.filter((m) => !accounted(m)).map((m) => m.key),
+    wellFormedInDlqOrParked: notApplied.filter((m) => accounted(m) && !m.poison).map((m) => m.key),
+    parked: sent.filter((m) => parkedKeys.has(m.key)).length,
+    deadLettered: sent.filter((m) => deadLetteredKeys.has(m.key)).length,
+    orderChecked,
+    outOfOrder: orderChecked ? outOfOrder(applied, effects) : [],
+    unexpectedKeys: [...effects.keys()].filter((key) => !sentKeys.has(key) && effects.get(key)!.count > 0),
+  };
+}
+
+/** One readable line per kind of problem; empty when every message was applied exactly once, in order. */
+export function problemsOf(verdict: Verdict, completed: boolean, timeoutMs: number, left: number): string[] {
+  const problems: string[] = [];
+  const some = (keys: readonly string[]) => `${keys.slice(0, 10).join(', ')}${keys.length > 10 ? `, ... (${keys.length - 10} more)` : ''}`;
+  if (!completed) problems.push(`the queue did not drain within ${timeoutMs} ms: ${left} message(s) still queued or in flight`);
+  if (verdict.doubleEffects.length > 0) {
+    problems.push(`${verdict.doubleEffects.length} message(s) applied more than once: ${some(verdict.doubleEffects.map((d) => `${d.key} (${d.count} times)`))}`);
+  }
+  if (verdict.lostKeys.length > 0) {
+    const hint = verdict.applied === 0 ? '; nothing was applied at all: does the effects query return the keys that message() gives?' : '';
+    problems.push(`${verdict.lostKeys.length} message(s) lost (not applied, not parked, not in the dead-letter queue): ${some(verdict.lostKeys)}${hint}`);
+  }
+  if (verdict.outOfOrder.length > 0) {
+    problems.push(
+      `${verdict.outOfOrder.length} message(s) applied after a later message of their FIFO group: ${some(verdict.outOfOrder.map((o) => `${o.key} after ${o.after} (group ${o.groupId})`))}`,
+    );
+  }
+  if (verdict.unexpectedKeys.length > 0) {
+    problems.push(`the effects query returned ${verdict.unexpectedKeys.length} key(s) no message carried: ${some(verdict.unexpectedKeys)}; it must return each message's key as message() gives it`);
+  }
+  return problems;
+}
+
+function outOfOrder(applied: readonly SentMessage[], effects: ReadonlyMap<string, KeyEffects>): OutOfOrderEffect[] {
+  const groups = new Map<string, SentMessage[]>();
+  for (const message of applied) groups.set(message.groupId!, [...(groups.get(message.groupId!) ?? []), message]);
+  const found: OutOfOrderEffect[] = [];
+  for (const [groupId, messages] of groups) {
+    // Judged on each message's first effect; equal seqs get the benefit of the doubt.
+    const byFirstEffect = [...messages].sort((a, b) => compareSeq(effects.get(a.key)!.seq!, effects.get(b.key)!.seq!) || a.position - b.position);
+    let latest: SentMessage | undefined;
+    for (const message of byFirstEffect) {
+      if (latest && message.position < latest.position) found.push({ key: message.key, groupId, after: latest.key });
+      else latest = message;
+    }
+  }
+  return found;
+}
+
+function toSeq(value: unknown): number | string | undefined {
+  if (value === undefined || value === null) return undefined;
+  if (typeof value === 'number') return value;
+  if (typeof value === 'bigint') return Number(value);
+  if (value instanceof Date) return value.getTime();
+  return String(value);
+}
+
+function compareSeq(a: number | string, b: number | string): number {
+  if (typeof a === 'number' && typeof b === 'number') return a - b;
+  return String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0;
+}

