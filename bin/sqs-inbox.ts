@@ -265,14 +265,12 @@ async function local(values: { json: boolean }): Promise<number> {
     dataApi: { endpoint: stack.dataApi.endpoint, resourceArn: stack.dataApi.resourceArn, secretArn: stack.dataApi.secretArn, database: stack.dataApi.database },
     sqs: { endpoint: stack.sqs.endpoint, region: stack.sqs.region },
   };
-  if (values.json) {
-    process.stdout.write(`${JSON.stringify(info)}\n`);
-  } else {
-    process.stdout.write(
-      `Local runtime ready.\n  Data API  ${info.dataApi.endpoint}  (resourceArn ${info.dataApi.resourceArn}, secretArn ${info.dataApi.secretArn}, database ${info.dataApi.database})\n` +
-        `  SQS       ${info.sqs.endpoint}  (region ${info.sqs.region})\nCtrl-C stops it.\n`,
-    );
-  }
+  process.stdout.write(
+    values.json
+      ? `${JSON.stringify(info)}\n`
+      : `Local runtime ready.\n  Data API  ${info.dataApi.endpoint}  (resourceArn ${info.dataApi.resourceArn}, secretArn ${info.dataApi.secretArn}, database ${info.dataApi.database})\n` +
+          `  SQS       ${info.sqs.endpoint}  (region ${info.sqs.region})\nCtrl-C stops it.\n`,
+  );
   await untilInterrupted(() => stack.close());
   return 0;
 }
@@ -290,21 +288,21 @@ async function dataApi(values: { port: string | undefined; 'database-url': strin
     throw error;
   }
   const info = { endpoint: server.endpoint, resourceArn: server.resourceArn, secretArn: server.secretArn, database: server.database };
-  if (values.json) {
-    process.stdout.write(`${JSON.stringify(info)}\n`);
-  } else {
-    process.stdout.write(
-      `Local Data API ready.\n  endpoint     ${info.endpoint}\n  resourceArn  ${info.resourceArn}\n  secretArn    ${info.secretArn}\n  database     ${info.database}\n\n` +
-        `Point any Data API client at it, e.g.\n  INBOX_DATA_API_ENDPOINT=${info.endpoint} INBOX_RESOURCE_ARN=${info.resourceArn} INBOX_SECRET_ARN=${info.secretArn} INBOX_DATABASE=${info.database} npx sqs-inbox migrate\n` +
-        'Ctrl-C stops it.\n',
-    );
-  }
+  process.stdout.write(values.json ? `${JSON.stringify(info)}\n` : dataApiReady(info));
   const started = server;
   await untilInterrupted(async () => {
     await started.close();
     await postgres.close();
   });
   return 0;
+}
+
+function dataApiReady(info: { endpoint: string; resourceArn: string; secretArn: string; database: string }): string {
+  return (
+    `Local Data API ready.\n  endpoint     ${info.endpoint}\n  resourceArn  ${info.resourceArn}\n  secretArn    ${info.secretArn}\n  database     ${info.database}\n\n` +
+    `Point any Data API client at it, e.g.\n  INBOX_DATA_API_ENDPOINT=${info.endpoint} INBOX_RESOURCE_ARN=${info.resourceArn} INBOX_SECRET_ARN=${info.secretArn} INBOX_DATABASE=${info.database} npx sqs-inbox migrate\n` +
+    'Ctrl-C stops it.\n'
+  );
 }
 
 type DatabaseValues = Values<typeof DATABASE_FLAGS>;

@@ -1,5 +1,7 @@
 /**
- * sqs-inbox CDK constructs (package export `sqs-inbox/cdk`).
+ * The sqs-inbox CDK constructs (package export `sqs-inbox/cdk`), for CDK apps: the queue, the Aurora
+ * database with the Data API and the inbox schema, your consumer function, the scheduled purge, alarms,
+ * and `InboxStack`, all of them wired together. Needs `aws-cdk-lib` and `constructs`.
  *
  * @example
  * import { InboxConsumer, InboxDatabase, InboxQueue } from 'sqs-inbox/cdk';

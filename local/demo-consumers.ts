@@ -1,6 +1,6 @@
 import { DataApiSession, inbox } from '../lambda/inbox/index.js';
 import type { InboxLogger, InboxMetrics } from '../lambda/inbox/index.js';
-import { keyOf } from './fault-schedule.js';
+import type { SQSRecord } from 'aws-lambda';
 import { batchHandler, consumeNaively } from './naive.js';
 import type { ScenarioConsumer } from './scenario.js';
 
@@ -13,6 +13,7 @@ type OrderBody = { orderId: string };
 
 const SHIP = 'INSERT INTO public.demo_shipment (order_id) VALUES (:orderId)';
 
+const keyOf = (record: SQSRecord) => record.messageAttributes?.['idempotency-key']?.stringValue ?? record.messageId;
 const silentLogger: InboxLogger = { debug() {}, info() {}, warn() {}, error() {} };
 const silentMetrics: InboxMetrics = { addMetric() {}, publishStoredMetrics() {} };
 

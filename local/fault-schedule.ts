@@ -15,15 +15,12 @@ export const FAULTS = [
   'duplicate-sends',
   /** ~4% of invocations: the worker dies after its commits, before SQS deletes the batch. */
   'crash-after-commit',
-  /**
-   * ~3% of records arm a lost response: the next call at the commit point (see {@link CommitPoint}),
-   * whichever consumer sends it, runs, but its answer never arrives. Counted when armed.
-   */
+  /** ~3% of the calls at the commit point (see {@link CommitPoint}) run, but their answer never arrives. */
   'drop-commit',
   /**
-   * ~3% of records: the worker dies after its effect's statement, before the effect is made durable and
-   * recorded. At a `'commit'` commit point the next commit fails with HTTP 500 without running; at a
-   * `{ statement }` one (an autocommit effect) the statement runs and the worker never learns it did.
+   * ~3% of the calls at the commit point: the worker dies after its effect's statement, before the effect
+   * is durable and recorded. A commit fails with HTTP 500 without running; an autocommit effect statement
+   * runs and the worker never hears back.
    */
   'crash-in-transaction',
   /** Aurora auto-pause: every Data API call outside a transaction is refused for 800 ms, at the start and again half-way. */
@@ -67,8 +64,9 @@ export type CommitPoint = 'commit' | { readonly statement: (sql: string) => bool
 
 /**
  * The seeded fault engine of one scenario run: decides each fault from the seed and a stable identity
- * (message key, message id, receive count, consumer), so the same seed gives the same decisions, and
- * injects it through the producer, the event source hooks and the Data API server's faults.
+ * (message key; consumer, message id and receive count; the n-th call at the commit point), so the same
+ * seed gives the same decisions, and injects it through the producer, the event source hooks and the
+ * Data API server's faults. Nothing runs inside the handler, so every handler meets the same faults.
  */
 export class FaultSchedule {
   /** Faults injected so far, by name. */
@@ -102,9 +100,26 @@ export class FaultSchedule {
   }
 
   /**
-   * The handler of event source mapping `instance`, with the per-invocation faults (5xx, visibility
-   * expiry) and the per-record ones (lost response and crash at the commit point) armed before it runs.
+   * Sets the standing faults at the commit point on the Data API server: call it once its faults were
+   * cleared, before the consumers start. Each call at the commit point is decided in turn.
    */
+  armCommitPoint(): void {
+    const faults = this.dataApi.faults;
+    let drops = 0;
+    let crashes = 0;
+    const drop = () => this.#decide('drop-commit', drops++);
+    const crash = () => this.#decide('crash-in-transaction', crashes++);
+    if (this.commitPoint === 'commit') {
+      // Dying before the commit: the commit never runs.
+      faults.serverError({ operation: 'CommitTransaction', count: Infinity, status: 500, select: crash });
+      faults.dropResponse({ operation: 'CommitTransaction', count: Infinity, select: drop });
+    } else {
+      // An autocommit effect is durable once its statement ran: dying right after it is never hearing back.
+      faults.dropResponse({ match: this.commitPoint.statement, count: Infinity, select: () => crash() || drop() });
+    }
+  }
+
+  /** The handler of event source mapping `instance`, with the per-invocation faults (5xx, visibility expiry). */
   wrap(handler: SqsEventHandler, instance: number, visibilitySeconds: number): SqsEventHandler {
     return async (event, context) => {
       const first = event.Records[0]!;
@@ -119,7 +134,6 @@ export class FaultSchedule {
         await new Promise((resolve) => setTimeout(resolve, visibilitySeconds * 950));
         run = { ...context, getRemainingTimeInMillis: () => until - Date.now() };
       }
-      for (const record of event.Records) this.#armRecord(record);
       // Lambda stops a timed-out invocation; the handler sees its remaining time run out and starts no
       // further record, which is as close as one process gets to being killed. The event source waits
       // for such abandoned handlers before it calls the queue drained.
@@ -136,20 +150,6 @@ export class FaultSchedule {
     };
   }
 
-  #armRecord(record: SQSRecord): void {
-    const identity = [keyOf(record), record.messageId, attemptOf(record)] as const;
-    const atStatement = this.commitPoint === 'commit' ? undefined : this.commitPoint.statement;
-    if (this.#decide('drop-commit', ...identity)) {
-      this.dataApi.faults.dropResponse(atStatement ? { match: atStatement } : { operation: 'CommitTransaction' });
-    }
-    if (this.#decide('crash-in-transaction', ...identity)) {
-      // In a transaction, dying before the commit means the commit never runs. An autocommit effect is
-      // durable once its statement ran: dying right after it means the worker never hears back.
-      if (atStatement) this.dataApi.faults.dropResponse({ match: atStatement });
-      else this.dataApi.faults.serverError({ operation: 'CommitTransaction', count: 1, status: 500 });
-    }
-  }
-
   #decide(fault: FaultName, ...parts: (string | number)[]): boolean {
     if (!this.#faults.has(fault)) return false;
     const hit = uniform(this.seed, fault, ...parts) < RATES[fault];
@@ -160,11 +160,6 @@ export class FaultSchedule {
   #count(fault: FaultName): void {
     this.injected[fault] = (this.injected[fault] ?? 0) + 1;
   }
-}
-
-/** The record's idempotency key as the producer set it, else its message id. */
-export function keyOf(record: SQSRecord): string {
-  return record.messageAttributes?.['idempotency-key']?.stringValue ?? record.messageId;
 }
 
 function attemptOf(record: SQSRecord): number {

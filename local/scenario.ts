@@ -399,6 +399,7 @@ async function run(local: LocalStack, settings: Settings, setEnv: (env: Record<s
 
     local.dataApi.stats.reset();
     local.dataApi.faults.clear();
+    schedule.armCommitPoint();
     schedule.pause();
     for (const source of sources) source.start();
     const deadline = started + settings.timeoutMs;

@@ -393,7 +393,8 @@ function resolveExport(file, item, cache) {
 function membersOf(body) {
   const members = [];
   for (const statement of splitStatements(body)) {
-    const signature = compact(statement.text);
+    // `name?: T | undefined` reads as `name?: T` (the `| undefined` is there for exactOptionalPropertyTypes).
+    const signature = compact(statement.text).replace(/^([^(:]*\?\s*:\s*[\s\S]*?) \| undefined$/, '$1');
     if (/^(private|protected)\s/.test(signature) || /^(?:readonly\s+)?#/.test(signature)) continue;
     const stripped = signature.replace(/^((public|static|readonly|abstract|declare|override|accessor)\s+)*/, '');
     let name;

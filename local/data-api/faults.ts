@@ -26,13 +26,19 @@ export interface DropResponseFault {
   readonly operation?: Operation | undefined;
   /** Only calls whose SQL this accepts (ExecuteStatement, BatchExecuteStatement). @default every call */
   readonly match?: ((sql: string) => boolean) | undefined;
-  /** How many matching calls lose their response. @default 1 */
+  /** How many matching calls lose their response; `Infinity` keeps the fault until `clear()`. @default 1 */
   readonly count?: number | undefined;
+  /**
+   * Asked for each call the rest of the fault matches, before it is used up: `false` lets that call
+   * through. With `count: Infinity` it makes a standing fault that picks its calls, e.g. 3% at random.
+   * @default every matching call
+   */
+  readonly select?: (() => boolean) | undefined;
 }
 
 /** A {@link Faults.serverError} fault: calls fail with a 5xx without running. */
 export interface ServerErrorFault {
-  /** How many matching calls fail. */
+  /** How many matching calls fail; `Infinity` keeps the fault until `clear()`. */
   readonly count: number;
   /** Only calls of this operation. @default every operation */
   readonly operation?: Operation | undefined;
@@ -41,6 +47,8 @@ export interface ServerErrorFault {
    * @default 500
    */
   readonly status?: 500 | 503 | 504 | undefined;
+  /** Asked for each call the rest of the fault matches, before it is used up: `false` lets that call through. @default every matching call */
+  readonly select?: (() => boolean) | undefined;
 }
 
 const SERVER_ERRORS = {
@@ -60,12 +68,14 @@ const PAUSABLE: ReadonlySet<Operation> = new Set(['ExecuteStatement', 'BatchExec
  * server.faults.dropResponse({ operation: 'CommitTransaction' }); // the commit happens, its answer is lost
  * server.faults.serverError({ count: 2, status: 503 });          // the next 2 calls fail without running
  * server.faults.autoPause({ resumeAfterMs: 50 });
+ * // a standing fault: 3% of commits lose their answer, until clear()
+ * server.faults.dropResponse({ operation: 'CommitTransaction', count: Infinity, select: () => Math.random() < 0.03 });
  * server.faults.clear();
  */
 export class Faults {
   private latencies: LatencyFault[] = [];
-  private drops: Array<{ operation?: Operation; match?: (sql: string) => boolean; left: number }> = [];
-  private serverErrors: Array<{ operation?: Operation; status: 500 | 503 | 504; left: number }> = [];
+  private drops: Array<{ operation?: Operation; match?: (sql: string) => boolean; select?: () => boolean; left: number }> = [];
+  private serverErrors: Array<{ operation?: Operation; status: 500 | 503 | 504; select?: () => boolean; left: number }> = [];
   private pause: { resumeAfterMs: number; firstCallAt?: number } | undefined;
 
   constructor(private readonly now: () => number = () => performance.now()) {}
@@ -94,7 +104,12 @@ export class Faults {
   dropResponse(fault: DropResponseFault = {}): void {
     const left = fault.count ?? 1;
     if (!(left >= 1)) throw new RangeError(`dropResponse.count must be >= 1, got ${left}.`);
-    this.drops.push({ ...(fault.operation && { operation: fault.operation }), ...(fault.match && { match: fault.match }), left });
+    this.drops.push({
+      ...(fault.operation && { operation: fault.operation }),
+      ...(fault.match && { match: fault.match }),
+      ...(fault.select && { select: fault.select }),
+      left,
+    });
   }
 
   /** Fails the next `count` matching calls with a 5xx without running them (the SDK retries these). */
@@ -102,7 +117,7 @@ export class Faults {
     if (!(fault.count >= 1)) throw new RangeError(`serverError.count must be >= 1, got ${fault.count}.`);
     const status = fault.status ?? 500;
     if (!(status in SERVER_ERRORS)) throw new RangeError(`serverError.status must be 500, 503 or 504, got ${status}.`);
-    this.serverErrors.push({ ...(fault.operation && { operation: fault.operation }), status, left: fault.count });
+    this.serverErrors.push({ ...(fault.operation && { operation: fault.operation }), ...(fault.select && { select: fault.select }), status, left: fault.count });
   }
 
   /** Removes every fault. */
@@ -120,7 +135,7 @@ export class Faults {
 
   /** @internal The error a call must fail with before running, if any; uses up a server error. */
   failureFor(operation: Operation, inTransaction = false): DataApiError | undefined {
-    const serverError = this.serverErrors.find((fault) => !fault.operation || fault.operation === operation);
+    const serverError = this.serverErrors.find((fault) => (!fault.operation || fault.operation === operation) && (!fault.select || fault.select()));
     if (serverError) {
       serverError.left -= 1;
       if (serverError.left === 0) this.serverErrors.splice(this.serverErrors.indexOf(serverError), 1);
@@ -146,7 +161,8 @@ export class Faults {
   /** @internal Whether this call's response is to be dropped; uses up a dropped response. */
   dropsResponse(operation: Operation, sql: string | undefined): boolean {
     const drop = this.drops.find(
-      (fault) => (!fault.operation || fault.operation === operation) && (!fault.match || (sql !== undefined && fault.match(sql))),
+      (fault) =>
+        (!fault.operation || fault.operation === operation) && (!fault.match || (sql !== undefined && fault.match(sql))) && (!fault.select || fault.select()),
     );
     if (!drop) return false;
     drop.left -= 1;

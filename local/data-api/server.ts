@@ -70,8 +70,10 @@ const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 
 /**
  * Starts an HTTP server that speaks the RDS Data API (restJson1) over a real PostgreSQL, so that
- * `new RDSDataClient({ endpoint })` works unchanged. Behaviour follows shared/reference/data-api.md for
- * Aurora Serverless v2 / provisioned clusters.
+ * `new RDSDataClient({ endpoint })` works unchanged. It behaves as the Data API of Aurora Serverless v2
+ * and provisioned clusters does: its error types and messages, type hints and result shapes, one
+ * connection per transaction, the 3-minute transaction idle expiry, the 45-second statement timeout and
+ * the 1 MiB response limit.
  *
  * @example
  * const server = await startDataApi({ databaseUrl: 'postgres://postgres:postgres@127.0.0.1:5432/app' });

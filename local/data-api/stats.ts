@@ -1,7 +1,10 @@
 /** The operations the local Data API serves, named as the SDK commands without "Command". */
 export type Operation = 'ExecuteStatement' | 'BatchExecuteStatement' | 'BeginTransaction' | 'CommitTransaction' | 'RollbackTransaction';
 
-/** The deprecated operation Aurora Serverless v2 refuses; counted so that a client calling it is visible. */
+/**
+ * What the server counts: every {@link Operation}, plus the deprecated `ExecuteSql`, which Aurora
+ * Serverless v2 refuses; counted so that a client calling it is visible.
+ */
 export type CountedOperation = Operation | 'ExecuteSql';
 
 /**
