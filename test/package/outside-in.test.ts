@@ -53,14 +53,16 @@ interface AppCase {
   readonly synth: readonly string[];
   /** The entries the app has the optional peers of: the ESM app installs the local runtime's, the CDK app does not. */
   readonly entries: readonly string[];
+  /** The app's own vitest tests: the README's "your own handler through the faults" test. */
+  readonly ownTests: boolean;
 }
 
 const APPS: readonly AppCase[] = [
-  { name: 'esm-app', module: 'esm', strictTsconfig: 'tsconfig.json', stack: 'PaymentsStack', synth: ['npx', 'tsx', 'bin/app.ts'], entries: ['sqs-inbox', 'sqs-inbox/producer', 'sqs-inbox/cdk', 'sqs-inbox/local'] },
-  { name: 'cdk-app', module: 'commonjs', strictTsconfig: 'tsconfig.strict.json', stack: 'CdkAppStack', synth: ['npx', 'cdk', 'synth', '--quiet', '--no-notices'], entries: ['sqs-inbox', 'sqs-inbox/cdk', 'sqs-inbox/local'] },
+  { name: 'esm-app', module: 'esm', strictTsconfig: 'tsconfig.json', stack: 'PaymentsStack', synth: ['npx', 'tsx', 'bin/app.ts'], entries: ['sqs-inbox', 'sqs-inbox/producer', 'sqs-inbox/cdk', 'sqs-inbox/local'], ownTests: true },
+  { name: 'cdk-app', module: 'commonjs', strictTsconfig: 'tsconfig.strict.json', stack: 'CdkAppStack', synth: ['npx', 'cdk', 'synth', '--quiet', '--no-notices'], entries: ['sqs-inbox', 'sqs-inbox/cdk', 'sqs-inbox/local'], ownTests: false },
 ];
 
-describe.each(APPS)('the packed package in $name ($module)', ({ name, module, strictTsconfig, stack, synth, entries }) => {
+describe.each(APPS)('the packed package in $name ($module)', ({ name, module, strictTsconfig, stack, synth, entries, ownTests }) => {
   let app: string;
   let fixture: InboxFixture | undefined;
 
@@ -133,6 +135,13 @@ describe.each(APPS)('the packed package in $name ($module)', ({ name, module, st
     expect(outcome.second).toEqual({ batchItemFailures: [] });
     expect(await fixture.query('SELECT payment_id, amount_cents FROM public.payments')).toEqual([{ payment_id: 'pay-417', amount_cents: 1250 }]);
     expect(await fixture.query("SELECT message_id FROM inbox.consumed_message WHERE consumer_name = 'payments'")).toEqual([{ message_id: 'payment-pay-417' }]);
+  }, 300_000);
+
+  it.runIf(ownTests)("runs the README's test of its own handler through the faults, with embedded PostgreSQL from its own install", async () => {
+    const tested = await run(app, 'npx', ['vitest', 'run'], userEnvironment({ CI: 'true' }));
+    succeeded(tested, `vitest in ${name}`);
+    expect(tested.stdout).toMatch(/Tests\s+\d+ passed/);
+    expect(tested.stdout).not.toMatch(/failed|skipped/);
   }, 300_000);
 });
 

@@ -1,0 +1,61 @@
+// The command table: each command's usage, its flags and what runs them. The implementations import
+// their heavy modules when they run, so loading this table loads no package.
+import { dataApiCommand, demoCommand, localCommand } from './local-commands.js';
+import { migrateCommand, purgeCommand } from './database-commands.js';
+import { DATABASE_FLAGS, parseFlags } from './flags.js';
+import type { FlagSpecs, Values } from './flags.js';
+import { DATA_API_USAGE, DEMO_USAGE, FAULT_NAMES, LOCAL_USAGE, MIGRATE_USAGE, PURGE_USAGE } from './usage.js';
+
+export interface Command {
+  readonly usage: string;
+  /** Validates the arguments, then loads what the command needs and runs it to an exit code. */
+  readonly run: (args: string[]) => Promise<number>;
+}
+
+/** Ties a command's flag specs to its implementation, so `run` sees typed values. */
+function command<F extends FlagSpecs>(usage: string, specs: F, run: (values: Values<F>) => Promise<number>): Command {
+  return {
+    usage,
+    run: async (args) => {
+      const values = parseFlags(specs, args);
+      if (values.help) {
+        process.stdout.write(usage);
+        return 0;
+      }
+      return run(values);
+    },
+  };
+}
+
+export const COMMANDS: Readonly<Record<string, Command>> = {
+  demo: command(
+    DEMO_USAGE,
+    {
+      messages: { type: 'string', example: '200', default: '2000' },
+      seed: { type: 'string', example: '1', default: '417' },
+      faults: { type: 'string', example: 'drop-commit,poison', default: FAULT_NAMES.join(',') },
+      consumers: { type: 'string', example: '3', default: '3' },
+    },
+    demoCommand,
+  ),
+  local: command(LOCAL_USAGE, { json: { type: 'boolean' } }, localCommand),
+  'data-api': command(
+    DATA_API_USAGE,
+    {
+      port: { type: 'string', example: '8080' },
+      'database-url': { type: 'string', example: 'postgres://postgres:postgres@127.0.0.1:5432/postgres' },
+      json: { type: 'boolean' },
+    },
+    dataApiCommand,
+  ),
+  migrate: command(MIGRATE_USAGE, { ...DATABASE_FLAGS, sets: { type: 'string', example: 'inbox,example-orders', default: 'inbox' } }, migrateCommand),
+  purge: command(
+    PURGE_USAGE,
+    {
+      ...DATABASE_FLAGS,
+      'retention-seconds': { type: 'string', example: '1209600' },
+      'batch-size': { type: 'string', example: '5000' },
+    },
+    purgeCommand,
+  ),
+};

@@ -1,0 +1,36 @@
+// The commands that work on a deployed database through the Data API: migrate and purge. Each checks
+// its flags first and imports the library (and with it the AWS SDK) only then.
+import { UsageError, atLeast, databaseTarget, namesFrom } from './flags.js';
+import type { DatabaseTarget, DatabaseValues } from './flags.js';
+import { MIGRATION_SET_NAMES } from './usage.js';
+
+async function session(target: DatabaseTarget) {
+  const { DataApiSession, resolveTarget } = await import('../../lambda/inbox/index.js');
+  const { endpoint, ...database } = target;
+  const env = { ...process.env, INBOX_DATA_API_ENDPOINT: endpoint };
+  // A person at a terminal, or a deploy pipeline, waits out an auto-paused Aurora resuming (about 15 s).
+  return new DataApiSession(resolveTarget(database, env, 'flags'), { callTimeoutMs: 60_000, resumeDelaysMs: [1000, 2000, 4000, 8000, 10_000, 10_000] });
+}
+
+export async function migrateCommand(values: DatabaseValues & { sets: string }): Promise<number> {
+  const names = namesFrom(values.sets, '--sets', MIGRATION_SET_NAMES);
+  if (names.length === 0) throw new UsageError(`--sets names no migration set, e.g. --sets ${MIGRATION_SET_NAMES.join(',')}`);
+  const target = databaseTarget(values, process.env);
+  const [{ migrate }, { migrationSets }] = await Promise.all([import('../../lambda/inbox/index.js'), import('../../lambda/functions/migrate.js')]);
+  const report = await migrate(await session(target), migrationSets(names.join(',')), values.schema);
+  process.stdout.write(`${JSON.stringify(report)}\n`);
+  return 0;
+}
+
+export async function purgeCommand(values: DatabaseValues & { 'retention-seconds': string | undefined; 'batch-size': string | undefined }): Promise<number> {
+  if (values['retention-seconds'] === undefined) {
+    throw new UsageError('--retention-seconds is required: rows younger than this are kept, e.g. --retention-seconds 1209600 (14 days)');
+  }
+  const retentionSeconds = atLeast(values['retention-seconds'], '--retention-seconds', 1, '1209600 (14 days)');
+  const batchSize = values['batch-size'] === undefined ? undefined : atLeast(values['batch-size'], '--batch-size', 1, '5000');
+  const target = databaseTarget(values, process.env);
+  const { purge } = await import('../../lambda/inbox/index.js');
+  const report = await purge(await session(target), { retentionSeconds, batchSize, schema: values.schema });
+  process.stdout.write(`${JSON.stringify(report)}\n`);
+  return 0;
+}

@@ -1,0 +1,103 @@
+// The texts the CLI prints for --help and with a misuse: constants only, so printing them loads nothing.
+
+/** What `sqs-inbox demo --faults` accepts; test/local/cli.test.ts checks it against local/scenario.ts. */
+export const FAULT_NAMES = [
+  'duplicate-sends',
+  'crash-after-commit',
+  'drop-commit',
+  'crash-in-transaction',
+  'auto-pause',
+  'visibility-expiry',
+  'server-errors',
+  'poison',
+] as const;
+
+/** What `sqs-inbox migrate --sets` accepts; test/local/cli.test.ts checks it against lambda/functions/migrate.ts. */
+export const MIGRATION_SET_NAMES = ['inbox', 'example-orders'] as const;
+
+export const USAGE = `sqs-inbox: exactly-once SQS consumers on Aurora PostgreSQL over the RDS Data API
+
+Usage: sqs-inbox <command> [flags]
+
+Commands:
+  demo        the fault-injection demo (what \`npm start\` runs): the inbox pattern against the naive one
+  local       embedded PostgreSQL, the local Data API and the local SQS endpoint, until interrupted
+  data-api    embedded PostgreSQL (or an existing server) and the local Data API, until interrupted
+  migrate     applies the schema migrations through the Data API
+  purge       deletes inbox rows older than the retention
+  help CMD    the flags of one command (same as sqs-inbox CMD --help)
+
+Flags:
+  -h, --help      this help
+  -v, --version   the version
+
+Exit codes: 0 done, 1 the run failed, 2 misuse (unknown command or flag, missing or bad value).
+`;
+
+export const DEMO_USAGE = `Usage: sqs-inbox demo [flags]
+
+The same orders, faults and consumers, first through the inbox handler, then through the naive
+check-apply-record consumer, on embedded PostgreSQL (or DATABASE_URL); a side-by-side table.
+Exits 1 if the inbox run shows a single double, lost or out-of-order effect.
+
+Flags:
+  --messages N     orders to produce, at least 1                              (default: 2000)
+  --seed N         the seed that decides the orders and the faults            (default: 417)
+  --faults LIST    faults to inject, comma-separated, or none                 (default: all of them)
+                   ${FAULT_NAMES.join(', ')}
+  --consumers N    consumers racing on the queue, at least 1                  (default: 3)
+  -h, --help       this help
+`;
+
+export const LOCAL_USAGE = `Usage: sqs-inbox local [flags]
+
+Starts embedded PostgreSQL (or uses the server DATABASE_URL names), the local Data API server over it
+and the local SQS endpoint, prints their addresses and serves until interrupted (Ctrl-C).
+
+Flags:
+  --json         print the addresses as one JSON line                       (default: off, readable lines)
+  -h, --help     this help
+`;
+
+export const DATA_API_USAGE = `Usage: sqs-inbox data-api [flags]
+
+Starts the local Data API server over PostgreSQL, prints its endpoint and ARNs and serves until
+interrupted (Ctrl-C). Any Data API client can use it.
+
+Flags:
+  --port N               the port to listen on, 0 to 65535                  (default: a free port)
+  --database-url URL     an existing PostgreSQL server                      (default: $DATABASE_URL, else embedded PostgreSQL)
+  --json                 print endpoint and ARNs as one JSON line           (default: off, readable lines)
+  -h, --help             this help
+`;
+
+const DATABASE_FLAGS_USAGE = `Database flags (each defaults to the INBOX_* variable the Lambda functions read):
+  --resource-arn ARN     the Aurora cluster ARN, required                   (default: $INBOX_RESOURCE_ARN)
+  --secret-arn ARN       the database secret ARN, required                  (default: $INBOX_SECRET_ARN)
+  --database NAME        the database                                       (default: $INBOX_DATABASE, else the cluster's)
+  --endpoint URL         a local Data API server                            (default: $INBOX_DATA_API_ENDPOINT, else AWS)
+  --schema NAME          the inbox's PostgreSQL schema                      (default: inbox)`;
+
+export const MIGRATE_USAGE = `Usage: sqs-inbox migrate [flags]
+
+Applies the schema migrations through the Data API, in one transaction, and prints a JSON report.
+
+Flags:
+  --sets LIST            migration sets, comma-separated                    (default: inbox)
+                         ${MIGRATION_SET_NAMES.join(', ')}
+  -h, --help             this help
+
+${DATABASE_FLAGS_USAGE}
+`;
+
+export const PURGE_USAGE = `Usage: sqs-inbox purge --retention-seconds N [flags]
+
+Deletes inbox rows older than the retention, in bounded batches, and prints a JSON report.
+
+Flags:
+  --retention-seconds N  rows younger than this are kept, at least 1        (required)
+  --batch-size N         rows deleted per statement, at least 1             (default: 5000)
+  -h, --help             this help
+
+${DATABASE_FLAGS_USAGE}
+`;

@@ -1,0 +1,228 @@
+import type { SQSBatchItemFailure, SQSEvent } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { inbox, PermanentError } from '../../lambda/inbox/index.js';
+import type { InboxHandler } from '../../lambda/inbox/index.js';
+import { FAULTS, runScenario, startLocal } from '../../local/index.js';
+import type { LocalStack, ScenarioConsumer, ScenarioEnvironment } from '../../local/index.js';
+import { freshDatabase } from '../support/database.js';
+
+// runScenario as a user drives their own handler: the local queue, the event source, the demo's seeded
+// faults, and exactly-once checked on the handler's own table with the user's effects query.
+
+interface Payment {
+  readonly paymentId: string;
+  readonly amountCents: number;
+}
+
+/**
+ * examples/esm-app/src/payments-worker.ts as its module builds the handler when it loads: from the
+ * INBOX_* environment, which runScenario sets before it calls the factory.
+ */
+async function importPaymentsWorker(): Promise<{ handler: InboxHandler }> {
+  const handler = inbox<Payment>({
+    apply: async (tx, message) => {
+      const payment = message.body;
+      if (!payment?.paymentId) throw new PermanentError('body.paymentId is required');
+      await tx.execute('INSERT INTO public.payments (payment_id, amount_cents) VALUES (:id, :amount)', {
+        id: payment.paymentId,
+        amount: payment.amountCents,
+      });
+    },
+  });
+  return { handler };
+}
+
+/** The payments table without a key on payment_id, so a double effect is a second row; `seq` judges FIFO order. */
+const payments: Omit<ScenarioConsumer, 'handler'> = {
+  setup: 'CREATE TABLE public.payments (id bigserial PRIMARY KEY, payment_id text NOT NULL, amount_cents int NOT NULL)',
+  message: (i) => ({ key: `pay-${i}`, body: { paymentId: `pay-${i}`, amountCents: 100 + i }, groupId: `customer-${i % 20}` }),
+  effects: 'SELECT payment_id AS key, count(*), min(id) AS seq FROM public.payments GROUP BY 1',
+};
+
+/**
+ * The hand-rolled consumer the inbox replaces: check a processed table, apply, record, each its own
+ * autocommit statement; on a failure the rest of the batch is reported failed, to keep FIFO order.
+ */
+function naivePaymentsWorker({ session }: ScenarioEnvironment) {
+  return async (event: SQSEvent) => {
+    const batchItemFailures: SQSBatchItemFailure[] = [];
+    for (const record of event.Records) {
+      if (batchItemFailures.length > 0) {
+        batchItemFailures.push({ itemIdentifier: record.messageId });
+        continue;
+      }
+      try {
+        const payment = JSON.parse(record.body) as Payment;
+        const seen = await session.execute('SELECT 1 FROM public.processed WHERE payment_id = :id', { id: payment.paymentId });
+        if (seen.rows.length > 0) continue;
+        await session.execute('INSERT INTO public.payments (payment_id, amount_cents) VALUES (:id, :amount)', { id: payment.paymentId, amount: payment.amountCents });
+        await session.execute('INSERT INTO public.processed (payment_id) VALUES (:id) ON CONFLICT DO NOTHING', { id: payment.paymentId });
+      } catch {
+        batchItemFailures.push({ itemIdentifier: record.messageId });
+      }
+    }
+    return { batchItemFailures };
+  };
+}
+
+// One isolated database per test file: the stack (and the runs' own databases) live on the shared server.
+const previousDatabaseUrl = process.env.DATABASE_URL;
+let local: LocalStack;
+beforeAll(async () => {
+  process.env.DATABASE_URL = await freshDatabase('harness');
+  local = await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } });
+});
+afterAll(async () => {
+  await local?.close();
+  if (previousDatabaseUrl === undefined) delete process.env.DATABASE_URL;
+  else process.env.DATABASE_URL = previousDatabaseUrl;
+});
+
+describe('runScenario with your own handler', () => {
+  it('applies every payment exactly once, in order, through crashes, lost commits, races and duplicate sends (the README test)', async () => {
+    // The same lines as examples/esm-app/test/exactly-once.test.ts, with the module's import replaced:
+    // runScenario starts (and closes) its own stack, on DATABASE_URL.
+    const report = await runScenario({
+      // Loaded once the local Data API and SQS are up and INBOX_* points at them.
+      handler: () => importPaymentsWorker().then((m) => m.handler),
+      // No primary key on payment_id: a double effect is a second row, not a failed insert.
+      setup: 'CREATE TABLE public.payments (id bigserial PRIMARY KEY, payment_id text NOT NULL, amount_cents int NOT NULL)',
+      message: (i) => ({ key: `pay-${i}`, body: { paymentId: `pay-${i}`, amountCents: 100 + i }, groupId: `customer-${i % 20}` }),
+      effects: 'SELECT payment_id AS key, count(*), min(id) AS seq FROM public.payments GROUP BY 1',
+      env: { INBOX_CONSUMER: 'payments-worker', POWERTOOLS_METRICS_DISABLED: 'true', POWERTOOLS_LOG_LEVEL: 'SILENT' },
+    });
+    expect(report.problems).toEqual([]);
+    expect(report).toMatchObject({ exactlyOnce: true, completed: true, orderChecked: true, messages: 300, doubled: 0, lost: 0 });
+    expect(process.env.INBOX_DATABASE).toBeUndefined();
+  }, 120_000);
+
+  it('an inbox() handler with its own table meets every fault and applies each message once, parked poison included', async () => {
+    const report = await runScenario(local, {
+      ...payments,
+      label: 'payments',
+      handler: ({ database }) =>
+        inbox<Payment>({
+          consumer: 'payments-worker',
+          database,
+          onPermanentError: 'park',
+          apply: async (tx, message) => {
+            await tx.execute('INSERT INTO public.payments (payment_id, amount_cents) VALUES (:id, :amount)', {
+              id: message.body.paymentId,
+              amount: message.body.amountCents,
+            });
+          },
+        }),
+      faults: FAULTS,
+      messages: 300,
+    });
+    expect(report.problems).toEqual([]);
+    expect(report.exactlyOnce).toBe(true);
+    expect(report.orderChecked).toBe(true);
+    // The seed decides the producer's faults; the commit-point faults hit ~3% of some 300 commits each.
+    expect(report.poison).toBe(2);
+    expect(report.parked).toBe(2);
+    expect(report.duplicateSends).toBe(24);
+    expect(report.applied).toBe(298);
+    for (const fault of ['drop-commit', 'crash-in-transaction', 'auto-pause', 'duplicate-sends', 'poison'] as const) {
+      expect(report.faultsInjected[fault], fault).toBeGreaterThan(0);
+    }
+    expect(report.callsPerMessage).toBeGreaterThan(3);
+  }, 120_000);
+
+  it('a naive check-then-apply handler under the same faults applies payments twice, and the result says so', async () => {
+    const report = await runScenario(local, {
+      ...payments,
+      label: 'naive',
+      setup: [payments.setup as string, 'CREATE TABLE public.processed (payment_id text PRIMARY KEY)'],
+      handler: naivePaymentsWorker,
+      // Its effect is durable as soon as its INSERT ran: the lost-response and crash faults aim there.
+      commitPoint: { statement: (sql) => sql.startsWith('INSERT INTO public.payments') },
+      messages: 300,
+    });
+    expect(report.doubled).toBeGreaterThan(0);
+    expect(report.faultsInjected['drop-commit']).toBeGreaterThan(0);
+    expect(report.faultsInjected['crash-in-transaction']).toBeGreaterThan(0);
+    expect(report.doubleEffects.length).toBe(report.doubled);
+    expect(report.doubleEffects.every((double) => double.count >= 2)).toBe(true);
+    expect(report.exactlyOnce).toBe(false);
+    expect(report.problems).toContainEqual(expect.stringMatching(/^\d+ message\(s\) applied more than once: pay-\d+ \(\d+ times\)/));
+    expect(report.lost).toBe(0);
+  }, 120_000);
+
+  it('reports as lost the messages a handler acknowledges without applying', async () => {
+    const skipped = (key: string) => key.endsWith('7');
+    const report = await runScenario(local, {
+      ...payments,
+      handler: async () => {
+        const worker = (await importPaymentsWorker()).handler;
+        // Acknowledges every record; applies only the rest.
+        return (event: SQSEvent) => worker({ Records: event.Records.filter((record) => !skipped(JSON.parse(record.body).paymentId)) });
+      },
+      messages: 60,
+      faults: [],
+    });
+    const expected = Array.from({ length: 60 }, (_, i) => `pay-${i}`).filter(skipped);
+    expect(report.lostKeys).toEqual(expected);
+    expect(report.problems).toEqual([`6 message(s) lost (not applied, not parked, not in the dead-letter queue): ${expected.join(', ')}`]);
+    expect(report.exactlyOnce).toBe(false);
+  }, 60_000);
+
+  it('reports every message as lost when the effects query does not return their keys', async () => {
+    const report = await runScenario(local, {
+      ...payments,
+      handler: () => importPaymentsWorker().then((m) => m.handler),
+      // Broken: groups by the amount, not the payment.
+      effects: 'SELECT amount_cents::text AS key, count(*) FROM public.payments GROUP BY 1',
+      messages: 20,
+      faults: [],
+    });
+    expect(report.lost).toBe(20);
+    expect(report.applied).toBe(0);
+    expect(report.unexpectedKeys).toHaveLength(20);
+    expect(report.problems).toContainEqual(expect.stringContaining('nothing was applied at all: does the effects query return the keys that message() gives?'));
+    expect(report.problems).toContainEqual(expect.stringContaining('the effects query returned 20 key(s) no message carried'));
+  }, 60_000);
+
+  it('refuses an effects query without a key column, and a handler built for an earlier run', async () => {
+    // A module-level handler: built on the first load, from the first run's environment, then cached.
+    let cached: InboxHandler | undefined;
+    const handler = async () => (cached ??= (await importPaymentsWorker()).handler);
+    await expect(
+      runScenario(local, { ...payments, handler, effects: 'SELECT payment_id, count(*) FROM public.payments GROUP BY 1', messages: 5, faults: [] }),
+    ).rejects.toThrow('the effects query must return a "key" column');
+    await expect(runScenario(local, { ...payments, handler, messages: 5, faults: [] })).rejects.toThrow(
+      'the factory returned the handler an earlier run built for its own database',
+    );
+    // The handler itself where its factory belongs.
+    await expect(runScenario(local, { ...payments, handler: cached as never, messages: 5, faults: [] })).rejects.toThrow(
+      'handler must be a factory that returns your handler',
+    );
+  }, 60_000);
+
+  it("silences an inbox() handler's EMF line per invocation with Powertools' own switches in env", async () => {
+    const emfLines = async (env: Record<string, string>) => {
+      const written: string[] = [];
+      const write = vi.spyOn(process.stdout, 'write').mockImplementation((chunk: string | Uint8Array) => {
+        written.push(String(chunk));
+        return true;
+      });
+      try {
+        await runScenario(local, { ...payments, handler: () => importPaymentsWorker().then((m) => m.handler), messages: 20, faults: [], env });
+      } finally {
+        write.mockRestore();
+      }
+      return written.filter((line) => line.includes('"_aws"')).length;
+    };
+    // vitest.config.ts sets both switches for every test file; a user's suite may not.
+    const saved = { metrics: process.env.POWERTOOLS_METRICS_DISABLED, logs: process.env.POWERTOOLS_LOG_LEVEL };
+    try {
+      delete process.env.POWERTOOLS_METRICS_DISABLED;
+      delete process.env.POWERTOOLS_LOG_LEVEL;
+      expect(await emfLines({})).toBeGreaterThan(0);
+      expect(await emfLines({ POWERTOOLS_METRICS_DISABLED: 'true', POWERTOOLS_LOG_LEVEL: 'SILENT' })).toBe(0);
+    } finally {
+      if (saved.metrics !== undefined) process.env.POWERTOOLS_METRICS_DISABLED = saved.metrics;
+      if (saved.logs !== undefined) process.env.POWERTOOLS_LOG_LEVEL = saved.logs;
+    }
+  }, 60_000);
+});
