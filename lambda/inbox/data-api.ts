@@ -91,11 +91,19 @@ const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
 
 /**
  * A Data API session: typed parameters, typed rows, transactions, bounded retries of auto-pause, and
- * one error taxonomy ({@link DataApiError}) for every failure.
+ * one error taxonomy ({@link DataApiError}) for every failure. It is what `inbox()` uses; use it for
+ * your own statements, migrations and test checks. Only a call refused with DatabaseResumingException is
+ * retried (it did not run, so sending it again is safe; a lost response may hide a call that ran), so
+ * give the target's client `maxAttempts: 1` too. Each call is aborted after `policy.callTimeoutMs`;
+ * there is no default policy.
  *
  * @example
+ * const target = { client: new RDSDataClient({ maxAttempts: 1 }), resourceArn, secretArn, database: 'app' };
  * const session = new DataApiSession(target, { callTimeoutMs: 10_000, resumeDelaysMs: [500, 1000, 2000] });
- * const { rows } = await session.execute('SELECT now() AS at');
+ * const { rows } = await session.execute('SELECT count(*) AS n FROM orders WHERE status = :status', { status: 'shipped' });
+ * const tx = await session.transaction();
+ * await tx.execute('UPDATE orders SET status = :status WHERE order_id = :id', { status: 'shipped', id: 'o-1' });
+ * await tx.commit(); // a failed statement makes commit() roll back and throw instead
  */
 export class DataApiSession {
   constructor(

@@ -20,7 +20,12 @@ export interface AutoPauseFault {
   readonly resumeAfterMs: number;
 }
 
-/** A {@link Faults.dropResponse} fault: calls run, then their response is lost. */
+/**
+ * A {@link Faults.dropResponse} fault: calls run, then their response is lost.
+ *
+ * @example
+ * server.faults.dropResponse({ operation: 'ExecuteStatement', match: (sql) => sql.startsWith('INSERT INTO public.payments') });
+ */
 export interface DropResponseFault {
   /** Only calls of this operation. @default every operation */
   readonly operation?: Operation | undefined;
@@ -36,7 +41,12 @@ export interface DropResponseFault {
   readonly select?: (() => boolean) | undefined;
 }
 
-/** A {@link Faults.serverError} fault: calls fail with a 5xx without running. */
+/**
+ * A {@link Faults.serverError} fault: calls fail with a 5xx without running.
+ *
+ * @example
+ * server.faults.serverError({ operation: 'CommitTransaction', count: Infinity, select: () => Math.random() < 0.03 });
+ */
 export interface ServerErrorFault {
   /** How many matching calls fail; `Infinity` keeps the fault until `clear()`. */
   readonly count: number;

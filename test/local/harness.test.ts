@@ -1,7 +1,7 @@
 import type { SQSBatchItemFailure, SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { inbox, PermanentError } from '../../lambda/inbox/index.js';
-import type { InboxHandler } from '../../lambda/inbox/index.js';
+import type { InboxHandler, InboxOptions } from '../../lambda/inbox/index.js';
 import { FAULTS, runScenario, startLocal } from '../../local/index.js';
 import type { LocalStack, ScenarioConsumer, ScenarioEnvironment } from '../../local/index.js';
 import { freshDatabase } from '../support/database.js';
@@ -31,6 +31,14 @@ async function importPaymentsWorker(): Promise<{ handler: InboxHandler }> {
   });
   return { handler };
 }
+
+/** The effect, inside the inbox's transaction. */
+const applyPayment: NonNullable<InboxOptions<Payment>['apply']> = async (tx, message) => {
+  await tx.execute('INSERT INTO public.payments (payment_id, amount_cents) VALUES (:id, :amount)', {
+    id: message.body.paymentId,
+    amount: message.body.amountCents,
+  });
+};
 
 /** The payments table without a key on payment_id, so a double effect is a second row; `seq` judges FIFO order. */
 const payments: Omit<ScenarioConsumer, 'handler'> = {
@@ -100,18 +108,7 @@ describe('runScenario with your own handler', () => {
     const report = await runScenario(local, {
       ...payments,
       label: 'payments',
-      handler: ({ database }) =>
-        inbox<Payment>({
-          consumer: 'payments-worker',
-          database,
-          onPermanentError: 'park',
-          apply: async (tx, message) => {
-            await tx.execute('INSERT INTO public.payments (payment_id, amount_cents) VALUES (:id, :amount)', {
-              id: message.body.paymentId,
-              amount: message.body.amountCents,
-            });
-          },
-        }),
+      handler: ({ database }) => inbox<Payment>({ consumer: 'payments-worker', database, onPermanentError: 'park', apply: applyPayment }),
       faults: FAULTS,
       messages: 300,
     });
@@ -137,7 +134,8 @@ describe('runScenario with your own handler', () => {
       handler: naivePaymentsWorker,
       // Its effect is durable as soon as its INSERT ran: the lost-response and crash faults aim there.
       commitPoint: { statement: (sql) => sql.startsWith('INSERT INTO public.payments') },
-      messages: 300,
+      messages: 200,
+      visibilityTimeoutSeconds: 1,
     });
     expect(report.doubled).toBeGreaterThan(0);
     expect(report.faultsInjected['drop-commit']).toBeGreaterThan(0);
@@ -148,6 +146,35 @@ describe('runScenario with your own handler', () => {
     expect(report.problems).toContainEqual(expect.stringMatching(/^\d+ message\(s\) applied more than once: pay-\d+ \(\d+ times\)/));
     expect(report.lost).toBe(0);
   }, 120_000);
+
+  it('aims drop-commit and crash-in-transaction at the commit point: the commit, or the effect statement', async () => {
+    const faults = ['drop-commit', 'crash-in-transaction'] as const;
+    const atCommit = await runScenario(local, {
+      ...payments,
+      handler: ({ database }) => inbox<Payment>({ consumer: 'payments-worker', database, apply: applyPayment }),
+      messages: 100,
+      faults,
+    });
+    const commitFaults = atCommit.faultsInjected['drop-commit']! + atCommit.faultsInjected['crash-in-transaction']!;
+    expect(atCommit.faultsInjected['drop-commit']).toBeGreaterThan(0);
+    expect(atCommit.faultsInjected['crash-in-transaction']).toBeGreaterThan(0);
+    expect(atCommit.problems).toEqual([]);
+    // A lost or refused commit fails its record: each one is delivered again.
+    expect(atCommit.recordsDelivered).toBeGreaterThanOrEqual(atCommit.sends + commitFaults);
+
+    const atStatement = await runScenario(local, {
+      ...payments,
+      setup: [payments.setup as string, 'CREATE TABLE public.processed (payment_id text PRIMARY KEY)'],
+      handler: naivePaymentsWorker,
+      commitPoint: { statement: (sql) => sql.startsWith('INSERT INTO public.payments') },
+      messages: 100,
+      faults,
+    });
+    expect(atStatement.faultsInjected['drop-commit']).toBeGreaterThan(0);
+    expect(atStatement.faultsInjected['crash-in-transaction']).toBeGreaterThan(0);
+    // Each one lets the effect run unrecorded: applied once more on redelivery.
+    expect(atStatement.extraEffects).toBe(atStatement.faultsInjected['drop-commit']! + atStatement.faultsInjected['crash-in-transaction']!);
+  }, 60_000);
 
   it('reports as lost the messages a handler acknowledges without applying', async () => {
     const skipped = (key: string) => key.endsWith('7');
