@@ -6,6 +6,7 @@ import type { InboxLogger } from './telemetry.js';
 const LEVELS: Readonly<Record<string, number>> = { TRACE: 6, DEBUG: 8, INFO: 12, WARN: 16, ERROR: 20, CRITICAL: 24, SILENT: 28 };
 const RESERVED = ['level', 'message', 'sampling_rate', 'service', 'timestamp'];
 const TRUTHY = ['1', 'y', 'yes', 't', 'true', 'on'];
+const UNSAFE_KEYS = ['__proto__', 'constructor'];
 
 /** An environment variable as Powertools reads one: trimmed, '' when unset. */
 const fromEnv = (key: string) => process.env[key]?.trim() ?? '';
@@ -94,16 +95,23 @@ export class JsonLogger implements InboxLogger {
       xray_trace_id: xrayTraceId(),
       tenant_id: undefined,
     };
+    // Powertools gathers the extra keys first (a later value replaces an earlier one), then deep-merges them in.
+    const additional: Record<string, unknown> = {};
     for (const item of extra) {
       if (item === null || item === undefined) continue;
-      if (item instanceof Error) line.error = item;
-      else if (typeof item === 'string') line.extra = item;
+      if (item instanceof Error) additional.error = item;
+      else if (typeof item === 'string') additional.extra = item;
       else {
         for (const [key, value] of Object.entries(item)) {
           if (RESERVED.includes(key)) this.warn(`The key "${key}" is a reserved key and will be dropped.`);
-          else line[key] = value;
+          else additional[key] = value;
         }
       }
+    }
+    for (const key of Object.keys(additional)) {
+      const value = additional[key];
+      // As deepMerge: an undefined value never hides a set one (xray_trace_id, say).
+      if (!UNSAFE_KEYS.includes(key) && (value !== undefined || line[key] === undefined)) line[key] = merged(value, []);
     }
     for (const key of Object.keys(line)) {
       if (line[key] === undefined || line[key] === null || line[key] === '') delete line[key];
@@ -150,6 +158,38 @@ function xrayTraceId(): string | undefined {
     fields[key!] = value;
   }
   return fields.Root;
+}
+
+/**
+ * `value` as Powertools' deepMerge copies it into a log line: plain objects and arrays are copied, without
+ * `__proto__` or `constructor` keys and without the plain objects and arrays that refer back to one they sit
+ * in (an array keeps a hole for each, written as null, and is cut after the last one it keeps); anything
+ * else is kept as it is.
+ */
+function merged(value: unknown, ancestors: unknown[]): unknown {
+  if (!Array.isArray(value) && !isPlainObject(value)) return value;
+  ancestors.push(value);
+  const keep = (item: unknown) => !((Array.isArray(item) || isPlainObject(item)) && ancestors.includes(item));
+  let copy: unknown[] | Record<string, unknown>;
+  if (Array.isArray(value)) {
+    copy = [];
+    for (let index = 0; index < value.length; index++) {
+      if (keep(value[index])) copy[index] = merged(value[index], ancestors);
+    }
+  } else {
+    copy = {};
+    for (const key of Object.keys(value)) {
+      if (!UNSAFE_KEYS.includes(key) && keep(value[key])) copy[key] = merged(value[key], ancestors);
+    }
+  }
+  ancestors.pop();
+  return copy;
+}
+
+function isPlainObject(value: unknown): value is Record<string, unknown> {
+  if (typeof value !== 'object' || value === null) return false;
+  const prototype = Object.getPrototypeOf(value) as unknown;
+  return prototype === Object.prototype || prototype === null;
 }
 
 /** As Powertools serialises a log line: errors as objects, bigints as strings, circular references left out. */

@@ -66,6 +66,20 @@ function calls(logger: any): void {
   const extras: any = { id: 'x' };
   extras.me = extras;
   step(() => logger.warn('circular extras', extras));
+  // How Powertools' deepMerge copies extra keys: circular plain objects and arrays left out (holes in an
+  // array, cut after the last kept item), other objects kept as they are, \`constructor\` keys dropped, and
+  // a later extra replacing an earlier one even with undefined.
+  const node: any = { id: 'n' };
+  node.siblings = [node, 'kept', node];
+  const list: any[] = [1];
+  list.push(list);
+  class Holder {
+    constructor(readonly owner: unknown) {}
+  }
+  const owner: any = { name: 'owner' };
+  owner.holder = new Holder(owner);
+  const bare = Object.assign(Object.create(null), { k: 'v' });
+  step(() => logger.info('merge', { node, list, owner, bare, constructor: 'Object', holes: [1, , 3], at: new Date(0), replaced: 'first' }, { replaced: undefined }));
   step(() => logger.warn('reserved keys', { service: 'other', level: 'FATAL', sampling_rate: 1, timestamp: 0, message: 'm', ok: true }));
   step(() => logger.info('base keys', { xray_trace_id: undefined, function_name: 'shadow' }));
   step(() => logger.error('no extras'));
