@@ -4,7 +4,8 @@ import { createServer } from 'node:net';
 import { tmpdir, userInfo } from 'node:os';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { loadEmbeddedPostgres as loadEmbeddedPostgresPeer, loadPg, LocalDependencyError } from './peers.js';
+import { loadEmbeddedPostgres as loadEmbeddedPostgresPeer, loadPg } from './peer-loaders.js';
+import { LocalDependencyError } from './peers.js';
 
 /** A running PostgreSQL server: one started here, or the one `DATABASE_URL` names. */
 export interface PostgresServer {

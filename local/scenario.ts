@@ -9,7 +9,7 @@ import { SqsEventSource } from './event-source.js';
 import type { SqsEventHandler } from './event-source.js';
 import { FAULTS, FaultSchedule } from './fault-schedule.js';
 import type { CommitPoint, FaultName } from './fault-schedule.js';
-import { loadSqsClient } from './peers.js';
+import { loadSqsClient } from './peer-loaders.js';
 import { createDatabase } from './postgres.js';
 import { startLocal } from './stack.js';
 import type { LocalStack } from './stack.js';

@@ -76,6 +76,21 @@ export class DataApiError extends Error {
   }
 }
 
+/**
+ * The answer of something in front of the Data API (a proxy, a load balancer) rather than of the service:
+ * HTTP 502 with a JSON `message` and no `x-amzn-ErrorType`. The SDK models no such error, so it reaches
+ * the caller as an unknown one (`name` 'Unknown', `$metadata.httpStatusCode` 502).
+ */
+export class GatewayError extends Error {
+  override readonly name = 'GatewayError';
+  readonly status = 502;
+
+  /** The JSON body members. */
+  body(): Record<string, unknown> {
+    return { message: this.message };
+  }
+}
+
 /** A missing or wrongly typed request member; the message names the member and what it must be. */
 export function badRequest(message: string): DataApiError {
   return new DataApiError('BadRequestException', message);

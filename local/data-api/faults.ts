@@ -1,4 +1,4 @@
-import { DataApiError } from './errors.js';
+import { DataApiError, GatewayError } from './errors.js';
 import type { Operation } from './stats.js';
 
 /**
@@ -46,6 +46,8 @@ export interface DropResponseFault {
  *
  * @example
  * server.faults.serverError({ operation: 'CommitTransaction', count: Infinity, select: () => Math.random() < 0.03 });
+ * // a proxy's 502 with no error type: DataApiSession classifies it 'network', not 'unavailable'
+ * server.faults.serverError({ operation: 'CommitTransaction', count: 1, status: 502 });
  */
 export interface ServerErrorFault {
   /** How many matching calls fail; `Infinity` keeps the fault until `clear()`. */
@@ -53,16 +55,20 @@ export interface ServerErrorFault {
   /** Only calls of this operation. @default every operation */
   readonly operation?: Operation | undefined;
   /**
-   * 500 InternalServerErrorException, 503 ServiceUnavailableError or 504 DatabaseUnavailableException.
+   * 500 InternalServerErrorException, 503 ServiceUnavailableError or 504 DatabaseUnavailableException;
+   * or 502 with no error type, as a proxy or load balancer in front of the service answers, which the SDK
+   * does not model and reports as an unknown error (a dropped connection, by contrast, reaches callers
+   * as the SDK's TimeoutError).
    * @default 500
    */
-  readonly status?: 500 | 503 | 504 | undefined;
+  readonly status?: 500 | 502 | 503 | 504 | undefined;
   /** Asked for each call the rest of the fault matches, before it is used up: `false` lets that call through. @default every matching call */
   readonly select?: (() => boolean) | undefined;
 }
 
 const SERVER_ERRORS = {
   500: 'InternalServerErrorException',
+  502: undefined, // a gateway's answer carries no error type
   503: 'ServiceUnavailableError',
   504: 'DatabaseUnavailableException',
 } as const;
@@ -77,6 +83,7 @@ const PAUSABLE: ReadonlySet<Operation> = new Set(['ExecuteStatement', 'BatchExec
  * @example
  * server.faults.dropResponse({ operation: 'CommitTransaction' }); // the commit happens, its answer is lost
  * server.faults.serverError({ count: 2, status: 503 });          // the next 2 calls fail without running
+ * server.faults.serverError({ count: 1, status: 502 });          // a proxy's 502 with no error type
  * server.faults.autoPause({ resumeAfterMs: 50 });
  * // a standing fault: 3% of commits lose their answer, until clear()
  * server.faults.dropResponse({ operation: 'CommitTransaction', count: Infinity, select: () => Math.random() < 0.03 });
@@ -85,7 +92,7 @@ const PAUSABLE: ReadonlySet<Operation> = new Set(['ExecuteStatement', 'BatchExec
 export class Faults {
   private latencies: LatencyFault[] = [];
   private drops: Array<{ operation?: Operation; match?: (sql: string) => boolean; select?: () => boolean; left: number }> = [];
-  private serverErrors: Array<{ operation?: Operation; status: 500 | 503 | 504; select?: () => boolean; left: number }> = [];
+  private serverErrors: Array<{ operation?: Operation; status: keyof typeof SERVER_ERRORS; select?: () => boolean; left: number }> = [];
   private pause: { resumeAfterMs: number; firstCallAt?: number } | undefined;
 
   constructor(private readonly now: () => number = () => performance.now()) {}
@@ -122,11 +129,11 @@ export class Faults {
     });
   }
 
-  /** Fails the next `count` matching calls with a 5xx without running them (the SDK retries these). */
+  /** Fails the next `count` matching calls with a 5xx (502: with no error type) without running them (the SDK retries these). */
   serverError(fault: ServerErrorFault): void {
     if (!(fault.count >= 1)) throw new RangeError(`serverError.count must be >= 1, got ${fault.count}.`);
     const status = fault.status ?? 500;
-    if (!(status in SERVER_ERRORS)) throw new RangeError(`serverError.status must be 500, 503 or 504, got ${status}.`);
+    if (!(status in SERVER_ERRORS)) throw new RangeError(`serverError.status must be 500, 502, 503 or 504, got ${status}.`);
     this.serverErrors.push({ ...(fault.operation && { operation: fault.operation }), ...(fault.select && { select: fault.select }), status, left: fault.count });
   }
 
@@ -144,12 +151,13 @@ export class Faults {
   }
 
   /** @internal The error a call must fail with before running, if any; uses up a server error. */
-  failureFor(operation: Operation, inTransaction = false): DataApiError | undefined {
+  failureFor(operation: Operation, inTransaction = false): DataApiError | GatewayError | undefined {
     const serverError = this.serverErrors.find((fault) => (!fault.operation || fault.operation === operation) && (!fault.select || fault.select()));
     if (serverError) {
       serverError.left -= 1;
       if (serverError.left === 0) this.serverErrors.splice(this.serverErrors.indexOf(serverError), 1);
       const type = SERVER_ERRORS[serverError.status];
+      if (!type) return new GatewayError(`Injected fault: Bad Gateway (HTTP ${serverError.status}, no error type); the call did not run.`);
       return new DataApiError(type, `Injected fault: ${type} (HTTP ${serverError.status}); the call did not run.`);
     }
     // Aurora pauses only when no connection is open, so a call inside an open transaction never meets a

@@ -3,14 +3,14 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { databaseName, startPostgres } from '../postgres.js';
 import { Databases } from './databases.js';
-import { badRequest, DataApiError } from './errors.js';
+import { badRequest, DataApiError, GatewayError } from './errors.js';
 import { Faults } from './faults.js';
 import { JsonSyntaxError, parseJson } from './json.js';
 import { executeSql, OPERATIONS, type OperationContext } from './operations.js';
 import type { RequestBody } from './requests.js';
 import { Stats, type CountedOperation } from './stats.js';
 import { Transactions } from './transactions.js';
-import { loadPg } from '../peers.js';
+import { loadPg } from '../peer-loaders.js';
 
 /** Options of {@link startDataApi}. */
 export interface StartDataApiOptions {
@@ -188,6 +188,11 @@ async function handle(request: IncomingMessage, response: ServerResponse, contex
     send(response, 200, { 'content-type': 'application/json', 'x-amzn-RequestId': requestId }, text);
   } catch (caught) {
     if (drop) return;
+    if (caught instanceof GatewayError) {
+      // Not the service's answer: no x-amzn-ErrorType, no request id.
+      send(response, caught.status, { 'content-type': 'application/json' }, JSON.stringify(caught.body()));
+      return;
+    }
     const error =
       caught instanceof DataApiError
         ? caught

@@ -15,7 +15,27 @@ beforeEach(async () => {
 
 type Order = { orderId: string };
 
-function make(onPermanentError: 'retry' | 'park', extra: Partial<InboxOptions<Order>> = {}) {
+/** The same effect in each mode: a second application shows as shipped_count 2. */
+const effects = {
+  transaction: {
+    apply: async (tx, message) => {
+      await tx.execute(
+        `INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'shipped', 1)
+         ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`,
+        { orderId: message.body.orderId },
+      );
+    },
+  },
+  statement: {
+    statement: {
+      sql: `INSERT INTO public.orders (order_id, status, shipped_count) SELECT :orderId, 'shipped', 1 FROM claimed
+            ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`,
+      params: (message) => ({ orderId: message.body.orderId }),
+    },
+  },
+} satisfies Record<string, Partial<InboxOptions<Order>>>;
+
+function make(onPermanentError: 'retry' | 'park', extra: Partial<InboxOptions<Order>> = {}, mode: keyof typeof effects = 'transaction') {
   const logger = recordingLogger();
   const metrics = recordingMetrics();
   const handler = inbox<Order>({
@@ -24,13 +44,7 @@ function make(onPermanentError: 'retry' | 'park', extra: Partial<InboxOptions<Or
     logger,
     metrics,
     onPermanentError,
-    apply: async (tx, message) => {
-      await tx.execute(
-        `INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'shipped', 1)
-         ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`,
-        { orderId: message.body.orderId },
-      );
-    },
+    ...effects[mode],
     ...extra,
   });
   return { handler, logger, metrics };
@@ -80,31 +94,48 @@ describe('a missing key attribute', () => {
   });
 });
 
-describe('a key collision', () => {
-  it('is not applied, is logged at error level with both hashes, and counted', async () => {
-    const { handler, logger, metrics } = make('retry');
-    await handler({ Records: [sqsRecord({ key: 'k-1', body: { orderId: 'first' } })] }, lambdaContext());
-    const second = sqsRecord({ key: 'k-1', body: { orderId: 'second' } });
-    const response = await handler({ Records: [second] }, lambdaContext());
-    expect(response.batchItemFailures).toEqual([{ itemIdentifier: second.messageId }]);
-    expect(await db.query("SELECT 1 FROM public.orders WHERE order_id = 'second'")).toHaveLength(0);
+// calls: what detecting the collision costs (Begin, claim, Rollback; or the one gated statement).
+const modes = [
+  { name: 'transaction mode', mode: 'transaction', calls: 3 },
+  { name: 'single-statement mode', mode: 'statement', calls: 1 },
+] as const;
+
+describe.each(modes)('a key collision in $name', ({ mode, calls }) => {
+  /** The collision's error log line: exactly one, naming the key, the record and both hashes. */
+  function expectCollisionLogged(logger: ReturnType<typeof recordingLogger>, key: string, messageId: string) {
     const errors = logger.lines.filter((l) => l.level === 'error');
     expect(errors).toHaveLength(1);
     expect(errors[0]!.message).toMatch(/key collision/);
-    expect(errors[0]!.extra[0]).toMatchObject({ key: 'k-1', messageId: second.messageId });
+    expect(errors[0]!.extra[0]).toMatchObject({ key, messageId });
     const context = errors[0]!.extra[0] as { storedSha256: string; receivedSha256: string };
     expect(context.storedSha256).toMatch(/^[0-9a-f]{64}$/);
+    expect(context.receivedSha256).toMatch(/^[0-9a-f]{64}$/);
     expect(context.storedSha256).not.toBe(context.receivedSha256);
-    expect(metrics.published[1]!.KeyCollisions).toEqual([1]);
+  }
+
+  it('is not applied, fails the record, is logged at error level with both hashes, and counted', async () => {
+    const { handler, logger, metrics } = make('retry', {}, mode);
+    await handler({ Records: [sqsRecord({ key: 'k-1', body: { orderId: 'first' } })] }, lambdaContext());
+    const second = sqsRecord({ key: 'k-1', body: { orderId: 'second' } });
+    db.server.stats.reset();
+    const response = await handler({ Records: [second] }, lambdaContext());
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: second.messageId }]);
+    expect(db.server.stats.total()).toBe(calls);
+    expect(await db.query("SELECT order_id, shipped_count FROM public.orders ORDER BY order_id")).toEqual([{ order_id: 'first', shipped_count: 1 }]);
+    expectCollisionLogged(logger, 'k-1', second.messageId);
+    expect(metrics.published[1]).toMatchObject({ KeyCollisions: [1], Processed: [0], Duplicates: [0], Failures: [1] });
   });
 
-  it('is parked with onPermanentError park, so nothing is lost', async () => {
-    const { handler } = make('park');
+  it('is parked with onPermanentError park, so nothing is lost, and still logged and counted', async () => {
+    const { handler, logger, metrics } = make('park', {}, mode);
     await handler({ Records: [sqsRecord({ key: 'k-2', body: { orderId: 'first' } })] }, lambdaContext());
     const second = sqsRecord({ key: 'k-2', body: { orderId: 'second' } });
     expect((await handler({ Records: [second] }, lambdaContext())).batchItemFailures).toEqual([]);
-    const parked = await db.query('SELECT error_class, message_key, owns_claim FROM inbox.parked_message');
-    expect(parked).toEqual([{ error_class: 'KeyCollisionError', message_key: 'k-2', owns_claim: false }]);
+    expect(await db.query("SELECT order_id FROM public.orders WHERE order_id = 'second'")).toHaveLength(0);
+    const parked = await db.query('SELECT sqs_message_id, error_class, message_key, owns_claim FROM inbox.parked_message');
+    expect(parked).toEqual([{ sqs_message_id: second.messageId, error_class: 'KeyCollisionError', message_key: 'k-2', owns_claim: false }]);
+    expectCollisionLogged(logger, 'k-2', second.messageId);
+    expect(metrics.published[1]).toMatchObject({ KeyCollisions: [1], Parked: [1], Processed: [0] });
   });
 });
 

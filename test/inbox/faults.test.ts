@@ -19,11 +19,11 @@ type Order = { orderId: string };
 const SHIP = `INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'shipped', 1)
   ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`;
 
-function handlerWith(beforeShip: (orderId: string) => Promise<void> = async () => {}): InboxHandler {
+function handlerWith(beforeShip: (orderId: string) => Promise<void> = async () => {}, logger = recordingLogger()): InboxHandler {
   return inbox<Order>({
     consumer: 'order-worker',
     database: db.target,
-    logger: recordingLogger(),
+    logger,
     metrics: recordingMetrics(),
     resumeDelaysMs: [50, 100, 200, 400, 800],
     apply: async (tx, message) => {
@@ -61,24 +61,28 @@ async function deliverUntilDeleted(handler: InboxHandler, orderId: string, arm: 
 
 const SHIP_SQL = (sql: string) => sql.includes('public.orders');
 
-const matrix: { fault: string; arm: () => void; firstFails: boolean; beforeShip?: () => Promise<void> }[] = [
+// failure: how the first delivery's error is classified, where the row exists to pin that class.
+const matrix: { fault: string; arm: () => void; firstFails: boolean; failure?: RegExp; beforeShip?: () => Promise<void> }[] = [
   { fault: '5xx before the claim (BeginTransaction unavailable)', arm: () => db.server.faults.serverError({ count: 1, operation: 'BeginTransaction', status: 503 }), firstFails: true },
   { fault: 'throw after the claim (the claim statement answers 500)', arm: () => db.server.faults.serverError({ count: 1, operation: 'ExecuteStatement', status: 500 }), firstFails: true },
   { fault: 'crash inside the transaction (response of the effect statement lost)', arm: () => db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: SHIP_SQL }), firstFails: true },
-  { fault: 'commit refused (5xx, not executed)', arm: () => db.server.faults.serverError({ count: 1, operation: 'CommitTransaction', status: 500 }), firstFails: true },
+  { fault: 'commit refused (5xx, not executed)', arm: () => db.server.faults.serverError({ count: 1, operation: 'CommitTransaction', status: 500 }), firstFails: true, failure: /CommitTransaction failed \(unavailable, outcome unknown\)/ },
+  { fault: 'commit fails with a network error (502 with no error type, not executed)', arm: () => db.server.faults.serverError({ count: 1, operation: 'CommitTransaction', status: 502 }), firstFails: true, failure: /CommitTransaction failed \(network, outcome unknown\)/ },
   { fault: 'commit executed but its response dropped', arm: () => db.server.faults.dropResponse({ operation: 'CommitTransaction' }), firstFails: true },
   { fault: 'auto-pause: Aurora resuming for 300 ms', arm: () => db.server.faults.autoPause({ resumeAfterMs: 300 }), firstFails: false },
   { fault: 'latency on every call', arm: () => db.server.faults.latency({ ms: 30 }), firstFails: false },
 ];
 
 describe('fault matrix: the effect is applied exactly once after redelivery', () => {
-  it.each(matrix)('$fault', async ({ arm, firstFails }) => {
+  it.each(matrix)('$fault', async ({ arm, firstFails, failure }) => {
     const orderId = `order-${Math.random().toString(36).slice(2)}`;
-    const { record, responses } = await deliverUntilDeleted(handlerWith(), orderId, arm, async () => {
+    const logger = recordingLogger();
+    const { record, responses } = await deliverUntilDeleted(handlerWith(undefined, logger), orderId, arm, async () => {
       // Nothing of a failed attempt is left holding the claim's row lock until the idle expiry.
       expect(await openTransactions()).toBe(0);
     });
     expect(responses[0]).toEqual(firstFails ? [record.messageId] : []);
+    if (failure) expect(JSON.stringify(logger.lines.find((line) => line.message.startsWith('record failed')))).toMatch(failure);
     expect(responses.at(-1)).toEqual([]);
     expect(await shipped(orderId)).toBe(1);
     expect(await db.query('SELECT 1 FROM inbox.consumed_message WHERE message_id = $1', [record.messageId])).toHaveLength(1);

@@ -57,6 +57,38 @@ describe('parked messages', () => {
     expect(await handler.parked.list({ includeReplayed: true })).toHaveLength(1);
   });
 
+  it('applies a message once when two replays of it race: one replayed, the other already-replayed', async () => {
+    let rejecting = true;
+    const handler = inbox<Order>({
+      consumer: 'racing-replays',
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      onPermanentError: 'park',
+      apply: async (tx, message) => {
+        if (rejecting) throw new PermanentError('warehouse code unknown');
+        // Hold the replay's transaction open after it read the parked row, so the other replay reads it
+        // while this one has not committed: without the row lock both would see it unreplayed.
+        await tx.execute('SELECT pg_sleep(0.3)');
+        await tx.execute(
+          `INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'shipped', 1)
+           ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`,
+          { orderId: message.body.orderId },
+        );
+      },
+    });
+    await handler({ Records: [sqsRecord({ body: { orderId: 'order-raced' } })] }, lambdaContext());
+    const [parked] = await handler.parked.list();
+    rejecting = false;
+
+    const racing = [handler.parked.replay(parked!.id), handler.parked.replay(parked!.id)];
+    const results = await Promise.all(racing);
+
+    expect(await db.query("SELECT shipped_count FROM public.orders WHERE order_id = 'order-raced'")).toEqual([{ shipped_count: 1 }]);
+    expect(results.sort()).toEqual(['already-replayed', 'replayed']);
+    expect(await handler.parked.list()).toEqual([]);
+  });
+
   it('leaves a message parked when its replay still fails', async () => {
     const handler = inbox<Order>({
       consumer: 'strict',

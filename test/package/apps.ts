@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { cp, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, cp, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -67,7 +67,7 @@ export async function packTarball(): Promise<string> {
  * the tarball, and installs it with npm as its user would. Nothing in it leads back to the repository.
  */
 export async function installApp(name: string, tarball: string): Promise<string> {
-  const app = join(await mkdtemp(join(tmpdir(), `sqs-inbox-${name}-`)), name);
+  const app = await appFolder(name);
   await cp(join(REPOSITORY, 'examples', name), app, { recursive: true, filter: (source) => !/node_modules|cdk\.out/.test(source) });
   const manifestPath = join(app, 'package.json');
   const manifest = JSON.parse(await readFile(manifestPath, 'utf8')) as { dependencies: Record<string, string> };
@@ -75,6 +75,16 @@ export async function installApp(name: string, tarball: string): Promise<string>
   await writeFile(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
   succeeded(await run(app, 'npm', ['install', '--no-audit', '--no-fund', '--prefer-offline']), `npm install in ${name}`);
   return app;
+}
+
+/**
+ * A fresh folder for an app, readable by other users as a project folder is: as root, embedded PostgreSQL
+ * runs as the `postgres` OS user, which must reach the app's node_modules (mkdtemp makes it 0700).
+ */
+export async function appFolder(name: string): Promise<string> {
+  const folder = await mkdtemp(join(tmpdir(), `sqs-inbox-${name}-`));
+  await chmod(folder, 0o755);
+  return join(folder, name);
 }
 
 /** Removes an app's folder (the parent folder made for it). */

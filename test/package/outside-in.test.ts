@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inboxFixture, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
-import { functionBundle, installApp, ownTypeErrors, packTarball, removeApp, run, succeeded, userEnvironment } from './apps.js';
+import { appFolder, functionBundle, installApp, ownTypeErrors, packTarball, removeApp, run, succeeded, userEnvironment } from './apps.js';
 
 /**
  * The package as its users get it: `npm pack`, then the tarball installed into two throwaway apps
@@ -190,7 +190,7 @@ const REPOSITORY_VERSIONS = JSON.parse(readFileSync(join(import.meta.dirname, '.
 
 /** A fresh npm project outside the repository with only `packages` installed. */
 async function bareApp(name: string, packages: readonly string[]): Promise<string> {
-  const app = join(await mkdtemp(join(tmpdir(), `sqs-inbox-${name}-`)), name);
+  const app = await appFolder(name);
   await mkdir(app);
   await writeFile(join(app, 'package.json'), JSON.stringify({ name, version: '1.0.0', private: true }));
   succeeded(await run(app, 'npm', ['install', '--no-audit', '--no-fund', '--prefer-offline', ...packages]), `npm install in ${name}`);

@@ -7,6 +7,7 @@ import {
   TransactionNotFoundException,
 } from '@aws-sdk/client-rds-data';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { DataApiError as SessionError, DataApiSession } from '../../../lambda/inbox/index.js';
 import { rejectionOf, startHarness, type Harness } from './harness.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -40,6 +41,31 @@ describe('local Data API: fault injection and retries', () => {
     expect(error).toBeInstanceOf(type);
     expect(error.$metadata.httpStatusCode).toBe(status);
     expect(await writes(`failed-${status}`)).toBe(0);
+  });
+
+  it('answers a 502 with no error type, as a proxy does: the SDK retries it, names it Unknown, and the session classifies it network', async () => {
+    h.server.faults.serverError({ count: 2, status: 502, operation: 'ExecuteStatement' });
+    const result = await write('retried-502');
+    expect(result.$metadata.attempts).toBe(3);
+    expect(await writes('retried-502')).toBe(1);
+    h.server.faults.serverError({ count: 3, status: 502 });
+    const error = await rejectionOf(write('failed-502'));
+    expect(error.name).toBe('Unknown');
+    expect(error.$metadata.httpStatusCode).toBe(502);
+    expect(error.message).toMatch(/Bad Gateway/);
+    expect(await writes('failed-502')).toBe(0);
+
+    // What inbox() sees when a commit meets it: not 'unavailable' (a modelled 5xx) but 'network'.
+    const target = { client: h.newClient({ maxAttempts: 1 }), resourceArn: h.server.resourceArn, secretArn: h.server.secretArn };
+    const session = new DataApiSession(target, { callTimeoutMs: 5000, resumeDelaysMs: [] });
+    const transactionId = await session.begin();
+    h.server.faults.serverError({ count: 1, status: 502, operation: 'CommitTransaction' });
+    const failed = await rejectionOf(session.commit(transactionId));
+    expect(failed).toBeInstanceOf(SessionError);
+    expect(failed).toMatchObject({ operation: 'CommitTransaction', failure: 'network', ambiguous: true });
+    // The commit did not run: its transaction is still open.
+    expect((await session.execute('SELECT 1 AS one', {}, transactionId)).rows).toEqual([{ one: 1 }]);
+    await session.rollback(transactionId);
   });
 
   it('never retries a SQL error: one call, and a write that failed is not run again', async () => {
