@@ -175,6 +175,27 @@ describe('transaction mode', () => {
     retrying.destroy();
   });
 
+  it('hands apply the key, the parsed body, the record, the attempt and the FIFO group', async () => {
+    const seen: unknown[] = [];
+    const { handler } = transactionMode({ apply: async (_, message) => void seen.push(message) });
+    const fifo = sqsRecord({ body: { orderId: 'm-1' }, key: 'key-m1', groupId: 'customer-1', receiveCount: 3 });
+    const standard = sqsRecord({ body: { orderId: 'm-2' } });
+    await handler({ Records: [fifo] }, lambdaContext());
+    await handler({ Records: [standard] }, lambdaContext());
+    expect(seen).toEqual([
+      { key: 'key-m1', body: { orderId: 'm-1' }, record: fifo, attempt: 3, groupId: 'customer-1' },
+      { key: standard.messageId, body: { orderId: 'm-2' }, record: standard, attempt: 1, groupId: undefined },
+    ]);
+  });
+
+  it.each(['0', '-2', '1.5', 'many'])('counts the attempt as 1 when ApproximateReceiveCount is %s', async (count) => {
+    const attempts: number[] = [];
+    const { handler } = transactionMode({ apply: async (_, message) => void attempts.push(message.attempt) });
+    const record = sqsRecord();
+    await handler({ Records: [{ ...record, attributes: { ...record.attributes, ApproximateReceiveCount: count } }] }, lambdaContext());
+    expect(attempts).toEqual([1]);
+  });
+
   it('makes k + 3 Data API calls for an apply of k statements, and 3 for a duplicate', async () => {
     for (const k of [0, 1, 3]) {
       const handler = inbox<Order>({
@@ -216,6 +237,44 @@ describe('single-statement mode', () => {
     for (const sql of ["UPDATE public.orders SET status = 'claimed' WHERE order_id = :orderId", 'UPDATE public.orders SET status = :s /* claimed */ WHERE order_id = :orderId']) {
       expect(() => inbox<Order>({ consumer: 'x', database: db.target, statement: { sql, params: () => ({}) } })).toThrow(/never mentions `claimed`/);
     }
+  });
+
+  const refusedSql: [string, string, RegExp][] = [
+    ['an empty statement', '   ', /"statement\.sql": must give a non-empty `sql` string/],
+    ['claimed only in a line comment', 'UPDATE public.orders SET status = :s WHERE order_id = :orderId -- claimed', /never mentions `claimed`/],
+    ['claimed only in a quoted identifier', 'UPDATE public.orders SET "claimed" = true WHERE order_id = :orderId', /never mentions `claimed`/],
+    ["claimed only in a literal with an escaped quote", "UPDATE public.orders SET status = 'it''s claimed' WHERE order_id = :orderId", /never mentions `claimed`/],
+    ['claimed only inside a longer word', 'UPDATE public.orders SET unclaimed = true WHERE order_id = :orderId', /never mentions `claimed`/],
+    ['two statements', 'INSERT INTO public.orders (order_id) SELECT :orderId FROM claimed; DELETE FROM public.orders', /"statement\.sql": holds more than one statement; the Data API runs one statement per call/],
+  ];
+
+  it.each(refusedSql)('refuses at cold start %s', (_, sql, message) => {
+    expect(() => inbox<Order>({ consumer: 'x', database: db.target, statement: { sql, params: () => ({}) } })).toThrow(message);
+  });
+
+  it('runs a gated statement that ends in a semicolon, and one whose comment or literal holds a semicolon', async () => {
+    for (const [orderId, sql] of [
+      ['semi-1', `INSERT INTO public.orders (order_id, status, shipped_count) SELECT :orderId, 'shipped', 1 FROM claimed; \n `],
+      ['semi-2', `INSERT INTO public.orders (order_id, status, shipped_count) SELECT :orderId, 'a;b', 1 FROM claimed /* one; statement */`],
+    ] as const) {
+      const handler = singleStatementMode({ statement: { sql, params: (m) => ({ orderId: m.body.orderId }) } });
+      expect((await handler({ Records: [sqsRecord({ body: { orderId } })] }, lambdaContext())).batchItemFailures).toEqual([]);
+      expect(await shipped(orderId)).toBe(1);
+    }
+  });
+
+  it('fails a record whose statement uses a parameter name the claim reserves, naming it, without a call', async () => {
+    const logger = recordingLogger();
+    const handler = singleStatementMode({
+      logger,
+      statement: (m) => ({ sql: 'INSERT INTO public.orders (order_id) SELECT :inbox_order FROM claimed', params: { inbox_order: m.body.orderId } }),
+    });
+    const record = sqsRecord();
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(logger.lines.filter((l) => l.level === 'warn').map((l) => (l.extra[0] as { error: { message: string } }).error.message)).toEqual([
+      'inbox option "statement": parameter ":inbox_order" uses the prefix inbox_, which the claim reserves; rename it',
+    ]);
+    expect(db.server.stats.total()).toBe(0);
   });
 
   it('refuses at cold start a statement that never mentions claimed', () => {

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { inbox, purge } from '../../lambda/inbox/index.js';
+import { inbox, InboxConfigError, purge } from '../../lambda/inbox/index.js';
 import { cleanupHandler } from '../../lambda/functions/cleanup.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
@@ -69,6 +69,39 @@ describe('purge', () => {
 
   it('refuses a retention that is not a positive number of seconds', async () => {
     await expect(purge(db.session, { retentionSeconds: 0 })).rejects.toThrow(/retentionSeconds.*positive integer/);
+  });
+
+  it.each([
+    ['retentionSeconds', { retentionSeconds: 1.5 }, '1.5 must be a positive integer number of seconds, e.g. 1209600 (14 days)'],
+    ['retentionSeconds', { retentionSeconds: '3600' as never }, '3600 must be a positive integer number of seconds, e.g. 1209600 (14 days)'],
+    ['retentionSeconds', { retentionSeconds: -5 }, '-5 must be a positive integer number of seconds, e.g. 1209600 (14 days)'],
+    ['batchSize', { retentionSeconds: 60, batchSize: 0 }, '0 must be a positive integer, e.g. 5000'],
+    ['batchSize', { retentionSeconds: 60, batchSize: 2.5 }, '2.5 must be a positive integer, e.g. 5000'],
+  ])('refuses an invalid %s with an InboxConfigError naming it, before deleting anything', async (option, options, message) => {
+    await claims(3, 7200, 'old-');
+    const error = await purge(db.session, options).then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(InboxConfigError);
+    expect(error).toMatchObject({ option });
+    expect((error as Error).message).toContain(message);
+    expect(await db.query('SELECT message_id FROM inbox.consumed_message')).toHaveLength(3);
+  });
+
+  it('accepts the smallest retention and batch, one second and one row', async () => {
+    await claims(2, 7200, 'old-');
+    expect(await purge(db.session, { retentionSeconds: 1, batchSize: 1 })).toMatchObject({ deleted: 2, batches: 3, moreRemaining: false });
+  });
+
+  it('deletes 5000 rows per statement by default', async () => {
+    await claims(5001, 7200, 'old-');
+    expect(await purge(db.session, { retentionSeconds: 60 })).toMatchObject({ deleted: 5001, batches: 2, moreRemaining: false, oldestRowAgeSeconds: 0 });
+  });
+
+  it('spends a 60 second time budget by default, stopping once the clock reaches it', async () => {
+    await claims(5, 7200, 'old-');
+    let clock = 0;
+    // The deadline is 30 s + 60 s; the clock reads 60 s after batch 1 and exactly 90 s after batch 2.
+    const report = await purge(db.session, { retentionSeconds: 60, batchSize: 1, now: () => (clock += 30_000) });
+    expect(report).toMatchObject({ deleted: 2, batches: 2, moreRemaining: true });
   });
 
   it('runs as the scheduled cleanup function and publishes its metrics', async () => {

@@ -1,0 +1,267 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { DataApiError, DataApiSession, date, decimal, json, time, uuid } from '../../lambda/inbox/index.js';
+import type { SqlParams } from '../../lambda/inbox/index.js';
+import { inboxFixture } from '../support/inbox.js';
+import type { InboxFixture } from '../support/inbox.js';
+
+// The session against the local Data API server and a real PostgreSQL: every value crosses the real SDK.
+let db: InboxFixture;
+beforeAll(async () => {
+  // A short statement timeout, for the StatementTimeoutException case.
+  db = await inboxFixture('data_api', { statementTimeoutMs: 1_000 });
+});
+afterAll(async () => db.close());
+beforeEach(() => {
+  db.server.faults.clear();
+});
+
+/** A session whose auto-pause retries and clock the test drives. */
+function session(policy: Partial<DataApiSession['policy']> = {}) {
+  const slept: number[] = [];
+  let retries = 0;
+  const s = new DataApiSession(db.target, {
+    callTimeoutMs: 2_000,
+    resumeDelaysMs: [],
+    sleep: async (ms) => void slept.push(ms),
+    onResumeRetry: () => void retries++,
+    ...policy,
+  });
+  return { session: s, slept, retries: () => retries };
+}
+
+/** The error a promise rejects with. */
+async function failureOf(promise: Promise<unknown>): Promise<DataApiError> {
+  const error = await promise.then(() => undefined, (e: unknown) => e);
+  expect(error).toBeInstanceOf(DataApiError);
+  return error as DataApiError;
+}
+
+describe('Data API session: parameters', () => {
+  const bound: { name: string; value: SqlParams[string]; sql: string; expected: unknown }[] = [
+    { name: 'a string', value: 'o-1', sql: 'SELECT :v::text AS v', expected: 'o-1' },
+    { name: 'a safe integer as int8', value: 42, sql: 'SELECT pg_typeof(:v)::text AS t, :v AS v', expected: { t: 'bigint', v: 42 } },
+    { name: 'a fraction as a double', value: 1.5, sql: 'SELECT pg_typeof(:v)::text AS t, :v AS v', expected: { t: 'double precision', v: 1.5 } },
+    { name: 'a bigint beyond 2^53, exactly', value: 9007199254740993n, sql: 'SELECT (:v)::text AS v', expected: '9007199254740993' },
+    { name: 'true', value: true, sql: 'SELECT pg_typeof(:v)::text AS t, :v AS v', expected: { t: 'boolean', v: true } },
+    { name: 'false', value: false, sql: 'SELECT :v AS v', expected: false },
+    { name: 'null', value: null, sql: 'SELECT :v::text IS NULL AS v', expected: true },
+    { name: 'undefined as null', value: undefined, sql: 'SELECT :v::text IS NULL AS v', expected: true },
+    { name: 'bytes as bytea', value: new Uint8Array([0, 255, 7]), sql: "SELECT encode(:v, 'hex') AS v", expected: '00ff07' },
+    { name: 'a Date as a UTC timestamp', value: new Date('2026-03-04T05:06:07.089Z'), sql: 'SELECT pg_typeof(:v)::text AS t, :v::text AS v', expected: { t: 'timestamp without time zone', v: '2026-03-04 05:06:07.089' } },
+    { name: 'a plain object as json', value: { a: [1, 'x'] }, sql: "SELECT pg_typeof(:v)::text AS t, :v::jsonb -> 'a' ->> 1 AS v", expected: { t: 'json', v: 'x' } },
+    { name: 'an array as json', value: [1, 2], sql: 'SELECT json_array_length(:v) AS v', expected: 2 },
+    { name: 'uuid()', value: uuid('6f1c2a4e-0000-4000-8000-000000000001'), sql: 'SELECT pg_typeof(:v)::text AS t, :v::text AS v', expected: { t: 'uuid', v: '6f1c2a4e-0000-4000-8000-000000000001' } },
+    { name: 'decimal() without a float', value: decimal('12345678901234567890.123'), sql: 'SELECT pg_typeof(:v)::text AS t, :v::text AS v', expected: { t: 'numeric', v: '12345678901234567890.123' } },
+    { name: 'json()', value: json('text'), sql: 'SELECT pg_typeof(:v)::text AS t, :v::text AS v', expected: { t: 'json', v: '"text"' } },
+    { name: 'date()', value: date('2026-02-28'), sql: 'SELECT pg_typeof(:v)::text AS t, :v::text AS v', expected: { t: 'date', v: '2026-02-28' } },
+    { name: 'time()', value: time('13:14:15'), sql: 'SELECT pg_typeof(:v)::text AS t, :v::text AS v', expected: { t: 'time without time zone', v: '13:14:15' } },
+  ];
+
+  it.each(bound)('binds $name', async ({ value, sql, expected }) => {
+    const { rows } = await session().session.execute(sql, { v: value });
+    expect(typeof expected === 'object' && expected !== null ? rows[0] : rows[0]!.v).toEqual(expected);
+  });
+
+  const refused: { name: string; params: SqlParams; message: string }[] = [
+    { name: 'a name that is not a SQL parameter name', params: { 'order-id': 1 }, message: 'parameter name "order-id" must match /^[A-Za-z0-9_]+$/; it is written as :order-id in the SQL' },
+    { name: 'NaN', params: { n: Number.NaN }, message: 'parameter "n" is NaN; the Data API cannot bind it. Pass null or a finite number.' },
+    { name: 'Infinity', params: { n: Number.POSITIVE_INFINITY }, message: 'parameter "n" is Infinity; the Data API cannot bind it. Pass null or a finite number.' },
+    { name: 'an invalid Date', params: { d: new Date('not a date') }, message: 'parameter "d" is an invalid Date' },
+    { name: 'a function', params: { f: (() => 1) as never }, message: 'parameter "f" has type function, which the Data API cannot bind' },
+  ];
+
+  it.each(refused)('refuses $name before sending anything, naming the parameter', async ({ params, message }) => {
+    db.server.stats.reset();
+    // The message is the TypeError's, inside the session's DataApiError.
+    await expect(session().session.execute('SELECT 1', params)).rejects.toThrow(`TypeError: ${message}`);
+    expect(db.server.stats.total()).toBe(0);
+  });
+});
+
+describe('Data API session: results', () => {
+  it('types each column by its PostgreSQL type and names it by its label', async () => {
+    const { rows, updated } = await session().session.execute(
+      `SELECT 1::int2 AS small, 2::int4 AS int, 3::int8 AS big, 9007199254740991::int8 AS max_safe,
+              -9007199254740991::int8 AS min_safe, 9007199254740992::int8 AS above, -9007199254740992::int8 AS below,
+              timestamptz '2026-01-02 03:04:05.678+00' AS at, timestamp '2026-01-02 03:04:05' AS local_at,
+              '{"a":1}'::json AS j, '{"b":[2]}'::jsonb AS jb, 'x'::text AS t, 12.5::numeric AS n, 0.25::float8 AS f,
+              true AS yes, NULL::text AS nothing, '\\x0102'::bytea AS bytes, ARRAY[1, 2]::int4[] AS ints, ARRAY['a', NULL]::text[] AS texts,
+              ARRAY[0.5]::float8[] AS doubles, ARRAY[true]::bool[] AS bools, '{}'::int4[] AS empty`,
+    );
+    expect(updated).toBe(0);
+    expect(rows).toEqual([
+      {
+        small: 1,
+        int: 2,
+        big: 3,
+        max_safe: Number.MAX_SAFE_INTEGER,
+        min_safe: Number.MIN_SAFE_INTEGER,
+        above: 9007199254740992n,
+        below: -9007199254740992n,
+        at: new Date('2026-01-02T03:04:05.678Z'),
+        local_at: new Date('2026-01-02T03:04:05Z'),
+        j: { a: 1 },
+        jb: { b: [2] },
+        t: 'x',
+        n: '12.5',
+        f: 0.25,
+        yes: true,
+        nothing: null,
+        bytes: new Uint8Array([1, 2]),
+        // longReturnType STRING applies to arrays too: their longs arrive as strings.
+        ints: ['1', '2'],
+        texts: ['a', null],
+        doubles: [0.5],
+        bools: [true],
+        empty: [],
+      },
+    ]);
+  });
+
+  it('counts the rows a statement changed', async () => {
+    const { session: s } = session();
+    await s.execute('CREATE TEMP TABLE IF NOT EXISTS counted (n int)');
+    expect((await s.execute('INSERT INTO counted SELECT generate_series(1, 3)')).updated).toBe(3);
+  });
+});
+
+describe('Data API session: transactions', () => {
+  beforeEach(async () => {
+    await db.query('CREATE TABLE IF NOT EXISTS public.tx_probe (id text PRIMARY KEY)');
+    await db.query('TRUNCATE public.tx_probe');
+  });
+
+  it('commits what its statements did', async () => {
+    const tx = await session().session.transaction();
+    await tx.execute("INSERT INTO public.tx_probe VALUES ('committed')");
+    await tx.commit();
+    expect(await db.query('SELECT id FROM public.tx_probe')).toEqual([{ id: 'committed' }]);
+  });
+
+  it('rolls back once: a second rollback sends nothing', async () => {
+    const tx = await session().session.transaction();
+    await tx.execute("INSERT INTO public.tx_probe VALUES ('rolled-back')");
+    db.server.stats.reset();
+    await tx.rollback();
+    await tx.rollback();
+    expect(db.server.stats.total()).toBe(1);
+    expect(await db.query('SELECT id FROM public.tx_probe')).toEqual([]);
+  });
+
+  it('refuses a statement sent after commit began, telling the caller to await it', async () => {
+    const tx = await session().session.transaction();
+    const committing = tx.commit();
+    await expect(tx.execute('SELECT 1')).rejects.toThrow('the transaction is committing or rolling back; await every tx.execute inside apply');
+    await committing;
+  });
+
+  it('rolls back and throws the first failed statement at commit, even when the caller caught it', async () => {
+    const tx = await session().session.transaction();
+    await tx.execute("INSERT INTO public.tx_probe VALUES ('lost')");
+    const first = await failureOf(tx.execute('SELECT no_such_column FROM public.tx_probe'));
+    await tx.execute('SELECT 1').catch(() => {});
+    expect(await failureOf(tx.commit())).toBe(first);
+    expect(first).toMatchObject({ operation: 'ExecuteStatement', failure: 'statement', ambiguous: false });
+    expect(await db.query('SELECT id FROM public.tx_probe')).toEqual([]);
+  });
+
+  it('treats rolling back a transaction that is gone as rolled back', async () => {
+    const { session: s } = session();
+    const id = await s.begin();
+    await s.rollback(id);
+    await expect(s.rollback(id)).resolves.toBeUndefined();
+  });
+
+  it('reports a commit of an unknown transaction as failed, and ambiguous, as every commit failure is', async () => {
+    const error = await failureOf(session().session.commit('no-such-transaction'));
+    expect(error).toMatchObject({ operation: 'CommitTransaction', failure: 'transaction-not-found', ambiguous: true });
+  });
+});
+
+describe('Data API session: failures', () => {
+  const serverErrors = [
+    { status: 500, failure: 'unavailable', ambiguous: true },
+    { status: 503, failure: 'unavailable', ambiguous: true },
+    { status: 504, failure: 'unavailable', ambiguous: true },
+    { status: 502, failure: 'network', ambiguous: true },
+  ] as const;
+
+  it.each(serverErrors)('classifies an HTTP $status as $failure, outcome unknown, and does not retry it', async ({ status, failure, ambiguous }) => {
+    const { session: s, retries } = session({ resumeDelaysMs: [10, 10] });
+    db.server.faults.serverError({ count: 1, status, operation: 'ExecuteStatement' });
+    const error = await failureOf(s.execute('SELECT 1'));
+    expect(error).toMatchObject({ operation: 'ExecuteStatement', failure, ambiguous });
+    expect(retries()).toBe(0);
+  });
+
+  it('classifies a statement PostgreSQL refuses as a statement failure that did not take effect', async () => {
+    const error = await failureOf(session().session.execute('SELEC 1'));
+    expect(error).toMatchObject({ operation: 'ExecuteStatement', failure: 'statement', ambiguous: false });
+    expect(error.message).toMatch(/^ExecuteStatement failed \(statement\): DatabaseErrorException: /);
+  });
+
+  const refusals = [
+    { name: 'a type the Data API cannot return (UnsupportedResultException)', sql: "SELECT '1'::money AS m", failure: 'statement', type: 'UnsupportedResultException' },
+    { name: 'a response over the size limit (BadRequestException)', sql: "SELECT repeat('x', 1100000) AS big", failure: 'statement', type: 'BadRequestException' },
+    { name: 'two statements in one call (ValidationException, HTTP 400)', sql: 'SELECT 1; SELECT 2', failure: 'rejected', type: 'ValidationException' },
+  ] as const;
+
+  it.each(refusals)('classifies $name as $failure, not ambiguous', async ({ sql, failure, type }) => {
+    const error = await failureOf(session().session.execute(sql));
+    expect(error).toMatchObject({ operation: 'ExecuteStatement', failure, ambiguous: false });
+    expect(error.message).toContain(`(${failure}): ${type}: `);
+  });
+
+  it('classifies a statement the server timed out as a timeout whose outcome is unknown', async () => {
+    const error = await failureOf(session({ callTimeoutMs: 5_000 }).session.execute('SELECT pg_sleep(2)'));
+    expect(error).toMatchObject({ operation: 'ExecuteStatement', failure: 'timeout', ambiguous: true });
+    expect(error.message).toContain('StatementTimeoutException');
+  });
+
+  it('aborts a call after callTimeoutMs and reports it as a timeout whose outcome is unknown', async () => {
+    db.server.faults.latency({ ms: 400, operation: 'ExecuteStatement' });
+    const error = await failureOf(session({ callTimeoutMs: 100 }).session.execute('SELECT 1'));
+    expect(error).toMatchObject({ operation: 'ExecuteStatement', failure: 'timeout', ambiguous: true });
+  });
+
+  it('retries auto-pause with the given delays, counting each retry, until the instance resumes', async () => {
+    const { session: s, slept, retries } = session({ resumeDelaysMs: [60, 70, 80, 90, 100, 110, 120, 130] });
+    db.server.faults.autoPause({ resumeAfterMs: 150 });
+    let real = 0;
+    const sleep = async (ms: number) => {
+      slept.push(ms);
+      real += ms;
+      await new Promise((resolve) => setTimeout(resolve, ms));
+    };
+    const timed = new DataApiSession(db.target, { ...s.policy, sleep });
+    const { rows } = await timed.execute('SELECT 7 AS v');
+    expect(rows).toEqual([{ v: 7 }]);
+    expect(slept).toEqual([60, 70, 80, 90, 100, 110, 120, 130].slice(0, slept.length));
+    expect(slept.length).toBeGreaterThanOrEqual(2);
+    expect(retries()).toBe(slept.length);
+    expect(real).toBeGreaterThanOrEqual(150 - 60);
+  });
+
+  it('gives up on auto-pause once the delays are spent, as resuming and not ambiguous', async () => {
+    const { session: s, slept, retries } = session({ resumeDelaysMs: [5, 6] });
+    db.server.faults.autoPause({ resumeAfterMs: 60_000 });
+    const error = await failureOf(s.execute('SELECT 1'));
+    expect(error).toMatchObject({ operation: 'ExecuteStatement', failure: 'resuming', ambiguous: false });
+    expect(slept).toEqual([5, 6]);
+    expect(retries()).toBe(2);
+  });
+
+  it('does not make a resume retry that could not finish before the deadline', async () => {
+    const { session: s, slept } = session({ resumeDelaysMs: [50, 500], timeLeftMs: () => 500 });
+    db.server.faults.autoPause({ resumeAfterMs: 60_000 });
+    expect((await failureOf(s.execute('SELECT 1'))).failure).toBe('resuming');
+    expect(slept).toEqual([50]);
+  });
+
+  it('retries auto-pause for BeginTransaction too', async () => {
+    const { session: s, slept } = session({ resumeDelaysMs: [5] });
+    db.server.faults.autoPause({ resumeAfterMs: 60_000 });
+    expect(await failureOf(s.begin())).toMatchObject({ operation: 'BeginTransaction', failure: 'resuming' });
+    expect(slept).toEqual([5]);
+  });
+});
