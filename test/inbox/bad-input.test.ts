@@ -208,6 +208,7 @@ describe('key strategies', () => {
     { name: "'message-id' with an over-long messageId", key: 'message-id', record: () => sqsRecord({ messageId: long }), message: tooLong('messageId') },
     { name: "'deduplication-id' with an over-long deduplication id", key: 'deduplication-id', record: () => sqsRecord({ groupId: 'g', attributes: { MessageDeduplicationId: long } }), message: tooLong('MessageDeduplicationId') },
     { name: "'deduplication-id' on a standard queue's record", key: 'deduplication-id', record: () => sqsRecord(), message: 'the record has no MessageDeduplicationId: key "deduplication-id" needs a FIFO queue' },
+    { name: '{ attribute } on a record with no message attributes at all', key: { attribute: 'order-key' }, record: () => ({ ...sqsRecord(), messageAttributes: undefined as never }), message: 'message attribute "order-key" is missing or not a String; the producer must set it on every message' },
     { name: '{ attribute } with an over-long value', key: { attribute: 'order-key' }, record: () => withAttribute('order-key', long), message: tooLong('message attribute "order-key"') },
     { name: 'a key function that returns an over-long key', key: () => long, record: () => sqsRecord(), message: tooLong('the key function') },
     { name: 'a key function that returns an empty key', key: () => '', record: () => sqsRecord(), message: 'the key function gave an empty key; every message needs a non-empty idempotency key' },

@@ -19,6 +19,7 @@ const invalid: [string, Partial<InboxOptions>, RegExp][] = [
   ['deadlineMarginMs', { deadlineMarginMs: -1 }, /"deadlineMarginMs"/],
   ['key', { key: 'uuid' as never }, /"key".*not a key strategy/],
   ['key.attribute', { key: { attribute: '' } }, /"key\.attribute"/],
+  ['key.attribute', { key: { attribute: 5 as never } }, /"key\.attribute": must be a non-empty message attribute name, e\.g\. \{ attribute: "order-key" \}/],
   ['schema', { schema: 'Inbox; DROP' }, /"schema".*must match/],
   ['database.resourceArn', { database: { secretArn: 's', client: database.client } }, /"database\.resourceArn".*INBOX_RESOURCE_ARN/],
   ['database.secretArn', { database: { resourceArn: 'r', client: database.client } }, /"database\.secretArn".*INBOX_SECRET_ARN/],

@@ -14,31 +14,23 @@ interface Payment {
   readonly amountCents: number;
 }
 
-/**
- * examples/esm-app/src/payments-worker.ts as its module builds the handler when it loads: from the
- * INBOX_* environment, which runScenario sets before it calls the factory.
- */
-async function importPaymentsWorker(): Promise<{ handler: InboxHandler }> {
-  const handler = inbox<Payment>({
-    apply: async (tx, message) => {
-      const payment = message.body;
-      if (!payment?.paymentId) throw new PermanentError('body.paymentId is required');
-      await tx.execute('INSERT INTO public.payments (payment_id, amount_cents) VALUES (:id, :amount)', {
-        id: payment.paymentId,
-        amount: payment.amountCents,
-      });
-    },
-  });
-  return { handler };
-}
-
-/** The effect, inside the inbox's transaction. */
+/** The effect of examples/esm-app/src/payments-worker.ts, inside the inbox's transaction. */
 const applyPayment: NonNullable<InboxOptions<Payment>['apply']> = async (tx, message) => {
+  const payment = message.body;
+  if (!payment?.paymentId) throw new PermanentError('body.paymentId is required');
   await tx.execute('INSERT INTO public.payments (payment_id, amount_cents) VALUES (:id, :amount)', {
-    id: message.body.paymentId,
-    amount: message.body.amountCents,
+    id: payment.paymentId,
+    amount: payment.amountCents,
   });
 };
+
+/**
+ * That module as it builds its handler when it loads: from the INBOX_* environment, which runScenario
+ * sets before it calls the factory.
+ */
+async function importPaymentsWorker(): Promise<{ handler: InboxHandler }> {
+  return { handler: inbox<Payment>({ apply: applyPayment }) };
+}
 
 /** The payments table without a key on payment_id, so a double effect is a second row; `seq` judges FIFO order. */
 const payments: Omit<ScenarioConsumer, 'handler'> = {
