@@ -267,9 +267,17 @@ export function resolveTarget(database: DatabaseOptions, env: NodeJS.ProcessEnv 
               secretAccessKey: env.AWS_SECRET_ACCESS_KEY ?? 'local',
             },
           }
-        : {}),
+        : // The Data API answers only in the cluster's own region, which its ARN names: outside Lambda (the
+          // CLI on a laptop) AWS_REGION may be unset, and the SDK's "Region is missing" reads as a network fault.
+          regionOf(resourceArn)),
     });
   return { resourceArn, secretArn, client, ...(name ? { database: name } : {}) };
+}
+
+/** `{ region }` from an ARN such as `arn:aws:rds:eu-west-1:123456789012:cluster:orders`, or nothing. */
+function regionOf(arn: string): { region?: string } {
+  const region = /^arn:aws[\w-]*:rds:([a-z0-9-]+):/.exec(arn)?.[1];
+  return region ? { region } : {};
 }
 
 function positiveInteger(value: unknown, option: string, example: string): number {

@@ -146,6 +146,14 @@ describe('records Lambda could not report', () => {
     await expect(handler({ Records: [sqsRecord(), record] }, lambdaContext())).rejects.toThrow(/has no messageId/);
   });
 
+  it('fails the whole batch when a record that did not commit carries no messageId field at all', async () => {
+    const { handler } = make('retry', { apply: async () => { throw new Error('no'); } });
+    const record = { ...sqsRecord(), messageId: undefined as never };
+    await expect(handler({ Records: [record] }, lambdaContext())).rejects.toThrow(
+      'a record that did not commit has no messageId, so it cannot be reported alone; failing the whole batch so SQS delivers it again',
+    );
+  });
+
   it('answers normally when the record without a messageId committed', async () => {
     const { handler } = make('retry');
     const record = { ...sqsRecord({ body: { orderId: 'nameless' }, key: 'nameless' }), messageId: '' };
@@ -215,13 +223,24 @@ describe('key strategies', () => {
   ];
 
   it.each(problems)('parks a record with a KeyError naming the source of the key: $name', async ({ key, record: makeRecord, message }) => {
-    const { handler } = make('park', { key });
+    const { handler, logger } = make('park', { key });
     const bad = makeRecord();
     expect((await handler({ Records: [bad] }, lambdaContext())).batchItemFailures).toEqual([]);
     expect(await db.query('SELECT sqs_message_id, error_class, error_message FROM inbox.parked_message')).toEqual([
       { sqs_message_id: bad.messageId, error_class: 'KeyError', error_message: message },
     ]);
-    expect(await db.query('SELECT message_id FROM inbox.consumed_message')).toEqual([]);
+    expect(await db.query('SELECT message_id FROM inbox.consumed_message')).toEqual([]);    expect(logger.lines.filter((l) => l.level === 'warn')).toEqual([
+      { level: 'warn', message: 'record parked', extra: [{ messageId: bad.messageId, error: { name: 'KeyError', message } }] },
+    ]);
+  });
+
+  it('parks a record that has no body with a ParseError, storing an empty body and its attributes as delivered', async () => {
+    const { handler } = make('park');
+    const record = { ...sqsRecord({ key: 'no-body', attributes: { AWSTraceHeader: 'Root=1-abc' } }), body: undefined as never };
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await db.query('SELECT body, error_class, message_key, attributes FROM inbox.parked_message')).toEqual([
+      { body: '', error_class: 'ParseError', message_key: 'no-body', attributes: { attributes: record.attributes, messageAttributes: record.messageAttributes } },
+    ]);
   });
 
   const chosen: { name: string; key: InboxOptions<Order>['key']; record: () => ReturnType<typeof sqsRecord>; expected: (record: ReturnType<typeof sqsRecord>) => string }[] = [

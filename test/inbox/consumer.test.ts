@@ -168,6 +168,9 @@ describe('transaction mode', () => {
     const retrying = new RDSDataClient({ endpoint: db.server.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
     const { handler } = transactionMode({ database: { ...db.target, client: retrying } });
     await expect(handler({ Records: [sqsRecord()] }, lambdaContext())).rejects.toThrow(/database\.client.*maxAttempts: 1/s);
+    await expect(handler({ Records: [sqsRecord()] }, lambdaContext())).rejects.toThrow(
+      'inbox option "database.client": retries each call up to 3 times; inside a transaction a retried statement whose first response was lost runs twice. ',
+    );
     expect(db.server.stats.total()).toBe(0);
     // Single-statement mode is safe with retries: a re-sent statement finds its own claim.
     const single = singleStatementMode({ database: { ...db.target, client: retrying } });
@@ -241,11 +244,13 @@ describe('single-statement mode', () => {
 
   const refusedSql: [string, string, RegExp][] = [
     ['an empty statement', '   ', /"statement\.sql": must give a non-empty `sql` string/],
-    ['claimed only in a line comment', 'UPDATE public.orders SET status = :s WHERE order_id = :orderId -- claimed', /never mentions `claimed`/],
+    ['claimed only in a line comment', 'UPDATE public.orders SET status = :s WHERE order_id = :orderId -- claimed', /never mentions `claimed`, so it would apply its effect to duplicates too\. Gate it on the claim, e\.g\. `UPDATE orders SET status = 'shipped' WHERE order_id = :orderId AND EXISTS \(SELECT 1 FROM claimed\)` or `INSERT INTO shipments \(order_id\) SELECT :orderId FROM claimed`$/],
     ['claimed only in a quoted identifier', 'UPDATE public.orders SET "claimed" = true WHERE order_id = :orderId', /never mentions `claimed`/],
     ["claimed only in a literal with an escaped quote", "UPDATE public.orders SET status = 'it''s claimed' WHERE order_id = :orderId", /never mentions `claimed`/],
     ['claimed only inside a longer word', 'UPDATE public.orders SET unclaimed = true WHERE order_id = :orderId', /never mentions `claimed`/],
     ['two statements', 'INSERT INTO public.orders (order_id) SELECT :orderId FROM claimed; DELETE FROM public.orders', /"statement\.sql": holds more than one statement; the Data API runs one statement per call/],
+    ['two statements with no space between them', 'INSERT INTO public.orders (order_id) SELECT :orderId FROM claimed;DELETE FROM public.orders', /holds more than one statement/],
+    ['two statements split over lines', 'INSERT INTO public.orders (order_id) SELECT :orderId FROM claimed;\n\n  DELETE FROM public.orders', /holds more than one statement/],
   ];
 
   it.each(refusedSql)('refuses at cold start %s', (_, sql, message) => {
@@ -256,11 +261,17 @@ describe('single-statement mode', () => {
     for (const [orderId, sql] of [
       ['semi-1', `INSERT INTO public.orders (order_id, status, shipped_count) SELECT :orderId, 'shipped', 1 FROM claimed; \n `],
       ['semi-2', `INSERT INTO public.orders (order_id, status, shipped_count) SELECT :orderId, 'a;b', 1 FROM claimed /* one; statement */`],
+      ['semi-3', `INSERT INTO public.orders (order_id, status, shipped_count) SELECT :orderId, 'a;b', 1 FROM/* gate */claimed`],
     ] as const) {
       const handler = singleStatementMode({ statement: { sql, params: (m) => ({ orderId: m.body.orderId }) } });
       expect((await handler({ Records: [sqsRecord({ body: { orderId } })] }, lambdaContext())).batchItemFailures).toEqual([]);
       expect(await shipped(orderId)).toBe(1);
     }
+    expect(await db.query("SELECT order_id, status FROM public.orders WHERE order_id LIKE 'semi-%' ORDER BY order_id")).toEqual([
+      { order_id: 'semi-1', status: 'shipped' },
+      { order_id: 'semi-2', status: 'a;b' },
+      { order_id: 'semi-3', status: 'a;b' },
+    ]);
   });
 
   it('fails a record whose statement uses a parameter name the claim reserves, naming it, without a call', async () => {
@@ -327,5 +338,120 @@ describe('telemetry', () => {
     expect(second.RecordLatency).toHaveLength(3);
     expect(second.BatchLatency).toHaveLength(1);
     expect(summaries[1]).toMatchObject({ records: 3, processed: 1, duplicates: 1, failures: 1 });
+  });
+});
+
+describe('the handler', () => {
+  it('answers an event without Records, or no event, with no failures and no calls', async () => {
+    const { handler } = transactionMode();
+    expect(await handler({} as never, lambdaContext())).toEqual({ batchItemFailures: [] });
+    expect(await handler(null as never, lambdaContext())).toEqual({ batchItemFailures: [] });
+    expect(db.server.stats.total()).toBe(0);
+  });
+
+  it('runs every record when the context has no clock', async () => {
+    const { handler } = transactionMode();
+    const records = [sqsRecord({ body: { orderId: 'no-clock-1' } }), sqsRecord({ body: { orderId: 'no-clock-2' } })];
+    expect((await handler({ Records: records }, {} as never)).batchItemFailures).toEqual([]);
+    expect((await handler({ Records: [sqsRecord({ body: { orderId: 'no-context' } })] })).batchItemFailures).toEqual([]);
+    for (const id of ['no-clock-1', 'no-clock-2', 'no-context']) expect(await shipped(id)).toBe(1);
+  });
+
+  it('processes a hand-built record that carries no attributes at all', async () => {
+    const { handler, calls } = transactionMode();
+    const record = { ...sqsRecord({ body: { orderId: 'bare' } }), attributes: undefined as never, messageAttributes: undefined as never };
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(calls).toEqual(['bare']);
+  });
+
+  it('takes its default deadline margin as twice callTimeoutMs when that is under half the remaining time', async () => {
+    let remaining = 5_000;
+    const started: string[] = [];
+    const { handler } = transactionMode({
+      callTimeoutMs: 1_000,
+      concurrency: 1,
+      apply: async (_, message) => {
+        started.push(message.body.orderId);
+        remaining -= 1_400;
+      },
+    });
+    const records = ['m1', 'm2', 'm3', 'm4'].map((orderId) => sqsRecord({ body: { orderId } }));
+    const response = await handler({ Records: records }, lambdaContext(() => remaining));
+    // Margin min(2 x 1 s, 5 s / 2) = 2 s: m3 starts with 2.2 s left, m4 would start with 0.8 s.
+    expect(started).toEqual(['m1', 'm2', 'm3']);
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: records[3]!.messageId }]);
+  });
+
+  it('starts a record when the remaining time equals the margin exactly', async () => {
+    const { handler, calls } = transactionMode({ deadlineMarginMs: 5_000 });
+    expect((await handler({ Records: [sqsRecord({ body: { orderId: 'on-the-line' } })] }, lambdaContext(() => 5_000))).batchItemFailures).toEqual([]);
+    expect(calls).toEqual(['on-the-line']);
+  });
+
+  it('retries auto-pause only while the retry can finish before the deadline margin', async () => {
+    db.server.faults.autoPause({ resumeAfterMs: 60_000 });
+    const slept: number[] = [];
+    const { handler } = transactionMode({
+      deadlineMarginMs: 5_000,
+      resumeDelaysMs: [4_000, 6_000],
+      sleep: async (ms) => void slept.push(ms),
+    });
+    const record = sqsRecord();
+    // 10 s left, 5 s margin: the 4 s retry fits in the 5 s before the margin, the 6 s one does not.
+    expect((await handler({ Records: [record] }, lambdaContext(() => 10_000))).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(slept).toEqual([4_000]);
+  });
+
+  it('measures record and batch latency on its clock', async () => {
+    const metrics = recordingMetrics();
+    let clock = 1_000;
+    const { handler } = transactionMode({
+      metrics,
+      concurrency: 1,
+      now: () => clock,
+      apply: async () => {
+        clock += 250;
+      },
+    });
+    await handler({ Records: [sqsRecord(), sqsRecord()] }, lambdaContext());
+    expect(metrics.published[0]!.RecordLatency).toEqual([250, 250]);
+    expect(metrics.published[0]!.BatchLatency).toEqual([500]);
+  });
+
+  describe('when INBOX_CONSUMER names another consumer than the option', () => {
+    const previous = process.env.INBOX_CONSUMER;
+    const restore = () => (previous === undefined ? delete process.env.INBOX_CONSUMER : (process.env.INBOX_CONSUMER = previous));
+    const warnings = (consumer: string | undefined) => {
+      const logger = recordingLogger();
+      inbox<Order>({ ...(consumer === undefined ? {} : { consumer }), database: db.target, logger, metrics: recordingMetrics(), apply: async () => {} });
+      return logger.lines.filter((l) => l.level === 'warn');
+    };
+
+    it('warns once at cold start, naming both', () => {
+      process.env.INBOX_CONSUMER = 'deployed-worker';
+      try {
+        expect(warnings('order-worker')).toEqual([
+          {
+            level: 'warn',
+            message: "inbox consumer differs from INBOX_CONSUMER: claims and metrics use the option, the deployment's alarms watch the environment name",
+            extra: [{ consumer: 'order-worker', INBOX_CONSUMER: 'deployed-worker' }],
+          },
+        ]);
+      } finally {
+        restore();
+      }
+    });
+
+    it('stays quiet when they agree, when only one is set, or when the option is left to the environment', () => {
+      try {
+        process.env.INBOX_CONSUMER = 'order-worker';
+        expect(warnings('order-worker')).toEqual([]);
+        expect(warnings(undefined)).toEqual([]);
+        delete process.env.INBOX_CONSUMER;
+        expect(warnings('order-worker')).toEqual([]);
+      } finally {
+        restore();
+      }
+    });
   });
 });

@@ -42,6 +42,7 @@ describe('Data API session: parameters', () => {
     { name: 'a safe integer as int8', value: 42, sql: 'SELECT pg_typeof(:v)::text AS t, :v AS v', expected: { t: 'bigint', v: 42 } },
     { name: 'a fraction as a double', value: 1.5, sql: 'SELECT pg_typeof(:v)::text AS t, :v AS v', expected: { t: 'double precision', v: 1.5 } },
     { name: 'a bigint beyond 2^53, exactly', value: 9007199254740993n, sql: 'SELECT (:v)::text AS v', expected: '9007199254740993' },
+    { name: 'an integer beyond 2^53 as a double', value: 2 ** 53 + 2, sql: 'SELECT pg_typeof(:v)::text AS t, :v AS v', expected: { t: 'double precision', v: 2 ** 53 + 2 } },
     { name: 'true', value: true, sql: 'SELECT pg_typeof(:v)::text AS t, :v AS v', expected: { t: 'boolean', v: true } },
     { name: 'false', value: false, sql: 'SELECT :v AS v', expected: false },
     { name: 'null', value: null, sql: 'SELECT :v::text IS NULL AS v', expected: true },
@@ -118,6 +119,13 @@ describe('Data API session: results', () => {
     ]);
   });
 
+  it('names a column by its label, not by the table column it reads', async () => {
+    const { session: s } = session();
+    await s.execute('CREATE TEMP TABLE IF NOT EXISTS labelled (id int)');
+    await s.execute('INSERT INTO labelled VALUES (1)');
+    expect((await s.execute('SELECT id AS order_number, id FROM labelled')).rows).toEqual([{ order_number: 1, id: 1 }]);
+  });
+
   it('counts the rows a statement changed', async () => {
     const { session: s } = session();
     await s.execute('CREATE TEMP TABLE IF NOT EXISTS counted (n int)');
@@ -153,6 +161,26 @@ describe('Data API session: transactions', () => {
     const committing = tx.commit();
     await expect(tx.execute('SELECT 1')).rejects.toThrow('the transaction is committing or rolling back; await every tx.execute inside apply');
     await committing;
+  });
+
+  it('refuses a statement sent after rollback began', async () => {
+    const tx = await session().session.transaction();
+    const rolling = tx.rollback();
+    await expect(tx.execute('SELECT 1')).rejects.toThrow('the transaction is committing or rolling back; await every tx.execute inside apply');
+    await rolling;
+  });
+
+  it('throws a rollback that failed for another reason than a gone transaction', async () => {
+    const { session: s } = session();
+    const id = await s.begin();
+    db.server.faults.serverError({ count: 1, status: 500, operation: 'RollbackTransaction' });
+    expect(await failureOf(s.rollback(id))).toMatchObject({ operation: 'RollbackTransaction', failure: 'unavailable', ambiguous: true });
+    await s.rollback(id);
+  });
+
+  it('reports a statement sent with an unknown transaction id as transaction-not-found, not ambiguous', async () => {
+    const error = await failureOf(session().session.execute('SELECT 1', {}, 'no-such-transaction'));
+    expect(error).toMatchObject({ operation: 'ExecuteStatement', failure: 'transaction-not-found', ambiguous: false });
   });
 
   it('rolls back and throws the first failed statement at commit, even when the caller caught it', async () => {
@@ -197,7 +225,8 @@ describe('Data API session: failures', () => {
   it('classifies a statement PostgreSQL refuses as a statement failure that did not take effect', async () => {
     const error = await failureOf(session().session.execute('SELEC 1'));
     expect(error).toMatchObject({ operation: 'ExecuteStatement', failure: 'statement', ambiguous: false });
-    expect(error.message).toMatch(/^ExecuteStatement failed \(statement\): DatabaseErrorException: /);
+    expect(error.message).toBe(`ExecuteStatement failed (statement): DatabaseErrorException: ${(error.cause as Error).message}`);
+    expect(error.cause).toMatchObject({ name: 'DatabaseErrorException', $metadata: { httpStatusCode: 400 } });
   });
 
   const refusals = [
@@ -240,6 +269,12 @@ describe('Data API session: failures', () => {
     expect(slept.length).toBeGreaterThanOrEqual(2);
     expect(retries()).toBe(slept.length);
     expect(real).toBeGreaterThanOrEqual(150 - 60);
+  });
+
+  it('waits for real between auto-pause retries when no sleep is given', async () => {
+    const s = new DataApiSession(db.target, { callTimeoutMs: 2_000, resumeDelaysMs: [300] });
+    db.server.faults.autoPause({ resumeAfterMs: 150 });
+    expect((await s.execute('SELECT 1 AS v')).rows).toEqual([{ v: 1 }]);
   });
 
   it('gives up on auto-pause once the delays are spent, as resuming and not ambiguous', async () => {

@@ -105,4 +105,94 @@ describe('parked messages', () => {
     await expect(handler.parked.replay(parked!.id)).rejects.toThrow('still wrong');
     expect(await handler.parked.list()).toHaveLength(1);
   });
+
+  it('replays in single-statement mode: the gated statement runs once under the parked claim', async () => {
+    let strict = true;
+    const handler = inbox<Order>({
+      consumer: 'single-statement-replay',
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      onPermanentError: 'park',
+      parse: (body) => {
+        if (strict) throw new Error('unknown schema version');
+        return JSON.parse(body);
+      },
+      statement: (message) => ({
+        sql: `INSERT INTO public.orders (order_id, status, shipped_count) SELECT :orderId, 'shipped', 1 FROM claimed
+              ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1;`,
+        params: { orderId: message.body.orderId },
+      }),
+    });
+    const record = sqsRecord({ body: { orderId: 'order-single' }, key: 'order-single' });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    const [parked] = await handler.parked.list();
+    strict = false;
+    expect(await handler.parked.replay(parked!.id)).toBe('replayed');
+    expect(await handler({ Records: [record] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+    expect(await db.query("SELECT shipped_count FROM public.orders WHERE order_id = 'order-single'")).toEqual([{ shipped_count: 1 }]);
+  });
+
+  it('refuses, at replay, a single-statement mode statement that uses a reserved parameter name', async () => {
+    let strict = true;
+    const handler = inbox<Order>({
+      consumer: 'single-statement-reserved',
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      onPermanentError: 'park',
+      parse: (body) => {
+        if (strict) throw new Error('unknown schema version');
+        return JSON.parse(body);
+      },
+      statement: (message) => ({
+        sql: 'INSERT INTO public.orders (order_id) SELECT :inbox_order FROM claimed',
+        params: strict ? {} : { inbox_order: message.body.orderId },
+      }),
+    });
+    await handler({ Records: [sqsRecord()] }, lambdaContext());
+    const [parked] = await handler.parked.list();
+    strict = false;
+    await expect(handler.parked.replay(parked!.id)).rejects.toThrow('inbox option "statement": parameter ":inbox_order" uses the prefix inbox_');
+  });
+
+  it('hands apply, at replay, the parked record with the delivery-only fields left empty', async () => {
+    let rejecting = true;
+    const seen: unknown[] = [];
+    const handler = inbox<Order>({
+      consumer: 'replayed-record',
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      onPermanentError: 'park',
+      apply: async (_, message) => {
+        if (rejecting) throw new PermanentError('not yet');
+        seen.push(message);
+      },
+    });
+    const record = sqsRecord({ body: { orderId: 'order-r' }, key: 'key-r', groupId: 'g-r', receiveCount: 2 });
+    await handler({ Records: [record] }, lambdaContext());
+    const [parked] = await handler.parked.list();
+    rejecting = false;
+    await handler.parked.replay(parked!.id);
+    expect(seen).toEqual([
+      {
+        key: 'key-r',
+        body: { orderId: 'order-r' },
+        attempt: 2,
+        groupId: 'g-r',
+        record: {
+          messageId: record.messageId,
+          receiptHandle: '',
+          body: record.body,
+          attributes: record.attributes,
+          messageAttributes: record.messageAttributes,
+          md5OfBody: '',
+          eventSource: 'aws:sqs',
+          eventSourceARN: '',
+          awsRegion: '',
+        },
+      },
+    ]);
+  });
 });
