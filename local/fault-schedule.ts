@@ -55,10 +55,12 @@ const RATES: Record<FaultName, number> = {
  *   (`inbox()` with `apply`, or your own transaction code).
  * - `{ statement }`: an autocommit ExecuteStatement or BatchExecuteStatement whose SQL `statement`
  *   accepts, for a handler whose effect is a single statement (`inbox()` with `statement`, or a
- *   check-then-apply consumer without an inbox).
+ *   check-then-apply consumer without an inbox). Match with `includes`, not `startsWith`: `inbox()` in
+ *   single-statement mode prepends the claim (`WITH claimed AS (...)`) to your SQL. A run whose commit
+ *   point never matches a call reports it in `problems`, since those two faults then never happen.
  *
  * @example
- * const commitPoint: CommitPoint = { statement: (sql) => sql.startsWith('INSERT INTO public.payments') };
+ * const commitPoint: CommitPoint = { statement: (sql) => sql.includes('INSERT INTO public.payments') };
  */
 export type CommitPoint = 'commit' | { readonly statement: (sql: string) => boolean };
 
@@ -72,6 +74,7 @@ export class FaultSchedule {
   /** Faults injected so far, by name. */
   readonly injected: Record<string, number> = {};
   readonly #faults: ReadonlySet<FaultName>;
+  #commitPointMatched = false;
 
   constructor(
     private readonly seed: number,
@@ -110,13 +113,39 @@ export class FaultSchedule {
     const drop = () => this.#decide('drop-commit', drops++);
     const crash = () => this.#decide('crash-in-transaction', crashes++);
     if (this.commitPoint === 'commit') {
-      // Dying before the commit: the commit never runs.
-      faults.serverError({ operation: 'CommitTransaction', count: Infinity, status: 500, select: crash });
+      // Dying before the commit: the commit never runs. The server asks this fault first of every
+      // CommitTransaction (it was set before any other), so being asked is the commit point matching.
+      const select = () => {
+        this.#commitPointMatched = true;
+        return crash();
+      };
+      faults.serverError({ operation: 'CommitTransaction', count: Infinity, status: 500, select });
       faults.dropResponse({ operation: 'CommitTransaction', count: Infinity, select: drop });
     } else {
+      const { statement } = this.commitPoint;
+      const match = (sql: string) => {
+        const matched = statement(sql);
+        if (matched) this.#commitPointMatched = true;
+        return matched;
+      };
       // An autocommit effect is durable once its statement ran: dying right after it is never hearing back.
-      faults.dropResponse({ match: this.commitPoint.statement, count: Infinity, select: () => crash() || drop() });
+      faults.dropResponse({ match, count: Infinity, select: () => crash() || drop() });
     }
+  }
+
+  /**
+   * The problem to report when `drop-commit` or `crash-in-transaction` was asked for but no call of the
+   * whole run was at the commit point: they were never injected, and a run that passes proved nothing
+   * about them.
+   */
+  commitPointProblem(): string | undefined {
+    const aimed = (['drop-commit', 'crash-in-transaction'] as const).filter((fault) => this.#faults.has(fault));
+    if (aimed.length === 0 || this.#commitPointMatched) return undefined;
+    const never = `commit point never matched: ${aimed.join(' and ')} ${aimed.length > 1 ? 'were' : 'was'} never injected`;
+    return this.commitPoint === 'commit'
+      ? `${never}; the handler made no CommitTransaction call. If its effect is one autocommit statement, name it: ` +
+          'commitPoint: { statement: (sql) => sql.includes(...) } (inbox() single-statement SQL starts with "WITH claimed AS")'
+      : `${never}; check commitPoint (inbox() single-statement SQL starts with "WITH claimed AS": match it with sql.includes(...), not sql.startsWith(...))`;
   }
 
   /** The handler of event source mapping `instance`, with the per-invocation faults (5xx, visibility expiry). */

@@ -101,7 +101,10 @@ export interface ScenarioConsumer {
    */
   readonly effects: string;
   /**
-   * Where the handler's effect becomes durable, which `drop-commit` and `crash-in-transaction` aim at.
+   * Where the handler's effect becomes durable, which `drop-commit` and `crash-in-transaction` aim at. For
+   * `inbox()` in single-statement mode, match its statement with `includes`: it starts with the claim,
+   * `WITH claimed AS (...)`. See {@link CommitPoint}.
+   * @example { statement: (sql) => sql.includes('INSERT INTO public.payments') }
    * @default 'commit' (the effect is applied in a transaction)
    */
   readonly commitPoint?: CommitPoint | undefined;
@@ -232,7 +235,11 @@ export interface ScenarioResult {
   readonly completed: boolean;
   /** True when the run drained and every message was applied once or accounted for, in order: `problems` is empty. */
   readonly exactlyOnce: boolean;
-  /** One readable line per problem (doubles, lost, out-of-order, unknown keys, not drained), for `expect(result.problems).toEqual([])`. */
+  /**
+   * One readable line per problem (doubles, lost, out-of-order, unknown keys, not drained, and a commit point
+   * that never matched, so `drop-commit` and `crash-in-transaction` were never injected), for
+   * `expect(result.problems).toEqual([])`.
+   */
   readonly problems: readonly string[];
 }
 
@@ -496,6 +503,8 @@ async function run(local: LocalStack, settings: Settings, setEnv: (env: Record<s
     const deadLetteredKeys = new Set(model.peekMessages(dlq.url).map((message) => message.messageAttributes['idempotency-key']?.stringValue ?? ''));
     const verdict = judge(sent, effects, parkedKeys, deadLetteredKeys);
     const problems = problemsOf(verdict, completed, settings.timeoutMs, left);
+    const unmatched = schedule.commitPointProblem();
+    if (unmatched) problems.push(unmatched);
     const total = (count: (source: SqsEventSource) => number) => sources.reduce((sum, source) => sum + count(source), 0);
     return {
       pattern: label,

@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { SQSRecord } from 'aws-lambda';
 import { BodyTooLargeError, InboxConfigError, KeyError } from './errors.js';
+import { described, refuseUnknownKeys } from './option-checks.js';
 
 /**
  * How a record's idempotency key is chosen.
@@ -31,7 +32,8 @@ const CONTROL = /[\u0000-\u001f\u007f]/;
 export function keyStrategy(strategy: KeyStrategy | undefined): (record: SQSRecord) => string {
   const chosen = strategy ?? 'auto';
   if (typeof chosen === 'function') return (record) => checkKey(chosen(record), 'the key function');
-  if (typeof chosen === 'object' && chosen !== null) {
+  if (typeof chosen === 'object' && chosen !== null && !Array.isArray(chosen)) {
+    refuseUnknownKeys(chosen, { attribute: true }, 'key');
     const name = chosen.attribute;
     if (typeof name !== 'string' || name.length === 0) {
       throw new InboxConfigError('key.attribute', 'must be a non-empty message attribute name, e.g. { attribute: "order-key" }');
@@ -63,7 +65,7 @@ export function keyStrategy(strategy: KeyStrategy | undefined): (record: SQSReco
     default:
       throw new InboxConfigError(
         'key',
-        `"${String(chosen)}" is not a key strategy; use 'auto', 'message-id', 'deduplication-id', { attribute: 'name' } or a function`,
+        `${typeof chosen === 'string' ? `"${chosen}"` : described(chosen)} is not a key strategy; use 'auto', 'message-id', 'deduplication-id', { attribute: 'name' } or a function`,
       );
   }
 }

@@ -3,6 +3,7 @@ import type { SQSRecord } from 'aws-lambda';
 import type { DatabaseTarget, SqlParams, Transaction } from './data-api.js';
 import { InboxConfigError } from './errors.js';
 import type { KeyStrategy } from './keys.js';
+import { described, refuseUnknownKeys } from './option-checks.js';
 import type { InboxLogger, InboxMetrics, BatchSummary } from './telemetry.js';
 
 /** The message `apply` and `statement` receive. */
@@ -164,19 +165,51 @@ export interface ResolvedOptions<Body> {
 
 const CONSUMER = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
+// Every option, so that a misspelt one is refused instead of ignored. Typed as a record of the interface's
+// keys: adding an option to the interface and not here does not compile.
+const INBOX_OPTIONS: Readonly<Record<keyof InboxOptions, true>> = {
+  consumer: true,
+  database: true,
+  apply: true,
+  statement: true,
+  parse: true,
+  key: true,
+  fifo: true,
+  concurrency: true,
+  onPermanentError: true,
+  schema: true,
+  callTimeoutMs: true,
+  deadlineMarginMs: true,
+  resumeDelaysMs: true,
+  logger: true,
+  metrics: true,
+  onBatch: true,
+  now: true,
+  sleep: true,
+};
+const DATABASE_OPTIONS: Readonly<Record<keyof DatabaseOptions, true>> = { resourceArn: true, secretArn: true, database: true, client: true };
+const FIFO_OPTIONS: Readonly<Record<keyof NonNullable<InboxOptions['fifo']>, true>> = { onFailure: true };
+const STATEMENT_OPTIONS: Readonly<Record<'sql' | 'params', true>> = { sql: true, params: true };
+const NESTED_OPTIONS = { fifo: FIFO_OPTIONS, database: DATABASE_OPTIONS, statement: STATEMENT_OPTIONS };
+
 /** Validates options once, at cold start, with errors that name the option and the fix. */
 export function resolveOptions<Body>(options: InboxOptions<Body>, env: NodeJS.ProcessEnv = process.env): ResolvedOptions<Body> {
-  if (!options || typeof options !== 'object') {
+  if (!options || typeof options !== 'object' || Array.isArray(options)) {
     throw new InboxConfigError('options', "pass an object, e.g. inbox({ consumer: 'order-worker', apply })");
   }
+  // First: a misspelt `consumr` is better named as a typo than reported as a missing `consumer`.
+  refuseUnknownKeys(options, INBOX_OPTIONS, undefined, NESTED_OPTIONS);
   const consumer = options.consumer ?? env.INBOX_CONSUMER;
   if (consumer === undefined || consumer === '') {
     throw new InboxConfigError('consumer', "is not set: pass inbox({ consumer: 'order-worker', ... }) or set INBOX_CONSUMER");
   }
-  if (typeof consumer !== 'string' || !CONSUMER.test(consumer)) {
+  if (typeof consumer !== 'string') {
+    throw new InboxConfigError('consumer', `must be a string, e.g. 'order-worker'; got ${described(consumer)}`);
+  }
+  if (!CONSUMER.test(consumer)) {
     throw new InboxConfigError(
       'consumer',
-      `"${String(consumer)}" must be 1-128 characters of letters, digits, '.', '_', ':' or '-', starting with a letter or digit, e.g. 'order-worker'`,
+      `"${consumer}" must be 1-128 characters of letters, digits, '.', '_', ':' or '-', starting with a letter or digit, e.g. 'order-worker'`,
     );
   }
   const hasApply = options.apply !== undefined;
@@ -189,39 +222,38 @@ export function resolveOptions<Body>(options: InboxOptions<Body>, env: NodeJS.Pr
         : 'give `apply: async (tx, message) => { ... }` (transaction mode) or `statement` (single-statement mode)',
     );
   }
-  let mode: ResolvedOptions<Body>['mode'];
-  if (hasApply) {
-    if (typeof options.apply !== 'function') throw new InboxConfigError('apply', 'must be an async function (tx, message) => void');
-    mode = { kind: 'transaction', apply: options.apply };
-  } else if (typeof options.statement === 'function') {
-    mode = { kind: 'statement', statement: options.statement };
-  } else if (options.statement && typeof options.statement === 'object' && typeof options.statement.params === 'function') {
-    const { sql, params } = options.statement;
-    mode = { kind: 'statement', statement: (message) => ({ sql, params: params(message) }), constantSql: sql };
-  } else {
-    throw new InboxConfigError('statement', 'must be (message) => ({ sql, params }) or { sql, params: (message) => params }');
-  }
+  const mode = resolveMode(options);
 
-  const onFailure = options.fifo?.onFailure ?? 'skip-group';
-  if (onFailure !== 'skip-group' && onFailure !== 'stop-batch') {
-    throw new InboxConfigError('fifo.onFailure', `"${String(onFailure)}" must be 'skip-group' or 'stop-batch'`);
+  const fifo: unknown = options.fifo;
+  if (fifo !== undefined && fifo !== null) {
+    if (typeof fifo !== 'object' || Array.isArray(fifo)) {
+      // `fifo: 'stop-batch'` reads naturally but names the mode where the object belongs.
+      const example = fifo === 'skip-group' ? 'skip-group' : 'stop-batch';
+      throw new InboxConfigError('fifo', `must be an object, e.g. fifo: { onFailure: '${example}' }; got ${described(fifo)}`);
+    }
+    refuseUnknownKeys(fifo, FIFO_OPTIONS, 'fifo');
   }
-  const onPermanentError = options.onPermanentError ?? 'retry';
-  if (onPermanentError !== 'retry' && onPermanentError !== 'park') {
-    throw new InboxConfigError('onPermanentError', `"${String(onPermanentError)}" must be 'retry' or 'park'`);
-  }
+  const onFailure = oneOf(options.fifo?.onFailure ?? 'skip-group', 'fifo.onFailure', ['skip-group', 'stop-batch']);
+  const onPermanentError = oneOf(options.onPermanentError ?? 'retry', 'onPermanentError', ['retry', 'park']);
   const concurrency = positiveInteger(options.concurrency ?? 10, 'concurrency', 'e.g. 10');
   const callTimeoutMs = positiveInteger(options.callTimeoutMs ?? 10_000, 'callTimeoutMs', 'e.g. 10000');
   const deadlineMarginMs = options.deadlineMarginMs === undefined ? undefined : nonNegativeInteger(options.deadlineMarginMs, 'deadlineMarginMs');
-  const resumeDelaysMs = options.resumeDelaysMs ?? [250, 500, 1000, 2000, 4000, 8000];
-  resumeDelaysMs.forEach((delay, index) => nonNegativeInteger(delay, `resumeDelaysMs[${index}]`));
-  if (options.parse !== undefined && typeof options.parse !== 'function') {
-    throw new InboxConfigError('parse', 'must be a function (body, record) => parsed body');
+  const delays: unknown = options.resumeDelaysMs ?? [250, 500, 1000, 2000, 4000, 8000];
+  if (!Array.isArray(delays)) {
+    throw new InboxConfigError('resumeDelaysMs', `must be an array of whole numbers of milliseconds >= 0, e.g. [250, 500, 1000]; got ${described(delays)}`);
   }
+  // A copy: the array was checked now, and must not change after.
+  const resumeDelaysMs = delays.map((delay, index) => nonNegativeInteger(delay, `resumeDelaysMs[${index}]`));
+  optionalFunction(options.parse, 'parse', '(body, record) => parsed body');
+  optionalFunction(options.onBatch, 'onBatch', '(summary) => void');
+  optionalFunction(options.now, 'now', '() => epoch milliseconds, e.g. Date.now');
+  optionalFunction(options.sleep, 'sleep', '(ms) => Promise<void>');
+  optionalMethods(options.logger, 'logger', ['debug', 'info', 'warn', 'error'], 'a Powertools Logger or console fits');
+  optionalMethods(options.metrics, 'metrics', ['addMetric', 'publishStoredMetrics'], 'a Powertools Metrics fits');
 
   return {
     consumer,
-    target: resolveTarget(options.database ?? {}, env),
+    target: resolveTarget(checkDatabase(options.database), env),
     mode,
     parse: options.parse ?? ((body: string) => JSON.parse(body) as Body),
     onFailure,
@@ -234,6 +266,47 @@ export function resolveOptions<Body>(options: InboxOptions<Body>, env: NodeJS.Pr
     now: options.now ?? Date.now,
     sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
   };
+}
+
+function resolveMode<Body>(options: InboxOptions<Body>): ResolvedOptions<Body>['mode'] {
+  if (options.apply !== undefined) {
+    if (typeof options.apply !== 'function') {
+      throw new InboxConfigError('apply', `must be an async function (tx, message) => void; got ${described(options.apply)}`);
+    }
+    return { kind: 'transaction', apply: options.apply };
+  }
+  const statement: unknown = options.statement;
+  if (typeof statement === 'function') return { kind: 'statement', statement: statement as (message: InboxMessage<Body>) => GatedStatement };
+  if (!statement || typeof statement !== 'object' || Array.isArray(statement)) {
+    throw new InboxConfigError('statement', `must be (message) => ({ sql, params }) or { sql, params: (message) => params }; got ${described(statement)}`);
+  }
+  refuseUnknownKeys(statement, STATEMENT_OPTIONS, 'statement');
+  const { sql, params } = statement as { sql: string; params: unknown };
+  if (typeof params !== 'function') {
+    throw new InboxConfigError('statement.params', `must be a function (message) => ({ name: value, ... }) giving the statement's parameters; got ${described(params)}`);
+  }
+  return { kind: 'statement', statement: (message) => ({ sql, params: params(message) as SqlParams }), constantSql: sql };
+}
+
+/** The database object as given, its keys and field types checked; resolveTarget fills in the environment. */
+function checkDatabase(database: unknown): DatabaseOptions {
+  if (database === undefined || database === null) return {};
+  if (typeof database !== 'object' || Array.isArray(database)) {
+    throw new InboxConfigError('database', `must be an object { resourceArn, secretArn, database, client }; got ${described(database)}`);
+  }
+  refuseUnknownKeys(database, DATABASE_OPTIONS, 'database');
+  const given = database as DatabaseOptions;
+  for (const field of ['resourceArn', 'secretArn', 'database'] as const) {
+    const value: unknown = given[field];
+    if (value !== undefined && typeof value !== 'string') {
+      throw new InboxConfigError(`database.${field}`, `must be a string; got ${described(value)}`);
+    }
+  }
+  const client: unknown = given.client;
+  if (client !== undefined && (typeof client !== 'object' || client === null || typeof (client as { send?: unknown }).send !== 'function')) {
+    throw new InboxConfigError('database.client', `must be an RDSDataClient, e.g. new RDSDataClient({ maxAttempts: 1 }); got ${described(client)}`);
+  }
+  return given;
 }
 
 /**
@@ -281,15 +354,38 @@ function regionOf(arn: string): { region?: string } {
 }
 
 function positiveInteger(value: unknown, option: string, example: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 1) {
-    throw new InboxConfigError(option, `${String(value)} must be a positive integer, ${example}`);
-  }
+  if (typeof value !== 'number') throw new InboxConfigError(option, `must be a number (a positive integer, ${example}); got ${described(value)}`);
+  if (!Number.isInteger(value) || value < 1) throw new InboxConfigError(option, `${String(value)} must be a positive integer, ${example}`);
   return value;
 }
 
 function nonNegativeInteger(value: unknown, option: string): number {
-  if (typeof value !== 'number' || !Number.isInteger(value) || value < 0) {
+  if (typeof value !== 'number') {
+    throw new InboxConfigError(option, `must be a number (a non-negative integer number of milliseconds); got ${described(value)}`);
+  }
+  if (!Number.isInteger(value) || value < 0) {
     throw new InboxConfigError(option, `${String(value)} must be a non-negative integer number of milliseconds`);
   }
   return value;
+}
+
+function oneOf<T extends string>(value: unknown, option: string, choices: readonly T[]): T {
+  if ((choices as readonly unknown[]).includes(value)) return value as T;
+  const allowed = choices.map((choice) => `'${choice}'`).join(' or ');
+  throw new InboxConfigError(option, typeof value === 'string' ? `"${value}" must be ${allowed}` : `must be ${allowed}; got ${described(value)}`);
+}
+
+// null, like undefined, means "the default": every option falls back with `??`.
+function optionalFunction(value: unknown, option: string, shape: string): void {
+  if (value !== undefined && value !== null && typeof value !== 'function') {
+    throw new InboxConfigError(option, `must be a function ${shape}; got ${described(value)}`);
+  }
+}
+
+function optionalMethods(value: unknown, option: string, methods: readonly string[], fits: string): void {
+  if (value === undefined || value === null) return;
+  const wanted = `must be an object with the methods ${methods.join(', ')} (${fits})`;
+  if (typeof value !== 'object') throw new InboxConfigError(option, `${wanted}; got ${described(value)}`);
+  const missing = methods.filter((method) => typeof (value as Record<string, unknown>)[method] !== 'function');
+  if (missing.length > 0) throw new InboxConfigError(option, `${wanted}; this one has no ${missing.join(', ')}`);
 }

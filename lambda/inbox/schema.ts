@@ -1,5 +1,6 @@
 import type { DataApiSession } from './data-api.js';
 import { InboxConfigError } from './errors.js';
+import { described } from './option-checks.js';
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 
@@ -21,7 +22,8 @@ export interface InboxTables {
  */
 export function inboxTables(schema = 'inbox', option = 'schema'): InboxTables {
   if (typeof schema !== 'string' || !IDENTIFIER.test(schema) || schema.length > 63) {
-    throw new InboxConfigError(option, `"${String(schema)}" must match ${IDENTIFIER} and be at most 63 characters, e.g. "inbox"`);
+    const rule = `must match ${IDENTIFIER} and be at most 63 characters, e.g. "inbox"`;
+    throw new InboxConfigError(option, typeof schema === 'string' ? `"${schema}" ${rule}` : `${rule}; got ${described(schema)}`);
   }
   const quoted = `"${schema}"`;
   return {

@@ -25,6 +25,66 @@ const invalid: [string, Partial<InboxOptions>, RegExp][] = [
   ['database.secretArn', { database: { resourceArn: 'r', client: database.client } }, /"database\.secretArn".*INBOX_SECRET_ARN/],
 ];
 
+// What plain JavaScript can pass that the types would have refused: each names the option, what it got and the fix.
+const sql = 'INSERT INTO shipments (order_id) SELECT :orderId FROM claimed';
+const wrongType: [string, Record<string, unknown>, RegExp][] = [
+  ['fifo', { fifo: 'stop-batch' }, /"fifo": must be an object, e\.g\. fifo: \{ onFailure: 'stop-batch' \}; got the string "stop-batch"/],
+  ['fifo.onFailure', { fifo: { onFailure: true } }, /"fifo\.onFailure": must be 'skip-group' or 'stop-batch'; got the boolean true/],
+  ['onPermanentError', { onPermanentError: 1 }, /"onPermanentError": must be 'retry' or 'park'; got the number 1/],
+  ['resumeDelaysMs', { resumeDelaysMs: 'fast' }, /"resumeDelaysMs": must be an array of whole numbers of milliseconds >= 0, e\.g\. \[250, 500, 1000\]; got the string "fast"/],
+  ['resumeDelaysMs[1]', { resumeDelaysMs: [250, '500'] }, /"resumeDelaysMs\[1\]": must be a number .*; got the string "500"/],
+  ['resumeDelaysMs[0]', { resumeDelaysMs: [-1] }, /"resumeDelaysMs\[0\]": -1 must be a non-negative integer/],
+  ['concurrency', { concurrency: '5' }, /"concurrency": must be a number \(a positive integer, e\.g\. 10\); got the string "5"/],
+  ['callTimeoutMs', { callTimeoutMs: '1000' }, /"callTimeoutMs": must be a number \(a positive integer, e\.g\. 10000\); got the string "1000"/],
+  ['deadlineMarginMs', { deadlineMarginMs: '500' }, /"deadlineMarginMs": must be a number .*; got the string "500"/],
+  ['consumer', { consumer: 42 }, /"consumer": must be a string, e\.g\. 'order-worker'; got the number 42/],
+  ['schema', { schema: true }, /"schema": must match .*; got the boolean true/],
+  ['apply', { apply: 'ship' }, /"apply": must be an async function \(tx, message\) => void; got the string "ship"/],
+  ['statement', { apply: undefined, statement: sql }, /"statement": must be \(message\) => .*; got the string "INSERT/],
+  ['statement.params', { apply: undefined, statement: { sql, params: { orderId: 'o-1' } } }, /"statement\.params": must be a function \(message\) => .*; got an object/],
+  ['parse', { parse: 'json' }, /"parse": must be a function \(body, record\) => parsed body; got the string "json"/],
+  ['key', { key: 5 }, /"key": the number 5 is not a key strategy/],
+  ['onBatch', { onBatch: true }, /"onBatch": must be a function \(summary\) => void; got the boolean true/],
+  ['now', { now: 1_700_000_000_000 }, /"now": must be a function .*; got the number 1700000000000/],
+  ['sleep', { sleep: 100 }, /"sleep": must be a function .*; got the number 100/],
+  ['logger', { logger: { info() {} } }, /"logger": must be an object with the methods debug, info, warn, error .*; this one has no debug, warn, error/],
+  ['metrics', { metrics: 'emf' }, /"metrics": must be an object with the methods addMetric, publishStoredMetrics .*; got the string "emf"/],
+  ['database', { database: 'arn:aws:rds:us-east-1:1:cluster:c' }, /"database": must be an object \{ resourceArn, secretArn, database, client \}; got the string/],
+  ['database.resourceArn', { database: { ...database, resourceArn: 7 } }, /"database\.resourceArn": must be a string; got the number 7/],
+  ['database.client', { database: { ...database, client: {} } }, /"database\.client": must be an RDSDataClient/],
+];
+
+// A misspelt option would otherwise be ignored and its default used in silence.
+const unknownKey: [string, Record<string, unknown>, RegExp][] = [
+  ['concurency', { concurency: 5 }, /"concurency": is not an option of inbox\(\); did you mean "concurrency"\?$/],
+  ['CallTimeoutMs', { CallTimeoutMs: 5000 }, /did you mean "callTimeoutMs"\?$/],
+  ['retries', { retries: 3 }, /"retries": is not an option of inbox\(\); the inbox\(\) options are consumer, database, apply, statement, .*, sleep$/],
+  ['onFailure', { onFailure: 'stop-batch' }, /"onFailure": is not an option of inbox\(\); it belongs inside fifo: fifo: \{ onFailure: \.\.\. \}$/],
+  ['fifo.onfailure', { fifo: { onfailure: 'stop-batch' } }, /"fifo\.onfailure": is not an option of fifo; did you mean "onFailure"\?$/],
+  ['fifo.order', { fifo: { order: 'strict' } }, /"fifo\.order": is not an option of fifo; the fifo options are onFailure$/],
+  ['database.resourceARN', { database: { ...database, resourceARN: 'r' } }, /"database\.resourceARN": is not an option of database; did you mean "resourceArn"\?$/],
+  ['database.region', { database: { ...database, region: 'eu-west-1' } }, /the database options are resourceArn, secretArn, database, client$/],
+  ['statement.param', { apply: undefined, statement: { sql, params: () => ({}), param: 1 } }, /"statement\.param": is not an option of statement; did you mean "params"\?$/],
+  ['key.attributes', { key: { attributes: 'order-key' } }, /"key\.attributes": is not an option of key; did you mean "attribute"\?$/],
+];
+
+/** Calls inbox() with the valid options patched and returns what it threw, with no INBOX_* environment to fall back on. */
+function thrownBy(patch: Record<string, unknown>): unknown {
+  const options = { consumer: 'order-worker', database, apply, ...patch } as InboxOptions;
+  const previous = { ...process.env };
+  delete process.env.INBOX_RESOURCE_ARN;
+  delete process.env.INBOX_SECRET_ARN;
+  delete process.env.INBOX_CONSUMER;
+  try {
+    inbox(options);
+    return undefined;
+  } catch (error) {
+    return error;
+  } finally {
+    process.env = previous;
+  }
+}
+
 describe('inbox() options, validated once at cold start', () => {
   it.each(invalid)('names %s and the fix', (option, patch, message) => {
     const options = { consumer: 'order-worker', database, apply, ...patch } as InboxOptions;
@@ -45,6 +105,48 @@ describe('inbox() options, validated once at cold start', () => {
     } finally {
       process.env = previous;
     }
+  });
+
+  it.each(wrongType)('names %s, the type it got and the fix', (option, patch, message) => {
+    const thrown = thrownBy(patch);
+    expect(thrown).toBeInstanceOf(InboxConfigError);
+    expect((thrown as InboxConfigError).option).toBe(option);
+    expect((thrown as Error).message).toMatch(message);
+  });
+
+  it.each(unknownKey)('refuses the unknown option %s, naming the one it likely meant or listing them', (option, patch, message) => {
+    const thrown = thrownBy(patch);
+    expect(thrown).toBeInstanceOf(InboxConfigError);
+    expect((thrown as InboxConfigError).option).toBe(option);
+    expect((thrown as Error).message).toMatch(message);
+  });
+
+  it("keeps the README's example message word for word", () => {
+    expect((thrownBy({ fifo: { onFailure: 'skip' } }) as Error).message).toBe(`inbox option "fifo.onFailure": "skip" must be 'skip-group' or 'stop-batch'`);
+  });
+
+  it('accepts every option spelt right, null as the default, and a logger and metrics with the methods it calls', () => {
+    const logger = { debug() {}, info() {}, warn() {}, error() {} };
+    const metrics = { addMetric() {}, publishStoredMetrics() {} };
+    const all = {
+      key: { attribute: 'order-key' },
+      parse: JSON.parse,
+      fifo: { onFailure: 'stop-batch' },
+      concurrency: 4,
+      onPermanentError: 'park',
+      schema: 'inbox',
+      callTimeoutMs: 5000,
+      deadlineMarginMs: 0,
+      resumeDelaysMs: [],
+      logger,
+      metrics,
+      onBatch: () => {},
+      now: Date.now,
+      sleep: async () => {},
+    };
+    expect(thrownBy(all)).toBeUndefined();
+    expect(thrownBy({ apply: undefined, statement: { sql, params: () => ({ orderId: 'o-1' }) } })).toBeUndefined();
+    expect(thrownBy({ fifo: null, concurrency: null, onBatch: null, logger: null, database: { ...database, database: 'orders' } })).toBeUndefined();
   });
 
   it('reads the consumer and the database from the INBOX_* environment the construct sets', () => {

@@ -168,6 +168,49 @@ describe('runScenario with your own handler', () => {
     expect(atStatement.extraEffects).toBe(atStatement.faultsInjected['drop-commit']! + atStatement.faultsInjected['crash-in-transaction']!);
   }, 60_000);
 
+  it('reports a commit point that never matched, as when startsWith misses the claim inbox() prepends in single-statement mode', async () => {
+    const faults = ['drop-commit', 'crash-in-transaction'] as const;
+    const singleStatement = ({ database }: ScenarioEnvironment) =>
+      inbox<Payment>({
+        consumer: 'payments-worker',
+        database,
+        statement: {
+          sql: 'INSERT INTO public.payments (payment_id, amount_cents) SELECT :id, :amount FROM claimed',
+          params: (message) => ({ id: message.body.paymentId, amount: message.body.amountCents }),
+        },
+      });
+    const never = 'commit point never matched: drop-commit and crash-in-transaction were never injected';
+
+    // The statement inbox() sends is `WITH claimed AS (...) INSERT INTO public.payments ...`.
+    const startsWith = await runScenario(local, {
+      ...payments,
+      handler: singleStatement,
+      commitPoint: { statement: (sql) => sql.startsWith('INSERT INTO public.payments') },
+      messages: 20,
+      faults,
+    });
+    expect(startsWith.faultsInjected).toEqual({});
+    expect(startsWith.problems).toEqual([`${never}; check commitPoint (inbox() single-statement SQL starts with "WITH claimed AS": match it with sql.includes(...), not sql.startsWith(...))`]);
+    expect(startsWith.exactlyOnce).toBe(false);
+
+    // Left at 'commit', the default: single-statement mode never commits a transaction.
+    const atCommit = await runScenario(local, { ...payments, handler: singleStatement, messages: 20, faults });
+    expect(atCommit.problems).toEqual([expect.stringMatching(new RegExp(`^${never}; the handler made no CommitTransaction call`))]);
+
+    const includes = await runScenario(local, {
+      ...payments,
+      handler: singleStatement,
+      commitPoint: { statement: (sql) => sql.includes('INSERT INTO public.payments') },
+      messages: 100,
+      faults,
+    });
+    expect(includes.faultsInjected['drop-commit']).toBeGreaterThan(0);
+    expect(includes.faultsInjected['crash-in-transaction']).toBeGreaterThan(0);
+    // Every lost answer failed its record; the redelivery found the claim: no effect ran twice.
+    expect(includes.problems).toEqual([]);
+    expect(includes.extraEffects).toBe(0);
+  }, 90_000);
+
   it('reports as lost the messages a handler acknowledges without applying', async () => {
     const skipped = (key: string) => key.endsWith('7');
     const report = await runScenario(local, {
