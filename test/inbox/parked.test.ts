@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inbox, PermanentError } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
+import type { GatedStatement, InboxMessage } from '../../lambda/inbox/index.js';
 
 let db: InboxFixture;
 beforeAll(async () => {
@@ -10,6 +11,27 @@ beforeAll(async () => {
 afterAll(async () => db.close());
 
 type Order = { orderId: string };
+
+/**
+ * A single-statement mode handler whose parser refuses every body (so records park) until `fix()` is
+ * called, as when a deploy fixes the cause before the replay.
+ */
+function parkingUntilFixed(consumer: string, statement: (message: InboxMessage<Order>) => GatedStatement) {
+  let strict = true;
+  const handler = inbox<Order>({
+    consumer,
+    database: db.target,
+    logger: recordingLogger(),
+    metrics: recordingMetrics(),
+    onPermanentError: 'park',
+    parse: (body) => {
+      if (strict) throw new Error('unknown schema version');
+      return JSON.parse(body);
+    },
+    statement,
+  });
+  return { handler, fix: () => void (strict = false), fixed: () => !strict };
+}
 
 describe('parked messages', () => {
   it('parks a business rejection without blocking its FIFO group, then replays it once after the fix', async () => {
@@ -107,52 +129,28 @@ describe('parked messages', () => {
   });
 
   it('replays in single-statement mode: the gated statement runs once under the parked claim', async () => {
-    let strict = true;
-    const handler = inbox<Order>({
-      consumer: 'single-statement-replay',
-      database: db.target,
-      logger: recordingLogger(),
-      metrics: recordingMetrics(),
-      onPermanentError: 'park',
-      parse: (body) => {
-        if (strict) throw new Error('unknown schema version');
-        return JSON.parse(body);
-      },
-      statement: (message) => ({
-        sql: `INSERT INTO public.orders (order_id, status, shipped_count) SELECT :orderId, 'shipped', 1 FROM claimed
-              ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1;`,
-        params: { orderId: message.body.orderId },
-      }),
-    });
+    const { handler, fix } = parkingUntilFixed('single-statement-replay', (message) => ({
+      sql: `INSERT INTO public.orders (order_id, status, shipped_count) SELECT :orderId, 'shipped', 1 FROM claimed
+            ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1;`,
+      params: { orderId: message.body.orderId },
+    }));
     const record = sqsRecord({ body: { orderId: 'order-single' }, key: 'order-single' });
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
     const [parked] = await handler.parked.list();
-    strict = false;
+    fix();
     expect(await handler.parked.replay(parked!.id)).toBe('replayed');
     expect(await handler({ Records: [record] }, lambdaContext())).toEqual({ batchItemFailures: [] });
     expect(await db.query("SELECT shipped_count FROM public.orders WHERE order_id = 'order-single'")).toEqual([{ shipped_count: 1 }]);
   });
 
   it('refuses, at replay, a single-statement mode statement that uses a reserved parameter name', async () => {
-    let strict = true;
-    const handler = inbox<Order>({
-      consumer: 'single-statement-reserved',
-      database: db.target,
-      logger: recordingLogger(),
-      metrics: recordingMetrics(),
-      onPermanentError: 'park',
-      parse: (body) => {
-        if (strict) throw new Error('unknown schema version');
-        return JSON.parse(body);
-      },
-      statement: (message) => ({
-        sql: 'INSERT INTO public.orders (order_id) SELECT :inbox_order FROM claimed',
-        params: strict ? {} : { inbox_order: message.body.orderId },
-      }),
-    });
+    const { handler, fix, fixed } = parkingUntilFixed('single-statement-reserved', (message) => ({
+      sql: 'INSERT INTO public.orders (order_id) SELECT :inbox_order FROM claimed',
+      params: fixed() ? { inbox_order: message.body.orderId } : {},
+    }));
     await handler({ Records: [sqsRecord()] }, lambdaContext());
     const [parked] = await handler.parked.list();
-    strict = false;
+    fix();
     await expect(handler.parked.replay(parked!.id)).rejects.toThrow('inbox option "statement": parameter ":inbox_order" uses the prefix inbox_');
   });
 
