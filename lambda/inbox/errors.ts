@@ -36,6 +36,16 @@ export class PermanentError extends InboxError {
   override name = 'PermanentError';
 }
 
+/**
+ * The event was not sent by an SQS event source mapping: the function's trigger is misconfigured, or a
+ * test built the event by hand. Thrown before any record runs, so the whole invocation fails loudly
+ * instead of acknowledging records it never looked at. (Powertools' batch utility raises
+ * `UnexpectedBatchTypeError` for the same mistake.)
+ */
+export class UnexpectedEventError extends InboxError {
+  override name = 'UnexpectedEventError';
+}
+
 /** The body could not be parsed by `parse` (the default is `JSON.parse`). */
 export class ParseError extends PermanentError {
   override name = 'ParseError';

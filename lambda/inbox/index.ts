@@ -19,6 +19,7 @@ export {
   BodyTooLargeError,
   KeyCollisionError,
   DataApiError,
+  UnexpectedEventError,
 } from './errors.js';
 export type { DataApiFailure } from './errors.js';
 export { DataApiSession, Transaction, HintedValue, uuid, decimal, json, date, time } from './data-api.js';

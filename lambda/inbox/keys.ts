@@ -67,7 +67,7 @@ export function keyStrategy(strategy: KeyStrategy | undefined): (record: SQSReco
     default:
       throw new InboxConfigError(
         'key',
-        `${typeof chosen === 'string' ? `"${chosen}"` : described(chosen)} is not a key strategy; use 'auto', 'message-id', 'deduplication-id', { attribute: 'name' } or a function`,
+        `${described(chosen)} is not a key strategy; use 'auto', 'message-id', 'deduplication-id', { attribute: 'name' } or a function`,
       );
   }
 }

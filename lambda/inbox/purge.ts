@@ -43,7 +43,7 @@ export interface PurgeReport {
 export async function purge(session: DataApiSession, options: PurgeOptions): Promise<PurgeReport> {
   const tables = inboxTables(options.schema);
   const retentionSeconds = options.retentionSeconds;
-  if (typeof retentionSeconds !== 'number' || !Number.isInteger(retentionSeconds) || retentionSeconds < 1) {
+  if (!Number.isInteger(retentionSeconds) || retentionSeconds < 1) {
     throw new InboxConfigError('retentionSeconds', `${String(retentionSeconds)} must be a positive integer number of seconds, e.g. 1209600 (14 days)`);
   }
   const batchSize = options.batchSize ?? 5000;

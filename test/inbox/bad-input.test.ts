@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { inbox, MAX_BODY_BYTES, MAX_KEY_BYTES } from '../../lambda/inbox/index.js';
+import { inbox, MAX_BODY_BYTES, MAX_KEY_BYTES, UnexpectedEventError } from '../../lambda/inbox/index.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
@@ -266,5 +266,51 @@ describe('key strategies', () => {
     expect(Buffer.byteLength(body)).toBe(MAX_BODY_BYTES);
     expect((await handler({ Records: [sqsRecord({ body })] }, lambdaContext())).batchItemFailures).toEqual([]);
     expect(await db.query("SELECT order_id FROM public.orders WHERE order_id = 'biggest'")).toHaveLength(1);
+  });
+});
+
+describe('events that are not SQS events', () => {
+  const foreign: [string, unknown, RegExp][] = [
+    ['an empty object', {}, /inbox\(\) handles SQS events, which carry a "Records" array; got an empty object\. Check the function's trigger/],
+    ['null', null, /got null\./],
+    ['"Records" that is a string', { Records: 'oops' }, /got "Records" of type string\./],
+    ['a Kafka event (records keyed by partition, no Records array)', { eventSource: 'aws:kafka', records: { 'orders-0': [] } }, /It looks like an event from an Amazon MSK topic\./],
+    ['a Kinesis event', { Records: [{ eventSource: 'aws:kinesis', kinesis: { data: 'e30=', sequenceNumber: '1' } }] }, /Records\[0\]\.eventSource is "aws:kinesis" \(a Kinesis stream\), not "aws:sqs"/],
+    ['a DynamoDB Streams event', { Records: [{ eventSource: 'aws:dynamodb', eventID: '1', dynamodb: {} }] }, /Records\[0\]\.eventSource is "aws:dynamodb" \(a DynamoDB stream\)/],
+  ];
+
+  it.each(foreign)('refuses %s with UnexpectedEventError before any record runs', async (_, event, message) => {
+    const { handler } = make('retry');
+    const error = await handler(event as never, lambdaContext()).then(() => undefined, (e: unknown) => e);
+    expect(error).toBeInstanceOf(UnexpectedEventError);
+    expect((error as Error).message).toMatch(message);
+    expect(await db.query('SELECT 1 FROM inbox.consumed_message')).toEqual([]);
+  });
+
+  it('refuses a batch where one record comes from another source, applying none of the SQS ones', async () => {
+    const { handler } = make('retry');
+    const error = await handler({ Records: [sqsRecord(), { eventSource: 'aws:kinesis' } as never] }, lambdaContext()).then(() => undefined, (e: unknown) => e);
+    expect((error as Error).message).toMatch(/Records\[1\]\.eventSource is "aws:kinesis"/);
+    expect(await db.query('SELECT 1 FROM public.orders')).toEqual([]);
+  });
+
+  it('answers an empty Records array with no failures and no Data API call', async () => {
+    const { handler } = make('retry');
+    db.server.stats.reset();
+    expect(await handler({ Records: [] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+    expect(db.server.stats.total()).toBe(0);
+  });
+
+  it.each(['retry', 'park'] as const)('fails alone a record without a body string (%s), naming the field', async (mode) => {
+    const { handler, logger } = make(mode);
+    const good = sqsRecord({ body: { orderId: 'bodied' } });
+    const bodiless = { ...sqsRecord(), body: undefined as never };
+    const response = await handler({ Records: [bodiless, good] }, lambdaContext());
+    expect(response.batchItemFailures).toEqual(mode === 'retry' ? [{ itemIdentifier: bodiless.messageId }] : []);
+    expect(JSON.stringify(logger.lines)).toMatch(/ParseError.*the record has no body string \(body is undefined\)/);
+    expect(await db.query("SELECT order_id FROM public.orders WHERE order_id = 'bodied'")).toHaveLength(1);
+    if (mode === 'park') {
+      expect(await db.query('SELECT sqs_message_id, body FROM inbox.parked_message')).toEqual([{ sqs_message_id: bodiless.messageId, body: '' }]);
+    }
   });
 });

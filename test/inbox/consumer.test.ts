@@ -248,6 +248,8 @@ describe('single-statement mode', () => {
     ['claimed only in a quoted identifier', 'UPDATE public.orders SET "claimed" = true WHERE order_id = :orderId', /never mentions `claimed`/],
     ["claimed only in a literal with an escaped quote", "UPDATE public.orders SET status = 'it''s claimed' WHERE order_id = :orderId", /never mentions `claimed`/],
     ['claimed only inside a longer word', 'UPDATE public.orders SET unclaimed = true WHERE order_id = :orderId', /never mentions `claimed`/],
+    ['claimed only when a literal between its halves is dropped', "UPDATE public.orders SET status = :s WHERE clai'x'med", /never mentions `claimed`/],
+    ['claimed only when a quoted identifier between its halves is dropped', 'UPDATE public.orders SET status = :s WHERE clai"x"med', /never mentions `claimed`/],
     ['two statements', 'INSERT INTO public.orders (order_id) SELECT :orderId FROM claimed; DELETE FROM public.orders', /"statement\.sql": holds more than one statement; the Data API runs one statement per call/],
     ['two statements with no space between them', 'INSERT INTO public.orders (order_id) SELECT :orderId FROM claimed;DELETE FROM public.orders', /holds more than one statement/],
     ['two statements split over lines', 'INSERT INTO public.orders (order_id) SELECT :orderId FROM claimed;\n\n  DELETE FROM public.orders', /holds more than one statement/],

@@ -1,3 +1,6 @@
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DataApiError, DataApiSession, date, decimal, json, time, uuid } from '../../lambda/inbox/index.js';
 import type { SqlParams } from '../../lambda/inbox/index.js';
@@ -298,5 +301,77 @@ describe('Data API session: failures', () => {
     db.server.faults.autoPause({ resumeAfterMs: 60_000 });
     expect(await failureOf(s.begin())).toMatchObject({ operation: 'BeginTransaction', failure: 'resuming' });
     expect(slept).toEqual([5]);
+  });
+});
+
+/**
+ * An endpoint that is not the Data API: a load balancer or proxy between the client and AWS answers with
+ * whatever `answer` gives. The client is the real SDK; only what comes back over HTTP is chosen.
+ */
+async function foreignEndpoint(answer: (path: string) => { status: number; headers?: Record<string, string>; body?: string }) {
+  const server = createServer((request, response) => {
+    request.resume();
+    request.on('end', () => {
+      const { status, headers = {}, body = '' } = answer(request.url ?? '');
+      response.writeHead(status, { 'content-type': 'application/json', ...headers }).end(body);
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const client = new RDSDataClient({
+    endpoint: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    maxAttempts: 1,
+  });
+  const s = new DataApiSession({ ...db.target, client }, { callTimeoutMs: 2_000, resumeDelaysMs: [] });
+  return {
+    session: s,
+    close: async () => {
+      client.destroy();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+describe('Data API session: answers from something that is not the Data API', () => {
+  const answers = [
+    { name: 'a 500 with no error type (a proxy failing after forwarding)', status: 500, failure: 'network', ambiguous: true },
+    { name: 'a 503 with no error type', status: 503, failure: 'network', ambiguous: true },
+    { name: 'a 404 with no error type (a wrong path prefix): refused before anything ran', status: 404, failure: 'rejected', ambiguous: false },
+    { name: 'a 400 with no error type', status: 400, failure: 'rejected', ambiguous: false },
+    { name: 'a NotFoundException (a gone transaction, as the Data API words it in some regions)', status: 404, type: 'NotFoundException', failure: 'transaction-not-found', ambiguous: false },
+  ] as const;
+
+  it.each(answers)('classifies $name as $failure, ambiguous: $ambiguous', async ({ status, failure, ambiguous, ...rest }) => {
+    const type = 'type' in rest ? rest.type : undefined;
+    const endpoint = await foreignEndpoint(() => ({ status, ...(type && { headers: { 'x-amzn-errortype': type }, body: JSON.stringify({ message: 'gone' }) }) }));
+    try {
+      const error = await failureOf(endpoint.session.execute('SELECT 1', {}, 'tx-1'));
+      expect(error).toMatchObject({ operation: 'ExecuteStatement', failure, ambiguous });
+    } finally {
+      await endpoint.close();
+    }
+  });
+
+  it('treats a commit that answers 200 with any status but "Transaction Committed" as failed and ambiguous', async () => {
+    const endpoint = await foreignEndpoint(() => ({ status: 200, body: JSON.stringify({ transactionStatus: 'Rollback Complete' }) }));
+    try {
+      const error = await failureOf(endpoint.session.commit('tx-1'));
+      expect(error).toMatchObject({ operation: 'CommitTransaction', failure: 'rejected', ambiguous: true });
+      expect(error.message).toBe('CommitTransaction failed (rejected, outcome unknown): the commit answered "Rollback Complete", not "Transaction Committed"');
+    } finally {
+      await endpoint.close();
+    }
+  });
+
+  it('treats a commit that answers 200 with no status at all as failed and ambiguous', async () => {
+    const endpoint = await foreignEndpoint(() => ({ status: 200, body: '{}' }));
+    try {
+      const error = await failureOf(endpoint.session.commit('tx-1'));
+      expect(error).toMatchObject({ operation: 'CommitTransaction', failure: 'rejected', ambiguous: true });
+      expect(error.message).toContain('the commit answered "(no status)"');
+    } finally {
+      await endpoint.close();
+    }
   });
 });

@@ -122,4 +122,31 @@ describe('FIFO batches (property-based)', () => {
     expect(overlapWithinGroup).toBe(false);
     expect(maxGroups).toBeGreaterThan(1);
   });
+
+  it('a fair queue (a standard queue whose records carry a MessageGroupId) keeps standard semantics: a failure skips nothing', async () => {
+    // SQS fair queues: a MessageGroupId on a standard queue only spreads the load; its messages are not
+    // ordered (shared/reference/sqs-lambda.md, "Standard queues with MessageGroupId"). Only the queue's
+    // ARN says FIFO.
+    const consumer = 'fair-queue';
+    const handler = inbox<Step>({
+      consumer,
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      apply: async (tx, message) => {
+        await tx.execute('INSERT INTO public.effects (consumer, group_id, position) VALUES (:consumer, :group, :position)', {
+          consumer,
+          group: message.groupId ?? '',
+          position: message.body.position,
+        });
+        if (message.body.fail) throw new Error('the first record fails');
+      },
+    });
+    const records = [1, 2, 3].map((position) => sqsRecord({ body: { group: 'tenant-a', position, fail: position === 1 }, groupId: 'tenant-a', fifo: false }));
+    expect(records[0]!.attributes.MessageGroupId).toBe('tenant-a');
+    const response = await handler({ Records: records }, lambdaContext());
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: records[0]!.messageId }]);
+    const effects = await db.query('SELECT position FROM public.effects WHERE consumer = $1 ORDER BY position', [consumer]);
+    expect(effects.map((e) => e.position)).toEqual([2, 3]);
+  });
 });

@@ -149,6 +149,13 @@ describe('inbox() options, validated once at cold start', () => {
     expect(thrownBy({ fifo: null, concurrency: null, onBatch: null, logger: null, database: { ...database, database: 'orders' } })).toBeUndefined();
   });
 
+  it('takes a logger without metrics, or metrics without a logger, and makes the other one itself', () => {
+    const logger = { debug() {}, info() {}, warn() {}, error() {} };
+    const metrics = { addMetric() {}, publishStoredMetrics() {} };
+    expect(thrownBy({ logger })).toBeUndefined();
+    expect(thrownBy({ metrics })).toBeUndefined();
+  });
+
   it('reads the consumer and the database from the INBOX_* environment the construct sets', () => {
     const previous = { ...process.env };
     process.env.INBOX_RESOURCE_ARN = 'arn:aws:rds:us-east-1:1:cluster:c';
