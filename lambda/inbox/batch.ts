@@ -47,7 +47,7 @@ export function isFifo(records: readonly SQSRecord[]): boolean {
 export async function runBatch(
   records: readonly SQSRecord[],
   plan: BatchPlan,
-  run: (record: SQSRecord) => Promise<Outcome>,
+  run: (record: SQSRecord, index: number) => Promise<Outcome>,
 ): Promise<Outcome[]> {
   // Stryker disable next-line ArrayDeclaration: every index of outcomes is assigned before it is returned, so its initial length does not matter
   const outcomes: (Outcome | undefined)[] = new Array(records.length);
@@ -57,7 +57,7 @@ export async function runBatch(
     const record = records[index]!;
     try {
       if (!plan.mayStart()) return { kind: 'deferred' };
-      return await run(record);
+      return await run(record, index);
     } catch (error) {
       // `run` should never throw; if it does, the record failed, and no lane may end early: a lane that
       // stopped would leave the rest of its records running after the handler returned.

@@ -154,3 +154,103 @@ export function checkGatedStatement(sql: unknown, params: SqlParams | undefined,
   // Stryker disable next-line MethodExpression,Regex: the statement is embedded on lines of its own, so surrounding whitespace is harmless; trim only tidies the logged SQL
   return sql.trim().replace(/;\s*$/, '');
 }
+
+/**
+ * The batch's records as the claim's input: one JSON parameter `:inbox_batch` (the Data API has no array
+ * parameters), one object per record. `sha256` is hex; the statement decodes it.
+ */
+function batchInput(tables: InboxTables, columns: string): string {
+  return `inbox_input AS (
+      SELECT * FROM jsonb_to_recordset(:inbox_batch::jsonb) AS i(${columns})
+    ), inbox_claim AS (
+      INSERT INTO ${tables.consumed} (consumer_name, message_id, payload_sha256)
+      SELECT :inbox_consumer, message_key, decode(sha256, 'hex') FROM inbox_input
+      -- One order for every writer: two batches claiming overlapping keys wait for each other, never in a cycle.
+      ORDER BY message_key
+      ON CONFLICT DO NOTHING
+      RETURNING message_id
+    )`;
+}
+
+/**
+ * Per record of the batch, in batch order: its position, whether this statement claimed it, and the hash
+ * stored by an earlier claim (NULL for a claim this statement made, or one it waited for, as in {@link claimSql}).
+ */
+function batchVerdicts(tables: InboxTables, extra = ''): string {
+  return `SELECT i.position, c.message_id IS NOT NULL AS claimed, e.payload_sha256 AS existing_sha256${extra}
+      FROM inbox_input i
+      LEFT JOIN inbox_claim c ON c.message_id = i.message_key
+      LEFT JOIN ${tables.consumed} e ON e.consumer_name = :inbox_consumer AND e.message_id = i.message_key
+     ORDER BY i.position`;
+}
+
+/** Batch transaction mode: claims every record of the batch in one statement, inside the batch's transaction. */
+export function batchClaimSql(tables: InboxTables): string {
+  return `WITH ${batchInput(tables, 'position int, message_key text, sha256 text')}
+    ${batchVerdicts(tables)}`;
+}
+
+/** The columns the CTE `claimed` offers a batch statement. */
+export const BATCH_CLAIMED_COLUMNS = 'message_key, body, group_id, sqs_message_id, attempt, position';
+
+/**
+ * Batch single-statement mode: the claim of every record and the user's set-based statement, in ONE
+ * autocommit statement. The statement reads `claimed` (the records this statement claimed). With
+ * `:inbox_strict`, a record whose key an earlier claim holds with another body (a collision) makes the
+ * whole statement fail, its effect with it: the caller then runs each record alone, so that the
+ * collision fails alone and, on a FIFO queue, nothing after it in its group is applied.
+ */
+export function batchGatedSql(tables: InboxTables, userSql: string): string {
+  return `WITH ${batchInput(tables, 'position int, message_key text, sha256 text, body jsonb, group_id text, sqs_message_id text, attempt int')},
+    claimed AS (
+      SELECT i.message_key, i.body, i.group_id, i.sqs_message_id, i.attempt, i.position
+        FROM inbox_input i JOIN inbox_claim c ON c.message_id = i.message_key
+    ), effect AS (
+      ${userSql}
+    ), inbox_collision AS (
+      SELECT i.message_key FROM inbox_input i
+        JOIN ${tables.consumed} e ON e.consumer_name = :inbox_consumer AND e.message_id = i.message_key
+       WHERE e.payload_sha256 IS NOT NULL AND e.payload_sha256 <> decode(i.sha256, 'hex')
+    )
+    ${batchVerdicts(
+      tables,
+      // A scalar subquery is not folded at plan time, so the failing cast runs only when a collision exists.
+      `,
+           CASE WHEN :inbox_strict AND EXISTS (SELECT 1 FROM inbox_collision)
+                THEN (SELECT 'sqs-inbox: key collision on ' || message_key FROM inbox_collision LIMIT 1)::int END AS inbox_guard`,
+    )}`;
+}
+
+/** Replaying a parked message in batch single-statement mode: `claimed` is that one message. */
+export function replayBatchGatedSql(userSql: string): string {
+  return `WITH claimed AS (
+      SELECT i.message_key, i.body, i.group_id, i.sqs_message_id, i.attempt, i.position
+        FROM jsonb_to_recordset(:inbox_batch::jsonb)
+          AS i(position int, message_key text, sha256 text, body jsonb, group_id text, sqs_message_id text, attempt int)
+    ), effect AS (
+      ${userSql}
+    )
+    SELECT true AS claimed`;
+}
+
+/** The batch-level duplicate filter: which of these keys (`:inbox_keys`, a JSON array) are claimed, with their hashes. */
+export function knownClaimsSql(tables: InboxTables): string {
+  return `SELECT message_id AS message_key, payload_sha256 AS existing_sha256 FROM ${tables.consumed}
+           WHERE consumer_name = :inbox_consumer
+             AND message_id IN (SELECT jsonb_array_elements_text(:inbox_keys::jsonb))`;
+}
+
+/** How one record of a batch claim came out. */
+export interface BatchClaimOutcome extends ClaimOutcome {
+  /** The record's position in the input. */
+  readonly position: number;
+}
+
+/** Reads the rows of {@link batchClaimSql} or {@link batchGatedSql}: one per record, in input order. */
+export function readBatchClaims(rows: readonly Row[]): BatchClaimOutcome[] {
+  return rows.map((row) => ({
+    position: Number(row.position),
+    claimed: row.claimed === true,
+    existingSha256: (row.existing_sha256 as Uint8Array | null | undefined) ?? null,
+  }));
+}

@@ -1,4 +1,5 @@
 import {
+  BatchExecuteStatementCommand,
   BeginTransactionCommand,
   CommitTransactionCommand,
   ExecuteStatementCommand,
@@ -130,6 +131,25 @@ export class DataApiSession {
     return toResult(output as ExecuteStatementCommandOutput);
   }
 
+  /**
+   * Runs one statement once per parameter set, in ONE call (BatchExecuteStatement): in autocommit, or
+   * inside `transactionId`. Returns how many parameter sets ran. The Data API returns no rows from it.
+   */
+  async executeBatch(sql: string, paramSets: readonly SqlParams[], transactionId?: string): Promise<number> {
+    if (paramSets.length === 0) return 0;
+    const output = await this.call('BatchExecuteStatement', true, () =>
+      new BatchExecuteStatementCommand({
+        resourceArn: this.target.resourceArn,
+        secretArn: this.target.secretArn,
+        database: this.target.database,
+        sql,
+        parameterSets: paramSets.map(toSqlParameters),
+        transactionId,
+      }),
+    );
+    return (output as { updateResults?: unknown[] }).updateResults?.length ?? paramSets.length;
+  }
+
   /** Opens a transaction and returns its id. */
   async begin(): Promise<string> {
     const output = await this.call('BeginTransaction', true, () =>
@@ -230,14 +250,23 @@ export class Transaction {
 
   /** Runs one statement in this transaction. */
   execute(sql: string, params: SqlParams = {}): Promise<StatementResult> {
+    return this.enqueue(() => this.session.execute(sql, params, this.transactionId));
+  }
+
+  private enqueue<T>(call: () => Promise<T>): Promise<T> {
     if (this.ending) {
       return Promise.reject(new Error('the transaction is committing or rolling back; await every tx.execute inside apply'));
     }
-    const run = this.queue.then(() => this.session.execute(sql, params, this.transactionId));
+    const run = this.queue.then(call);
     this.queue = run.catch((error: unknown) => {
       this.failure ??= error;
     });
     return run;
+  }
+
+  /** Runs one statement once per parameter set in this transaction, in one call (BatchExecuteStatement). */
+  executeBatch(sql: string, paramSets: readonly SqlParams[]): Promise<number> {
+    return this.enqueue(() => this.session.executeBatch(sql, paramSets, this.transactionId));
   }
 
   /**

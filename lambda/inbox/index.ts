@@ -8,7 +8,7 @@
  */
 export { inbox } from './consumer.js';
 export type { InboxHandler } from './consumer.js';
-export type { InboxOptions, InboxMessage, DatabaseOptions, GatedStatement } from './options.js';
+export type { InboxOptions, InboxMessage, InboxTransaction, DatabaseOptions, GatedStatement, GatedBatchStatement, DuplicateFilter } from './options.js';
 export { resolveTarget } from './options.js';
 export {
   InboxError,

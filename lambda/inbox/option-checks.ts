@@ -76,3 +76,10 @@ function editDistance(a: string, b: string): number {
   }
   return previous[b.length]!;
 }
+
+/** The value when it is one of the choices; else an error listing them. */
+export function oneOf<T extends string>(value: unknown, option: string, choices: readonly T[]): T {
+  if ((choices as readonly unknown[]).includes(value)) return value as T;
+  const allowed = choices.map((choice) => `'${choice}'`).join(' or ');
+  throw new InboxConfigError(option, typeof value === 'string' ? `"${value}" must be ${allowed}` : `must be ${allowed}; got ${described(value)}`);
+}

@@ -3,7 +3,8 @@ import type { SQSRecord } from 'aws-lambda';
 import type { DatabaseTarget, SqlParams, Transaction } from './data-api.js';
 import { InboxConfigError } from './errors.js';
 import type { KeyStrategy } from './keys.js';
-import { described, refuseUnknownKeys } from './option-checks.js';
+import { described, oneOf, refuseUnknownKeys } from './option-checks.js';
+import { resolveMode } from './mode-options.js';
 import type { InboxLogger, InboxMetrics, BatchSummary } from './telemetry.js';
 
 /** The message `apply` and `statement` receive. */
@@ -31,6 +32,25 @@ export interface GatedStatement {
   /** Values of the statement's `:parameters`. @default - no parameters */
   readonly params?: SqlParams | undefined;
 }
+
+/** The transaction that `apply` and `applyBatch` run in. */
+export type InboxTransaction = Pick<Transaction, 'execute' | 'executeBatch' | 'transactionId'>;
+
+/**
+ * Batch single-statement mode: ONE autocommit statement for the whole batch. sqs-inbox prepends the
+ * batch's claim as the CTE `claimed`: one row per message this statement claimed, none for duplicates,
+ * with the columns `message_key text`, `body jsonb` (what `parse` returned, as JSON), `group_id text`,
+ * `sqs_message_id text`, `attempt int` and `position int` (the record's place in the batch, for order).
+ */
+export interface GatedBatchStatement<Body = unknown> {
+  /** One statement that reads `claimed`, e.g. `INSERT INTO shipments (order_id) SELECT body->>'orderId' FROM claimed`. */
+  readonly sql: string;
+  /** Values of the statement's own `:parameters`, from the messages of the batch. @default - no parameters */
+  readonly params?: ((messages: readonly InboxMessage<Body>[]) => SqlParams) | undefined;
+}
+
+/** Which records the batch-level duplicate filter looks up before any transaction. */
+export type DuplicateFilter = 'auto' | 'always' | 'never';
 
 /** Where the database is. Every field falls back to an `INBOX_*` environment variable. */
 export interface DatabaseOptions {
@@ -75,7 +95,7 @@ export interface InboxOptions<Body = unknown> {
    * Transaction mode: runs only when the claim inserted the row, inside the claim's transaction. A throw
    * rolls back the claim and the effect together.
    */
-  readonly apply?: ((tx: Pick<Transaction, 'execute' | 'transactionId'>, message: InboxMessage<Body>) => Promise<void>) | undefined;
+  readonly apply?: ((tx: InboxTransaction, message: InboxMessage<Body>) => Promise<void>) | undefined;
   /**
    * Single-statement mode: ONE autocommit statement that claims and applies. It sees the claim as the CTE
    * `claimed` and must gate its effect on it. A constant `{ sql, params(message) }` is checked once at cold
@@ -85,6 +105,29 @@ export interface InboxOptions<Body = unknown> {
     | ((message: InboxMessage<Body>) => GatedStatement)
     | { readonly sql: string; readonly params: (message: InboxMessage<Body>) => SqlParams }
     | undefined;
+  /**
+   * Batch transaction mode: ONE transaction for the batch. It claims every record in one statement and
+   * calls `applyBatch` once with the messages it claimed (duplicates left out), in batch order. Write the
+   * effect set-based: pass the messages as one JSON parameter (`jsonb_to_recordset(:orders::jsonb)`), or
+   * use `tx.executeBatch`. When the batch's transaction fails, each record runs alone in a transaction of
+   * its own (`applyBatch` with one message), so a bad record fails alone.
+   */
+  readonly applyBatch?: ((tx: InboxTransaction, messages: readonly InboxMessage<Body>[]) => Promise<void>) | undefined;
+  /**
+   * Batch single-statement mode: ONE autocommit statement claims the whole batch and applies its effect,
+   * which reads the CTE `claimed` (see {@link GatedBatchStatement}). When it fails, each record runs alone
+   * through the same statement.
+   */
+  readonly statementBatch?: GatedBatchStatement<Body> | undefined;
+  /**
+   * Looks up, in one autocommit call before any transaction, which of the batch's keys are already
+   * claimed, and settles those duplicates without a transaction. `'auto'` does it when the batch holds a
+   * redelivery (ApproximateReceiveCount above 1), where duplicates are likely, except in `statementBatch`
+   * mode, whose one statement settles duplicates anyway. A duplicate the filter misses is still caught
+   * by its claim.
+   * @default 'auto'
+   */
+  readonly duplicateFilter?: DuplicateFilter | undefined;
   /** Parses the body. A throw is a permanent error. @default JSON.parse */
   readonly parse?: ((body: string, record: SQSRecord) => Body) | undefined;
   /**
@@ -147,9 +190,8 @@ export interface InboxOptions<Body = unknown> {
 export interface ResolvedOptions<Body> {
   readonly consumer: string;
   readonly target: DatabaseTarget;
-  readonly mode:
-    | { readonly kind: 'transaction'; readonly apply: NonNullable<InboxOptions<Body>['apply']> }
-    | { readonly kind: 'statement'; readonly statement: (message: InboxMessage<Body>) => GatedStatement; readonly constantSql?: string };
+  readonly mode: ResolvedMode<Body>;
+  readonly duplicateFilter: DuplicateFilter;
   readonly parse: (body: string, record: SQSRecord) => Body;
   readonly onFailure: 'skip-group' | 'stop-batch';
   readonly concurrency: number;
@@ -163,6 +205,13 @@ export interface ResolvedOptions<Body> {
   readonly sleep: (ms: number) => Promise<void>;
 }
 
+/** How claimed records are applied. */
+export type ResolvedMode<Body> =
+  | { readonly kind: 'transaction'; readonly apply: NonNullable<InboxOptions<Body>['apply']> }
+  | { readonly kind: 'statement'; readonly statement: (message: InboxMessage<Body>) => GatedStatement; readonly constantSql?: string }
+  | { readonly kind: 'batch-transaction'; readonly applyBatch: NonNullable<InboxOptions<Body>['applyBatch']> }
+  | { readonly kind: 'batch-statement'; readonly sql: string; readonly params: (messages: readonly InboxMessage<Body>[]) => SqlParams };
+
 const CONSUMER = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 // Every option, so that a misspelt one is refused instead of ignored. Typed as a record of the interface's
@@ -172,6 +221,9 @@ const INBOX_OPTIONS: Readonly<Record<keyof InboxOptions, true>> = {
   database: true,
   apply: true,
   statement: true,
+  applyBatch: true,
+  statementBatch: true,
+  duplicateFilter: true,
   parse: true,
   key: true,
   fifo: true,
@@ -190,7 +242,7 @@ const INBOX_OPTIONS: Readonly<Record<keyof InboxOptions, true>> = {
 const DATABASE_OPTIONS: Readonly<Record<keyof DatabaseOptions, true>> = { resourceArn: true, secretArn: true, database: true, client: true };
 const FIFO_OPTIONS: Readonly<Record<keyof NonNullable<InboxOptions['fifo']>, true>> = { onFailure: true };
 const STATEMENT_OPTIONS: Readonly<Record<'sql' | 'params', true>> = { sql: true, params: true };
-const NESTED_OPTIONS = { fifo: FIFO_OPTIONS, database: DATABASE_OPTIONS, statement: STATEMENT_OPTIONS };
+const NESTED_OPTIONS = { fifo: FIFO_OPTIONS, database: DATABASE_OPTIONS, statement: STATEMENT_OPTIONS, statementBatch: STATEMENT_OPTIONS };
 
 /** Validates options once, at cold start, with errors that name the option and the fix. */
 export function resolveOptions<Body>(options: InboxOptions<Body>, env: NodeJS.ProcessEnv = process.env): ResolvedOptions<Body> {
@@ -212,17 +264,8 @@ export function resolveOptions<Body>(options: InboxOptions<Body>, env: NodeJS.Pr
       `"${consumer}" must be 1-128 characters of letters, digits, '.', '_', ':' or '-', starting with a letter or digit, e.g. 'order-worker'`,
     );
   }
-  const hasApply = options.apply !== undefined;
-  const hasStatement = options.statement !== undefined;
-  if (hasApply === hasStatement) {
-    throw new InboxConfigError(
-      hasApply ? 'statement' : 'apply',
-      hasApply
-        ? 'give either `apply` (transaction mode) or `statement` (single-statement mode), not both'
-        : 'give `apply: async (tx, message) => { ... }` (transaction mode) or `statement` (single-statement mode)',
-    );
-  }
   const mode = resolveMode(options);
+  const duplicateFilter = oneOf(options.duplicateFilter ?? 'auto', 'duplicateFilter', ['auto', 'always', 'never']);
 
   const fifo: unknown = options.fifo;
   if (fifo !== undefined && fifo !== null) {
@@ -255,6 +298,7 @@ export function resolveOptions<Body>(options: InboxOptions<Body>, env: NodeJS.Pr
     consumer,
     target: resolveTarget(checkDatabase(options.database), env),
     mode,
+    duplicateFilter,
     parse: options.parse ?? ((body: string) => JSON.parse(body) as Body),
     onFailure,
     concurrency,
@@ -266,26 +310,6 @@ export function resolveOptions<Body>(options: InboxOptions<Body>, env: NodeJS.Pr
     now: options.now ?? Date.now,
     sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
   };
-}
-
-function resolveMode<Body>(options: InboxOptions<Body>): ResolvedOptions<Body>['mode'] {
-  if (options.apply !== undefined) {
-    if (typeof options.apply !== 'function') {
-      throw new InboxConfigError('apply', `must be an async function (tx, message) => void; got ${described(options.apply)}`);
-    }
-    return { kind: 'transaction', apply: options.apply };
-  }
-  const statement: unknown = options.statement;
-  if (typeof statement === 'function') return { kind: 'statement', statement: statement as (message: InboxMessage<Body>) => GatedStatement };
-  if (!statement || typeof statement !== 'object' || Array.isArray(statement)) {
-    throw new InboxConfigError('statement', `must be (message) => ({ sql, params }) or { sql, params: (message) => params }; got ${described(statement)}`);
-  }
-  refuseUnknownKeys(statement, STATEMENT_OPTIONS, 'statement');
-  const { sql, params } = statement as { sql: string; params: unknown };
-  if (typeof params !== 'function') {
-    throw new InboxConfigError('statement.params', `must be a function (message) => ({ name: value, ... }) giving the statement's parameters; got ${described(params)}`);
-  }
-  return { kind: 'statement', statement: (message) => ({ sql, params: params(message) as SqlParams }), constantSql: sql };
 }
 
 /** The database object as given, its keys and field types checked; resolveTarget fills in the environment. */
@@ -367,12 +391,6 @@ function nonNegativeInteger(value: unknown, option: string): number {
     throw new InboxConfigError(option, `${String(value)} must be a non-negative integer number of milliseconds`);
   }
   return value;
-}
-
-function oneOf<T extends string>(value: unknown, option: string, choices: readonly T[]): T {
-  if ((choices as readonly unknown[]).includes(value)) return value as T;
-  const allowed = choices.map((choice) => `'${choice}'`).join(' or ');
-  throw new InboxConfigError(option, typeof value === 'string' ? `"${value}" must be ${allowed}` : `must be ${allowed}; got ${described(value)}`);
 }
 
 // null, like undefined, means "the default": every option falls back with `??`.

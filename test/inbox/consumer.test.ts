@@ -344,10 +344,10 @@ describe('telemetry', () => {
 });
 
 describe('the handler', () => {
-  it('answers an event without Records, or no event, with no failures and no calls', async () => {
+  it('refuses an event without Records, or no event, before any call: a misconfigured trigger must not acknowledge anything', async () => {
     const { handler } = transactionMode();
-    expect(await handler({} as never, lambdaContext())).toEqual({ batchItemFailures: [] });
-    expect(await handler(null as never, lambdaContext())).toEqual({ batchItemFailures: [] });
+    await expect(handler({} as never, lambdaContext())).rejects.toThrow(/handles SQS events/);
+    await expect(handler(null as never, lambdaContext())).rejects.toThrow(/handles SQS events/);
     expect(db.server.stats.total()).toBe(0);
   });
 

@@ -124,15 +124,17 @@ describe('Data API session: results', () => {
 
   it('names a column by its label, not by the table column it reads', async () => {
     const { session: s } = session();
-    await s.execute('CREATE TEMP TABLE IF NOT EXISTS labelled (id int)');
-    await s.execute('INSERT INTO labelled VALUES (1)');
-    expect((await s.execute('SELECT id AS order_number, id FROM labelled')).rows).toEqual([{ order_number: 1, id: 1 }]);
+    // A real table: each autocommit call starts from a clean session, as on AWS, so a temp table would be gone.
+    await s.execute('CREATE TABLE IF NOT EXISTS public.labelled (id int)');
+    await s.execute('TRUNCATE public.labelled');
+    await s.execute('INSERT INTO public.labelled VALUES (1)');
+    expect((await s.execute('SELECT id AS order_number, id FROM public.labelled')).rows).toEqual([{ order_number: 1, id: 1 }]);
   });
 
   it('counts the rows a statement changed', async () => {
     const { session: s } = session();
-    await s.execute('CREATE TEMP TABLE IF NOT EXISTS counted (n int)');
-    expect((await s.execute('INSERT INTO counted SELECT generate_series(1, 3)')).updated).toBe(3);
+    await s.execute('CREATE TABLE IF NOT EXISTS public.counted (n int)');
+    expect((await s.execute('INSERT INTO public.counted SELECT generate_series(1, 3)')).updated).toBe(3);
   });
 });
 

@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inbox } from '../../lambda/inbox/index.js';
+import type { InboxMessage, InboxTransaction } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 
@@ -16,8 +17,16 @@ type Step = { group: string; position: number; fail: boolean };
 let run = 0;
 
 /** One invocation over a random FIFO batch; returns what ran, in commit order, and what was reported. */
-async function invoke(batch: Step[], onFailure: 'skip-group' | 'stop-batch', concurrency = 3) {
+async function invoke(batch: Step[], onFailure: 'skip-group' | 'stop-batch', concurrency = 3, mode: 'transaction' | 'batch-transaction' = 'transaction') {
   const consumer = `fifo-${onFailure}-${run++}`;
+  const effect = async (tx: InboxTransaction, message: InboxMessage<Step>) => {
+    await tx.execute('INSERT INTO public.effects (consumer, group_id, position) VALUES (:consumer, :group, :position)', {
+      consumer,
+      group: message.groupId ?? '',
+      position: message.body.position,
+    });
+    if (message.body.fail) throw new Error(`step ${message.groupId}/${message.body.position} fails`);
+  };
   const handler = inbox<Step>({
     consumer,
     database: db.target,
@@ -25,14 +34,15 @@ async function invoke(batch: Step[], onFailure: 'skip-group' | 'stop-batch', con
     metrics: recordingMetrics(),
     fifo: { onFailure },
     concurrency,
-    apply: async (tx, message) => {
-      await tx.execute('INSERT INTO public.effects (consumer, group_id, position) VALUES (:consumer, :group, :position)', {
-        consumer,
-        group: message.groupId ?? '',
-        position: message.body.position,
-      });
-      if (message.body.fail) throw new Error(`step ${message.groupId}/${message.body.position} fails`);
-    },
+    ...(mode === 'transaction'
+      ? { apply: effect }
+      : {
+          // One statement per message, in the order given: a failing message fails the whole batch's
+          // transaction, and the fallback runs each record alone.
+          applyBatch: async (tx, messages) => {
+            for (const message of messages) await effect(tx, message);
+          },
+        }),
   });
   const records = batch.map((step) => sqsRecord({ body: step, groupId: step.group }));
   const response = await handler({ Records: records }, lambdaContext());
@@ -55,10 +65,10 @@ const batchArbitrary = fc
   });
 
 describe('FIFO batches (property-based)', () => {
-  it('skip-group: per group, effects commit in send order and nothing after a failed record of its group runs', async () => {
+  it.each(['transaction', 'batch-transaction'] as const)('skip-group (%s): per group, effects commit in send order and nothing after a failed record of its group runs', async (mode) => {
     await fc.assert(
       fc.asyncProperty(batchArbitrary, async (batch) => {
-        const { records, failed, effects } = await invoke(batch, 'skip-group');
+        const { records, failed, effects } = await invoke(batch, 'skip-group', 3, mode);
         for (const group of new Set(batch.map((s) => s.group))) {
           const steps = batch.filter((s) => s.group === group);
           const firstFailure = steps.findIndex((s) => s.fail);
@@ -77,16 +87,26 @@ describe('FIFO batches (property-based)', () => {
     );
   });
 
-  it('stop-batch: after the first failure no further record starts, in any group', async () => {
+  it.each(['transaction', 'batch-transaction'] as const)('stop-batch (%s): after the first failure no further record starts, in any group', async (mode) => {
     await fc.assert(
       fc.asyncProperty(batchArbitrary, async (batch) => {
         // One group at a time: groups run in order of first appearance, so the run order is known.
-        const { records, failed, effects } = await invoke(batch, 'stop-batch', 1);
+        const { records, failed, effects } = await invoke(batch, 'stop-batch', 1, mode);
         const groupsInOrder = [...new Set(batch.map((s) => s.group))];
         const runOrder = groupsInOrder.flatMap((group) => batch.map((step, index) => ({ step, index })).filter(({ step }) => step.group === group));
         const firstFailure = runOrder.findIndex(({ step }) => step.fail);
         const committed = (firstFailure === -1 ? runOrder : runOrder.slice(0, firstFailure)).map(({ step }) => `${step.group}/${step.position}`);
-        expect(effects.map((e) => `${e.group_id}/${e.position}`)).toEqual(committed);
+        if (mode === 'transaction') {
+          expect(effects.map((e) => `${e.group_id}/${e.position}`)).toEqual(committed);
+        } else {
+          // A batch that commits as one applies its records in batch order, not group after group: the same
+          // records, each group in order.
+          expect(effects.map((e) => `${e.group_id}/${e.position}`).sort()).toEqual([...committed].sort());
+          for (const group of groupsInOrder) {
+            const positions = effects.filter((e) => e.group_id === group).map((e) => e.position);
+            expect(positions).toEqual([...positions].sort((a, b) => a - b));
+          }
+        }
         // Everything from the first failure on, in every group, is reported failed.
         runOrder.forEach(({ index }, order) => {
           expect(failed.has(records[index]!.messageId)).toBe(firstFailure !== -1 && order >= firstFailure);

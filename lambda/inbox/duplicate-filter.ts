@@ -1,0 +1,39 @@
+import { knownClaimsSql, sameHash } from './claim.js';
+import type { DataApiSession } from './data-api.js';
+import type { DuplicateFilter, ResolvedMode } from './options.js';
+import type { PreparedRecord } from './prepared.js';
+import type { InboxTables } from './schema.js';
+
+/**
+ * Whether to look the batch's keys up before any transaction. A lookup costs one call; it pays when the
+ * batch likely holds duplicates, which is when it holds a redelivery. A batch statement settles
+ * duplicates in its one call anyway.
+ */
+export function filterPays(setting: DuplicateFilter, mode: ResolvedMode<unknown>['kind'], records: readonly PreparedRecord<unknown>[]): boolean {
+  if (setting !== 'auto') return setting === 'always';
+  if (mode === 'batch-statement') return false;
+  return records.some((prepared) => Number(prepared.record.attributes?.ApproximateReceiveCount) > 1);
+}
+
+/**
+ * One autocommit lookup of which keys are claimed already: each such record is marked a known duplicate
+ * (same body hash, or a claim stored without one) or a known collision. A record claimed after the lookup
+ * is still caught by its own claim, so correctness never depends on this.
+ */
+export async function markKnownClaims(
+  session: DataApiSession,
+  tables: InboxTables,
+  consumer: string,
+  records: readonly PreparedRecord<unknown>[],
+): Promise<void> {
+  const candidates = records.filter((prepared) => prepared.error === undefined && prepared.key !== null);
+  if (candidates.length === 0) return;
+  const keys = [...new Set(candidates.map((prepared) => prepared.key!))];
+  const { rows } = await session.execute(knownClaimsSql(tables), { inbox_consumer: consumer, inbox_keys: keys });
+  const stored = new Map(rows.map((row) => [row.message_key as string, (row.existing_sha256 as Uint8Array | null | undefined) ?? null]));
+  for (const prepared of candidates) {
+    if (!stored.has(prepared.key!)) continue;
+    const hash = stored.get(prepared.key!)!;
+    prepared.known = hash === null || sameHash(hash, prepared.sha256) ? 'duplicate' : { collidesWith: hash };
+  }
+}

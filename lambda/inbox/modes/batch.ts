@@ -1,0 +1,165 @@
+import { runBatch } from '../batch.js';
+import type { BatchPlan, Outcome } from '../batch.js';
+import { sameHash } from '../claim.js';
+import type { DataApiSession } from '../data-api.js';
+import { DataApiError } from '../errors.js';
+import type { ResolvedOptions } from '../options.js';
+import type { PreparedRecord } from '../prepared.js';
+import type { InboxTables } from '../schema.js';
+import type { BatchTally, InboxLogger } from '../telemetry.js';
+import { commitOrRollBack, inboxTransaction } from './per-record.js';
+import type { RecordConsumer } from './per-record.js';
+import { claimSet, statementSet } from './statement-set.js';
+import type { SetMember } from './statement-set.js';
+
+/** A batch's claim found what only a record alone can settle: a collision, or a claim it cannot compare. */
+class SetFallback extends Error {
+  override name = 'SetFallback';
+}
+
+/**
+ * The batch modes: the batch's records are claimed and applied as ONE set, in one transaction
+ * (`applyBatch`) or one statement (`statementBatch`). Records that cannot join the set (a key, body or
+ * parse failure, a known collision, a key that appears twice in the batch, and on a FIFO queue every
+ * record of their message group) run alone, as in the per-record modes. When the set fails for a
+ * reason one record could cause, each of its records runs alone, so a poison message fails alone.
+ */
+export class BatchModeRunner<Body> {
+  constructor(
+    private readonly options: ResolvedOptions<Body>,
+    private readonly tables: InboxTables,
+    private readonly consumer: RecordConsumer<Body>,
+    private readonly logger: InboxLogger,
+  ) {}
+
+  async run(
+    prepared: readonly PreparedRecord<Body>[],
+    plan: BatchPlan,
+    session: DataApiSession,
+    tally: BatchTally,
+    timed: (run: () => Promise<Outcome>) => Promise<Outcome>,
+  ): Promise<Outcome[]> {
+    const outcomes: Outcome[] = new Array(prepared.length);
+    const alone = async (list: readonly PreparedRecord<Body>[]) => {
+      const results = await runBatch(list.map((p) => p.record), plan, (_, index) => timed(() => this.consumer.consume(list[index]!, session, tally)));
+      list.forEach((p, index) => (outcomes[p.index] = results[index]!));
+    };
+    const joins = setMembership(prepared, plan);
+    const members = prepared.filter((p) => joins[p.index]);
+    const others = prepared.filter((p) => !joins[p.index]);
+    await Promise.all([
+      alone(others),
+      this.runSet(members, plan, session, tally, outcomes, alone),
+    ]);
+    return outcomes;
+  }
+
+  private async runSet(
+    members: readonly PreparedRecord<Body>[],
+    plan: BatchPlan,
+    session: DataApiSession,
+    tally: BatchTally,
+    outcomes: Outcome[],
+    alone: (list: readonly PreparedRecord<Body>[]) => Promise<void>,
+  ): Promise<void> {
+    if (members.length === 0) return;
+    if (!plan.mayStart()) {
+      for (const p of members) outcomes[p.index] = { kind: 'deferred' };
+      return;
+    }
+    const started = this.options.now();
+    try {
+      const results = await this.applySet(members, session, tally);
+      members.forEach((p, index) => (outcomes[p.index] = results[index]!));
+    } catch (error) {
+      const failure = error instanceof Error ? error : new Error(String(error));
+      if (!oneRecordCouldCause(failure)) {
+        for (const p of members) outcomes[p.index] = { kind: 'failed', error: failure };
+        return;
+      }
+      this.logger.info('the batch failed as a whole; each of its records runs alone', {
+        records: members.length,
+        error: { name: failure.name, message: failure.message },
+      });
+      await alone(members);
+      return;
+    } finally {
+      const elapsed = this.options.now() - started;
+      for (let i = 0; i < members.length; i++) tally.recordLatenciesMs.push(elapsed);
+    }
+  }
+
+  /** Claims and applies the set; throws when it did not commit. */
+  private async applySet(members: readonly PreparedRecord<Body>[], session: DataApiSession, tally: BatchTally): Promise<Outcome[]> {
+    const mode = this.options.mode;
+    const set: SetMember<Body>[] = members.map((p) => ({ message: p.message!, sha256: p.sha256 }));
+    if (mode.kind === 'batch-statement') {
+      const claims = await statementSet(session, this.tables, this.options.consumer, mode, set, true);
+      return Promise.all(members.map((p, index) => this.consumer.settle(p, claims[index]!, session, tally)));
+    }
+    // Stryker disable next-line StringLiteral: the message of an unreachable error
+    if (mode.kind !== 'batch-transaction') throw new Error('unreachable');
+    const tx = await session.transaction();
+    let claimed: boolean[];
+    try {
+      const claims = await claimSet(tx, this.tables, this.options.consumer, set);
+      // A duplicate whose stored hash differs, or cannot be read yet, is settled alone: a collision must
+      // not let the rest of its group be applied ahead of it.
+      if (claims.some((claim, index) => !claim.claimed && (claim.existingSha256 === null || !sameHash(claim.existingSha256, set[index]!.sha256)))) {
+        throw new SetFallback('a record of the batch collides with an earlier claim, or its claim cannot be compared yet');
+      }
+      claimed = claims.map((claim) => claim.claimed);
+      const fresh = set.filter((_, index) => claimed[index]).map((member) => member.message);
+      if (fresh.length > 0) await mode.applyBatch(inboxTransaction(tx), fresh);
+    } catch (error) {
+      await tx.rollback().catch(() => {});
+      throw error;
+    }
+    if (!claimed.some(Boolean)) {
+      await tx.rollback().catch(() => {});
+    } else {
+      try {
+        await commitOrRollBack(tx);
+      } catch (error) {
+        // Ambiguous: every record of the set fails; the redelivery of each finds its claim if the commit happened.
+        throw error instanceof DataApiError ? error : new DataApiError('CommitTransaction', 'network', true, String(error), { cause: error });
+      }
+    }
+    return claimed.map((wasClaimed) => (wasClaimed ? { kind: 'processed' } : { kind: 'duplicate' }));
+  }
+}
+
+/**
+ * Whether the failure of the set could come from one of its records, so that running each record alone
+ * isolates it: an error of the user's effect, a statement PostgreSQL refused (a constraint one record
+ * breaks, a deadlock) or a transaction that expired. Not when the database is unreachable or pausing,
+ * and not when the outcome is unknown (a commit, a timeout): those fail every record of the set, whose
+ * redeliveries are duplicates if it did commit.
+ */
+function oneRecordCouldCause(error: Error): boolean {
+  if (!(error instanceof DataApiError)) return true;
+  if (error.ambiguous) return false;
+  return error.failure === 'statement' || error.failure === 'rejected' || error.failure === 'transaction-not-found';
+}
+
+/**
+ * Which records join the set. A record joins when it is ready to claim, the duplicate filter knows
+ * nothing of it, and no other record of the batch has its key. On a FIFO queue a message group joins
+ * only as a whole (known duplicates aside, which succeed without running), so that the group's order is
+ * kept by the per-record runner; with `stop-batch`, one record that cannot join keeps the whole batch out.
+ * A set of fewer than two records is not worth it.
+ */
+function setMembership(prepared: readonly PreparedRecord<unknown>[], plan: BatchPlan): boolean[] {
+  const keyCounts = new Map<string, number>();
+  for (const p of prepared) if (p.key !== null && p.error === undefined) keyCounts.set(p.key, (keyCounts.get(p.key) ?? 0) + 1);
+  const settled = (p: PreparedRecord<unknown>) => p.known === 'duplicate';
+  const ready = (p: PreparedRecord<unknown>) => p.error === undefined && p.known === undefined && keyCounts.get(p.key!) === 1;
+  let joins = prepared.map(ready);
+  if (plan.fifo) {
+    const blocked = new Set<string>();
+    for (const p of prepared) if (!ready(p) && !settled(p)) blocked.add(p.record.attributes?.MessageGroupId ?? '');
+    if (plan.onFailure === 'stop-batch' && blocked.size > 0) return prepared.map(() => false);
+    joins = prepared.map((p, index) => joins[index]! && !blocked.has(p.record.attributes?.MessageGroupId ?? ''));
+  }
+  return joins.filter(Boolean).length >= 2 ? joins : prepared.map(() => false);
+}

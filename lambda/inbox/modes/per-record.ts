@@ -1,0 +1,249 @@
+import type { SQSRecord } from 'aws-lambda';
+import type { Outcome } from '../batch.js';
+import { checkGatedStatement, claimParams, claimSql, gatedSql, parkSql, readClaim, replayBatchGatedSql, replayGatedSql, sameHash, storedHashSql } from '../claim.js';
+import type { ClaimOutcome } from '../claim.js';
+import type { DataApiSession, Transaction } from '../data-api.js';
+import { KeyCollisionError, PermanentError } from '../errors.js';
+import { hex } from '../keys.js';
+import type { InboxMessage, InboxTransaction, ResolvedOptions } from '../options.js';
+import type { ParkedMessage } from '../parked.js';
+import { attemptOf, toMessage } from '../prepared.js';
+import type { PreparedRecord } from '../prepared.js';
+import type { InboxTables } from '../schema.js';
+import type { BatchTally, InboxLogger } from '../telemetry.js';
+import { batchInputRow, statementSet } from './statement-set.js';
+
+/** What a claim came to: applied, a redelivery, or a different message under a claimed key. */
+export type ClaimVerdict = 'processed' | DuplicateVerdict;
+/** A claim that found its key taken: a redelivery, or a different message under the key. */
+type DuplicateVerdict = 'duplicate' | { readonly collidesWith: Uint8Array };
+
+/**
+ * Turns one prepared record into one outcome, alone: in its own transaction (transaction modes) or its own
+ * statement (statement modes). The per-record modes use it for every record; the batch modes for records
+ * that cannot join the batch, and for each record after the batch failed. Never throws.
+ */
+export class RecordConsumer<Body> {
+  constructor(
+    private readonly options: ResolvedOptions<Body>,
+    private readonly tables: InboxTables,
+    private readonly logger: InboxLogger,
+  ) {}
+
+  async consume(prepared: PreparedRecord<Body>, session: DataApiSession, tally: BatchTally): Promise<Outcome> {
+    const { record, key, sha256 } = prepared;
+    try {
+      if (prepared.error) throw prepared.error;
+      if (prepared.known === 'duplicate') return { kind: 'duplicate' };
+      if (prepared.known) throw this.collision(record, key!, prepared.known.collidesWith, sha256, tally);
+      const message = prepared.message!;
+      const verdict = await this.applyAlone(session, message, sha256);
+      if (typeof verdict === 'object') throw this.collision(record, key!, verdict.collidesWith, sha256, tally);
+      return { kind: verdict };
+    } catch (error) {
+      return this.failed(session, prepared, error, tally);
+    }
+  }
+
+  /**
+   * The outcome of a record whose claim was made (or refused) by a batch statement: processed when it
+   * claimed, else a duplicate, or a collision that is parked or failed.
+   */
+  async settle(prepared: PreparedRecord<Body>, claim: ClaimOutcome, session: DataApiSession, tally: BatchTally): Promise<Outcome> {
+    try {
+      if (claim.claimed) return { kind: 'processed' };
+      const verdict = await this.duplicateOrCollision(session, prepared.key!, claim, prepared.sha256);
+      if (verdict === 'duplicate') return { kind: 'duplicate' };
+      throw this.collision(prepared.record, prepared.key!, verdict.collidesWith, prepared.sha256, tally);
+    } catch (error) {
+      return this.failed(session, prepared, error, tally);
+    }
+  }
+
+  /** A record's failure: parked when it is permanent and the consumer parks, else failed. */
+  private failed(session: DataApiSession, prepared: PreparedRecord<Body>, error: unknown, tally: BatchTally): Promise<Outcome> | Outcome {
+    const failure = error instanceof Error ? error : new Error(String(error));
+    if (failure instanceof PermanentError && this.options.onPermanentError === 'park') {
+      return this.park(session, prepared.record, prepared.key, prepared.sha256, failure, tally);
+    }
+    return { kind: 'failed', error: failure };
+  }
+
+  /** Runs the effect of a parked message inside the replay's transaction, which already holds its claim. */
+  async replay(tx: Transaction, parked: ParkedMessage): Promise<void> {
+    const record: SQSRecord = {
+      messageId: parked.sqsMessageId,
+      receiptHandle: '',
+      body: parked.body,
+      attributes: parked.attributes.attributes as unknown as SQSRecord['attributes'],
+      messageAttributes: parked.attributes.messageAttributes as SQSRecord['messageAttributes'],
+      md5OfBody: '',
+      eventSource: 'aws:sqs',
+      eventSourceARN: '',
+      awsRegion: '',
+    };
+    const message = toMessage(record, parked.key ?? parked.sqsMessageId, this.options.parse);
+    const mode = this.options.mode;
+    switch (mode.kind) {
+      case 'transaction':
+        return mode.apply(inboxTransaction(tx), message);
+      case 'batch-transaction':
+        return mode.applyBatch(inboxTransaction(tx), [message]);
+      case 'statement': {
+        const { sql, params } = mode.statement(message);
+        const userSql = checkGatedStatement(sql, params, 'statement');
+        await tx.execute(replayGatedSql(userSql), { ...params, inbox_key: message.key });
+        return;
+      }
+      case 'batch-statement': {
+        const params = mode.params([message]);
+        const userSql = checkGatedStatement(mode.sql, params, 'statementBatch.sql');
+        await tx.execute(replayBatchGatedSql(userSql), { ...params, inbox_batch: [batchInputRow(message, new Uint8Array(), 0)] });
+        return;
+      }
+    }
+  }
+
+  /** The record alone, in the consumer's mode. */
+  private async applyAlone(session: DataApiSession, message: InboxMessage<Body>, sha256: Uint8Array): Promise<ClaimVerdict> {
+    const mode = this.options.mode;
+    switch (mode.kind) {
+      case 'transaction':
+        return this.inTransaction(session, message, sha256, (tx) => mode.apply(tx, message));
+      case 'batch-transaction':
+        return this.inTransaction(session, message, sha256, (tx) => mode.applyBatch(tx, [message]));
+      case 'statement':
+        return this.inOneStatement(session, message, sha256);
+      case 'batch-statement': {
+        const [claim] = await statementSet(session, this.tables, this.options.consumer, mode, [{ message, sha256 }], false);
+        return claim!.claimed ? 'processed' : this.duplicateOrCollision(session, message.key, claim!, sha256);
+      }
+    }
+  }
+
+  /** Begin, claim, apply (only if claimed), commit. k + 3 calls for an effect of k statements. */
+  private async inTransaction(
+    session: DataApiSession,
+    message: InboxMessage<Body>,
+    sha256: Uint8Array,
+    apply: (tx: InboxTransaction) => Promise<void>,
+  ): Promise<ClaimVerdict> {
+    const tx = await session.transaction();
+    let claim: ClaimOutcome;
+    try {
+      claim = readClaim((await tx.execute(claimSql(this.tables), claimParams(this.options.consumer, message.key, sha256))).rows);
+      if (claim.claimed) await apply(inboxTransaction(tx));
+    } catch (error) {
+      // The claim and the effect roll back together; a failed rollback leaves the transaction to expire.
+      await tx.rollback().catch(() => {});
+      throw error;
+    }
+    if (!claim.claimed) {
+      await tx.rollback().catch(() => {});
+      return this.duplicateOrCollision(session, message.key, claim, sha256);
+    }
+    await commitOrRollBack(tx);
+    return 'processed';
+  }
+
+  /** One autocommit statement that claims and applies. */
+  private async inOneStatement(session: DataApiSession, message: InboxMessage<Body>, sha256: Uint8Array): Promise<ClaimVerdict> {
+    const mode = this.options.mode;
+    // Stryker disable next-line StringLiteral: the message of an unreachable error
+    if (mode.kind !== 'statement') throw new Error('unreachable');
+    const { sql, params } = mode.statement(message);
+    const result = await session.execute(gatedSql(this.tables, checkGatedStatement(sql, params, 'statement')), {
+      ...params,
+      ...claimParams(this.options.consumer, message.key, sha256),
+    });
+    const claim = readClaim(result.rows);
+    return claim.claimed ? 'processed' : this.duplicateOrCollision(session, message.key, claim, sha256);
+  }
+
+  private async duplicateOrCollision(session: DataApiSession, key: string, claim: ClaimOutcome, sha256: Uint8Array): Promise<DuplicateVerdict> {
+    const stored = claim.existingSha256 ?? (await this.storedHash(session, key));
+    // A claim without a stored hash (made by an older writer) cannot be compared: treat it as a redelivery.
+    if (stored && !sameHash(stored, sha256)) return { collidesWith: stored };
+    return 'duplicate';
+  }
+
+  private async storedHash(session: DataApiSession, key: string): Promise<Uint8Array | null> {
+    const { rows } = await session.execute(storedHashSql(this.tables), { inbox_consumer: this.options.consumer, inbox_key: key });
+    return (rows[0]?.existing_sha256 as Uint8Array | null | undefined) ?? null;
+  }
+
+  /**
+   * Stores the record with its claim, so it succeeds without blocking its FIFO group. A record whose key
+   * turns out to be claimed already is not parked: with the same body it is a duplicate (its effect was
+   * applied, or is parked under the claim's owner); with another body it is parked as a collision.
+   */
+  private async park(
+    session: DataApiSession,
+    record: SQSRecord,
+    key: string | null,
+    sha256: Uint8Array,
+    error: PermanentError,
+    tally: BatchTally,
+  ): Promise<Outcome> {
+    const claim = key !== null && !(error instanceof KeyCollisionError);
+    try {
+      const { rows } = await session.execute(parkSql(this.tables), {
+        ...claimParams(this.options.consumer, key, sha256),
+        inbox_claim: claim,
+        inbox_message_id: record.messageId,
+        inbox_body: typeof record.body === 'string' ? record.body : '',
+        inbox_attributes: { attributes: record.attributes ?? {}, messageAttributes: record.messageAttributes ?? {} },
+        inbox_error_class: error.name,
+        inbox_error_message: error.message,
+        inbox_attempt: attemptOf(record),
+      });
+      const outcome = readClaim(rows);
+      if (!claim || outcome.claimed) return { kind: 'parked', error };
+      const verdict = await this.duplicateOrCollision(session, key!, outcome, sha256);
+      if (verdict === 'duplicate') return { kind: 'duplicate' };
+      const collision = this.collision(record, key!, verdict.collidesWith, sha256, tally);
+      return this.park(session, record, key, sha256, collision, tally);
+    } catch (parkError) {
+      return { kind: 'failed', error: parkError instanceof Error ? parkError : new Error(String(parkError)) };
+    }
+  }
+
+  /** Counts and logs a key collision, and returns it as the record's permanent error. */
+  private collision(record: SQSRecord, key: string, stored: Uint8Array, received: Uint8Array, tally: BatchTally): KeyCollisionError {
+    tally.collisions++;
+    const error = new KeyCollisionError(key, hex(stored), hex(received));
+    this.logger.error('key collision: a different message reused a claimed idempotency key; not applied', {
+      messageId: record.messageId,
+      key,
+      storedSha256: error.storedSha256,
+      receivedSha256: error.receivedSha256,
+      attempt: attemptOf(record),
+      // Stryker disable next-line OptionalChaining: Lambda's SQS records always carry attributes
+      groupId: record.attributes?.MessageGroupId,
+    });
+    return error;
+  }
+}
+
+/** What `apply` and `applyBatch` may call on the transaction. */
+export function inboxTransaction(tx: Transaction): InboxTransaction {
+  return {
+    execute: (sql, params) => tx.execute(sql, params),
+    executeBatch: (sql, paramSets) => tx.executeBatch(sql, paramSets),
+    transactionId: tx.transactionId,
+  };
+}
+
+/**
+ * Commits. A failed commit is ambiguous: the record is reported failed, and its redelivery finds the claim
+ * if the commit did happen. If it did not, a rollback frees the claim's row lock now instead of at the
+ * idle expiry, so the redelivery is not stuck behind it; after a commit that happened it finds nothing.
+ */
+export async function commitOrRollBack(tx: Transaction): Promise<void> {
+  try {
+    await tx.commit();
+  } catch (error) {
+    await tx.rollback().catch(() => {});
+    throw error;
+  }
+}

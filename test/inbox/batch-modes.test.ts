@@ -1,0 +1,284 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { inbox, PermanentError } from '../../lambda/inbox/index.js';
+import type { InboxHandler, InboxOptions } from '../../lambda/inbox/index.js';
+import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
+import type { InboxFixture } from '../support/inbox.js';
+
+// The batch modes against the local Data API and a real PostgreSQL. Calls are counted at the server.
+let db: InboxFixture;
+beforeAll(async () => {
+  db = await inboxFixture('batch_modes', { transactionIdleTimeoutMs: 2_000 });
+});
+afterAll(async () => db.close());
+beforeEach(async () => {
+  db.server.faults.clear();
+  await db.query('TRUNCATE public.orders, inbox.consumed_message, inbox.parked_message');
+  db.server.stats.reset();
+});
+
+type Order = { orderId: string; poison?: boolean };
+
+// The same effect, written for each mode. A second application shows as shipped_count 2; a poison order
+// breaks a CHECK-like rule (a NULL status) so that PostgreSQL refuses the statement it is part of.
+const SHIP_ONE = `INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, :status, 1)
+  ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`;
+const SHIP_SET = `INSERT INTO public.orders (order_id, status, shipped_count)
+  SELECT o.order_id, CASE WHEN o.poison THEN NULL ELSE 'shipped' END, 1 FROM jsonb_to_recordset(:orders::jsonb) AS o(order_id text, poison boolean)
+  ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`;
+const SHIP_CLAIMED = `INSERT INTO public.orders (order_id, status, shipped_count)
+  SELECT body->>'orderId', CASE WHEN (body->>'poison')::boolean THEN NULL ELSE 'shipped' END, 1 FROM claimed
+  ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`;
+
+const MODES = {
+  transaction: {
+    apply: async (tx, m) => void (await tx.execute(SHIP_ONE, { orderId: m.body.orderId, status: m.body.poison ? null : 'shipped' })),
+  },
+  statement: {
+    statement: {
+      sql: `INSERT INTO public.orders (order_id, status, shipped_count) SELECT :orderId, :status, 1 FROM claimed
+            ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`,
+      params: (m) => ({ orderId: m.body.orderId, status: m.body.poison ? null : 'shipped' }),
+    },
+  },
+  'batch-transaction': {
+    applyBatch: async (tx, messages) =>
+      void (await tx.execute(SHIP_SET, { orders: messages.map((m) => ({ order_id: m.body.orderId, poison: m.body.poison ?? false })) })),
+  },
+  'batch-statement': { statementBatch: { sql: SHIP_CLAIMED } },
+} satisfies Record<string, Partial<InboxOptions<Order>>>;
+type Mode = keyof typeof MODES;
+const ALL_MODES = Object.keys(MODES) as Mode[];
+const BATCH_MODES: Mode[] = ['batch-transaction', 'batch-statement'];
+
+function handlerFor(mode: Mode, extra: Partial<InboxOptions<Order>> = {}) {
+  const logger = recordingLogger();
+  const metrics = recordingMetrics();
+  const handler: InboxHandler = inbox<Order>({ consumer: 'order-worker', database: db.target, logger, metrics, ...MODES[mode], ...extra } as InboxOptions<Order>);
+  return { handler, logger, metrics };
+}
+
+const orders = (prefix: string, n: number, extra: Partial<Parameters<typeof sqsRecord>[0]> = {}) =>
+  Array.from({ length: n }, (_, i) => sqsRecord({ body: { orderId: `${prefix}-${i}` }, ...extra }));
+
+async function shippedCounts(prefix: string): Promise<Record<string, number>> {
+  const rows = await db.query('SELECT order_id, shipped_count FROM public.orders WHERE order_id LIKE $1 ORDER BY order_id', [`${prefix}-%`]);
+  return Object.fromEntries(rows.map((row) => [row.order_id, row.shipped_count]));
+}
+
+const redelivered = (records: ReturnType<typeof sqsRecord>[]) =>
+  records.map((record) => ({ ...record, attributes: { ...record.attributes, ApproximateReceiveCount: '2' } }));
+
+describe('calls per message, counted at the server (batch of 10, standard queue)', () => {
+  const expected: Record<Mode, { fresh: number; duplicates: number }> = {
+    transaction: { fresh: 40, duplicates: 1 }, // k + 3 per record, k = 1; the filter settles a redelivered batch in 1 call
+    statement: { fresh: 10, duplicates: 1 },
+    'batch-transaction': { fresh: 4, duplicates: 1 }, // Begin, claim, effect, Commit
+    'batch-statement': { fresh: 1, duplicates: 1 },
+  };
+
+  it.each(ALL_MODES)('%s', async (mode) => {
+    const { handler } = handlerFor(mode);
+    const batch = orders(`calls-${mode}`, 10);
+    expect((await handler({ Records: batch }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(db.server.stats.total()).toBe(expected[mode].fresh);
+    db.server.stats.reset();
+    expect((await handler({ Records: redelivered(batch) }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(db.server.stats.total()).toBe(expected[mode].duplicates);
+    expect(Object.values(await shippedCounts(`calls-${mode}`))).toEqual(Array(10).fill(1));
+  });
+
+  it.each(['transaction', 'batch-transaction'] as Mode[])('%s without the filter still applies a redelivered batch once, through each claim', async (mode) => {
+    const { handler } = handlerFor(mode, { duplicateFilter: 'never' });
+    const batch = orders(`nofilter-${mode}`, 5);
+    await handler({ Records: batch }, lambdaContext());
+    db.server.stats.reset();
+    expect((await handler({ Records: redelivered(batch) }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(db.server.stats.total()).toBe(mode === 'transaction' ? 15 : 3);
+    expect(Object.values(await shippedCounts(`nofilter-${mode}`))).toEqual(Array(5).fill(1));
+  });
+
+  it("'auto' skips the lookup for a first delivery, where duplicates are unlikely; 'always' makes it", async () => {
+    const auto = handlerFor('statement');
+    await auto.handler({ Records: orders('auto-first', 3) }, lambdaContext());
+    expect(db.server.stats.total()).toBe(3);
+    db.server.stats.reset();
+    const always = handlerFor('statement', { duplicateFilter: 'always' });
+    await always.handler({ Records: orders('always-first', 3) }, lambdaContext());
+    expect(db.server.stats.total()).toBe(4);
+  });
+});
+
+describe('a poison message in a batch fails alone', () => {
+  it.each(BATCH_MODES)('%s: the batch falls back to one record at a time; only the poison fails; nothing applies twice', async (mode) => {
+    const { handler, logger } = handlerFor(mode);
+    const batch = orders(`poison-${mode}`, 5);
+    const poison = sqsRecord({ body: { orderId: `poison-${mode}-x`, poison: true } });
+    const response = await handler({ Records: [...batch.slice(0, 2), poison, ...batch.slice(2)] }, lambdaContext());
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: poison.messageId }]);
+    expect(await shippedCounts(`poison-${mode}`)).toEqual(Object.fromEntries(batch.map((_, i) => [`poison-${mode}-${i}`, 1])));
+    expect(JSON.stringify(logger.lines)).toMatch(/the batch failed as a whole; each of its records runs alone/);
+  });
+
+  it.each(BATCH_MODES)('%s: a PermanentError thrown for one message is parked alone with park', async (mode) => {
+    const options: Partial<InboxOptions<Order>> =
+      mode === 'batch-transaction'
+        ? {
+            applyBatch: async (tx, messages) => {
+              if (messages.some((m) => m.body.poison)) throw new PermanentError('order refused');
+              await tx.execute(SHIP_SET, { orders: messages.map((m) => ({ order_id: m.body.orderId, poison: false })) });
+            },
+          }
+        : {};
+    const { handler, metrics } = handlerFor(mode, { onPermanentError: 'park', ...options });
+    const batch = orders(`park-${mode}`, 3);
+    const poison = sqsRecord({ body: { orderId: `park-${mode}-x`, poison: true } });
+    const response = await handler({ Records: [poison, ...batch] }, lambdaContext());
+    if (mode === 'batch-statement') {
+      // A statement error is not permanent: it fails (and would reach the DLQ), it is not parked.
+      expect(response.batchItemFailures).toEqual([{ itemIdentifier: poison.messageId }]);
+    } else {
+      expect(response.batchItemFailures).toEqual([]);
+      expect(await db.query('SELECT sqs_message_id, error_class FROM inbox.parked_message')).toEqual([{ sqs_message_id: poison.messageId, error_class: 'PermanentError' }]);
+      expect(metrics.published[0]!.Parked).toEqual([1]);
+    }
+    expect(Object.values(await shippedCounts(`park-${mode}`))).toEqual([1, 1, 1]);
+  });
+});
+
+describe('keys in a batch', () => {
+  it.each(ALL_MODES)('%s: two records with one key and one body apply once and both succeed', async (mode) => {
+    const { handler } = handlerFor(mode);
+    const twin = sqsRecord({ key: `twin-${mode}`, body: { orderId: `twin-${mode}-0` } });
+    const copy = { ...twin, messageId: `${twin.messageId}-copy` };
+    const others = orders(`twin-${mode}-o`, 2);
+    expect((await handler({ Records: [twin, copy, ...others] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await shippedCounts(`twin-${mode}`)).toMatchObject({ [`twin-${mode}-0`]: 1, [`twin-${mode}-o-0`]: 1, [`twin-${mode}-o-1`]: 1 });
+  });
+
+  it.each(ALL_MODES)('%s: a new message reusing a claimed key with another body fails alone (retry) or is parked (park), and is logged and counted', async (mode) => {
+    for (const onPermanentError of ['retry', 'park'] as const) {
+      await db.query('TRUNCATE public.orders, inbox.consumed_message, inbox.parked_message');
+      const { handler, logger, metrics } = handlerFor(mode, { onPermanentError });
+      await handler({ Records: [sqsRecord({ key: 'shared', body: { orderId: `first-${mode}` } })] }, lambdaContext());
+      const reuse = sqsRecord({ key: 'shared', body: { orderId: `second-${mode}` } });
+      const others = orders(`coll-${mode}`, 3);
+      const response = await handler({ Records: [others[0]!, reuse, ...others.slice(1)] }, lambdaContext());
+      expect(response.batchItemFailures).toEqual(onPermanentError === 'retry' ? [{ itemIdentifier: reuse.messageId }] : []);
+      expect(await db.query('SELECT order_id FROM public.orders WHERE order_id = $1', [`second-${mode}`])).toEqual([]);
+      expect(Object.values(await shippedCounts(`coll-${mode}`))).toEqual([1, 1, 1]);
+      expect(JSON.stringify(logger.lines)).toMatch(/key collision/);
+      expect(metrics.published.at(-1)!.KeyCollisions).toEqual([1]);
+      if (onPermanentError === 'park') {
+        expect(await db.query('SELECT error_class FROM inbox.parked_message')).toEqual([{ error_class: 'KeyCollisionError' }]);
+      }
+    }
+  });
+});
+
+describe('FIFO in the batch modes', () => {
+  it.each(BATCH_MODES)('%s: a failure skips the rest of its group, other groups are applied, order is kept', async (mode) => {
+    const { handler } = handlerFor(mode);
+    const g1 = [0, 1, 2].map((i) => sqsRecord({ groupId: 'g1', body: { orderId: `fifo-${mode}-g1-${i}`, poison: i === 1 } }));
+    const g2 = [0, 1].map((i) => sqsRecord({ groupId: 'g2', body: { orderId: `fifo-${mode}-g2-${i}` } }));
+    const response = await handler({ Records: [g1[0]!, g2[0]!, g1[1]!, g2[1]!, g1[2]!] }, lambdaContext());
+    expect(new Set(response.batchItemFailures.map((f) => f.itemIdentifier))).toEqual(new Set([g1[1]!.messageId, g1[2]!.messageId]));
+    expect(Object.keys(await shippedCounts(`fifo-${mode}`)).sort()).toEqual([`fifo-${mode}-g1-0`, `fifo-${mode}-g2-0`, `fifo-${mode}-g2-1`]);
+  });
+
+  it.each(BATCH_MODES)('%s: a collision in a group keeps the later records of that group from being applied', async (mode) => {
+    const { handler } = handlerFor(mode);
+    await handler({ Records: [sqsRecord({ key: 'fifo-shared', groupId: 'g0', body: { orderId: `fc-${mode}-first` } })] }, lambdaContext());
+    const reuse = sqsRecord({ key: 'fifo-shared', groupId: 'g1', body: { orderId: `fc-${mode}-second` } });
+    const after = sqsRecord({ groupId: 'g1', body: { orderId: `fc-${mode}-after` } });
+    const other = sqsRecord({ groupId: 'g2', body: { orderId: `fc-${mode}-other` } });
+    const response = await handler({ Records: [reuse, other, after] }, lambdaContext());
+    expect(new Set(response.batchItemFailures.map((f) => f.itemIdentifier))).toEqual(new Set([reuse.messageId, after.messageId]));
+    expect(Object.keys(await shippedCounts(`fc-${mode}`)).sort()).toEqual([`fc-${mode}-first`, `fc-${mode}-other`]);
+  });
+
+  it.each(BATCH_MODES)('%s: a record that cannot be parsed keeps the rest of its group out of the batch, unapplied', async (mode) => {
+    const { handler } = handlerFor(mode);
+    const malformed = sqsRecord({ groupId: 'g1', body: 'not json' });
+    const after = sqsRecord({ groupId: 'g1', body: { orderId: `pf-${mode}-g1-after` } });
+    const others = [0, 1].map((i) => sqsRecord({ groupId: 'g2', body: { orderId: `pf-${mode}-g2-${i}` } }));
+    const response = await handler({ Records: [malformed, others[0]!, after, others[1]!] }, lambdaContext());
+    expect(new Set(response.batchItemFailures.map((f) => f.itemIdentifier))).toEqual(new Set([malformed.messageId, after.messageId]));
+    expect(Object.keys(await shippedCounts(`pf-${mode}`)).sort()).toEqual([`pf-${mode}-g2-0`, `pf-${mode}-g2-1`]);
+  });
+
+  it.each(BATCH_MODES)('%s: with stop-batch, a record that cannot be parsed stops every record after it, in every group', async (mode) => {
+    const { handler } = handlerFor(mode, { fifo: { onFailure: 'stop-batch' }, concurrency: 1 });
+    const first = sqsRecord({ groupId: 'g0', body: { orderId: `sb-${mode}-g0-0` } });
+    const malformed = sqsRecord({ groupId: 'g1', body: 'not json' });
+    const later = [sqsRecord({ groupId: 'g2', body: { orderId: `sb-${mode}-g2-0` } }), sqsRecord({ groupId: 'g0', body: { orderId: `sb-${mode}-g0-1` } })];
+    const response = await handler({ Records: [first, malformed, ...later] }, lambdaContext());
+    expect(response.batchItemFailures.map((f) => f.itemIdentifier)).not.toContain(first.messageId);
+    expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toContain(malformed.messageId);
+    expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toContain(later[0]!.messageId);
+    expect(Object.keys(await shippedCounts(`sb-${mode}-g2`))).toEqual([]);
+  });
+
+  it('batch-transaction gives applyBatch the messages in batch order', async () => {
+    const seen: string[][] = [];
+    const { handler } = handlerFor('batch-transaction', {
+      applyBatch: async (tx, messages) => {
+        seen.push(messages.map((m) => m.body.orderId));
+        await tx.execute('SELECT 1');
+      },
+    });
+    const records = ['a', 'b', 'c', 'd'].map((id, i) => sqsRecord({ groupId: `g${i % 2}`, body: { orderId: id } }));
+    await handler({ Records: records }, lambdaContext());
+    expect(seen).toEqual([['a', 'b', 'c', 'd']]);
+  });
+});
+
+describe('faults on the batch', () => {
+  const faults: { fault: string; modes: Mode[]; arm: () => void }[] = [
+    { fault: 'the batch commit answers 500 (outcome unknown)', modes: ['batch-transaction'], arm: () => db.server.faults.serverError({ count: 1, operation: 'CommitTransaction', status: 500 }) },
+    { fault: 'the batch commit fails with a network error (502, no error type)', modes: ['batch-transaction'], arm: () => db.server.faults.serverError({ count: 1, operation: 'CommitTransaction', status: 502 }) },
+    { fault: 'the batch commit runs but its response is lost', modes: ['batch-transaction'], arm: () => db.server.faults.dropResponse({ operation: 'CommitTransaction' }) },
+    { fault: 'the batch claim runs but its response is lost', modes: BATCH_MODES, arm: () => db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: (sql) => sql.includes('inbox_input') }) },
+    { fault: 'the batch effect runs but its response is lost', modes: ['batch-transaction'], arm: () => db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: (sql) => sql.includes('jsonb_to_recordset(:orders') }) },
+    { fault: 'the database is unavailable for the first call', modes: BATCH_MODES, arm: () => db.server.faults.serverError({ count: 1, status: 503 }) },
+    { fault: 'the batch statement answers 500 (outcome unknown)', modes: ['batch-statement'], arm: () => db.server.faults.serverError({ count: 1, operation: 'ExecuteStatement', status: 500 }) },
+  ];
+  const cases = faults.flatMap((fault) => fault.modes.map((mode) => ({ ...fault, mode })));
+
+  it.each(cases)('$mode: $fault: the first delivery fails, redeliveries until deleted apply each record exactly once', async ({ arm, mode }) => {
+      const { handler } = handlerFor(mode, { callTimeoutMs: 1_000 });
+      const prefix = `fault-${mode}-${Math.random().toString(36).slice(2, 8)}`;
+      const batch = orders(prefix, 4);
+      arm();
+      let pending = batch;
+      for (let attempt = 1; attempt <= 4 && pending.length > 0; attempt++) {
+        const delivery = pending.map((record) => ({ ...record, attributes: { ...record.attributes, ApproximateReceiveCount: String(attempt) } }));
+        const failed = new Set((await handler({ Records: delivery }, lambdaContext())).batchItemFailures.map((f) => f.itemIdentifier));
+        // Every record of the set shares its fate: the outcome is unknown for all of them, or none ran.
+        if (attempt === 1) expect(failed.size).toBe(4);
+        pending = pending.filter((record) => failed.has(record.messageId));
+      }
+      expect(pending).toEqual([]);
+      expect(Object.values(await shippedCounts(prefix))).toEqual([1, 1, 1, 1]);
+  });
+});
+
+describe('replaying a parked message in the batch modes', () => {
+  it.each(BATCH_MODES)('%s: applies the effect once, through the same batch effect', async (mode) => {
+    let strict = true;
+    const { handler } = handlerFor(mode, {
+      onPermanentError: 'park',
+      parse: (body) => {
+        if (strict) throw new Error('unknown schema');
+        return JSON.parse(body);
+      },
+    });
+    const record = sqsRecord({ body: { orderId: `replay-${mode}-0` } });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    strict = false;
+    const [parked] = await handler.parked.list();
+    expect(await handler.parked.replay(parked!.id)).toBe('replayed');
+    expect(await shippedCounts(`replay-${mode}`)).toEqual({ [`replay-${mode}-0`]: 1 });
+    expect(await handler.parked.replay(parked!.id)).toBe('already-replayed');
+    expect(await shippedCounts(`replay-${mode}`)).toEqual({ [`replay-${mode}-0`]: 1 });
+  });
+});
