@@ -14,6 +14,10 @@ export default {
     'lambda/inbox/data-api.ts',
     'lambda/inbox/purge.ts',
     'lambda/inbox/keys.ts',
+    'lambda/inbox/prepared.ts',
+    'lambda/inbox/duplicate-filter.ts',
+    'lambda/inbox/sqs-event.ts',
+    'lambda/inbox/modes/*.ts',
   ],
   // Each mutant runs only the tests that reach it: the whole suite per mutant would not fit 2 cores.
   coverageAnalysis: 'perTest',
