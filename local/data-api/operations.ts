@@ -5,14 +5,16 @@ import { stringifyJson } from './json.js';
 import { assertSingleStatement, bindParameters, scanSql } from './parameters.js';
 import { optionalArray, optionalBoolean, optionalEnum, optionalObject, optionalString, required, type RequestBody } from './requests.js';
 import { executeResponse, type RawResult, type ResultOptions } from './results.js';
+import type { SecretCredentials, Secrets } from './secrets.js';
+import { assertAutocommitEnded, releaseClean, transactionEndedBySql, transactionStatus } from './sessions.js';
 import { runStatement, withStatementTimeout } from './statements.js';
 import type { Operation } from './stats.js';
 import type { Transactions } from './transactions.js';
 
-/** What the operations share: the server's identity, its databases and transactions, and its limits. */
+/** What the operations share: the server's identity, its secrets, databases and transactions, and its limits. */
 export interface OperationContext {
   readonly resourceArn: string;
-  readonly secretArn: string;
+  readonly secrets: Secrets;
   readonly defaultDatabase: string;
   readonly databases: Databases;
   readonly transactions: Transactions;
@@ -20,8 +22,12 @@ export interface OperationContext {
   readonly maxResponseBytes: number;
 }
 
-/** An operation: the request body in, the response body's JSON text out. */
-export type OperationHandler = (context: OperationContext, body: RequestBody) => Promise<string>;
+/**
+ * An operation: the request body in, the response body's JSON text out. `signal` aborts when the caller
+ * goes away before its answer: a call still waiting for a connection then never runs, and a transaction
+ * begun for it is rolled back at once rather than held until the idle timeout.
+ */
+export type OperationHandler = (context: OperationContext, body: RequestBody, signal?: AbortSignal) => Promise<string>;
 
 /** The five operations Aurora Serverless v2 and provisioned clusters serve. */
 export const OPERATIONS: Record<Operation, OperationHandler> = {
@@ -37,9 +43,9 @@ export async function executeSql(): Promise<string> {
   throw badRequest("The ExecuteSql operation isn't supported for Aurora Serverless v2 and provisioned clusters. Use ExecuteStatement.");
 }
 
-async function executeStatement(context: OperationContext, body: RequestBody): Promise<string> {
+async function executeStatement(context: OperationContext, body: RequestBody, signal?: AbortSignal): Promise<string> {
   const operation = 'ExecuteStatement';
-  const sql = checkCommon(context, body, operation, true);
+  const { sql, secretArn, credentials } = checkCommon(context, body, operation, true);
   const database = optionalString(body, 'database', operation);
   const transactionId = optionalString(body, 'transactionId', operation);
   const continueAfterTimeout = optionalBoolean(body, 'continueAfterTimeout', operation);
@@ -57,8 +63,8 @@ async function executeStatement(context: OperationContext, body: RequestBody): P
     // v1 refused this combination; v2 is unverified (§3.1). Refusing keeps local code from relying on it.
     throw badRequest('continueAfterTimeout cannot be combined with transactionId: run the statement outside the transaction, or drop continueAfterTimeout.');
   }
-  const respond = async (result: RawResult, name: string) => {
-    const catalog = context.databases.get(name).catalog;
+  const respond = async (result: RawResult, name: string, as: SecretCredentials | undefined) => {
+    const catalog = context.databases.get(name, as).catalog;
     const types = await catalog.resolve(result.fields.map((field) => field.dataTypeID));
     const text = stringifyJson(executeResponse(result, types, (oid) => catalog.get(oid), options));
     // The JSON format has its own, larger limit (10 MB against 1 MiB, §3.4).
@@ -67,20 +73,30 @@ async function executeStatement(context: OperationContext, body: RequestBody): P
     return text;
   };
   if (transactionId) {
-    return context.transactions.run(transactionId, (transaction) => {
+    return context.transactions.run(transactionId, secretArn, (transaction) => {
       assertSameDatabase(database, transaction.database);
-      const work = runStatement(transaction.client, bound);
-      const answer = timed(context, transaction.client, transaction.database, work, false).then((result) => respond(result, transaction.database));
+      const work = runStatement(transaction.client, bound).then((result) => {
+        assertStillInTransaction(transaction.client, result.command, transactionId);
+        return result;
+      });
+      const answer = timed(context, transaction.client, transaction.database, work, false).then((result) =>
+        respond(result, transaction.database, transaction.credentials),
+      );
       return { answer, settled: work };
     });
   }
   const name = database ?? context.defaultDatabase;
-  return autocommit(context, name, (client) => runStatement(client, bound), continueAfterTimeout, (result) => respond(result, name));
+  const run = async (client: pg.PoolClient) => {
+    const result = await runStatement(client, bound);
+    assertAutocommitEnded(client);
+    return result;
+  };
+  return autocommit(context, { name, credentials, signal }, run, continueAfterTimeout, (result) => respond(result, name, credentials));
 }
 
-async function batchExecuteStatement(context: OperationContext, body: RequestBody): Promise<string> {
+async function batchExecuteStatement(context: OperationContext, body: RequestBody, signal?: AbortSignal): Promise<string> {
   const operation = 'BatchExecuteStatement';
-  const sql = checkCommon(context, body, operation, true);
+  const { sql, secretArn, credentials } = checkCommon(context, body, operation, true);
   const database = optionalString(body, 'database', operation);
   const transactionId = optionalString(body, 'transactionId', operation);
   const scanned = scanSql(sql);
@@ -93,14 +109,18 @@ async function batchExecuteStatement(context: OperationContext, body: RequestBod
     if (!Array.isArray(set)) throw badRequest(`parameterSets[${index}] must be a list of SqlParameter.`);
     return bindParameters(scanned, set, `parameterSets[${index}]`);
   });
-  const runAll = async (client: pg.PoolClient) => {
-    for (const statement of bound) await runStatement(client, statement);
+  // Every set must leave the transaction (the caller's, or the one around an autocommit batch) open.
+  const runAll = async (client: pg.PoolClient, transactionId: string | undefined) => {
+    for (const statement of bound) {
+      const result = await runStatement(client, statement);
+      assertStillInTransaction(client, result.command, transactionId);
+    }
   };
   const respond = async () => stringifyJson({ updateResults: bound.map(() => ({ generatedFields: [] })) });
   if (transactionId) {
-    return context.transactions.run(transactionId, (transaction) => {
+    return context.transactions.run(transactionId, secretArn, (transaction) => {
       assertSameDatabase(database, transaction.database);
-      const work = runAll(transaction.client);
+      const work = runAll(transaction.client, transactionId);
       return { answer: timed(context, transaction.client, transaction.database, work, false).then(respond), settled: work };
     });
   }
@@ -109,46 +129,65 @@ async function batchExecuteStatement(context: OperationContext, body: RequestBod
   const atomic = async (client: pg.PoolClient) => {
     await client.query('BEGIN');
     try {
-      await runAll(client);
+      await runAll(client, undefined);
       await client.query('COMMIT');
     } catch (error) {
       await client.query('ROLLBACK').catch(() => {});
       throw error;
     }
   };
-  return autocommit(context, database ?? context.defaultDatabase, atomic, false, respond);
+  return autocommit(context, { name: database ?? context.defaultDatabase, credentials, signal }, atomic, false, respond);
 }
 
-async function beginTransaction(context: OperationContext, body: RequestBody): Promise<string> {
+async function beginTransaction(context: OperationContext, body: RequestBody, signal?: AbortSignal): Promise<string> {
   const operation = 'BeginTransaction';
-  checkCommon(context, body, operation, false);
+  const { secretArn, credentials } = checkCommon(context, body, operation, false);
   const name = optionalString(body, 'database', operation) ?? context.defaultDatabase;
-  const client = await context.databases.connect(name);
-  const transactionId = await context.transactions.begin(client, name);
+  const releasePlace = await context.transactions.reserve(signal);
+  let client: pg.PoolClient;
+  try {
+    client = await context.databases.connect(name, credentials, signal);
+  } catch (error) {
+    releasePlace();
+    throw error;
+  }
+  const transactionId = await context.transactions.begin(client, name, secretArn, credentials, releasePlace);
+  if (signal?.aborted) {
+    // Nobody will ever learn this id: holding it until the idle timeout would only take a connection.
+    await context.transactions.rollback(transactionId, secretArn).catch(() => {});
+    throw signal.reason;
+  }
   return stringifyJson({ transactionId });
 }
 
 async function commitTransaction(context: OperationContext, body: RequestBody): Promise<string> {
   const operation = 'CommitTransaction';
-  checkCommon(context, body, operation, false);
-  await context.transactions.commit(required(body, 'transactionId', operation));
+  const { secretArn } = checkCommon(context, body, operation, false);
+  await context.transactions.commit(required(body, 'transactionId', operation), secretArn);
   return stringifyJson({ transactionStatus: 'Transaction Committed' });
 }
 
 async function rollbackTransaction(context: OperationContext, body: RequestBody): Promise<string> {
   const operation = 'RollbackTransaction';
-  checkCommon(context, body, operation, false);
-  await context.transactions.rollback(required(body, 'transactionId', operation));
+  const { secretArn } = checkCommon(context, body, operation, false);
+  await context.transactions.rollback(required(body, 'transactionId', operation), secretArn);
   return stringifyJson({ transactionStatus: 'Rollback Complete' });
 }
 
+/** What checkCommon read: the SQL (where the operation has it) and the call's secret with its user. */
+interface CommonMembers<Sql> {
+  readonly sql: Sql;
+  readonly secretArn: string;
+  readonly credentials: SecretCredentials | undefined;
+}
+
 /**
- * The members every operation checks first: the two ARNs (this server serves one cluster and one
- * secret), `sql` where the operation has it, and `schema`, which v2 refuses.
+ * The members every operation checks first: the two ARNs (this server serves one cluster, and the
+ * secrets it was given), `sql` where the operation has it, and `schema`, which v2 refuses.
  */
-function checkCommon(context: OperationContext, body: RequestBody, operation: Operation, hasSql: true): string;
-function checkCommon(context: OperationContext, body: RequestBody, operation: Operation, hasSql: false): undefined;
-function checkCommon(context: OperationContext, body: RequestBody, operation: Operation, hasSql: boolean): string | undefined {
+function checkCommon(context: OperationContext, body: RequestBody, operation: Operation, hasSql: true): CommonMembers<string>;
+function checkCommon(context: OperationContext, body: RequestBody, operation: Operation, hasSql: false): CommonMembers<undefined>;
+function checkCommon(context: OperationContext, body: RequestBody, operation: Operation, hasSql: boolean): CommonMembers<string | undefined> {
   const resourceArn = required(body, 'resourceArn', operation);
   const secretArn = required(body, 'secretArn', operation);
   const sql = hasSql ? required(body, 'sql', operation) : undefined;
@@ -158,11 +197,14 @@ function checkCommon(context: OperationContext, body: RequestBody, operation: Op
     const type = operation === 'CommitTransaction' || operation === 'RollbackTransaction' ? 'NotFoundException' : 'BadRequestException';
     throw new DataApiError(type, `The resourceArn ${resourceArn} is not a cluster this server serves. Use ${context.resourceArn}.`);
   }
-  if (secretArn !== context.secretArn) {
-    throw new DataApiError('SecretsErrorException', `The secret provided wasn't found: ${secretArn}. This server accepts ${context.secretArn}.`);
-  }
+  const credentials = context.secrets.resolve(secretArn);
   if (body.schema !== undefined && body.schema !== null) throw validation("The schema parameter isn't supported");
-  return sql;
+  return { sql, secretArn, credentials };
+}
+
+/** A statement inside a transaction left its block open; COMMIT or ROLLBACK in the SQL would end it. */
+function assertStillInTransaction(client: pg.PoolClient, command: string, transactionId: string | undefined): void {
+  if (transactionStatus(client) === 'I') throw transactionEndedBySql(command, transactionId);
 }
 
 function assertSameDatabase(requested: string | undefined, transactionDatabase: string): void {
@@ -184,22 +226,18 @@ function timed<T>(context: OperationContext, client: pg.PoolClient, database: st
 
 /**
  * A call without transactionId: no explicit transaction block (so CREATE INDEX CONCURRENTLY works), on
- * a pooled connection that goes back to the pool when the work settles, which after a
- * continueAfterTimeout is later than the answer.
+ * a pooled connection of the call's database and user that goes back to the pool, with a clean session,
+ * when the work settles, which after a continueAfterTimeout is later than the answer.
  */
 async function autocommit<T>(
   context: OperationContext,
-  database: string,
+  target: { name: string; credentials: SecretCredentials | undefined; signal: AbortSignal | undefined },
   run: (client: pg.PoolClient) => Promise<T>,
   continueAfterTimeout: boolean,
   respond: (result: T) => Promise<string>,
 ): Promise<string> {
-  const client = await context.databases.connect(database);
+  const client = await context.databases.connect(target.name, target.credentials, target.signal);
   const work = run(client);
-  void work.then(
-    () => client.release(),
-    // A connection whose statement failed is healthy unless the connection itself broke.
-    (error: unknown) => client.release((error as { code?: string }).code === undefined ? (error as Error) : undefined),
-  );
-  return respond(await timed(context, client, database, work, continueAfterTimeout));
+  void work.catch(() => {}).then(() => releaseClean(client));
+  return respond(await timed(context, client, target.name, work, continueAfterTimeout));
 }

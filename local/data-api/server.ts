@@ -5,9 +5,10 @@ import { databaseName, startPostgres } from '../postgres.js';
 import { Databases } from './databases.js';
 import { badRequest, DataApiError, GatewayError } from './errors.js';
 import { Faults } from './faults.js';
-import { JsonSyntaxError, parseJson } from './json.js';
+import { Gate } from './gate.js';
 import { executeSql, OPERATIONS, type OperationContext } from './operations.js';
-import type { RequestBody } from './requests.js';
+import { lingerThenClose, readBody, RequestTooLarge } from './request-body.js';
+import { Secrets, type SecretCredentials } from './secrets.js';
 import { Stats, type CountedOperation } from './stats.js';
 import { Transactions } from './transactions.js';
 import { loadPg } from '../peer-loaders.js';
@@ -25,8 +26,25 @@ export interface StartDataApiOptions {
   readonly host?: string | undefined;
   /** The only cluster ARN this server accepts. @default 'arn:aws:rds:us-east-1:123456789012:cluster:sqs-inbox-local' */
   readonly resourceArn?: string | undefined;
-  /** The only secret ARN this server accepts. @default 'arn:aws:secretsmanager:us-east-1:123456789012:secret:sqs-inbox-local' */
+  /**
+   * The default secret ARN: calls naming it connect with the user and password of the server URL.
+   * @default 'arn:aws:secretsmanager:us-east-1:123456789012:secret:sqs-inbox-local'
+   */
   readonly secretArn?: string | undefined;
+  /**
+   * More secrets, each standing for a PostgreSQL user, as a Secrets Manager database secret does on AWS:
+   * a call naming one of these ARNs runs as that user (its grants apply), on connections of its own. A
+   * transaction runs as the user of the secret that began it, and a later call on it that names another
+   * secret is refused with BadRequestException. An ARN that is neither listed nor the default `secretArn`
+   * is refused with SecretsErrorException. The users must exist on the server (create them yourself).
+   * @example
+   * const server = await startDataApi({
+   *   databaseUrl,
+   *   secrets: { 'arn:aws:secretsmanager:us-east-1:123456789012:secret:app-reader': { username: 'app_reader', password: 'reader' } },
+   * });
+   * @default {} (only the default secretArn)
+   */
+  readonly secrets?: { readonly [secretArn: string]: SecretCredentials } | undefined;
   /** A transaction no call uses for this long is rolled back. @default 180000 (3 minutes, as on AWS) */
   readonly transactionIdleTimeoutMs?: number | undefined;
   /** A transaction older than this is rolled back. @default 86400000 (24 hours, as on AWS) */
@@ -35,6 +53,39 @@ export interface StartDataApiOptions {
   readonly statementTimeoutMs?: number | undefined;
   /** Larger responses fail with BadRequestException "Database response exceeded size limit". @default 1048576 (1 MiB) */
   readonly maxResponseBytes?: number | undefined;
+  /**
+   * Connections the server opens to each database, per user (per secret), shared by autocommit calls and
+   * transactions. A call that finds them all in use waits up to `connectionWaitTimeoutMs`.
+   * @default 64
+   */
+  readonly maxConnectionsPerDatabase?: number | undefined;
+  /**
+   * How long a call waits for a connection (all `maxConnectionsPerDatabase` in use) or a BeginTransaction
+   * for a place (`maxOpenTransactions` open) before it fails with StatementTimeoutException "Connection is
+   * not available, request timed out", as the service answers when its connections are exhausted. Nothing
+   * ran, and the SDK does not retry it.
+   * @default 30000
+   */
+  readonly connectionWaitTimeoutMs?: number | undefined;
+  /**
+   * Transactions open at once, over the whole server. BeginTransaction beyond it waits (first come, first
+   * served) up to `connectionWaitTimeoutMs` for one to end. Below `maxConnectionsPerDatabase`, transactions
+   * that are never committed cannot take every connection from autocommit calls. Abandoned transactions
+   * still end after `transactionIdleTimeoutMs`.
+   * @default 48
+   */
+  readonly maxOpenTransactions?: number | undefined;
+  /**
+   * Calls the server runs at once; the rest wait in arrival order (no time limit; a call whose client goes
+   * away leaves the queue). It models a database that is the bottleneck, as Aurora is at scale: more
+   * concurrency then adds waiting, not throughput. Every operation counts, commits included, and a call
+   * keeps its place while it waits for a row lock, so with fewer places than transactions contending for
+   * the same rows, those transactions wait for one another until the statement timeout frees a place.
+   * @example
+   * const server = await startDataApi({ databaseUrl, maxConcurrentCalls: 4 });
+   * @default Infinity (no limit)
+   */
+  readonly maxConcurrentCalls?: number | undefined;
 }
 
 /** A running local Data API. */
@@ -43,7 +94,7 @@ export interface DataApiServer {
   readonly endpoint: string;
   /** The cluster ARN calls must name (`resourceArn` of every Data API call). */
   readonly resourceArn: string;
-  /** The secret ARN calls must name (`secretArn` of every Data API call). */
+  /** The default secret ARN (`secretArn` of a Data API call that runs as the server URL's user). */
   readonly secretArn: string;
   /** The default database (the one a call without `database` uses). */
   readonly database: string;
@@ -65,15 +116,13 @@ const ROUTES: Record<string, CountedOperation> = {
   ExecuteSql: 'ExecuteSql',
 };
 
-/** The Data API's HTTP request limit, headers included (§3.4); the body alone is checked here. */
-const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
-
 /**
  * Starts an HTTP server that speaks the RDS Data API (restJson1) over a real PostgreSQL, so that
  * `new RDSDataClient({ endpoint })` works unchanged. It behaves as the Data API of Aurora Serverless v2
  * and provisioned clusters does: its error types and messages, type hints and result shapes, one
- * connection per transaction, the 3-minute transaction idle expiry, the 45-second statement timeout and
- * the 1 MiB response limit.
+ * connection per transaction, the 3-minute transaction idle expiry, the 45-second statement timeout, the
+ * 1 MiB response and 4 MiB request limits. Every call starts from a clean PostgreSQL session and leaves
+ * nothing open behind it; waits for a connection are bounded; secrets can stand for other database users.
  *
  * @example
  * const server = await startDataApi({ databaseUrl: 'postgres://postgres:postgres@127.0.0.1:5432/app' });
@@ -97,18 +146,38 @@ export async function startDataApi(options: StartDataApiOptions = {}): Promise<D
       throw new RangeError(`startDataApi: ${name} must be a whole number >= 0, got ${value}.`);
     }
   }
+  for (const [name, value] of Object.entries({
+    maxConnectionsPerDatabase: options.maxConnectionsPerDatabase,
+    connectionWaitTimeoutMs: options.connectionWaitTimeoutMs,
+    maxOpenTransactions: options.maxOpenTransactions,
+  })) {
+    if (value !== undefined && !(Number.isInteger(value) && value >= 1)) {
+      throw new RangeError(`startDataApi: ${name} must be a whole number >= 1, got ${value}.`);
+    }
+  }
+  const maxConcurrentCalls = options.maxConcurrentCalls ?? Infinity;
+  if (maxConcurrentCalls !== Infinity && !(Number.isInteger(maxConcurrentCalls) && maxConcurrentCalls >= 1)) {
+    throw new RangeError(`startDataApi: maxConcurrentCalls must be a whole number >= 1 (or Infinity for no limit), got ${maxConcurrentCalls}.`);
+  }
+  const secrets = new Secrets(secretArn, options.secrets);
+  const connectionWaitTimeoutMs = options.connectionWaitTimeoutMs ?? 30_000;
   const postgres = options.databaseUrl ? undefined : await startPostgres();
   const databaseUrl = options.databaseUrl ?? (postgres as { url: string }).url;
   const database = databaseName(databaseUrl);
-  const databases = new Databases(databaseUrl, await loadPg());
+  const databases = new Databases(databaseUrl, await loadPg(), {
+    maxConnections: options.maxConnectionsPerDatabase ?? 64,
+    connectionWaitTimeoutMs,
+  });
   const transactions = new Transactions({
     idleTimeoutMs: options.transactionIdleTimeoutMs ?? 180_000,
     maxLifetimeMs: options.transactionMaxLifetimeMs ?? 86_400_000,
+    maxOpen: options.maxOpenTransactions ?? 48,
+    waitTimeoutMs: connectionWaitTimeoutMs,
     cancel: (name, pid) => databases.cancel(name, pid),
   });
   const context: OperationContext = {
     resourceArn,
-    secretArn,
+    secrets,
     defaultDatabase: database,
     databases,
     transactions,
@@ -117,9 +186,10 @@ export async function startDataApi(options: StartDataApiOptions = {}): Promise<D
   };
   const faults = new Faults();
   const stats = new Stats();
+  const calls = new Gate(maxConcurrentCalls);
 
   const server = createServer((request, response) => {
-    void handle(request, response, context, faults, stats);
+    void handle(request, response, { context, faults, stats, calls });
   });
   try {
     await new Promise<void>((resolve, reject) => {
@@ -163,9 +233,27 @@ export async function startDataApi(options: StartDataApiOptions = {}): Promise<D
   };
 }
 
-async function handle(request: IncomingMessage, response: ServerResponse, context: OperationContext, faults: Faults, stats: Stats): Promise<void> {
+/** What every request is served with. */
+interface Served {
+  readonly context: OperationContext;
+  readonly faults: Faults;
+  readonly stats: Stats;
+  /** Admits `maxConcurrentCalls` calls at once. */
+  readonly calls: Gate;
+}
+
+/** The reason a call's signal aborts: its client closed the connection before the answer. */
+class CallerGone extends Error {
+  override readonly name = 'CallerGone';
+}
+
+async function handle(request: IncomingMessage, response: ServerResponse, { context, faults, stats, calls }: Served): Promise<void> {
   const requestId = randomUUID();
   let drop = false;
+  const caller = new AbortController();
+  response.once('close', () => {
+    if (!response.writableFinished) caller.abort(new CallerGone('The client closed the connection before the answer.'));
+  });
   try {
     const path = new URL(request.url ?? '/', 'http://localhost').pathname;
     const operation = ROUTES[path.slice(path.lastIndexOf('/') + 1)];
@@ -183,11 +271,17 @@ async function handle(request: IncomingMessage, response: ServerResponse, contex
     const failure = faults.failureFor(operation, typeof body.transactionId === 'string' && body.transactionId.length > 0);
     if (failure) throw failure;
     drop = faults.dropsResponse(operation, typeof body.sql === 'string' ? body.sql : undefined);
-    const text = await OPERATIONS[operation](context, body);
+    const admitted = await calls.acquire({ signal: caller.signal });
+    let text: string;
+    try {
+      text = await OPERATIONS[operation](context, body, caller.signal);
+    } finally {
+      admitted();
+    }
     if (drop) return;
     send(response, 200, { 'content-type': 'application/json', 'x-amzn-RequestId': requestId }, text);
   } catch (caught) {
-    if (drop) return;
+    if (drop || caller.signal.aborted) return;
     if (caught instanceof GatewayError) {
       // Not the service's answer: no x-amzn-ErrorType, no request id.
       send(response, caught.status, { 'content-type': 'application/json' }, JSON.stringify(caught.body()));
@@ -198,6 +292,7 @@ async function handle(request: IncomingMessage, response: ServerResponse, contex
         ? caught
         : // Never a 5xx for something unexpected: the SDK would retry, and the call may have written.
           badRequest(`Local Data API internal error: ${caught instanceof Error ? caught.message : String(caught)}`);
+    if (error instanceof RequestTooLarge) lingerThenClose(request, response);
     send(
       response,
       error.status,
@@ -207,27 +302,6 @@ async function handle(request: IncomingMessage, response: ServerResponse, contex
   } finally {
     // The ambiguous outcome: the call ran, and its answer never arrives.
     if (drop) request.socket.destroy();
-  }
-}
-
-async function readBody(request: IncomingMessage): Promise<RequestBody> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request) {
-    size += (chunk as Buffer).length;
-    chunks.push(chunk as Buffer);
-  }
-  if (size > MAX_REQUEST_BYTES) {
-    throw badRequest(`The request body is ${size} bytes; the Data API accepts at most 4 MiB. Send fewer parameter sets per BatchExecuteStatement.`);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
-  if (text.trim() === '') return {};
-  try {
-    const parsed = parseJson(text);
-    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new JsonSyntaxError('not an object');
-    return parsed as RequestBody;
-  } catch (error) {
-    throw badRequest(`The request body is not a JSON object (${error instanceof Error ? error.message : String(error)}).`);
   }
 }
 

@@ -1,0 +1,54 @@
+import { DataApiError } from './errors.js';
+
+/** The database user and password a secret holds (what Secrets Manager's database secret gives the Data API). */
+export interface SecretCredentials {
+  readonly username: string;
+  readonly password: string;
+}
+
+/**
+ * The secrets one server accepts. A call names a secret with `secretArn`: the default secret connects
+ * with the server URL's own user, each listed secret as its user. An ARN the server does not know is
+ * refused as the service refuses a secret it cannot fetch (SecretsErrorException).
+ */
+export class Secrets {
+  private readonly listed: ReadonlyMap<string, SecretCredentials>;
+
+  constructor(
+    /** The default secret: the server URL's credentials. */
+    readonly defaultArn: string,
+    listed: { readonly [secretArn: string]: SecretCredentials } = {},
+  ) {
+    const entries = new Map<string, SecretCredentials>();
+    for (const [arn, credentials] of Object.entries(listed)) {
+      if (arn === '') throw new RangeError('startDataApi: secrets has an empty secret ARN. Key each entry by the ARN calls will name.');
+      if (arn === defaultArn) {
+        throw new RangeError(
+          `startDataApi: secrets lists ${arn}, which is the default secretArn (it always connects with the server URL's credentials). ` +
+            'List the user under another ARN, or pass a different secretArn.',
+        );
+      }
+      const { username, password } = (credentials ?? {}) as Partial<SecretCredentials>;
+      if (typeof username !== 'string' || username === '' || typeof password !== 'string') {
+        throw new RangeError(`startDataApi: secrets["${arn}"] must be { username, password } with a non-empty username string and a password string.`);
+      }
+      entries.set(arn, { username, password });
+    }
+    this.listed = entries;
+  }
+
+  /**
+   * The credentials a call's secret stands for: undefined for the default secret (the server URL's
+   * user). An unknown ARN is a SecretsErrorException naming the ARNs this server accepts.
+   */
+  resolve(secretArn: string): SecretCredentials | undefined {
+    if (secretArn === this.defaultArn) return undefined;
+    const credentials = this.listed.get(secretArn);
+    if (credentials) return credentials;
+    throw new DataApiError(
+      'SecretsErrorException',
+      `The secret provided wasn't found: ${secretArn}. This server accepts ${[this.defaultArn, ...this.listed.keys()].join(', ')}; ` +
+        'add the secret to the secrets option of startDataApi to connect as another database user.',
+    );
+  }
+}
