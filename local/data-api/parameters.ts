@@ -181,6 +181,9 @@ export function bindParameters(scanned: ScannedSql, parameters: readonly JsonVal
   };
 }
 
+/** What JDBC's Timestamp.valueOf accepts. */
+const TIMESTAMP_TEXT = /^\d{4}-\d{1,2}-\d{1,2} \d{1,2}:\d{2}:\d{2}(\.\d{1,9})?$/;
+
 function convertValue(parameter: { [key: string]: JsonValue }, where: string): { value: unknown; type: number } {
   const hint = parameter.typeHint;
   if (hint !== undefined && (typeof hint !== 'string' || !(hint in TYPE_HINT_OIDS))) {
@@ -205,6 +208,11 @@ function convertValue(parameter: { [key: string]: JsonValue }, where: string): {
       return { value: null, type: hintOid ?? OID.unknown };
     case 'stringValue':
       if (typeof raw !== 'string') throw badRequest(`${where}.value.stringValue must be a string.`);
+      // The Data API parses a TIMESTAMP hint as JDBC's Timestamp.valueOf does: "YYYY-MM-DD HH:MM:SS[.FFF]",
+      // no "T", no zone (AWS's Data API guide; koxudaxi/local-data-api#85). ISO strings are refused.
+      if (hint === 'TIMESTAMP' && !TIMESTAMP_TEXT.test(raw)) {
+        throw badRequest('Timestamp format must be yyyy-mm-dd hh:mm:ss[.fffffffff]');
+      }
       return { value: raw, type: hintOid ?? OID.varchar };
     case 'longValue':
       if (typeof raw === 'bigint') return { value: raw.toString(), type: OID.int8 };

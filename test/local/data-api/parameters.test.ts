@@ -141,6 +141,16 @@ describe('local Data API: binding parameters', () => {
     expect(unknown.message).toContain('is not one of DATE, TIME, TIMESTAMP, DECIMAL, JSON, UUID');
   });
 
+  it('refuses a TIMESTAMP hint on an ISO 8601 string, as JDBC\'s Timestamp.valueOf behind the Data API does', async () => {
+    // The Data API guide gives the format "YYYY-MM-DD HH:MM:SS[.FFF]"; koxudaxi/local-data-api#85 reports
+    // that the real service does not read ISO strings (Drizzle and kysely-data-api strip the T and Z for it).
+    for (const iso of ['2024-02-29T23:59:58.123Z', '2024-02-29T23:59:58', '2024-02-29 23:59:58+00']) {
+      const error = await rejectionOf(h.execute('SELECT :at', [{ name: 'at', value: { stringValue: iso }, typeHint: 'TIMESTAMP' }]));
+      expect(error).toBeInstanceOf(BadRequestException);
+      expect(error.message).toBe('Timestamp format must be yyyy-mm-dd hh:mm:ss[.fffffffff]');
+    }
+  });
+
   it('uses one placeholder for a name used twice, and ignores parameters the SQL does not use', async () => {
     expect(await value('SELECT :a + :a AS twice', [{ name: 'a', value: { longValue: 2 } }, { name: 'unused', value: { longValue: 9 } }])).toEqual([
       { longValue: 4 },
