@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Context, SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 import { sleepOn } from './sqs/clock.js';
 import type { Clock } from './sqs/clock.js';
+import { SqsError } from './sqs/errors.js';
 import type { SqsModel } from './sqs/model.js';
 import type { ReceivedMessage } from './sqs/types.js';
 
@@ -98,7 +99,10 @@ export interface EventSourceStats {
   crashes: number;
   /** Timed-out handlers still running now (Lambda would have killed them); drain() and stop() wait for them. */
   abandonedInvocations: number;
-  /** Deletes whose receipt handle was superseded by a later receive: nothing was deleted. */
+  /**
+   * Deletes that deleted nothing: the receipt handle was superseded by a later receive, or (FIFO) had
+   * expired, which SQS refuses. The message comes back after its visibility timeout, as on Lambda.
+   */
   staleDeletes: number;
   /** Invocations running now. */
   activeInvocations: number;
@@ -112,7 +116,7 @@ const LONG_POLL_SECONDS = 20;
 /**
  * Lambda's SQS event source mapping, emulated over the in-process `SqsModel`: long-polling pollers,
  * batch size and batching window, at most `maxConcurrency` invocations at once, FIFO groups served one
- * batch at a time (SQS keeps a group locked while any of its messages is in flight), and the partial
+ * batch at a time (SQS keeps a group locked while its oldest message is in flight), and the partial
  * batch response rules: an empty or null response deletes everything; an invalid, empty, null or
  * unknown `itemIdentifier` fails the whole batch; a throw or a timeout deletes nothing; otherwise only
  * the records not reported are deleted.
@@ -363,7 +367,7 @@ export class SqsEventSource {
     }
     const deleted: string[] = [];
     for (const record of toDelete) {
-      if (this.#model.deleteMessage(this.#queue, record.receiptHandle)) deleted.push(record.messageId);
+      if (this.#delete(record.receiptHandle)) deleted.push(record.messageId);
       else this.stats.staleDeletes += 1;
     }
     this.stats.recordsDeleted += deleted.length;
@@ -374,6 +378,16 @@ export class SqsEventSource {
       deleted,
       kept: failed.map((r) => r.messageId),
     };
+  }
+
+  /** A refused delete (a FIFO handle that expired while the handler ran) leaves the message to come back. */
+  #delete(receiptHandle: string): boolean {
+    try {
+      return this.#model.deleteMessage(this.#queue, receiptHandle);
+    } catch (error) {
+      if (error instanceof SqsError) return false;
+      throw error;
+    }
   }
 
   #record(message: ReceivedMessage): SQSRecord {

@@ -41,7 +41,7 @@ export interface StoredMessage {
 // eslint-disable-next-line no-control-regex
 const INVALID_CHARACTER = /[^\u0009\u000A\u000D\u0020-\uD7FF\uE000-\uFFFD\u{10000}-\u{10FFFF}]/u;
 
-const ATTRIBUTE_NAME = /^[A-Za-z0-9_.-]{1,256}$/;
+const ATTRIBUTE_NAME = /^[A-Za-z0-9_.-]+$/;
 const DATA_TYPE = /^(String|Number|Binary)(\.[^\s]{1,250})?$/;
 
 export const MAX_MESSAGE_ATTRIBUTES = 10;
@@ -73,21 +73,26 @@ export function validateMessageAttributes(
   const result: Record<string, MessageAttributeValue> = {};
   for (const name of names) {
     const attribute = attributes[name];
-    if (
-      !ATTRIBUTE_NAME.test(name) ||
-      /^(aws|amazon)\./i.test(name) ||
-      name.startsWith('.') ||
-      name.endsWith('.') ||
-      name.includes('..')
-    ) {
+    // AWS's texts, as Inqnuam/local-aws-sqs test/send-message.test.ts expects them, unless noted.
+    if (name === '') throw new SqsError('InvalidParameterValue', 'The request must contain non-empty message (user) attribute names.');
+    if (/^(aws|amazon)\./i.test(name)) {
+      throw new SqsError('InvalidParameterValue', "You can't use message attribute names beginning with 'AWS.' or 'Amazon'. These strings are reserved for internal use.");
+    }
+    if (Buffer.byteLength(name, 'utf8') > 256) throw new SqsError('InvalidParameterValue', 'Message (user) attribute name must be shorter than 256 bytes.');
+    if (!ATTRIBUTE_NAME.test(name) || name.startsWith('.') || name.endsWith('.') || name.includes('..')) {
+      // moto/sqs/models.py, validate_attribute_name.
       throw new SqsError(
         'InvalidParameterValue',
-        `Message (user) attribute name '${name}' is invalid: use 1 to 256 characters from A-Z a-z 0-9 _ - ., no leading, trailing or double period, and no AWS. or Amazon. prefix.`,
+        `The message attribute name '${name}' is invalid. Attribute name can contain A-Z, a-z, 0-9, underscore (_), hyphen (-), and period (.) characters.`,
+        { advice: 'no leading, trailing or double period either' },
       );
     }
     if (!attribute || typeof attribute.dataType !== 'string' || attribute.dataType === '') {
-      throw new SqsError('InvalidParameterValue', `The message attribute '${name}' must contain a non-empty attribute type: set DataType to String, Number or Binary.`);
+      throw new SqsError('InvalidParameterValue', `The message (user) attribute '${name}' must contain a non-empty message attribute value.`, {
+        advice: 'set DataType to String, Number or Binary, and the matching StringValue or BinaryValue',
+      });
     }
+    if (Buffer.byteLength(attribute.dataType, 'utf8') > 256) throw new SqsError('InvalidParameterValue', 'Message (user) attribute type must be shorter than 256 bytes.');
     if (!DATA_TYPE.test(attribute.dataType)) {
       throw new SqsError(
         'InvalidParameterValue',
@@ -96,17 +101,15 @@ export function validateMessageAttributes(
     }
     if (attribute.dataType.startsWith('Binary')) {
       if (!attribute.binaryValue || attribute.binaryValue.length === 0) {
-        throw new SqsError('InvalidParameterValue', `The message attribute '${name}' with type 'Binary' must use field 'BinaryValue' with a non-empty value.`);
+        throw new SqsError('InvalidParameterValue', `Message (user) attribute '${name}' must contain a non-empty value of type 'Binary'.`);
       }
       result[name] = { dataType: attribute.dataType, binaryValue: attribute.binaryValue };
       continue;
     }
     const value = attribute.stringValue;
     if (typeof value !== 'string' || value === '') {
-      throw new SqsError(
-        'InvalidParameterValue',
-        `The message attribute '${name}' with type '${attribute.dataType.split('.')[0]}' must use field 'StringValue' with a non-empty value.`,
-      );
+      // Recorded: localstack tests/aws/services/sqs/test_sqs.snapshot.json, test_send_message_with_empty_string_attribute.
+      throw new SqsError('InvalidParameterValue', `Message (user) attribute '${name}' must contain a non-empty value of type '${attribute.dataType.split('.')[0]}'.`);
     }
     if (INVALID_CHARACTER.test(value)) {
       throw new SqsError('InvalidMessageContents', `The message attribute '${name}' contains a character outside the allowed set (#x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF).`);
@@ -125,7 +128,10 @@ export function validateSystemAttributes(
   const result: Record<string, MessageAttributeValue> = {};
   for (const [name, attribute] of Object.entries(attributes ?? {})) {
     if (name !== 'AWSTraceHeader') {
-      throw invalidParameter('MessageSystemAttributes', name, 'only AWSTraceHeader can be sent as a message system attribute.');
+      // AWS's text, as Inqnuam/local-aws-sqs test/send-message.test.ts expects it.
+      throw new SqsError('InvalidParameterValue', `Message system attribute name '${name}' is invalid.`, {
+        advice: 'only AWSTraceHeader can be sent as a message system attribute',
+      });
     }
     if (attribute.dataType !== 'String' || !attribute.stringValue) {
       throw invalidParameter('MessageSystemAttributes', name, 'AWSTraceHeader must be a non-empty String.');
