@@ -2,10 +2,12 @@ import { Duration, Token } from 'aws-cdk-lib';
 import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as actions from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type * as events from 'aws-cdk-lib/aws-events';
+import type * as kms from 'aws-cdk-lib/aws-kms';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
-import * as sns from 'aws-cdk-lib/aws-sns';
+import type * as sns from 'aws-cdk-lib/aws-sns';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { createAlarmTopic } from './alarm-topic.js';
 import type { InboxCleanup } from './inbox-cleanup.js';
 import { INBOX_METRICS_NAMESPACE } from './inbox-consumer.js';
 import type { InboxConsumer } from './inbox-consumer.js';
@@ -44,10 +46,43 @@ export interface InboxAlarmsProps {
    */
   readonly topic?: sns.ITopic | undefined;
   /**
-   * Create an SNS topic for alarm actions when no `topic` is given.
+   * Create an SNS topic for alarm actions when no `topic` is given: KMS-encrypted, TLS-only, publishable by
+   * this account's CloudWatch alarms.
    * @default false
    */
   readonly createTopic?: boolean | undefined;
+  /**
+   * The key that encrypts a topic created here.
+   * @default - a new customer managed key with yearly rotation, usable by CloudWatch for this account's alarms
+   */
+  readonly topicEncryptionKey?: kms.IKey | undefined;
+  /**
+   * Alarm when more than this many records were parked in 5 minutes (`onPermanentError: 'park'`). A parked
+   * record is reported to SQS as succeeded and never reaches the dead-letter queue, so this alarm is what
+   * tells anyone it needs a fix and a replay.
+   * @default 0 (every parked record)
+   */
+  readonly parkedThreshold?: number | undefined;
+  /**
+   * Alarm when more than this percentage of the records a consumer ran failed (`Failures` over `Processed`,
+   * `Duplicates`, `Failures` and `Parked`), in each of `failureRatePeriods` 5-minute periods in a row.
+   * Failed records are retried, so a failure that heals on retry, or that SQS keeps retrying for hours,
+   * never shows in the Lambda `Errors` metric or the dead-letter queue.
+   * @default 10
+   */
+  readonly failureRatePercent?: number | undefined;
+  /**
+   * Records run in 5 minutes below which the failure rate is not judged, so one failed record of two does
+   * not page anyone.
+   * @default 10
+   */
+  readonly failureRateMinRecords?: number | undefined;
+  /**
+   * How many 5-minute periods in a row the failure rate must stay above `failureRatePercent`: sustained,
+   * not a blip while Aurora resumes or a deploy rolls.
+   * @default 3 (15 minutes)
+   */
+  readonly failureRatePeriods?: number | undefined;
   /**
    * Alarm when the oldest message in a consumer's queue is older than this.
    * @default Duration.minutes(15)
@@ -88,7 +123,9 @@ export interface InboxAlarmsProps {
  * Alarms and a dashboard for inbox consumers and their cleanup.
  *
  * Per consumer: dead-letter queue not empty, oldest message too old, inbox key collisions above zero
- * (two different payloads under one key), a spike in the duplicate rate, and function errors.
+ * (two different payloads under one key), a spike in the duplicate rate, function errors, parked records
+ * (which never reach the dead-letter queue), and a sustained rate of failed records (which Lambda's
+ * `Errors` does not count).
  * For the cleanup: function errors, and the oldest inbox row older than the retention plus a margin or not
  * reported at all for longer than the schedule's interval (the purge stopped running).
  *
@@ -102,10 +139,19 @@ export class InboxAlarms extends Construct {
   public readonly dashboard: cloudwatch.Dashboard;
   /** The topic alarm actions go to, when there is one. */
   public readonly topic?: sns.ITopic;
+  /** The key of the topic created here. */
+  public readonly topicKey?: kms.IKey;
 
   constructor(scope: Construct, id: string, props: InboxAlarmsProps = {}) {
     super(scope, id);
-    this.topic = props.topic ?? (props.createTopic === true ? new sns.Topic(this, 'Topic', { enforceSSL: true }) : undefined);
+    validateProps(this.node.path, props);
+    if (props.topic !== undefined) {
+      this.topic = props.topic;
+    } else if (props.createTopic === true) {
+      const created = createAlarmTopic(this, props.topicEncryptionKey);
+      this.topic = created.topic;
+      this.topicKey = created.key;
+    }
     this.dashboard = new cloudwatch.Dashboard(this, 'Dashboard', {
       ...(props.dashboardName === undefined ? {} : { dashboardName: props.dashboardName }),
     });
@@ -176,6 +222,35 @@ export class InboxAlarms extends Construct {
       threshold: 0,
       description: `Invocations of inbox consumer ${name} failed as a whole (crash or timeout): the whole batch is retried.`,
     });
+    const parkedThreshold = props.parkedThreshold ?? 0;
+    this.#alarm(scope, 'Parked', {
+      metric: inboxMetric('Parked'),
+      threshold: parkedThreshold,
+      description:
+        `Inbox consumer ${name} parked ${parkedThreshold === 0 ? 'a record' : `more than ${parkedThreshold} records`} in 5 minutes ` +
+        "(a permanent error with onPermanentError: 'park'): it never reaches the dead-letter queue. Fix the cause, then replay it " +
+        '(handler.parked.list() and replay()).',
+    });
+    const failurePercent = props.failureRatePercent ?? 10;
+    const failureMinRecords = props.failureRateMinRecords ?? 10;
+    const failurePeriods = props.failureRatePeriods ?? 3;
+    const ran = '(FILL(fail, 0) + FILL(proc, 0) + FILL(dup, 0) + FILL(park, 0))';
+    const failureRate = new cloudwatch.MathExpression({
+      expression: `IF(${ran} >= ${failureMinRecords}, 100 * FILL(fail, 0) / ${ran}, 0)`,
+      usingMetrics: { fail: inboxMetric('Failures'), proc: inboxMetric('Processed'), dup: inboxMetric('Duplicates'), park: inboxMetric('Parked') },
+      label: 'Failure rate (%)',
+      period: Duration.minutes(5),
+    });
+    this.#alarm(scope, 'FailureRate', {
+      metric: failureRate,
+      threshold: failurePercent,
+      evaluationPeriods: failurePeriods,
+      datapointsToAlarm: failurePeriods,
+      description:
+        `More than ${failurePercent}% of the records inbox consumer ${name} ran failed, for ${failurePeriods * 5} minutes: they are ` +
+        'retried (partial batch failures are not Lambda Errors), and reach the dead-letter queue only after maxReceiveCount. ' +
+        'See its logs for the failed records.',
+    });
 
     const counts = (names: readonly string[]) => names.map((metricName) => inboxMetric(metricName));
     this.dashboard.addWidgets(
@@ -188,7 +263,7 @@ export class InboxAlarms extends Construct {
       new cloudwatch.GraphWidget({
         title: `${name}: anomalies`,
         left: counts(['KeyCollisions', 'ShortCircuited', 'DeferredByDeadline', 'ResumeRetries']),
-        right: [duplicateRate],
+        right: [duplicateRate, failureRate],
         width: 8,
       }),
       new cloudwatch.GraphWidget({
@@ -296,6 +371,22 @@ export class InboxAlarms extends Construct {
       }),
     );
   }
+}
+
+function validateProps(path: string, props: InboxAlarmsProps): void {
+  const problems: string[] = [];
+  const check = (name: keyof InboxAlarmsProps, value: number | undefined, valid: (n: number) => boolean, rule: string, example: string) => {
+    if (value === undefined || Token.isUnresolved(value) || valid(value)) return;
+    problems.push(`\`${name}\` must be ${rule}, got ${value}. Fix: pass e.g. ${example}, or leave it unset for the default.`);
+  };
+  check('parkedThreshold', props.parkedThreshold, (n) => Number.isInteger(n) && n >= 0, 'a whole number >= 0', '0');
+  check('failureRatePercent', props.failureRatePercent, (n) => n >= 0 && n < 100, 'a percentage from 0 to below 100', '10');
+  check('failureRateMinRecords', props.failureRateMinRecords, (n) => Number.isInteger(n) && n >= 1, 'a whole number >= 1', '10');
+  check('failureRatePeriods', props.failureRatePeriods, (n) => Number.isInteger(n) && n >= 1 && n <= 288, 'a whole number of 5-minute periods from 1 to 288 (one day)', '3');
+  if (props.topic !== undefined && props.topicEncryptionKey !== undefined) {
+    problems.push('`topicEncryptionKey` only applies to a topic created here, but `topic` was given. Fix: encrypt your topic yourself and remove `topicEncryptionKey`.');
+  }
+  if (problems.length > 0) throw new Error(`InboxAlarms ${path}:\n  - ${problems.join('\n  - ')}`);
 }
 
 function queueMetric(queue: sqs.IQueue, metricName: string, period: Duration, label?: string): cloudwatch.Metric {

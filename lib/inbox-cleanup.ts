@@ -5,7 +5,9 @@ import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { INBOX_METRICS_NAMESPACE, InboxConsumer } from './inbox-consumer.js';
+import { STATEMENT_ACTIONS } from './data-api-access.js';
 import type { InboxDatabase } from './inbox-database.js';
+import { InboxDatabaseRole } from './inbox-database-role.js';
 import { InboxFunction } from './inbox-function.js';
 import { addInvariants, checkRetentionCoversRedelivery, describeSeconds, durationSeconds } from './invariants.js';
 import type { InvariantViolation } from './invariants.js';
@@ -55,11 +57,18 @@ export interface InboxCleanupProps {
    * @default logs.RetentionDays.ONE_MONTH
    */
   readonly logRetention?: logs.RetentionDays | undefined;
+  /**
+   * The purge's own PostgreSQL role, which its function signs in as: SELECT and DELETE on the inbox table
+   * (and UPDATE of its `processed_at`, which the purge's row locks need), nothing else. Unique per cluster.
+   * @default 'inbox_purge'
+   */
+  readonly databaseRole?: string | undefined;
 }
 
 /**
  * Deletes inbox rows older than `retention` on a schedule (hourly by default), with
- * lambda/functions/cleanup.ts. An EventBridge rule invokes it: no extra IAM role, and a missed run
+ * lambda/functions/cleanup.ts, signed in as its own database role (`databaseRole`) that may only read and
+ * delete inbox rows. An EventBridge rule invokes it: no extra IAM role, and a missed run
  * is simply caught up by the next one.
  *
  * @example
@@ -78,6 +87,8 @@ export class InboxCleanup extends Construct {
   public readonly database: InboxDatabase;
   /** When the purge runs. */
   public readonly schedule: events.Schedule;
+  /** The purge's own database role and its secret. */
+  public readonly databaseRole: InboxDatabaseRole;
   /**
    * The `service` dimension of this cleanup's metrics (`POWERTOOLS_SERVICE_NAME`), unique per InboxCleanup
    * so that two cleanups (other tables, other retentions) never share one metric:
@@ -116,13 +127,20 @@ export class InboxCleanup extends Construct {
     })}`;
     this.schedule = props.schedule ?? events.Schedule.rate(Duration.hours(1));
 
+    this.databaseRole = new InboxDatabaseRole(this, 'DatabaseRole', {
+      database: props.database,
+      roleName: props.databaseRole ?? 'inbox_purge',
+      purpose: 'purge',
+      label: `purge ${this.serviceName}`,
+    });
+
     const fn = new InboxFunction(this, 'Purge', {
       entry: runtimeFile('../lambda/functions/cleanup', 'the cleanup handler'),
       timeout,
       description: 'sqs-inbox scheduled purge of old inbox rows',
       environment: {
         INBOX_RESOURCE_ARN: props.database.cluster.clusterArn,
-        INBOX_SECRET_ARN: props.database.secret.secretArn,
+        INBOX_SECRET_ARN: this.databaseRole.secret.secretArn,
         INBOX_DATABASE: props.database.databaseName,
         INBOX_RETENTION_SECONDS: secondsString(this.retention),
         ...(props.purgeBatchSize === undefined ? {} : { INBOX_PURGE_BATCH_SIZE: props.purgeBatchSize.toString() }),
@@ -133,7 +151,9 @@ export class InboxCleanup extends Construct {
     });
     this.function = fn.function;
     this.logGroup = fn.logGroup;
-    props.database.grantDataApiAccess(this.function);
+    // The purge sends single autocommit statements: no transaction calls.
+    this.databaseRole.grantDataApi(this.function, STATEMENT_ACTIONS);
+    this.function.node.addDependency(this.databaseRole.resource);
 
     this.rule = new events.Rule(this, 'Schedule', {
       description: 'Runs the sqs-inbox purge',

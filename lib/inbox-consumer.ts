@@ -6,7 +6,12 @@ import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
+import { TRANSACTION_ACTIONS } from './data-api-access.js';
+import type { DataApiAction } from './data-api-access.js';
+import { defaultConsumerRole } from './database-grants.js';
+import type { InboxTableGrant } from './database-grants.js';
 import type { InboxDatabase } from './inbox-database.js';
+import { InboxDatabaseRole } from './inbox-database-role.js';
 import { InboxFunction } from './inbox-function.js';
 import {
   FIFO_MAX_BATCH_SIZE,
@@ -94,6 +99,28 @@ export interface InboxConsumerProps {
    */
   readonly redeliveryWindow?: Duration | undefined;
   /**
+   * The consumer's own PostgreSQL role, which its function signs in as (through its own secret). It may
+   * claim rows in the inbox (SELECT, INSERT on the inbox and parked tables) plus `databaseGrants`; it cannot
+   * drop, alter or create anything, or touch another table. Unique per cluster.
+   * @default 'inbox_consumer_' + `consumerName` in lower case, with characters other than letters, digits and '_' as '_'
+   */
+  readonly databaseRole?: string | undefined;
+  /**
+   * What the consumer's effect needs on your own tables, granted to its role at deploy (and anything not
+   * listed revoked). The tables must exist by then: create them in InboxDatabase `migrations`, or make
+   * `consumer.databaseRole.resource` depend on your own migration.
+   * @example [{ table: 'public.orders', privileges: ['SELECT', 'INSERT', 'UPDATE'] }]
+   * @default [] (the inbox tables only)
+   */
+  readonly databaseGrants?: readonly InboxTableGrant[] | undefined;
+  /**
+   * Also allow `rds-data:BatchExecuteStatement`, for a handler that sends statements in batches. Off, the
+   * function may call only what one transaction per record needs: BeginTransaction, ExecuteStatement,
+   * CommitTransaction and RollbackTransaction.
+   * @default false
+   */
+  readonly batchExecute?: boolean | undefined;
+  /**
    * Extra environment variables for your handler.
    * @default {}
    */
@@ -107,9 +134,10 @@ export interface InboxConsumerProps {
 
 /**
  * Your SQS handler as a Lambda function that applies each message exactly once through the inbox:
- * bundled from `entry`, triggered by `queue` with partial batch responses, allowed to use the
- * Data API on `database` and nothing more, and told where the inbox lives through its environment
- * (`INBOX_RESOURCE_ARN`, `INBOX_SECRET_ARN`, `INBOX_DATABASE`, `INBOX_CONSUMER`).
+ * bundled from `entry`, triggered by `queue` with partial batch responses, signing in to `database` as its
+ * own PostgreSQL role (`databaseRole`, with `databaseGrants` for its effect) through the Data API and
+ * nothing more, and told where the inbox lives through its environment (`INBOX_RESOURCE_ARN`,
+ * `INBOX_SECRET_ARN` = the role's secret, `INBOX_DATABASE`, `INBOX_CONSUMER`).
  *
  * @example
  * const queue = new InboxQueue(this, 'Orders');
@@ -120,6 +148,7 @@ export interface InboxConsumerProps {
  *   deadLetterQueue: queue.deadLetterQueue,
  *   consumerName: 'order-worker', // set as INBOX_CONSUMER, which inbox() reads when `consumer` is unset
  *   entry: 'src/order-worker.ts', // exports `handler = inbox({ apply: async (tx, message) => { ... } })`
+ *   databaseGrants: [{ table: 'public.orders', privileges: ['SELECT', 'INSERT', 'UPDATE'] }],
  *   maxConcurrency: 5,
  * });
  */
@@ -138,6 +167,10 @@ export class InboxConsumer extends Construct {
   public readonly database: InboxDatabase;
   /** The dead-letter queue of `queue`: the one passed in, or the one configured on a `queue` defined in this app. */
   public readonly deadLetterQueue?: sqs.IQueue;
+  /** The consumer's own database role and its secret. */
+  public readonly databaseRole: InboxDatabaseRole;
+  /** The Data API actions the function may call. */
+  public readonly dataApiActions: readonly DataApiAction[];
   readonly #redeliveryWindow: Duration | undefined;
 
   constructor(scope: Construct, id: string, props: InboxConsumerProps) {
@@ -175,6 +208,15 @@ export class InboxConsumer extends Construct {
       ];
     });
 
+    this.databaseRole = new InboxDatabaseRole(this, 'DatabaseRole', {
+      database: props.database,
+      roleName: props.databaseRole ?? defaultConsumerRole(props.consumerName),
+      purpose: 'consumer',
+      label: `consumer ${props.consumerName}`,
+      grants: props.databaseGrants ?? [],
+    });
+    this.dataApiActions = props.batchExecute === true ? [...TRANSACTION_ACTIONS, 'BatchExecuteStatement'] : TRANSACTION_ACTIONS;
+
     const fn = new InboxFunction(this, 'Handler', {
       entry: props.entry,
       handler: props.handler ?? 'handler',
@@ -184,7 +226,7 @@ export class InboxConsumer extends Construct {
       environment: {
         ...props.environment,
         INBOX_RESOURCE_ARN: props.database.cluster.clusterArn,
-        INBOX_SECRET_ARN: props.database.secret.secretArn,
+        INBOX_SECRET_ARN: this.databaseRole.secret.secretArn,
         INBOX_DATABASE: props.database.databaseName,
         INBOX_CONSUMER: props.consumerName,
         POWERTOOLS_METRICS_NAMESPACE: INBOX_METRICS_NAMESPACE,
@@ -195,7 +237,9 @@ export class InboxConsumer extends Construct {
     });
     this.function = fn.function;
     this.logGroup = fn.logGroup;
-    props.database.grantDataApiAccess(this.function);
+    this.databaseRole.grantDataApi(this.function, this.dataApiActions);
+    // The first batch must find the role there, with its password and grants.
+    this.function.node.addDependency(this.databaseRole.resource);
 
     // An invalid FIFO setting is reported with its fix by the invariants at synth (so synth still fails);
     // keep CDK's own eager checks from throwing first, alone and without the fix.
@@ -225,11 +269,11 @@ export class InboxConsumer extends Construct {
   }
 
   /**
-   * Grants the Data API on this consumer's database to another principal (for example a function
-   * that reads what the consumer wrote).
+   * Lets another principal sign in as this consumer's role (for example a function that replays its parked
+   * messages): the same Data API actions, this role's secret, this role's privileges.
    */
   public grantDataApiAccess(grantee: iam.IGrantable): void {
-    this.database.grantDataApiAccess(grantee);
+    this.databaseRole.grantDataApi(grantee, this.dataApiActions);
   }
 
   /** Only the later consumer of a clashing pair reports, so each clash appears once. */

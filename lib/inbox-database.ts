@@ -1,16 +1,20 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { CustomResource, Duration, RemovalPolicy, Stack, Token, Validations } from 'aws-cdk-lib';
+import { CustomResource, Duration, RemovalPolicy, Token, Validations } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import * as rds from 'aws-cdk-lib/aws-rds';
-import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import * as cr from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
+import { grantDataApi, TRANSACTION_ACTIONS } from './data-api-access.js';
+import { createCluster, createVpc, MASTER_USERNAME } from './database-cluster.js';
 import { InboxFunction } from './inbox-function.js';
+import type { InboxDatabaseRole } from './inbox-database-role.js';
 import { runtimeFile } from './runtime-files.js';
+import { InboxSecretRotation } from './secret-rotation.js';
 
 /** The files whose contents decide whether the migration custom resource runs again. */
 const MIGRATION_SOURCES = ['../lambda/inbox/schema', '../lambda/functions/example-migrations'];
@@ -77,6 +81,54 @@ export interface InboxDatabaseProps {
    */
   readonly removalPolicy?: RemovalPolicy | undefined;
   /**
+   * How long Aurora keeps automated backups (point-in-time restore window), 1 to 35 days. Aurora's own default
+   * is 1 day, too short to notice a bad deploy or a purge misconfiguration over a weekend; backup storage up to
+   * the cluster's size is free.
+   * @default Duration.days(7)
+   */
+  readonly backupRetention?: Duration | undefined;
+  /**
+   * Export the PostgreSQL log (errors, failed sign-ins, slow statements if configured) to CloudWatch Logs.
+   * @default true
+   */
+  readonly exportPostgresLogs?: boolean | undefined;
+  /**
+   * Retention of the exported PostgreSQL log group.
+   * @default logs.RetentionDays.ONE_MONTH
+   */
+  readonly postgresLogRetention?: logs.RetentionDays | undefined;
+  /**
+   * Add a Serverless v2 reader in the writer's promotion tier, so a failover promotes a warm instance of the
+   * same size (typically under a minute) instead of Aurora recreating the writer (several minutes). Off by
+   * default: it doubles the compute cost, and the Data API always talks to the writer.
+   * @default false
+   */
+  readonly readerInstance?: boolean | undefined;
+  /**
+   * Security groups of a new cluster.
+   * @default - a new security group with no egress rule; the secret rotation functions are allowed in on the port
+   */
+  readonly securityGroups?: ec2.ISecurityGroup[] | undefined;
+  /**
+   * Rotate the master secret and every role's secret with Secrets Manager's hosted single-user rotation,
+   * in the cluster's VPC. The Data API reads the secret on every call, so a rotation needs no restart.
+   * Only for a cluster created here.
+   * @default true
+   */
+  readonly secretRotation?: boolean | undefined;
+  /**
+   * Time between rotations.
+   * @default Duration.days(30)
+   */
+  readonly rotationInterval?: Duration | undefined;
+  /**
+   * Create a Secrets Manager interface endpoint in the VPC for the rotation functions. The isolated VPC
+   * created here has no other route to Secrets Manager; a VPC you pass may have one (a VPC can have only one
+   * endpoint per service with private DNS).
+   * @default - true when the VPC is created here, false for a `vpc` passed in
+   */
+  readonly secretsManagerEndpoint?: boolean | undefined;
+  /**
    * Migration sets to apply besides `inbox`, which is always applied first. Only sets the bundled handler
    * (lambda/functions/migrate.ts) knows can be named: today `example-orders`, the example's `orders` table.
    * @default []
@@ -90,12 +142,18 @@ export interface InboxDatabaseProps {
 }
 
 /**
- * The database that holds the inbox table: Aurora Serverless v2 PostgreSQL with the Data API
- * (or an existing cluster and secret), and a custom resource that applies the inbox schema at deploy.
+ * The database that holds the inbox table: Aurora Serverless v2 PostgreSQL with the Data API (or an existing
+ * cluster and secret), a custom resource that applies the inbox schema at deploy, and the production defaults:
+ * 7-day backups, the PostgreSQL log in CloudWatch Logs, a security group without egress, and rotation of the
+ * master secret and of every role's secret. Its migration function, the only user of the master secret, also
+ * provisions the database role of each InboxConsumer and InboxCleanup ({@link InboxDatabaseRole}).
  *
  * @example
  * const db = new InboxDatabase(this, 'Db', { autoPause: Duration.minutes(10) });
- * db.grantDataApiAccess(myFunction);
+ * const reporting = new InboxDatabaseRole(this, 'Reporting', {
+ *   database: db, roleName: 'inbox_reporting', purpose: 'consumer', label: 'consumer reporting',
+ * });
+ * reporting.grantDataApi(myFunction, ['ExecuteStatement']);
  *
  * @example
  * // Bring your own cluster: it must have the Data API enabled.
@@ -110,18 +168,33 @@ export interface InboxDatabaseProps {
 export class InboxDatabase extends Construct {
   /** The cluster. */
   public readonly cluster: rds.IDatabaseCluster;
-  /** The secret the Data API signs in with. */
+  /**
+   * The master user's secret: the migration function signs in with it, and nothing else does. Consumers and
+   * the purge each sign in with their own role's secret ({@link InboxDatabaseRole}).
+   */
   public readonly secret: secretsmanager.ISecret;
   /** The database that holds the inbox table. */
   public readonly databaseName: string;
   /** The VPC of a cluster created here. */
   public readonly vpc?: ec2.IVpc;
+  /** The security group of a cluster created here, when none was passed in: ingress only, no egress. */
+  public readonly securityGroup?: ec2.ISecurityGroup;
+  /** The rotation of this cluster's secrets (endpoint, security group), when rotation is on. */
+  public readonly rotation?: InboxSecretRotation;
+  /** The rotation schedule of the master secret, when rotation is on. */
+  public readonly masterRotation?: secretsmanager.RotationSchedule;
   /** The custom resource that applies the schema. */
   public readonly migration: CustomResource;
-  /** The migration handler (lambda/functions/migrate.ts). */
+  /** The migration handler (lambda/functions/migrate.ts): it also provisions the roles. */
   public readonly migrationFunction: lambda.IFunction;
   /** The Provider framework that runs the migration handler. */
   public readonly migrationProvider: cr.Provider;
+  /** SHA-256 of the migration sources: a role is reconciled again whenever the schema changes. */
+  public readonly migrationsFingerprint: string;
+  /** The database roles provisioned on this cluster so far, one per consumer and cleanup. */
+  public readonly roles: InboxDatabaseRole[] = [];
+  /** The master user's name when the cluster is created here. */
+  public readonly masterUsername?: string;
 
   constructor(scope: Construct, id: string, props: InboxDatabaseProps = {}) {
     super(scope, id);
@@ -133,87 +206,51 @@ export class InboxDatabase extends Construct {
       this.secret = props.secret;
     } else {
       this.vpc = props.vpc ?? createVpc(this);
-      const autoPause = props.autoPause !== undefined;
-      const removalPolicy = props.removalPolicy ?? RemovalPolicy.SNAPSHOT;
-      const cluster = new rds.DatabaseCluster(this, 'Cluster', {
-        engine: rds.DatabaseClusterEngine.auroraPostgres({
-          version: props.engineVersion ?? rds.AuroraPostgresEngineVersion.VER_17_7,
-        }),
-        writer: rds.ClusterInstance.serverlessV2('writer'),
-        serverlessV2MinCapacity: autoPause ? 0 : (props.minCapacity ?? 0.5),
-        serverlessV2MaxCapacity: props.maxCapacity ?? 2,
-        ...(autoPause ? { serverlessV2AutoPauseDuration: props.autoPause } : {}),
-        enableDataApi: true,
-        credentials: rds.Credentials.fromGeneratedSecret('inbox_admin'),
-        defaultDatabaseName: this.databaseName,
-        storageEncrypted: true,
-        iamAuthentication: true,
-        deletionProtection: props.deletionProtection ?? true,
-        removalPolicy,
+      const vpcSubnets = props.vpcSubnets ?? { subnetType: ec2.SubnetType.PRIVATE_ISOLATED };
+      const created = createCluster(this, {
         vpc: this.vpc,
-        vpcSubnets: props.vpcSubnets ?? { subnetType: ec2.SubnetType.PRIVATE_ISOLATED },
+        vpcSubnets,
+        securityGroups: props.securityGroups,
+        engineVersion: props.engineVersion ?? rds.AuroraPostgresEngineVersion.VER_17_7,
+        databaseName: this.databaseName,
+        minCapacity: props.minCapacity ?? 0.5,
+        maxCapacity: props.maxCapacity ?? 2,
+        autoPause: props.autoPause,
+        deletionProtection: props.deletionProtection ?? true,
+        removalPolicy: props.removalPolicy ?? RemovalPolicy.SNAPSHOT,
+        backupRetention: props.backupRetention ?? Duration.days(7),
+        postgresLogRetention: props.exportPostgresLogs === false ? undefined : (props.postgresLogRetention ?? logs.RetentionDays.ONE_MONTH),
+        readerInstance: props.readerInstance ?? false,
       });
-      if (cluster.secret === undefined) throw new Error(`InboxDatabase ${this.node.path}: the cluster has no secret.`);
-      // The generated secret (cluster.secret is only its attachment) would otherwise be deleted with the stack
-      // while the cluster's data survives in a snapshot or a retained cluster. Secrets have no SNAPSHOT policy.
-      const generatedSecret = cluster.node.tryFindChild('Secret');
-      if (!(generatedSecret instanceof secretsmanager.Secret)) {
-        throw new Error(`InboxDatabase ${this.node.path}: the cluster's generated secret was not found.`);
-      }
-      generatedSecret.applyRemovalPolicy(removalPolicy === RemovalPolicy.SNAPSHOT ? RemovalPolicy.RETAIN : removalPolicy);
-      this.cluster = cluster;
-      this.secret = cluster.secret;
-      if (props.deletionProtection === false) {
-        Validations.of(cluster).acknowledge({
-          id: 'AwsSolutions-RDS10',
-          reason:
-            'Deletion protection was turned off on purpose with `deletionProtection: false` (a throwaway deployment that ' +
-            '`cdk destroy` must be able to remove); the default keeps it on.',
+      if (created.cluster.secret === undefined) throw new Error(`InboxDatabase ${this.node.path}: the cluster has no secret.`);
+      this.cluster = created.cluster;
+      this.secret = created.cluster.secret;
+      this.masterUsername = MASTER_USERNAME;
+      if (created.securityGroup !== undefined) this.securityGroup = created.securityGroup;
+      if (props.secretRotation ?? true) {
+        this.rotation = new InboxSecretRotation(this, 'SecretRotation', {
+          cluster: created.cluster,
+          vpc: this.vpc,
+          vpcSubnets,
+          interval: props.rotationInterval ?? Duration.days(30),
+          createEndpoint: props.secretsManagerEndpoint ?? props.vpc === undefined,
         });
       }
-      // On the cluster: the generated secret is its child, and acknowledgments apply to descendants.
-      Validations.of(cluster).acknowledge({
-        id: 'AwsSolutions-SMG4',
-        reason:
-          'No automatic rotation: the Data API reads the secret on every call, so rotation needs no client change, but ' +
-          'the rotation Lambda would have to run in the VPC and reach Secrets Manager through an interface endpoint or ' +
-          'NAT, which the default NAT-free isolated VPC lacks. Add an endpoint and cluster.addRotationSingleUser() to rotate.',
-      });
     }
+    if (this.rotation === undefined) acknowledgeNoRotation(this.secret, props);
 
     const migrator = new InboxFunction(this, 'Migrate', {
       entry: runtimeFile('../lambda/functions/migrate', 'the migration handler'),
       environment: {},
       timeout: Duration.minutes(5),
-      description: 'sqs-inbox schema migration (CloudFormation custom resource)',
+      description: 'sqs-inbox schema migration and database roles (CloudFormation custom resources)',
       ...(props.logRetention === undefined ? {} : { logRetention: props.logRetention }),
     });
     this.migrationFunction = migrator.function;
     this.grantDataApiAccess(migrator.function);
 
-    const frameworkLogs = new logs.LogGroup(this, 'MigrationProviderLogs', {
-      retention: props.logRetention ?? logs.RetentionDays.ONE_MONTH,
-    });
-    // A role of our own so the framework can write only to its log group (instead of AWSLambdaBasicExecutionRole).
-    const frameworkRole = new iam.Role(this, 'MigrationProviderRole', {
-      assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
-      description: 'Execution role of the sqs-inbox migration custom resource framework',
-    });
-    frameworkLogs.grantWrite(frameworkRole);
-    this.migrationProvider = new cr.Provider(this, 'MigrationProvider', {
-      onEventHandler: migrator.function,
-      logGroup: frameworkLogs,
-      frameworkOnEventRole: frameworkRole,
-    });
-    const stack = Stack.of(this);
-    const onEventLogicalId = stack.getLogicalId(migrator.function.node.defaultChild as lambda.CfnFunction);
-    Validations.of(frameworkRole).acknowledge({
-      id: `AwsSolutions-IAM5[Resource::<${onEventLogicalId}.Arn>:*]`,
-      reason:
-        'The CDK Provider framework grants lambda:InvokeFunction on the migration handler and its versions ' +
-        '(<arn>:*); the wildcard covers only versions of that one function.',
-    });
-
+    this.migrationProvider = migrationProvider(this, migrator.function, props.logRetention);
+    this.migrationsFingerprint = migrationsFingerprint();
     this.migration = new CustomResource(this, 'Migration', {
       serviceToken: this.migrationProvider.serviceToken,
       resourceType: 'Custom::InboxMigration',
@@ -222,30 +259,45 @@ export class InboxDatabase extends Construct {
         SecretArn: this.secret.secretArn,
         Database: this.databaseName,
         Migrations: ['inbox', ...(props.migrations ?? []).filter((name) => name !== 'inbox')].join(','),
-        Fingerprint: migrationsFingerprint(),
+        Fingerprint: this.migrationsFingerprint,
       },
     });
     // The Data API answers only once the writer instance is up; the cluster alone being created is not enough.
-    this.migration.node.addDependency(this.cluster);
+    // Not on the whole cluster construct: the master secret's rotation is below it and runs after the migration.
+    const clusterResources = this.cluster.node.findAll().filter((c) => c instanceof rds.CfnDBCluster || c instanceof rds.CfnDBInstance);
+    this.migration.node.addDependency(...(clusterResources.length > 0 ? clusterResources : [this.cluster]));
+    if (this.rotation !== undefined) {
+      this.masterRotation = this.rotation.rotate(this.secret);
+      // Rotating the master password while the migration runs would pull the sign-in from under it.
+      this.masterRotation.node.addDependency(this.migration);
+    }
   }
 
   /**
-   * Grants the Data API actions on this cluster and read access to this secret, nothing else.
+   * Grants the Data API calls of a transaction on this cluster and reading the master secret: administration
+   * only. Functions that process messages get their own role instead (InboxConsumer, InboxCleanup).
    *
    * @example
-   * db.grantDataApiAccess(myFunction);
+   * db.grantDataApiAccess(adminFunction);
    */
   public grantDataApiAccess(grantee: iam.IGrantable): void {
-    try {
-      this.cluster.grantDataApiAccess(grantee);
-    } catch (error) {
-      throw new Error(
-        `InboxDatabase ${this.node.path}: the cluster passed in \`cluster\` does not have the Data API enabled ` +
-          `(${(error as Error).message}). Fix: enable the Data API on the cluster and import it with ` +
-          '`DatabaseCluster.fromDatabaseClusterAttributes(this, id, { ..., dataApiEnabled: true })`, or create it with `enableDataApi: true`.',
-      );
-    }
-    this.secret.grantRead(grantee);
+    grantDataApi(this.node.path, grantee, this.cluster, this.secret, TRANSACTION_ACTIONS);
+  }
+
+  /**
+   * Records a role provisioned on this cluster: the migration function may read its secret (to set the
+   * password it was generated with), and the master secret is rotated only after the role exists.
+   * Called by {@link InboxDatabaseRole}.
+   */
+  public registerRole(role: InboxDatabaseRole): void {
+    this.roles.push(role);
+    role.secret.grantRead(this.migrationFunction);
+    this.masterRotation?.node.addDependency(role.resource);
+  }
+
+  /** Identifies the cluster across the app: role names are unique per cluster, not per database. */
+  public get clusterKey(): string {
+    return Token.isUnresolved(this.cluster.clusterIdentifier) ? this.cluster.node.path : this.cluster.clusterIdentifier;
   }
 
   /**
@@ -253,19 +305,48 @@ export class InboxDatabase extends Construct {
    * database share one table.
    */
   public get tableKey(): string {
-    const cluster = Token.isUnresolved(this.cluster.clusterIdentifier)
-      ? this.cluster.node.path
-      : this.cluster.clusterIdentifier;
-    return `${cluster}/${this.databaseName}`;
+    return `${this.clusterKey}/${this.databaseName}`;
   }
 
   /** "database 'inbox' of cluster X", for messages. */
   public get tableDescription(): string {
-    const cluster = Token.isUnresolved(this.cluster.clusterIdentifier)
-      ? this.cluster.node.path
-      : this.cluster.clusterIdentifier;
-    return `the inbox table of database '${this.databaseName}' on cluster ${cluster}`;
+    return `the inbox table of database '${this.databaseName}' on cluster ${this.clusterKey}`;
   }
+}
+
+/** A secret without rotation is acknowledged with the reason it has none. */
+function acknowledgeNoRotation(secret: secretsmanager.ISecret, props: InboxDatabaseProps): void {
+  Validations.of(secret).acknowledge({
+    id: 'AwsSolutions-SMG4',
+    reason:
+      props.cluster !== undefined
+        ? 'The cluster is imported (`cluster`), so its network is not known here: rotate its secret where the cluster is defined.'
+        : 'Rotation was turned off on purpose with `secretRotation: false`; the default rotates every 30 days in the VPC.',
+  });
+}
+
+/**
+ * The Provider framework around the migration handler. Its role may invoke that one function (no
+ * `<arn>:*` versions wildcard: the framework invokes the unqualified ARN) and write its own log group.
+ */
+function migrationProvider(scope: Construct, handler: lambda.IFunction, logRetention: logs.RetentionDays | undefined): cr.Provider {
+  const frameworkLogs = new logs.LogGroup(scope, 'MigrationProviderLogs', {
+    retention: logRetention ?? logs.RetentionDays.ONE_MONTH,
+  });
+  const frameworkRole = new iam.Role(scope, 'MigrationProviderRole', {
+    assumedBy: new iam.ServicePrincipal('lambda.amazonaws.com'),
+    description: 'Execution role of the sqs-inbox migration custom resource framework',
+  });
+  frameworkLogs.grantWrite(frameworkRole);
+  frameworkRole.addToPrincipalPolicy(
+    new iam.PolicyStatement({ actions: ['lambda:GetFunction', 'lambda:InvokeFunction'], resources: [handler.functionArn] }),
+  );
+  // What the Provider grants on its own (invoke on <arn> and <arn>:*) is dropped: the statement above covers it.
+  return new cr.Provider(scope, 'MigrationProvider', {
+    onEventHandler: handler,
+    logGroup: frameworkLogs,
+    frameworkOnEventRole: frameworkRole.withoutPolicyUpdates(),
+  });
 }
 
 function validateProps(path: string, props: InboxDatabaseProps): void {
@@ -278,7 +359,12 @@ function validateProps(path: string, props: InboxDatabaseProps): void {
     );
   }
   if (props.cluster !== undefined) {
-    const ignored = (['vpc', 'vpcSubnets', 'engineVersion', 'minCapacity', 'maxCapacity', 'autoPause'] as const).filter(
+    const ignored = (
+      [
+        'vpc', 'vpcSubnets', 'engineVersion', 'minCapacity', 'maxCapacity', 'autoPause', 'backupRetention', 'exportPostgresLogs',
+        'postgresLogRetention', 'readerInstance', 'securityGroups', 'secretRotation', 'rotationInterval', 'secretsManagerEndpoint',
+      ] as const
+    ).filter(
       (key) => props[key] !== undefined,
     );
     if (ignored.length > 0) {
@@ -294,16 +380,27 @@ function validateProps(path: string, props: InboxDatabaseProps): void {
         'Fix: remove `minCapacity` (auto-pause sets it to 0) or remove `autoPause`.',
     );
   }
+  const backupDays = props.backupRetention === undefined || props.backupRetention.isUnresolved() ? undefined : props.backupRetention.toDays({ integral: false });
+  if (backupDays !== undefined && !(Number.isInteger(backupDays) && backupDays >= 1 && backupDays <= 35)) {
+    problems.push(
+      `\`backupRetention\` must be whole days from 1 to 35 (what Aurora accepts), got ${props.backupRetention!.toHumanString()}. ` +
+        'Fix: use e.g. Duration.days(7).',
+    );
+  }
+  const rotationDays = props.rotationInterval === undefined || props.rotationInterval.isUnresolved() ? undefined : props.rotationInterval.toDays({ integral: false });
+  if (rotationDays !== undefined && !(Number.isInteger(rotationDays) && rotationDays >= 1 && rotationDays <= 1000)) {
+    problems.push(
+      `\`rotationInterval\` must be whole days from 1 to 1000 (what Secrets Manager accepts), got ${props.rotationInterval!.toHumanString()}. ` +
+        'Fix: use e.g. Duration.days(30).',
+    );
+  }
+  if (props.secretRotation === false && (props.rotationInterval !== undefined || props.secretsManagerEndpoint !== undefined)) {
+    problems.push('`rotationInterval` and `secretsManagerEndpoint` only apply with rotation on, but `secretRotation` is false. Fix: remove them, or turn rotation on.');
+  }
+  if (props.exportPostgresLogs === false && props.postgresLogRetention !== undefined) {
+    problems.push('`postgresLogRetention` only applies when the log is exported, but `exportPostgresLogs` is false. Fix: remove one of them.');
+  }
   if (problems.length > 0) throw new Error(`InboxDatabase ${path}:\n  - ${problems.join('\n  - ')}`);
-}
-
-function createVpc(scope: Construct): ec2.Vpc {
-  return new ec2.Vpc(scope, 'Vpc', {
-    maxAzs: 2,
-    natGateways: 0,
-    subnetConfiguration: [{ name: 'isolated', subnetType: ec2.SubnetType.PRIVATE_ISOLATED, cidrMask: 24 }],
-    flowLogs: { all: { destination: ec2.FlowLogDestination.toCloudWatchLogs() } },
-  });
 }
 
 /** SHA-256 over the migration sources, so the custom resource re-runs when a migration changes. */

@@ -43,8 +43,9 @@ export interface InboxStackProps extends StackProps {
 
 /**
  * The deployable example: a FIFO order queue, the Aurora Serverless v2 inbox database with its schema
- * (plus the example's `orders` table), the example order worker (lambda/functions/order-worker.ts),
- * the hourly cleanup, alarms and a dashboard.
+ * (plus the example's `orders` table), the example order worker (lambda/functions/order-worker.ts) and the
+ * hourly cleanup, each signed in as its own database role, rotated secrets, alarms to an encrypted topic
+ * and a dashboard.
  *
  * @example
  * const app = new App();
@@ -81,6 +82,8 @@ export class InboxStack extends Stack {
       deadLetterQueue: this.queue.deadLetterQueue,
       consumerName: 'order-worker',
       entry: runtimeFile('../lambda/functions/order-worker', 'the example order worker'),
+      // The upsert of lambda/functions/order-worker.ts: INSERT ... ON CONFLICT DO UPDATE reads and updates the row.
+      databaseGrants: [{ table: 'public.orders', privileges: ['SELECT', 'INSERT', 'UPDATE'] }],
       timeout: Duration.seconds(30),
       batchSize: 10,
       maxConcurrency: 5,
@@ -104,7 +107,14 @@ export class InboxStack extends Stack {
       new CfnOutput(this, 'DeadLetterQueueUrl', { value: this.queue.deadLetterQueue.queueUrl });
     }
     new CfnOutput(this, 'ClusterArn', { value: this.database.cluster.clusterArn, description: 'INBOX_RESOURCE_ARN' });
-    new CfnOutput(this, 'SecretArn', { value: this.database.secret.secretArn, description: 'INBOX_SECRET_ARN' });
+    new CfnOutput(this, 'SecretArn', {
+      value: this.database.secret.secretArn,
+      description: 'The master user (the migration function\'s): for administration only',
+    });
+    new CfnOutput(this, 'OrderWorkerSecretArn', {
+      value: this.consumer.databaseRole.secret.secretArn,
+      description: 'INBOX_SECRET_ARN of the order worker: its own role',
+    });
     new CfnOutput(this, 'DatabaseName', { value: this.database.databaseName, description: 'INBOX_DATABASE' });
     new CfnOutput(this, 'OrderWorkerLogGroup', { value: this.consumer.logGroup.logGroupName });
     if (this.alarms.topic !== undefined) new CfnOutput(this, 'AlarmTopicArn', { value: this.alarms.topic.topicArn });

@@ -2,6 +2,8 @@ import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
 import { DataApiSession, INBOX_MIGRATIONS, InboxConfigError, migrate, resolveTarget } from '../inbox/index.js';
 import type { MigrationSet } from '../inbox/index.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from './example-migrations.js';
+import { ROLE_RESOURCE_TYPE, roleResourceHandler } from './role-resource.js';
+import { readSecretWithRuntimeSdk } from './secret-values.js';
 
 /** The migration sets a deployment can name in its `Migrations` property. */
 export const MIGRATION_SETS: Readonly<Record<string, MigrationSet>> = {
@@ -40,7 +42,7 @@ interface MigrateProperties {
  * Data API on Create and Update (the `Fingerprint` property changes with the migrations); keeps the data
  * on Delete.
  */
-export async function handler(event: CloudFormationCustomResourceEvent) {
+export async function migrationHandler(event: CloudFormationCustomResourceEvent) {
   const properties = event.ResourceProperties as unknown as MigrateProperties;
   const physicalResourceId = `sqs-inbox-schema:${properties.Database ?? 'default'}:${properties.Schema ?? 'inbox'}`;
   if (event.RequestType === 'Delete') {
@@ -58,4 +60,14 @@ export async function handler(event: CloudFormationCustomResourceEvent) {
     PhysicalResourceId: physicalResourceId,
     Data: { Versions: JSON.stringify(report.versions), Applied: report.applied.length },
   };
+}
+
+const roles = roleResourceHandler({ readSecret: readSecretWithRuntimeSdk, resumeDelaysMs: RESUME_DELAYS_MS });
+
+/**
+ * The Lambda entry point of the migration function, the only one that signs in as the master user:
+ * `Custom::InboxMigration` applies the schema, `Custom::InboxDatabaseRole` provisions a function's own role.
+ */
+export async function handler(event: CloudFormationCustomResourceEvent) {
+  return event.ResourceType === ROLE_RESOURCE_TYPE ? roles(event) : migrationHandler(event);
 }

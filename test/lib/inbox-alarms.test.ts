@@ -3,6 +3,7 @@ import { fileURLToPath } from 'node:url';
 import { Duration } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as events from 'aws-cdk-lib/aws-events';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
@@ -131,6 +132,69 @@ describe('InboxAlarms', () => {
     expect(inputs).toEqual({ dup: inboxMetric('Duplicates', 'order-worker'), proc: inboxMetric('Processed', 'order-worker') });
   });
 
+  it('alarms on every parked record by default: a parked record never reaches the dead-letter queue', () => {
+    const { byId } = alarmsStack();
+    expect(byId('ConsumerorderworkerParked').Properties).toMatchObject({
+      ...inboxMetric('Parked', 'order-worker'),
+      Statistic: 'Sum',
+      Period: 300,
+      Threshold: 0,
+      EvaluationPeriods: 1,
+      ComparisonOperator: 'GreaterThanThreshold',
+      TreatMissingData: 'notBreaching',
+    });
+    expect(alarmsStack({ parkedThreshold: 4 }).byId('ConsumerorderworkerParked').Properties.Threshold).toBe(4);
+  });
+
+  it('alarms on a failure rate sustained over several periods, judged only above a minimum volume', () => {
+    // Arrange + Act: defaults, then every threshold as a prop.
+    const defaults = alarmsStack().byId('ConsumerorderworkerFailureRate').Properties;
+    const tuned = alarmsStack({ failureRatePercent: 25, failureRateMinRecords: 40, failureRatePeriods: 6 }).byId('ConsumerorderworkerFailureRate').Properties;
+
+    // Assess
+    const ran = '(FILL(fail, 0) + FILL(proc, 0) + FILL(dup, 0) + FILL(park, 0))';
+    expect(defaults).toMatchObject({ Threshold: 10, EvaluationPeriods: 3, DatapointsToAlarm: 3, ComparisonOperator: 'GreaterThanThreshold' });
+    expect(defaults.Metrics.find((m: { Expression?: string }) => m.Expression !== undefined).Expression).toBe(
+      `IF(${ran} >= 10, 100 * FILL(fail, 0) / ${ran}, 0)`,
+    );
+    expect(tuned).toMatchObject({ Threshold: 25, EvaluationPeriods: 6, DatapointsToAlarm: 6 });
+    expect(tuned.Metrics.find((m: { Expression?: string }) => m.Expression !== undefined).Expression).toBe(
+      `IF(${ran} >= 40, 100 * FILL(fail, 0) / ${ran}, 0)`,
+    );
+    const inputs = Object.fromEntries(
+      tuned.Metrics.filter((m: { MetricStat?: unknown }) => m.MetricStat !== undefined).map((m: any) => [m.Id, [m.MetricStat.Metric, m.MetricStat.Period, m.MetricStat.Stat]]),
+    );
+    expect(inputs).toEqual({
+      fail: [inboxMetric('Failures', 'order-worker'), 300, 'Sum'],
+      proc: [inboxMetric('Processed', 'order-worker'), 300, 'Sum'],
+      dup: [inboxMetric('Duplicates', 'order-worker'), 300, 'Sum'],
+      park: [inboxMetric('Parked', 'order-worker'), 300, 'Sum'],
+    });
+  });
+
+  it('refuses alarm thresholds that cannot work, naming each prop and the fix, all at once', () => {
+    const stack = testStack();
+    const topic = sns.Topic.fromTopicArn(stack, 'Pager', 'arn:aws:sns:eu-west-1:123456789012:pager');
+    let message = '';
+    try {
+      new InboxAlarms(stack, 'Alarms', {
+        parkedThreshold: -1, failureRatePercent: 100, failureRateMinRecords: 0, failureRatePeriods: 1.5,
+        topic, topicEncryptionKey: new kms.Key(stack, 'Key'),
+      });
+    } catch (error) {
+      message = (error as Error).message;
+    }
+    for (const expected of [
+      '`parkedThreshold` must be a whole number >= 0, got -1. Fix:',
+      '`failureRatePercent` must be a percentage from 0 to below 100, got 100. Fix:',
+      '`failureRateMinRecords` must be a whole number >= 1, got 0. Fix:',
+      '`failureRatePeriods` must be a whole number of 5-minute periods from 1 to 288 (one day), got 1.5. Fix:',
+      '`topicEncryptionKey` only applies to a topic created here, but `topic` was given. Fix:',
+    ]) {
+      expect(message).toContain(expected);
+    }
+  });
+
   it('alarms on consumer and cleanup function errors', () => {
     const { byId, stack, consumer, cleanup } = alarmsStack();
     expect(byId('ConsumerorderworkerErrors').Properties).toMatchObject({
@@ -241,14 +305,24 @@ describe('InboxAlarms', () => {
     template.resourceCountIs('AWS::SNS::Topic', 0);
   });
 
-  it('creates a TLS-only topic on request and sends every alarm and recovery to it', () => {
+  it('creates a KMS-encrypted, TLS-only topic on request and sends every alarm and recovery to it', () => {
     const { template, alarms, stack } = alarmsStack({ createTopic: true });
     const topicRef = { Ref: stack.getLogicalId(alarms.topic!.node.defaultChild as never) };
+    const keyId = stack.getLogicalId(alarms.topicKey!.node.defaultChild as never);
     template.resourceCountIs('AWS::SNS::Topic', 1);
+    template.hasResourceProperties('AWS::SNS::Topic', { KmsMasterKeyId: { 'Fn::GetAtt': [keyId, 'Arn'] } });
+    template.hasResourceProperties('AWS::KMS::Key', { EnableKeyRotation: true });
     template.hasResourceProperties('AWS::SNS::TopicPolicy', {
       PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
     });
-    expect(alarms.alarms).toHaveLength(7);
+    // CloudWatch encrypts what it publishes with the topic's key: without this grant no alarm would arrive.
+    const key = template.toJSON().Resources[keyId].Properties.KeyPolicy.Statement as Array<Record<string, unknown>>;
+    expect(key).toContainEqual(expect.objectContaining({
+      Principal: { Service: 'cloudwatch.amazonaws.com' },
+      Action: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+      Condition: { StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } },
+    }));
+    expect(alarms.alarms).toHaveLength(9);
     template.allResourcesProperties('AWS::CloudWatch::Alarm', { AlarmActions: [topicRef], OKActions: [topicRef] });
   });
 

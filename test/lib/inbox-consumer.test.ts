@@ -1,5 +1,6 @@
-import { Duration, Token } from 'aws-cdk-lib';
+import { Duration, Stack, Token } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
+import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
@@ -41,7 +42,8 @@ describe('InboxConsumer', () => {
     expect(env).toEqual({
       ORDERS_TABLE: 'orders',
       INBOX_RESOURCE_ARN: expect.objectContaining({ 'Fn::Join': expect.arrayContaining([expect.arrayContaining([{ Ref: clusterId }])]) }),
-      INBOX_SECRET_ARN: { Ref: expect.stringMatching(/ClusterSecretAttachment/) },
+      // Its own role's secret, never the master secret.
+      INBOX_SECRET_ARN: { Ref: stack.getLogicalId(consumer.databaseRole.secret.node.defaultChild as never) },
       INBOX_DATABASE: 'inbox',
       INBOX_CONSUMER: 'order-worker',
       POWERTOOLS_METRICS_NAMESPACE: 'SqsInbox',
@@ -82,7 +84,7 @@ describe('InboxConsumer', () => {
     });
   });
 
-  it('may consume this queue, use the Data API on this cluster and read this secret, and nothing else', () => {
+  it('may consume this queue, call the transaction operations of the Data API on this cluster and read its own secret, nothing else', () => {
     const { template, stack, consumer, inboxQueue, database } = consumerStack();
     const roleId = stack.getLogicalId(consumer.function.role!.node.defaultChild as never);
     const policy = Object.values(template.findResources('AWS::IAM::Policy', { Properties: { Roles: [{ Ref: roleId }] } }))[0] as {
@@ -98,12 +100,11 @@ describe('InboxConsumer', () => {
     expect(JSON.stringify(byService.get('rds-data:ExecuteStatement'))).toContain(
       stack.getLogicalId(database.cluster.node.defaultChild as never),
     );
-    expect(byService.get('secretsmanager:GetSecretValue')).toEqual({ Ref: expect.stringMatching(/ClusterSecretAttachment/) });
+    expect(byService.get('secretsmanager:GetSecretValue')).toEqual({ Ref: stack.getLogicalId(consumer.databaseRole.secret.node.defaultChild as never) });
     expect([...byService.keys()].sort()).toEqual(
       [
         'logs:CreateLogStream',
         'logs:PutLogEvents',
-        'rds-data:BatchExecuteStatement',
         'rds-data:BeginTransaction',
         'rds-data:CommitTransaction',
         'rds-data:ExecuteStatement',
@@ -117,7 +118,32 @@ describe('InboxConsumer', () => {
         'sqs:ReceiveMessage',
       ].sort(),
     );
-    for (const statement of policyStatements(template)) expect(JSON.stringify(statement.Resource)).not.toMatch(/"\*"/);
+    for (const statement of policy.Properties.PolicyDocument.Statement) expect(JSON.stringify(statement.Resource)).not.toMatch(/\*/);
+  });
+
+  it('may also batch statements only when asked (batchExecute), and grants the same to another principal on request', () => {
+    const templates = new Map<Stack, Template>();
+    const templateOf = (stack: Stack) => templates.get(stack) ?? templates.set(stack, Template.fromStack(stack)).get(stack)!;
+    const actionsOf = (stack: Stack, role: iam.IRole) => {
+      const roleId = stack.getLogicalId(role.node.defaultChild as never);
+      const policy = Object.values(templateOf(stack).findResources('AWS::IAM::Policy', { Properties: { Roles: [{ Ref: roleId }] } }))[0] as {
+        Properties: { PolicyDocument: { Statement: Array<{ Action: string | string[] }> } };
+      };
+      return policy.Properties.PolicyDocument.Statement.flatMap((statement) => [statement.Action].flat()).filter((a) => a.startsWith('rds-data:')).sort();
+    };
+    const transaction = ['rds-data:BeginTransaction', 'rds-data:CommitTransaction', 'rds-data:ExecuteStatement', 'rds-data:RollbackTransaction'];
+
+    const plain = consumerStack();
+    const stack = testStack('Batching');
+    const batching = new InboxConsumer(stack, 'Worker', {
+      database: new InboxDatabase(stack, 'Db'), queue: new InboxQueue(stack, 'Orders').queue, consumerName: 'w', entry: FIXTURE_HANDLER, batchExecute: true,
+    });
+    const reader = new iam.Role(stack, 'Reader', { assumedBy: new iam.AccountRootPrincipal() });
+    batching.grantDataApiAccess(reader);
+
+    expect(actionsOf(plain.stack, plain.consumer.function.role!)).toEqual(transaction);
+    expect(actionsOf(stack, batching.function.role!)).toEqual([...transaction, 'rds-data:BatchExecuteStatement'].sort());
+    expect(actionsOf(stack, reader)).toEqual([...transaction, 'rds-data:BatchExecuteStatement'].sort());
   });
 
   it('has no AWSLambdaBasicExecutionRole: the role may write only to its own log group, which has a retention', () => {

@@ -11,7 +11,6 @@ import { InboxDatabase } from '../../lib/index.js';
 import { logicalId, policyStatements, testStack } from './support.js';
 
 const DATA_API_ACTIONS = [
-  'rds-data:BatchExecuteStatement',
   'rds-data:BeginTransaction',
   'rds-data:CommitTransaction',
   'rds-data:ExecuteStatement',
@@ -181,7 +180,7 @@ describe('InboxDatabase', () => {
         Resource: { Ref: expect.stringMatching(/ClusterSecretAttachment/) },
       }),
     );
-    for (const statement of policyStatements(template)) expect(JSON.stringify(statement.Resource)).not.toMatch(/"\*"/);
+    for (const statement of statements) expect(JSON.stringify(statement.Resource)).not.toMatch(/\*/);
   });
 
   it('gives every function, including the Provider framework, its own log group with a retention', () => {
@@ -192,6 +191,8 @@ describe('InboxDatabase', () => {
     const logGroups = template.findResources('AWS::Logs::LogGroup');
     for (const [id, fn] of Object.entries(functions)) {
       if (id.startsWith('CustomVpcRestrictDefaultSG')) continue; // CDK's own singleton, not ours
+      // CDK's log-retention singleton gives its own log group a 1-day retention itself, on its first run.
+      if (id.startsWith('LogRetentionaae0aa3c5b4d4f87b02d85b201efdd8a')) continue;
       const ref = (fn as { Properties: { LoggingConfig?: { LogGroup?: { Ref: string } } } }).Properties.LoggingConfig?.LogGroup?.Ref;
       expect(ref, `${id} has an explicit log group`).toBeDefined();
       expect((logGroups[ref!] as { Properties: { RetentionInDays?: number } }).Properties.RetentionInDays).toBe(30);

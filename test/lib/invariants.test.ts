@@ -142,9 +142,14 @@ describe('synth-time invariants', () => {
       const b = new InboxDatabase(stack, 'B', { cluster: cluster('CB'), secret });
       const c = new InboxDatabase(stack, 'C', { cluster: cluster('CC'), secret, databaseName: 'other' });
       new InboxConsumer(stack, 'One', { database: a, queue: new InboxQueue(stack, 'Q1').queue, consumerName: 'dup', entry: FIXTURE_HANDLER });
-      new InboxConsumer(stack, 'Three', { database: c, queue: new InboxQueue(stack, 'Q3').queue, consumerName: 'dup', entry: FIXTURE_HANDLER });
+      // Another database of the same cluster: another table, but roles are per cluster, so another role name.
+      new InboxConsumer(stack, 'Three', {
+        database: c, queue: new InboxQueue(stack, 'Q3').queue, consumerName: 'dup', entry: FIXTURE_HANDLER, databaseRole: 'inbox_consumer_dup_other',
+      });
       if (clash) {
-        new InboxConsumer(stack, 'Two', { database: b, queue: new InboxQueue(stack, 'Q2').queue, consumerName: 'dup', entry: FIXTURE_HANDLER });
+        new InboxConsumer(stack, 'Two', {
+          database: b, queue: new InboxQueue(stack, 'Q2').queue, consumerName: 'dup', entry: FIXTURE_HANDLER, databaseRole: 'inbox_consumer_dup_two',
+        });
       }
       return stack;
     };
@@ -172,11 +177,12 @@ describe('synth-time invariants', () => {
       '[Test/Worker] InboxConsumer `maxBatchingWindow` is set',
       "[Test/Worker] the queue's visibility timeout (1 minute)",
       "[Test/Again] InboxConsumer `consumerName` 'w' is already used",
+      "[Test/Again/DatabaseRole] `databaseRole` 'inbox_consumer_w' of Test/Again/DatabaseRole is also the role of Test/Worker/DatabaseRole",
       "[Test/Cleanup] InboxCleanup `retention` (1 day) does not exceed the redelivery window of consumer 'w'",
     ]) {
       expect(message).toContain(expected);
     }
-    expect(message.match(/Fix: /g)).toHaveLength(6);
+    expect(message.match(/Fix: /g)).toHaveLength(7);
   });
 
   it('skips a check whose value is an unresolved token', () => {

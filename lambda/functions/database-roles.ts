@@ -1,0 +1,375 @@
+import type { DataApiSession, Transaction } from '../inbox/index.js';
+import { inboxTables } from '../inbox/index.js';
+import { scramSha256Verifier } from './scram.js';
+
+/** What a role is for: it decides the role's privileges on the inbox tables. */
+export type RolePurpose = 'consumer' | 'purge';
+
+/** A privilege the user grants a consumer's role for its own effect: `{ on: 'public.orders', privileges: ['SELECT'] }`. */
+export interface RoleGrant {
+  /** `schema.name` of a table, view or sequence that exists when the role is provisioned. */
+  readonly on: string;
+  /** Table: SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER. Sequence: USAGE, SELECT, UPDATE. */
+  readonly privileges: readonly string[];
+}
+
+/** The role to provision. */
+export interface RoleSpec {
+  /** The PostgreSQL role name: `^[a-z_][a-z0-9_]*$`, at most 63 characters, not `pg_*` or `rds*`. */
+  readonly role: string;
+  readonly purpose: RolePurpose;
+  /** What the role serves, recorded in its comment (`sqs-inbox: consumer order-worker`). */
+  readonly label: string;
+  /** The user's grants for the consumer's own effect; none for the purge. */
+  readonly grants: readonly RoleGrant[];
+}
+
+/** What provisioning did, for the log: names and privileges only, never a password or its verifier. */
+export interface RoleReport {
+  readonly role: string;
+  readonly created: boolean;
+  readonly passwordSet: boolean;
+  /** Every privilege the role holds now: `SELECT ON TABLE "inbox"."consumed_message"`. */
+  readonly privileges: readonly string[];
+  readonly granted: readonly string[];
+  readonly revoked: readonly string[];
+}
+
+/** A role cannot be provisioned as asked; the message names the role, the cause and the fix. */
+export class DatabaseRoleError extends Error {
+  override readonly name = 'DatabaseRoleError';
+}
+
+const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
+/** Marks the roles sqs-inbox created, so it never adopts, changes or drops a role someone else made. */
+export const ROLE_COMMENT_PREFIX = 'sqs-inbox: ';
+const TABLE_PRIVILEGES = new Set(['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER']);
+const SEQUENCE_PRIVILEGES = new Set(['USAGE', 'SELECT', 'UPDATE']);
+/** pg_class.relkind of what a user grant may name: tables (plain, partitioned, foreign), views, materialized views. */
+const TABLE_KINDS = new Set(['r', 'p', 'f', 'v', 'm']);
+
+type ObjectKind = 'schema' | 'table' | 'sequence' | 'column';
+
+/** One privilege on one object, as granted or found in the catalog. */
+interface Privilege {
+  readonly kind: ObjectKind;
+  readonly schema: string;
+  readonly name: string | null;
+  readonly column: string | null;
+  readonly privilege: string;
+}
+
+/**
+ * Creates (or brings up to date) a login role with exactly the privileges its purpose needs on the inbox
+ * tables plus the user's grants, and revokes any other privilege it holds on a schema, table, column or
+ * sequence of this database. Runs in one transaction under an advisory lock, as the migration user (the
+ * schema's owner), so two deploys never interleave. Idempotent.
+ *
+ * Privileges by purpose:
+ * - consumer: USAGE on the inbox schema; SELECT, INSERT on consumed_message and parked_message; USAGE on
+ *   parked_message's id sequence; UPDATE (replayed_at) on parked_message, which `parked.replay()` sets and
+ *   which its `SELECT ... FOR UPDATE` needs; plus `spec.grants` and USAGE on their schemas.
+ * - purge: USAGE on the inbox schema; SELECT, DELETE on consumed_message; UPDATE (processed_at) on it, because
+ *   the purge's `FOR UPDATE SKIP LOCKED` needs UPDATE on some column (it adds nothing DELETE does not allow).
+ *
+ * The password is set only when the role is created or `resetPassword` is true; it is read through
+ * `password()` only then, and only its SCRAM-SHA-256 verifier reaches the database.
+ *
+ * @example
+ * await provisionRole(session, { role: 'inbox_consumer_orders', purpose: 'consumer', label: 'consumer orders',
+ *   grants: [{ on: 'public.orders', privileges: ['SELECT', 'INSERT', 'UPDATE'] }] }, { password: async () => pw });
+ */
+export async function provisionRole(
+  session: DataApiSession,
+  spec: RoleSpec,
+  options: { readonly schema?: string; readonly resetPassword?: boolean; readonly password: () => Promise<string> },
+): Promise<RoleReport> {
+  checkSpec(spec);
+  const tables = inboxTables(options.schema ?? 'inbox');
+  const schema = options.schema ?? 'inbox';
+  // Checked, and the password read, before the transaction opens: Secrets Manager may be slow, and the
+  // transaction holds a lock. Checked again inside it, in case another deploy got there in between.
+  const before = await roleState(session, spec.role);
+  refuseUnmanaged(spec.role, before);
+  const password = before === 'missing' || options.resetPassword === true ? await options.password() : undefined;
+  const tx = await session.transaction();
+  try {
+    await tx.execute('SELECT pg_advisory_xact_lock(hashtext(:lock))', { lock: 'sqs-inbox-roles' });
+    const state = await roleState(tx, spec.role);
+    refuseUnmanaged(spec.role, state);
+    const created = state === 'missing';
+    if (created) {
+      if (password === undefined) throw new DatabaseRoleError(`role "${spec.role}" appeared while its password was not read; deploy again.`);
+      await roleCommand(tx, spec.role, scramSha256Verifier(password), 'CREATE');
+      await roleCommand(tx, spec.role, `${ROLE_COMMENT_PREFIX}${spec.label}`, 'COMMENT');
+    } else if (password !== undefined) {
+      await roleCommand(tx, spec.role, scramSha256Verifier(password), 'ALTER');
+    }
+    const desired = [...inboxPrivileges(spec.purpose, schema, tables.consumed, tables.parked, await parkedSequence(tx, tables.parked)), ...(await userPrivileges(tx, spec))];
+    const { granted, revoked } = await reconcile(tx, spec.role, desired);
+    await tx.commit();
+    return {
+      role: spec.role,
+      created,
+      passwordSet: password !== undefined,
+      privileges: uniqueStatements(desired),
+      granted,
+      revoked,
+    };
+  } catch (error) {
+    await tx.rollback().catch(() => {});
+    throw error;
+  }
+}
+
+/**
+ * Revokes every privilege of a role sqs-inbox created and drops it; does nothing when the role is gone.
+ * Refuses a role it did not create.
+ */
+export async function dropRole(session: DataApiSession, role: string): Promise<{ readonly dropped: boolean }> {
+  checkRoleName(role);
+  const tx = await session.transaction();
+  try {
+    await tx.execute('SELECT pg_advisory_xact_lock(hashtext(:lock))', { lock: 'sqs-inbox-roles' });
+    const state = await roleState(tx, role);
+    if (state === 'missing') {
+      await tx.rollback();
+      return { dropped: false };
+    }
+    if (state !== 'managed') {
+      throw new DatabaseRoleError(`role "${role}" was not created by sqs-inbox (or is the master user); it is left as it is.`);
+    }
+    await reconcile(tx, role, []);
+    await tx.execute(`DROP ROLE ${quote(role)}`);
+    await tx.commit();
+    return { dropped: true };
+  } catch (error) {
+    await tx.rollback().catch(() => {});
+    throw error;
+  }
+}
+
+/** Validates a role spec the way the CDK construct does, so a hand-written custom resource fails just as clearly. */
+export function checkSpec(spec: RoleSpec): void {
+  checkRoleName(spec.role);
+  if (spec.purpose !== 'consumer' && spec.purpose !== 'purge') {
+    throw new DatabaseRoleError(`role "${spec.role}": purpose must be "consumer" or "purge", got ${JSON.stringify(spec.purpose)}.`);
+  }
+  if (spec.purpose === 'purge' && spec.grants.length > 0) {
+    throw new DatabaseRoleError(`role "${spec.role}": the purge role takes no grants beyond the inbox table.`);
+  }
+  spec.grants.forEach((grant, index) => {
+    const where = `role "${spec.role}" grant ${index} (${JSON.stringify(grant?.on)})`;
+    const parts = typeof grant?.on === 'string' ? grant.on.split('.') : [];
+    if (parts.length !== 2 || !parts.every((part) => IDENTIFIER.test(part) && part.length <= 63)) {
+      throw new DatabaseRoleError(`${where}: \`on\` must be "schema.name" in lower case, e.g. "public.orders".`);
+    }
+    if (!Array.isArray(grant.privileges) || grant.privileges.length === 0) {
+      throw new DatabaseRoleError(`${where}: \`privileges\` must list at least one privilege, e.g. ["SELECT", "INSERT"].`);
+    }
+    for (const privilege of grant.privileges) {
+      if (!TABLE_PRIVILEGES.has(privilege) && !SEQUENCE_PRIVILEGES.has(privilege)) {
+        throw new DatabaseRoleError(`${where}: unknown privilege ${JSON.stringify(privilege)}; use ${[...TABLE_PRIVILEGES, 'USAGE'].join(', ')}.`);
+      }
+    }
+  });
+}
+
+function checkRoleName(role: string): void {
+  if (typeof role !== 'string' || !IDENTIFIER.test(role) || role.length > 63 || /^(pg_|rds)/.test(role)) {
+    throw new DatabaseRoleError(
+      `role name ${JSON.stringify(role)} must match ${IDENTIFIER}, be at most 63 characters and not start with "pg_" or "rds".`,
+    );
+  }
+}
+
+/** Refuses the master user and a role someone else created: neither is ever adopted or changed. */
+function refuseUnmanaged(role: string, state: RoleState): void {
+  if (state === 'current-user') {
+    throw new DatabaseRoleError(
+      `role "${role}" is the user the migration signs in as (the master user). Fix: give the consumer or ` +
+        'purge another `databaseRole`: the master credentials must stay with the migration function alone.',
+    );
+  }
+  if (state === 'foreign') {
+    throw new DatabaseRoleError(
+      `role "${role}" already exists and was not created by sqs-inbox, so it is neither adopted nor changed. ` +
+        'Fix: choose another `databaseRole`, or drop that role first if it is unused.',
+    );
+  }
+}
+
+type RoleState = 'missing' | 'managed' | 'foreign' | 'current-user';
+
+async function roleState(tx: Pick<Transaction, 'execute'>, role: string): Promise<RoleState> {
+  const { rows } = await tx.execute(
+    `SELECT r.rolname = current_user AS is_current, coalesce(shobj_description(r.oid, 'pg_authid'), '') AS comment
+       FROM pg_roles r WHERE r.rolname = :role`,
+    { role },
+  );
+  const row = rows[0];
+  if (!row) return 'missing';
+  if (row.is_current === true) return 'current-user';
+  return String(row.comment).startsWith(ROLE_COMMENT_PREFIX) ? 'managed' : 'foreign';
+}
+
+/**
+ * CREATE ROLE, ALTER ROLE ... PASSWORD and COMMENT ON ROLE take no bind parameters. The value travels as one,
+ * into a transaction-local setting, and a constant DO block formats it in: statement logs (log_statement = ddl)
+ * show the DO block, never the verifier.
+ */
+async function roleCommand(tx: Transaction, role: string, value: string, action: 'CREATE' | 'ALTER' | 'COMMENT'): Promise<void> {
+  await tx.execute("SELECT set_config('sqs_inbox.role', :role, true), set_config('sqs_inbox.value', :value, true)", { role, value });
+  const command = {
+    CREATE: "'CREATE ROLE %I WITH LOGIN NOINHERIT NOCREATEDB NOCREATEROLE PASSWORD %L'",
+    ALTER: "'ALTER ROLE %I WITH LOGIN PASSWORD %L'",
+    COMMENT: "'COMMENT ON ROLE %I IS %L'",
+  }[action];
+  await tx.execute(
+    `DO $sqs_inbox$ BEGIN EXECUTE format(${command}, current_setting('sqs_inbox.role'), current_setting('sqs_inbox.value')); END $sqs_inbox$`,
+  );
+  await tx.execute("SELECT set_config('sqs_inbox.value', '', true)");
+}
+
+async function parkedSequence(tx: Transaction, parked: string): Promise<{ schema: string; name: string } | null> {
+  const { rows } = await tx.execute(
+    `SELECT n.nspname AS schema, c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+      WHERE c.oid = pg_get_serial_sequence(:table, 'id')::regclass`,
+    { table: parked.replace(/"/g, '') },
+  );
+  const row = rows[0];
+  return row ? { schema: String(row.schema), name: String(row.name) } : null;
+}
+
+function inboxPrivileges(
+  purpose: RolePurpose,
+  schema: string,
+  consumed: string,
+  parked: string,
+  sequence: { schema: string; name: string } | null,
+): Privilege[] {
+  const table = (quoted: string) => quoted.split('.')[1]!.replace(/"/g, '');
+  const on = (name: string, privilege: string, column: string | null = null): Privilege => ({
+    kind: column === null ? 'table' : 'column',
+    schema,
+    name,
+    column,
+    privilege,
+  });
+  const usage: Privilege = { kind: 'schema', schema, name: null, column: null, privilege: 'USAGE' };
+  if (purpose === 'purge') {
+    return [usage, on(table(consumed), 'SELECT'), on(table(consumed), 'DELETE'), on(table(consumed), 'UPDATE', 'processed_at')];
+  }
+  return [
+    usage,
+    on(table(consumed), 'SELECT'),
+    on(table(consumed), 'INSERT'),
+    on(table(parked), 'SELECT'),
+    on(table(parked), 'INSERT'),
+    on(table(parked), 'UPDATE', 'replayed_at'),
+    ...(sequence === null ? [] : [{ kind: 'sequence' as const, schema: sequence.schema, name: sequence.name, column: null, privilege: 'USAGE' }]),
+  ];
+}
+
+async function userPrivileges(tx: Transaction, spec: RoleSpec): Promise<Privilege[]> {
+  const privileges: Privilege[] = [];
+  for (const grant of spec.grants) {
+    const [schema, name] = grant.on.split('.') as [string, string];
+    const { rows } = await tx.execute(
+      `SELECT c.relkind::text AS kind FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
+        WHERE n.nspname = :schema AND c.relname = :name`,
+      { schema, name },
+    );
+    const relkind = rows[0]?.kind as string | undefined;
+    if (relkind === undefined) {
+      throw new DatabaseRoleError(
+        `role "${spec.role}": ${grant.on} does not exist, so it cannot be granted. Fix: create it in a migration that ` +
+          'runs before the role is provisioned (InboxDatabase `migrations`, or your own custom resource with ' +
+          '`consumer.databaseRole.resource.node.addDependency(yourMigration)`), or correct the name in `databaseGrants`.',
+      );
+    }
+    const kind = relkind === 'S' ? 'sequence' : TABLE_KINDS.has(relkind) ? 'table' : undefined;
+    const allowed = kind === 'sequence' ? SEQUENCE_PRIVILEGES : TABLE_PRIVILEGES;
+    const wrong = grant.privileges.filter((privilege) => !allowed.has(privilege));
+    if (kind === undefined || wrong.length > 0) {
+      throw new DatabaseRoleError(
+        `role "${spec.role}": ${grant.on} is ${kind === undefined ? `of relkind "${relkind}", which cannot be granted` : `a ${kind}`}` +
+          (wrong.length > 0 ? ` and takes ${[...allowed].join(', ')}, not ${wrong.join(', ')}` : '') +
+          '. Fix: correct `databaseGrants`.',
+      );
+    }
+    privileges.push({ kind: 'schema', schema, name: null, column: null, privilege: 'USAGE' });
+    for (const privilege of grant.privileges) privileges.push({ kind, schema, name, column: null, privilege });
+  }
+  return privileges;
+}
+
+/** Every privilege the role holds on a schema, table, column or sequence of this database. */
+async function currentPrivileges(tx: Transaction, role: string): Promise<Privilege[]> {
+  const { rows } = await tx.execute(
+    `WITH grantee AS (SELECT oid FROM pg_roles WHERE rolname = :role)
+     SELECT 'schema' AS kind, n.nspname AS schema, NULL::text AS name, NULL::text AS column_name, a.privilege_type AS privilege
+       FROM pg_namespace n, aclexplode(n.nspacl) a WHERE a.grantee = (SELECT oid FROM grantee)
+     UNION ALL
+     SELECT CASE WHEN c.relkind = 'S' THEN 'sequence' ELSE 'table' END, n.nspname, c.relname, NULL, a.privilege_type
+       FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace, aclexplode(c.relacl) a
+      WHERE a.grantee = (SELECT oid FROM grantee)
+     UNION ALL
+     SELECT 'column', n.nspname, c.relname, att.attname, a.privilege_type
+       FROM pg_attribute att JOIN pg_class c ON c.oid = att.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace,
+            aclexplode(att.attacl) a
+      WHERE a.grantee = (SELECT oid FROM grantee) AND NOT att.attisdropped`,
+    { role },
+  );
+  return rows.map((row) => ({
+    kind: row.kind as ObjectKind,
+    schema: String(row.schema),
+    name: (row.name as string | null) ?? null,
+    column: (row.column_name as string | null) ?? null,
+    privilege: String(row.privilege),
+  }));
+}
+
+/** Revokes what the role holds beyond `desired`, then grants `desired` (GRANT is idempotent). */
+async function reconcile(tx: Transaction, role: string, desired: readonly Privilege[]): Promise<{ granted: string[]; revoked: string[] }> {
+  const wanted = new Set(desired.map(statementOf));
+  const held = await currentPrivileges(tx, role);
+  const heldSet = new Set(held.map(statementOf));
+  const revoked: string[] = [];
+  for (const privilege of held) {
+    const statement = statementOf(privilege);
+    if (wanted.has(statement)) continue;
+    await tx.execute(`REVOKE ${statement} FROM ${quote(role)}`);
+    revoked.push(statement);
+  }
+  const granted: string[] = [];
+  for (const statement of uniqueStatements(desired)) {
+    if (heldSet.has(statement)) continue;
+    await tx.execute(`GRANT ${statement} TO ${quote(role)}`);
+    granted.push(statement);
+  }
+  return { granted, revoked };
+}
+
+function uniqueStatements(privileges: readonly Privilege[]): string[] {
+  return [...new Set(privileges.map(statementOf))];
+}
+
+/** `SELECT ON TABLE "inbox"."consumed_message"`, `UPDATE ("replayed_at") ON TABLE ...`, `USAGE ON SCHEMA "inbox"`. */
+function statementOf(p: Privilege): string {
+  switch (p.kind) {
+    case 'schema':
+      return `${p.privilege} ON SCHEMA ${quote(p.schema)}`;
+    case 'sequence':
+      return `${p.privilege} ON SEQUENCE ${quote(p.schema)}.${quote(p.name!)}`;
+    case 'column':
+      return `${p.privilege} (${quote(p.column!)}) ON TABLE ${quote(p.schema)}.${quote(p.name!)}`;
+    default:
+      return `${p.privilege} ON TABLE ${quote(p.schema)}.${quote(p.name!)}`;
+  }
+}
+
+/** Quotes an identifier read from the catalog or validated against {@link IDENTIFIER}. */
+function quote(identifier: string): string {
+  return `"${identifier.replace(/"/g, '""')}"`;
+}

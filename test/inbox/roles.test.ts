@@ -1,0 +1,311 @@
+import { randomBytes } from 'node:crypto';
+import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { handler as migrationResource } from '../../lambda/functions/migrate.js';
+import { roleResourceHandler } from '../../lambda/functions/role-resource.js';
+import type { RoleResourceProperties } from '../../lambda/functions/role-resource.js';
+import type { DatabaseCredentials } from '../../lambda/functions/secret-values.js';
+import { DataApiError, DataApiSession, inbox, PermanentError, purge } from '../../lambda/inbox/index.js';
+import { startDataApi } from '../../local/data-api/server.js';
+import type { DataApiServer } from '../../local/data-api/server.js';
+import { freshDatabase } from '../support/database.js';
+import { dataApiClient, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
+
+// Roles are per PostgreSQL server, which test files share: every name here is unique to this run.
+const run = randomBytes(3).toString('hex');
+const ROLES = { admin: `inbox_admin_${run}`, consumer: `inbox_consumer_orders_${run}`, purge: `inbox_purge_${run}`, foreign: `someone_${run}` };
+const ARN = (name: string) => `arn:aws:secretsmanager:us-east-1:123456789012:secret:${name}-${run}`;
+const SECRET = { admin: ARN('admin'), consumer: ARN('consumer'), purge: ARN('purge'), previous: ARN('previous') };
+// As Secrets Manager generates them: printable ASCII.
+const PASSWORD = { admin: randomBytes(18).toString('base64'), consumer: randomBytes(18).toString('base64'), purge: randomBytes(18).toString('base64') };
+const ORDERS_GRANT = JSON.stringify([{ on: 'public.orders', privileges: ['SELECT', 'INSERT', 'UPDATE'] }]);
+
+/** What Secrets Manager holds: the role secrets the migration function reads at deploy. */
+const secretsManager: Record<string, DatabaseCredentials> = {
+  [SECRET.consumer]: { username: ROLES.consumer, password: PASSWORD.consumer },
+  [SECRET.purge]: { username: ROLES.purge, password: PASSWORD.purge },
+};
+
+let server: DataApiServer;
+let superuser: pg.Pool;
+let databaseUrl: string;
+
+/**
+ * Signs in straight to PostgreSQL as `user`: the local Data API keeps a pool per user, so a second password
+ * for a user it already connected as would not be checked there.
+ */
+async function signsIn(user: string, password: string): Promise<boolean> {
+  const url = new URL(databaseUrl);
+  url.username = user;
+  url.password = encodeURIComponent(password);
+  const direct = new pg.Client({ connectionString: url.toString() });
+  try {
+    await direct.connect();
+    return true;
+  } catch (error) {
+    expect((error as Error).message).toMatch(/password authentication failed/);
+    return false;
+  } finally {
+    await direct.end().catch(() => {});
+  }
+}
+let client: ReturnType<typeof dataApiClient>;
+const logLines: string[] = [];
+const roleResource = roleResourceHandler({
+  readSecret: async (arn) => {
+    const found = secretsManager[arn];
+    if (!found) throw new Error(`no secret ${arn}`);
+    return found;
+  },
+  log: (line) => logLines.push(line),
+  resumeDelaysMs: [],
+});
+
+function sessionAs(secretArn: string): DataApiSession {
+  return new DataApiSession({ client, resourceArn: server.resourceArn, secretArn, database: server.database }, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
+}
+
+function roleEvent(
+  requestType: 'Create' | 'Update' | 'Delete',
+  overrides: Partial<RoleResourceProperties> = {},
+  old?: Partial<RoleResourceProperties>,
+): CloudFormationCustomResourceEvent {
+  const properties: RoleResourceProperties = {
+    ResourceArn: server.resourceArn,
+    SecretArn: SECRET.admin,
+    Database: server.database,
+    Role: ROLES.consumer,
+    RoleSecretArn: SECRET.consumer,
+    Purpose: 'consumer',
+    Label: 'consumer orders',
+    Grants: ORDERS_GRANT,
+    ...overrides,
+  };
+  const base = { ServiceToken: 'x', ResponseURL: 'x', StackId: 'x', RequestId: 'x', LogicalResourceId: 'Role', ResourceType: 'Custom::InboxDatabaseRole' };
+  const resourceProperties = { ServiceToken: 'x', ...properties };
+  if (requestType === 'Create') return { ...base, RequestType: 'Create', ResourceProperties: resourceProperties };
+  const physical = { PhysicalResourceId: `sqs-inbox-role:${server.database}:${properties.Role}` };
+  if (requestType === 'Delete') return { ...base, ...physical, RequestType: 'Delete', ResourceProperties: resourceProperties };
+  return { ...base, ...physical, RequestType: 'Update', ResourceProperties: resourceProperties, OldResourceProperties: { ...resourceProperties, ...old } };
+}
+
+/** The statement must be refused by PostgreSQL's privilege checks, not fail for another reason. */
+async function refused(session: DataApiSession, sql: string): Promise<string> {
+  try {
+    await session.execute(sql);
+  } catch (error) {
+    expect(error, sql).toBeInstanceOf(DataApiError);
+    const message = (error as Error).message;
+    expect(message, sql).toMatch(/permission denied|must be owner/);
+    return message;
+  }
+  throw new Error(`expected PostgreSQL to refuse: ${sql}`);
+}
+
+describe('database roles, signed in through the local Data API', () => {
+  beforeAll(async () => {
+    const url = await freshDatabase('roles');
+    databaseUrl = url;
+    superuser = new pg.Pool({ connectionString: url, max: 2 });
+    const database = new URL(url).pathname.slice(1);
+    // Aurora's master user: not a superuser, may create roles, owns the database it was created with.
+    await superuser.query(`CREATE ROLE ${ROLES.admin} LOGIN CREATEROLE PASSWORD '${PASSWORD.admin}'`);
+    await superuser.query(`ALTER DATABASE ${database} OWNER TO ${ROLES.admin}`);
+    await superuser.query(`CREATE ROLE ${ROLES.foreign} LOGIN`);
+    server = await startDataApi({
+      databaseUrl: url,
+      secrets: {
+        [SECRET.admin]: { username: ROLES.admin, password: PASSWORD.admin },
+        [SECRET.consumer]: secretsManager[SECRET.consumer]!,
+        [SECRET.purge]: secretsManager[SECRET.purge]!,
+      },
+    });
+    client = dataApiClient(server);
+    process.env.INBOX_DATA_API_ENDPOINT = server.endpoint;
+    const migration = { ServiceToken: 'x', ResourceArn: server.resourceArn, SecretArn: SECRET.admin, Database: server.database, Migrations: 'inbox,example-orders' };
+    await migrationResource({
+      ServiceToken: 'x', ResponseURL: 'x', StackId: 'x', RequestId: 'x', LogicalResourceId: 'Migration', ResourceType: 'Custom::InboxMigration',
+      RequestType: 'Create', ResourceProperties: migration,
+    });
+    // A table of the application that no inbox role was granted.
+    await sessionAs(SECRET.admin).execute('CREATE TABLE public.payroll (employee text PRIMARY KEY, salary integer)');
+    await roleResource(roleEvent('Create'));
+    await roleResource(roleEvent('Create', { Role: ROLES.purge, RoleSecretArn: SECRET.purge, Purpose: 'purge', Label: 'purge', Grants: '[]' }));
+  }, 60_000);
+
+  afterAll(async () => {
+    delete process.env.INBOX_DATA_API_ENDPOINT;
+    client?.destroy();
+    await server?.close();
+    for (const role of Object.values(ROLES)) {
+      await superuser.query(`DROP OWNED BY ${role}`).catch(() => {});
+      await superuser.query(`DROP ROLE IF EXISTS ${role}`).catch(() => {});
+    }
+    await superuser?.end();
+  });
+
+  it('leaves the inbox schema owned by the migration user, the only one holding the master secret', async () => {
+    const { rows } = await superuser.query("SELECT nspowner::regrole::text AS owner FROM pg_namespace WHERE nspname = 'inbox'");
+    expect(rows).toEqual([{ owner: ROLES.admin }]);
+  });
+
+  it("creates each role with its own secret's password, stored only as a SCRAM verifier", async () => {
+    const { rows } = await sessionAs(SECRET.consumer).execute('SELECT current_user AS me');
+    expect(rows).toEqual([{ me: ROLES.consumer }]);
+    expect((await sessionAs(SECRET.purge).execute('SELECT current_user AS me')).rows).toEqual([{ me: ROLES.purge }]);
+    // The secret's password signs in, another one does not: the role got exactly the generated password.
+    expect(await signsIn(ROLES.consumer, PASSWORD.consumer)).toBe(true);
+    expect(await signsIn(ROLES.consumer, 'not-the-generated-password')).toBe(false);
+    expect(await signsIn(ROLES.purge, PASSWORD.purge)).toBe(true);
+    const stored = await superuser.query('SELECT rolname, rolpassword, rolsuper, rolcreaterole, rolcreatedb FROM pg_authid WHERE rolname = ANY($1) ORDER BY rolname', [
+      [ROLES.consumer, ROLES.purge],
+    ]);
+    for (const role of stored.rows) {
+      expect(role.rolpassword).toMatch(/^SCRAM-SHA-256\$4096:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+$/);
+      expect([role.rolsuper, role.rolcreaterole, role.rolcreatedb]).toEqual([false, false, false]);
+    }
+  });
+
+  it('lets the consumer claim, apply its effect, recognise a duplicate, park and replay, signed in as its role', async () => {
+    // Arrange: the real handler, configured with the consumer's secret only.
+    let rejecting = true;
+    const handler = inbox<{ orderId: string }>({
+      consumer: 'orders',
+      database: { resourceArn: server.resourceArn, secretArn: SECRET.consumer, database: server.database, client },
+      onPermanentError: 'park',
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      apply: async (tx, message) => {
+        if (rejecting && message.body.orderId === 'order-2') throw new PermanentError('not yet');
+        await tx.execute(
+          `INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:id, 'shipped', 1)
+           ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`,
+          { id: message.body.orderId },
+        );
+      },
+    });
+    const first = sqsRecord({ body: { orderId: 'order-1' }, key: `k1-${run}` });
+    const parkedRecord = sqsRecord({ body: { orderId: 'order-2' }, key: `k2-${run}` });
+
+    // Act
+    const results = [
+      await handler({ Records: [first, parkedRecord] }, lambdaContext() as never),
+      await handler({ Records: [first] }, lambdaContext() as never),
+    ];
+    const [parked] = await handler.parked.list();
+    rejecting = false;
+    const replay = await handler.parked.replay(parked!.id);
+
+    // Assess
+    expect(results).toEqual([{ batchItemFailures: [] }, { batchItemFailures: [] }]);
+    expect(replay).toBe('replayed');
+    const orders = await superuser.query('SELECT order_id, shipped_count FROM public.orders ORDER BY order_id');
+    expect(orders.rows).toEqual([
+      { order_id: 'order-1', shipped_count: 1 },
+      { order_id: 'order-2', shipped_count: 1 },
+    ]);
+  });
+
+  it('refuses the consumer anything beyond its claims and its grants: no DROP, DELETE, DDL, other tables or roles', async () => {
+    const consumer = sessionAs(SECRET.consumer);
+    for (const sql of [
+      'DROP TABLE inbox.consumed_message',
+      'ALTER TABLE inbox.consumed_message ADD COLUMN evil integer',
+      'DELETE FROM inbox.consumed_message',
+      'UPDATE inbox.consumed_message SET processed_at = now()',
+      'TRUNCATE inbox.parked_message',
+      "UPDATE inbox.parked_message SET body = 'rewritten'",
+      'DELETE FROM inbox.parked_message',
+      'SELECT * FROM inbox.schema_migration',
+      'DELETE FROM public.orders',
+      'SELECT * FROM public.payroll',
+      'CREATE TABLE public.evil (id integer)',
+      'CREATE TABLE inbox.evil (id integer)',
+      'CREATE ROLE evil',
+      `ALTER ROLE ${ROLES.consumer} CREATEROLE`,
+      `GRANT ${ROLES.admin} TO ${ROLES.consumer}`,
+    ]) {
+      await refused(consumer, sql);
+    }
+  });
+
+  it('lets the purge delete old inbox rows and nothing else: no INSERT, no parked messages, no other tables', async () => {
+    // Arrange: two claims, one of them older than the retention.
+    await superuser.query(
+      `INSERT INTO inbox.consumed_message (consumer_name, message_id, processed_at) VALUES ('other', 'old-${run}', now() - interval '2 days'), ('other', 'new-${run}', now())`,
+    );
+    const purger = sessionAs(SECRET.purge);
+
+    // Act
+    const report = await purge(purger, { retentionSeconds: 86_400 });
+
+    // Assess
+    expect(report.deleted).toBe(1);
+    const left = await superuser.query(`SELECT message_id FROM inbox.consumed_message WHERE consumer_name = 'other'`);
+    expect(left.rows).toEqual([{ message_id: `new-${run}` }]);
+    for (const sql of [
+      "INSERT INTO inbox.consumed_message (consumer_name, message_id) VALUES ('evil', 'x')",
+      "UPDATE inbox.consumed_message SET payload_sha256 = '\\x00'",
+      'SELECT * FROM inbox.parked_message',
+      'SELECT * FROM public.orders',
+      'DROP TABLE inbox.consumed_message',
+      'CREATE TABLE public.evil (id integer)',
+    ]) {
+      await refused(purger, sql);
+    }
+  });
+
+  it('brings the privileges to what an update says (revoking the rest), and leaves the password to rotation', async () => {
+    // Arrange: the password was rotated since the deploy that created the role.
+    await superuser.query(`ALTER ROLE ${ROLES.consumer} PASSWORD 'rotated-outside-the-deploy'`);
+    const narrower = JSON.stringify([{ on: 'public.orders', privileges: ['SELECT'] }]);
+
+    // Act: same secret, fewer grants.
+    await roleResource(roleEvent('Update', { Grants: narrower }, { Grants: ORDERS_GRANT }));
+
+    // Assess
+    expect(await signsIn(ROLES.consumer, 'rotated-outside-the-deploy')).toBe(true);
+    const consumer = sessionAs(SECRET.consumer);
+    expect((await consumer.execute('SELECT count(*) AS n FROM public.orders')).rows[0]!.n).toBeDefined();
+    await refused(consumer, "INSERT INTO public.orders (order_id, status) VALUES ('order-3', 'shipped')");
+    expect(JSON.parse(logLines.at(-1)!)).toMatchObject({ role: ROLES.consumer, passwordSet: false, revoked: ['INSERT ON TABLE "public"."orders"', 'UPDATE ON TABLE "public"."orders"'] });
+
+    // Act: a new secret for the role sets its password again.
+    await roleResource(roleEvent('Update', { Grants: ORDERS_GRANT }, { Grants: narrower, RoleSecretArn: SECRET.previous }));
+    expect(JSON.parse(logLines.at(-1)!)).toMatchObject({ passwordSet: true, granted: ['INSERT ON TABLE "public"."orders"', 'UPDATE ON TABLE "public"."orders"'] });
+    expect(await signsIn(ROLES.consumer, PASSWORD.consumer)).toBe(true);
+    expect(await signsIn(ROLES.consumer, 'rotated-outside-the-deploy')).toBe(false);
+  });
+
+  it('logs role names and privileges, never a password or its verifier', () => {
+    const log = logLines.join('\n');
+    expect(log).toContain(ROLES.consumer);
+    expect(log).toContain('INSERT ON TABLE \\"inbox\\".\\"consumed_message\\"');
+    expect(log).toContain('DELETE ON TABLE \\"inbox\\".\\"consumed_message\\"');
+    for (const password of [PASSWORD.consumer, PASSWORD.purge, PASSWORD.admin]) expect(log).not.toContain(password);
+    expect(log).not.toContain('SCRAM-SHA-256');
+  });
+
+  it('refuses to adopt a role it did not create, or the master user, and a grant on a table that does not exist', async () => {
+    await expect(roleResource(roleEvent('Create', { Role: ROLES.foreign }))).rejects.toThrow(
+      `role "${ROLES.foreign}" already exists and was not created by sqs-inbox, so it is neither adopted nor changed. Fix:`,
+    );
+    await expect(roleResource(roleEvent('Create', { Role: ROLES.admin }))).rejects.toThrow(/is the user the migration signs in as \(the master user\)\. Fix:/);
+    await expect(roleResource(roleEvent('Create', { Grants: JSON.stringify([{ on: 'public.invoices', privileges: ['SELECT'] }]) }))).rejects.toThrow(
+      /public\.invoices does not exist, so it cannot be granted\. Fix: create it in a migration/,
+    );
+    const foreign = await superuser.query('SELECT rolpassword FROM pg_authid WHERE rolname = $1', [ROLES.foreign]);
+    expect(foreign.rows).toEqual([{ rolpassword: null }]);
+  });
+
+  it('drops the role on delete, and never fails a delete', async () => {
+    await roleResource(roleEvent('Delete', { Role: ROLES.purge, RoleSecretArn: SECRET.purge, Purpose: 'purge', Grants: '[]' }));
+    const gone = await superuser.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [ROLES.purge]);
+    expect(gone.rows).toEqual([]);
+    // Gone already, and a database that cannot be reached: both still succeed, so the stack can be deleted.
+    await expect(roleResource(roleEvent('Delete', { Role: ROLES.purge }))).resolves.toMatchObject({ PhysicalResourceId: expect.any(String) });
+    await expect(roleResource(roleEvent('Delete', { SecretArn: ARN('unknown') }))).resolves.toMatchObject({ PhysicalResourceId: expect.any(String) });
+    expect(logLines.at(-1)).toContain('database role not dropped');
+  });
+});
