@@ -14,6 +14,9 @@ export class CdkAppStack extends cdk.Stack {
       queue: queue.queue,
       deadLetterQueue: queue.deadLetterQueue,
       consumerName: 'payments',
+      // The worker signs in as its own database role, which may touch only the inbox until granted more.
+      // public.payments must exist before the deploy creates the role (your own migration).
+      databaseGrants: [{ table: 'public.payments', privileges: ['INSERT'] }],
       // CommonJS has no import.meta: __dirname is this file's folder.
       entry: path.join(__dirname, '../src/payments-worker.ts'),
       timeout: cdk.Duration.minutes(1),

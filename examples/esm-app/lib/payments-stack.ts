@@ -14,6 +14,9 @@ export class PaymentsStack extends Stack {
       queue: queue.queue,
       deadLetterQueue: queue.deadLetterQueue, // watched by the dead-letter alarm
       consumerName: 'payments', // part of every inbox key: unique per database, never renamed
+      // The worker signs in as its own database role, which may touch only the inbox until granted more.
+      // public.payments must exist before the deploy creates the role (your own migration).
+      databaseGrants: [{ table: 'public.payments', privileges: ['INSERT'] }],
       entry: fileURLToPath(new URL('../src/payments-worker.ts', import.meta.url)),
       handler: 'handler',
       timeout: Duration.minutes(1), // the queue's visibility timeout must be at least 6 x this
