@@ -3,13 +3,13 @@ import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../lambda/inbox/index.js';
 import type { DatabaseTarget } from '../lambda/inbox/index.js';
 import { demoConsumer } from './demo-consumers.js';
-import { judge, problemsOf, readEffects } from './effects.js';
+import { firstRow, judge, problemsOf, readEffects, selectByKey } from './effects.js';
 import type { DoubleEffect, OutOfOrderEffect, SentMessage } from './effects.js';
 import { SqsEventSource } from './event-source.js';
 import type { SqsEventHandler } from './event-source.js';
 import { FAULTS, FaultSchedule } from './fault-schedule.js';
 import type { CommitPoint, FaultName } from './fault-schedule.js';
-import { loadSqsClient } from './peer-loaders.js';
+import { loadPg, loadSqsClient } from './peer-loaders.js';
 import { createDatabase } from './postgres.js';
 import { startLocal } from './stack.js';
 import type { LocalStack } from './stack.js';
@@ -377,15 +377,82 @@ function resolve(options: ScenarioOptions): Settings {
 
 async function run(local: LocalStack, settings: Settings, setEnv: (env: Record<string, string>) => void): Promise<ScenarioResult> {
   const started = Date.now();
-  const { consumer, fifo } = settings;
+  const { consumer } = settings;
   const label = consumer.label ?? 'handler';
   const tag = `${label.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 20)}_${settings.seed}_${randomBytes(3).toString('hex')}`;
   local.dataApi.faults.clear();
   const schedule = new FaultSchedule(settings.seed, settings.faults, local.dataApi, consumer.commitPoint ?? 'commit');
 
-  // A database of its own, so runs never see each other's rows, with the inbox schema and the user's tables.
-  const database = settings.database ?? `scenario_${tag}`;
-  if (!settings.database) await createDatabase(local.postgres.url, database);
+  if (settings.database) return runIn(local, settings, setEnv, { started, tag, schedule, database: settings.database });
+  // A database of its own, so runs never see each other's rows; dropped at the end, passed or failed, or
+  // a DATABASE_URL server would keep two databases per demo run.
+  const database = `scenario_${tag}`;
+  await createDatabase(local.postgres.url, database);
+  // Embedded PostgreSQL goes away with its data directory; a server of the user's keeps what is not dropped.
+  const interrupted = local.postgres.external ? dropOnSignal(local.postgres.url, database) : undefined;
+  let result: ScenarioResult;
+  try {
+    result = await runIn(local, settings, setEnv, { started, tag, schedule, database });
+  } catch (error) {
+    // The run's own error says more than a failed drop would.
+    await dropDatabase(local.postgres.url, database).catch(() => {});
+    throw error;
+  } finally {
+    interrupted?.remove();
+  }
+  await dropDatabase(local.postgres.url, database);
+  return result;
+}
+
+/**
+ * Drops the run's database on SIGINT or SIGTERM (Ctrl-C on `npm start`), which would otherwise end the
+ * process without the run's cleanup, then lets the signal end the process as it would have.
+ */
+function dropOnSignal(serverUrl: string, name: string): { remove(): void } {
+  const remove = () => {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  };
+  const onSignal = (signal: NodeJS.Signals) => {
+    remove();
+    void dropDatabase(serverUrl, name)
+      .catch(() => {})
+      .finally(() => process.kill(process.pid, signal));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  return { remove };
+}
+
+/** Drops a database a run created, with the connections the local Data API still holds to it. */
+async function dropDatabase(serverUrl: string, name: string): Promise<void> {
+  const pg = await loadPg();
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  try {
+    // FORCE (PostgreSQL 13+): the Data API's pools keep idle connections, and a crashed worker's
+    // transaction may still be open until it expires.
+    await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  } catch (error) {
+    throw new Error(`runScenario: could not drop its database ${name} (${error instanceof Error ? error.message : String(error)}); drop it by hand: DROP DATABASE "${name}"`, { cause: error });
+  } finally {
+    await client.end();
+  }
+}
+
+/** What {@link run} prepared for {@link runIn}. */
+interface Prepared {
+  readonly started: number;
+  readonly tag: string;
+  readonly schedule: FaultSchedule;
+  readonly database: string;
+}
+
+/** The run in its database: queues, producer, consumers, then the verdict. */
+async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record<string, string>) => void, prepared: Prepared): Promise<ScenarioResult> {
+  const { started, tag, schedule, database } = prepared;
+  const { consumer, fifo } = settings;
+  const label = consumer.label ?? 'handler';
   const dataApiClient = new RDSDataClient({
     endpoint: local.dataApi.endpoint,
     region: 'us-east-1',
@@ -447,7 +514,7 @@ async function run(local: LocalStack, settings: Settings, setEnv: (env: Record<s
     };
     setEnv(env);
     for (let instance = 0; instance < settings.consumers; instance++) {
-      const handler = await consumer.handler({ env, database: target, session, instance, local });
+      const handler = await makeHandler(consumer.handler, { env, database: target, session, instance, local });
       checkHandler(handler, database);
       sources.push(
         new SqsEventSource({
@@ -494,12 +561,15 @@ async function run(local: LocalStack, settings: Settings, setEnv: (env: Record<s
     const dataApiCalls = local.dataApi.stats.total();
 
     // Count, from the user's effects query, the parked table and the dead-letter queue.
-    const effectRows = await session.execute(consumer.effects).catch((error: unknown) => {
+    const effectsFailed = (error: unknown): never => {
       throw new Error(`runScenario: the effects query failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-    });
-    const effects = readEffects(effectRows.rows);
-    const parkedRows = await session.execute('SELECT message_key FROM inbox.parked_message');
-    const parkedKeys = new Set(parkedRows.rows.map((row) => String(row.message_key)));
+    };
+    // One row first, so a query without a key column is named as such, not as PostgreSQL's complaint about the pages' ORDER BY.
+    readEffects(await firstRow(session, consumer.effects).catch(effectsFailed));
+    // In pages: past some 13,000 of the demo's orders one answer would pass the Data API's 1 MiB limit.
+    const effects = readEffects(await selectByKey(session, consumer.effects).catch(effectsFailed));
+    const parkedRows = await selectByKey(session, 'SELECT message_key AS key FROM inbox.parked_message');
+    const parkedKeys = new Set(parkedRows.map((row) => String(row.key)));
     const deadLetteredKeys = new Set(model.peekMessages(dlq.url).map((message) => message.messageAttributes['idempotency-key']?.stringValue ?? ''));
     const verdict = judge(sent, effects, parkedKeys, deadLetteredKeys);
     const problems = problemsOf(verdict, completed, settings.timeoutMs, left);
@@ -595,6 +665,21 @@ async function runSetup(session: DataApiSession, setup: ScenarioConsumer['setup'
     } catch (error) {
       throw new Error(`runScenario: setup statement failed (${sql.slice(0, 80)}): ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     }
+  }
+}
+
+/**
+ * Calls the factory. One that fails is often the handler itself, given where its factory belongs: an
+ * `inbox()` handler refuses the environment as an event that is not SQS's.
+ */
+async function makeHandler(factory: ScenarioHandlerFactory, environment: ScenarioEnvironment): Promise<unknown> {
+  try {
+    return await factory(environment);
+  } catch (error) {
+    throw new Error(
+      `runScenario: the handler factory failed: ${(error instanceof Error ? error.message : String(error)).replace(/\.?$/, '.')} If you gave the handler itself: handler must be a factory that returns your handler, e.g. handler: () => myHandler or () => import('../src/worker.js').then((m) => m.handler).`,
+      { cause: error },
+    );
   }
 }
 

@@ -55,6 +55,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
       ...DATABASE_FLAGS,
       'retention-seconds': { type: 'string', example: '1209600' },
       'batch-size': { type: 'string', example: '5000' },
+      'allow-short-retention': { type: 'boolean' },
     },
     purgeCommand,
   ),

@@ -22,11 +22,27 @@ export async function migrateCommand(values: DatabaseValues & { sets: string }):
   return 0;
 }
 
-export async function purgeCommand(values: DatabaseValues & { 'retention-seconds': string | undefined; 'batch-size': string | undefined }): Promise<number> {
+/**
+ * The shortest retention `purge` takes without --allow-short-retention. The CDK constructs know the queues
+ * and refuse a retention that does not exceed their redelivery window; the CLI does not know them, so it
+ * asks for a day at least (an SQS queue keeps a message 4 days by default, up to 14).
+ */
+export const SAFE_RETENTION_SECONDS = 24 * 3600;
+
+export async function purgeCommand(
+  values: DatabaseValues & { 'retention-seconds': string | undefined; 'batch-size': string | undefined; 'allow-short-retention': boolean },
+): Promise<number> {
   if (values['retention-seconds'] === undefined) {
     throw new UsageError('--retention-seconds is required: rows younger than this are kept, e.g. --retention-seconds 1209600 (14 days)');
   }
   const retentionSeconds = atLeast(values['retention-seconds'], '--retention-seconds', 1, '1209600 (14 days)');
+  if (retentionSeconds < SAFE_RETENTION_SECONDS && !values['allow-short-retention']) {
+    throw new UsageError(
+      `--retention-seconds ${retentionSeconds} is under one day (${SAFE_RETENTION_SECONDS}): a claim purged before the last redelivery of its message ` +
+        'lets that redelivery apply the effect twice. Keep claims longer than the queue\'s retention plus the dead-letter redrive window ' +
+        '(e.g. --retention-seconds 1209600, 14 days), or add --allow-short-retention if you know that window is shorter',
+    );
+  }
   const batchSize = values['batch-size'] === undefined ? undefined : atLeast(values['batch-size'], '--batch-size', 1, '5000');
   const target = databaseTarget(values, process.env);
   const { purge } = await import('../../lambda/inbox/index.js');

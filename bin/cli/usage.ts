@@ -31,6 +31,7 @@ export const DEMO_USAGE = `Usage: sqs-inbox demo [flags]
 
 The same orders, faults and consumers, first through the inbox handler, then through the naive
 check-apply-record consumer, on embedded PostgreSQL (or DATABASE_URL); a side-by-side table.
+Each run works in a database of its own, dropped when it ends (failed or interrupted too).
 Exits 1 if the inbox run shows a single double, lost or out-of-order effect.
 
 Flags:
@@ -86,11 +87,17 @@ ${DATABASE_FLAGS_USAGE}
 export const PURGE_USAGE = `Usage: sqs-inbox purge --retention-seconds N [flags]
 
 Deletes inbox rows older than the retention, in bounded batches, and prints a JSON report.
+The retention must exceed the longest time a message can still be redelivered (the queue's
+retention plus the dead-letter redrive window): a claim purged before the last redelivery of its
+message lets that redelivery apply the effect twice. A retention under one day is refused (exit 2)
+unless you know the window is shorter and say so with --allow-short-retention.
 
 Flags:
-  --retention-seconds N  rows younger than this are kept, at least 1        (required)
-  --batch-size N         rows deleted per statement, at least 1             (default: 5000)
-  -h, --help             this help
+  --retention-seconds N    rows younger than this are kept, at least 86400  (required)
+                           (one day), or 1 with --allow-short-retention
+  --batch-size N           rows deleted per statement, at least 1           (default: 5000)
+  --allow-short-retention  accept a retention under one day                 (default: off)
+  -h, --help               this help
 
 ${DATABASE_FLAGS_USAGE}
 `;

