@@ -298,7 +298,7 @@ export function bundleTables(section: BundleSection, problems: string[]): Table[
     problems.push(`the sqs-inbox bundle's cold import is ${importRatio.toFixed(2)}x Powertools' (median of per-round ratios; budget: no slower)`);
   }
   const sizes: Table = {
-    title: '5. Consumer bundle, built as InboxFunction bundles it, and its cold import (budget: no larger, no slower than Powertools)',
+    title: '6. Consumer bundle, built as InboxFunction bundles it, and its cold import (budget: no larger, no slower than Powertools)',
     headers: ['bundle', 'minified', 'gzip', 'size ratio', 'cold import (median)', 'import ratio (median of rounds)', 'ratio min - max'],
     rows: section.bundles.map((bundle) => {
       const values = section.coldImport.ms.get(bundle.subject.id)!;
@@ -326,7 +326,7 @@ export function bundleTables(section: BundleSection, problems: string[]): Table[
     ],
   };
   const contents: Table = {
-    title: '5b. What each bundle holds: minified bytes per package (from the esbuild metafile)',
+    title: '6b. What each bundle holds: minified bytes per package (from the esbuild metafile)',
     headers: ['package', ...section.bundles.map((bundle) => bundle.subject.id)],
     rows: [...new Set(section.bundles.flatMap((bundle) => bundle.byPackage.map((entry) => entry.name)))].map((name) => [
       name,
@@ -339,7 +339,7 @@ export function bundleTables(section: BundleSection, problems: string[]): Table[
   const tables = [sizes, contents];
   if (section.cli) {
     tables.push({
-      title: '5c. CLI start-up: `node dist/bin/sqs-inbox.js <command>`, spawn to exit',
+      title: '6c. CLI start-up: `node dist/bin/sqs-inbox.js <command>`, spawn to exit',
       headers: ['command', 'median', 'min - max', 'exit code'],
       rows: section.cli.map((command) => [
         `sqs-inbox ${command.args.join(' ')}`,

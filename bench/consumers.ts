@@ -1,11 +1,10 @@
 import { createHash } from 'node:crypto';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { DataApiSession, inbox } from '../lambda/inbox/index.js';
-import type { DatabaseTarget, InboxLogger, InboxMetrics } from '../lambda/inbox/index.js';
+import type { DatabaseTarget, InboxLogger, InboxMetrics, InboxOptions } from '../lambda/inbox/index.js';
 import { batchHandler, consumeNaively } from '../local/naive.js';
 import type { Outcome } from '../lambda/inbox/batch.js';
 import { EFFECT_SQL } from './database.js';
-import type { BenchDatabase } from './database.js';
 import { keyOf } from './records.js';
 import type { OrderBody } from './records.js';
 
@@ -15,110 +14,245 @@ export const CONCURRENCY = 10;
 /** A handler invoked directly with an SQS event, as Lambda would call it. */
 export type BenchHandler = (event: SQSEvent) => Promise<SQSBatchResponse>;
 
+/**
+ * Why records failed, by messageId, as the handler saw it. The variants' loggers write here instead of
+ * being silenced, so that a failure in a run with no fault injected names its cause.
+ */
+export class FailureLog {
+  private readonly causes = new Map<string, string>();
+
+  record(messageId: unknown, cause: unknown): void {
+    this.causes.set(String(messageId), describe(cause));
+  }
+
+  /** The cause logged for this record, and forgets it. */
+  take(messageId: string): string {
+    const cause = this.causes.get(messageId);
+    this.causes.delete(messageId);
+    return cause ?? 'no cause was logged for it';
+  }
+}
+
+function describe(cause: unknown): string {
+  if (cause instanceof Error) {
+    const inner = cause.cause instanceof Error ? ` (caused by ${cause.cause.name}: ${cause.cause.message})` : '';
+    return `${cause.name}: ${cause.message}${inner}`;
+  }
+  if (cause && typeof cause === 'object' && 'name' in cause && 'message' in cause) return `${String(cause.name)}: ${String(cause.message)}`;
+  return String(cause);
+}
+
+/** Makes a variant's handler against one Data API server. */
+export type HandlerFactory = (target: DatabaseTarget, failures: FailureLog) => BenchHandler;
+
 /** One consumer compared by the benchmark: a real handler over the real local Data API and PostgreSQL. */
 export interface Variant {
   /** Short name used in tables and to tag its effect rows. */
   readonly id: string;
   readonly description: string;
-  /** Whether the dedup record and the effect commit together, or not at all. */
-  readonly atomic: boolean;
-  /** Effect statements (and effect rows) per new message. */
+  /** The mode, as the summary table names it. */
+  readonly mode: string;
+  /** Whether the dedup record and the effect commit together, or not at all ('none': no dedup record). */
+  readonly atomic: 'yes' | 'NO' | 'none';
+  /** Effect statements (and effect rows) per applied message. */
   readonly effectStatements: number;
-  /** Data API calls per message this variant is designed to make. */
+  /** False for the bare handler: every delivery applies the effect, redeliveries included. */
+  readonly dedup: boolean;
+  /** Data API calls per message this variant is designed to make, in batches of 10. */
   readonly expectedCalls: { readonly fresh: number; readonly duplicate: number };
-  readonly handler: BenchHandler;
+  /** Why its records failed. */
+  readonly failures: FailureLog;
+  /** The handler against the server `target` points at (one per server, made on first use). */
+  handler(server: string, target: () => DatabaseTarget): BenchHandler;
 }
 
-const silentLogger: InboxLogger = { debug() {}, info() {}, warn() {}, error() {} };
+function variant(fields: Omit<Variant, 'failures' | 'handler'>, make: HandlerFactory): Variant {
+  const failures = new FailureLog();
+  const handlers = new Map<string, BenchHandler>();
+  return {
+    ...fields,
+    failures,
+    handler(server, target) {
+      let handler = handlers.get(server);
+      if (!handler) {
+        handler = make(target(), failures);
+        handlers.set(server, handler);
+      }
+      return handler;
+    },
+  };
+}
+
 const silentMetrics: InboxMetrics = { addMetric() {}, publishStoredMetrics() {} };
+
+/** inbox()'s logger, writing the cause of every failed record to the variant's failure log. */
+function failureLogger(failures: FailureLog): InboxLogger {
+  const keep = (message: string, extra?: Record<string, unknown>) => {
+    if (extra && 'messageId' in extra) failures.record(extra.messageId, extra.error ?? message);
+  };
+  return { debug() {}, info() {}, warn: keep, error: keep };
+}
+
+function inboxHandler(target: DatabaseTarget, failures: FailureLog, id: string, mode: Partial<InboxOptions<OrderBody>>): BenchHandler {
+  const handler = inbox<OrderBody>({
+    consumer: `bench-${id}`,
+    database: target,
+    concurrency: CONCURRENCY,
+    logger: failureLogger(failures),
+    metrics: silentMetrics,
+    ...mode,
+  });
+  return (event) => handler(event);
+}
+
+/** The batch modes write the whole batch's effect in one statement, from the messages as one JSON parameter. */
+const BATCH_EFFECT_SQL =
+  'INSERT INTO public.bench_effect (variant, order_id, step) SELECT :variant, o.order_id, 1 FROM jsonb_to_recordset(:orders::jsonb) AS o(order_id text)';
 
 /**
  * The variants, in table order. Every one runs its records through the same batch runner with the same
  * concurrency, and applies the same effect, so that what differs is only the database path.
  */
-export function variants(database: BenchDatabase): Variant[] {
+export function variants(): Variant[] {
   return [
-    inboxTransaction(database.target(), 'inbox-tx', 1),
-    inboxTransaction(database.target(), 'inbox-tx-k3', 3),
-    inboxStatement(database.target(), 'inbox-stmt'),
-    naive(database.target(), 'naive'),
-    powertoolsStyle(database.target(), 'powertools-style'),
+    bare('bare'),
+    variant(
+      {
+        id: 'inbox-stmt',
+        mode: 'single statement, per record',
+        description: 'inbox(), single-statement mode: the claim and the gated effect in one autocommit statement per record',
+        atomic: 'yes',
+        effectStatements: 1,
+        dedup: true,
+        expectedCalls: { fresh: 1, duplicate: 0.1 },
+      },
+      (target, failures) =>
+        inboxHandler(target, failures, 'inbox-stmt', {
+          statement: {
+            sql: 'INSERT INTO public.bench_effect (variant, order_id, step) SELECT :variant, :orderId, 1 FROM claimed',
+            params: (message) => ({ variant: 'inbox-stmt', orderId: message.body.orderId }),
+          },
+        }),
+    ),
+    variant(
+      {
+        id: 'inbox-batch-stmt',
+        mode: 'single statement, batch',
+        description: 'inbox(), batch single-statement mode (statementBatch): one autocommit statement claims the batch and applies its effect',
+        atomic: 'yes',
+        effectStatements: 1,
+        dedup: true,
+        expectedCalls: { fresh: 0.1, duplicate: 0.1 },
+      },
+      (target, failures) =>
+        inboxHandler(target, failures, 'inbox-batch-stmt', {
+          statementBatch: {
+            sql: "INSERT INTO public.bench_effect (variant, order_id, step) SELECT :variant, body->>'orderId', 1 FROM claimed",
+            params: () => ({ variant: 'inbox-batch-stmt' }),
+          },
+        }),
+    ),
+    inboxTransaction('inbox-tx', 1),
+    inboxTransaction('inbox-tx-k3', 3),
+    variant(
+      {
+        id: 'inbox-batch-tx',
+        mode: 'transaction, batch',
+        description: 'inbox(), batch transaction mode (applyBatch): Begin, one claim for the batch, one set-based effect statement, Commit',
+        atomic: 'yes',
+        effectStatements: 1,
+        dedup: true,
+        expectedCalls: { fresh: 0.4, duplicate: 0.1 },
+      },
+      (target, failures) =>
+        inboxHandler(target, failures, 'inbox-batch-tx', {
+          applyBatch: async (tx, messages) => {
+            await tx.execute(BATCH_EFFECT_SQL, { variant: 'inbox-batch-tx', orders: messages.map((message) => ({ order_id: message.body.orderId })) });
+          },
+        }),
+    ),
+    naive('naive'),
+    powertoolsStyle('powertools-style'),
   ];
 }
 
-/** inbox() in transaction mode: Begin, claim, k effect statements, Commit. A duplicate: Begin, claim, Rollback. */
-function inboxTransaction(target: DatabaseTarget, id: string, k: number): Variant {
-  const handler = inbox<OrderBody>({
-    consumer: `bench-${id}`,
-    database: target,
-    concurrency: CONCURRENCY,
-    logger: silentLogger,
-    metrics: silentMetrics,
-    apply: async (tx, message) => {
-      for (let step = 1; step <= k; step++) {
-        await tx.execute(EFFECT_SQL, { variant: id, orderId: message.body.orderId, step });
-      }
+/** inbox() in transaction mode: Begin, claim, k effect statements, Commit. */
+function inboxTransaction(id: string, k: number): Variant {
+  return variant(
+    {
+      id,
+      mode: k === 1 ? 'transaction, per record' : `transaction, per record, ${k} statements`,
+      description: `inbox(), transaction mode, apply of ${k} statement${k === 1 ? '' : 's'}: Begin, claim, ${k === 1 ? 'the statement' : `${k} statements`}, Commit`,
+      atomic: 'yes',
+      effectStatements: k,
+      dedup: true,
+      expectedCalls: { fresh: k + 3, duplicate: 0.1 },
     },
-  });
-  return {
-    id,
-    description: `inbox(), transaction mode, apply of ${k} statement${k === 1 ? '' : 's'}`,
-    atomic: true,
-    effectStatements: k,
-    expectedCalls: { fresh: k + 3, duplicate: 3 },
-    handler: (event) => handler(event),
-  };
+    (target, failures) =>
+      inboxHandler(target, failures, id, {
+        apply: async (tx, message) => {
+          for (let step = 1; step <= k; step++) {
+            await tx.execute(EFFECT_SQL, { variant: id, orderId: message.body.orderId, step });
+          }
+        },
+      }),
+  );
 }
 
-/** inbox() in single-statement mode: the claim and the gated effect in one autocommit call. */
-function inboxStatement(target: DatabaseTarget, id: string): Variant {
-  const handler = inbox<OrderBody>({
-    consumer: `bench-${id}`,
-    database: target,
-    concurrency: CONCURRENCY,
-    logger: silentLogger,
-    metrics: silentMetrics,
-    statement: {
-      sql: 'INSERT INTO public.bench_effect (variant, order_id, step) SELECT :variant, :orderId, 1 FROM claimed',
-      params: (message) => ({ variant: id, orderId: message.body.orderId }),
+/** The effect and nothing else: one autocommit statement per delivery, redeliveries applied again. */
+function bare(id: string): Variant {
+  return variant(
+    {
+      id,
+      mode: 'no inbox (the effect alone)',
+      description: 'the effect alone, one autocommit statement per delivery, no dedup at all: the floor every mode is measured against',
+      atomic: 'none',
+      effectStatements: 1,
+      dedup: false,
+      expectedCalls: { fresh: 1, duplicate: 1 },
     },
-  });
-  return {
-    id,
-    description: 'inbox(), single-statement mode (claim + gated effect in one statement)',
-    atomic: true,
-    effectStatements: 1,
-    expectedCalls: { fresh: 1, duplicate: 1 },
-    handler: (event) => handler(event),
-  };
+    (target, failures) =>
+      benchHandler(target, failures, async (session, record) => {
+        const body = JSON.parse(record.body) as OrderBody;
+        await session.execute(EFFECT_SQL, { variant: id, orderId: body.orderId, step: 1 });
+        return { kind: 'processed' };
+      }),
+  );
 }
 
 /**
  * The naive pattern (the demo's): check for a processed record, apply, record; three autocommit calls.
  * A crash or a lost response between the effect and the record applies the effect again on redelivery.
  */
-function naive(target: DatabaseTarget, id: string): Variant {
-  return {
-    id,
-    description: 'the naive pattern: SELECT processed?, apply, INSERT processed (3 autocommit calls)',
-    atomic: false,
-    effectStatements: 1,
-    expectedCalls: { fresh: 3, duplicate: 1 },
-    handler: benchHandler(target, (session, record) =>
-      consumeNaively(
-        {
-          session,
-          processedTable: 'public.bench_naive_processed',
-          keyOf,
-          effect: async (record) => {
-            const body = JSON.parse(record.body) as OrderBody;
-            await session.execute(EFFECT_SQL, { variant: id, orderId: body.orderId, step: 1 });
+function naive(id: string): Variant {
+  return variant(
+    {
+      id,
+      mode: 'naive',
+      description: 'the naive pattern: SELECT processed?, apply, INSERT processed (3 autocommit calls)',
+      atomic: 'NO',
+      effectStatements: 1,
+      dedup: true,
+      expectedCalls: { fresh: 3, duplicate: 1 },
+    },
+    (target, failures) =>
+      benchHandler(target, failures, async (session, record) => {
+        const outcome = await consumeNaively(
+          {
+            session,
+            processedTable: 'public.bench_naive_processed',
+            keyOf,
+            effect: async (record) => {
+              const body = JSON.parse(record.body) as OrderBody;
+              await session.execute(EFFECT_SQL, { variant: id, orderId: body.orderId, step: 1 });
+            },
           },
-        },
-        record,
-      ),
-    ),
-  };
+          record,
+        );
+        if (outcome.kind === 'failed') throw outcome.error;
+        return outcome;
+      }),
+  );
 }
 
 /**
@@ -151,55 +285,66 @@ const REMAINING_MS = 60_000;
  * (autocommit), UPDATE the record to COMPLETED with the result (autocommit); on a throw, DELETE the record.
  * Not atomic: a crash after the effect leaves INPROGRESS, which expires and lets the effect run again.
  */
-function powertoolsStyle(target: DatabaseTarget, id: string): Variant {
-  return {
-    id,
-    description: "Powertools idempotency's protocol: conditional INSERT of an INPROGRESS record, apply, UPDATE to COMPLETED (3 autocommit calls)",
-    atomic: false,
-    effectStatements: 1,
-    expectedCalls: { fresh: 3, duplicate: 1 },
-    handler: benchHandler(target, async (session, record) => {
-      // Powertools stores `<function name>#<md5 of the key>`.
-      const recordId = `bench-${id}#${createHash('md5').update(keyOf(record)).digest('hex')}`;
-      const body = JSON.parse(record.body) as OrderBody;
-      const now = Date.now();
-      const nowSeconds = Math.floor(now / 1000);
-      const { rows } = await session.execute(PUT_IN_PROGRESS, {
-        id: recordId,
-        expiration: nowSeconds + EXPIRES_AFTER_SECONDS,
-        inProgressExpiration: now + REMAINING_MS,
-        nowSeconds,
-        nowMs: now,
-      });
-      const row = rows[0];
-      if (row?.acquired !== true) {
-        // COMPLETED: Powertools returns the stored result without running the function.
-        if (row?.existing_status === 'COMPLETED') return { kind: 'duplicate' };
-        throw new Error('IdempotencyAlreadyInProgressError: another invocation holds this record');
-      }
-      try {
-        await session.execute(EFFECT_SQL, { variant: id, orderId: body.orderId, step: 1 });
-      } catch (error) {
-        await session.execute(DELETE_RECORD, { id: recordId }).catch(() => {});
-        throw error;
-      }
-      await session.execute(COMPLETE, { id: recordId, data: JSON.stringify({ shipped: body.orderId }) });
-      return { kind: 'processed' };
-    }),
-  };
+function powertoolsStyle(id: string): Variant {
+  return variant(
+    {
+      id,
+      mode: 'Powertools idempotency protocol',
+      description: "Powertools idempotency's protocol: conditional INSERT of an INPROGRESS record, apply, UPDATE to COMPLETED (3 autocommit calls)",
+      atomic: 'NO',
+      effectStatements: 1,
+      dedup: true,
+      expectedCalls: { fresh: 3, duplicate: 1 },
+    },
+    (target, failures) =>
+      benchHandler(target, failures, async (session, record) => {
+        // Powertools stores `<function name>#<md5 of the key>`.
+        const recordId = `bench-${id}#${createHash('md5').update(keyOf(record)).digest('hex')}`;
+        const body = JSON.parse(record.body) as OrderBody;
+        const now = Date.now();
+        const nowSeconds = Math.floor(now / 1000);
+        const { rows } = await session.execute(PUT_IN_PROGRESS, {
+          id: recordId,
+          expiration: nowSeconds + EXPIRES_AFTER_SECONDS,
+          inProgressExpiration: now + REMAINING_MS,
+          nowSeconds,
+          nowMs: now,
+        });
+        const row = rows[0];
+        if (row?.acquired !== true) {
+          // COMPLETED: Powertools returns the stored result without running the function.
+          if (row?.existing_status === 'COMPLETED') return { kind: 'duplicate' };
+          throw new Error('IdempotencyAlreadyInProgressError: another invocation holds this record');
+        }
+        try {
+          await session.execute(EFFECT_SQL, { variant: id, orderId: body.orderId, step: 1 });
+        } catch (error) {
+          await session.execute(DELETE_RECORD, { id: recordId }).catch(() => {});
+          throw error;
+        }
+        await session.execute(COMPLETE, { id: recordId, data: JSON.stringify({ shipped: body.orderId }) });
+        return { kind: 'processed' };
+      }),
+  );
 }
 
 /**
  * A batch handler for the hand-written variants: the same batch runner inbox() uses (FIFO groups in order,
- * CONCURRENCY in flight), one Data API session per invocation, partial batch failures.
+ * CONCURRENCY in flight), one Data API session per invocation, partial batch failures, and the cause of
+ * every failed record in the variant's failure log.
  */
-function benchHandler(target: DatabaseTarget, consume: (session: DataApiSession, record: SQSRecord) => Promise<Outcome>): BenchHandler {
+function benchHandler(
+  target: DatabaseTarget,
+  failures: FailureLog,
+  consume: (session: DataApiSession, record: SQSRecord) => Promise<Outcome>,
+): BenchHandler {
   return (event) => {
     const session = new DataApiSession(target, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
     return batchHandler(async (record) => {
       try {
         return await consume(session, record);
       } catch (error) {
+        failures.record(record.messageId, error);
         return { kind: 'failed', error: error instanceof Error ? error : new Error(String(error)) };
       }
     }, { concurrency: CONCURRENCY })(event);

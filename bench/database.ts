@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import { Agent } from 'node:http';
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../lambda/inbox/index.js';
 import type { DatabaseTarget } from '../lambda/inbox/index.js';
 import { createDatabase } from '../local/index.js';
-import type { LocalStack } from '../local/index.js';
+import type { RemoteDataApi } from './servers.js';
 
 /**
  * The effect every variant applies: one row per statement of its effect, tagged with the variant, so the
@@ -30,31 +31,46 @@ const TABLES = [
 /** A fresh database for one benchmark run, with the inbox schema and the benchmark's tables. */
 export interface BenchDatabase {
   readonly name: string;
+  /** A session over `server`, for setup and checks (never timed). */
   readonly session: DataApiSession;
-  /** A target with a client of its own: each variant gets one, as each Lambda function would. */
-  target(): DatabaseTarget;
+  /** A target on `server` with a client of its own: each variant gets one per server, as each Lambda function would. */
+  target(server: RemoteDataApi): DatabaseTarget;
   /** Effect rows per variant, counted directly. */
   effectsByVariant(): Promise<Map<string, number>>;
   close(): void;
 }
 
-/** Creates the run's database, migrates the inbox schema and creates the benchmark tables. */
-export async function benchDatabase(local: LocalStack): Promise<BenchDatabase> {
+/**
+ * A Data API client configured as inbox() configures its own (no SDK retries), with one difference: its
+ * keep-alive agent has a timeout, and only then does Node's agent honour the server's `Keep-Alive:
+ * timeout=5` and drop an idle socket after 4 s. Without it (the SDK's default agent) idle sockets are kept
+ * forever, while Node's HTTP server closes them after 6 s (5 s plus its own second); a call sent on a
+ * socket the server is closing at that moment fails with "TimeoutError: read ECONNRESET", and with
+ * maxAttempts 1 its record fails. Between rounds a variant's sockets sit idle while the others run, for
+ * about that long on a loaded machine: this was the "1 of 40 records reported failed" with no fault.
+ */
+export function dataApiClient(server: RemoteDataApi): RDSDataClient {
+  return new RDSDataClient({
+    endpoint: server.endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    // As inbox() configures its own: the SDK never re-sends a call (a re-sent statement could run twice).
+    maxAttempts: 1,
+    requestHandler: { httpAgent: new Agent({ keepAlive: true, maxSockets: 50, timeout: 60_000 }) },
+  });
+}
+
+/** Creates the run's database on `postgresUrl`, migrates the inbox schema and creates the benchmark tables through `server`. */
+export async function benchDatabase(postgresUrl: string, server: RemoteDataApi): Promise<BenchDatabase> {
   const name = `bench_${randomBytes(4).toString('hex')}`;
-  await createDatabase(local.postgres.url, name);
+  await createDatabase(postgresUrl, name);
   const clients: RDSDataClient[] = [];
-  const target = (): DatabaseTarget => {
-    const client = new RDSDataClient({
-      endpoint: local.dataApi.endpoint,
-      region: 'us-east-1',
-      credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-      // As inbox() configures its own: the SDK never re-sends a call (a re-sent statement could run twice).
-      maxAttempts: 1,
-    });
+  const target = (on: RemoteDataApi): DatabaseTarget => {
+    const client = dataApiClient(on);
     clients.push(client);
-    return { client, resourceArn: local.dataApi.resourceArn, secretArn: local.dataApi.secretArn, database: name };
+    return { client, resourceArn: on.resourceArn, secretArn: on.secretArn, database: name };
   };
-  const session = new DataApiSession(target(), { callTimeoutMs: 30_000, resumeDelaysMs: [] });
+  const session = new DataApiSession(target(server), { callTimeoutMs: 30_000, resumeDelaysMs: [] });
   await migrate(session, [INBOX_MIGRATIONS]);
   for (const sql of TABLES) await session.execute(sql);
   return {

@@ -1,6 +1,7 @@
 import type { DataApiSession } from './data-api.js';
 import { InboxConfigError } from './errors.js';
 import { inboxTables } from './schema.js';
+import type { InboxTables } from './schema.js';
 
 /** Options of {@link purge}. */
 export interface PurgeOptions {
@@ -33,9 +34,41 @@ export interface PurgeReport {
 }
 
 /**
+ * One purge batch: deletes up to `:batchSize` rows older than `:retentionSeconds`, oldest first, starting
+ * at `:after` (the processed_at a previous batch returned as `last`, or null), and returns how many it
+ * deleted and the processed_at of the newest one, as ISO 8601 text in UTC to the microsecond (whatever
+ * the session's DateStyle, and finer than a JS Date holds), so that the next batch starts exactly there.
+ *
+ * Its cost depends on the batch, not on the table: the subselect walks the processed_at index from
+ * `:after` and stops after `:batchSize` rows (LIMIT under an index scan), locking each with SKIP LOCKED so
+ * that a row a running transaction holds is passed over, not waited for; the DELETE then finds those
+ * rows by their ctid (a TID scan), which a row lock keeps stable until the statement ends. The form it
+ * replaces, `DELETE ... USING (subselect) WHERE` the keys match, was planned as a hash join over a
+ * sequential scan of the whole table for every batch (on tens of millions of rows, as a nested loop of
+ * one key lookup per row).
+ */
+export function purgeBatchSql(tables: InboxTables): string {
+  return `WITH doomed AS (
+    DELETE FROM ${tables.consumed}
+     WHERE ctid = ANY (ARRAY(
+             SELECT ctid FROM ${tables.consumed}
+              WHERE processed_at < now() - make_interval(secs => :retentionSeconds)
+                AND processed_at >= coalesce(:after::timestamptz, '-infinity'::timestamptz)
+              ORDER BY processed_at
+              LIMIT :batchSize
+              FOR UPDATE SKIP LOCKED))
+    RETURNING processed_at)
+  SELECT count(*)::int AS deleted,
+         to_char(max(processed_at) AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.US"Z"') AS last
+    FROM doomed`;
+}
+
+/**
  * Deletes inbox rows older than the retention, in bounded batches, until none are left or the time
  * budget is spent. Safe while claims run: new claims are younger than any cutoff, and rows locked by a
- * running transaction are skipped, not waited for. The cutoff is the database's clock, like processed_at.
+ * running transaction are skipped, not waited for (and left for the next purge). The cutoff is the
+ * database's clock, like processed_at. Each batch costs the same however large the table is (see
+ * {@link purgeBatchSql}).
  *
  * @example
  * const report = await purge(session, { retentionSeconds: 14 * 24 * 3600 });
@@ -55,17 +88,15 @@ export async function purge(session: DataApiSession, options: PurgeOptions): Pro
   let deleted = 0;
   let batches = 0;
   let moreRemaining = false;
+  // The processed_at of the newest row deleted so far: each batch starts there, so it never walks the
+  // index entries of the rows earlier batches deleted (they stay until vacuum, and while any snapshot
+  // older than the delete is open they cannot even be marked dead, so each batch would read them all).
+  let after: string | null = null;
+  const sql = purgeBatchSql(tables);
   for (;;) {
-    const { updated } = await session.execute(
-      `DELETE FROM ${tables.consumed} c
-        USING (SELECT consumer_name, message_id FROM ${tables.consumed}
-                WHERE processed_at < now() - make_interval(secs => :retentionSeconds)
-                ORDER BY processed_at
-                LIMIT :batchSize
-                FOR UPDATE SKIP LOCKED) doomed
-        WHERE c.consumer_name = doomed.consumer_name AND c.message_id = doomed.message_id`,
-      { retentionSeconds, batchSize },
-    );
+    const { rows } = await session.execute(sql, { retentionSeconds, batchSize, after });
+    const updated = Number(rows[0]?.deleted ?? 0);
+    after = (rows[0]?.last as string | null | undefined) ?? after;
     deleted += updated;
     batches++;
     if (updated < batchSize) break;

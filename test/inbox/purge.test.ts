@@ -1,6 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { inbox, InboxConfigError, purge } from '../../lambda/inbox/index.js';
 import { cleanupHandler } from '../../lambda/functions/cleanup.js';
+import { purgeBatchSql } from '../../lambda/inbox/purge.js';
+import { inboxTables } from '../../lambda/inbox/schema.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 
@@ -65,6 +67,58 @@ describe('purge', () => {
     const left = await db.query("SELECT message_id FROM inbox.consumed_message WHERE consumer_name = 'c' ORDER BY message_id");
     expect(left.map((r) => r.message_id)).toContain('old-1');
     expect(left).toHaveLength(3);
+  });
+
+  it('finds each batch through the processed_at index and the rows by ctid, never by scanning the whole table', async () => {
+    // The form this replaced (DELETE ... USING a subselect, joined on the key) was planned as a hash join
+    // over a sequential scan of the table for every batch, so a purge slowed down as the table grew.
+    await claims(50_000, 7200, 'old-');
+    await db.query('ANALYZE inbox.consumed_message');
+    const plan = async (after: string | null) =>
+      (await db.session.execute(`EXPLAIN ${purgeBatchSql(inboxTables())}`, { retentionSeconds: 60, batchSize: 5000, after })).rows
+        .map((row) => String(row['QUERY PLAN']))
+        .join('\n');
+    for (const text of [await plan(null), await plan('2000-01-01T00:00:00.000000Z')]) {
+      expect(text).toMatch(/Index Scan using consumed_message_processed_at on consumed_message/);
+      expect(text).toMatch(/Tid Scan on consumed_message/);
+      expect(text).not.toMatch(/Seq Scan|Hash Join/);
+    }
+  });
+
+  it('deletes every row of a run of equal processed_at values that a batch boundary splits', async () => {
+    await db.query(
+      `INSERT INTO inbox.consumed_message (consumer_name, message_id, processed_at)
+       SELECT 'c', 'tie-' || g, now() - interval '2 hours' FROM generate_series(1, 250) g`,
+    );
+    const report = await purge(db.session, { retentionSeconds: 60, batchSize: 100 });
+    expect(report).toMatchObject({ deleted: 250, batches: 3, moreRemaining: false });
+    expect(await db.query('SELECT message_id FROM inbox.consumed_message')).toHaveLength(0);
+  });
+
+  it('walks forward from the newest row it deleted: a row older than that waits for the next purge', async () => {
+    // Stands in for a row a batch passed over because a transaction held it: the trigger adds an old row
+    // behind the first batch's mark, once. A purge that searched the index from its start for every
+    // batch would read the entries of every row it had deleted again (they stay until vacuum).
+    await claims(250, 7200, 'old-');
+    await db.query('CREATE TABLE IF NOT EXISTS public.purge_late_row (fired boolean)');
+    await db.query('TRUNCATE public.purge_late_row');
+    await db.query(`CREATE OR REPLACE FUNCTION public.purge_add_late_row() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        IF NOT EXISTS (SELECT 1 FROM public.purge_late_row) THEN
+          INSERT INTO public.purge_late_row VALUES (true);
+          INSERT INTO inbox.consumed_message (consumer_name, message_id, processed_at) VALUES ('c', 'late', now() - interval '3 hours');
+        END IF;
+        RETURN NULL;
+      END $$`);
+    await db.query('CREATE TRIGGER purge_add_late_row AFTER DELETE ON inbox.consumed_message FOR EACH STATEMENT EXECUTE FUNCTION public.purge_add_late_row()');
+    try {
+      const first = await purge(db.session, { retentionSeconds: 60, batchSize: 100 });
+      expect(first).toMatchObject({ deleted: 250, batches: 3, moreRemaining: false });
+      expect((await db.query('SELECT message_id FROM inbox.consumed_message')).map((row) => row.message_id)).toEqual(['late']);
+      expect(await purge(db.session, { retentionSeconds: 60, batchSize: 100 })).toMatchObject({ deleted: 1, batches: 1 });
+    } finally {
+      await db.query('DROP TRIGGER purge_add_late_row ON inbox.consumed_message');
+    }
   });
 
   it('refuses a retention that is not a positive number of seconds', async () => {
