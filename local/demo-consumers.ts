@@ -26,8 +26,44 @@ const orders: Omit<ScenarioConsumer, 'handler' | 'commitPoint' | 'label'> = {
   effects: 'SELECT order_id AS key, count(*) AS count, min(id) AS seq FROM public.demo_shipment GROUP BY order_id',
 };
 
-/** The demo's consumer of `pattern`: `inbox` claims and ships in one transaction; `naive` checks, ships, records. */
-export function demoConsumer(pattern: 'inbox' | 'naive'): ScenarioConsumer {
+/** The demo's patterns: the inbox per record, the inbox per batch, and the hand-rolled check-apply-record. */
+export const DEMO_PATTERNS = ['inbox', 'inbox-batch', 'naive'] as const;
+export type DemoPattern = (typeof DEMO_PATTERNS)[number];
+
+const inboxSettings = {
+  consumer: 'demo-orders',
+  onPermanentError: 'park',
+  callTimeoutMs: 2000,
+  deadlineMarginMs: 100,
+  resumeDelaysMs: [100, 200, 300, 400, 500],
+  logger: silentLogger,
+  metrics: silentMetrics,
+} as const;
+
+// One INSERT for the batch's newly claimed orders, in batch order, so each customer's orders keep theirs.
+const SHIP_BATCH = `INSERT INTO public.demo_shipment (order_id)
+  SELECT order_id FROM jsonb_to_recordset(:orders::jsonb) AS o(order_id text, position int) ORDER BY position`;
+
+/**
+ * The demo's consumer of `pattern`: `inbox` claims and ships each order in its own transaction;
+ * `inbox-batch` claims the batch and ships its new orders in one transaction; `naive` checks, ships, records.
+ */
+export function demoConsumer(pattern: DemoPattern): ScenarioConsumer {
+  if (pattern === 'inbox-batch') {
+    return {
+      ...orders,
+      label: 'inbox-batch',
+      commitPoint: 'commit',
+      handler: ({ database }) =>
+        inbox<OrderBody>({
+          ...inboxSettings,
+          database,
+          applyBatch: async (tx, messages) => {
+            await tx.execute(SHIP_BATCH, { orders: messages.map((message, position) => ({ order_id: message.body.orderId, position })) });
+          },
+        }),
+    };
+  }
   if (pattern === 'inbox') {
     return {
       ...orders,
@@ -35,14 +71,8 @@ export function demoConsumer(pattern: 'inbox' | 'naive'): ScenarioConsumer {
       commitPoint: 'commit',
       handler: ({ database }) =>
         inbox<OrderBody>({
-          consumer: 'demo-orders',
+          ...inboxSettings,
           database,
-          onPermanentError: 'park',
-          callTimeoutMs: 2000,
-          deadlineMarginMs: 100,
-          resumeDelaysMs: [100, 200, 300, 400, 500],
-          logger: silentLogger,
-          metrics: silentMetrics,
           apply: async (tx, message) => {
             await tx.execute(SHIP, { orderId: message.body.orderId });
           },

@@ -2,14 +2,16 @@ import { parseArgs } from 'node:util';
 import { InboxConfigError } from '../lambda/inbox/index.js';
 import { FAULTS } from './fault-schedule.js';
 import type { FaultName } from './fault-schedule.js';
+import { DEMO_PATTERNS } from './demo-consumers.js';
+import type { DemoPattern } from './demo-consumers.js';
 import { runScenario } from './scenario.js';
 import type { ScenarioResult } from './scenario.js';
 import { startLocal } from './stack.js';
 
 /**
- * `sqs-inbox demo` (what `npm start` runs): the same orders, faults and consumers, first through the
- * inbox handler, then through the naive check-apply-record consumer; a side-by-side table; exit code 1
- * if the inbox run shows a single double, lost or out-of-order effect.
+ * `sqs-inbox demo` (what `npm start` runs): the same orders, faults and consumers, through the inbox
+ * handler per record, the inbox handler per batch, then the naive check-apply-record consumer; a
+ * side-by-side table; exit code 1 if an inbox run shows a single double, lost or out-of-order effect.
  */
 export async function runDemo(args: string[], out: NodeJS.WritableStream = process.stdout): Promise<number> {
   const { values } = parseArgs({
@@ -39,8 +41,8 @@ export async function runDemo(args: string[], out: NodeJS.WritableStream = proce
   const local = await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } });
   try {
     const results: ScenarioResult[] = [];
-    for (const pattern of ['inbox', 'naive'] as const) {
-      const label = pattern === 'inbox' ? 'inbox (claim + effect in one transaction)' : 'naive (check, apply, record)';
+    for (const pattern of DEMO_PATTERNS) {
+      const label = LABELS[pattern];
       const result = await runScenario(local, {
         pattern,
         messages,
@@ -54,18 +56,25 @@ export async function runDemo(args: string[], out: NodeJS.WritableStream = proce
       results.push(result);
     }
     out.write(`\n${table(results)}\n`);
-    const [inboxRun] = results;
-    const bad = !inboxRun!.completed || inboxRun!.extraEffects > 0 || inboxRun!.lost > 0 || inboxRun!.orderViolations > 0;
+    const inboxRuns = results.filter((result) => result.pattern !== 'naive');
+    const naiveRun = results.find((result) => result.pattern === 'naive')!;
+    const bad = inboxRuns.some((run) => !run.completed || run.extraEffects > 0 || run.lost > 0 || run.orderViolations > 0);
     out.write(
       bad
-        ? '\nFAILED: the inbox run shows a double, lost or out-of-order effect, or did not finish. This is a bug: please report it with the seed.\n'
-        : `\nThe inbox applied every order exactly once, lost none and kept each customer's order; the naive consumer applied ${results[1]!.extraEffects} effects twice.\n`,
+        ? '\nFAILED: an inbox run shows a double, lost or out-of-order effect, or did not finish. This is a bug: please report it with the seed.\n'
+        : `\nThe inbox, per record and per batch, applied every order exactly once, lost none and kept each customer's order; the naive consumer applied ${naiveRun.extraEffects} effects twice.\n`,
     );
     return bad ? 1 : 0;
   } finally {
     await local.close();
   }
 }
+
+const LABELS: Record<DemoPattern, string> = {
+  inbox: 'inbox (claim + effect in one transaction)',
+  'inbox-batch': 'inbox batch (one transaction per batch)',
+  naive: 'naive (check, apply, record)',
+};
 
 function progress(out: NodeJS.WritableStream, label: string, settled: number, total: number): void {
   if (!(out as NodeJS.WriteStream).isTTY) return;
@@ -104,7 +113,8 @@ function table(results: readonly ScenarioResult[]): string {
   const render = (line: string[]) => line.map((cell, column) => (column === 0 ? cell.padEnd(widths[0]!) : cell.padStart(widths[column]!))).join('  ');
   const body = lines.slice(0, -1).map(render);
   const faultsLine = lines.at(-1)!;
-  return [body[0], '-'.repeat(body[0]!.length), ...body.slice(1), '', `faults injected (inbox run): ${faultsLine[1]}`, `faults injected (naive run): ${faultsLine[2]}`].join('\n');
+  const faultLines = results.map((result, index) => `faults injected (${result.pattern} run): ${faultsLine[index + 1]}`);
+  return [body[0], '-'.repeat(body[0]!.length), ...body.slice(1), '', ...faultLines].join('\n');
 }
 
 function wholeNumber(text: string, flag: string, min: number): number {

@@ -2,7 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../lambda/inbox/index.js';
 import type { DatabaseTarget } from '../lambda/inbox/index.js';
-import { demoConsumer } from './demo-consumers.js';
+import { DEMO_PATTERNS, demoConsumer } from './demo-consumers.js';
+import type { DemoPattern } from './demo-consumers.js';
 import { firstRow, judge, problemsOf, readEffects, selectByKey } from './effects.js';
 import type { DoubleEffect, OutOfOrderEffect, SentMessage } from './effects.js';
 import { SqsEventSource } from './event-source.js';
@@ -120,7 +121,7 @@ export interface ScenarioConsumer {
  */
 export interface DemoConsumerOptions {
   /** The demo's order consumer: `inbox` (claim and effect in one transaction) or `naive` (check, apply, record). */
-  readonly pattern: 'inbox' | 'naive';
+  readonly pattern: DemoPattern;
 }
 
 /**
@@ -327,7 +328,7 @@ function resolve(options: ScenarioOptions): Settings {
   let consumer: ScenarioConsumer | undefined;
   if (given.pattern !== undefined) {
     if (given.handler !== undefined) problems.push('give either handler (your consumer) or pattern (the demo\'s), not both.');
-    else if (given.pattern !== 'inbox' && given.pattern !== 'naive') problems.push(`pattern must be 'inbox' or 'naive'; got ${JSON.stringify(given.pattern)}.`);
+    else if (!(DEMO_PATTERNS as readonly unknown[]).includes(given.pattern)) problems.push(`pattern must be ${DEMO_PATTERNS.map((name) => `'${name}'`).join(', ')}; got ${JSON.stringify(given.pattern)}.`);
     else consumer = demoConsumer(given.pattern);
   } else {
     if (typeof given.handler !== 'function') problems.push('handler must be a factory of your handler, e.g. () => import(\'../src/worker.js\').then((m) => m.handler).');

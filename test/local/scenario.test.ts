@@ -45,6 +45,20 @@ describe('random fault schedules, end to end (property-based)', () => {
     expect(inboxRuns.reduce((sum, run) => sum + run.messages, 0)).toBeGreaterThanOrEqual(10_000);
   }, 900_000);
 
+  it('the inbox in batch mode (one transaction per batch, falling back to each record alone) does the same', async () => {
+    await fc.assert(
+      fc.asyncProperty(schedule, async ({ seed, faults, consumers }) => {
+        const result = await runScenario(local, { pattern: 'inbox-batch', messages: 1000, seed, faults, consumers });
+        expect(result.completed).toBe(true);
+        expect(result.extraEffects).toBe(0);
+        expect(result.lost).toBe(0);
+        expect(result.orderViolations).toBe(0);
+        expect(result.applied + result.parked + result.deadLettered).toBeGreaterThanOrEqual(result.messages);
+      }),
+      { numRuns: 3, endOnFailure: true },
+    );
+  }, 600_000);
+
   it('the naive pattern, under the same schedules, applies effects twice (so the check above can fail)', () => {
     expect(naiveRuns).toHaveLength(RUNS);
     expect(naiveRuns.reduce((sum, run) => sum + run.extraEffects, 0)).toBeGreaterThan(0);
