@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inbox } from '../../lambda/inbox/index.js';
+import type { InboxOptions } from '../../lambda/inbox/index.js';
 import { dataApiClient, inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 
@@ -40,6 +41,55 @@ describe('racing consumers', () => {
     const rows = await db.query('SELECT shipped_count FROM public.orders WHERE order_id = $1', [orderId]);
     expect(rows[0]?.shipped_count).toBe(1);
     // The losers waited for the winner's commit and then saw a duplicate: every delivery succeeds.
+    for (const response of responses) expect(response.batchItemFailures).toEqual([]);
+  });
+});
+
+describe('racing consumers in the batch modes', () => {
+  const SHIP_CLAIMED = `INSERT INTO public.orders (order_id, status, shipped_count) SELECT body->>'orderId', 'shipped', 1 FROM claimed
+    ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`;
+  const modes = {
+    applyBatch: (applied: { n: number }): Partial<InboxOptions<Order>> => ({
+      applyBatch: async (tx, messages) => {
+        applied.n += messages.length;
+        // Hold the claims a moment so the others pile up behind their row locks.
+        await tx.execute('SELECT pg_sleep(0.05)');
+        await tx.execute(
+          `INSERT INTO public.orders (order_id, status, shipped_count)
+           SELECT order_id, 'shipped', 1 FROM jsonb_to_recordset(:orders::jsonb) AS o(order_id text)
+           ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`,
+          { orders: messages.map((m) => ({ order_id: m.body.orderId })) },
+        );
+      },
+    }),
+    statementBatch: (): Partial<InboxOptions<Order>> => ({ statementBatch: { sql: SHIP_CLAIMED } }),
+  };
+
+  it.each([
+    ['applyBatch', 3],
+    ['applyBatch', 5],
+    ['statementBatch', 3],
+    ['statementBatch', 5],
+  ] as const)('%s: %i handlers given the same batch, in different orders, apply each effect exactly once', async (mode, n) => {
+    const prefix = `race-${mode}-${n}`;
+    const records = Array.from({ length: 6 }, (_, i) => sqsRecord({ body: { orderId: `${prefix}-${i}` } }));
+    const applied = { n: 0 };
+    const handlers = Array.from({ length: n }, () =>
+      inbox<Order>({
+        consumer: 'order-worker',
+        database: { ...db.target, client: dataApiClient(db.server) },
+        logger: recordingLogger(),
+        metrics: recordingMetrics(),
+        ...modes[mode](applied),
+      }),
+    );
+    // Each handler gets the batch in another order: claims in key order keep them from deadlocking.
+    const responses = await Promise.all(
+      handlers.map((handler, h) => handler({ Records: h % 2 ? [...records].reverse() : records }, lambdaContext())),
+    );
+    const rows = await db.query('SELECT shipped_count FROM public.orders WHERE order_id LIKE $1', [`${prefix}-%`]);
+    expect(rows.map((row) => row.shipped_count)).toEqual(Array(6).fill(1));
+    if (mode === 'applyBatch') expect(applied.n).toBe(6);
     for (const response of responses) expect(response.batchItemFailures).toEqual([]);
   });
 });
