@@ -1,6 +1,9 @@
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Outcome } from './batch.js';
+import { EmfMetrics } from './emf-metrics.js';
 import { JsonLogger } from './logger.js';
+
+/** The CloudWatch units sqs-inbox publishes in. */
+export type MetricUnitName = 'Count' | 'Milliseconds';
 
 /** The part of a logger sqs-inbox uses; Powertools' `Logger` fits, and so does `console`. */
 export interface InboxLogger {
@@ -17,7 +20,7 @@ export interface InboxLogger {
 /** The part of a metrics client sqs-inbox uses; Powertools' `Metrics` fits. */
 export interface InboxMetrics {
   /** Adds one value of a metric to the invocation's set. */
-  addMetric(name: string, unit: (typeof MetricUnit)[keyof typeof MetricUnit], value: number): void;
+  addMetric(name: string, unit: MetricUnitName, value: number): void;
   /** Publishes the added metrics (as one embedded-metric-format log line with Powertools). */
   publishStoredMetrics(): void;
 }
@@ -82,13 +85,13 @@ export class BatchTally {
 }
 
 /**
- * The defaults for a consumer: a Powertools `Metrics`, and a {@link JsonLogger} that writes the lines a
- * Powertools `Logger` would, without bundling the whole utility.
+ * The defaults for a consumer: an {@link EmfMetrics} and a {@link JsonLogger}, which write the lines a
+ * Powertools `Metrics` and `Logger` would, without bundling the utilities.
  */
 export function defaultTelemetry(consumer: string): { logger: InboxLogger; metrics: InboxMetrics } {
   return {
     logger: new JsonLogger(consumer),
-    metrics: new Metrics({ namespace: process.env.POWERTOOLS_METRICS_NAMESPACE ?? METRIC_NAMESPACE, serviceName: consumer }),
+    metrics: new EmfMetrics(process.env.POWERTOOLS_METRICS_NAMESPACE ?? METRIC_NAMESPACE, consumer),
   };
 }
 
@@ -107,8 +110,8 @@ export function publishSummary(metrics: InboxMetrics, summary: BatchSummary): vo
     ['ResumeRetries', summary.resumeRetries],
     ['Parked', summary.parked],
   ];
-  for (const [name, value] of counts) metrics.addMetric(name, MetricUnit.Count, value);
-  for (const latency of summary.recordLatenciesMs) metrics.addMetric('RecordLatency', MetricUnit.Milliseconds, latency);
-  metrics.addMetric('BatchLatency', MetricUnit.Milliseconds, summary.batchLatencyMs);
+  for (const [name, value] of counts) metrics.addMetric(name, 'Count', value);
+  for (const latency of summary.recordLatenciesMs) metrics.addMetric('RecordLatency', 'Milliseconds', latency);
+  metrics.addMetric('BatchLatency', 'Milliseconds', summary.batchLatencyMs);
   metrics.publishStoredMetrics();
 }
