@@ -20,6 +20,12 @@ export interface OperationContext {
   readonly transactions: Transactions;
   readonly statementTimeoutMs: number;
   readonly maxResponseBytes: number;
+  /**
+   * A BeginTransaction's place under maxOpenTransactions, taken by the server before the call was admitted
+   * under maxConcurrentCalls: a Begin that waited for a transaction place while holding a call place
+   * would keep the calls that end transactions (and free places) from running.
+   */
+  readonly reservedPlace?: (() => void) | undefined;
 }
 
 /**
@@ -143,7 +149,7 @@ async function beginTransaction(context: OperationContext, body: RequestBody, si
   const operation = 'BeginTransaction';
   const { secretArn, credentials } = checkCommon(context, body, operation, false);
   const name = optionalString(body, 'database', operation) ?? context.defaultDatabase;
-  const releasePlace = await context.transactions.reserve(signal);
+  const releasePlace = context.reservedPlace ?? (await context.transactions.reserve(signal));
   let client: pg.PoolClient;
   try {
     client = await context.databases.connect(name, credentials, signal);

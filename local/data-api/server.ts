@@ -271,10 +271,18 @@ async function handle(request: IncomingMessage, response: ServerResponse, { cont
     const failure = faults.failureFor(operation, typeof body.transactionId === 'string' && body.transactionId.length > 0);
     if (failure) throw failure;
     drop = faults.dropsResponse(operation, typeof body.sql === 'string' ? body.sql : undefined);
-    const admitted = await calls.acquire({ signal: caller.signal });
+    // A Begin takes its transaction place before its call place (see OperationContext.reservedPlace).
+    const reservedPlace = operation === 'BeginTransaction' ? await context.transactions.reserve(caller.signal) : undefined;
+    let admitted: () => void;
+    try {
+      admitted = await calls.acquire({ signal: caller.signal });
+    } catch (error) {
+      reservedPlace?.();
+      throw error;
+    }
     let text: string;
     try {
-      text = await OPERATIONS[operation](context, body, caller.signal);
+      text = await OPERATIONS[operation]({ ...context, reservedPlace }, body, caller.signal);
     } finally {
       admitted();
     }

@@ -49,6 +49,22 @@ describe('local Data API: maxConcurrentCalls', () => {
     for (let k = 1; k < 3; k++) expect(Math.min(...wave(k)) - Math.max(...wave(k - 1))).toBeGreaterThanOrEqual(250);
   });
 
+  it('a BeginTransaction waiting for a transaction place holds no call place, so the commit that frees one still runs', async () => {
+    const tight = await startHarness('admission_begin', { maxConcurrentCalls: 1, maxOpenTransactions: 1, connectionWaitTimeoutMs: 3_000 });
+    try {
+      const first = await tight.begin();
+      // The second Begin waits for the only transaction place; the commit of the first must still get the
+      // only call place, or both wait until the Begin gives up.
+      const second = tight.begin();
+      await sleep(100);
+      await tight.commit(first);
+      const id = await second;
+      await tight.commit(id);
+    } finally {
+      await tight.close();
+    }
+  });
+
   it('refuses a maxConcurrentCalls that is not a whole number >= 1', async () => {
     await expect(startDataApi({ databaseUrl: h.url, maxConcurrentCalls: 0 })).rejects.toThrow(/maxConcurrentCalls must be a whole number >= 1/);
   });
