@@ -31,10 +31,13 @@ export interface InboxHandler {
 }
 
 /**
- * Makes an SQS-triggered Lambda handler that applies each record's effect exactly once: per record, one
- * Aurora transaction over the Data API claims (consumer, key) in the inbox table and applies the effect
- * only if the claim inserted the row. It returns SQS partial batch failures: exactly the records that did
- * not commit and were not duplicates. Options are validated here, once, at cold start.
+ * Makes an SQS-triggered Lambda handler that applies each record's effect exactly once: an Aurora
+ * transaction (or one statement) over the Data API claims (consumer, key) in the inbox table and applies
+ * the effect only if the claim inserted the row; per record (`apply`, `statement`) or per batch
+ * (`applyBatch`, `statementBatch`, with each record run alone when the batch fails). It returns SQS
+ * partial batch failures: exactly the records that did not commit and were not duplicates. Options are
+ * validated here, once, at cold start. An event that is not an SQS event is refused with
+ * {@link UnexpectedEventError}.
  *
  * @example
  * export const handler = inbox({
