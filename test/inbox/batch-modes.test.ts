@@ -282,3 +282,83 @@ describe('replaying a parked message in the batch modes', () => {
     expect(await shippedCounts(`replay-${mode}`)).toEqual({ [`replay-${mode}-0`]: 1 });
   });
 });
+
+describe('the batch modes, the rest of their contract', () => {
+  it('batch-transaction: a poison record that only fails at commit (a deferred constraint) still fails alone', async () => {
+    await db.query(`CREATE TABLE IF NOT EXISTS public.deferred_orders (order_id text PRIMARY KEY,
+      CONSTRAINT not_poison CHECK (order_id NOT LIKE '%-x'))`);
+    await db.query(`CREATE TABLE IF NOT EXISTS public.deferred_parent (order_id text PRIMARY KEY)`);
+    await db.query(`DO $$ BEGIN
+      ALTER TABLE public.deferred_orders ADD CONSTRAINT parent_fk FOREIGN KEY (order_id) REFERENCES public.deferred_parent DEFERRABLE INITIALLY DEFERRED;
+      EXCEPTION WHEN duplicate_object THEN NULL; END $$`);
+    await db.query("INSERT INTO public.deferred_parent SELECT 'deferred-' || g FROM generate_series(0, 3) g ON CONFLICT DO NOTHING");
+    const { handler } = handlerFor('batch-transaction', {
+      applyBatch: async (tx, messages) => {
+        await tx.execute('INSERT INTO public.deferred_orders (order_id) SELECT order_id FROM jsonb_to_recordset(:o::jsonb) AS o(order_id text)', {
+          o: messages.map((m) => ({ order_id: m.body.orderId })),
+        });
+      },
+    });
+    // deferred-9 has no parent row: the foreign key, checked only at COMMIT, fails the whole batch's commit.
+    const batch = [0, 1, 9, 2].map((i) => sqsRecord({ body: { orderId: `deferred-${i}` } }));
+    const response = await handler({ Records: batch }, lambdaContext());
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: batch[2]!.messageId }]);
+    expect((await db.query("SELECT order_id FROM public.deferred_orders ORDER BY 1")).map((r) => r.order_id)).toEqual(['deferred-0', 'deferred-1', 'deferred-2']);
+  });
+
+  it('batch-transaction: a set holding fresh records and duplicates commits the fresh ones (first delivery, no filter)', async () => {
+    const { handler } = handlerFor('batch-transaction');
+    const earlier = orders('mixed', 4);
+    await handler({ Records: earlier.slice(0, 2) }, lambdaContext());
+    db.server.stats.reset();
+    // The same two messages again (as if a producer sent them twice) beside two new ones, all first deliveries.
+    expect((await handler({ Records: earlier }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(db.server.stats.total()).toBe(4);
+    expect(await shippedCounts('mixed')).toEqual({ 'mixed-0': 1, 'mixed-1': 1, 'mixed-2': 1, 'mixed-3': 1 });
+  });
+
+  it.each([
+    ['skip-group', 4],
+    ['stop-batch', 0],
+  ] as const)('FIFO, %s: the groups a malformed record does not block still go in one batch (%i calls for them)', async (onFailure, calls) => {
+    // One group at a time, so the order in which stop-batch sees the failure is the batch's.
+    const { handler } = handlerFor('batch-transaction', { fifo: { onFailure }, concurrency: 1 });
+    const malformed = sqsRecord({ groupId: 'g1', body: 'not json' });
+    const records = [malformed, ...[2, 3].flatMap((g) => [0, 1].map((i) => sqsRecord({ groupId: `g${g}`, body: { orderId: `calls-fifo-${onFailure}-g${g}-${i}` } })))];
+    await handler({ Records: records }, lambdaContext());
+    // stop-batch: the malformed record comes first, so nothing after it starts.
+    expect(db.server.stats.total()).toBe(calls);
+  });
+
+  it.each(BATCH_MODES)('%s: records one latency per record, and a whole batch deferred by the deadline makes no call', async (mode) => {
+    const { handler, metrics } = handlerFor(mode, { deadlineMarginMs: 1_000 });
+    await handler({ Records: orders(`lat-${mode}`, 3) }, lambdaContext());
+    expect(metrics.published[0]!.RecordLatency).toHaveLength(3);
+    db.server.stats.reset();
+    const late = orders(`late-${mode}`, 3);
+    const response = await handler({ Records: late }, lambdaContext(() => 500));
+    expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(late.map((r) => r.messageId));
+    expect(db.server.stats.total()).toBe(0);
+    expect(metrics.published.at(-1)!.DeferredByDeadline).toEqual([3]);
+  });
+
+  it('batch-statement: `claimed` carries each message\'s group, id, attempt and position', async () => {
+    await db.query('CREATE TABLE IF NOT EXISTS public.claimed_rows (message_key text, group_id text, sqs_message_id text, attempt int, position int)');
+    const { handler } = handlerFor('batch-statement', {
+      statementBatch: { sql: 'INSERT INTO public.claimed_rows SELECT message_key, group_id, sqs_message_id, attempt, position FROM claimed' },
+    });
+    const records = [sqsRecord({ groupId: 'ga', key: 'row-a', body: { orderId: 'a' } }), sqsRecord({ groupId: 'gb', key: 'row-b', receiveCount: 3, body: { orderId: 'b' } })];
+    await handler({ Records: records }, lambdaContext());
+    expect(await db.query('SELECT * FROM public.claimed_rows ORDER BY position')).toEqual([
+      { message_key: 'row-a', group_id: 'ga', sqs_message_id: records[0]!.messageId, attempt: 1, position: 0 },
+      { message_key: 'row-b', group_id: 'gb', sqs_message_id: records[1]!.messageId, attempt: 3, position: 1 },
+    ]);
+  });
+
+  it.each(BATCH_MODES)('%s: logs how many records the failed batch held when it falls back', async (mode) => {
+    const { handler, logger } = handlerFor(mode);
+    await handler({ Records: [...orders(`fb-${mode}`, 2), sqsRecord({ body: { orderId: `fb-${mode}-x`, poison: true } })] }, lambdaContext());
+    const line = logger.lines.find((l) => l.message.startsWith('the batch failed as a whole'));
+    expect(line?.extra[0]).toMatchObject({ records: 3, error: { name: expect.any(String) } });
+  });
+});

@@ -115,6 +115,7 @@ export class BatchModeRunner<Body> {
       await tx.rollback().catch(() => {});
       throw error;
     }
+    // Stryker disable next-line ConditionalExpression: committing a transaction that changed nothing costs the same call as rolling it back
     if (!claimed.some(Boolean)) {
       await tx.rollback().catch(() => {});
     } else {
@@ -132,14 +133,17 @@ export class BatchModeRunner<Body> {
 /**
  * Whether the failure of the set could come from one of its records, so that running each record alone
  * isolates it: an error of the user's effect, a statement PostgreSQL refused (a constraint one record
- * breaks, a deadlock) or a transaction that expired. Not when the database is unreachable or pausing,
- * and not when the outcome is unknown (a commit, a timeout): those fail every record of the set, whose
- * redeliveries are duplicates if it did commit.
+ * breaks, a deadlock, a deferred constraint that fails the commit) or a transaction that expired. Not
+ * when the database is unreachable or pausing, and not when the outcome is unknown (a commit whose
+ * answer was lost, a timeout): those fail every record of the set, whose redeliveries are duplicates if
+ * it did commit. (Running each record alone after an unknown outcome would be safe too, since each claim
+ * decides, but it would spend calls on a database that just failed to answer.)
  */
 function oneRecordCouldCause(error: Error): boolean {
   if (!(error instanceof DataApiError)) return true;
-  if (error.ambiguous) return false;
-  return error.failure === 'statement' || error.failure === 'rejected' || error.failure === 'transaction-not-found';
+  // PostgreSQL refused a statement, or the commit (a deferred constraint): nothing of the set committed.
+  if (error.failure === 'statement') return true;
+  return !error.ambiguous && (error.failure === 'rejected' || error.failure === 'transaction-not-found');
 }
 
 /**
