@@ -313,4 +313,25 @@ describe('events that are not SQS events', () => {
       expect(await db.query('SELECT sqs_message_id, body FROM inbox.parked_message')).toEqual([{ sqs_message_id: bodiless.messageId, body: '' }]);
     }
   });
+
+  it('names a null body as null', async () => {
+    const { handler, logger } = make('retry');
+    await handler({ Records: [{ ...sqsRecord(), body: null as never }] }, lambdaContext());
+    expect(JSON.stringify(logger.lines)).toMatch(/the record has no body string \(body is null\)/);
+  });
+
+  it('names the keys of an object that is not an SQS event', async () => {
+    const { handler } = make('retry');
+    await expect(handler({ detail: {}, source: 'aws.events' } as never, lambdaContext())).rejects.toThrow(/got an object with "detail", "source"\./);
+  });
+
+  it('takes a hand-built record without eventSource as SQS, and names an unknown eventSource plainly', async () => {
+    const { handler } = make('retry');
+    const { eventSource: _, ...bare } = sqsRecord({ body: { orderId: 'hand-built' } });
+    expect((await handler({ Records: [bare as never] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await db.query("SELECT 1 FROM public.orders WHERE order_id = 'hand-built'")).toHaveLength(1);
+    await expect(handler({ Records: [{ eventSource: 'aws:custom' } as never] }, lambdaContext())).rejects.toThrow(
+      'inbox() handles SQS events; Records[0].eventSource is "aws:custom", not "aws:sqs". Check the function\'s trigger: an inbox() handler must only be subscribed to SQS queues.',
+    );
+  });
 });

@@ -361,4 +361,38 @@ describe('the batch modes, the rest of their contract', () => {
     const line = logger.lines.find((l) => l.message.startsWith('the batch failed as a whole'));
     expect(line?.extra[0]).toMatchObject({ records: 3, error: { name: expect.any(String) } });
   });
+
+  it.each(ALL_MODES)('%s: the duplicate filter catches a redelivered message that reuses a claimed key with another body', async (mode) => {
+    for (const onPermanentError of ['retry', 'park'] as const) {
+      await db.query('TRUNCATE public.orders, inbox.consumed_message, inbox.parked_message');
+      const { handler, logger, metrics } = handlerFor(mode, { onPermanentError, duplicateFilter: 'always' });
+      await handler({ Records: [sqsRecord({ key: 'filtered', body: { orderId: `f-first-${mode}` } })] }, lambdaContext());
+      const reuse = { ...sqsRecord({ key: 'filtered', body: { orderId: `f-second-${mode}` } }) };
+      const response = await handler({ Records: redelivered([reuse]) }, lambdaContext());
+      expect(response.batchItemFailures).toEqual(onPermanentError === 'retry' ? [{ itemIdentifier: reuse.messageId }] : []);
+      expect(await db.query('SELECT order_id FROM public.orders WHERE order_id = $1', [`f-second-${mode}`])).toEqual([]);
+      expect(JSON.stringify(logger.lines)).toMatch(/key collision/);
+      expect(metrics.published.at(-1)!.KeyCollisions).toEqual([1]);
+      if (onPermanentError === 'park') expect(await db.query('SELECT error_class FROM inbox.parked_message')).toEqual([{ error_class: 'KeyCollisionError' }]);
+    }
+  });
+
+  const partlyNew: Record<Mode, number> = {
+    transaction: 1 + 2 * 4, // the lookup, then Begin, claim, effect, Commit for each new record
+    statement: 1 + 2,
+    'batch-transaction': 1 + 4,
+    'batch-statement': 1, // no lookup: its one statement settles the duplicates
+  };
+
+  it.each(ALL_MODES)('%s: a redelivered batch that is partly new looks up once, then claims only the new records', async (mode) => {
+    const { handler } = handlerFor(mode);
+    const batch = orders(`partly-${mode}`, 4);
+    await handler({ Records: batch.slice(0, 2) }, lambdaContext());
+    db.server.stats.reset();
+    // Only the first record is a redelivery: one is enough for 'auto' to look up.
+    const delivery = [...redelivered(batch.slice(0, 1)), ...batch.slice(1)];
+    expect((await handler({ Records: delivery }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(db.server.stats.total()).toBe(partlyNew[mode]);
+    expect(Object.values(await shippedCounts(`partly-${mode}`))).toEqual([1, 1, 1, 1]);
+  });
 });
