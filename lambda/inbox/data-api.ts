@@ -411,8 +411,10 @@ export function classify(operation: string, error: unknown): DataApiError {
     // Stryker disable next-line ConditionalExpression: emptied, this case falls through to the next one, which returns the same timeout
     case 'StatementTimeoutException':
       return make('timeout', true);
+    // AbortError: a call aborted after callTimeoutMs (AbortSignal.timeout), on Node 20 and 22 alike.
+    // TimeoutError: the SDK's name for a socket that timed out or was reset mid-call ("read ECONNRESET").
+    // Stryker disable next-line StringLiteral: without this case a reset falls to 'network', just as ambiguous
     case 'TimeoutError':
-    // Stryker disable next-line StringLiteral: calls are aborted by AbortSignal.timeout, which the SDK reports as TimeoutError; an AbortError (an aborted signal without a reason) would fall to 'network', just as ambiguous
     case 'AbortError':
       return make('timeout', true);
     // Stryker disable next-line ConditionalExpression: the default case only breaks, so emptying it changes nothing
@@ -422,6 +424,7 @@ export function classify(operation: string, error: unknown): DataApiError {
   if (NOT_EXECUTED_5XX.has(name)) return make('unavailable', true);
   // Stryker disable next-line OptionalChaining: the SDK never throws null or undefined
   const status = (error as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
+  // Stryker disable next-line ConditionalExpression: without a status the comparisons are false anyway
   if (status !== undefined && status >= 400 && status < 500) return make('rejected', false);
   return make('network', true);
 }

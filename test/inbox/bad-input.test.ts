@@ -327,7 +327,7 @@ describe('events that are not SQS events', () => {
 
   it('takes a hand-built record without eventSource as SQS, and names an unknown eventSource plainly', async () => {
     const { handler } = make('retry');
-    const { eventSource: _, ...bare } = sqsRecord({ body: { orderId: 'hand-built' } });
+    const { eventSource: _, eventSourceARN: __, ...bare } = sqsRecord({ body: { orderId: 'hand-built' } });
     expect((await handler({ Records: [bare as never] }, lambdaContext())).batchItemFailures).toEqual([]);
     expect(await db.query("SELECT 1 FROM public.orders WHERE order_id = 'hand-built'")).toHaveLength(1);
     await expect(handler({ Records: [{ eventSource: 'aws:custom' } as never] }, lambdaContext())).rejects.toThrow(

@@ -395,4 +395,26 @@ describe('the batch modes, the rest of their contract', () => {
     expect(db.server.stats.total()).toBe(partlyNew[mode]);
     expect(Object.values(await shippedCounts(`partly-${mode}`))).toEqual([1, 1, 1, 1]);
   });
+
+  it('batch-transaction: tx.executeBatch runs one statement for every message in one BatchExecuteStatement call', async () => {
+    const { handler } = handlerFor('batch-transaction', {
+      applyBatch: async (tx, messages) => {
+        expect(await tx.executeBatch(SHIP_ONE, messages.map((m) => ({ orderId: m.body.orderId, status: 'shipped' })))).toBe(messages.length);
+        expect(await tx.executeBatch(SHIP_ONE, [])).toBe(0);
+      },
+    });
+    await handler({ Records: orders('exec-batch', 5) }, lambdaContext());
+    expect(db.server.stats.calls).toMatchObject({ BeginTransaction: 1, ExecuteStatement: 1, BatchExecuteStatement: 1, CommitTransaction: 1 });
+    expect(Object.values(await shippedCounts('exec-batch'))).toEqual([1, 1, 1, 1, 1]);
+  });
+
+  it('a duplicate filter whose lookup fails is logged and left to the claims, which still settle every record', async () => {
+    const { handler, logger } = handlerFor('transaction');
+    const batch = orders('filter-down', 3);
+    await handler({ Records: batch.slice(0, 1) }, lambdaContext());
+    db.server.faults.serverError({ count: 1, operation: 'ExecuteStatement', status: 500 });
+    expect((await handler({ Records: redelivered(batch) }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(JSON.stringify(logger.lines)).toMatch(/the duplicate filter failed; each record's claim decides.*InternalServerErrorException/);
+    expect(Object.values(await shippedCounts('filter-down'))).toEqual([1, 1, 1]);
+  });
 });

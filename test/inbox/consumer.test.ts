@@ -175,6 +175,12 @@ describe('transaction mode', () => {
     // Single-statement mode is safe with retries: a re-sent statement finds its own claim.
     const single = singleStatementMode({ database: { ...db.target, client: retrying } });
     expect((await single({ Records: [sqsRecord({ body: { orderId: 'retrying-ok' } })] }, lambdaContext())).batchItemFailures).toEqual([]);
+    // The batch modes likewise: one transaction refuses retries, one gated statement takes them.
+    const inboxWith = (mode: object) => inbox<Order>({ consumer: 'order-worker', database: { ...db.target, client: retrying }, logger: recordingLogger(), metrics: recordingMetrics(), ...mode });
+    const batchTx = inboxWith({ applyBatch: async () => {} });
+    await expect(batchTx({ Records: [sqsRecord()] }, lambdaContext())).rejects.toThrow(/database\.client.*maxAttempts: 1/s);
+    const batchStatement = inboxWith({ statementBatch: { sql: "INSERT INTO public.orders (order_id, status, shipped_count) SELECT body->>'orderId', 'shipped', 1 FROM claimed" } });
+    expect((await batchStatement({ Records: [sqsRecord({ body: { orderId: 'retrying-batch-ok' } })] }, lambdaContext())).batchItemFailures).toEqual([]);
     retrying.destroy();
   });
 
