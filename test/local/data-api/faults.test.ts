@@ -119,8 +119,9 @@ describe('local Data API: fault injection and retries', () => {
 
   it('simulates auto-pause: DatabaseResumingException, not retried, until the resume delay has passed since the first call', async () => {
     const transactionId = await h.begin();
-    h.server.faults.autoPause({ resumeAfterMs: 200 });
-    await sleep(100); // the delay counts from the first call, not from when the fault was set
+    // Wide margins: on a loaded machine the calls below take their time, and the windows must still hold.
+    h.server.faults.autoPause({ resumeAfterMs: 1_500 });
+    await sleep(1_000); // the delay counts from the first call, not from when the fault was set
     const error = await rejectionOf(h.execute('SELECT 1'));
     expect(error).toBeInstanceOf(DatabaseResumingException);
     expect(error.$metadata.httpStatusCode).toBe(400);
@@ -128,13 +129,13 @@ describe('local Data API: fault injection and retries', () => {
     expect(error.message).toBe('The Aurora DB instance db-LOCAL is resuming after being auto-paused. Please wait a few seconds and try again.');
     expect(await rejectionOf(h.begin())).toBeInstanceOf(DatabaseResumingException);
     expect(await rejectionOf(h.batch('SELECT 1', [[]]))).toBeInstanceOf(DatabaseResumingException);
-    await sleep(120);
+    await sleep(700); // 1.7 s since the fault was set, 0.7 s since the first call: still resuming
     expect(await rejectionOf(h.execute('SELECT 1'))).toBeInstanceOf(DatabaseResumingException);
     // An instance pauses only when no connection is open: a transaction that is open goes on.
     expect((await h.execute('SELECT 3', undefined, { transactionId })).records).toEqual([[{ longValue: 3 }]]);
     // Commit and Rollback do not list DatabaseResumingException: they go through.
     expect((await h.commit(transactionId)).transactionStatus).toBe('Transaction Committed');
-    await sleep(100);
+    await sleep(900);
     expect((await h.execute('SELECT 1')).records).toEqual([[{ longValue: 1 }]]);
     expect((await h.execute('SELECT 2')).records).toEqual([[{ longValue: 2 }]]);
   });
