@@ -1,6 +1,4 @@
-import type { SQSRecord } from 'aws-lambda';
-
-/** What became of one record. Only `processed`, `duplicate` and `parked` are reported to SQS as succeeded. */
+/** What became of one record. Only `processed`, `duplicate` and `parked` are reported as succeeded. */
 export type Outcome =
   /** Claimed, applied, committed. */
   | { readonly kind: 'processed' }
@@ -8,46 +6,37 @@ export type Outcome =
   | { readonly kind: 'duplicate' }
   /** Stored in the parked table (a permanent error with onPermanentError 'park'), committed. */
   | { readonly kind: 'parked'; readonly error: Error }
-  /** Did not commit, or the outcome is unknown: SQS delivers it again. */
+  /** Did not commit, or the outcome is unknown: the event source delivers it again. */
   | { readonly kind: 'failed'; readonly error: Error }
-  /** Not run: an earlier record of its FIFO group (or batch, with stop-batch) failed. */
+  /** Not run: an earlier record of its lane (FIFO group, shard, partition; or batch, with stop-batch) failed. */
   | { readonly kind: 'short-circuited' }
   /** Not run: the Lambda's remaining time was below the safety margin. */
   | { readonly kind: 'deferred' };
 
-/** Whether SQS may delete the record. */
+/** Whether the event source may consider the record done (SQS deletes it, a stream checkpoints past it). */
 export const succeeded = (outcome: Outcome) =>
   outcome.kind === 'processed' || outcome.kind === 'duplicate' || outcome.kind === 'parked';
 
 /** How a batch is run. */
 export interface BatchPlan {
-  /** Records of one message group run in order, one at a time. */
-  readonly fifo: boolean;
-  /** After a failure in a FIFO batch: skip the rest of the group, or every record not yet started. */
+  /** Records of one lane (FIFO group, shard, partition) run in order, one at a time. */
+  readonly ordered: boolean;
+  /** After a failure in an ordered batch: skip the rest of the lane, or every record not yet started. */
   readonly onFailure: 'skip-group' | 'stop-batch';
-  /** Records (standard) or message groups (FIFO) in flight at once. */
+  /** Records (unordered) or lanes (ordered) in flight at once. */
   readonly concurrency: number;
   /** False once the remaining time is below the safety margin; checked before each record starts. */
   readonly mayStart: () => boolean;
 }
 
 /**
- * True when the batch comes from a FIFO queue, which only its ARN tells: a standard queue's records carry
- * a MessageGroupId too when it is a fair queue, and their groups are not ordered. One batch comes from one
- * queue, so its first record decides.
- */
-export function isFifo(records: readonly SQSRecord[]): boolean {
-  return records[0]?.eventSourceARN?.endsWith('.fifo') === true;
-}
-
-/**
  * Runs every record of a batch under the plan and returns one outcome per record, in batch order.
  * A throw from `run` is the record's failure.
  */
-export async function runBatch(
-  records: readonly SQSRecord[],
+export async function runBatch<R extends { readonly lane: string | undefined }>(
+  records: readonly R[],
   plan: BatchPlan,
-  run: (record: SQSRecord, index: number) => Promise<Outcome>,
+  run: (record: R, index: number) => Promise<Outcome>,
 ): Promise<Outcome[]> {
   // Stryker disable next-line ArrayDeclaration: every index of outcomes is assigned before it is returned, so its initial length does not matter
   const outcomes: (Outcome | undefined)[] = new Array(records.length);
@@ -65,19 +54,19 @@ export async function runBatch(
     }
   };
 
-  if (!plan.fifo) {
+  if (!plan.ordered) {
     await pool(records.map((_, index) => index), plan.concurrency, async (index) => {
       outcomes[index] = await start(index);
     });
     return outcomes as Outcome[];
   }
 
-  // FIFO: order within a message group is sacred. Once a record of group G fails, every later record of G
-  // in this batch is reported failed without running, or SQS would delete them ahead of the failed one.
+  // Ordered: order within a lane is sacred. Once a record of lane L fails, every later record of L in this
+  // batch is reported failed without running, or the event source would take them as done ahead of it.
   const groups = new Map<string, number[]>();
   records.forEach((record, index) => {
-    // Stryker disable next-line OptionalChaining,StringLiteral: Lambda's SQS records always carry attributes, and the fallback group name is only a Map key
-    const group = record.attributes?.MessageGroupId ?? '';
+    // Stryker disable next-line StringLiteral: the fallback lane name is only a Map key
+    const group = record.lane ?? '';
     const members = groups.get(group) ?? [];
     members.push(index);
     groups.set(group, members);

@@ -1,31 +1,38 @@
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { isFifo, runBatch, succeeded } from './batch.js';
+import { runBatch, succeeded } from './batch.js';
 import type { BatchPlan, Outcome } from './batch.js';
 import { checkGatedStatement } from './claim.js';
 import { DataApiSession } from './data-api.js';
 import type { DatabaseTarget } from './data-api.js';
 import { filterPays, markKnownClaims } from './duplicate-filter.js';
-import { InboxConfigError, InboxError } from './errors.js';
-import { keyStrategy } from './keys.js';
+import { InboxConfigError } from './errors.js';
+import type { KeyStrategy } from './keys.js';
 import { BatchModeRunner } from './modes/batch.js';
 import { RecordConsumer } from './modes/per-record.js';
-import { resolveOptions } from './options.js';
-import type { InboxOptions, ResolvedMode } from './options.js';
+import { SQS_OPTIONS, resolveOptions } from './options.js';
+import type { ConsumerOptions, InboxOptions, ResolvedMode } from './options.js';
 import { parkedMessages } from './parked.js';
 import type { ParkedMessages } from './parked.js';
 import { prepare } from './prepared.js';
 import { inboxTables } from './schema.js';
-import { sqsRecords } from './sqs-event.js';
+import { sqsSource } from './sources/sqs.js';
+import type { InboxSource, SourceName, SourceRecord } from './sources/source.js';
 import { BatchTally, defaultTelemetry, publishSummary } from './telemetry.js';
 import type { InboxLogger } from './telemetry.js';
 
 /** The handler `inbox()` returns: an SQS Lambda handler, plus access to its parked messages. */
-export interface InboxHandler {
+export interface InboxHandler extends ConsumerHandler<SQSEvent, SQSBatchResponse> {}
+
+/**
+ * A Lambda handler made by `inbox()` or one of the stream inboxes: it resolves with the response its event
+ * source mapping reads (the records to redeliver), plus access to its parked messages.
+ */
+export interface ConsumerHandler<Event, Response> {
   /**
-   * Handles one SQS event; resolves with the records to report failed. Without a `context`, no record is
+   * Handles one event; resolves with the records to report failed. Without a `context`, no record is
    * held back for the deadline.
    */
-  (event: SQSEvent, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SQSBatchResponse>;
+  (event: Event, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<Response>;
   /** List and replay this consumer's parked messages. */
   readonly parked: ParkedMessages;
 }
@@ -48,15 +55,30 @@ export interface InboxHandler {
  * });
  */
 export function inbox<Body = any>(options: InboxOptions<Body>): InboxHandler {
-  const resolved = resolveOptions(options);
+  return consumerHandler<Body, SQSRecord, SQSBatchResponse, KeyStrategy, SQSEvent>(sqsSource, options, options.key, SQS_OPTIONS, 'inbox');
+}
+
+/**
+ * The consumer core every source shares: validates the options at cold start, then per event turns the
+ * source's records into messages, claims and applies them in the options' mode (lanes, concurrency,
+ * deadline), and answers with the source's failure report.
+ */
+export function consumerHandler<Body, Raw, Response, Key, Event>(
+  source: InboxSource<Raw, Response, Key>,
+  options: ConsumerOptions<Body, Raw> & { readonly fifo?: InboxOptions['fifo'] },
+  key: Key | undefined,
+  sourceOptions: Readonly<Record<string, true>>,
+  handlerName: string,
+): ConsumerHandler<Event, Response> {
+  const resolved = resolveOptions<Body, Raw>(options, process.env, sourceOptions, source.parse, handlerName);
   const tables = inboxTables(resolved.schema);
-  const keyOf = keyStrategy(options.key);
+  const rules = { keyOf: source.keyStrategy(key), parse: resolved.parse };
   if (resolved.mode.kind === 'statement' && resolved.mode.constantSql !== undefined) {
     checkGatedStatement(resolved.mode.constantSql, undefined, 'statement.sql');
   }
   if (resolved.mode.kind === 'batch-statement') checkGatedStatement(resolved.mode.sql, undefined, 'statementBatch.sql');
   // Stryker disable next-line ConditionalExpression: making the defaults when both are given only wastes them
-  const defaults = options.logger && options.metrics ? undefined : defaultTelemetry(resolved.consumer);
+  const defaults = options.logger && options.metrics ? undefined : defaultTelemetry(resolved.consumer, source.name);
   const logger = options.logger ?? defaults!.logger;
   const deployed = process.env.INBOX_CONSUMER;
   if (options.consumer !== undefined && deployed && deployed !== options.consumer) {
@@ -68,18 +90,18 @@ export function inbox<Body = any>(options: InboxOptions<Body>): InboxHandler {
     });
   }
   const metrics = options.metrics ?? defaults!.metrics;
-  const consumer = new RecordConsumer(resolved, tables, logger);
+  const consumer = new RecordConsumer<Body, Raw>(resolved, tables, logger, source);
   const batchRunner = resolved.mode.kind === 'batch-transaction' || resolved.mode.kind === 'batch-statement'
-    ? new BatchModeRunner(resolved, tables, consumer, logger)
+    ? new BatchModeRunner<Body, Raw>(resolved, tables, consumer, logger)
     : undefined;
 
   // Checked at the first invocation (the client's settings are async providers) and remembered.
   let clientChecked: Promise<void> | undefined;
 
-  const handler = async (event: SQSEvent, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SQSBatchResponse> => {
+  const handler = async (event: Event, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<Response> => {
     await (clientChecked ??= refuseSdkRetries(resolved.mode.kind, resolved.target.client));
     const started = resolved.now();
-    const records = sqsRecords(event);
+    const records = source.records(event);
     // Lambda's clock when it gives one; else the margin never stops a record.
     const remaining = () => context?.getRemainingTimeInMillis?.() ?? Number.POSITIVE_INFINITY;
     const margin = resolved.deadlineMarginMs ?? Math.min(resolved.callTimeoutMs * 2, remaining() / 2);
@@ -92,12 +114,12 @@ export function inbox<Body = any>(options: InboxOptions<Body>): InboxHandler {
       sleep: resolved.sleep,
     });
     const plan: BatchPlan = {
-      fifo: isFifo(records),
+      ordered: records.some((record) => record.lane !== undefined),
       onFailure: resolved.onFailure,
       concurrency: resolved.concurrency,
       mayStart: () => remaining() >= margin,
     };
-    const prepared = records.map((record, index) => prepare(record, index, keyOf, resolved.parse));
+    const prepared = records.map((record) => prepare(record, rules));
     if (filterPays(resolved.duplicateFilter, resolved.mode.kind, prepared) && plan.mayStart()) {
       // Only an optimisation: when the lookup fails, each record's claim decides, as without it.
       await markKnownClaims(session, tables, resolved.consumer, prepared).catch((error: unknown) =>
@@ -113,18 +135,13 @@ export function inbox<Body = any>(options: InboxOptions<Body>): InboxHandler {
     const outcomes = batchRunner
       ? await batchRunner.run(prepared, plan, session, tally, timed)
       : await runBatch(records, plan, (_, index) => timed(() => consumer.consume(prepared[index]!, session, tally)));
-    const failed = records.filter((_, index) => !succeeded(outcomes[index]!));
-    if (failed.some((record) => typeof record.messageId !== 'string' || record.messageId.length === 0)) {
-      // A record that did not commit must come back, but it cannot be named: fail the whole batch. Its
-      // committed records are duplicates on redelivery, so this costs calls, never an effect.
-      throw new InboxError('a record that did not commit has no messageId, so it cannot be reported alone; failing the whole batch so SQS delivers it again');
-    }
-    const failedIds = failed.map((record) => record.messageId);
+    const failedIds = records.filter((_, index) => !succeeded(outcomes[index]!)).map((record) => record.id ?? '');
     const summary = tally.summarise(outcomes, failedIds, resolved.now() - started);
-    logFailures(logger, records, outcomes);
-    publishSummary(metrics, summary);
+    logFailures(logger, source as InboxSource<unknown, unknown, unknown>, records, outcomes);
+    // Before the response: a source that fails the whole invocation (no partial response) still counts.
+    publishSummary(metrics, summary, source.name);
     options.onBatch?.(summary);
-    return { batchItemFailures: failedIds.map((itemIdentifier) => ({ itemIdentifier })) };
+    return source.respond(records, outcomes);
   };
   return Object.assign(handler, {
     parked: parkedMessages({
@@ -156,15 +173,18 @@ async function refuseSdkRetries(mode: ResolvedMode<unknown>['kind'], client: Dat
   }
 }
 
-function logFailures(logger: InboxLogger, records: readonly SQSRecord[], outcomes: readonly Outcome[]): void {
+function logFailures(logger: InboxLogger, source: InboxSource<unknown, unknown, unknown>, records: readonly SourceRecord<unknown>[], outcomes: readonly Outcome[]): void {
   outcomes.forEach((outcome, index) => {
-    const messageId = records[index]?.messageId;
+    const id = { [source.idName]: records[index]?.id };
     if (outcome.kind === 'failed') {
-      logger.warn('record failed; SQS will deliver it again', { messageId, error: describe(outcome.error) });
+      logger.warn(`record failed; ${REDELIVERS[source.name]} will deliver it again`, { ...id, error: describe(outcome.error) });
     } else if (outcome.kind === 'parked') {
-      logger.warn('record parked', { messageId, error: describe(outcome.error) });
+      logger.warn('record parked', { ...id, error: describe(outcome.error) });
     }
   });
 }
+
+/** Who delivers a failed record again, for the log line. */
+const REDELIVERS: Record<SourceName, string> = { sqs: 'SQS', kinesis: 'Lambda', dynamodb: 'Lambda', kafka: 'Lambda' };
 
 const describe = (error: Error) => ({ name: error.name, message: error.message });

@@ -12,7 +12,7 @@ import type { InboxTables } from './schema.js';
 export function filterPays(setting: DuplicateFilter, mode: ResolvedMode<unknown>['kind'], records: readonly PreparedRecord<unknown>[]): boolean {
   if (setting !== 'auto') return setting === 'always';
   if (mode === 'batch-statement') return false;
-  return records.some((prepared) => Number(prepared.record.attributes?.ApproximateReceiveCount) > 1);
+  return records.some((prepared) => prepared.record.attempt > 1);
 }
 
 /**

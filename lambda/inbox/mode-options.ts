@@ -1,7 +1,7 @@
 import type { SqlParams } from './data-api.js';
 import { InboxConfigError } from './errors.js';
 import { described, refuseUnknownKeys } from './option-checks.js';
-import type { GatedStatement, InboxMessage, InboxOptions, ResolvedMode } from './options.js';
+import type { ConsumerOptions, GatedStatement, InboxMessage, ResolvedMode } from './options.js';
 
 const STATEMENT_OPTIONS: Readonly<Record<'sql' | 'params', true>> = { sql: true, params: true };
 
@@ -13,7 +13,7 @@ const MODE_HELP =
   '`applyBatch: async (tx, messages) => { ... }` (one transaction per batch) or `statementBatch` (one gated statement per batch)';
 
 /** The mode the options name, validated: exactly one of apply, statement, applyBatch, statementBatch. */
-export function resolveMode<Body>(options: InboxOptions<Body>): ResolvedMode<Body> {
+export function resolveMode<Body, Raw>(options: ConsumerOptions<Body, Raw>): ResolvedMode<Body, Raw> {
   const given = MODES.filter((mode) => options[mode] !== undefined && options[mode] !== null);
   if (given.length === 0) throw new InboxConfigError('apply', `give ${MODE_HELP}`);
   if (given.length > 1) {
@@ -37,8 +37,8 @@ export function resolveMode<Body>(options: InboxOptions<Body>): ResolvedMode<Bod
   }
 }
 
-function statement<Body>(given: unknown): ResolvedMode<Body> {
-  if (typeof given === 'function') return { kind: 'statement', statement: given as (message: InboxMessage<Body>) => GatedStatement };
+function statement<Body, Raw>(given: unknown): ResolvedMode<Body, Raw> {
+  if (typeof given === 'function') return { kind: 'statement', statement: given as (message: InboxMessage<Body, Raw>) => GatedStatement };
   if (!given || typeof given !== 'object' || Array.isArray(given)) {
     throw new InboxConfigError('statement', `must be (message) => ({ sql, params }) or { sql, params: (message) => params }; got ${described(given)}`);
   }
@@ -50,7 +50,7 @@ function statement<Body>(given: unknown): ResolvedMode<Body> {
   return { kind: 'statement', statement: (message) => ({ sql, params: params(message) as SqlParams }), constantSql: sql };
 }
 
-function batchStatement<Body>(given: unknown): ResolvedMode<Body> {
+function batchStatement<Body, Raw>(given: unknown): ResolvedMode<Body, Raw> {
   if (!given || typeof given !== 'object' || Array.isArray(given)) {
     throw new InboxConfigError(
       'statementBatch',
@@ -65,6 +65,6 @@ function batchStatement<Body>(given: unknown): ResolvedMode<Body> {
   if (typeof sql !== 'string') {
     throw new InboxConfigError('statementBatch.sql', `must be a string; got ${described(sql)}`);
   }
-  const values = (params ?? (() => ({}))) as (messages: readonly InboxMessage<Body>[]) => SqlParams;
+  const values = (params ?? (() => ({}))) as (messages: readonly InboxMessage<Body, Raw>[]) => SqlParams;
   return { kind: 'batch-statement', sql, params: values };
 }

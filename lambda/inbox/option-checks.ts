@@ -32,12 +32,14 @@ export function described(value: unknown): string {
  *
  * @param option the dotted path of the object (`fifo`), or undefined for inbox()'s own options
  * @param misplaced keys that belong inside one of the nested objects, by the nested option's name
+ * @param top what the top-level options belong to: `inbox()`, `kinesisInbox()`, ...
  */
 export function refuseUnknownKeys(
   given: object,
   known: Readonly<Record<string, true>>,
   option: string | undefined,
   misplaced: Readonly<Record<string, Readonly<Record<string, true>>>> = {},
+  top = 'inbox()',
 ): void {
   for (const key of Object.keys(given)) {
     if (Object.hasOwn(known, key)) continue;
@@ -48,8 +50,8 @@ export function refuseUnknownKeys(
       ? `it belongs inside ${owner}: ${owner}: { ${key}: ... }`
       : close
         ? `did you mean "${close}"?`
-        : `the ${option ?? 'inbox()'} options are ${names.join(', ')}`;
-    throw new InboxConfigError(option ? `${option}.${key}` : key, `is not an option of ${option ?? 'inbox()'}; ${hint}`);
+        : `the ${option ?? top} options are ${names.join(', ')}`;
+    throw new InboxConfigError(option ? `${option}.${key}` : key, `is not an option of ${option ?? top}; ${hint}`);
   }
 }
 

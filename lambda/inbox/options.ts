@@ -8,16 +8,21 @@ import { resolveMode } from './mode-options.js';
 import type { InboxLogger, InboxMetrics, BatchSummary } from './telemetry.js';
 
 /** The message `apply` and `statement` receive. */
-export interface InboxMessage<Body = unknown> {
+export interface InboxMessage<Body = unknown, Raw = SQSRecord> {
   /** The idempotency key the claim used. */
   readonly key: string;
   /** The parsed body. */
   readonly body: Body;
-  /** The SQS record as Lambda delivered it. */
-  readonly record: SQSRecord;
-  /** ApproximateReceiveCount: 1 on the first delivery. */
+  /** The record as Lambda delivered it: an SQS record, or a Kinesis, DynamoDB Streams or Kafka record. */
+  readonly record: Raw;
+  /**
+   * The record's identifier: the SQS messageId, the stream's sequence number, or Kafka's
+   * `topic-partition@offset`.
+   */
+  readonly id: string | undefined;
+  /** SQS: ApproximateReceiveCount, 1 on the first delivery. The streams do not count deliveries: 1. */
   readonly attempt: number;
-  /** The FIFO MessageGroupId, if any. */
+  /** The SQS MessageGroupId, if any; on a stream, the shard id or Kafka's topic-partition. */
   readonly groupId: string | undefined;
 }
 
@@ -42,11 +47,11 @@ export type InboxTransaction = Pick<Transaction, 'execute' | 'executeBatch' | 't
  * with the columns `message_key text`, `body jsonb` (what `parse` returned, as JSON), `group_id text`,
  * `sqs_message_id text`, `attempt int` and `position int` (the record's place in the batch, for order).
  */
-export interface GatedBatchStatement<Body = unknown> {
+export interface GatedBatchStatement<Body = unknown, Raw = SQSRecord> {
   /** One statement that reads `claimed`, e.g. `INSERT INTO shipments (order_id) SELECT body->>'orderId' FROM claimed`. */
   readonly sql: string;
   /** Values of the statement's own `:parameters`, from the messages of the batch. @default - no parameters */
-  readonly params?: ((messages: readonly InboxMessage<Body>[]) => SqlParams) | undefined;
+  readonly params?: ((messages: readonly InboxMessage<Body, Raw>[]) => SqlParams) | undefined;
 }
 
 /** Which records the batch-level duplicate filter looks up before any transaction. */
@@ -78,8 +83,8 @@ export interface DatabaseOptions {
   readonly client?: RDSDataClient | undefined;
 }
 
-/** Options of {@link inbox}. */
-export interface InboxOptions<Body = unknown> {
+/** Options of every inbox consumer, whatever its source; `Raw` is the source's record type. */
+export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
   /**
    * The consumer name stored with each claim; one inbox table can serve many consumers. Never rename a
    * live consumer: its claims would no longer match its redeliveries.
@@ -95,15 +100,15 @@ export interface InboxOptions<Body = unknown> {
    * Transaction mode: runs only when the claim inserted the row, inside the claim's transaction. A throw
    * rolls back the claim and the effect together.
    */
-  readonly apply?: ((tx: InboxTransaction, message: InboxMessage<Body>) => Promise<void>) | undefined;
+  readonly apply?: ((tx: InboxTransaction, message: InboxMessage<Body, Raw>) => Promise<void>) | undefined;
   /**
    * Single-statement mode: ONE autocommit statement that claims and applies. It sees the claim as the CTE
    * `claimed` and must gate its effect on it. A constant `{ sql, params(message) }` is checked once at cold
    * start; a function is checked the first time it returns each SQL text.
    */
   readonly statement?:
-    | ((message: InboxMessage<Body>) => GatedStatement)
-    | { readonly sql: string; readonly params: (message: InboxMessage<Body>) => SqlParams }
+    | ((message: InboxMessage<Body, Raw>) => GatedStatement)
+    | { readonly sql: string; readonly params: (message: InboxMessage<Body, Raw>) => SqlParams }
     | undefined;
   /**
    * Batch transaction mode: ONE transaction for the batch. It claims every record in one statement and
@@ -112,13 +117,13 @@ export interface InboxOptions<Body = unknown> {
    * use `tx.executeBatch`. When the batch's transaction fails, each record runs alone in a transaction of
    * its own (`applyBatch` with one message), so a bad record fails alone.
    */
-  readonly applyBatch?: ((tx: InboxTransaction, messages: readonly InboxMessage<Body>[]) => Promise<void>) | undefined;
+  readonly applyBatch?: ((tx: InboxTransaction, messages: readonly InboxMessage<Body, Raw>[]) => Promise<void>) | undefined;
   /**
    * Batch single-statement mode: ONE autocommit statement claims the whole batch and applies its effect,
    * which reads the CTE `claimed` (see {@link GatedBatchStatement}). When it fails, each record runs alone
    * through the same statement.
    */
-  readonly statementBatch?: GatedBatchStatement<Body> | undefined;
+  readonly statementBatch?: GatedBatchStatement<Body, Raw> | undefined;
   /**
    * Looks up, in one autocommit call before any transaction, which of the batch's keys are already
    * claimed, and settles those duplicates without a transaction. `'auto'` does it when the batch holds a
@@ -128,16 +133,13 @@ export interface InboxOptions<Body = unknown> {
    * @default 'auto'
    */
   readonly duplicateFilter?: DuplicateFilter | undefined;
-  /** Parses the body. A throw is a permanent error. @default JSON.parse */
-  readonly parse?: ((body: string, record: SQSRecord) => Body) | undefined;
   /**
-   * How each record's idempotency key is chosen: the key the claim stores. See {@link KeyStrategy}.
-   * @default 'auto'
+   * Parses the body (SQS: the body; Kinesis: the decoded `data`; Kafka: the decoded `value`; DynamoDB
+   * Streams: the change as JSON). A throw is a permanent error.
+   * @default JSON.parse (DynamoDB Streams: the change with its images unmarshalled; Kafka: null for a tombstone)
    */
-  readonly key?: KeyStrategy | undefined;
-  /** FIFO queues: what to do after a record fails. @default { onFailure: 'skip-group' } */
-  readonly fifo?: { readonly onFailure?: 'skip-group' | 'stop-batch' | undefined } | undefined;
-  /** Records (standard queue) or message groups (FIFO) in flight at once. @default 10 */
+  readonly parse?: ((body: string, record: Raw) => Body) | undefined;
+  /** Records (standard queue) or lanes (FIFO message groups, shards, partitions) in flight at once. @default 10 */
   readonly concurrency?: number | undefined;
   /**
    * What happens to a record that fails with a {@link PermanentError} (a throw of yours, or a
@@ -186,13 +188,24 @@ export interface InboxOptions<Body = unknown> {
   readonly sleep?: ((ms: number) => Promise<void>) | undefined;
 }
 
+/** Options of {@link inbox}: an SQS consumer. */
+export interface InboxOptions<Body = unknown> extends ConsumerOptions<Body, SQSRecord> {
+  /**
+   * How each record's idempotency key is chosen: the key the claim stores. See {@link KeyStrategy}.
+   * @default 'auto'
+   */
+  readonly key?: KeyStrategy | undefined;
+  /** FIFO queues: what to do after a record fails. @default { onFailure: 'skip-group' } */
+  readonly fifo?: { readonly onFailure?: 'skip-group' | 'stop-batch' | undefined } | undefined;
+}
+
 /** Options after validation, with defaults filled in. */
-export interface ResolvedOptions<Body> {
+export interface ResolvedOptions<Body, Raw = SQSRecord> {
   readonly consumer: string;
   readonly target: DatabaseTarget;
-  readonly mode: ResolvedMode<Body>;
+  readonly mode: ResolvedMode<Body, Raw>;
   readonly duplicateFilter: DuplicateFilter;
-  readonly parse: (body: string, record: SQSRecord) => Body;
+  readonly parse: (body: string, record: Raw) => Body;
   readonly onFailure: 'skip-group' | 'stop-batch';
   readonly concurrency: number;
   readonly onPermanentError: 'retry' | 'park';
@@ -206,17 +219,17 @@ export interface ResolvedOptions<Body> {
 }
 
 /** How claimed records are applied. */
-export type ResolvedMode<Body> =
-  | { readonly kind: 'transaction'; readonly apply: NonNullable<InboxOptions<Body>['apply']> }
-  | { readonly kind: 'statement'; readonly statement: (message: InboxMessage<Body>) => GatedStatement; readonly constantSql?: string }
-  | { readonly kind: 'batch-transaction'; readonly applyBatch: NonNullable<InboxOptions<Body>['applyBatch']> }
-  | { readonly kind: 'batch-statement'; readonly sql: string; readonly params: (messages: readonly InboxMessage<Body>[]) => SqlParams };
+export type ResolvedMode<Body, Raw = SQSRecord> =
+  | { readonly kind: 'transaction'; readonly apply: NonNullable<ConsumerOptions<Body, Raw>['apply']> }
+  | { readonly kind: 'statement'; readonly statement: (message: InboxMessage<Body, Raw>) => GatedStatement; readonly constantSql?: string }
+  | { readonly kind: 'batch-transaction'; readonly applyBatch: NonNullable<ConsumerOptions<Body, Raw>['applyBatch']> }
+  | { readonly kind: 'batch-statement'; readonly sql: string; readonly params: (messages: readonly InboxMessage<Body, Raw>[]) => SqlParams };
 
 const CONSUMER = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
 // Every option, so that a misspelt one is refused instead of ignored. Typed as a record of the interface's
 // keys: adding an option to the interface and not here does not compile.
-const INBOX_OPTIONS: Readonly<Record<keyof InboxOptions, true>> = {
+const CONSUMER_OPTIONS: Readonly<Record<keyof ConsumerOptions, true>> = {
   consumer: true,
   database: true,
   apply: true,
@@ -225,8 +238,6 @@ const INBOX_OPTIONS: Readonly<Record<keyof InboxOptions, true>> = {
   statementBatch: true,
   duplicateFilter: true,
   parse: true,
-  key: true,
-  fifo: true,
   concurrency: true,
   onPermanentError: true,
   schema: true,
@@ -239,21 +250,32 @@ const INBOX_OPTIONS: Readonly<Record<keyof InboxOptions, true>> = {
   now: true,
   sleep: true,
 };
+/** The SQS options besides those of every consumer. */
+export const SQS_OPTIONS: Readonly<Record<Exclude<keyof InboxOptions, keyof ConsumerOptions>, true>> = { key: true, fifo: true };
 const DATABASE_OPTIONS: Readonly<Record<keyof DatabaseOptions, true>> = { resourceArn: true, secretArn: true, database: true, client: true };
 const FIFO_OPTIONS: Readonly<Record<keyof NonNullable<InboxOptions['fifo']>, true>> = { onFailure: true };
 const STATEMENT_OPTIONS: Readonly<Record<'sql' | 'params', true>> = { sql: true, params: true };
 const NESTED_OPTIONS = { fifo: FIFO_OPTIONS, database: DATABASE_OPTIONS, statement: STATEMENT_OPTIONS, statementBatch: STATEMENT_OPTIONS };
 
-/** Validates options once, at cold start, with errors that name the option and the fix. */
-export function resolveOptions<Body>(options: InboxOptions<Body>, env: NodeJS.ProcessEnv = process.env): ResolvedOptions<Body> {
+/**
+ * Validates options once, at cold start, with errors that name the option and the fix. `sourceOptions`
+ * are the options the source takes besides those of every consumer; `defaultParse` is the source's.
+ */
+export function resolveOptions<Body, Raw = SQSRecord>(
+  options: ConsumerOptions<Body, Raw> & { readonly fifo?: InboxOptions['fifo'] },
+  env: NodeJS.ProcessEnv = process.env,
+  sourceOptions: Readonly<Record<string, true>> = SQS_OPTIONS,
+  defaultParse: (body: string, record: Raw) => unknown = (body) => JSON.parse(body) as unknown,
+  handlerName = 'inbox',
+): ResolvedOptions<Body, Raw> {
   if (!options || typeof options !== 'object' || Array.isArray(options)) {
-    throw new InboxConfigError('options', "pass an object, e.g. inbox({ consumer: 'order-worker', apply })");
+    throw new InboxConfigError('options', `pass an object, e.g. ${handlerName}({ consumer: 'order-worker', apply })`);
   }
   // First: a misspelt `consumr` is better named as a typo than reported as a missing `consumer`.
-  refuseUnknownKeys(options, INBOX_OPTIONS, undefined, NESTED_OPTIONS);
+  refuseUnknownKeys(options, { ...CONSUMER_OPTIONS, ...sourceOptions }, undefined, NESTED_OPTIONS, `${handlerName}()`);
   const consumer = options.consumer ?? env.INBOX_CONSUMER;
   if (consumer === undefined || consumer === '') {
-    throw new InboxConfigError('consumer', "is not set: pass inbox({ consumer: 'order-worker', ... }) or set INBOX_CONSUMER");
+    throw new InboxConfigError('consumer', `is not set: pass ${handlerName}({ consumer: 'order-worker', ... }) or set INBOX_CONSUMER`);
   }
   if (typeof consumer !== 'string') {
     throw new InboxConfigError('consumer', `must be a string, e.g. 'order-worker'; got ${described(consumer)}`);
@@ -299,7 +321,7 @@ export function resolveOptions<Body>(options: InboxOptions<Body>, env: NodeJS.Pr
     target: resolveTarget(checkDatabase(options.database), env),
     mode,
     duplicateFilter,
-    parse: options.parse ?? ((body: string) => JSON.parse(body) as Body),
+    parse: options.parse ?? (defaultParse as (body: string, record: Raw) => Body),
     onFailure,
     concurrency,
     onPermanentError,

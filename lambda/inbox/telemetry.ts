@@ -1,6 +1,7 @@
 import type { Outcome } from './batch.js';
 import { EmfMetrics } from './emf-metrics.js';
 import { JsonLogger } from './logger.js';
+import type { SourceName } from './sources/source.js';
 
 /** The CloudWatch units sqs-inbox publishes in. */
 export type MetricUnitName = 'Count' | 'Milliseconds';
@@ -21,6 +22,11 @@ export interface InboxLogger {
 export interface InboxMetrics {
   /** Adds one value of a metric to the invocation's set. */
   addMetric(name: string, unit: MetricUnitName, value: number): void;
+  /**
+   * Adds a dimension to the metrics published next (Powertools' `Metrics` has it): the consumer's source
+   * (`sqs`, `kinesis`, `dynamodb`, `kafka`) is added as `source` when the client has this method.
+   */
+  addDimension?(name: string, value: string): void;
   /** Publishes the added metrics (as one embedded-metric-format log line with Powertools). */
   publishStoredMetrics(): void;
 }
@@ -55,7 +61,7 @@ export interface BatchSummary {
   readonly recordLatenciesMs: readonly number[];
   /** Milliseconds the whole invocation took. */
   readonly batchLatencyMs: number;
-  /** The messageIds reported back as failed. */
+  /** The ids of the records reported back as failed (SQS messageIds, sequence numbers, `topic-partition@offset`). */
   readonly failedMessageIds: readonly string[];
 }
 
@@ -88,10 +94,10 @@ export class BatchTally {
  * The defaults for a consumer: an {@link EmfMetrics} and a {@link JsonLogger}, which write the lines a
  * Powertools `Metrics` and `Logger` would, without bundling the utilities.
  */
-export function defaultTelemetry(consumer: string): { logger: InboxLogger; metrics: InboxMetrics } {
+export function defaultTelemetry(consumer: string, source: SourceName): { logger: InboxLogger; metrics: InboxMetrics } {
   return {
     logger: new JsonLogger(consumer),
-    metrics: new EmfMetrics(process.env.POWERTOOLS_METRICS_NAMESPACE ?? METRIC_NAMESPACE, consumer),
+    metrics: new EmfMetrics(process.env.POWERTOOLS_METRICS_NAMESPACE ?? METRIC_NAMESPACE, consumer, source),
   };
 }
 
@@ -99,7 +105,9 @@ export function defaultTelemetry(consumer: string): { logger: InboxLogger; metri
  * Publishes one invocation's summary as CloudWatch embedded-metric-format metrics. Adding and publishing
  * happen with no await between them, so concurrent invocations in one process never mix their metrics.
  */
-export function publishSummary(metrics: InboxMetrics, summary: BatchSummary): void {
+export function publishSummary(metrics: InboxMetrics, summary: BatchSummary, source: SourceName): void {
+  // Powertools clears added dimensions at each publish, so it is added for every one.
+  metrics.addDimension?.('source', source);
   const counts: [string, number][] = [
     ['Processed', summary.processed],
     ['Duplicates', summary.duplicates],

@@ -331,7 +331,7 @@ describe('events that are not SQS events', () => {
     expect((await handler({ Records: [bare as never] }, lambdaContext())).batchItemFailures).toEqual([]);
     expect(await db.query("SELECT 1 FROM public.orders WHERE order_id = 'hand-built'")).toHaveLength(1);
     await expect(handler({ Records: [{ eventSource: 'aws:custom' } as never] }, lambdaContext())).rejects.toThrow(
-      'inbox() handles SQS events; Records[0].eventSource is "aws:custom", not "aws:sqs". Check the function\'s trigger: an inbox() handler must only be subscribed to SQS queues.',
+      'inbox() handles SQS events; Records[0].eventSource is "aws:custom", not "aws:sqs". Check the function\'s trigger: it must be an SQS event source mapping with ReportBatchItemFailures.',
     );
   });
 });

@@ -192,8 +192,8 @@ describe('transaction mode', () => {
     await handler({ Records: [fifo] }, lambdaContext());
     await handler({ Records: [standard] }, lambdaContext());
     expect(seen).toEqual([
-      { key: 'key-m1', body: { orderId: 'm-1' }, record: fifo, attempt: 3, groupId: 'customer-1' },
-      { key: standard.messageId, body: { orderId: 'm-2' }, record: standard, attempt: 1, groupId: undefined },
+      { key: 'key-m1', body: { orderId: 'm-1' }, record: fifo, id: fifo.messageId, attempt: 3, groupId: 'customer-1' },
+      { key: standard.messageId, body: { orderId: 'm-2' }, record: standard, id: standard.messageId, attempt: 1, groupId: undefined },
     ]);
   });
 

@@ -75,10 +75,17 @@ const invocations: [string, (metrics: InboxMetrics) => void][] = [
   ],
 ];
 
+/** Powertools' Metrics as the consumer would configure it: the source as a default dimension. */
+function powertools(): Metrics {
+  const metrics = new Metrics({ namespace: 'SqsInbox', serviceName: 'order-worker' });
+  metrics.setDefaultDimensions({ source: 'sqs' });
+  return metrics;
+}
+
 describe('EmfMetrics writes what Powertools Metrics writes', () => {
   it.each(invocations)('%s', (_, invoke) => {
-    const theirs = linesOf(() => invoke(new Metrics({ namespace: 'SqsInbox', serviceName: 'order-worker' })));
-    const ours = linesOf(() => invoke(new EmfMetrics('SqsInbox', 'order-worker')));
+    const theirs = linesOf(() => invoke(powertools()));
+    const ours = linesOf(() => invoke(new EmfMetrics('SqsInbox', 'order-worker', 'sqs')));
     expect(theirs.length).toBeGreaterThan(0);
     expect(ours).toEqual(theirs);
   });
@@ -91,8 +98,8 @@ describe('EmfMetrics writes what Powertools Metrics writes', () => {
   ] as const)('%s=%s: %i lines, as Powertools', (key, value, expected) => {
     process.env[key] = value;
     const invoke = invocations[0]![1];
-    const theirs = linesOf(() => invoke(new Metrics({ namespace: 'SqsInbox', serviceName: 'order-worker' })));
-    const ours = linesOf(() => invoke(new EmfMetrics('SqsInbox', 'order-worker')));
+    const theirs = linesOf(() => invoke(powertools()));
+    const ours = linesOf(() => invoke(new EmfMetrics('SqsInbox', 'order-worker', 'sqs')));
     expect(theirs).toHaveLength(expected);
     expect(ours).toEqual(theirs);
   });
@@ -101,8 +108,8 @@ describe('EmfMetrics writes what Powertools Metrics writes', () => {
     process.env.POWERTOOLS_METRICS_DISABLED = 'false';
     process.env.POWERTOOLS_DEV = 'true';
     const invoke = invocations[0]![1];
-    const theirs = linesOf(() => invoke(new Metrics({ namespace: 'SqsInbox', serviceName: 'order-worker' })));
+    const theirs = linesOf(() => invoke(powertools()));
     expect(theirs).toHaveLength(1);
-    expect(linesOf(() => invoke(new EmfMetrics('SqsInbox', 'order-worker')))).toEqual(theirs);
+    expect(linesOf(() => invoke(new EmfMetrics('SqsInbox', 'order-worker', 'sqs')))).toEqual(theirs);
   });
 });

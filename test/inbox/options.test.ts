@@ -63,7 +63,7 @@ const wrongType: [string, Record<string, unknown>, RegExp][] = [
 const unknownKey: [string, Record<string, unknown>, RegExp][] = [
   ['concurency', { concurency: 5 }, /"concurency": is not an option of inbox\(\); did you mean "concurrency"\?$/],
   ['CallTimeoutMs', { CallTimeoutMs: 5000 }, /did you mean "callTimeoutMs"\?$/],
-  ['retries', { retries: 3 }, /"retries": is not an option of inbox\(\); the inbox\(\) options are consumer, database, apply, statement, .*, sleep$/],
+  ['retries', { retries: 3 }, /"retries": is not an option of inbox\(\); the inbox\(\) options are consumer, database, apply, statement, .*, sleep, key, fifo$/],
   ['onFailure', { onFailure: 'stop-batch' }, /"onFailure": is not an option of inbox\(\); it belongs inside fifo: fifo: \{ onFailure: \.\.\. \}$/],
   ['fifo.onfailure', { fifo: { onfailure: 'stop-batch' } }, /"fifo\.onfailure": is not an option of fifo; did you mean "onFailure"\?$/],
   ['fifo.order', { fifo: { order: 'strict' } }, /"fifo\.order": is not an option of fifo; the fifo options are onFailure$/],

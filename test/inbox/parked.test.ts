@@ -177,6 +177,7 @@ describe('parked messages', () => {
       {
         key: 'key-r',
         body: { orderId: 'order-r' },
+        id: record.messageId,
         attempt: 2,
         groupId: 'g-r',
         record: {

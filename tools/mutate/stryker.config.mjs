@@ -16,7 +16,7 @@ export default {
     'lambda/inbox/keys.ts',
     'lambda/inbox/prepared.ts',
     'lambda/inbox/duplicate-filter.ts',
-    'lambda/inbox/sqs-event.ts',
+    'lambda/inbox/sources/*.ts',
     'lambda/inbox/modes/*.ts',
   ],
   // Each mutant runs only the tests that reach it: the whole suite per mutant would not fit 2 cores.

@@ -20,27 +20,27 @@ class SetFallback extends Error {
 /**
  * The batch modes: the batch's records are claimed and applied as ONE set, in one transaction
  * (`applyBatch`) or one statement (`statementBatch`). Records that cannot join the set (a key, body or
- * parse failure, a known collision, a key that appears twice in the batch, and on a FIFO queue every
- * record of their message group) run alone, as in the per-record modes. When the set fails for a
+ * parse failure, a known collision, a key that appears twice in the batch, and in an ordered batch every
+ * record of their lane: FIFO message group, shard, partition) run alone, as in the per-record modes. When the set fails for a
  * reason one record could cause, each of its records runs alone, so a poison message fails alone.
  */
-export class BatchModeRunner<Body> {
+export class BatchModeRunner<Body, Raw = unknown> {
   constructor(
-    private readonly options: ResolvedOptions<Body>,
+    private readonly options: ResolvedOptions<Body, Raw>,
     private readonly tables: InboxTables,
-    private readonly consumer: RecordConsumer<Body>,
+    private readonly consumer: RecordConsumer<Body, Raw>,
     private readonly logger: InboxLogger,
   ) {}
 
   async run(
-    prepared: readonly PreparedRecord<Body>[],
+    prepared: readonly PreparedRecord<Body, Raw>[],
     plan: BatchPlan,
     session: DataApiSession,
     tally: BatchTally,
     timed: (run: () => Promise<Outcome>) => Promise<Outcome>,
   ): Promise<Outcome[]> {
     const outcomes: Outcome[] = new Array(prepared.length);
-    const alone = async (list: readonly PreparedRecord<Body>[]) => {
+    const alone = async (list: readonly PreparedRecord<Body, Raw>[]) => {
       const results = await runBatch(list.map((p) => p.record), plan, (_, index) => timed(() => this.consumer.consume(list[index]!, session, tally)));
       list.forEach((p, index) => (outcomes[p.index] = results[index]!));
     };
@@ -55,12 +55,12 @@ export class BatchModeRunner<Body> {
   }
 
   private async runSet(
-    members: readonly PreparedRecord<Body>[],
+    members: readonly PreparedRecord<Body, Raw>[],
     plan: BatchPlan,
     session: DataApiSession,
     tally: BatchTally,
     outcomes: Outcome[],
-    alone: (list: readonly PreparedRecord<Body>[]) => Promise<void>,
+    alone: (list: readonly PreparedRecord<Body, Raw>[]) => Promise<void>,
   ): Promise<void> {
     if (members.length === 0) return;
     if (!plan.mayStart()) {
@@ -90,9 +90,9 @@ export class BatchModeRunner<Body> {
   }
 
   /** Claims and applies the set; throws when it did not commit. */
-  private async applySet(members: readonly PreparedRecord<Body>[], session: DataApiSession, tally: BatchTally): Promise<Outcome[]> {
+  private async applySet(members: readonly PreparedRecord<Body, Raw>[], session: DataApiSession, tally: BatchTally): Promise<Outcome[]> {
     const mode = this.options.mode;
-    const set: SetMember<Body>[] = members.map((p) => ({ message: p.message!, sha256: p.sha256 }));
+    const set: SetMember<Body, Raw>[] = members.map((p) => ({ message: p.message!, sha256: p.sha256 }));
     if (mode.kind === 'batch-statement') {
       const claims = await statementSet(session, this.tables, this.options.consumer, mode, set, true);
       return Promise.all(members.map((p, index) => this.consumer.settle(p, claims[index]!, session, tally)));
@@ -148,7 +148,7 @@ function oneRecordCouldCause(error: Error): boolean {
 
 /**
  * Which records join the set. A record joins when it is ready to claim, the duplicate filter knows
- * nothing of it, and no other record of the batch has its key. On a FIFO queue a message group joins
+ * nothing of it, and no other record of the batch has its key. In an ordered batch a lane (FIFO message group, shard, partition) joins
  * only as a whole (known duplicates aside, which succeed without running), so that the group's order is
  * kept by the per-record runner; with `stop-batch`, one record that cannot join keeps the whole batch out.
  * A set of fewer than two records is not worth it.
@@ -159,11 +159,11 @@ function setMembership(prepared: readonly PreparedRecord<unknown>[], plan: Batch
   const settled = (p: PreparedRecord<unknown>) => p.known === 'duplicate';
   const ready = (p: PreparedRecord<unknown>) => p.error === undefined && p.known === undefined && keyCounts.get(p.key!) === 1;
   let joins = prepared.map(ready);
-  if (plan.fifo) {
+  if (plan.ordered) {
     const blocked = new Set<string>();
-    for (const p of prepared) if (!ready(p) && !settled(p)) blocked.add(p.record.attributes?.MessageGroupId ?? '');
+    for (const p of prepared) if (!ready(p) && !settled(p)) blocked.add(p.record.lane ?? '');
     if (plan.onFailure === 'stop-batch' && blocked.size > 0) return prepared.map(() => false);
-    joins = prepared.map((p, index) => joins[index]! && !blocked.has(p.record.attributes?.MessageGroupId ?? ''));
+    joins = prepared.map((p, index) => joins[index]! && !blocked.has(p.record.lane ?? ''));
   }
   return joins.filter(Boolean).length >= 2 ? joins : prepared.map(() => false);
 }

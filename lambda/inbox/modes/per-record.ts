@@ -1,4 +1,3 @@
-import type { SQSRecord } from 'aws-lambda';
 import type { Outcome } from '../batch.js';
 import { checkGatedStatement, claimParams, claimSql, gatedSql, parkSql, readClaim, replayBatchGatedSql, replayGatedSql, sameHash, storedHashSql } from '../claim.js';
 import type { ClaimOutcome } from '../claim.js';
@@ -7,9 +6,10 @@ import { KeyCollisionError, PermanentError } from '../errors.js';
 import { hex } from '../keys.js';
 import type { InboxMessage, InboxTransaction, ResolvedOptions } from '../options.js';
 import type { ParkedMessage } from '../parked.js';
-import { attemptOf, toMessage } from '../prepared.js';
+import { toMessage } from '../prepared.js';
 import type { PreparedRecord } from '../prepared.js';
 import type { InboxTables } from '../schema.js';
+import type { InboxSource, SourceRecord } from '../sources/source.js';
 import type { BatchTally, InboxLogger } from '../telemetry.js';
 import { batchInputRow, statementSet } from './statement-set.js';
 
@@ -23,14 +23,15 @@ type DuplicateVerdict = 'duplicate' | { readonly collidesWith: Uint8Array };
  * statement (statement modes). The per-record modes use it for every record; the batch modes for records
  * that cannot join the batch, and for each record after the batch failed. Never throws.
  */
-export class RecordConsumer<Body> {
+export class RecordConsumer<Body, Raw = unknown> {
   constructor(
-    private readonly options: ResolvedOptions<Body>,
+    private readonly options: ResolvedOptions<Body, Raw>,
     private readonly tables: InboxTables,
     private readonly logger: InboxLogger,
+    private readonly source: InboxSource<Raw, unknown, unknown>,
   ) {}
 
-  async consume(prepared: PreparedRecord<Body>, session: DataApiSession, tally: BatchTally): Promise<Outcome> {
+  async consume(prepared: PreparedRecord<Body, Raw>, session: DataApiSession, tally: BatchTally): Promise<Outcome> {
     const { record, key, sha256 } = prepared;
     try {
       if (prepared.error) throw prepared.error;
@@ -49,7 +50,7 @@ export class RecordConsumer<Body> {
    * The outcome of a record whose claim was made (or refused) by a batch statement: processed when it
    * claimed, else a duplicate, or a collision that is parked or failed.
    */
-  async settle(prepared: PreparedRecord<Body>, claim: ClaimOutcome, session: DataApiSession, tally: BatchTally): Promise<Outcome> {
+  async settle(prepared: PreparedRecord<Body, Raw>, claim: ClaimOutcome, session: DataApiSession, tally: BatchTally): Promise<Outcome> {
     try {
       if (claim.claimed) return { kind: 'processed' };
       const verdict = await this.duplicateOrCollision(session, prepared.key!, claim, prepared.sha256);
@@ -61,7 +62,7 @@ export class RecordConsumer<Body> {
   }
 
   /** A record's failure: parked when it is permanent and the consumer parks, else failed. */
-  private failed(session: DataApiSession, prepared: PreparedRecord<Body>, error: unknown, tally: BatchTally): Promise<Outcome> | Outcome {
+  private failed(session: DataApiSession, prepared: PreparedRecord<Body, Raw>, error: unknown, tally: BatchTally): Promise<Outcome> | Outcome {
     const failure = error instanceof Error ? error : new Error(String(error));
     if (failure instanceof PermanentError && this.options.onPermanentError === 'park') {
       return this.park(session, prepared.record, prepared.key, prepared.sha256, failure, tally);
@@ -71,18 +72,7 @@ export class RecordConsumer<Body> {
 
   /** Runs the effect of a parked message inside the replay's transaction, which already holds its claim. */
   async replay(tx: Transaction, parked: ParkedMessage): Promise<void> {
-    const record: SQSRecord = {
-      messageId: parked.sqsMessageId,
-      receiptHandle: '',
-      body: parked.body,
-      attributes: parked.attributes.attributes as unknown as SQSRecord['attributes'],
-      messageAttributes: parked.attributes.messageAttributes as SQSRecord['messageAttributes'],
-      md5OfBody: '',
-      eventSource: 'aws:sqs',
-      eventSourceARN: '',
-      awsRegion: '',
-    };
-    const message = toMessage(record, parked.key ?? parked.sqsMessageId, this.options.parse);
+    const message = toMessage(this.source.fromParked(parked), parked.key ?? parked.sqsMessageId, this.options.parse);
     const mode = this.options.mode;
     switch (mode.kind) {
       case 'transaction':
@@ -107,7 +97,7 @@ export class RecordConsumer<Body> {
   }
 
   /** The record alone, in the consumer's mode. */
-  private async applyAlone(session: DataApiSession, message: InboxMessage<Body>, sha256: Uint8Array): Promise<ClaimVerdict> {
+  private async applyAlone(session: DataApiSession, message: InboxMessage<Body, Raw>, sha256: Uint8Array): Promise<ClaimVerdict> {
     const mode = this.options.mode;
     switch (mode.kind) {
       case 'transaction':
@@ -126,7 +116,7 @@ export class RecordConsumer<Body> {
   /** Begin, claim, apply (only if claimed), commit. k + 3 calls for an effect of k statements. */
   private async inTransaction(
     session: DataApiSession,
-    message: InboxMessage<Body>,
+    message: InboxMessage<Body, Raw>,
     sha256: Uint8Array,
     apply: (tx: InboxTransaction) => Promise<void>,
   ): Promise<ClaimVerdict> {
@@ -149,7 +139,7 @@ export class RecordConsumer<Body> {
   }
 
   /** One autocommit statement that claims and applies. */
-  private async inOneStatement(session: DataApiSession, message: InboxMessage<Body>, sha256: Uint8Array): Promise<ClaimVerdict> {
+  private async inOneStatement(session: DataApiSession, message: InboxMessage<Body, Raw>, sha256: Uint8Array): Promise<ClaimVerdict> {
     const mode = this.options.mode;
     // Stryker disable next-line StringLiteral: the message of an unreachable error
     if (mode.kind !== 'statement') throw new Error('unreachable');
@@ -181,7 +171,7 @@ export class RecordConsumer<Body> {
    */
   private async park(
     session: DataApiSession,
-    record: SQSRecord,
+    record: SourceRecord<Raw>,
     key: string | null,
     sha256: Uint8Array,
     error: PermanentError,
@@ -192,12 +182,12 @@ export class RecordConsumer<Body> {
       const { rows } = await session.execute(parkSql(this.tables), {
         ...claimParams(this.options.consumer, key, sha256),
         inbox_claim: claim,
-        inbox_message_id: record.messageId,
-        inbox_body: typeof record.body === 'string' ? record.body : '',
-        inbox_attributes: { attributes: record.attributes ?? {}, messageAttributes: record.messageAttributes ?? {} },
+        inbox_message_id: record.id ?? '',
+        inbox_body: record.body,
+        inbox_attributes: this.source.parkedAttributes(record.raw),
         inbox_error_class: error.name,
         inbox_error_message: error.message,
-        inbox_attempt: attemptOf(record),
+        inbox_attempt: record.attempt,
       });
       const outcome = readClaim(rows);
       if (!claim || outcome.claimed) return { kind: 'parked', error };
@@ -211,17 +201,16 @@ export class RecordConsumer<Body> {
   }
 
   /** Counts and logs a key collision, and returns it as the record's permanent error. */
-  private collision(record: SQSRecord, key: string, stored: Uint8Array, received: Uint8Array, tally: BatchTally): KeyCollisionError {
+  private collision(record: SourceRecord<Raw>, key: string, stored: Uint8Array, received: Uint8Array, tally: BatchTally): KeyCollisionError {
     tally.collisions++;
     const error = new KeyCollisionError(key, hex(stored), hex(received));
     this.logger.error('key collision: a different message reused a claimed idempotency key; not applied', {
-      messageId: record.messageId,
+      [this.source.idName]: record.id,
       key,
       storedSha256: error.storedSha256,
       receivedSha256: error.receivedSha256,
-      attempt: attemptOf(record),
-      // Stryker disable next-line OptionalChaining: Lambda's SQS records always carry attributes
-      groupId: record.attributes?.MessageGroupId,
+      attempt: record.attempt,
+      groupId: record.groupId,
     });
     return error;
   }

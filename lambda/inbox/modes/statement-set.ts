@@ -5,20 +5,20 @@ import { hex } from '../keys.js';
 import type { InboxMessage, ResolvedMode } from '../options.js';
 
 /** A message of a claimed set, with its body hash. */
-export interface SetMember<Body> {
-  readonly message: InboxMessage<Body>;
+export interface SetMember<Body, Raw = unknown> {
+  readonly message: InboxMessage<Body, Raw>;
   readonly sha256: Uint8Array;
 }
 
 /** One record of the claim's JSON input: the columns the batch SQL declares. */
-export function batchInputRow(message: InboxMessage<unknown>, sha256: Uint8Array, position: number) {
+export function batchInputRow(message: InboxMessage<unknown, unknown>, sha256: Uint8Array, position: number) {
   return {
     position,
     message_key: message.key,
     sha256: hex(sha256),
     body: message.body ?? null,
     group_id: message.groupId ?? null,
-    sqs_message_id: message.record.messageId,
+    sqs_message_id: message.id ?? null,
     attempt: message.attempt,
   };
 }
@@ -28,12 +28,12 @@ export function batchInputRow(message: InboxMessage<unknown>, sha256: Uint8Array
  * set-based effect to those it claimed. Returns each member's claim, in member order. With `strict`, a
  * collision with an earlier claim fails the whole statement (see {@link batchGatedSql}).
  */
-export async function statementSet<Body>(
+export async function statementSet<Body, Raw>(
   session: DataApiSession,
   tables: Parameters<typeof batchGatedSql>[0],
   consumer: string,
-  mode: Extract<ResolvedMode<Body>, { kind: 'batch-statement' }>,
-  members: readonly SetMember<Body>[],
+  mode: Extract<ResolvedMode<Body, Raw>, { kind: 'batch-statement' }>,
+  members: readonly SetMember<Body, Raw>[],
   strict: boolean,
 ): Promise<BatchClaimOutcome[]> {
   const params = mode.params(members.map((member) => member.message));
@@ -53,7 +53,7 @@ export async function claimSet(
   tx: Transaction,
   tables: Parameters<typeof batchClaimSql>[0],
   consumer: string,
-  members: readonly SetMember<unknown>[],
+  members: readonly SetMember<unknown, unknown>[],
 ): Promise<BatchClaimOutcome[]> {
   const { rows } = await tx.execute(batchClaimSql(tables), {
     inbox_consumer: consumer,

@@ -1,0 +1,53 @@
+import type { ParkedMessage } from '../parked.js';
+import type { Outcome } from '../batch.js';
+
+/** The event sources an inbox consumer can be subscribed to. */
+export type SourceName = 'sqs' | 'kinesis' | 'dynamodb' | 'kafka';
+
+/** One record of an event, as the consumer's core sees it whatever its source. */
+export interface SourceRecord<Raw> {
+  /** The record as Lambda delivered it. */
+  readonly raw: Raw;
+  /** Its place in the event. */
+  readonly index: number;
+  /**
+   * What names the record in logs and in the failure report: the SQS messageId, the stream's sequence
+   * number, Kafka's `topic-partition@offset`. Undefined when the record lacks it.
+   */
+  readonly id: string | undefined;
+  /** The payload as text: hashed with the claim, and what `parse` reads. Empty when the record has none. */
+  readonly body: string;
+  /** Why the record cannot be consumed as it is (no body, too large): it fails, or parks, alone. */
+  readonly bodyError?: Error | undefined;
+  /**
+   * Records of one lane are applied in order, one at a time, and after a failure the rest of the lane does
+   * not start: a FIFO message group, a shard, a topic-partition. Undefined for unordered records.
+   */
+  readonly lane: string | undefined;
+  /** What `message.groupId` says: the SQS MessageGroupId (a fair standard queue's too), else the lane. */
+  readonly groupId: string | undefined;
+  /** Which delivery of the record this is: 1 on the first (SQS counts them; the streams do not, so 1). */
+  readonly attempt: number;
+}
+
+/**
+ * A source: turns an event into records with an id, a body and an ordering lane, chooses keys, and reports
+ * failures back the way its event source mapping reads them. One per AWS service, under `sources/`.
+ */
+export interface InboxSource<Raw, Response, Key> {
+  readonly name: SourceName;
+  /** What the metrics and logs call the message's identifier. */
+  readonly idName: string;
+  /** The records of an event; an event from another source is refused with {@link UnexpectedEventError}. */
+  records(event: unknown): readonly SourceRecord<Raw>[];
+  /** Validates the key option once, at cold start, and returns the function that applies it. */
+  keyStrategy(option: Key | undefined): (record: SourceRecord<Raw>) => string;
+  /** The default `parse`. */
+  parse(body: string, record: Raw): unknown;
+  /** The response that makes the event source mapping redeliver exactly what did not succeed; or a throw. */
+  respond(records: readonly SourceRecord<Raw>[], outcomes: readonly Outcome[]): Response;
+  /** What the parked table keeps beside the body, enough for {@link fromParked} to rebuild the record. */
+  parkedAttributes(record: Raw): Record<string, unknown>;
+  /** The record a parked message came from, for its replay. */
+  fromParked(parked: ParkedMessage): SourceRecord<Raw>;
+}

@@ -1,0 +1,99 @@
+import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
+import { succeeded } from '../batch.js';
+import { InboxError, ParseError } from '../errors.js';
+import { checkBodySize, keyStrategy } from '../keys.js';
+import type { KeyStrategy } from '../keys.js';
+import type { ParkedMessage } from '../parked.js';
+import { recordsArray } from './event-shape.js';
+import type { InboxSource, SourceRecord } from './source.js';
+
+/**
+ * True when the batch comes from a FIFO queue, which only its ARN tells: a standard queue's records carry
+ * a MessageGroupId too when it is a fair queue, and their groups are not ordered. One batch comes from one
+ * queue, so its first record decides.
+ */
+export function isFifo(records: readonly SQSRecord[]): boolean {
+  return records[0]?.eventSourceARN?.endsWith('.fifo') === true;
+}
+
+/** ApproximateReceiveCount: 1 on the first delivery. */
+export function receiveCount(record: SQSRecord): number {
+  const count = Number(record.attributes?.ApproximateReceiveCount);
+  return Number.isInteger(count) && count > 0 ? count : 1;
+}
+
+const EXPECTED = {
+  handler: 'inbox()',
+  sources: ['aws:sqs'],
+  events: 'SQS events',
+  trigger: 'an SQS event source mapping with ReportBatchItemFailures',
+};
+
+/** SQS: records named by messageId, FIFO message groups as lanes, failures reported by messageId. */
+export const sqsSource: InboxSource<SQSRecord, SQSBatchResponse, KeyStrategy> = {
+  name: 'sqs',
+  idName: 'messageId',
+  records(event) {
+    const records = recordsArray(event, EXPECTED) as readonly SQSRecord[];
+    const fifo = isFifo(records);
+    return records.map((record, index) => sourceRecord(record, index, fifo));
+  },
+  keyStrategy: (option) => {
+    const keyOf = keyStrategy(option);
+    return (record) => keyOf(record.raw);
+  },
+  parse: (body) => JSON.parse(body) as unknown,
+  respond(records, outcomes) {
+    const failed = records.filter((_, index) => !succeeded(outcomes[index]!));
+    if (failed.some((record) => record.id === undefined)) {
+      // A record that did not commit must come back, but it cannot be named: fail the whole batch. Its
+      // committed records are duplicates on redelivery, so this costs calls, never an effect.
+      throw new InboxError('a record that did not commit has no messageId, so it cannot be reported alone; failing the whole batch so SQS delivers it again');
+    }
+    return { batchItemFailures: failed.map((record) => ({ itemIdentifier: record.id! })) };
+  },
+  parkedAttributes: (record) => ({ attributes: record.attributes ?? {}, messageAttributes: record.messageAttributes ?? {} }),
+  fromParked: (parked: ParkedMessage) =>
+    sourceRecord(
+      {
+        messageId: parked.sqsMessageId,
+        receiptHandle: '',
+        body: parked.body,
+        attributes: (parked.attributes.attributes ?? {}) as unknown as SQSRecord['attributes'],
+        messageAttributes: (parked.attributes.messageAttributes ?? {}) as SQSRecord['messageAttributes'],
+        md5OfBody: '',
+        eventSource: 'aws:sqs',
+        eventSourceARN: '',
+        awsRegion: '',
+      },
+      0,
+      false,
+    ),
+};
+
+function sourceRecord(record: SQSRecord, index: number, fifo: boolean): SourceRecord<SQSRecord> {
+  const body = typeof record.body === 'string' ? record.body : '';
+  return {
+    raw: record,
+    index,
+    id: typeof record.messageId === 'string' && record.messageId.length > 0 ? record.messageId : undefined,
+    body,
+    bodyError: bodyError(record, body),
+    // Stryker disable next-line OptionalChaining,StringLiteral: Lambda's SQS records always carry attributes, and the fallback group name is only a Map key
+    lane: fifo ? (record.attributes?.MessageGroupId ?? '') : undefined,
+    groupId: record.attributes?.MessageGroupId,
+    attempt: receiveCount(record),
+  };
+}
+
+function bodyError(record: SQSRecord, body: string): Error | undefined {
+  if (typeof record.body !== 'string') {
+    return new ParseError(`the record has no body string (body is ${record.body === null ? 'null' : typeof record.body}); SQS records from Lambda always carry one`);
+  }
+  try {
+    checkBodySize(body);
+    return undefined;
+  } catch (error) {
+    return error as Error;
+  }
+}
