@@ -72,7 +72,8 @@ export function keyStrategy(strategy: KeyStrategy | undefined): (record: SQSReco
   }
 }
 
-function checkKey(key: unknown, source: string): string {
+/** Checks a chosen key: non-empty, at most {@link MAX_KEY_BYTES}, printable. */
+export function checkKey(key: unknown, source: string): string {
   if (typeof key !== 'string' || key.length === 0) {
     throw new KeyError(`${source} gave an empty key; every message needs a non-empty idempotency key`);
   }

@@ -6,14 +6,17 @@ import type { InboxTables } from './schema.js';
 export interface ParkedMessage {
   /** The parked row's id: what {@link ParkedMessages.replay} takes. */
   readonly id: number;
-  /** The SQS messageId of the parked record. */
+  /** The record's id: the SQS messageId, the stream's sequence number, Kafka's `topic-partition@offset`. */
   readonly sqsMessageId: string;
   /** The idempotency key, or null when the record had no usable key. */
   readonly key: string | null;
   /** The record's body, as received. */
   readonly body: string;
-  /** `{ attributes, messageAttributes }` of the SQS record. */
-  readonly attributes: { attributes: Record<string, string>; messageAttributes: Record<string, unknown> };
+  /**
+   * What the record carried besides its body: `{ attributes, messageAttributes }` of an SQS record,
+   * `{ record }` (the whole record) of a stream record.
+   */
+  readonly attributes: { readonly attributes?: Record<string, string>; readonly messageAttributes?: Record<string, unknown>; readonly record?: unknown };
   /** The permanent error's `name`: `PermanentError`, `ParseError`, `KeyCollisionError`, ... */
   readonly errorClass: string;
   /** Its message. */

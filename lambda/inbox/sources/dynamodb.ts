@@ -1,0 +1,78 @@
+import type { DynamoDBBatchResponse, DynamoDBRecord } from 'aws-lambda';
+import { ParseError } from '../errors.js';
+import { checkKey } from '../keys.js';
+import { unmarshallImage } from './dynamodb-image.js';
+import type { PlainItem } from './dynamodb-image.js';
+import { recordsArray } from './event-shape.js';
+import type { InboxSource, SourceRecord } from './source.js';
+import { streamKeyStrategy } from './stream-keys.js';
+import type { StreamKeyStrategy } from './stream-keys.js';
+import { sequenceNumberReport } from './stream-report.js';
+
+/** A DynamoDB Streams change as `dynamoDbInbox` hands it to `apply` by default: images unmarshalled. */
+export interface DynamoDbChange {
+  /** INSERT, MODIFY or REMOVE. */
+  readonly eventName: 'INSERT' | 'MODIFY' | 'REMOVE';
+  /** The item's key attributes. */
+  readonly keys: PlainItem;
+  /** The item after the change (absent for REMOVE, or when the stream view type leaves it out). */
+  readonly newImage?: PlainItem | undefined;
+  /** The item before the change (absent for INSERT, or when the stream view type leaves it out). */
+  readonly oldImage?: PlainItem | undefined;
+}
+
+/**
+ * How a DynamoDB Streams record's key is chosen. `'event-id'` (the default): the record's `eventID`,
+ * unique per stream record, so Lambda's retries of a change are caught. `{ field }` reads the JSON body,
+ * which for this source is the change as `dynamoDbInbox` describes it, e.g. `{ field: 'newImage.requestId' }`.
+ */
+export type DynamoDbKeyStrategy = StreamKeyStrategy<DynamoDBRecord, 'event-id'>;
+
+const EXPECTED = {
+  handler: 'dynamoDbInbox()',
+  sources: ['aws:dynamodb'],
+  events: 'DynamoDB Streams events',
+  trigger: 'a DynamoDB Streams event source mapping with ReportBatchItemFailures',
+};
+
+/** DynamoDB Streams: records named by sequence number, the shard as lane, failures reported as the first failed sequence number. */
+export const dynamoDbSource: InboxSource<DynamoDBRecord, DynamoDBBatchResponse, DynamoDbKeyStrategy> = {
+  name: 'dynamodb',
+  idName: 'sequenceNumber',
+  records: (event) => (recordsArray(event, EXPECTED) as readonly DynamoDBRecord[]).map(sourceRecord),
+  keyStrategy: (option) =>
+    streamKeyStrategy<DynamoDBRecord>(option, {
+      name: 'event-id',
+      keyOf: (record) => checkKey(record.raw?.eventID, 'eventID'),
+    }),
+  parse: (body) => {
+    const change = JSON.parse(body) as { eventName: DynamoDbChange['eventName']; Keys?: never; NewImage?: never; OldImage?: never };
+    return {
+      eventName: change.eventName,
+      keys: unmarshallImage(change.Keys) ?? {},
+      newImage: unmarshallImage(change.NewImage),
+      oldImage: unmarshallImage(change.OldImage),
+    } satisfies DynamoDbChange;
+  },
+  respond: sequenceNumberReport,
+  parkedAttributes: (record) => ({ record }),
+  fromParked: (parked) => sourceRecord(parked.attributes.record as DynamoDBRecord, 0),
+};
+
+function sourceRecord(record: DynamoDBRecord, index: number): SourceRecord<DynamoDBRecord> {
+  const change = record?.dynamodb;
+  const sequenceNumber = typeof change?.SequenceNumber === 'string' && change.SequenceNumber !== '' ? change.SequenceNumber : undefined;
+  const described = change !== undefined && change !== null && typeof change === 'object';
+  return {
+    raw: record,
+    index,
+    id: sequenceNumber,
+    // The change as the body: what is hashed with the claim and what the default parse unmarshalls.
+    body: described ? JSON.stringify({ eventName: record.eventName, Keys: change.Keys, NewImage: change.NewImage, OldImage: change.OldImage }) : '',
+    bodyError: described ? undefined : new ParseError('the record has no dynamodb object; DynamoDB Streams records from Lambda always carry one'),
+    // One batch comes from one shard, which the record does not name: the whole batch is one lane.
+    lane: 'shard',
+    groupId: undefined,
+    attempt: 1,
+  };
+}

@@ -1,0 +1,127 @@
+import type { MSKRecord, SelfManagedKafkaRecord } from 'aws-lambda';
+import { InboxError, KeyError, ParseError, UnexpectedEventError } from '../errors.js';
+import { checkKey } from '../keys.js';
+import { looksLike, refuseForeign, shape } from './event-shape.js';
+import type { InboxSource, SourceRecord } from './source.js';
+import { restartPoints } from './stream-report.js';
+import { streamKeyStrategy } from './stream-keys.js';
+import type { StreamKeyStrategy } from './stream-keys.js';
+
+/** A Kafka record as Lambda delivers it, from Amazon MSK or a self-managed cluster. */
+export type KafkaRecord = MSKRecord | SelfManagedKafkaRecord;
+
+/** The partial batch response of a Kafka event source mapping (provisioned mode only). */
+export interface KafkaBatchResponse {
+  /** Per failed topic-partition, the offset to resume it from. */
+  readonly batchItemFailures: { readonly itemIdentifier: { readonly partition: string; readonly offset: number } }[];
+}
+
+/**
+ * How a Kafka record's key is chosen. `'offset'` (the default): topic, partition and offset, so the
+ * redelivery after a failed offset commit is caught; a producer's re-send is a new offset, so give a
+ * header (`{ header: 'idempotency-key' }`), a body field (`{ field: 'orderId' }`) or a function for
+ * producer-assigned keys.
+ */
+export type KafkaKeyStrategy = StreamKeyStrategy<KafkaRecord, 'offset'> | { readonly header: string };
+
+/** A Kafka record's headers, decoded as UTF-8 (a header sent twice keeps its last value). */
+export function kafkaHeaders(record: KafkaRecord): Record<string, string> {
+  const headers: Record<string, string> = {};
+  for (const header of Array.isArray(record.headers) ? record.headers : []) {
+    for (const [name, bytes] of Object.entries(header)) headers[name] = Buffer.from(bytes).toString('utf8');
+  }
+  return headers;
+}
+
+const EXPECTED = {
+  handler: 'kafkaInbox()',
+  sources: ['aws:kafka', 'SelfManagedKafka'],
+  events: 'Kafka events (Amazon MSK or self-managed)',
+  trigger: 'an MSK or self-managed Kafka event source mapping',
+};
+
+/**
+ * Kafka: records named `topic-partition@offset`, each topic-partition a lane. With `partialResponse`
+ * (ReportBatchItemFailures, which only a provisioned-mode event source mapping reads), failures are
+ * reported as the offset to resume each failed partition from; without it any failure fails the whole
+ * invocation, and the inbox turns the redelivered committed records into no-ops.
+ */
+export function kafkaSource(partialResponse: boolean): InboxSource<KafkaRecord, KafkaBatchResponse, KafkaKeyStrategy> {
+  return {
+    name: 'kafka',
+    idName: 'record',
+    records: kafkaRecords,
+    keyStrategy: (option) =>
+      streamKeyStrategy<KafkaRecord>(
+        option,
+        { name: 'offset', keyOf: (record) => checkKey(record.id, 'the topic, partition and offset') },
+        {
+          property: 'header',
+          example: "{ header: 'idempotency-key' }",
+          keyOf: (name) => (record) => {
+            const value = kafkaHeaders(record.raw)[name];
+            if (value === undefined) throw new KeyError(`header "${name}" is missing; the producer must set it on every record`);
+            return checkKey(value, `header "${name}"`);
+          },
+        },
+      ),
+    // A record without a value is a tombstone (a delete, on a compacted topic): its body is null.
+    parse: (body, record) => (record.value === null || record.value === undefined ? null : (JSON.parse(body) as unknown)),
+    respond(records, outcomes) {
+      const firsts = restartPoints(records, outcomes);
+      if (firsts.length === 0) return { batchItemFailures: [] };
+      if (!partialResponse) {
+        throw new InboxError(
+          `${firsts.length} topic-partition(s) of the batch did not commit (first: ${firsts[0]!.id ?? 'a record without topic, partition or offset'}); ` +
+            'failing the invocation so Lambda delivers the batch again, since this event source mapping reads no partial batch response ' +
+            '(set reportBatchItemFailures, on a provisioned-mode mapping, to resume from the failed offsets instead). Records that committed are duplicates then.',
+        );
+      }
+      if (firsts.some((record) => record.id === undefined)) {
+        throw new InboxError('a record that did not commit has no topic, partition or offset, so Lambda cannot resume from it; failing the whole batch so it is delivered again');
+      }
+      return { batchItemFailures: firsts.map((record) => ({ itemIdentifier: { partition: record.lane!, offset: Number(record.raw.offset) } })) };
+    },
+    parkedAttributes: (record) => ({ record }),
+    fromParked: (parked) => sourceRecord(parked.attributes.record as KafkaRecord, 0),
+  };
+}
+
+/** The records of a Kafka event, partition by partition in the order Lambda gives them. */
+function kafkaRecords(event: unknown): readonly SourceRecord<KafkaRecord>[] {
+  const records = (event as { records?: unknown } | null | undefined)?.records;
+  if (event === null || typeof event !== 'object' || records === null || typeof records !== 'object' || Array.isArray(records)) {
+    throw new UnexpectedEventError(
+      `${EXPECTED.handler} handles ${EXPECTED.events}, which carry "records" keyed by topic-partition; got ${shape(event, (event as { Records?: unknown } | null)?.Records !== undefined ? 'Records' : 'records')}.${looksLike(event)} ` +
+        `Check the function's trigger (${EXPECTED.trigger}), or build test events as Lambda does.`,
+    );
+  }
+  refuseForeign((event as { eventSource?: unknown }).eventSource, 'eventSource', EXPECTED);
+  const flat: SourceRecord<KafkaRecord>[] = [];
+  for (const [partition, list] of Object.entries(records)) {
+    if (!Array.isArray(list)) {
+      throw new UnexpectedEventError(`${EXPECTED.handler}: records[${JSON.stringify(partition)}] is ${list === null ? 'null' : typeof list}, not an array of records; build test events as Lambda does`);
+    }
+    for (const record of list as KafkaRecord[]) flat.push(sourceRecord(record, flat.length));
+  }
+  return flat;
+}
+
+function sourceRecord(record: KafkaRecord, index: number): SourceRecord<KafkaRecord> {
+  const placed = typeof record?.topic === 'string' && record.topic !== '' && Number.isInteger(record.partition) && Number.isInteger(record.offset);
+  const lane = placed ? `${record.topic}-${record.partition}` : '';
+  const value = record?.value;
+  return {
+    raw: record,
+    index,
+    id: placed ? `${lane}@${record.offset}` : undefined,
+    body: typeof value === 'string' ? Buffer.from(value, 'base64').toString('utf8') : '',
+    bodyError:
+      value === null || value === undefined || typeof value === 'string'
+        ? undefined
+        : new ParseError(`the record's value is ${typeof value}, not a base64 string; Kafka records from Lambda always carry one (or none, for a tombstone)`),
+    lane,
+    groupId: lane,
+    attempt: 1,
+  };
+}

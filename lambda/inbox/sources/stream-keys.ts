@@ -1,0 +1,61 @@
+import { InboxConfigError, KeyError } from '../errors.js';
+import { checkKey } from '../keys.js';
+import { described, refuseUnknownKeys } from '../option-checks.js';
+import type { SourceRecord } from './source.js';
+
+/**
+ * How a stream record's idempotency key is chosen: the source's default (its position in the stream:
+ * redeliveries of one record are caught, a producer's re-send is a new record), a field of the JSON body
+ * the producer fills with a stable key (`{ field: 'orderId' }`, dotted for nested fields), or a function.
+ */
+export type StreamKeyStrategy<Raw, Default extends string> = Default | { readonly field: string } | ((record: Raw) => string);
+
+/** One of a source's own key strategies besides the default and `field`, e.g. Kafka's `{ header }`. */
+export interface ExtraKeyStrategy<Raw> {
+  /** The strategy object's one property, e.g. `header`. */
+  readonly property: string;
+  /** An example of the strategy for errors, e.g. `{ header: 'idempotency-key' }`. */
+  readonly example: string;
+  readonly keyOf: (name: string) => (record: SourceRecord<Raw>) => string;
+}
+
+/** Validates a stream source's key option once, at cold start, and returns the function that applies it. */
+export function streamKeyStrategy<Raw>(
+  option: unknown,
+  defaults: { readonly name: string; readonly keyOf: (record: SourceRecord<Raw>) => string },
+  extra?: ExtraKeyStrategy<Raw>,
+): (record: SourceRecord<Raw>) => string {
+  const chosen = option ?? defaults.name;
+  if (chosen === defaults.name) return defaults.keyOf;
+  if (typeof chosen === 'function') return (record) => checkKey((chosen as (raw: Raw) => unknown)(record.raw), 'the key function');
+  if (typeof chosen === 'object' && chosen !== null && !Array.isArray(chosen)) {
+    const property = extra && Object.hasOwn(chosen, extra.property) ? extra.property : 'field';
+    refuseUnknownKeys(chosen, { [property]: true }, 'key');
+    const name = (chosen as Record<string, unknown>)[property];
+    if (typeof name !== 'string' || name.length === 0) {
+      throw new InboxConfigError(`key.${property}`, `must be a non-empty name, e.g. { ${property}: 'orderId' }`);
+    }
+    return property === 'field' ? fieldKey(name) : extra!.keyOf(name);
+  }
+  const others = [`'${defaults.name}'`, "{ field: 'orderId' }", ...(extra ? [extra.example] : []), 'a function of the record'];
+  throw new InboxConfigError('key', `${described(chosen)} is not a key strategy; use ${others.join(', ')}`);
+}
+
+/** The key from a field of the JSON body, `a.b` for nested fields: a string, or a finite number. */
+function fieldKey<Raw>(path: string): (record: SourceRecord<Raw>) => string {
+  const steps = path.split('.');
+  return (record) => {
+    let value: unknown;
+    try {
+      value = JSON.parse(record.body) as unknown;
+    } catch {
+      throw new KeyError(`key field "${path}": the body is not JSON, so it has no fields`);
+    }
+    for (const step of steps) value = typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[step] : undefined;
+    if (typeof value === 'number' && Number.isFinite(value)) value = String(value);
+    if (typeof value !== 'string') {
+      throw new KeyError(`key field "${path}" is ${value === undefined ? 'missing' : described(value)} in the body; the producer must set it to a string on every message`);
+    }
+    return checkKey(value, `body field "${path}"`);
+  };
+}

@@ -1,0 +1,100 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dynamoDbInbox } from '../../../lambda/inbox/index.js';
+import type { DynamoDbChange, DynamoDbInboxOptions, InboxMessage } from '../../../lambda/inbox/index.js';
+import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics } from '../../support/inbox.js';
+import type { InboxFixture } from '../../support/inbox.js';
+import { dynamoDbEvent, dynamoDbRecord } from '../../support/streams.js';
+
+let db: InboxFixture;
+beforeAll(async () => {
+  db = await inboxFixture('dynamodb');
+  await db.query('CREATE TABLE public.audit (seq bigserial PRIMARY KEY, consumer text NOT NULL, item_id text NOT NULL, event_name text NOT NULL)');
+});
+afterAll(async () => db.close());
+
+let run = 0;
+function make(extra: Partial<DynamoDbInboxOptions> = {}) {
+  const consumer = `dynamodb-${run++}`;
+  const seen: InboxMessage<DynamoDbChange, unknown>[] = [];
+  const handler = dynamoDbInbox({
+    consumer,
+    database: db.target,
+    logger: recordingLogger(),
+    metrics: recordingMetrics(),
+    apply: async (tx, message) => {
+      seen.push(message);
+      await tx.execute('INSERT INTO public.audit (consumer, item_id, event_name) VALUES (:consumer, :id, :event)', {
+        consumer,
+        id: String(message.body.keys.id),
+        event: message.body.eventName,
+      });
+      if (message.body.newImage?.fail === true) throw new Error('fails');
+    },
+    ...extra,
+  });
+  const rows = async () => (await db.query<{ item_id: string; event_name: string }>('SELECT item_id, event_name FROM public.audit WHERE consumer = $1 ORDER BY seq', [consumer])).map((r) => `${r.event_name} ${r.item_id}`);
+  return { handler, seen, rows };
+}
+
+describe('dynamoDbInbox', () => {
+  it('hands apply the change with its images unmarshalled, keyed by eventID, once', async () => {
+    const { handler, seen, rows } = make();
+    const records = [
+      dynamoDbRecord({ id: 'o-1', newImage: { total: 12.5, tags: ['a', 'b'], address: { city: 'Lyon' }, paid: true, note: null } }),
+      dynamoDbRecord({ id: 'o-1', eventName: 'MODIFY', newImage: { total: 13 }, oldImage: { total: 12.5 } }),
+      dynamoDbRecord({ id: 'o-1', eventName: 'REMOVE', oldImage: { total: 13 } }),
+    ];
+    expect(await handler(dynamoDbEvent(records), lambdaContext())).toEqual({ batchItemFailures: [] });
+    expect(seen[0]!.body).toEqual({
+      eventName: 'INSERT',
+      keys: { id: 'o-1' },
+      newImage: { id: 'o-1', total: 12.5, tags: ['a', 'b'], address: { city: 'Lyon' }, paid: true, note: null },
+      oldImage: undefined,
+    });
+    expect(seen[1]!.body).toMatchObject({ eventName: 'MODIFY', newImage: { total: 13 }, oldImage: { total: 12.5 } });
+    expect(seen[2]!.body).toMatchObject({ eventName: 'REMOVE', newImage: undefined, oldImage: { id: 'o-1', total: 13 } });
+    expect(seen.map((m) => m.key)).toEqual(records.map((r) => r.eventID));
+    expect(seen.map((m) => m.id)).toEqual(records.map((r) => r.dynamodb!.SequenceNumber));
+    await handler(dynamoDbEvent(records), lambdaContext());
+    expect(await rows()).toEqual(['INSERT o-1', 'MODIFY o-1', 'REMOVE o-1']);
+  });
+
+  it('reports the first failed sequence number; nothing after it starts', async () => {
+    const { handler, rows } = make();
+    const records = [dynamoDbRecord({ id: 'a' }), dynamoDbRecord({ id: 'b', newImage: { fail: true } }), dynamoDbRecord({ id: 'c' })];
+    expect(await handler(dynamoDbEvent(records), lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: records[1]!.dynamodb!.SequenceNumber }] });
+    expect(await rows()).toEqual(['INSERT a']);
+  });
+
+  it('refuses a number a JavaScript number cannot hold, naming the fix; with park it is parked', async () => {
+    const { handler, rows } = make({ onPermanentError: 'park' });
+    const big = dynamoDbRecord({ id: 'big' });
+    big.dynamodb!.NewImage!.amount = { N: '123456789012345678901234567890' };
+    expect(await handler(dynamoDbEvent([big, dynamoDbRecord({ id: 'next' })]), lambdaContext())).toEqual({ batchItemFailures: [] });
+    const [parked] = await handler.parked.list();
+    expect(parked!.errorMessage).toMatch(/attribute amount is the number 123456789012345678901234567890, which a JavaScript number cannot hold exactly; give dynamoDbInbox a `parse`/);
+    expect(await rows()).toEqual(['INSERT next']);
+  });
+
+  it('replays a parked change with the record it was parked from', async () => {
+    let failing = true;
+    const applied: string[] = [];
+    const handler = dynamoDbInbox({
+      consumer: `dynamodb-replay-${run++}`,
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      onPermanentError: 'park',
+      apply: async (_, message) => {
+        if (failing) throw new (await import('../../../lambda/inbox/index.js')).PermanentError('not yet');
+        applied.push(`${message.body.eventName} ${String(message.body.keys.id)} ${message.id}`);
+      },
+    });
+    const record = dynamoDbRecord({ id: 'r-1' });
+    await handler(dynamoDbEvent([record]), lambdaContext());
+    failing = false;
+    const [parked] = await handler.parked.list();
+    expect(await handler.parked.replay(parked!.id)).toBe('replayed');
+    expect(applied).toEqual([`INSERT r-1 ${record.dynamodb!.SequenceNumber}`]);
+  });
+});
