@@ -4,7 +4,7 @@ import type { BatchPlan, Outcome } from './batch.js';
 import { checkGatedStatement } from './claim.js';
 import { DataApiSession } from './data-api.js';
 import type { DatabaseTarget } from './data-api.js';
-import { filterPays, markKnownClaims } from './duplicate-filter.js';
+import { RecentKeys, filterPays, markKnownClaims } from './duplicate-filter.js';
 import { InboxConfigError } from './errors.js';
 import type { KeyStrategy } from './keys.js';
 import { BatchModeRunner } from './modes/batch.js';
@@ -97,6 +97,8 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
 
   // Checked at the first invocation (the client's settings are async providers) and remembered.
   let clientChecked: Promise<void> | undefined;
+  // Streams count no deliveries: the keys this instance met stand in for a redelivery count.
+  const recent = source.countsDeliveries ? undefined : new RecentKeys();
 
   const handler = async (event: Event, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<Response> => {
     await (clientChecked ??= refuseSdkRetries(resolved.mode.kind, resolved.target.client));
@@ -120,7 +122,9 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
       mayStart: () => remaining() >= margin,
     };
     const prepared = records.map((record) => prepare(record, rules));
-    if (filterPays(resolved.duplicateFilter, resolved.mode.kind, prepared) && plan.mayStart()) {
+    const lookUp = filterPays(resolved.duplicateFilter, resolved.mode.kind, prepared, recent);
+    recent?.remember(prepared);
+    if (lookUp && plan.mayStart()) {
       // Only an optimisation: when the lookup fails, each record's claim decides, as without it.
       await markKnownClaims(session, tables, resolved.consumer, prepared).catch((error: unknown) =>
         logger.warn('the duplicate filter failed; each record\'s claim decides', { error: describe(error instanceof Error ? error : new Error(String(error))) }),

@@ -6,13 +6,44 @@ import type { InboxTables } from './schema.js';
 
 /**
  * Whether to look the batch's keys up before any transaction. A lookup costs one call; it pays when the
- * batch likely holds duplicates, which is when it holds a redelivery. A batch statement settles
- * duplicates in its one call anyway.
+ * batch likely holds duplicates, which is when it holds a redelivery: a record delivered before
+ * (SQS counts deliveries), or, for a source that counts nothing (the streams: `recent` given), a key this
+ * handler instance met recently, since Lambda mostly retries a stream batch in the same warm instance. A batch statement
+ * settles duplicates in its one call anyway.
  */
-export function filterPays(setting: DuplicateFilter, mode: ResolvedMode<unknown>['kind'], records: readonly PreparedRecord<unknown>[]): boolean {
+export function filterPays(
+  setting: DuplicateFilter,
+  mode: ResolvedMode<unknown>['kind'],
+  records: readonly PreparedRecord<unknown>[],
+  recent: RecentKeys | undefined,
+): boolean {
   if (setting !== 'auto') return setting === 'always';
   if (mode === 'batch-statement') return false;
-  return records.some((prepared) => prepared.record.attempt > 1);
+  return records.some((prepared) => prepared.record.attempt > 1 || (recent !== undefined && prepared.key !== null && recent.has(prepared.key)));
+}
+
+/** The keys a handler instance met in its last invocations, bounded: a hint of redelivery, never a decision. */
+export class RecentKeys {
+  private keys = new Set<string>();
+  private older = new Set<string>();
+
+  constructor(private readonly limit = 10_000) {}
+
+  has(key: string): boolean {
+    return this.keys.has(key) || this.older.has(key);
+  }
+
+  /** Remembers the batch's keys; past the limit the older half is forgotten. */
+  remember(records: readonly PreparedRecord<unknown>[]): void {
+    for (const { key } of records) {
+      if (key === null) continue;
+      if (this.keys.size >= this.limit / 2) {
+        this.older = this.keys;
+        this.keys = new Set();
+      }
+      this.keys.add(key);
+    }
+  }
 }
 
 /**

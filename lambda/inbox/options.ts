@@ -127,8 +127,9 @@ export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
   /**
    * Looks up, in one autocommit call before any transaction, which of the batch's keys are already
    * claimed, and settles those duplicates without a transaction. `'auto'` does it when the batch holds a
-   * redelivery (ApproximateReceiveCount above 1), where duplicates are likely, except in `statementBatch`
-   * mode, whose one statement settles duplicates anyway. A duplicate the filter misses is still caught
+   * redelivery (SQS: ApproximateReceiveCount above 1; any source: a key this handler instance met in a
+   * recent invocation), where duplicates are likely, except in `statementBatch` mode, whose one statement
+   * settles duplicates anyway. A duplicate the filter misses is still caught
    * by its claim.
    * @default 'auto'
    */

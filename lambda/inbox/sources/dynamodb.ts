@@ -38,6 +38,7 @@ const EXPECTED = {
 /** DynamoDB Streams: records named by sequence number, the shard as lane, failures reported as the first failed sequence number. */
 export const dynamoDbSource: InboxSource<DynamoDBRecord, DynamoDBBatchResponse, DynamoDbKeyStrategy> = {
   name: 'dynamodb',
+  countsDeliveries: false,
   idName: 'sequenceNumber',
   records: (event) => (recordsArray(event, EXPECTED) as readonly DynamoDBRecord[]).map(sourceRecord),
   keyStrategy: (option) =>

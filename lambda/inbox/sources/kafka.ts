@@ -49,6 +49,7 @@ const EXPECTED = {
 export function kafkaSource(partialResponse: boolean): InboxSource<KafkaRecord, KafkaBatchResponse, KafkaKeyStrategy> {
   return {
     name: 'kafka',
+      countsDeliveries: false,
     idName: 'record',
     records: kafkaRecords,
     keyStrategy: (option) =>

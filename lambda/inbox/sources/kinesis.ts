@@ -24,6 +24,7 @@ const EXPECTED = {
 /** Kinesis: records named by sequence number, the shard as lane, failures reported as the first failed sequence number. */
 export const kinesisSource: InboxSource<KinesisStreamRecord, KinesisStreamBatchResponse, KinesisKeyStrategy> = {
   name: 'kinesis',
+  countsDeliveries: false,
   idName: 'sequenceNumber',
   records: (event) => (recordsArray(event, EXPECTED) as readonly KinesisStreamRecord[]).map(sourceRecord),
   keyStrategy: (option) =>

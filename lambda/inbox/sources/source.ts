@@ -36,6 +36,8 @@ export interface SourceRecord<Raw> {
  */
 export interface InboxSource<Raw, Response, Key> {
   readonly name: SourceName;
+  /** Whether records carry their delivery count (SQS does; the streams do not). */
+  readonly countsDeliveries: boolean;
   /** What the metrics and logs call the message's identifier. */
   readonly idName: string;
   /** The records of an event; an event from another source is refused with {@link UnexpectedEventError}. */

@@ -113,6 +113,21 @@ describe('kinesisInbox', () => {
     expect(dimensions).toEqual([['source', 'kinesis']]);
   });
 
+  it('looks a retried batch up in one call when this instance met its keys before; a fresh instance claims each record', async () => {
+    const { handler, consumer } = make();
+    const records = [kinesisRecord({ body: { page: 'f1' } }), kinesisRecord({ body: { page: 'f2' } }), kinesisRecord({ body: { page: 'f3' } })];
+    await handler(kinesisEvent(records), lambdaContext());
+    db.server.stats.reset();
+    expect(await handler(kinesisEvent(records), lambdaContext())).toEqual({ batchItemFailures: [] });
+    // One lookup settles the three duplicates: no transaction at all.
+    expect(db.server.stats.total()).toBe(1);
+    const fresh = kinesisInbox<Click>({ consumer, database: db.target, logger: recordingLogger(), metrics: recordingMetrics(), apply: async () => {} });
+    db.server.stats.reset();
+    expect(await fresh(kinesisEvent(records), lambdaContext())).toEqual({ batchItemFailures: [] });
+    // Begin, claim (nothing inserted), rollback per record: nothing told this instance of a redelivery.
+    expect(db.server.stats.total()).toBe(9);
+  });
+
   it('refuses the SQS-only options', () => {
     expect(() => kinesisInbox({ consumer: 'k', database: db.target, apply: async () => {}, fifo: { onFailure: 'stop-batch' } } as never)).toThrow(
       /inbox option "fifo": is not an option of kinesisInbox\(\)/,
