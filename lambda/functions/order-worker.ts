@@ -1,4 +1,5 @@
-import { inbox, PermanentError } from '../inbox/index.js';
+import { inbox } from '../inbox/index.js';
+import { shipOrder } from './ship-order.js';
 
 /** The example message: `{ "orderId": "order-417" }`. */
 export interface OrderMessage {
@@ -15,16 +16,5 @@ export interface OrderMessage {
 export const handler = inbox<OrderMessage>({
   // The consumer name comes from INBOX_CONSUMER, which the InboxConsumer construct sets.
   onPermanentError: 'park',
-  apply: async (tx, message) => {
-    const orderId = message.body?.orderId;
-    if (typeof orderId !== 'string' || orderId.length === 0) {
-      throw new PermanentError('body.orderId must be a non-empty string, e.g. {"orderId":"order-417"}');
-    }
-    await tx.execute(
-      `INSERT INTO public.orders (order_id, status, shipped_count, last_key) VALUES (:orderId, 'shipped', 1, :key)
-       ON CONFLICT (order_id) DO UPDATE
-         SET status = 'shipped', shipped_count = orders.shipped_count + 1, last_key = :key, updated_at = now()`,
-      { orderId, key: message.key },
-    );
-  },
+  apply: (tx, message) => shipOrder(tx, message.body?.orderId, message.key),
 });
