@@ -1,4 +1,4 @@
-import type { DataApiSession, Transaction } from '../inbox/index.js';
+import type { DataApiSession, InboxTables, Transaction } from '../inbox/index.js';
 import { inboxTables } from '../inbox/index.js';
 import { scramSha256Verifier } from './scram.js';
 
@@ -66,11 +66,15 @@ interface Privilege {
  * schema's owner), so two deploys never interleave. Idempotent.
  *
  * Privileges by purpose:
- * - consumer: USAGE on the inbox schema; SELECT, INSERT on consumed_message and parked_message; USAGE on
- *   parked_message's id sequence; UPDATE (replayed_at) on parked_message, which `parked.replay()` sets and
- *   which its `SELECT ... FOR UPDATE` needs; plus `spec.grants` and USAGE on their schemas.
+ * - consumer: USAGE on the inbox schema; SELECT, INSERT on consumed_message, parked_message and
+ *   outbox_message; USAGE on the id sequences of parked_message and outbox_message; UPDATE (replayed_at) on
+ *   parked_message, which `parked.replay()` sets and which its `SELECT ... FOR UPDATE` needs; UPDATE
+ *   (sent_at, attempts, last_error) on outbox_message, which the relay sets after the commit; plus
+ *   `spec.grants` and USAGE on their schemas.
  * - purge: USAGE on the inbox schema; SELECT, DELETE on consumed_message; UPDATE (processed_at) on it, because
- *   the purge's `FOR UPDATE SKIP LOCKED` needs UPDATE on some column (it adds nothing DELETE does not allow).
+ *   the purge's `FOR UPDATE SKIP LOCKED` needs UPDATE on some column (it adds nothing DELETE does not allow);
+ *   SELECT, DELETE and UPDATE (sent_at, attempts, last_error) on outbox_message, for the sweeper and the
+ *   purge of sent rows.
  *
  * The password is set only when the role is created or `resetPassword` is true; it is read through
  * `password()` only then, and only its SCRAM-SHA-256 verifier reaches the database.
@@ -105,7 +109,8 @@ export async function provisionRole(
     } else if (password !== undefined) {
       await roleCommand(tx, spec.role, scramSha256Verifier(password), 'ALTER');
     }
-    const desired = [...inboxPrivileges(spec.purpose, schema, tables.consumed, tables.parked, await parkedSequence(tx, tables.parked)), ...(await userPrivileges(tx, spec))];
+    const sequences = [await serialSequence(tx, tables.parked), await serialSequence(tx, tables.outbox)];
+    const desired = [...inboxPrivileges(spec.purpose, schema, tables, sequences), ...(await userPrivileges(tx, spec))];
     const { granted, revoked } = await reconcile(tx, spec.role, desired);
     await tx.commit();
     return {
@@ -231,11 +236,12 @@ async function roleCommand(tx: Transaction, role: string, value: string, action:
   await tx.execute("SELECT set_config('sqs_inbox.value', '', true)");
 }
 
-async function parkedSequence(tx: Transaction, parked: string): Promise<{ schema: string; name: string } | null> {
+/** The sequence behind a table's bigserial `id`, whose USAGE an INSERT needs; null before the table exists. */
+async function serialSequence(tx: Transaction, table: string): Promise<{ schema: string; name: string } | null> {
   const { rows } = await tx.execute(
     `SELECT n.nspname AS schema, c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
       WHERE c.oid = pg_get_serial_sequence(:table, 'id')::regclass`,
-    { table: parked.replace(/"/g, '') },
+    { table: table.replace(/"/g, '') },
   );
   const row = rows[0];
   return row ? { schema: String(row.schema), name: String(row.name) } : null;
@@ -244,10 +250,10 @@ async function parkedSequence(tx: Transaction, parked: string): Promise<{ schema
 function inboxPrivileges(
   purpose: RolePurpose,
   schema: string,
-  consumed: string,
-  parked: string,
-  sequence: { schema: string; name: string } | null,
+  tables: InboxTables,
+  sequences: readonly ({ schema: string; name: string } | null)[],
 ): Privilege[] {
+  const { consumed, parked, outbox } = tables;
   const table = (quoted: string) => quoted.split('.')[1]!.replace(/"/g, '');
   const on = (name: string, privilege: string, column: string | null = null): Privilege => ({
     kind: column === null ? 'table' : 'column',
@@ -257,8 +263,18 @@ function inboxPrivileges(
     privilege,
   });
   const usage: Privilege = { kind: 'schema', schema, name: null, column: null, privilege: 'USAGE' };
+  // Marking outbox rows sent (or a failed attempt) is the relay's, which the consumer and the sweeper both run.
+  const relay = ['sent_at', 'attempts', 'last_error'].map((column) => on(table(outbox), 'UPDATE', column));
   if (purpose === 'purge') {
-    return [usage, on(table(consumed), 'SELECT'), on(table(consumed), 'DELETE'), on(table(consumed), 'UPDATE', 'processed_at')];
+    return [
+      usage,
+      on(table(consumed), 'SELECT'),
+      on(table(consumed), 'DELETE'),
+      on(table(consumed), 'UPDATE', 'processed_at'),
+      on(table(outbox), 'SELECT'),
+      on(table(outbox), 'DELETE'),
+      ...relay,
+    ];
   }
   return [
     usage,
@@ -267,7 +283,10 @@ function inboxPrivileges(
     on(table(parked), 'SELECT'),
     on(table(parked), 'INSERT'),
     on(table(parked), 'UPDATE', 'replayed_at'),
-    ...(sequence === null ? [] : [{ kind: 'sequence' as const, schema: sequence.schema, name: sequence.name, column: null, privilege: 'USAGE' }]),
+    on(table(outbox), 'SELECT'),
+    on(table(outbox), 'INSERT'),
+    ...relay,
+    ...sequences.flatMap((sequence) => (sequence === null ? [] : [{ kind: 'sequence' as const, schema: sequence.schema, name: sequence.name, column: null, privilege: 'USAGE' }])),
   ];
 }
 

@@ -15,6 +15,9 @@ import { parkedMessages } from './parked.js';
 import type { ParkedMessages } from './parked.js';
 import { prepare } from './prepared.js';
 import { inboxTables } from './schema.js';
+import type { InboxTables } from './schema.js';
+import { relayRows } from './outbox/relay.js';
+import type { OutboxTransport, RelayReport } from './outbox/relay.js';
 import { sqsSource } from './sources/sqs.js';
 import type { InboxSource, SourceName, SourceRecord } from './sources/source.js';
 import { BatchTally, defaultTelemetry, publishSummary } from './telemetry.js';
@@ -139,8 +142,9 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
     const outcomes = batchRunner
       ? await batchRunner.run(prepared, plan, session, tally, timed)
       : await runBatch(records, plan, (_, index) => timed(() => consumer.consume(prepared[index]!, session, tally)));
+    const relayed = resolved.outbox ? await relay(resolved.outbox.transport, session, tables, tally.outboxIds, plan.mayStart(), logger) : { sent: 0, deferred: 0 };
     const failedIds = records.filter((_, index) => !succeeded(outcomes[index]!)).map((record) => record.id ?? '');
-    const summary = tally.summarise(outcomes, failedIds, resolved.now() - started);
+    const summary = tally.summarise(outcomes, failedIds, resolved.now() - started, relayed);
     logFailures(logger, source as InboxSource<unknown, unknown, unknown>, records, outcomes);
     // Before the response: a source that fails the whole invocation (no partial response) still counts.
     publishSummary(metrics, summary, source.name);
@@ -156,6 +160,30 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
       replayEffect: (tx, parked) => consumer.replay(tx, parked),
     }),
   });
+}
+
+/**
+ * Sends what the invocation's committed transactions wrote to the outbox, when time is left. Never throws:
+ * the records committed, so they succeed whatever happens here; what is not sent stays for the sweeper.
+ */
+async function relay(
+  transport: OutboxTransport,
+  session: DataApiSession,
+  tables: InboxTables,
+  ids: readonly number[],
+  timeLeft: boolean,
+  logger: InboxLogger,
+): Promise<RelayReport> {
+  if (ids.length === 0) return { sent: 0, deferred: 0 };
+  if (!timeLeft) return { sent: 0, deferred: ids.length };
+  try {
+    const report = await relayRows(session, tables, transport, ids);
+    if (report.deferred > 0) logger.warn('outbox messages left for the sweeper', { deferred: report.deferred });
+    return report;
+  } catch (error) {
+    logger.warn('the outbox relay failed; the sweeper sends its messages', { error: describe(error instanceof Error ? error : new Error(String(error))) });
+    return { sent: 0, deferred: ids.length };
+  }
 }
 
 /**

@@ -6,6 +6,8 @@ import type { KeyStrategy } from './keys.js';
 import { described, oneOf, refuseUnknownKeys } from './option-checks.js';
 import { resolveMode } from './mode-options.js';
 import type { InboxLogger, InboxMetrics, BatchSummary } from './telemetry.js';
+import type { OutboxSend } from './outbox/outbox-message.js';
+import type { OutboxOptions, OutboxTransport } from './outbox/relay.js';
 
 /** The message `apply` and `statement` receive. */
 export interface InboxMessage<Body = unknown, Raw = SQSRecord> {
@@ -39,7 +41,16 @@ export interface GatedStatement {
 }
 
 /** The transaction that `apply` and `applyBatch` run in. */
-export type InboxTransaction = Pick<Transaction, 'execute' | 'executeBatch' | 'transactionId'>;
+export interface InboxTransaction extends Pick<Transaction, 'execute' | 'executeBatch' | 'transactionId'> {
+  /**
+   * Hands a message on, exactly once: it is written to the outbox in this transaction (so it goes out only
+   * if the claim and the effect commit) and sent after the commit under a stable idempotency key derived
+   * from this message's key and the send's position (a re-run after a rollback sends the same key, and
+   * the next consumer's inbox drops a re-send). Needs the consumer's `outbox` option. In `applyBatch` with
+   * more than one message, pass the message the send belongs to as `from`.
+   */
+  send(message: OutboxSend, from?: { readonly key: string }): void;
+}
 
 /**
  * Batch single-statement mode: ONE autocommit statement for the whole batch. sqs-inbox prepends the
@@ -175,6 +186,13 @@ export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
    * ({@link METRIC_NAMESPACE}), with serviceName = consumer
    */
   readonly metrics?: InboxMetrics | undefined;
+  /**
+   * The outbox behind `tx.send`: a transport and destination names, e.g. `sqsOutbox({ client })` from
+   * `sqs-inbox/outbox`. After the batch, the handler sends what its committed transactions wrote
+   * (within the deadline); the sweeper sends what is left. Transaction modes only.
+   * @default none: `tx.send` throws, naming this option
+   */
+  readonly outbox?: OutboxOptions | undefined;
   /** Told what each invocation did, after its metrics are published. */
   readonly onBatch?: ((summary: BatchSummary) => void) | undefined;
   /**
@@ -217,6 +235,7 @@ export interface ResolvedOptions<Body, Raw = SQSRecord> {
   readonly resumeDelaysMs: readonly number[];
   readonly now: () => number;
   readonly sleep: (ms: number) => Promise<void>;
+  readonly outbox: { readonly transport: OutboxTransport; readonly destinations: Readonly<Record<string, string>> } | undefined;
 }
 
 /** How claimed records are applied. */
@@ -247,6 +266,7 @@ const CONSUMER_OPTIONS: Readonly<Record<keyof ConsumerOptions, true>> = {
   resumeDelaysMs: true,
   logger: true,
   metrics: true,
+  outbox: true,
   onBatch: true,
   now: true,
   sleep: true,
@@ -332,7 +352,34 @@ export function resolveOptions<Body, Raw = SQSRecord>(
     resumeDelaysMs,
     now: options.now ?? Date.now,
     sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
+    outbox: resolveOutbox(options.outbox, mode.kind, env),
   };
+}
+
+/** The outbox option checked: a transport, destinations from the option or INBOX_DESTINATIONS, a transaction mode. */
+function resolveOutbox(outbox: unknown, mode: ResolvedMode<unknown>['kind'], env: NodeJS.ProcessEnv): ResolvedOptions<unknown>['outbox'] {
+  if (outbox === undefined || outbox === null) return undefined;
+  const transport = (outbox as { transport?: { send?: unknown } }).transport;
+  if (typeof outbox !== 'object' || typeof transport?.send !== 'function') {
+    throw new InboxConfigError('outbox', `must be { transport, destinations? }, e.g. sqsOutbox({ client: new SQSClient({}) }) from "sqs-inbox/outbox"; got ${described(outbox)}`);
+  }
+  refuseUnknownKeys(outbox, { transport: true, destinations: true }, 'outbox');
+  if (mode === 'statement' || mode === 'batch-statement') {
+    throw new InboxConfigError('outbox', 'works in the transaction modes (apply, applyBatch), where tx.send writes in the claim\'s transaction; a single statement has no tx.send');
+  }
+  let destinations: unknown = (outbox as { destinations?: unknown }).destinations;
+  if (destinations === undefined && env.INBOX_DESTINATIONS) {
+    try {
+      destinations = JSON.parse(env.INBOX_DESTINATIONS);
+    } catch {
+      throw new InboxConfigError('outbox.destinations', `INBOX_DESTINATIONS is not JSON: ${env.INBOX_DESTINATIONS.slice(0, 80)}`);
+    }
+  }
+  destinations ??= {};
+  if (typeof destinations !== 'object' || destinations === null || Array.isArray(destinations) || Object.values(destinations).some((url) => typeof url !== 'string' || !/^https?:\/\//.test(url))) {
+    throw new InboxConfigError('outbox.destinations', `must map names to queue URLs, e.g. { invoices: 'https://sqs.eu-west-1.amazonaws.com/123456789012/invoices' }; got ${described(destinations)}`);
+  }
+  return { transport: transport as OutboxTransport, destinations: { ...(destinations as Record<string, string>) } };
 }
 
 /** The database object as given, its keys and field types checked; resolveTarget fills in the environment. */

@@ -152,6 +152,14 @@ export interface ProducerOptions {
   maxDelayMs?: number | undefined;
   /** The queue's MaximumMessageSize, if lowered. @default 1048576 */
   maxMessageBytes?: number | undefined;
+  /**
+   * FIFO: send at most one message of a group per SendMessageBatch request. SQS may fail one entry of a
+   * request and accept the next: two entries of one group in one request can then land out of order when
+   * the failed one is retried. With this on, a group's next message goes out only once the one before it
+   * is in (or is held back with GroupBlocked), at the cost of one request per message of a group.
+   * @default false (up to 10 messages of a group per request)
+   */
+  strictGroupOrder?: boolean | undefined;
   /** Time for UUIDv7 keys. @default Date.now */
   now?: (() => number) | undefined;
   /** Waits between retries. @default a timer */
@@ -195,6 +203,7 @@ export function createProducer(options: ProducerOptions): Producer {
   const baseDelayMs = options.baseDelayMs ?? 50;
   const maxDelayMs = options.maxDelayMs ?? 2000;
   const maxMessageBytes = options.maxMessageBytes ?? MAX_SQS_MESSAGE_BYTES;
+  const strictGroupOrder = options.strictGroupOrder ?? false;
   const now = options.now ?? Date.now;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const problems: string[] = [];
@@ -277,7 +286,7 @@ export function createProducer(options: ProducerOptions): Producer {
     // FIFO: once a message of a group is lost for good, later ones of that group stay unsent, or the
     // group would be delivered out of order.
     const blockedGroups = new Set<string>();
-    for (const chunk of chunks(ready, maxMessageBytes)) {
+    for (const chunk of chunks(ready, maxMessageBytes, fifo && strictGroupOrder)) {
       let pending: Prepared[] = [];
       for (const item of chunk) {
         if (fifo && item.groupId !== undefined && blockedGroups.has(item.groupId)) {
@@ -343,12 +352,16 @@ function failure(item: Prepared, code: string, message: string, senderFault: boo
   return { index: item.index, id: item.entry.Id ?? '', key: item.key, code, message, senderFault, attempts };
 }
 
-/** Greedy, order-keeping split: at most 10 entries and `maxBytes` of message size per request. */
-function* chunks(items: readonly Prepared[], maxBytes: number): Generator<Prepared[]> {
+/**
+ * Greedy, order-keeping split: at most 10 entries and `maxBytes` of message size per request, and with
+ * `onePerGroup` at most one entry per message group (see {@link ProducerOptions.strictGroupOrder}).
+ */
+function* chunks(items: readonly Prepared[], maxBytes: number, onePerGroup: boolean): Generator<Prepared[]> {
   let current: Prepared[] = [];
   let bytes = 0;
   for (const item of items) {
-    if (current.length > 0 && (current.length === MAX_BATCH_ENTRIES || bytes + item.size > maxBytes)) {
+    const sameGroup = onePerGroup && item.groupId !== undefined && current.some((other) => other.groupId === item.groupId);
+    if (current.length > 0 && (current.length === MAX_BATCH_ENTRIES || bytes + item.size > maxBytes || sameGroup)) {
       yield current;
       current = [];
       bytes = 0;

@@ -12,6 +12,8 @@ export interface InboxTables {
   readonly consumed: string;
   /** Parked records: `"inbox"."parked_message"`. */
   readonly parked: string;
+  /** Messages to send after the commit: `"inbox"."outbox_message"`. */
+  readonly outbox: string;
   /** Applied migrations: `"inbox"."schema_migration"`. */
   readonly migrations: string;
 }
@@ -30,6 +32,7 @@ export function inboxTables(schema = 'inbox', option = 'schema'): InboxTables {
     schema: quoted,
     consumed: `${quoted}."consumed_message"`,
     parked: `${quoted}."parked_message"`,
+    outbox: `${quoted}."outbox_message"`,
     migrations: `${quoted}."schema_migration"`,
   };
 }
@@ -94,6 +97,36 @@ export const INBOX_MIGRATIONS: MigrationSet = {
            UNIQUE (consumer_name, sqs_message_id)
          )`,
         `CREATE INDEX IF NOT EXISTS parked_message_pending ON ${t.parked} (consumer_name, parked_at) WHERE replayed_at IS NULL`,
+      ],
+    },
+    {
+      version: 3,
+      name: 'outbox_message',
+      statements: (t) => [
+        // Written in the claim's transaction by tx.send, sent after the commit by the handler's relay or
+        // the sweeper. The idempotency key derives from the consumed message's key and the send's
+        // position, so a re-run after a rollback writes the same key, and the receiver's inbox drops a re-send.
+        `CREATE TABLE IF NOT EXISTS ${t.outbox} (
+           id              bigserial   PRIMARY KEY,
+           consumer_name   text        NOT NULL,
+           message_key     text        NOT NULL,
+           position        integer     NOT NULL,
+           idempotency_key text        NOT NULL,
+           destination     text        NOT NULL,
+           body            text        NOT NULL,
+           group_id        text,
+           attributes      jsonb       NOT NULL DEFAULT '{}'::jsonb,
+           delay_seconds   integer,
+           created_at      timestamptz NOT NULL DEFAULT now(),
+           sent_at         timestamptz,
+           attempts        integer     NOT NULL DEFAULT 0,
+           last_error      text,
+           UNIQUE (consumer_name, idempotency_key)
+         )`,
+        // The sweeper reads unsent rows oldest first; the relay asks whether a FIFO group has an older unsent row.
+        `CREATE INDEX IF NOT EXISTS outbox_message_unsent ON ${t.outbox} (id) WHERE sent_at IS NULL`,
+        `CREATE INDEX IF NOT EXISTS outbox_message_unsent_group ON ${t.outbox} (destination, group_id, id) WHERE sent_at IS NULL`,
+        `CREATE INDEX IF NOT EXISTS outbox_message_sent_at ON ${t.outbox} (sent_at) WHERE sent_at IS NOT NULL`,
       ],
     },
   ],

@@ -57,6 +57,10 @@ export interface BatchSummary {
   readonly deferredByDeadline: number;
   /** Data API calls retried while Aurora resumed from auto-pause. */
   readonly resumeRetries: number;
+  /** Outbox messages the handler sent after its commits. */
+  readonly outboxSent: number;
+  /** Outbox messages it left for the sweeper (a failed send, no time left, a FIFO group waiting on an older message). */
+  readonly outboxDeferred: number;
   /** Milliseconds each record that ran took, in batch order of completion. */
   readonly recordLatenciesMs: readonly number[];
   /** Milliseconds the whole invocation took. */
@@ -70,8 +74,15 @@ export class BatchTally {
   resumeRetries = 0;
   collisions = 0;
   readonly recordLatenciesMs: number[] = [];
+  /** Outbox rows written by this invocation's committed transactions, for the relay. */
+  readonly outboxIds: number[] = [];
 
-  summarise(outcomes: readonly Outcome[], failedMessageIds: readonly string[], batchLatencyMs: number): BatchSummary {
+  summarise(
+    outcomes: readonly Outcome[],
+    failedMessageIds: readonly string[],
+    batchLatencyMs: number,
+    outbox: { readonly sent: number; readonly deferred: number } = { sent: 0, deferred: 0 },
+  ): BatchSummary {
     const count = (kind: Outcome['kind']) => outcomes.filter((outcome) => outcome.kind === kind).length;
     return {
       records: outcomes.length,
@@ -83,6 +94,8 @@ export class BatchTally {
       shortCircuited: count('short-circuited'),
       deferredByDeadline: count('deferred'),
       resumeRetries: this.resumeRetries,
+      outboxSent: outbox.sent,
+      outboxDeferred: outbox.deferred,
       recordLatenciesMs: this.recordLatenciesMs,
       batchLatencyMs,
       failedMessageIds,
@@ -117,6 +130,8 @@ export function publishSummary(metrics: InboxMetrics, summary: BatchSummary, sou
     ['DeferredByDeadline', summary.deferredByDeadline],
     ['ResumeRetries', summary.resumeRetries],
     ['Parked', summary.parked],
+    ['OutboxSent', summary.outboxSent],
+    ['OutboxDeferred', summary.outboxDeferred],
   ];
   for (const [name, value] of counts) metrics.addMetric(name, 'Count', value);
   for (const latency of summary.recordLatenciesMs) metrics.addMetric('RecordLatency', 'Milliseconds', latency);

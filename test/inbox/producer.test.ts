@@ -168,6 +168,28 @@ describe('retries', () => {
   });
 });
 
+describe('strictGroupOrder', () => {
+  it('sends one message of a group per request, so a failed head holds back its whole group and nothing lands ahead of it', async () => {
+    const url = await queue('strict.fifo');
+    f.sqs.faults.failEntries('SendMessageBatch', { entries: ['m0'], code: 'InvalidParameterValue', senderFault: true });
+    const messages: OutgoingMessage[] = [
+      { body: 'a1', groupId: 'a' },
+      { body: 'b1', groupId: 'b' },
+      ...Array.from({ length: 3 }, (_, i) => ({ body: `a${i + 2}`, groupId: 'a' })),
+    ];
+    const error = (await producer(url, { strictGroupOrder: true }).send(messages).catch((e: unknown) => e)) as SendFailedError;
+    expect(error).toBeInstanceOf(SendFailedError);
+    expect(error.failures.map((x) => [x.index, x.code])).toEqual([
+      [0, 'InvalidParameterValue'],
+      [2, 'GroupBlocked'],
+      [3, 'GroupBlocked'],
+      [4, 'GroupBlocked'],
+    ]);
+    expect(sendBatches().map((r) => (r.input.Entries as { MessageBody: string }[]).map((e) => e.MessageBody))).toEqual([['a1', 'b1']]);
+    expect((await drain(url)).map((m) => m.Body)).toEqual(['b1']);
+  });
+});
+
 describe('chunking', () => {
   it('splits into requests of at most 10 entries, in order', async () => {
     const url = await queue('many.fifo');

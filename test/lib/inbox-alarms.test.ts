@@ -30,7 +30,7 @@ function consumerRuntimeMetrics(): Set<string> {
   };
   publishSummary(recording, {
     records: 1, processed: 1, duplicates: 0, collisions: 0, parked: 0, failures: 0, shortCircuited: 0,
-    deferredByDeadline: 0, resumeRetries: 0, recordLatenciesMs: [5], batchLatencyMs: 7, failedMessageIds: [],
+    deferredByDeadline: 0, resumeRetries: 0, outboxSent: 0, outboxDeferred: 0, recordLatenciesMs: [5], batchLatencyMs: 7, failedMessageIds: [],
   }, 'sqs');
   return names;
 }
@@ -81,10 +81,11 @@ function alarmsStack(props: Partial<InboxAlarmsProps> = {}) {
   return { stack, inboxQueue, consumer, cleanup, alarms, template, byId };
 }
 
-const inboxMetric = (metricName: string, service: string) => ({
+/** A consumer metric has dimensions service and source (the runtime's EMF); the cleanup's, service alone. */
+const inboxMetric = (metricName: string, service: string, source: string | null = 'sqs') => ({
   Namespace: 'SqsInbox',
   MetricName: metricName,
-  Dimensions: [{ Name: 'service', Value: service }],
+  Dimensions: [{ Name: 'service', Value: service }, ...(source === null ? [] : [{ Name: 'source', Value: source }])],
 });
 
 describe('InboxAlarms', () => {
@@ -214,7 +215,7 @@ describe('InboxAlarms', () => {
   it('alarms when the oldest inbox row outlives the retention plus the margin', () => {
     const { byId, cleanup } = alarmsStack({ cleanupLagMargin: Duration.hours(2) });
     expect(byId('NotKeepingUp').Properties).toMatchObject({
-      ...inboxMetric('OldestRowAgeSeconds', cleanup.serviceName),
+      ...inboxMetric('OldestRowAgeSeconds', cleanup.serviceName, null),
       Statistic: 'Maximum',
       Threshold: 20 * 86400 + 2 * 3600,
       ComparisonOperator: 'GreaterThanThreshold',

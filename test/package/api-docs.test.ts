@@ -58,14 +58,15 @@ describe('the API reference', () => {
     entries = api.collectApi({ root: ROOT });
   });
 
-  it('covers the four public entries', () => {
-    expect(entries.map((entry) => entry.specifier)).toEqual(['sqs-inbox', 'sqs-inbox/producer', 'sqs-inbox/cdk', 'sqs-inbox/local']);
+  it('covers the five public entries', () => {
+    expect(entries.map((entry) => entry.specifier)).toEqual(['sqs-inbox', 'sqs-inbox/producer', 'sqs-inbox/outbox', 'sqs-inbox/cdk', 'sqs-inbox/local']);
   });
 
   it('finds every runtime export of each entry, following re-exports and export * to the declaring file', async () => {
     const sources: Record<string, string> = {
       'sqs-inbox': 'lambda/inbox/index.ts',
       'sqs-inbox/producer': 'lambda/inbox/producer.ts',
+      'sqs-inbox/outbox': 'lambda/inbox/outbox/index.ts',
       'sqs-inbox/cdk': 'lib/index.ts',
       'sqs-inbox/local': 'local/index.ts',
     };

@@ -59,7 +59,7 @@ interface AppCase {
 }
 
 const APPS: readonly AppCase[] = [
-  { name: 'esm-app', module: 'esm', strictTsconfig: 'tsconfig.strict.json', stack: 'PaymentsStack', synth: ['npx', 'tsx', 'bin/app.ts'], entries: ['sqs-inbox', 'sqs-inbox/producer', 'sqs-inbox/cdk', 'sqs-inbox/local'], ownTests: true },
+  { name: 'esm-app', module: 'esm', strictTsconfig: 'tsconfig.strict.json', stack: 'PaymentsStack', synth: ['npx', 'tsx', 'bin/app.ts'], entries: ['sqs-inbox', 'sqs-inbox/producer', 'sqs-inbox/outbox', 'sqs-inbox/cdk', 'sqs-inbox/local'], ownTests: true },
   { name: 'cdk-app', module: 'commonjs', strictTsconfig: 'tsconfig.strict.json', stack: 'CdkAppStack', synth: ['npx', 'cdk', 'synth', '--quiet', '--no-notices'], entries: ['sqs-inbox', 'sqs-inbox/cdk', 'sqs-inbox/local'], ownTests: false },
 ];
 

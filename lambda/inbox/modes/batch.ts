@@ -10,6 +10,7 @@ import type { BatchTally, InboxLogger } from '../telemetry.js';
 import { commitOrRollBack, inboxTransaction } from './per-record.js';
 import type { RecordConsumer } from './per-record.js';
 import { claimSet, statementSet } from './statement-set.js';
+import { OutboxWriter } from '../outbox/outbox-writer.js';
 import type { SetMember } from './statement-set.js';
 
 /** A batch's claim found what only a record alone can settle: a collision, or a claim it cannot compare. */
@@ -101,6 +102,7 @@ export class BatchModeRunner<Body, Raw = unknown> {
     if (mode.kind !== 'batch-transaction') throw new Error('unreachable');
     const tx = await session.transaction();
     let claimed: boolean[];
+    let sent: number[] = [];
     try {
       const claims = await claimSet(tx, this.tables, this.options.consumer, set);
       // A duplicate whose stored hash differs, or cannot be read yet, is settled alone: a collision must
@@ -110,7 +112,12 @@ export class BatchModeRunner<Body, Raw = unknown> {
       }
       claimed = claims.map((claim) => claim.claimed);
       const fresh = set.filter((_, index) => claimed[index]).map((member) => member.message);
-      if (fresh.length > 0) await mode.applyBatch(inboxTransaction(tx), fresh);
+      if (fresh.length > 0) {
+        // With more than one message, each send names the message it belongs to (its key stays stable).
+        const writer = new OutboxWriter(this.consumer.outbox, fresh.length === 1 ? fresh[0] : undefined);
+        await mode.applyBatch(inboxTransaction(tx, writer), fresh);
+        sent = await writer.flush(tx);
+      }
     } catch (error) {
       await tx.rollback().catch(() => {});
       throw error;
@@ -125,6 +132,7 @@ export class BatchModeRunner<Body, Raw = unknown> {
         // Ambiguous: every record of the set fails; the redelivery of each finds its claim if the commit happened.
         throw error instanceof DataApiError ? error : new DataApiError('CommitTransaction', 'network', true, String(error), { cause: error });
       }
+      tally.outboxIds.push(...sent);
     }
     return claimed.map((wasClaimed) => (wasClaimed ? { kind: 'processed' } : { kind: 'duplicate' }));
   }

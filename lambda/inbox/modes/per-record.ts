@@ -12,6 +12,8 @@ import type { InboxTables } from '../schema.js';
 import type { InboxSource, SourceRecord } from '../sources/source.js';
 import type { BatchTally, InboxLogger } from '../telemetry.js';
 import { batchInputRow, statementSet } from './statement-set.js';
+import { OutboxWriter } from '../outbox/outbox-writer.js';
+import type { OutboxConfig } from '../outbox/outbox-writer.js';
 
 /** What a claim came to: applied, a redelivery, or a different message under a claimed key. */
 export type ClaimVerdict = 'processed' | DuplicateVerdict;
@@ -29,7 +31,12 @@ export class RecordConsumer<Body, Raw = unknown> {
     private readonly tables: InboxTables,
     private readonly logger: InboxLogger,
     private readonly source: InboxSource<Raw, unknown, unknown>,
-  ) {}
+  ) {
+    this.outbox = options.outbox && { consumer: options.consumer, tables, destinations: options.outbox.destinations };
+  }
+
+  /** What `tx.send` writes to; undefined when the consumer has no outbox (then `tx.send` throws, naming the option). */
+  readonly outbox: OutboxConfig | undefined;
 
   async consume(prepared: PreparedRecord<Body, Raw>, session: DataApiSession, tally: BatchTally): Promise<Outcome> {
     const { record, key, sha256 } = prepared;
@@ -38,7 +45,7 @@ export class RecordConsumer<Body, Raw = unknown> {
       if (prepared.known === 'duplicate') return { kind: 'duplicate' };
       if (prepared.known) throw this.collision(record, key!, prepared.known.collidesWith, sha256, tally);
       const message = prepared.message!;
-      const verdict = await this.applyAlone(session, message, sha256);
+      const verdict = await this.applyAlone(session, message, sha256, tally);
       if (typeof verdict === 'object') throw this.collision(record, key!, verdict.collidesWith, sha256, tally);
       return { kind: verdict };
     } catch (error) {
@@ -76,9 +83,14 @@ export class RecordConsumer<Body, Raw = unknown> {
     const mode = this.options.mode;
     switch (mode.kind) {
       case 'transaction':
-        return mode.apply(inboxTransaction(tx), message);
-      case 'batch-transaction':
-        return mode.applyBatch(inboxTransaction(tx), [message]);
+      case 'batch-transaction': {
+        // The replay's sends commit with it; the sweeper sends them (the replay has no relay of its own).
+        const writer = new OutboxWriter(this.outbox, message);
+        const inboxTx = inboxTransaction(tx, writer);
+        await (mode.kind === 'transaction' ? mode.apply(inboxTx, message) : mode.applyBatch(inboxTx, [message]));
+        await writer.flush(tx);
+        return;
+      }
       case 'statement': {
         const { sql, params } = mode.statement(message);
         const userSql = checkGatedStatement(sql, params, 'statement');
@@ -97,13 +109,13 @@ export class RecordConsumer<Body, Raw = unknown> {
   }
 
   /** The record alone, in the consumer's mode. */
-  private async applyAlone(session: DataApiSession, message: InboxMessage<Body, Raw>, sha256: Uint8Array): Promise<ClaimVerdict> {
+  private async applyAlone(session: DataApiSession, message: InboxMessage<Body, Raw>, sha256: Uint8Array, tally: BatchTally): Promise<ClaimVerdict> {
     const mode = this.options.mode;
     switch (mode.kind) {
       case 'transaction':
-        return this.inTransaction(session, message, sha256, (tx) => mode.apply(tx, message));
+        return this.inTransaction(session, message, sha256, tally, (tx) => mode.apply(tx, message));
       case 'batch-transaction':
-        return this.inTransaction(session, message, sha256, (tx) => mode.applyBatch(tx, [message]));
+        return this.inTransaction(session, message, sha256, tally, (tx) => mode.applyBatch(tx, [message]));
       case 'statement':
         return this.inOneStatement(session, message, sha256);
       case 'batch-statement': {
@@ -113,18 +125,27 @@ export class RecordConsumer<Body, Raw = unknown> {
     }
   }
 
-  /** Begin, claim, apply (only if claimed), commit. k + 3 calls for an effect of k statements. */
+  /**
+   * Begin, claim, apply (only if claimed), commit: k + 3 calls for an effect of k statements, one more when
+   * the effect sends (its outbox rows, written in one statement before the commit).
+   */
   private async inTransaction(
     session: DataApiSession,
     message: InboxMessage<Body, Raw>,
     sha256: Uint8Array,
+    tally: BatchTally,
     apply: (tx: InboxTransaction) => Promise<void>,
   ): Promise<ClaimVerdict> {
     const tx = await session.transaction();
+    const writer = new OutboxWriter(this.outbox, message);
     let claim: ClaimOutcome;
+    let sent: number[] = [];
     try {
       claim = readClaim((await tx.execute(claimSql(this.tables), claimParams(this.options.consumer, message.key, sha256))).rows);
-      if (claim.claimed) await apply(inboxTransaction(tx));
+      if (claim.claimed) {
+        await apply(inboxTransaction(tx, writer));
+        sent = await writer.flush(tx);
+      }
     } catch (error) {
       // The claim and the effect roll back together; a failed rollback leaves the transaction to expire.
       await tx.rollback().catch(() => {});
@@ -135,6 +156,8 @@ export class RecordConsumer<Body, Raw = unknown> {
       return this.duplicateOrCollision(session, message.key, claim, sha256);
     }
     await commitOrRollBack(tx);
+    // Committed: the relay sends these after the batch.
+    tally.outboxIds.push(...sent);
     return 'processed';
   }
 
@@ -217,10 +240,11 @@ export class RecordConsumer<Body, Raw = unknown> {
 }
 
 /** What `apply` and `applyBatch` may call on the transaction. */
-export function inboxTransaction(tx: Transaction): InboxTransaction {
+export function inboxTransaction(tx: Transaction, outbox: OutboxWriter): InboxTransaction {
   return {
     execute: (sql, params) => tx.execute(sql, params),
     executeBatch: (sql, paramSets) => tx.executeBatch(sql, paramSets),
+    send: (message, from) => outbox.send(message, from),
     transactionId: tx.transactionId,
   };
 }

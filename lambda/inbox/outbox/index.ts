@@ -1,0 +1,16 @@
+/**
+ * The outbox (package export `sqs-inbox/outbox`): `tx.send` inside `apply` writes the next message in the
+ * claim's transaction; the handler sends it after the commit, and the sweeper sends what a crashed worker
+ * left behind. This entry holds the SQS transport and the sweeper, which need `@aws-sdk/client-sqs`.
+ *
+ * @example
+ * import { sqsOutbox, sweepOutbox } from 'sqs-inbox/outbox';
+ * @module
+ */
+export { sqsOutbox } from './sqs-outbox.js';
+export type { SqsOutboxOptions } from './sqs-outbox.js';
+export { sweepOutbox } from './sweep.js';
+export type { SweepOptions, SweepReport } from './sweep.js';
+export { outboxKey } from './outbox-message.js';
+export type { OutboxSend, OutboxEnvelope } from './outbox-message.js';
+export type { OutboxOptions, OutboxTransport, RelayReport, SendResult } from './relay.js';

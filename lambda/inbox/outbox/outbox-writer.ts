@@ -1,0 +1,102 @@
+import type { Transaction } from '../data-api.js';
+import { InboxConfigError } from '../errors.js';
+import type { InboxTables } from '../schema.js';
+import { destinationUrl, outboxKey } from './outbox-message.js';
+import type { OutboxSend } from './outbox-message.js';
+
+/** What the consumer's outbox knows at cold start. */
+export interface OutboxConfig {
+  readonly consumer: string;
+  readonly tables: InboxTables;
+  /** Destination names and their queue URLs. */
+  readonly destinations: Readonly<Record<string, string>>;
+}
+
+const MAX_ATTRIBUTES = 9;
+
+/** One row to insert, as the flush's JSON parameter carries it. */
+interface PendingRow {
+  readonly message_key: string;
+  readonly position: number;
+  readonly idempotency_key: string;
+  readonly destination: string;
+  readonly body: string;
+  readonly group_id: string | null;
+  readonly attributes: Readonly<Record<string, string>>;
+  readonly delay_seconds: number | null;
+}
+
+/**
+ * The outbox of one transaction: `tx.send` checks each message and keeps it; {@link flush} writes them all
+ * in ONE statement just before the commit, so that they commit (or roll back) with the claim and the
+ * effect, at one Data API call per transaction however many messages it sends.
+ */
+export class OutboxWriter {
+  private readonly pending: PendingRow[] = [];
+  private readonly positions = new Map<string, number>();
+
+  constructor(
+    private readonly config: OutboxConfig | undefined,
+    /** The message a send belongs to when it names none: the transaction's only message. */
+    private readonly only: { readonly key: string } | undefined,
+  ) {}
+
+  /** Keeps one message to send after the commit. Throws, with the fix, when it could never be sent. */
+  send(message: OutboxSend, from?: { readonly key: string }): void {
+    if (this.config === undefined) {
+      throw new InboxConfigError('outbox', 'tx.send needs an outbox: pass e.g. inbox({ outbox: sqsOutbox({ client: new SQSClient({}) }), ... }) (sqsOutbox from "sqs-inbox/outbox")');
+    }
+    const source = from ?? this.only;
+    if (source === undefined || typeof source.key !== 'string') {
+      throw new InboxConfigError('tx.send', 'in applyBatch, name the message the send belongs to: tx.send({ to, body }, message), so that its key stays stable');
+    }
+    if (message === null || typeof message !== 'object') throw new InboxConfigError('tx.send', 'pass { to, body, groupId?, attributes?, delaySeconds? }');
+    const destination = destinationUrl(message.to, this.config.destinations);
+    const body = typeof message.body === 'string' ? message.body : message.body !== null && typeof message.body === 'object' ? JSON.stringify(message.body) : undefined;
+    if (body === undefined || body.length === 0) throw new InboxConfigError('tx.send.body', 'must be a non-empty string or a JSON-serialisable object');
+    if (destination.endsWith('.fifo') && (typeof message.groupId !== 'string' || message.groupId.length === 0)) {
+      throw new InboxConfigError('tx.send.groupId', `is required: ${destination} is a FIFO queue`);
+    }
+    const attributes = message.attributes ?? {};
+    if (Object.keys(attributes).length > MAX_ATTRIBUTES || Object.values(attributes).some((value) => typeof value !== 'string')) {
+      throw new InboxConfigError('tx.send.attributes', `must be at most ${MAX_ATTRIBUTES} String attributes (the idempotency key takes the tenth)`);
+    }
+    const delay = message.delaySeconds;
+    if (delay !== undefined && (!Number.isInteger(delay) || delay < 0 || delay > 900 || destination.endsWith('.fifo'))) {
+      throw new InboxConfigError('tx.send.delaySeconds', 'must be a whole number of seconds from 0 to 900, on a standard queue (FIFO queues take no per-message delay)');
+    }
+    const position = this.positions.get(source.key) ?? 0;
+    this.positions.set(source.key, position + 1);
+    this.pending.push({
+      message_key: source.key,
+      position,
+      idempotency_key: outboxKey(this.config.consumer, source.key, position),
+      destination,
+      body,
+      group_id: message.groupId ?? null,
+      attributes,
+      delay_seconds: delay ?? null,
+    });
+  }
+
+  /**
+   * Writes the kept messages inside `tx`, in send order, and returns their row ids (none when nothing was
+   * sent). A row whose key is there already (the same send, recorded before) is not written twice.
+   */
+  async flush(tx: Transaction): Promise<number[]> {
+    if (this.pending.length === 0 || this.config === undefined) return [];
+    const { rows } = await tx.execute(
+      `INSERT INTO ${this.config.tables.outbox}
+         (consumer_name, message_key, position, idempotency_key, destination, body, group_id, attributes, delay_seconds)
+       SELECT :consumer, r.message_key, r.position, r.idempotency_key, r.destination, r.body, r.group_id, coalesce(r.attributes, '{}'::jsonb), r.delay_seconds
+         FROM jsonb_to_recordset(:rows::jsonb)
+           AS r(seq int, message_key text, position int, idempotency_key text, destination text, body text, group_id text, attributes jsonb, delay_seconds int)
+        ORDER BY r.seq
+       ON CONFLICT (consumer_name, idempotency_key) DO NOTHING
+       RETURNING id`,
+      // The ids follow send order, which the relay keeps for a FIFO group.
+      { consumer: this.config.consumer, rows: this.pending.map((row, seq) => ({ seq, ...row })) },
+    );
+    return rows.map((row) => Number(row.id)).sort((a, b) => a - b);
+  }
+}

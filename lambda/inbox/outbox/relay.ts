@@ -1,0 +1,97 @@
+import type { DataApiSession } from '../data-api.js';
+import type { InboxTables } from '../schema.js';
+import type { OutboxEnvelope } from './outbox-message.js';
+
+/** How a row fared with the transport. */
+export interface SendResult {
+  readonly id: number;
+  /** Undefined when sent; else why not (it stays unsent, for the sweeper). */
+  readonly error?: string | undefined;
+}
+
+/**
+ * Sends outbox rows: SQS in `sqs-inbox/outbox` (`sqsOutbox`), or your own. It gets rows in id order and
+ * must keep that order within each FIFO group: once a row of a group is not sent, no later row of that
+ * group may be. Returns one result per row; it never throws (a throw counts every row as not sent).
+ */
+export interface OutboxTransport {
+  send(rows: readonly OutboxEnvelope[]): Promise<readonly SendResult[]>;
+}
+
+/** The `outbox` option of a consumer: where sends go, and how. */
+export interface OutboxOptions {
+  /** Sends the rows; {@link sqsOutbox} makes one for SQS. */
+  readonly transport: OutboxTransport;
+  /**
+   * Names `tx.send({ to })` may use for queue URLs.
+   * @default JSON of process.env.INBOX_DESTINATIONS (set by the InboxConsumer construct), else none
+   */
+  readonly destinations?: Readonly<Record<string, string>> | undefined;
+}
+
+/** What a relay or a sweep did. */
+export interface RelayReport {
+  /** Rows sent and marked sent. */
+  readonly sent: number;
+  /** Rows left unsent for the sweeper: a failed send, or a FIFO group with an older unsent row. */
+  readonly deferred: number;
+}
+
+const COLUMNS = 'o.id, o.idempotency_key, o.destination, o.body, o.group_id, o.attributes, o.delay_seconds';
+
+/**
+ * Sends the rows `ids` (written by this invocation's committed transactions) and marks them sent: one
+ * statement to read them, the transport's calls, one statement to record the results. A row of a FIFO
+ * destination waits (for the sweeper) while its group has an older unsent row from elsewhere, so the
+ * group's order holds.
+ */
+export async function relayRows(session: DataApiSession, tables: InboxTables, transport: OutboxTransport, ids: readonly number[]): Promise<RelayReport> {
+  if (ids.length === 0) return { sent: 0, deferred: 0 };
+  const { rows } = await session.execute(
+    `SELECT ${COLUMNS} FROM ${tables.outbox} o
+      WHERE o.id = ANY(:ids::bigint[]) AND o.sent_at IS NULL
+        AND NOT (o.destination LIKE '%.fifo' AND EXISTS (
+          SELECT 1 FROM ${tables.outbox} p
+           WHERE p.sent_at IS NULL AND p.destination = o.destination AND p.group_id = o.group_id
+             AND p.id < o.id AND NOT (p.id = ANY(:ids::bigint[]))))
+      ORDER BY o.id`,
+    { ids: `{${ids.join(',')}}` },
+  );
+  const report = await sendAndMark(session, tables, transport, rows.map(envelope));
+  return { sent: report.sent, deferred: ids.length - report.sent };
+}
+
+/** Sends rows through the transport and records each result in one statement. */
+export async function sendAndMark(session: DataApiSession, tables: InboxTables, transport: OutboxTransport, rows: readonly OutboxEnvelope[]): Promise<RelayReport> {
+  if (rows.length === 0) return { sent: 0, deferred: 0 };
+  let results: readonly SendResult[];
+  try {
+    results = await transport.send(rows);
+  } catch (error) {
+    results = rows.map((row) => ({ id: row.id, error: error instanceof Error ? error.message : String(error) }));
+  }
+  await session.execute(
+    `UPDATE ${tables.outbox} o
+        SET sent_at = CASE WHEN r.error IS NULL THEN now() ELSE o.sent_at END,
+            attempts = o.attempts + 1,
+            last_error = r.error
+       FROM jsonb_to_recordset(:results::jsonb) AS r(id bigint, error text)
+      WHERE o.id = r.id`,
+    { results: results.map((result) => ({ id: result.id, error: result.error ?? null })) },
+  );
+  const sent = results.filter((result) => result.error === undefined).length;
+  return { sent, deferred: rows.length - sent };
+}
+
+/** A row as the transport gets it. */
+export function envelope(row: Record<string, unknown>): OutboxEnvelope {
+  return {
+    id: Number(row.id),
+    key: String(row.idempotency_key),
+    destination: String(row.destination),
+    body: String(row.body),
+    groupId: (row.group_id as string | null) ?? undefined,
+    attributes: (row.attributes as Record<string, string> | null) ?? {},
+    delaySeconds: row.delay_seconds === null || row.delay_seconds === undefined ? undefined : Number(row.delay_seconds),
+  };
+}

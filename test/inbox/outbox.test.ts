@@ -1,0 +1,252 @@
+import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import type { Message, SQSClient } from '@aws-sdk/client-sqs';
+import type { SQSRecord } from 'aws-lambda';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { InboxConfigError, inbox } from '../../lambda/inbox/index.js';
+import type { InboxOptions } from '../../lambda/inbox/index.js';
+import { outboxKey, sqsOutbox, sweepOutbox } from '../../lambda/inbox/outbox/index.js';
+import { relayRows } from '../../lambda/inbox/outbox/relay.js';
+import { inboxTables } from '../../lambda/inbox/schema.js';
+import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
+import type { InboxFixture } from '../support/inbox.js';
+import { startSqsFixture } from '../support/sqs.js';
+import type { SqsFixture } from '../support/sqs.js';
+
+type Order = { orderId: string; customer?: string; fail?: boolean };
+
+let db: InboxFixture;
+let f: SqsFixture;
+beforeAll(async () => {
+  db = await inboxFixture('outbox');
+  await db.query('CREATE TABLE public.shipped (order_id text PRIMARY KEY, n int NOT NULL DEFAULT 1)');
+  await db.query('CREATE TABLE public.invoiced (order_id text NOT NULL, key text NOT NULL)');
+});
+afterAll(async () => db.close());
+beforeEach(async () => {
+  f = await startSqsFixture({ recordRequests: true });
+});
+afterEach(async () => f.close());
+
+const tables = inboxTables();
+let run = 0;
+
+async function queue(name: string): Promise<string> {
+  const { QueueUrl } = await f.client.send(new CreateQueueCommand({ QueueName: `${name}-${run}`.replace('.fifo-', '-') + (name.endsWith('.fifo') ? '.fifo' : ''), Attributes: name.endsWith('.fifo') ? { FifoQueue: 'true' } : {} }));
+  return QueueUrl!;
+}
+
+async function drain(client: SQSClient, url: string): Promise<Message[]> {
+  const all: Message[] = [];
+  for (;;) {
+    const { Messages } = await client.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], AttributeNames: ['All'] }));
+    if (!Messages?.length) return all;
+    for (const m of Messages) {
+      all.push(m);
+      await client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle! }));
+    }
+  }
+}
+
+/** The "ship" stage: ships the order and hands "invoice" on through the outbox. */
+function shipper(destination: string, extra: Partial<InboxOptions<Order>> = {}) {
+  const consumer = `ship-${run++}`;
+  const metrics = recordingMetrics();
+  const handler = inbox<Order>({
+    consumer,
+    database: db.target,
+    logger: recordingLogger(),
+    metrics,
+    outbox: sqsOutbox({ client: f.client, destinations: { invoices: destination } }),
+    apply: async (tx, message) => {
+      await tx.execute('INSERT INTO public.shipped (order_id) VALUES (:id) ON CONFLICT (order_id) DO UPDATE SET n = shipped.n + 1', { id: message.body.orderId });
+      tx.send({ to: 'invoices', body: { orderId: message.body.orderId }, ...(destination.endsWith('.fifo') ? { groupId: message.body.customer ?? 'c' } : {}) });
+      if (message.body.fail) throw new Error('fails after the send');
+    },
+    ...extra,
+  });
+  const rows = () => db.query<{ id: number; sent_at: Date | null; attempts: number; last_error: string | null; idempotency_key: string }>(
+    'SELECT id, sent_at, attempts, last_error, idempotency_key FROM inbox.outbox_message WHERE consumer_name = $1 ORDER BY id',
+    [consumer],
+  );
+  return { consumer, handler, rows, metrics };
+}
+
+const order = (orderId: string, extra: Partial<Order> = {}): SQSRecord => sqsRecord({ body: { orderId, ...extra }, key: `k-${orderId}` });
+
+describe('the outbox', () => {
+  it('sends what the committed transaction wrote, after the commit, under a key derived from the message key and position', async () => {
+    const url = await queue('invoices');
+    const { consumer, handler, rows, metrics } = shipper(url);
+    const id = `o-${run}`;
+    expect(await handler({ Records: [order(id)] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+    const [message] = await drain(f.client, url);
+    expect(JSON.parse(message!.Body!)).toEqual({ orderId: id });
+    expect(message!.MessageAttributes?.['idempotency-key']?.StringValue).toBe(outboxKey(consumer, `k-${id}`, 0));
+    const [row] = await rows();
+    expect(row).toMatchObject({ attempts: 1, last_error: null });
+    expect(row!.sent_at).toBeInstanceOf(Date);
+    expect(metrics.published.at(-1)).toMatchObject({ OutboxSent: [1], OutboxDeferred: [0] });
+  });
+
+  it('sends nothing when the transaction rolls back after tx.send (no phantom message); the retry sends under the same key', async () => {
+    const url = await queue('phantom');
+    const { consumer, handler, rows } = shipper(url);
+    const id = `o-${run}`;
+    expect((await handler({ Records: [order(id, { fail: true })] }, lambdaContext())).batchItemFailures).toHaveLength(1);
+    expect(await rows()).toEqual([]);
+    expect(await drain(f.client, url)).toEqual([]);
+    expect(await db.query('SELECT 1 FROM public.shipped WHERE order_id = $1', [id])).toEqual([]);
+    await handler({ Records: [order(id)] }, lambdaContext());
+    const sent = await drain(f.client, url);
+    expect(sent.map((m) => m.MessageAttributes?.['idempotency-key']?.StringValue)).toEqual([outboxKey(consumer, `k-${id}`, 0)]);
+  });
+
+  it('leaves a message whose send failed for the sweeper, and still reports the record succeeded', async () => {
+    const url = await queue('flaky');
+    const { handler, rows, metrics } = shipper(url);
+    f.sqs.faults.failRequests('SendMessageBatch', { error: 'InternalError', times: 10 });
+    expect(await handler({ Records: [order(`o-${run}`)] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+    const [row] = await rows();
+    expect(row).toMatchObject({ sent_at: null, attempts: 1 });
+    expect(row!.last_error).toMatch(/InternalError/);
+    expect(metrics.published.at(-1)).toMatchObject({ OutboxSent: [0], OutboxDeferred: [1] });
+    f.sqs.faults.clear();
+    const report = await sweepOutbox(db.session, { transport: sqsOutbox({ client: f.client }).transport, minAgeMs: 0 });
+    expect(report).toMatchObject({ sent: 1, deferred: 0, oldestUnsentAgeSeconds: 0 });
+    expect(await drain(f.client, url)).toHaveLength(1);
+    expect((await rows())[0]!.sent_at).toBeInstanceOf(Date);
+  });
+
+  it('a worker that dies after the commit and before the relay: the sweeper sends the message once', async () => {
+    const url = await queue('crash');
+    let remaining = 60_000;
+    const { handler, rows } = shipper(url, {
+      deadlineMarginMs: 1000,
+      apply: async (tx, message) => {
+        tx.send({ to: 'invoices', body: message.body });
+        // The Lambda's time runs out right after this record: no relay, as if the worker had died there.
+        remaining = 500;
+      },
+    });
+    expect(await handler({ Records: [order(`o-${run}`)] }, lambdaContext(() => remaining))).toEqual({ batchItemFailures: [] });
+    expect((await rows())[0]).toMatchObject({ sent_at: null, attempts: 0 });
+    expect(await drain(f.client, url)).toEqual([]);
+    await sweepOutbox(db.session, { transport: sqsOutbox({ client: f.client }).transport, minAgeMs: 0 });
+    expect(await drain(f.client, url)).toHaveLength(1);
+  });
+
+  it('a lost SendMessageBatch answer: the resend carries the same key, and the FIFO queue drops the copy', async () => {
+    const url = await queue('lost.fifo');
+    const { handler } = shipper(url);
+    f.sqs.faults.dropResponses('SendMessageBatch');
+    await handler({ Records: [order(`o-${run}`, { customer: 'c1' })] }, lambdaContext());
+    expect(await drain(f.client, url)).toHaveLength(1);
+  });
+
+  it('the sweeper racing the handler\'s relay: the next consumer applies the message once', async () => {
+    const url = await queue('race');
+    const { handler, rows } = shipper(url);
+    f.sqs.faults.failRequests('SendMessageBatch', { error: 'InternalError', times: 10 });
+    await handler({ Records: [order(`o-${run}`)] }, lambdaContext());
+    f.sqs.faults.clear();
+    const ids = (await rows()).map((row) => row.id);
+    const transport = sqsOutbox({ client: f.client }).transport;
+    await Promise.all([relayRows(db.session, tables, transport, ids), sweepOutbox(db.session, { transport, minAgeMs: 0 })]);
+    const received = await drain(f.client, url);
+    expect(received.length).toBeGreaterThanOrEqual(1);
+    // The invoicing stage: an inbox keyed by the idempotency-key attribute.
+    const invoicer = inbox<Order>({
+      consumer: `invoice-${run}`,
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      apply: async (tx, message) => {
+        await tx.execute('INSERT INTO public.invoiced (order_id, key) VALUES (:id, :key)', { id: message.body.orderId, key: message.key });
+      },
+    });
+    const records = received.map((m) => sqsRecord({ body: m.Body!, key: m.MessageAttributes!['idempotency-key']!.StringValue! }));
+    await invoicer({ Records: records }, lambdaContext());
+    expect(await db.query('SELECT count(*)::int AS n FROM public.invoiced WHERE key = $1', [records[0]!.messageAttributes['idempotency-key']!.stringValue])).toEqual([{ n: 1 }]);
+  });
+
+  it('keeps a FIFO group in order: a message waits behind an older unsent one of its group, and the sweeper sends both in order', async () => {
+    const url = await queue('ordered.fifo');
+    const { handler, rows } = shipper(url);
+    f.sqs.faults.failRequests('SendMessageBatch', { error: 'InternalError', times: 10 });
+    await handler({ Records: [sqsRecord({ body: { orderId: `first-${run}`, customer: 'c1' }, key: `k1-${run}`, groupId: 'c1' })] }, lambdaContext());
+    f.sqs.faults.clear();
+    await handler({ Records: [sqsRecord({ body: { orderId: `second-${run}`, customer: 'c1' }, key: `k2-${run}`, groupId: 'c1' })] }, lambdaContext());
+    // The second message is held back: its group's first one is unsent.
+    expect((await rows()).map((row) => row.sent_at === null)).toEqual([true, true]);
+    expect(await drain(f.client, url)).toEqual([]);
+    await sweepOutbox(db.session, { transport: sqsOutbox({ client: f.client }).transport, minAgeMs: 0 });
+    expect((await drain(f.client, url)).map((m) => (JSON.parse(m.Body!) as Order).orderId)).toEqual([`first-${run}`, `second-${run}`]);
+  });
+
+  it('applyBatch: each send names its message; keys follow each message\'s own positions', async () => {
+    const url = await queue('batch');
+    const consumer = `ship-batch-${run++}`;
+    const handler = inbox<Order>({
+      consumer,
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      outbox: sqsOutbox({ client: f.client }),
+      applyBatch: async (tx, messages) => {
+        for (const message of messages) {
+          tx.send({ to: url, body: { orderId: message.body.orderId, copy: 1 } }, message);
+          tx.send({ to: url, body: { orderId: message.body.orderId, copy: 2 } }, message);
+        }
+      },
+    });
+    const records = [order(`b1-${run}`), order(`b2-${run}`)];
+    expect(await handler({ Records: records }, lambdaContext())).toEqual({ batchItemFailures: [] });
+    const keys = (await drain(f.client, url)).map((m) => m.MessageAttributes!['idempotency-key']!.StringValue).sort();
+    expect(keys).toEqual([0, 1].flatMap((position) => records.map((r) => outboxKey(consumer, r.messageAttributes['idempotency-key']!.stringValue!, position))).sort());
+  });
+
+  it('refuses what could never be sent, naming the fix', async () => {
+    const base = { consumer: 'o', database: db.target, logger: recordingLogger(), metrics: recordingMetrics() };
+    expect(() => inbox({ ...base, outbox: sqsOutbox({ client: f.client }), statement: { sql: 'SELECT 1 FROM claimed', params: () => ({}) } })).toThrow(
+      /inbox option "outbox": works in the transaction modes/,
+    );
+    expect(() => inbox({ ...base, outbox: { transport: {} } as never, apply: async () => {} })).toThrow(InboxConfigError);
+    const errors: unknown[] = [];
+    const handler = inbox({
+      ...base,
+      consumer: `refuse-${run++}`,
+      apply: async (tx) => {
+        try {
+          tx.send({ to: 'invoices', body: 'x' });
+        } catch (error) {
+          errors.push(error);
+          throw error;
+        }
+      },
+    });
+    await handler({ Records: [order('r-1')] }, lambdaContext());
+    expect(String(errors[0])).toMatch(/inbox option "outbox": tx.send needs an outbox/);
+    const named = inbox({ ...base, consumer: `refuse-${run++}`, outbox: sqsOutbox({ client: f.client }), apply: async (tx) => tx.send({ to: 'invoices', body: 'x' }) });
+    const failed = await named({ Records: [order('r-2')] }, lambdaContext());
+    expect(failed.batchItemFailures).toHaveLength(1);
+  });
+
+  it('reads destination names from INBOX_DESTINATIONS', async () => {
+    const url = await queue('named');
+    process.env.INBOX_DESTINATIONS = JSON.stringify({ invoices: url });
+    try {
+      const handler = inbox<Order>({
+        consumer: `named-${run++}`,
+        database: db.target,
+        logger: recordingLogger(),
+        metrics: recordingMetrics(),
+        outbox: sqsOutbox({ client: f.client }),
+        apply: async (tx, message) => tx.send({ to: 'invoices', body: message.body }),
+      });
+      await handler({ Records: [order(`n-${run}`)] }, lambdaContext());
+    } finally {
+      delete process.env.INBOX_DESTINATIONS;
+    }
+    expect(await drain(f.client, url)).toHaveLength(1);
+  });
+});
