@@ -7,6 +7,7 @@ import type { InboxOptions } from '../../lambda/inbox/index.js';
 import { outboxKey, sqsOutbox, sweepOutbox } from '../../lambda/inbox/outbox/index.js';
 import { relayRows } from '../../lambda/inbox/outbox/relay.js';
 import { inboxTables } from '../../lambda/inbox/schema.js';
+import { sweeperHandler } from '../../lambda/functions/outbox-sweeper.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 import { startSqsFixture } from '../support/sqs.js';
@@ -229,6 +230,39 @@ describe('the outbox', () => {
     const named = inbox({ ...base, consumer: `refuse-${run++}`, outbox: sqsOutbox({ client: f.client }), apply: async (tx) => tx.send({ to: 'invoices', body: 'x' }) });
     const failed = await named({ Records: [order('r-2')] }, lambdaContext());
     expect(failed.batchItemFailures).toHaveLength(1);
+  });
+
+  it('runs as the scheduled sweeper function: sends what is left, deletes old sent rows, publishes its metrics', async () => {
+    const url = await queue('swept');
+    const { handler, rows, consumer } = shipper(url);
+    f.sqs.faults.failRequests('SendMessageBatch', { error: 'InternalError', times: 10 });
+    await handler({ Records: [order(`s-${run}`)] }, lambdaContext());
+    f.sqs.faults.clear();
+    // An old sent row of another consumer, past the sent retention.
+    await db.query(
+      `INSERT INTO inbox.outbox_message (consumer_name, message_key, position, idempotency_key, destination, body, sent_at)
+       VALUES ($1, 'old', 0, $2, $3, 'x', now() - interval '2 days')`,
+      [`${consumer}-old`, `old-${run}`, url],
+    );
+    const metrics = recordingMetrics();
+    const sweep = sweeperHandler(
+      {
+        INBOX_RESOURCE_ARN: db.server.resourceArn,
+        INBOX_SECRET_ARN: db.server.secretArn,
+        INBOX_DATABASE: db.server.database,
+        INBOX_DATA_API_ENDPOINT: db.server.endpoint,
+        INBOX_OUTBOX_MIN_AGE_SECONDS: '0',
+        INBOX_OUTBOX_SENT_RETENTION_SECONDS: '86400',
+      },
+      metrics as never,
+      f.client,
+    );
+    const report = await sweep({}, lambdaContext());
+    expect(report).toMatchObject({ sent: 1, deferred: 0, deleted: 1, oldestUnsentAgeSeconds: 0 });
+    expect(metrics.published[0]).toMatchObject({ OutboxSwept: [1], OutboxSweepDeferred: [0], OutboxOldestUnsentAgeSeconds: [0] });
+    expect((await rows())[0]!.sent_at).toBeInstanceOf(Date);
+    expect(await drain(f.client, url)).toHaveLength(1);
+    expect(() => sweeperHandler({ INBOX_RESOURCE_ARN: 'r', INBOX_SECRET_ARN: 's', INBOX_OUTBOX_SWEEP_LIMIT: '-1' }, metrics as never, f.client)).toThrow(/INBOX_OUTBOX_SWEEP_LIMIT/);
   });
 
   it('reads destination names from INBOX_DESTINATIONS', async () => {
