@@ -1,19 +1,23 @@
 import { App, Validations } from 'aws-cdk-lib';
 import type { AppProps } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { InboxStack } from '../lib/index.js';
+import { InboxStack, InboxStreamsStack } from '../lib/index.js';
 
-/** The deployable app: the app and its one stack. */
+/** The deployable app: the app, its stack, and the stream example when asked for. */
 export interface InboxApp {
   readonly app: App;
   readonly stack: InboxStack;
+  /** The stream example (`-c streams=true`), sharing `stack`'s database. */
+  readonly streams?: InboxStreamsStack;
 }
 
 /**
  * Builds the deployable example app that `bin/app.ts` synthesizes, with cdk-nag's AWS Solutions rules
  * registered, so an unacknowledged finding fails synthesis. Context (`-c key=value`):
  * `alarmEmail` subscribes an address to the alarm topic; `deletionProtection=false` lets `cdk destroy`
- * delete the database (a final snapshot is kept).
+ * delete the database (a final snapshot is kept); `streams=true` adds `InboxStreamsStack`, one consumer per
+ * stream source on the same database, with `mskClusterArn`, `kafkaBootstrapServers` (comma-separated) and
+ * `kafkaSecretName` naming the Kafka clusters it reads.
  *
  * @param props passed to the App (tests pass fast settings); `cdk synth` passes none.
  * @example
@@ -22,13 +26,30 @@ export interface InboxApp {
  */
 export function createInboxApp(props: AppProps = {}): InboxApp {
   const app = new App(props);
-  const alarmEmail: unknown = app.node.tryGetContext('alarmEmail');
-  const deletionProtection: unknown = app.node.tryGetContext('deletionProtection');
+  const context = (key: string): string | undefined => {
+    const value: unknown = app.node.tryGetContext(key);
+    return value === undefined || value === null || String(value).length === 0 ? undefined : String(value);
+  };
+  const alarmEmail = context('alarmEmail');
+  const deletionProtection = context('deletionProtection');
   const stack = new InboxStack(app, 'InboxStack', {
-    ...(typeof alarmEmail === 'string' && alarmEmail.length > 0 ? { alarmEmail } : {}),
-    ...(deletionProtection === undefined ? {} : { deletionProtection: String(deletionProtection) !== 'false' }),
+    ...(alarmEmail === undefined ? {} : { alarmEmail }),
+    ...(deletionProtection === undefined ? {} : { deletionProtection: deletionProtection !== 'false' }),
   });
+  let streams: InboxStreamsStack | undefined;
+  if (context('streams') === 'true') {
+    const mskClusterArn = context('mskClusterArn');
+    const bootstrapServers = context('kafkaBootstrapServers');
+    const kafkaSecretName = context('kafkaSecretName');
+    streams = new InboxStreamsStack(app, 'InboxStreamsStack', {
+      database: stack.database,
+      ...(stack.alarms.topic === undefined ? {} : { alarmTopic: stack.alarms.topic }),
+      ...(mskClusterArn === undefined ? {} : { mskClusterArn }),
+      ...(bootstrapServers === undefined ? {} : { kafkaBootstrapServers: bootstrapServers.split(',').map((s) => s.trim()) }),
+      ...(kafkaSecretName === undefined ? {} : { kafkaSecretName }),
+    });
+  }
   // cdk-nag's AWS Solutions rules run on every synth; an unacknowledged finding fails it.
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
-  return { app, stack };
+  return { app, stack, ...(streams === undefined ? {} : { streams }) };
 }

@@ -12,7 +12,7 @@ import type { InboxCleanup } from './inbox-cleanup.js';
 import { INBOX_METRICS_NAMESPACE } from './inbox-consumer.js';
 import type { InboxConsumer } from './inbox-consumer.js';
 
-/** Count metrics every consumer emits (dimension `service` = consumer name). */
+/** Count metrics every consumer emits (dimensions `service` = consumer name, `source` = `sqs`, `kinesis`, `dynamodb` or `kafka`). */
 export const CONSUMER_COUNT_METRICS = [
   'Processed',
   'Duplicates',
@@ -22,6 +22,8 @@ export const CONSUMER_COUNT_METRICS = [
   'DeferredByDeadline',
   'ResumeRetries',
   'Parked',
+  'OutboxSent',
+  'OutboxDeferred',
 ] as const;
 /** Latency metrics every consumer emits, in milliseconds. */
 export const CONSUMER_LATENCY_METRICS = ['RecordLatency', 'BatchLatency'] as const;
@@ -31,7 +33,7 @@ export const CLEANUP_METRICS = ['PurgedRows', 'PurgeMoreRemaining', 'OldestRowAg
 /** Props for {@link InboxAlarms}. */
 export interface InboxAlarmsProps {
   /**
-   * The consumers to watch: their queues, dead-letter queues, functions and inbox metrics.
+   * The consumers to watch: their queues or streams, dead-letter queues, functions and inbox metrics.
    * @default []
    */
   readonly consumers?: readonly InboxConsumer[] | undefined;
@@ -84,10 +86,17 @@ export interface InboxAlarmsProps {
    */
   readonly failureRatePeriods?: number | undefined;
   /**
-   * Alarm when the oldest message in a consumer's queue is older than this.
+   * Alarm when the oldest message in a consumer's queue is older than this, or, for a Kinesis or DynamoDB stream,
+   * when the last record of a batch was older than this when it was processed (Lambda's `IteratorAge`), for 5 minutes.
    * @default Duration.minutes(15)
    */
   readonly maxMessageAge?: Duration | undefined;
+  /**
+   * Kafka: alarm when the consumer group is more than this many records behind the topic (Lambda's `OffsetLag`),
+   * for 15 minutes in a row: stuck on a failing record, or too slow.
+   * @default 10000
+   */
+  readonly maxOffsetLag?: number | undefined;
   /**
    * Alarm when duplicates exceed this percentage of the records a consumer saw in 5 minutes:
    * a producer or upstream retry storm.
@@ -122,7 +131,8 @@ export interface InboxAlarmsProps {
 /**
  * Alarms and a dashboard for inbox consumers and their cleanup.
  *
- * Per consumer: dead-letter queue not empty, oldest message too old, inbox key collisions above zero
+ * Per consumer: dead-letter queue (or a stream's on-failure queue) not empty, oldest message too old (a stream's
+ * `IteratorAge`, a Kafka consumer group's `OffsetLag`), inbox key collisions above zero
  * (two different payloads under one key), a spike in the duplicate rate, function errors, parked records
  * (which never reach the dead-letter queue), and a sustained rate of failed records (which Lambda's
  * `Errors` does not count).
@@ -181,7 +191,7 @@ export class InboxAlarms extends Construct {
       new cloudwatch.Metric({
         namespace: INBOX_METRICS_NAMESPACE,
         metricName,
-        dimensionsMap: { service: name },
+        dimensionsMap: { service: name, source: consumer.source },
         statistic,
         period,
       });
@@ -190,16 +200,15 @@ export class InboxAlarms extends Construct {
       this.#alarm(scope, 'DeadLetterQueueNotEmpty', {
         metric: queueMetric(consumer.deadLetterQueue, 'ApproximateNumberOfMessagesVisible', Duration.minutes(1)),
         threshold: 0,
-        description: `Messages of inbox consumer ${name} reached the dead-letter queue: inspect them, fix the cause, then redrive.`,
+        description:
+          consumer.queue !== undefined
+            ? `Messages of inbox consumer ${name} reached the dead-letter queue: inspect them, fix the cause, then redrive.`
+            : `The event source mapping of inbox consumer ${name} discarded records after its retries: each message in the on-failure ` +
+              'queue says which. Fix the cause, then replay them from the stream while it still holds them (the inbox skips any already applied).',
       });
     }
-    const maxAge = props.maxMessageAge ?? Duration.minutes(15);
-    this.#alarm(scope, 'OldestMessageAge', {
-      metric: queueMetric(consumer.queue, 'ApproximateAgeOfOldestMessage', Duration.minutes(1)),
-      threshold: maxAge.toSeconds(),
-      evaluationPeriods: 5,
-      description: `The oldest message waiting for inbox consumer ${name} is older than ${maxAge.toHumanString()}: the consumer is stuck or too slow.`,
-    });
+    const lag = this.#lagAlarm(scope, consumer, props);
+    this.alarms.push(lag.alarm);
     this.#alarm(scope, 'KeyCollisions', {
       metric: inboxMetric('KeyCollisions'),
       threshold: 0,
@@ -248,8 +257,8 @@ export class InboxAlarms extends Construct {
       datapointsToAlarm: failurePeriods,
       description:
         `More than ${failurePercent}% of the records inbox consumer ${name} ran failed, for ${failurePeriods * 5} minutes: they are ` +
-        'retried (partial batch failures are not Lambda Errors), and reach the dead-letter queue only after maxReceiveCount. ' +
-        'See its logs for the failed records.',
+        'retried (partial batch failures are not Lambda Errors), and reach the dead-letter queue only after ' +
+        `${consumer.queue !== undefined ? 'maxReceiveCount' : 'retryAttempts'}. See its logs for the failed records.`,
     });
 
     const counts = (names: readonly string[]) => names.map((metricName) => inboxMetric(metricName));
@@ -258,6 +267,8 @@ export class InboxAlarms extends Construct {
       new cloudwatch.GraphWidget({
         title: `${name}: outcomes`,
         left: counts(['Processed', 'Duplicates', 'Failures', 'Parked']),
+        // Outbox messages sent after the commits, and those left for the sweeper.
+        right: counts(['OutboxSent', 'OutboxDeferred']),
         width: 8,
       }),
       new cloudwatch.GraphWidget({
@@ -275,14 +286,14 @@ export class InboxAlarms extends Construct {
         width: 8,
       }),
       new cloudwatch.GraphWidget({
-        title: `${name}: queue`,
+        title: `${name}: ${consumer.queue !== undefined ? 'queue' : consumer.source}`,
         left: [
-          queueMetric(consumer.queue, 'ApproximateNumberOfMessagesVisible', Duration.minutes(1)),
+          ...(consumer.queue === undefined ? [] : [queueMetric(consumer.queue, 'ApproximateNumberOfMessagesVisible', Duration.minutes(1))]),
           ...(consumer.deadLetterQueue === undefined
             ? []
             : [queueMetric(consumer.deadLetterQueue, 'ApproximateNumberOfMessagesVisible', Duration.minutes(1), 'Dead-letter queue')]),
         ],
-        right: [queueMetric(consumer.queue, 'ApproximateAgeOfOldestMessage', Duration.minutes(1))],
+        right: [lag.metric],
         width: 12,
       }),
       new cloudwatch.GraphWidget({
@@ -292,6 +303,49 @@ export class InboxAlarms extends Construct {
         width: 12,
       }),
     );
+  }
+
+  /**
+   * How far behind the consumer is: the age of the oldest queued message (SQS), the age of the last record of a
+   * processed batch (Kinesis, DynamoDB: `IteratorAge`), or the records the consumer group has not committed (Kafka:
+   * `OffsetLag`), as Lambda names them (https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html).
+   */
+  #lagAlarm(scope: Construct, consumer: InboxConsumer, props: InboxAlarmsProps): { alarm: cloudwatch.Alarm; metric: cloudwatch.Metric } {
+    const name = consumer.consumerName;
+    const maxAge = props.maxMessageAge ?? Duration.minutes(15);
+    if (consumer.queue !== undefined) {
+      const metric = queueMetric(consumer.queue, 'ApproximateAgeOfOldestMessage', Duration.minutes(1));
+      const alarm = this.#newAlarm(scope, 'OldestMessageAge', {
+        metric,
+        threshold: maxAge.toSeconds(),
+        evaluationPeriods: 5,
+        description: `The oldest message waiting for inbox consumer ${name} is older than ${maxAge.toHumanString()}: the consumer is stuck or too slow.`,
+      });
+      return { alarm, metric };
+    }
+    if (consumer.source === 'kafka') {
+      const maxLag = props.maxOffsetLag ?? 10_000;
+      const metric = functionMetric(consumer.function, 'OffsetLag', 'Maximum', Duration.minutes(1));
+      const alarm = this.#newAlarm(scope, 'OffsetLag', {
+        metric,
+        threshold: maxLag,
+        evaluationPeriods: 15,
+        description:
+          `The consumer group of inbox consumer ${name} stayed more than ${maxLag} records behind its topic for 15 minutes: ` +
+          'a partition is stuck on a failing record, or the consumer is too slow.',
+      });
+      return { alarm, metric };
+    }
+    const metric = functionMetric(consumer.function, 'IteratorAge', 'Maximum', Duration.minutes(1));
+    const alarm = this.#newAlarm(scope, 'IteratorAge', {
+      metric,
+      threshold: maxAge.toMilliseconds(),
+      evaluationPeriods: 5,
+      description:
+        `Inbox consumer ${name} processed records older than ${maxAge.toHumanString()} (IteratorAge): a shard is stuck on a ` +
+        'failing record, or the consumer is too slow. Past the stream retention, records are lost.',
+    });
+    return { alarm, metric };
   }
 
   #watchCleanup(cleanup: InboxCleanup, props: InboxAlarmsProps): void {
@@ -346,31 +400,31 @@ export class InboxAlarms extends Construct {
     );
   }
 
-  #alarm(
-    scope: Construct,
-    id: string,
-    options: {
-      metric: cloudwatch.IMetric;
-      threshold: number;
-      description: string;
-      evaluationPeriods?: number | undefined;
-      datapointsToAlarm?: number | undefined;
-      treatMissingData?: cloudwatch.TreatMissingData | undefined;
-    },
-  ): void {
-    this.alarms.push(
-      new cloudwatch.Alarm(scope, id, {
-        metric: options.metric,
-        threshold: options.threshold,
-        evaluationPeriods: options.evaluationPeriods ?? 1,
-        ...(options.datapointsToAlarm === undefined ? {} : { datapointsToAlarm: options.datapointsToAlarm }),
-        comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
-        // Unless said otherwise, no data means nothing happened (no messages): not a reason to page.
-        treatMissingData: options.treatMissingData ?? cloudwatch.TreatMissingData.NOT_BREACHING,
-        alarmDescription: options.description,
-      }),
-    );
+  #alarm(scope: Construct, id: string, options: AlarmOptions): void {
+    this.alarms.push(this.#newAlarm(scope, id, options));
   }
+
+  #newAlarm(scope: Construct, id: string, options: AlarmOptions): cloudwatch.Alarm {
+    return new cloudwatch.Alarm(scope, id, {
+      metric: options.metric,
+      threshold: options.threshold,
+      evaluationPeriods: options.evaluationPeriods ?? 1,
+      ...(options.datapointsToAlarm === undefined ? {} : { datapointsToAlarm: options.datapointsToAlarm }),
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      // Unless said otherwise, no data means nothing happened (no messages): not a reason to page.
+      treatMissingData: options.treatMissingData ?? cloudwatch.TreatMissingData.NOT_BREACHING,
+      alarmDescription: options.description,
+    });
+  }
+}
+
+interface AlarmOptions {
+  readonly metric: cloudwatch.IMetric;
+  readonly threshold: number;
+  readonly description: string;
+  readonly evaluationPeriods?: number | undefined;
+  readonly datapointsToAlarm?: number | undefined;
+  readonly treatMissingData?: cloudwatch.TreatMissingData | undefined;
 }
 
 function validateProps(path: string, props: InboxAlarmsProps): void {
@@ -380,6 +434,7 @@ function validateProps(path: string, props: InboxAlarmsProps): void {
     problems.push(`\`${name}\` must be ${rule}, got ${value}. Fix: pass e.g. ${example}, or leave it unset for the default.`);
   };
   check('parkedThreshold', props.parkedThreshold, (n) => Number.isInteger(n) && n >= 0, 'a whole number >= 0', '0');
+  check('maxOffsetLag', props.maxOffsetLag, (n) => Number.isInteger(n) && n >= 0, 'a whole number of records >= 0', '10000');
   check('failureRatePercent', props.failureRatePercent, (n) => n >= 0 && n < 100, 'a percentage from 0 to below 100', '10');
   check('failureRateMinRecords', props.failureRateMinRecords, (n) => Number.isInteger(n) && n >= 1, 'a whole number >= 1', '10');
   check('failureRatePeriods', props.failureRatePeriods, (n) => Number.isInteger(n) && n >= 1 && n <= 288, 'a whole number of 5-minute periods from 1 to 288 (one day)', '3');

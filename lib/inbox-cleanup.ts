@@ -32,7 +32,7 @@ export interface InboxCleanupProps {
   readonly database: InboxDatabase;
   /**
    * How long an inbox row is kept. It must exceed the longest redelivery window of every consumer of the
-   * table (queue retention plus dead-letter queue retention); synth fails otherwise.
+   * table (queue retention plus dead-letter queue retention; a stream's or topic's retention); synth fails otherwise.
    * @default Duration.days(30) (more than SQS's longest possible window: 14 + 14 days)
    */
   readonly retention?: Duration | undefined;
@@ -173,6 +173,7 @@ export class InboxCleanup extends Construct {
           retentionSeconds,
           consumerName: consumer.consumerName,
           windowSeconds: consumer.redeliveryWindowSeconds,
+          window: consumer.redeliveryWindowSource,
         }),
       );
   }

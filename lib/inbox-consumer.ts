@@ -1,7 +1,8 @@
 import { Duration, Token } from 'aws-cdk-lib';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import type * as iam from 'aws-cdk-lib/aws-iam';
+import type * as kinesis from 'aws-cdk-lib/aws-kinesis';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
-import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -13,19 +14,26 @@ import type { InboxTableGrant } from './database-grants.js';
 import type { InboxDatabase } from './inbox-database.js';
 import { InboxDatabaseRole } from './inbox-database-role.js';
 import { InboxFunction } from './inbox-function.js';
+import { addInvariants, checkConsumerNameUnique, durationSeconds } from './invariants.js';
+import type { InvariantViolation, RedeliveryWindowSource } from './invariants.js';
+import { dynamoDbSource } from './sources/dynamodb.js';
+import { kafkaMode, kafkaSource } from './sources/kafka.js';
+import type { InboxKafkaSource, KafkaMode } from './sources/kafka.js';
+import { kinesisSource } from './sources/kinesis.js';
+import { mappingOf, streamSettings } from './sources/source.js';
+import type { ConsumerSource } from './sources/source.js';
+import { sqsSource } from './sources/sqs.js';
 import {
-  FIFO_MAX_BATCH_SIZE,
-  addInvariants,
-  checkConsumerNameUnique,
-  checkFifoBatchSize,
-  checkFifoBatchingWindow,
-  checkFifoDeadLetterQueue,
-  checkVisibilityTimeout,
-  durationSeconds,
-  queueFacts,
-  redeliveryWindowSeconds,
-} from './invariants.js';
-import type { InvariantViolation, QueueFacts } from './invariants.js';
+  checkBatchFitsTimeout,
+  checkFailedRecordsKept,
+  checkKafkaConsumerGroupUnique,
+  checkKafkaProvisionedMode,
+  checkKafkaTimeout,
+  checkPartialBatchResponse,
+  checkUnboundedStreamRetries,
+  mappingFacts,
+} from './stream-invariants.js';
+import type { InboxSourceKind } from './stream-invariants.js';
 
 /** The metric namespace the runtime's embedded metrics use. */
 export const INBOX_METRICS_NAMESPACE = 'SqsInbox';
@@ -33,19 +41,54 @@ export const INBOX_METRICS_NAMESPACE = 'SqsInbox';
 /** The consumer names the runtime's `inbox()` accepts. */
 const CONSUMER_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 
-/** Props for {@link InboxConsumer}. */
+/**
+ * The least time one record of a stream batch is assumed to take: the four Data API calls of a per-record
+ * transaction (BeginTransaction, claim, effect, CommitTransaction) at 10 ms each, an optimistic floor.
+ */
+export const DEFAULT_MIN_RECORD_DURATION = Duration.millis(40);
+
+/** Props for {@link InboxConsumer}: one source (`queue`, `stream`, `table` or `kafka`), the database, the handler. */
 export interface InboxConsumerProps {
   /** The database whose inbox table records what this consumer has applied. */
   readonly database: InboxDatabase;
-  /** The queue to consume. */
-  readonly queue: sqs.IQueue;
   /**
-   * The dead-letter queue of `queue`, for the dead-letter alarm and the FIFO check. Pass it when `queue` is
-   * imported (e.g. `InboxQueue({ queue, deadLetterQueue }).deadLetterQueue`): an imported queue's redrive
-   * policy is not visible at synth.
-   * @default - the dead-letter queue configured on `queue` when it is a `sqs.Queue` defined in this app, else none
+   * An SQS queue to consume. Exactly one of `queue`, `stream`, `table` and `kafka`.
+   * @default - none
+   */
+  readonly queue?: sqs.IQueue | undefined;
+  /**
+   * A Kinesis data stream to consume. Exactly one of `queue`, `stream`, `table` and `kafka`.
+   * @default - none
+   */
+  readonly stream?: kinesis.IStream | undefined;
+  /**
+   * A DynamoDB table whose stream to consume; it must have a stream. Exactly one of `queue`, `stream`, `table`
+   * and `kafka`.
+   * @default - none
+   */
+  readonly table?: dynamodb.ITable | undefined;
+  /**
+   * A Kafka topic to consume, on Amazon MSK or self-managed brokers. Exactly one of `queue`, `stream`, `table`
+   * and `kafka`.
+   * @default - none
+   */
+  readonly kafka?: InboxKafkaSource | undefined;
+  /**
+   * SQS: the dead-letter queue of `queue`, for the dead-letter alarm and the FIFO check. Pass it when `queue` is
+   * imported (e.g. `InboxQueue({ queue, deadLetterQueue }).deadLetterQueue`): an imported queue's redrive policy is
+   * not visible at synth.
+   * Streams (`stream`, `table`, `kafka`): the queue that receives the records the event source mapping discards
+   * (its on-failure destination), watched by the dead-letter alarm.
+   * @default - SQS: the dead-letter queue configured on `queue` when it is a `sqs.Queue` defined in this app, else
+   * none; streams: a new queue, encrypted, TLS only, keeping messages 14 days, unless `onFailure` names another destination
    */
   readonly deadLetterQueue?: sqs.IQueue | undefined;
+  /**
+   * Streams only: an on-failure destination other than a queue (`S3OnFailureDestination`, which also keeps the
+   * records themselves, `SnsDlq`, or `KafkaDlq` for Kafka). Not watched by the dead-letter alarm.
+   * @default - the `deadLetterQueue`
+   */
+  readonly onFailure?: lambda.IEventSourceDlq | undefined;
   /**
    * The consumer's name: part of every inbox key, so it must be unique per table and must never change
    * once messages were processed (a new name would process them again). 1 to 128 characters: letters,
@@ -61,7 +104,7 @@ export interface InboxConsumerProps {
    */
   readonly handler?: string | undefined;
   /**
-   * Function timeout. The queue's visibility timeout must be at least 6 x this.
+   * Function timeout. An SQS queue's visibility timeout must be at least 6 x this; Kafka allows at most 14 minutes.
    * @default Duration.seconds(30)
    */
   readonly timeout?: Duration | undefined;
@@ -76,28 +119,69 @@ export interface InboxConsumerProps {
    */
   readonly runtime?: lambda.Runtime | undefined;
   /**
-   * Records per batch (at most 10 on a FIFO queue).
-   * @default 10
+   * Records per batch (at most 10 on a FIFO queue, 10,000 on a stream).
+   * @default 10 for SQS; 100 for streams (Lambda's default)
    */
   readonly batchSize?: number | undefined;
   /**
-   * Most concurrent invocations the event source starts (2 to 1000). Keeps a burst from
-   * exhausting the database's capacity.
+   * SQS only: most concurrent invocations the event source starts (2 to 1000). Keeps a burst from exhausting the
+   * database's capacity. A stream's concurrency is its shards x `parallelizationFactor`, or a Kafka topic's partitions.
    * @default 5
    */
   readonly maxConcurrency?: number | undefined;
   /**
-   * How long the event source waits to fill a batch. Standard queues only.
-   * @default - no batching window
+   * How long the event source waits to fill a batch. Standard queues and streams only.
+   * @default - no batching window (Kafka: Lambda's 500 ms)
    */
   readonly maxBatchingWindow?: Duration | undefined;
   /**
-   * The longest time after sending that the queue can still deliver a message to this consumer.
-   * The cleanup's retention must exceed it.
-   * @default - the queue's retention plus its dead-letter queue's, read from the queue when it is defined in
-   * this app; 28 days (SQS's maxima) for an imported queue
+   * The longest time after sending that the source can still deliver a message to this consumer.
+   * The cleanup's retention must exceed it. Not for `kafka`, whose window is `kafka.topicRetention`.
+   * @default - SQS: the queue's retention plus its dead-letter queue's, read from the queue when it is defined in
+   * this app, 28 days (SQS's maxima) for an imported queue; Kinesis: the stream's retention period, 365 days
+   * (Kinesis' maximum) for an imported stream; DynamoDB Streams: 24 hours
    */
   readonly redeliveryWindow?: Duration | undefined;
+  /**
+   * Streams only: where a new event source mapping starts reading.
+   * @default lambda.StartingPosition.TRIM_HORIZON: every record the stream holds, none skipped
+   */
+  readonly startingPosition?: lambda.StartingPosition | undefined;
+  /**
+   * Kinesis and Kafka only: the Unix time in seconds to start from with `StartingPosition.AT_TIMESTAMP`.
+   * @default - none
+   */
+  readonly startingPositionTimestamp?: number | undefined;
+  /**
+   * Streams only: retries of a failing batch (from its first failed record) before its records go to the
+   * on-failure destination. -1 retries without bound, until the stream drops the record.
+   * @default 10: the bound Lambda itself applies to Kafka with an on-failure destination; the destination keeps
+   * what is discarded, and the inbox makes a replay from the stream safe
+   */
+  readonly retryAttempts?: number | undefined;
+  /**
+   * Streams only: split a batch in two when the invocation fails as a whole (a crash or a timeout), to isolate
+   * the record that causes it.
+   * @default true
+   */
+  readonly bisectBatchOnError?: boolean | undefined;
+  /**
+   * Streams only: records older than this are discarded to the on-failure destination (60 seconds to 7 days).
+   * @default - no limit
+   */
+  readonly maxRecordAge?: Duration | undefined;
+  /**
+   * Kinesis and DynamoDB Streams only: batches of one shard processed at once (1 to 10); records of one partition
+   * key stay in order.
+   * @default 1
+   */
+  readonly parallelizationFactor?: number | undefined;
+  /**
+   * Streams only: the least time one record takes to claim and apply, used to check at synth that a full batch
+   * of one shard or partition, whose records run one after another, can start within the function timeout.
+   * @default Duration.millis(40): the four Data API calls of a per-record transaction at 10 ms each
+   */
+  readonly minRecordDuration?: Duration | undefined;
   /**
    * The consumer's own PostgreSQL role, which its function signs in as (through its own secret). It may
    * claim rows in the inbox (SELECT, INSERT on the inbox and parked tables) plus `databaseGrants`; it cannot
@@ -132,12 +216,29 @@ export interface InboxConsumerProps {
   readonly logRetention?: logs.RetentionDays | undefined;
 }
 
+/** The props each source reads: refused next to the others, so a prop never silently does nothing. */
+const SOURCE_PROPS = ['queue', 'stream', 'table', 'kafka'] as const satisfies ReadonlyArray<keyof InboxConsumerProps>;
+const SQS_ONLY_PROPS = ['maxConcurrency'] as const satisfies ReadonlyArray<keyof InboxConsumerProps>;
+const STREAM_ONLY_PROPS = [
+  'onFailure',
+  'startingPosition',
+  'startingPositionTimestamp',
+  'retryAttempts',
+  'bisectBatchOnError',
+  'maxRecordAge',
+  'parallelizationFactor',
+  'minRecordDuration',
+] as const satisfies ReadonlyArray<keyof InboxConsumerProps>;
+
 /**
- * Your SQS handler as a Lambda function that applies each message exactly once through the inbox:
- * bundled from `entry`, triggered by `queue` with partial batch responses, signing in to `database` as its
- * own PostgreSQL role (`databaseRole`, with `databaseGrants` for its effect) through the Data API and
- * nothing more, and told where the inbox lives through its environment (`INBOX_RESOURCE_ARN`,
- * `INBOX_SECRET_ARN` = the role's secret, `INBOX_DATABASE`, `INBOX_CONSUMER`).
+ * Your handler as a Lambda function that applies each message exactly once through the inbox, triggered by one
+ * source: an SQS `queue`, a Kinesis `stream`, a DynamoDB `table`'s stream or a `kafka` topic (MSK or self-managed).
+ * Every source reports failed records back (partial batch responses; for Kafka in provisioned mode); a stream also
+ * bisects a failing batch, retries it a bounded number of times and keeps what it discards in an on-failure queue.
+ * The function signs in to `database` as its own PostgreSQL role (`databaseRole`, with `databaseGrants` for its
+ * effect) through the Data API and nothing more, and is told where the inbox lives and what it reads through its
+ * environment (`INBOX_RESOURCE_ARN`, `INBOX_SECRET_ARN` = the role's secret, `INBOX_DATABASE`, `INBOX_CONSUMER`,
+ * `INBOX_SOURCE`; for Kafka `INBOX_REPORT_BATCH_ITEM_FAILURES`).
  *
  * @example
  * const queue = new InboxQueue(this, 'Orders');
@@ -151,62 +252,67 @@ export interface InboxConsumerProps {
  *   databaseGrants: [{ table: 'public.orders', privileges: ['SELECT', 'INSERT', 'UPDATE'] }],
  *   maxConcurrency: 5,
  * });
+ *
+ * @example
+ * // A Kinesis stream: TRIM_HORIZON, partial batch responses, bisect, 10 retries, an on-failure queue.
+ * new InboxConsumer(this, 'Clicks', {
+ *   database,
+ *   stream: new kinesis.Stream(this, 'ClickStream', { encryption: kinesis.StreamEncryption.MANAGED }),
+ *   consumerName: 'clicks',
+ *   entry: 'src/clicks.ts', // exports `handler = kinesisInbox({ apply: ... })`
+ * });
  */
 export class InboxConsumer extends Construct {
   /** The consumer's function. */
   public readonly function: nodejs.NodejsFunction;
   /** The function's log group. */
   public readonly logGroup: logs.LogGroup;
-  /** The SQS event source of the function. */
-  public readonly eventSource: SqsEventSource;
+  /** What it consumes: `sqs`, `kinesis`, `dynamodb` or `kafka` (its `INBOX_SOURCE`, and its metrics' `source`). */
+  public readonly source: InboxSourceKind;
+  /** The event source of the function. */
+  public readonly eventSource: lambda.IEventSource;
+  /** The event source mapping's CloudFormation resource (an escape hatch; the invariants read it at synth). */
+  public readonly eventSourceMapping: lambda.CfnEventSourceMapping;
   /** The consumer name (the `service` dimension of its metrics). */
   public readonly consumerName: string;
-  /** The queue it consumes. */
-  public readonly queue: sqs.IQueue;
+  /** The queue it consumes, when its source is SQS. */
+  public readonly queue?: sqs.IQueue;
+  /** The Kinesis stream it consumes. */
+  public readonly stream?: kinesis.IStream;
+  /** The DynamoDB table whose stream it consumes. */
+  public readonly table?: dynamodb.ITable;
+  /** The Kafka topic it consumes. */
+  public readonly kafka?: InboxKafkaSource;
   /** The database of its inbox table. */
   public readonly database: InboxDatabase;
-  /** The dead-letter queue of `queue`: the one passed in, or the one configured on a `queue` defined in this app. */
+  /**
+   * SQS: the dead-letter queue of `queue` (the one passed in, or the one configured on a `queue` defined in this
+   * app). Streams: the on-failure queue of the event source mapping (none when `onFailure` names another destination).
+   */
   public readonly deadLetterQueue?: sqs.IQueue;
+  /** Whether the handler reports failed records in its response (Kafka: `kafka.reportBatchItemFailures`). */
+  public readonly reportBatchItemFailures: boolean;
   /** The consumer's own database role and its secret. */
   public readonly databaseRole: InboxDatabaseRole;
   /** The Data API actions the function may call. */
   public readonly dataApiActions: readonly DataApiAction[];
-  readonly #redeliveryWindow: Duration | undefined;
+  readonly #source: ConsumerSource;
+  readonly #kafkaMode: KafkaMode | undefined;
 
   constructor(scope: Construct, id: string, props: InboxConsumerProps) {
     super(scope, id);
     validateConsumerName(this.node.path, props.consumerName);
+    this.source = validateSourceProps(this.node.path, props);
     this.consumerName = props.consumerName;
-    this.queue = props.queue;
     this.database = props.database;
-    this.#redeliveryWindow = props.redeliveryWindow;
-    const configured = (props.queue as Partial<sqs.Queue>).deadLetterQueue?.queue;
-    if (props.deadLetterQueue !== undefined && configured !== undefined && props.deadLetterQueue !== configured) {
-      throw new Error(
-        `InboxConsumer ${this.node.path}: \`deadLetterQueue\` is not the dead-letter queue configured on \`queue\`. ` +
-          'Fix: remove `deadLetterQueue` (it is read from the queue), or pass the one the queue redrives to.',
-      );
-    }
-    const deadLetterQueue = props.deadLetterQueue ?? configured;
-    if (deadLetterQueue !== undefined) this.deadLetterQueue = deadLetterQueue;
-
+    if (props.queue !== undefined) this.queue = props.queue;
+    if (props.stream !== undefined) this.stream = props.stream;
+    if (props.table !== undefined) this.table = props.table;
+    if (props.kafka !== undefined) this.kafka = props.kafka;
+    this.#kafkaMode = props.kafka === undefined ? undefined : kafkaMode(this.node.path, props.kafka, props.consumerName);
+    // Kafka tells the handler whether the mapping reads its partial batch responses; every other source always does.
+    this.reportBatchItemFailures = this.#kafkaMode?.reportBatchItemFailures ?? true;
     const timeout = props.timeout ?? Duration.seconds(30);
-    const batchSize = props.batchSize ?? 10;
-    const facts = this.#queueFacts();
-    // Checked at synth, not now, so that later changes to the queue (escape hatches) are seen too.
-    addInvariants(this, () => {
-      const queue = this.#queueFacts();
-      return [
-        ...checkFifoDeadLetterQueue(queue),
-        ...checkFifoBatchSize({ fifo: queue.fifo, batchSize }),
-        ...checkFifoBatchingWindow({ fifo: queue.fifo, maxBatchingWindow: props.maxBatchingWindow }),
-        ...checkVisibilityTimeout({
-          visibilityTimeoutSeconds: queue.visibilityTimeoutSeconds,
-          functionTimeoutSeconds: durationSeconds(timeout),
-        }),
-        ...this.#nameViolations(),
-      ];
-    });
 
     this.databaseRole = new InboxDatabaseRole(this, 'DatabaseRole', {
       database: props.database,
@@ -229,6 +335,8 @@ export class InboxConsumer extends Construct {
         INBOX_SECRET_ARN: this.databaseRole.secret.secretArn,
         INBOX_DATABASE: props.database.databaseName,
         INBOX_CONSUMER: props.consumerName,
+        INBOX_SOURCE: this.source,
+        ...(this.source === 'kafka' ? { INBOX_REPORT_BATCH_ITEM_FAILURES: String(this.reportBatchItemFailures) } : {}),
         POWERTOOLS_METRICS_NAMESPACE: INBOX_METRICS_NAMESPACE,
         POWERTOOLS_SERVICE_NAME: props.consumerName,
       },
@@ -241,31 +349,45 @@ export class InboxConsumer extends Construct {
     // The first batch must find the role there, with its password and grants.
     this.function.node.addDependency(this.databaseRole.resource);
 
-    // An invalid FIFO setting is reported with its fix by the invariants at synth (so synth still fails);
-    // keep CDK's own eager checks from throwing first, alone and without the fix.
-    this.eventSource = new SqsEventSource(props.queue, {
-      batchSize: facts.fifo ? Math.min(batchSize, FIFO_MAX_BATCH_SIZE) : batchSize,
-      maxConcurrency: props.maxConcurrency ?? 5,
-      reportBatchItemFailures: true,
-      ...(props.maxBatchingWindow !== undefined && !facts.fifo ? { maxBatchingWindow: props.maxBatchingWindow } : {}),
+    this.#source = this.#bindSource(props, timeout);
+    this.eventSource = this.#source.eventSource;
+    this.eventSourceMapping = mappingOf(this.function);
+    if (this.#source.deadLetterQueue !== undefined) this.deadLetterQueue = this.#source.deadLetterQueue;
+
+    // Checked at synth, not now, so that later changes (escape hatches on the queue or the mapping) are seen too.
+    const recordSeconds = durationSeconds(props.minRecordDuration ?? DEFAULT_MIN_RECORD_DURATION);
+    addInvariants(this, () => {
+      const facts = mappingFacts(this.source, this.eventSourceMapping);
+      return [
+        ...this.#source.violations(),
+        ...checkPartialBatchResponse(facts, this.reportBatchItemFailures),
+        ...checkFailedRecordsKept(facts),
+        ...checkUnboundedStreamRetries(facts, this.#source.redeliveryWindowSeconds()),
+        ...checkKafkaProvisionedMode(facts),
+        ...checkKafkaTimeout(this.source, durationSeconds(timeout)),
+        ...checkBatchFitsTimeout({ source: this.source, batchSize: facts.batchSize, timeoutSeconds: durationSeconds(timeout), recordSeconds }),
+        ...this.#nameViolations(),
+        ...this.#consumerGroupViolations(),
+      ];
     });
-    this.function.addEventSource(this.eventSource);
   }
 
   /**
-   * The longest time after sending that the queue can still deliver a message to this consumer, in seconds;
+   * The longest time after sending that the source can still deliver a message to this consumer, in seconds;
    * `undefined` when a retention is an unresolved token.
    */
   public get redeliveryWindowSeconds(): number | undefined {
-    if (this.#redeliveryWindow !== undefined) return durationSeconds(this.#redeliveryWindow);
-    return redeliveryWindowSeconds(this.#queueFacts());
+    return this.#source.redeliveryWindowSeconds();
   }
 
-  /** The queue's facts, with the dead-letter queue passed in when the queue itself does not name one. */
-  #queueFacts(): QueueFacts {
-    const facts = queueFacts(this.queue);
-    if (facts.deadLetter !== undefined || this.deadLetterQueue === undefined) return facts;
-    return { ...facts, deadLetter: queueFacts(this.deadLetterQueue) };
+  /** What makes up the redelivery window, and how to shorten it: for the cleanup's retention check. */
+  public get redeliveryWindowSource(): RedeliveryWindowSource {
+    return this.#source.window;
+  }
+
+  /** The Kafka consumer group the mapping joins, for a Kafka source. */
+  public get kafkaConsumerGroupId(): string | undefined {
+    return this.#kafkaMode?.consumerGroupId;
   }
 
   /**
@@ -274,6 +396,26 @@ export class InboxConsumer extends Construct {
    */
   public grantDataApiAccess(grantee: iam.IGrantable): void {
     this.databaseRole.grantDataApi(grantee, this.dataApiActions);
+  }
+
+  #bindSource(props: InboxConsumerProps, timeout: Duration): ConsumerSource {
+    const fn = this.function;
+    if (props.queue !== undefined) {
+      return sqsSource(fn, {
+        path: this.node.path,
+        queue: props.queue,
+        deadLetterQueue: props.deadLetterQueue,
+        batchSize: props.batchSize,
+        maxConcurrency: props.maxConcurrency,
+        maxBatchingWindow: props.maxBatchingWindow,
+        redeliveryWindow: props.redeliveryWindow,
+        timeout,
+      });
+    }
+    const settings = streamSettings(this, props, this.#kafkaMode !== undefined && this.#kafkaMode.pollers === undefined);
+    if (props.stream !== undefined) return kinesisSource(fn, props.stream, settings, props.redeliveryWindow);
+    if (props.table !== undefined) return dynamoDbSource(this.node.path, fn, props.table, settings, props.redeliveryWindow);
+    return kafkaSource(fn, props.kafka!, this.#kafkaMode!, settings);
   }
 
   /** Only the later consumer of a clashing pair reports, so each clash appears once. */
@@ -296,6 +438,64 @@ export class InboxConsumer extends Construct {
       otherConsumerPaths: earlier,
     });
   }
+
+  /** Kafka consumer group ids are unique among all Kafka event sources; the later of a clashing pair reports. */
+  #consumerGroupViolations(): InvariantViolation[] {
+    const group = this.kafkaConsumerGroupId;
+    if (group === undefined || Token.isUnresolved(group)) return [];
+    const earlier: string[] = [];
+    for (const other of this.node.root.node.findAll()) {
+      if (other === this) break;
+      if (other instanceof InboxConsumer && other.kafkaConsumerGroupId === group) earlier.push(other.node.path);
+    }
+    return checkKafkaConsumerGroupUnique({ consumerGroupId: group, otherConsumerPaths: earlier });
+  }
+}
+
+/** Exactly one source, and no prop another source reads: each refused with its fix, all at once. */
+function validateSourceProps(path: string, props: InboxConsumerProps): InboxSourceKind {
+  const given = SOURCE_PROPS.filter((key) => props[key] !== undefined);
+  const named = SOURCE_PROPS.map((key) => `\`${key}\``).join(', ');
+  if (given.length !== 1) {
+    throw new Error(
+      `InboxConsumer ${path}: ${given.length === 0 ? 'no source was given' : `${given.map((key) => `\`${key}\``).join(' and ')} were both given`}; ` +
+        `a consumer reads exactly one of ${named}. Fix: pass exactly one ` +
+        '(a second source needs a second InboxConsumer, with its own `consumerName`).',
+    );
+  }
+  const source: InboxSourceKind = props.queue !== undefined ? 'sqs' : props.stream !== undefined ? 'kinesis' : props.table !== undefined ? 'dynamodb' : 'kafka';
+  const problems: string[] = [];
+  const list = (keys: readonly string[]) => keys.map((key) => `\`${key}\``).join(', ');
+  if (source === 'sqs') {
+    const streamOnly = STREAM_ONLY_PROPS.filter((key) => props[key] !== undefined);
+    if (streamOnly.length > 0) {
+      problems.push(`${list(streamOnly)} only apply to a stream (\`stream\`, \`table\` or \`kafka\`), but \`queue\` was given. Fix: remove them.`);
+    }
+  } else {
+    const sqsOnly = SQS_ONLY_PROPS.filter((key) => props[key] !== undefined);
+    if (sqsOnly.length > 0) {
+      problems.push(
+        `${list(sqsOnly)} only applies to \`queue\`: a stream's concurrency is its shards x \`parallelizationFactor\` ` +
+          "(Kafka: the topic's partitions). Fix: remove it.",
+      );
+    }
+    if (props.deadLetterQueue !== undefined && props.onFailure !== undefined) {
+      problems.push('`deadLetterQueue` and `onFailure` both name the on-failure destination. Fix: pass one of them.');
+    }
+  }
+  if (source === 'kafka') {
+    if (props.parallelizationFactor !== undefined) {
+      problems.push('`parallelizationFactor` applies to Kinesis and DynamoDB Streams only; Kafka runs one batch per partition at a time. Fix: remove it.');
+    }
+    if (props.redeliveryWindow !== undefined) {
+      problems.push("`redeliveryWindow` is `kafka.topicRetention` for a Kafka source. Fix: remove it and pass the topic's retention there.");
+    }
+  }
+  if (source === 'dynamodb' && props.startingPositionTimestamp !== undefined) {
+    problems.push('`startingPositionTimestamp` applies to Kinesis and Kafka only: DynamoDB Streams cannot start at a timestamp. Fix: remove it.');
+  }
+  if (problems.length > 0) throw new Error(`InboxConsumer ${path}:\n  - ${problems.join('\n  - ')}`);
+  return source;
 }
 
 /** The runtime refuses other names at cold start; refusing them here moves that failure to synth. */

@@ -129,6 +129,13 @@ export interface InboxDatabaseProps {
    */
   readonly secretsManagerEndpoint?: boolean | undefined;
   /**
+   * With an existing `cluster` defined in this app by another InboxDatabase: that database's `rotation`, so the
+   * secrets of the roles provisioned here rotate too (their rotation runs in the cluster's VPC, under its
+   * rotation security group). The master secret keeps rotating where the cluster is defined.
+   * @default - the roles' secrets are not rotated (acknowledged for cdk-nag with that reason)
+   */
+  readonly rotation?: InboxSecretRotation | undefined;
+  /**
    * Migration sets to apply besides `inbox`, which is always applied first. Only sets the bundled handler
    * (lambda/functions/migrate.ts) knows can be named: today `example-orders`, the example's `orders` table.
    * @default []
@@ -204,6 +211,7 @@ export class InboxDatabase extends Construct {
     if (props.cluster !== undefined && props.secret !== undefined) {
       this.cluster = props.cluster;
       this.secret = props.secret;
+      if (props.rotation !== undefined) this.rotation = props.rotation;
     } else {
       this.vpc = props.vpc ?? createVpc(this);
       const vpcSubnets = props.vpcSubnets ?? { subnetType: ec2.SubnetType.PRIVATE_ISOLATED };
@@ -237,7 +245,8 @@ export class InboxDatabase extends Construct {
         });
       }
     }
-    if (this.rotation === undefined) acknowledgeNoRotation(this.secret, props);
+    // A rotation passed in rotates the roles' secrets; the master secret rotates where the cluster is defined.
+    if (this.rotation === undefined || props.rotation !== undefined) acknowledgeNoRotation(this.secret, props);
 
     const migrator = new InboxFunction(this, 'Migrate', {
       entry: runtimeFile('../lambda/functions/migrate', 'the migration handler'),
@@ -266,7 +275,7 @@ export class InboxDatabase extends Construct {
     // Not on the whole cluster construct: the master secret's rotation is below it and runs after the migration.
     const clusterResources = this.cluster.node.findAll().filter((c) => c instanceof rds.CfnDBCluster || c instanceof rds.CfnDBInstance);
     this.migration.node.addDependency(...(clusterResources.length > 0 ? clusterResources : [this.cluster]));
-    if (this.rotation !== undefined) {
+    if (this.rotation !== undefined && props.rotation === undefined) {
       this.masterRotation = this.rotation.rotate(this.secret);
       // Rotating the master password while the migration runs would pull the sign-in from under it.
       this.masterRotation.node.addDependency(this.migration);
@@ -373,6 +382,12 @@ function validateProps(path: string, props: InboxDatabaseProps): void {
           'Fix: configure the existing cluster directly and remove these props.',
       );
     }
+  }
+  if (props.rotation !== undefined && props.cluster === undefined) {
+    problems.push(
+      '`rotation` is the rotation of an existing `cluster`, but none was given. Fix: remove `rotation` (a cluster created here ' +
+        'rotates its secrets itself, see `secretRotation`), or pass the `cluster` and `secret` it belongs to.',
+    );
   }
   if (props.autoPause !== undefined && props.minCapacity !== undefined && props.minCapacity !== 0) {
     problems.push(

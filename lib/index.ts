@@ -1,7 +1,8 @@
 /**
  * The sqs-inbox CDK constructs (package export `sqs-inbox/cdk`), for CDK apps: the queue, the Aurora
- * database with the Data API and the inbox schema, your consumer function, the scheduled purge, alarms,
- * and `InboxStack`, all of them wired together. Needs `aws-cdk-lib` and `constructs`.
+ * database with the Data API and the inbox schema, your consumer function (on an SQS queue, a Kinesis stream,
+ * a DynamoDB table's stream or a Kafka topic), the scheduled purge, alarms, and `InboxStack` and
+ * `InboxStreamsStack`, all of them wired together. Needs `aws-cdk-lib` and `constructs`.
  *
  * @example
  * import { InboxConsumer, InboxDatabase, InboxQueue } from 'sqs-inbox/cdk';
@@ -10,8 +11,13 @@ export { InboxQueue } from './inbox-queue.js';
 export type { InboxQueueProps } from './inbox-queue.js';
 export { InboxDatabase } from './inbox-database.js';
 export type { InboxDatabaseProps } from './inbox-database.js';
-export { InboxConsumer, INBOX_METRICS_NAMESPACE } from './inbox-consumer.js';
+export { InboxConsumer, INBOX_METRICS_NAMESPACE, DEFAULT_MIN_RECORD_DURATION } from './inbox-consumer.js';
 export type { InboxConsumerProps } from './inbox-consumer.js';
+export type { InboxKafkaSource } from './sources/kafka.js';
+export { KAFKA_DEFAULT_POLLERS } from './sources/kafka.js';
+export { STREAM_DEFAULT_BATCH_SIZE, STREAM_DEFAULT_RETRY_ATTEMPTS } from './sources/source.js';
+export { KAFKA_MAX_TIMEOUT_SECONDS } from './stream-invariants.js';
+export type { InboxSourceKind } from './stream-invariants.js';
 export { InboxCleanup, CLEANUP_SERVICE_NAME, MIN_CLEANUP_TIMEOUT } from './inbox-cleanup.js';
 export type { InboxCleanupProps } from './inbox-cleanup.js';
 export { InboxAlarms, CONSUMER_COUNT_METRICS, CONSUMER_LATENCY_METRICS, CLEANUP_METRICS } from './inbox-alarms.js';
@@ -20,6 +26,8 @@ export { InboxFunction } from './inbox-function.js';
 export type { InboxFunctionProps } from './inbox-function.js';
 export { InboxStack } from './inbox-stack.js';
 export type { InboxStackProps } from './inbox-stack.js';
+export { InboxStreamsStack } from './inbox-streams-stack.js';
+export type { InboxStreamsStackProps } from './inbox-streams-stack.js';
 export type { InvariantViolation } from './invariants.js';
 export { InboxDatabaseRole } from './inbox-database-role.js';
 export type { InboxDatabaseRoleProps, InboxRolePurpose } from './inbox-database-role.js';

@@ -77,24 +77,39 @@ export function durationSeconds(duration: Duration | undefined): number | undefi
   return duration.toSeconds({ integral: false });
 }
 
+/** Where a consumer's redelivery window comes from, and how to shorten it: for the retention check's message. */
+export interface RedeliveryWindowSource {
+  /** What makes up the window, e.g. "queue retention plus dead-letter queue retention". */
+  readonly description: string;
+  /** How to shorten it, e.g. "shorten the queues' retention periods". */
+  readonly shorten: string;
+}
+
+/** An SQS consumer's window: what a message can still be delivered in after it was sent. */
+export const QUEUE_REDELIVERY_WINDOW: RedeliveryWindowSource = {
+  description: 'queue retention plus dead-letter queue retention',
+  shorten: "shorten the queues' retention periods (or pass the consumer's real `redeliveryWindow` if its queue is imported)",
+};
+
 /** Inbox retention must exceed the redelivery window, or a late redelivery finds no row and runs twice. */
 export function checkRetentionCoversRedelivery(input: {
   readonly retentionSeconds: number | undefined;
   readonly consumerName: string;
   readonly windowSeconds: number | undefined;
+  /** @default QUEUE_REDELIVERY_WINDOW */
+  readonly window?: RedeliveryWindowSource | undefined;
 }): InvariantViolation[] {
   const { retentionSeconds, windowSeconds, consumerName } = input;
+  const window = input.window ?? QUEUE_REDELIVERY_WINDOW;
   if (retentionSeconds === undefined || windowSeconds === undefined) return [];
   if (retentionSeconds > windowSeconds) return [];
   return [
     {
       problem:
         `InboxCleanup \`retention\` (${describeSeconds(retentionSeconds)}) does not exceed the redelivery window of ` +
-        `consumer '${consumerName}' (${describeSeconds(windowSeconds)}: queue retention plus dead-letter queue retention). ` +
+        `consumer '${consumerName}' (${describeSeconds(windowSeconds)}: ${window.description}). ` +
         'A message redelivered after its inbox row was purged would be applied a second time.',
-      fix:
-        `set InboxCleanup \`retention\` to more than ${describeSeconds(windowSeconds)}, or shorten the queues' ` +
-        "retention periods (or pass the consumer's real `redeliveryWindow` if its queue is imported).",
+      fix: `set InboxCleanup \`retention\` to more than ${describeSeconds(windowSeconds)}, or ${window.shorten}.`,
     },
   ];
 }

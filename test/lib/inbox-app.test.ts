@@ -1,10 +1,12 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Duration } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createInboxApp } from '../../bin/inbox-app.js';
-import { testAppProps } from './support.js';
+import { InboxStack, InboxStreamsStack } from '../../lib/index.js';
+import { synthError, testApp, testAppProps } from './support.js';
 
 describe('the deployable app (bin/inbox-app.ts, synthesized by bin/app.ts)', () => {
   const outdirs: string[] = [];
@@ -35,5 +37,56 @@ describe('the deployable app (bin/inbox-app.ts, synthesized by bin/app.ts)', () 
   it('passes -c context through to the stack', () => {
     const { stack } = createInboxApp({ ...testAppProps({ deletionProtection: 'false' }), outdir: outdir() });
     expect((stack.database.cluster.node.defaultChild as { deletionProtection?: boolean }).deletionProtection).toBe(false);
+  });
+
+  it('adds InboxStreamsStack only when asked (-c streams=true), with nothing unacknowledged by cdk-nag', () => {
+    // Arrange + Act
+    expect(createInboxApp({ ...testAppProps(), outdir: outdir() }).streams).toBeUndefined();
+    const { app, stack, streams } = createInboxApp({ ...testAppProps({ streams: 'true' }), outdir: outdir() });
+    const assembly = app.synth();
+
+    // Assess: one consumer per stream source, on InboxStack's database, alarming to its topic.
+    expect(streams).toBeDefined();
+    expect(streams!.consumers.map((c) => [c.consumerName, c.source])).toEqual([
+      ['kinesis-worker', 'kinesis'],
+      ['dynamodb-worker', 'dynamodb'],
+      ['msk-worker', 'kafka'],
+      ['kafka-worker', 'kafka'],
+    ]);
+    expect(streams!.database.tableKey).toBe(stack.database.tableKey);
+    expect(streams!.alarms.topic).toBe(stack.alarms.topic);
+    const artifact = assembly.getStackByName(streams!.stackName);
+    expect(artifact.dependencies.map((d) => d.id)).toContain(stack.artifactId);
+    // Each consumer's role secret rotates through InboxStack's rotation, in the cluster's VPC.
+    const schedules = Object.values(artifact.template.Resources as Record<string, { Type: string }>).filter((r) => r.Type === 'AWS::SecretsManager::RotationSchedule');
+    expect(schedules).toHaveLength(4);
+  });
+
+  it('passes the Kafka clusters through -c context', () => {
+    const { streams } = createInboxApp({
+      ...testAppProps({
+        streams: 'true',
+        mskClusterArn: 'arn:aws:kafka:eu-west-1:123456789012:cluster/orders/abc-1',
+        kafkaBootstrapServers: 'b-1.example.com:9096, b-2.example.com:9096',
+        kafkaSecretName: 'orders/kafka',
+      }),
+      outdir: outdir(),
+    });
+    const [, , msk, kafka] = streams!.consumers;
+    expect(msk!.kafka!.clusterArn).toBe('arn:aws:kafka:eu-west-1:123456789012:cluster/orders/abc-1');
+    expect(kafka!.kafka!.bootstrapServers).toEqual(['b-1.example.com:9096', 'b-2.example.com:9096']);
+    expect(kafka!.kafka!.secret!.secretName).toBe('orders/kafka');
+  });
+
+  it("checks the shared cleanup's retention against the streams of the other stack", () => {
+    // Arrange: a cleanup keeping rows 6 days, in the stack that owns the database; topics keeping records 7 days.
+    const app = testApp();
+    const inbox = new InboxStack(app, 'InboxStack', { retention: Duration.days(6) });
+    new InboxStreamsStack(app, 'InboxStreamsStack', { database: inbox.database });
+
+    // Act + Assess
+    const message = synthError(inbox);
+    expect(message).toContain("[InboxStack/Cleanup] InboxCleanup `retention` (6 days) does not exceed the redelivery window of consumer 'msk-worker' (7 days");
+    expect(message).toContain("consumer 'kafka-worker' (7 days");
   });
 });

@@ -46,6 +46,7 @@ describe('InboxConsumer', () => {
       INBOX_SECRET_ARN: { Ref: stack.getLogicalId(consumer.databaseRole.secret.node.defaultChild as never) },
       INBOX_DATABASE: 'inbox',
       INBOX_CONSUMER: 'order-worker',
+      INBOX_SOURCE: 'sqs',
       POWERTOOLS_METRICS_NAMESPACE: 'SqsInbox',
       POWERTOOLS_SERVICE_NAME: 'order-worker',
     });

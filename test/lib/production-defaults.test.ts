@@ -168,6 +168,14 @@ describe('InboxDatabase production defaults', () => {
     );
   });
 
+  it("rotates the roles' secrets on an existing cluster through the rotation passed in, and only with a cluster", () => {
+    const stack = testStack();
+    const owner = new InboxDatabase(stack, 'Owner');
+    const shared = new InboxDatabase(stack, 'Shared', { cluster: owner.cluster, secret: owner.secret, rotation: owner.rotation! });
+    expect(shared.rotation).toBe(owner.rotation);
+    expect(constructionError({ rotation: owner.rotation! })).toContain('`rotation` is the rotation of an existing `cluster`, but none was given. Fix:');
+  });
+
   it('acknowledges the missing rotation of an existing cluster, whose network it does not know', () => {
     const stack = testStack();
     const cluster = rds.DatabaseCluster.fromDatabaseClusterAttributes(stack, 'C', { clusterIdentifier: 'orders', dataApiEnabled: true });

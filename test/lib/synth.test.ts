@@ -18,20 +18,28 @@ type Template = { Resources: Record<string, { Type: string; Properties: any }> }
 
 describe('npx cdk synth', () => {
   // One synthesis, shared: each test reads what it wrote, so neither depends on the other running first.
-  let synth: { stdout: string; stderr: string; template: Template };
+  let synth: { stdout: string; stderr: string; template: Template; streams: Template };
   beforeAll(async () => {
-    // The real CLI, as a user runs it: esbuild bundling, built-in CloudFormation validation, cdk-nag.
-    const { stdout, stderr } = await promisify(execFile)('npx', ['cdk', 'synth', '--quiet'], {
+    // The real CLI, as a user runs it: esbuild bundling, built-in CloudFormation validation, cdk-nag; with the
+    // stream example too (-c streams=true), so one synthesis covers both stacks.
+    const { stdout, stderr } = await promisify(execFile)('npx', ['cdk', 'synth', '--quiet', '-c', 'streams=true'], {
       cwd: ROOT,
       env: { ...process.env, CI: 'true' },
       maxBuffer: 16 * 1024 * 1024,
     });
     const templateFile = join(OUT, 'InboxStack.template.json');
     expect(existsSync(templateFile)).toBe(true);
-    synth = { stdout, stderr, template: JSON.parse(readFileSync(templateFile, 'utf8')) as Template };
+    const streamsFile = join(OUT, 'InboxStreamsStack.template.json');
+    expect(existsSync(streamsFile)).toBe(true);
+    synth = {
+      stdout,
+      stderr,
+      template: JSON.parse(readFileSync(templateFile, 'utf8')) as Template,
+      streams: JSON.parse(readFileSync(streamsFile, 'utf8')) as Template,
+    };
   }, 180_000);
 
-  it('bundles the functions, writes cdk.out/InboxStack.template.json and passes cdk-nag', () => {
+  it('bundles the functions, writes cdk.out/InboxStack.template.json and InboxStreamsStack.template.json, and passes cdk-nag', () => {
     // Assess (cdk-nag being registered at all is proven in inbox-app.test.ts: an empty report looks the same)
     const { stdout, stderr, template } = synth;
     const report = JSON.parse(readFileSync(join(OUT, 'validation-report.json'), 'utf8')) as {
@@ -40,12 +48,15 @@ describe('npx cdk synth', () => {
     expect(report.pluginReports.flatMap((r) => r.violations)).toEqual([]);
     expect(`${stdout}\n${stderr}`).not.toMatch(/AwsSolutions-|Synthesis finished with errors/);
 
-    // Every function of ours is an ESM bundle that leaves the AWS SDK to the runtime.
-    const ours = Object.values(template.Resources).filter(
-      (r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Runtime === 'nodejs22.x',
-    );
+    // Every function of ours is an ESM bundle that leaves the AWS SDK to the runtime: three in InboxStack; the
+    // migration and one consumer per stream source in InboxStreamsStack.
+    const functionsOf = (t: Template) =>
+      Object.values(t.Resources).filter((r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Runtime === 'nodejs22.x');
+    const ours = functionsOf(template);
     expect(ours).toHaveLength(3);
-    for (const fn of ours) {
+    const streamFunctions = functionsOf(synth.streams);
+    expect(streamFunctions.map((fn) => fn.Properties.Environment?.Variables?.INBOX_SOURCE).filter(Boolean).sort()).toEqual(['dynamodb', 'kafka', 'kafka', 'kinesis']);
+    for (const fn of [...ours, ...streamFunctions]) {
       const assetDir = join(OUT, fn.Properties.Code.S3Key.replace(/\.zip$/, '').replace(/^/, 'asset.'));
       expect(readdirSync(assetDir)).toContain('index.mjs');
       const bundle = readFileSync(join(assetDir, 'index.mjs'), 'utf8');

@@ -110,6 +110,8 @@ const AWS_METRICS: Record<string, string[]> = {
 interface Emitted {
   namespace: string;
   service: string;
+  /** The dimension set, sorted and joined: CloudWatch matches an alarm to a metric only on all of its dimensions. */
+  dimensions: string;
   metrics: Set<string>;
 }
 
@@ -127,14 +129,19 @@ function emittedMetrics(lines: string[]): Emitted[] {
     .flatMap((emf) =>
       (emf._aws.CloudWatchMetrics as Array<{ Namespace: string; Dimensions: string[][]; Metrics: Array<{ Name: string }> }>).map((set) => {
         expect(set.Dimensions.flat()).toContain('service');
-        return { namespace: set.Namespace, service: String(emf.service), metrics: new Set(set.Metrics.map((m) => m.Name)) };
+        return {
+          namespace: set.Namespace,
+          service: String(emf.service),
+          dimensions: [...set.Dimensions[0]!].sort().join(','),
+          metrics: new Set(set.Metrics.map((m) => m.Name)),
+        };
       }),
     );
 }
 
 /** Every metric an alarm watches: (alarm, namespace, metric name, service dimension). */
-function alarmMetrics(template: Template): Array<{ alarm: string; namespace: string; name: string; service?: string; threshold: number }> {
-  const found: Array<{ alarm: string; namespace: string; name: string; service?: string; threshold: number }> = [];
+function alarmMetrics(template: Template): Array<{ alarm: string; namespace: string; name: string; service?: string; dimensions: string; threshold: number }> {
+  const found: Array<{ alarm: string; namespace: string; name: string; service?: string; dimensions: string; threshold: number }> = [];
   for (const [id, resource] of Object.entries(template.Resources)) {
     if (resource.Type !== 'AWS::CloudWatch::Alarm') continue;
     const p = resource.Properties!;
@@ -146,6 +153,7 @@ function alarmMetrics(template: Template): Array<{ alarm: string; namespace: str
         alarm: stable(id),
         namespace: metric.Namespace,
         name: metric.MetricName,
+        dimensions: ((metric.Dimensions as Array<{ Name: string }> | undefined) ?? []).map((d) => d.Name).sort().join(','),
         threshold: p.Threshold,
         ...(typeof service === 'string' ? { service } : {}),
       });
@@ -299,6 +307,8 @@ describe('the synthesized InboxStack template, audited from outside', () => {
       }
       const publisher = emitted.find((e) => e.namespace === metric.namespace && e.service === metric.service);
       expect(publisher, `${metric.alarm}: something publishes ${metric.namespace} for service ${metric.service}`).toBeDefined();
+      // The consumer's metrics carry service and source, the cleanup's service alone: an alarm on other dimensions never fires.
+      expect(metric.dimensions, `${metric.alarm}: dimensions`).toBe(publisher!.dimensions);
       expect([...publisher!.metrics], metric.alarm).toContain(metric.name);
     }
     // The two alarms issue 11 adds are there, on the metrics the runtime names Parked and Failures.

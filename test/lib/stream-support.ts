@@ -1,0 +1,56 @@
+import { Duration } from 'aws-cdk-lib';
+import type { Stack } from 'aws-cdk-lib';
+import { Template } from 'aws-cdk-lib/assertions';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as kinesis from 'aws-cdk-lib/aws-kinesis';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import { InboxConsumer, InboxDatabase } from '../../lib/index.js';
+import type { InboxConsumerProps, InboxKafkaSource } from '../../lib/index.js';
+import { FIXTURE_HANDLER, testStack } from './support.js';
+
+export const MSK_CLUSTER_ARN = 'arn:aws:kafka:eu-west-1:123456789012:cluster/orders/0a1b2c3d-1111-2222-3333-444455556666-1';
+
+/** The four stream sources, each built in a stack of its own: one table of cases runs against all of them. */
+export type StreamKind = 'kinesis' | 'dynamodb' | 'msk' | 'self-managed-kafka';
+export const STREAM_KINDS: readonly StreamKind[] = ['kinesis', 'dynamodb', 'msk', 'self-managed-kafka'];
+
+/** The source props of one kind, created in `stack`. */
+export function sourceProps(stack: Stack, kind: StreamKind, kafka: Partial<InboxKafkaSource> = {}): Partial<InboxConsumerProps> {
+  switch (kind) {
+    case 'kinesis':
+      return { stream: new kinesis.Stream(stack, 'Events', { encryption: kinesis.StreamEncryption.MANAGED }) };
+    case 'dynamodb':
+      return {
+        table: new dynamodb.Table(stack, 'Orders', {
+          partitionKey: { name: 'id', type: dynamodb.AttributeType.STRING },
+          stream: dynamodb.StreamViewType.NEW_AND_OLD_IMAGES,
+        }),
+      };
+    case 'msk':
+      return { kafka: { clusterArn: MSK_CLUSTER_ARN, topic: 'orders', topicRetention: Duration.days(7), ...kafka } };
+    case 'self-managed-kafka':
+      return {
+        kafka: {
+          bootstrapServers: ['kafka-1.example.com:9096'],
+          topic: 'orders',
+          topicRetention: Duration.days(7),
+          secret: secretsmanager.Secret.fromSecretNameV2(stack, 'KafkaCredentials', 'kafka-credentials'),
+          ...kafka,
+        },
+      };
+  }
+}
+
+/** A consumer of one stream kind, with overrides; the template is built by the caller (it may expect an error). */
+export function streamConsumer(kind: StreamKind, overrides: Partial<InboxConsumerProps> = {}, kafka: Partial<InboxKafkaSource> = {}) {
+  const stack = testStack();
+  const database = new InboxDatabase(stack, 'Db');
+  const consumer = new InboxConsumer(stack, 'Worker', {
+    database,
+    consumerName: 'stream-worker',
+    entry: FIXTURE_HANDLER,
+    ...sourceProps(stack, kind, kafka),
+    ...overrides,
+  } as InboxConsumerProps);
+  return { stack, database, consumer, template: () => Template.fromStack(stack) };
+}
