@@ -1,10 +1,12 @@
-// The commands that work on a deployed database through the Data API: migrate and purge. Each checks
-// its flags first and imports the library (and with it the AWS SDK) only then.
+// The commands that work on a deployed database through the Data API: migrate and purge (parked, in
+// parked-commands.ts, shares their session). Each checks its flags first and imports the library (and
+// with it the AWS SDK) only then.
 import { UsageError, atLeast, databaseTarget, namesFrom } from './flags.js';
 import type { DatabaseTarget, DatabaseValues } from './flags.js';
 import { MIGRATION_SET_NAMES } from './usage.js';
 
-async function session(target: DatabaseTarget) {
+/** A Data API session for a person or a pipeline: long call timeouts, and waits out an auto-paused cluster. */
+export async function session(target: DatabaseTarget) {
   const { DataApiSession, resolveTarget } = await import('../../lambda/inbox/index.js');
   const { endpoint, ...database } = target;
   const env = { ...process.env, INBOX_DATA_API_ENDPOINT: endpoint };

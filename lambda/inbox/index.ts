@@ -30,7 +30,21 @@ export { migrate, INBOX_MIGRATIONS, inboxTables } from './schema.js';
 export type { Migration, MigrationSet, MigrationReport, InboxTables } from './schema.js';
 export { purge } from './purge.js';
 export type { PurgeOptions, PurgeReport } from './purge.js';
-export type { ParkedMessage, ParkedMessages, ReplayResult } from './parked.js';
+export { parkedMessageStore } from './parked.js';
+export type {
+  ParkedMessage,
+  ParkedMessages,
+  ParkedMessageReader,
+  ParkedMessageStore,
+  ParkedMessageStoreOptions,
+  ParkedStatus,
+  ParkedRefusal,
+  ReplayResult,
+  DiscardResult,
+  ListParkedOptions,
+} from './parked.js';
+export { redriveParked, queueUrlFromArn } from './parked-redrive.js';
+export type { RedriveOptions, RedriveResult, RedriveRefusal } from './parked-redrive.js';
 export { METRIC_NAMESPACE } from './telemetry.js';
 export type { BatchSummary, InboxLogger, InboxMetrics } from './telemetry.js';
 export { kinesisInbox, dynamoDbInbox, kafkaInbox } from './streams.js';

@@ -129,6 +129,17 @@ export const INBOX_MIGRATIONS: MigrationSet = {
         `CREATE INDEX IF NOT EXISTS outbox_message_sent_at ON ${t.outbox} (sent_at) WHERE sent_at IS NOT NULL`,
       ],
     },
+    {
+      version: 4,
+      name: 'parked_message_redrive',
+      statements: (t) => [
+        // An operator's decision on a parked message, besides a replay: sent back to its queue through the
+        // outbox (redriven_at, and where to), or given up (discarded_at). A parked row takes one decision.
+        `ALTER TABLE ${t.parked} ADD COLUMN IF NOT EXISTS redriven_at timestamptz`,
+        `ALTER TABLE ${t.parked} ADD COLUMN IF NOT EXISTS redriven_to text`,
+        `ALTER TABLE ${t.parked} ADD COLUMN IF NOT EXISTS discarded_at timestamptz`,
+      ],
+    },
   ],
 };
 

@@ -239,7 +239,7 @@ describe('key strategies', () => {
     const record = { ...sqsRecord({ key: 'no-body', attributes: { AWSTraceHeader: 'Root=1-abc' } }), body: undefined as never };
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
     expect(await db.query('SELECT body, error_class, message_key, attributes FROM inbox.parked_message')).toEqual([
-      { body: '', error_class: 'ParseError', message_key: 'no-body', attributes: { attributes: record.attributes, messageAttributes: record.messageAttributes } },
+      { body: '', error_class: 'ParseError', message_key: 'no-body', attributes: { attributes: record.attributes, messageAttributes: record.messageAttributes, eventSourceARN: record.eventSourceARN } },
     ]);
   });
 

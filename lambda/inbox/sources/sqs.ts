@@ -53,7 +53,7 @@ export const sqsSource: InboxSource<SQSRecord, SQSBatchResponse, KeyStrategy> = 
     }
     return { batchItemFailures: failed.map((record) => ({ itemIdentifier: record.id! })) };
   },
-  parkedAttributes: (record) => ({ attributes: record.attributes ?? {}, messageAttributes: record.messageAttributes ?? {} }),
+  parkedAttributes: (record) => ({ attributes: record.attributes ?? {}, messageAttributes: record.messageAttributes ?? {}, eventSourceARN: record.eventSourceARN }),
   fromParked: (parked: ParkedMessage) =>
     sourceRecord(
       {

@@ -1,0 +1,315 @@
+// `sqs-inbox parked`: list, show, redrive and discard one consumer's parked messages through the Data API.
+// The subcommand, its IDs and its flags are checked (and --yes is demanded off a terminal) before the
+// library, the AWS SDK and the database are loaded.
+import { parseArgs } from 'node:util';
+import type { ParseArgsConfig } from 'node:util';
+import type { ParkedMessage, RedriveResult } from '../../lambda/inbox/index.js';
+import { session } from './database-commands.js';
+import { DATABASE_FLAGS, UsageError, databaseTarget, parseFlags, wholeNumber } from './flags.js';
+import type { DatabaseTarget, FlagSpecs, Values } from './flags.js';
+import { PARKED_USAGE } from './usage.js';
+
+export const PARKED_FLAGS = {
+  consumer: { type: 'string', example: 'order-worker' },
+  json: { type: 'boolean' },
+  yes: { type: 'boolean' },
+  all: { type: 'boolean' },
+  limit: { type: 'string', example: '20' },
+  'queue-url': { type: 'string', example: 'https://sqs.us-east-1.amazonaws.com/123456789012/orders.fifo' },
+  'sqs-endpoint': { type: 'string', example: 'http://127.0.0.1:9324' },
+  ...DATABASE_FLAGS,
+} as const satisfies FlagSpecs;
+
+type ParkedValues = Values<typeof PARKED_FLAGS>;
+
+const SUBCOMMANDS = ['list', 'show', 'redrive', 'discard'] as const;
+type Subcommand = (typeof SUBCOMMANDS)[number];
+
+/** The flags that mean something to one subcommand only: given to another, they are a mistake. */
+const ONLY_FOR: Readonly<Record<string, readonly Subcommand[]>> = {
+  all: ['list'],
+  limit: ['list'],
+  'queue-url': ['redrive'],
+  'sqs-endpoint': ['redrive'],
+  yes: ['redrive', 'discard'],
+};
+
+/** What one run of `sqs-inbox parked` was asked to do, checked. */
+interface Request {
+  readonly subcommand: Subcommand;
+  readonly ids: readonly number[];
+  readonly consumer: string;
+  readonly values: ParkedValues;
+  readonly target: DatabaseTarget;
+}
+
+export async function parkedCommand(args: string[]): Promise<number> {
+  const { positionals, flags } = splitPositionals(args);
+  const values = parseFlags(PARKED_FLAGS, flags);
+  if (values.help) {
+    process.stdout.write(PARKED_USAGE);
+    return 0;
+  }
+  const request = checked(positionals, values);
+  if ((request.subcommand === 'redrive' || request.subcommand === 'discard') && !values.yes && !process.stdin.isTTY) {
+    throw new UsageError(`${request.subcommand} changes the inbox and asks first, but stdin is not a terminal to ask on: add --yes to ${request.subcommand} without asking`);
+  }
+  switch (request.subcommand) {
+    case 'list':
+      return list(request);
+    case 'show':
+      return show(request);
+    case 'discard':
+      return discard(request);
+    case 'redrive':
+      return redrive(request);
+  }
+}
+
+/** The subcommand and its IDs are positionals among the flags; parseFlags takes flags only. */
+function splitPositionals(args: string[]): { positionals: string[]; flags: string[] } {
+  const options: NonNullable<ParseArgsConfig['options']> = { help: { type: 'boolean', short: 'h' } };
+  for (const [name, spec] of Object.entries(PARKED_FLAGS)) options[name] = { type: spec.type };
+  const { tokens } = parseArgs({ args, options, strict: false, allowPositionals: true, tokens: true });
+  const positional = new Set(tokens.filter((token) => token.kind === 'positional').map((token) => token.index));
+  return { positionals: args.filter((_, index) => positional.has(index)), flags: args.filter((_, index) => !positional.has(index)) };
+}
+
+function checked(positionals: string[], values: ParkedValues): Request {
+  const [name, ...rest] = positionals;
+  if (name === undefined) throw new UsageError('give a subcommand: list, show ID, redrive ID... or discard ID..., e.g. sqs-inbox parked list --consumer order-worker');
+  if (!(SUBCOMMANDS as readonly string[]).includes(name)) {
+    throw new UsageError(`"${name}" is not a subcommand of parked: choose one of ${SUBCOMMANDS.join(', ')}`);
+  }
+  const subcommand = name as Subcommand;
+  for (const [flag, subcommands] of Object.entries(ONLY_FOR)) {
+    const given = values[flag as keyof ParkedValues];
+    if (given !== undefined && given !== false && !subcommands.includes(subcommand)) {
+      throw new UsageError(`--${flag} is for ${subcommands.join(' and ')}, not ${subcommand}`);
+    }
+  }
+  if (subcommand === 'list' && rest.length > 0) throw new UsageError(`list takes no ID; to see one message: sqs-inbox parked show ${rest[0]} --consumer NAME`);
+  if (subcommand === 'show' && rest.length !== 1) throw new UsageError(`show takes exactly one ID, e.g. sqs-inbox parked show 7 --consumer order-worker; got ${rest.length}`);
+  if ((subcommand === 'redrive' || subcommand === 'discard') && rest.length === 0) {
+    throw new UsageError(`${subcommand} needs the IDs of the messages (as parked list shows them), e.g. sqs-inbox parked ${subcommand} 7 8 --consumer order-worker`);
+  }
+  const ids = [...new Set(rest.map(parkedId))];
+  if (!values.consumer) throw new UsageError('--consumer is required: the consumer name given to inbox({ consumer }), e.g. --consumer order-worker');
+  if (values.limit !== undefined) wholeNumber(values.limit, '--limit', 1, 10_000, '20');
+  const queueUrl = values['queue-url'];
+  if (queueUrl !== undefined && !/^https?:\/\/[^/]+\/\d+\/[^/]+$/.test(queueUrl)) {
+    throw new UsageError(`--queue-url "${queueUrl}" is not a queue URL: give https://sqs.<region>.amazonaws.com/<account>/<name>, e.g. --queue-url ${PARKED_FLAGS['queue-url'].example}`);
+  }
+  const endpoint = values['sqs-endpoint'];
+  if (endpoint !== undefined && !/^https?:\/\/[^/]+\/?$/.test(endpoint)) {
+    throw new UsageError(`--sqs-endpoint "${endpoint}" is not an endpoint URL, e.g. --sqs-endpoint ${PARKED_FLAGS['sqs-endpoint'].example}`);
+  }
+  return { subcommand, ids, consumer: values.consumer, values, target: databaseTarget(values, process.env) };
+}
+
+function parkedId(text: string): number {
+  const id = /^\d+$/.test(text) ? Number(text) : Number.NaN;
+  if (!Number.isSafeInteger(id) || id < 1) {
+    throw new UsageError(`"${text}" is not a parked message ID: IDs are whole numbers of at least 1, as sqs-inbox parked list shows them`);
+  }
+  return id;
+}
+
+async function store(request: Request) {
+  const { parkedMessageStore } = await import('../../lambda/inbox/index.js');
+  return parkedMessageStore({ session: await session(request.target), consumer: request.consumer, schema: request.values.schema });
+}
+
+async function list(request: Request): Promise<number> {
+  const limit = request.values.limit === undefined ? 100 : Number(request.values.limit);
+  const all = request.values.all;
+  const messages = await (await store(request)).list({ includeReplayed: all, includeRedriven: all, includeDiscarded: all, limit });
+  if (request.values.json) return printJson({ consumer: request.consumer, messages }, 0);
+  if (messages.length === 0) {
+    process.stdout.write(`No ${all ? '' : 'still '}parked messages for consumer "${request.consumer}".\n`);
+    return 0;
+  }
+  process.stdout.write(listTable(messages));
+  const more = messages.length === limit ? `; the oldest ${limit} shown, --limit shows more` : '';
+  process.stdout.write(`\n${messages.length} ${all ? '' : 'still '}parked message${messages.length === 1 ? '' : 's'} for consumer "${request.consumer}"${more}.\n`);
+  return 0;
+}
+
+async function show(request: Request): Promise<number> {
+  const id = request.ids[0]!;
+  const message = await (await store(request)).show(id);
+  if (request.values.json) printJson({ consumer: request.consumer, message: message ?? null }, 0);
+  else if (message) process.stdout.write(details(message, request.consumer));
+  if (!message) process.stderr.write(`sqs-inbox parked: consumer "${request.consumer}" has no parked message ${id}\n`);
+  return message ? 0 : 1;
+}
+
+async function discard(request: Request): Promise<number> {
+  const parked = await store(request);
+  if (!request.values.yes && !(await confirmed(request, await found(request.ids, (id) => parked.show(id)), 'Discard'))) return declined();
+  const results = await parked.discard(request.ids);
+  if (request.values.json) printJson({ consumer: request.consumer, results }, 0);
+  else process.stdout.write(table(['ID', 'RESULT'], results.map((result) => [String(result.id), result.status])));
+  return results.every((result) => result.status === 'discarded') ? 0 : 1;
+}
+
+async function redrive(request: Request): Promise<number> {
+  const [library, transport] = await Promise.all([import('../../lambda/inbox/index.js'), sqsTransport(request)]);
+  const database = await session(request.target);
+  if (!request.values.yes) {
+    const reader = library.parkedMessageStore({ session: database, consumer: request.consumer, schema: request.values.schema });
+    if (!(await confirmed(request, await found(request.ids, (id) => reader.show(id)), 'Redrive'))) return declined();
+  }
+  const queueUrl = request.values['queue-url'];
+  const results = await library.redriveParked(
+    { session: database, consumer: request.consumer, transport, schema: request.values.schema, ...(queueUrl ? { queueUrl } : {}) },
+    request.ids,
+  );
+  if (request.values.json) printJson({ consumer: request.consumer, results }, 0);
+  else process.stdout.write(table(['ID', 'RESULT', 'QUEUE', 'DETAIL'], results.map(redriveRow)));
+  return results.every((result) => result.status === 'redriven' && result.sent) ? 0 : 1;
+}
+
+/** The SQS transport redrive sends with: AWS, or --sqs-endpoint / AWS_ENDPOINT_URL_SQS. */
+async function sqsTransport(request: Request) {
+  let sqs: typeof import('@aws-sdk/client-sqs');
+  try {
+    sqs = await import('@aws-sdk/client-sqs');
+  } catch {
+    throw new Error('redrive sends with @aws-sdk/client-sqs, which is not installed: npm install @aws-sdk/client-sqs');
+  }
+  const { sqsOutbox } = await import('../../lambda/inbox/outbox/index.js');
+  const endpoint = request.values['sqs-endpoint'] || process.env.AWS_ENDPOINT_URL_SQS;
+  // The queues' region: the one --queue-url names, else the environment's, else the cluster's (a consumer
+  // and its database usually share one).
+  const region =
+    /^https:\/\/sqs\.([a-z0-9-]+)\.amazonaws\.com/.exec(request.values['queue-url'] ?? '')?.[1] ??
+    (process.env.AWS_REGION || process.env.AWS_DEFAULT_REGION || /^arn:aws[\w-]*:rds:([a-z0-9-]+):/.exec(request.target.resourceArn)?.[1] || 'us-east-1');
+  const client = new sqs.SQSClient({
+    region,
+    ...(endpoint
+      ? {
+          endpoint,
+          // A local endpoint does not check signatures; real credentials are never needed for it.
+          credentials: { accessKeyId: process.env.AWS_ACCESS_KEY_ID ?? 'local', secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY ?? 'local' },
+        }
+      : {}),
+  });
+  return sqsOutbox({ client }).transport;
+}
+
+/** The messages behind `ids`, for the confirmation. */
+async function found(ids: readonly number[], show: (id: number) => Promise<ParkedMessage | undefined>): Promise<(ParkedMessage | number)[]> {
+  return Promise.all(ids.map(async (id) => (await show(id)) ?? id));
+}
+
+/** Shows what is about to change on stderr and asks on the terminal; true for y or yes. */
+async function confirmed(request: Request, messages: readonly (ParkedMessage | number)[], verb: 'Redrive' | 'Discard'): Promise<boolean> {
+  process.stderr.write(
+    table(
+      ['ID', 'STATUS', 'ERROR', 'TO'],
+      messages.map((message) =>
+        typeof message === 'number'
+          ? [String(message), 'not found', '', '']
+          : [String(message.id), message.status, clip(`${message.errorClass}: ${message.errorMessage}`, 50), verb === 'Redrive' ? destination(message, request.values['queue-url']) : ''],
+      ),
+    ),
+  );
+  const { createInterface } = await import('node:readline');
+  const prompt = createInterface({ input: process.stdin, output: process.stderr });
+  const one = messages.length === 1;
+  const what = verb === 'Redrive' ? (one ? 'back to its queue' : 'back to their queues') : 'for good';
+  const answer = await new Promise<string>((resolve) => {
+    prompt.once('close', () => resolve(''));
+    prompt.question(`${verb} ${messages.length} parked message${one ? '' : 's'} of consumer "${request.consumer}" ${what}? [y/N] `, resolve);
+  });
+  prompt.close();
+  return /^y(es)?$/i.test(answer.trim());
+}
+
+function declined(): number {
+  process.stderr.write('sqs-inbox parked: nothing done.\n');
+  return 1;
+}
+
+function printJson(document: unknown, code: number): number {
+  process.stdout.write(`${JSON.stringify(document)}\n`);
+  return code;
+}
+
+function listTable(messages: readonly ParkedMessage[]): string {
+  return table(
+    ['ID', 'STATUS', 'PARKED AT', 'ATTEMPT', 'KEY', 'ERROR'],
+    messages.map((m) => [String(m.id), m.status, m.parkedAt.toISOString(), String(m.attempt), clip(m.key ?? '-', 36), clip(`${m.errorClass}: ${m.errorMessage}`, 60)]),
+  );
+}
+
+function details(m: ParkedMessage, consumer: string): string {
+  const at = (date: Date | null) => date?.toISOString() ?? '-';
+  const sqs = m.attributes.record === undefined;
+  const attributes = Object.entries(m.attributes.messageAttributes ?? {}).map(
+    ([name, value]) => `${name}=${(value as { stringValue?: string }).stringValue ?? `(${(value as { dataType?: string }).dataType ?? '?'})`}`,
+  );
+  const lines: [string, string][] = [
+    ['id', String(m.id)],
+    ['consumer', consumer],
+    ['status', m.status],
+    ['message id', m.sqsMessageId],
+    ['key', m.key ?? '- (none usable)'],
+    ['owns claim', m.ownsClaim ? 'yes (a delivery of its key is a duplicate until it is redriven)' : 'no'],
+    ['error', `${m.errorClass}: ${m.errorMessage}`],
+    ['attempt', String(m.attempt)],
+    ['parked at', at(m.parkedAt)],
+    ['replayed at', at(m.replayedAt)],
+    ['redriven at', m.redrivenAt ? `${at(m.redrivenAt)} to ${m.redrivenTo ?? '?'}` : '-'],
+    ['discarded at', at(m.discardedAt)],
+    ['source', sqs ? (m.attributes.eventSourceARN ?? '- (not stored: redrive needs --queue-url)') : 'a stream record (replay it; it cannot be redriven)'],
+  ];
+  if (sqs) {
+    lines.push(['group id', m.attributes.attributes?.MessageGroupId ?? '-']);
+    lines.push(['attributes', attributes.length > 0 ? attributes.join(', ') : '-']);
+  }
+  const width = Math.max(...lines.map(([label]) => label.length)) + 2;
+  return `${lines.map(([label, value]) => `${label.padEnd(width)}${value}`).join('\n')}\nbody\n${indent(prettyBody(m.body))}\n`;
+}
+
+function redriveRow(result: RedriveResult): string[] {
+  const detail = result.status === 'redriven' ? (result.sent ? 'sent' : (result.message ?? 'not sent yet')) : result.refusal ? `${result.refusal}: ${result.message}` : (result.message ?? '');
+  return [String(result.id), result.status, result.queueUrl ?? '-', detail];
+}
+
+function destination(message: ParkedMessage, queueUrl: string | undefined): string {
+  if (queueUrl) return queueUrl;
+  if (message.attributes.record !== undefined) return '(stream record: refused)';
+  return message.attributes.eventSourceARN ?? '(unknown: refused without --queue-url)';
+}
+
+function prettyBody(body: string): string {
+  try {
+    return JSON.stringify(JSON.parse(body), null, 2);
+  } catch {
+    return body;
+  }
+}
+
+function indent(text: string): string {
+  return text
+    .split('\n')
+    .map((line) => `  ${line}`)
+    .join('\n');
+}
+
+function clip(text: string, width: number): string {
+  const line = text.replace(/\s+/g, ' ');
+  return line.length > width ? `${line.slice(0, width - 3)}...` : line;
+}
+
+function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
+  const widths = headers.map((header, column) => Math.max(header.length, ...rows.map((row) => row[column]!.length)));
+  const line = (cells: readonly string[]) =>
+    cells
+      .map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column]!)))
+      .join('  ')
+      .trimEnd();
+  return `${[line(headers), ...rows.map(line)].join('\n')}\n`;
+}
