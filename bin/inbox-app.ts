@@ -15,7 +15,8 @@ export interface InboxApp {
  * Builds the deployable example app that `bin/app.ts` synthesizes, with cdk-nag's AWS Solutions rules
  * registered, so an unacknowledged finding fails synthesis. Context (`-c key=value`):
  * `alarmEmail` subscribes an address to the alarm topic; `deletionProtection=false` lets `cdk destroy`
- * delete the database (a final snapshot is kept); `streams=true` adds `InboxStreamsStack`, one consumer per
+ * delete the database (a final snapshot is kept); `invoices=true` gives the order worker an outbox destination
+ * `invoices` (a FIFO queue) and adds the outbox relay; `streams=true` adds `InboxStreamsStack`, one consumer per
  * stream source on the same database, with `mskClusterArn`, `kafkaBootstrapServers` (comma-separated) and
  * `kafkaSecretName` naming the Kafka clusters it reads.
  *
@@ -35,6 +36,7 @@ export function createInboxApp(props: AppProps = {}): InboxApp {
   const stack = new InboxStack(app, 'InboxStack', {
     ...(alarmEmail === undefined ? {} : { alarmEmail }),
     ...(deletionProtection === undefined ? {} : { deletionProtection: deletionProtection !== 'false' }),
+    ...(context('invoices') === 'true' ? { invoices: true } : {}),
   });
   let streams: InboxStreamsStack | undefined;
   if (context('streams') === 'true') {

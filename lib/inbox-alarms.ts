@@ -11,6 +11,8 @@ import { createAlarmTopic } from './alarm-topic.js';
 import type { InboxCleanup } from './inbox-cleanup.js';
 import { INBOX_METRICS_NAMESPACE } from './inbox-consumer.js';
 import type { InboxConsumer } from './inbox-consumer.js';
+import type { InboxOutboxRelay } from './inbox-outbox-relay.js';
+import { describeSeconds, durationSeconds, rateSeconds } from './invariants.js';
 
 /** Count metrics every consumer emits (dimensions `service` = consumer name, `source` = `sqs`, `kinesis`, `dynamodb` or `kafka`). */
 export const CONSUMER_COUNT_METRICS = [
@@ -29,6 +31,8 @@ export const CONSUMER_COUNT_METRICS = [
 export const CONSUMER_LATENCY_METRICS = ['RecordLatency', 'BatchLatency'] as const;
 /** Metrics the cleanup function emits (dimension `service` = the InboxCleanup's `serviceName`). */
 export const CLEANUP_METRICS = ['PurgedRows', 'PurgeMoreRemaining', 'OldestRowAgeSeconds'] as const;
+/** Metrics the outbox sweeper emits (dimension `service` = the InboxOutboxRelay's `serviceName`). */
+export const OUTBOX_RELAY_METRICS = ['OutboxSwept', 'OutboxSweepDeferred', 'OutboxOldestUnsentAgeSeconds'] as const;
 
 /** Props for {@link InboxAlarms}. */
 export interface InboxAlarmsProps {
@@ -42,6 +46,20 @@ export interface InboxAlarmsProps {
    * @default - no cleanup alarms
    */
   readonly cleanup?: InboxCleanup | undefined;
+  /**
+   * The outbox relay to watch: its sweeper's errors, and whether messages stay unsent.
+   * @default - no outbox alarms
+   */
+  readonly outboxRelay?: InboxOutboxRelay | undefined;
+  /**
+   * Alarm when the oldest outbox row still unsent after a sweep is older than this, or when the sweeper reports
+   * nothing (it is not running, or dies before reporting). A row is normally sent by its own invocation right after
+   * the commit, or by the sweeper once it is `minAge` old, at its next run; older than this, sends keep failing
+   * (see the row's `last_error`) or the sweeper cannot keep up. It must exceed the relay's `minAge` plus its
+   * schedule's interval, the longest a row normally waits.
+   * @default Duration.minutes(15), or 5 minutes past the relay's `minAge` plus its schedule's interval when that is later
+   */
+  readonly maxOutboxAge?: Duration | undefined;
   /**
    * Where alarms (and their return to OK) are sent.
    * @default - a new topic when `createTopic` is true, otherwise no alarm actions
@@ -138,6 +156,8 @@ export interface InboxAlarmsProps {
  * `Errors` does not count).
  * For the cleanup: function errors, and the oldest inbox row older than the retention plus a margin or not
  * reported at all for longer than the schedule's interval (the purge stopped running).
+ * For the outbox relay: the oldest unsent outbox message older than `maxOutboxAge` or not reported (the sweeper
+ * stopped running), and the sweeper failing for 15 minutes.
  *
  * @example
  * new InboxAlarms(this, 'Alarms', { consumers: [worker], cleanup, createTopic: true });
@@ -168,6 +188,7 @@ export class InboxAlarms extends Construct {
 
     for (const consumer of props.consumers ?? []) this.#watchConsumer(consumer, props);
     if (props.cleanup !== undefined) this.#watchCleanup(props.cleanup, props);
+    if (props.outboxRelay !== undefined) this.#watchOutboxRelay(props.outboxRelay, props);
 
     if (this.alarms.length > 0) {
       this.dashboard.addWidgets(new cloudwatch.AlarmStatusWidget({ title: 'Inbox alarms', alarms: this.alarms, width: 24 }));
@@ -400,6 +421,63 @@ export class InboxAlarms extends Construct {
     );
   }
 
+  #watchOutboxRelay(relay: InboxOutboxRelay, props: InboxAlarmsProps): void {
+    const scope = new Construct(this, 'OutboxRelay');
+    const interval = rateSeconds(relay.schedule.expressionString);
+    // One period holds at least one run, so a period without a report means the sweeper did not report.
+    const period = Duration.seconds(interval === undefined ? HOUR_SECONDS : Math.max(5 * 60, Math.ceil(interval / 60) * 60));
+    const relayMetric = (metricName: string, statistic: string) =>
+      new cloudwatch.Metric({
+        namespace: INBOX_METRICS_NAMESPACE,
+        metricName,
+        dimensionsMap: { service: relay.serviceName },
+        statistic,
+        period,
+      });
+    const maxAge = outboxAgeThreshold(this.node.path, relay, interval, props.maxOutboxAge);
+    this.#alarm(scope, 'OldestUnsentAge', {
+      metric: relayMetric('OutboxOldestUnsentAgeSeconds', 'Maximum'),
+      threshold: maxAge,
+      // Every run reports the age (0 when nothing is left), so a period without a report means the sweeper is not
+      // running or dies before it reports: messages a crash leaves unsent would wait forever, so that pages too.
+      treatMissingData: cloudwatch.TreatMissingData.BREACHING,
+      description:
+        `An outbox message has waited more than ${describeSeconds(maxAge)} to be sent, or the outbox sweeper reported nothing ` +
+        `for ${describeSeconds(period.toSeconds())}: sends keep failing (see last_error of the unsent rows in ` +
+        'inbox.outbox_message, and the sweeper\'s logs) or the sweeper is not running (see its Invocations and Errors).',
+    });
+    const errorPeriods = 3;
+    this.#alarm(scope, 'Errors', {
+      metric: functionMetric(relay.function, 'Errors', 'Sum', Duration.minutes(5)),
+      threshold: 0,
+      // A failed run leaves its rows unsent for the next one, which is at most one interval away: one error is no
+      // reason to page anyone, failing runs for 15 minutes are.
+      evaluationPeriods: errorPeriods,
+      datapointsToAlarm: errorPeriods,
+      description: `The outbox sweeper failed in each of the last ${errorPeriods * 5} minutes: messages left unsent are not being sent.`,
+    });
+    this.dashboard.addWidgets(
+      new cloudwatch.TextWidget({ markdown: '## Outbox relay', width: 24, height: 1 }),
+      new cloudwatch.GraphWidget({
+        title: 'outbox: swept messages',
+        left: [relayMetric('OutboxSwept', 'Sum'), relayMetric('OutboxSweepDeferred', 'Sum')],
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'outbox: oldest unsent message age (s)',
+        left: [relayMetric('OutboxOldestUnsentAgeSeconds', 'Maximum')],
+        leftAnnotations: [{ value: maxAge, label: 'alarm' }],
+        width: 8,
+      }),
+      new cloudwatch.GraphWidget({
+        title: 'outbox: sweeper',
+        left: [functionMetric(relay.function, 'Invocations'), functionMetric(relay.function, 'Errors')],
+        right: [functionMetric(relay.function, 'Duration', 'p99')],
+        width: 8,
+      }),
+    );
+  }
+
   #alarm(scope: Construct, id: string, options: AlarmOptions): void {
     this.alarms.push(this.#newAlarm(scope, id, options));
   }
@@ -496,12 +574,23 @@ function maxSilenceHours(path: string, schedule: events.Schedule, maxSilence: Du
   return hours;
 }
 
-/** Seconds between runs of a `rate()` schedule; `undefined` for `cron()` or a token. */
-function rateSeconds(expression: string): number | undefined {
-  const match = /^rate\((\d+) (minute|hour|day)s?\)$/.exec(expression);
-  if (match === null) return undefined;
-  const unit = { minute: 60, hour: HOUR_SECONDS, day: 86400 }[match[2] as 'minute' | 'hour' | 'day'];
-  return Number(match[1]) * unit;
+/**
+ * The oldest unsent age that pages, in seconds: it must exceed the longest a row normally waits (the relay's `minAge`
+ * plus the schedule's interval), or every crash would page although the sweeper sends its rows.
+ */
+function outboxAgeThreshold(path: string, relay: InboxOutboxRelay, interval: number | undefined, maxAge: Duration | undefined): number {
+  const wait = (durationSeconds(relay.minAge) ?? 0) + (interval ?? 0);
+  const given = durationSeconds(maxAge);
+  if (given === undefined) return Math.max(15 * 60, wait + 5 * 60);
+  if (given <= wait) {
+    throw new Error(
+      `InboxAlarms ${path}: \`maxOutboxAge\` (${describeSeconds(given)}) does not exceed the longest an outbox row normally waits ` +
+        `for the sweeper: its \`minAge\` (${relay.minAge.toHumanString()}) plus its schedule's interval (${relay.schedule.expressionString}). ` +
+        `Every crash would page although the sweeper sends its rows. Fix: set \`maxOutboxAge\` above ${describeSeconds(wait)}, or ` +
+        'run the sweeper more often.',
+    );
+  }
+  return given;
 }
 
 function sanitize(name: string): string {

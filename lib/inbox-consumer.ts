@@ -16,6 +16,8 @@ import { InboxDatabaseRole } from './inbox-database-role.js';
 import { InboxFunction } from './inbox-function.js';
 import { addInvariants, checkConsumerNameUnique, durationSeconds } from './invariants.js';
 import type { InvariantViolation, RedeliveryWindowSource } from './invariants.js';
+import { destinationProblems, destinationsJson, distinctQueues, grantSendMessage, outboxRelaysIn } from './outbox-destinations.js';
+import type { OutboxDestinations } from './outbox-destinations.js';
 import { dynamoDbSource } from './sources/dynamodb.js';
 import { kafkaMode, kafkaSource } from './sources/kafka.js';
 import type { InboxKafkaSource, KafkaMode } from './sources/kafka.js';
@@ -205,7 +207,20 @@ export interface InboxConsumerProps {
    */
   readonly batchExecute?: boolean | undefined;
   /**
-   * Extra environment variables for your handler.
+   * The queues the handler's outbox may send to, by the name `tx.send({ to: name })` uses (`sqsOutbox()` from
+   * `sqs-inbox/outbox`). The function may `sqs:SendMessage` to each (and use its customer managed KMS key to encrypt),
+   * nothing more, and is told the names as `INBOX_DESTINATIONS` (JSON of name -> queue URL). A name is any non-empty
+   * string that is not a URL (the runtime sends a `to` starting with `https://` as it is). Any mix of standard and
+   * FIFO queues, in any account the queue's own policy admits, the consumer's own queue included.
+   * The rows a crashed invocation leaves unsent are sent by an {@link InboxOutboxRelay} that lists this consumer in
+   * its `consumers`: synth fails without one.
+   * @example { invoices: invoicesQueue.queue }
+   * @default {} (no INBOX_DESTINATIONS, no SQS send permission)
+   */
+  readonly destinations?: OutboxDestinations | undefined;
+  /**
+   * Extra environment variables for your handler. `INBOX_DESTINATIONS` is refused: pass `destinations`, which
+   * also grants the sends.
    * @default {}
    */
   readonly environment?: Readonly<Record<string, string>> | undefined;
@@ -238,7 +253,8 @@ const STREAM_ONLY_PROPS = [
  * The function signs in to `database` as its own PostgreSQL role (`databaseRole`, with `databaseGrants` for its
  * effect) through the Data API and nothing more, and is told where the inbox lives and what it reads through its
  * environment (`INBOX_RESOURCE_ARN`, `INBOX_SECRET_ARN` = the role's secret, `INBOX_DATABASE`, `INBOX_CONSUMER`,
- * `INBOX_SOURCE`; for Kafka `INBOX_REPORT_BATCH_ITEM_FAILURES`).
+ * `INBOX_SOURCE`; for Kafka `INBOX_REPORT_BATCH_ITEM_FAILURES`; with `destinations`, `INBOX_DESTINATIONS`, and
+ * `sqs:SendMessage` on each of those queues).
  *
  * @example
  * const queue = new InboxQueue(this, 'Orders');
@@ -252,6 +268,15 @@ const STREAM_ONLY_PROPS = [
  *   databaseGrants: [{ table: 'public.orders', privileges: ['SELECT', 'INSERT', 'UPDATE'] }],
  *   maxConcurrency: 5,
  * });
+ *
+ * @example
+ * // An outbox: tx.send({ to: 'invoices', ... }) in the handler; the relay sends what a crash leaves behind.
+ * const invoices = new InboxQueue(this, 'Invoices');
+ * const shipper = new InboxConsumer(this, 'Shipper', {
+ *   database, queue: queue.queue, consumerName: 'shipper', entry: 'src/shipper.ts',
+ *   destinations: { invoices: invoices.queue },
+ * });
+ * new InboxOutboxRelay(this, 'OutboxRelay', { database, consumers: [shipper] });
  *
  * @example
  * // A Kinesis stream: TRIM_HORIZON, partial batch responses, bisect, 10 retries, an on-failure queue.
@@ -296,12 +321,15 @@ export class InboxConsumer extends Construct {
   public readonly databaseRole: InboxDatabaseRole;
   /** The Data API actions the function may call. */
   public readonly dataApiActions: readonly DataApiAction[];
+  /** The queues its outbox may send to, by name (`INBOX_DESTINATIONS`); empty when it sends nothing. */
+  public readonly destinations: OutboxDestinations;
   readonly #source: ConsumerSource;
   readonly #kafkaMode: KafkaMode | undefined;
 
   constructor(scope: Construct, id: string, props: InboxConsumerProps) {
     super(scope, id);
     validateConsumerName(this.node.path, props.consumerName);
+    validateDestinations(this.node.path, props);
     this.source = validateSourceProps(this.node.path, props);
     this.consumerName = props.consumerName;
     this.database = props.database;
@@ -312,6 +340,7 @@ export class InboxConsumer extends Construct {
     this.#kafkaMode = props.kafka === undefined ? undefined : kafkaMode(this.node.path, props.kafka, props.consumerName);
     // Kafka tells the handler whether the mapping reads its partial batch responses; every other source always does.
     this.reportBatchItemFailures = this.#kafkaMode?.reportBatchItemFailures ?? true;
+    this.destinations = { ...props.destinations };
     const timeout = props.timeout ?? Duration.seconds(30);
 
     this.databaseRole = new InboxDatabaseRole(this, 'DatabaseRole', {
@@ -337,6 +366,7 @@ export class InboxConsumer extends Construct {
         INBOX_CONSUMER: props.consumerName,
         INBOX_SOURCE: this.source,
         ...(this.source === 'kafka' ? { INBOX_REPORT_BATCH_ITEM_FAILURES: String(this.reportBatchItemFailures) } : {}),
+        ...(Object.keys(this.destinations).length > 0 ? { INBOX_DESTINATIONS: destinationsJson(this, this.destinations) } : {}),
         POWERTOOLS_METRICS_NAMESPACE: INBOX_METRICS_NAMESPACE,
         POWERTOOLS_SERVICE_NAME: props.consumerName,
       },
@@ -348,6 +378,7 @@ export class InboxConsumer extends Construct {
     this.databaseRole.grantDataApi(this.function, this.dataApiActions);
     // The first batch must find the role there, with its password and grants.
     this.function.node.addDependency(this.databaseRole.resource);
+    for (const queue of distinctQueues(Object.values(this.destinations))) grantSendMessage(this.function, queue);
 
     this.#source = this.#bindSource(props, timeout);
     this.eventSource = this.#source.eventSource;
@@ -368,6 +399,7 @@ export class InboxConsumer extends Construct {
         ...checkBatchFitsTimeout({ source: this.source, batchSize: facts.batchSize, timeoutSeconds: durationSeconds(timeout), recordSeconds }),
         ...this.#nameViolations(),
         ...this.#consumerGroupViolations(),
+        ...this.#outboxRelayViolations(),
       ];
     });
   }
@@ -439,6 +471,37 @@ export class InboxConsumer extends Construct {
     });
   }
 
+  /**
+   * A consumer that sends needs a relay over its table that may send to its destinations: the handler sends its
+   * rows after its commits, but the rows an invocation that crashed or timed out left behind are sent by the
+   * relay's sweeper only, and without one they would never be.
+   */
+  #outboxRelayViolations(): InvariantViolation[] {
+    const names = Object.keys(this.destinations);
+    if (names.length === 0) return [];
+    const overTable = outboxRelaysIn(this).filter((relay) => relay.tableKey === this.database.tableKey);
+    if (overTable.some((relay) => relay.relays(this))) return [];
+    const sends = `InboxConsumer ${this.node.path} sends to ${names.map((name) => `'${name}'`).join(', ')} through its outbox`;
+    if (overTable.length === 0) {
+      return [
+        {
+          problem:
+            `${sends}, but no InboxOutboxRelay sweeps ${this.database.tableDescription}: the messages an invocation that crashed ` +
+            'or timed out after its commit left unsent would never be sent.',
+          fix: "add `new InboxOutboxRelay(this, 'OutboxRelay', { database, consumers: [consumer] })` (InboxStack does this for its consumers).",
+        },
+      ];
+    }
+    return [
+      {
+        problem:
+          `${sends}, but the InboxOutboxRelay over its table (${overTable.map((relay) => relay.node.path).join(', ')}) does not list it ` +
+          "in `consumers`, so its sweeper may not send to this consumer's destinations: what it leaves unsent would fail to send.",
+        fix: 'add the consumer to that relay\'s `consumers`.',
+      },
+    ];
+  }
+
   /** Kafka consumer group ids are unique among all Kafka event sources; the later of a clashing pair reports. */
   #consumerGroupViolations(): InvariantViolation[] {
     const group = this.kafkaConsumerGroupId;
@@ -496,6 +559,22 @@ function validateSourceProps(path: string, props: InboxConsumerProps): InboxSour
   }
   if (problems.length > 0) throw new Error(`InboxConsumer ${path}:\n  - ${problems.join('\n  - ')}`);
   return source;
+}
+
+/**
+ * Destination names the runtime could never look up, values that are not queues, and `INBOX_DESTINATIONS` set by
+ * hand (its queues would be neither granted nor known to the relay), all at once.
+ */
+function validateDestinations(path: string, props: InboxConsumerProps): void {
+  const problems = destinationProblems(props.destinations);
+  if (props.environment?.INBOX_DESTINATIONS !== undefined) {
+    problems.push(
+      '`environment.INBOX_DESTINATIONS` is set by the construct from `destinations`. Fix: remove it and pass the queues as ' +
+        '`destinations: { name: queue }` (import one with sqs.Queue.fromQueueArn()), so that the function and the outbox ' +
+        'relay may send to them.',
+    );
+  }
+  if (problems.length > 0) throw new Error(`InboxConsumer ${path}:\n  - ${problems.join('\n  - ')}`);
 }
 
 /** The runtime refuses other names at cold start; refusing them here moves that failure to synth. */

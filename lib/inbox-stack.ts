@@ -7,6 +7,7 @@ import { InboxAlarms } from './inbox-alarms.js';
 import { InboxCleanup } from './inbox-cleanup.js';
 import { InboxConsumer } from './inbox-consumer.js';
 import { InboxDatabase } from './inbox-database.js';
+import { InboxOutboxRelay } from './inbox-outbox-relay.js';
 import { InboxQueue } from './inbox-queue.js';
 import { runtimeFile } from './runtime-files.js';
 
@@ -39,13 +40,22 @@ export interface InboxStackProps extends StackProps {
    * @default Duration.days(30)
    */
   readonly retention?: Duration | undefined;
+  /**
+   * Add a FIFO queue `invoices` (with its dead-letter queue) that the order worker may send to through its outbox,
+   * `tx.send({ to: 'invoices', body, groupId })`, and the outbox relay that sends what a crashed invocation left
+   * unsent, with its alarms. Off by default: the relay reads the database every minute, which keeps it from ever
+   * auto-pausing (synth warns), and the example worker sends nothing until you make it.
+   * @default false
+   */
+  readonly invoices?: boolean | undefined;
 }
 
 /**
  * The deployable example: a FIFO order queue, the Aurora Serverless v2 inbox database with its schema
  * (plus the example's `orders` table), the example order worker (lambda/functions/order-worker.ts) and the
  * hourly cleanup, each signed in as its own database role, rotated secrets, alarms to an encrypted topic
- * and a dashboard.
+ * and a dashboard. With `invoices: true`, also a FIFO `invoices` queue the order worker may send to through its
+ * outbox, and the outbox relay.
  *
  * @example
  * const app = new App();
@@ -60,6 +70,10 @@ export class InboxStack extends Stack {
   public readonly consumer: InboxConsumer;
   /** The scheduled purge. */
   public readonly cleanup: InboxCleanup;
+  /** The invoices queue the order worker may send to, with `invoices: true`. */
+  public readonly invoices?: InboxQueue;
+  /** The outbox relay, when a consumer of this stack sends through its outbox (`invoices: true`). */
+  public readonly outboxRelay?: InboxOutboxRelay;
   /** Alarms and dashboard. */
   public readonly alarms: InboxAlarms;
 
@@ -70,6 +84,7 @@ export class InboxStack extends Stack {
     });
 
     this.queue = new InboxQueue(this, 'Orders');
+    if (props.invoices === true) this.invoices = new InboxQueue(this, 'Invoices');
     this.database = new InboxDatabase(this, 'Database', {
       autoPause: props.autoPause ?? Duration.minutes(10),
       migrations: ['example-orders'],
@@ -87,14 +102,19 @@ export class InboxStack extends Stack {
       timeout: Duration.seconds(30),
       batchSize: 10,
       maxConcurrency: 5,
+      ...(this.invoices === undefined ? {} : { destinations: { invoices: this.invoices.queue } }),
     });
     this.cleanup = new InboxCleanup(this, 'Cleanup', {
       database: this.database,
       ...(props.retention === undefined ? {} : { retention: props.retention }),
     });
+    // Only when a consumer sends: the sweeper runs every minute, and without a sender it would only keep the database awake.
+    const senders = [this.consumer].filter((consumer) => Object.keys(consumer.destinations).length > 0);
+    if (senders.length > 0) this.outboxRelay = new InboxOutboxRelay(this, 'OutboxRelay', { database: this.database, consumers: senders });
     this.alarms = new InboxAlarms(this, 'Alarms', {
       consumers: [this.consumer],
       cleanup: this.cleanup,
+      ...(this.outboxRelay === undefined ? {} : { outboxRelay: this.outboxRelay }),
       createTopic: true,
       dashboardName: `${this.stackName}-inbox`,
     });
@@ -105,6 +125,9 @@ export class InboxStack extends Stack {
     new CfnOutput(this, 'QueueUrl', { value: this.queue.queue.queueUrl, description: 'Send orders here (FIFO).' });
     if (this.queue.deadLetterQueue !== undefined) {
       new CfnOutput(this, 'DeadLetterQueueUrl', { value: this.queue.deadLetterQueue.queueUrl });
+    }
+    if (this.invoices !== undefined) {
+      new CfnOutput(this, 'InvoicesQueueUrl', { value: this.invoices.queue.queueUrl, description: "The order worker's outbox destination 'invoices' (FIFO)." });
     }
     new CfnOutput(this, 'ClusterArn', { value: this.database.cluster.clusterArn, description: 'INBOX_RESOURCE_ARN' });
     new CfnOutput(this, 'SecretArn', {

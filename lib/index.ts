@@ -1,7 +1,8 @@
 /**
  * The sqs-inbox CDK constructs (package export `sqs-inbox/cdk`), for CDK apps: the queue, the Aurora
  * database with the Data API and the inbox schema, your consumer function (on an SQS queue, a Kinesis stream,
- * a DynamoDB table's stream or a Kafka topic), the scheduled purge, alarms, and `InboxStack` and
+ * a DynamoDB table's stream or a Kafka topic) with its outbox destinations, the scheduled purge, the outbox relay,
+ * alarms, and `InboxStack` and
  * `InboxStreamsStack`, all of them wired together. Needs `aws-cdk-lib` and `constructs`.
  *
  * @example
@@ -20,7 +21,17 @@ export { KAFKA_MAX_TIMEOUT_SECONDS } from './stream-invariants.js';
 export type { InboxSourceKind } from './stream-invariants.js';
 export { InboxCleanup, CLEANUP_SERVICE_NAME, MIN_CLEANUP_TIMEOUT } from './inbox-cleanup.js';
 export type { InboxCleanupProps } from './inbox-cleanup.js';
-export { InboxAlarms, CONSUMER_COUNT_METRICS, CONSUMER_LATENCY_METRICS, CLEANUP_METRICS } from './inbox-alarms.js';
+export {
+  InboxOutboxRelay,
+  OUTBOX_SERVICE_NAME,
+  DEFAULT_OUTBOX_MIN_AGE,
+  DEFAULT_OUTBOX_SWEEP_LIMIT,
+  DEFAULT_OUTBOX_SENT_RETENTION,
+  MIN_OUTBOX_RELAY_TIMEOUT,
+} from './inbox-outbox-relay.js';
+export type { InboxOutboxRelayProps } from './inbox-outbox-relay.js';
+export type { OutboxDestinations } from './outbox-destinations.js';
+export { InboxAlarms, CONSUMER_COUNT_METRICS, CONSUMER_LATENCY_METRICS, CLEANUP_METRICS, OUTBOX_RELAY_METRICS } from './inbox-alarms.js';
 export type { InboxAlarmsProps } from './inbox-alarms.js';
 export { InboxFunction } from './inbox-function.js';
 export type { InboxFunctionProps } from './inbox-function.js';

@@ -219,6 +219,14 @@ export function describeSeconds(seconds: number): string {
   return `${seconds} second${seconds === 1 ? '' : 's'}`;
 }
 
+/** Seconds between runs of a `rate()` schedule expression; `undefined` for `cron()` or a token. */
+export function rateSeconds(expression: string): number | undefined {
+  const match = /^rate\((\d+) (minute|hour|day)s?\)$/.exec(expression);
+  if (match === null) return undefined;
+  const unit = { minute: 60, hour: 3600, day: 86400 }[match[2] as 'minute' | 'hour' | 'day'];
+  return Number(match[1]) * unit;
+}
+
 function resolvedNumber(value: number | undefined, fallback: number): number | undefined {
   if (value === undefined) return fallback;
   return Token.isUnresolved(value) ? undefined : value;

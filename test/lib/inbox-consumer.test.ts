@@ -1,10 +1,11 @@
-import { Duration, Stack, Token } from 'aws-cdk-lib';
+import { App, Duration, Stack, Token } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as iam from 'aws-cdk-lib/aws-iam';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
-import { InboxConsumer, InboxDatabase, InboxQueue } from '../../lib/index.js';
+import { InboxConsumer, InboxDatabase, InboxOutboxRelay, InboxQueue } from '../../lib/index.js';
 import { InboxAlarms } from '../../lib/index.js';
 import { FIXTURE_HANDLER, logicalId, policyStatements, synthError, testStack } from './support.js';
 
@@ -263,5 +264,166 @@ describe('InboxConsumer', () => {
           database: new InboxDatabase(stack, 'Db'), queue: inboxQueue.queue, deadLetterQueue: other, consumerName: 'w', entry: FIXTURE_HANDLER,
         }),
     ).toThrow(/`deadLetterQueue` is not the dead-letter queue configured on `queue`\. Fix: /);
+  });
+});
+
+describe('InboxConsumer destinations (the outbox)', () => {
+  /** A consumer sending to `destinations`, with the relay synth requires, and the consumer's own policy statements. */
+  function sender(destinations: (stack: Stack) => Record<string, sqs.IQueue>, stack = testStack()) {
+    const database = new InboxDatabase(stack, 'Db');
+    const orders = new InboxQueue(stack, 'Orders');
+    const consumer = new InboxConsumer(stack, 'Worker', {
+      database, queue: orders.queue, consumerName: 'order-worker', entry: FIXTURE_HANDLER, destinations: destinations(stack),
+    });
+    new InboxOutboxRelay(stack, 'OutboxRelay', { database, consumers: [consumer] });
+    const template = Template.fromStack(stack);
+    const roleId = stack.getLogicalId(consumer.function.role!.node.defaultChild as never);
+    const statements = Object.values(template.findResources('AWS::IAM::Policy', { Properties: { Roles: [{ Ref: roleId }] } })).flatMap(
+      (p) => (p as { Properties: { PolicyDocument: { Statement: Array<{ Action: string | string[]; Resource: unknown }> } } }).Properties.PolicyDocument.Statement,
+    );
+    const env = template.toJSON().Resources[logicalId(stack, consumer.function)].Properties.Environment.Variables as Record<string, unknown>;
+    return { stack, orders, consumer, template, statements, env };
+  }
+  const ref = (stack: Stack, queue: sqs.IQueue) => ({ Ref: stack.getLogicalId(queue.node.defaultChild as never) });
+  const queueArn = (stack: Stack, queue: sqs.IQueue) => ({ 'Fn::GetAtt': [stack.getLogicalId(queue.node.defaultChild as never), 'Arn'] });
+
+  /** Evaluates the Fn::Join CloudFormation makes of INBOX_DESTINATIONS, with each Ref replaced by a fake URL. */
+  function deployed(value: unknown, urls: Record<string, string>): string {
+    if (typeof value === 'string') return value;
+    const v = value as Record<string, any>;
+    if ('Fn::Join' in v) return (v['Fn::Join'][1] as unknown[]).map((part) => deployed(part, urls)).join(v['Fn::Join'][0]);
+    if ('Ref' in v && urls[v.Ref] !== undefined) return urls[v.Ref]!;
+    throw new Error(`unexpected ${JSON.stringify(value)}`);
+  }
+
+  it('may call exactly sqs:SendMessage on each destination, nothing else on them (SendMessageBatch needs no more)', () => {
+    // Arrange + Act: a FIFO queue, a standard queue, and one queue under two names.
+    let invoices!: sqs.IQueue;
+    let audit!: sqs.IQueue;
+    const { stack, statements, orders } = sender((s) => {
+      invoices = new InboxQueue(s, 'Invoices').queue;
+      audit = new sqs.Queue(s, 'Audit', { enforceSSL: true });
+      return { invoices, bills: invoices, audit };
+    });
+
+    // Assess: one statement, sqs:SendMessage on exactly these two queues; the source queue keeps its consume grant only.
+    const sends = statements.filter((s) => [s.Action].flat().some((a) => a === 'sqs:SendMessage'));
+    expect(sends).toEqual([{ Action: 'sqs:SendMessage', Effect: 'Allow', Resource: expect.any(Array) }]);
+    expect(sends[0]!.Resource).toHaveLength(2);
+    expect(sends[0]!.Resource).toEqual(expect.arrayContaining([queueArn(stack, invoices), queueArn(stack, audit)]));
+    const onDestinations = statements.filter((s) => JSON.stringify(s.Resource).match(/Invoices|Audit/));
+    expect(onDestinations.flatMap((s) => [s.Action].flat())).toEqual(['sqs:SendMessage']);
+    expect(statements.filter((s) => JSON.stringify(s.Resource).includes(stack.getLogicalId(orders.queue.node.defaultChild as never))).flatMap((s) => [s.Action].flat())).not.toContain('sqs:SendMessage');
+    expect(statements.flatMap((s) => [s.Action].flat()).filter((a) => a.startsWith('kms:'))).toEqual([]);
+  });
+
+  it("may use a destination's customer managed key to encrypt (GenerateDataKey, Decrypt), and needs no grant for the AWS managed key", () => {
+    let key!: kms.Key;
+    const { stack, statements } = sender((s) => {
+      key = new kms.Key(s, 'InvoiceKey', { enableKeyRotation: true });
+      return {
+        invoices: new sqs.Queue(s, 'Invoices', { encryption: sqs.QueueEncryption.KMS, encryptionMasterKey: key, enforceSSL: true }),
+        managed: new sqs.Queue(s, 'Managed', { encryption: sqs.QueueEncryption.KMS_MANAGED, enforceSSL: true }),
+      };
+    });
+    const kmsStatements = statements.filter((s) => [s.Action].flat().some((a) => a.startsWith('kms:')));
+    expect(kmsStatements).toEqual([
+      { Action: ['kms:Decrypt', 'kms:GenerateDataKey'], Effect: 'Allow', Resource: { 'Fn::GetAtt': [stack.getLogicalId(key.node.defaultChild as never), 'Arn'] } },
+    ]);
+  });
+
+  it('tells the handler its destinations as INBOX_DESTINATIONS: JSON of name -> queue URL, the URLs resolved at deploy', () => {
+    // Arrange + Act
+    let invoices!: sqs.IQueue;
+    let audit!: sqs.IQueue;
+    const { stack, env, consumer } = sender((s) => {
+      invoices = new InboxQueue(s, 'Invoices').queue;
+      audit = new sqs.Queue(s, 'Audit', { enforceSSL: true });
+      return { invoices, 'audit "eu"': audit };
+    });
+
+    // Assess: a Fn::Join over the queues' Refs (a queue's Ref is its URL) that CloudFormation turns into valid JSON.
+    const urls = {
+      [ref(stack, invoices).Ref]: 'https://sqs.eu-west-1.amazonaws.com/123456789012/Invoices.fifo',
+      [ref(stack, audit).Ref]: 'https://sqs.eu-west-1.amazonaws.com/123456789012/Audit',
+    };
+    expect(JSON.parse(deployed(env.INBOX_DESTINATIONS, urls))).toEqual({
+      'audit "eu"': 'https://sqs.eu-west-1.amazonaws.com/123456789012/Audit',
+      invoices: 'https://sqs.eu-west-1.amazonaws.com/123456789012/Invoices.fifo',
+    });
+    expect(consumer.destinations).toEqual({ invoices, 'audit "eu"': audit });
+  });
+
+  it('takes a queue of another stack, an imported queue, and its own source queue', () => {
+    // Arrange
+    const app = testStack('Queues').node.root as App;
+    const queues = new Stack(app, 'Shared');
+    const shared = new InboxQueue(queues, 'Invoices').queue;
+
+    // Act
+    const { stack, env, orders } = sender(
+      (s) => ({
+        shared,
+        imported: sqs.Queue.fromQueueArn(s, 'Imported', 'arn:aws:sqs:eu-west-1:123456789012:refunds'),
+        // Allowed, and nothing special: a consumer may hand a message back to its own queue.
+        self: new InboxQueue(s, 'Self').queue,
+      }),
+      new Stack(app, 'Test'),
+    );
+
+    // Assess
+    const joined = JSON.stringify(env.INBOX_DESTINATIONS);
+    // CDK's cross-stack reference (Fn::GetStackOutput or Fn::ImportValue, by feature flag) to the other stack's queue URL.
+    expect(joined).toMatch(/"Fn::(GetStackOutput|ImportValue)"/);
+    expect(joined).toContain('OutputRefInvoicesQueue');
+    expect(joined).toContain('https://sqs.eu-west-1.');
+    expect(joined).toContain('/123456789012/refunds');
+    expect(orders).toBeDefined();
+    expect(stack.dependencies.map((d) => d.stackName)).toContain('Shared');
+  });
+
+  it('sets no INBOX_DESTINATIONS and grants no send without destinations', () => {
+    const { template, stack, consumer } = consumerStack();
+    const env = template.toJSON().Resources[logicalId(stack, consumer.function)].Properties.Environment.Variables;
+    expect(env).not.toHaveProperty('INBOX_DESTINATIONS');
+    expect(JSON.stringify(policyStatements(template))).not.toContain('sqs:SendMessage');
+    expect(consumer.destinations).toEqual({});
+  });
+
+  it('refuses names the runtime could never look up, values that are not queues, and INBOX_DESTINATIONS by hand, all at once', () => {
+    const stack = testStack();
+    const database = new InboxDatabase(stack, 'Db');
+    const queue = new InboxQueue(stack, 'Orders').queue;
+    expect(
+      () =>
+        new InboxConsumer(stack, 'Worker', {
+          database, queue, consumerName: 'w', entry: FIXTURE_HANDLER,
+          destinations: { '': queue, 'https://sqs.eu-west-1.amazonaws.com/123456789012/invoices': queue, missing: undefined as never },
+          environment: { INBOX_DESTINATIONS: '{"invoices":"https://sqs.eu-west-1.amazonaws.com/123456789012/invoices"}' },
+        }),
+    ).toThrow(
+      new RegExp(
+        [
+          '`destinations` has an empty name, .* Fix: give the queue a name',
+          "`destinations` name 'https://sqs\\.eu-west-1\\.amazonaws\\.com/123456789012/invoices' looks like a URL: .* Fix: use a plain name",
+          '`destinations\\.missing` must be an sqs\\.IQueue\\. Fix: ',
+          '`environment\\.INBOX_DESTINATIONS` is set by the construct from `destinations`\\. Fix: ',
+        ].join('[\\s\\S]*'),
+      ),
+    );
+    expect(
+      () => new InboxConsumer(stack, 'Hand', { database, queue, consumerName: 'h', entry: FIXTURE_HANDLER, environment: { INBOX_DESTINATIONS: '{}' } }),
+    ).toThrow(/`environment\.INBOX_DESTINATIONS` is set by the construct from `destinations`/);
+  });
+
+  it('accepts any other name: the runtime looks up any string that is not an http(s) URL', () => {
+    const stack = testStack();
+    const database = new InboxDatabase(stack, 'Db');
+    const queue = new InboxQueue(stack, 'Orders').queue;
+    const consumer = new InboxConsumer(stack, 'Worker', {
+      database, queue, consumerName: 'w', entry: FIXTURE_HANDLER,
+      destinations: { invoices: queue, 'eu/refunds v2': queue, 'sqs.eu-west-1.amazonaws.com': queue },
+    });
+    expect(Object.keys(consumer.destinations)).toHaveLength(3);
   });
 });

@@ -1,11 +1,12 @@
 import { Duration, Validations } from 'aws-cdk-lib';
 import type { IConstruct } from 'constructs';
 import { Template } from 'aws-cdk-lib/assertions';
+import * as kms from 'aws-cdk-lib/aws-kms';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
-import { InboxAlarms, InboxCleanup, InboxConsumer, InboxDatabase, InboxQueue, InboxStack, InboxStreamsStack } from '../../lib/index.js';
+import { InboxAlarms, InboxCleanup, InboxConsumer, InboxDatabase, InboxOutboxRelay, InboxQueue, InboxStack, InboxStreamsStack } from '../../lib/index.js';
 import { FIXTURE_HANDLER, testApp, testStack } from './support.js';
 
 function findings(app: ReturnType<typeof testApp>) {
@@ -75,6 +76,38 @@ describe('cdk-nag AwsSolutions', () => {
       // The master secret, imported here, rotates in InboxStack (the roles' secrets rotate here, through its rotation).
       'AwsSolutions-SMG4 MasterSecret',
     ].sort());
+  });
+
+  it('finds nothing unacknowledged in InboxStack with the invoices outbox, and acknowledges only Node.js 22 on the sweeper', () => {
+    // Arrange + Act
+    const app = testApp();
+    const stack = new InboxStack(app, 'InboxStack', { invoices: true });
+    Template.fromStack(stack);
+
+    // Assess
+    expect(findings(app)).toEqual([]);
+    const acknowledged = stack.outboxRelay!.node
+      .findAll()
+      .flatMap((c) => c.node.metadata.filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY).map((m) => [c.node.path, Object.keys(m.data as object).map((id) => id.replace(/^Annotation::/, ''))]));
+    expect(acknowledged).toEqual([['InboxStack/OutboxRelay/Sweeper/Function', ['AwsSolutions-L1']]]);
+  });
+
+  it('finds nothing unacknowledged in a consumer sending to a queue under a customer managed key, with its relay and alarms', () => {
+    const stack = testStack('Sender');
+    const database = new InboxDatabase(stack, 'Db');
+    const orders = new InboxQueue(stack, 'Orders');
+    const key = new kms.Key(stack, 'InvoiceKey', { enableKeyRotation: true });
+    const invoices = new InboxQueue(stack, 'Invoices', { encryption: sqs.QueueEncryption.KMS_MANAGED });
+    const audit = new sqs.Queue(stack, 'Audit', {
+      encryption: sqs.QueueEncryption.KMS, encryptionMasterKey: key, enforceSSL: true, deadLetterQueue: { queue: invoices.deadLetterQueue!, maxReceiveCount: 5 },
+    });
+    const consumer = new InboxConsumer(stack, 'Worker', {
+      database, queue: orders.queue, consumerName: 'orders', entry: FIXTURE_HANDLER, destinations: { invoices: invoices.queue, audit },
+    });
+    const relay = new InboxOutboxRelay(stack, 'OutboxRelay', { database, consumers: [consumer] });
+    new InboxAlarms(stack, 'Alarms', { consumers: [consumer], outboxRelay: relay, createTopic: true });
+    Template.fromStack(stack);
+    expect(findings(stack.node.root as ReturnType<typeof testApp>)).toEqual([]);
   });
 
   it('accepts deletion protection turned off on purpose, and only then', () => {
