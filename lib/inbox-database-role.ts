@@ -12,7 +12,7 @@ import { addInvariants } from './invariants.js';
 import type { InvariantViolation } from './invariants.js';
 
 /** What a database role is for; it decides the role's privileges on the inbox tables. */
-export type InboxRolePurpose = 'consumer' | 'purge';
+export type InboxRolePurpose = 'consumer' | 'purge' | 'outbox';
 
 /** Props for {@link InboxDatabaseRole}. */
 export interface InboxDatabaseRoleProps {
@@ -66,7 +66,7 @@ export class InboxDatabaseRole extends Construct {
     const problems = [
       ...(roleNameProblem(props.roleName) === undefined ? [] : [`\`databaseRole\` ${roleNameProblem(props.roleName)}. Fix: pass e.g. 'inbox_consumer_orders'.`]),
       ...grantProblems(grants),
-      ...(props.purpose === 'purge' && grants.length > 0 ? ['the purge role takes no `databaseGrants`. Fix: remove them.'] : []),
+      ...(props.purpose !== 'consumer' && grants.length > 0 ? [`the ${props.purpose} role takes no \`databaseGrants\`. Fix: remove them.`] : []),
     ];
     if (problems.length > 0) throw new Error(`${scope.node.path}:\n  - ${problems.join('\n  - ')}`);
     this.roleName = props.roleName;

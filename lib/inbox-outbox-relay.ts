@@ -158,8 +158,8 @@ export class InboxOutboxRelay extends Construct implements OutboxRelayMark {
     this.databaseRole = new InboxDatabaseRole(this, 'DatabaseRole', {
       database: props.database,
       roleName: props.databaseRole ?? 'inbox_outbox_relay',
-      // The purge's privileges cover the sweep: read unsent rows, mark them sent, delete old sent ones.
-      purpose: 'purge',
+      // Exactly the sweep: read unsent rows, mark them sent, delete old sent ones; no claim.
+      purpose: 'outbox',
       label: `outbox relay ${this.serviceName}`,
     });
 

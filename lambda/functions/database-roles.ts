@@ -3,7 +3,7 @@ import { inboxTables } from '../inbox/index.js';
 import { scramSha256Verifier } from './scram.js';
 
 /** What a role is for: it decides the role's privileges on the inbox tables. */
-export type RolePurpose = 'consumer' | 'purge';
+export type RolePurpose = 'consumer' | 'purge' | 'outbox';
 
 /** A privilege the user grants a consumer's role for its own effect: `{ on: 'public.orders', privileges: ['SELECT'] }`. */
 export interface RoleGrant {
@@ -72,9 +72,9 @@ interface Privilege {
  *   (sent_at, attempts, last_error) on outbox_message, which the relay sets after the commit; plus
  *   `spec.grants` and USAGE on their schemas.
  * - purge: USAGE on the inbox schema; SELECT, DELETE on consumed_message; UPDATE (processed_at) on it, because
- *   the purge's `FOR UPDATE SKIP LOCKED` needs UPDATE on some column (it adds nothing DELETE does not allow);
- *   SELECT, DELETE and UPDATE (sent_at, attempts, last_error) on outbox_message, for the sweeper and the
- *   purge of sent rows.
+ *   the purge's `FOR UPDATE SKIP LOCKED` needs UPDATE on some column (it adds nothing DELETE does not allow).
+ * - outbox (the sweeper): USAGE on the inbox schema; SELECT, DELETE and UPDATE (sent_at, attempts,
+ *   last_error) on outbox_message; nothing on the claims.
  *
  * The password is set only when the role is created or `resetPassword` is true; it is read through
  * `password()` only then, and only its SCRAM-SHA-256 verifier reaches the database.
@@ -157,11 +157,11 @@ export async function dropRole(session: DataApiSession, role: string): Promise<{
 /** Validates a role spec the way the CDK construct does, so a hand-written custom resource fails just as clearly. */
 export function checkSpec(spec: RoleSpec): void {
   checkRoleName(spec.role);
-  if (spec.purpose !== 'consumer' && spec.purpose !== 'purge') {
-    throw new DatabaseRoleError(`role "${spec.role}": purpose must be "consumer" or "purge", got ${JSON.stringify(spec.purpose)}.`);
+  if (spec.purpose !== 'consumer' && spec.purpose !== 'purge' && spec.purpose !== 'outbox') {
+    throw new DatabaseRoleError(`role "${spec.role}": purpose must be "consumer", "purge" or "outbox", got ${JSON.stringify(spec.purpose)}.`);
   }
-  if (spec.purpose === 'purge' && spec.grants.length > 0) {
-    throw new DatabaseRoleError(`role "${spec.role}": the purge role takes no grants beyond the inbox table.`);
+  if (spec.purpose !== 'consumer' && spec.grants.length > 0) {
+    throw new DatabaseRoleError(`role "${spec.role}": the ${spec.purpose} role takes no grants beyond the inbox tables.`);
   }
   spec.grants.forEach((grant, index) => {
     const where = `role "${spec.role}" grant ${index} (${JSON.stringify(grant?.on)})`;
@@ -266,15 +266,11 @@ function inboxPrivileges(
   // Marking outbox rows sent (or a failed attempt) is the relay's, which the consumer and the sweeper both run.
   const relay = ['sent_at', 'attempts', 'last_error'].map((column) => on(table(outbox), 'UPDATE', column));
   if (purpose === 'purge') {
-    return [
-      usage,
-      on(table(consumed), 'SELECT'),
-      on(table(consumed), 'DELETE'),
-      on(table(consumed), 'UPDATE', 'processed_at'),
-      on(table(outbox), 'SELECT'),
-      on(table(outbox), 'DELETE'),
-      ...relay,
-    ];
+    return [usage, on(table(consumed), 'SELECT'), on(table(consumed), 'DELETE'), on(table(consumed), 'UPDATE', 'processed_at')];
+  }
+  if (purpose === 'outbox') {
+    // The sweeper: reads and marks unsent rows, deletes old sent ones; never touches a claim.
+    return [usage, on(table(outbox), 'SELECT'), on(table(outbox), 'DELETE'), ...relay];
   }
   return [
     usage,

@@ -14,17 +14,23 @@ import { dataApiClient, lambdaContext, recordingLogger, recordingMetrics, sqsRec
 
 // Roles are per PostgreSQL server, which test files share: every name here is unique to this run.
 const run = randomBytes(3).toString('hex');
-const ROLES = { admin: `inbox_admin_${run}`, consumer: `inbox_consumer_orders_${run}`, purge: `inbox_purge_${run}`, foreign: `someone_${run}` };
+const ROLES = { admin: `inbox_admin_${run}`, consumer: `inbox_consumer_orders_${run}`, purge: `inbox_purge_${run}`, outbox: `inbox_outbox_${run}`, foreign: `someone_${run}` };
 const ARN = (name: string) => `arn:aws:secretsmanager:us-east-1:123456789012:secret:${name}-${run}`;
-const SECRET = { admin: ARN('admin'), consumer: ARN('consumer'), purge: ARN('purge'), previous: ARN('previous') };
+const SECRET = { admin: ARN('admin'), consumer: ARN('consumer'), purge: ARN('purge'), outbox: ARN('outbox'), previous: ARN('previous') };
 // As Secrets Manager generates them: printable ASCII.
-const PASSWORD = { admin: randomBytes(18).toString('base64'), consumer: randomBytes(18).toString('base64'), purge: randomBytes(18).toString('base64') };
+const PASSWORD = {
+  admin: randomBytes(18).toString('base64'),
+  consumer: randomBytes(18).toString('base64'),
+  purge: randomBytes(18).toString('base64'),
+  outbox: randomBytes(18).toString('base64'),
+};
 const ORDERS_GRANT = JSON.stringify([{ on: 'public.orders', privileges: ['SELECT', 'INSERT', 'UPDATE'] }]);
 
 /** What Secrets Manager holds: the role secrets the migration function reads at deploy. */
 const secretsManager: Record<string, DatabaseCredentials> = {
   [SECRET.consumer]: { username: ROLES.consumer, password: PASSWORD.consumer },
   [SECRET.purge]: { username: ROLES.purge, password: PASSWORD.purge },
+  [SECRET.outbox]: { username: ROLES.outbox, password: PASSWORD.outbox },
 };
 
 let server: DataApiServer;
@@ -119,6 +125,7 @@ describe('database roles, signed in through the local Data API', () => {
         [SECRET.admin]: { username: ROLES.admin, password: PASSWORD.admin },
         [SECRET.consumer]: secretsManager[SECRET.consumer]!,
         [SECRET.purge]: secretsManager[SECRET.purge]!,
+        [SECRET.outbox]: secretsManager[SECRET.outbox]!,
       },
     });
     client = dataApiClient(server);
@@ -132,6 +139,7 @@ describe('database roles, signed in through the local Data API', () => {
     await sessionAs(SECRET.admin).execute('CREATE TABLE public.payroll (employee text PRIMARY KEY, salary integer)');
     await roleResource(roleEvent('Create'));
     await roleResource(roleEvent('Create', { Role: ROLES.purge, RoleSecretArn: SECRET.purge, Purpose: 'purge', Label: 'purge', Grants: '[]' }));
+    await roleResource(roleEvent('Create', { Role: ROLES.outbox, RoleSecretArn: SECRET.outbox, Purpose: 'outbox', Label: 'outbox', Grants: '[]' }));
   }, 60_000);
 
   afterAll(async () => {
@@ -253,6 +261,27 @@ describe('database roles, signed in through the local Data API', () => {
       'CREATE TABLE public.evil (id integer)',
     ]) {
       await refused(purger, sql);
+    }
+  });
+
+  it('lets the outbox sweeper read, mark and delete outbox rows and nothing else: no claim, no parked message, no other table', async () => {
+    await superuser.query(
+      `INSERT INTO inbox.outbox_message (consumer_name, message_key, position, idempotency_key, destination, body)
+       VALUES ('other', 'k', 0, 'sweep-${run}', 'https://sqs.us-east-1.amazonaws.com/123456789012/q', 'x')`,
+    );
+    const sweeper = sessionAs(SECRET.outbox);
+    const { rows } = await sweeper.execute(`SELECT id FROM inbox.outbox_message WHERE idempotency_key = 'sweep-${run}'`);
+    await sweeper.execute('UPDATE inbox.outbox_message SET sent_at = now(), attempts = attempts + 1, last_error = NULL WHERE id = :id', { id: Number(rows[0]!.id) });
+    await sweeper.execute('DELETE FROM inbox.outbox_message WHERE id = :id', { id: Number(rows[0]!.id) });
+    for (const sql of [
+      'SELECT * FROM inbox.consumed_message',
+      "DELETE FROM inbox.consumed_message WHERE consumer_name = 'other'",
+      "INSERT INTO inbox.outbox_message (consumer_name, message_key, position, idempotency_key, destination, body) VALUES ('e', 'k', 0, 'e', 'https://x', 'x')",
+      "UPDATE inbox.outbox_message SET body = 'changed'",
+      'SELECT * FROM inbox.parked_message',
+      'SELECT * FROM public.orders',
+    ]) {
+      await refused(sweeper, sql);
     }
   });
 

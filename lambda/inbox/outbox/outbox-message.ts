@@ -51,7 +51,7 @@ export function destinationUrl(to: unknown, destinations: Readonly<Record<string
     throw new InboxConfigError('tx.send.to', `must be a queue URL or a destination name; got ${JSON.stringify(to)}`);
   }
   if (/^https?:\/\//.test(to)) return to;
-  const url = destinations[to];
+  const url = Object.hasOwn(destinations, to) ? destinations[to] : undefined;
   if (url === undefined) {
     const known = Object.keys(destinations);
     throw new InboxConfigError(
