@@ -127,14 +127,14 @@ describe('InboxOutboxRelay', () => {
     expect(env).toMatchObject({ INBOX_OUTBOX_MIN_AGE_SECONDS: '120', INBOX_OUTBOX_SWEEP_LIMIT: '50', INBOX_OUTBOX_SENT_RETENTION_SECONDS: '86400' });
   });
 
-  it("signs in as its own role with the purge's privileges, and may call ExecuteStatement, read its secret and send to its consumer's queue, nothing else", () => {
+  it("signs in as its own role with the outbox purpose (outbox rows only), and may call ExecuteStatement, read its secret and send to its consumer's queue, nothing else", () => {
     // Arrange + Act
     const { template, stack, relay, invoices } = relayStack();
 
     // Assess
     template.hasResourceProperties('Custom::InboxDatabaseRole', {
       Role: 'inbox_outbox_relay',
-      Purpose: 'purge',
+      Purpose: 'outbox',
       Grants: '[]',
       Label: `outbox relay ${relay.serviceName}`,
     });
@@ -153,7 +153,7 @@ describe('InboxOutboxRelay', () => {
 
   it('takes another role name', () => {
     const { template } = relayStack({ databaseRole: 'orders_outbox' });
-    template.hasResourceProperties('Custom::InboxDatabaseRole', { Role: 'orders_outbox', Purpose: 'purge' });
+    template.hasResourceProperties('Custom::InboxDatabaseRole', { Role: 'orders_outbox', Purpose: 'outbox' });
   });
 
   it("may send to every destination of its consumers, each once, using a queue's customer managed key but not the AWS managed one", () => {
