@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Context, SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
+import { lambdaContext } from './lambda-context.js';
 import { sleepOn } from './sqs/clock.js';
 import type { Clock } from './sqs/clock.js';
 import { SqsError } from './sqs/errors.js';
@@ -423,24 +424,7 @@ export class SqsEventSource {
   }
 
   #context(requestId: string, deadline: number): LambdaLikeContext {
-    const name = this.#functionName;
-    const unsupported = (): never => {
-      throw new Error(`${name}: context.done/fail/succeed are not supported by the local event source; return a value or a promise.`);
-    };
-    return {
-      callbackWaitsForEmptyEventLoop: true,
-      functionName: name,
-      functionVersion: '$LATEST',
-      invokedFunctionArn: `arn:aws:lambda:${this.#model.region}:${this.#model.accountId}:function:${name}`,
-      memoryLimitInMB: '128',
-      awsRequestId: requestId,
-      logGroupName: `/aws/lambda/${name}`,
-      logStreamName: `local/[$LATEST]${requestId.replaceAll('-', '')}`,
-      getRemainingTimeInMillis: () => Math.max(0, deadline - this.#clock.now()),
-      done: unsupported,
-      fail: unsupported,
-      succeed: unsupported,
-    };
+    return lambdaContext({ functionName: this.#functionName, region: this.#model.region, accountId: this.#model.accountId, requestId, deadline, clock: this.#clock });
   }
 }
 

@@ -10,7 +10,7 @@ import { StreamModelError } from './errors.js';
 import { failureRecord } from './failure-record.js';
 import { invokeWithTimeout } from './invoke.js';
 import type { Ending } from './invoke.js';
-import { functionArn, lambdaContext } from './lambda-context.js';
+import { functionArn, lambdaContext } from '../lambda-context.js';
 import type { ResolvedStreamOptions } from './options.js';
 import type { LaneRecord, StreamSource } from './stream-source.js';
 import type { DiscardCondition, StreamDiscard, StreamEventSourceStats, StreamInvocationOutcome, StreamInvocationResult } from './types.js';

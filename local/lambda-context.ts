@@ -1,5 +1,5 @@
 import type { Context } from 'aws-lambda';
-import type { Clock } from '../sqs/clock.js';
+import type { Clock } from './sqs/clock.js';
 
 /** What a local invocation's context is made of. */
 export interface ContextParts {
