@@ -70,7 +70,7 @@ export function dynamoDbRecord(options: {
       Keys: marshall({ id: options.id }),
       ...(eventName !== 'REMOVE' ? { NewImage: marshall({ id: options.id, ...options.newImage }) } : {}),
       ...(eventName !== 'INSERT' ? { OldImage: marshall({ id: options.id, ...options.oldImage }) } : {}),
-      SequenceNumber: options.sequenceNumber ?? nextSequenceNumber().slice(0, 21),
+      SequenceNumber: options.sequenceNumber ?? nextDynamoDbSequenceNumber(),
       SizeBytes: 59,
       StreamViewType: 'NEW_AND_OLD_IMAGES',
     },
@@ -105,4 +105,14 @@ export function kafkaEvent(records: MSKRecord[]): MSKEvent {
     bootstrapServers: 'b-1.orders.abc123.c2.kafka.us-east-1.amazonaws.com:9098',
     records: grouped,
   };
+}
+
+let dynamoDbSequence = 0n;
+/**
+ * A fresh DynamoDB Streams sequence number: 21 digits, increasing, distinct on every call. (The default of
+ * `dynamoDbRecord` cuts a Kinesis sequence number to 21 digits, which leaves the same prefix for every record.)
+ */
+export function nextDynamoDbSequenceNumber(): string {
+  dynamoDbSequence += 1n;
+  return (300000000000000000000n + dynamoDbSequence * 100n).toString();
 }
