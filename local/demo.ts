@@ -4,6 +4,7 @@ import { FAULTS } from './fault-schedule.js';
 import type { FaultName } from './fault-schedule.js';
 import { DEMO_PATTERNS } from './demo-consumers.js';
 import type { DemoPattern } from './demo-consumers.js';
+import { runPipelineDemo } from './pipeline/demo.js';
 import { runScenario } from './scenario.js';
 import type { ScenarioResult } from './scenario.js';
 import { startLocal } from './stack.js';
@@ -12,6 +13,7 @@ import { startLocal } from './stack.js';
  * `sqs-inbox demo` (what `npm start` runs): the same orders, faults and consumers, through the inbox
  * handler per record, the inbox handler per batch, then the naive check-apply-record consumer; a
  * side-by-side table; exit code 1 if an inbox run shows a single double, lost or out-of-order effect.
+ * With `--pipeline`, the two-stage demo instead (local/pipeline/demo.ts).
  */
 export async function runDemo(args: string[], out: NodeJS.WritableStream = process.stdout): Promise<number> {
   const { values } = parseArgs({
@@ -19,19 +21,22 @@ export async function runDemo(args: string[], out: NodeJS.WritableStream = proce
     options: {
       messages: { type: 'string', default: '2000' },
       seed: { type: 'string', default: '417' },
-      faults: { type: 'string', default: FAULTS.join(',') },
+      // No default here: --pipeline has more faults, and each mode defaults to all of its own.
+      faults: { type: 'string' },
       consumers: { type: 'string', default: '3' },
+      pipeline: { type: 'boolean', default: false },
       help: { type: 'boolean', default: false },
     },
   });
   if (values.help) {
-    out.write(`Usage: sqs-inbox demo [--messages N] [--seed N] [--faults ${FAULTS.join(',')}|none] [--consumers N]\n`);
+    out.write(`Usage: sqs-inbox demo [--messages N] [--seed N] [--faults ${FAULTS.join(',')}|none] [--consumers N] [--pipeline]\n`);
     return 0;
   }
   const messages = wholeNumber(values.messages, '--messages', 1);
   const seed = wholeNumber(values.seed, '--seed', 0);
   const consumers = wholeNumber(values.consumers, '--consumers', 1);
-  const faults = parseFaults(values.faults);
+  if (values.pipeline) return runPipelineDemo({ messages, seed, consumers, faults: values.faults }, out);
+  const faults = parseFaults(values.faults ?? FAULTS.join(','));
 
   out.write(
     `sqs-inbox demo: ${messages} orders over a FIFO queue, ${consumers} racing consumers, seed ${seed}\n` +

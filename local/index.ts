@@ -26,3 +26,12 @@ export type {
 export type { DoubleEffect, OutOfOrderEffect } from './effects.js';
 export { FAULTS } from './fault-schedule.js';
 export type { FaultName, CommitPoint } from './fault-schedule.js';
+/** The two-stage demo's engine (`sqs-inbox demo --pipeline`): ship, then invoice, chained by the outbox or a naive hand-off. */
+export { runPipeline } from './pipeline/run.js';
+export type { PipelineOptions, PipelineProgress, PipelineResult, HandOffCounts } from './pipeline/run.js';
+export type { PipelineStage, InvoiceStage } from './pipeline/judge.js';
+export type { SweeperStats } from './pipeline/sweeper.js';
+export { PIPELINE_VARIANTS } from './pipeline/variants.js';
+export type { PipelineVariant } from './pipeline/variants.js';
+export { PIPELINE_FAULTS, HAND_OFF_FAULTS } from './pipeline/faults.js';
+export type { PipelineFaultName, HandOffFaultName } from './pipeline/faults.js';

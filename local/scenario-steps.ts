@@ -1,0 +1,235 @@
+import { randomUUID } from 'node:crypto';
+import { RDSDataClient } from '@aws-sdk/client-rds-data';
+import type { SQSClient, SQSClientConfig } from '@aws-sdk/client-sqs';
+import { DataApiSession } from '../lambda/inbox/index.js';
+import type { DatabaseTarget } from '../lambda/inbox/index.js';
+import { firstRow, judge, readEffects, selectByKey } from './effects.js';
+import type { SentMessage, Verdict } from './effects.js';
+import { SqsEventSource } from './event-source.js';
+import type { PendingDelete, SqsEventHandler } from './event-source.js';
+import type { FaultSchedule } from './fault-schedule.js';
+import { loadPg, loadSqsClient } from './peer-loaders.js';
+import { createDatabase } from './postgres.js';
+import type { ScenarioMessage } from './scenario.js';
+import type { QueueInfo, SqsModel } from './sqs/model.js';
+import type { LocalStack } from './stack.js';
+
+// The steps of a scenario run, shared by runScenario (one consumer) and runPipeline (two consumers
+// chained by a queue): a database of the run's own, its queues, the producer with duplicate sends and
+// poison, event sources with the schedule's faults, and the verdict read back from the database.
+
+/** The Data API client, target and session a run's handlers and verdict use, on the run's database. */
+export function openDatabase(local: LocalStack, database: string): { client: RDSDataClient; target: DatabaseTarget; session: DataApiSession } {
+  const client = new RDSDataClient({
+    endpoint: local.dataApi.endpoint,
+    region: 'us-east-1',
+    credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
+    maxAttempts: 1,
+  });
+  const target: DatabaseTarget = { client, resourceArn: local.dataApi.resourceArn, secretArn: local.dataApi.secretArn, database };
+  const session = new DataApiSession(target, { callTimeoutMs: 10_000, resumeDelaysMs: [250, 500, 1000, 2000] });
+  return { client, target, session };
+}
+
+/**
+ * Runs `body` in a new database `name` on the stack's server, so runs never see each other's rows; drops
+ * it at the end, passed or failed, or a DATABASE_URL server would keep two databases per demo run.
+ */
+export async function inOwnDatabase<T>(local: LocalStack, name: string, body: (database: string) => Promise<T>): Promise<T> {
+  await createDatabase(local.postgres.url, name);
+  // Embedded PostgreSQL goes away with its data directory; a server of the user's keeps what is not dropped.
+  const interrupted = local.postgres.external ? dropOnSignal(local.postgres.url, name) : undefined;
+  let result: T;
+  try {
+    result = await body(name);
+  } catch (error) {
+    // The run's own error says more than a failed drop would.
+    await dropDatabase(local.postgres.url, name).catch(() => {});
+    throw error;
+  } finally {
+    interrupted?.remove();
+  }
+  await dropDatabase(local.postgres.url, name);
+  return result;
+}
+
+/**
+ * Drops the run's database on SIGINT or SIGTERM (Ctrl-C on `npm start`), which would otherwise end the
+ * process without the run's cleanup, then lets the signal end the process as it would have.
+ */
+function dropOnSignal(serverUrl: string, name: string): { remove(): void } {
+  const remove = () => {
+    process.off('SIGINT', onSignal);
+    process.off('SIGTERM', onSignal);
+  };
+  const onSignal = (signal: NodeJS.Signals) => {
+    remove();
+    void dropDatabase(serverUrl, name)
+      .catch(() => {})
+      .finally(() => process.kill(process.pid, signal));
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  return { remove };
+}
+
+/** Drops a database a run created, with the connections the local Data API still holds to it. */
+async function dropDatabase(serverUrl: string, name: string): Promise<void> {
+  const pg = await loadPg();
+  const client = new pg.Client({ connectionString: serverUrl });
+  await client.connect();
+  try {
+    // FORCE (PostgreSQL 13+): the Data API's pools keep idle connections, and a crashed worker's
+    // transaction may still be open until it expires.
+    await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
+  } catch (error) {
+    throw new Error(`runScenario: could not drop its database ${name} (${error instanceof Error ? error.message : String(error)}); drop it by hand: DROP DATABASE "${name}"`, { cause: error });
+  } finally {
+    await client.end();
+  }
+}
+
+/** A queue and its dead-letter queue (maxReceiveCount 5), through the model, which takes every queue attribute. */
+export function createQueueWithDlq(model: SqsModel, name: string, fifo: boolean, visibilityTimeoutSeconds: number): { queue: QueueInfo; dlq: QueueInfo } {
+  const suffix = fifo ? '.fifo' : '';
+  const fifoAttribute: Record<string, string> = fifo ? { FifoQueue: 'true' } : {};
+  const dlq = model.createQueue(`${name}-dlq${suffix}`, fifoAttribute);
+  const queue = model.createQueue(`${name}${suffix}`, {
+    ...fifoAttribute,
+    VisibilityTimeout: String(visibilityTimeoutSeconds),
+    RedrivePolicy: JSON.stringify({ deadLetterTargetArn: dlq.arn, maxReceiveCount: 5 }),
+  });
+  return { queue, dlq };
+}
+
+/** An SQS client on the stack's SQS endpoint, loaded once the optional peer is known to be there. */
+export async function localSqsClient(local: LocalStack, config: Pick<SQSClientConfig, 'maxAttempts'> = {}): Promise<SQSClient> {
+  const { SQSClient } = await loadSqsClient();
+  return new SQSClient({ endpoint: local.sqs.endpoint, region: local.sqs.region, credentials: { accessKeyId: 'local', secretAccessKey: 'local' }, ...config });
+}
+
+/** A message as the run sends it and judges it. */
+export interface Outgoing extends SentMessage {
+  readonly body: string;
+  /** The MessageGroupId sent: FIFO always; a standard queue only when message() names one. */
+  readonly sendGroupId: string | undefined;
+}
+
+/** What {@link buildMessages} builds from. */
+export interface MessagePlan {
+  readonly messages: number;
+  readonly message: (index: number) => ScenarioMessage;
+  readonly fifo: boolean;
+  readonly groups: number;
+}
+
+/** Builds every message, cuts the poison ones short, and numbers each FIFO group's messages in send order. */
+export function buildMessages(plan: MessagePlan, schedule: FaultSchedule): Outgoing[] {
+  const keys = new Map<string, number>();
+  const positions = new Map<string, number>();
+  return Array.from({ length: plan.messages }, (_, index): Outgoing => {
+    const built = plan.message(index);
+    if (!built || typeof built.key !== 'string' || (typeof built.body !== 'string' && (typeof built.body !== 'object' || built.body === null))) {
+      throw new TypeError(`runScenario: message(${index}) must return { key: string, body: string | object, groupId?: string }; got ${JSON.stringify(built)}.`);
+    }
+    const earlier = keys.get(built.key);
+    if (earlier !== undefined) throw new RangeError(`runScenario: message(${index}) and message(${earlier}) both have the key "${built.key}"; every message needs its own key.`);
+    keys.set(built.key, index);
+    const groupId = plan.fifo ? (built.groupId ?? `group-${index % plan.groups}`) : undefined;
+    const position = groupId === undefined ? 0 : (positions.get(groupId) ?? 0) + 1;
+    if (groupId !== undefined) positions.set(groupId, position);
+    const text = typeof built.body === 'string' ? built.body : JSON.stringify(built.body);
+    const poison = schedule.poisons(built.key);
+    return {
+      key: built.key,
+      // Cut short: a JSON body no longer parses.
+      body: poison ? `${text.slice(0, -1)}, truncated` : text,
+      groupId,
+      sendGroupId: groupId ?? built.groupId,
+      position,
+      poison,
+    };
+  });
+}
+
+/**
+ * Sends every message once through the producer (its key as the idempotency key), and the duplicates the
+ * schedule picks with the same key but a fresh deduplication id; returns how many duplicates it sent.
+ */
+export async function produce(model: SqsModel, client: SQSClient, queue: QueueInfo, sent: readonly Outgoing[], schedule: FaultSchedule): Promise<number> {
+  // The producer imports @aws-sdk/client-sqs statically: load it only once the peer is known to be there.
+  const { createProducer } = await import('../lambda/inbox/producer.js');
+  const producer = createProducer({ client, queueUrl: queue.url });
+  let duplicateSends = 0;
+  for (let from = 0; from < sent.length; from += 100) {
+    const chunk = sent.slice(from, from + 100);
+    await producer.send(chunk.map((message) => ({ key: message.key, body: message.body, groupId: message.sendGroupId })));
+    for (const message of chunk) {
+      if (!schedule.resends(message.key)) continue;
+      duplicateSends++;
+      await model.sendMessage({
+        queue: queue.url,
+        body: message.body,
+        ...(message.sendGroupId !== undefined ? { messageGroupId: message.sendGroupId } : {}),
+        ...(queue.fifo ? { messageDeduplicationId: `resend-${randomUUID()}` } : {}),
+        messageAttributes: { 'idempotency-key': { dataType: 'String', stringValue: message.key } },
+      });
+    }
+  }
+  return duplicateSends;
+}
+
+/** What {@link faultedSource} needs: the handler of one event source mapping and where the schedule strikes it. */
+export interface FaultedSourceOptions {
+  readonly model: SqsModel;
+  readonly queue: QueueInfo;
+  readonly handler: SqsEventHandler;
+  readonly schedule: FaultSchedule;
+  /** Which event source mapping this is: part of each fault decision's identity. */
+  readonly instance: number;
+  readonly visibilityTimeoutSeconds: number;
+  readonly functionName: string;
+  /** The crash hook. @default the schedule's crash-after-commit */
+  readonly beforeDelete?: ((pending: PendingDelete) => 'crash' | undefined) | undefined;
+}
+
+/** An event source mapping as a scenario runs it: batches of 10, 2 at a time, with the schedule's per-invocation faults. */
+export function faultedSource(options: FaultedSourceOptions): SqsEventSource {
+  const { schedule, instance, visibilityTimeoutSeconds } = options;
+  return new SqsEventSource({
+    model: options.model,
+    queue: options.queue.url,
+    handler: schedule.wrap(options.handler, instance, visibilityTimeoutSeconds),
+    batchSize: 10,
+    maxConcurrency: 2,
+    functionTimeoutMs: visibilityTimeoutSeconds * 1000,
+    functionName: options.functionName,
+    beforeDelete: options.beforeDelete ?? schedule.beforeDelete(instance),
+  });
+}
+
+/** Whether the sources still run a handler, timed-out ones included: the database may still change. */
+export function sourcesBusy(sources: readonly SqsEventSource[]): boolean {
+  return sources.some((source) => source.stats.activeInvocations + source.stats.abandonedInvocations > 0);
+}
+
+/** The keys of the messages in a dead-letter queue, from their idempotency-key attribute. */
+export function deadLetteredKeys(model: SqsModel, dlq: QueueInfo): Set<string> {
+  return new Set(model.peekMessages(dlq.url).map((message) => message.messageAttributes['idempotency-key']?.stringValue ?? ''));
+}
+
+/**
+ * Judges what was sent against the effects query (read in pages), the keys `parkedSql` returns (a `key`
+ * column) and the dead-lettered keys.
+ */
+export async function readVerdict(session: DataApiSession, effectsSql: string, sent: readonly SentMessage[], parkedSql: string, deadLettered: ReadonlySet<string>): Promise<Verdict> {
+  const effectsFailed = (error: unknown): never => {
+    throw new Error(`runScenario: the effects query failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  };
+  // One row first, so a query without a key column is named as such, not as PostgreSQL's complaint about the pages' ORDER BY.
+  readEffects(await firstRow(session, effectsSql).catch(effectsFailed));
+  // In pages: past some 13,000 of the demo's orders one answer would pass the Data API's 1 MiB limit.
+  const effects = readEffects(await selectByKey(session, effectsSql).catch(effectsFailed));
+  const parkedRows = await selectByKey(session, parkedSql);
+  return judge(sent, effects, new Set(parkedRows.map((row) => String(row.key))), deadLettered);
+}
