@@ -184,6 +184,19 @@ describe('the outbox', () => {
     expect((await drain(f.client, url)).map((m) => (JSON.parse(m.Body!) as Order).orderId)).toEqual([`first-${run}`, `second-${run}`]);
   });
 
+  it('sends a FIFO group whole once its head is old enough, the young rows behind it too', async () => {
+    const url = await queue('whole.fifo');
+    const { handler, rows } = shipper(url);
+    f.sqs.faults.failRequests('SendMessageBatch', { error: 'InternalError', times: 10 });
+    await handler({ Records: [sqsRecord({ body: { orderId: `head-${run}`, customer: 'c9' }, key: `kh-${run}`, groupId: 'c9' })] }, lambdaContext());
+    f.sqs.faults.clear();
+    await db.query(`UPDATE inbox.outbox_message SET created_at = now() - interval '5 minutes' WHERE id = $1`, [(await rows())[0]!.id]);
+    await handler({ Records: [sqsRecord({ body: { orderId: `tail-${run}`, customer: 'c9' }, key: `kt-${run}`, groupId: 'c9' })] }, lambdaContext());
+    const report = await sweepOutbox(db.session, { transport: sqsOutbox({ client: f.client }).transport, minAgeMs: 60_000 });
+    expect(report.sent).toBe(2);
+    expect((await drain(f.client, url)).map((m) => (JSON.parse(m.Body!) as Order).orderId)).toEqual([`head-${run}`, `tail-${run}`]);
+  });
+
   it('applyBatch: each send names its message; keys follow each message\'s own positions', async () => {
     const url = await queue('batch');
     const consumer = `ship-batch-${run++}`;

@@ -47,7 +47,15 @@ export async function sweepOutbox(session: DataApiSession, options: SweepOptions
   const { rows } = await session.execute(
     `SELECT o.id, o.idempotency_key, o.destination, o.body, o.group_id, o.attributes, o.delay_seconds
        FROM ${tables.outbox} o
-      WHERE o.sent_at IS NULL AND o.created_at < now() - make_interval(secs => :minAge)
+      WHERE o.sent_at IS NULL
+        AND (o.created_at < now() - make_interval(secs => :minAge)
+          -- A FIFO group whose head is old goes out whole: its younger rows wait behind the head
+          -- (the relay holds them back), so leaving them for later sweeps would delay the group by
+          -- minAge per sweep while it keeps getting traffic.
+          OR (o.destination LIKE '%.fifo' AND EXISTS (
+                SELECT 1 FROM ${tables.outbox} p
+                 WHERE p.sent_at IS NULL AND p.destination = o.destination AND p.group_id = o.group_id
+                   AND p.id < o.id AND p.created_at < now() - make_interval(secs => :minAge))))
       ORDER BY o.id
       LIMIT :limit`,
     { minAge: (options.minAgeMs ?? 60_000) / 1000, limit: options.limit ?? 500 },
