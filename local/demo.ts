@@ -8,12 +8,16 @@ import { runPipelineDemo } from './pipeline/demo.js';
 import { runScenario } from './scenario.js';
 import type { ScenarioResult } from './scenario.js';
 import { startLocal } from './stack.js';
+import { runStreamDemo } from './stream-demo/demo.js';
+import { STREAM_SOURCES } from './stream-demo/sources.js';
+import type { StreamSourceName } from './stream-demo/sources.js';
 
 /**
  * `sqs-inbox demo` (what `npm start` runs): the same orders, faults and consumers, through the inbox
  * handler per record, the inbox handler per batch, then the naive check-apply-record consumer; a
  * side-by-side table; exit code 1 if an inbox run shows a single double, lost or out-of-order effect.
- * With `--pipeline`, the two-stage demo instead (local/pipeline/demo.ts).
+ * With `--pipeline`, the two-stage demo instead (local/pipeline/demo.ts); with `--source kinesis|dynamodb|kafka`,
+ * the inbox against the naive consumer on that local stream (local/stream-demo/demo.ts).
  */
 export async function runDemo(args: string[], out: NodeJS.WritableStream = process.stdout): Promise<number> {
   const { values } = parseArgs({
@@ -25,16 +29,22 @@ export async function runDemo(args: string[], out: NodeJS.WritableStream = proce
       faults: { type: 'string' },
       consumers: { type: 'string', default: '3' },
       pipeline: { type: 'boolean', default: false },
+      source: { type: 'string', default: 'sqs' },
       help: { type: 'boolean', default: false },
     },
   });
   if (values.help) {
-    out.write(`Usage: sqs-inbox demo [--messages N] [--seed N] [--faults ${FAULTS.join(',')}|none] [--consumers N] [--pipeline]\n`);
+    out.write(`Usage: sqs-inbox demo [--messages N] [--seed N] [--faults ${FAULTS.join(',')}|none] [--consumers N] [--pipeline | --source sqs|${STREAM_SOURCES.join('|')}]\n`);
     return 0;
   }
   const messages = wholeNumber(values.messages, '--messages', 1);
   const seed = wholeNumber(values.seed, '--seed', 0);
   const consumers = wholeNumber(values.consumers, '--consumers', 1);
+  if (values.source !== 'sqs') {
+    if (!(STREAM_SOURCES as readonly string[]).includes(values.source)) throw new InboxConfigError('--source', `"${values.source}" must be sqs, ${STREAM_SOURCES.join(', ')}`);
+    if (values.pipeline) throw new InboxConfigError('--source', 'the pipeline demo runs on SQS: give --pipeline or --source, not both');
+    return runStreamDemo({ source: values.source as StreamSourceName, messages, seed, faults: values.faults }, out);
+  }
   if (values.pipeline) return runPipelineDemo({ messages, seed, consumers, faults: values.faults }, out);
   const faults = parseFaults(values.faults ?? FAULTS.join(','));
 

@@ -35,3 +35,19 @@ export { PIPELINE_VARIANTS } from './pipeline/variants.js';
 export type { PipelineVariant } from './pipeline/variants.js';
 export { PIPELINE_FAULTS, HAND_OFF_FAULTS } from './pipeline/faults.js';
 export type { PipelineFaultName, HandOffFaultName } from './pipeline/faults.js';
+/**
+ * The stream demo's engine (`sqs-inbox demo --source kinesis|dynamodb|kafka`): orders keyed by customer
+ * through a local stream and its event source mapping, into the source's inbox handler or the naive
+ * baseline, with the demo's faults (a crash before the checkpoint among them), judged exactly once and in order.
+ */
+export { runStreamScenario } from './stream-demo/run.js';
+export type { StreamScenarioOptions, StreamScenarioResult } from './stream-demo/run.js';
+export { STREAM_SOURCES } from './stream-demo/sources.js';
+export type { StreamSourceName, StreamPattern } from './stream-demo/sources.js';
+export { STREAM_FAULTS } from './stream-demo/faults.js';
+/**
+ * The local stream runtime: Kinesis Data Streams, a DynamoDB table with its stream, and Kafka, as
+ * in-process models, with Lambda's event source mappings for them (partial responses, bisect, retries,
+ * record age, on-failure destinations, a crash before the checkpoint).
+ */
+export * from './streams/index.js';

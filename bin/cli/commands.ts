@@ -38,6 +38,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
       faults: { type: 'string', example: 'drop-commit,poison' },
       consumers: { type: 'string', example: '3', default: '3' },
       pipeline: { type: 'boolean' },
+      source: { type: 'string', example: 'kafka', default: 'sqs' },
     },
     demoCommand,
   ),

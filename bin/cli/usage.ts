@@ -2,12 +2,19 @@
 
 import { FAULTS } from '../../local/fault-schedule.js';
 import { HAND_OFF_FAULTS, PIPELINE_FAULTS } from '../../local/pipeline/faults.js';
+import { STREAM_FAULTS } from '../../local/stream-demo/faults.js';
 
 /** What `sqs-inbox demo --faults` accepts. fault-schedule.ts imports nothing at run time, so this loads no package. */
 export const FAULT_NAMES = FAULTS;
 
 /** What `sqs-inbox demo --pipeline --faults` accepts; pipeline/faults.ts loads no package either. */
 export const PIPELINE_FAULT_NAMES = PIPELINE_FAULTS;
+
+/** What `sqs-inbox demo --source <stream> --faults` accepts: FAULTS without visibility-expiry and poison; loads no package either. */
+export const STREAM_FAULT_NAMES = STREAM_FAULTS;
+
+/** What `sqs-inbox demo --source` accepts: sqs (the default demo) or a stream. */
+export const DEMO_SOURCES = ['sqs', 'kinesis', 'dynamodb', 'kafka'] as const;
 
 /** What `sqs-inbox migrate --sets` accepts; test/local/cli.test.ts checks it against lambda/functions/migrate.ts. */
 export const MIGRATION_SET_NAMES = ['inbox', 'example-orders'] as const;
@@ -44,6 +51,10 @@ With --pipeline, orders go through two stages chained by a queue: "ship" ships e
 sent inside the handler, then sent after the commit. Exits 1 if the outbox pipeline shows a double,
 lost, out-of-order or phantom (invoiced while not shipped) effect at either stage.
 
+With --source kinesis, dynamodb or kafka, the orders go through that local stream instead, keyed by
+customer (4 shards or partitions), into kinesisInbox, dynamoDbInbox or kafkaInbox, then the naive
+consumer; the worker crashes after its commits and before the checkpoint (offset commit).
+
 Flags:
   --messages N     orders to produce, at least 1                              (default: 2000)
   --seed N         the seed that decides the orders and the faults            (default: 417)
@@ -53,6 +64,9 @@ Flags:
   --consumers N    consumers racing on the queue, at least 1                  (default: 3)
                    (with --pipeline: per stage)
   --pipeline       the two-stage demo: ship, then invoice, via the outbox     (default: off)
+  --source NAME    where the orders go: ${DEMO_SOURCES.join(', ')}         (default: sqs)
+                   (kinesis, dynamodb, kafka: no --pipeline; --consumers is one per shard;
+                   --faults from ${STREAM_FAULT_NAMES.join(', ')})
   -h, --help       this help
 `;
 

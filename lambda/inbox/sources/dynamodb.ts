@@ -42,23 +42,29 @@ export const dynamoDbSource: InboxSource<DynamoDBRecord, DynamoDBBatchResponse, 
   idName: 'sequenceNumber',
   records: (event) => (recordsArray(event, EXPECTED) as readonly DynamoDBRecord[]).map(sourceRecord),
   keyStrategy: (option) =>
-    streamKeyStrategy<DynamoDBRecord>(option, {
-      name: 'event-id',
-      keyOf: (record) => checkKey(record.raw?.eventID, 'eventID'),
-    }),
-  parse: (body) => {
-    const change = JSON.parse(body) as { eventName: DynamoDbChange['eventName']; Keys?: never; NewImage?: never; OldImage?: never };
-    return {
-      eventName: change.eventName,
-      keys: unmarshallImage(change.Keys) ?? {},
-      newImage: unmarshallImage(change.NewImage),
-      oldImage: unmarshallImage(change.OldImage),
-    } satisfies DynamoDbChange;
-  },
+    streamKeyStrategy<DynamoDBRecord>(
+      option,
+      { name: 'event-id', keyOf: (record) => checkKey(record.raw?.eventID, 'eventID') },
+      undefined,
+      // `{ field: 'newImage.requestId' }` reads the change as apply sees it, images unmarshalled.
+      (record) => parseChange(record.body),
+    ),
+  parse: (body) => parseChange(body),
   respond: sequenceNumberReport,
   parkedAttributes: (record) => ({ record }),
   fromParked: (parked) => sourceRecord(parked.attributes.record as DynamoDBRecord, 0),
 };
+
+/** The change as `apply` gets it by default: its images unmarshalled. */
+function parseChange(body: string): DynamoDbChange {
+  const change = JSON.parse(body) as { eventName: DynamoDbChange['eventName']; Keys?: never; NewImage?: never; OldImage?: never };
+  return {
+    eventName: change.eventName,
+    keys: unmarshallImage(change.Keys) ?? {},
+    newImage: unmarshallImage(change.NewImage),
+    oldImage: unmarshallImage(change.OldImage),
+  };
+}
 
 function sourceRecord(record: DynamoDBRecord, index: number): SourceRecord<DynamoDBRecord> {
   const change = record?.dynamodb;

@@ -24,6 +24,8 @@ export function streamKeyStrategy<Raw>(
   option: unknown,
   defaults: { readonly name: string; readonly keyOf: (record: SourceRecord<Raw>) => string },
   extra?: ExtraKeyStrategy<Raw>,
+  /** What `{ field }` walks: the JSON body, unless the source hands `apply` something else (DynamoDB's unmarshalled change). */
+  fieldRoot: (record: SourceRecord<Raw>) => unknown = (record) => JSON.parse(record.body) as unknown,
 ): (record: SourceRecord<Raw>) => string {
   const chosen = option ?? defaults.name;
   if (chosen === defaults.name) return defaults.keyOf;
@@ -35,19 +37,19 @@ export function streamKeyStrategy<Raw>(
     if (typeof name !== 'string' || name.length === 0) {
       throw new InboxConfigError(`key.${property}`, `must be a non-empty name, e.g. { ${property}: 'orderId' }`);
     }
-    return property === 'field' ? fieldKey(name) : extra!.keyOf(name);
+    return property === 'field' ? fieldKey(name, fieldRoot) : extra!.keyOf(name);
   }
   const others = [`'${defaults.name}'`, "{ field: 'orderId' }", ...(extra ? [extra.example] : []), 'a function of the record'];
   throw new InboxConfigError('key', `${described(chosen)} is not a key strategy; use ${others.join(', ')}`);
 }
 
-/** The key from a field of the JSON body, `a.b` for nested fields: a string, or a finite number. */
-function fieldKey<Raw>(path: string): (record: SourceRecord<Raw>) => string {
+/** The key from a field of the body, `a.b` for nested fields: a string, or a finite number. */
+function fieldKey<Raw>(path: string, root: (record: SourceRecord<Raw>) => unknown): (record: SourceRecord<Raw>) => string {
   const steps = path.split('.');
   return (record) => {
     let value: unknown;
     try {
-      value = JSON.parse(record.body) as unknown;
+      value = root(record);
     } catch {
       throw new KeyError(`key field "${path}": the body is not JSON, so it has no fields`);
     }

@@ -76,6 +76,15 @@ describe('dynamoDbInbox', () => {
     expect(await rows()).toEqual(['INSERT next']);
   });
 
+  it('takes a producer key from a field of the unmarshalled change', async () => {
+    const { handler, seen, rows } = make({ key: { field: 'newImage.requestId' } });
+    await handler(dynamoDbEvent([dynamoDbRecord({ id: 'f-1', newImage: { requestId: 'req-7' } })]), lambdaContext());
+    // The same request written again as another item: another change, the same producer key.
+    await handler(dynamoDbEvent([dynamoDbRecord({ id: 'f-1', newImage: { requestId: 'req-7' } })]), lambdaContext());
+    expect(seen.map((m) => m.key)).toEqual(['req-7']);
+    expect(await rows()).toEqual(['INSERT f-1']);
+  });
+
   it('replays a parked change with the record it was parked from', async () => {
     let failing = true;
     const applied: string[] = [];
