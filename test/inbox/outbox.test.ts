@@ -79,7 +79,10 @@ describe('the outbox', () => {
     const url = await queue('invoices');
     const { consumer, handler, rows, metrics } = shipper(url);
     const id = `o-${run}`;
+    db.server.stats.reset();
     expect(await handler({ Records: [order(id)] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+    // Begin, claim, effect, the outbox rows (one statement), commit; then the relay reads and marks them.
+    expect(db.server.stats.total()).toBe(7);
     const [message] = await drain(f.client, url);
     expect(JSON.parse(message!.Body!)).toEqual({ orderId: id });
     expect(message!.MessageAttributes?.['idempotency-key']?.StringValue).toBe(outboxKey(consumer, `k-${id}`, 0));
