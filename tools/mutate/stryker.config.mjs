@@ -1,5 +1,6 @@
 // StrykerJS over the runtime library's correctness core: `npm run mutate` (not part of `npm test` or CI).
-// Paths are relative to the repository root, where the script runs.
+// Paths are relative to the repository root. `npm run mutate` runs it through run.mjs, on a snapshot of the
+// working tree: the TypeScript checker reads the project directory itself, not Stryker's sandbox.
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
   testRunner: 'vitest',
