@@ -57,7 +57,8 @@ export async function markKnownClaims(
   consumer: string,
   records: readonly PreparedRecord<unknown>[],
 ): Promise<void> {
-  const candidates = records.filter((prepared) => prepared.error === undefined && prepared.key !== null);
+  // prepare() keeps an error on every record whose key could not be chosen: the others all have a key.
+  const candidates = records.filter((prepared) => prepared.error === undefined);
   if (candidates.length === 0) return;
   const keys = [...new Set(candidates.map((prepared) => prepared.key!))];
   const { rows } = await session.execute(knownClaimsSql(tables), { inbox_consumer: consumer, inbox_keys: keys });

@@ -38,7 +38,9 @@ export function prepare<Body, Raw>(record: SourceRecord<Raw>, rules: MessageRule
     if (record.bodyError) throw record.bodyError;
     return { index, record, key, sha256, message: toMessage(record, key, rules.parse) };
   } catch (error) {
-    return { index, record, key, sha256, error: error instanceof Error ? error : new Error(String(error)) };
+    // A record without its body fails for that, even when a key read from the body failed first.
+    const cause = record.bodyError ?? error;
+    return { index, record, key, sha256, error: cause instanceof Error ? cause : new Error(String(cause)) };
   }
 }
 

@@ -281,6 +281,28 @@ describe('replaying a parked message in the batch modes', () => {
     expect(await handler.parked.replay(parked!.id)).toBe('already-replayed');
     expect(await shippedCounts(`replay-${mode}`)).toEqual({ [`replay-${mode}-0`]: 1 });
   });
+
+  it('batch-statement: the replay binds the params computed from the parked message itself', async () => {
+    let strict = true;
+    const { handler } = handlerFor('batch-statement', {
+      onPermanentError: 'park',
+      parse: (body) => {
+        if (strict) throw new Error('unknown schema');
+        return JSON.parse(body);
+      },
+      statementBatch: {
+        // The shipped count comes from the params: how many messages the statement was given.
+        sql: "INSERT INTO public.orders (order_id, status, shipped_count) SELECT body->>'orderId', 'shipped', :given FROM claimed",
+        params: (messages) => ({ given: messages.length }),
+      },
+    });
+    const record = sqsRecord({ body: { orderId: 'replay-params-0' } });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    strict = false;
+    const [parked] = await handler.parked.list();
+    expect(await handler.parked.replay(parked!.id)).toBe('replayed');
+    expect(await shippedCounts('replay-params')).toEqual({ 'replay-params-0': 1 });
+  });
 });
 
 describe('the batch modes, the rest of their contract', () => {

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { inbox } from '../../lambda/inbox/index.js';
-import type { InboxOptions } from '../../lambda/inbox/index.js';
+import type { BatchSummary, InboxOptions } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 
@@ -338,14 +338,33 @@ describe('telemetry', () => {
       },
     });
     const ok = sqsRecord({ body: { orderId: 'ok' } });
+    const boom = sqsRecord({ body: { orderId: 'boom' } });
     await handler({ Records: [ok] }, lambdaContext());
-    await handler({ Records: [ok, sqsRecord({ body: { orderId: 'boom' } }), sqsRecord({ body: { orderId: 'new' } })] }, lambdaContext());
+    await handler({ Records: [ok, boom, sqsRecord({ body: { orderId: 'new' } })] }, lambdaContext());
     expect(metrics.published).toHaveLength(2);
     const second = metrics.published[1]!;
     expect(second).toMatchObject({ Processed: [1], Duplicates: [1], Failures: [1], KeyCollisions: [0], Parked: [0], ShortCircuited: [0], DeferredByDeadline: [0] });
     expect(second.RecordLatency).toHaveLength(3);
     expect(second.BatchLatency).toHaveLength(1);
-    expect(summaries[1]).toMatchObject({ records: 3, processed: 1, duplicates: 1, failures: 1 });
+    expect(summaries[1]).toMatchObject({ records: 3, processed: 1, duplicates: 1, failures: 1, failedMessageIds: [boom.messageId] });
+    expect(summaries[0]).toMatchObject({ failedMessageIds: [] });
+  });
+
+  it('names a failed record that has no messageId as "" in the summary, and fails the batch it cannot report', async () => {
+    const summaries: BatchSummary[] = [];
+    const handler = inbox<Order>({
+      consumer: 'order-worker-unnamed',
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      onBatch: (summary) => summaries.push(summary),
+      apply: async () => {
+        throw new Error('boom');
+      },
+    });
+    const unnamed = { ...sqsRecord({ body: { orderId: 'unnamed' }, key: 'k-unnamed' }), messageId: '' };
+    await expect(handler({ Records: [unnamed] }, lambdaContext())).rejects.toThrow('a record that did not commit has no messageId');
+    expect(summaries.map((summary) => summary.failedMessageIds)).toEqual([['']]);
   });
 });
 

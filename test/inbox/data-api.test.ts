@@ -304,6 +304,15 @@ describe('Data API session: failures', () => {
     expect(await failureOf(s.begin())).toMatchObject({ operation: 'BeginTransaction', failure: 'resuming' });
     expect(slept).toEqual([5]);
   });
+
+  it('retries auto-pause for BatchExecuteStatement too, and names it when it gives up', async () => {
+    const { session: s, slept } = session({ resumeDelaysMs: [5] });
+    db.server.faults.autoPause({ resumeAfterMs: 60_000 });
+    const error = await failureOf(s.executeBatch('SELECT :v::int', [{ v: 1 }, { v: 2 }]));
+    expect(error).toMatchObject({ operation: 'BatchExecuteStatement', failure: 'resuming', ambiguous: false });
+    expect(error.message.startsWith('BatchExecuteStatement ')).toBe(true);
+    expect(slept).toEqual([5]);
+  });
 });
 
 /**

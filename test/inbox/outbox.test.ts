@@ -52,10 +52,11 @@ async function drain(client: SQSClient, url: string): Promise<Message[]> {
 function shipper(destination: string, extra: Partial<InboxOptions<Order>> = {}) {
   const consumer = `ship-${run++}`;
   const metrics = recordingMetrics();
+  const logger = recordingLogger();
   const handler = inbox<Order>({
     consumer,
     database: db.target,
-    logger: recordingLogger(),
+    logger,
     metrics,
     outbox: sqsOutbox({ client: f.client, destinations: { invoices: destination } }),
     apply: async (tx, message) => {
@@ -69,7 +70,9 @@ function shipper(destination: string, extra: Partial<InboxOptions<Order>> = {}) 
     'SELECT id, sent_at, attempts, last_error, idempotency_key FROM inbox.outbox_message WHERE consumer_name = $1 ORDER BY id',
     [consumer],
   );
-  return { consumer, handler, rows, metrics };
+  /** The relay's warnings: what it left for the sweeper, and why. */
+  const relayWarnings = () => logger.lines.filter((line) => line.level === 'warn' && line.message.includes('sweeper')).map((line) => [line.message, line.extra[0]]);
+  return { consumer, handler, rows, metrics, relayWarnings };
 }
 
 const order = (orderId: string, extra: Partial<Order> = {}): SQSRecord => sqsRecord({ body: { orderId, ...extra }, key: `k-${orderId}` });
@@ -77,7 +80,7 @@ const order = (orderId: string, extra: Partial<Order> = {}): SQSRecord => sqsRec
 describe('the outbox', () => {
   it('sends what the committed transaction wrote, after the commit, under a key derived from the message key and position', async () => {
     const url = await queue('invoices');
-    const { consumer, handler, rows, metrics } = shipper(url);
+    const { consumer, handler, rows, metrics, relayWarnings } = shipper(url);
     const id = `o-${run}`;
     db.server.stats.reset();
     expect(await handler({ Records: [order(id)] }, lambdaContext())).toEqual({ batchItemFailures: [] });
@@ -90,6 +93,7 @@ describe('the outbox', () => {
     expect(row).toMatchObject({ attempts: 1, last_error: null });
     expect(row!.sent_at).toBeInstanceOf(Date);
     expect(metrics.published.at(-1)).toMatchObject({ OutboxSent: [1], OutboxDeferred: [0] });
+    expect(relayWarnings()).toEqual([]);
   });
 
   it('sends nothing when the transaction rolls back after tx.send (no phantom message); the retry sends under the same key', async () => {
@@ -107,9 +111,10 @@ describe('the outbox', () => {
 
   it('leaves a message whose send failed for the sweeper, and still reports the record succeeded', async () => {
     const url = await queue('flaky');
-    const { handler, rows, metrics } = shipper(url);
+    const { handler, rows, metrics, relayWarnings } = shipper(url);
     f.sqs.faults.failRequests('SendMessageBatch', { error: 'InternalError', times: 10 });
     expect(await handler({ Records: [order(`o-${run}`)] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+    expect(relayWarnings()).toEqual([['outbox messages left for the sweeper', { deferred: 1 }]]);
     const [row] = await rows();
     expect(row).toMatchObject({ sent_at: null, attempts: 1 });
     expect(row!.last_error).toMatch(/InternalError/);
@@ -119,6 +124,25 @@ describe('the outbox', () => {
     expect(report).toMatchObject({ sent: 1, deferred: 0, oldestUnsentAgeSeconds: 0 });
     expect(await drain(f.client, url)).toHaveLength(1);
     expect((await rows())[0]!.sent_at).toBeInstanceOf(Date);
+  });
+
+  it('leaves every message for the sweeper when the relay itself fails, logging why, and still reports the records succeeded', async () => {
+    const url = await queue('relay-fails');
+    const { handler, rows, metrics, relayWarnings } = shipper(url);
+    // The relay's read of the rows it should send is the fourth ExecuteStatement (claim, effect, outbox rows, relay).
+    let statements = 0;
+    db.server.faults.serverError({ operation: 'ExecuteStatement', count: 1, status: 500, select: () => ++statements === 4 });
+    const id = `o-${run}`;
+    expect(await handler({ Records: [order(id)] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+    db.server.faults.clear();
+    expect(relayWarnings()).toEqual([
+      ['the outbox relay failed; the sweeper sends its messages', { error: { name: 'DataApiError', message: expect.stringMatching(/^ExecuteStatement failed \(unavailable, outcome unknown\): /) } }],
+    ]);
+    expect(metrics.published.at(-1)).toMatchObject({ OutboxSent: [0], OutboxDeferred: [1] });
+    expect((await rows())[0]).toMatchObject({ sent_at: null, attempts: 0 });
+    expect(await drain(f.client, url)).toEqual([]);
+    await sweepOutbox(db.session, { transport: sqsOutbox({ client: f.client }).transport, minAgeMs: 0 });
+    expect((await drain(f.client, url)).map((message) => JSON.parse(message.Body!))).toEqual([{ orderId: id }]);
   });
 
   it('a worker that dies after the commit and before the relay: the sweeper sends the message once', async () => {

@@ -154,6 +154,24 @@ describe('parked messages', () => {
     await expect(handler.parked.replay(parked!.id)).rejects.toThrow('inbox option "statement": parameter ":inbox_order" uses the prefix inbox_');
   });
 
+  it('parks a record that came without a messageId under an empty id, losing nothing else', async () => {
+    const handler = inbox<Order>({
+      consumer: 'unnamed-record',
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      onPermanentError: 'park',
+      apply: async () => {
+        throw new PermanentError('warehouse code unknown');
+      },
+    });
+    const record = { ...sqsRecord({ body: { orderId: 'order-u' }, key: 'key-u' }), messageId: '' };
+    expect(await handler({ Records: [record] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+    expect((await handler.parked.list()).map(({ sqsMessageId, key, body, errorMessage }) => ({ sqsMessageId, key, body, errorMessage }))).toEqual([
+      { sqsMessageId: '', key: 'key-u', body: record.body, errorMessage: 'warehouse code unknown' },
+    ]);
+  });
+
   it('hands apply, at replay, the parked record with the delivery-only fields left empty', async () => {
     let rejecting = true;
     const seen: unknown[] = [];

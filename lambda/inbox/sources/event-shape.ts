@@ -32,7 +32,8 @@ export interface ExpectedEvent {
  */
 export function recordsArray(event: unknown, expected: ExpectedEvent): readonly unknown[] {
   const records = (event as { Records?: unknown } | null | undefined)?.Records;
-  if (event === null || typeof event !== 'object' || !Array.isArray(records)) {
+  // A null event has no Records, so the array check refuses it too.
+  if (typeof event !== 'object' || !Array.isArray(records)) {
     throw new UnexpectedEventError(
       `${expected.handler} handles ${expected.events}, which carry a "Records" array; got ${shape(event)}.${looksLike(event)} ` +
         `Check the function's trigger (${expected.trigger}), or build test events as Lambda does.`,

@@ -91,7 +91,8 @@ export function kafkaSource(partialResponse: boolean): InboxSource<KafkaRecord, 
 /** The records of a Kafka event, partition by partition in the order Lambda gives them. */
 function kafkaRecords(event: unknown): readonly SourceRecord<KafkaRecord>[] {
   const records = (event as { records?: unknown } | null | undefined)?.records;
-  if (event === null || typeof event !== 'object' || records === null || typeof records !== 'object' || Array.isArray(records)) {
+  // A null event has no records, so the checks on them refuse it too.
+  if (typeof event !== 'object' || records === null || typeof records !== 'object' || Array.isArray(records)) {
     throw new UnexpectedEventError(
       `${EXPECTED.handler} handles ${EXPECTED.events}, which carry "records" keyed by topic-partition; got ${shape(event, (event as { Records?: unknown } | null)?.Records !== undefined ? 'Records' : 'records')}.${looksLike(event)} ` +
         `Check the function's trigger (${EXPECTED.trigger}), or build test events as Lambda does.`,

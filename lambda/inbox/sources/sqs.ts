@@ -68,6 +68,7 @@ export const sqsSource: InboxSource<SQSRecord, SQSBatchResponse, KeyStrategy> = 
         awsRegion: '',
       },
       0,
+      // Stryker disable next-line BooleanLiteral: fifo only sets the record's lane, and a replay runs one record and never reads it
       false,
     ),
 };
