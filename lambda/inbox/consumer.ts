@@ -175,7 +175,6 @@ async function relay(
   timeLeft: boolean,
   logger: InboxLogger,
 ): Promise<RelayReport> {
-  if (ids.length === 0) return { sent: 0, deferred: 0 };
   if (!timeLeft) return { sent: 0, deferred: ids.length };
   try {
     const report = await relayRows(session, tables, transport, ids);

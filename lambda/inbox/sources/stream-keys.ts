@@ -30,7 +30,8 @@ export function streamKeyStrategy<Raw>(
   const chosen = option ?? defaults.name;
   if (chosen === defaults.name) return defaults.keyOf;
   if (typeof chosen === 'function') return (record) => checkKey((chosen as (raw: Raw) => unknown)(record.raw), 'the key function');
-  if (typeof chosen === 'object' && chosen !== null && !Array.isArray(chosen)) {
+  // `??` above never leaves null.
+  if (typeof chosen === 'object' && !Array.isArray(chosen)) {
     const property = extra && Object.hasOwn(chosen, extra.property) ? extra.property : 'field';
     refuseUnknownKeys(chosen, { [property]: true }, 'key');
     const name = (chosen as Record<string, unknown>)[property];
@@ -54,7 +55,8 @@ function fieldKey<Raw>(path: string, root: (record: SourceRecord<Raw>) => unknow
       throw new KeyError(`key field "${path}": the body is not JSON, so it has no fields`);
     }
     for (const step of steps) value = typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[step] : undefined;
-    if (typeof value === 'number' && Number.isFinite(value)) value = String(value);
+    // Number.isFinite is false for anything but a finite number.
+    if (Number.isFinite(value)) value = String(value);
     if (typeof value !== 'string') {
       throw new KeyError(`key field "${path}" is ${value === undefined ? 'missing' : described(value)} in the body; the producer must set it to a string on every message`);
     }

@@ -73,6 +73,8 @@ describe('kafkaInbox: events that are not Kafka events', () => {
     ['"records" that is an array', { records: [kafkaRecord({ offset: 1 })] }, 'got "records" of type array.'],
     // Lambda's events are JSON; the check still does not let a callable through on its "records" alone.
     ['a function carrying "records"', Object.assign(() => {}, { records: {} }), 'got function.'],
+    // Only an event object's eventSource is read for the hint.
+    ['a function carrying an MSK eventSource', Object.assign(() => {}, { eventSource: 'aws:kafka' }), 'got function.'],
   ])('refuses %s before any record runs, naming what arrived and the trigger to check', async (_, event, got) => {
     const { handler, claimed } = make();
     const error = await rejection(handler(event as never, lambdaContext()));
@@ -243,6 +245,7 @@ describe('inbox(): events that are not SQS events', () => {
 
   it.each([
     ['null', null, 'got null.'],
+    ['no event at all', undefined, 'got undefined.'],
     ['"Records" that is null', { Records: null }, 'got "Records" of type null.'],
     ['"Records" that is an object', { Records: { 0: sqsRecord() } }, 'got "Records" of type object.'],
     ['a function carrying "Records"', Object.assign(() => {}, { Records: [] }), 'got function.'],
