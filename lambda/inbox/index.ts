@@ -10,6 +10,8 @@ export { inbox } from './consumer.js';
 export type { InboxHandler } from './consumer.js';
 export type { InboxOptions, InboxMessage, InboxTransaction, DatabaseOptions, GatedStatement, GatedBatchStatement, DuplicateFilter } from './options.js';
 export { resolveTarget } from './options.js';
+export { parseWith } from './standard-schema.js';
+export type { StandardSchema, StandardResult, StandardIssue } from './standard-schema.js';
 export {
   InboxError,
   InboxConfigError,
