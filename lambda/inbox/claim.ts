@@ -1,5 +1,5 @@
 import type { Row, SqlParams } from './data-api.js';
-import { InboxConfigError } from './errors.js';
+import { DataApiError, InboxConfigError } from './errors.js';
 import type { InboxTables } from './schema.js';
 
 /**
@@ -20,6 +20,46 @@ export function claimSql(tables: InboxTables): string {
     SELECT coalesce((SELECT claimed FROM claim), false) AS claimed,
            (SELECT payload_sha256 FROM ${tables.consumed}
              WHERE consumer_name = :inbox_consumer AND message_id = :inbox_key) AS existing_sha256`;
+}
+
+/**
+ * The claim riding on the effect's first statement: a plain INSERT (no ON CONFLICT) in a data-modifying
+ * CTE, which PostgreSQL runs whether or not the statement reads it. A key claimed already makes the whole
+ * statement fail with a unique violation on the inbox's primary key ({@link isClaimTaken}), so a duplicate
+ * applies nothing; a concurrent claim makes it wait for that transaction, as `ON CONFLICT` does. Returns
+ * undefined for a statement that cannot carry a CTE (not SELECT, INSERT, UPDATE, DELETE, MERGE, VALUES,
+ * TABLE or WITH ...): the claim then goes alone, before it.
+ */
+export function claimRidingSql(tables: InboxTables, userSql: string): string | undefined {
+  const statement = userSql.replace(LEADING_COMMENTS, '');
+  const keyword = /^[A-Za-z]+/.exec(statement)?.[0].toUpperCase();
+  const claim = `inbox_claim AS (
+      INSERT INTO ${tables.consumed} (consumer_name, message_id, payload_sha256)
+      VALUES (:inbox_consumer, :inbox_key, :inbox_sha256)
+      RETURNING message_id
+    )`;
+  if (keyword === 'WITH') {
+    const [head] = /^WITH\s+(?:RECURSIVE\s+)?/i.exec(statement)!;
+    return `${head}${claim}, ${statement.slice(head.length)}`;
+  }
+  return keyword !== undefined && CTE_STATEMENTS.has(keyword) ? `WITH ${claim} ${statement}` : undefined;
+}
+
+const LEADING_COMMENTS = /^(?:\s+|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)*/;
+const CTE_STATEMENTS = new Set(['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'MERGE', 'VALUES', 'TABLE']);
+
+/**
+ * True when a statement failed because its riding claim found the key claimed: PostgreSQL's unique
+ * violation (SQLSTATE 23505) on the inbox table's primary key, as the Data API words it
+ * (`ERROR: duplicate key value violates unique constraint "consumed_message_pkey"; ...; SQLState: 23505`).
+ */
+export function isClaimTaken(error: unknown): boolean {
+  return (
+    error instanceof DataApiError &&
+    error.failure === 'statement' &&
+    error.message.includes('SQLState: 23505') &&
+    error.message.includes('"consumed_message_pkey"')
+  );
 }
 
 /** Reads the hash stored with a claim, for a duplicate whose claim statement could not see it. */

@@ -1,5 +1,5 @@
 import type { Outcome } from '../batch.js';
-import { checkGatedStatement, claimParams, claimSql, gatedSql, parkSql, readClaim, replayBatchGatedSql, replayGatedSql, sameHash, storedHashSql } from '../claim.js';
+import { checkGatedStatement, claimParams, gatedSql, parkSql, readClaim, replayBatchGatedSql, replayGatedSql, sameHash, storedHashSql } from '../claim.js';
 import type { ClaimOutcome } from '../claim.js';
 import type { DataApiSession, Transaction } from '../data-api.js';
 import { KeyCollisionError, PermanentError } from '../errors.js';
@@ -13,6 +13,7 @@ import type { InboxSource, SourceRecord } from '../sources/source.js';
 import type { BatchTally, InboxLogger } from '../telemetry.js';
 import { batchInputRow, statementSet } from './statement-set.js';
 import { OutboxWriter } from '../outbox/outbox-writer.js';
+import { RecordClaim } from './record-claim.js';
 import type { OutboxConfig } from '../outbox/outbox-writer.js';
 
 /** What a claim came to: applied, a redelivery, or a different message under a claimed key. */
@@ -126,8 +127,9 @@ export class RecordConsumer<Body, Raw = unknown> {
   }
 
   /**
-   * Begin, claim, apply (only if claimed), commit: k + 3 calls for an effect of k statements, one more when
-   * the effect sends (its outbox rows, written in one statement before the commit).
+   * Begin, claim, apply (only if claimed), commit. The claim goes alone before `apply` (k + 3 calls for an
+   * effect of k statements), or rides on the effect's first statement (k + 2) with `claim:
+   * 'with-first-statement'`; one call more when the effect sends (its outbox rows, in one statement).
    */
   private async inTransaction(
     session: DataApiSession,
@@ -138,22 +140,29 @@ export class RecordConsumer<Body, Raw = unknown> {
   ): Promise<ClaimVerdict> {
     const tx = await session.transaction();
     const writer = new OutboxWriter(this.outbox, message);
-    let claim: ClaimOutcome;
+    const claim = new RecordClaim(tx, this.tables, claimParams(this.options.consumer, message.key, sha256), this.options.claim);
+    let claimed = false;
     let sent: number[] = [];
     try {
-      claim = readClaim((await tx.execute(claimSql(this.tables), claimParams(this.options.consumer, message.key, sha256))).rows);
-      if (claim.claimed) {
-        await apply(inboxTransaction(tx, writer));
-        sent = await writer.flush(tx);
+      if (await claim.beforeApply()) {
+        await apply(inboxTransaction(tx, writer, claim)).catch((error: unknown) => {
+          // A statement after a taken claim fails too (the transaction is aborted): the record is a duplicate.
+          if (!claim.taken) throw error;
+        });
+        claimed = await claim.afterApply();
+        if (claimed) sent = await writer.flush(tx);
       }
     } catch (error) {
       // The claim and the effect roll back together; a failed rollback leaves the transaction to expire.
       await tx.rollback().catch(() => {});
+      // The carrier statement failed: a claim made before (a duplicate) may hide behind the effect's own error.
+      const earlier = claim.carrierFailed ? await this.claimOf(session, message.key).catch(() => undefined) : undefined;
+      if (earlier) return this.duplicateOrCollision(session, message.key, earlier, sha256);
       throw error;
     }
-    if (!claim.claimed) {
+    if (!claimed) {
       await tx.rollback().catch(() => {});
-      return this.duplicateOrCollision(session, message.key, claim, sha256);
+      return this.duplicateOrCollision(session, message.key, claim.outcome, sha256);
     }
     await commitOrRollBack(tx);
     // Committed: the relay sends these after the batch.
@@ -183,8 +192,13 @@ export class RecordConsumer<Body, Raw = unknown> {
   }
 
   private async storedHash(session: DataApiSession, key: string): Promise<Uint8Array | null> {
+    return (await this.claimOf(session, key))?.existingSha256 ?? null;
+  }
+
+  /** The committed claim of a key, if there is one. */
+  private async claimOf(session: DataApiSession, key: string): Promise<ClaimOutcome | undefined> {
     const { rows } = await session.execute(storedHashSql(this.tables), { inbox_consumer: this.options.consumer, inbox_key: key });
-    return (rows[0]?.existing_sha256 as Uint8Array | null | undefined) ?? null;
+    return rows[0] && { claimed: false, existingSha256: (rows[0].existing_sha256 as Uint8Array | null | undefined) ?? null };
   }
 
   /**
@@ -240,10 +254,10 @@ export class RecordConsumer<Body, Raw = unknown> {
 }
 
 /** What `apply` and `applyBatch` may call on the transaction. */
-export function inboxTransaction(tx: Transaction, outbox: OutboxWriter): InboxTransaction {
+export function inboxTransaction(tx: Transaction, outbox: OutboxWriter, claim: Pick<Transaction, 'execute' | 'executeBatch'> = tx): InboxTransaction {
   return {
-    execute: (sql, params) => tx.execute(sql, params),
-    executeBatch: (sql, paramSets) => tx.executeBatch(sql, paramSets),
+    execute: (sql, params) => claim.execute(sql, params),
+    executeBatch: (sql, paramSets) => claim.executeBatch(sql, paramSets),
     send: (message, from) => outbox.send(message, from),
     transactionId: tx.transactionId,
   };

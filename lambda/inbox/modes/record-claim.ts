@@ -1,0 +1,140 @@
+import { claimRidingSql, claimSql, isClaimTaken, readClaim } from '../claim.js';
+import type { ClaimOutcome } from '../claim.js';
+import type { SqlParams, StatementResult, Transaction } from '../data-api.js';
+import { InboxError } from '../errors.js';
+import type { InboxTables } from '../schema.js';
+
+/**
+ * What `tx.execute` throws in `apply` when the message's key turned out to be claimed already: its first
+ * statement carried the claim, and the claim found the key taken. Nothing of the statement ran. Let it
+ * propagate (or return): the inbox rolls the transaction back and reports the record a duplicate.
+ */
+export class ClaimTakenError extends InboxError {
+  override name = 'ClaimTakenError';
+  constructor(options?: { cause?: unknown }) {
+    super("this message's key is claimed already (a duplicate): nothing ran, and the inbox rolls the transaction back", options);
+  }
+}
+
+/** Where the claim of a per-record transaction goes. */
+export type ClaimPlacement = 'before-apply' | 'with-first-statement';
+
+/**
+ * The claim of one record's transaction. With `'with-first-statement'` it rides on the effect's first
+ * statement (k + 2 calls: Begin, the k statements, Commit); when that statement cannot carry it (a batch
+ * call, a statement that takes no CTE, `inbox_` parameters of its own) or the effect sends none, it goes
+ * alone just before. With `'before-apply'` it goes alone before `apply` runs (k + 3), so nothing of
+ * `apply` runs for a duplicate.
+ */
+export class RecordClaim {
+  private state: 'pending' | 'riding' | 'claimed' | 'taken' | 'failed' = 'pending';
+  /** The claim's statement, alone or carried, settled: it never rejects. */
+  private carrier: Promise<void> = Promise.resolve();
+  private failure: unknown;
+  private carried = false;
+  private found: ClaimOutcome = { claimed: false, existingSha256: null };
+
+  constructor(
+    private readonly tx: Transaction,
+    private readonly tables: InboxTables,
+    private readonly params: SqlParams,
+    private readonly placement: ClaimPlacement,
+  ) {}
+
+  /** The key was claimed already (a duplicate, or a collision): what the claim found. */
+  get outcome(): ClaimOutcome {
+    return this.found;
+  }
+
+  /** Before `apply`: claims alone with `'before-apply'`. False when `apply` must not run: the key is taken. */
+  async beforeApply(): Promise<boolean> {
+    if (this.placement === 'before-apply') await this.alone();
+    return this.state !== 'taken';
+  }
+
+  /**
+   * After `apply` (returned or threw): claims alone if no statement carried the claim yet. True when the
+   * claim inserted the row, false when the key was taken; throws when the claim's statement failed.
+   */
+  async afterApply(): Promise<boolean> {
+    await this.carrier;
+    if (this.state === 'pending') await this.alone();
+    this.throwIfFailed();
+    return this.state === 'claimed';
+  }
+
+  /** True once the claim found the key taken: whatever `apply` did next rolls back as a duplicate. */
+  get taken(): boolean {
+    return this.state === 'taken';
+  }
+
+  /**
+   * True when the statement that carried the claim failed for another reason. PostgreSQL reports one
+   * error per statement: when the effect's own table has a unique violation too, that one may be the
+   * one reported, so the key may still be claimed already. The caller looks it up after the rollback.
+   */
+  get carrierFailed(): boolean {
+    return this.state === 'failed' && this.carried;
+  }
+
+  /** Runs one of `apply`'s statements; the first one that can carries the claim. */
+  async execute(sql: string, params: SqlParams = {}): Promise<StatementResult> {
+    if (this.state === 'pending') {
+      const riding = Object.keys(params).some((name) => name.startsWith('inbox_')) ? undefined : claimRidingSql(this.tables, sql);
+      if (riding !== undefined) return this.carry(riding, params);
+      await this.alone();
+    }
+    this.refuseAfterTaken();
+    return this.tx.execute(sql, params);
+  }
+
+  /** Runs one of `apply`'s batch calls; it never carries the claim (it would run once per parameter set). */
+  async executeBatch(sql: string, paramSets: readonly SqlParams[]): Promise<number> {
+    if (this.state === 'pending') await this.alone();
+    this.refuseAfterTaken();
+    return this.tx.executeBatch(sql, paramSets);
+  }
+
+  private async carry(sql: string, params: SqlParams): Promise<StatementResult> {
+    this.state = 'riding';
+    this.carried = true;
+    const sent = this.tx.execute(sql, { ...params, ...this.params });
+    this.carrier = sent.then(
+      () => void (this.state = 'claimed'),
+      (error: unknown) => this.fail(error, isClaimTaken(error)),
+    );
+    try {
+      return await sent;
+    } catch (error) {
+      throw isClaimTaken(error) ? new ClaimTakenError({ cause: error }) : error;
+    }
+  }
+
+  /** The claim in its own statement, which reads the stored hash of a duplicate in the same call. */
+  private async alone(): Promise<void> {
+    this.state = 'riding';
+    this.carrier = this.tx.execute(claimSql(this.tables), this.params).then(
+      ({ rows }) => {
+        this.found = readClaim(rows);
+        this.state = this.found.claimed ? 'claimed' : 'taken';
+      },
+      (error: unknown) => this.fail(error, false),
+    );
+    await this.carrier;
+    this.throwIfFailed();
+  }
+
+  private throwIfFailed(): void {
+    if (this.state === 'failed') throw this.failure;
+  }
+
+  private fail(error: unknown, taken: boolean): void {
+    this.state = taken ? 'taken' : 'failed';
+    this.failure = error;
+  }
+
+  /** After the claim found the key taken, no statement of `apply` is sent. */
+  private refuseAfterTaken(): void {
+    if (this.state === 'taken') throw new ClaimTakenError();
+  }
+}

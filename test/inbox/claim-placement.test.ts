@@ -1,0 +1,190 @@
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { inbox, InboxConfigError } from '../../lambda/inbox/index.js';
+import type { InboxOptions, InboxTransaction } from '../../lambda/inbox/index.js';
+import { dataApiClient, inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
+import type { InboxFixture } from '../support/inbox.js';
+
+let db: InboxFixture;
+beforeAll(async () => {
+  db = await inboxFixture('claim_placement');
+});
+afterAll(async () => db.close());
+beforeEach(async () => {
+  await db.query('TRUNCATE public.orders, inbox.consumed_message, inbox.parked_message');
+  db.server.faults.clear();
+  db.server.stats.reset();
+});
+
+type Order = { orderId: string };
+const SHIP = `INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'shipped', 1)
+  ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`;
+
+/** A consumer whose claim rides on the effect's first statement; `apply` defaults to one SHIP statement. */
+function riding(apply: InboxOptions<Order>['apply'] = (tx, m) => tx.execute(SHIP, { orderId: m.body.orderId }).then(() => undefined), extra: Partial<InboxOptions<Order>> = {}) {
+  const logger = recordingLogger();
+  const metrics = recordingMetrics();
+  const handler = inbox<Order>({ consumer: 'order-worker', database: db.target, logger, metrics, claim: 'with-first-statement', apply, ...extra });
+  return { handler, logger, metrics };
+}
+
+const shipped = async (orderId: string) =>
+  (await db.query('SELECT shipped_count FROM public.orders WHERE order_id = $1', [orderId]))[0]?.shipped_count as number | undefined;
+const claims = async () => (await db.query('SELECT message_id FROM inbox.consumed_message ORDER BY 1')).map((row) => row.message_id as string);
+
+describe("claim: 'with-first-statement'", () => {
+  it('makes k + 2 Data API calls for an apply of k >= 1 statements, 3 for k = 0, and 4 for a duplicate', async () => {
+    for (const k of [0, 1, 3]) {
+      const { handler } = riding(async (tx) => {
+        for (let i = 0; i < k; i++) await tx.execute('SELECT 1');
+      }, { consumer: `calls-${k}` });
+      const record = sqsRecord();
+      db.server.stats.reset();
+      expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+      expect(db.server.stats.total()).toBe(k === 0 ? 3 : k + 2);
+      expect(db.server.stats.calls).toMatchObject({ BeginTransaction: 1, CommitTransaction: 1, ExecuteStatement: Math.max(k, 1) });
+      // A duplicate on its first delivery (the batch filter looks up redeliveries only): Begin, the statement
+      // the taken claim refuses, Rollback, and the stored hash's lookup.
+      db.server.stats.reset();
+      expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+      expect(db.server.stats.total()).toBe(k === 0 ? 3 : 4);
+    }
+  });
+
+  it('applies a new message once, and a duplicate not at all, reporting both succeeded', async () => {
+    const { handler, metrics } = riding();
+    const record = sqsRecord({ body: { orderId: 'o-1' } });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await shipped('o-1')).toBe(1);
+    expect(await claims()).toEqual([record.messageId]);
+    expect(metrics.published.map((m) => [m.Processed, m.Duplicates])).toEqual([[[1], [0]], [[0], [1]]]);
+  });
+
+  it('refuses every later statement of a duplicate, even when apply catches the first refusal', async () => {
+    const record = sqsRecord({ body: { orderId: 'o-2' } });
+    await riding().handler({ Records: [record] }, lambdaContext());
+    const seen: string[] = [];
+    const { handler } = riding(async (tx, m) => {
+      await tx.execute(SHIP, { orderId: m.body.orderId }).catch((error: Error) => void seen.push(error.name));
+      await tx.execute(SHIP, { orderId: m.body.orderId }).catch((error: Error) => void seen.push(error.name));
+    });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(seen).toEqual(['ClaimTakenError', 'ClaimTakenError']);
+    expect(await shipped('o-2')).toBe(1);
+  });
+
+  it('fails a key reused with another body as a collision, not applied', async () => {
+    await riding().handler({ Records: [sqsRecord({ key: 'k-1', body: { orderId: 'first' } })] }, lambdaContext());
+    const { handler, logger, metrics } = riding();
+    const second = sqsRecord({ key: 'k-1', body: { orderId: 'second' } });
+    expect((await handler({ Records: [second] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: second.messageId }]);
+    expect(await shipped('second')).toBeUndefined();
+    expect(logger.lines.filter((line) => line.level === 'error').map((line) => line.message)).toEqual([expect.stringMatching(/key collision/)]);
+    expect(metrics.published[0]).toMatchObject({ KeyCollisions: [1], Failures: [1] });
+  });
+
+  it.each([2, 5])('%i handlers given the same message at once apply its effect exactly once, and all succeed', async (n) => {
+    const record = sqsRecord({ body: { orderId: `race-${n}` } });
+    let effects = 0;
+    const handlers = Array.from({ length: n }, () =>
+      inbox<Order>({
+        consumer: 'order-worker',
+        claim: 'with-first-statement',
+        database: { ...db.target, client: dataApiClient(db.server) },
+        logger: recordingLogger(),
+        metrics: recordingMetrics(),
+        apply: async (tx, m) => {
+          // The claim rides on this statement and holds its row lock while the others pile up behind it.
+          await tx.execute('SELECT pg_sleep(0.05)');
+          effects++;
+          await tx.execute(SHIP, { orderId: m.body.orderId });
+        },
+      }),
+    );
+    const responses = await Promise.all(handlers.map((handler) => handler({ Records: [record] }, lambdaContext())));
+    for (const response of responses) expect(response.batchItemFailures).toEqual([]);
+    expect(effects).toBe(1);
+    expect(await shipped(`race-${n}`)).toBe(1);
+  });
+
+  it('rolls the claim back with the effect when apply throws after its first statement', async () => {
+    const record = sqsRecord({ body: { orderId: 'o-3' } });
+    const { handler } = riding(async (tx, m) => {
+      await tx.execute(SHIP, { orderId: m.body.orderId });
+      throw new Error('boom');
+    });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(await shipped('o-3')).toBeUndefined();
+    expect(await claims()).toEqual([]);
+  });
+
+  it("fails, not settles as a duplicate, a unique violation of the effect's own table", async () => {
+    await db.query("INSERT INTO public.orders (order_id, status, shipped_count) VALUES ('taken', 'new', 0)");
+    const record = sqsRecord({ body: { orderId: 'taken' } });
+    const { handler, metrics } = riding((tx, m) =>
+      tx.execute("INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'shipped', 1)", { orderId: m.body.orderId }).then(() => undefined),
+    );
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(metrics.published[0]).toMatchObject({ Duplicates: [0], Failures: [1] });
+    expect(await claims()).toEqual([]);
+  });
+
+  it("settles a duplicate as a duplicate when PostgreSQL reports the effect's own unique violation instead of the claim's", async () => {
+    const record = sqsRecord({ body: { orderId: 'o-5' } });
+    // A plain INSERT: on the redelivery both the claim and the effect violate a unique key.
+    const { handler, metrics } = riding((tx, m) =>
+      tx.execute("INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'shipped', 1)", { orderId: m.body.orderId }).then(() => undefined),
+    );
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(metrics.published.map((m) => [m.Processed, m.Duplicates, m.Failures])).toEqual([[[1], [0], [0]], [[0], [1], [0]]]);
+  });
+
+  it('reports a commit whose answer was lost as failed, and its redelivery as a duplicate', async () => {
+    const record = sqsRecord({ body: { orderId: 'o-4' } });
+    const { handler } = riding();
+    db.server.faults.dropResponse({ operation: 'CommitTransaction' });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await shipped('o-4')).toBe(1);
+  });
+
+  // What the first statement looks like decides whether it can carry the claim: one call fewer, or the
+  // claim alone just before it. Either way the claim is made exactly once and a duplicate applies nothing.
+  const statements: { name: string; calls: number; apply: (tx: InboxTransaction, m: { body: Order }) => Promise<unknown> }[] = [
+    { name: 'a statement led by comments', calls: 3, apply: (tx, m) => tx.execute(`-- ship it\n/* once */ ${SHIP}`, { orderId: m.body.orderId }) },
+    {
+      name: 'a statement with CTEs of its own',
+      calls: 3,
+      apply: (tx, m) => tx.execute(`WITH o AS (SELECT :orderId::text AS id) INSERT INTO public.orders (order_id, status, shipped_count) SELECT id, 'shipped', 1 FROM o`, { orderId: m.body.orderId }),
+    },
+    {
+      name: 'a recursive CTE',
+      calls: 3,
+      apply: (tx, m) => tx.execute(`with recursive n(i) AS (SELECT 1) INSERT INTO public.orders (order_id, status, shipped_count) SELECT :orderId, 'shipped', i FROM n`, { orderId: m.body.orderId }),
+    },
+    { name: 'a batch call', calls: 4, apply: (tx, m) => tx.executeBatch(SHIP, [{ orderId: m.body.orderId }]) },
+    { name: 'a statement that takes no CTE', calls: 5, apply: async (tx, m) => tx.execute("SET LOCAL application_name = 'x'").then(() => tx.execute(SHIP, { orderId: m.body.orderId })) },
+    { name: "parameters named inbox_", calls: 4, apply: (tx, m) => tx.execute(SHIP.replaceAll(':orderId', ':inbox_order'), { inbox_order: m.body.orderId }) },
+  ];
+
+  it.each(statements)('claims exactly once with $name first, in $calls calls', async ({ apply, calls }) => {
+    const record = sqsRecord({ body: { orderId: `o-${calls}-${Math.random()}` } });
+    const { handler } = riding(apply as InboxOptions<Order>['apply']);
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(db.server.stats.total()).toBe(calls);
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    const orderId = JSON.parse(record.body).orderId as string;
+    expect(await db.query('SELECT count(*)::int AS n FROM public.orders WHERE order_id = $1', [orderId])).toEqual([{ n: 1 }]);
+    expect(await claims()).toEqual([record.messageId]);
+  });
+
+  it('is refused with the single-statement modes, naming the option', () => {
+    expect(() =>
+      inbox<Order>({ consumer: 'x', database: db.target, claim: 'with-first-statement', statement: { sql: 'SELECT 1 FROM claimed' } }),
+    ).toThrow(InboxConfigError);
+    expect(() => inbox<Order>({ consumer: 'x', database: db.target, claim: 'first' as never, apply: async () => {} })).toThrow(
+      /inbox option "claim": "first" must be 'before-apply' or 'with-first-statement'/,
+    );
+  });
+});
