@@ -181,7 +181,7 @@ describe("claim: 'with-first-statement'", () => {
 
   it('is refused with the single-statement modes, naming the option', () => {
     expect(() =>
-      inbox<Order>({ consumer: 'x', database: db.target, claim: 'with-first-statement', statement: { sql: 'SELECT 1 FROM claimed' } }),
+      inbox<Order>({ consumer: 'x', database: db.target, claim: 'with-first-statement', statement: { sql: 'SELECT 1 FROM claimed', params: () => ({}) } }),
     ).toThrow(InboxConfigError);
     expect(() => inbox<Order>({ consumer: 'x', database: db.target, claim: 'first' as never, apply: async () => {} })).toThrow(
       /inbox option "claim": "first" must be 'before-apply' or 'with-first-statement'/,
