@@ -70,7 +70,8 @@ interface Privilege {
  *   outbox_message; USAGE on the id sequences of parked_message and outbox_message; UPDATE (replayed_at) on
  *   parked_message, which `parked.replay()` sets and which its `SELECT ... FOR UPDATE` needs; UPDATE
  *   (sent_at, attempts, last_error) on outbox_message, which the relay sets after the commit; plus
- *   `spec.grants` and USAGE on their schemas.
+ *   `spec.grants` and USAGE on their schemas, and with an INSERT grant USAGE on the sequences the table's column
+ *   defaults draw from (serial, bigserial), without which the INSERT is refused.
  * - purge: USAGE on the inbox schema; SELECT, DELETE on consumed_message; UPDATE (processed_at) on it, because
  *   the purge's `FOR UPDATE SKIP LOCKED` needs UPDATE on some column (it adds nothing DELETE does not allow).
  * - outbox (the sweeper): USAGE on the inbox schema; SELECT, DELETE and UPDATE (sent_at, attempts,
@@ -109,7 +110,7 @@ export async function provisionRole(
     } else if (password !== undefined) {
       await roleCommand(tx, spec.role, scramSha256Verifier(password), 'ALTER');
     }
-    const sequences = [await serialSequence(tx, tables.parked), await serialSequence(tx, tables.outbox)];
+    const sequences = [...(await defaultSequences(tx, schema, tableName(tables.parked))), ...(await defaultSequences(tx, schema, tableName(tables.outbox)))];
     const desired = [...inboxPrivileges(spec.purpose, schema, tables, sequences), ...(await userPrivileges(tx, spec))];
     const { granted, revoked } = await reconcile(tx, spec.role, desired);
     await tx.commit();
@@ -236,25 +237,44 @@ async function roleCommand(tx: Transaction, role: string, value: string, action:
   await tx.execute("SELECT set_config('sqs_inbox.value', '', true)");
 }
 
-/** The sequence behind a table's bigserial `id`, whose USAGE an INSERT needs; null before the table exists. */
-async function serialSequence(tx: Transaction, table: string): Promise<{ schema: string; name: string } | null> {
+interface Sequence {
+  readonly schema: string;
+  readonly name: string;
+}
+
+/**
+ * The sequences a table's column defaults draw from: those of its serial and bigserial columns, and any other
+ * `DEFAULT nextval(...)`. An INSERT that leaves such a column to its default calls nextval(), which needs USAGE on
+ * the sequence (INSERT on the table is not enough). Identity columns need nothing: PostgreSQL draws their values
+ * without a privilege check. Empty before the table exists.
+ */
+async function defaultSequences(tx: Transaction, schema: string, table: string): Promise<Sequence[]> {
   const { rows } = await tx.execute(
-    `SELECT n.nspname AS schema, c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-      WHERE c.oid = pg_get_serial_sequence(:table, 'id')::regclass`,
-    { table: table.replace(/"/g, '') },
+    `SELECT DISTINCT sn.nspname AS schema, s.relname AS name
+       FROM pg_class t JOIN pg_namespace tn ON tn.oid = t.relnamespace
+       JOIN pg_attrdef ad ON ad.adrelid = t.oid
+       JOIN pg_depend d ON d.classid = 'pg_attrdef'::regclass AND d.objid = ad.oid AND d.refclassid = 'pg_class'::regclass
+       JOIN pg_class s ON s.oid = d.refobjid AND s.relkind = 'S'
+       JOIN pg_namespace sn ON sn.oid = s.relnamespace
+      WHERE tn.nspname = :schema AND t.relname = :table
+      ORDER BY 1, 2`,
+    { schema, table },
   );
-  const row = rows[0];
-  return row ? { schema: String(row.schema), name: String(row.name) } : null;
+  return rows.map((row) => ({ schema: String(row.schema), name: String(row.name) }));
+}
+
+function sequenceUsage(sequences: readonly Sequence[]): Privilege[] {
+  return sequences.map((sequence) => ({ kind: 'sequence', schema: sequence.schema, name: sequence.name, column: null, privilege: 'USAGE' }));
 }
 
 function inboxPrivileges(
   purpose: RolePurpose,
   schema: string,
   tables: InboxTables,
-  sequences: readonly ({ schema: string; name: string } | null)[],
+  sequences: readonly Sequence[],
 ): Privilege[] {
   const { consumed, parked, outbox } = tables;
-  const table = (quoted: string) => quoted.split('.')[1]!.replace(/"/g, '');
+  const table = tableName;
   const on = (name: string, privilege: string, column: string | null = null): Privilege => ({
     kind: column === null ? 'table' : 'column',
     schema,
@@ -282,8 +302,13 @@ function inboxPrivileges(
     on(table(outbox), 'SELECT'),
     on(table(outbox), 'INSERT'),
     ...relay,
-    ...sequences.flatMap((sequence) => (sequence === null ? [] : [{ kind: 'sequence' as const, schema: sequence.schema, name: sequence.name, column: null, privilege: 'USAGE' }])),
+    ...sequenceUsage(sequences),
   ];
+}
+
+/** `"inbox"."parked_message"` to `parked_message`. */
+function tableName(quoted: string): string {
+  return quoted.split('.')[1]!.replace(/"/g, '');
 }
 
 async function userPrivileges(tx: Transaction, spec: RoleSpec): Promise<Privilege[]> {
@@ -315,6 +340,8 @@ async function userPrivileges(tx: Transaction, spec: RoleSpec): Promise<Privileg
     }
     privileges.push({ kind: 'schema', schema, name: null, column: null, privilege: 'USAGE' });
     for (const privilege of grant.privileges) privileges.push({ kind, schema, name, column: null, privilege });
+    // An INSERT that fills a serial column calls nextval(): without USAGE on its sequence it is refused.
+    if (kind === 'table' && grant.privileges.includes('INSERT')) privileges.push(...sequenceUsage(await defaultSequences(tx, schema, name)));
   }
   return privileges;
 }

@@ -14,15 +14,16 @@ import { dataApiClient, lambdaContext, recordingLogger, recordingMetrics, sqsRec
 
 // Roles are per PostgreSQL server, which test files share: every name here is unique to this run.
 const run = randomBytes(3).toString('hex');
-const ROLES = { admin: `inbox_admin_${run}`, consumer: `inbox_consumer_orders_${run}`, purge: `inbox_purge_${run}`, outbox: `inbox_outbox_${run}`, foreign: `someone_${run}` };
+const ROLES = { admin: `inbox_admin_${run}`, consumer: `inbox_consumer_orders_${run}`, purge: `inbox_purge_${run}`, outbox: `inbox_outbox_${run}`, credits: `inbox_consumer_credits_${run}`, foreign: `someone_${run}` };
 const ARN = (name: string) => `arn:aws:secretsmanager:us-east-1:123456789012:secret:${name}-${run}`;
-const SECRET = { admin: ARN('admin'), consumer: ARN('consumer'), purge: ARN('purge'), outbox: ARN('outbox'), previous: ARN('previous') };
+const SECRET = { admin: ARN('admin'), consumer: ARN('consumer'), purge: ARN('purge'), outbox: ARN('outbox'), credits: ARN('credits'), previous: ARN('previous') };
 // As Secrets Manager generates them: printable ASCII.
 const PASSWORD = {
   admin: randomBytes(18).toString('base64'),
   consumer: randomBytes(18).toString('base64'),
   purge: randomBytes(18).toString('base64'),
   outbox: randomBytes(18).toString('base64'),
+  credits: randomBytes(18).toString('base64'),
 };
 const ORDERS_GRANT = JSON.stringify([{ on: 'public.orders', privileges: ['SELECT', 'INSERT', 'UPDATE'] }]);
 
@@ -31,6 +32,7 @@ const secretsManager: Record<string, DatabaseCredentials> = {
   [SECRET.consumer]: { username: ROLES.consumer, password: PASSWORD.consumer },
   [SECRET.purge]: { username: ROLES.purge, password: PASSWORD.purge },
   [SECRET.outbox]: { username: ROLES.outbox, password: PASSWORD.outbox },
+  [SECRET.credits]: { username: ROLES.credits, password: PASSWORD.credits },
 };
 
 let server: DataApiServer;
@@ -126,6 +128,7 @@ describe('database roles, signed in through the local Data API', () => {
         [SECRET.consumer]: secretsManager[SECRET.consumer]!,
         [SECRET.purge]: secretsManager[SECRET.purge]!,
         [SECRET.outbox]: secretsManager[SECRET.outbox]!,
+        [SECRET.credits]: secretsManager[SECRET.credits]!,
       },
     });
     client = dataApiClient(server);
@@ -283,6 +286,39 @@ describe('database roles, signed in through the local Data API', () => {
     ]) {
       await refused(sweeper, sql);
     }
+  });
+
+  it("grants an INSERT the sequences its table's serial columns draw from, so the first deploy's inserts work", async () => {
+    // Arrange: a bigserial key, an identity key, and a default drawn from a sequence of its own.
+    const admin = sessionAs(SECRET.admin);
+    await admin.execute('CREATE TABLE public.credits (id bigserial PRIMARY KEY, account text NOT NULL, amount integer NOT NULL)');
+    await admin.execute('CREATE TABLE public.ledger (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, account text NOT NULL)');
+    await admin.execute('CREATE SEQUENCE public.voucher_number');
+    await admin.execute("CREATE TABLE public.vouchers (code text PRIMARY KEY, number bigint NOT NULL DEFAULT nextval('public.voucher_number'))");
+    const insertOnly = ['credits', 'ledger', 'vouchers'].map((table) => ({ on: `public.${table}`, privileges: ['INSERT'] }));
+    const credits = { Role: ROLES.credits, RoleSecretArn: SECRET.credits, Label: 'consumer credits', Grants: JSON.stringify(insertOnly) };
+
+    // Act
+    await roleResource(roleEvent('Create', credits));
+    const consumer = sessionAs(SECRET.credits);
+    await consumer.execute("INSERT INTO public.credits (account, amount) VALUES ('acct-1', 5)");
+    await consumer.execute("INSERT INTO public.ledger (account) VALUES ('acct-1')");
+    await consumer.execute("INSERT INTO public.vouchers (code) VALUES ('v-1')");
+
+    // Assess
+    const inserted = await superuser.query('SELECT (SELECT count(*) FROM public.credits)::int + (SELECT count(*) FROM public.ledger)::int + (SELECT count(*) FROM public.vouchers)::int AS n');
+    expect(inserted.rows).toEqual([{ n: 3 }]);
+    expect(JSON.parse(logLines.at(-1)!).granted).toEqual(
+      expect.arrayContaining(['USAGE ON SEQUENCE "public"."credits_id_seq"', 'USAGE ON SEQUENCE "public"."voucher_number"']),
+    );
+    // Nothing on the identity column's sequence: PostgreSQL draws identity values without a privilege check.
+    expect(JSON.parse(logLines.at(-1)!).privileges.filter((p: string) => p.includes('ledger'))).toEqual(['INSERT ON TABLE "public"."ledger"']);
+
+    // Act: INSERT taken away, the sequences go with it.
+    const selectOnly = JSON.stringify([{ on: 'public.credits', privileges: ['SELECT'] }]);
+    await roleResource(roleEvent('Update', { ...credits, Grants: selectOnly }, credits));
+    expect(JSON.parse(logLines.at(-1)!).revoked).toEqual(expect.arrayContaining(['USAGE ON SEQUENCE "public"."credits_id_seq"']));
+    await refused(consumer, "SELECT nextval('public.credits_id_seq')");
   });
 
   it('brings the privileges to what an update says (revoking the rest), and leaves the password to rotation', async () => {
