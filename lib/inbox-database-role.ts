@@ -87,6 +87,9 @@ export class InboxDatabaseRole extends Construct {
         Purpose: props.purpose,
         Label: props.label,
         Grants: grantsProperty(grants),
+        // A database created with the cluster here is the inbox's own: PUBLIC's CONNECT and TEMPORARY are taken
+        // from it, so the roles hold only their own CONNECT. Someone else's database keeps PUBLIC as it is.
+        PublicDefaults: props.database.masterUsername === undefined ? 'keep' : 'revoke',
         // Reconciled again whenever the schema changes, so new inbox tables get their grants.
         SchemaFingerprint: props.database.migrationsFingerprint,
       },

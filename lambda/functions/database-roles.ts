@@ -33,6 +33,8 @@ export interface RoleReport {
   readonly privileges: readonly string[];
   readonly granted: readonly string[];
   readonly revoked: readonly string[];
+  /** What PUBLIC (every role) held and was revoked, on this database and its `public` schema. */
+  readonly revokedFromPublic: readonly string[];
 }
 
 /** A role cannot be provisioned as asked; the message names the role, the cause and the fix. */
@@ -48,11 +50,12 @@ const SEQUENCE_PRIVILEGES = new Set(['USAGE', 'SELECT', 'UPDATE']);
 /** pg_class.relkind of what a user grant may name: tables (plain, partitioned, foreign), views, materialized views. */
 const TABLE_KINDS = new Set(['r', 'p', 'f', 'v', 'm']);
 
-type ObjectKind = 'schema' | 'table' | 'sequence' | 'column';
+type ObjectKind = 'database' | 'schema' | 'table' | 'sequence' | 'column';
 
 /** One privilege on one object, as granted or found in the catalog. */
 interface Privilege {
   readonly kind: ObjectKind;
+  /** The schema; for a database privilege, the database's name. */
   readonly schema: string;
   readonly name: string | null;
   readonly column: string | null;
@@ -87,7 +90,19 @@ interface Privilege {
 export async function provisionRole(
   session: DataApiSession,
   spec: RoleSpec,
-  options: { readonly schema?: string; readonly resetPassword?: boolean; readonly password: () => Promise<string> },
+  options: {
+    readonly schema?: string;
+    readonly resetPassword?: boolean;
+    readonly password: () => Promise<string>;
+    /**
+     * Revoke PUBLIC's CONNECT and TEMPORARY on this database, and its CREATE on the `public` schema (PostgreSQL
+     * 14 and older), when the migration user owns the database: then every role needs its own CONNECT, and the
+     * roles sqs-inbox provisions get exactly that. For a database that is the inbox's own; other roles that
+     * connected through PUBLIC need `GRANT CONNECT ON DATABASE ... TO them`.
+     * @default false
+     */
+    readonly revokePublic?: boolean;
+  },
 ): Promise<RoleReport> {
   checkSpec(spec);
   const tables = inboxTables(options.schema ?? 'inbox');
@@ -111,7 +126,8 @@ export async function provisionRole(
       await roleCommand(tx, spec.role, scramSha256Verifier(password), 'ALTER');
     }
     const sequences = [...(await defaultSequences(tx, schema, tableName(tables.parked))), ...(await defaultSequences(tx, schema, tableName(tables.outbox)))];
-    const desired = [...inboxPrivileges(spec.purpose, schema, tables, sequences), ...(await userPrivileges(tx, spec))];
+    const access = await databaseAccess(tx, options.revokePublic === true);
+    const desired = [...access.privileges, ...inboxPrivileges(spec.purpose, schema, tables, sequences), ...(await userPrivileges(tx, spec))];
     const { granted, revoked } = await reconcile(tx, spec.role, desired);
     await tx.commit();
     return {
@@ -121,6 +137,7 @@ export async function provisionRole(
       privileges: uniqueStatements(desired),
       granted,
       revoked,
+      revokedFromPublic: access.revokedFromPublic,
     };
   } catch (error) {
     await tx.rollback().catch(() => {});
@@ -237,6 +254,46 @@ async function roleCommand(tx: Transaction, role: string, value: string, action:
   await tx.execute("SELECT set_config('sqs_inbox.value', '', true)");
 }
 
+/**
+ * The role's privileges on the database itself. Every database grants CONNECT and TEMPORARY to PUBLIC (and
+ * PostgreSQL 14 and older CREATE on its `public` schema); no inbox role creates temporary tables or objects. A
+ * role cannot be excluded from PUBLIC, so the only way to take these from the inbox roles is to take them from
+ * PUBLIC, which only the database's owner may do, and which every role in the database feels: done only when asked
+ * (`revokePublic`, for a database that is the inbox's own) and only by the owner. Once PUBLIC has no CONNECT, the
+ * role is given its own; TEMPORARY it never gets. Other databases of the cluster are left as they are: their
+ * PUBLIC privileges belong to whoever owns them.
+ */
+async function databaseAccess(tx: Transaction, revokePublic: boolean): Promise<{ privileges: Privilege[]; revokedFromPublic: string[] }> {
+  const { rows } = await tx.execute(
+    `SELECT d.datname AS database, pg_has_role(current_user, d.datdba, 'USAGE') AS owner,
+            coalesce((SELECT string_agg(a.privilege_type, ', ' ORDER BY a.privilege_type) FROM aclexplode(coalesce(d.datacl, acldefault('d', d.datdba))) a
+                       WHERE a.grantee = 0 AND a.privilege_type IN ('CONNECT', 'TEMPORARY')), '') AS database_public,
+            coalesce((SELECT pg_has_role(current_user, n.nspowner, 'USAGE') AND EXISTS (
+                        SELECT 1 FROM aclexplode(coalesce(n.nspacl, acldefault('n', n.nspowner))) a WHERE a.grantee = 0 AND a.privilege_type = 'CREATE')
+                        FROM pg_namespace n WHERE n.nspname = 'public'), false) AS schema_public_create
+       FROM pg_database d WHERE d.datname = current_database()`,
+  );
+  const row = rows[0]!;
+  const database = String(row.database);
+  if (row.owner !== true) return { privileges: [], revokedFromPublic: [] };
+  const revokedFromPublic: string[] = [];
+  const held = String(row.database_public).split(', ').filter((privilege) => privilege !== '');
+  if (revokePublic && held.length > 0) {
+    const statement = `${held.join(', ')} ON DATABASE ${quote(database)}`;
+    await tx.execute(`REVOKE ${statement} FROM PUBLIC`);
+    revokedFromPublic.push(statement);
+  }
+  if (revokePublic && row.schema_public_create === true) {
+    await tx.execute('REVOKE CREATE ON SCHEMA "public" FROM PUBLIC');
+    revokedFromPublic.push('CREATE ON SCHEMA "public"');
+  }
+  const publicConnects = held.includes('CONNECT') && !revokePublic;
+  return {
+    privileges: publicConnects ? [] : [{ kind: 'database', schema: database, name: null, column: null, privilege: 'CONNECT' }],
+    revokedFromPublic,
+  };
+}
+
 interface Sequence {
   readonly schema: string;
   readonly name: string;
@@ -346,11 +403,14 @@ async function userPrivileges(tx: Transaction, spec: RoleSpec): Promise<Privileg
   return privileges;
 }
 
-/** Every privilege the role holds on a schema, table, column or sequence of this database. */
+/** Every privilege the role holds on this database, or on a schema, table, column or sequence of it. */
 async function currentPrivileges(tx: Transaction, role: string): Promise<Privilege[]> {
   const { rows } = await tx.execute(
     `WITH grantee AS (SELECT oid FROM pg_roles WHERE rolname = :role)
-     SELECT 'schema' AS kind, n.nspname AS schema, NULL::text AS name, NULL::text AS column_name, a.privilege_type AS privilege
+     SELECT 'database' AS kind, d.datname AS schema, NULL::text AS name, NULL::text AS column_name, a.privilege_type AS privilege
+       FROM pg_database d, aclexplode(d.datacl) a WHERE d.datname = current_database() AND a.grantee = (SELECT oid FROM grantee)
+     UNION ALL
+     SELECT 'schema', n.nspname AS schema, NULL::text AS name, NULL::text AS column_name, a.privilege_type AS privilege
        FROM pg_namespace n, aclexplode(n.nspacl) a WHERE a.grantee = (SELECT oid FROM grantee)
      UNION ALL
      SELECT CASE WHEN c.relkind = 'S' THEN 'sequence' ELSE 'table' END, n.nspname, c.relname, NULL, a.privilege_type
@@ -400,6 +460,8 @@ function uniqueStatements(privileges: readonly Privilege[]): string[] {
 /** `SELECT ON TABLE "inbox"."consumed_message"`, `UPDATE ("replayed_at") ON TABLE ...`, `USAGE ON SCHEMA "inbox"`. */
 function statementOf(p: Privilege): string {
   switch (p.kind) {
+    case 'database':
+      return `${p.privilege} ON DATABASE ${quote(p.schema)}`;
     case 'schema':
       return `${p.privilege} ON SCHEMA ${quote(p.schema)}`;
     case 'sequence':

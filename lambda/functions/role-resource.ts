@@ -24,6 +24,12 @@ export interface RoleResourceProperties {
   readonly Label?: string;
   /** JSON of {@link RoleGrant}[]: the consumer's own grants. */
   readonly Grants?: string;
+  /**
+   * `revoke`: the database is the inbox's own, so PUBLIC's CONNECT and TEMPORARY on it (and CREATE on its `public`
+   * schema) are revoked and each role gets its own CONNECT; `keep`: PUBLIC's privileges are left as they are.
+   * @default 'keep'
+   */
+  readonly PublicDefaults?: 'revoke' | 'keep';
 }
 
 /** What the role custom resource needs besides the event. */
@@ -74,6 +80,7 @@ export function roleResourceHandler(dependencies: RoleResourceDependencies) {
       {
         ...(properties.Schema ? { schema: properties.Schema } : {}),
         resetPassword: old === undefined || old.Role !== properties.Role || old.RoleSecretArn !== properties.RoleSecretArn,
+        revokePublic: properties.PublicDefaults === 'revoke',
         password: async () => {
           const credentials = await dependencies.readSecret(properties.RoleSecretArn);
           if (credentials.username !== properties.Role) {

@@ -14,7 +14,7 @@ import { dataApiClient, lambdaContext, recordingLogger, recordingMetrics, sqsRec
 
 // Roles are per PostgreSQL server, which test files share: every name here is unique to this run.
 const run = randomBytes(3).toString('hex');
-const ROLES = { admin: `inbox_admin_${run}`, consumer: `inbox_consumer_orders_${run}`, purge: `inbox_purge_${run}`, outbox: `inbox_outbox_${run}`, credits: `inbox_consumer_credits_${run}`, foreign: `someone_${run}` };
+const ROLES = { bystander: `bystander_${run}`, admin: `inbox_admin_${run}`, consumer: `inbox_consumer_orders_${run}`, purge: `inbox_purge_${run}`, outbox: `inbox_outbox_${run}`, credits: `inbox_consumer_credits_${run}`, foreign: `someone_${run}` };
 const ARN = (name: string) => `arn:aws:secretsmanager:us-east-1:123456789012:secret:${name}-${run}`;
 const SECRET = { admin: ARN('admin'), consumer: ARN('consumer'), purge: ARN('purge'), outbox: ARN('outbox'), credits: ARN('credits'), previous: ARN('previous') };
 // As Secrets Manager generates them: printable ASCII.
@@ -60,6 +60,7 @@ async function signsIn(user: string, password: string): Promise<boolean> {
 }
 let client: ReturnType<typeof dataApiClient>;
 const logLines: string[] = [];
+let firstReport: { revokedFromPublic: string[]; privileges: string[] };
 const roleResource = roleResourceHandler({
   readSecret: async (arn) => {
     const found = secretsManager[arn];
@@ -88,6 +89,7 @@ function roleEvent(
     Purpose: 'consumer',
     Label: 'consumer orders',
     Grants: ORDERS_GRANT,
+    PublicDefaults: 'revoke',
     ...overrides,
   };
   const base = { ServiceToken: 'x', ResponseURL: 'x', StackId: 'x', RequestId: 'x', LogicalResourceId: 'Role', ResourceType: 'Custom::InboxDatabaseRole' };
@@ -121,6 +123,10 @@ describe('database roles, signed in through the local Data API', () => {
     await superuser.query(`CREATE ROLE ${ROLES.admin} LOGIN CREATEROLE PASSWORD '${PASSWORD.admin}'`);
     await superuser.query(`ALTER DATABASE ${database} OWNER TO ${ROLES.admin}`);
     await superuser.query(`CREATE ROLE ${ROLES.foreign} LOGIN`);
+    // Another role of the database, signing in through PUBLIC's CONNECT; and PostgreSQL 14's default of CREATE on
+    // the public schema for PUBLIC, which 15 dropped.
+    await superuser.query(`CREATE ROLE ${ROLES.bystander} LOGIN PASSWORD 'bystander'`);
+    await superuser.query('GRANT CREATE ON SCHEMA public TO PUBLIC');
     server = await startDataApi({
       databaseUrl: url,
       secrets: {
@@ -141,6 +147,7 @@ describe('database roles, signed in through the local Data API', () => {
     // A table of the application that no inbox role was granted.
     await sessionAs(SECRET.admin).execute('CREATE TABLE public.payroll (employee text PRIMARY KEY, salary integer)');
     await roleResource(roleEvent('Create'));
+    firstReport = JSON.parse(logLines.at(-1)!);
     await roleResource(roleEvent('Create', { Role: ROLES.purge, RoleSecretArn: SECRET.purge, Purpose: 'purge', Label: 'purge', Grants: '[]' }));
     await roleResource(roleEvent('Create', { Role: ROLES.outbox, RoleSecretArn: SECRET.outbox, Purpose: 'outbox', Label: 'outbox', Grants: '[]' }));
   }, 60_000);
@@ -239,6 +246,32 @@ describe('database roles, signed in through the local Data API', () => {
     ]) {
       await refused(consumer, sql);
     }
+  });
+
+  it("takes PUBLIC's CONNECT, TEMPORARY and CREATE on public from the inbox's own database; each role gets only its CONNECT", async () => {
+    // Assess: what the first deploy revoked from PUBLIC, and what the consumer holds instead.
+    expect(firstReport.revokedFromPublic).toEqual([`CONNECT, TEMPORARY ON DATABASE "${server.database}"`, 'CREATE ON SCHEMA "public"']);
+    expect(firstReport.privileges).toContain(`CONNECT ON DATABASE "${server.database}"`);
+    const acl = await superuser.query(
+      `SELECT a.grantee::regrole::text AS grantee, a.privilege_type AS privilege FROM pg_database d, aclexplode(d.datacl) a
+        WHERE d.datname = current_database() AND a.grantee = ANY(ARRAY[$1, $2, $3]::regrole[]) ORDER BY 1, 2`,
+      [ROLES.consumer, ROLES.purge, ROLES.outbox],
+    );
+    expect(acl.rows).toEqual(
+      [ROLES.consumer, ROLES.outbox, ROLES.purge].sort().map((grantee) => ({ grantee, privilege: 'CONNECT' })),
+    );
+    // No inbox role may create a temporary table or an object in the public schema.
+    for (const secret of [SECRET.consumer, SECRET.purge, SECRET.outbox]) {
+      await refused(sessionAs(secret), 'CREATE TEMPORARY TABLE scratch (id integer)');
+      await refused(sessionAs(secret), 'CREATE TABLE public.evil (id integer)');
+    }
+    // Every other role of this database lost PUBLIC's CONNECT too: the documented price of taking it from PUBLIC.
+    const url = new URL(databaseUrl);
+    url.username = ROLES.bystander;
+    url.password = 'bystander';
+    const bystander = new pg.Client({ connectionString: url.toString() });
+    await expect(bystander.connect()).rejects.toThrow(/permission denied for database/);
+    await bystander.end().catch(() => {});
   });
 
   it('lets the purge delete old inbox rows and nothing else: no INSERT, no parked messages, no other tables', async () => {
