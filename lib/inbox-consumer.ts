@@ -97,6 +97,8 @@ export interface InboxConsumerProps {
    * once messages were processed (a new name would process them again). 1 to 128 characters: letters,
    * digits, `.`, `_`, `:` or `-`, starting with a letter or digit (what the runtime accepts).
    * It reaches the handler as `INBOX_CONSUMER`, which `inbox()` uses when its `consumer` option is unset.
+   * The consumer's database role sees and writes only this name's claims and parked messages (row-level
+   * security), so a handler whose `consumer` option names another consumer has every claim refused.
    */
   readonly consumerName: string;
   /** Path to your handler's TypeScript entry file, bundled with esbuild. */
@@ -361,6 +363,8 @@ export class InboxConsumer extends Construct {
       purpose: 'consumer',
       label: `consumer ${props.consumerName}`,
       grants: props.databaseGrants ?? [],
+      // Its claims are scoped to the name its handler claims under (INBOX_CONSUMER).
+      consumerName: props.consumerName,
     });
     this.dataApiActions = props.batchExecute === true ? [...TRANSACTION_ACTIONS, 'BatchExecuteStatement'] : TRANSACTION_ACTIONS;
 

@@ -22,6 +22,13 @@ export interface RoleSpec {
   readonly label: string;
   /** The user's grants for the consumer's own effect; none for the purge. */
   readonly grants: readonly RoleGrant[];
+  /**
+   * The consumer name the role acts for (`INBOX_CONSUMER`): a consumer role then sees and writes only that
+   * consumer's claims and parked messages, and writes outbox rows only under it (row-level security, inbox
+   * migration 5). Unset, the role is not scoped.
+   * @default - not scoped
+   */
+  readonly consumer?: string | undefined;
 }
 
 /** What provisioning did, for the log: names and privileges only, never a password or its verifier. */
@@ -35,6 +42,8 @@ export interface RoleReport {
   readonly revoked: readonly string[];
   /** What PUBLIC (every role) held and was revoked, on this database and its `public` schema. */
   readonly revokedFromPublic: readonly string[];
+  /** The consumers whose claims the role is scoped to; empty: not scoped. */
+  readonly scope: readonly string[];
 }
 
 /** A role cannot be provisioned as asked; the message names the role, the cause and the fix. */
@@ -129,6 +138,7 @@ export async function provisionRole(
     const access = await databaseAccess(tx, options.revokePublic === true);
     const desired = [...access.privileges, ...inboxPrivileges(spec.purpose, schema, tables, sequences), ...(await userPrivileges(tx, spec))];
     const { granted, revoked } = await reconcile(tx, spec.role, desired);
+    const scope = await setScope(tx, tables, spec.role, spec.purpose === 'consumer' && spec.consumer !== undefined ? [spec.consumer] : []);
     await tx.commit();
     return {
       role: spec.role,
@@ -138,6 +148,7 @@ export async function provisionRole(
       granted,
       revoked,
       revokedFromPublic: access.revokedFromPublic,
+      scope,
     };
   } catch (error) {
     await tx.rollback().catch(() => {});
@@ -149,8 +160,9 @@ export async function provisionRole(
  * Revokes every privilege of a role sqs-inbox created and drops it; does nothing when the role is gone.
  * Refuses a role it did not create.
  */
-export async function dropRole(session: DataApiSession, role: string): Promise<{ readonly dropped: boolean }> {
+export async function dropRole(session: DataApiSession, role: string, options: { readonly schema?: string } = {}): Promise<{ readonly dropped: boolean }> {
   checkRoleName(role);
+  const tables = inboxTables(options.schema ?? 'inbox');
   const tx = await session.transaction();
   try {
     await tx.execute('SELECT pg_advisory_xact_lock(hashtext(:lock))', { lock: 'sqs-inbox-roles' });
@@ -163,6 +175,7 @@ export async function dropRole(session: DataApiSession, role: string): Promise<{
       throw new DatabaseRoleError(`role "${role}" was not created by sqs-inbox (or is the master user); it is left as it is.`);
     }
     await reconcile(tx, role, []);
+    await setScope(tx, tables, role, []);
     await tx.execute(`DROP ROLE ${quote(role)}`);
     await tx.commit();
     return { dropped: true };
@@ -177,6 +190,9 @@ export function checkSpec(spec: RoleSpec): void {
   checkRoleName(spec.role);
   if (spec.purpose !== 'consumer' && spec.purpose !== 'purge' && spec.purpose !== 'outbox') {
     throw new DatabaseRoleError(`role "${spec.role}": purpose must be "consumer", "purge" or "outbox", got ${JSON.stringify(spec.purpose)}.`);
+  }
+  if (spec.consumer !== undefined && (spec.purpose !== 'consumer' || typeof spec.consumer !== 'string' || spec.consumer === '')) {
+    throw new DatabaseRoleError(`role "${spec.role}": \`consumer\` names the consumer a consumer role acts for, a non-empty string; the ${spec.purpose} role takes none.`);
   }
   if (spec.purpose !== 'consumer' && spec.grants.length > 0) {
     throw new DatabaseRoleError(`role "${spec.role}": the ${spec.purpose} role takes no grants beyond the inbox tables.`);
@@ -292,6 +308,22 @@ async function databaseAccess(tx: Transaction, revokePublic: boolean): Promise<{
     privileges: publicConnects ? [] : [{ kind: 'database', schema: database, name: null, column: null, privilege: 'CONNECT' }],
     revokedFromPublic,
   };
+}
+
+/**
+ * Records which consumers the role acts for in role_scope, which the row-level security policies of inbox
+ * migration 5 read: a listed role sees and writes only those consumers' claims and parked messages. Nothing
+ * to do before that migration ran (a schema that has no role_scope).
+ */
+async function setScope(tx: Transaction, tables: InboxTables, role: string, consumers: readonly string[]): Promise<string[]> {
+  const scopeTable = `${tables.schema}."role_scope"`;
+  const { rows } = await tx.execute('SELECT to_regclass(:table) IS NOT NULL AS present', { table: scopeTable });
+  if (rows[0]?.present !== true) return [];
+  await tx.execute(`DELETE FROM ${scopeTable} WHERE role_name = :role`, { role });
+  for (const consumer of consumers) {
+    await tx.execute(`INSERT INTO ${scopeTable} (role_name, consumer_name) VALUES (:role, :consumer)`, { role, consumer });
+  }
+  return [...consumers];
 }
 
 interface Sequence {

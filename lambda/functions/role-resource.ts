@@ -30,6 +30,8 @@ export interface RoleResourceProperties {
    * @default 'keep'
    */
   readonly PublicDefaults?: 'revoke' | 'keep';
+  /** The consumer name a consumer role acts for: its claims and parked messages are scoped to it. */
+  readonly Consumer?: string;
 }
 
 /** What the role custom resource needs besides the event. */
@@ -66,7 +68,7 @@ export function roleResourceHandler(dependencies: RoleResourceDependencies) {
     const session = new DataApiSession(target, { callTimeoutMs: 60_000, resumeDelaysMs: dependencies.resumeDelaysMs ?? [1000, 2000, 4000, 8000, 10_000, 10_000, 10_000] });
     if (event.RequestType === 'Delete') {
       try {
-        const { dropped } = await dropRole(session, properties.Role);
+        const { dropped } = await dropRole(session, properties.Role, properties.Schema ? { schema: properties.Schema } : {});
         log(JSON.stringify({ message: 'database role dropped', role: properties.Role, dropped }));
       } catch (error) {
         log(JSON.stringify({ message: 'database role not dropped; drop it by hand if it is unused', role: properties.Role, error: (error as Error).message }));
@@ -76,7 +78,13 @@ export function roleResourceHandler(dependencies: RoleResourceDependencies) {
     const old = event.RequestType === 'Update' ? (event.OldResourceProperties as unknown as Partial<RoleResourceProperties>) : undefined;
     const report = await provisionRole(
       session,
-      { role: properties.Role, purpose: properties.Purpose, label: properties.Label ?? properties.Purpose, grants: parseGrants(properties.Grants) },
+      {
+        role: properties.Role,
+        purpose: properties.Purpose,
+        label: properties.Label ?? properties.Purpose,
+        grants: parseGrants(properties.Grants),
+        ...(properties.Consumer ? { consumer: properties.Consumer } : {}),
+      },
       {
         ...(properties.Schema ? { schema: properties.Schema } : {}),
         resetPassword: old === undefined || old.Role !== properties.Role || old.RoleSecretArn !== properties.RoleSecretArn,

@@ -60,7 +60,7 @@ async function signsIn(user: string, password: string): Promise<boolean> {
 }
 let client: ReturnType<typeof dataApiClient>;
 const logLines: string[] = [];
-let firstReport: { revokedFromPublic: string[]; privileges: string[] };
+let firstReport: { revokedFromPublic: string[]; privileges: string[]; scope: string[] };
 const roleResource = roleResourceHandler({
   readSecret: async (arn) => {
     const found = secretsManager[arn];
@@ -90,6 +90,7 @@ function roleEvent(
     Label: 'consumer orders',
     Grants: ORDERS_GRANT,
     PublicDefaults: 'revoke',
+    Consumer: 'orders',
     ...overrides,
   };
   const base = { ServiceToken: 'x', ResponseURL: 'x', StackId: 'x', RequestId: 'x', LogicalResourceId: 'Role', ResourceType: 'Custom::InboxDatabaseRole' };
@@ -148,8 +149,8 @@ describe('database roles, signed in through the local Data API', () => {
     await sessionAs(SECRET.admin).execute('CREATE TABLE public.payroll (employee text PRIMARY KEY, salary integer)');
     await roleResource(roleEvent('Create'));
     firstReport = JSON.parse(logLines.at(-1)!);
-    await roleResource(roleEvent('Create', { Role: ROLES.purge, RoleSecretArn: SECRET.purge, Purpose: 'purge', Label: 'purge', Grants: '[]' }));
-    await roleResource(roleEvent('Create', { Role: ROLES.outbox, RoleSecretArn: SECRET.outbox, Purpose: 'outbox', Label: 'outbox', Grants: '[]' }));
+    await roleResource(roleEvent('Create', { Role: ROLES.purge, RoleSecretArn: SECRET.purge, Purpose: 'purge', Label: 'purge', Grants: '[]', Consumer: '' }));
+    await roleResource(roleEvent('Create', { Role: ROLES.outbox, RoleSecretArn: SECRET.outbox, Purpose: 'outbox', Label: 'outbox', Grants: '[]', Consumer: '' }));
   }, 60_000);
 
   afterAll(async () => {
@@ -272,6 +273,42 @@ describe('database roles, signed in through the local Data API', () => {
     const bystander = new pg.Client({ connectionString: url.toString() });
     await expect(bystander.connect()).rejects.toThrow(/permission denied for database/);
     await bystander.end().catch(() => {});
+  });
+
+  it("scopes the consumer to its own claims and parked messages: another consumer's are neither seen nor written", async () => {
+    // Arrange: a neighbour consumer on the same database, with a claim, a parked message and an unsent outbox row.
+    await superuser.query(`INSERT INTO inbox.consumed_message (consumer_name, message_id) VALUES ('neighbour', 'secret-${run}')`);
+    await superuser.query(
+      `INSERT INTO inbox.parked_message (consumer_name, sqs_message_id, body, attributes, error_class, error_message, attempt)
+       VALUES ('neighbour', 'p-${run}', 'the neighbour''s body', '{}', 'PermanentError', 'no', 1)`,
+    );
+    await superuser.query(
+      `INSERT INTO inbox.outbox_message (consumer_name, message_key, position, idempotency_key, destination, body)
+       VALUES ('neighbour', 'k', 0, 'n-${run}', 'https://sqs.us-east-1.amazonaws.com/123456789012/q.fifo', 'x')`,
+    );
+    const consumer = sessionAs(SECRET.consumer);
+    const count = async (sql: string) => Number((await consumer.execute(sql)).rows[0]!.n);
+
+    // Act + Assess: reads see none of the neighbour's claims or parked bodies.
+    expect(await count("SELECT count(*) AS n FROM inbox.consumed_message WHERE consumer_name = 'neighbour'")).toBe(0);
+    expect(await count("SELECT count(*) AS n FROM inbox.parked_message WHERE consumer_name = 'neighbour'")).toBe(0);
+    // Writes under another consumer's name are refused: no claim that would make the neighbour skip a message.
+    for (const sql of [
+      `INSERT INTO inbox.consumed_message (consumer_name, message_id) VALUES ('neighbour', 'forged-${run}')`,
+      `INSERT INTO inbox.parked_message (consumer_name, sqs_message_id, body, attributes, error_class, error_message, attempt)
+       VALUES ('neighbour', 'forged-${run}', 'b', '{}', 'E', 'e', 1)`,
+      `INSERT INTO inbox.outbox_message (consumer_name, message_key, position, idempotency_key, destination, body)
+       VALUES ('neighbour', 'k', 0, 'forged-${run}', 'https://sqs.us-east-1.amazonaws.com/123456789012/q', 'x')`,
+    ]) {
+      await expect(consumer.execute(sql), sql).rejects.toThrow(/violates row-level security policy/);
+    }
+    // Its own name works; unsent outbox rows of every consumer stay visible, for the relay's FIFO group order.
+    await consumer.execute(`INSERT INTO inbox.consumed_message (consumer_name, message_id) VALUES ('orders', 'own-${run}')`);
+    expect(await count(`SELECT count(*) AS n FROM inbox.consumed_message WHERE consumer_name = 'orders' AND message_id = 'own-${run}'`)).toBe(1);
+    expect(await count(`SELECT count(*) AS n FROM inbox.outbox_message WHERE idempotency_key = 'n-${run}'`)).toBe(1);
+    // The purge is not scoped: it still sees every consumer's claims.
+    expect(Number((await sessionAs(SECRET.purge).execute(`SELECT count(*) AS n FROM inbox.consumed_message WHERE message_id = 'secret-${run}'`)).rows[0]!.n)).toBe(1);
+    expect(firstReport.scope).toEqual(['orders']);
   });
 
   it('lets the purge delete old inbox rows and nothing else: no INSERT, no parked messages, no other tables', async () => {

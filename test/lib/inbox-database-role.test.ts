@@ -59,11 +59,13 @@ describe('InboxDatabaseRole (through InboxConsumer and InboxCleanup)', () => {
         Grants: '[{"on":"public.orders","privileges":["SELECT","INSERT"]}]',
         // The database is created with the cluster here: the inbox's own, so PUBLIC's defaults are taken from it.
         PublicDefaults: 'revoke',
+        // Its claims and parked messages are scoped to the name its handler claims under.
+        Consumer: 'Order.Worker-2',
         SchemaFingerprint: database.migrationsFingerprint,
       },
       DependsOn: Match.arrayWith([migrationId]),
     });
-    template.hasResourceProperties('Custom::InboxDatabaseRole', { Role: 'inbox_purge', Purpose: 'purge', Grants: '[]' });
+    template.hasResourceProperties('Custom::InboxDatabaseRole', { Role: 'inbox_purge', Purpose: 'purge', Grants: '[]', Consumer: Match.absent() });
     // The function starts only once its role is there.
     template.hasResource('AWS::Lambda::Function', {
       Properties: Match.objectLike({ Environment: { Variables: Match.objectLike({ INBOX_CONSUMER: 'Order.Worker-2' }) } }),
