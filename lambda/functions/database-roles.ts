@@ -77,6 +77,10 @@ interface Privilege {
  * sequence of this database. Runs in one transaction under an advisory lock, as the migration user (the
  * schema's owner), so two deploys never interleave. Idempotent.
  *
+ * Every purpose: CONNECT on this database when PUBLIC no longer grants it (see `revokePublic`), never TEMPORARY.
+ * A consumer with `spec.consumer` is listed in role_scope, so row-level security limits it to that consumer's
+ * claims and parked messages.
+ *
  * Privileges by purpose:
  * - consumer: USAGE on the inbox schema; SELECT, INSERT on consumed_message, parked_message and
  *   outbox_message; USAGE on the id sequences of parked_message and outbox_message; UPDATE (replayed_at) on
