@@ -98,7 +98,7 @@ export function sqsSource(fn: lambda.Function, options: SqsSourceOptions): Consu
         ...checkVisibilityTimeout({
           visibilityTimeoutSeconds: queue.visibilityTimeoutSeconds,
           functionTimeoutSeconds: durationSeconds(options.timeout),
-          batchingWindowSeconds: fifo ? 0 : (durationSeconds(options.maxBatchingWindow) ?? 0),
+          batchingWindowSeconds: queue.fifo ? 0 : (durationSeconds(options.maxBatchingWindow) ?? 0),
         }),
         ...pollerViolations(true),
       ];
