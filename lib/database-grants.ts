@@ -16,6 +16,8 @@ export interface InboxTableGrant {
   /**
    * For a table or view: SELECT, INSERT, UPDATE, DELETE, TRUNCATE, REFERENCES, TRIGGER.
    * For a sequence: USAGE, SELECT, UPDATE. `INSERT ... ON CONFLICT DO UPDATE` needs INSERT, UPDATE and SELECT.
+   * INSERT on a table also grants USAGE on the sequences its column defaults draw from (its serial and bigserial
+   * columns), found at deploy, which the INSERT needs; identity columns need none.
    */
   readonly privileges: readonly InboxTablePrivilege[];
 }

@@ -4,6 +4,7 @@ import type * as iam from 'aws-cdk-lib/aws-iam';
 import type * as kinesis from 'aws-cdk-lib/aws-kinesis';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
+import type { ProvisionedPollerConfig } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
@@ -96,6 +97,8 @@ export interface InboxConsumerProps {
    * once messages were processed (a new name would process them again). 1 to 128 characters: letters,
    * digits, `.`, `_`, `:` or `-`, starting with a letter or digit (what the runtime accepts).
    * It reaches the handler as `INBOX_CONSUMER`, which `inbox()` uses when its `consumer` option is unset.
+   * The consumer's database role sees and writes only this name's claims and parked messages (row-level
+   * security), so a handler whose `consumer` option names another consumer has every claim refused.
    */
   readonly consumerName: string;
   /** Path to your handler's TypeScript entry file, bundled with esbuild. */
@@ -128,9 +131,20 @@ export interface InboxConsumerProps {
   /**
    * SQS only: most concurrent invocations the event source starts (2 to 1000). Keeps a burst from exhausting the
    * database's capacity. A stream's concurrency is its shards x `parallelizationFactor`, or a Kafka topic's partitions.
-   * @default 5
+   * Not with `provisionedPollers`, whose ceiling is `maximumPollers` x 10.
+   * @default 5 (none in provisioned mode)
    */
   readonly maxConcurrency?: number | undefined;
+  /**
+   * SQS only: provisioned mode, dedicated event pollers that stay ready (billed per poller), instead of
+   * `maxConcurrency`, which Lambda does not take beside it. Each poller runs up to 10 concurrent invocations, so
+   * `maximumPollers` x 10 is the ceiling that protects the database: it must be set, and synth checks it against the
+   * function's reserved concurrency and the cluster's connections (each invocation holds up to 10 transactions).
+   * `minimumPollers` 2 to 200 (default 2), `maximumPollers` 2 to 2,000.
+   * @example { minimumPollers: 2, maximumPollers: 4 } // at most 40 concurrent invocations
+   * @default - standard mode, with `maxConcurrency`
+   */
+  readonly provisionedPollers?: ProvisionedPollerConfig | undefined;
   /**
    * How long the event source waits to fill a batch. Standard queues and streams only.
    * @default - no batching window (Kafka: Lambda's 500 ms)
@@ -233,7 +247,7 @@ export interface InboxConsumerProps {
 
 /** The props each source reads: refused next to the others, so a prop never silently does nothing. */
 const SOURCE_PROPS = ['queue', 'stream', 'table', 'kafka'] as const satisfies ReadonlyArray<keyof InboxConsumerProps>;
-const SQS_ONLY_PROPS = ['maxConcurrency'] as const satisfies ReadonlyArray<keyof InboxConsumerProps>;
+const SQS_ONLY_PROPS = ['maxConcurrency', 'provisionedPollers'] as const satisfies ReadonlyArray<keyof InboxConsumerProps>;
 const STREAM_ONLY_PROPS = [
   'onFailure',
   'startingPosition',
@@ -349,6 +363,8 @@ export class InboxConsumer extends Construct {
       purpose: 'consumer',
       label: `consumer ${props.consumerName}`,
       grants: props.databaseGrants ?? [],
+      // Its claims are scoped to the name its handler claims under (INBOX_CONSUMER).
+      consumerName: props.consumerName,
     });
     this.dataApiActions = props.batchExecute === true ? [...TRANSACTION_ACTIONS, 'BatchExecuteStatement'] : TRANSACTION_ACTIONS;
 
@@ -439,6 +455,8 @@ export class InboxConsumer extends Construct {
         deadLetterQueue: props.deadLetterQueue,
         batchSize: props.batchSize,
         maxConcurrency: props.maxConcurrency,
+        provisionedPollers: props.provisionedPollers,
+        cluster: props.database.cluster,
         maxBatchingWindow: props.maxBatchingWindow,
         redeliveryWindow: props.redeliveryWindow,
         timeout,
@@ -538,8 +556,9 @@ function validateSourceProps(path: string, props: InboxConsumerProps): InboxSour
     const sqsOnly = SQS_ONLY_PROPS.filter((key) => props[key] !== undefined);
     if (sqsOnly.length > 0) {
       problems.push(
-        `${list(sqsOnly)} only applies to \`queue\`: a stream's concurrency is its shards x \`parallelizationFactor\` ` +
-          "(Kafka: the topic's partitions). Fix: remove it.",
+        `${list(sqsOnly)} only ${sqsOnly.length === 1 ? 'applies' : 'apply'} to \`queue\`: a stream's concurrency is its shards x ` +
+          "`parallelizationFactor` (Kafka: the topic's partitions, and its pollers `kafka.provisionedPollers`). Fix: remove " +
+          `${sqsOnly.length === 1 ? 'it' : 'them'}.`,
       );
     }
     if (props.deadLetterQueue !== undefined && props.onFailure !== undefined) {

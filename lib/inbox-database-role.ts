@@ -32,6 +32,12 @@ export interface InboxDatabaseRoleProps {
    * @default []
    */
   readonly grants?: readonly InboxTableGrant[] | undefined;
+  /**
+   * The consumer name a consumer role acts for (its `INBOX_CONSUMER`): the role then sees and writes only that
+   * consumer's claims and parked messages, and writes outbox rows only under it (row-level security).
+   * @default - not scoped (InboxConsumer passes its `consumerName`)
+   */
+  readonly consumerName?: string | undefined;
 }
 
 /**
@@ -67,6 +73,7 @@ export class InboxDatabaseRole extends Construct {
       ...(roleNameProblem(props.roleName) === undefined ? [] : [`\`databaseRole\` ${roleNameProblem(props.roleName)}. Fix: pass e.g. 'inbox_consumer_orders'.`]),
       ...grantProblems(grants),
       ...(props.purpose !== 'consumer' && grants.length > 0 ? [`the ${props.purpose} role takes no \`databaseGrants\`. Fix: remove them.`] : []),
+      ...(props.purpose !== 'consumer' && props.consumerName !== undefined ? [`the ${props.purpose} role acts for no one consumer. Fix: remove \`consumerName\`.`] : []),
     ];
     if (problems.length > 0) throw new Error(`${scope.node.path}:\n  - ${problems.join('\n  - ')}`);
     this.roleName = props.roleName;
@@ -87,6 +94,10 @@ export class InboxDatabaseRole extends Construct {
         Purpose: props.purpose,
         Label: props.label,
         Grants: grantsProperty(grants),
+        // A database created with the cluster here is the inbox's own: PUBLIC's CONNECT and TEMPORARY are taken
+        // from it, so the roles hold only their own CONNECT. Someone else's database keeps PUBLIC as it is.
+        PublicDefaults: props.database.masterUsername === undefined ? 'keep' : 'revoke',
+        ...(props.consumerName === undefined ? {} : { Consumer: props.consumerName }),
         // Reconciled again whenever the schema changes, so new inbox tables get their grants.
         SchemaFingerprint: props.database.migrationsFingerprint,
       },

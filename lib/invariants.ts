@@ -114,24 +114,32 @@ export function checkRetentionCoversRedelivery(input: {
   ];
 }
 
-/** Lambda needs the messages hidden for the whole invocation and its retries. */
+/**
+ * Lambda needs the messages hidden for the whole invocation and its retries, and for the batching window it spends
+ * gathering them: AWS's guidance is 6 x the function timeout plus `maxBatchingWindow`.
+ */
 export function checkVisibilityTimeout(input: {
   readonly visibilityTimeoutSeconds: number | undefined;
   readonly functionTimeoutSeconds: number | undefined;
+  /** @default 0 */
+  readonly batchingWindowSeconds?: number | undefined;
 }): InvariantViolation[] {
   const { visibilityTimeoutSeconds, functionTimeoutSeconds } = input;
+  const window = input.batchingWindowSeconds ?? 0;
   if (visibilityTimeoutSeconds === undefined || functionTimeoutSeconds === undefined) return [];
-  const required = VISIBILITY_TIMEOUT_FACTOR * functionTimeoutSeconds;
+  const required = VISIBILITY_TIMEOUT_FACTOR * functionTimeoutSeconds + window;
   if (visibilityTimeoutSeconds >= required) return [];
+  const plusWindow = window > 0 ? ` plus its \`maxBatchingWindow\` (${describeSeconds(window)})` : '';
   return [
     {
       problem:
         `the queue's visibility timeout (${describeSeconds(visibilityTimeoutSeconds)}) is less than ` +
-        `${VISIBILITY_TIMEOUT_FACTOR} x the consumer's \`timeout\` (${describeSeconds(functionTimeoutSeconds)}). ` +
+        `${VISIBILITY_TIMEOUT_FACTOR} x the consumer's \`timeout\` (${describeSeconds(functionTimeoutSeconds)})${plusWindow}. ` +
         'A message could become visible again while it is still being processed, or be moved to the dead-letter queue early.',
       fix:
         `set the queue's \`visibilityTimeout\` to at least ${describeSeconds(required)}, ` +
-        `or lower InboxConsumer \`timeout\` to at most ${describeSeconds(Math.floor(visibilityTimeoutSeconds / VISIBILITY_TIMEOUT_FACTOR))}.`,
+        `or lower InboxConsumer \`timeout\` to at most ${describeSeconds(Math.max(0, Math.floor((visibilityTimeoutSeconds - window) / VISIBILITY_TIMEOUT_FACTOR)))}` +
+        (window > 0 ? ' (or shorten `maxBatchingWindow`).' : '.'),
     },
   ];
 }

@@ -22,6 +22,13 @@ export interface RoleSpec {
   readonly label: string;
   /** The user's grants for the consumer's own effect; none for the purge. */
   readonly grants: readonly RoleGrant[];
+  /**
+   * The consumer name the role acts for (`INBOX_CONSUMER`): a consumer role then sees and writes only that
+   * consumer's claims and parked messages, and writes outbox rows only under it (row-level security, inbox
+   * migration 5). Unset, the role is not scoped.
+   * @default - not scoped
+   */
+  readonly consumer?: string | undefined;
 }
 
 /** What provisioning did, for the log: names and privileges only, never a password or its verifier. */
@@ -33,6 +40,10 @@ export interface RoleReport {
   readonly privileges: readonly string[];
   readonly granted: readonly string[];
   readonly revoked: readonly string[];
+  /** What PUBLIC (every role) held and was revoked, on this database and its `public` schema. */
+  readonly revokedFromPublic: readonly string[];
+  /** The consumers whose claims the role is scoped to; empty: not scoped. */
+  readonly scope: readonly string[];
 }
 
 /** A role cannot be provisioned as asked; the message names the role, the cause and the fix. */
@@ -48,11 +59,12 @@ const SEQUENCE_PRIVILEGES = new Set(['USAGE', 'SELECT', 'UPDATE']);
 /** pg_class.relkind of what a user grant may name: tables (plain, partitioned, foreign), views, materialized views. */
 const TABLE_KINDS = new Set(['r', 'p', 'f', 'v', 'm']);
 
-type ObjectKind = 'schema' | 'table' | 'sequence' | 'column';
+type ObjectKind = 'database' | 'schema' | 'table' | 'sequence' | 'column';
 
 /** One privilege on one object, as granted or found in the catalog. */
 interface Privilege {
   readonly kind: ObjectKind;
+  /** The schema; for a database privilege, the database's name. */
   readonly schema: string;
   readonly name: string | null;
   readonly column: string | null;
@@ -65,12 +77,17 @@ interface Privilege {
  * sequence of this database. Runs in one transaction under an advisory lock, as the migration user (the
  * schema's owner), so two deploys never interleave. Idempotent.
  *
+ * Every purpose: CONNECT on this database when PUBLIC no longer grants it (see `revokePublic`), never TEMPORARY.
+ * A consumer with `spec.consumer` is listed in role_scope, so row-level security limits it to that consumer's
+ * claims and parked messages.
+ *
  * Privileges by purpose:
  * - consumer: USAGE on the inbox schema; SELECT, INSERT on consumed_message, parked_message and
  *   outbox_message; USAGE on the id sequences of parked_message and outbox_message; UPDATE (replayed_at) on
  *   parked_message, which `parked.replay()` sets and which its `SELECT ... FOR UPDATE` needs; UPDATE
  *   (sent_at, attempts, last_error) on outbox_message, which the relay sets after the commit; plus
- *   `spec.grants` and USAGE on their schemas.
+ *   `spec.grants` and USAGE on their schemas, and with an INSERT grant USAGE on the sequences the table's column
+ *   defaults draw from (serial, bigserial), without which the INSERT is refused.
  * - purge: USAGE on the inbox schema; SELECT, DELETE on consumed_message; UPDATE (processed_at) on it, because
  *   the purge's `FOR UPDATE SKIP LOCKED` needs UPDATE on some column (it adds nothing DELETE does not allow).
  * - outbox (the sweeper): USAGE on the inbox schema; SELECT, DELETE and UPDATE (sent_at, attempts,
@@ -86,7 +103,19 @@ interface Privilege {
 export async function provisionRole(
   session: DataApiSession,
   spec: RoleSpec,
-  options: { readonly schema?: string; readonly resetPassword?: boolean; readonly password: () => Promise<string> },
+  options: {
+    readonly schema?: string;
+    readonly resetPassword?: boolean;
+    readonly password: () => Promise<string>;
+    /**
+     * Revoke PUBLIC's CONNECT and TEMPORARY on this database, and its CREATE on the `public` schema (PostgreSQL
+     * 14 and older), when the migration user owns the database: then every role needs its own CONNECT, and the
+     * roles sqs-inbox provisions get exactly that. For a database that is the inbox's own; other roles that
+     * connected through PUBLIC need `GRANT CONNECT ON DATABASE ... TO them`.
+     * @default false
+     */
+    readonly revokePublic?: boolean;
+  },
 ): Promise<RoleReport> {
   checkSpec(spec);
   const tables = inboxTables(options.schema ?? 'inbox');
@@ -109,9 +138,11 @@ export async function provisionRole(
     } else if (password !== undefined) {
       await roleCommand(tx, spec.role, scramSha256Verifier(password), 'ALTER');
     }
-    const sequences = [await serialSequence(tx, tables.parked), await serialSequence(tx, tables.outbox)];
-    const desired = [...inboxPrivileges(spec.purpose, schema, tables, sequences), ...(await userPrivileges(tx, spec))];
+    const sequences = [...(await defaultSequences(tx, schema, tableName(tables.parked))), ...(await defaultSequences(tx, schema, tableName(tables.outbox)))];
+    const access = await databaseAccess(tx, options.revokePublic === true);
+    const desired = [...access.privileges, ...inboxPrivileges(spec.purpose, schema, tables, sequences), ...(await userPrivileges(tx, spec))];
     const { granted, revoked } = await reconcile(tx, spec.role, desired);
+    const scope = await setScope(tx, tables, spec.role, spec.purpose === 'consumer' && spec.consumer !== undefined ? [spec.consumer] : []);
     await tx.commit();
     return {
       role: spec.role,
@@ -120,6 +151,8 @@ export async function provisionRole(
       privileges: uniqueStatements(desired),
       granted,
       revoked,
+      revokedFromPublic: access.revokedFromPublic,
+      scope,
     };
   } catch (error) {
     await tx.rollback().catch(() => {});
@@ -131,8 +164,9 @@ export async function provisionRole(
  * Revokes every privilege of a role sqs-inbox created and drops it; does nothing when the role is gone.
  * Refuses a role it did not create.
  */
-export async function dropRole(session: DataApiSession, role: string): Promise<{ readonly dropped: boolean }> {
+export async function dropRole(session: DataApiSession, role: string, options: { readonly schema?: string } = {}): Promise<{ readonly dropped: boolean }> {
   checkRoleName(role);
+  const tables = inboxTables(options.schema ?? 'inbox');
   const tx = await session.transaction();
   try {
     await tx.execute('SELECT pg_advisory_xact_lock(hashtext(:lock))', { lock: 'sqs-inbox-roles' });
@@ -145,6 +179,7 @@ export async function dropRole(session: DataApiSession, role: string): Promise<{
       throw new DatabaseRoleError(`role "${role}" was not created by sqs-inbox (or is the master user); it is left as it is.`);
     }
     await reconcile(tx, role, []);
+    await setScope(tx, tables, role, []);
     await tx.execute(`DROP ROLE ${quote(role)}`);
     await tx.commit();
     return { dropped: true };
@@ -159,6 +194,9 @@ export function checkSpec(spec: RoleSpec): void {
   checkRoleName(spec.role);
   if (spec.purpose !== 'consumer' && spec.purpose !== 'purge' && spec.purpose !== 'outbox') {
     throw new DatabaseRoleError(`role "${spec.role}": purpose must be "consumer", "purge" or "outbox", got ${JSON.stringify(spec.purpose)}.`);
+  }
+  if (spec.consumer !== undefined && (spec.purpose !== 'consumer' || typeof spec.consumer !== 'string' || spec.consumer === '')) {
+    throw new DatabaseRoleError(`role "${spec.role}": \`consumer\` names the consumer a consumer role acts for, a non-empty string; the ${spec.purpose} role takes none.`);
   }
   if (spec.purpose !== 'consumer' && spec.grants.length > 0) {
     throw new DatabaseRoleError(`role "${spec.role}": the ${spec.purpose} role takes no grants beyond the inbox tables.`);
@@ -236,25 +274,100 @@ async function roleCommand(tx: Transaction, role: string, value: string, action:
   await tx.execute("SELECT set_config('sqs_inbox.value', '', true)");
 }
 
-/** The sequence behind a table's bigserial `id`, whose USAGE an INSERT needs; null before the table exists. */
-async function serialSequence(tx: Transaction, table: string): Promise<{ schema: string; name: string } | null> {
+/**
+ * The role's privileges on the database itself. Every database grants CONNECT and TEMPORARY to PUBLIC (and
+ * PostgreSQL 14 and older CREATE on its `public` schema); no inbox role creates temporary tables or objects. A
+ * role cannot be excluded from PUBLIC, so the only way to take these from the inbox roles is to take them from
+ * PUBLIC, which only the database's owner may do, and which every role in the database feels: done only when asked
+ * (`revokePublic`, for a database that is the inbox's own) and only by the owner. Once PUBLIC has no CONNECT, the
+ * role is given its own; TEMPORARY it never gets. Other databases of the cluster are left as they are: their
+ * PUBLIC privileges belong to whoever owns them.
+ */
+async function databaseAccess(tx: Transaction, revokePublic: boolean): Promise<{ privileges: Privilege[]; revokedFromPublic: string[] }> {
   const { rows } = await tx.execute(
-    `SELECT n.nspname AS schema, c.relname AS name FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
-      WHERE c.oid = pg_get_serial_sequence(:table, 'id')::regclass`,
-    { table: table.replace(/"/g, '') },
+    `SELECT d.datname AS database, pg_has_role(current_user, d.datdba, 'USAGE') AS owner,
+            coalesce((SELECT string_agg(a.privilege_type, ', ' ORDER BY a.privilege_type) FROM aclexplode(coalesce(d.datacl, acldefault('d', d.datdba))) a
+                       WHERE a.grantee = 0 AND a.privilege_type IN ('CONNECT', 'TEMPORARY')), '') AS database_public,
+            coalesce((SELECT pg_has_role(current_user, n.nspowner, 'USAGE') AND EXISTS (
+                        SELECT 1 FROM aclexplode(coalesce(n.nspacl, acldefault('n', n.nspowner))) a WHERE a.grantee = 0 AND a.privilege_type = 'CREATE')
+                        FROM pg_namespace n WHERE n.nspname = 'public'), false) AS schema_public_create
+       FROM pg_database d WHERE d.datname = current_database()`,
   );
-  const row = rows[0];
-  return row ? { schema: String(row.schema), name: String(row.name) } : null;
+  const row = rows[0]!;
+  const database = String(row.database);
+  if (row.owner !== true) return { privileges: [], revokedFromPublic: [] };
+  const revokedFromPublic: string[] = [];
+  const held = String(row.database_public).split(', ').filter((privilege) => privilege !== '');
+  if (revokePublic && held.length > 0) {
+    const statement = `${held.join(', ')} ON DATABASE ${quote(database)}`;
+    await tx.execute(`REVOKE ${statement} FROM PUBLIC`);
+    revokedFromPublic.push(statement);
+  }
+  if (revokePublic && row.schema_public_create === true) {
+    await tx.execute('REVOKE CREATE ON SCHEMA "public" FROM PUBLIC');
+    revokedFromPublic.push('CREATE ON SCHEMA "public"');
+  }
+  const publicConnects = held.includes('CONNECT') && !revokePublic;
+  return {
+    privileges: publicConnects ? [] : [{ kind: 'database', schema: database, name: null, column: null, privilege: 'CONNECT' }],
+    revokedFromPublic,
+  };
+}
+
+/**
+ * Records which consumers the role acts for in role_scope, which the row-level security policies of inbox
+ * migration 5 read: a listed role sees and writes only those consumers' claims and parked messages. Nothing
+ * to do before that migration ran (a schema that has no role_scope).
+ */
+async function setScope(tx: Transaction, tables: InboxTables, role: string, consumers: readonly string[]): Promise<string[]> {
+  const scopeTable = `${tables.schema}."role_scope"`;
+  const { rows } = await tx.execute('SELECT to_regclass(:table) IS NOT NULL AS present', { table: scopeTable });
+  if (rows[0]?.present !== true) return [];
+  await tx.execute(`DELETE FROM ${scopeTable} WHERE role_name = :role`, { role });
+  for (const consumer of consumers) {
+    await tx.execute(`INSERT INTO ${scopeTable} (role_name, consumer_name) VALUES (:role, :consumer)`, { role, consumer });
+  }
+  return [...consumers];
+}
+
+interface Sequence {
+  readonly schema: string;
+  readonly name: string;
+}
+
+/**
+ * The sequences a table's column defaults draw from: those of its serial and bigserial columns, and any other
+ * `DEFAULT nextval(...)`. An INSERT that leaves such a column to its default calls nextval(), which needs USAGE on
+ * the sequence (INSERT on the table is not enough). Identity columns need nothing: PostgreSQL draws their values
+ * without a privilege check. Empty before the table exists.
+ */
+async function defaultSequences(tx: Transaction, schema: string, table: string): Promise<Sequence[]> {
+  const { rows } = await tx.execute(
+    `SELECT DISTINCT sn.nspname AS schema, s.relname AS name
+       FROM pg_class t JOIN pg_namespace tn ON tn.oid = t.relnamespace
+       JOIN pg_attrdef ad ON ad.adrelid = t.oid
+       JOIN pg_depend d ON d.classid = 'pg_attrdef'::regclass AND d.objid = ad.oid AND d.refclassid = 'pg_class'::regclass
+       JOIN pg_class s ON s.oid = d.refobjid AND s.relkind = 'S'
+       JOIN pg_namespace sn ON sn.oid = s.relnamespace
+      WHERE tn.nspname = :schema AND t.relname = :table
+      ORDER BY 1, 2`,
+    { schema, table },
+  );
+  return rows.map((row) => ({ schema: String(row.schema), name: String(row.name) }));
+}
+
+function sequenceUsage(sequences: readonly Sequence[]): Privilege[] {
+  return sequences.map((sequence) => ({ kind: 'sequence', schema: sequence.schema, name: sequence.name, column: null, privilege: 'USAGE' }));
 }
 
 function inboxPrivileges(
   purpose: RolePurpose,
   schema: string,
   tables: InboxTables,
-  sequences: readonly ({ schema: string; name: string } | null)[],
+  sequences: readonly Sequence[],
 ): Privilege[] {
   const { consumed, parked, outbox } = tables;
-  const table = (quoted: string) => quoted.split('.')[1]!.replace(/"/g, '');
+  const table = tableName;
   const on = (name: string, privilege: string, column: string | null = null): Privilege => ({
     kind: column === null ? 'table' : 'column',
     schema,
@@ -282,8 +395,13 @@ function inboxPrivileges(
     on(table(outbox), 'SELECT'),
     on(table(outbox), 'INSERT'),
     ...relay,
-    ...sequences.flatMap((sequence) => (sequence === null ? [] : [{ kind: 'sequence' as const, schema: sequence.schema, name: sequence.name, column: null, privilege: 'USAGE' }])),
+    ...sequenceUsage(sequences),
   ];
+}
+
+/** `"inbox"."parked_message"` to `parked_message`. */
+function tableName(quoted: string): string {
+  return quoted.split('.')[1]!.replace(/"/g, '');
 }
 
 async function userPrivileges(tx: Transaction, spec: RoleSpec): Promise<Privilege[]> {
@@ -315,15 +433,20 @@ async function userPrivileges(tx: Transaction, spec: RoleSpec): Promise<Privileg
     }
     privileges.push({ kind: 'schema', schema, name: null, column: null, privilege: 'USAGE' });
     for (const privilege of grant.privileges) privileges.push({ kind, schema, name, column: null, privilege });
+    // An INSERT that fills a serial column calls nextval(): without USAGE on its sequence it is refused.
+    if (kind === 'table' && grant.privileges.includes('INSERT')) privileges.push(...sequenceUsage(await defaultSequences(tx, schema, name)));
   }
   return privileges;
 }
 
-/** Every privilege the role holds on a schema, table, column or sequence of this database. */
+/** Every privilege the role holds on this database, or on a schema, table, column or sequence of it. */
 async function currentPrivileges(tx: Transaction, role: string): Promise<Privilege[]> {
   const { rows } = await tx.execute(
     `WITH grantee AS (SELECT oid FROM pg_roles WHERE rolname = :role)
-     SELECT 'schema' AS kind, n.nspname AS schema, NULL::text AS name, NULL::text AS column_name, a.privilege_type AS privilege
+     SELECT 'database' AS kind, d.datname AS schema, NULL::text AS name, NULL::text AS column_name, a.privilege_type AS privilege
+       FROM pg_database d, aclexplode(d.datacl) a WHERE d.datname = current_database() AND a.grantee = (SELECT oid FROM grantee)
+     UNION ALL
+     SELECT 'schema', n.nspname AS schema, NULL::text AS name, NULL::text AS column_name, a.privilege_type AS privilege
        FROM pg_namespace n, aclexplode(n.nspacl) a WHERE a.grantee = (SELECT oid FROM grantee)
      UNION ALL
      SELECT CASE WHEN c.relkind = 'S' THEN 'sequence' ELSE 'table' END, n.nspname, c.relname, NULL, a.privilege_type
@@ -373,6 +496,8 @@ function uniqueStatements(privileges: readonly Privilege[]): string[] {
 /** `SELECT ON TABLE "inbox"."consumed_message"`, `UPDATE ("replayed_at") ON TABLE ...`, `USAGE ON SCHEMA "inbox"`. */
 function statementOf(p: Privilege): string {
   switch (p.kind) {
+    case 'database':
+      return `${p.privilege} ON DATABASE ${quote(p.schema)}`;
     case 'schema':
       return `${p.privilege} ON SCHEMA ${quote(p.schema)}`;
     case 'sequence':

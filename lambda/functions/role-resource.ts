@@ -24,6 +24,14 @@ export interface RoleResourceProperties {
   readonly Label?: string;
   /** JSON of {@link RoleGrant}[]: the consumer's own grants. */
   readonly Grants?: string;
+  /**
+   * `revoke`: the database is the inbox's own, so PUBLIC's CONNECT and TEMPORARY on it (and CREATE on its `public`
+   * schema) are revoked and each role gets its own CONNECT; `keep`: PUBLIC's privileges are left as they are.
+   * @default 'keep'
+   */
+  readonly PublicDefaults?: 'revoke' | 'keep';
+  /** The consumer name a consumer role acts for: its claims and parked messages are scoped to it. */
+  readonly Consumer?: string;
 }
 
 /** What the role custom resource needs besides the event. */
@@ -60,7 +68,7 @@ export function roleResourceHandler(dependencies: RoleResourceDependencies) {
     const session = new DataApiSession(target, { callTimeoutMs: 60_000, resumeDelaysMs: dependencies.resumeDelaysMs ?? [1000, 2000, 4000, 8000, 10_000, 10_000, 10_000] });
     if (event.RequestType === 'Delete') {
       try {
-        const { dropped } = await dropRole(session, properties.Role);
+        const { dropped } = await dropRole(session, properties.Role, properties.Schema ? { schema: properties.Schema } : {});
         log(JSON.stringify({ message: 'database role dropped', role: properties.Role, dropped }));
       } catch (error) {
         log(JSON.stringify({ message: 'database role not dropped; drop it by hand if it is unused', role: properties.Role, error: (error as Error).message }));
@@ -70,10 +78,17 @@ export function roleResourceHandler(dependencies: RoleResourceDependencies) {
     const old = event.RequestType === 'Update' ? (event.OldResourceProperties as unknown as Partial<RoleResourceProperties>) : undefined;
     const report = await provisionRole(
       session,
-      { role: properties.Role, purpose: properties.Purpose, label: properties.Label ?? properties.Purpose, grants: parseGrants(properties.Grants) },
+      {
+        role: properties.Role,
+        purpose: properties.Purpose,
+        label: properties.Label ?? properties.Purpose,
+        grants: parseGrants(properties.Grants),
+        ...(properties.Consumer ? { consumer: properties.Consumer } : {}),
+      },
       {
         ...(properties.Schema ? { schema: properties.Schema } : {}),
         resetPassword: old === undefined || old.Role !== properties.Role || old.RoleSecretArn !== properties.RoleSecretArn,
+        revokePublic: properties.PublicDefaults === 'revoke',
         password: async () => {
           const credentials = await dependencies.readSecret(properties.RoleSecretArn);
           if (credentials.username !== properties.Role) {

@@ -1,6 +1,8 @@
 import type { Duration } from 'aws-cdk-lib';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type { ProvisionedPollerConfig } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type * as rds from 'aws-cdk-lib/aws-rds';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import {
   FIFO_MAX_BATCH_SIZE,
@@ -14,6 +16,7 @@ import {
   redeliveryWindowSeconds,
 } from '../invariants.js';
 import type { QueueFacts } from '../invariants.js';
+import { checkSqsProvisionedPollers, connectionCeiling, reservedConcurrency } from './sqs-pollers.js';
 import type { ConsumerSource } from './source.js';
 
 /** What an SQS consumer is given. */
@@ -23,14 +26,17 @@ export interface SqsSourceOptions {
   readonly deadLetterQueue?: sqs.IQueue | undefined;
   readonly batchSize?: number | undefined;
   readonly maxConcurrency?: number | undefined;
+  readonly provisionedPollers?: ProvisionedPollerConfig | undefined;
   readonly maxBatchingWindow?: Duration | undefined;
   readonly redeliveryWindow?: Duration | undefined;
   readonly timeout: Duration;
+  /** The inbox's cluster, whose capacity bounds the connections provisioned pollers may need. */
+  readonly cluster: rds.IDatabaseCluster;
 }
 
 /**
- * An SQS queue as the consumer's source: partial batch responses, a batch size and a maximum concurrency, and the
- * queue's own invariants (FIFO limits, visibility timeout), read from the queue at synth.
+ * An SQS queue as the consumer's source: partial batch responses, a batch size and a maximum concurrency (or
+ * provisioned pollers), and the queue's own invariants (FIFO limits, visibility timeout), read from the queue at synth.
  */
 export function sqsSource(fn: lambda.Function, options: SqsSourceOptions): ConsumerSource {
   const configured = (options.queue as Partial<sqs.Queue>).deadLetterQueue?.queue;
@@ -49,11 +55,27 @@ export function sqsSource(fn: lambda.Function, options: SqsSourceOptions): Consu
   const batchSize = options.batchSize ?? 10;
   const fifo = facts().fifo;
 
-  // An invalid FIFO setting is reported with its fix by the invariants at synth (so synth still fails);
+  const pollers = options.provisionedPollers;
+  const pollerViolations = (atSynth: boolean) =>
+    pollers === undefined
+      ? []
+      : checkSqsProvisionedPollers({
+          pollers,
+          maxConcurrency: options.maxConcurrency,
+          batchSize,
+          reservedConcurrency: atSynth ? reservedConcurrency(fn) : undefined,
+          connectionCeiling: atSynth ? connectionCeiling(options.cluster) : undefined,
+        });
+
+  // An invalid FIFO or poller setting is reported with its fix by the invariants at synth (so synth still fails);
   // keep CDK's own eager checks from throwing first, alone and without the fix.
   const eventSource = new SqsEventSource(options.queue, {
     batchSize: fifo ? Math.min(batchSize, FIFO_MAX_BATCH_SIZE) : batchSize,
-    maxConcurrency: options.maxConcurrency ?? 5,
+    ...(pollers === undefined
+      ? { maxConcurrency: options.maxConcurrency ?? 5 }
+      : pollerViolations(false).length === 0
+        ? { provisionedPollerConfig: pollers }
+        : {}),
     reportBatchItemFailures: true,
     ...(options.maxBatchingWindow !== undefined && !fifo ? { maxBatchingWindow: options.maxBatchingWindow } : {}),
   });
@@ -76,7 +98,9 @@ export function sqsSource(fn: lambda.Function, options: SqsSourceOptions): Consu
         ...checkVisibilityTimeout({
           visibilityTimeoutSeconds: queue.visibilityTimeoutSeconds,
           functionTimeoutSeconds: durationSeconds(options.timeout),
+          batchingWindowSeconds: queue.fifo ? 0 : (durationSeconds(options.maxBatchingWindow) ?? 0),
         }),
+        ...pollerViolations(true),
       ];
     },
   };

@@ -14,15 +14,16 @@ import { dataApiClient, lambdaContext, recordingLogger, recordingMetrics, sqsRec
 
 // Roles are per PostgreSQL server, which test files share: every name here is unique to this run.
 const run = randomBytes(3).toString('hex');
-const ROLES = { admin: `inbox_admin_${run}`, consumer: `inbox_consumer_orders_${run}`, purge: `inbox_purge_${run}`, outbox: `inbox_outbox_${run}`, foreign: `someone_${run}` };
+const ROLES = { bystander: `bystander_${run}`, admin: `inbox_admin_${run}`, consumer: `inbox_consumer_orders_${run}`, purge: `inbox_purge_${run}`, outbox: `inbox_outbox_${run}`, credits: `inbox_consumer_credits_${run}`, foreign: `someone_${run}` };
 const ARN = (name: string) => `arn:aws:secretsmanager:us-east-1:123456789012:secret:${name}-${run}`;
-const SECRET = { admin: ARN('admin'), consumer: ARN('consumer'), purge: ARN('purge'), outbox: ARN('outbox'), previous: ARN('previous') };
+const SECRET = { admin: ARN('admin'), consumer: ARN('consumer'), purge: ARN('purge'), outbox: ARN('outbox'), credits: ARN('credits'), previous: ARN('previous') };
 // As Secrets Manager generates them: printable ASCII.
 const PASSWORD = {
   admin: randomBytes(18).toString('base64'),
   consumer: randomBytes(18).toString('base64'),
   purge: randomBytes(18).toString('base64'),
   outbox: randomBytes(18).toString('base64'),
+  credits: randomBytes(18).toString('base64'),
 };
 const ORDERS_GRANT = JSON.stringify([{ on: 'public.orders', privileges: ['SELECT', 'INSERT', 'UPDATE'] }]);
 
@@ -31,6 +32,7 @@ const secretsManager: Record<string, DatabaseCredentials> = {
   [SECRET.consumer]: { username: ROLES.consumer, password: PASSWORD.consumer },
   [SECRET.purge]: { username: ROLES.purge, password: PASSWORD.purge },
   [SECRET.outbox]: { username: ROLES.outbox, password: PASSWORD.outbox },
+  [SECRET.credits]: { username: ROLES.credits, password: PASSWORD.credits },
 };
 
 let server: DataApiServer;
@@ -58,6 +60,7 @@ async function signsIn(user: string, password: string): Promise<boolean> {
 }
 let client: ReturnType<typeof dataApiClient>;
 const logLines: string[] = [];
+let firstReport: { revokedFromPublic: string[]; privileges: string[]; scope: string[] };
 const roleResource = roleResourceHandler({
   readSecret: async (arn) => {
     const found = secretsManager[arn];
@@ -86,6 +89,8 @@ function roleEvent(
     Purpose: 'consumer',
     Label: 'consumer orders',
     Grants: ORDERS_GRANT,
+    PublicDefaults: 'revoke',
+    Consumer: 'orders',
     ...overrides,
   };
   const base = { ServiceToken: 'x', ResponseURL: 'x', StackId: 'x', RequestId: 'x', LogicalResourceId: 'Role', ResourceType: 'Custom::InboxDatabaseRole' };
@@ -119,6 +124,10 @@ describe('database roles, signed in through the local Data API', () => {
     await superuser.query(`CREATE ROLE ${ROLES.admin} LOGIN CREATEROLE PASSWORD '${PASSWORD.admin}'`);
     await superuser.query(`ALTER DATABASE ${database} OWNER TO ${ROLES.admin}`);
     await superuser.query(`CREATE ROLE ${ROLES.foreign} LOGIN`);
+    // Another role of the database, signing in through PUBLIC's CONNECT; and PostgreSQL 14's default of CREATE on
+    // the public schema for PUBLIC, which 15 dropped.
+    await superuser.query(`CREATE ROLE ${ROLES.bystander} LOGIN PASSWORD 'bystander'`);
+    await superuser.query('GRANT CREATE ON SCHEMA public TO PUBLIC');
     server = await startDataApi({
       databaseUrl: url,
       secrets: {
@@ -126,6 +135,7 @@ describe('database roles, signed in through the local Data API', () => {
         [SECRET.consumer]: secretsManager[SECRET.consumer]!,
         [SECRET.purge]: secretsManager[SECRET.purge]!,
         [SECRET.outbox]: secretsManager[SECRET.outbox]!,
+        [SECRET.credits]: secretsManager[SECRET.credits]!,
       },
     });
     client = dataApiClient(server);
@@ -138,8 +148,9 @@ describe('database roles, signed in through the local Data API', () => {
     // A table of the application that no inbox role was granted.
     await sessionAs(SECRET.admin).execute('CREATE TABLE public.payroll (employee text PRIMARY KEY, salary integer)');
     await roleResource(roleEvent('Create'));
-    await roleResource(roleEvent('Create', { Role: ROLES.purge, RoleSecretArn: SECRET.purge, Purpose: 'purge', Label: 'purge', Grants: '[]' }));
-    await roleResource(roleEvent('Create', { Role: ROLES.outbox, RoleSecretArn: SECRET.outbox, Purpose: 'outbox', Label: 'outbox', Grants: '[]' }));
+    firstReport = JSON.parse(logLines.at(-1)!);
+    await roleResource(roleEvent('Create', { Role: ROLES.purge, RoleSecretArn: SECRET.purge, Purpose: 'purge', Label: 'purge', Grants: '[]', Consumer: '' }));
+    await roleResource(roleEvent('Create', { Role: ROLES.outbox, RoleSecretArn: SECRET.outbox, Purpose: 'outbox', Label: 'outbox', Grants: '[]', Consumer: '' }));
   }, 60_000);
 
   afterAll(async () => {
@@ -238,6 +249,68 @@ describe('database roles, signed in through the local Data API', () => {
     }
   });
 
+  it("takes PUBLIC's CONNECT, TEMPORARY and CREATE on public from the inbox's own database; each role gets only its CONNECT", async () => {
+    // Assess: what the first deploy revoked from PUBLIC, and what the consumer holds instead.
+    expect(firstReport.revokedFromPublic).toEqual([`CONNECT, TEMPORARY ON DATABASE "${server.database}"`, 'CREATE ON SCHEMA "public"']);
+    expect(firstReport.privileges).toContain(`CONNECT ON DATABASE "${server.database}"`);
+    const acl = await superuser.query(
+      `SELECT a.grantee::regrole::text AS grantee, a.privilege_type AS privilege FROM pg_database d, aclexplode(d.datacl) a
+        WHERE d.datname = current_database() AND a.grantee = ANY(ARRAY[$1, $2, $3]::regrole[]) ORDER BY 1, 2`,
+      [ROLES.consumer, ROLES.purge, ROLES.outbox],
+    );
+    expect(acl.rows).toEqual(
+      [ROLES.consumer, ROLES.outbox, ROLES.purge].sort().map((grantee) => ({ grantee, privilege: 'CONNECT' })),
+    );
+    // No inbox role may create a temporary table or an object in the public schema.
+    for (const secret of [SECRET.consumer, SECRET.purge, SECRET.outbox]) {
+      await refused(sessionAs(secret), 'CREATE TEMPORARY TABLE scratch (id integer)');
+      await refused(sessionAs(secret), 'CREATE TABLE public.evil (id integer)');
+    }
+    // Every other role of this database lost PUBLIC's CONNECT too: the documented price of taking it from PUBLIC.
+    const url = new URL(databaseUrl);
+    url.username = ROLES.bystander;
+    url.password = 'bystander';
+    const bystander = new pg.Client({ connectionString: url.toString() });
+    await expect(bystander.connect()).rejects.toThrow(/permission denied for database/);
+    await bystander.end().catch(() => {});
+  });
+
+  it("scopes the consumer to its own claims and parked messages: another consumer's are neither seen nor written", async () => {
+    // Arrange: a neighbour consumer on the same database, with a claim, a parked message and an unsent outbox row.
+    await superuser.query(`INSERT INTO inbox.consumed_message (consumer_name, message_id) VALUES ('neighbour', 'secret-${run}')`);
+    await superuser.query(
+      `INSERT INTO inbox.parked_message (consumer_name, sqs_message_id, body, attributes, error_class, error_message, attempt)
+       VALUES ('neighbour', 'p-${run}', 'the neighbour''s body', '{}', 'PermanentError', 'no', 1)`,
+    );
+    await superuser.query(
+      `INSERT INTO inbox.outbox_message (consumer_name, message_key, position, idempotency_key, destination, body)
+       VALUES ('neighbour', 'k', 0, 'n-${run}', 'https://sqs.us-east-1.amazonaws.com/123456789012/q.fifo', 'x')`,
+    );
+    const consumer = sessionAs(SECRET.consumer);
+    const count = async (sql: string) => Number((await consumer.execute(sql)).rows[0]!.n);
+
+    // Act + Assess: reads see none of the neighbour's claims or parked bodies.
+    expect(await count("SELECT count(*) AS n FROM inbox.consumed_message WHERE consumer_name = 'neighbour'")).toBe(0);
+    expect(await count("SELECT count(*) AS n FROM inbox.parked_message WHERE consumer_name = 'neighbour'")).toBe(0);
+    // Writes under another consumer's name are refused: no claim that would make the neighbour skip a message.
+    for (const sql of [
+      `INSERT INTO inbox.consumed_message (consumer_name, message_id) VALUES ('neighbour', 'forged-${run}')`,
+      `INSERT INTO inbox.parked_message (consumer_name, sqs_message_id, body, attributes, error_class, error_message, attempt)
+       VALUES ('neighbour', 'forged-${run}', 'b', '{}', 'E', 'e', 1)`,
+      `INSERT INTO inbox.outbox_message (consumer_name, message_key, position, idempotency_key, destination, body)
+       VALUES ('neighbour', 'k', 0, 'forged-${run}', 'https://sqs.us-east-1.amazonaws.com/123456789012/q', 'x')`,
+    ]) {
+      await expect(consumer.execute(sql), sql).rejects.toThrow(/violates row-level security policy/);
+    }
+    // Its own name works; unsent outbox rows of every consumer stay visible, for the relay's FIFO group order.
+    await consumer.execute(`INSERT INTO inbox.consumed_message (consumer_name, message_id) VALUES ('orders', 'own-${run}')`);
+    expect(await count(`SELECT count(*) AS n FROM inbox.consumed_message WHERE consumer_name = 'orders' AND message_id = 'own-${run}'`)).toBe(1);
+    expect(await count(`SELECT count(*) AS n FROM inbox.outbox_message WHERE idempotency_key = 'n-${run}'`)).toBe(1);
+    // The purge is not scoped: it still sees every consumer's claims.
+    expect(Number((await sessionAs(SECRET.purge).execute(`SELECT count(*) AS n FROM inbox.consumed_message WHERE message_id = 'secret-${run}'`)).rows[0]!.n)).toBe(1);
+    expect(firstReport.scope).toEqual(['orders']);
+  });
+
   it('lets the purge delete old inbox rows and nothing else: no INSERT, no parked messages, no other tables', async () => {
     // Arrange: two claims, one of them older than the retention.
     await superuser.query(
@@ -283,6 +356,39 @@ describe('database roles, signed in through the local Data API', () => {
     ]) {
       await refused(sweeper, sql);
     }
+  });
+
+  it("grants an INSERT the sequences its table's serial columns draw from, so the first deploy's inserts work", async () => {
+    // Arrange: a bigserial key, an identity key, and a default drawn from a sequence of its own.
+    const admin = sessionAs(SECRET.admin);
+    await admin.execute('CREATE TABLE public.credits (id bigserial PRIMARY KEY, account text NOT NULL, amount integer NOT NULL)');
+    await admin.execute('CREATE TABLE public.ledger (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, account text NOT NULL)');
+    await admin.execute('CREATE SEQUENCE public.voucher_number');
+    await admin.execute("CREATE TABLE public.vouchers (code text PRIMARY KEY, number bigint NOT NULL DEFAULT nextval('public.voucher_number'))");
+    const insertOnly = ['credits', 'ledger', 'vouchers'].map((table) => ({ on: `public.${table}`, privileges: ['INSERT'] }));
+    const credits = { Role: ROLES.credits, RoleSecretArn: SECRET.credits, Label: 'consumer credits', Grants: JSON.stringify(insertOnly) };
+
+    // Act
+    await roleResource(roleEvent('Create', credits));
+    const consumer = sessionAs(SECRET.credits);
+    await consumer.execute("INSERT INTO public.credits (account, amount) VALUES ('acct-1', 5)");
+    await consumer.execute("INSERT INTO public.ledger (account) VALUES ('acct-1')");
+    await consumer.execute("INSERT INTO public.vouchers (code) VALUES ('v-1')");
+
+    // Assess
+    const inserted = await superuser.query('SELECT (SELECT count(*) FROM public.credits)::int + (SELECT count(*) FROM public.ledger)::int + (SELECT count(*) FROM public.vouchers)::int AS n');
+    expect(inserted.rows).toEqual([{ n: 3 }]);
+    expect(JSON.parse(logLines.at(-1)!).granted).toEqual(
+      expect.arrayContaining(['USAGE ON SEQUENCE "public"."credits_id_seq"', 'USAGE ON SEQUENCE "public"."voucher_number"']),
+    );
+    // Nothing on the identity column's sequence: PostgreSQL draws identity values without a privilege check.
+    expect(JSON.parse(logLines.at(-1)!).privileges.filter((p: string) => p.includes('ledger'))).toEqual(['INSERT ON TABLE "public"."ledger"']);
+
+    // Act: INSERT taken away, the sequences go with it.
+    const selectOnly = JSON.stringify([{ on: 'public.credits', privileges: ['SELECT'] }]);
+    await roleResource(roleEvent('Update', { ...credits, Grants: selectOnly }, credits));
+    expect(JSON.parse(logLines.at(-1)!).revoked).toEqual(expect.arrayContaining(['USAGE ON SEQUENCE "public"."credits_id_seq"']));
+    await refused(consumer, "SELECT nextval('public.credits_id_seq')");
   });
 
   it('brings the privileges to what an update says (revoking the rest), and leaves the password to rotation', async () => {

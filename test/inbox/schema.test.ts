@@ -21,8 +21,8 @@ afterAll(async () => server.close());
 describe('migrations', () => {
   it('apply once through the Data API, then do nothing, also when two run at once', async () => {
     const [first, second] = await Promise.all([migrate(session), migrate(session)]);
-    expect([...first.applied, ...second.applied].map((m) => m.version)).toEqual([1, 2, 3, 4]);
-    expect(first.versions).toEqual({ inbox: 4 });
+    expect([...first.applied, ...second.applied].map((m) => m.version)).toEqual([1, 2, 3, 4, 5]);
+    expect(first.versions).toEqual({ inbox: 5 });
     const again = await migrate(session);
     expect(again.applied).toEqual([]);
     const { rows } = await session.execute(
@@ -53,7 +53,7 @@ describe('migrations', () => {
       const properties = { ServiceToken: 'x', ResourceArn: server.resourceArn, SecretArn: server.secretArn, Database: server.database, Migrations: 'inbox,example-orders' };
       const base = { ServiceToken: 'x', ResponseURL: 'x', StackId: 'x', RequestId: 'x', LogicalResourceId: 'Schema', ResourceType: 'Custom::InboxSchema' };
       const result = await migrateHandler({ ...base, RequestType: 'Create', ResourceProperties: properties });
-      expect(JSON.parse(result.Data!.Versions)).toEqual({ inbox: 4, 'example-orders': 1 });
+      expect(JSON.parse(result.Data!.Versions)).toEqual({ inbox: 5, 'example-orders': 1 });
       await expect(
         migrateHandler({ ...base, RequestType: 'Update', PhysicalResourceId: result.PhysicalResourceId, ResourceProperties: { ...properties, Migrations: 'inbox,nope' }, OldResourceProperties: properties }),
       ).rejects.toThrow(/unknown migration set "nope"/);
@@ -63,6 +63,6 @@ describe('migrations', () => {
       if (previous === undefined) delete process.env.INBOX_DATA_API_ENDPOINT;
       else process.env.INBOX_DATA_API_ENDPOINT = previous;
     }
-    expect(INBOX_MIGRATIONS.migrations).toHaveLength(4);
+    expect(INBOX_MIGRATIONS.migrations).toHaveLength(5);
   });
 });

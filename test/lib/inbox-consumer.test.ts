@@ -71,7 +71,7 @@ describe('InboxConsumer', () => {
 
   it('passes a batching window through for a standard queue', () => {
     const stack = testStack();
-    const queue = new sqs.Queue(stack, 'Events', { visibilityTimeout: Duration.minutes(3) });
+    const queue = new sqs.Queue(stack, 'Events', { visibilityTimeout: Duration.seconds(185) }); // 6 x 30 s + the window
     new InboxConsumer(stack, 'Worker', {
       database: new InboxDatabase(stack, 'Db'),
       queue,

@@ -57,11 +57,15 @@ describe('InboxDatabaseRole (through InboxConsumer and InboxCleanup)', () => {
         Purpose: 'consumer',
         Label: 'consumer Order.Worker-2',
         Grants: '[{"on":"public.orders","privileges":["SELECT","INSERT"]}]',
+        // The database is created with the cluster here: the inbox's own, so PUBLIC's defaults are taken from it.
+        PublicDefaults: 'revoke',
+        // Its claims and parked messages are scoped to the name its handler claims under.
+        Consumer: 'Order.Worker-2',
         SchemaFingerprint: database.migrationsFingerprint,
       },
       DependsOn: Match.arrayWith([migrationId]),
     });
-    template.hasResourceProperties('Custom::InboxDatabaseRole', { Role: 'inbox_purge', Purpose: 'purge', Grants: '[]' });
+    template.hasResourceProperties('Custom::InboxDatabaseRole', { Role: 'inbox_purge', Purpose: 'purge', Grants: '[]', Consumer: Match.absent() });
     // The function starts only once its role is there.
     template.hasResource('AWS::Lambda::Function', {
       Properties: Match.objectLike({ Environment: { Variables: Match.objectLike({ INBOX_CONSUMER: 'Order.Worker-2' }) } }),
@@ -148,7 +152,7 @@ describe('InboxDatabaseRole (through InboxConsumer and InboxCleanup)', () => {
     expect(message.match(/shared_role/g)).toHaveLength(1); // reported once, by the later role
   });
 
-  it('provisions a role on an imported cluster, acknowledging that its secret is not rotated here', () => {
+  it("provisions a role on an imported cluster, leaving PUBLIC's privileges there and acknowledging that its secret is not rotated here", () => {
     const stack = testStack();
     const cluster = rds.DatabaseCluster.fromDatabaseClusterAttributes(stack, 'C', { clusterIdentifier: 'orders', dataApiEnabled: true });
     const secret = secretsmanager.Secret.fromSecretCompleteArn(stack, 'S', 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:orders-AbCdEf');
@@ -156,6 +160,8 @@ describe('InboxDatabaseRole (through InboxConsumer and InboxCleanup)', () => {
     const role = new InboxDatabaseRole(stack, 'Reporting', { database, roleName: 'inbox_reporting', purpose: 'consumer', label: 'consumer reporting' });
     const template = Template.fromStack(stack);
     template.resourceCountIs('AWS::SecretsManager::RotationSchedule', 0);
+    // Someone else's database: PUBLIC's privileges there are theirs.
+    template.hasResourceProperties('Custom::InboxDatabaseRole', { Role: 'inbox_reporting', PublicDefaults: 'keep' });
     template.hasResourceProperties('AWS::SecretsManager::SecretTargetAttachment', { TargetId: 'orders', TargetType: 'AWS::RDS::DBCluster' });
     expect(role.rotation).toBeUndefined();
     const acks = role.node

@@ -27,7 +27,7 @@ describe('cdk-nag AwsSolutions', () => {
   it('finds nothing unacknowledged when the constructs wrap a user handler on a standard queue', () => {
     const stack = testStack('Mine');
     const database = new InboxDatabase(stack, 'Db', { autoPause: Duration.minutes(5) });
-    const queue = new InboxQueue(stack, 'Events', { fifo: false });
+    const queue = new InboxQueue(stack, 'Events', { fifo: false, visibilityTimeout: Duration.minutes(4) });
     const consumer = new InboxConsumer(stack, 'Worker', {
       database, queue: queue.queue, consumerName: 'events', entry: FIXTURE_HANDLER, maxBatchingWindow: Duration.seconds(2),
     });

@@ -96,7 +96,7 @@ describe('npx sqs-inbox', () => {
     const env = { INBOX_DATA_API_ENDPOINT: info.endpoint, INBOX_RESOURCE_ARN: info.resourceArn, INBOX_SECRET_ARN: info.secretArn, INBOX_DATABASE: info.database };
     const migrate = cli(['migrate', '--sets', 'inbox,example-orders'], env);
     const report = JSON.parse(await migrate.firstLine);
-    expect(report.versions).toEqual({ inbox: 4, 'example-orders': 1 });
+    expect(report.versions).toEqual({ inbox: 5, 'example-orders': 1 });
     expect(await migrate.exited).toBe(0);
     const missing = cli(['migrate'], { ...env, INBOX_RESOURCE_ARN: '' });
     expect(await missing.exited).toBe(2);
