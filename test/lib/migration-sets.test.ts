@@ -138,10 +138,10 @@ describe('InboxDatabase `migrations` of your own', () => {
 });
 
 describe('MigrationSet.fromDirectory', () => {
-  it('reads <version>_<name>.sql files in version order, one statement per `;`, named after the folder', () => {
+  it('reads <version>_<name>.sql files in the order of their versions (not of their names), one statement per `;`, named after the folder', () => {
     const folder = migrationFolder('credits', {
       '10_index.sql': 'CREATE INDEX credits_account ON public.credits (account_id);\n',
-      '002_create_credits.sql': '-- the ledger\r\nCREATE TABLE public.credits (id bigserial PRIMARY KEY, account_id text NOT NULL);\r\n',
+      '2_create_credits.sql': '-- the ledger\r\nCREATE TABLE public.credits (id bigserial PRIMARY KEY, account_id text NOT NULL);\r\n',
       '001_create_accounts.sql': 'CREATE TABLE public.accounts (account_id text PRIMARY KEY);\nINSERT INTO public.accounts VALUES (\'house\');\n-- trailing note\n',
       'README.md': 'not a migration',
     });
