@@ -246,7 +246,7 @@ export async function migrate(
  * Hex SHA-256 of a migration's statements as they run, recorded with its version: a statement edited,
  * added, removed or reordered after the migration was applied changes it.
  */
-export function migrationChecksum(statements: readonly string[]): string {
+function migrationChecksum(statements: readonly string[]): string {
   return createHash('sha256').update(JSON.stringify(statements), 'utf8').digest('hex');
 }
 

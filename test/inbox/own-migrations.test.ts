@@ -6,7 +6,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handler as migrateHandler } from '../../lambda/functions/migrate.js';
 import { DataApiSession, INBOX_MIGRATIONS, InboxConfigError, migrate, MigrationChangedError } from '../../lambda/inbox/index.js';
-import type { MigrationSet } from '../../lambda/inbox/index.js';
+import type { Migration, MigrationSet } from '../../lambda/inbox/index.js';
 import { InboxDatabase, MigrationSet as Migrations } from '../../lib/index.js';
 import type { InboxMigrationSet } from '../../lib/index.js';
 import { startDataApi } from '../../local/data-api/server.js';
@@ -172,6 +172,17 @@ describe("the migration function with the app's own sets", () => {
       /defines "example-orders", the name of a built-in set/,
     );
     await expect(deploy(server, { ...template, Migrations: 'inbox' })).rejects.toThrow(/defines "accounts", which `Migrations` does not list/);
+  });
+
+  it('refuses, before it runs anything, a set whose statements are not SQL strings', async () => {
+    const { session } = await freshServer('own_shape');
+    const one = { version: 1, name: 'create_t', statements: 'CREATE TABLE public.t (id int)' } as unknown as Migration;
+    await expect(migrate(session, [{ name: 'shape', migrations: [one] }])).rejects.toThrow(
+      /inbox option "migrations\.shape": version 1 \("create_t"\): `statements` must be an array of non-empty SQL strings, one statement each; got the string/,
+    );
+    await expect(migrate(session, [{ name: 'blank', migrations: [{ version: 1, name: 'b', statements: ['  '] }] }])).rejects.toThrow(/`statements` must be an array of non-empty SQL strings/);
+    await expect(migrate(session, [{ name: '', migrations: [] }])).rejects.toThrow(/a migration set needs a non-empty `name` and a `migrations` array/);
+    expect((await session.execute("SELECT to_regnamespace('inbox') IS NULL AS absent")).rows).toEqual([{ absent: true }]);
   });
 });
 
