@@ -13,6 +13,9 @@ import { grantDataApi, TRANSACTION_ACTIONS } from './data-api-access.js';
 import { createCluster, createVpc, MASTER_USERNAME } from './database-cluster.js';
 import { InboxFunction } from './inbox-function.js';
 import type { InboxDatabaseRole } from './inbox-database-role.js';
+import { addInvariants } from './invariants.js';
+import { migrationProblems, ownMigrationSets } from './migration-sets.js';
+import type { InboxMigrationSet } from './migration-sets.js';
 import { runtimeFile } from './runtime-files.js';
 import { InboxSecretRotation } from './secret-rotation.js';
 
@@ -136,11 +139,15 @@ export interface InboxDatabaseProps {
    */
   readonly rotation?: InboxSecretRotation | undefined;
   /**
-   * Migration sets to apply besides `inbox`, which is always applied first. Only sets the bundled handler
-   * (lambda/functions/migrate.ts) knows can be named: today `example-orders`, the example's `orders` table.
+   * Migration sets to apply after `inbox`, which is always applied first, in this order: your own sets as
+   * values (`{ name, migrations: [{ version, name, statements }] }`, or `MigrationSet.fromDirectory(folder)`),
+   * or the name of a built-in set (`example-orders`, the example's `orders` table). The migration function
+   * applies them before it provisions any database role, so `databaseGrants` on your tables work on the
+   * first deploy. A migration changed after it was applied fails the deploy, naming its version.
+   * @example [MigrationSet.fromDirectory('migrations/credits')]
    * @default []
    */
-  readonly migrations?: readonly string[] | undefined;
+  readonly migrations?: readonly (string | InboxMigrationSet)[] | undefined;
   /**
    * Retention of the migration functions' log groups.
    * @default logs.RetentionDays.ONE_MONTH
@@ -161,6 +168,12 @@ export interface InboxDatabaseProps {
  *   database: db, roleName: 'inbox_reporting', purpose: 'consumer', label: 'consumer reporting',
  * });
  * reporting.grantDataApi(myFunction, ['ExecuteStatement']);
+ *
+ * @example
+ * // Your own tables, created at deploy after the inbox's and before any role is granted on them.
+ * const db = new InboxDatabase(this, 'Db', {
+ *   migrations: [MigrationSet.fromDirectory('migrations/credits')], // 001_create_credits.sql, 002_...
+ * });
  *
  * @example
  * // Bring your own cluster: it must have the Data API enabled.
@@ -196,7 +209,7 @@ export class InboxDatabase extends Construct {
   public readonly migrationFunction: lambda.IFunction;
   /** The Provider framework that runs the migration handler. */
   public readonly migrationProvider: cr.Provider;
-  /** SHA-256 of the migration sources: a role is reconciled again whenever the schema changes. */
+  /** SHA-256 of the migration sources and of your own sets: a role is reconciled again whenever the schema changes. */
   public readonly migrationsFingerprint: string;
   /** The database roles provisioned on this cluster so far, one per consumer and cleanup. */
   public readonly roles: InboxDatabaseRole[] = [];
@@ -259,7 +272,10 @@ export class InboxDatabase extends Construct {
     this.grantDataApiAccess(migrator.function);
 
     this.migrationProvider = migrationProvider(this, migrator.function, props.logRetention);
-    this.migrationsFingerprint = migrationsFingerprint();
+    const migrations = props.migrations ?? [];
+    const ownSets = ownMigrationSets(migrations);
+    addInvariants(this, () => migrationProblems(migrations));
+    this.migrationsFingerprint = migrationsFingerprint(ownSets);
     this.migration = new CustomResource(this, 'Migration', {
       serviceToken: this.migrationProvider.serviceToken,
       resourceType: 'Custom::InboxMigration',
@@ -267,7 +283,9 @@ export class InboxDatabase extends Construct {
         ResourceArn: this.cluster.clusterArn,
         SecretArn: this.secret.secretArn,
         Database: this.databaseName,
-        Migrations: ['inbox', ...(props.migrations ?? []).filter((name) => name !== 'inbox')].join(','),
+        Migrations: ['inbox', ...migrations.map((entry) => (typeof entry === 'string' ? entry : entry?.name)).filter((name) => name !== 'inbox')].join(','),
+        // The app's own SQL travels in the template: a deploy's diff shows it (see MAX_MIGRATION_SET_BYTES).
+        ...(ownSets.length === 0 ? {} : { Sets: ownSets }),
         Fingerprint: this.migrationsFingerprint,
       },
     });
@@ -418,9 +436,13 @@ function validateProps(path: string, props: InboxDatabaseProps): void {
   if (problems.length > 0) throw new Error(`InboxDatabase ${path}:\n  - ${problems.join('\n  - ')}`);
 }
 
-/** SHA-256 over the migration sources, so the custom resource re-runs when a migration changes. */
-function migrationsFingerprint(): string {
+/**
+ * SHA-256 over the migration sources and the app's own sets, so the custom resource re-runs when a
+ * built-in migration changes, and each role is reconciled again when any table may have.
+ */
+function migrationsFingerprint(ownSets: readonly InboxMigrationSet[]): string {
   const hash = createHash('sha256');
   for (const file of MIGRATION_SOURCES) hash.update(readFileSync(runtimeFile(file, 'the migration source')));
+  if (ownSets.length > 0) hash.update(JSON.stringify(ownSets));
   return hash.digest('hex');
 }

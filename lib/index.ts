@@ -12,6 +12,8 @@ export { InboxQueue } from './inbox-queue.js';
 export type { InboxQueueProps } from './inbox-queue.js';
 export { InboxDatabase } from './inbox-database.js';
 export type { InboxDatabaseProps } from './inbox-database.js';
+export { MigrationSet, BUILT_IN_MIGRATION_SETS, MAX_MIGRATION_SET_BYTES } from './migration-sets.js';
+export type { InboxMigration, InboxMigrationSet, MigrationDirectoryOptions } from './migration-sets.js';
 export { InboxConsumer, INBOX_METRICS_NAMESPACE, DEFAULT_MIN_RECORD_DURATION } from './inbox-consumer.js';
 export type { InboxConsumerProps } from './inbox-consumer.js';
 export type { InboxKafkaSource } from './sources/kafka.js';

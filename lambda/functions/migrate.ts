@@ -1,6 +1,7 @@
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
 import { DataApiSession, INBOX_MIGRATIONS, InboxConfigError, migrate, resolveTarget } from '../inbox/index.js';
 import type { MigrationSet } from '../inbox/index.js';
+import { deployedMigrationSets } from './deployed-migrations.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from './example-migrations.js';
 import { ROLE_RESOURCE_TYPE, roleResourceHandler } from './role-resource.js';
 import { readSecretWithRuntimeSdk } from './secret-values.js';
@@ -11,19 +12,31 @@ export const MIGRATION_SETS: Readonly<Record<string, MigrationSet>> = {
   [EXAMPLE_ORDER_MIGRATIONS.name]: EXAMPLE_ORDER_MIGRATIONS,
 };
 
-/** Resolves `inbox,example-orders` to migration sets, naming any unknown one. */
-export function migrationSets(names: string): MigrationSet[] {
-  return names
+/**
+ * Resolves `inbox,example-orders,credits` to migration sets, in that order: a built-in set by its name, or
+ * one of the app's own `sets` (InboxDatabase carries them in the `Sets` property). Names any unknown one.
+ */
+export function migrationSets(names: string, sets: readonly MigrationSet[] = []): MigrationSet[] {
+  const own = new Map(sets.map((set) => [set.name, set]));
+  const listed = names
     .split(',')
     .map((name) => name.trim())
-    .filter(Boolean)
-    .map((name) => {
-      const set = MIGRATION_SETS[name];
-      if (!set) {
-        throw new InboxConfigError('Migrations', `unknown migration set "${name}"; known sets: ${Object.keys(MIGRATION_SETS).join(', ')}`);
-      }
-      return set;
-    });
+    .filter(Boolean);
+  const twice = sets.find((set, index) => sets.findIndex((other) => other.name === set.name) !== index);
+  if (twice) throw new InboxConfigError('Sets', `defines "${twice.name}" twice; give each set its own name`);
+  const taken = [...own.keys()].filter((name) => Object.hasOwn(MIGRATION_SETS, name));
+  if (taken.length > 0) throw new InboxConfigError('Sets', `defines "${taken[0]}", the name of a built-in set; give the app's set another name`);
+  const unlisted = [...own.keys()].filter((name) => !listed.includes(name));
+  if (unlisted.length > 0) {
+    throw new InboxConfigError('Sets', `defines ${unlisted.map((name) => `"${name}"`).join(', ')}, which \`Migrations\` does not list`);
+  }
+  return listed.map((name) => {
+    const set = Object.hasOwn(MIGRATION_SETS, name) ? MIGRATION_SETS[name] : own.get(name);
+    if (!set) {
+      throw new InboxConfigError('Migrations', `unknown migration set "${name}"; known sets: ${[...Object.keys(MIGRATION_SETS), ...own.keys()].join(', ')}`);
+    }
+    return set;
+  });
 }
 
 // Aurora resuming from auto-pause takes about 15 s; a deploy should wait it out, not fail.
@@ -34,13 +47,15 @@ interface MigrateProperties {
   readonly SecretArn: string;
   readonly Database?: string;
   readonly Migrations?: string;
+  /** The app's own migration sets, with their statements: see {@link deployedMigrationSets}. */
+  readonly Sets?: unknown;
   readonly Schema?: string;
 }
 
 /**
  * CloudFormation custom resource (Provider framework onEvent): applies the schema migrations through the
- * Data API on Create and Update (the `Fingerprint` property changes with the migrations); keeps the data
- * on Delete.
+ * Data API on Create and Update (the `Fingerprint` property changes with the built-in migrations, `Sets`
+ * with the app's own), in the order `Migrations` lists them; keeps the data on Delete.
  */
 export async function migrationHandler(event: CloudFormationCustomResourceEvent) {
   const properties = event.ResourceProperties as unknown as MigrateProperties;
@@ -54,7 +69,8 @@ export async function migrationHandler(event: CloudFormationCustomResourceEvent)
     'ResourceProperties',
   );
   const session = new DataApiSession(target, { callTimeoutMs: 60_000, resumeDelaysMs: RESUME_DELAYS_MS });
-  const report = await migrate(session, migrationSets(properties.Migrations ?? 'inbox'), properties.Schema ?? 'inbox');
+  const sets = migrationSets(properties.Migrations ?? 'inbox', deployedMigrationSets(properties.Sets));
+  const report = await migrate(session, sets, properties.Schema ?? 'inbox');
   console.log(JSON.stringify({ message: 'migrations applied', applied: report.applied, versions: report.versions }));
   return {
     PhysicalResourceId: physicalResourceId,

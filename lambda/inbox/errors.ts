@@ -116,3 +116,30 @@ export class DataApiError extends InboxError {
     super(`${operation} failed (${failure}${ambiguous ? ', outcome unknown' : ''}): ${message}`, options);
   }
 }
+
+/**
+ * A migration that was applied has changed since: its statements no longer hash to the checksum recorded
+ * with its version, so the database was not built by the migrations as they read now. `migrate` applies
+ * nothing of the run (and a deploy fails) until the migration is restored.
+ */
+export class MigrationChangedError extends InboxError {
+  override name = 'MigrationChangedError';
+  constructor(
+    /** The migration set's name. */
+    readonly set: string,
+    /** The version that changed. */
+    readonly version: number,
+    /** The migration's name as it reads now. */
+    readonly migration: string,
+    /** Hex SHA-256 recorded when the version was applied. */
+    readonly recordedChecksum: string,
+    /** Hex SHA-256 of its statements as they read now. */
+    readonly currentChecksum: string,
+  ) {
+    super(
+      `migration set "${set}" version ${version} ("${migration}") was changed after it was applied: its statements hash to ` +
+        `${currentChecksum}, the database recorded ${recordedChecksum}. Fix: restore version ${version} as it was applied, ` +
+        'and put the change in a new migration with a higher version; nothing of this run was applied.',
+    );
+  }
+}

@@ -22,6 +22,7 @@ export {
   KeyCollisionError,
   DataApiError,
   UnexpectedEventError,
+  MigrationChangedError,
 } from './errors.js';
 export type { DataApiFailure } from './errors.js';
 export { DataApiSession, Transaction, HintedValue, uuid, decimal, json, date, time } from './data-api.js';

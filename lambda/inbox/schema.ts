@@ -1,5 +1,6 @@
-import type { DataApiSession } from './data-api.js';
-import { InboxConfigError } from './errors.js';
+import { createHash } from 'node:crypto';
+import type { DataApiSession, Transaction } from './data-api.js';
+import { InboxConfigError, MigrationChangedError } from './errors.js';
 import { described } from './option-checks.js';
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
@@ -37,14 +38,25 @@ export function inboxTables(schema = 'inbox', option = 'schema'): InboxTables {
   };
 }
 
-/** One numbered migration: statements run in order, in one transaction, with its version row. */
+/**
+ * One numbered migration: statements run in order, in one transaction, with its version row and the
+ * checksum of its statements. Never change a migration once it has been applied anywhere: the next
+ * `migrate` refuses it ({@link MigrationChangedError}); add a migration with a higher version instead.
+ *
+ * @example
+ * { version: 1, name: 'create_credits', statements: ['CREATE TABLE public.credits (id bigserial PRIMARY KEY, account_id text NOT NULL)'] }
+ */
 export interface Migration {
   /** A positive integer, higher than the one before it in its set; each version is applied once. */
   readonly version: number;
   /** A short name, recorded with the version. */
   readonly name: string;
-  /** One statement per entry: the Data API refuses multi-statement SQL. */
-  readonly statements: (tables: InboxTables) => readonly string[];
+  /**
+   * One statement per entry: the Data API refuses multi-statement SQL. Strings are what `InboxDatabase`
+   * carries to the deploy (one definition serves the stack and your tests); the function form, of the
+   * inbox's quoted table names, is what the inbox's own migrations use.
+   */
+  readonly statements: readonly string[] | ((tables: InboxTables) => readonly string[]);
 }
 
 /** A named, independently versioned list of migrations: the inbox's own, or an application's. */
@@ -195,7 +207,10 @@ export interface MigrationReport {
 /**
  * Applies the pending migrations of each set in one transaction under an advisory lock, so two deployers
  * (or a deployer and `npx sqs-inbox migrate`) never apply one twice, and a failing migration leaves
- * nothing half done. Idempotent.
+ * nothing half done. Idempotent. Each applied version is recorded with the checksum of its statements; a
+ * migration changed after it was applied is refused with {@link MigrationChangedError} naming its version
+ * (a version applied before checksums were recorded gets its checksum recorded instead), and so is an
+ * unapplied migration below the highest applied version of its set.
  *
  * @param session - the Data API session to run it on
  * @param sets - the migration sets, applied in this order. @default [INBOX_MIGRATIONS]
@@ -224,19 +239,36 @@ export async function migrate(
          version    integer     NOT NULL,
          name       text        NOT NULL,
          applied_at timestamptz NOT NULL DEFAULT now(),
+         checksum   text,
          PRIMARY KEY (set_name, version)
        )`,
     );
+    // Tables made before checksums were recorded: their rows keep a null checksum until the next run records it.
+    await tx.execute(`ALTER TABLE ${tables.migrations} ADD COLUMN IF NOT EXISTS checksum text`);
     for (const set of sets) {
-      const { rows } = await tx.execute(`SELECT coalesce(max(version), 0) AS version FROM ${tables.migrations} WHERE set_name = :set`, { set: set.name });
-      let current = Number(rows[0]?.version ?? 0);
+      const { rows } = await tx.execute(`SELECT version, checksum FROM ${tables.migrations} WHERE set_name = :set`, { set: set.name });
+      const recorded = new Map(rows.map((row) => [Number(row.version), row.checksum as string | null]));
+      let current = Math.max(0, ...recorded.keys());
       for (const migration of set.migrations) {
-        if (migration.version <= current) continue;
-        for (const statement of migration.statements(tables)) await tx.execute(statement);
-        await tx.execute(`INSERT INTO ${tables.migrations} (set_name, version, name) VALUES (:set, :version, :name)`, {
+        const statements = migrationStatements(migration, tables);
+        const checksum = migrationChecksum(statements);
+        if (recorded.has(migration.version)) {
+          await checkApplied(tx, tables, set.name, migration, recorded.get(migration.version) ?? null, checksum);
+          continue;
+        }
+        if (migration.version < current) {
+          throw new InboxConfigError(
+            `migrations.${set.name}`,
+            `version ${migration.version} ("${migration.name}") is not applied, but version ${current} is: a migration added ` +
+              `below the highest applied version would run after the ones that follow it. Fix: give it a version above ${current}`,
+          );
+        }
+        for (const statement of statements) await tx.execute(statement);
+        await tx.execute(`INSERT INTO ${tables.migrations} (set_name, version, name, checksum) VALUES (:set, :version, :name, :checksum)`, {
           set: set.name,
           version: migration.version,
           name: migration.name,
+          checksum,
         });
         applied.push({ set: set.name, version: migration.version, name: migration.name });
         current = migration.version;
@@ -251,9 +283,51 @@ export async function migrate(
   return { applied, versions };
 }
 
+/**
+ * Hex SHA-256 of a migration's statements as they run, recorded with its version: a statement edited,
+ * added, removed or reordered after the migration was applied changes it.
+ */
+function migrationChecksum(statements: readonly string[]): string {
+  return createHash('sha256').update(JSON.stringify(statements), 'utf8').digest('hex');
+}
+
+function migrationStatements(migration: Migration, tables: InboxTables): readonly string[] {
+  return typeof migration.statements === 'function' ? migration.statements(tables) : migration.statements;
+}
+
+/** An applied migration must be the one that was applied; a row from before checksums gets this one recorded. */
+async function checkApplied(
+  tx: Transaction,
+  tables: InboxTables,
+  set: string,
+  migration: Migration,
+  recorded: string | null,
+  checksum: string,
+): Promise<void> {
+  if (recorded === null) {
+    await tx.execute(`UPDATE ${tables.migrations} SET checksum = :checksum WHERE set_name = :set AND version = :version`, {
+      checksum,
+      set,
+      version: migration.version,
+    });
+  } else if (recorded !== checksum) {
+    throw new MigrationChangedError(set, migration.version, migration.name, recorded, checksum);
+  }
+}
+
 function checkSet(set: MigrationSet): void {
+  if (typeof set?.name !== 'string' || set.name === '' || !Array.isArray(set.migrations)) {
+    throw new InboxConfigError('migrations', `a migration set needs a non-empty \`name\` and a \`migrations\` array; got ${described(set)}`);
+  }
   let previous = 0;
   for (const migration of set.migrations) {
+    const statements = migration?.statements;
+    if (typeof statements !== 'function' && !(Array.isArray(statements) && statements.every((s) => typeof s === 'string' && s.trim() !== ''))) {
+      throw new InboxConfigError(
+        `migrations.${set.name}`,
+        `version ${migration?.version} ("${migration?.name}"): \`statements\` must be an array of non-empty SQL strings, one statement each; got ${described(statements)}`,
+      );
+    }
     if (!Number.isInteger(migration.version) || migration.version <= previous) {
       throw new InboxConfigError(
         `migrations.${set.name}`,

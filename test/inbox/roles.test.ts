@@ -413,6 +413,27 @@ describe('database roles, signed in through the local Data API', () => {
     expect(await signsIn(ROLES.consumer, 'rotated-outside-the-deploy')).toBe(false);
   });
 
+  it("grants the consumer the app's own table that the same deploy's migration created before it", async () => {
+    // Arrange: a deploy that adds the app's own set (as InboxDatabase `migrations` carries it: scalars as strings) and a grant on its table.
+    const ledger = [{ name: 'ledger', migrations: [{ version: '1', name: 'create_ledger', statements: ['CREATE TABLE public.journal (entry text PRIMARY KEY, cents bigint NOT NULL)'] }] }];
+    const before = { ServiceToken: 'x', ResourceArn: server.resourceArn, SecretArn: SECRET.admin, Database: server.database, Migrations: 'inbox,example-orders' };
+    const grants = JSON.stringify([...JSON.parse(ORDERS_GRANT), { on: 'public.journal', privileges: ['SELECT', 'INSERT'] }]);
+
+    // Act: in the order the template's DependsOn gives them, the migration first, then the role.
+    await migrationResource({
+      ServiceToken: 'x', ResponseURL: 'x', StackId: 'x', RequestId: 'x', LogicalResourceId: 'Migration', ResourceType: 'Custom::InboxMigration',
+      RequestType: 'Update', PhysicalResourceId: `sqs-inbox-schema:${server.database}:inbox`,
+      ResourceProperties: { ...before, Migrations: 'inbox,example-orders,ledger', Sets: ledger }, OldResourceProperties: before,
+    });
+    await roleResource(roleEvent('Update', { Grants: grants }, { Grants: ORDERS_GRANT }));
+
+    // Assess
+    const consumer = sessionAs(SECRET.consumer);
+    await consumer.execute("INSERT INTO public.journal (entry, cents) VALUES ('credit-1', 250)");
+    expect((await consumer.execute('SELECT entry, cents FROM public.journal')).rows).toEqual([{ entry: 'credit-1', cents: 250 }]);
+    await refused(consumer, "DELETE FROM public.journal WHERE entry = 'credit-1'");
+  });
+
   it('logs role names and privileges, never a password or its verifier', () => {
     const log = logLines.join('\n');
     expect(log).toContain(ROLES.consumer);

@@ -145,8 +145,8 @@ describe('InboxDatabase', () => {
 
   it('always applies the inbox migration set first, and only once', () => {
     const stack = testStack();
-    new InboxDatabase(stack, 'Db', { migrations: ['inbox', 'billing'] });
-    Template.fromStack(stack).hasResourceProperties('Custom::InboxMigration', { Migrations: 'inbox,billing' });
+    new InboxDatabase(stack, 'Db', { migrations: ['example-orders', 'inbox'] });
+    Template.fromStack(stack).hasResourceProperties('Custom::InboxMigration', { Migrations: 'inbox,example-orders' });
   });
 
   it('orders the migration after the writer instance, not just the cluster', () => {

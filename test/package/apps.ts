@@ -104,12 +104,24 @@ export function ownTypeErrors(output: string): string[] {
     .filter((line) => !line.startsWith('node_modules/') || line.startsWith('node_modules/sqs-inbox/'));
 }
 
+/** The resources of the stack the app synthesized into cdk.out. */
+async function synthesizedResources<P>(app: string, stack: string): Promise<Array<{ Type: string; Properties?: P }>> {
+  const template = JSON.parse(await readFile(join(app, 'cdk.out', `${stack}.template.json`), 'utf8')) as { Resources: Record<string, { Type: string; Properties?: P }> };
+  return Object.values(template.Resources);
+}
+
+/** The properties of the synthesized stack's `Custom::InboxMigration`: what the migration function gets at deploy. */
+export async function migrationProperties(app: string, stack: string): Promise<{ Migrations: string; Sets?: unknown }> {
+  const resources = await synthesizedResources<{ Migrations: string; Sets?: unknown }>(app, stack);
+  const migration = resources.find((resource) => resource.Type === 'Custom::InboxMigration');
+  if (migration?.Properties === undefined) throw new Error(`${stack}: no Custom::InboxMigration`);
+  return migration.Properties;
+}
+
 /** The bundled code of the synthesized function whose `INBOX_CONSUMER` is `consumer`. */
 export async function functionBundle(app: string, stack: string, consumer: string): Promise<string> {
-  const template = JSON.parse(await readFile(join(app, 'cdk.out', `${stack}.template.json`), 'utf8')) as {
-    Resources: Record<string, { Type: string; Properties?: { Environment?: { Variables?: Record<string, unknown> }; Code?: { S3Key?: unknown } } }>;
-  };
-  const fn = Object.values(template.Resources).find(
+  const resources = await synthesizedResources<{ Environment?: { Variables?: Record<string, unknown> }; Code?: { S3Key?: unknown } }>(app, stack);
+  const fn = resources.find(
     (resource) => resource.Type === 'AWS::Lambda::Function' && resource.Properties?.Environment?.Variables?.INBOX_CONSUMER === consumer,
   );
   const key = fn?.Properties?.Code?.S3Key;

@@ -4,9 +4,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { deployedMigrationSets } from '../../lambda/functions/deployed-migrations.js';
+import { migrationSets } from '../../lambda/functions/migrate.js';
+import { migrate } from '../../lambda/inbox/index.js';
 import { inboxFixture, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
-import { appFolder, functionBundle, installApp, ownTypeErrors, packTarball, removeApp, run, succeeded, userEnvironment } from './apps.js';
+import { appFolder, functionBundle, installApp, migrationProperties, ownTypeErrors, packTarball, removeApp, run, succeeded, userEnvironment } from './apps.js';
 
 /**
  * The package as its users get it: `npm pack`, then the tarball installed into two throwaway apps
@@ -56,14 +59,16 @@ interface AppCase {
   readonly entries: readonly string[];
   /** The app's own vitest tests: the README's "your own handler through the faults" test. */
   readonly ownTests: boolean;
+  /** Whether its InboxDatabase creates public.payments from the app's own migration files. */
+  readonly ownMigrations: boolean;
 }
 
 const APPS: readonly AppCase[] = [
-  { name: 'esm-app', module: 'esm', strictTsconfig: 'tsconfig.strict.json', stack: 'PaymentsStack', synth: ['npx', 'tsx', 'bin/app.ts'], entries: ['sqs-inbox', 'sqs-inbox/producer', 'sqs-inbox/outbox', 'sqs-inbox/cdk', 'sqs-inbox/local'], ownTests: true },
-  { name: 'cdk-app', module: 'commonjs', strictTsconfig: 'tsconfig.strict.json', stack: 'CdkAppStack', synth: ['npx', 'cdk', 'synth', '--quiet', '--no-notices'], entries: ['sqs-inbox', 'sqs-inbox/cdk', 'sqs-inbox/local'], ownTests: false },
+  { name: 'esm-app', module: 'esm', strictTsconfig: 'tsconfig.strict.json', stack: 'PaymentsStack', synth: ['npx', 'tsx', 'bin/app.ts'], entries: ['sqs-inbox', 'sqs-inbox/producer', 'sqs-inbox/outbox', 'sqs-inbox/cdk', 'sqs-inbox/local'], ownTests: true, ownMigrations: true },
+  { name: 'cdk-app', module: 'commonjs', strictTsconfig: 'tsconfig.strict.json', stack: 'CdkAppStack', synth: ['npx', 'cdk', 'synth', '--quiet', '--no-notices'], entries: ['sqs-inbox', 'sqs-inbox/cdk', 'sqs-inbox/local'], ownTests: false, ownMigrations: false },
 ];
 
-describe.each(APPS)('the packed package in $name ($module)', ({ name, module, strictTsconfig, stack, synth, entries, ownTests }) => {
+describe.each(APPS)('the packed package in $name ($module)', ({ name, module, strictTsconfig, stack, synth, entries, ownTests, ownMigrations }) => {
   let app: string;
   let fixture: InboxFixture | undefined;
 
@@ -109,7 +114,14 @@ describe.each(APPS)('the packed package in $name ($module)', ({ name, module, st
     const bundle = await functionBundle(app, stack, 'payments');
 
     fixture = await inboxFixture(`outside_in_${name.replace('-', '_')}`);
-    await fixture.query('CREATE TABLE public.payments (payment_id text NOT NULL, amount_cents int NOT NULL)');
+    if (ownMigrations) {
+      // The app's SQL file reached the migration custom resource; applied as the migration function applies it.
+      const migration = await migrationProperties(app, stack);
+      expect(JSON.stringify(migration.Sets)).toContain('CREATE TABLE public.payments');
+      await migrate(fixture.session, migrationSets(migration.Migrations, deployedMigrationSets(migration.Sets)));
+    } else {
+      await fixture.query('CREATE TABLE public.payments (payment_id text NOT NULL, amount_cents int NOT NULL)');
+    }
     const record = sqsRecord({ body: { paymentId: 'pay-417', amountCents: 1250 }, key: 'payment-pay-417' });
     await writeFile(join(app, 'invoke.mjs'), INVOKE_BUNDLE);
     const invoked = succeeded(

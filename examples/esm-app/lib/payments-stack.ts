@@ -2,20 +2,24 @@
 import { fileURLToPath } from 'node:url';
 import { Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
-import { InboxAlarms, InboxCleanup, InboxConsumer, InboxDatabase, InboxQueue } from 'sqs-inbox/cdk';
+import { InboxAlarms, InboxCleanup, InboxConsumer, InboxDatabase, InboxQueue, MigrationSet } from 'sqs-inbox/cdk';
 
 export class PaymentsStack extends Stack {
   constructor(scope: Construct, id: string, props?: StackProps) {
     super(scope, id, props);
     const queue = new InboxQueue(this, 'Payments', { visibilityTimeout: Duration.minutes(6) });
-    const database = new InboxDatabase(this, 'Inbox', { autoPause: Duration.minutes(10) });
+    const database = new InboxDatabase(this, 'Inbox', {
+      autoPause: Duration.minutes(10),
+      // Your own tables, applied at deploy after the inbox's: migrations/payments/001_create_payments.sql, 002_...
+      migrations: [MigrationSet.fromDirectory(fileURLToPath(new URL('../migrations/payments', import.meta.url)))],
+    });
     const worker = new InboxConsumer(this, 'PaymentsWorker', {
       database,
       queue: queue.queue,
       deadLetterQueue: queue.deadLetterQueue, // watched by the dead-letter alarm
       consumerName: 'payments', // part of every inbox key: unique per database, never renamed
-      // The worker signs in as its own database role, which may touch only the inbox until granted more.
-      // public.payments must exist before the deploy creates the role (your own migration).
+      // The worker signs in as its own database role, which may touch only the inbox until granted more;
+      // the migrations above run before the role is granted this.
       databaseGrants: [{ table: 'public.payments', privileges: ['INSERT'] }],
       entry: fileURLToPath(new URL('../src/payments-worker.ts', import.meta.url)),
       handler: 'handler',
