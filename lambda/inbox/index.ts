@@ -18,6 +18,7 @@ export {
   KeyError,
   BodyTooLargeError,
   KeyCollisionError,
+  ParkedCollisionError,
   DataApiError,
   UnexpectedEventError,
 } from './errors.js';
@@ -40,6 +41,7 @@ export type {
   ParkedStatus,
   ParkedRefusal,
   ReplayResult,
+  ReplayOptions,
   DiscardResult,
   ListParkedOptions,
 } from './parked.js';

@@ -196,7 +196,7 @@ function stopBatchModes(started: Set<string>): Record<string, Partial<InboxOptio
     await tx.execute(SHIP, { orderId: message.body.orderId });
     if (send) tx.send({ to: 'invoices', body: { orderId: message.body.orderId } });
   };
-  const applyBatch = (send: boolean) => async (tx: InboxTransaction, messages: InboxMessage<Order>[]) => {
+  const applyBatch = (send: boolean) => async (tx: InboxTransaction, messages: readonly InboxMessage<Order>[]) => {
     if (messages.length === 1) started.add(messages[0]!.body.orderId);
     messages.forEach(check);
     await tx.execute(SHIP_SET, { orders: messages.map((m) => ({ order_id: m.body.orderId })) });
@@ -217,7 +217,7 @@ function stopBatchModes(started: Set<string>): Record<string, Partial<InboxOptio
     statementBatch: {
       statementBatch: {
         sql: SHIP_CLAIMED,
-        params: (messages: InboxMessage<Order>[]) => {
+        params: (messages: readonly InboxMessage<Order>[]) => {
           if (messages.length === 1) started.add(messages[0]!.body.orderId);
           messages.forEach(check);
           return {};
