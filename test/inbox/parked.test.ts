@@ -19,12 +19,7 @@ type Order = { orderId: string };
  */
 function parkingUntilFixed(consumer: string, statement: (message: InboxMessage<Order>) => GatedStatement) {
   let strict = true;
-  const handler = inbox<Order>({
-    consumer,
-    database: db.target,
-    logger: recordingLogger(),
-    metrics: recordingMetrics(),
-    onPermanentError: 'park',
+  const handler = parking(consumer, {
     parse: (body) => {
       if (strict) throw new Error('unknown schema version');
       return JSON.parse(body);
@@ -32,6 +27,11 @@ function parkingUntilFixed(consumer: string, statement: (message: InboxMessage<O
     statement,
   });
   return { handler, fix: () => void (strict = false), fixed: () => !strict };
+}
+
+/** A handler of `consumer` that parks permanent errors, in the mode `options` names. */
+function parking(consumer: string, options: Partial<InboxOptions<Order>>) {
+  return inbox<Order>({ consumer, database: db.target, logger: recordingLogger(), metrics: recordingMetrics(), onPermanentError: 'park', ...options } as InboxOptions<Order>);
 }
 
 describe('parked messages', () => {
@@ -235,14 +235,7 @@ describe('replaying a key collision', () => {
   async function collided(mode: string) {
     const consumer = `collision-${mode}-${run++}`;
     const key = `${consumer}-key`;
-    const handler = inbox<Order>({
-      consumer,
-      database: db.target,
-      logger: recordingLogger(),
-      metrics: recordingMetrics(),
-      onPermanentError: 'park',
-      ...COLLISION_MODES[mode],
-    } as InboxOptions<Order>);
+    const handler = parking(consumer, COLLISION_MODES[mode]!);
     const second = () => sqsRecord({ body: { orderId: `${consumer}-2` }, key });
     await handler({ Records: [sqsRecord({ body: { orderId: `${consumer}-1` }, key })] }, lambdaContext());
     expect(await handler({ Records: [second()] }, lambdaContext())).toEqual({ batchItemFailures: [] });
