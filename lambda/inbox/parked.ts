@@ -1,4 +1,4 @@
-import { claimParams, claimSql, readClaim } from './claim.js';
+import { claimParams, claimSql, readClaim, statementBound } from './claim.js';
 import { DataApiSession } from './data-api.js';
 import type { DatabaseTarget, Transaction } from './data-api.js';
 import { ParkedCollisionError } from './errors.js';
@@ -230,7 +230,7 @@ export function parkedMessages(config: {
           if (onCollision === 'refuse') throw new ParkedCollisionError(parked.id, parked.key!);
           const sha256 = payloadHash(parked.body);
           const key = collisionKey(parked.key!, sha256);
-          const claim = readClaim((await tx.execute(claimSql(tables), claimParams(consumer, key, sha256))).rows);
+          const claim = readClaim((await tx.execute(claimSql(tables), { ...claimParams(consumer, key, sha256), ...statementBound(config.callTimeoutMs) })).rows);
           // Not claimed: another parked copy of this message was applied under that key already.
           if (claim.claimed) await config.replayEffect(tx, { ...parked, key });
         } else {

@@ -106,7 +106,7 @@ export class BatchModeRunner<Body, Raw = unknown> {
     let claimed: boolean[];
     let sent: number[] = [];
     try {
-      const claims = await claimSet(tx, this.tables, this.options.consumer, set);
+      const claims = await claimSet(tx, this.tables, this.options.consumer, set, this.options.callTimeoutMs);
       // A duplicate whose stored hash differs, or cannot be read yet, is settled alone: a collision must
       // not let the rest of its group be applied ahead of it.
       if (claims.some((claim, index) => !claim.claimed && (claim.existingSha256 === null || !sameHash(claim.existingSha256, set[index]!.sha256)))) {

@@ -1,5 +1,5 @@
 import type { Outcome } from '../batch.js';
-import { checkGatedStatement, claimParams, claimSql, gatedSql, parkSql, readClaim, replayBatchGatedSql, replayGatedSql, sameHash, storedHashSql } from '../claim.js';
+import { checkGatedStatement, claimParams, claimSql, gatedSql, parkSql, readClaim, replayBatchGatedSql, replayGatedSql, sameHash, statementBound, storedHashSql } from '../claim.js';
 import type { ClaimOutcome } from '../claim.js';
 import type { DataApiSession, Transaction } from '../data-api.js';
 import { KeyCollisionError, PermanentError } from '../errors.js';
@@ -141,7 +141,9 @@ export class RecordConsumer<Body, Raw = unknown> {
     let claim: ClaimOutcome;
     let sent: number[] = [];
     try {
-      claim = readClaim((await tx.execute(claimSql(this.tables), claimParams(this.options.consumer, message.key, sha256))).rows);
+      claim = readClaim(
+        (await tx.execute(claimSql(this.tables), { ...claimParams(this.options.consumer, message.key, sha256), ...statementBound(this.options.callTimeoutMs) })).rows,
+      );
       if (claim.claimed) {
         await apply(inboxTransaction(tx, writer));
         sent = await writer.flush(tx);
