@@ -24,6 +24,8 @@ export interface RoleResourceProperties {
   readonly Label?: string;
   /** JSON of {@link RoleGrant}[]: the consumer's own grants. */
   readonly Grants?: string;
+  /** The role's statement_timeout in milliseconds (CloudFormation passes it as a string); none when absent. */
+  readonly StatementTimeoutMs?: string;
 }
 
 /** What the role custom resource needs besides the event. */
@@ -70,7 +72,13 @@ export function roleResourceHandler(dependencies: RoleResourceDependencies) {
     const old = event.RequestType === 'Update' ? (event.OldResourceProperties as unknown as Partial<RoleResourceProperties>) : undefined;
     const report = await provisionRole(
       session,
-      { role: properties.Role, purpose: properties.Purpose, label: properties.Label ?? properties.Purpose, grants: parseGrants(properties.Grants) },
+      {
+        role: properties.Role,
+        purpose: properties.Purpose,
+        label: properties.Label ?? properties.Purpose,
+        grants: parseGrants(properties.Grants),
+        statementTimeoutMs: parseMilliseconds(properties.StatementTimeoutMs),
+      },
       {
         ...(properties.Schema ? { schema: properties.Schema } : {}),
         resetPassword: old === undefined || old.Role !== properties.Role || old.RoleSecretArn !== properties.RoleSecretArn,
@@ -101,4 +109,11 @@ function parseGrants(text: string | undefined): RoleGrant[] {
   }
   if (!Array.isArray(parsed)) throw new InboxConfigError('Grants', 'must be a JSON array of { on, privileges }');
   return parsed as RoleGrant[];
+}
+
+function parseMilliseconds(text: string | number | undefined): number | undefined {
+  if (text === undefined || text === '') return undefined;
+  const ms = Number(text);
+  if (!Number.isSafeInteger(ms) || ms < 1) throw new InboxConfigError('StatementTimeoutMs', `must be a whole number of milliseconds >= 1, e.g. "8000"; got ${JSON.stringify(text)}`);
+  return ms;
 }

@@ -14,15 +14,16 @@ import { dataApiClient, lambdaContext, recordingLogger, recordingMetrics, sqsRec
 
 // Roles are per PostgreSQL server, which test files share: every name here is unique to this run.
 const run = randomBytes(3).toString('hex');
-const ROLES = { admin: `inbox_admin_${run}`, consumer: `inbox_consumer_orders_${run}`, purge: `inbox_purge_${run}`, outbox: `inbox_outbox_${run}`, foreign: `someone_${run}` };
+const ROLES = { admin: `inbox_admin_${run}`, consumer: `inbox_consumer_orders_${run}`, purge: `inbox_purge_${run}`, outbox: `inbox_outbox_${run}`, foreign: `someone_${run}`, bounded: `inbox_bounded_${run}` };
 const ARN = (name: string) => `arn:aws:secretsmanager:us-east-1:123456789012:secret:${name}-${run}`;
-const SECRET = { admin: ARN('admin'), consumer: ARN('consumer'), purge: ARN('purge'), outbox: ARN('outbox'), previous: ARN('previous') };
+const SECRET = { admin: ARN('admin'), consumer: ARN('consumer'), purge: ARN('purge'), outbox: ARN('outbox'), previous: ARN('previous'), bounded: ARN('bounded') };
 // As Secrets Manager generates them: printable ASCII.
 const PASSWORD = {
   admin: randomBytes(18).toString('base64'),
   consumer: randomBytes(18).toString('base64'),
   purge: randomBytes(18).toString('base64'),
   outbox: randomBytes(18).toString('base64'),
+  bounded: randomBytes(18).toString('base64'),
 };
 const ORDERS_GRANT = JSON.stringify([{ on: 'public.orders', privileges: ['SELECT', 'INSERT', 'UPDATE'] }]);
 
@@ -31,6 +32,7 @@ const secretsManager: Record<string, DatabaseCredentials> = {
   [SECRET.consumer]: { username: ROLES.consumer, password: PASSWORD.consumer },
   [SECRET.purge]: { username: ROLES.purge, password: PASSWORD.purge },
   [SECRET.outbox]: { username: ROLES.outbox, password: PASSWORD.outbox },
+  [SECRET.bounded]: { username: ROLES.bounded, password: PASSWORD.bounded },
 };
 
 let server: DataApiServer;
@@ -126,6 +128,7 @@ describe('database roles, signed in through the local Data API', () => {
         [SECRET.consumer]: secretsManager[SECRET.consumer]!,
         [SECRET.purge]: secretsManager[SECRET.purge]!,
         [SECRET.outbox]: secretsManager[SECRET.outbox]!,
+        [SECRET.bounded]: secretsManager[SECRET.bounded]!,
       },
     });
     client = dataApiClient(server);
@@ -213,6 +216,44 @@ describe('database roles, signed in through the local Data API', () => {
       { order_id: 'order-1', shipped_count: 1 },
       { order_id: 'order-2', shipped_count: 1 },
     ]);
+  });
+
+  it('bounds a single statement on the server with the role\'s statement_timeout: held past the call timeout, it is cancelled and never lands later', async () => {
+    // Arrange: a consumer role whose sessions cancel a statement after 600 ms, under a 1 s call timeout.
+    await roleResource(roleEvent('Create', { Role: ROLES.bounded, RoleSecretArn: SECRET.bounded, Label: 'consumer bounded', StatementTimeoutMs: '600' }));
+    expect((await sessionAs(SECRET.bounded).execute('SHOW statement_timeout')).rows).toEqual([{ statement_timeout: '600ms' }]);
+    const logger = recordingLogger();
+    const handler = inbox<{ orderId: string }>({
+      consumer: 'bounded',
+      database: { resourceArn: server.resourceArn, secretArn: SECRET.bounded, database: server.database, client },
+      callTimeoutMs: 1_000,
+      logger,
+      metrics: recordingMetrics(),
+      statement: {
+        sql: "UPDATE public.orders SET status = 'shipped', shipped_count = shipped_count + 1 WHERE order_id = :id AND EXISTS (SELECT 1 FROM claimed)",
+        params: (message) => ({ id: message.body.orderId }),
+      },
+    });
+    await superuser.query("INSERT INTO public.orders (order_id, status, shipped_count) VALUES ($1, 'new', 0)", [`held-${run}`]);
+    const holder = await superuser.connect();
+    await holder.query('BEGIN');
+    await holder.query('SELECT 1 FROM public.orders WHERE order_id = $1 FOR UPDATE', [`held-${run}`]);
+    const record = sqsRecord({ body: { orderId: `held-${run}` }, key: `held-${run}` });
+
+    // Act: the statement waits for the row lock inside PostgreSQL; the lock goes after the record failed.
+    const response = await handler({ Records: [record] }, lambdaContext() as never);
+    await holder.query('COMMIT');
+    holder.release();
+    await new Promise((resolve) => setTimeout(resolve, 300));
+
+    // Assess: failed, as a statement the server cancelled (its outcome known: nothing committed), and
+    // neither the claim nor the effect landed once the lock was gone.
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    const order = await superuser.query('SELECT status, shipped_count FROM public.orders WHERE order_id = $1', [`held-${run}`]);
+    expect(order.rows).toEqual([{ status: 'new', shipped_count: 0 }]);
+    expect((await superuser.query('SELECT 1 FROM inbox.consumed_message WHERE message_id = $1', [`held-${run}`])).rows).toEqual([]);
+    const failure = logger.lines.find((line) => line.message.startsWith('record failed'))!.extra[0] as { error: { message: string } };
+    expect(failure.error.message).toContain('canceling statement due to statement timeout');
   });
 
   it('refuses the consumer anything beyond its claims and its grants: no DROP, DELETE, DDL, other tables or roles', async () => {
