@@ -222,6 +222,9 @@ describe('database roles, signed in through the local Data API', () => {
     // Arrange: a consumer role whose sessions cancel a statement after 600 ms, under a 1 s call timeout.
     await roleResource(roleEvent('Create', { Role: ROLES.bounded, RoleSecretArn: SECRET.bounded, Label: 'consumer bounded', StatementTimeoutMs: '600' }));
     expect((await sessionAs(SECRET.bounded).execute('SHOW statement_timeout')).rows).toEqual([{ statement_timeout: '600ms' }]);
+    // A call cannot leave its pooled connection unbounded for the next one: each starts from the role's value.
+    await sessionAs(SECRET.bounded).execute("SELECT set_config('statement_timeout', '0', false)");
+    expect((await sessionAs(SECRET.bounded).execute('SHOW statement_timeout')).rows).toEqual([{ statement_timeout: '600ms' }]);
     const logger = recordingLogger();
     const handler = inbox<{ orderId: string }>({
       consumer: 'bounded',
