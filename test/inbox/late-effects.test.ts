@@ -48,10 +48,20 @@ function handlerFor(mode: Partial<InboxOptions<Order>>) {
   return { handler, failures };
 }
 
+/** Two ways to hold the effect's statement in the database past the call timeout, each released by `release()`. */
+const HOLDS = {
+  'a row lock': holdOrder,
+  "the local server's slow-statement fault": async (orderId: string) => {
+    await db.query("INSERT INTO public.orders (order_id, status, shipped_count) VALUES ($1, 'new', 0)", [orderId]);
+    db.server.faults.slowStatement({ ms: 3 * CALL_TIMEOUT_MS, match: (sql) => sql.startsWith('UPDATE public.orders') });
+    return { release: async () => db.server.faults.clear() };
+  },
+};
+
 describe('a statement held past the call timeout', () => {
-  it('inside a transaction: PostgreSQL cancels it before the client gives up, the record fails as a statement error, and its redelivery is not stuck behind the claim', async () => {
+  it.each(Object.keys(HOLDS) as (keyof typeof HOLDS)[])('inside a transaction (held by %s): PostgreSQL cancels it before the client gives up, the record fails as a statement error, and its redelivery is not stuck behind the claim', async (how) => {
     const { handler, failures } = handlerFor({ apply: async (tx, message) => void (await tx.execute(SHIP, { orderId: message.body.orderId })) });
-    const hold = await holdOrder('order-held');
+    const hold = await HOLDS[how]('order-held');
     const record = sqsRecord({ body: { orderId: 'order-held' } });
 
     const first = await handler({ Records: [record] }, lambdaContext());

@@ -218,7 +218,24 @@ describe('database roles, signed in through the local Data API', () => {
     ]);
   });
 
-  it('bounds a single statement on the server with the role\'s statement_timeout: held past the call timeout, it is cancelled and never lands later', async () => {
+  /** Two ways to hold a statement inside PostgreSQL past the call timeout, each ended by `release()`. */
+  const holds = {
+    'a row lock': async (orderId: string) => {
+      const holder = await superuser.connect();
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM public.orders WHERE order_id = $1 FOR UPDATE', [orderId]);
+      return async () => {
+        await holder.query('COMMIT');
+        holder.release();
+      };
+    },
+    "the local server's slow-statement fault": async () => {
+      server.faults.slowStatement({ ms: 1_500, match: (sql) => sql.includes('UPDATE public.orders') });
+      return async () => server.faults.clear();
+    },
+  };
+
+  it.each(Object.keys(holds) as (keyof typeof holds)[])("bounds a single statement on the server with the role's statement_timeout: held past the call timeout (by %s), it is cancelled and never lands later", async (how) => {
     // Arrange: a consumer role whose sessions cancel a statement after 600 ms, under a 1 s call timeout.
     await roleResource(roleEvent('Create', { Role: ROLES.bounded, RoleSecretArn: SECRET.bounded, Label: 'consumer bounded', StatementTimeoutMs: '600' }));
     expect((await sessionAs(SECRET.bounded).execute('SHOW statement_timeout')).rows).toEqual([{ statement_timeout: '600ms' }]);
@@ -237,24 +254,23 @@ describe('database roles, signed in through the local Data API', () => {
         params: (message) => ({ id: message.body.orderId }),
       },
     });
-    await superuser.query("INSERT INTO public.orders (order_id, status, shipped_count) VALUES ($1, 'new', 0)", [`held-${run}`]);
-    const holder = await superuser.connect();
-    await holder.query('BEGIN');
-    await holder.query('SELECT 1 FROM public.orders WHERE order_id = $1 FOR UPDATE', [`held-${run}`]);
-    const record = sqsRecord({ body: { orderId: `held-${run}` }, key: `held-${run}` });
+    const orderId = `held-${run}-${how.length}`;
+    await superuser.query("INSERT INTO public.orders (order_id, status, shipped_count) VALUES ($1, 'new', 0)", [orderId]);
+    const release = await holds[how](orderId);
+    const record = sqsRecord({ body: { orderId }, key: orderId });
 
-    // Act: the statement waits for the row lock inside PostgreSQL; the lock goes after the record failed.
+    // Act: the statement is held inside PostgreSQL; the hold ends after the record failed, and the
+    // statement, had it outlived its client, would then commit.
     const response = await handler({ Records: [record] }, lambdaContext() as never);
-    await holder.query('COMMIT');
-    holder.release();
-    await new Promise((resolve) => setTimeout(resolve, 300));
+    await release();
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
 
     // Assess: failed, as a statement the server cancelled (its outcome known: nothing committed), and
-    // neither the claim nor the effect landed once the lock was gone.
+    // neither the claim nor the effect landed once the hold was gone.
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
-    const order = await superuser.query('SELECT status, shipped_count FROM public.orders WHERE order_id = $1', [`held-${run}`]);
+    const order = await superuser.query('SELECT status, shipped_count FROM public.orders WHERE order_id = $1', [orderId]);
     expect(order.rows).toEqual([{ status: 'new', shipped_count: 0 }]);
-    expect((await superuser.query('SELECT 1 FROM inbox.consumed_message WHERE message_id = $1', [`held-${run}`])).rows).toEqual([]);
+    expect((await superuser.query('SELECT 1 FROM inbox.consumed_message WHERE message_id = $1', [orderId])).rows).toEqual([]);
     const failure = logger.lines.find((line) => line.message.startsWith('record failed'))!.extra[0] as { error: { message: string } };
     expect(failure.error.message).toContain('canceling statement due to statement timeout');
   });
