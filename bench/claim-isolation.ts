@@ -41,7 +41,10 @@ async function prepare(serverUrl: string, variant: Variant): Promise<string> {
     const tables = inboxTables();
     await owner.query('CREATE SCHEMA inbox');
     const migrations = INBOX_MIGRATIONS.migrations.filter((migration) => variant === 'scoped' || migration.version < 5);
-    for (const migration of migrations) for (const statement of migration.statements(tables)) await owner.query(statement);
+    for (const migration of migrations) {
+      const statements = typeof migration.statements === 'function' ? migration.statements(tables) : migration.statements;
+      for (const statement of statements) await owner.query(statement);
+    }
     // The neighbours: other consumers' claims in the same table, and their roles in role_scope.
     await owner.query(
       `INSERT INTO inbox.consumed_message (consumer_name, message_id, payload_sha256)

@@ -214,6 +214,15 @@ export interface InboxConsumerProps {
    */
   readonly databaseGrants?: readonly InboxTableGrant[] | undefined;
   /**
+   * PostgreSQL's `statement_timeout` for every session of the consumer's role: the server-side bound on one
+   * statement, which the Data API has no per-call setting for. Keep it below the handler's `callTimeoutMs`
+   * (10 s by default): a single-statement mode statement (`statement`, `statementBatch`) held on the server
+   * past the client's timeout would otherwise still commit after its record was reported failed (on a FIFO
+   * queue, possibly after the group's next message). The transaction modes bound their own statements too.
+   * @default Duration.seconds(8)
+   */
+  readonly databaseStatementTimeout?: Duration | undefined;
+  /**
    * Also allow `rds-data:BatchExecuteStatement`, for a handler that sends statements in batches. Off, the
    * function may call only what one transaction per record needs: BeginTransaction, ExecuteStatement,
    * CommitTransaction and RollbackTransaction.
@@ -365,6 +374,7 @@ export class InboxConsumer extends Construct {
       grants: props.databaseGrants ?? [],
       // Its claims are scoped to the name its handler claims under (INBOX_CONSUMER).
       consumerName: props.consumerName,
+      statementTimeout: props.databaseStatementTimeout ?? Duration.seconds(8),
     });
     this.dataApiActions = props.batchExecute === true ? [...TRANSACTION_ACTIONS, 'BatchExecuteStatement'] : TRANSACTION_ACTIONS;
 

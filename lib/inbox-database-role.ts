@@ -1,4 +1,5 @@
-import { CustomResource, Token, Validations } from 'aws-cdk-lib';
+import { CustomResource, Token, Tokenization, Validations } from 'aws-cdk-lib';
+import type { Duration } from 'aws-cdk-lib';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as rds from 'aws-cdk-lib/aws-rds';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
@@ -38,6 +39,13 @@ export interface InboxDatabaseRoleProps {
    * @default - not scoped (InboxConsumer passes its `consumerName`)
    */
   readonly consumerName?: string | undefined;
+  /**
+   * PostgreSQL's `statement_timeout` for every session of the role (`ALTER ROLE ... SET`), in whole
+   * milliseconds: the one server-side bound on an autocommit statement the Data API leaves. Keep it below
+   * the client's call timeout, so a statement held on the server is cancelled before the client gives up.
+   * @default - none (PostgreSQL's default: no limit beyond the Data API's own 45 s)
+   */
+  readonly statementTimeout?: Duration | undefined;
 }
 
 /**
@@ -74,6 +82,7 @@ export class InboxDatabaseRole extends Construct {
       ...grantProblems(grants),
       ...(props.purpose !== 'consumer' && grants.length > 0 ? [`the ${props.purpose} role takes no \`databaseGrants\`. Fix: remove them.`] : []),
       ...(props.purpose !== 'consumer' && props.consumerName !== undefined ? [`the ${props.purpose} role acts for no one consumer. Fix: remove \`consumerName\`.`] : []),
+      ...statementTimeoutProblems(props.statementTimeout),
     ];
     if (problems.length > 0) throw new Error(`${scope.node.path}:\n  - ${problems.join('\n  - ')}`);
     this.roleName = props.roleName;
@@ -98,6 +107,7 @@ export class InboxDatabaseRole extends Construct {
         // from it, so the roles hold only their own CONNECT. Someone else's database keeps PUBLIC as it is.
         PublicDefaults: props.database.masterUsername === undefined ? 'keep' : 'revoke',
         ...(props.consumerName === undefined ? {} : { Consumer: props.consumerName }),
+        ...(props.statementTimeout === undefined ? {} : { StatementTimeoutMs: Tokenization.stringifyNumber(props.statementTimeout.toMilliseconds()) }),
         // Reconciled again whenever the schema changes, so new inbox tables get their grants.
         SchemaFingerprint: props.database.migrationsFingerprint,
       },
@@ -154,4 +164,12 @@ export class InboxDatabaseRole extends Construct {
     }
     return violations;
   }
+}
+
+function statementTimeoutProblems(timeout: Duration | undefined): string[] {
+  if (timeout === undefined || timeout.isUnresolved()) return [];
+  const ms = timeout.toMilliseconds({ integral: false });
+  return Number.isInteger(ms) && ms >= 1
+    ? []
+    : [`the statement timeout is ${timeout.toHumanString()}; it must be a whole number of milliseconds >= 1, below the handler's callTimeoutMs. Fix: e.g. Duration.seconds(8).`];
 }

@@ -29,6 +29,15 @@ export interface RoleSpec {
    * @default - not scoped
    */
   readonly consumer?: string | undefined;
+  /**
+   * PostgreSQL's `statement_timeout` for every session of the role (`ALTER ROLE ... SET`), in milliseconds:
+   * the only server-side bound the Data API leaves for an autocommit statement (the single-statement
+   * modes), which it has no per-call setting for. Keep it below the consumer's `callTimeoutMs`, so a
+   * statement held on the server is cancelled before the client gives up on it and cannot commit later.
+   * Sessions opened before a change keep the value they started with.
+   * @default none: the role has no setting of its own (PostgreSQL's default, no limit; the Data API's own 45 s)
+   */
+  readonly statementTimeoutMs?: number | undefined;
 }
 
 /** What provisioning did, for the log: names and privileges only, never a password or its verifier. */
@@ -36,6 +45,8 @@ export interface RoleReport {
   readonly role: string;
   readonly created: boolean;
   readonly passwordSet: boolean;
+  /** The role's own statement_timeout in milliseconds, or null when it has none. */
+  readonly statementTimeoutMs: number | null;
   /** Every privilege the role holds now: `SELECT ON TABLE "inbox"."consumed_message"`. */
   readonly privileges: readonly string[];
   readonly granted: readonly string[];
@@ -138,6 +149,7 @@ export async function provisionRole(
     } else if (password !== undefined) {
       await roleCommand(tx, spec.role, scramSha256Verifier(password), 'ALTER');
     }
+    await roleCommand(tx, spec.role, String(spec.statementTimeoutMs ?? ''), spec.statementTimeoutMs === undefined ? 'RESET_TIMEOUT' : 'SET_TIMEOUT');
     const sequences = [...(await defaultSequences(tx, schema, tableName(tables.parked))), ...(await defaultSequences(tx, schema, tableName(tables.outbox)))];
     const access = await databaseAccess(tx, options.revokePublic === true);
     const desired = [...access.privileges, ...inboxPrivileges(spec.purpose, schema, tables, sequences), ...(await userPrivileges(tx, spec))];
@@ -148,6 +160,7 @@ export async function provisionRole(
       role: spec.role,
       created,
       passwordSet: password !== undefined,
+      statementTimeoutMs: spec.statementTimeoutMs ?? null,
       privileges: uniqueStatements(desired),
       granted,
       revoked,
@@ -197,6 +210,10 @@ export function checkSpec(spec: RoleSpec): void {
   }
   if (spec.consumer !== undefined && (spec.purpose !== 'consumer' || typeof spec.consumer !== 'string' || spec.consumer === '')) {
     throw new DatabaseRoleError(`role "${spec.role}": \`consumer\` names the consumer a consumer role acts for, a non-empty string; the ${spec.purpose} role takes none.`);
+  }
+  const timeout = spec.statementTimeoutMs;
+  if (timeout !== undefined && !(Number.isSafeInteger(timeout) && timeout >= 1)) {
+    throw new DatabaseRoleError(`role "${spec.role}": statementTimeoutMs must be a whole number of milliseconds >= 1, below the consumer's callTimeoutMs (e.g. 8000); got ${JSON.stringify(timeout)}.`);
   }
   if (spec.purpose !== 'consumer' && spec.grants.length > 0) {
     throw new DatabaseRoleError(`role "${spec.role}": the ${spec.purpose} role takes no grants beyond the inbox tables.`);
@@ -257,16 +274,19 @@ async function roleState(tx: Pick<Transaction, 'execute'>, role: string): Promis
 }
 
 /**
- * CREATE ROLE, ALTER ROLE ... PASSWORD and COMMENT ON ROLE take no bind parameters. The value travels as one,
+ * CREATE ROLE, ALTER ROLE (PASSWORD, SET) and COMMENT ON ROLE take no bind parameters. The value travels as one,
  * into a transaction-local setting, and a constant DO block formats it in: statement logs (log_statement = ddl)
  * show the DO block, never the verifier.
  */
-async function roleCommand(tx: Transaction, role: string, value: string, action: 'CREATE' | 'ALTER' | 'COMMENT'): Promise<void> {
+async function roleCommand(tx: Transaction, role: string, value: string, action: 'CREATE' | 'ALTER' | 'COMMENT' | 'SET_TIMEOUT' | 'RESET_TIMEOUT'): Promise<void> {
   await tx.execute("SELECT set_config('sqs_inbox.role', :role, true), set_config('sqs_inbox.value', :value, true)", { role, value });
   const command = {
     CREATE: "'CREATE ROLE %I WITH LOGIN NOINHERIT NOCREATEDB NOCREATEROLE PASSWORD %L'",
     ALTER: "'ALTER ROLE %I WITH LOGIN PASSWORD %L'",
     COMMENT: "'COMMENT ON ROLE %I IS %L'",
+    SET_TIMEOUT: "'ALTER ROLE %I SET statement_timeout = %L'",
+    // format() leaves an argument without a placeholder unused.
+    RESET_TIMEOUT: "'ALTER ROLE %I RESET statement_timeout'",
   }[action];
   await tx.execute(
     `DO $sqs_inbox$ BEGIN EXECUTE format(${command}, current_setting('sqs_inbox.role'), current_setting('sqs_inbox.value')); END $sqs_inbox$`,

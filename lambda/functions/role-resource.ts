@@ -32,6 +32,8 @@ export interface RoleResourceProperties {
   readonly PublicDefaults?: 'revoke' | 'keep';
   /** The consumer name a consumer role acts for: its claims and parked messages are scoped to it. */
   readonly Consumer?: string;
+  /** The role's statement_timeout in milliseconds (CloudFormation passes it as a string); none when absent. */
+  readonly StatementTimeoutMs?: string;
 }
 
 /** What the role custom resource needs besides the event. */
@@ -84,6 +86,7 @@ export function roleResourceHandler(dependencies: RoleResourceDependencies) {
         label: properties.Label ?? properties.Purpose,
         grants: parseGrants(properties.Grants),
         ...(properties.Consumer ? { consumer: properties.Consumer } : {}),
+        statementTimeoutMs: parseMilliseconds(properties.StatementTimeoutMs),
       },
       {
         ...(properties.Schema ? { schema: properties.Schema } : {}),
@@ -116,4 +119,11 @@ function parseGrants(text: string | undefined): RoleGrant[] {
   }
   if (!Array.isArray(parsed)) throw new InboxConfigError('Grants', 'must be a JSON array of { on, privileges }');
   return parsed as RoleGrant[];
+}
+
+function parseMilliseconds(text: string | number | undefined): number | undefined {
+  if (text === undefined || text === '') return undefined;
+  const ms = Number(text);
+  if (!Number.isSafeInteger(ms) || ms < 1) throw new InboxConfigError('StatementTimeoutMs', `must be a whole number of milliseconds >= 1, e.g. "8000"; got ${JSON.stringify(text)}`);
+  return ms;
 }

@@ -21,7 +21,10 @@ export const succeeded = (outcome: Outcome) =>
 export interface BatchPlan {
   /** Records of one lane (FIFO group, shard, partition) run in order, one at a time. */
   readonly ordered: boolean;
-  /** After a failure in an ordered batch: skip the rest of the lane, or every record not yet started. */
+  /**
+   * After a failure in an ordered batch: skip the rest of the lane (lanes run side by side), or stop the
+   * batch (its records run one at a time, in batch order, and none starts after a failure).
+   */
   readonly onFailure: 'skip-group' | 'stop-batch';
   /** Records (unordered) or lanes (ordered) in flight at once. */
   readonly concurrency: number;
@@ -40,7 +43,6 @@ export async function runBatch<R extends { readonly lane: string | undefined }>(
 ): Promise<Outcome[]> {
   // Stryker disable next-line ArrayDeclaration: every index of outcomes is assigned before it is returned, so its initial length does not matter
   const outcomes: (Outcome | undefined)[] = new Array(records.length);
-  let batchStopped = false;
 
   const start = async (index: number): Promise<Outcome> => {
     const record = records[index]!;
@@ -63,30 +65,34 @@ export async function runBatch<R extends { readonly lane: string | undefined }>(
 
   // Ordered: order within a lane is sacred. Once a record of lane L fails, every later record of L in this
   // batch is reported failed without running, or the event source would take them as done ahead of it.
-  const groups = new Map<string, number[]>();
-  records.forEach((record, index) => {
-    // Stryker disable next-line StringLiteral: the fallback lane name is only a Map key
-    const group = record.lane ?? '';
-    const members = groups.get(group) ?? [];
-    members.push(index);
-    groups.set(group, members);
-  });
-  await pool([...groups.values()], plan.concurrency, async (members) => {
-    let groupFailed = false;
+  // With stop-batch the whole batch is one lane, run in batch order: lanes side by side would start other
+  // groups' later records after a failure.
+  await pool(plan.onFailure === 'stop-batch' ? [records.map((_, index) => index)] : lanesOf(records), plan.concurrency, async (members) => {
+    let laneFailed = false;
     for (const index of members) {
-      if (groupFailed || batchStopped) {
+      if (laneFailed) {
         outcomes[index] = { kind: 'short-circuited' };
         continue;
       }
       const outcome = await start(index);
       outcomes[index] = outcome;
-      if (!succeeded(outcome)) {
-        groupFailed = true;
-        if (plan.onFailure === 'stop-batch') batchStopped = true;
-      }
+      laneFailed = !succeeded(outcome);
     }
   });
   return outcomes as Outcome[];
+}
+
+/** The indexes of each lane's records, in batch order, lanes in order of their first record. */
+function lanesOf(records: readonly { readonly lane: string | undefined }[]): number[][] {
+  const lanes = new Map<string, number[]>();
+  records.forEach((record, index) => {
+    // Stryker disable next-line StringLiteral: the fallback lane name is only a Map key
+    const lane = record.lane ?? '';
+    const members = lanes.get(lane) ?? [];
+    members.push(index);
+    lanes.set(lane, members);
+  });
+  return [...lanes.values()];
 }
 
 /** Runs `work` over `items` with at most `limit` in flight, starting them in order. */

@@ -19,7 +19,31 @@ export function claimSql(tables: InboxTables): string {
     )
     SELECT coalesce((SELECT claimed FROM claim), false) AS claimed,
            (SELECT payload_sha256 FROM ${tables.consumed}
-             WHERE consumer_name = :inbox_consumer AND message_id = :inbox_key) AS existing_sha256`;
+             WHERE consumer_name = :inbox_consumer AND message_id = :inbox_key) AS existing_sha256${BOUND_LATER_STATEMENTS}`;
+}
+
+/**
+ * The claim, the first statement of an inbox transaction, also bounds every later one (the effect, the
+ * outbox rows): `statement_timeout` for the rest of the transaction (`set_config(..., true)` is
+ * `SET LOCAL`), with no call of its own. A statement held on the server (a row lock, a slow plan) is then
+ * cancelled by PostgreSQL and answered as a statement error before the client's call timeout: the record
+ * fails unambiguously and its transaction rolls back at once, instead of holding the claim's row lock until
+ * the Data API's idle expiry. A select-list item runs once for the statement's single row (per row of a batch claim).
+ */
+const BOUND_LATER_STATEMENTS = `,
+           set_config('statement_timeout', :inbox_statement_timeout, true) AS inbox_statement_timeout`;
+
+/**
+ * How long PostgreSQL may run one statement of an inbox transaction: four fifths of the client's call
+ * timeout, which leaves the server time to cancel the statement and answer before the client gives up.
+ */
+export function serverStatementTimeoutMs(callTimeoutMs: number): number {
+  return Math.max(1, Math.floor((callTimeoutMs * 4) / 5));
+}
+
+/** The parameter of {@link claimSql} and {@link batchClaimSql} that bounds the transaction's later statements. */
+export function statementBound(callTimeoutMs: number): SqlParams {
+  return { inbox_statement_timeout: String(serverStatementTimeoutMs(callTimeoutMs)) };
 }
 
 /**
@@ -33,9 +57,12 @@ export function claimSql(tables: InboxTables): string {
 export function claimRidingSql(tables: InboxTables, userSql: string): string | undefined {
   const statement = userSql.replace(LEADING_COMMENTS, '');
   const keyword = /^[A-Za-z]+/.exec(statement)?.[0].toUpperCase();
+  // The source row also bounds the transaction's later statements, as the claim alone does (set_config
+  // runs once, for the one row; the carrying statement itself started under the old timeout).
   const claim = `inbox_claim AS (
       INSERT INTO ${tables.consumed} (consumer_name, message_id, payload_sha256)
-      VALUES (:inbox_consumer, :inbox_key, :inbox_sha256)
+      SELECT :inbox_consumer, :inbox_key, :inbox_sha256
+        FROM (SELECT set_config('statement_timeout', :inbox_statement_timeout, true)) AS inbox_bound
       RETURNING message_id
     )`;
   if (keyword === 'WITH') {
@@ -230,7 +257,7 @@ function batchVerdicts(tables: InboxTables, extra = ''): string {
 /** Batch transaction mode: claims every record of the batch in one statement, inside the batch's transaction. */
 export function batchClaimSql(tables: InboxTables): string {
   return `WITH ${batchInput(tables, 'position int, message_key text, sha256 text')}
-    ${batchVerdicts(tables)}`;
+    ${batchVerdicts(tables, BOUND_LATER_STATEMENTS)}`;
 }
 
 /** The columns the CTE `claimed` offers a batch statement. */

@@ -83,6 +83,27 @@ export class KeyCollisionError extends PermanentError {
   }
 }
 
+/**
+ * `parked.replay(id)` of a message parked for a key collision: another message's effect holds its key, so
+ * applying this body under that key would give one key two different effects. Thrown unless the replay
+ * asks for `{ collision: 'apply-under-new-key' }`; the message stays parked.
+ */
+export class ParkedCollisionError extends InboxError {
+  override name = 'ParkedCollisionError';
+  constructor(
+    /** The parked message's id. */
+    readonly id: number,
+    /** The key it shares with the message whose effect holds it. */
+    readonly key: string,
+  ) {
+    super(
+      `parked message ${id} collided with another message under key "${key}", whose effect holds the key: it was not replayed. ` +
+        'Fix the producer so each logical message gets its own key, then discard it (`sqs-inbox parked discard`); ' +
+        "or, if both messages must take effect, replay it with { collision: 'apply-under-new-key' }, which applies it under a key of its own.",
+    );
+  }
+}
+
 /** How a failed Data API call left things. */
 export type DataApiFailure =
   /** Aurora Serverless v2 is resuming from auto-pause; nothing ran. Retry after a short wait. */

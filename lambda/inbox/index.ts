@@ -20,6 +20,7 @@ export {
   KeyError,
   BodyTooLargeError,
   KeyCollisionError,
+  ParkedCollisionError,
   DataApiError,
   UnexpectedEventError,
   MigrationChangedError,
@@ -43,6 +44,7 @@ export type {
   ParkedStatus,
   ParkedRefusal,
   ReplayResult,
+  ReplayOptions,
   DiscardResult,
   ListParkedOptions,
 } from './parked.js';

@@ -99,6 +99,15 @@ export function payloadHash(body: string): Uint8Array {
   return createHash('sha256').update(body, 'utf8').digest();
 }
 
+/**
+ * The key a replayed key collision is applied under: its own key plus its body's hash, so that another
+ * parked copy of the same message finds it claimed and applies nothing, and its outbox sends get keys of
+ * their own (the colliding message's keys belong to the first message's sends).
+ */
+export function collisionKey(key: string, sha256: Uint8Array): string {
+  return `${key}@sha256:${hex(sha256)}`;
+}
+
 /** Hex form of a hash, for logs and errors. */
 export function hex(hash: Uint8Array | null | undefined): string {
   // Stryker disable next-line StringLiteral: never called without a hash: the stored hash is checked before a collision is built

@@ -163,7 +163,11 @@ export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
    * @default 'before-apply'
    */
   readonly claim?: ClaimPlacement | undefined;
-  /** Records (standard queue) or lanes (FIFO message groups, shards, partitions) in flight at once. @default 10 */
+  /**
+   * Records (standard queue) or lanes (FIFO message groups, shards, partitions) in flight at once. A FIFO
+   * batch with `fifo: { onFailure: 'stop-batch' }` runs one record at a time whatever this says.
+   * @default 10
+   */
   readonly concurrency?: number | undefined;
   /**
    * What happens to a record that fails with a {@link PermanentError} (a throw of yours, or a
@@ -226,7 +230,14 @@ export interface InboxOptions<Body = unknown> extends ConsumerOptions<Body, SQSR
    * @default 'auto'
    */
   readonly key?: KeyStrategy | undefined;
-  /** FIFO queues: what to do after a record fails. @default { onFailure: 'skip-group' } */
+  /**
+   * FIFO queues: what to do after a record fails. `skip-group`: report the rest of its message group in
+   * the batch failed, unstarted, while the other groups go on side by side. `stop-batch`: run the batch one
+   * record at a time, in batch order, and report every record after the failed one failed, unstarted,
+   * whatever its group; sequential, so in the per-record modes it takes the batch's summed latency
+   * (docs/fifo.md).
+   * @default { onFailure: 'skip-group' }
+   */
   readonly fifo?: { readonly onFailure?: 'skip-group' | 'stop-batch' | undefined } | undefined;
 }
 

@@ -5,7 +5,7 @@ import { described } from './option-checks.js';
 import { outboxKey } from './outbox/outbox-message.js';
 import { relayRows } from './outbox/relay.js';
 import type { OutboxTransport } from './outbox/relay.js';
-import { PARKED_COLUMNS, idArray, refusalFor, toParked } from './parked.js';
+import { PARKED_COLUMNS, idArray, isKeyCollision, refusalFor, toParked } from './parked.js';
 import type { ParkedMessage, ParkedRefusal } from './parked.js';
 import { inboxTables } from './schema.js';
 import type { InboxTables } from './schema.js';
@@ -242,10 +242,10 @@ export function planRedrive(parked: ParkedMessage, consumer: string, queueUrlOpt
       message: 'it was parked by a stream consumer (Kinesis, DynamoDB Streams or Kafka), which has no queue to send it back to: replay it (handler.parked.replay) once its cause is fixed, or discard it',
     };
   }
-  if (parked.key !== null && !parked.ownsClaim) {
+  if (isKeyCollision(parked)) {
     return {
       refusal: 'key-collision',
-      message: `it collided with another message under key "${parked.key}" and owns no claim: back on its queue it would collide again; discard it, or replay it if both must take effect`,
+      message: `it collided with another message under key "${parked.key}" and owns no claim: back on its queue it would collide again; discard it, or, if both must take effect, replay it with handler.parked.replay(id, { collision: 'apply-under-new-key' })`,
     };
   }
   let queueUrl = queueUrlOption;

@@ -1,5 +1,8 @@
+import { claimParams, claimSql, readClaim, statementBound } from './claim.js';
 import { DataApiSession } from './data-api.js';
 import type { DatabaseTarget, Transaction } from './data-api.js';
+import { ParkedCollisionError } from './errors.js';
+import { collisionKey, payloadHash } from './keys.js';
 import { inboxTables } from './schema.js';
 import type { InboxTables } from './schema.js';
 
@@ -92,14 +95,31 @@ export interface ParkedMessageReader {
   show(id: number): Promise<ParkedMessage | undefined>;
 }
 
+/** Options of {@link ParkedMessages.replay}. */
+export interface ReplayOptions {
+  /**
+   * What to do with a message parked for a key collision (a different message under a key whose effect
+   * is applied): `'refuse'` throws {@link ParkedCollisionError}, as `redriveParked` refuses it;
+   * `'apply-under-new-key'` claims a key of its own (its key and its body's hash, `<key>@sha256:<hex>`) in
+   * the replay's transaction and applies it under that key, so another parked copy of the same message
+   * applies nothing, and its outbox sends do not share the first message's keys.
+   * @default 'refuse'
+   */
+  readonly collision?: 'refuse' | 'apply-under-new-key' | undefined;
+}
+
 /** List and replay one consumer's parked messages: `handler.parked`. */
 export interface ParkedMessages extends ParkedMessageReader {
   /**
    * Applies a parked message's effect now (after its cause was fixed), in one transaction that also marks
    * it replayed: replaying twice, or a later redelivery, applies nothing more. A message redriven or
-   * discarded is not replayed. A throw rolls everything back and leaves the message parked.
+   * discarded is not replayed. A throw rolls everything back and leaves the message parked. A key
+   * collision is refused with {@link ParkedCollisionError} unless `options.collision` says otherwise.
+   * @example
+   * await handler.parked.replay(7); // 'replayed'
+   * await handler.parked.replay(8, { collision: 'apply-under-new-key' }); // both messages of key 8 take effect
    */
-  replay(id: number): Promise<ReplayResult>;
+  replay(id: number, options?: ReplayOptions): Promise<ReplayResult>;
 }
 
 /** What an operator does to parked messages besides replaying them: {@link parkedMessageStore}. */
@@ -180,7 +200,11 @@ export function parkedMessages(config: {
   const session = () => new DataApiSession(config.target, { callTimeoutMs: config.callTimeoutMs, resumeDelaysMs: [500, 1000, 2000, 4000, 8000] });
   return {
     ...reader(session, tables, consumer),
-    async replay(id) {
+    async replay(id, options = {}) {
+      const onCollision = options.collision ?? 'refuse';
+      if (onCollision !== 'refuse' && onCollision !== 'apply-under-new-key') {
+        throw new TypeError(`replay option "collision" must be 'refuse' or 'apply-under-new-key'; got ${JSON.stringify(onCollision)}`);
+      }
       const tx = await session().transaction();
       try {
         const { rows } = await tx.execute(
@@ -198,11 +222,20 @@ export function parkedMessages(config: {
           await tx.rollback();
           return refusal;
         }
-        // No claim is made here. A row that owns its key's claim is the only parked row for that key (a
-        // second message with the key was a duplicate, or a collision parked without the claim); a row
-        // without one has no key to claim, or collided with another message's key. Either way the
-        // effect runs once per parked row, which FOR UPDATE and replayed_at guard.
-        await config.replayEffect(tx, parked);
+        // A row that owns its key's claim is the only parked row for that key (a second message with the
+        // key was a duplicate, or a collision parked without the claim): its effect runs under its key,
+        // once, which FOR UPDATE and replayed_at guard. A row without a key has none to claim. A collision
+        // runs only when asked, under a key of its own that it claims here.
+        if (isKeyCollision(parked)) {
+          if (onCollision === 'refuse') throw new ParkedCollisionError(parked.id, parked.key!);
+          const sha256 = payloadHash(parked.body);
+          const key = collisionKey(parked.key!, sha256);
+          const claim = readClaim((await tx.execute(claimSql(tables), { ...claimParams(consumer, key, sha256), ...statementBound(config.callTimeoutMs) })).rows);
+          // Not claimed: another parked copy of this message was applied under that key already.
+          if (claim.claimed) await config.replayEffect(tx, { ...parked, key });
+        } else {
+          await config.replayEffect(tx, parked);
+        }
         await tx.execute(`UPDATE ${tables.parked} SET replayed_at = now() WHERE id = :id`, { id });
         await tx.commit();
         return 'replayed';
@@ -242,6 +275,14 @@ function reader(session: () => DataApiSession, tables: InboxTables, consumer: st
       return rows[0] ? toParked(rows[0]) : undefined;
     },
   };
+}
+
+/**
+ * A message parked because another message's effect holds its key: it has a key, and its parking made no
+ * claim. Neither a replay nor a redrive applies it under that key.
+ */
+export function isKeyCollision(parked: ParkedMessage): boolean {
+  return parked.key !== null && !parked.ownsClaim;
 }
 
 /** The decision taken on a parked message already, as the refusal of another one; undefined while it is parked. */

@@ -66,6 +66,31 @@ export interface ServerErrorFault {
   readonly select?: (() => boolean) | undefined;
 }
 
+/**
+ * A {@link Faults.slowStatement} fault: a statement takes longer in the database, as one waiting for a row
+ * lock or on a slow plan does. Unlike a latency fault, the time passes inside PostgreSQL, after the call
+ * reached it: the call goes on when its client has given up (a late effect, unless the database cancels
+ * it), and the session's `statement_timeout` bounds it.
+ *
+ * @example
+ * server.faults.slowStatement({ ms: 1500, match: (sql) => sql.includes('UPDATE public.orders') });
+ */
+export interface SlowStatementFault {
+  /**
+   * How much longer, in milliseconds: the server first runs `SELECT pg_sleep(...)` on the call's own
+   * connection (in its transaction, if it has one), a statement of its own that the session's
+   * `statement_timeout` cancels like any other. Cancelled, the call fails as that statement and the
+   * call's SQL does not run.
+   */
+  readonly ms: number;
+  /** Only calls of this operation. @default ExecuteStatement and BatchExecuteStatement */
+  readonly operation?: 'ExecuteStatement' | 'BatchExecuteStatement' | undefined;
+  /** Only calls whose SQL this accepts. @default every call */
+  readonly match?: ((sql: string) => boolean) | undefined;
+  /** How many matching calls are slowed; `Infinity` keeps the fault until `clear()`. @default 1 */
+  readonly count?: number | undefined;
+}
+
 const SERVER_ERRORS = {
   500: 'InternalServerErrorException',
   502: undefined, // a gateway's answer carries no error type
@@ -94,6 +119,7 @@ export class Faults {
   private drops: Array<{ operation?: Operation; match?: (sql: string) => boolean; select?: () => boolean; left: number }> = [];
   private serverErrors: Array<{ operation?: Operation; status: keyof typeof SERVER_ERRORS; select?: () => boolean; left: number }> = [];
   private pause: { resumeAfterMs: number; firstCallAt?: number } | undefined;
+  private slow: Array<{ ms: number; operation?: Operation; match?: (sql: string) => boolean; left: number }> = [];
 
   constructor(private readonly now: () => number = () => performance.now()) {}
 
@@ -137,8 +163,17 @@ export class Faults {
     this.serverErrors.push({ ...(fault.operation && { operation: fault.operation }), ...(fault.select && { select: fault.select }), status, left: fault.count });
   }
 
+  /** Makes the next `count` matching statements take `ms` longer inside the database (see {@link SlowStatementFault}). */
+  slowStatement(fault: SlowStatementFault): void {
+    if (!(fault.ms >= 0)) throw new RangeError(`slowStatement.ms must be a number of milliseconds >= 0, got ${fault.ms}.`);
+    const left = fault.count ?? 1;
+    if (!(left >= 1)) throw new RangeError(`slowStatement.count must be >= 1, got ${left}.`);
+    this.slow.push({ ms: fault.ms, ...(fault.operation && { operation: fault.operation }), ...(fault.match && { match: fault.match }), left });
+  }
+
   /** Removes every fault. */
   clear(): void {
+    this.slow = [];
     this.latencies = [];
     this.drops = [];
     this.serverErrors = [];
@@ -174,6 +209,16 @@ export class Faults {
       this.pause = undefined;
     }
     return undefined;
+  }
+
+  /** @internal How much longer this statement takes in the database; uses up a slow statement. */
+  slowdownFor(operation: Operation, sql: string | undefined): number {
+    if (sql === undefined || (operation !== 'ExecuteStatement' && operation !== 'BatchExecuteStatement')) return 0;
+    const fault = this.slow.find((slow) => (!slow.operation || slow.operation === operation) && (!slow.match || slow.match(sql)));
+    if (!fault) return 0;
+    fault.left -= 1;
+    if (fault.left === 0) this.slow.splice(this.slow.indexOf(fault), 1);
+    return fault.ms;
   }
 
   /** @internal Whether this call's response is to be dropped; uses up a dropped response. */

@@ -26,6 +26,8 @@ export interface OperationContext {
    * would keep the calls that end transactions (and free places) from running.
    */
   readonly reservedPlace?: (() => void) | undefined;
+  /** A slow-statement fault: this long inside the database (`pg_sleep` on the call's connection) before the call's SQL. */
+  readonly slowdownMs?: number | undefined;
 }
 
 /**
@@ -81,7 +83,7 @@ async function executeStatement(context: OperationContext, body: RequestBody, si
   if (transactionId) {
     return context.transactions.run(transactionId, secretArn, (transaction) => {
       assertSameDatabase(database, transaction.database);
-      const work = runStatement(transaction.client, bound).then((result) => {
+      const work = slowDown(context, transaction.client).then(() => runStatement(transaction.client, bound)).then((result) => {
         assertStillInTransaction(transaction.client, result.command, transactionId);
         return result;
       });
@@ -93,6 +95,7 @@ async function executeStatement(context: OperationContext, body: RequestBody, si
   }
   const name = database ?? context.defaultDatabase;
   const run = async (client: pg.PoolClient) => {
+    await slowDown(context, client);
     const result = await runStatement(client, bound);
     assertAutocommitEnded(client);
     return result;
@@ -117,6 +120,7 @@ async function batchExecuteStatement(context: OperationContext, body: RequestBod
   });
   // Every set must leave the transaction (the caller's, or the one around an autocommit batch) open.
   const runAll = async (client: pg.PoolClient, transactionId: string | undefined) => {
+    await slowDown(context, client);
     for (const statement of bound) {
       const result = await runStatement(client, statement);
       assertStillInTransaction(client, result.command, transactionId);
@@ -206,6 +210,15 @@ function checkCommon(context: OperationContext, body: RequestBody, operation: Op
   const credentials = context.secrets.resolve(secretArn);
   if (body.schema !== undefined && body.schema !== null) throw validation("The schema parameter isn't supported");
   return { sql, secretArn, credentials };
+}
+
+/**
+ * The slow-statement fault: time spent inside PostgreSQL before the call's SQL, as a statement of its own
+ * on the call's connection, so the session's statement_timeout cancels it as it would a slow statement.
+ */
+async function slowDown(context: OperationContext, client: pg.PoolClient): Promise<void> {
+  if (!context.slowdownMs) return;
+  await client.query('SELECT pg_sleep($1::float8 / 1000)', [context.slowdownMs]);
 }
 
 /** A statement inside a transaction left its block open; COMMIT or ROLLBACK in the SQL would end it. */

@@ -98,7 +98,7 @@ export interface DataApiServer {
   readonly secretArn: string;
   /** The default database (the one a call without `database` uses). */
   readonly database: string;
-  /** Fault injection: latency, auto-pause, dropped responses, 5xx. */
+  /** Fault injection: latency, auto-pause, dropped responses, 5xx, slow statements. */
   readonly faults: Faults;
   /** Calls received per operation. */
   readonly stats: Stats;
@@ -270,7 +270,9 @@ async function handle(request: IncomingMessage, response: ServerResponse, { cont
     if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
     const failure = faults.failureFor(operation, typeof body.transactionId === 'string' && body.transactionId.length > 0);
     if (failure) throw failure;
-    drop = faults.dropsResponse(operation, typeof body.sql === 'string' ? body.sql : undefined);
+    const sql = typeof body.sql === 'string' ? body.sql : undefined;
+    drop = faults.dropsResponse(operation, sql);
+    const slowdownMs = faults.slowdownFor(operation, sql);
     // A Begin takes its transaction place before its call place (see OperationContext.reservedPlace).
     const reservedPlace = operation === 'BeginTransaction' ? await context.transactions.reserve(caller.signal) : undefined;
     let admitted: () => void;
@@ -282,7 +284,7 @@ async function handle(request: IncomingMessage, response: ServerResponse, { cont
     }
     let text: string;
     try {
-      text = await OPERATIONS[operation]({ ...context, reservedPlace }, body, caller.signal);
+      text = await OPERATIONS[operation]({ ...context, reservedPlace, slowdownMs }, body, caller.signal);
     } finally {
       admitted();
     }

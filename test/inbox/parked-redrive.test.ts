@@ -1,6 +1,6 @@
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { inbox, kinesisInbox, parkedMessageStore, PermanentError, queueUrlFromArn, redriveParked } from '../../lambda/inbox/index.js';
+import { inbox, kinesisInbox, ParkedCollisionError, parkedMessageStore, PermanentError, queueUrlFromArn, redriveParked } from '../../lambda/inbox/index.js';
 import type { RedriveOptions } from '../../lambda/inbox/index.js';
 import { sqsOutbox, sweepOutbox } from '../../lambda/inbox/outbox/index.js';
 import { createProducer } from '../../lambda/inbox/producer.js';
@@ -235,7 +235,13 @@ describe('redriving a parked message', () => {
     await s.handler({ Records: [sqsRecord({ body: { orderId: 'another' }, key: `key-${orderId}` })] }, lambdaContext());
     const collided = (await s.handler.parked.list()).find((message) => message.errorClass === 'KeyCollisionError')!;
     expect(collided.ownsClaim).toBe(false);
-    expect((await redriveParked(s.options(), [collided.id]))[0]).toMatchObject({ status: 'refused', refusal: 'key-collision' });
+    expect((await redriveParked(s.options(), [collided.id]))[0]).toMatchObject({
+      status: 'refused',
+      refusal: 'key-collision',
+      message: expect.stringContaining("replay it with handler.parked.replay(id, { collision: 'apply-under-new-key' })"),
+    });
+    // One rule for both: the replay refuses it too, unless told how to apply it.
+    await expect(s.handler.parked.replay(collided.id)).rejects.toThrow(ParkedCollisionError);
     expect(await claims(s.consumer, `key-${orderId}`)).toBe(1);
   });
 

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inbox, PermanentError } from '../../lambda/inbox/index.js';
+import { inbox, ParkedCollisionError, PermanentError, payloadHash } from '../../lambda/inbox/index.js';
+import type { InboxOptions } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 import type { GatedStatement, InboxMessage } from '../../lambda/inbox/index.js';
@@ -18,12 +19,7 @@ type Order = { orderId: string };
  */
 function parkingUntilFixed(consumer: string, statement: (message: InboxMessage<Order>) => GatedStatement) {
   let strict = true;
-  const handler = inbox<Order>({
-    consumer,
-    database: db.target,
-    logger: recordingLogger(),
-    metrics: recordingMetrics(),
-    onPermanentError: 'park',
+  const handler = parking(consumer, {
     parse: (body) => {
       if (strict) throw new Error('unknown schema version');
       return JSON.parse(body);
@@ -31,6 +27,11 @@ function parkingUntilFixed(consumer: string, statement: (message: InboxMessage<O
     statement,
   });
   return { handler, fix: () => void (strict = false), fixed: () => !strict };
+}
+
+/** A handler of `consumer` that parks permanent errors, in the mode `options` names. */
+function parking(consumer: string, options: Partial<InboxOptions<Order>>) {
+  return inbox<Order>({ consumer, database: db.target, logger: recordingLogger(), metrics: recordingMetrics(), onPermanentError: 'park', ...options } as InboxOptions<Order>);
 }
 
 describe('parked messages', () => {
@@ -211,5 +212,71 @@ describe('parked messages', () => {
         },
       },
     ]);
+  });
+});
+
+// Ships an order and records the key it was applied under, in each per-record mode.
+const SHIP_UNDER_KEY = `INSERT INTO public.orders (order_id, status, shipped_count, last_key) VALUES (:orderId, 'shipped', 1, :key)
+  ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1, last_key = excluded.last_key`;
+const COLLISION_MODES: Record<string, Partial<InboxOptions<Order>>> = {
+  apply: { apply: async (tx, message) => void (await tx.execute(SHIP_UNDER_KEY, { orderId: message.body.orderId, key: message.key })) },
+  statement: {
+    statement: {
+      sql: `INSERT INTO public.orders (order_id, status, shipped_count, last_key) SELECT :orderId, 'shipped', 1, message_id FROM claimed
+            ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1, last_key = excluded.last_key`,
+      params: (message: InboxMessage<Order>) => ({ orderId: message.body.orderId }),
+    },
+  },
+};
+
+describe('replaying a key collision', () => {
+  let run = 0;
+  /** Message one takes effect under `key`; message two, another body under the same key, is parked as a collision. */
+  async function collided(mode: string) {
+    const consumer = `collision-${mode}-${run++}`;
+    const key = `${consumer}-key`;
+    const handler = parking(consumer, COLLISION_MODES[mode]!);
+    const second = () => sqsRecord({ body: { orderId: `${consumer}-2` }, key });
+    await handler({ Records: [sqsRecord({ body: { orderId: `${consumer}-1` }, key })] }, lambdaContext());
+    expect(await handler({ Records: [second()] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+    const [parked] = await handler.parked.list();
+    expect(parked).toMatchObject({ errorClass: 'KeyCollisionError', key, ownsClaim: false });
+    const shipped = async () => db.query('SELECT order_id, shipped_count, last_key FROM public.orders WHERE order_id LIKE $1 ORDER BY order_id', [`${consumer}-%`]);
+    return { handler, consumer, key, parked: parked!, second, shipped };
+  }
+
+  it.each(Object.keys(COLLISION_MODES))('%s: is refused by default, with the fix, and the message stays parked (as redriveParked refuses it)', async (mode) => {
+    const { handler, consumer, key, parked, shipped } = await collided(mode);
+    const refusal = handler.parked.replay(parked.id);
+    await expect(refusal).rejects.toThrow(ParkedCollisionError);
+    await expect(handler.parked.replay(parked.id)).rejects.toThrow("replay it with { collision: 'apply-under-new-key' }");
+    expect(await shipped()).toEqual([{ order_id: `${consumer}-1`, shipped_count: 1, last_key: key }]);
+    expect((await handler.parked.list()).map((message) => message.id)).toEqual([parked.id]);
+  });
+
+  it.each(Object.keys(COLLISION_MODES))("%s: with { collision: 'apply-under-new-key' } applies it once, under its key and body hash; a parked copy of it then applies nothing", async (mode) => {
+    const { handler, consumer, key, parked, second, shipped } = await collided(mode);
+    const ownKey = `${key}@sha256:${Buffer.from(payloadHash(parked.body)).toString('hex')}`;
+    expect(await handler.parked.replay(parked.id, { collision: 'apply-under-new-key' })).toBe('replayed');
+    const both = [
+      { order_id: `${consumer}-1`, shipped_count: 1, last_key: key },
+      { order_id: `${consumer}-2`, shipped_count: 1, last_key: ownKey },
+    ];
+    expect(await shipped()).toEqual(both);
+    const claims = await db.query('SELECT message_id FROM inbox.consumed_message WHERE consumer_name = $1 ORDER BY message_id', [consumer]);
+    expect(claims.map((claim) => claim.message_id)).toEqual([key, ownKey]);
+    // The producer sends the second message again: it collides and parks again, and its replay finds its
+    // own key claimed.
+    expect(await handler({ Records: [second()] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+    const [copy] = await handler.parked.list();
+    expect(copy).toMatchObject({ errorClass: 'KeyCollisionError', key });
+    expect(await handler.parked.replay(copy!.id, { collision: 'apply-under-new-key' })).toBe('replayed');
+    expect(await shipped()).toEqual(both);
+    expect(await handler.parked.list()).toEqual([]);
+  });
+
+  it('refuses an unknown collision choice, naming the two', async () => {
+    const { handler, parked } = await collided('apply');
+    await expect(handler.parked.replay(parked.id, { collision: 'apply' as never })).rejects.toThrow("must be 'refuse' or 'apply-under-new-key'");
   });
 });

@@ -14,9 +14,9 @@ import { dataApiClient, lambdaContext, recordingLogger, recordingMetrics, sqsRec
 
 // Roles are per PostgreSQL server, which test files share: every name here is unique to this run.
 const run = randomBytes(3).toString('hex');
-const ROLES = { bystander: `bystander_${run}`, admin: `inbox_admin_${run}`, consumer: `inbox_consumer_orders_${run}`, purge: `inbox_purge_${run}`, outbox: `inbox_outbox_${run}`, credits: `inbox_consumer_credits_${run}`, foreign: `someone_${run}` };
+const ROLES = { bystander: `bystander_${run}`, admin: `inbox_admin_${run}`, consumer: `inbox_consumer_orders_${run}`, purge: `inbox_purge_${run}`, outbox: `inbox_outbox_${run}`, credits: `inbox_consumer_credits_${run}`, foreign: `someone_${run}`, bounded: `inbox_bounded_${run}` };
 const ARN = (name: string) => `arn:aws:secretsmanager:us-east-1:123456789012:secret:${name}-${run}`;
-const SECRET = { admin: ARN('admin'), consumer: ARN('consumer'), purge: ARN('purge'), outbox: ARN('outbox'), credits: ARN('credits'), previous: ARN('previous') };
+const SECRET = { admin: ARN('admin'), consumer: ARN('consumer'), purge: ARN('purge'), outbox: ARN('outbox'), credits: ARN('credits'), previous: ARN('previous'), bounded: ARN('bounded') };
 // As Secrets Manager generates them: printable ASCII.
 const PASSWORD = {
   admin: randomBytes(18).toString('base64'),
@@ -24,6 +24,7 @@ const PASSWORD = {
   purge: randomBytes(18).toString('base64'),
   outbox: randomBytes(18).toString('base64'),
   credits: randomBytes(18).toString('base64'),
+  bounded: randomBytes(18).toString('base64'),
 };
 const ORDERS_GRANT = JSON.stringify([{ on: 'public.orders', privileges: ['SELECT', 'INSERT', 'UPDATE'] }]);
 
@@ -33,6 +34,7 @@ const secretsManager: Record<string, DatabaseCredentials> = {
   [SECRET.purge]: { username: ROLES.purge, password: PASSWORD.purge },
   [SECRET.outbox]: { username: ROLES.outbox, password: PASSWORD.outbox },
   [SECRET.credits]: { username: ROLES.credits, password: PASSWORD.credits },
+  [SECRET.bounded]: { username: ROLES.bounded, password: PASSWORD.bounded },
 };
 
 let server: DataApiServer;
@@ -136,6 +138,7 @@ describe('database roles, signed in through the local Data API', () => {
         [SECRET.purge]: secretsManager[SECRET.purge]!,
         [SECRET.outbox]: secretsManager[SECRET.outbox]!,
         [SECRET.credits]: secretsManager[SECRET.credits]!,
+        [SECRET.bounded]: secretsManager[SECRET.bounded]!,
       },
     });
     client = dataApiClient(server);
@@ -224,6 +227,63 @@ describe('database roles, signed in through the local Data API', () => {
       { order_id: 'order-1', shipped_count: 1 },
       { order_id: 'order-2', shipped_count: 1 },
     ]);
+  });
+
+  /** Two ways to hold a statement inside PostgreSQL past the call timeout, each ended by `release()`. */
+  const holds = {
+    'a row lock': async (orderId: string) => {
+      const holder = await superuser.connect();
+      await holder.query('BEGIN');
+      await holder.query('SELECT 1 FROM public.orders WHERE order_id = $1 FOR UPDATE', [orderId]);
+      return async () => {
+        await holder.query('COMMIT');
+        holder.release();
+      };
+    },
+    "the local server's slow-statement fault": async () => {
+      server.faults.slowStatement({ ms: 1_500, match: (sql) => sql.includes('UPDATE public.orders') });
+      return async () => server.faults.clear();
+    },
+  };
+
+  it.each(Object.keys(holds) as (keyof typeof holds)[])("bounds a single statement on the server with the role's statement_timeout: held past the call timeout (by %s), it is cancelled and never lands later", async (how) => {
+    // Arrange: a consumer role whose sessions cancel a statement after 600 ms, under a 1 s call timeout.
+    await roleResource(roleEvent('Create', { Role: ROLES.bounded, RoleSecretArn: SECRET.bounded, Label: 'consumer bounded', StatementTimeoutMs: '600', Consumer: 'bounded' }));
+    expect((await sessionAs(SECRET.bounded).execute('SHOW statement_timeout')).rows).toEqual([{ statement_timeout: '600ms' }]);
+    // A call cannot leave its pooled connection unbounded for the next one: each starts from the role's value.
+    await sessionAs(SECRET.bounded).execute("SELECT set_config('statement_timeout', '0', false)");
+    expect((await sessionAs(SECRET.bounded).execute('SHOW statement_timeout')).rows).toEqual([{ statement_timeout: '600ms' }]);
+    const logger = recordingLogger();
+    const handler = inbox<{ orderId: string }>({
+      consumer: 'bounded',
+      database: { resourceArn: server.resourceArn, secretArn: SECRET.bounded, database: server.database, client },
+      callTimeoutMs: 1_000,
+      logger,
+      metrics: recordingMetrics(),
+      statement: {
+        sql: "UPDATE public.orders SET status = 'shipped', shipped_count = shipped_count + 1 WHERE order_id = :id AND EXISTS (SELECT 1 FROM claimed)",
+        params: (message) => ({ id: message.body.orderId }),
+      },
+    });
+    const orderId = `held-${run}-${how.length}`;
+    await superuser.query("INSERT INTO public.orders (order_id, status, shipped_count) VALUES ($1, 'new', 0)", [orderId]);
+    const release = await holds[how](orderId);
+    const record = sqsRecord({ body: { orderId }, key: orderId });
+
+    // Act: the statement is held inside PostgreSQL; the hold ends after the record failed, and the
+    // statement, had it outlived its client, would then commit.
+    const response = await handler({ Records: [record] }, lambdaContext() as never);
+    await release();
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+
+    // Assess: failed, as a statement the server cancelled (its outcome known: nothing committed), and
+    // neither the claim nor the effect landed once the hold was gone.
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    const order = await superuser.query('SELECT status, shipped_count FROM public.orders WHERE order_id = $1', [orderId]);
+    expect(order.rows).toEqual([{ status: 'new', shipped_count: 0 }]);
+    expect((await superuser.query('SELECT 1 FROM inbox.consumed_message WHERE message_id = $1', [orderId])).rows).toEqual([]);
+    const failure = logger.lines.find((line) => line.message.startsWith('record failed'))!.extra[0] as { error: { message: string } };
+    expect(failure.error.message).toContain('canceling statement due to statement timeout');
   });
 
   it('refuses the consumer anything beyond its claims and its grants: no DROP, DELETE, DDL, other tables or roles', async () => {

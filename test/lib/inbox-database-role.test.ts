@@ -1,4 +1,4 @@
-import { Validations } from 'aws-cdk-lib';
+import { Duration, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as rds from 'aws-cdk-lib/aws-rds';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
@@ -71,6 +71,17 @@ describe('InboxDatabaseRole (through InboxConsumer and InboxCleanup)', () => {
       Properties: Match.objectLike({ Environment: { Variables: Match.objectLike({ INBOX_CONSUMER: 'Order.Worker-2' }) } }),
       DependsOn: Match.arrayWith([stack.getLogicalId(consumer.databaseRole.resource.node.defaultChild as never)]),
     });
+  });
+
+  it("bounds the consumer role's statements below the handler's default call timeout (8 s), or as `databaseStatementTimeout` says; the purge's role not at all", () => {
+    const roles = (template: Template) =>
+      Object.values(template.findResources('Custom::InboxDatabaseRole')).map((r) => (r as { Properties: Record<string, unknown> }).Properties);
+    const [consumer, purge] = ['consumer', 'purge'].map((purpose) => roles(consumerStack().template).find((p) => p.Purpose === purpose)!);
+    expect(consumer!.StatementTimeoutMs).toBe('8000');
+    expect(purge!).not.toHaveProperty('StatementTimeoutMs');
+    const custom = roles(consumerStack({ databaseStatementTimeout: Duration.millis(2500) }).template).find((p) => p.Purpose === 'consumer')!;
+    expect(custom.StatementTimeoutMs).toBe('2500');
+    expect(() => consumerStack({ databaseStatementTimeout: Duration.millis(0) })).toThrow(/whole number of milliseconds >= 1/);
   });
 
   it('lets each secret be read by its own function and by the migration function that sets its password, no one else', () => {

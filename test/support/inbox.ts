@@ -13,6 +13,8 @@ export interface InboxFixture {
   readonly server: DataApiServer;
   readonly target: DatabaseTarget;
   readonly session: DataApiSession;
+  /** The database's PostgreSQL URL, for connections of a test's own beside the Data API. */
+  readonly url: string;
   /** Runs SQL directly on PostgreSQL, beside the Data API, for assertions and setup. */
   query<Row extends Record<string, unknown> = Record<string, any>>(sql: string, params?: unknown[]): Promise<Row[]>;
   close(): Promise<void>;
@@ -41,6 +43,7 @@ export async function inboxFixture(label: string, options: Parameters<typeof sta
     server,
     target,
     session,
+    url,
     query: async (sql, params) => (await pool.query(sql, params)).rows,
     close: async () => {
       client.destroy();

@@ -1,4 +1,4 @@
-import { runBatch } from '../batch.js';
+import { runBatch, succeeded } from '../batch.js';
 import type { BatchPlan, Outcome } from '../batch.js';
 import { sameHash } from '../claim.js';
 import type { DataApiSession } from '../data-api.js';
@@ -53,6 +53,7 @@ export class BatchModeRunner<Body, Raw = unknown> {
       alone(others),
       this.runSet(members, plan, session, tally, outcomes, alone),
     ]);
+    if (plan.ordered && plan.onFailure === 'stop-batch') stopAfterFirstFailure(outcomes, others);
     return outcomes;
   }
 
@@ -105,7 +106,7 @@ export class BatchModeRunner<Body, Raw = unknown> {
     let claimed: boolean[];
     let sent: number[] = [];
     try {
-      const claims = await claimSet(tx, this.tables, this.options.consumer, set);
+      const claims = await claimSet(tx, this.tables, this.options.consumer, set, this.options.callTimeoutMs);
       // A duplicate whose stored hash differs, or cannot be read yet, is settled alone: a collision must
       // not let the rest of its group be applied ahead of it.
       if (claims.some((claim, index) => !claim.claimed && (claim.existingSha256 === null || !sameHash(claim.existingSha256, set[index]!.sha256)))) {
@@ -138,6 +139,17 @@ export class BatchModeRunner<Body, Raw = unknown> {
     }
     return claimed.map((wasClaimed) => (wasClaimed ? { kind: 'processed' } : { kind: 'duplicate' }));
   }
+}
+
+/**
+ * stop-batch beside a set: the records that did not join it are known duplicates (any other keeps the whole
+ * batch out of the set), settled without a call while the set ran. One after the batch's first failure is
+ * reported failed, as the one-at-a-time runner would have left it unstarted.
+ */
+function stopAfterFirstFailure(outcomes: Outcome[], others: readonly PreparedRecord<unknown>[]): void {
+  const first = outcomes.findIndex((outcome) => !succeeded(outcome));
+  if (first === -1) return;
+  for (const p of others) if (p.index > first) outcomes[p.index] = { kind: 'short-circuited' };
 }
 
 /**

@@ -1,5 +1,5 @@
 import type { Outcome } from '../batch.js';
-import { checkGatedStatement, claimParams, gatedSql, parkSql, readClaim, replayBatchGatedSql, replayGatedSql, sameHash, storedHashSql } from '../claim.js';
+import { checkGatedStatement, claimParams, gatedSql, parkSql, readClaim, replayBatchGatedSql, replayGatedSql, sameHash, statementBound, storedHashSql } from '../claim.js';
 import type { ClaimOutcome } from '../claim.js';
 import type { DataApiSession, Transaction } from '../data-api.js';
 import { KeyCollisionError, PermanentError } from '../errors.js';
@@ -140,7 +140,8 @@ export class RecordConsumer<Body, Raw = unknown> {
   ): Promise<ClaimVerdict> {
     const tx = await session.transaction();
     const writer = new OutboxWriter(this.outbox, message);
-    const claim = new RecordClaim(tx, this.tables, claimParams(this.options.consumer, message.key, sha256), this.options.claim);
+    const params = { ...claimParams(this.options.consumer, message.key, sha256), ...statementBound(this.options.callTimeoutMs) };
+    const claim = new RecordClaim(tx, this.tables, params, this.options.claim);
     let claimed = false;
     let sent: number[] = [];
     try {

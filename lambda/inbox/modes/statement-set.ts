@@ -1,4 +1,4 @@
-import { batchClaimSql, batchGatedSql, checkGatedStatement, readBatchClaims } from '../claim.js';
+import { batchClaimSql, batchGatedSql, checkGatedStatement, readBatchClaims, statementBound } from '../claim.js';
 import type { BatchClaimOutcome } from '../claim.js';
 import type { DataApiSession, Transaction } from '../data-api.js';
 import { hex } from '../keys.js';
@@ -48,14 +48,19 @@ export async function statementSet<Body, Raw>(
   return readBatchClaims(rows);
 }
 
-/** Batch transaction mode: claims every member in one statement inside `tx`. Returns each member's claim, in member order. */
+/**
+ * Batch transaction mode: claims every member in one statement inside `tx`, bounding the transaction's later
+ * statements below `callTimeoutMs`. Returns each member's claim, in member order.
+ */
 export async function claimSet(
   tx: Transaction,
   tables: Parameters<typeof batchClaimSql>[0],
   consumer: string,
   members: readonly SetMember<unknown, unknown>[],
+  callTimeoutMs: number,
 ): Promise<BatchClaimOutcome[]> {
   const { rows } = await tx.execute(batchClaimSql(tables), {
+    ...statementBound(callTimeoutMs),
     inbox_consumer: consumer,
     inbox_batch: members.map((member, position) => ({ position, message_key: member.message.key, sha256: hex(member.sha256) })),
   });

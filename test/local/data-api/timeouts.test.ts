@@ -1,4 +1,4 @@
-import { DatabaseErrorException, StatementTimeoutException } from '@aws-sdk/client-rds-data';
+import { DatabaseErrorException, ExecuteStatementCommand, StatementTimeoutException } from '@aws-sdk/client-rds-data';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rejectionOf, startHarness, type Harness } from './harness.js';
 
@@ -58,5 +58,49 @@ describe('local Data API: statement timeout', () => {
     expect(error).toBeInstanceOf(StatementTimeoutException);
     await sleep(100);
     expect(await exists('b1')).toBe(false);
+  });
+});
+
+describe('local Data API: the slow-statement fault', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness('slow_statements');
+    await h.execute('CREATE TABLE held (id text PRIMARY KEY)');
+  });
+  afterAll(async () => h?.close());
+  const exists = async (id: string) => (await h.direct.query('SELECT 1 FROM held WHERE id = $1', [id])).rowCount === 1;
+  /** Sends the statement and gives up on it after `ms`, as a client with a call timeout does. */
+  const giveUpAfter = (ms: number, sql: string) =>
+    rejectionOf(
+      h.client.send(new ExecuteStatementCommand({ resourceArn: h.server.resourceArn, secretArn: h.server.secretArn, sql }), { abortSignal: AbortSignal.timeout(ms) }),
+    );
+
+  it('holds a matching statement inside the database, where it goes on after its client gave up: a late effect', async () => {
+    h.server.faults.slowStatement({ ms: 400, match: (sql) => sql.includes("'late'") });
+    expect((await giveUpAfter(100, "INSERT INTO held VALUES ('late')")).name).toBe('AbortError');
+    expect(await exists('late')).toBe(false);
+    await sleep(500);
+    expect(await exists('late')).toBe(true);
+    // Used up: the next statement runs at once.
+    const started = Date.now();
+    await h.execute("INSERT INTO held VALUES ('late-2')");
+    expect(Date.now() - started).toBeLessThan(300);
+  });
+
+  it("is bounded by the session's statement_timeout: cancelled, the call fails as a statement error and its SQL never runs", async () => {
+    h.server.faults.slowStatement({ ms: 400, match: (sql) => sql.includes("'bounded'") });
+    const transactionId = await h.begin();
+    await h.execute("SELECT set_config('statement_timeout', '100', true)", undefined, { transactionId });
+    const error = await rejectionOf(h.execute("INSERT INTO held VALUES ('bounded')", undefined, { transactionId }));
+    expect(error).toBeInstanceOf(DatabaseErrorException);
+    expect(error.message).toContain('canceling statement due to statement timeout');
+    await h.rollback(transactionId);
+    await sleep(400);
+    expect(await exists('bounded')).toBe(false);
+  });
+
+  it('refuses a negative delay or count, naming the field', () => {
+    expect(() => h.server.faults.slowStatement({ ms: -1 })).toThrow('slowStatement.ms must be a number of milliseconds >= 0');
+    expect(() => h.server.faults.slowStatement({ ms: 1, count: 0 })).toThrow('slowStatement.count must be >= 1');
   });
 });
