@@ -61,7 +61,7 @@ export async function markKnownClaims(
   const candidates = records.filter((prepared) => prepared.error === undefined);
   if (candidates.length === 0) return;
   const keys = [...new Set(candidates.map((prepared) => prepared.key!))];
-  const { rows } = await session.execute(knownClaimsSql(tables), { inbox_consumer: consumer, inbox_keys: keys });
+  const { rows } = await session.executeIdempotent(knownClaimsSql(tables), { inbox_consumer: consumer, inbox_keys: keys });
   const stored = new Map(rows.map((row) => [row.message_key as string, (row.existing_sha256 as Uint8Array | null | undefined) ?? null]));
   for (const prepared of candidates) {
     if (!stored.has(prepared.key!)) continue;

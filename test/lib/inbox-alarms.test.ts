@@ -30,7 +30,7 @@ function consumerRuntimeMetrics(): Set<string> {
   };
   publishSummary(recording, {
     records: 1, processed: 1, duplicates: 0, collisions: 0, parked: 0, failures: 0, shortCircuited: 0,
-    deferredByDeadline: 0, resumeRetries: 0, outboxSent: 0, outboxDeferred: 0, recordLatenciesMs: [5], batchLatencyMs: 7, failedMessageIds: [],
+    deferredByDeadline: 0, resumeRetries: 0, batchSets: 0, batchFallbacks: 0, outboxSent: 0, outboxDeferred: 0, recordLatenciesMs: [5], batchLatencyMs: 7, failedMessageIds: [],
   }, 'sqs');
   return names;
 }

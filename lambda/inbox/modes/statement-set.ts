@@ -1,8 +1,9 @@
 import { batchClaimSql, batchGatedSql, checkGatedStatement, readBatchClaims } from '../claim.js';
 import type { BatchClaimOutcome } from '../claim.js';
-import type { DataApiSession, Transaction } from '../data-api.js';
+import type { DataApiSession, SqlParams, Transaction } from '../data-api.js';
 import { hex } from '../keys.js';
 import type { InboxMessage, ResolvedMode } from '../options.js';
+import { fittingRuns, statementBytes } from '../request-size.js';
 
 /** A message of a claimed set, with its body hash. */
 export interface SetMember<Body, Raw = unknown> {
@@ -36,28 +37,66 @@ export async function statementSet<Body, Raw>(
   members: readonly SetMember<Body, Raw>[],
   strict: boolean,
 ): Promise<BatchClaimOutcome[]> {
-  const params = mode.params(members.map((member) => member.message));
-  // Stryker disable next-line StringLiteral: the statement was checked at cold start, so this check never throws
-  const userSql = checkGatedStatement(mode.sql, params, 'statementBatch.sql');
-  const { rows } = await session.execute(batchGatedSql(tables, userSql), {
-    ...params,
-    inbox_consumer: consumer,
-    inbox_batch: members.map((member, position) => batchInputRow(member.message, member.sha256, position)),
-    inbox_strict: strict,
-  });
+  const { sql, params } = setStatement(tables, consumer, mode, members, strict);
+  const { rows } = await session.executeIdempotent(sql, params);
   return readBatchClaims(rows);
 }
 
-/** Batch transaction mode: claims every member in one statement inside `tx`. Returns each member's claim, in member order. */
+/**
+ * The bytes the statement of {@link statementSet} takes in its request, for the members to be split into
+ * runs that each fit (4 MiB): ten 1 MiB bodies in one statement would be refused, and every record would
+ * then run alone.
+ */
+export function statementSetBytes<Body, Raw>(
+  tables: Parameters<typeof batchGatedSql>[0],
+  consumer: string,
+  mode: Extract<ResolvedMode<Body, Raw>, { kind: 'batch-statement' }>,
+  members: readonly SetMember<Body, Raw>[],
+): number {
+  const { sql, params } = setStatement(tables, consumer, mode, members, true);
+  return statementBytes(sql, params);
+}
+
+function setStatement<Body, Raw>(
+  tables: Parameters<typeof batchGatedSql>[0],
+  consumer: string,
+  mode: Extract<ResolvedMode<Body, Raw>, { kind: 'batch-statement' }>,
+  members: readonly SetMember<Body, Raw>[],
+  strict: boolean,
+): { sql: string; params: SqlParams } {
+  const params = mode.params(members.map((member) => member.message));
+  // Stryker disable next-line StringLiteral: the statement was checked at cold start, so this check never throws
+  const userSql = checkGatedStatement(mode.sql, params, 'statementBatch.sql');
+  return {
+    sql: batchGatedSql(tables, userSql),
+    params: {
+      ...params,
+      inbox_consumer: consumer,
+      inbox_batch: members.map((member, position) => batchInputRow(member.message, member.sha256, position)),
+      inbox_strict: strict,
+    },
+  };
+}
+
+/**
+ * Batch transaction mode: claims every member inside `tx`, in one statement, or in one per run of members
+ * when their keys would not fit in one request. Returns each member's claim, in member order.
+ */
 export async function claimSet(
   tx: Transaction,
   tables: Parameters<typeof batchClaimSql>[0],
   consumer: string,
   members: readonly SetMember<unknown, unknown>[],
 ): Promise<BatchClaimOutcome[]> {
-  const { rows } = await tx.execute(batchClaimSql(tables), {
+  const sql = batchClaimSql(tables);
+  const params = (run: readonly SetMember<unknown, unknown>[]): SqlParams => ({
     inbox_consumer: consumer,
-    inbox_batch: members.map((member, position) => ({ position, message_key: member.message.key, sha256: hex(member.sha256) })),
+    inbox_batch: run.map((member, position) => ({ position, message_key: member.message.key, sha256: hex(member.sha256) })),
   });
-  return readBatchClaims(rows);
+  const claims: BatchClaimOutcome[] = [];
+  for (const run of fittingRuns(members, (run) => statementBytes(sql, params(run)))) {
+    const { rows } = await tx.execute(sql, params(run));
+    claims.push(...readBatchClaims(rows));
+  }
+  return claims;
 }
