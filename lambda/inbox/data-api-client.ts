@@ -7,9 +7,9 @@ import { RDSDataClient } from '@aws-sdk/client-rds-data';
 /**
  * How long `inbox()`'s default client keeps an idle connection for reuse. Below every idle timeout on the
  * way to the Data API that AWS documents: Elastic Load Balancing closes a connection idle for 60 seconds by
- * default (Elastic Load Balancing User Guide, "Connection idle timeout"), a NAT gateway or VPC endpoint
- * drops one idle for 350 seconds (VPC User Guide, "Troubleshoot NAT gateways"), and the Data API publishes
- * no figure of its own. A connection reused past its endpoint's timeout answers the next call with a reset,
+ * default (https://docs.aws.amazon.com/elasticloadbalancing/latest/application/edit-load-balancer-attributes.html#connection-idle-timeout),
+ * a NAT gateway drops one idle for 350 seconds (https://docs.aws.amazon.com/vpc/latest/userguide/nat-gateway-troubleshooting.html#nat-gateway-troubleshooting-timeout),
+ * and the Data API publishes no figure of its own. A connection reused past its endpoint's timeout answers the next call with a reset,
  * which for a statement inside a transaction fails the record. Reconnecting after 15 idle seconds costs
  * one TLS handshake.
  */
