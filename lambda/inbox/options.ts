@@ -90,7 +90,7 @@ export interface DatabaseOptions {
    * A ready client. Give it `maxAttempts: 1`: the SDK's own retries re-send a statement whose response
    * was lost, which inside a transaction runs it twice.
    * @default a new RDSDataClient with maxAttempts 1 whose connections are not reused once idle for 15
-   * seconds (`IDLE_SOCKET_TIMEOUT_MS`, below the idle timeouts of the AWS network on the way), pointed at
+   * seconds (below the idle timeouts of the AWS network on the way), pointed at
    * process.env.INBOX_DATA_API_ENDPOINT when set (the local Data API server).
    */
   readonly client?: RDSDataClient | undefined;

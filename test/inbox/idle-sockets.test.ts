@@ -124,6 +124,11 @@ describe("inbox()'s default client", () => {
     expect(proxy.resets - resetsBefore).toBe(0);
   });
 
+  it('lets a call run longer than the idle limit: only idle connections are dropped', async () => {
+    const session = new DataApiSession(throughProxy(defaultDataApiClient({ ...local, endpoint: db.server.endpoint }, 100)), { callTimeoutMs: 5_000, resumeDelaysMs: [] });
+    expect((await session.execute('SELECT 1 AS n FROM pg_sleep(0.4)')).rows).toEqual([{ n: 1 }]);
+  });
+
   it('is what inbox() makes when no client is given', () => {
     const { client } = resolveTarget({ resourceArn: db.server.resourceArn, secretArn: db.server.secretArn }, { INBOX_DATA_API_ENDPOINT: proxy.endpoint });
     clients.push(client);
