@@ -81,8 +81,6 @@ export interface SessionPolicy {
   readonly timeLeftMs?: (() => number) | undefined;
   /** Told about each resume retry, for the metrics. */
   readonly onResumeRetry?: (() => void) | undefined;
-  /** Told about each call sent again after its connection was reset (see {@link DataApiSession.executeIdempotent}). */
-  readonly onResetRetry?: (() => void) | undefined;
   /** @default setTimeout */
   readonly sleep?: ((ms: number) => Promise<void>) | undefined;
 }
@@ -264,7 +262,6 @@ export class DataApiSession {
         const timeLeft = this.policy.timeLeftMs?.() ?? Number.POSITIVE_INFINITY;
         if (retry.reset && resets < RESET_RETRIES && isConnectionReset(error) && timeLeft > 0) {
           resets++;
-          this.policy.onResetRetry?.();
           continue;
         }
         const delay = this.policy.resumeDelaysMs[resumes];
