@@ -461,6 +461,17 @@ describe('batch sets over the Data API request limit (4 MiB)', () => {
     expect(metrics.published[0]).toMatchObject({ BatchSets: [1], BatchFallbacks: [0] });
   });
 
+  it('batch-statement: a run left when the deadline comes is deferred, unstarted; the runs before it commit', async () => {
+    const { handler, metrics } = handlerFor('batch-statement', { deadlineMarginMs: 1_000 });
+    const batch = large('bigdeadline', 8);
+    // The Lambda's time runs short once the first run's statement has reached the server.
+    const response = await handler({ Records: batch }, lambdaContext(() => (db.server.stats.total() > 0 ? 500 : 60_000)));
+    expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(batch.slice(4).map((r) => r.messageId));
+    expect(Object.keys(await shippedCounts('bigdeadline')).sort()).toEqual([0, 1, 2, 3].map((i) => `bigdeadline-${i}`));
+    expect(db.server.stats.total()).toBe(1);
+    expect(metrics.published[0]).toMatchObject({ DeferredByDeadline: [4], BatchFallbacks: [0] });
+  });
+
   it('batch-statement, FIFO: when a later run fails, the earlier run stays committed and the rest runs alone in group order', async () => {
     const { handler, metrics } = handlerFor('batch-statement');
     // Groups a and b alternate; record 5 (group b, in the second run) breaks the statement.
