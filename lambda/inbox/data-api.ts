@@ -86,9 +86,9 @@ export interface SessionPolicy {
 }
 
 /**
- * How often a call safe to send twice is sent again after a reset connection. Once: a reset on a dead idle
- * socket closes that socket, and the agent of `inbox()`'s default client drops the other idle ones (see
- * `IDLE_SOCKET_TIMEOUT_MS`), so the second attempt goes out on a new connection.
+ * How often a call safe to send twice is sent again after a reset connection. Once: the reset destroys the
+ * dead socket, so the second attempt takes another one, which `inbox()`'s default client keeps only while
+ * it is younger than the network's idle timeouts (data-api-client.ts), or a new connection.
  */
 const RESET_RETRIES = 1;
 
