@@ -3,6 +3,8 @@ import { inbox, PermanentError } from '../../lambda/inbox/index.js';
 import type { InboxHandler, InboxMessage, InboxOptions } from '../../lambda/inbox/index.js';
 import { claimSet } from '../../lambda/inbox/modes/statement-set.js';
 import { inboxTables } from '../../lambda/inbox/schema.js';
+import { markKnownClaims } from '../../lambda/inbox/duplicate-filter.js';
+import type { PreparedRecord } from '../../lambda/inbox/prepared.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 
@@ -486,7 +488,25 @@ describe('batch sets over the Data API request limit (4 MiB)', () => {
     expect(metrics.published[0]).toMatchObject({ BatchSets: [1], BatchFallbacks: [1], ShortCircuited: [1] });
   });
 
-  it('batch-transaction: claims 7,000 records with 512-byte keys in two statements of one transaction', async () => {
+  it('batch-transaction: claims a redelivered batch of 10,000 in runs whose answers (their stored hashes) fit in 1 MiB', async () => {
+    const members = Array.from({ length: 10_000 }, (_, i) => ({
+      message: { key: `redelivered-${i}` } as InboxMessage<unknown, unknown>,
+      sha256: new Uint8Array(32).fill(i % 256),
+    }));
+    const claimAll = async () => {
+      const tx = await db.session.transaction();
+      const claims = await claimSet(tx, inboxTables('inbox'), 'big-redelivery', members);
+      await tx.commit();
+      return claims;
+    };
+    await claimAll();
+    db.server.stats.reset();
+    const again = await claimAll();
+    expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: 2 });
+    expect(again.every((claim, i) => !claim.claimed && claim.existingSha256?.[0] === i % 256)).toBe(true);
+  });
+
+  it('batch-transaction: claims 7,000 records with 512-byte keys in two statements of one transaction; the filter looks them up in runs whose answers fit', async () => {
     const tx = await db.session.transaction();
     const members = Array.from({ length: 7_000 }, (_, i) => ({
       message: { key: `${String(i).padStart(6, '0')}-${'k'.repeat(505)}` } as InboxMessage<unknown, unknown>,
@@ -499,5 +519,13 @@ describe('batch sets over the Data API request limit (4 MiB)', () => {
     expect(claims).toHaveLength(7_000);
     expect(claims.every((claim) => claim.claimed)).toBe(true);
     expect(await db.query("SELECT count(*)::int AS n FROM inbox.consumed_message WHERE consumer_name = 'big-claims'")).toEqual([{ n: 7_000 }]);
+
+    // The duplicate filter's lookup of the same keys, as a redelivery of them would make it. Its rows carry
+    // the keys: 7,000 of them take about 4.6 MB, so the answers (1 MiB each) set the runs: 8 of 875 keys.
+    const prepared = members.map((member, index) => ({ index, record: {} as never, key: member.message.key, sha256: member.sha256 }) as PreparedRecord<unknown>);
+    db.server.stats.reset();
+    await markKnownClaims(db.session, inboxTables('inbox'), 'big-claims', prepared);
+    expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: 8 });
+    expect(prepared.every((p) => p.known === 'duplicate')).toBe(true);
   });
 });

@@ -10,7 +10,7 @@ import type { InboxTables } from '../schema.js';
 import type { BatchTally, InboxLogger } from '../telemetry.js';
 import { commitOrRollBack, inboxTransaction } from './per-record.js';
 import type { RecordConsumer } from './per-record.js';
-import { claimSet, statementSet, statementSetBytes } from './statement-set.js';
+import { claimSet, statementSet, statementSetFits } from './statement-set.js';
 import { OutboxWriter } from '../outbox/outbox-writer.js';
 import type { SetMember } from './statement-set.js';
 
@@ -103,13 +103,13 @@ export class BatchModeRunner<Body, Raw = unknown> {
   }
 
   /**
-   * The set as runs that each fit in one Data API request: for `statementBatch`, whose one statement
-   * carries every body. (`applyBatch` claims in one transaction whatever the size, see claimSet.)
+   * The set as runs that each fit in one Data API call: for `statementBatch`, whose one statement carries
+   * every body. (`applyBatch` claims in one transaction whatever the size, see claimSet.)
    */
   private runs(members: readonly PreparedRecord<Body, Raw>[]): (readonly PreparedRecord<Body, Raw>[])[] {
     const mode = this.options.mode;
     if (mode.kind !== 'batch-statement') return [members];
-    return fittingRuns(members, (run) => statementSetBytes(this.tables, this.options.consumer, mode, run.map(setMember)));
+    return fittingRuns(members, (run) => statementSetFits(this.tables, this.options.consumer, mode, run.map(setMember)));
   }
 
   /** Claims and applies the set; throws when it did not commit. */

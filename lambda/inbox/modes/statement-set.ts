@@ -3,7 +3,7 @@ import type { BatchClaimOutcome } from '../claim.js';
 import type { DataApiSession, SqlParams, Transaction } from '../data-api.js';
 import { hex } from '../keys.js';
 import type { InboxMessage, ResolvedMode } from '../options.js';
-import { fittingRuns, statementBytes } from '../request-size.js';
+import { CLAIM_ROW_BYTES, fitsOneCall, fittingRuns } from '../request-size.js';
 
 /** A message of a claimed set, with its body hash. */
 export interface SetMember<Body, Raw = unknown> {
@@ -43,18 +43,18 @@ export async function statementSet<Body, Raw>(
 }
 
 /**
- * The bytes the statement of {@link statementSet} takes in its request, for the members to be split into
- * runs that each fit (4 MiB): ten 1 MiB bodies in one statement would be refused, and every record would
- * then run alone.
+ * Whether the statement of {@link statementSet} for these members fits in one call: its request (4 MiB)
+ * and its answer (1 MiB). Ten 1 MiB bodies in one statement would be refused, and every record would
+ * then run alone; the batch modes split such a set into runs that fit.
  */
-export function statementSetBytes<Body, Raw>(
+export function statementSetFits<Body, Raw>(
   tables: Parameters<typeof batchGatedSql>[0],
   consumer: string,
   mode: Extract<ResolvedMode<Body, Raw>, { kind: 'batch-statement' }>,
   members: readonly SetMember<Body, Raw>[],
-): number {
+): boolean {
   const { sql, params } = setStatement(tables, consumer, mode, members, true);
-  return statementBytes(sql, params);
+  return fitsOneCall(sql, params, members.length * CLAIM_ROW_BYTES);
 }
 
 function setStatement<Body, Raw>(
@@ -80,7 +80,7 @@ function setStatement<Body, Raw>(
 
 /**
  * Batch transaction mode: claims every member inside `tx`, in one statement, or in one per run of members
- * when their keys would not fit in one request. Returns each member's claim, in member order.
+ * when their keys, or their verdicts, would not fit in one call. Returns each member's claim, in member order.
  */
 export async function claimSet(
   tx: Transaction,
@@ -94,7 +94,7 @@ export async function claimSet(
     inbox_batch: run.map((member, position) => ({ position, message_key: member.message.key, sha256: hex(member.sha256) })),
   });
   const claims: BatchClaimOutcome[] = [];
-  for (const run of fittingRuns(members, (run) => statementBytes(sql, params(run)))) {
+  for (const run of fittingRuns(members, (run) => fitsOneCall(sql, params(run), run.length * CLAIM_ROW_BYTES))) {
     const { rows } = await tx.execute(sql, params(run));
     claims.push(...readBatchClaims(rows));
   }
