@@ -23,6 +23,8 @@ export const CONSUMER_COUNT_METRICS = [
   'ShortCircuited',
   'DeferredByDeadline',
   'ResumeRetries',
+  'BatchSets',
+  'BatchFallbacks',
   'Parked',
   'OutboxSent',
   'OutboxDeferred',
@@ -104,6 +106,20 @@ export interface InboxAlarmsProps {
    */
   readonly failureRatePeriods?: number | undefined;
   /**
+   * Batch modes (`applyBatch`, `statementBatch`): alarm when more than this percentage of a consumer's batch
+   * sets fell back to running each of their records alone (`BatchFallbacks` over `BatchSets`), in each of 3
+   * 5-minute periods in a row. A fallback is correct (the record that broke the set fails alone) but costs
+   * a few calls per record instead of a few per set; sustained, the batch mode no longer pays.
+   * @default 10
+   */
+  readonly batchFallbackRatePercent?: number | undefined;
+  /**
+   * Batch sets in 5 minutes below which the fallback rate is not judged, so one fallback of two sets does
+   * not page anyone.
+   * @default 10
+   */
+  readonly batchFallbackRateMinSets?: number | undefined;
+  /**
    * Alarm when the oldest message in a consumer's queue is older than this, or, for a Kinesis or DynamoDB stream,
    * when the last record of a batch was older than this when it was processed (Lambda's `IteratorAge`), for 5 minutes.
    * @default Duration.minutes(15)
@@ -152,8 +168,8 @@ export interface InboxAlarmsProps {
  * Per consumer: dead-letter queue (or a stream's on-failure queue) not empty, oldest message too old (a stream's
  * `IteratorAge`, a Kafka consumer group's `OffsetLag`), inbox key collisions above zero
  * (two different payloads under one key), a spike in the duplicate rate, function errors, parked records
- * (which never reach the dead-letter queue), and a sustained rate of failed records (which Lambda's
- * `Errors` does not count).
+ * (which never reach the dead-letter queue), a sustained rate of failed records (which Lambda's
+ * `Errors` does not count), and a sustained rate of batch sets that fell back to one record at a time.
  * For the cleanup: function errors, and the oldest inbox row older than the retention plus a margin or not
  * reported at all for longer than the schedule's interval (the purge stopped running).
  * For the outbox relay: the oldest unsent outbox message older than `maxOutboxAge` or not reported (the sweeper
@@ -281,6 +297,26 @@ export class InboxAlarms extends Construct {
         'retried (partial batch failures are not Lambda Errors), and reach the dead-letter queue only after ' +
         `${consumer.queue !== undefined ? 'maxReceiveCount' : 'retryAttempts'}. See its logs for the failed records.`,
     });
+    const fallbackPercent = props.batchFallbackRatePercent ?? 10;
+    const fallbackMinSets = props.batchFallbackRateMinSets ?? 10;
+    const fallbackPeriods = 3;
+    const fallbackRate = new cloudwatch.MathExpression({
+      expression: `IF(FILL(sets, 0) >= ${fallbackMinSets}, 100 * FILL(fallbacks, 0) / FILL(sets, 0), 0)`,
+      usingMetrics: { sets: inboxMetric('BatchSets'), fallbacks: inboxMetric('BatchFallbacks') },
+      label: 'Batch fallback rate (%)',
+      period: Duration.minutes(5),
+    });
+    this.#alarm(scope, 'BatchFallbackRate', {
+      metric: fallbackRate,
+      threshold: fallbackPercent,
+      evaluationPeriods: fallbackPeriods,
+      datapointsToAlarm: fallbackPeriods,
+      description:
+        `More than ${fallbackPercent}% of the batch sets of inbox consumer ${name} fell back to running each record alone, for ` +
+        `${fallbackPeriods * 5} minutes: each fallback costs a few Data API calls per record instead of a few per set. Its logs ` +
+        'say why ("the batch failed as a whole"): a record the set statement refuses, a key collision, an effect that throws for ' +
+        'one record. Fix the cause, or use the per-record mode (apply, statement) if such records are common.',
+    });
 
     const counts = (names: readonly string[]) => names.map((metricName) => inboxMetric(metricName));
     this.dashboard.addWidgets(
@@ -294,8 +330,8 @@ export class InboxAlarms extends Construct {
       }),
       new cloudwatch.GraphWidget({
         title: `${name}: anomalies`,
-        left: counts(['KeyCollisions', 'ShortCircuited', 'DeferredByDeadline', 'ResumeRetries']),
-        right: [duplicateRate, failureRate],
+        left: counts(['KeyCollisions', 'ShortCircuited', 'DeferredByDeadline', 'ResumeRetries', 'BatchSets', 'BatchFallbacks']),
+        right: [duplicateRate, failureRate, fallbackRate],
         width: 8,
       }),
       new cloudwatch.GraphWidget({
@@ -515,6 +551,8 @@ function validateProps(path: string, props: InboxAlarmsProps): void {
   check('maxOffsetLag', props.maxOffsetLag, (n) => Number.isInteger(n) && n >= 0, 'a whole number of records >= 0', '10000');
   check('failureRatePercent', props.failureRatePercent, (n) => n >= 0 && n < 100, 'a percentage from 0 to below 100', '10');
   check('failureRateMinRecords', props.failureRateMinRecords, (n) => Number.isInteger(n) && n >= 1, 'a whole number >= 1', '10');
+  check('batchFallbackRatePercent', props.batchFallbackRatePercent, (n) => n >= 0 && n < 100, 'a percentage from 0 to below 100', '10');
+  check('batchFallbackRateMinSets', props.batchFallbackRateMinSets, (n) => Number.isInteger(n) && n >= 1, 'a whole number >= 1', '10');
   check('failureRatePeriods', props.failureRatePeriods, (n) => Number.isInteger(n) && n >= 1 && n <= 288, 'a whole number of 5-minute periods from 1 to 288 (one day)', '3');
   if (props.topic !== undefined && props.topicEncryptionKey !== undefined) {
     problems.push('`topicEncryptionKey` only applies to a topic created here, but `topic` was given. Fix: encrypt your topic yourself and remove `topicEncryptionKey`.');

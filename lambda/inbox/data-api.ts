@@ -85,6 +85,23 @@ export interface SessionPolicy {
   readonly sleep?: ((ms: number) => Promise<void>) | undefined;
 }
 
+/**
+ * How often a call safe to send twice is sent again after a reset connection. Once: the reset destroys the
+ * dead socket, so the second attempt takes another one, which `inbox()`'s default client keeps only while
+ * it is younger than the network's idle timeouts (data-api-client.ts), or a new connection.
+ */
+const RESET_RETRIES = 1;
+
+/**
+ * Whether a call failed because its connection was reset or closed under it (ECONNRESET, EPIPE: the SDK
+ * names both TimeoutError), as a keep-alive socket the endpoint closed while it sat idle does. Not a call
+ * that ran out of time (AbortError), nor a connect timeout.
+ */
+export function isConnectionReset(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null | undefined)?.code;
+  return code === 'ECONNRESET' || code === 'EPIPE';
+}
+
 /** CommitTransaction's transactionStatus when the transaction committed. */
 const COMMITTED = 'Transaction Committed';
 
@@ -116,7 +133,21 @@ export class DataApiSession {
 
   /** Runs one statement, in autocommit or inside `transactionId`. */
   async execute(sql: string, params: SqlParams = {}, transactionId?: string): Promise<StatementResult> {
-    const output = await this.call('ExecuteStatement', true, () =>
+    return this.executeStatement(sql, params, transactionId, false);
+  }
+
+  /**
+   * Runs one autocommit statement that is safe to send twice: a read, or a statement gated by its claim
+   * (sent twice, it claims once, and the second finds the claim). Besides the auto-pause retries, a call
+   * whose connection was reset before it was answered ({@link isConnectionReset}: an idle keep-alive
+   * socket the endpoint or a NAT had dropped) is sent once more, on a new connection.
+   */
+  async executeIdempotent(sql: string, params: SqlParams = {}): Promise<StatementResult> {
+    return this.executeStatement(sql, params, undefined, true);
+  }
+
+  private async executeStatement(sql: string, params: SqlParams, transactionId: string | undefined, resendReset: boolean): Promise<StatementResult> {
+    const output = await this.call('ExecuteStatement', { resume: true, reset: resendReset }, () =>
       new ExecuteStatementCommand({
         resourceArn: this.target.resourceArn,
         secretArn: this.target.secretArn,
@@ -137,7 +168,7 @@ export class DataApiSession {
    */
   async executeBatch(sql: string, paramSets: readonly SqlParams[], transactionId?: string): Promise<number> {
     if (paramSets.length === 0) return 0;
-    const output = await this.call('BatchExecuteStatement', true, () =>
+    const output = await this.call('BatchExecuteStatement', { resume: true, reset: false }, () =>
       new BatchExecuteStatementCommand({
         resourceArn: this.target.resourceArn,
         secretArn: this.target.secretArn,
@@ -150,9 +181,13 @@ export class DataApiSession {
     return (output as { updateResults?: unknown[] }).updateResults?.length ?? paramSets.length;
   }
 
-  /** Opens a transaction and returns its id. */
+  /**
+   * Opens a transaction and returns its id. A reset connection is retried once, as in
+   * {@link executeIdempotent}: a BeginTransaction sent twice at worst opens a transaction nobody uses,
+   * which holds no lock and expires after 3 minutes.
+   */
   async begin(): Promise<string> {
-    const output = await this.call('BeginTransaction', true, () =>
+    const output = await this.call('BeginTransaction', { resume: true, reset: true }, () =>
       new BeginTransactionCommand({
         resourceArn: this.target.resourceArn,
         secretArn: this.target.secretArn,
@@ -170,8 +205,8 @@ export class DataApiSession {
    * the same id only says the transaction is gone. Every failure here is ambiguous.
    */
   async commit(transactionId: string): Promise<void> {
-    // Stryker disable next-line BooleanLiteral: a commit is never refused with DatabaseResumingException (its open transaction keeps the cluster awake), so retryResume is never consulted
-    const output = await this.call('CommitTransaction', false, () =>
+    // Stryker disable next-line BooleanLiteral: a commit is never refused with DatabaseResumingException (its open transaction keeps the cluster awake), so retry.resume is never consulted
+    const output = await this.call('CommitTransaction', { resume: false, reset: false }, () =>
       new CommitTransactionCommand({
         resourceArn: this.target.resourceArn,
         secretArn: this.target.secretArn,
@@ -189,8 +224,8 @@ export class DataApiSession {
   /** Rolls back. A transaction that is already gone counts as rolled back. */
   async rollback(transactionId: string): Promise<void> {
     try {
-      // Stryker disable next-line BooleanLiteral: a rollback is never refused with DatabaseResumingException (its open transaction keeps the cluster awake), so retryResume is never consulted
-      await this.call('RollbackTransaction', false, () =>
+      // Stryker disable next-line BooleanLiteral: a rollback is never refused with DatabaseResumingException (its open transaction keeps the cluster awake), so retry.resume is never consulted
+      await this.call('RollbackTransaction', { resume: false, reset: false }, () =>
         new RollbackTransactionCommand({
           resourceArn: this.target.resourceArn,
           secretArn: this.target.secretArn,
@@ -208,9 +243,15 @@ export class DataApiSession {
     return new Transaction(this, await this.begin());
   }
 
-  private async call(operation: string, retryResume: boolean, command: () => object): Promise<unknown> {
+  /**
+   * Sends one call. `retry.resume`: a DatabaseResumingException is retried after the policy's delays.
+   * `retry.reset`: a reset connection is sent once more; only for a call that is safe to run twice.
+   */
+  private async call(operation: string, retry: { readonly resume: boolean; readonly reset: boolean }, command: () => object): Promise<unknown> {
     const sleep = this.policy.sleep ?? defaultSleep;
-    for (let attempt = 0; ; attempt++) {
+    let resumes = 0;
+    let resets = 0;
+    for (;;) {
       try {
         // One command object per attempt: the SDK's middleware must not see a reused input.
         return await this.target.client.send(command() as never, {
@@ -218,9 +259,14 @@ export class DataApiSession {
         });
       } catch (error) {
         const classified = classify(operation, error);
-        const delay = this.policy.resumeDelaysMs[attempt];
         const timeLeft = this.policy.timeLeftMs?.() ?? Number.POSITIVE_INFINITY;
-        if (retryResume && classified.failure === 'resuming' && delay !== undefined && delay < timeLeft) {
+        if (retry.reset && resets < RESET_RETRIES && isConnectionReset(error) && timeLeft > 0) {
+          resets++;
+          continue;
+        }
+        const delay = this.policy.resumeDelaysMs[resumes];
+        if (retry.resume && classified.failure === 'resuming' && delay !== undefined && delay < timeLeft) {
+          resumes++;
           this.policy.onResumeRetry?.();
           await sleep(delay);
           continue;

@@ -2,6 +2,7 @@ import { knownClaimsSql, sameHash } from './claim.js';
 import type { DataApiSession } from './data-api.js';
 import type { DuplicateFilter, ResolvedMode } from './options.js';
 import type { PreparedRecord } from './prepared.js';
+import { CLAIM_ROW_BYTES, fitsOneCall, fittingRuns } from './request-size.js';
 import type { InboxTables } from './schema.js';
 
 /**
@@ -61,8 +62,17 @@ export async function markKnownClaims(
   const candidates = records.filter((prepared) => prepared.error === undefined);
   if (candidates.length === 0) return;
   const keys = [...new Set(candidates.map((prepared) => prepared.key!))];
-  const { rows } = await session.execute(knownClaimsSql(tables), { inbox_consumer: consumer, inbox_keys: keys });
-  const stored = new Map(rows.map((row) => [row.message_key as string, (row.existing_sha256 as Uint8Array | null | undefined) ?? null]));
+  const sql = knownClaimsSql(tables);
+  const params = (run: readonly string[]) => ({ inbox_consumer: consumer, inbox_keys: [...run] });
+  const stored = new Map<string, Uint8Array | null>();
+  // One lookup, or one per run of keys when they, or the rows that return them, would not fit in one call
+  // (10,000 keys of 512 bytes).
+  const fits = (run: readonly string[]) =>
+    fitsOneCall(sql, params(run), run.reduce((bytes, key) => bytes + Buffer.byteLength(key, 'utf8') + CLAIM_ROW_BYTES, 0));
+  for (const run of fittingRuns(keys, fits)) {
+    const { rows } = await session.executeIdempotent(sql, params(run));
+    for (const row of rows) stored.set(row.message_key as string, (row.existing_sha256 as Uint8Array | null | undefined) ?? null);
+  }
   for (const prepared of candidates) {
     if (!stored.has(prepared.key!)) continue;
     const hash = stored.get(prepared.key!)!;

@@ -1,4 +1,5 @@
-import { RDSDataClient } from '@aws-sdk/client-rds-data';
+import type { RDSDataClient } from '@aws-sdk/client-rds-data';
+import { defaultDataApiClient } from './data-api-client.js';
 import type { SQSRecord } from 'aws-lambda';
 import type { DatabaseTarget, SqlParams, Transaction } from './data-api.js';
 import { InboxConfigError } from './errors.js';
@@ -89,8 +90,9 @@ export interface DatabaseOptions {
   /**
    * A ready client. Give it `maxAttempts: 1`: the SDK's own retries re-send a statement whose response
    * was lost, which inside a transaction runs it twice.
-   * @default a new RDSDataClient with maxAttempts 1, pointed at process.env.INBOX_DATA_API_ENDPOINT when
-   * set (the local Data API server).
+   * @default a new RDSDataClient with maxAttempts 1 whose connections are not reused once idle for 15
+   * seconds (below the idle timeouts of the AWS network on the way), pointed at
+   * process.env.INBOX_DATA_API_ENDPOINT when set (the local Data API server).
    */
   readonly client?: RDSDataClient | undefined;
 }
@@ -450,10 +452,7 @@ export function resolveTarget(database: DatabaseOptions, env: NodeJS.ProcessEnv 
   const endpoint = env.INBOX_DATA_API_ENDPOINT;
   const client =
     database.client ??
-    new RDSDataClient({
-      // The SDK retries 5xx and socket errors by re-sending the call. Inside a transaction that can run a
-      // statement twice, and a commit retry only ever says "not found": sqs-inbox decides retries itself.
-      maxAttempts: 1,
+    defaultDataApiClient({
       ...(endpoint
         ? {
             endpoint,

@@ -57,6 +57,14 @@ export interface BatchSummary {
   readonly deferredByDeadline: number;
   /** Data API calls retried while Aurora resumed from auto-pause. */
   readonly resumeRetries: number;
+  /** Batch modes: sets of records claimed and applied together (one per invocation that had two or more to join). */
+  readonly batchSets: number;
+  /**
+   * Batch modes: sets that failed for a reason one record could cause (a statement PostgreSQL refused, an
+   * error of the effect, a collision) and fell back to running each of their records alone, at a call or
+   * more per record instead of a few per set.
+   */
+  readonly batchFallbacks: number;
   /** Outbox messages the handler sent after its commits. */
   readonly outboxSent: number;
   /** Outbox messages it left for the sweeper (a failed send, no time left, a FIFO group waiting on an older message). */
@@ -73,6 +81,8 @@ export interface BatchSummary {
 export class BatchTally {
   resumeRetries = 0;
   collisions = 0;
+  batchSets = 0;
+  batchFallbacks = 0;
   readonly recordLatenciesMs: number[] = [];
   /** Outbox rows written by this invocation's committed transactions, for the relay. */
   readonly outboxIds: number[] = [];
@@ -94,6 +104,8 @@ export class BatchTally {
       shortCircuited: count('short-circuited'),
       deferredByDeadline: count('deferred'),
       resumeRetries: this.resumeRetries,
+      batchSets: this.batchSets,
+      batchFallbacks: this.batchFallbacks,
       outboxSent: outbox.sent,
       outboxDeferred: outbox.deferred,
       recordLatenciesMs: this.recordLatenciesMs,
@@ -129,6 +141,8 @@ export function publishSummary(metrics: InboxMetrics, summary: BatchSummary, sou
     ['ShortCircuited', summary.shortCircuited],
     ['DeferredByDeadline', summary.deferredByDeadline],
     ['ResumeRetries', summary.resumeRetries],
+    ['BatchSets', summary.batchSets],
+    ['BatchFallbacks', summary.batchFallbacks],
     ['Parked', summary.parked],
     ['OutboxSent', summary.outboxSent],
     ['OutboxDeferred', summary.outboxDeferred],

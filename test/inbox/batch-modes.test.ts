@@ -1,6 +1,10 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { inbox, PermanentError } from '../../lambda/inbox/index.js';
-import type { InboxHandler, InboxOptions } from '../../lambda/inbox/index.js';
+import type { InboxHandler, InboxMessage, InboxOptions } from '../../lambda/inbox/index.js';
+import { claimSet } from '../../lambda/inbox/modes/statement-set.js';
+import { inboxTables } from '../../lambda/inbox/schema.js';
+import { markKnownClaims } from '../../lambda/inbox/duplicate-filter.js';
+import type { PreparedRecord } from '../../lambda/inbox/prepared.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 
@@ -109,14 +113,15 @@ describe('calls per message, counted at the server (batch of 10, standard queue)
 });
 
 describe('a poison message in a batch fails alone', () => {
-  it.each(BATCH_MODES)('%s: the batch falls back to one record at a time; only the poison fails; nothing applies twice', async (mode) => {
-    const { handler, logger } = handlerFor(mode);
+  it.each(BATCH_MODES)('%s: the batch falls back to one record at a time; only the poison fails; nothing applies twice; the fallback is counted', async (mode) => {
+    const { handler, logger, metrics } = handlerFor(mode);
     const batch = orders(`poison-${mode}`, 5);
     const poison = sqsRecord({ body: { orderId: `poison-${mode}-x`, poison: true } });
     const response = await handler({ Records: [...batch.slice(0, 2), poison, ...batch.slice(2)] }, lambdaContext());
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: poison.messageId }]);
     expect(await shippedCounts(`poison-${mode}`)).toEqual(Object.fromEntries(batch.map((_, i) => [`poison-${mode}-${i}`, 1])));
     expect(JSON.stringify(logger.lines)).toMatch(/the batch failed as a whole; each of its records runs alone/);
+    expect(metrics.published[0]).toMatchObject({ BatchSets: [1], BatchFallbacks: [1] });
   });
 
   it.each(BATCH_MODES)('%s: a PermanentError thrown for one message is parked alone with park', async (mode) => {
@@ -233,18 +238,20 @@ describe('FIFO in the batch modes', () => {
 });
 
 describe('faults on the batch', () => {
-  const faults: { fault: string; modes: Mode[]; arm: () => void }[] = [
+  // `resent`: the modes in which the failed call is safe to send again (a gated statement: sent twice, it
+  // claims once), and is, because the lost response reached the client as a reset connection.
+  const faults: { fault: string; modes: Mode[]; arm: () => void; resent?: Mode[] }[] = [
     { fault: 'the batch commit answers 500 (outcome unknown)', modes: ['batch-transaction'], arm: () => db.server.faults.serverError({ count: 1, operation: 'CommitTransaction', status: 500 }) },
     { fault: 'the batch commit fails with a network error (502, no error type)', modes: ['batch-transaction'], arm: () => db.server.faults.serverError({ count: 1, operation: 'CommitTransaction', status: 502 }) },
     { fault: 'the batch commit runs but its response is lost', modes: ['batch-transaction'], arm: () => db.server.faults.dropResponse({ operation: 'CommitTransaction' }) },
-    { fault: 'the batch claim runs but its response is lost', modes: BATCH_MODES, arm: () => db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: (sql) => sql.includes('inbox_input') }) },
+    { fault: 'the batch claim runs but its response is lost', modes: BATCH_MODES, resent: ['batch-statement'], arm: () => db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: (sql) => sql.includes('inbox_input') }) },
     { fault: 'the batch effect runs but its response is lost', modes: ['batch-transaction'], arm: () => db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: (sql) => sql.includes('jsonb_to_recordset(:orders') }) },
     { fault: 'the database is unavailable for the first call', modes: BATCH_MODES, arm: () => db.server.faults.serverError({ count: 1, status: 503 }) },
     { fault: 'the batch statement answers 500 (outcome unknown)', modes: ['batch-statement'], arm: () => db.server.faults.serverError({ count: 1, operation: 'ExecuteStatement', status: 500 }) },
   ];
   const cases = faults.flatMap((fault) => fault.modes.map((mode) => ({ ...fault, mode })));
 
-  it.each(cases)('$mode: $fault: the first delivery fails, redeliveries until deleted apply each record exactly once', async ({ arm, mode }) => {
+  it.each(cases)('$mode: $fault: the first delivery fails (or its safe resend settles it), redeliveries until deleted apply each record exactly once', async ({ arm, mode, resent }) => {
       const { handler } = handlerFor(mode, { callTimeoutMs: 1_000 });
       const prefix = `fault-${mode}-${Math.random().toString(36).slice(2, 8)}`;
       const batch = orders(prefix, 4);
@@ -254,7 +261,7 @@ describe('faults on the batch', () => {
         const delivery = pending.map((record) => ({ ...record, attributes: { ...record.attributes, ApproximateReceiveCount: String(attempt) } }));
         const failed = new Set((await handler({ Records: delivery }, lambdaContext())).batchItemFailures.map((f) => f.itemIdentifier));
         // Every record of the set shares its fate: the outcome is unknown for all of them, or none ran.
-        if (attempt === 1) expect(failed.size).toBe(4);
+        if (attempt === 1) expect(failed.size).toBe(resent?.includes(mode) ? 0 : 4);
         pending = pending.filter((record) => failed.has(record.messageId));
       }
       expect(pending).toEqual([]);
@@ -438,5 +445,87 @@ describe('the batch modes, the rest of their contract', () => {
     expect((await handler({ Records: redelivered(batch) }, lambdaContext())).batchItemFailures).toEqual([]);
     expect(JSON.stringify(logger.lines)).toMatch(/the duplicate filter failed; each record's claim decides.*InternalServerErrorException/);
     expect(Object.values(await shippedCounts('filter-down'))).toEqual([1, 1, 1]);
+  });
+});
+
+describe('batch sets over the Data API request limit (4 MiB)', () => {
+  // About 700 KB each: eight fit in one Lambda invocation (6 MB) but not in one Data API request.
+  const large = (prefix: string, n: number, extra: (i: number) => Partial<Parameters<typeof sqsRecord>[0]> = () => ({})) =>
+    Array.from({ length: n }, (_, i) => sqsRecord({ body: { orderId: `${prefix}-${i}`, pad: 'x'.repeat(700_000) }, ...extra(i) }));
+
+  it('batch-statement: eight 700 KB messages go in two statements that fit, not one refused statement and eight alone', async () => {
+    const { handler, metrics } = handlerFor('batch-statement');
+    const batch = large('big', 8);
+    expect((await handler({ Records: batch }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: 2 });
+    expect(db.server.stats.total()).toBe(2);
+    expect(Object.values(await shippedCounts('big'))).toEqual(Array(8).fill(1));
+    expect(metrics.published[0]).toMatchObject({ BatchSets: [1], BatchFallbacks: [0] });
+  });
+
+  it('batch-statement: a run left when the deadline comes is deferred, unstarted; the runs before it commit', async () => {
+    const { handler, metrics } = handlerFor('batch-statement', { deadlineMarginMs: 1_000 });
+    const batch = large('bigdeadline', 8);
+    // The Lambda's time runs short once the first run's statement has reached the server.
+    const response = await handler({ Records: batch }, lambdaContext(() => (db.server.stats.total() > 0 ? 500 : 60_000)));
+    expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(batch.slice(4).map((r) => r.messageId));
+    expect(Object.keys(await shippedCounts('bigdeadline')).sort()).toEqual([0, 1, 2, 3].map((i) => `bigdeadline-${i}`));
+    expect(db.server.stats.total()).toBe(1);
+    expect(metrics.published[0]).toMatchObject({ DeferredByDeadline: [4], BatchFallbacks: [0] });
+  });
+
+  it('batch-statement, FIFO: when a later run fails, the earlier run stays committed and the rest runs alone in group order', async () => {
+    const { handler, metrics } = handlerFor('batch-statement');
+    // Groups a and b alternate; record 5 (group b, in the second run) breaks the statement.
+    const batch = large('bigfifo', 8, (i) => ({ groupId: i % 2 === 0 ? 'a' : 'b', body: { orderId: `bigfifo-${i}`, poison: i === 5, pad: 'x'.repeat(700_000) } }));
+    const response = await handler({ Records: batch }, lambdaContext());
+    // Record 5 fails, and record 7, later in group b, is not run; everything else is applied once.
+    expect(new Set(response.batchItemFailures.map((f) => f.itemIdentifier))).toEqual(new Set([batch[5]!.messageId, batch[7]!.messageId]));
+    expect(Object.keys(await shippedCounts('bigfifo')).sort()).toEqual(['bigfifo-0', 'bigfifo-1', 'bigfifo-2', 'bigfifo-3', 'bigfifo-4', 'bigfifo-6']);
+    expect(Object.values(await shippedCounts('bigfifo'))).toEqual(Array(6).fill(1));
+    // The first run (records 0-3) in one statement, the failed second run in one, then 4, 5 and 6 alone.
+    expect(db.server.stats.total()).toBe(2 + 3);
+    expect(metrics.published[0]).toMatchObject({ BatchSets: [1], BatchFallbacks: [1], ShortCircuited: [1] });
+  });
+
+  it('batch-transaction: claims a redelivered batch of 10,000 in runs whose answers (their stored hashes) fit in 1 MiB', async () => {
+    const members = Array.from({ length: 10_000 }, (_, i) => ({
+      message: { key: `redelivered-${i}` } as InboxMessage<unknown, unknown>,
+      sha256: new Uint8Array(32).fill(i % 256),
+    }));
+    const claimAll = async () => {
+      const tx = await db.session.transaction();
+      const claims = await claimSet(tx, inboxTables('inbox'), 'big-redelivery', members, 10_000);
+      await tx.commit();
+      return claims;
+    };
+    await claimAll();
+    db.server.stats.reset();
+    const again = await claimAll();
+    expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: 2 });
+    expect(again.every((claim, i) => !claim.claimed && claim.existingSha256?.[0] === i % 256)).toBe(true);
+  });
+
+  it('batch-transaction: claims 7,000 records with 512-byte keys in two statements of one transaction; the filter looks them up in runs whose answers fit', async () => {
+    const tx = await db.session.transaction();
+    const members = Array.from({ length: 7_000 }, (_, i) => ({
+      message: { key: `${String(i).padStart(6, '0')}-${'k'.repeat(505)}` } as InboxMessage<unknown, unknown>,
+      sha256: new Uint8Array(32).fill(i % 256),
+    }));
+    db.server.stats.reset();
+    const claims = await claimSet(tx, inboxTables('inbox'), 'big-claims', members, 10_000);
+    await tx.commit();
+    expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: 2 });
+    expect(claims).toHaveLength(7_000);
+    expect(claims.every((claim) => claim.claimed)).toBe(true);
+    expect(await db.query("SELECT count(*)::int AS n FROM inbox.consumed_message WHERE consumer_name = 'big-claims'")).toEqual([{ n: 7_000 }]);
+
+    // The duplicate filter's lookup of the same keys, as a redelivery of them would make it. Its rows carry
+    // the keys: 7,000 of them take about 4.6 MB, so the answers (1 MiB each) set the runs: 8 of 875 keys.
+    const prepared = members.map((member, index) => ({ index, record: {} as never, key: member.message.key, sha256: member.sha256 }) as PreparedRecord<unknown>);
+    db.server.stats.reset();
+    await markKnownClaims(db.session, inboxTables('inbox'), 'big-claims', prepared);
+    expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: 8 });
+    expect(prepared.every((p) => p.known === 'duplicate')).toBe(true);
   });
 });

@@ -30,7 +30,7 @@ function consumerRuntimeMetrics(): Set<string> {
   };
   publishSummary(recording, {
     records: 1, processed: 1, duplicates: 0, collisions: 0, parked: 0, failures: 0, shortCircuited: 0,
-    deferredByDeadline: 0, resumeRetries: 0, outboxSent: 0, outboxDeferred: 0, recordLatenciesMs: [5], batchLatencyMs: 7, failedMessageIds: [],
+    deferredByDeadline: 0, resumeRetries: 0, batchSets: 0, batchFallbacks: 0, outboxSent: 0, outboxDeferred: 0, recordLatenciesMs: [5], batchLatencyMs: 7, failedMessageIds: [],
   }, 'sqs');
   return names;
 }
@@ -173,6 +173,27 @@ describe('InboxAlarms', () => {
     });
   });
 
+  it('alarms on a sustained rate of batch sets that fell back to one record at a time, judged only above a minimum of sets', () => {
+    // Arrange + Act: defaults, then both thresholds as props.
+    const defaults = alarmsStack().byId('ConsumerorderworkerBatchFallbackRate').Properties;
+    const tuned = alarmsStack({ batchFallbackRatePercent: 30, batchFallbackRateMinSets: 50 }).byId('ConsumerorderworkerBatchFallbackRate').Properties;
+
+    // Assess
+    const expression = (props: Record<string, any>) => props.Metrics.find((m: { Expression?: string }) => m.Expression !== undefined).Expression;
+    expect(defaults).toMatchObject({ Threshold: 10, EvaluationPeriods: 3, DatapointsToAlarm: 3, ComparisonOperator: 'GreaterThanThreshold', TreatMissingData: 'notBreaching' });
+    expect(expression(defaults)).toBe('IF(FILL(sets, 0) >= 10, 100 * FILL(fallbacks, 0) / FILL(sets, 0), 0)');
+    expect(tuned).toMatchObject({ Threshold: 30 });
+    expect(expression(tuned)).toBe('IF(FILL(sets, 0) >= 50, 100 * FILL(fallbacks, 0) / FILL(sets, 0), 0)');
+    const inputs = Object.fromEntries(
+      tuned.Metrics.filter((m: { MetricStat?: unknown }) => m.MetricStat !== undefined).map((m: any) => [m.Id, [m.MetricStat.Metric, m.MetricStat.Period, m.MetricStat.Stat]]),
+    );
+    expect(inputs).toEqual({
+      sets: [inboxMetric('BatchSets', 'order-worker'), 300, 'Sum'],
+      fallbacks: [inboxMetric('BatchFallbacks', 'order-worker'), 300, 'Sum'],
+    });
+    expect(defaults.AlarmDescription).toContain('fell back to running each record alone');
+  });
+
   it('refuses alarm thresholds that cannot work, naming each prop and the fix, all at once', () => {
     const stack = testStack();
     const topic = sns.Topic.fromTopicArn(stack, 'Pager', 'arn:aws:sns:eu-west-1:123456789012:pager');
@@ -180,6 +201,7 @@ describe('InboxAlarms', () => {
     try {
       new InboxAlarms(stack, 'Alarms', {
         parkedThreshold: -1, failureRatePercent: 100, failureRateMinRecords: 0, failureRatePeriods: 1.5,
+        batchFallbackRatePercent: -5, batchFallbackRateMinSets: 2.5,
         topic, topicEncryptionKey: new kms.Key(stack, 'Key'),
       });
     } catch (error) {
@@ -190,6 +212,8 @@ describe('InboxAlarms', () => {
       '`failureRatePercent` must be a percentage from 0 to below 100, got 100. Fix:',
       '`failureRateMinRecords` must be a whole number >= 1, got 0. Fix:',
       '`failureRatePeriods` must be a whole number of 5-minute periods from 1 to 288 (one day), got 1.5. Fix:',
+      '`batchFallbackRatePercent` must be a percentage from 0 to below 100, got -5. Fix:',
+      '`batchFallbackRateMinSets` must be a whole number >= 1, got 2.5. Fix:',
       '`topicEncryptionKey` only applies to a topic created here, but `topic` was given. Fix:',
     ]) {
       expect(message).toContain(expected);
@@ -323,7 +347,7 @@ describe('InboxAlarms', () => {
       Action: ['kms:Decrypt', 'kms:GenerateDataKey*'],
       Condition: { StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } },
     }));
-    expect(alarms.alarms).toHaveLength(9);
+    expect(alarms.alarms).toHaveLength(10);
     template.allResourcesProperties('AWS::CloudWatch::Alarm', { AlarmActions: [topicRef], OKActions: [topicRef] });
   });
 

@@ -441,7 +441,7 @@ describe('InboxStack and the outbox', () => {
     });
     template.hasResourceProperties('AWS::SQS::Queue', { FifoQueue: true, QueueName: Match.absent() });
     template.hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(1 minute)' });
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 9 + 2);
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 10 + 2);
     expect(template.toJSON().Outputs.InvoicesQueueUrl.Value).toEqual({ Ref: stack.getLogicalId(stack.invoices!.queue.node.defaultChild as never) });
     // The relay keeps the example's auto-paused database awake: said at synth.
     Annotations.fromStack(stack).hasWarning('/InboxStack/OutboxRelay', Match.stringLikeRegexp('never pauses'));

@@ -54,7 +54,7 @@ describe('InboxStack', () => {
   it('purges hourly, alarms to an email subscription, and has a dashboard', () => {
     template.hasResourceProperties('AWS::Events::Rule', { ScheduleExpression: 'rate(1 hour)' });
     template.hasResourceProperties('AWS::SNS::Subscription', { Protocol: 'email', Endpoint: 'oncall@example.com' });
-    template.resourceCountIs('AWS::CloudWatch::Alarm', 9);
+    template.resourceCountIs('AWS::CloudWatch::Alarm', 10);
     template.hasResourceProperties('AWS::CloudWatch::Dashboard', { DashboardName: 'InboxStack-inbox' });
   });
 

@@ -5,11 +5,12 @@ import type { DataApiSession } from '../data-api.js';
 import { DataApiError } from '../errors.js';
 import type { ResolvedOptions } from '../options.js';
 import type { PreparedRecord } from '../prepared.js';
+import { fittingRuns } from '../request-size.js';
 import type { InboxTables } from '../schema.js';
 import type { BatchTally, InboxLogger } from '../telemetry.js';
 import { commitOrRollBack, inboxTransaction } from './per-record.js';
 import type { RecordConsumer } from './per-record.js';
-import { claimSet, statementSet } from './statement-set.js';
+import { claimSet, statementSet, statementSetFits } from './statement-set.js';
 import { OutboxWriter } from '../outbox/outbox-writer.js';
 import type { SetMember } from './statement-set.js';
 
@@ -71,20 +72,30 @@ export class BatchModeRunner<Body, Raw = unknown> {
       return;
     }
     const started = this.options.now();
+    tally.batchSets++;
+    // The members not yet settled: a run that commits settles its own, in batch order, so what a failed run
+    // leaves (itself and every later run) still comes after them in each FIFO group.
+    let rest: readonly PreparedRecord<Body, Raw>[] = members;
     try {
-      const results = await this.applySet(members, session, tally);
-      members.forEach((p, index) => (outcomes[p.index] = results[index]!));
+      for (const run of this.runs(members)) {
+        if (!plan.mayStart()) break;
+        const results = await this.applySet(run, session, tally);
+        run.forEach((p, index) => (outcomes[p.index] = results[index]!));
+        rest = rest.slice(run.length);
+      }
+      for (const p of rest) outcomes[p.index] = { kind: 'deferred' };
     } catch (error) {
       const failure = error instanceof Error ? error : new Error(String(error));
       if (!oneRecordCouldCause(failure)) {
-        for (const p of members) outcomes[p.index] = { kind: 'failed', error: failure };
+        for (const p of rest) outcomes[p.index] = { kind: 'failed', error: failure };
         return;
       }
+      tally.batchFallbacks++;
       this.logger.info('the batch failed as a whole; each of its records runs alone', {
-        records: members.length,
+        records: rest.length,
         error: { name: failure.name, message: failure.message },
       });
-      await alone(members);
+      await alone(rest);
       return;
     } finally {
       const elapsed = this.options.now() - started;
@@ -92,10 +103,20 @@ export class BatchModeRunner<Body, Raw = unknown> {
     }
   }
 
+  /**
+   * The set as runs that each fit in one Data API call: for `statementBatch`, whose one statement carries
+   * every body. (`applyBatch` claims in one transaction whatever the size, see claimSet.)
+   */
+  private runs(members: readonly PreparedRecord<Body, Raw>[]): (readonly PreparedRecord<Body, Raw>[])[] {
+    const mode = this.options.mode;
+    if (mode.kind !== 'batch-statement') return [members];
+    return fittingRuns(members, (run) => statementSetFits(this.tables, this.options.consumer, mode, run.map(setMember)));
+  }
+
   /** Claims and applies the set; throws when it did not commit. */
   private async applySet(members: readonly PreparedRecord<Body, Raw>[], session: DataApiSession, tally: BatchTally): Promise<Outcome[]> {
     const mode = this.options.mode;
-    const set: SetMember<Body, Raw>[] = members.map((p) => ({ message: p.message!, sha256: p.sha256 }));
+    const set = members.map(setMember);
     if (mode.kind === 'batch-statement') {
       const claims = await statementSet(session, this.tables, this.options.consumer, mode, set, true);
       return Promise.all(members.map((p, index) => this.consumer.settle(p, claims[index]!, session, tally)));
@@ -140,6 +161,8 @@ export class BatchModeRunner<Body, Raw = unknown> {
     return claimed.map((wasClaimed) => (wasClaimed ? { kind: 'processed' } : { kind: 'duplicate' }));
   }
 }
+
+const setMember = <Body, Raw>(p: PreparedRecord<Body, Raw>): SetMember<Body, Raw> => ({ message: p.message!, sha256: p.sha256 });
 
 /**
  * stop-batch beside a set: the records that did not join it are known duplicates (any other keeps the whole

@@ -177,7 +177,7 @@ export class RecordConsumer<Body, Raw = unknown> {
     // Stryker disable next-line StringLiteral: the message of an unreachable error
     if (mode.kind !== 'statement') throw new Error('unreachable');
     const { sql, params } = mode.statement(message);
-    const result = await session.execute(gatedSql(this.tables, checkGatedStatement(sql, params, 'statement')), {
+    const result = await session.executeIdempotent(gatedSql(this.tables, checkGatedStatement(sql, params, 'statement')), {
       ...params,
       ...claimParams(this.options.consumer, message.key, sha256),
     });
@@ -198,7 +198,7 @@ export class RecordConsumer<Body, Raw = unknown> {
 
   /** The committed claim of a key, if there is one. */
   private async claimOf(session: DataApiSession, key: string): Promise<ClaimOutcome | undefined> {
-    const { rows } = await session.execute(storedHashSql(this.tables), { inbox_consumer: this.options.consumer, inbox_key: key });
+    const { rows } = await session.executeIdempotent(storedHashSql(this.tables), { inbox_consumer: this.options.consumer, inbox_key: key });
     return rows[0] && { claimed: false, existingSha256: (rows[0].existing_sha256 as Uint8Array | null | undefined) ?? null };
   }
 

@@ -1,8 +1,9 @@
 import { batchClaimSql, batchGatedSql, checkGatedStatement, readBatchClaims, statementBound } from '../claim.js';
 import type { BatchClaimOutcome } from '../claim.js';
-import type { DataApiSession, Transaction } from '../data-api.js';
+import type { DataApiSession, SqlParams, Transaction } from '../data-api.js';
 import { hex } from '../keys.js';
 import type { InboxMessage, ResolvedMode } from '../options.js';
+import { CLAIM_ROW_BYTES, fitsOneCall, fittingRuns } from '../request-size.js';
 
 /** A message of a claimed set, with its body hash. */
 export interface SetMember<Body, Raw = unknown> {
@@ -36,20 +37,50 @@ export async function statementSet<Body, Raw>(
   members: readonly SetMember<Body, Raw>[],
   strict: boolean,
 ): Promise<BatchClaimOutcome[]> {
-  const params = mode.params(members.map((member) => member.message));
-  // Stryker disable next-line StringLiteral: the statement was checked at cold start, so this check never throws
-  const userSql = checkGatedStatement(mode.sql, params, 'statementBatch.sql');
-  const { rows } = await session.execute(batchGatedSql(tables, userSql), {
-    ...params,
-    inbox_consumer: consumer,
-    inbox_batch: members.map((member, position) => batchInputRow(member.message, member.sha256, position)),
-    inbox_strict: strict,
-  });
+  const { sql, params } = setStatement(tables, consumer, mode, members, strict);
+  const { rows } = await session.executeIdempotent(sql, params);
   return readBatchClaims(rows);
 }
 
 /**
- * Batch transaction mode: claims every member in one statement inside `tx`, bounding the transaction's later
+ * Whether the statement of {@link statementSet} for these members fits in one call: its request (4 MiB)
+ * and its answer (1 MiB). Ten 1 MiB bodies in one statement would be refused, and every record would
+ * then run alone; the batch modes split such a set into runs that fit.
+ */
+export function statementSetFits<Body, Raw>(
+  tables: Parameters<typeof batchGatedSql>[0],
+  consumer: string,
+  mode: Extract<ResolvedMode<Body, Raw>, { kind: 'batch-statement' }>,
+  members: readonly SetMember<Body, Raw>[],
+): boolean {
+  const { sql, params } = setStatement(tables, consumer, mode, members, true);
+  return fitsOneCall(sql, params, members.length * CLAIM_ROW_BYTES);
+}
+
+function setStatement<Body, Raw>(
+  tables: Parameters<typeof batchGatedSql>[0],
+  consumer: string,
+  mode: Extract<ResolvedMode<Body, Raw>, { kind: 'batch-statement' }>,
+  members: readonly SetMember<Body, Raw>[],
+  strict: boolean,
+): { sql: string; params: SqlParams } {
+  const params = mode.params(members.map((member) => member.message));
+  // Stryker disable next-line StringLiteral: the statement was checked at cold start, so this check never throws
+  const userSql = checkGatedStatement(mode.sql, params, 'statementBatch.sql');
+  return {
+    sql: batchGatedSql(tables, userSql),
+    params: {
+      ...params,
+      inbox_consumer: consumer,
+      inbox_batch: members.map((member, position) => batchInputRow(member.message, member.sha256, position)),
+      inbox_strict: strict,
+    },
+  };
+}
+
+/**
+ * Batch transaction mode: claims every member inside `tx`, in one statement, or in one per run of members
+ * when their keys, or their verdicts, would not fit in one call, bounding the transaction's later
  * statements below `callTimeoutMs`. Returns each member's claim, in member order.
  */
 export async function claimSet(
@@ -59,10 +90,16 @@ export async function claimSet(
   members: readonly SetMember<unknown, unknown>[],
   callTimeoutMs: number,
 ): Promise<BatchClaimOutcome[]> {
-  const { rows } = await tx.execute(batchClaimSql(tables), {
+  const sql = batchClaimSql(tables);
+  const params = (run: readonly SetMember<unknown, unknown>[]): SqlParams => ({
     ...statementBound(callTimeoutMs),
     inbox_consumer: consumer,
-    inbox_batch: members.map((member, position) => ({ position, message_key: member.message.key, sha256: hex(member.sha256) })),
+    inbox_batch: run.map((member, position) => ({ position, message_key: member.message.key, sha256: hex(member.sha256) })),
   });
-  return readBatchClaims(rows);
+  const claims: BatchClaimOutcome[] = [];
+  for (const run of fittingRuns(members, (run) => fitsOneCall(sql, params(run), run.length * CLAIM_ROW_BYTES))) {
+    const { rows } = await tx.execute(sql, params(run));
+    claims.push(...readBatchClaims(rows));
+  }
+  return claims;
 }
