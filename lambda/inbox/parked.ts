@@ -123,8 +123,11 @@ export interface ParkedMessageStoreOptions {
   readonly schema?: string | undefined;
 }
 
-/** The effect of a consumer, run for a replay inside the replay's transaction. */
-export type ReplayEffect = (tx: Transaction, parked: ParkedMessage) => Promise<void>;
+/**
+ * The effect of a consumer, run for a replay inside the replay's transaction. Resolves with the ids of
+ * the outbox rows it wrote, which the replay relays once it committed.
+ */
+export type ReplayEffect = (tx: Transaction, parked: ParkedMessage) => Promise<readonly number[]>;
 
 /** Every column {@link toParked} reads, for `SELECT ${PARKED_COLUMNS} FROM parked_message`. */
 export const PARKED_COLUMNS =
@@ -175,13 +178,16 @@ export function parkedMessages(config: {
   consumer: string;
   callTimeoutMs: number;
   replayEffect: ReplayEffect;
+  /** Sends the outbox rows a committed replay wrote, as the consumer does after its batch; never throws. */
+  relay: (session: DataApiSession, ids: readonly number[]) => Promise<unknown>;
 }): ParkedMessages {
   const { tables, consumer } = config;
   const session = () => new DataApiSession(config.target, { callTimeoutMs: config.callTimeoutMs, resumeDelaysMs: [500, 1000, 2000, 4000, 8000] });
   return {
     ...reader(session, tables, consumer),
     async replay(id) {
-      const tx = await session().transaction();
+      const db = session();
+      const tx = await db.transaction();
       try {
         const { rows } = await tx.execute(
           `SELECT ${PARKED_COLUMNS} FROM ${tables.parked} WHERE id = :id AND consumer_name = :consumer FOR UPDATE`,
@@ -202,9 +208,10 @@ export function parkedMessages(config: {
         // second message with the key was a duplicate, or a collision parked without the claim); a row
         // without one has no key to claim, or collided with another message's key. Either way the
         // effect runs once per parked row, which FOR UPDATE and replayed_at guard.
-        await config.replayEffect(tx, parked);
+        const outboxIds = await config.replayEffect(tx, parked);
         await tx.execute(`UPDATE ${tables.parked} SET replayed_at = now() WHERE id = :id`, { id });
         await tx.commit();
+        await config.relay(db, outboxIds);
         return 'replayed';
       } catch (error) {
         await tx.rollback().catch(() => {});
