@@ -8,8 +8,26 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import type * as ClientSqs from '@aws-sdk/client-sqs';
 import type { MessageAttributeValue, SQSClient, SendMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
+import { PeerDependencyError, importPeer } from './peers.js';
+
+export { PeerDependencyError };
+
+/**
+ * The SQS client package, an optional peer: loaded at the first send rather than imported, so that a
+ * missing one is a {@link PeerDependencyError} naming the install command, not Node's ERR_MODULE_NOT_FOUND
+ * at import (a static import fails before any code of ours runs).
+ */
+let clientSqs: Promise<typeof ClientSqs> | undefined;
+function loadClientSqs(): Promise<typeof ClientSqs> {
+  clientSqs ??= importPeer(
+    '@aws-sdk/client-sqs',
+    () => import('@aws-sdk/client-sqs'),
+    (cause) => new PeerDependencyError('sqs-inbox/producer', '@aws-sdk/client-sqs', 'npm install @aws-sdk/client-sqs', cause),
+  );
+  return clientSqs;
+}
 
 /** SQS's limit for one message and for a whole SendMessageBatch request: 1 MiB. */
 export const MAX_SQS_MESSAGE_BYTES = 1_048_576;
@@ -283,6 +301,7 @@ export function createProducer(options: ProducerOptions): Producer {
     const prepared = messages.map((m, i) => prepare(m, i, issues));
     if (issues.length > 0) throw new InvalidMessagesError(issues);
     const ready = prepared.filter((p): p is Prepared => p !== undefined);
+    const { SendMessageBatchCommand } = await loadClientSqs();
 
     const sent: SentMessage[] = [];
     const failures: FailedMessage[] = [];

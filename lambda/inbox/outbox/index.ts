@@ -8,6 +8,7 @@
  * @module
  */
 export { sqsOutbox } from './sqs-outbox.js';
+export { PeerDependencyError } from '../peers.js';
 export type { SqsOutboxOptions } from './sqs-outbox.js';
 export { OutboxSweepError, sweepOutbox } from './sweep.js';
 export type { SweepFailure, SweepOptions, SweepReport } from './sweep.js';
