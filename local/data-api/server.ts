@@ -7,7 +7,8 @@ import { badRequest, DataApiError, GatewayError } from './errors.js';
 import { Faults } from './faults.js';
 import { Gate } from './gate.js';
 import { executeSql, OPERATIONS, type OperationContext } from './operations.js';
-import { lingerThenClose, readBody, RequestTooLarge } from './request-body.js';
+import { refuseBody } from '../bounded-body.js';
+import { readBody, RequestTooLarge } from './request-body.js';
 import { Secrets, type SecretCredentials } from './secrets.js';
 import { Stats, type CountedOperation } from './stats.js';
 import { Transactions } from './transactions.js';
@@ -300,13 +301,10 @@ async function handle(request: IncomingMessage, response: ServerResponse, { cont
         ? caught
         : // Never a 5xx for something unexpected: the SDK would retry, and the call may have written.
           badRequest(`Local Data API internal error: ${caught instanceof Error ? caught.message : String(caught)}`);
-    if (error instanceof RequestTooLarge) lingerThenClose(request, response);
-    send(
-      response,
-      error.status,
-      { 'content-type': 'application/json', 'x-amzn-RequestId': requestId, 'x-amzn-ErrorType': error.header },
-      JSON.stringify(error.body()),
-    );
+    const headers = { 'content-type': 'application/json', 'x-amzn-RequestId': requestId, 'x-amzn-ErrorType': error.header };
+    const body = JSON.stringify(error.body());
+    if (error instanceof RequestTooLarge) refuseBody(request, response, error.status, headers, body);
+    else send(response, error.status, headers, body);
   } finally {
     // The ambiguous outcome: the call ran, and its answer never arrives.
     if (drop) request.socket.destroy();
