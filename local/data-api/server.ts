@@ -69,6 +69,12 @@ export interface StartDataApiOptions {
    */
   readonly connectionWaitTimeoutMs?: number | undefined;
   /**
+   * How long a connection may sit idle in its pool before it is closed. A pool left with no connection is
+   * let go (a database the process dropped keeps no pool), and made again on its database's next call.
+   * @default 5000
+   */
+  readonly connectionIdleTimeoutMs?: number | undefined;
+  /**
    * Transactions open at once, over the whole server. BeginTransaction beyond it waits (first come, first
    * served) up to `connectionWaitTimeoutMs` for one to end. Below `maxConnectionsPerDatabase`, transactions
    * that are never committed cannot take every connection from autocommit calls. Abandoned transactions
@@ -103,6 +109,8 @@ export interface DataApiServer {
   readonly faults: Faults;
   /** Calls received per operation. */
   readonly stats: Stats;
+  /** The connection pools open now: one per database and user with a connection or a caller waiting for one. */
+  readonly openPools: number;
   /** Rolls back open transactions, ends every pool and stops the server (and PostgreSQL, if it started it). */
   close(): Promise<void>;
 }
@@ -150,6 +158,7 @@ export async function startDataApi(options: StartDataApiOptions = {}): Promise<D
   for (const [name, value] of Object.entries({
     maxConnectionsPerDatabase: options.maxConnectionsPerDatabase,
     connectionWaitTimeoutMs: options.connectionWaitTimeoutMs,
+    connectionIdleTimeoutMs: options.connectionIdleTimeoutMs,
     maxOpenTransactions: options.maxOpenTransactions,
   })) {
     if (value !== undefined && !(Number.isInteger(value) && value >= 1)) {
@@ -168,6 +177,7 @@ export async function startDataApi(options: StartDataApiOptions = {}): Promise<D
   const databases = new Databases(databaseUrl, await loadPg(), {
     maxConnections: options.maxConnectionsPerDatabase ?? 64,
     connectionWaitTimeoutMs,
+    idleTimeoutMs: options.connectionIdleTimeoutMs ?? 5_000,
   });
   const transactions = new Transactions({
     idleTimeoutMs: options.transactionIdleTimeoutMs ?? 180_000,
@@ -220,6 +230,9 @@ export async function startDataApi(options: StartDataApiOptions = {}): Promise<D
     database,
     faults,
     stats,
+    get openPools() {
+      return databases.openPools;
+    },
     close() {
       closing ??= (async () => {
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
