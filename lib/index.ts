@@ -47,4 +47,5 @@ export type { InboxDatabaseRoleProps, InboxRolePurpose } from './inbox-database-
 export type { InboxTableGrant, InboxTablePrivilege } from './database-grants.js';
 export type { DataApiAction } from './data-api-access.js';
 export { InboxSecretRotation } from './secret-rotation.js';
+export { PeerDependencyError } from '../lambda/inbox/peers.js';
 export type { InboxSecretRotationProps } from './secret-rotation.js';

@@ -3,6 +3,9 @@
  * server, an SQS model with an AWS JSON front, and Lambda's SQS event source mapping, so the very same
  * handler runs locally, with faults injected, before it is deployed.
  */
+// First: before any module below makes an SDK client.
+import './quiet-sdk.js';
+
 export { LocalDependencyError, LOCAL_PEERS_INSTALL } from './peers.js';
 export { startPostgres, createDatabase, databaseName, PostgresStartError } from './postgres.js';
 export type { PostgresServer, StartPostgresOptions } from './postgres.js';

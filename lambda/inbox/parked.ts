@@ -143,8 +143,11 @@ export interface ParkedMessageStoreOptions {
   readonly schema?: string | undefined;
 }
 
-/** The effect of a consumer, run for a replay inside the replay's transaction. */
-export type ReplayEffect = (tx: Transaction, parked: ParkedMessage) => Promise<void>;
+/**
+ * The effect of a consumer, run for a replay inside the replay's transaction. Resolves with the ids of
+ * the outbox rows it wrote, which the replay relays once it committed.
+ */
+export type ReplayEffect = (tx: Transaction, parked: ParkedMessage) => Promise<readonly number[]>;
 
 /** Every column {@link toParked} reads, for `SELECT ${PARKED_COLUMNS} FROM parked_message`. */
 export const PARKED_COLUMNS =
@@ -195,6 +198,8 @@ export function parkedMessages(config: {
   consumer: string;
   callTimeoutMs: number;
   replayEffect: ReplayEffect;
+  /** Sends the outbox rows a committed replay wrote, as the consumer does after its batch; never throws. */
+  relay: (session: DataApiSession, ids: readonly number[]) => Promise<unknown>;
 }): ParkedMessages {
   const { tables, consumer } = config;
   const session = () => new DataApiSession(config.target, { callTimeoutMs: config.callTimeoutMs, resumeDelaysMs: [500, 1000, 2000, 4000, 8000] });
@@ -205,7 +210,8 @@ export function parkedMessages(config: {
       if (onCollision !== 'refuse' && onCollision !== 'apply-under-new-key') {
         throw new TypeError(`replay option "collision" must be 'refuse' or 'apply-under-new-key'; got ${JSON.stringify(onCollision)}`);
       }
-      const tx = await session().transaction();
+      const db = session();
+      const tx = await db.transaction();
       try {
         const { rows } = await tx.execute(
           `SELECT ${PARKED_COLUMNS} FROM ${tables.parked} WHERE id = :id AND consumer_name = :consumer FOR UPDATE`,
@@ -226,18 +232,20 @@ export function parkedMessages(config: {
         // key was a duplicate, or a collision parked without the claim): its effect runs under its key,
         // once, which FOR UPDATE and replayed_at guard. A row without a key has none to claim. A collision
         // runs only when asked, under a key of its own that it claims here.
+        let outboxIds: readonly number[] = [];
         if (isKeyCollision(parked)) {
           if (onCollision === 'refuse') throw new ParkedCollisionError(parked.id, parked.key!);
           const sha256 = payloadHash(parked.body);
           const key = collisionKey(parked.key!, sha256);
           const claim = readClaim((await tx.execute(claimSql(tables), { ...claimParams(consumer, key, sha256), ...statementBound(config.callTimeoutMs) })).rows);
           // Not claimed: another parked copy of this message was applied under that key already.
-          if (claim.claimed) await config.replayEffect(tx, { ...parked, key });
+          if (claim.claimed) outboxIds = await config.replayEffect(tx, { ...parked, key });
         } else {
-          await config.replayEffect(tx, parked);
+          outboxIds = await config.replayEffect(tx, parked);
         }
         await tx.execute(`UPDATE ${tables.parked} SET replayed_at = now() WHERE id = :id`, { id });
         await tx.commit();
+        await config.relay(db, outboxIds);
         return 'replayed';
       } catch (error) {
         await tx.rollback().catch(() => {});

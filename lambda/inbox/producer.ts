@@ -8,8 +8,26 @@
  */
 
 import { randomBytes } from 'node:crypto';
-import { SendMessageBatchCommand } from '@aws-sdk/client-sqs';
+import type * as ClientSqs from '@aws-sdk/client-sqs';
 import type { MessageAttributeValue, SQSClient, SendMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
+import { PeerDependencyError, importPeer } from './peers.js';
+
+export { PeerDependencyError };
+
+/**
+ * The SQS client package, an optional peer: loaded at the first send rather than imported, so that a
+ * missing one is a {@link PeerDependencyError} naming the install command, not Node's ERR_MODULE_NOT_FOUND
+ * at import (a static import fails before any code of ours runs).
+ */
+let clientSqs: Promise<typeof ClientSqs> | undefined;
+function loadClientSqs(): Promise<typeof ClientSqs> {
+  clientSqs ??= importPeer(
+    '@aws-sdk/client-sqs',
+    () => import('@aws-sdk/client-sqs'),
+    (cause) => new PeerDependencyError('sqs-inbox/producer', '@aws-sdk/client-sqs', 'npm install @aws-sdk/client-sqs', cause),
+  );
+  return clientSqs;
+}
 
 /** SQS's limit for one message and for a whole SendMessageBatch request: 1 MiB. */
 export const MAX_SQS_MESSAGE_BYTES = 1_048_576;
@@ -138,7 +156,7 @@ export interface ProducerOptions {
   queueUrl: string;
   /**
    * Whether the queue is FIFO: the key then also becomes the MessageDeduplicationId, and a failed message
-   * holds back the later messages of its group.
+   * holds back the later messages of its group (see {@link strictGroupOrder}).
    * @default true when queueUrl ends in `.fifo`
    */
   fifo?: boolean | undefined;
@@ -154,10 +172,13 @@ export interface ProducerOptions {
   maxMessageBytes?: number | undefined;
   /**
    * FIFO: send at most one message of a group per SendMessageBatch request. SQS may fail one entry of a
-   * request and accept the next: two entries of one group in one request can then land out of order when
-   * the failed one is retried. With this on, a group's next message goes out only once the one before it
-   * is in (or is held back with GroupBlocked), at the cost of one request per message of a group.
-   * @default false (up to 10 messages of a group per request)
+   * request and accept the next: two entries of one group in one request then land out of order when the
+   * failed one is retried, and nothing can undo that (a resend of the later ones is deduplicated). So a
+   * group's next message goes out only once the one before it is in (or is held back with GroupBlocked).
+   * The cost: one request per message of a group (a burst of 25 messages of one group takes 25 requests
+   * instead of 3); messages of different groups still share requests. `false` packs up to 10 messages of a
+   * group per request and gives up the group's order when an entry fails.
+   * @default true
    */
   strictGroupOrder?: boolean | undefined;
   /** Time for UUIDv7 keys. @default Date.now */
@@ -203,7 +224,7 @@ export function createProducer(options: ProducerOptions): Producer {
   const baseDelayMs = options.baseDelayMs ?? 50;
   const maxDelayMs = options.maxDelayMs ?? 2000;
   const maxMessageBytes = options.maxMessageBytes ?? MAX_SQS_MESSAGE_BYTES;
-  const strictGroupOrder = options.strictGroupOrder ?? false;
+  const strictGroupOrder = options.strictGroupOrder ?? true;
   const now = options.now ?? Date.now;
   const sleep = options.sleep ?? ((ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
   const problems: string[] = [];
@@ -280,6 +301,7 @@ export function createProducer(options: ProducerOptions): Producer {
     const prepared = messages.map((m, i) => prepare(m, i, issues));
     if (issues.length > 0) throw new InvalidMessagesError(issues);
     const ready = prepared.filter((p): p is Prepared => p !== undefined);
+    const { SendMessageBatchCommand } = await loadClientSqs();
 
     const sent: SentMessage[] = [];
     const failures: FailedMessage[] = [];

@@ -16,6 +16,8 @@ export interface DatabasesOptions {
   readonly maxConnections: number;
   /** How long a call waits for a connection of a full pool before it fails. */
   readonly connectionWaitTimeoutMs: number;
+  /** How long a connection sits idle before the pool closes it. */
+  readonly idleTimeoutMs: number;
 }
 
 /**
@@ -32,9 +34,11 @@ export const TEXT_TYPES = { getTypeParser: () => (value: string) => value };
 const POOL_WAIT_TIMEOUT = 'timeout exceeded when trying to connect';
 
 /**
- * The databases of one PostgreSQL server, one pool per database and user, opened on first use. The
- * `database` member of a request picks the database (the server URL's is the default); its secret picks
- * the user (the server URL's own, or a listed secret's).
+ * The databases of one PostgreSQL server, one pool per database and user, opened on first use and let go
+ * once it has no connection left (its idle ones closed, or none could be opened), so that a long-lived
+ * process that creates and drops databases keeps a pool only for those in use. The `database` member of
+ * a request picks the database (the server URL's is the default); its secret picks the user (the server
+ * URL's own, or a listed secret's).
  */
 export class Databases {
   private readonly open = new Map<string, Database>();
@@ -48,7 +52,7 @@ export class Databases {
 
   /** The database of this name as this user (undefined: the server URL's), its pool created on first use. */
   get(name: string, credentials?: SecretCredentials): Database {
-    const key = JSON.stringify([name, credentials?.username ?? null]);
+    const key = poolKey(name, credentials);
     let database = this.open.get(key);
     if (!database) {
       const pool = new this.driver.Pool({
@@ -57,15 +61,30 @@ export class Databases {
         types: TEXT_TYPES,
         max: this.options.maxConnections,
         connectionTimeoutMillis: this.options.connectionWaitTimeoutMs,
-        idleTimeoutMillis: 5_000,
+        idleTimeoutMillis: this.options.idleTimeoutMs,
         application_name: 'sqs-inbox-local-data-api',
       });
       // An idle connection that dies (server restart, pg_terminate_backend) must not crash the process.
       pool.on('error', () => {});
+      pool.on('remove', () => this.letGoIfEmpty(key));
       database = { name, pool, catalog: new TypeCatalog(pool) };
       this.open.set(key, database);
     }
     return database;
+  }
+
+  /** The pools held now. */
+  get openPools(): number {
+    return this.open.size;
+  }
+
+  /**
+   * Forgets the pool of `key` once it has no connection and nobody waits for one. It is not ended: a call
+   * that still holds it can go on with it, and an empty pool holds nothing but memory.
+   */
+  private letGoIfEmpty(key: string): void {
+    const pool = this.open.get(key)?.pool;
+    if (pool && pool.totalCount === 0 && pool.waitingCount === 0) this.open.delete(key);
   }
 
   /**
@@ -78,6 +97,8 @@ export class Databases {
    */
   async connect(name: string, credentials: SecretCredentials | undefined, signal?: AbortSignal): Promise<pg.PoolClient> {
     const pending = this.get(name, credentials).pool.connect();
+    // A connection that could not be opened leaves the pool without emitting 'remove'.
+    pending.catch(() => this.letGoIfEmpty(poolKey(name, credentials)));
     try {
       const client = await (signal ? abortable(pending, signal) : pending);
       // An error on a checked-out connection is reported through its query; without a listener it would
@@ -141,6 +162,11 @@ export class Databases {
     }
     return url.toString();
   }
+}
+
+/** One pool per database and user. */
+function poolKey(name: string, credentials: SecretCredentials | undefined): string {
+  return JSON.stringify([name, credentials?.username ?? null]);
 }
 
 /** The backend pid of a connection (pg keeps it from BackendKeyData; its types omit it). */

@@ -7,7 +7,8 @@ import { badRequest, DataApiError, GatewayError } from './errors.js';
 import { Faults } from './faults.js';
 import { Gate } from './gate.js';
 import { executeSql, OPERATIONS, type OperationContext } from './operations.js';
-import { lingerThenClose, readBody, RequestTooLarge } from './request-body.js';
+import { refuseBody } from '../bounded-body.js';
+import { readBody, RequestTooLarge } from './request-body.js';
 import { Secrets, type SecretCredentials } from './secrets.js';
 import { Stats, type CountedOperation } from './stats.js';
 import { Transactions } from './transactions.js';
@@ -68,6 +69,12 @@ export interface StartDataApiOptions {
    */
   readonly connectionWaitTimeoutMs?: number | undefined;
   /**
+   * How long a connection may sit idle in its pool before it is closed. A pool left with no connection is
+   * let go (a database the process dropped keeps no pool), and made again on its database's next call.
+   * @default 5000
+   */
+  readonly connectionIdleTimeoutMs?: number | undefined;
+  /**
    * Transactions open at once, over the whole server. BeginTransaction beyond it waits (first come, first
    * served) up to `connectionWaitTimeoutMs` for one to end. Below `maxConnectionsPerDatabase`, transactions
    * that are never committed cannot take every connection from autocommit calls. Abandoned transactions
@@ -102,6 +109,8 @@ export interface DataApiServer {
   readonly faults: Faults;
   /** Calls received per operation. */
   readonly stats: Stats;
+  /** The connection pools open now: one per database and user with a connection or a caller waiting for one. */
+  readonly openPools: number;
   /** Rolls back open transactions, ends every pool and stops the server (and PostgreSQL, if it started it). */
   close(): Promise<void>;
 }
@@ -149,6 +158,7 @@ export async function startDataApi(options: StartDataApiOptions = {}): Promise<D
   for (const [name, value] of Object.entries({
     maxConnectionsPerDatabase: options.maxConnectionsPerDatabase,
     connectionWaitTimeoutMs: options.connectionWaitTimeoutMs,
+    connectionIdleTimeoutMs: options.connectionIdleTimeoutMs,
     maxOpenTransactions: options.maxOpenTransactions,
   })) {
     if (value !== undefined && !(Number.isInteger(value) && value >= 1)) {
@@ -167,6 +177,7 @@ export async function startDataApi(options: StartDataApiOptions = {}): Promise<D
   const databases = new Databases(databaseUrl, await loadPg(), {
     maxConnections: options.maxConnectionsPerDatabase ?? 64,
     connectionWaitTimeoutMs,
+    idleTimeoutMs: options.connectionIdleTimeoutMs ?? 5_000,
   });
   const transactions = new Transactions({
     idleTimeoutMs: options.transactionIdleTimeoutMs ?? 180_000,
@@ -219,6 +230,9 @@ export async function startDataApi(options: StartDataApiOptions = {}): Promise<D
     database,
     faults,
     stats,
+    get openPools() {
+      return databases.openPools;
+    },
     close() {
       closing ??= (async () => {
         const stopped = new Promise<void>((resolve) => server.close(() => resolve()));
@@ -302,13 +316,10 @@ async function handle(request: IncomingMessage, response: ServerResponse, { cont
         ? caught
         : // Never a 5xx for something unexpected: the SDK would retry, and the call may have written.
           badRequest(`Local Data API internal error: ${caught instanceof Error ? caught.message : String(caught)}`);
-    if (error instanceof RequestTooLarge) lingerThenClose(request, response);
-    send(
-      response,
-      error.status,
-      { 'content-type': 'application/json', 'x-amzn-RequestId': requestId, 'x-amzn-ErrorType': error.header },
-      JSON.stringify(error.body()),
-    );
+    const headers = { 'content-type': 'application/json', 'x-amzn-RequestId': requestId, 'x-amzn-ErrorType': error.header };
+    const body = JSON.stringify(error.body());
+    if (error instanceof RequestTooLarge) refuseBody(request, response, error.status, headers, body);
+    else send(response, error.status, headers, body);
   } finally {
     // The ambiguous outcome: the call ran, and its answer never arrives.
     if (drop) request.socket.destroy();

@@ -11,42 +11,6 @@ import { MAX_MESSAGE_SIZE } from './queue-attributes.js';
  */
 export const MAX_REQUEST_BYTES = 2 * MAX_MESSAGE_SIZE + 64 * 1024;
 
-/** The body, or `tooLarge` as soon as it is known to exceed the limit (from Content-Length, or while streaming). */
-export type BodyResult = { kind: 'body'; text: string } | { kind: 'tooLarge' };
-
-/**
- * Reads a request body up to `limit` bytes. A Content-Length over the limit is refused before a byte is
- * read; a chunked body is refused as soon as it passes the limit. The rest of a refused body is read and
- * dropped, never kept, so that the client still gets the answer.
- */
-export function readBody(req: IncomingMessage, limit = MAX_REQUEST_BYTES): Promise<BodyResult> {
-  const declared = Number(req.headers['content-length']);
-  if (Number.isFinite(declared) && declared > limit) {
-    req.resume();
-    return Promise.resolve({ kind: 'tooLarge' });
-  }
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let refused = false;
-    req.on('data', (chunk: Buffer) => {
-      if (refused) return;
-      size += chunk.length;
-      if (size > limit) {
-        refused = true;
-        chunks.length = 0;
-        resolve({ kind: 'tooLarge' });
-        return;
-      }
-      chunks.push(chunk);
-    });
-    req.on('end', () => {
-      if (!refused) resolve({ kind: 'body', text: Buffer.concat(chunks).toString('utf8') });
-    });
-    req.on('error', reject);
-  });
-}
-
 /**
  * Whether the request is an AWS JSON 1.0 request. SQS serves two protocols on one endpoint and tells
  * them apart by Content-Type; media type parameters (`; charset=utf-8`) are allowed (smithy-lang/smithy,

@@ -7,7 +7,8 @@ import { SqsError } from './errors.js';
 import { SqsFaults } from './faults.js';
 import { SqsModel } from './model.js';
 import { createHandlers } from './operations.js';
-import { MAX_REQUEST_BYTES, isAwsJson10, readBody } from './request-body.js';
+import { readBoundedBody, refuseBody } from '../bounded-body.js';
+import { MAX_REQUEST_BYTES, isAwsJson10 } from './request-body.js';
 import type { Json } from './wire-input.js';
 
 /** Options of {@link startSqs}. */
@@ -95,10 +96,10 @@ export async function startSqs(options: StartSqsOptions = {}): Promise<SqsServer
       log(`${req.method ?? '?'} ${req.url ?? ''}: answered 404 UnknownOperationException (this endpoint speaks AWS JSON 1.0 only: POST with content-type application/x-amz-json-1.0 and x-amz-target AmazonSQS.<Operation>)`);
       return sendText(res, 404, '<UnknownOperationException/>\n', { 'x-amzn-requestid': randomUUID() });
     }
-    const body = await readBody(req, MAX_REQUEST_BYTES);
+    const body = await readBoundedBody(req, MAX_REQUEST_BYTES);
     if (body.kind === 'tooLarge') {
       log(`${operation || target}: answered 413, the request body is larger than ${MAX_REQUEST_BYTES} bytes`);
-      return sendText(res, 413, `HTTP content length exceeded ${MAX_REQUEST_BYTES} bytes.`, { connection: 'close' });
+      return refuseBody(req, res, 413, {}, `HTTP content length exceeded ${MAX_REQUEST_BYTES} bytes.`);
     }
     const handler = operation ? handlers[operation] : undefined;
     if (!handler) {

@@ -2,9 +2,9 @@ import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand } from 
 import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { InboxConfigError, inbox } from '../../lambda/inbox/index.js';
+import { InboxConfigError, PermanentError, inbox } from '../../lambda/inbox/index.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
-import { outboxKey, sqsOutbox, sweepOutbox } from '../../lambda/inbox/outbox/index.js';
+import { OutboxSweepError, outboxKey, sqsOutbox, sweepOutbox } from '../../lambda/inbox/outbox/index.js';
 import { relayRows } from '../../lambda/inbox/outbox/relay.js';
 import { inboxTables } from '../../lambda/inbox/schema.js';
 import { sweeperHandler } from '../../lambda/functions/outbox-sweeper.js';
@@ -73,6 +73,45 @@ function shipper(destination: string, extra: Partial<InboxOptions<Order>> = {}) 
   /** The relay's warnings: what it left for the sweeper, and why. */
   const relayWarnings = () => logger.lines.filter((line) => line.level === 'warn' && line.message.includes('sweeper')).map((line) => [line.message, line.extra[0]]);
   return { consumer, handler, rows, metrics, relayWarnings };
+}
+
+/** `n` unsent rows of `consumer` for `url`, created a minute ago, in one FIFO group when `groupId` is given. */
+async function unsentRows(consumer: string, url: string, n: number, groupId?: string): Promise<void> {
+  await db.query(
+    `INSERT INTO inbox.outbox_message (consumer_name, message_key, position, idempotency_key, destination, body, group_id, created_at)
+     SELECT $1, 'm', i, $1 || '-' || i, $2, 'row-' || i, $4, now() - interval '1 minute' FROM generate_series(0, $3 - 1) AS i`,
+    [consumer, url, n, groupId ?? null],
+  );
+}
+
+/** Marks sent what earlier tests left unsent, so that a sweep sees only the rows of its own test. */
+async function settleLeftovers(): Promise<void> {
+  await db.query('UPDATE inbox.outbox_message SET sent_at = now() WHERE sent_at IS NULL');
+}
+
+/** A sent row of another consumer, past the sent retention of the sweeper below. */
+async function oldSentRow(consumer: string, url: string): Promise<void> {
+  await db.query(
+    `INSERT INTO inbox.outbox_message (consumer_name, message_key, position, idempotency_key, destination, body, sent_at)
+     VALUES ($1, 'old', 0, $2, $3, 'x', now() - interval '2 days')`,
+    [`${consumer}-old`, `old-${consumer}`, url],
+  );
+}
+
+/** The scheduled sweeper function against the test's Data API and SQS, sending every unsent row. */
+function sweeper(metrics: ReturnType<typeof recordingMetrics>) {
+  return sweeperHandler(
+    {
+      INBOX_RESOURCE_ARN: db.server.resourceArn,
+      INBOX_SECRET_ARN: db.server.secretArn,
+      INBOX_DATABASE: db.server.database,
+      INBOX_DATA_API_ENDPOINT: db.server.endpoint,
+      INBOX_OUTBOX_MIN_AGE_SECONDS: '0',
+      INBOX_OUTBOX_SENT_RETENTION_SECONDS: '86400',
+    },
+    metrics as never,
+    f.client,
+  );
 }
 
 const order = (orderId: string, extra: Partial<Order> = {}): SQSRecord => sqsRecord({ body: { orderId, ...extra }, key: `k-${orderId}` });
@@ -278,31 +317,85 @@ describe('the outbox', () => {
     f.sqs.faults.failRequests('SendMessageBatch', { error: 'InternalError', times: 10 });
     await handler({ Records: [order(`s-${run}`)] }, lambdaContext());
     f.sqs.faults.clear();
-    // An old sent row of another consumer, past the sent retention.
-    await db.query(
-      `INSERT INTO inbox.outbox_message (consumer_name, message_key, position, idempotency_key, destination, body, sent_at)
-       VALUES ($1, 'old', 0, $2, $3, 'x', now() - interval '2 days')`,
-      [`${consumer}-old`, `old-${run}`, url],
-    );
+    await oldSentRow(consumer, url);
     const metrics = recordingMetrics();
-    const sweep = sweeperHandler(
-      {
-        INBOX_RESOURCE_ARN: db.server.resourceArn,
-        INBOX_SECRET_ARN: db.server.secretArn,
-        INBOX_DATABASE: db.server.database,
-        INBOX_DATA_API_ENDPOINT: db.server.endpoint,
-        INBOX_OUTBOX_MIN_AGE_SECONDS: '0',
-        INBOX_OUTBOX_SENT_RETENTION_SECONDS: '86400',
-      },
-      metrics as never,
-      f.client,
-    );
-    const report = await sweep({}, lambdaContext());
+    const report = await sweeper(metrics)({}, lambdaContext());
     expect(report).toMatchObject({ sent: 1, deferred: 0, deleted: 1, oldestUnsentAgeSeconds: 0 });
     expect(metrics.published[0]).toMatchObject({ OutboxSwept: [1], OutboxSweepDeferred: [0], OutboxOldestUnsentAgeSeconds: [0] });
     expect((await rows())[0]!.sent_at).toBeInstanceOf(Date);
     expect(await drain(f.client, url)).toHaveLength(1);
     expect(() => sweeperHandler({ INBOX_RESOURCE_ARN: 'r', INBOX_SECRET_ARN: 's', INBOX_OUTBOX_SWEEP_LIMIT: '-1' }, metrics as never, f.client)).toThrow(/INBOX_OUTBOX_SWEEP_LIMIT/);
+  });
+
+  it('stops sending before the Lambda deadline: the rest waits for the next sweep, no delete starts, and the report still comes out', async () => {
+    const url = await queue('deadline');
+    const consumer = `deadline-${run}`;
+    await settleLeftovers();
+    await unsentRows(consumer, url, 120);
+    await oldSentRow(consumer, url);
+    const sends = () => f.sqs.requests.filter((request) => request.operation === 'SendMessageBatch').length;
+    // 120 s at the start (a margin of 60 s); 30 s once the first rows went out.
+    const metrics = recordingMetrics();
+    const report = await sweeper(metrics)({}, lambdaContext(() => (sends() === 0 ? 120_000 : 30_000)));
+    expect(report).toMatchObject({ sent: 50, deferred: 70, deleted: 0, cutShort: true, failures: [] });
+    expect(report.oldestUnsentAgeSeconds).toBeGreaterThan(0);
+    expect(metrics.published[0]).toMatchObject({ OutboxSwept: [50], OutboxSweepDeferred: [70], OutboxSweepFailures: [0] });
+    expect(await db.query('SELECT count(*)::int AS n FROM inbox.outbox_message WHERE consumer_name = $1 AND sent_at IS NOT NULL', [consumer])).toEqual([{ n: 50 }]);
+    expect(await drain(f.client, url)).toHaveLength(50);
+  });
+
+  it('keeps a FIFO group stopped across its 50-row steps: a row lost for good holds back the rest of its group', async () => {
+    const url = await queue('steps.fifo');
+    const consumer = `steps-${run}`;
+    await settleLeftovers();
+    await unsentRows(consumer, url, 60, 'g');
+    // One message of the group per request (strictGroupOrder): the fourth request carries the fourth row.
+    let requests = 0;
+    f.sqs.faults.failEntries('SendMessageBatch', { entries: () => ++requests === 4, code: 'InvalidParameterValue', senderFault: true, times: 100 });
+    const report = await sweepOutbox(db.session, { transport: sqsOutbox({ client: f.client }).transport, minAgeMs: 0 });
+    expect(report).toMatchObject({ sent: 3, deferred: 57 });
+    expect((await drain(f.client, url)).map((m) => m.Body)).toEqual(['row-0', 'row-1', 'row-2']);
+  });
+
+  it('reports what it did when the delete and the age query fail: metrics out, failures counted, then the error', async () => {
+    const url = await queue('sweep-fails');
+    const consumer = `sweep-fails-${run}`;
+    await settleLeftovers();
+    await unsentRows(consumer, url, 1);
+    await oldSentRow(consumer, url);
+    db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: (sql) => sql.startsWith('DELETE FROM') || sql.includes('min(created_at)'), count: Infinity });
+    const metrics = recordingMetrics();
+    const error = await sweeper(metrics)({}, lambdaContext()).catch((e: unknown) => e);
+    db.server.faults.clear();
+    expect(error).toBeInstanceOf(OutboxSweepError);
+    const { report } = error as OutboxSweepError;
+    expect(report).toMatchObject({ sent: 1, deferred: 0, deleted: 0, oldestUnsentAgeSeconds: undefined, cutShort: false });
+    expect(report.failures.map((failure) => failure.step)).toEqual(['delete', 'age']);
+    expect((error as Error).message).toMatch(/^outbox sweep: delete failed: .*; age failed: .*The next sweep tries again\.$/);
+    expect(metrics.published).toHaveLength(1);
+    expect(metrics.published[0]).toMatchObject({ OutboxSwept: [1], OutboxSweepDeferred: [0], OutboxSweepFailures: [2] });
+    // Unknown, so no data point: the age alarm treats missing data as breaching.
+    expect(metrics.published[0]).not.toHaveProperty('OutboxOldestUnsentAgeSeconds');
+    expect(await drain(f.client, url)).toHaveLength(1);
+  });
+
+  it('sends a replayed parked message\'s outbox rows right after the replay commits, not at the next sweep', async () => {
+    const url = await queue('replayed');
+    let fixed = false;
+    const { handler, rows } = shipper(url, {
+      onPermanentError: 'park',
+      apply: async (tx, message) => {
+        if (!fixed) throw new PermanentError('warehouse unknown');
+        tx.send({ to: 'invoices', body: { orderId: message.body.orderId } });
+      },
+    });
+    const id = `p-${run}`;
+    await handler({ Records: [order(id)] }, lambdaContext());
+    const [parked] = await handler.parked.list();
+    fixed = true;
+    expect(await handler.parked.replay(parked!.id)).toBe('replayed');
+    expect((await drain(f.client, url)).map((m) => JSON.parse(m.Body!))).toEqual([{ orderId: id }]);
+    expect((await rows())[0]!.sent_at).toBeInstanceOf(Date);
   });
 
   it('reads destination names from INBOX_DESTINATIONS', async () => {

@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
@@ -75,6 +75,11 @@ const COMMAND_FLAGS: Record<string, string[]> = {
 
 const credentials = { accessKeyId: 'x', secretAccessKey: 'x' };
 
+/** A script that imports the built testkit, then makes an SDK client as a user's test would. */
+const TESTKIT_MAKES_A_CLIENT = `await import(${JSON.stringify(new URL('../../dist/local/index.js', import.meta.url).href)});
+const { SQSClient } = await import('@aws-sdk/client-sqs');
+new SQSClient({ region: 'us-east-1' }).destroy();`;
+
 describe('npx sqs-inbox', () => {
   it('data-api --json prints one JSON line a plain SDK script can use, and stops on SIGTERM', async () => {
     const run = cli(['data-api', '--json', '--database-url', await freshDatabase('cli')]);
@@ -102,6 +107,25 @@ describe('npx sqs-inbox', () => {
     expect(await missing.exited).toBe(2);
     expect(missing.stderr()).toMatch(/^sqs-inbox migrate: --resource-arn \(or INBOX_RESOURCE_ARN\) is required/);
     server.child.kill('SIGTERM');
+  }, 60_000);
+
+  it('prints no AWS SDK Node-version warning, from the CLI or from a process that imports the testkit (Node 20)', async () => {
+    // vitest sets the switch for its own processes; these children start without it, as a user's shell does.
+    const unset = { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: undefined };
+    const server = cli(['data-api', '--json', '--database-url', await freshDatabase('cli_quiet')], unset);
+    const info = JSON.parse(await server.firstLine);
+    const env = { ...unset, INBOX_DATA_API_ENDPOINT: info.endpoint, INBOX_RESOURCE_ARN: info.resourceArn, INBOX_SECRET_ARN: info.secretArn, INBOX_DATABASE: info.database };
+    const migrate = await cliRun(['migrate', '--sets', 'inbox'], env);
+    expect(migrate.code).toBe(0);
+    const testkit = spawnSync(process.execPath, ['--input-type=module', '-e', TESTKIT_MAKES_A_CLIENT], { env: { ...process.env, ...unset }, encoding: 'utf8' });
+    expect(testkit.status).toBe(0);
+    // The same client without the testkit's import does warn, on Node 20: the check above could fail.
+    const bare = spawnSync(process.execPath, ['--input-type=module', '-e', TESTKIT_MAKES_A_CLIENT.replace(/^.*\n/, '')], { env: { ...process.env, ...unset }, encoding: 'utf8' });
+    const warns = Number(process.versions.node.split('.')[0]) < 22;
+    expect(bare.stderr.includes('NodeVersionSupportWarning')).toBe(warns);
+    server.child.kill('SIGTERM');
+    expect(await server.exited).not.toBeNull();
+    for (const stderr of [server.stderr(), migrate.stderr, testkit.stderr]) expect(stderr).not.toMatch(/NodeVersionSupportWarning|AWS SDK for JavaScript/);
   }, 60_000);
 
   it('purge refuses a retention under one day unless --allow-short-retention, naming the flag and why, exit 2', async () => {

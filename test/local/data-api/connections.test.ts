@@ -1,5 +1,5 @@
 import { BeginTransactionCommand, StatementTimeoutException } from '@aws-sdk/client-rds-data';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createDatabase, databaseName } from '../../../local/postgres.js';
 import { rejectionOf, startHarness, type Harness } from './harness.js';
 
@@ -109,5 +109,30 @@ describe('local Data API: idle expiry under the transaction cap', () => {
     expect(waiting.ms).toBeGreaterThanOrEqual(250);
     expect(waiting.ms).toBeLessThan(1_500);
     await h.rollback(waiting.outcome as string);
+  });
+});
+
+describe('local Data API: pools of databases a long-lived process dropped', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    h = await startHarness('dropped_pools', { connectionIdleTimeoutMs: 100 });
+  });
+  afterAll(async () => h?.close());
+
+  it('lets go of a pool once its connections are closed, so dropped databases keep none, and opens it again on the next call', async () => {
+    await h.execute('SELECT 1');
+    const names = Array.from({ length: 5 }, (_, i) => `${databaseName(h.url)}_drop${i}`.slice(0, 63));
+    for (const name of names) {
+      await createDatabase(h.url, name);
+      expect((await h.execute('SELECT current_database()', undefined, { database: name })).records).toEqual([[{ stringValue: name }]]);
+    }
+    // A call to a database that does not exist opens no connection, so no idle timeout ever lets its pool go.
+    await expect(h.execute('SELECT 1', undefined, { database: `${databaseName(h.url)}_never`.slice(0, 63) })).rejects.toThrow(/does not exist/);
+    // DROP DATABASE needs the database's connections gone: the idle timeout closes them.
+    await vi.waitFor(() => expect(h.server.openPools).toBe(0), { timeout: 5_000, interval: 50 });
+    for (const name of names) await h.direct.query(`DROP DATABASE "${name}"`);
+    expect(h.server.openPools).toBe(0);
+    expect((await h.execute('SELECT 2')).records).toEqual([[{ longValue: 2 }]]);
+    expect(h.server.openPools).toBe(1);
   });
 });

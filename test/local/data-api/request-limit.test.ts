@@ -1,6 +1,7 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
 import { BadRequestException } from '@aws-sdk/client-rds-data';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { sendOversized } from '../../support/oversized-request.js';
 import { rejectionOf, startHarness, type Harness } from './harness.js';
 
 const MiB = 1024 * 1024;
@@ -69,6 +70,13 @@ describe('local Data API: request size limit', () => {
     expect(JSON.parse(body).message).toBe(
       'The request body is 209715200 bytes; the Data API accepts at most 4 MiB (4194304 bytes). Send fewer parameter sets per BatchExecuteStatement, or smaller values.',
     );
+  });
+
+  it.each(['content-length', 'chunked'] as const)('answers a client sending a 20 MB body (%s) with the refusal it can read, and no broken pipe', async (framing) => {
+    for (let i = 0; i < 3; i++) {
+      const outcome = await sendOversized(`${h.server.endpoint}/Execute`, { 'content-type': 'application/json' }, 20 * MiB, framing);
+      expect({ ...outcome, text: JSON.parse(outcome.text).message }).toEqual({ status: 400, text: expect.stringContaining('at most 4 MiB'), writeError: undefined });
+    }
   });
 
   it('answers the SDK a BadRequestException, once, for a batch over 4 MiB, and serves the next call on the same client', async () => {

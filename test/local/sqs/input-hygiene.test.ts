@@ -2,6 +2,7 @@ import { request } from 'node:http';
 import { ListQueuesCommand, ReceiveMessageCommand, SendMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
 import { MAX_REQUEST_BYTES } from '../../../local/sqs/request-body.js';
+import { sendOversized } from '../../support/oversized-request.js';
 import { bodies, createQueue, errorOf, post, receive, useSqs } from './helpers.js';
 
 const sqs = useSqs();
@@ -140,6 +141,16 @@ describe('request size', () => {
     expect(error.$metadata?.httpStatusCode).toBe(413);
     const raw = await post(sqs.f.sqs.endpoint, 'SendMessage', { QueueUrl: url, MessageBody: 'x'.repeat(MAX_REQUEST_BYTES) });
     expect([raw.status, raw.text]).toEqual([413, tooLarge]);
+  });
+
+  it.each(['content-length', 'chunked'] as const)('answers a client sending a 20 MB body (%s) with the 413 it can read, and no broken pipe', async (framing) => {
+    const headers = { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'AmazonSQS.SendMessage' };
+    for (let i = 0; i < 3; i++) {
+      expect(await sendOversized(sqs.f.sqs.endpoint, headers, 20 * 1024 * 1024, framing)).toEqual({ status: 413, text: tooLarge, writeError: undefined });
+    }
+    const url = await createQueue(sqs.client, 'after-abuse');
+    await sqs.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'after' }));
+    expect(bodies(await receive(sqs.client, url))).toEqual(['after']);
   });
 
   /** Sends headers and `bytes` of body, never ending the request, and resolves with the answer. */
