@@ -2,15 +2,19 @@
 // Builds the package into dist/: one JavaScript module per TypeScript source (esbuild, with source maps),
 // then the declarations (tsc). dist/ mirrors the source folders, so relative paths between lib/ and
 // lambda/ (the constructs find their handlers' entry files that way) hold in the package too.
+// Beside it, dist/cjs/ holds a CommonJS copy of what the entries' "require" targets reach, with their
+// declarations, for jest and other CommonJS loaders that cannot load ES modules (Powertools does the same).
 // Plain JavaScript on purpose: it runs on a fresh clone with nothing compiled yet.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, rmSync, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join, posix, relative } from 'node:path';
 import { build } from 'esbuild';
 
 /** What the package ships: the runtime library and functions, the constructs, the local runtime, the CLI. */
 const SOURCES = ['lambda', 'lib', 'local', 'bin/sqs-inbox.ts', 'bin/cli'];
 const OUT = 'dist';
+/** The CommonJS build: a folder of its own whose package.json says "commonjs", as Node scopes formats by folder. */
+const CJS_OUT = join(OUT, 'cjs');
 
 const declarationsOnly = process.argv.includes('--types-only');
 const jsOnly = process.argv.includes('--js-only');
@@ -21,24 +25,104 @@ function typescriptFiles(path) {
   return readdirSync(path).flatMap((name) => typescriptFiles(join(path, name)));
 }
 
+/**
+ * The sources of the package.json entries' "require" targets (`./dist/cjs/lib/index.js` -> `lib/index.ts`).
+ * An entry without one is ES modules only; one whose target has no source fails the build.
+ */
+function commonJsEntries() {
+  const { exports } = JSON.parse(readFileSync('package.json', 'utf8'));
+  return Object.values(exports)
+    .map((target) => target?.require?.default)
+    .filter((target) => target !== undefined)
+    .map((target) => {
+      const source = relative(CJS_OUT, target).replace(/\.js$/, '.ts');
+      if (!existsSync(source)) throw new Error(`build: package.json "exports" requires ${target}, but ${source} does not exist.`);
+      return source;
+    });
+}
+
+/** Every source file the entries import, statically or by a literal `import()`: the CommonJS build's files. */
+async function importedSources(entries) {
+  const { metafile } = await build({ entryPoints: entries, bundle: true, packages: 'external', platform: 'node', format: 'esm', write: false, metafile: true, logLevel: 'silent', outdir: OUT });
+  return Object.keys(metafile.inputs).filter((file) => file.endsWith('.ts'));
+}
+
+const COMMON = {
+  outbase: '.',
+  bundle: false,
+  platform: 'node',
+  // Node 20 is the oldest runtime the package supports (engines); Lambda runs 22 or 24.
+  target: 'node20',
+  logLevel: 'warning',
+};
+
+/**
+ * CommonJS has no `import.meta`. In the CommonJS copy `import.meta.url` names the file's ES module twin
+ * in dist/: the constructs bundle the runtime files (lib/runtime-files.ts) and fingerprint the migration
+ * sources by path, and Lambda must get the ES module with its named `handler` export, the same bytes, and
+ * so the same asset hashes, whichever format loaded the constructs. A file that uses it is built alone,
+ * with its own twin's path (after "use strict", which esbuild writes first for the others).
+ */
+async function buildCommonJs(files) {
+  const options = { ...COMMON, outdir: CJS_OUT, format: 'cjs' };
+  const meta = files.filter((file) => readFileSync(file, 'utf8').includes('import.meta'));
+  await build({ ...options, entryPoints: files.filter((file) => !meta.includes(file)) });
+  for (const file of meta) {
+    const out = join(CJS_OUT, file.replace(/\.ts$/, '.js'));
+    const twin = posix.relative(dirname(out), join(OUT, file.replace(/\.ts$/, '.js')));
+    await build({
+      ...options,
+      entryPoints: [file],
+      define: { 'import.meta.url': '__esmTwinUrl' },
+      banner: { js: `"use strict";\nconst __esmTwinUrl = require("node:url").pathToFileURL(require("node:path").join(__dirname, ${JSON.stringify(twin)})).href;` },
+    });
+  }
+  mkdirSync(CJS_OUT, { recursive: true });
+  writeFileSync(join(CJS_OUT, 'package.json'), '{ "type": "commonjs" }\n');
+}
+
+/**
+ * The CommonJS copy's declarations: those of its entries and of every declaration they import (type-only
+ * imports reach files the JavaScript does not). The same text as in dist/; inside dist/cjs/ TypeScript
+ * reads it as CommonJS, as it must for a `require`. No declaration maps: they would point at sources the
+ * package does not ship from one folder deeper.
+ */
+function copyCommonJsDeclarations(entries) {
+  const pending = entries.map((file) => file.replace(/\.ts$/, '.d.ts'));
+  const copied = new Set();
+  while (pending.length) {
+    const declaration = pending.pop();
+    if (copied.has(declaration)) continue;
+    copied.add(declaration);
+    const text = readFileSync(join(OUT, declaration), 'utf8');
+    // Outside the JSDoc, whose examples import the user's own files.
+    const code = text.replace(/\/\*\*[\s\S]*?\*\//g, '');
+    for (const [, specifier] of code.matchAll(/(?:from |import\()['"](\.\.?\/[^'"]+)\.js['"]/g)) {
+      pending.push(posix.join(posix.dirname(declaration), `${specifier}.d.ts`));
+    }
+    const target = join(CJS_OUT, declaration);
+    mkdirSync(dirname(target), { recursive: true });
+    writeFileSync(target, text.replace(/\n\/\/# sourceMappingURL=\S+\n?$/, '\n'));
+  }
+}
+
+const cjsEntries = commonJsEntries();
+
 if (!declarationsOnly) {
   // A full build starts clean, so no file of a deleted source lingers in the package.
   if (!jsOnly) rmSync(OUT, { recursive: true, force: true });
   await build({
+    ...COMMON,
     entryPoints: SOURCES.flatMap(typescriptFiles),
     outdir: OUT,
-    outbase: '.',
-    bundle: false,
-    platform: 'node',
     format: 'esm',
-    // Node 20 is the oldest runtime the package supports (engines); Lambda runs 22 or 24.
-    target: 'node20',
     // Maps give stack traces their TypeScript file and line; without the sources' text, which would
     // double the package's size (the Lambda project installing it is measured against Powertools').
+    // The CommonJS copy has none: it serves tests and synths, never Lambda, and keeps within that budget.
     sourcemap: true,
     sourcesContent: false,
-    logLevel: 'warning',
   });
+  await buildCommonJs(await importedSources(cjsEntries));
 }
 
 if (!jsOnly) {
@@ -47,4 +131,5 @@ if (!jsOnly) {
     process.stderr.write('build: the declarations did not compile (tsc -p tsconfig.build.json).\n');
     process.exit(tsc.status ?? 1);
   }
+  copyCommonJsDeclarations(cjsEntries);
 }
