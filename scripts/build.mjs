@@ -2,8 +2,8 @@
 // Builds the package into dist/: one JavaScript module per TypeScript source (esbuild, with source maps),
 // then the declarations (tsc). dist/ mirrors the source folders, so relative paths between lib/ and
 // lambda/ (the constructs find their handlers' entry files that way) hold in the package too.
-// Beside it, dist/cjs/ holds a CommonJS copy of what the entries' "require" targets reach, with their
-// declarations, for jest and other CommonJS loaders that cannot load ES modules (Powertools does the same).
+// Beside it, dist/cjs/ holds a CommonJS copy of what the entries' "require" targets reach, with a
+// declaration per entry, for jest and other CommonJS loaders that cannot load ES modules (as Powertools).
 // Plain JavaScript on purpose: it runs on a fresh clone with nothing compiled yet.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -82,27 +82,18 @@ async function buildCommonJs(files) {
 }
 
 /**
- * The CommonJS copy's declarations: those of its entries and of every declaration they import (type-only
- * imports reach files the JavaScript does not). The same text as in dist/; inside dist/cjs/ TypeScript
- * reads it as CommonJS, as it must for a `require`. No declaration maps: they would point at sources the
- * package does not ship from one folder deeper.
+ * The CommonJS entries' declarations: one line each that re-exports the ES modules' declarations. Inside
+ * dist/cjs/ TypeScript reads an entry as CommonJS, as it must for a `require`, and follows the re-export
+ * as Node's require(esm) would (TypeScript 5.8 or newer with module NodeNext; older ones only with
+ * skipLibCheck, as `cdk init` sets it). One copy of the declarations keeps the install within its budget
+ * (test/package/outside-in.test.ts), and the types one, whichever format an app loads.
  */
-function copyCommonJsDeclarations(entries) {
-  const pending = entries.map((file) => file.replace(/\.ts$/, '.d.ts'));
-  const copied = new Set();
-  while (pending.length) {
-    const declaration = pending.pop();
-    if (copied.has(declaration)) continue;
-    copied.add(declaration);
-    const text = readFileSync(join(OUT, declaration), 'utf8');
-    // Outside the JSDoc, whose examples import the user's own files.
-    const code = text.replace(/\/\*\*[\s\S]*?\*\//g, '');
-    for (const [, specifier] of code.matchAll(/(?:from |import\()['"](\.\.?\/[^'"]+)\.js['"]/g)) {
-      pending.push(posix.join(posix.dirname(declaration), `${specifier}.d.ts`));
-    }
-    const target = join(CJS_OUT, declaration);
-    mkdirSync(dirname(target), { recursive: true });
-    writeFileSync(target, text.replace(/\n\/\/# sourceMappingURL=\S+\n?$/, '\n'));
+function writeCommonJsDeclarations(entries) {
+  for (const entry of entries) {
+    const declaration = join(CJS_OUT, entry.replace(/\.ts$/, '.d.ts'));
+    const esm = posix.relative(dirname(declaration), join(OUT, entry.replace(/\.ts$/, '.js')));
+    mkdirSync(dirname(declaration), { recursive: true });
+    writeFileSync(declaration, `export * from '${esm}';\n`);
   }
 }
 
@@ -131,5 +122,5 @@ if (!jsOnly) {
     process.stderr.write('build: the declarations did not compile (tsc -p tsconfig.build.json).\n');
     process.exit(tsc.status ?? 1);
   }
-  copyCommonJsDeclarations(cjsEntries);
+  writeCommonJsDeclarations(cjsEntries);
 }
