@@ -36,7 +36,9 @@ function commonJsEntries() {
     .filter((target) => target !== undefined)
     .map((target) => {
       const source = relative(CJS_OUT, target).replace(/\.js$/, '.ts');
-      if (!existsSync(source)) throw new Error(`build: package.json "exports" requires ${target}, but ${source} does not exist.`);
+      if (source.startsWith('..') || !existsSync(source)) {
+        throw new Error(`build: package.json "exports" requires ${target}: a "require" target is ./dist/cjs/<source path>.js, of a source that exists.`);
+      }
       return source;
     });
 }
