@@ -66,7 +66,8 @@ const COMMON = {
  * with its own twin's path (after "use strict", which esbuild writes first for the others).
  */
 async function buildCommonJs(files) {
-  const options = { ...COMMON, outdir: CJS_OUT, format: 'cjs' };
+  // import.meta.dirname and the like would be empty in CommonJS: the build fails, naming the file.
+  const options = { ...COMMON, outdir: CJS_OUT, format: 'cjs', logOverride: { 'empty-import-meta': 'error' } };
   const meta = files.filter((file) => readFileSync(file, 'utf8').includes('import.meta'));
   await build({ ...options, entryPoints: files.filter((file) => !meta.includes(file)) });
   for (const file of meta) {
