@@ -431,7 +431,7 @@ function summaryOf(name, resolved) {
 
 /**
  * Reads the public API from the emitted declarations: one entry per package.json export with a `types`
- * condition, each with its exports in declaration order, their kind, compact signature, JSDoc and members.
+ * condition (at its top or under `import`), each with its exports in declaration order, their kind, compact signature, JSDoc and members.
  *
  * @param root - the repository root
  * @param dist - the declarations root (dist/ of the repository, unless given)
@@ -441,7 +441,8 @@ export function collectApi({ root = process.cwd(), dist = join(root, 'dist') } =
   const cache = new Map();
   const entries = [];
   for (const [subpath, target] of Object.entries(pkg.exports ?? {})) {
-    const types = typeof target === 'object' && target ? target.types : null;
+    // The ES modules' declarations: the CommonJS copy (the "require" condition) holds the same text.
+    const types = typeof target === 'object' && target ? (target.types ?? target.import?.types) : null;
     if (!types) continue;
     const declarationFile = join(dist, relative('dist', types.replace(/^\.\//, '')));
     const specifier = subpath === '.' ? pkg.name : `${pkg.name}/${subpath.replace(/^\.\//, '')}`;

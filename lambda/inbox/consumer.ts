@@ -9,8 +9,8 @@ import { InboxConfigError } from './errors.js';
 import type { KeyStrategy } from './keys.js';
 import { BatchModeRunner } from './modes/batch.js';
 import { RecordConsumer } from './modes/per-record.js';
-import { SQS_OPTIONS, resolveOptions } from './options.js';
-import type { ConsumerOptions, InboxOptions, ResolvedMode } from './options.js';
+import { SQS_OPTIONS, awaitsEnvironment, checkOptions, settleEnvironment } from './options.js';
+import type { ConsumerOptions, InboxOptions, ResolvedMode, ResolvedOptions } from './options.js';
 import { parkedMessages } from './parked.js';
 import type { ParkedMessages } from './parked.js';
 import { prepare } from './prepared.js';
@@ -21,7 +21,7 @@ import type { OutboxTransport, RelayReport } from './outbox/relay.js';
 import { sqsSource } from './sources/sqs.js';
 import type { InboxSource, SourceName, SourceRecord } from './sources/source.js';
 import { BatchTally, defaultTelemetry, publishSummary } from './telemetry.js';
-import type { InboxLogger } from './telemetry.js';
+import type { InboxLogger, InboxMetrics } from './telemetry.js';
 
 /** The handler `inbox()` returns: an SQS Lambda handler, plus access to its parked messages. */
 export interface InboxHandler extends ConsumerHandler<SQSEvent, SQSBatchResponse> {}
@@ -45,9 +45,11 @@ export interface ConsumerHandler<Event, Response> {
  * transaction (or one statement) over the Data API claims (consumer, key) in the inbox table and applies
  * the effect only if the claim inserted the row; per record (`apply`, `statement`) or per batch
  * (`applyBatch`, `statementBatch`, with each record run alone when the batch fails). It returns SQS
- * partial batch failures: exactly the records that did not commit and were not duplicates. Options are
- * validated here, once, at cold start. An event that is not an SQS event is refused with
- * {@link UnexpectedEventError}.
+ * partial batch failures: exactly the records that did not commit and were not duplicates. The options
+ * the code gives are validated here, once. What only the INBOX_* environment provides is read here when it
+ * is set, else at the first invocation (Lambda's cold start), with the same {@link InboxConfigError}: a
+ * module that builds its handler imports cleanly without that environment, in a test or a tool. An event
+ * that is not an SQS event is refused with {@link UnexpectedEventError}.
  *
  * @example
  * export const handler = inbox({
@@ -62,9 +64,10 @@ export function inbox<Body = any>(options: InboxOptions<Body>): InboxHandler {
 }
 
 /**
- * The consumer core every source shares: validates the options at cold start, then per event turns the
- * source's records into messages, claims and applies them in the options' mode (lanes, concurrency,
- * deadline), and answers with the source's failure report.
+ * The consumer core every source shares: validates the options the code gives at once, settles the
+ * INBOX_* environment at cold start, then per event turns the source's records into messages, claims and
+ * applies them in the options' mode (lanes, concurrency, deadline), and answers with the source's failure
+ * report.
  */
 export function consumerHandler<Body, Raw, Response, Key, Event>(
   source: InboxSource<Raw, Response, Key>,
@@ -73,30 +76,19 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
   sourceOptions: Readonly<Record<string, true>>,
   handlerName: string,
 ): ConsumerHandler<Event, Response> {
-  const resolved = resolveOptions<Body, Raw>(options, process.env, sourceOptions, source.parse, handlerName);
-  const tables = inboxTables(resolved.schema);
-  const rules = { keyOf: source.keyStrategy(key), parse: resolved.parse };
-  if (resolved.mode.kind === 'statement' && resolved.mode.constantSql !== undefined) {
-    checkGatedStatement(resolved.mode.constantSql, undefined, 'statement.sql');
+  const checked = checkOptions<Body, Raw>(options, sourceOptions, source.parse, handlerName);
+  const tables = inboxTables(checked.schema);
+  const rules = { keyOf: source.keyStrategy(key), parse: checked.parse };
+  if (checked.mode.kind === 'statement' && checked.mode.constantSql !== undefined) {
+    checkGatedStatement(checked.mode.constantSql, undefined, 'statement.sql');
   }
-  if (resolved.mode.kind === 'batch-statement') checkGatedStatement(resolved.mode.sql, undefined, 'statementBatch.sql');
-  // Stryker disable next-line ConditionalExpression: making the defaults when both are given only wastes them
-  const defaults = options.logger && options.metrics ? undefined : defaultTelemetry(resolved.consumer, source.name);
-  const logger = options.logger ?? defaults!.logger;
-  const deployed = process.env.INBOX_CONSUMER;
-  if (options.consumer !== undefined && deployed && deployed !== options.consumer) {
-    // The construct names its alarms, dashboard and uniqueness check after INBOX_CONSUMER; the claims
-    // and metrics carry the option. Both work, but they no longer describe the same consumer.
-    logger.warn('inbox consumer differs from INBOX_CONSUMER: claims and metrics use the option, the deployment\'s alarms watch the environment name', {
-      consumer: options.consumer,
-      INBOX_CONSUMER: deployed,
-    });
-  }
-  const metrics = options.metrics ?? defaults!.metrics;
-  const consumer = new RecordConsumer<Body, Raw>(resolved, tables, logger, source);
-  const batchRunner = resolved.mode.kind === 'batch-transaction' || resolved.mode.kind === 'batch-statement'
-    ? new BatchModeRunner<Body, Raw>(resolved, tables, consumer, logger)
-    : undefined;
+  if (checked.mode.kind === 'batch-statement') checkGatedStatement(checked.mode.sql, undefined, 'statementBatch.sql');
+
+  // The environment is read now when it is there, so that a wrong value fails at once; when it is not (a
+  // test or a tool importing the handler's module), at the first invocation: Lambda's cold start.
+  let consumer: Consumer<Body, Raw> | undefined;
+  const coldStart = () => (consumer ??= startConsumer(source, options, settleEnvironment(checked, process.env), tables));
+  if (!awaitsEnvironment(checked, process.env)) coldStart();
 
   // Checked at the first invocation (the client's settings are async providers) and remembered.
   let clientChecked: Promise<void> | undefined;
@@ -104,6 +96,7 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
   const recent = source.countsDeliveries ? undefined : new RecentKeys();
 
   const handler = async (event: Event, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<Response> => {
+    const { resolved, logger, metrics, records: recordConsumer, batchRunner } = coldStart();
     await (clientChecked ??= refuseSdkRetries(resolved.mode.kind, resolved.target.client));
     const started = resolved.now();
     const records = source.records(event);
@@ -142,7 +135,7 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
     };
     const outcomes = batchRunner
       ? await batchRunner.run(prepared, plan, session, tally, timed)
-      : await runBatch(records, plan, (_, index) => timed(() => consumer.consume(prepared[index]!, session, tally)));
+      : await runBatch(records, plan, (_, index) => timed(() => recordConsumer.consume(prepared[index]!, session, tally)));
     const relayed = resolved.outbox ? await relay(resolved.outbox.transport, session, tables, tally.outboxIds, plan.mayStart(), logger) : { sent: 0, deferred: 0 };
     const failedIds = records.filter((_, index) => !succeeded(outcomes[index]!)).map((record) => record.id ?? '');
     const summary = tally.summarise(outcomes, failedIds, resolved.now() - started, relayed);
@@ -152,16 +145,57 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
     options.onBatch?.(summary);
     return source.respond(records, outcomes);
   };
-  return Object.assign(handler, {
-    parked: parkedMessages({
-      target: resolved.target,
-      tables,
-      consumer: resolved.consumer,
-      callTimeoutMs: resolved.callTimeoutMs,
-      replayEffect: (tx, parked) => consumer.replay(tx, parked),
-      relay: (session, ids) => (resolved.outbox ? relay(resolved.outbox.transport, session, tables, ids, true, logger) : Promise.resolve()),
-    }),
+  // The parked messages are the consumer's: asking for them settles the environment, as an invocation does.
+  const parked: ParkedMessages = {
+    list: async (listOptions) => coldStart().parked.list(listOptions),
+    show: async (id) => coldStart().parked.show(id),
+    replay: async (id, replayOptions) => coldStart().parked.replay(id, replayOptions),
+  };
+  return Object.assign(handler, { parked });
+}
+
+/** What a consumer runs with once its environment is settled. */
+interface Consumer<Body, Raw> {
+  readonly resolved: ResolvedOptions<Body, Raw>;
+  readonly logger: InboxLogger;
+  readonly metrics: InboxMetrics;
+  readonly records: RecordConsumer<Body, Raw>;
+  readonly batchRunner: BatchModeRunner<Body, Raw> | undefined;
+  readonly parked: ParkedMessages;
+}
+
+/** The consumer's telemetry, its runners and its parked messages, made once at cold start. */
+function startConsumer<Body, Raw>(
+  source: InboxSource<Raw, unknown, unknown>,
+  options: ConsumerOptions<Body, Raw>,
+  resolved: ResolvedOptions<Body, Raw>,
+  tables: InboxTables,
+): Consumer<Body, Raw> {
+  // Stryker disable next-line ConditionalExpression: making the defaults when both are given only wastes them
+  const defaults = options.logger && options.metrics ? undefined : defaultTelemetry(resolved.consumer, source.name);
+  const logger = options.logger ?? defaults!.logger;
+  const deployed = process.env.INBOX_CONSUMER;
+  if (options.consumer !== undefined && deployed && deployed !== options.consumer) {
+    // The construct names its alarms, dashboard and uniqueness check after INBOX_CONSUMER; the claims
+    // and metrics carry the option. Both work, but they no longer describe the same consumer.
+    logger.warn('inbox consumer differs from INBOX_CONSUMER: claims and metrics use the option, the deployment\'s alarms watch the environment name', {
+      consumer: options.consumer,
+      INBOX_CONSUMER: deployed,
+    });
+  }
+  const records = new RecordConsumer<Body, Raw>(resolved, tables, logger, source);
+  const batchRunner = resolved.mode.kind === 'batch-transaction' || resolved.mode.kind === 'batch-statement'
+    ? new BatchModeRunner<Body, Raw>(resolved, tables, records, logger)
+    : undefined;
+  const parked = parkedMessages({
+    target: resolved.target,
+    tables,
+    consumer: resolved.consumer,
+    callTimeoutMs: resolved.callTimeoutMs,
+    replayEffect: (tx, message) => records.replay(tx, message),
+    relay: (session, ids) => (resolved.outbox ? relay(resolved.outbox.transport, session, tables, ids, true, logger) : Promise.resolve()),
   });
+  return { resolved, logger, metrics: options.metrics ?? defaults!.metrics, records, batchRunner, parked };
 }
 
 /**

@@ -305,35 +305,37 @@ const FIFO_OPTIONS: Readonly<Record<keyof NonNullable<InboxOptions['fifo']>, tru
 const STATEMENT_OPTIONS: Readonly<Record<'sql' | 'params', true>> = { sql: true, params: true };
 const NESTED_OPTIONS = { fifo: FIFO_OPTIONS, database: DATABASE_OPTIONS, statement: STATEMENT_OPTIONS, statementBatch: STATEMENT_OPTIONS };
 
+/** The options as the code gave them, checked, with defaults filled in: all but what the environment settles. */
+export interface CheckedOptions<Body, Raw = SQSRecord> extends Omit<ResolvedOptions<Body, Raw>, 'consumer' | 'target' | 'outbox'> {
+  /** The consumer the code gave, checked; undefined leaves it to INBOX_CONSUMER. */
+  readonly consumer: string | undefined;
+  /** The database the code gave, its fields checked; resolveTarget fills in the rest from INBOX_*. */
+  readonly database: DatabaseOptions;
+  /** The outbox's transport, and its destinations when the code gave them (else INBOX_DESTINATIONS). */
+  readonly outbox: { readonly transport: OutboxTransport; readonly destinations: Readonly<Record<string, string>> | undefined } | undefined;
+  /** `inbox`, `kinesisInbox`, ...: for the messages. */
+  readonly handlerName: string;
+}
+
 /**
- * Validates options once, at cold start, with errors that name the option and the fix. `sourceOptions`
- * are the options the source takes besides those of every consumer; `defaultParse` is the source's.
+ * Validates the options the code gives once, when `inbox(options)` is called, with errors that name the
+ * option and the fix. `sourceOptions` are the options the source takes besides those of every consumer;
+ * `defaultParse` is the source's. The INBOX_* environment is {@link settleEnvironment}'s.
  */
-export function resolveOptions<Body, Raw = SQSRecord>(
+export function checkOptions<Body, Raw = SQSRecord>(
   options: ConsumerOptions<Body, Raw> & { readonly fifo?: InboxOptions['fifo'] },
-  env: NodeJS.ProcessEnv = process.env,
   sourceOptions: Readonly<Record<string, true>> = SQS_OPTIONS,
   defaultParse: (body: string, record: Raw) => unknown = (body) => JSON.parse(body) as unknown,
   handlerName = 'inbox',
-): ResolvedOptions<Body, Raw> {
+): CheckedOptions<Body, Raw> {
   if (!options || typeof options !== 'object' || Array.isArray(options)) {
     throw new InboxConfigError('options', `pass an object, e.g. ${handlerName}({ consumer: 'order-worker', apply })`);
   }
   // First: a misspelt `consumr` is better named as a typo than reported as a missing `consumer`.
   refuseUnknownKeys(options, { ...CONSUMER_OPTIONS, ...sourceOptions }, undefined, NESTED_OPTIONS, `${handlerName}()`);
-  const consumer = options.consumer ?? env.INBOX_CONSUMER;
-  if (consumer === undefined || consumer === '') {
-    throw new InboxConfigError('consumer', `is not set: pass ${handlerName}({ consumer: 'order-worker', ... }) or set INBOX_CONSUMER`);
-  }
-  if (typeof consumer !== 'string') {
-    throw new InboxConfigError('consumer', `must be a string, e.g. 'order-worker'; got ${described(consumer)}`);
-  }
-  if (!CONSUMER.test(consumer)) {
-    throw new InboxConfigError(
-      'consumer',
-      `"${consumer}" must be 1-128 characters of letters, digits, '.', '_', ':' or '-', starting with a letter or digit, e.g. 'order-worker'`,
-    );
-  }
+  // null, like undefined, means "the default": INBOX_CONSUMER.
+  const consumer = options.consumer ?? undefined;
+  if (consumer !== undefined) checkConsumer(consumer, handlerName);
   const mode = resolveMode(options);
   const duplicateFilter = oneOf(options.duplicateFilter ?? 'auto', 'duplicateFilter', ['auto', 'always', 'never']);
   const claim = oneOf(options.claim ?? 'before-apply', 'claim', ['before-apply', 'with-first-statement']);
@@ -370,7 +372,7 @@ export function resolveOptions<Body, Raw = SQSRecord>(
 
   return {
     consumer,
-    target: resolveTarget(checkDatabase(options.database), env),
+    database: checkDatabase(options.database),
     mode,
     duplicateFilter,
     claim,
@@ -384,12 +386,64 @@ export function resolveOptions<Body, Raw = SQSRecord>(
     resumeDelaysMs,
     now: options.now ?? Date.now,
     sleep: options.sleep ?? ((ms) => new Promise((resolve) => setTimeout(resolve, ms))),
-    outbox: resolveOutbox(options.outbox, mode.kind, env),
+    outbox: checkOutbox(options.outbox, mode.kind),
+    handlerName,
   };
 }
 
-/** The outbox option checked: a transport, destinations from the option or INBOX_DESTINATIONS, a transaction mode. */
-function resolveOutbox(outbox: unknown, mode: ResolvedMode<unknown>['kind'], env: NodeJS.ProcessEnv): ResolvedOptions<unknown>['outbox'] {
+/**
+ * Whether the environment is still to come: a setting the code left to it (the consumer; the database's
+ * cluster and secret, when the code names neither) has no INBOX_* variable yet. A handler module then
+ * imports cleanly, in a test or a tool, and its first invocation settles the environment, with the same
+ * errors. A database the code names half of is the code's to finish: it is not waited for.
+ */
+export function awaitsEnvironment(checked: Pick<CheckedOptions<unknown>, 'consumer' | 'database'>, env: NodeJS.ProcessEnv = process.env): boolean {
+  const { consumer, database } = checked;
+  const location = database.resourceArn === undefined && database.secretArn === undefined;
+  return (consumer === undefined && !env.INBOX_CONSUMER) || (location && (!env.INBOX_RESOURCE_ARN || !env.INBOX_SECRET_ARN));
+}
+
+/** Fills in, from the INBOX_* environment, what the code left to it, naming what is missing or wrong. */
+export function settleEnvironment<Body, Raw>(checked: CheckedOptions<Body, Raw>, env: NodeJS.ProcessEnv = process.env): ResolvedOptions<Body, Raw> {
+  const { database, handlerName, outbox, ...rest } = checked;
+  const consumer = checked.consumer ?? checkConsumer(env.INBOX_CONSUMER, handlerName);
+  return {
+    ...rest,
+    consumer,
+    target: resolveTarget(database, env),
+    outbox: outbox && { transport: outbox.transport, destinations: outbox.destinations ?? environmentDestinations(env) },
+  };
+}
+
+/** The options from the code and the environment together: {@link checkOptions}, then {@link settleEnvironment}. */
+export function resolveOptions<Body, Raw = SQSRecord>(
+  options: ConsumerOptions<Body, Raw> & { readonly fifo?: InboxOptions['fifo'] },
+  env: NodeJS.ProcessEnv = process.env,
+  sourceOptions: Readonly<Record<string, true>> = SQS_OPTIONS,
+  defaultParse: (body: string, record: Raw) => unknown = (body) => JSON.parse(body) as unknown,
+  handlerName = 'inbox',
+): ResolvedOptions<Body, Raw> {
+  return settleEnvironment(checkOptions(options, sourceOptions, defaultParse, handlerName), env);
+}
+
+function checkConsumer(consumer: unknown, handlerName: string): string {
+  if (consumer === undefined || consumer === '') {
+    throw new InboxConfigError('consumer', `is not set: pass ${handlerName}({ consumer: 'order-worker', ... }) or set INBOX_CONSUMER`);
+  }
+  if (typeof consumer !== 'string') {
+    throw new InboxConfigError('consumer', `must be a string, e.g. 'order-worker'; got ${described(consumer)}`);
+  }
+  if (!CONSUMER.test(consumer)) {
+    throw new InboxConfigError(
+      'consumer',
+      `"${consumer}" must be 1-128 characters of letters, digits, '.', '_', ':' or '-', starting with a letter or digit, e.g. 'order-worker'`,
+    );
+  }
+  return consumer;
+}
+
+/** The outbox option checked: a transport, destinations when given, a transaction mode. */
+function checkOutbox(outbox: unknown, mode: ResolvedMode<unknown>['kind']): CheckedOptions<unknown>['outbox'] {
   if (outbox === undefined || outbox === null) return undefined;
   const transport = (outbox as { transport?: { send?: unknown } }).transport;
   if (typeof outbox !== 'object' || typeof transport?.send !== 'function') {
@@ -399,19 +453,27 @@ function resolveOutbox(outbox: unknown, mode: ResolvedMode<unknown>['kind'], env
   if (mode === 'statement' || mode === 'batch-statement') {
     throw new InboxConfigError('outbox', 'works in the transaction modes (apply, applyBatch), where tx.send writes in the claim\'s transaction; a single statement has no tx.send');
   }
-  let destinations: unknown = (outbox as { destinations?: unknown }).destinations;
-  if (destinations === undefined && env.INBOX_DESTINATIONS) {
-    try {
-      destinations = JSON.parse(env.INBOX_DESTINATIONS);
-    } catch {
-      throw new InboxConfigError('outbox.destinations', `INBOX_DESTINATIONS is not JSON: ${env.INBOX_DESTINATIONS.slice(0, 80)}`);
-    }
+  const destinations: unknown = (outbox as { destinations?: unknown }).destinations;
+  return { transport: transport as OutboxTransport, destinations: destinations === undefined ? undefined : checkDestinations(destinations ?? {}) };
+}
+
+/** INBOX_DESTINATIONS (the InboxConsumer construct sets it), or none. */
+function environmentDestinations(env: NodeJS.ProcessEnv): Readonly<Record<string, string>> {
+  if (!env.INBOX_DESTINATIONS) return {};
+  let destinations: unknown;
+  try {
+    destinations = JSON.parse(env.INBOX_DESTINATIONS);
+  } catch {
+    throw new InboxConfigError('outbox.destinations', `INBOX_DESTINATIONS is not JSON: ${env.INBOX_DESTINATIONS.slice(0, 80)}`);
   }
-  destinations ??= {};
+  return checkDestinations(destinations);
+}
+
+function checkDestinations(destinations: unknown): Readonly<Record<string, string>> {
   if (typeof destinations !== 'object' || destinations === null || Array.isArray(destinations) || Object.values(destinations).some((url) => typeof url !== 'string' || !/^https?:\/\//.test(url))) {
     throw new InboxConfigError('outbox.destinations', `must map names to queue URLs, e.g. { invoices: 'https://sqs.eu-west-1.amazonaws.com/123456789012/invoices' }; got ${described(destinations)}`);
   }
-  return { transport: transport as OutboxTransport, destinations: { ...(destinations as Record<string, string>) } };
+  return { ...(destinations as Record<string, string>) };
 }
 
 /** The database object as given, its keys and field types checked; resolveTarget fills in the environment. */

