@@ -1,4 +1,4 @@
-import type { DataApiSession } from './data-api.js';
+import type { InboxSession } from './transport/session.js';
 import { InboxConfigError } from './errors.js';
 import { described } from './option-checks.js';
 
@@ -164,7 +164,7 @@ export interface MigrationReport {
  * await migrate(session, [INBOX_MIGRATIONS]);
  */
 export async function migrate(
-  session: DataApiSession,
+  session: InboxSession,
   sets: readonly MigrationSet[] = [INBOX_MIGRATIONS],
   schema = 'inbox',
 ): Promise<MigrationReport> {

@@ -1,6 +1,7 @@
 import { batchClaimSql, batchGatedSql, checkGatedStatement, readBatchClaims } from '../claim.js';
 import type { BatchClaimOutcome } from '../claim.js';
-import type { DataApiSession, Transaction } from '../data-api.js';
+import type { Transaction } from '../data-api.js';
+import type { InboxSession } from '../transport/session.js';
 import { hex } from '../keys.js';
 import type { InboxMessage, ResolvedMode } from '../options.js';
 
@@ -29,7 +30,7 @@ export function batchInputRow(message: InboxMessage<unknown, unknown>, sha256: U
  * collision with an earlier claim fails the whole statement (see {@link batchGatedSql}).
  */
 export async function statementSet<Body, Raw>(
-  session: DataApiSession,
+  session: InboxSession,
   tables: Parameters<typeof batchGatedSql>[0],
   consumer: string,
   mode: Extract<ResolvedMode<Body, Raw>, { kind: 'batch-statement' }>,

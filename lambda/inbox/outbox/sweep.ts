@@ -1,4 +1,4 @@
-import type { DataApiSession } from '../data-api.js';
+import type { InboxSession } from '../transport/session.js';
 import { inboxTables } from '../schema.js';
 import { envelope, sendAndMark } from './relay.js';
 import type { OutboxTransport } from './relay.js';
@@ -42,7 +42,7 @@ export interface SweepReport {
  * @example
  * const report = await sweepOutbox(session, { transport: sqsOutbox({ client: new SQSClient({}) }).transport });
  */
-export async function sweepOutbox(session: DataApiSession, options: SweepOptions): Promise<SweepReport> {
+export async function sweepOutbox(session: InboxSession, options: SweepOptions): Promise<SweepReport> {
   const tables = inboxTables(options.schema ?? 'inbox');
   const { rows } = await session.execute(
     `SELECT o.id, o.idempotency_key, o.destination, o.body, o.group_id, o.attributes, o.delay_seconds
