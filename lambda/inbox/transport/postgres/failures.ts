@@ -18,9 +18,10 @@ const NOT_CONNECTED = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTU
  *   down or restarted under the connection) are a lost connection, ambiguous on a commit;
  * - no connection could be made, or the pool had none free in time: unavailable, nothing ran;
  * - the socket reset or closed, or the answer did not come within the call timeout: network or timeout,
- *   ambiguous.
+ *   ambiguous;
+ * - a connection node-postgres already knew was broken: nothing was sent; its transaction is gone.
  */
-export function classifyWire(operation: WireOperation, error: unknown): PostgresError {
+export function classifyWire(operation: WireOperation, error: unknown, inTransaction = operation !== 'ExecuteStatement'): PostgresError {
   if (error instanceof PostgresError) return error;
   const code = (error as { code?: unknown })?.code;
   const message = (error as { message?: unknown })?.message;
@@ -37,6 +38,9 @@ export function classifyWire(operation: WireOperation, error: unknown): Postgres
     return make('statement', false, code);
   }
   if (typeof code === 'string' && NOT_CONNECTED.has(code)) return make('unavailable', false);
+  // node-postgres refuses, before sending anything, a query on a connection it already saw fail (the
+  // server closed it: an idle-in-transaction timeout, a restart). Nothing ran; a transaction on it is gone.
+  if (/not queryable/i.test(text)) return make(operation === 'ExecuteStatement' && !inTransaction ? 'unavailable' : 'transaction-not-found', false);
   if (operation === 'Connect') return make('unavailable', false);
   if (/timeout exceeded when trying to connect/i.test(text)) return make('unavailable', false);
   if (/Query read timeout/i.test(text)) return make('timeout', true);

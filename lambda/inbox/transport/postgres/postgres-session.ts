@@ -24,6 +24,8 @@ export interface PostgresClient {
   }): Promise<{ command: string; rowCount: number | null; fields: FieldDescription[]; rows: unknown[] }>;
   /** Gives the connection back; `true` (or an error) destroys it instead. */
   release(destroy?: boolean | Error): void;
+  /** node-postgres emits a checked-out connection's socket errors here, and crashes the process if none listens. */
+  on?(event: 'error', listener: (error: Error) => void): unknown;
 }
 
 /** A PostgreSQL reached over its own protocol: RDS Proxy, RDS or Aurora in a VPC, any PostgreSQL. */
@@ -60,6 +62,9 @@ export interface PostgresPolicy {
 
 /** When each connection last answered: a connection not seen for `idleCheckMs` is checked before use. */
 const lastAnswered = new WeakMap<PostgresClient, number>();
+/** Connections that have our error listener: their failures reach the call that uses them instead. */
+const listened = new WeakSet<PostgresClient>();
+const ignore = () => {};
 
 /**
  * The transport over the PostgreSQL wire protocol, on a node-postgres pool: the same `:name` parameters,
@@ -174,11 +179,11 @@ export class PostgresSession implements InboxSession {
       try {
         return await work(client);
       } catch (error) {
-        const failure = classifyWire(operation, error);
+        const failure = classifyWire(operation, error, true);
         // A connection that lost its answer, or that the server closed (idle-in-transaction timeout), cannot
         // be trusted again: the transaction goes with it. An aborted transaction (25P02) keeps its
         // connection until its ROLLBACK.
-        if (failure.ambiguous || failure.sqlState === '25P03') {
+        if (failure.ambiguous || (failure.failure === 'transaction-not-found' && failure.sqlState !== '25P02')) {
           this.open.delete(transactionId);
           client.release(true);
         }
@@ -191,7 +196,7 @@ export class PostgresSession implements InboxSession {
       client.release();
       return result;
     } catch (error) {
-      const failure = classifyWire(operation, error);
+      const failure = classifyWire(operation, error, false);
       client.release(failure.failure === 'statement' ? undefined : true);
       throw failure;
     }
@@ -205,6 +210,10 @@ export class PostgresSession implements InboxSession {
         client = await this.target.pool.connect();
       } catch (error) {
         throw classifyWire('Connect', error);
+      }
+      if (!listened.has(client)) {
+        listened.add(client);
+        client.on?.('error', ignore);
       }
       const last = lastAnswered.get(client);
       if (last === undefined || this.now() - last < this.idleCheckMs) return client;
