@@ -5,15 +5,15 @@ import type { InboxOptions } from '../../../lambda/inbox/index.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../../lambda/functions/example-migrations.js';
 import { freshDatabase } from '../../support/database.js';
 import { lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
-import { startPgProxy } from '../../support/pg-proxy.js';
-import type { PgFaultProxy } from '../../support/pg-proxy.js';
+import { startWireProxy } from '../../../local/wire/proxy.js';
+import type { WireProxy } from '../../../local/wire/proxy.js';
 
-// The wire's own failures, each injected at the socket by a proxy of the test's own (test/support/pg-proxy.ts)
+// The wire's own failures, each injected at the socket by the testkit's wire proxy (local/wire/proxy.ts)
 // between node-postgres and a real PostgreSQL. In each, no record that did not commit is acknowledged.
 
 let url: string;
 let direct: pg.Pool;
-let proxy: PgFaultProxy;
+let proxy: WireProxy;
 let pool: pg.Pool;
 beforeAll(async () => {
   url = await freshDatabase('wire_faults');
@@ -23,7 +23,7 @@ beforeAll(async () => {
 afterAll(async () => direct.end());
 beforeEach(async () => {
   await direct.query('TRUNCATE public.orders, inbox.consumed_message');
-  proxy = await startPgProxy(url);
+  proxy = await startWireProxy(url);
   pool = new pg.Pool({ connectionString: proxy.url, max: 2 });
   pool.on('error', () => {}); // an idle connection the proxy killed
 });
@@ -48,7 +48,7 @@ describe('wire failures, injected at the socket', () => {
   it('reports a record failed when the connection dies with COMMIT in flight (it committed), and its redelivery is a duplicate', async () => {
     const { handler, logger } = worker();
     const record = sqsRecord({ body: { orderId: 'c-1' } });
-    proxy.dropAnswer((sql) => sql === 'COMMIT');
+    proxy.faults.dropResponse({ operation: 'CommitTransaction' });
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
     expect(failedWith(logger)).toMatch(/CommitTransaction failed \(network, outcome unknown\)/);
     expect(await shipped('c-1')).toBe(1);
@@ -62,7 +62,7 @@ describe('wire failures, injected at the socket', () => {
       statement: { sql: `INSERT INTO public.orders (order_id, status, shipped_count) SELECT :orderId, 'shipped', 1 FROM claimed ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`, params: (m) => ({ orderId: m.body.orderId }) },
     });
     const record = sqsRecord({ body: { orderId: 's-1' } });
-    proxy.dropAnswer((sql) => sql.includes('INSERT INTO public.orders'));
+    proxy.faults.dropResponse({ match: (sql) => sql.includes('INSERT INTO public.orders') });
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
     expect(await shipped('s-1')).toBe(1);
@@ -154,7 +154,7 @@ describe('wire failures, injected at the socket', () => {
   it('never retries a statement inside a transaction: a lost answer fails the record, the statement runs once', async () => {
     const { handler } = worker();
     const record = sqsRecord({ body: { orderId: 'r-1' } });
-    proxy.dropAnswer((sql) => sql.includes('INSERT INTO public.orders'));
+    proxy.faults.dropResponse({ match: (sql) => sql.includes('INSERT INTO public.orders') });
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
     expect(proxy.statements.filter((sql) => sql.includes('INSERT INTO public.orders'))).toHaveLength(1);
     // The connection died with the transaction open: PostgreSQL rolled it back.
