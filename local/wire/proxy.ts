@@ -58,6 +58,9 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
 
   const server: Server = createServer((client) => {
     const upstream = connect(Number(target.port || 5432), target.hostname);
+    // Small protocol messages, one round trip each: Nagle's algorithm would hold each for a delayed ACK.
+    client.setNoDelay(true);
+    upstream.setNoDelay(true);
     const pipe: Pipe = { client, server: upstream, silent: false, answers: 'pass', messages: 'forward', status: 'I', queue: Promise.resolve() };
     pipes.add(pipe);
     const end = () => {
