@@ -1,4 +1,4 @@
-import type { DataApiSession, InboxTables, Transaction } from '../inbox/index.js';
+import type { InboxSession, InboxTables, Transaction } from '../inbox/index.js';
 import { inboxTables } from '../inbox/index.js';
 import { scramSha256Verifier } from './scram.js';
 
@@ -112,7 +112,7 @@ interface Privilege {
  *   grants: [{ on: 'public.orders', privileges: ['SELECT', 'INSERT', 'UPDATE'] }] }, { password: async () => pw });
  */
 export async function provisionRole(
-  session: DataApiSession,
+  session: InboxSession,
   spec: RoleSpec,
   options: {
     readonly schema?: string;
@@ -177,7 +177,7 @@ export async function provisionRole(
  * Revokes every privilege of a role sqs-inbox created and drops it; does nothing when the role is gone.
  * Refuses a role it did not create.
  */
-export async function dropRole(session: DataApiSession, role: string, options: { readonly schema?: string } = {}): Promise<{ readonly dropped: boolean }> {
+export async function dropRole(session: InboxSession, role: string, options: { readonly schema?: string } = {}): Promise<{ readonly dropped: boolean }> {
   checkRoleName(role);
   const tables = inboxTables(options.schema ?? 'inbox');
   const tx = await session.transaction();

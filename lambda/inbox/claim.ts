@@ -1,5 +1,5 @@
 import type { Row, SqlParams } from './data-api.js';
-import { DataApiError, InboxConfigError } from './errors.js';
+import { DatabaseCallError, InboxConfigError } from './errors.js';
 import type { InboxTables } from './schema.js';
 
 /**
@@ -77,14 +77,14 @@ const CTE_STATEMENTS = new Set(['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'MERGE',
 
 /**
  * True when a statement failed because its riding claim found the key claimed: PostgreSQL's unique
- * violation (SQLSTATE 23505) on the inbox table's primary key, as the Data API words it
+ * violation (SQLSTATE 23505) on the inbox table's primary key, which the Data API words as
  * (`ERROR: duplicate key value violates unique constraint "consumed_message_pkey"; ...; SQLState: 23505`).
  */
 export function isClaimTaken(error: unknown): boolean {
   return (
-    error instanceof DataApiError &&
+    error instanceof DatabaseCallError &&
     error.failure === 'statement' &&
-    error.message.includes('SQLState: 23505') &&
+    error.sqlState === '23505' &&
     error.message.includes('"consumed_message_pkey"')
   );
 }

@@ -2,7 +2,8 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import { runBatch, succeeded } from './batch.js';
 import type { BatchPlan, Outcome } from './batch.js';
 import { checkGatedStatement } from './claim.js';
-import { DataApiSession } from './data-api.js';
+import { isPostgresTarget, openSession } from './transport/open-session.js';
+import type { InboxSession } from './transport/session.js';
 import type { DatabaseTarget } from './data-api.js';
 import { RecentKeys, filterPays, markKnownClaims } from './duplicate-filter.js';
 import { InboxConfigError } from './errors.js';
@@ -97,14 +98,14 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
 
   const handler = async (event: Event, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<Response> => {
     const { resolved, logger, metrics, records: recordConsumer, batchRunner } = coldStart();
-    await (clientChecked ??= refuseSdkRetries(resolved.mode.kind, resolved.target.client));
+    await (clientChecked ??= isPostgresTarget(resolved.target) ? Promise.resolve() : refuseSdkRetries(resolved.mode.kind, resolved.target.client));
     const started = resolved.now();
     const records = source.records(event);
     // Lambda's clock when it gives one; else the margin never stops a record.
     const remaining = () => context?.getRemainingTimeInMillis?.() ?? Number.POSITIVE_INFINITY;
     const margin = resolved.deadlineMarginMs ?? Math.min(resolved.callTimeoutMs * 2, remaining() / 2);
     const tally = new BatchTally();
-    const session = new DataApiSession(resolved.target, {
+    const session = openSession(resolved.target, {
       callTimeoutMs: resolved.callTimeoutMs,
       resumeDelaysMs: resolved.resumeDelaysMs,
       timeLeftMs: () => remaining() - margin,
@@ -204,7 +205,7 @@ function startConsumer<Body, Raw>(
  */
 async function relay(
   transport: OutboxTransport,
-  session: DataApiSession,
+  session: InboxSession,
   tables: InboxTables,
   ids: readonly number[],
   timeLeft: boolean,

@@ -8,6 +8,7 @@ import {
 } from '@aws-sdk/client-rds-data';
 import type { ColumnMetadata, ExecuteStatementCommandOutput, Field, SqlParameter } from '@aws-sdk/client-rds-data';
 import { DataApiError } from './errors.js';
+import type { InboxSession } from './transport/session.js';
 import type { DataApiFailure } from './errors.js';
 
 /** Where the database is: an Aurora cluster with the Data API enabled, and the secret to sign in with. */
@@ -123,7 +124,7 @@ const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
  * await tx.execute('UPDATE orders SET status = :status WHERE order_id = :id', { status: 'shipped', id: 'o-1' });
  * await tx.commit(); // a failed statement makes commit() roll back and throw instead
  */
-export class DataApiSession {
+export class DataApiSession implements InboxSession {
   constructor(
     /** The cluster, secret, database and client every call goes to. */
     readonly target: DatabaseTarget,
@@ -289,8 +290,8 @@ export class Transaction {
   private rolledBack = false;
 
   constructor(
-    private readonly session: DataApiSession,
-    /** The Data API transaction id. */
+    private readonly session: InboxSession,
+    /** The transaction's id: the Data API's, or the wire transport's own. */
     readonly transactionId: string,
   ) {}
 

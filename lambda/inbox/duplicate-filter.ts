@@ -1,5 +1,5 @@
 import { knownClaimsSql, sameHash } from './claim.js';
-import type { DataApiSession } from './data-api.js';
+import type { InboxSession } from './transport/session.js';
 import type { DuplicateFilter, ResolvedMode } from './options.js';
 import type { PreparedRecord } from './prepared.js';
 import { CLAIM_ROW_BYTES, fitsOneCall, fittingRuns } from './request-size.js';
@@ -53,7 +53,7 @@ export class RecentKeys {
  * is still caught by its own claim, so correctness never depends on this.
  */
 export async function markKnownClaims(
-  session: DataApiSession,
+  session: InboxSession,
   tables: InboxTables,
   consumer: string,
   records: readonly PreparedRecord<unknown>[],

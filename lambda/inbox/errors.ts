@@ -104,38 +104,58 @@ export class ParkedCollisionError extends InboxError {
   }
 }
 
-/** How a failed Data API call left things. */
-export type DataApiFailure =
+/** How a failed database call left things, on every transport (the Data API, the PostgreSQL wire protocol). */
+export type DatabaseFailure =
   /** Aurora Serverless v2 is resuming from auto-pause; nothing ran. Retry after a short wait. */
   | 'resuming'
-  /** The SQL failed in the database (DatabaseErrorException); nothing of this statement took effect. */
+  /** The SQL failed in the database (DatabaseErrorException, a PostgreSQL error); nothing of this statement took effect. */
   | 'statement'
-  /** The transaction id is unknown: expired, committed, rolled back, or aborted. */
+  /** The transaction is gone: expired, committed, rolled back, aborted, or its connection closed. */
   | 'transaction-not-found'
-  /** The statement or the call timed out; it may still have run. */
+  /** The statement or the call timed out; it may still have run unless `ambiguous` is false. */
   | 'timeout'
-  /** The service or the database was unavailable (5xx after the SDK's own retries). */
+  /** The service or the database was unavailable: nothing ran unless `ambiguous` is true. */
   | 'unavailable'
   /** The call was refused (access, validation, bad request): retrying the same call cannot help. */
   | 'rejected'
   /** The connection failed or the response was lost; the call may have taken effect. */
   | 'network';
 
-/** A Data API call failed. The SDK's error is the `cause`. */
-export class DataApiError extends InboxError {
-  override name = 'DataApiError';
+/** The Data API's name for {@link DatabaseFailure}. */
+export type DataApiFailure = DatabaseFailure;
+
+/**
+ * A database call failed, on any transport. Callers branch on `failure` and `ambiguous`, never on the
+ * message: {@link DataApiError} for the Data API, {@link PostgresError} for the wire protocol.
+ */
+export class DatabaseCallError extends InboxError {
+  override name = 'DatabaseCallError';
   constructor(
-    /** The Data API operation: ExecuteStatement, BeginTransaction, CommitTransaction, ... */
+    /** The operation: ExecuteStatement, BeginTransaction, CommitTransaction, ... */
     readonly operation: string,
-    /** How the call failed: see {@link DataApiFailure}. */
-    readonly failure: DataApiFailure,
+    /** How the call failed: see {@link DatabaseFailure}. */
+    readonly failure: DatabaseFailure,
     /** True when the call may have taken effect although it failed (a commit whose response was lost). */
     readonly ambiguous: boolean,
     message: string,
-    options?: { cause?: unknown },
+    options?: { cause?: unknown; sqlState?: string | undefined },
   ) {
     super(`${operation} failed (${failure}${ambiguous ? ', outcome unknown' : ''}): ${message}`, options);
+    this.sqlState = options?.sqlState ?? /SQLState: (\w{5})/.exec(message)?.[1];
   }
+
+  /** PostgreSQL's SQLSTATE of a `statement` failure, when the transport reports one: `23505`, `40001`. */
+  readonly sqlState: string | undefined;
+}
+
+/** A Data API call failed. The SDK's error is the `cause`. */
+export class DataApiError extends DatabaseCallError {
+  override name = 'DataApiError';
+}
+
+/** A call over the PostgreSQL wire protocol failed. node-postgres' error is the `cause`. */
+export class PostgresError extends DatabaseCallError {
+  override name = 'PostgresError';
 }
 
 /**

@@ -21,11 +21,17 @@ export {
   BodyTooLargeError,
   KeyCollisionError,
   ParkedCollisionError,
+  DatabaseCallError,
   DataApiError,
+  PostgresError,
   UnexpectedEventError,
   MigrationChangedError,
 } from './errors.js';
-export type { DataApiFailure } from './errors.js';
+export type { DataApiFailure, DatabaseFailure } from './errors.js';
+export type { InboxSession } from './transport/session.js';
+export { PostgresSession } from './transport/postgres/postgres-session.js';
+export type { PostgresPool, PostgresClient, PostgresTarget, PostgresPolicy } from './transport/postgres/postgres-session.js';
+export type { InboxTarget } from './transport/open-session.js';
 export { DataApiSession, Transaction, HintedValue, uuid, decimal, json, date, time } from './data-api.js';
 export type { DatabaseTarget, SqlParams, SqlValue, Row, StatementResult, SessionPolicy } from './data-api.js';
 export { IDEMPOTENCY_KEY_ATTRIBUTE, MAX_KEY_BYTES, MAX_BODY_BYTES, payloadHash } from './keys.js';

@@ -10,6 +10,8 @@ import type { InboxLogger, InboxMetrics, BatchSummary } from './telemetry.js';
 import type { OutboxSend } from './outbox/outbox-message.js';
 import type { OutboxOptions, OutboxTransport } from './outbox/relay.js';
 import type { ClaimPlacement } from './modes/record-claim.js';
+import type { InboxTarget } from './transport/open-session.js';
+import type { PostgresPool } from './transport/postgres/postgres-session.js';
 
 /** The message `apply` and `statement` receive. */
 export interface InboxMessage<Body = unknown, Raw = SQSRecord> {
@@ -95,6 +97,14 @@ export interface DatabaseOptions {
    * process.env.INBOX_DATA_API_ENDPOINT when set (the local Data API server).
    */
   readonly client?: RDSDataClient | undefined;
+  /**
+   * A node-postgres pool: the inbox runs over the PostgreSQL wire protocol instead of the Data API (RDS
+   * Proxy, RDS or Aurora in a VPC, any PostgreSQL), and the ARNs are not used. See {@link PostgresTarget}.
+   * @default none: the Data API
+   */
+  readonly pool?: PostgresPool | undefined;
+  /** With `pool`: how long a connection may sit idle before it is checked. @default 10_000 */
+  readonly idleCheckMs?: number | undefined;
 }
 
 /** Options of every inbox consumer, whatever its source; `Raw` is the source's record type. */
@@ -246,7 +256,7 @@ export interface InboxOptions<Body = unknown> extends ConsumerOptions<Body, SQSR
 /** Options after validation, with defaults filled in. */
 export interface ResolvedOptions<Body, Raw = SQSRecord> {
   readonly consumer: string;
-  readonly target: DatabaseTarget;
+  readonly target: InboxTarget;
   readonly mode: ResolvedMode<Body, Raw>;
   readonly duplicateFilter: DuplicateFilter;
   readonly claim: ClaimPlacement;
@@ -300,7 +310,7 @@ const CONSUMER_OPTIONS: Readonly<Record<keyof ConsumerOptions, true>> = {
 };
 /** The SQS options besides those of every consumer. */
 export const SQS_OPTIONS: Readonly<Record<Exclude<keyof InboxOptions, keyof ConsumerOptions>, true>> = { key: true, fifo: true };
-const DATABASE_OPTIONS: Readonly<Record<keyof DatabaseOptions, true>> = { resourceArn: true, secretArn: true, database: true, client: true };
+const DATABASE_OPTIONS: Readonly<Record<keyof DatabaseOptions, true>> = { resourceArn: true, secretArn: true, database: true, client: true, pool: true, idleCheckMs: true };
 const FIFO_OPTIONS: Readonly<Record<keyof NonNullable<InboxOptions['fifo']>, true>> = { onFailure: true };
 const STATEMENT_OPTIONS: Readonly<Record<'sql' | 'params', true>> = { sql: true, params: true };
 const NESTED_OPTIONS = { fifo: FIFO_OPTIONS, database: DATABASE_OPTIONS, statement: STATEMENT_OPTIONS, statementBatch: STATEMENT_OPTIONS };
@@ -399,7 +409,7 @@ export function checkOptions<Body, Raw = SQSRecord>(
  */
 export function awaitsEnvironment(checked: Pick<CheckedOptions<unknown>, 'consumer' | 'database'>, env: NodeJS.ProcessEnv = process.env): boolean {
   const { consumer, database } = checked;
-  const location = database.resourceArn === undefined && database.secretArn === undefined;
+  const location = database.pool === undefined && database.resourceArn === undefined && database.secretArn === undefined;
   return (consumer === undefined && !env.INBOX_CONSUMER) || (location && (!env.INBOX_RESOURCE_ARN || !env.INBOX_SECRET_ARN));
 }
 
@@ -410,7 +420,7 @@ export function settleEnvironment<Body, Raw>(checked: CheckedOptions<Body, Raw>,
   return {
     ...rest,
     consumer,
-    target: resolveTarget(database, env),
+    target: resolveInboxTarget(database, env),
     outbox: outbox && { transport: outbox.transport, destinations: outbox.destinations ?? environmentDestinations(env) },
   };
 }
@@ -495,6 +505,21 @@ function checkDatabase(database: unknown): DatabaseOptions {
     throw new InboxConfigError('database.client', `must be an RDSDataClient, e.g. new RDSDataClient({ maxAttempts: 1 }); got ${described(client)}`);
   }
   return given;
+}
+
+/** The wire transport's pool when one is given, else the Data API target from the options and the environment. */
+function resolveInboxTarget(database: DatabaseOptions, env: NodeJS.ProcessEnv): InboxTarget {
+  if (database.pool === undefined) return resolveTarget(database, env);
+  if (typeof (database.pool as { connect?: unknown })?.connect !== 'function') {
+    throw new InboxConfigError('database.pool', `must be a node-postgres Pool, e.g. new pg.Pool({ host, database, user, password }); got ${described(database.pool)}`);
+  }
+  for (const field of ['resourceArn', 'secretArn', 'client'] as const) {
+    if (database[field] !== undefined) {
+      throw new InboxConfigError(`database.${field}`, 'is a Data API setting; with database.pool the inbox speaks the PostgreSQL wire protocol: remove one of them');
+    }
+  }
+  const idleCheckMs = database.idleCheckMs === undefined ? undefined : nonNegativeInteger(database.idleCheckMs, 'database.idleCheckMs');
+  return { pool: database.pool, idleCheckMs };
 }
 
 /**

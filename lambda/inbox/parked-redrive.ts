@@ -1,4 +1,5 @@
-import type { DataApiSession, Transaction } from './data-api.js';
+import type { Transaction } from './data-api.js';
+import type { InboxSession } from './transport/session.js';
 import { InboxConfigError } from './errors.js';
 import { IDEMPOTENCY_KEY_ATTRIBUTE } from './keys.js';
 import { described } from './option-checks.js';
@@ -13,7 +14,7 @@ import type { InboxTables } from './schema.js';
 /** Options of {@link redriveParked}. */
 export interface RedriveOptions {
   /** The Data API session to run on. */
-  readonly session: DataApiSession;
+  readonly session: InboxSession;
   /** The consumer whose parked messages these are: the `consumer` given to `inbox()`. */
   readonly consumer: string;
   /** Sends the outbox rows after the commits: `sqsOutbox({ client }).transport` from `sqs-inbox/outbox`. */

@@ -1,5 +1,7 @@
 import { claimParams, claimSql, readClaim, statementBound } from './claim.js';
-import { DataApiSession } from './data-api.js';
+import { openSession } from './transport/open-session.js';
+import type { InboxTarget } from './transport/open-session.js';
+import type { InboxSession } from './transport/session.js';
 import type { DatabaseTarget, Transaction } from './data-api.js';
 import { ParkedCollisionError } from './errors.js';
 import { collisionKey, payloadHash } from './keys.js';
@@ -136,7 +138,7 @@ export interface ParkedMessageStore extends ParkedMessageReader {
 /** Options of {@link parkedMessageStore}. */
 export interface ParkedMessageStoreOptions {
   /** The Data API session to run on. */
-  readonly session: DataApiSession;
+  readonly session: InboxSession;
   /** The consumer whose messages these are: the `consumer` given to `inbox()`. */
   readonly consumer: string;
   /** The inbox's schema. @default 'inbox' */
@@ -193,16 +195,16 @@ export function parkedMessageStore(options: ParkedMessageStoreOptions): ParkedMe
 }
 
 export function parkedMessages(config: {
-  target: DatabaseTarget;
+  target: InboxTarget;
   tables: InboxTables;
   consumer: string;
   callTimeoutMs: number;
   replayEffect: ReplayEffect;
   /** Sends the outbox rows a committed replay wrote, as the consumer does after its batch; never throws. */
-  relay: (session: DataApiSession, ids: readonly number[]) => Promise<unknown>;
+  relay: (session: InboxSession, ids: readonly number[]) => Promise<unknown>;
 }): ParkedMessages {
   const { tables, consumer } = config;
-  const session = () => new DataApiSession(config.target, { callTimeoutMs: config.callTimeoutMs, resumeDelaysMs: [500, 1000, 2000, 4000, 8000] });
+  const session = () => openSession(config.target, { callTimeoutMs: config.callTimeoutMs, resumeDelaysMs: [500, 1000, 2000, 4000, 8000] });
   return {
     ...reader(session, tables, consumer),
     async replay(id, options = {}) {
@@ -255,7 +257,7 @@ export function parkedMessages(config: {
   };
 }
 
-function reader(session: () => DataApiSession, tables: InboxTables, consumer: string): ParkedMessageReader {
+function reader(session: () => InboxSession, tables: InboxTables, consumer: string): ParkedMessageReader {
   return {
     async list(options = {}) {
       const { rows } = await session().execute(

@@ -1,4 +1,4 @@
-import type { DataApiSession } from './data-api.js';
+import type { InboxSession } from './transport/session.js';
 import { InboxConfigError } from './errors.js';
 import { inboxTables } from './schema.js';
 import type { InboxTables } from './schema.js';
@@ -73,7 +73,7 @@ export function purgeBatchSql(tables: InboxTables): string {
  * @example
  * const report = await purge(session, { retentionSeconds: 14 * 24 * 3600 });
  */
-export async function purge(session: DataApiSession, options: PurgeOptions): Promise<PurgeReport> {
+export async function purge(session: InboxSession, options: PurgeOptions): Promise<PurgeReport> {
   const tables = inboxTables(options.schema);
   const retentionSeconds = options.retentionSeconds;
   if (!Number.isInteger(retentionSeconds) || retentionSeconds < 1) {

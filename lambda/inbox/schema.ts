@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { DataApiSession, Transaction } from './data-api.js';
+import type { Transaction } from './data-api.js';
+import type { InboxSession } from './transport/session.js';
 import { InboxConfigError, MigrationChangedError } from './errors.js';
 import { described } from './option-checks.js';
 
@@ -220,7 +221,7 @@ export interface MigrationReport {
  * await migrate(session, [INBOX_MIGRATIONS]);
  */
 export async function migrate(
-  session: DataApiSession,
+  session: InboxSession,
   sets: readonly MigrationSet[] = [INBOX_MIGRATIONS],
   schema = 'inbox',
 ): Promise<MigrationReport> {

@@ -20,7 +20,13 @@ export class TypeCatalog {
   private types = new Map<number, PgType>();
   private loading: Promise<void> | undefined;
 
-  constructor(private readonly pool: pg.Pool) {}
+  constructor(
+    /**
+     * Runs the catalog's query. Not on the database's pool: a call inside a transaction can need the
+     * catalog while the transaction holds the pool's last connection, and would wait for itself.
+     */
+    private readonly query: (sql: string) => Promise<pg.QueryResult<{ oid: string; typname: string; typcategory: string; typelem: string }>>,
+  ) {}
 
   /** The types of the given OIDs; an OID PostgreSQL does not know maps to a plain text type. */
   async resolve(oids: readonly number[]): Promise<PgType[]> {
@@ -34,10 +40,7 @@ export class TypeCatalog {
   }
 
   private async reload(): Promise<void> {
-    this.loading ??= this.pool
-      .query<{ oid: string; typname: string; typcategory: string; typelem: string }>(
-        'SELECT oid, typname, typcategory, typelem FROM pg_catalog.pg_type',
-      )
+    this.loading ??= this.query('SELECT oid, typname, typcategory, typelem FROM pg_catalog.pg_type')
       .then(({ rows }) => {
         const types = new Map<number, PgType>();
         for (const row of rows) {

@@ -67,10 +67,22 @@ export class Databases {
       // An idle connection that dies (server restart, pg_terminate_backend) must not crash the process.
       pool.on('error', () => {});
       pool.on('remove', () => this.letGoIfEmpty(key));
-      database = { name, pool, catalog: new TypeCatalog(pool) };
+      database = { name, pool, catalog: new TypeCatalog((sql) => this.queryOnItsOwn(name, credentials, sql)) };
       this.open.set(key, database);
     }
     return database;
+  }
+
+  /** One query on a connection of its own, outside the pool and its limit, closed after. */
+  private async queryOnItsOwn<Row extends pg.QueryResultRow>(name: string, credentials: SecretCredentials | undefined, sql: string): Promise<pg.QueryResult<Row>> {
+    const client = new this.driver.Client({ connectionString: this.url(name, credentials), options: SESSION_OPTIONS, application_name: 'sqs-inbox-local-data-api' });
+    client.on('error', () => {});
+    await client.connect();
+    try {
+      return await client.query<Row>(sql);
+    } finally {
+      await client.end().catch(() => {});
+    }
   }
 
   /** The pools held now. */

@@ -90,7 +90,7 @@ describe("claim: 'with-first-statement'", () => {
       inbox<Order>({
         consumer: 'order-worker',
         claim: 'with-first-statement',
-        database: { ...db.target, client: dataApiClient(db.server) },
+        database: db.instance(),
         logger: recordingLogger(),
         metrics: recordingMetrics(),
         apply: async (tx, m) => {

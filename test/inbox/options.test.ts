@@ -68,7 +68,7 @@ const unknownKey: [string, Record<string, unknown>, RegExp][] = [
   ['fifo.onfailure', { fifo: { onfailure: 'stop-batch' } }, /"fifo\.onfailure": is not an option of fifo; did you mean "onFailure"\?$/],
   ['fifo.order', { fifo: { order: 'strict' } }, /"fifo\.order": is not an option of fifo; the fifo options are onFailure$/],
   ['database.resourceARN', { database: { ...database, resourceARN: 'r' } }, /"database\.resourceARN": is not an option of database; did you mean "resourceArn"\?$/],
-  ['database.region', { database: { ...database, region: 'eu-west-1' } }, /the database options are resourceArn, secretArn, database, client$/],
+  ['database.region', { database: { ...database, region: 'eu-west-1' } }, /the database options are resourceArn, secretArn, database, client, pool, idleCheckMs$/],
   ['statement.param', { apply: undefined, statement: { sql, params: () => ({}), param: 1 } }, /"statement\.param": is not an option of statement; did you mean "params"\?$/],
   ['key.attributes', { key: { attributes: 'order-key' } }, /"key\.attributes": is not an option of key; did you mean "attribute"\?$/],
 ];

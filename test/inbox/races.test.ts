@@ -21,7 +21,7 @@ describe('racing consumers', () => {
     const handlers = Array.from({ length: n }, () =>
       inbox<Order>({
         consumer: 'order-worker',
-        database: { ...db.target, client: dataApiClient(db.server) },
+        database: db.instance(),
         logger: recordingLogger(),
         metrics: recordingMetrics(),
         apply: async (tx, message) => {
@@ -77,7 +77,7 @@ describe('racing consumers in the batch modes', () => {
     const handlers = Array.from({ length: n }, () =>
       inbox<Order>({
         consumer: 'order-worker',
-        database: { ...db.target, client: dataApiClient(db.server) },
+        database: db.instance(),
         logger: recordingLogger(),
         metrics: recordingMetrics(),
         ...modes[mode](applied),

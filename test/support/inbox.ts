@@ -3,19 +3,34 @@ import type { SQSRecord } from 'aws-lambda';
 import pg from 'pg';
 import { startDataApi } from '../../local/data-api/server.js';
 import type { DataApiServer } from '../../local/data-api/server.js';
-import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/index.js';
-import type { DatabaseTarget } from '../../lambda/inbox/index.js';
+import { DataApiSession, INBOX_MIGRATIONS, migrate, PostgresSession } from '../../lambda/inbox/index.js';
+import type { DatabaseTarget, InboxSession } from '../../lambda/inbox/index.js';
+import { startWireProxy } from '../../local/wire/proxy.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../lambda/functions/example-migrations.js';
 import { freshDatabase } from './database.js';
 
+/**
+ * The transport the inbox suites run on: the Data API (the default), or the PostgreSQL wire protocol with
+ * `INBOX_TEST_TRANSPORT=postgres` (`npm run test:wire`), through the testkit's wire proxy, which counts
+ * calls and injects faults with the same API as the local Data API server.
+ */
+export const TRANSPORT: 'data-api' | 'postgres' = process.env.INBOX_TEST_TRANSPORT === 'postgres' ? 'postgres' : 'data-api';
+
 /** A migrated database behind its own local Data API server, and a direct connection for assertions. */
 export interface InboxFixture {
+  /**
+   * The local Data API server. On the wire transport its `faults` and `stats` are the wire proxy's, so a
+   * test injects faults and counts calls the same way on both.
+   */
   readonly server: DataApiServer;
+  /** What `inbox({ database })` is given: Data API settings, or `{ pool }` on the wire transport. */
   readonly target: DatabaseTarget;
-  readonly session: DataApiSession;
-  /** The database's PostgreSQL URL, for connections of a test's own beside the Data API. */
+  readonly session: InboxSession;
+  /** The database's PostgreSQL URL, for connections of a test's own beside the transport. */
   readonly url: string;
-  /** Runs SQL directly on PostgreSQL, beside the Data API, for assertions and setup. */
+  /** A second, independent target for the same database: another Lambda instance with its own client. */
+  instance(): DatabaseTarget;
+  /** Runs SQL directly on PostgreSQL, beside the transport, for assertions and setup. */
   query<Row extends Record<string, unknown> = Record<string, any>>(sql: string, params?: unknown[]): Promise<Row[]>;
   close(): Promise<void>;
 }
@@ -32,21 +47,52 @@ export function dataApiClient(server: DataApiServer): RDSDataClient {
 
 export async function inboxFixture(label: string, options: Parameters<typeof startDataApi>[0] = {}): Promise<InboxFixture> {
   const url = await freshDatabase(label);
-  const server = await startDataApi({ ...options, databaseUrl: url });
-  const client = dataApiClient(server);
-  const target: DatabaseTarget = { client, resourceArn: server.resourceArn, secretArn: server.secretArn, database: server.database };
-  const session = new DataApiSession(target, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
-  await migrate(session, [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
-  server.stats.reset();
   const pool = new pg.Pool({ connectionString: url, max: 4 });
+  const server = await startDataApi({ ...options, databaseUrl: url });
+  const closers: (() => Promise<void>)[] = [];
+  let target: DatabaseTarget;
+  let instance: () => DatabaseTarget;
+  let session: InboxSession;
+  let exposed: DataApiServer = server;
+  if (TRANSPORT === 'postgres') {
+    // The Data API server's idle expiry and statement timeout, as PostgreSQL's own settings.
+    const database = new URL(url).pathname.slice(1);
+    if (options.transactionIdleTimeoutMs !== undefined) {
+      await pool.query(`ALTER DATABASE "${database}" SET idle_in_transaction_session_timeout = ${options.transactionIdleTimeoutMs}`);
+    }
+    if (options.statementTimeoutMs !== undefined) await pool.query(`ALTER DATABASE "${database}" SET statement_timeout = ${options.statementTimeoutMs}`);
+    const proxy = await startWireProxy(url);
+    const wirePool = () => {
+      const made = new pg.Pool({ connectionString: proxy.url, max: 10 });
+      made.on('error', () => {}); // an idle connection a fault closed
+      closers.push(() => made.end());
+      return made;
+    };
+    const own = wirePool();
+    // The wire target stands where a Data API target is expected: inbox({ database }) takes both.
+    target = { pool: own } as unknown as DatabaseTarget;
+    instance = () => ({ pool: wirePool() }) as unknown as DatabaseTarget;
+    session = new PostgresSession({ pool: own }, { callTimeoutMs: 10_000 });
+    exposed = Object.create(server, { faults: { value: proxy.faults }, stats: { value: proxy.stats } }) as DataApiServer;
+    closers.push(() => proxy.close());
+  } else {
+    const client = dataApiClient(server);
+    target = { client, resourceArn: server.resourceArn, secretArn: server.secretArn, database: server.database };
+    instance = () => ({ ...target, client: dataApiClient(server) });
+    session = new DataApiSession(target, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
+    closers.push(async () => client.destroy());
+  }
+  await migrate(session, [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
+  exposed.stats.reset();
   return {
-    server,
+    server: exposed,
     target,
     session,
     url,
+    instance,
     query: async (sql, params) => (await pool.query(sql, params)).rows,
     close: async () => {
-      client.destroy();
+      for (const close of closers.reverse()) await close();
       await pool.end();
       await server.close();
     },

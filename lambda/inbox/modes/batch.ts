@@ -1,8 +1,8 @@
 import { runBatch, succeeded } from '../batch.js';
 import type { BatchPlan, Outcome } from '../batch.js';
 import { sameHash } from '../claim.js';
-import type { DataApiSession } from '../data-api.js';
-import { DataApiError } from '../errors.js';
+import type { InboxSession } from '../transport/session.js';
+import { DatabaseCallError, DataApiError } from '../errors.js';
 import type { ResolvedOptions } from '../options.js';
 import type { PreparedRecord } from '../prepared.js';
 import { fittingRuns } from '../request-size.js';
@@ -37,7 +37,7 @@ export class BatchModeRunner<Body, Raw = unknown> {
   async run(
     prepared: readonly PreparedRecord<Body, Raw>[],
     plan: BatchPlan,
-    session: DataApiSession,
+    session: InboxSession,
     tally: BatchTally,
     timed: (run: () => Promise<Outcome>) => Promise<Outcome>,
   ): Promise<Outcome[]> {
@@ -61,7 +61,7 @@ export class BatchModeRunner<Body, Raw = unknown> {
   private async runSet(
     members: readonly PreparedRecord<Body, Raw>[],
     plan: BatchPlan,
-    session: DataApiSession,
+    session: InboxSession,
     tally: BatchTally,
     outcomes: Outcome[],
     alone: (list: readonly PreparedRecord<Body, Raw>[]) => Promise<void>,
@@ -114,7 +114,7 @@ export class BatchModeRunner<Body, Raw = unknown> {
   }
 
   /** Claims and applies the set; throws when it did not commit. */
-  private async applySet(members: readonly PreparedRecord<Body, Raw>[], session: DataApiSession, tally: BatchTally): Promise<Outcome[]> {
+  private async applySet(members: readonly PreparedRecord<Body, Raw>[], session: InboxSession, tally: BatchTally): Promise<Outcome[]> {
     const mode = this.options.mode;
     const set = members.map(setMember);
     if (mode.kind === 'batch-statement') {
@@ -154,7 +154,7 @@ export class BatchModeRunner<Body, Raw = unknown> {
       } catch (error) {
         // Ambiguous: every record of the set fails; the redelivery of each finds its claim if the commit happened.
         // Stryker disable next-line ObjectLiteral: the cause is kept for a debugger; the log and the outcome show only name and message
-        throw error instanceof DataApiError ? error : new DataApiError('CommitTransaction', 'network', true, String(error), { cause: error });
+        throw error instanceof DatabaseCallError ? error : new DataApiError('CommitTransaction', 'network', true, String(error), { cause: error });
       }
       tally.outboxIds.push(...sent);
     }
@@ -185,7 +185,7 @@ function stopAfterFirstFailure(outcomes: Outcome[], others: readonly PreparedRec
  * decides, but it would spend calls on a database that just failed to answer.)
  */
 function oneRecordCouldCause(error: Error): boolean {
-  if (!(error instanceof DataApiError)) return true;
+  if (!(error instanceof DatabaseCallError)) return true;
   // PostgreSQL refused a statement, or the commit (a deferred constraint): nothing of the set committed.
   if (error.failure === 'statement') return true;
   return !error.ambiguous && (error.failure === 'rejected' || error.failure === 'transaction-not-found');

@@ -1,7 +1,8 @@
 import type { Outcome } from '../batch.js';
 import { checkGatedStatement, claimParams, gatedSql, parkSql, readClaim, replayBatchGatedSql, replayGatedSql, sameHash, statementBound, storedHashSql } from '../claim.js';
 import type { ClaimOutcome } from '../claim.js';
-import type { DataApiSession, Transaction } from '../data-api.js';
+import type { Transaction } from '../data-api.js';
+import type { InboxSession } from '../transport/session.js';
 import { KeyCollisionError, PermanentError } from '../errors.js';
 import { hex } from '../keys.js';
 import type { InboxMessage, InboxTransaction, ResolvedOptions } from '../options.js';
@@ -39,7 +40,7 @@ export class RecordConsumer<Body, Raw = unknown> {
   /** What `tx.send` writes to; undefined when the consumer has no outbox (then `tx.send` throws, naming the option). */
   readonly outbox: OutboxConfig | undefined;
 
-  async consume(prepared: PreparedRecord<Body, Raw>, session: DataApiSession, tally: BatchTally): Promise<Outcome> {
+  async consume(prepared: PreparedRecord<Body, Raw>, session: InboxSession, tally: BatchTally): Promise<Outcome> {
     const { record, key, sha256 } = prepared;
     try {
       if (prepared.error) throw prepared.error;
@@ -58,7 +59,7 @@ export class RecordConsumer<Body, Raw = unknown> {
    * The outcome of a record whose claim was made (or refused) by a batch statement: processed when it
    * claimed, else a duplicate, or a collision that is parked or failed.
    */
-  async settle(prepared: PreparedRecord<Body, Raw>, claim: ClaimOutcome, session: DataApiSession, tally: BatchTally): Promise<Outcome> {
+  async settle(prepared: PreparedRecord<Body, Raw>, claim: ClaimOutcome, session: InboxSession, tally: BatchTally): Promise<Outcome> {
     try {
       if (claim.claimed) return { kind: 'processed' };
       const verdict = await this.duplicateOrCollision(session, prepared.key!, claim, prepared.sha256);
@@ -70,7 +71,7 @@ export class RecordConsumer<Body, Raw = unknown> {
   }
 
   /** A record's failure: parked when it is permanent and the consumer parks, else failed. */
-  private failed(session: DataApiSession, prepared: PreparedRecord<Body, Raw>, error: unknown, tally: BatchTally): Promise<Outcome> | Outcome {
+  private failed(session: InboxSession, prepared: PreparedRecord<Body, Raw>, error: unknown, tally: BatchTally): Promise<Outcome> | Outcome {
     const failure = error instanceof Error ? error : new Error(String(error));
     if (failure instanceof PermanentError && this.options.onPermanentError === 'park') {
       return this.park(session, prepared.record, prepared.key, prepared.sha256, failure, tally);
@@ -112,7 +113,7 @@ export class RecordConsumer<Body, Raw = unknown> {
   }
 
   /** The record alone, in the consumer's mode. */
-  private async applyAlone(session: DataApiSession, message: InboxMessage<Body, Raw>, sha256: Uint8Array, tally: BatchTally): Promise<ClaimVerdict> {
+  private async applyAlone(session: InboxSession, message: InboxMessage<Body, Raw>, sha256: Uint8Array, tally: BatchTally): Promise<ClaimVerdict> {
     const mode = this.options.mode;
     switch (mode.kind) {
       case 'transaction':
@@ -134,7 +135,7 @@ export class RecordConsumer<Body, Raw = unknown> {
    * 'with-first-statement'`; one call more when the effect sends (its outbox rows, in one statement).
    */
   private async inTransaction(
-    session: DataApiSession,
+    session: InboxSession,
     message: InboxMessage<Body, Raw>,
     sha256: Uint8Array,
     tally: BatchTally,
@@ -174,7 +175,7 @@ export class RecordConsumer<Body, Raw = unknown> {
   }
 
   /** One autocommit statement that claims and applies. */
-  private async inOneStatement(session: DataApiSession, message: InboxMessage<Body, Raw>, sha256: Uint8Array): Promise<ClaimVerdict> {
+  private async inOneStatement(session: InboxSession, message: InboxMessage<Body, Raw>, sha256: Uint8Array): Promise<ClaimVerdict> {
     const mode = this.options.mode;
     // Stryker disable next-line StringLiteral: the message of an unreachable error
     if (mode.kind !== 'statement') throw new Error('unreachable');
@@ -187,19 +188,19 @@ export class RecordConsumer<Body, Raw = unknown> {
     return claim.claimed ? 'processed' : this.duplicateOrCollision(session, message.key, claim, sha256);
   }
 
-  private async duplicateOrCollision(session: DataApiSession, key: string, claim: ClaimOutcome, sha256: Uint8Array): Promise<DuplicateVerdict> {
+  private async duplicateOrCollision(session: InboxSession, key: string, claim: ClaimOutcome, sha256: Uint8Array): Promise<DuplicateVerdict> {
     const stored = claim.existingSha256 ?? (await this.storedHash(session, key));
     // A claim without a stored hash (made by an older writer) cannot be compared: treat it as a redelivery.
     if (stored && !sameHash(stored, sha256)) return { collidesWith: stored };
     return 'duplicate';
   }
 
-  private async storedHash(session: DataApiSession, key: string): Promise<Uint8Array | null> {
+  private async storedHash(session: InboxSession, key: string): Promise<Uint8Array | null> {
     return (await this.claimOf(session, key))?.existingSha256 ?? null;
   }
 
   /** The committed claim of a key, if there is one. */
-  private async claimOf(session: DataApiSession, key: string): Promise<ClaimOutcome | undefined> {
+  private async claimOf(session: InboxSession, key: string): Promise<ClaimOutcome | undefined> {
     const { rows } = await session.executeIdempotent(storedHashSql(this.tables), { inbox_consumer: this.options.consumer, inbox_key: key });
     return rows[0] && { claimed: false, existingSha256: (rows[0].existing_sha256 as Uint8Array | null | undefined) ?? null };
   }
@@ -210,7 +211,7 @@ export class RecordConsumer<Body, Raw = unknown> {
    * applied, or is parked under the claim's owner); with another body it is parked as a collision.
    */
   private async park(
-    session: DataApiSession,
+    session: InboxSession,
     record: SourceRecord<Raw>,
     key: string | null,
     sha256: Uint8Array,

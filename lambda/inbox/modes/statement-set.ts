@@ -1,6 +1,7 @@
 import { batchClaimSql, batchGatedSql, checkGatedStatement, readBatchClaims, statementBound } from '../claim.js';
 import type { BatchClaimOutcome } from '../claim.js';
-import type { DataApiSession, SqlParams, Transaction } from '../data-api.js';
+import type { SqlParams, Transaction } from '../data-api.js';
+import type { InboxSession } from '../transport/session.js';
 import { hex } from '../keys.js';
 import type { InboxMessage, ResolvedMode } from '../options.js';
 import { CLAIM_ROW_BYTES, fitsOneCall, fittingRuns } from '../request-size.js';
@@ -30,7 +31,7 @@ export function batchInputRow(message: InboxMessage<unknown, unknown>, sha256: U
  * collision with an earlier claim fails the whole statement (see {@link batchGatedSql}).
  */
 export async function statementSet<Body, Raw>(
-  session: DataApiSession,
+  session: InboxSession,
   tables: Parameters<typeof batchGatedSql>[0],
   consumer: string,
   mode: Extract<ResolvedMode<Body, Raw>, { kind: 'batch-statement' }>,

@@ -1,4 +1,4 @@
-import type { DataApiSession } from '../data-api.js';
+import type { InboxSession } from '../transport/session.js';
 import type { InboxTables } from '../schema.js';
 import type { OutboxEnvelope } from './outbox-message.js';
 
@@ -45,7 +45,7 @@ const COLUMNS = 'o.id, o.idempotency_key, o.destination, o.body, o.group_id, o.a
  * destination waits (for the sweeper) while its group has an older unsent row from elsewhere, so the
  * group's order holds.
  */
-export async function relayRows(session: DataApiSession, tables: InboxTables, transport: OutboxTransport, ids: readonly number[]): Promise<RelayReport> {
+export async function relayRows(session: InboxSession, tables: InboxTables, transport: OutboxTransport, ids: readonly number[]): Promise<RelayReport> {
   if (ids.length === 0) return { sent: 0, deferred: 0 };
   const { rows } = await session.execute(
     `SELECT ${COLUMNS} FROM ${tables.outbox} o
@@ -63,7 +63,7 @@ export async function relayRows(session: DataApiSession, tables: InboxTables, tr
 
 /** Sends rows through the transport and records each result in one statement. */
 export async function sendAndMark(
-  session: DataApiSession,
+  session: InboxSession,
   tables: InboxTables,
   transport: OutboxTransport,
   rows: readonly OutboxEnvelope[],

@@ -1,5 +1,5 @@
-import type { DataApiSession } from '../data-api.js';
 import { InboxError } from '../errors.js';
+import type { InboxSession } from '../transport/session.js';
 import { inboxTables } from '../schema.js';
 import type { InboxTables } from '../schema.js';
 import type { OutboxEnvelope } from './outbox-message.js';
@@ -88,7 +88,7 @@ export class OutboxSweepError extends InboxError {
  * @example
  * const report = await sweepOutbox(session, { transport: sqsOutbox({ client: new SQSClient({}) }).transport });
  */
-export async function sweepOutbox(session: DataApiSession, options: SweepOptions): Promise<SweepReport> {
+export async function sweepOutbox(session: InboxSession, options: SweepOptions): Promise<SweepReport> {
   const tables = inboxTables(options.schema ?? 'inbox');
   const remaining = options.remainingTimeMs ?? (() => Number.POSITIVE_INFINITY);
   const margin = options.marginMs ?? 30_000;
@@ -114,7 +114,7 @@ export async function sweepOutbox(session: DataApiSession, options: SweepOptions
   return report;
 }
 
-async function unsentRows(session: DataApiSession, tables: InboxTables, options: SweepOptions): Promise<OutboxEnvelope[]> {
+async function unsentRows(session: InboxSession, tables: InboxTables, options: SweepOptions): Promise<OutboxEnvelope[]> {
   const { rows } = await session.execute(
     `SELECT o.id, o.idempotency_key, o.destination, o.body, o.group_id, o.attributes, o.delay_seconds
        FROM ${tables.outbox} o
@@ -140,7 +140,7 @@ async function unsentRows(session: DataApiSession, tables: InboxTables, options:
  * left unmarked are resent later under the same keys).
  */
 async function sendInSlices(
-  session: DataApiSession,
+  session: InboxSession,
   tables: InboxTables,
   transport: OutboxTransport,
   rows: readonly OutboxEnvelope[],
@@ -169,7 +169,7 @@ async function sendInSlices(
   return { sent, deferred: rows.length - sent, stopped: false };
 }
 
-async function deleteSent(session: DataApiSession, tables: InboxTables, options: SweepOptions): Promise<number> {
+async function deleteSent(session: InboxSession, tables: InboxTables, options: SweepOptions): Promise<number> {
   const { updated } = await session.execute(
     `DELETE FROM ${tables.outbox} WHERE id IN (
        SELECT id FROM ${tables.outbox} WHERE sent_at < now() - make_interval(secs => :retention) ORDER BY sent_at LIMIT :limit)`,
@@ -178,7 +178,7 @@ async function deleteSent(session: DataApiSession, tables: InboxTables, options:
   return updated;
 }
 
-async function oldestUnsentAge(session: DataApiSession, tables: InboxTables): Promise<number> {
+async function oldestUnsentAge(session: InboxSession, tables: InboxTables): Promise<number> {
   const { rows } = await session.execute(
     `SELECT coalesce(extract(epoch FROM now() - min(created_at)), 0)::float8 AS age FROM ${tables.outbox} WHERE sent_at IS NULL`,
   );

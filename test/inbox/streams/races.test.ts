@@ -34,7 +34,7 @@ function instances(source: StreamSource, mode: Mode, consumer: string, n: number
   return Array.from({ length: n }, () =>
     source.handler({
       consumer,
-      database: { ...db.target, client: dataApiClient(db.server) },
+      database: db.instance(),
       logger: recordingLogger(),
       metrics: recordingMetrics(),
       concurrency: 3,

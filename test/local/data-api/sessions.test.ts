@@ -91,3 +91,22 @@ describe('local Data API: every call starts from a clean session and leaves noth
     expect(await single('SHOW search_path')).toEqual({ stringValue: '"$user", public' });
   });
 });
+
+describe('local Data API: a transaction never waits for its own connection', () => {
+  it("answers a transaction's first statement while that transaction holds the pool's only connection, after the pool was let go", async () => {
+    // The pool is let go once its idle connection closes; the next pool knows no types yet. Loading them
+    // on the pool would wait for the connection the transaction holds, until connectionWaitTimeoutMs.
+    const h = await startHarness('sessions_catalog', { maxConnectionsPerDatabase: 1, connectionIdleTimeoutMs: 50, connectionWaitTimeoutMs: 3_000 });
+    try {
+      await h.execute('SELECT 1');
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      const transactionId = await h.begin();
+      const started = Date.now();
+      expect((await h.execute("SELECT 'x'::text AS one", undefined, { transactionId })).records?.[0]?.[0]).toEqual({ stringValue: 'x' });
+      expect(Date.now() - started).toBeLessThan(2_000);
+      await h.commit(transactionId);
+    } finally {
+      await h.close();
+    }
+  });
+});

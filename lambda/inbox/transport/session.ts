@@ -1,0 +1,31 @@
+import type { SqlParams, StatementResult, Transaction } from '../data-api.js';
+
+/**
+ * How the runtime reaches PostgreSQL: the transport seam. Every mode, source, the duplicate filter,
+ * parking, replay, the outbox and the purge speak to the database through this and nothing else, so they
+ * run unchanged on the Data API ({@link DataApiSession}) and on the PostgreSQL wire protocol
+ * ({@link PostgresSession}). SQL uses `:name` parameters on both.
+ *
+ * Every failure is a {@link DatabaseCallError} whose `failure` and `ambiguous` say how the call left things;
+ * a transport classifies its own failures (a Data API 5xx, a socket reset while COMMIT was in flight).
+ * A session never retries a call that may have run.
+ */
+export interface InboxSession {
+  /** Runs one statement, in autocommit or inside `transactionId`. */
+  execute(sql: string, params?: SqlParams, transactionId?: string): Promise<StatementResult>;
+  /**
+   * Runs one autocommit statement that may safely run twice (a read, or a statement gated on its own
+   * claim): a transport may send it once more when its connection turned out dead before any answer.
+   */
+  executeIdempotent(sql: string, params?: SqlParams): Promise<StatementResult>;
+  /** Runs one statement once per parameter set in one call; returns how many sets ran. */
+  executeBatch(sql: string, paramSets: readonly SqlParams[], transactionId?: string): Promise<number>;
+  /** Opens a transaction and returns its id. */
+  begin(): Promise<string>;
+  /** Commits; every failure here is ambiguous unless the transport knows it did not commit. */
+  commit(transactionId: string): Promise<void>;
+  /** Rolls back; a transaction that is already gone counts as rolled back. */
+  rollback(transactionId: string): Promise<void>;
+  /** Opens a transaction whose statements are sent one at a time, in call order. */
+  transaction(): Promise<Transaction>;
+}

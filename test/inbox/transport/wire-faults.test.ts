@@ -1,0 +1,163 @@
+import pg from 'pg';
+import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { inbox, INBOX_MIGRATIONS, migrate, PostgresSession } from '../../../lambda/inbox/index.js';
+import type { InboxOptions } from '../../../lambda/inbox/index.js';
+import { EXAMPLE_ORDER_MIGRATIONS } from '../../../lambda/functions/example-migrations.js';
+import { freshDatabase } from '../../support/database.js';
+import { lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
+import { startWireProxy } from '../../../local/wire/proxy.js';
+import type { WireProxy } from '../../../local/wire/proxy.js';
+
+// The wire's own failures, each injected at the socket by the testkit's wire proxy (local/wire/proxy.ts)
+// between node-postgres and a real PostgreSQL. In each, no record that did not commit is acknowledged.
+
+let url: string;
+let direct: pg.Pool;
+let proxy: WireProxy;
+let pool: pg.Pool;
+beforeAll(async () => {
+  url = await freshDatabase('wire_faults');
+  direct = new pg.Pool({ connectionString: url, max: 2 });
+  await migrate(new PostgresSession({ pool: direct }, { callTimeoutMs: 10_000 }), [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
+});
+afterAll(async () => direct.end());
+beforeEach(async () => {
+  await direct.query('TRUNCATE public.orders, inbox.consumed_message');
+  proxy = await startWireProxy(url);
+  pool = new pg.Pool({ connectionString: proxy.url, max: 2 });
+  pool.on('error', () => {}); // an idle connection the proxy killed
+});
+afterEach(async () => {
+  await pool.end().catch(() => {});
+  await proxy.close();
+});
+
+type Order = { orderId: string };
+const SHIP = `INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'shipped', 1)
+  ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`;
+
+function worker(extra: Partial<InboxOptions<Order>> = {}, apply: InboxOptions<Order>['apply'] = async (tx, m) => void (await tx.execute(SHIP, { orderId: m.body.orderId }))) {
+  const logger = recordingLogger();
+  const handler = inbox<Order>({ consumer: 'wire', database: { pool, idleCheckMs: 50 }, callTimeoutMs: 2000, logger, metrics: recordingMetrics(), apply, ...extra });
+  return { handler, logger };
+}
+const shipped = async (orderId: string) => (await direct.query('SELECT shipped_count FROM public.orders WHERE order_id = $1', [orderId])).rows[0]?.shipped_count as number | undefined;
+const failedWith = (logger: ReturnType<typeof recordingLogger>) => JSON.stringify(logger.lines.filter((line) => line.level !== 'debug'));
+
+describe('wire failures, injected at the socket', () => {
+  it('reports a record failed when the connection dies with COMMIT in flight (it committed), and its redelivery is a duplicate', async () => {
+    const { handler, logger } = worker();
+    const record = sqsRecord({ body: { orderId: 'c-1' } });
+    proxy.faults.dropResponse({ operation: 'CommitTransaction' });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(failedWith(logger)).toMatch(/CommitTransaction failed \(network, outcome unknown\)/);
+    expect(await shipped('c-1')).toBe(1);
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await shipped('c-1')).toBe(1);
+  });
+
+  it('reports a single statement failed when its answer is lost after it ran, and applies nothing twice', async () => {
+    const { handler } = worker({
+      apply: undefined,
+      statement: { sql: `INSERT INTO public.orders (order_id, status, shipped_count) SELECT :orderId, 'shipped', 1 FROM claimed ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`, params: (m) => ({ orderId: m.body.orderId }) },
+    });
+    const record = sqsRecord({ body: { orderId: 's-1' } });
+    proxy.faults.dropResponse({ match: (sql) => sql.includes('INSERT INTO public.orders') });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await shipped('s-1')).toBe(1);
+  });
+
+  it('detects a connection a frozen Lambda left half-open before trusting it, and replaces it', async () => {
+    const { handler } = worker();
+    expect((await handler({ Records: [sqsRecord({ body: { orderId: 'h-1' } })] }, lambdaContext())).batchItemFailures).toEqual([]);
+    // The pooled connection goes silent (RDS Proxy closed it while the function was frozen; no FIN reached us).
+    proxy.silenceOpenConnections();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const record = sqsRecord({ body: { orderId: 'h-2' } });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await shipped('h-2')).toBe(1);
+  });
+
+  it('detects a half-open connection before a single statement too, where nothing may be sent twice', async () => {
+    const { handler } = worker({
+      apply: undefined,
+      statement: { sql: `INSERT INTO public.orders (order_id, status, shipped_count) SELECT :orderId, 'shipped', 1 FROM claimed`, params: (m) => ({ orderId: m.body.orderId }) },
+    });
+    expect((await handler({ Records: [sqsRecord({ body: { orderId: 'h-3' } })] }, lambdaContext())).batchItemFailures).toEqual([]);
+    proxy.silenceOpenConnections();
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const record = sqsRecord({ body: { orderId: 'h-4' } });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await shipped('h-4')).toBe(1);
+  });
+
+  it('fails a transaction the server ended for idling (idle_in_transaction_session_timeout), applying nothing', async () => {
+    await direct.query("ALTER DATABASE " + new URL(url).pathname.slice(1) + " SET idle_in_transaction_session_timeout = '300ms'");
+    try {
+      const fresh = new pg.Pool({ connectionString: proxy.url, max: 2 });
+      fresh.on('error', () => {});
+      const record = sqsRecord({ body: { orderId: 'i-1' } });
+      const logger = recordingLogger();
+      const handler = inbox<Order>({
+        consumer: 'wire',
+        database: { pool: fresh },
+        logger,
+        metrics: recordingMetrics(),
+        apply: async (tx, m) => {
+          await tx.execute(SHIP, { orderId: m.body.orderId });
+          await new Promise((resolve) => setTimeout(resolve, 800)); // the handler stalls inside the transaction
+        },
+      });
+      expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+      expect(failedWith(logger)).toMatch(/failed \(transaction-not-found\)/);
+      expect(await shipped('i-1')).toBeUndefined();
+      await fresh.end();
+    } finally {
+      await direct.query("ALTER DATABASE " + new URL(url).pathname.slice(1) + ' RESET idle_in_transaction_session_timeout');
+    }
+  });
+
+  it('fails the records, without acknowledging any, when the pool has no connection free in time', async () => {
+    const tiny = new pg.Pool({ connectionString: proxy.url, max: 1, connectionTimeoutMillis: 200 });
+    const held = await tiny.connect();
+    try {
+      const record = sqsRecord({ body: { orderId: 'p-1' } });
+      const logger = recordingLogger();
+      const handler = inbox<Order>({ consumer: 'wire', database: { pool: tiny }, logger, metrics: recordingMetrics(), apply: async (tx, m) => void (await tx.execute(SHIP, { orderId: m.body.orderId })) });
+      expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+      expect(failedWith(logger)).toMatch(/failed \(unavailable\)/);
+    } finally {
+      held.release();
+      await tiny.end();
+    }
+  });
+
+  it('fails the records in flight when every connection drops (failover, restart), and the redelivery applies each once', async () => {
+    const records = [1, 2, 3, 4].map((i) => sqsRecord({ body: { orderId: `f-${i}` } }));
+    let killed = false;
+    const { handler } = worker({}, async (tx, m) => {
+      await tx.execute(SHIP, { orderId: m.body.orderId });
+      if (m.body.orderId === 'f-2' && !killed) (killed = true), proxy.killAll();
+      await tx.execute('SELECT 1');
+    });
+    const first = await handler({ Records: records }, lambdaContext());
+    const acknowledged = records.filter((record) => !first.batchItemFailures.some((failure) => failure.itemIdentifier === record.messageId));
+    // Every acknowledged record committed.
+    for (const record of acknowledged) expect(await shipped(JSON.parse(record.body).orderId)).toBe(1);
+    expect(first.batchItemFailures.length).toBeGreaterThan(0);
+    const again = await handler({ Records: records.filter((record) => !acknowledged.includes(record)) }, lambdaContext());
+    expect(again.batchItemFailures).toEqual([]);
+    for (const i of [1, 2, 3, 4]) expect(await shipped(`f-${i}`)).toBe(1);
+  });
+
+  it('never retries a statement inside a transaction: a lost answer fails the record, the statement runs once', async () => {
+    const { handler } = worker();
+    const record = sqsRecord({ body: { orderId: 'r-1' } });
+    proxy.faults.dropResponse({ match: (sql) => sql.includes('INSERT INTO public.orders') });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(proxy.statements.filter((sql) => sql.includes('INSERT INTO public.orders'))).toHaveLength(1);
+    // The connection died with the transaction open: PostgreSQL rolled it back.
+    expect(await shipped('r-1')).toBeUndefined();
+  });
+});
