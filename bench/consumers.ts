@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { DataApiSession, inbox } from '../lambda/inbox/index.js';
+import { DataApiSession } from '../lambda/inbox/index.js';
+import { inbox } from '../lambda/inbox/batch-handlers.js';
 import type { DatabaseTarget, InboxLogger, InboxMetrics, InboxOptions } from '../lambda/inbox/index.js';
 import { batchHandler, consumeNaively } from '../local/naive.js';
 import type { Outcome } from '../lambda/inbox/batch.js';

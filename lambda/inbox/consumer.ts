@@ -7,7 +7,7 @@ import type { DatabaseTarget } from './data-api.js';
 import { RecentKeys, filterPays, markKnownClaims } from './duplicate-filter.js';
 import { InboxConfigError } from './errors.js';
 import type { KeyStrategy } from './keys.js';
-import { BatchModeRunner } from './modes/batch.js';
+import type { BatchModes } from './modes/batch-modes.js';
 import { RecordConsumer } from './modes/per-record.js';
 import { SQS_OPTIONS, resolveOptions } from './options.js';
 import type { ConsumerOptions, InboxOptions, ResolvedMode } from './options.js';
@@ -16,7 +16,7 @@ import type { ParkedMessages } from './parked.js';
 import { prepare } from './prepared.js';
 import { inboxTables } from './schema.js';
 import type { InboxTables } from './schema.js';
-import { relayRows } from './outbox/relay.js';
+import type { OutboxRuntime } from './outbox/outbox-runtime.js';
 import type { OutboxTransport, RelayReport } from './outbox/relay.js';
 import { sqsSource } from './sources/sqs.js';
 import type { InboxSource, SourceName, SourceRecord } from './sources/source.js';
@@ -58,7 +58,12 @@ export interface ConsumerHandler<Event, Response> {
  * });
  */
 export function inbox<Body = any>(options: InboxOptions<Body>): InboxHandler {
-  return consumerHandler<Body, SQSRecord, SQSBatchResponse, KeyStrategy, SQSEvent>(sqsSource, options, options.key, SQS_OPTIONS, 'inbox');
+  return sqsConsumer(options, undefined);
+}
+
+/** `inbox()`, with the batch modes' code when it is given (by `sqs-inbox/batch`). */
+export function sqsConsumer<Body>(options: InboxOptions<Body>, batchModes: BatchModes | undefined): InboxHandler {
+  return consumerHandler<Body, SQSRecord, SQSBatchResponse, KeyStrategy, SQSEvent>(sqsSource, options, options?.key, SQS_OPTIONS, 'inbox', batchModes);
 }
 
 /**
@@ -72,6 +77,7 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
   key: Key | undefined,
   sourceOptions: Readonly<Record<string, true>>,
   handlerName: string,
+  batchModes: BatchModes | undefined,
 ): ConsumerHandler<Event, Response> {
   const resolved = resolveOptions<Body, Raw>(options, process.env, sourceOptions, source.parse, handlerName);
   const tables = inboxTables(resolved.schema);
@@ -80,6 +86,11 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
     checkGatedStatement(resolved.mode.constantSql, undefined, 'statement.sql');
   }
   if (resolved.mode.kind === 'batch-statement') checkGatedStatement(resolved.mode.sql, undefined, 'statementBatch.sql');
+  const batch = resolved.mode.kind === 'batch-transaction' || resolved.mode.kind === 'batch-statement';
+  if (batch && batchModes === undefined) {
+    const option = resolved.mode.kind === 'batch-transaction' ? 'applyBatch' : 'statementBatch';
+    throw new InboxConfigError(option, `is a batch mode, whose code is in "sqs-inbox/batch": import { ${handlerName} } from 'sqs-inbox/batch' (the same handler, with the batch modes)`);
+  }
   // Stryker disable next-line ConditionalExpression: making the defaults when both are given only wastes them
   const defaults = options.logger && options.metrics ? undefined : defaultTelemetry(resolved.consumer, source.name);
   const logger = options.logger ?? defaults!.logger;
@@ -93,10 +104,8 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
     });
   }
   const metrics = options.metrics ?? defaults!.metrics;
-  const consumer = new RecordConsumer<Body, Raw>(resolved, tables, logger, source);
-  const batchRunner = resolved.mode.kind === 'batch-transaction' || resolved.mode.kind === 'batch-statement'
-    ? new BatchModeRunner<Body, Raw>(resolved, tables, consumer, logger)
-    : undefined;
+  const consumer = new RecordConsumer<Body, Raw>(resolved, tables, logger, source, batchModes);
+  const batchRunner = batch ? batchModes!.runner(resolved, tables, consumer, logger) : undefined;
 
   // Checked at the first invocation (the client's settings are async providers) and remembered.
   let clientChecked: Promise<void> | undefined;
@@ -143,7 +152,7 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
     const outcomes = batchRunner
       ? await batchRunner.run(prepared, plan, session, tally, timed)
       : await runBatch(records, plan, (_, index) => timed(() => consumer.consume(prepared[index]!, session, tally)));
-    const relayed = resolved.outbox ? await relay(resolved.outbox.transport, session, tables, tally.outboxIds, plan.mayStart(), logger) : { sent: 0, deferred: 0 };
+    const relayed = resolved.outbox ? await relay(resolved.outbox, session, tables, tally.outboxIds, plan.mayStart(), logger) : { sent: 0, deferred: 0 };
     const failedIds = records.filter((_, index) => !succeeded(outcomes[index]!)).map((record) => record.id ?? '');
     const summary = tally.summarise(outcomes, failedIds, resolved.now() - started, relayed);
     logFailures(logger, source as InboxSource<unknown, unknown, unknown>, records, outcomes);
@@ -168,7 +177,7 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
  * the records committed, so they succeed whatever happens here; what is not sent stays for the sweeper.
  */
 async function relay(
-  transport: OutboxTransport,
+  outbox: { readonly transport: OutboxTransport; readonly runtime: OutboxRuntime },
   session: DataApiSession,
   tables: InboxTables,
   ids: readonly number[],
@@ -177,7 +186,7 @@ async function relay(
 ): Promise<RelayReport> {
   if (!timeLeft) return { sent: 0, deferred: ids.length };
   try {
-    const report = await relayRows(session, tables, transport, ids);
+    const report = await outbox.runtime.relay(session, tables, outbox.transport, ids);
     if (report.deferred > 0) logger.warn('outbox messages left for the sweeper', { deferred: report.deferred });
     return report;
   } catch (error) {

@@ -8,6 +8,8 @@ import { resolveMode } from './mode-options.js';
 import type { InboxLogger, InboxMetrics, BatchSummary } from './telemetry.js';
 import type { OutboxSend } from './outbox/outbox-message.js';
 import type { OutboxOptions, OutboxTransport } from './outbox/relay.js';
+import { OUTBOX_RUNTIME } from './outbox/outbox-runtime.js';
+import type { OutboxRuntime } from './outbox/outbox-runtime.js';
 
 /** The message `apply` and `statement` receive. */
 export interface InboxMessage<Body = unknown, Raw = SQSRecord> {
@@ -187,8 +189,8 @@ export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
    */
   readonly metrics?: InboxMetrics | undefined;
   /**
-   * The outbox behind `tx.send`: a transport and destination names, e.g. `sqsOutbox({ client })` from
-   * `sqs-inbox/outbox`. After the batch, the handler sends what its committed transactions wrote
+   * The outbox behind `tx.send`: a transport and destination names, made by `sqsOutbox({ client })` or
+   * `outbox({ transport })` from `sqs-inbox/outbox`. After the batch, the handler sends what its committed transactions wrote
    * (within the deadline); the sweeper sends what is left. Transaction modes only.
    * @default none: `tx.send` throws, naming this option
    */
@@ -235,7 +237,7 @@ export interface ResolvedOptions<Body, Raw = SQSRecord> {
   readonly resumeDelaysMs: readonly number[];
   readonly now: () => number;
   readonly sleep: (ms: number) => Promise<void>;
-  readonly outbox: { readonly transport: OutboxTransport; readonly destinations: Readonly<Record<string, string>> } | undefined;
+  readonly outbox: { readonly transport: OutboxTransport; readonly destinations: Readonly<Record<string, string>>; readonly runtime: OutboxRuntime } | undefined;
 }
 
 /** How claimed records are applied. */
@@ -364,6 +366,10 @@ function resolveOutbox(outbox: unknown, mode: ResolvedMode<unknown>['kind'], env
     throw new InboxConfigError('outbox', `must be { transport, destinations? }, e.g. sqsOutbox({ client: new SQSClient({}) }) from "sqs-inbox/outbox"; got ${described(outbox)}`);
   }
   refuseUnknownKeys(outbox, { transport: true, destinations: true }, 'outbox');
+  const runtime = (outbox as { [OUTBOX_RUNTIME]?: OutboxRuntime })[OUTBOX_RUNTIME];
+  if (runtime === undefined) {
+    throw new InboxConfigError('outbox', 'make it with sqsOutbox({ client }) or, for your own transport, outbox({ transport, destinations? }), both from "sqs-inbox/outbox": they carry the outbox\'s code');
+  }
   if (mode === 'statement' || mode === 'batch-statement') {
     throw new InboxConfigError('outbox', 'works in the transaction modes (apply, applyBatch), where tx.send writes in the claim\'s transaction; a single statement has no tx.send');
   }
@@ -379,7 +385,7 @@ function resolveOutbox(outbox: unknown, mode: ResolvedMode<unknown>['kind'], env
   if (typeof destinations !== 'object' || destinations === null || Array.isArray(destinations) || Object.values(destinations).some((url) => typeof url !== 'string' || !/^https?:\/\//.test(url))) {
     throw new InboxConfigError('outbox.destinations', `must map names to queue URLs, e.g. { invoices: 'https://sqs.eu-west-1.amazonaws.com/123456789012/invoices' }; got ${described(destinations)}`);
   }
-  return { transport: transport as OutboxTransport, destinations: { ...(destinations as Record<string, string>) } };
+  return { transport: transport as OutboxTransport, destinations: { ...(destinations as Record<string, string>) }, runtime };
 }
 
 /** The database object as given, its keys and field types checked; resolveTarget fills in the environment. */

@@ -1,6 +1,6 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inbox } from '../../lambda/inbox/index.js';
+import { inbox } from '../../lambda/inbox/batch-handlers.js';
 import type { InboxMessage, InboxTransaction } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';

@@ -16,6 +16,8 @@ const invalid: [string, Partial<InboxOptions>, RegExp][] = [
   ['applyBatch', { apply: undefined, applyBatch: 'x' as never }, /"applyBatch": must be an async function \(tx, messages\) => void; got the string "x"/],
   ['statementBatch.sql', { apply: undefined, statementBatch: { sql: 'INSERT INTO shipments SELECT 1' } }, /"statementBatch\.sql": the statement never mentions `claimed`/],
   ['statementBatch.params', { apply: undefined, statementBatch: { sql: 'SELECT 1 FROM claimed', params: 5 as never } }, /"statementBatch\.params": must be a function \(messages\)/],
+  ['applyBatch', { apply: undefined, applyBatch: async () => {} }, /"applyBatch": is a batch mode, whose code is in "sqs-inbox\/batch": import \{ inbox \} from 'sqs-inbox\/batch'/],
+  ['statementBatch', { apply: undefined, statementBatch: { sql: 'SELECT 1 FROM claimed' } }, /"statementBatch": is a batch mode, whose code is in "sqs-inbox\/batch"/],
   ['duplicateFilter', { duplicateFilter: 'sometimes' as never }, /"duplicateFilter": "sometimes" must be 'auto' or 'always' or 'never'/],
   ['fifo.onFailure', { fifo: { onFailure: 'skip' as never } }, /"fifo\.onFailure".*'skip-group' or 'stop-batch'/],
   ['onPermanentError', { onPermanentError: 'drop' as never }, /"onPermanentError".*'retry' or 'park'/],
