@@ -79,18 +79,13 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
   handlerName: string,
   batchModes: BatchModes | undefined,
 ): ConsumerHandler<Event, Response> {
-  const resolved = resolveOptions<Body, Raw>(options, process.env, sourceOptions, source.parse, handlerName);
+  const resolved = resolveOptions<Body, Raw>(options, process.env, sourceOptions, source.parse, handlerName, batchModes);
   const tables = inboxTables(resolved.schema);
   const rules = { keyOf: source.keyStrategy(key), parse: resolved.parse };
   if (resolved.mode.kind === 'statement' && resolved.mode.constantSql !== undefined) {
     checkGatedStatement(resolved.mode.constantSql, undefined, 'statement.sql');
   }
   if (resolved.mode.kind === 'batch-statement') checkGatedStatement(resolved.mode.sql, undefined, 'statementBatch.sql');
-  const batch = resolved.mode.kind === 'batch-transaction' || resolved.mode.kind === 'batch-statement';
-  if (batch && batchModes === undefined) {
-    const option = resolved.mode.kind === 'batch-transaction' ? 'applyBatch' : 'statementBatch';
-    throw new InboxConfigError(option, `is a batch mode, whose code is in "sqs-inbox/batch": import { ${handlerName} } from 'sqs-inbox/batch' (the same handler, with the batch modes)`);
-  }
   // Stryker disable next-line ConditionalExpression: making the defaults when both are given only wastes them
   const defaults = options.logger && options.metrics ? undefined : defaultTelemetry(resolved.consumer, source.name);
   const logger = options.logger ?? defaults!.logger;
@@ -105,6 +100,8 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
   }
   const metrics = options.metrics ?? defaults!.metrics;
   const consumer = new RecordConsumer<Body, Raw>(resolved, tables, logger, source, batchModes);
+  // resolveOptions refused a batch mode without the batch modes' code.
+  const batch = resolved.mode.kind === 'batch-transaction' || resolved.mode.kind === 'batch-statement';
   const batchRunner = batch ? batchModes!.runner(resolved, tables, consumer, logger) : undefined;
 
   // Checked at the first invocation (the client's settings are async providers) and remembered.

@@ -5,6 +5,7 @@ import { InboxConfigError } from './errors.js';
 import type { KeyStrategy } from './keys.js';
 import { described, oneOf, refuseUnknownKeys } from './option-checks.js';
 import { resolveMode } from './mode-options.js';
+import type { BatchModes } from './modes/batch-modes.js';
 import type { InboxLogger, InboxMetrics, BatchSummary } from './telemetry.js';
 import type { OutboxSend } from './outbox/outbox-message.js';
 import type { OutboxOptions, OutboxTransport } from './outbox/relay.js';
@@ -290,6 +291,7 @@ export function resolveOptions<Body, Raw = SQSRecord>(
   sourceOptions: Readonly<Record<string, true>> = SQS_OPTIONS,
   defaultParse: (body: string, record: Raw) => unknown = (body) => JSON.parse(body) as unknown,
   handlerName = 'inbox',
+  batchModes?: BatchModes,
 ): ResolvedOptions<Body, Raw> {
   if (!options || typeof options !== 'object' || Array.isArray(options)) {
     throw new InboxConfigError('options', `pass an object, e.g. ${handlerName}({ consumer: 'order-worker', apply })`);
@@ -309,7 +311,7 @@ export function resolveOptions<Body, Raw = SQSRecord>(
       `"${consumer}" must be 1-128 characters of letters, digits, '.', '_', ':' or '-', starting with a letter or digit, e.g. 'order-worker'`,
     );
   }
-  const mode = resolveMode(options);
+  const mode = resolveMode(options, batchModes, handlerName);
   const duplicateFilter = oneOf(options.duplicateFilter ?? 'auto', 'duplicateFilter', ['auto', 'always', 'never']);
 
   const fifo: unknown = options.fifo;

@@ -1,7 +1,10 @@
 import type { BatchPlan, Outcome } from '../batch.js';
 import { checkGatedStatement, replayBatchGatedSql } from '../claim.js';
 import type { ClaimOutcome } from '../claim.js';
-import type { DataApiSession, Transaction } from '../data-api.js';
+import type { DataApiSession, SqlParams, Transaction } from '../data-api.js';
+import { InboxConfigError } from '../errors.js';
+import { STATEMENT_OPTIONS } from '../mode-options.js';
+import { described, refuseUnknownKeys } from '../option-checks.js';
 import type { InboxMessage, ResolvedMode, ResolvedOptions } from '../options.js';
 import type { PreparedRecord } from '../prepared.js';
 import type { InboxTables } from '../schema.js';
@@ -29,6 +32,8 @@ export interface SetRunner<Body, Raw> {
  * per-record consumer's bundle leaves it out.
  */
 export interface BatchModes {
+  /** The `statementBatch` option, validated: `{ sql, params? }`. */
+  statementOption<Body, Raw>(given: unknown): ResolvedMode<Body, Raw>;
   /** The runner of the batch's set. */
   runner<Body, Raw>(options: ResolvedOptions<Body, Raw>, tables: InboxTables, consumer: RecordConsumer<Body, Raw>, logger: InboxLogger): SetRunner<Body, Raw>;
   /** `statementBatch` with one record alone: its one-row statement, and the record's claim. */
@@ -45,6 +50,7 @@ export interface BatchModes {
 }
 
 export const BATCH_MODES: BatchModes = {
+  statementOption: batchStatement,
   runner: (options, tables, consumer, logger) => new BatchModeRunner(options, tables, consumer, logger),
   async statementAlone(session, tables, consumer, mode, message, sha256) {
     const [claim] = await statementSet(session, tables, consumer, mode, [{ message, sha256 }], false);
@@ -58,3 +64,22 @@ export const BATCH_MODES: BatchModes = {
     await tx.execute(replayBatchGatedSql(userSql), { ...params, inbox_batch: [batchInputRow(message, new Uint8Array(), 0)] });
   },
 };
+
+function batchStatement<Body, Raw>(given: unknown): ResolvedMode<Body, Raw> {
+  if (!given || typeof given !== 'object' || Array.isArray(given)) {
+    throw new InboxConfigError(
+      'statementBatch',
+      `must be { sql, params?: (messages) => params }, e.g. { sql: "INSERT INTO shipments (order_id) SELECT body->>'orderId' FROM claimed" }; got ${described(given)}`,
+    );
+  }
+  refuseUnknownKeys(given, STATEMENT_OPTIONS, 'statementBatch');
+  const { sql, params } = given as { sql: unknown; params: unknown };
+  if (params !== undefined && params !== null && typeof params !== 'function') {
+    throw new InboxConfigError('statementBatch.params', `must be a function (messages) => ({ name: value, ... }); got ${described(params)}`);
+  }
+  if (typeof sql !== 'string') {
+    throw new InboxConfigError('statementBatch.sql', `must be a string; got ${described(sql)}`);
+  }
+  const values = (params ?? (() => ({}))) as (messages: readonly InboxMessage<Body, Raw>[]) => SqlParams;
+  return { kind: 'batch-statement', sql, params: values };
+}
