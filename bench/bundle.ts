@@ -333,7 +333,7 @@ export function bundleTables(section: BundleSection, problems: string[]): Table[
     problems.push(`the sqs-inbox bundle's cold import is ${importRatio.toFixed(2)}x Powertools' (median of per-round ratios; budget: no slower)`);
   }
   const sizes: Table = {
-    title: '6. Consumer bundle, built as InboxFunction bundles it, and its cold import (budget: no larger, no slower than Powertools)',
+    title: `6. Consumer bundle, built as InboxFunction bundles it, and its cold import (budget: no larger, no slower than Powertools, at most ${kb(BUNDLE_CEILING_BYTES)})`,
     headers: ['bundle', 'minified', 'gzip', 'size ratio', 'cold import (median)', 'import ratio (median of rounds)', 'ratio min - max'],
     rows: section.bundles.map((bundle) => {
       const values = section.coldImport.ms.get(bundle.subject.id)!;
