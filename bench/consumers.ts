@@ -1,15 +1,23 @@
 import { createHash } from 'node:crypto';
-import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { DataApiSession, inbox } from '../lambda/inbox/index.js';
+import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-powertools/batch';
+import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
+import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
+import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
+import { DataApiSession } from '../lambda/inbox/index.js';
+import { inbox } from '../lambda/inbox/batch-handlers.js';
 import type { DatabaseTarget, InboxLogger, InboxMetrics, InboxOptions } from '../lambda/inbox/index.js';
 import { batchHandler, consumeNaively } from '../local/naive.js';
 import type { Outcome } from '../lambda/inbox/batch.js';
 import { EFFECT_SQL } from './database.js';
+import { IDEMPOTENCY_TABLE, dynamoDbClient } from './dynamodb.js';
 import { keyOf } from './records.js';
 import type { OrderBody } from './records.js';
 
 /** Records (standard queue) or message groups (FIFO) in flight at once, the same for every variant. */
 export const CONCURRENCY = 10;
+
+/** The id of the variant that runs Powertools' own code, as the tables label it. */
+export const POWERTOOLS_REAL = 'powertools (real)';
 
 /** A handler invoked directly with an SQS event, as Lambda would call it. */
 export type BenchHandler = (event: SQSEvent) => Promise<SQSBatchResponse>;
@@ -42,8 +50,8 @@ function describe(cause: unknown): string {
   return String(cause);
 }
 
-/** Makes a variant's handler against one Data API server. */
-export type HandlerFactory = (target: DatabaseTarget, failures: FailureLog) => BenchHandler;
+/** Makes a variant's handler against one Data API server (and the local DynamoDB, for the variants that use it). */
+export type HandlerFactory = (target: DatabaseTarget, failures: FailureLog, dynamodbEndpoint: string | undefined) => BenchHandler;
 
 /** One consumer compared by the benchmark: a real handler over the real local Data API and PostgreSQL. */
 export interface Variant {
@@ -60,10 +68,14 @@ export interface Variant {
   readonly dedup: boolean;
   /** Data API calls per message this variant is designed to make, in batches of 10. */
   readonly expectedCalls: { readonly fresh: number; readonly duplicate: number };
+  /** DynamoDB calls per message it is designed to make (Powertools' persistence layer). @default none */
+  readonly expectedDynamoDbCalls?: { readonly fresh: number; readonly duplicate: number };
+  /** Whether its calls serve the whole batch (the batch modes) rather than each record, which run side by side. */
+  readonly perBatch: boolean;
   /** Why its records failed. */
   readonly failures: FailureLog;
   /** The handler against the server `target` points at (one per server, made on first use). */
-  handler(server: string, target: () => DatabaseTarget): BenchHandler;
+  handler(server: string, target: () => DatabaseTarget, dynamodbEndpoint?: string): BenchHandler;
 }
 
 function variant(fields: Omit<Variant, 'failures' | 'handler'>, make: HandlerFactory): Variant {
@@ -72,10 +84,10 @@ function variant(fields: Omit<Variant, 'failures' | 'handler'>, make: HandlerFac
   return {
     ...fields,
     failures,
-    handler(server, target) {
+    handler(server, target, dynamodbEndpoint) {
       let handler = handlers.get(server);
       if (!handler) {
-        handler = make(target(), failures);
+        handler = make(target(), failures, dynamodbEndpoint);
         handlers.set(server, handler);
       }
       return handler;
@@ -125,6 +137,7 @@ export function variants(): Variant[] {
         effectStatements: 1,
         dedup: true,
         expectedCalls: { fresh: 1, duplicate: 0.1 },
+        perBatch: false,
       },
       (target, failures) =>
         inboxHandler(target, failures, 'inbox-stmt', {
@@ -143,6 +156,7 @@ export function variants(): Variant[] {
         effectStatements: 1,
         dedup: true,
         expectedCalls: { fresh: 0.1, duplicate: 0.1 },
+        perBatch: true,
       },
       (target, failures) =>
         inboxHandler(target, failures, 'inbox-batch-stmt', {
@@ -163,6 +177,7 @@ export function variants(): Variant[] {
         effectStatements: 1,
         dedup: true,
         expectedCalls: { fresh: 0.4, duplicate: 0.1 },
+        perBatch: true,
       },
       (target, failures) =>
         inboxHandler(target, failures, 'inbox-batch-tx', {
@@ -173,6 +188,7 @@ export function variants(): Variant[] {
     ),
     naive('naive'),
     powertoolsStyle('powertools-style'),
+    powertoolsReal(POWERTOOLS_REAL),
   ];
 }
 
@@ -187,6 +203,7 @@ function inboxTransaction(id: string, k: number): Variant {
       effectStatements: k,
       dedup: true,
       expectedCalls: { fresh: k + 3, duplicate: 0.1 },
+      perBatch: false,
     },
     (target, failures) =>
       inboxHandler(target, failures, id, {
@@ -210,6 +227,7 @@ function bare(id: string): Variant {
       effectStatements: 1,
       dedup: false,
       expectedCalls: { fresh: 1, duplicate: 1 },
+      perBatch: false,
     },
     (target, failures) =>
       benchHandler(target, failures, async (session, record) => {
@@ -234,6 +252,7 @@ function naive(id: string): Variant {
       effectStatements: 1,
       dedup: true,
       expectedCalls: { fresh: 3, duplicate: 1 },
+      perBatch: false,
     },
     (target, failures) =>
       benchHandler(target, failures, async (session, record) => {
@@ -295,6 +314,7 @@ function powertoolsStyle(id: string): Variant {
       effectStatements: 1,
       dedup: true,
       expectedCalls: { fresh: 3, duplicate: 1 },
+      perBatch: false,
     },
     (target, failures) =>
       benchHandler(target, failures, async (session, record) => {
@@ -326,6 +346,80 @@ function powertoolsStyle(id: string): Variant {
         return { kind: 'processed' };
       }),
   );
+}
+
+/** What the Powertools handler tells the utility of the time left: its in-progress expiry is now plus this. */
+export const POWERTOOLS_REMAINING_MS = 60_000;
+
+/**
+ * Powertools itself, as its docs write an idempotent SQS batch handler (bench/handlers/powertools-consumer.ts
+ * is the same handler, bundled): `BatchProcessor` + `processPartialResponse` (records in parallel), each
+ * record through `makeIdempotent` with `DynamoDBPersistenceLayer` on the local DynamoDB, keyed on the
+ * producer's `idempotency-key` attribute; the effect is the same INSERT over the Data API as every
+ * variant's. Per new message: PutItem (INPROGRESS, conditional), the effect, UpdateItem (COMPLETED); per
+ * duplicate: the PutItem alone, whose failed condition returns the COMPLETED record. Not atomic: the record
+ * lives in DynamoDB and the effect in Aurora, so a worker that dies between the effect and the UpdateItem
+ * leaves INPROGRESS, and once the in-progress expiry passes the redelivery applies the effect again.
+ */
+export function powertoolsReal(id: string, remainingMs = POWERTOOLS_REMAINING_MS): Variant {
+  return variant(
+    {
+      id,
+      mode: 'Powertools idempotency + batch, DynamoDB record',
+      description: "Powertools' makeIdempotent + BatchProcessor with DynamoDBPersistenceLayer (dynalite): PutItem INPROGRESS, the effect over the Data API, UpdateItem COMPLETED",
+      atomic: 'NO',
+      effectStatements: 1,
+      dedup: true,
+      expectedCalls: { fresh: 1, duplicate: 0 },
+      expectedDynamoDbCalls: { fresh: 2, duplicate: 1 },
+      perBatch: false,
+    },
+    (target, failures, dynamodbEndpoint) => {
+      if (dynamodbEndpoint === undefined) throw new Error(`${id} needs the local DynamoDB's endpoint`);
+      const session = new DataApiSession(target, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
+      const processor = new BatchProcessor(EventType.SQS);
+      const persistenceStore = new DynamoDBPersistenceLayer({ tableName: IDEMPOTENCY_TABLE, awsSdkV3Client: dynamoDbClient(dynamodbEndpoint) });
+      const config = new IdempotencyConfig({ eventKeyJmesPath: 'messageAttributes."idempotency-key".stringValue' });
+      const processIdempotently = makeIdempotent(
+        async (record: SQSRecord) => {
+          const body = JSON.parse(record.body) as OrderBody;
+          await session.execute(EFFECT_SQL, { variant: id, orderId: body.orderId, step: 1 });
+        },
+        { persistenceStore, config },
+      );
+      const recordHandler = async (record: SQSRecord) => {
+        try {
+          await processIdempotently(record);
+        } catch (error) {
+          failures.record(record.messageId, error);
+          throw error;
+        }
+      };
+      return async (event) => {
+        const context = lambdaContext(remainingMs);
+        config.registerLambdaContext(context);
+        return processPartialResponse(event, recordHandler, processor, { context });
+      };
+    },
+  );
+}
+
+/** The Lambda context Powertools reads: the function's name and the time left. */
+export function lambdaContext(remainingMs: number): Context {
+  return {
+    functionName: 'bench-powertools',
+    functionVersion: '$LATEST',
+    invokedFunctionArn: 'arn:aws:lambda:us-east-1:123456789012:function:bench-powertools',
+    memoryLimitInMB: '1024',
+    awsRequestId: createHash('md5').update(String(Math.random())).digest('hex'),
+    logGroupName: '/aws/lambda/bench-powertools',
+    logStreamName: 'bench',
+    callbackWaitsForEmptyEventLoop: false,
+    getRemainingTimeInMillis: () => remainingMs,
+    done: () => {},
+    fail: () => {},
+    succeed: () => {},
+  };
 }
 
 /**

@@ -3,7 +3,9 @@ import type { CountedOperation } from '../local/index.js';
 import type { Variant } from './consumers.js';
 import type { BenchDatabase } from './database.js';
 import { freshRecords, redelivery, sqsEvent } from './records.js';
-import type { RemoteDataApi } from './servers.js';
+import type { RemoteDataApi, RemoteDynamoDb } from './servers.js';
+import { DYNAMODB_OPERATIONS } from './dynamodb.js';
+import type { DynamoDbOperation } from './dynamodb.js';
 
 /**
  * Invokes variants' handlers and keeps, per variant, how many deliveries it was given (and how many were
@@ -16,14 +18,18 @@ export class Invoker {
   readonly deliveries = new Map<string, number>();
   readonly failures: string[] = [];
 
-  constructor(private readonly database: BenchDatabase) {}
+  constructor(
+    private readonly database: BenchDatabase,
+    /** The local DynamoDB, for the variants that keep their record there. */
+    private readonly dynamodbEndpoint?: string,
+  ) {}
 
-  /** Invokes the variant's handler for `server` with one batch. */
-  async invoke(variant: Variant, records: readonly SQSRecord[], server: RemoteDataApi, during: string): Promise<void> {
+  /** Invokes the variant's handler for `server` with one batch; resolves with the number of records reported failed. */
+  async invoke(variant: Variant, records: readonly SQSRecord[], server: RemoteDataApi, during: string): Promise<number> {
     const fresh = records.filter((record) => record.attributes.ApproximateReceiveCount === '1').length;
     this.firstDeliveries.set(variant.id, (this.firstDeliveries.get(variant.id) ?? 0) + fresh);
     this.deliveries.set(variant.id, (this.deliveries.get(variant.id) ?? 0) + records.length);
-    const handler = variant.handler(server.name, () => this.database.target(server));
+    const handler = variant.handler(server.name, () => this.database.target(server), this.dynamodbEndpoint);
     const response = await handler(sqsEvent(records)).catch((error: unknown) => {
       // The whole invocation threw: every record comes back.
       for (const record of records) variant.failures.record(record.messageId, error);
@@ -37,6 +43,7 @@ export class Invoker {
           `cause${causes.length === 1 ? '' : 's'}: ${causes.join(' | ')}`,
       );
     }
+    return failed.length;
   }
 }
 
@@ -47,6 +54,10 @@ export interface CallCount {
   /** e.g. "Begin 1 + Execute 2 + Commit 1". */
   readonly freshByOperation: string;
   readonly duplicateByOperation: string;
+  /** Data API calls per new message, by operation. */
+  readonly freshPerOperation: Record<CountedOperation, number>;
+  /** DynamoDB calls per new message and per duplicate, by operation (all 0 for the variants that keep no record there). */
+  readonly dynamodb: { readonly fresh: Record<DynamoDbOperation, number>; readonly duplicate: Record<DynamoDbOperation, number> };
 }
 
 /**
@@ -54,17 +65,51 @@ export interface CallCount {
  * records, then the same records delivered again in the same batches. Exact: the server counts every
  * request, and nothing else runs meanwhile.
  */
-export async function countCalls(invoker: Invoker, server: RemoteDataApi, variant: Variant, batchSize = 10, batches = 2): Promise<CallCount> {
+export async function countCalls(
+  invoker: Invoker,
+  server: RemoteDataApi,
+  variant: Variant,
+  batchSize = 10,
+  batches = 2,
+  dynamodb?: RemoteDynamoDb,
+): Promise<CallCount> {
   const events = Array.from({ length: batches }, () => freshRecords(batchSize));
   const messages = batchSize * batches;
-  await server.resetStats();
+  const reset = () => Promise.all([server.resetStats(), dynamodb?.resetStats()]);
+  const dynamoCounts = async () => perMessage(dynamodb ? await dynamodb.stats() : zeroDynamoDb(), messages);
+  await reset();
   for (const records of events) await invoker.invoke(variant, records, server, 'counting calls, new messages');
-  const fresh = snapshot(await server.stats(), messages);
-  await server.resetStats();
+  const freshCalls = await server.stats();
+  const fresh = snapshot(freshCalls, messages);
+  const dynamoFresh = await dynamoCounts();
+  await reset();
   for (const records of events) await invoker.invoke(variant, records.map(redelivery), server, 'counting calls, redeliveries');
   const duplicate = snapshot(await server.stats(), messages);
-  return { fresh: fresh.perMessage, duplicate: duplicate.perMessage, freshByOperation: fresh.byOperation, duplicateByOperation: duplicate.byOperation };
+  const dynamoDuplicate = await dynamoCounts();
+  return {
+    fresh: fresh.perMessage,
+    duplicate: duplicate.perMessage,
+    freshByOperation: fresh.byOperation,
+    duplicateByOperation: duplicate.byOperation,
+    freshPerOperation: perMessage(freshCalls, messages),
+    dynamodb: { fresh: dynamoFresh, duplicate: dynamoDuplicate },
+  };
 }
+
+function perMessage<Key extends string>(calls: Record<Key, number>, messages: number): Record<Key, number> {
+  return Object.fromEntries(Object.entries<number>(calls).map(([operation, count]) => [operation, count / messages])) as Record<Key, number>;
+}
+
+const zeroDynamoDb = (): Record<DynamoDbOperation, number> => Object.fromEntries(DYNAMODB_OPERATIONS.map((operation) => [operation, 0])) as Record<DynamoDbOperation, number>;
+
+/** DynamoDB calls per message as "PutItem 1 + UpdateItem 1", or "none". */
+export function dynamoDbSummary(calls: Record<DynamoDbOperation, number>): string {
+  const parts = DYNAMODB_OPERATIONS.filter((operation) => calls[operation] > 0).map((operation) => `${operation} ${formatCount(calls[operation])}`);
+  return parts.length ? parts.join(' + ') : 'none';
+}
+
+/** All DynamoDB calls per message. */
+export const dynamoDbTotal = (calls: Record<DynamoDbOperation, number>) => DYNAMODB_OPERATIONS.reduce((sum, operation) => sum + calls[operation], 0);
 
 const SHORT: Record<CountedOperation, string> = {
   BeginTransaction: 'Begin',

@@ -7,12 +7,16 @@ import type { ScenarioResult } from '../local/index.js';
 import { SCENARIO_ROWS } from '../local/demo.js';
 import { bundleTables, checkInboxFunction, measureBundles } from './bundle.js';
 import type { BundleSection } from './bundle.js';
-import { CONCURRENCY, variants } from './consumers.js';
+import { CONCURRENCY, POWERTOOLS_REAL, variants } from './consumers.js';
+import { crashAfterEffect, crashTable } from './crash.js';
+import type { CrashResult } from './crash.js';
+import { DYNAMODB_OPERATIONS } from './dynamodb.js';
+import { latencyModelShape, latencyModelTable } from './model.js';
 import type { Variant } from './consumers.js';
 import { benchDatabase } from './database.js';
 import type { BenchDatabase } from './database.js';
-import { countCalls, formatCount, interleave, Invoker, median, percentile, ratio } from './measure.js';
-import type { CallCount, Ratio, ShapeResult } from './measure.js';
+import { countCalls, dynamoDbSummary, dynamoDbTotal, formatCount, interleave, Invoker, median, percentile, ratio } from './measure.js';
+import type { CallCount, Ratio, Shape, ShapeResult } from './measure.js';
 import { measurePurge } from './purge.js';
 import type { PurgeRun } from './purge.js';
 import { freshRecord, freshRecords } from './records.js';
@@ -51,6 +55,8 @@ async function main(): Promise<number> {
       batches: { type: 'string', default: '8' },
       'fifo-batches': { type: 'string', default: '4' },
       'latency-ms': { type: 'string', default: '10' },
+      'model-rounds': { type: 'string', default: '3' },
+      'model-batches': { type: 'string', default: '3' },
       'db-limit': { type: 'string', default: '4' },
       'db-lambdas': { type: 'string', default: '8' },
       'db-seconds': { type: 'string', default: '1.5' },
@@ -74,6 +80,8 @@ async function main(): Promise<number> {
   const batches = wholeNumber(values.batches, '--batches', 1);
   const fifoBatches = wholeNumber(values['fifo-batches'], '--fifo-batches', 1);
   const latencyMs = wholeNumber(values['latency-ms'], '--latency-ms', 0);
+  const modelRounds = wholeNumber(values['model-rounds'], '--model-rounds', 1);
+  const modelBatches = wholeNumber(values['model-batches'], '--model-batches', 1);
   const dbLimit = wholeNumber(values['db-limit'], '--db-limit', 1);
   const dbLambdas = wholeNumber(values['db-lambdas'], '--db-lambdas', 1);
   const dbSeconds = Number(values['db-seconds']);
@@ -100,6 +108,7 @@ async function main(): Promise<number> {
   const load = loadavg()[0]!;
 
   const tables: Table[] = [];
+  let modelTable: Table | undefined;
   const problems: string[] = [];
   const ran: string[] = [];
   const skipped: string[] = [];
@@ -141,15 +150,16 @@ async function main(): Promise<number> {
       maxConnectionsPerDatabase: dbLambdas * CONCURRENCY + 30,
     });
     database = await benchDatabase(servers.postgresUrl, open);
+    const dynamodb = await servers.startDynamoDb();
     if (failVariant !== undefined) {
       // The failure the exit-code test forces: the database refuses that variant's effect rows.
       await database.session.execute(`ALTER TABLE public.bench_effect ADD CONSTRAINT bench_forced_failure CHECK (variant <> '${failVariant.replace(/'/g, "''")}')`);
     }
-    const invoker = new Invoker(database);
+    const invoker = new Invoker(database, dynamodb.endpoint);
 
     progress('1 Data API calls per message');
     const calls = new Map<string, CallCount>();
-    for (const variant of all) calls.set(variant.id, await countCalls(invoker, open, variant, batchSize));
+    for (const variant of all) calls.set(variant.id, await countCalls(invoker, open, variant, batchSize, 2, dynamodb));
     tables.push(callsTable(all, calls, batchSize, problems));
     ran.push('call counts');
 
@@ -163,11 +173,24 @@ async function main(): Promise<number> {
         }
       }
       const fifo: ShapeSettings = { ...settings, batches: fifoBatches };
+      // The flat-latency shapes delay DynamoDB's calls as much as the Data API's; the latency model gives each its own.
+      const flat = (shape: Shape): Shape => ({
+        ...shape,
+        before: async () => {
+          await shape.before?.();
+          await dynamodb.latency(Object.fromEntries(DYNAMODB_OPERATIONS.map((operation) => [operation, latencyMs])));
+        },
+        after: async () => {
+          await shape.after?.();
+          await dynamodb.latency({});
+        },
+      });
       const shapes = [
-        standardShape(settings, open),
-        duplicatesShape(settings, open),
-        fifoShape(fifo, open, 1),
-        fifoShape(fifo, open, 10),
+        latencyModelShape(batchSize, modelBatches, open, dynamodb),
+        flat(standardShape(settings, open)),
+        flat(duplicatesShape(settings, open)),
+        flat(fifoShape(fifo, open, 1)),
+        flat(fifoShape(fifo, open, 10)),
         databaseBoundShape(settings, limited, dbLambdas, dbLimit, dbSeconds),
       ];
       const only = values.shapes === 'none' ? [] : values.shapes?.split(',');
@@ -177,8 +200,11 @@ async function main(): Promise<number> {
         shapes.splice(0, shapes.length, ...shapes.filter((shape) => only.includes(shape.key)));
       }
       for (const [index, shape] of shapes.entries()) {
-        progress(`2 throughput: ${shape.name} (${index + 1}/${shapes.length}), ${rounds} rounds`);
-        results.push(await interleave(shape, all, { rounds, invoker, serverCpuMicros: () => servers.cpuMicros(), onRound: (round) => progress(`    round ${round + 1}/${rounds}`) }));
+        const shapeRounds = shape.key === 'model' ? modelRounds : rounds;
+        progress(`2 throughput: ${shape.name} (${index + 1}/${shapes.length}), ${shapeRounds} rounds`);
+        const result = await interleave(shape, all, { rounds: shapeRounds, invoker, serverCpuMicros: () => servers.cpuMicros(), onRound: (round) => progress(`    round ${round + 1}/${shapeRounds}`) });
+        if (shape.key === 'model') modelTable = latencyModelTable(all, calls, result, batchSize, BARE);
+        else results.push(result);
       }
       tables.push(...throughputTables(all, results, rounds));
       if (['fifo-1', 'fifo-10'].every((key) => results.some((result) => result.shape.key === key))) tables.push(fifoTable(all, results));
@@ -215,6 +241,7 @@ async function main(): Promise<number> {
       skipped.push(`the purge (${callsOnly ? '--calls-only' : '--skip-purge'})`);
     }
 
+    if (modelTable) tables.unshift(modelTable);
     if (summary) tables.unshift(summary);
     // Failures are problems whatever else ran: no fault was injected, so each is a bug or a timeout.
     problems.unshift(...counted(invoker.failures));
@@ -242,6 +269,9 @@ async function main(): Promise<number> {
         problems.push(`the inbox scenario (seed ${seed}) shows a double, lost or out-of-order effect, or did not finish`);
       }
       tables.push(scenarioTable(scenarios));
+      progress('5b crash after the effect, before the completion is recorded: every variant with a dedup record');
+      const crashes: CrashResult[] = await crashAfterEffect(local, all, { batches: 2, batchSize });
+      tables.push(crashTable(crashes, problems));
       ran.push('fault scenario');
     } finally {
       await local.close();
@@ -318,10 +348,15 @@ function callsTable(all: readonly Variant[], calls: ReadonlyMap<string, CallCoun
   const rows = all.map((variant) => {
     const count = calls.get(variant.id)!;
     const designed = batchSize === 10 ? variant.expectedCalls : undefined;
-    const matches = designed === undefined || (near(count.fresh, designed.fresh) && near(count.duplicate, designed.duplicate));
+    const dynamo = { fresh: dynamoDbTotal(count.dynamodb.fresh), duplicate: dynamoDbTotal(count.dynamodb.duplicate) };
+    const designedDynamo = variant.expectedDynamoDbCalls ?? { fresh: 0, duplicate: 0 };
+    const matches =
+      designed === undefined ||
+      (near(count.fresh, designed.fresh) && near(count.duplicate, designed.duplicate) && near(dynamo.fresh, designedDynamo.fresh) && near(dynamo.duplicate, designedDynamo.duplicate));
     if (!matches) {
       problems.push(
-        `${variant.id}: ${formatCount(count.fresh)} calls per new message and ${formatCount(count.duplicate)} per duplicate; designed for ${designed!.fresh} and ${designed!.duplicate}`,
+        `${variant.id}: ${formatCount(count.fresh)} Data API and ${formatCount(dynamo.fresh)} DynamoDB calls per new message, ${formatCount(count.duplicate)} and ` +
+          `${formatCount(dynamo.duplicate)} per duplicate; designed for ${designed!.fresh} and ${designedDynamo.fresh}, ${designed!.duplicate} and ${designedDynamo.duplicate}`,
       );
     }
     return [
@@ -330,13 +365,14 @@ function callsTable(all: readonly Variant[], calls: ReadonlyMap<string, CallCoun
       formatCount(count.fresh),
       formatCount(count.duplicate),
       designed === undefined ? 'not checked' : matches ? 'as designed' : `MISMATCH (designed ${designed.fresh}/${designed.duplicate})`,
-      count.freshByOperation,
-      count.duplicateByOperation,
+      count.freshByOperation || 'none',
+      count.duplicateByOperation || 'none',
+      `${dynamoDbSummary(count.dynamodb.fresh)} / ${dynamoDbSummary(count.dynamodb.duplicate)}`,
     ];
   });
   return {
     title: `1. Data API calls per message (exact, counted by the server), batches of ${batchSize}`,
-    headers: ['variant', 'atomic', 'new', 'duplicate', 'check', 'new message: calls', 'duplicate: calls'],
+    headers: ['variant', 'atomic', 'new', 'duplicate', 'check', 'new message: calls', 'duplicate: calls', 'DynamoDB: new / duplicate'],
     rows,
     notes: [
       ...all.map((variant) => `${variant.id}: ${variant.description}.`),
@@ -345,7 +381,8 @@ function callsTable(all: readonly Variant[], calls: ReadonlyMap<string, CallCoun
         '(powertools-style: once the INPROGRESS record expires). Section 5 shows what that costs the naive pattern. ' +
         'bare has no dedup record at all: it applies every redelivery again.',
       'powertools-style keeps its idempotency record in the same PostgreSQL over the same Data API, so its calls compare like for like. ' +
-        'The real utility keeps it in DynamoDB or Redis: another store, another round trip, and no transaction shared with Aurora.',
+        `The real utility (${POWERTOOLS_REAL}) keeps it in DynamoDB: another store, other round trips (counted at the local DynamoDB, last column), ` +
+        'and no transaction shared with Aurora. Its duplicate costs one conditional PutItem, which returns the COMPLETED record.',
       "Duplicates: inbox()'s duplicate filter ('auto') looks the batch's keys up in one autocommit call when the batch holds a " +
         'redelivery, and settles the known duplicates without a transaction; the batch statement settles them in its one call.',
       `Counts are the mean over ${batchSize * 2} new messages in 2 batches, then their redeliveries (receive count 2) in the same batches. ` +
@@ -498,7 +535,7 @@ function summaryTable(
     const value = fifoGain(id);
     target(`FIFO, 10 groups against 1 group, ${id}`, 'at least 5x', value, value >= 5);
   }
-  const rows = [BARE, ...MODES, 'naive', 'powertools-style'].map((id) => {
+  const rows = [BARE, ...MODES, 'naive', 'powertools-style', POWERTOOLS_REAL].map((id) => {
     const variant = all.find((candidate) => candidate.id === id)!;
     const against = (baseline: string) => (id === baseline ? '1x' : times(ratio(standard, id, baseline).median));
     return [
@@ -510,12 +547,13 @@ function summaryTable(
       id === BARE ? '1x' : times(wall(id).median),
       against('naive'),
       against('powertools-style'),
+      against(POWERTOOLS_REAL),
       id === BARE ? '1x' : times(ratio(bound, id, BARE).median),
       times(fifoGain(id)),
     ];
   });
   return {
-    title: 'Summary: calls per message, and every mode against bare, naive and powertools-style, measured side by side',
+    title: `Summary: Data API calls per message, and every mode against bare, naive, powertools-style and ${POWERTOOLS_REAL} at a flat +${latencyMs} ms per call (section 0 has the cited latency model)`,
     headers: [
       'variant',
       'mode',
@@ -525,6 +563,7 @@ function summaryTable(
       `wall time vs bare (+${latencyMs} ms)`,
       `throughput vs naive (+${latencyMs} ms)`,
       `throughput vs powertools-style (+${latencyMs} ms)`,
+      `throughput vs ${POWERTOOLS_REAL} (+${latencyMs} ms)`,
       `throughput vs bare, database-bound (${dbLimit} calls at once)`,
       'FIFO: 10 groups / 1 group',
     ],
@@ -533,6 +572,8 @@ function summaryTable(
       `Batches of ${batchSize} from a standard queue, ${CONCURRENCY} in flight; calls counted at the server (section 1); ratios are medians of ` +
         'per-round ratios between variants that ran in the same round (section 2). Wall time below 1.25x and throughput above 1 are good.',
       'bare: the effect alone, no inbox and no dedup (it applies every redelivery again): the floor.',
+      `${POWERTOOLS_REAL}: its calls / new message are the Data API's (the effect); it also makes 2 DynamoDB calls per new message and 1 per ` +
+        'duplicate (section 1), delayed as much as a Data API call in these flat-latency shapes, and not limited in the database-bound one.',
     ],
   };
 }

@@ -1,7 +1,10 @@
 import { startPostgres } from '../local/postgres.js';
 import { startDataApi } from '../local/data-api/server.js';
 import type { DataApiServer } from '../local/data-api/server.js';
+import { startDynamoDb } from './dynamodb.js';
+import type { LocalDynamoDb } from './dynamodb.js';
 import type { BenchServerOptions, ChildReply, ChildRequest } from './servers.js';
+import type { Operation } from '../local/data-api/stats.js';
 
 /**
  * The bench's database side, in a process of its own (started by bench/servers.ts over an IPC channel):
@@ -13,11 +16,13 @@ async function main(): Promise<void> {
   const send = (reply: ChildReply) => process.send!(reply);
   const postgres = await startPostgres();
   const servers = new Map<string, DataApiServer>();
+  let dynamodb: LocalDynamoDb | undefined;
   let closing = false;
   const close = async () => {
     if (closing) return;
     closing = true;
     for (const server of servers.values()) await server.close().catch(() => {});
+    await dynamodb?.close().catch(() => {});
     await postgres.close().catch(() => {});
   };
   // The parent went away (it finished, or crashed): stop PostgreSQL and leave.
@@ -39,6 +44,11 @@ async function main(): Promise<void> {
     return found;
   };
 
+  const dynamo = () => {
+    if (!dynamodb) throw new Error('the local DynamoDB is not started');
+    return dynamodb;
+  };
+
   async function run(request: ChildRequest): Promise<unknown> {
     switch (request.command) {
       case 'start': {
@@ -53,9 +63,25 @@ async function main(): Promise<void> {
         servers.set(request.name, started);
         return { endpoint: started.endpoint, resourceArn: started.resourceArn, secretArn: started.secretArn };
       }
-      case 'latency':
-        server(request.name).faults.clear();
-        if (request.ms > 0) server(request.name).faults.latency({ ms: request.ms });
+      case 'latency': {
+        const faults = server(request.name).faults;
+        faults.clear();
+        const byOperation = typeof request.ms === 'number' ? { all: request.ms } : request.ms;
+        for (const [operation, ms] of Object.entries(byOperation)) {
+          if (ms > 0) faults.latency({ ms, ...(operation === 'all' ? {} : { operation: operation as Operation }) });
+        }
+        return null;
+      }
+      case 'dynamodb-start':
+        dynamodb ??= await startDynamoDb();
+        return dynamodb.endpoint;
+      case 'dynamodb-latency':
+        dynamo().latency(request.byOperation);
+        return null;
+      case 'dynamodb-stats':
+        return dynamo().stats();
+      case 'dynamodb-reset':
+        dynamo().resetStats();
         return null;
       case 'stats':
         return { ...server(request.name).stats.calls };

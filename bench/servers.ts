@@ -2,6 +2,8 @@ import { fork } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import type { CountedOperation } from '../local/index.js';
+import type { Operation } from '../local/data-api/stats.js';
+import type { DynamoDbOperation } from './dynamodb.js';
 
 /** What a Data API server of the bench is started with. */
 export interface BenchServerOptions {
@@ -18,7 +20,11 @@ export interface BenchServerOptions {
 /** A request to the server process. */
 export type ChildRequest =
   | { readonly id: number; readonly command: 'start'; readonly name: string; readonly options: BenchServerOptions }
-  | { readonly id: number; readonly command: 'latency'; readonly name: string; readonly ms: number }
+  | { readonly id: number; readonly command: 'latency'; readonly name: string; readonly ms: number | Partial<Record<Operation, number>> }
+  | { readonly id: number; readonly command: 'dynamodb-start' }
+  | { readonly id: number; readonly command: 'dynamodb-latency'; readonly byOperation: Partial<Record<DynamoDbOperation, number>> }
+  | { readonly id: number; readonly command: 'dynamodb-stats' }
+  | { readonly id: number; readonly command: 'dynamodb-reset' }
   | { readonly id: number; readonly command: 'stats'; readonly name: string }
   | { readonly id: number; readonly command: 'reset'; readonly name: string }
   | { readonly id: number; readonly command: 'cpu' }
@@ -33,10 +39,19 @@ export interface RemoteDataApi {
   readonly endpoint: string;
   readonly resourceArn: string;
   readonly secretArn: string;
-  /** Adds `ms` to every call from now on (0 removes it). */
-  latency(ms: number): Promise<void>;
+  /** Adds `ms` to every call from now on, or to each operation its own (0 removes it); replaces what was set before. */
+  latency(ms: number | Partial<Record<Operation, number>>): Promise<void>;
   /** Calls received per operation since the last reset, counted by the server. */
   stats(): Promise<Record<CountedOperation, number>>;
+  resetStats(): Promise<void>;
+}
+
+/** The local DynamoDB (dynalite) running in the server process, for Powertools' persistence layer. */
+export interface RemoteDynamoDb {
+  readonly endpoint: string;
+  /** Delays each operation by its milliseconds from now on; replaces what was set before. */
+  latency(byOperation: Partial<Record<DynamoDbOperation, number>>): Promise<void>;
+  stats(): Promise<Record<DynamoDbOperation, number>>;
   resetStats(): Promise<void>;
 }
 
@@ -48,6 +63,8 @@ export interface BenchServers {
   cpuMicros(): Promise<number>;
   /** Starts a Data API server over that PostgreSQL, under `name`. */
   start(name: string, options?: BenchServerOptions): Promise<RemoteDataApi>;
+  /** Starts the local DynamoDB (one per process) with Powertools' idempotency table. */
+  startDynamoDb(): Promise<RemoteDynamoDb>;
   /** Stops the servers and PostgreSQL, and waits for the process to exit. */
   close(): Promise<void>;
 }
@@ -100,6 +117,15 @@ export async function startBenchServers(): Promise<BenchServers> {
         latency: (ms) => ask({ command: 'latency', name, ms }),
         stats: () => ask({ command: 'stats', name }),
         resetStats: () => ask({ command: 'reset', name }),
+      };
+    },
+    async startDynamoDb() {
+      const endpoint = await ask<string>({ command: 'dynamodb-start' });
+      return {
+        endpoint,
+        latency: (byOperation) => ask({ command: 'dynamodb-latency', byOperation }),
+        stats: () => ask({ command: 'dynamodb-stats' }),
+        resetStats: () => ask({ command: 'dynamodb-reset' }),
       };
     },
     async close() {

@@ -8,7 +8,7 @@ import type { DatabaseTarget } from './data-api.js';
 import { RecentKeys, filterPays, markKnownClaims } from './duplicate-filter.js';
 import { InboxConfigError } from './errors.js';
 import type { KeyStrategy } from './keys.js';
-import { BatchModeRunner } from './modes/batch.js';
+import type { BatchModes, SetRunner } from './modes/batch-modes.js';
 import { RecordConsumer } from './modes/per-record.js';
 import { SQS_OPTIONS, awaitsEnvironment, checkOptions, settleEnvironment } from './options.js';
 import type { ConsumerOptions, InboxOptions, ResolvedMode, ResolvedOptions } from './options.js';
@@ -17,7 +17,7 @@ import type { ParkedMessages } from './parked.js';
 import { prepare } from './prepared.js';
 import { inboxTables } from './schema.js';
 import type { InboxTables } from './schema.js';
-import { relayRows } from './outbox/relay.js';
+import type { OutboxRuntime } from './outbox/outbox-runtime.js';
 import type { OutboxTransport, RelayReport } from './outbox/relay.js';
 import { sqsSource } from './sources/sqs.js';
 import type { InboxSource, SourceName, SourceRecord } from './sources/source.js';
@@ -61,7 +61,12 @@ export interface ConsumerHandler<Event, Response> {
  * });
  */
 export function inbox<Body = any>(options: InboxOptions<Body>): InboxHandler {
-  return consumerHandler<Body, SQSRecord, SQSBatchResponse, KeyStrategy, SQSEvent>(sqsSource, options, options.key, SQS_OPTIONS, 'inbox');
+  return sqsConsumer(options, undefined);
+}
+
+/** `inbox()`, with the batch modes' code when it is given (by `sqs-inbox/batch`). */
+export function sqsConsumer<Body>(options: InboxOptions<Body>, batchModes: BatchModes | undefined): InboxHandler {
+  return consumerHandler<Body, SQSRecord, SQSBatchResponse, KeyStrategy, SQSEvent>(sqsSource, options, options?.key, SQS_OPTIONS, 'inbox', batchModes);
 }
 
 /**
@@ -76,8 +81,9 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
   key: Key | undefined,
   sourceOptions: Readonly<Record<string, true>>,
   handlerName: string,
+  batchModes: BatchModes | undefined,
 ): ConsumerHandler<Event, Response> {
-  const checked = checkOptions<Body, Raw>(options, sourceOptions, source.parse, handlerName);
+  const checked = checkOptions<Body, Raw>(options, sourceOptions, source.parse, handlerName, batchModes);
   const tables = inboxTables(checked.schema);
   const rules = { keyOf: source.keyStrategy(key), parse: checked.parse };
   if (checked.mode.kind === 'statement' && checked.mode.constantSql !== undefined) {
@@ -88,7 +94,7 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
   // The environment is read now when it is there, so that a wrong value fails at once; when it is not (a
   // test or a tool importing the handler's module), at the first invocation: Lambda's cold start.
   let consumer: Consumer<Body, Raw> | undefined;
-  const coldStart = () => (consumer ??= startConsumer(source, options, settleEnvironment(checked, process.env), tables));
+  const coldStart = () => (consumer ??= startConsumer(source, options, settleEnvironment(checked, process.env), tables, batchModes));
   if (!awaitsEnvironment(checked, process.env)) coldStart();
 
   // Checked at the first invocation (the client's settings are async providers) and remembered.
@@ -137,7 +143,7 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
     const outcomes = batchRunner
       ? await batchRunner.run(prepared, plan, session, tally, timed)
       : await runBatch(records, plan, (_, index) => timed(() => recordConsumer.consume(prepared[index]!, session, tally)));
-    const relayed = resolved.outbox ? await relay(resolved.outbox.transport, session, tables, tally.outboxIds, plan.mayStart(), logger) : { sent: 0, deferred: 0 };
+    const relayed = resolved.outbox ? await relay(resolved.outbox, session, tables, tally.outboxIds, plan.mayStart(), logger) : { sent: 0, deferred: 0 };
     const failedIds = records.filter((_, index) => !succeeded(outcomes[index]!)).map((record) => record.id ?? '');
     const summary = tally.summarise(outcomes, failedIds, resolved.now() - started, relayed);
     logFailures(logger, source as InboxSource<unknown, unknown, unknown>, records, outcomes);
@@ -161,7 +167,7 @@ interface Consumer<Body, Raw> {
   readonly logger: InboxLogger;
   readonly metrics: InboxMetrics;
   readonly records: RecordConsumer<Body, Raw>;
-  readonly batchRunner: BatchModeRunner<Body, Raw> | undefined;
+  readonly batchRunner: SetRunner<Body, Raw> | undefined;
   readonly parked: ParkedMessages;
 }
 
@@ -171,6 +177,7 @@ function startConsumer<Body, Raw>(
   options: ConsumerOptions<Body, Raw>,
   resolved: ResolvedOptions<Body, Raw>,
   tables: InboxTables,
+  batchModes: BatchModes | undefined,
 ): Consumer<Body, Raw> {
   // Stryker disable next-line ConditionalExpression: making the defaults when both are given only wastes them
   const defaults = options.logger && options.metrics ? undefined : defaultTelemetry(resolved.consumer, source.name);
@@ -184,17 +191,17 @@ function startConsumer<Body, Raw>(
       INBOX_CONSUMER: deployed,
     });
   }
-  const records = new RecordConsumer<Body, Raw>(resolved, tables, logger, source);
-  const batchRunner = resolved.mode.kind === 'batch-transaction' || resolved.mode.kind === 'batch-statement'
-    ? new BatchModeRunner<Body, Raw>(resolved, tables, records, logger)
-    : undefined;
+  const records = new RecordConsumer<Body, Raw>(resolved, tables, logger, source, batchModes);
+  // checkOptions refused a batch mode without the batch modes' code.
+  const batch = resolved.mode.kind === 'batch-transaction' || resolved.mode.kind === 'batch-statement';
+  const batchRunner = batch ? batchModes!.runner(resolved, tables, records, logger) : undefined;
   const parked = parkedMessages({
     target: resolved.target,
     tables,
     consumer: resolved.consumer,
     callTimeoutMs: resolved.callTimeoutMs,
     replayEffect: (tx, message) => records.replay(tx, message),
-    relay: (session, ids) => (resolved.outbox ? relay(resolved.outbox.transport, session, tables, ids, true, logger) : Promise.resolve()),
+    relay: (session, ids) => (resolved.outbox ? relay(resolved.outbox, session, tables, ids, true, logger) : Promise.resolve()),
   });
   return { resolved, logger, metrics: options.metrics ?? defaults!.metrics, records, batchRunner, parked };
 }
@@ -204,7 +211,7 @@ function startConsumer<Body, Raw>(
  * the records committed, so they succeed whatever happens here; what is not sent stays for the sweeper.
  */
 async function relay(
-  transport: OutboxTransport,
+  outbox: { readonly transport: OutboxTransport; readonly runtime: OutboxRuntime },
   session: InboxSession,
   tables: InboxTables,
   ids: readonly number[],
@@ -213,7 +220,7 @@ async function relay(
 ): Promise<RelayReport> {
   if (!timeLeft) return { sent: 0, deferred: ids.length };
   try {
-    const report = await relayRows(session, tables, transport, ids);
+    const report = await outbox.runtime.relay(session, tables, outbox.transport, ids);
     if (report.deferred > 0) logger.warn('outbox messages left for the sweeper', { deferred: report.deferred });
     return report;
   } catch (error) {

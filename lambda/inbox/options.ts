@@ -6,12 +6,15 @@ import { InboxConfigError } from './errors.js';
 import type { KeyStrategy } from './keys.js';
 import { described, oneOf, refuseUnknownKeys } from './option-checks.js';
 import { resolveMode } from './mode-options.js';
+import type { BatchModes } from './modes/batch-modes.js';
 import type { InboxLogger, InboxMetrics, BatchSummary } from './telemetry.js';
 import type { OutboxSend } from './outbox/outbox-message.js';
 import type { OutboxOptions, OutboxTransport } from './outbox/relay.js';
 import type { ClaimPlacement } from './modes/record-claim.js';
 import type { InboxTarget } from './transport/open-session.js';
 import type { PostgresPool } from './transport/postgres/postgres-session.js';
+import { OUTBOX_RUNTIME } from './outbox/outbox-runtime.js';
+import type { OutboxRuntime } from './outbox/outbox-runtime.js';
 
 /** The message `apply` and `statement` receive. */
 export interface InboxMessage<Body = unknown, Raw = SQSRecord> {
@@ -215,8 +218,8 @@ export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
    */
   readonly metrics?: InboxMetrics | undefined;
   /**
-   * The outbox behind `tx.send`: a transport and destination names, e.g. `sqsOutbox({ client })` from
-   * `sqs-inbox/outbox`. After the batch, the handler sends what its committed transactions wrote
+   * The outbox behind `tx.send`: a transport and destination names, made by `sqsOutbox({ client })` or
+   * `outbox({ transport })` from `sqs-inbox/outbox`. After the batch, the handler sends what its committed transactions wrote
    * (within the deadline); the sweeper sends what is left. Transaction modes only.
    * @default none: `tx.send` throws, naming this option
    */
@@ -271,7 +274,7 @@ export interface ResolvedOptions<Body, Raw = SQSRecord> {
   readonly resumeDelaysMs: readonly number[];
   readonly now: () => number;
   readonly sleep: (ms: number) => Promise<void>;
-  readonly outbox: { readonly transport: OutboxTransport; readonly destinations: Readonly<Record<string, string>> } | undefined;
+  readonly outbox: { readonly transport: OutboxTransport; readonly destinations: Readonly<Record<string, string>>; readonly runtime: OutboxRuntime } | undefined;
 }
 
 /** How claimed records are applied. */
@@ -322,7 +325,7 @@ export interface CheckedOptions<Body, Raw = SQSRecord> extends Omit<ResolvedOpti
   /** The database the code gave, its fields checked; resolveTarget fills in the rest from INBOX_*. */
   readonly database: DatabaseOptions;
   /** The outbox's transport, and its destinations when the code gave them (else INBOX_DESTINATIONS). */
-  readonly outbox: { readonly transport: OutboxTransport; readonly destinations: Readonly<Record<string, string>> | undefined } | undefined;
+  readonly outbox: { readonly transport: OutboxTransport; readonly destinations: Readonly<Record<string, string>> | undefined; readonly runtime: OutboxRuntime } | undefined;
   /** `inbox`, `kinesisInbox`, ...: for the messages. */
   readonly handlerName: string;
 }
@@ -330,13 +333,16 @@ export interface CheckedOptions<Body, Raw = SQSRecord> extends Omit<ResolvedOpti
 /**
  * Validates the options the code gives once, when `inbox(options)` is called, with errors that name the
  * option and the fix. `sourceOptions` are the options the source takes besides those of every consumer;
- * `defaultParse` is the source's. The INBOX_* environment is {@link settleEnvironment}'s.
+ * `defaultParse` is the source's; `batchModes` is the batch modes' code, which the handlers of
+ * `sqs-inbox/batch` give (without it the batch modes are refused). The INBOX_* environment is
+ * {@link settleEnvironment}'s.
  */
 export function checkOptions<Body, Raw = SQSRecord>(
   options: ConsumerOptions<Body, Raw> & { readonly fifo?: InboxOptions['fifo'] },
   sourceOptions: Readonly<Record<string, true>> = SQS_OPTIONS,
   defaultParse: (body: string, record: Raw) => unknown = (body) => JSON.parse(body) as unknown,
   handlerName = 'inbox',
+  batchModes?: BatchModes,
 ): CheckedOptions<Body, Raw> {
   if (!options || typeof options !== 'object' || Array.isArray(options)) {
     throw new InboxConfigError('options', `pass an object, e.g. ${handlerName}({ consumer: 'order-worker', apply })`);
@@ -346,7 +352,7 @@ export function checkOptions<Body, Raw = SQSRecord>(
   // null, like undefined, means "the default": INBOX_CONSUMER.
   const consumer = options.consumer ?? undefined;
   if (consumer !== undefined) checkConsumer(consumer, handlerName);
-  const mode = resolveMode(options);
+  const mode = resolveMode(options, batchModes, handlerName);
   const duplicateFilter = oneOf(options.duplicateFilter ?? 'auto', 'duplicateFilter', ['auto', 'always', 'never']);
   const claim = oneOf(options.claim ?? 'before-apply', 'claim', ['before-apply', 'with-first-statement']);
   if (options.claim !== undefined && (mode.kind === 'statement' || mode.kind === 'batch-statement')) {
@@ -421,7 +427,7 @@ export function settleEnvironment<Body, Raw>(checked: CheckedOptions<Body, Raw>,
     ...rest,
     consumer,
     target: resolveInboxTarget(database, env),
-    outbox: outbox && { transport: outbox.transport, destinations: outbox.destinations ?? environmentDestinations(env) },
+    outbox: outbox && { transport: outbox.transport, destinations: outbox.destinations ?? environmentDestinations(env), runtime: outbox.runtime },
   };
 }
 
@@ -432,8 +438,9 @@ export function resolveOptions<Body, Raw = SQSRecord>(
   sourceOptions: Readonly<Record<string, true>> = SQS_OPTIONS,
   defaultParse: (body: string, record: Raw) => unknown = (body) => JSON.parse(body) as unknown,
   handlerName = 'inbox',
+  batchModes?: BatchModes,
 ): ResolvedOptions<Body, Raw> {
-  return settleEnvironment(checkOptions(options, sourceOptions, defaultParse, handlerName), env);
+  return settleEnvironment(checkOptions(options, sourceOptions, defaultParse, handlerName, batchModes), env);
 }
 
 function checkConsumer(consumer: unknown, handlerName: string): string {
@@ -460,11 +467,15 @@ function checkOutbox(outbox: unknown, mode: ResolvedMode<unknown>['kind']): Chec
     throw new InboxConfigError('outbox', `must be { transport, destinations? }, e.g. sqsOutbox({ client: new SQSClient({}) }) from "sqs-inbox/outbox"; got ${described(outbox)}`);
   }
   refuseUnknownKeys(outbox, { transport: true, destinations: true }, 'outbox');
+  const runtime = (outbox as { [OUTBOX_RUNTIME]?: OutboxRuntime })[OUTBOX_RUNTIME];
+  if (runtime === undefined) {
+    throw new InboxConfigError('outbox', 'make it with sqsOutbox({ client }) or, for your own transport, outbox({ transport, destinations? }), both from "sqs-inbox/outbox": they carry the outbox\'s code');
+  }
   if (mode === 'statement' || mode === 'batch-statement') {
     throw new InboxConfigError('outbox', 'works in the transaction modes (apply, applyBatch), where tx.send writes in the claim\'s transaction; a single statement has no tx.send');
   }
   const destinations: unknown = (outbox as { destinations?: unknown }).destinations;
-  return { transport: transport as OutboxTransport, destinations: destinations === undefined ? undefined : checkDestinations(destinations ?? {}) };
+  return { transport: transport as OutboxTransport, destinations: destinations === undefined ? undefined : checkDestinations(destinations ?? {}), runtime };
 }
 
 /** INBOX_DESTINATIONS (the InboxConsumer construct sets it), or none. */

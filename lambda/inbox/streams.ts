@@ -4,6 +4,7 @@ import type { ConsumerHandler } from './consumer.js';
 import { InboxConfigError } from './errors.js';
 import { described } from './option-checks.js';
 import type { ConsumerOptions } from './options.js';
+import type { BatchModes } from './modes/batch-modes.js';
 import { dynamoDbSource } from './sources/dynamodb.js';
 import type { DynamoDbChange, DynamoDbKeyStrategy } from './sources/dynamodb.js';
 import { kafkaSource } from './sources/kafka.js';
@@ -56,7 +57,12 @@ const KEY_OPTION = { key: true } as const;
  * });
  */
 export function kinesisInbox<Body = any>(options: KinesisInboxOptions<Body>): ConsumerHandler<KinesisStreamEvent, KinesisStreamBatchResponse> {
-  return consumerHandler(kinesisSource, options, options?.key, KEY_OPTION, 'kinesisInbox');
+  return kinesisConsumer(options, undefined);
+}
+
+/** `kinesisInbox()`, with the batch modes' code when it is given (by `sqs-inbox/batch`). */
+export function kinesisConsumer<Body>(options: KinesisInboxOptions<Body>, batchModes: BatchModes | undefined): ConsumerHandler<KinesisStreamEvent, KinesisStreamBatchResponse> {
+  return consumerHandler(kinesisSource, options, options?.key, KEY_OPTION, 'kinesisInbox', batchModes);
 }
 
 /**
@@ -74,7 +80,12 @@ export function kinesisInbox<Body = any>(options: KinesisInboxOptions<Body>): Co
  * });
  */
 export function dynamoDbInbox<Body = DynamoDbChange>(options: DynamoDbInboxOptions<Body>): ConsumerHandler<DynamoDBStreamEvent, DynamoDBBatchResponse> {
-  return consumerHandler(dynamoDbSource, options, options?.key, KEY_OPTION, 'dynamoDbInbox');
+  return dynamoDbConsumer(options, undefined);
+}
+
+/** `dynamoDbInbox()`, with the batch modes' code when it is given (by `sqs-inbox/batch`). */
+export function dynamoDbConsumer<Body>(options: DynamoDbInboxOptions<Body>, batchModes: BatchModes | undefined): ConsumerHandler<DynamoDBStreamEvent, DynamoDBBatchResponse> {
+  return consumerHandler(dynamoDbSource, options, options?.key, KEY_OPTION, 'dynamoDbInbox', batchModes);
 }
 
 /**
@@ -95,9 +106,14 @@ export function dynamoDbInbox<Body = DynamoDbChange>(options: DynamoDbInboxOptio
  * });
  */
 export function kafkaInbox<Body = any>(options: KafkaInboxOptions<Body>): ConsumerHandler<MSKEvent | SelfManagedKafkaEvent, KafkaBatchResponse> {
+  return kafkaConsumer(options, undefined);
+}
+
+/** `kafkaInbox()`, with the batch modes' code when it is given (by `sqs-inbox/batch`). */
+export function kafkaConsumer<Body>(options: KafkaInboxOptions<Body>, batchModes: BatchModes | undefined): ConsumerHandler<MSKEvent | SelfManagedKafkaEvent, KafkaBatchResponse> {
   const partial: unknown = options?.reportBatchItemFailures ?? process.env.INBOX_REPORT_BATCH_ITEM_FAILURES === 'true';
   if (typeof partial !== 'boolean') {
     throw new InboxConfigError('reportBatchItemFailures', `must be true or false, matching the event source mapping's FunctionResponseTypes; got ${described(partial)}`);
   }
-  return consumerHandler(kafkaSource(partial), options, options?.key, { key: true, reportBatchItemFailures: true }, 'kafkaInbox');
+  return consumerHandler(kafkaSource(partial), options, options?.key, { key: true, reportBatchItemFailures: true }, 'kafkaInbox', batchModes);
 }

@@ -3,7 +3,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse } from 'aws-lambda';
 import { inbox } from '../../lambda/inbox/index.js';
 import type { DatabaseTarget, InboxLogger, InboxMessage, InboxMetrics, InboxOptions, InboxTransaction } from '../../lambda/inbox/index.js';
-import { sqsOutbox } from '../../lambda/inbox/outbox/index.js';
+import { outbox, sqsOutbox } from '../../lambda/inbox/outbox/index.js';
 import type { OutboxTransport } from '../../lambda/inbox/outbox/index.js';
 import { createProducer } from '../../lambda/inbox/producer.js';
 import type { SqsEventHandler } from '../event-source.js';
@@ -68,7 +68,7 @@ export function shipHandler(variant: PipelineVariant, database: DatabaseTarget, 
     // tx.send writes the message in the claim's transaction; the handler relays it after the commit, the sweeper if it could not.
     return inbox<Order>({
       ...base,
-      outbox: { transport: outboxTransport(handOff, handOff.onRelayed) },
+      outbox: outbox({ transport: outboxTransport(handOff, handOff.onRelayed) }),
       apply: async (tx, message) => {
         await ship(tx, message);
         tx.send({ to: handOff.invoicesUrl, body: { orderId: message.body.orderId }, groupId: message.groupId });

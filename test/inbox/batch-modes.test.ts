@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { inbox, PermanentError } from '../../lambda/inbox/index.js';
+import { PermanentError } from '../../lambda/inbox/index.js';
+import { inbox } from '../../lambda/inbox/batch-handlers.js';
 import type { InboxHandler, InboxMessage, InboxOptions } from '../../lambda/inbox/index.js';
 import { claimSet } from '../../lambda/inbox/modes/statement-set.js';
 import { inboxTables } from '../../lambda/inbox/schema.js';

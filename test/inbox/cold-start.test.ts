@@ -1,5 +1,6 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
 import { inbox, InboxConfigError } from '../../lambda/inbox/index.js';
+import { outbox } from '../../lambda/inbox/outbox/index.js';
 import { inboxFixture, lambdaContext, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 
@@ -102,7 +103,7 @@ describe('a handler built at module load', () => {
     expect(() => inbox({ apply, consumer: 'has space' })).toThrow(/^inbox option "consumer": "has space" must be/);
     // A database the code names half of is the code's to finish: nothing of it is left to wait for.
     expect(() => inbox({ apply, consumer: 'order-worker', database: { resourceArn: db.server.resourceArn } })).toThrow(/^inbox option "database\.secretArn": is not set/);
-    expect(() => inbox({ apply, outbox: { transport: { send: async () => [] }, destinations: { invoices: 'queue' } } })).toThrow(
+    expect(() => inbox({ apply, outbox: outbox({ transport: { send: async () => [] }, destinations: { invoices: 'queue' } }) })).toThrow(
       /^inbox option "outbox\.destinations": must map names to queue URLs/,
     );
   });

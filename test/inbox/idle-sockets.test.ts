@@ -1,6 +1,7 @@
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { DataApiError, DataApiSession, inbox } from '../../lambda/inbox/index.js';
+import { DataApiError, DataApiSession } from '../../lambda/inbox/index.js';
+import { inbox } from '../../lambda/inbox/batch-handlers.js';
 import type { DatabaseTarget, InboxOptions } from '../../lambda/inbox/index.js';
 import { defaultDataApiClient } from '../../lambda/inbox/data-api-client.js';
 import { resolveTarget } from '../../lambda/inbox/options.js';

@@ -1,10 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { inbox, InboxConfigError } from '../../lambda/inbox/index.js';
+import { inbox as batchInbox } from '../../lambda/inbox/batch-handlers.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
 
 const database = { resourceArn: 'arn:aws:rds:us-east-1:1:cluster:c', secretArn: 'arn:aws:secretsmanager:us-east-1:1:secret:s', client: new RDSDataClient({ region: 'us-east-1' }) };
 const apply = async () => {};
+
+// The batch modes' options, checked by the handlers of sqs-inbox/batch (those of sqs-inbox refuse the batch modes).
+const invalidBatch: [string, Partial<InboxOptions>, RegExp][] = [
+  ['statementBatch.sql', { apply: undefined, statementBatch: { sql: 'INSERT INTO shipments SELECT 1' } }, /"statementBatch\.sql": the statement never mentions `claimed`/],
+  ['statementBatch.params', { apply: undefined, statementBatch: { sql: 'SELECT 1 FROM claimed', params: 5 as never } }, /"statementBatch\.params": must be a function \(messages\)/],
+];
 
 const invalid: [string, Partial<InboxOptions>, RegExp][] = [
   ['consumer', { consumer: '' }, /"consumer".*is not set.*INBOX_CONSUMER/],
@@ -14,8 +21,8 @@ const invalid: [string, Partial<InboxOptions>, RegExp][] = [
   ['statement', { statement: { sql: 'SELECT 1 FROM claimed', params: () => ({}) } }, /"statement": give only one of apply, statement, applyBatch and statementBatch; got apply and statement/],
   ['statementBatch', { statementBatch: { sql: 'SELECT 1 FROM claimed' } }, /"statementBatch": give only one of .* got apply and statementBatch/],
   ['applyBatch', { apply: undefined, applyBatch: 'x' as never }, /"applyBatch": must be an async function \(tx, messages\) => void; got the string "x"/],
-  ['statementBatch.sql', { apply: undefined, statementBatch: { sql: 'INSERT INTO shipments SELECT 1' } }, /"statementBatch\.sql": the statement never mentions `claimed`/],
-  ['statementBatch.params', { apply: undefined, statementBatch: { sql: 'SELECT 1 FROM claimed', params: 5 as never } }, /"statementBatch\.params": must be a function \(messages\)/],
+  ['applyBatch', { apply: undefined, applyBatch: async () => {} }, /"applyBatch": is a batch mode, whose code is in "sqs-inbox\/batch": import \{ inbox \} from 'sqs-inbox\/batch'/],
+  ['statementBatch', { apply: undefined, statementBatch: { sql: 'SELECT 1 FROM claimed' } }, /"statementBatch": is a batch mode, whose code is in "sqs-inbox\/batch"/],
   ['duplicateFilter', { duplicateFilter: 'sometimes' as never }, /"duplicateFilter": "sometimes" must be 'auto' or 'always' or 'never'/],
   ['fifo.onFailure', { fifo: { onFailure: 'skip' as never } }, /"fifo\.onFailure".*'skip-group' or 'stop-batch'/],
   ['onPermanentError', { onPermanentError: 'drop' as never }, /"onPermanentError".*'retry' or 'park'/],
@@ -91,7 +98,7 @@ function thrownBy(patch: Record<string, unknown>): unknown {
 }
 
 describe('inbox() options, validated once at cold start', () => {
-  it.each(invalid)('names %s and the fix', (option, patch, message) => {
+  it.each([...invalid.map((row) => [...row, inbox] as const), ...invalidBatch.map((row) => [...row, batchInbox] as const)])('names %s and the fix', (option, patch, message, make) => {
     const options = { consumer: 'order-worker', database, apply, ...patch } as InboxOptions;
     const previous = { ...process.env };
     delete process.env.INBOX_RESOURCE_ARN;
@@ -100,7 +107,7 @@ describe('inbox() options, validated once at cold start', () => {
     try {
       let thrown: unknown;
       try {
-        inbox(options);
+        make(options);
       } catch (error) {
         thrown = error;
       }

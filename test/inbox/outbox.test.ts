@@ -2,9 +2,10 @@ import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand } from 
 import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { InboxConfigError, PermanentError, inbox } from '../../lambda/inbox/index.js';
+import { InboxConfigError, PermanentError } from '../../lambda/inbox/index.js';
+import { inbox } from '../../lambda/inbox/batch-handlers.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
-import { OutboxSweepError, outboxKey, sqsOutbox, sweepOutbox } from '../../lambda/inbox/outbox/index.js';
+import { OutboxSweepError, outbox, outboxKey, sqsOutbox, sweepOutbox } from '../../lambda/inbox/outbox/index.js';
 import { relayRows } from '../../lambda/inbox/outbox/relay.js';
 import { inboxTables } from '../../lambda/inbox/schema.js';
 import { sweeperHandler } from '../../lambda/functions/outbox-sweeper.js';
@@ -291,6 +292,10 @@ describe('the outbox', () => {
       /inbox option "outbox": works in the transaction modes/,
     );
     expect(() => inbox({ ...base, outbox: { transport: {} } as never, apply: async () => {} })).toThrow(InboxConfigError);
+    // A plain object carries no outbox code (so a consumer without an outbox bundles none): outbox() adds it.
+    const transport = { send: async (rows: readonly { id: number }[]) => rows.map((row) => ({ id: row.id })) };
+    expect(() => inbox({ ...base, outbox: { transport }, apply: async () => {} })).toThrow(/inbox option "outbox": make it with sqsOutbox\(\{ client \}\) or, for your own transport, outbox\(/);
+    expect(() => inbox({ ...base, outbox: outbox({ transport }), apply: async () => {} })).not.toThrow();
     const errors: unknown[] = [];
     const handler = inbox({
       ...base,

@@ -11,8 +11,8 @@ import type { BatchTally, InboxLogger } from '../telemetry.js';
 import { commitOrRollBack, inboxTransaction } from './per-record.js';
 import type { RecordConsumer } from './per-record.js';
 import { claimSet, statementSet, statementSetFits } from './statement-set.js';
-import { OutboxWriter } from '../outbox/outbox-writer.js';
 import type { SetMember } from './statement-set.js';
+import type { SetRunner } from './batch-modes.js';
 
 /** A batch's claim found what only a record alone can settle: a collision, or a claim it cannot compare. */
 class SetFallback extends Error {
@@ -26,7 +26,7 @@ class SetFallback extends Error {
  * record of their lane: FIFO message group, shard, partition) run alone, as in the per-record modes. When the set fails for a
  * reason one record could cause, each of its records runs alone, so a poison message fails alone.
  */
-export class BatchModeRunner<Body, Raw = unknown> {
+export class BatchModeRunner<Body, Raw = unknown> implements SetRunner<Body, Raw> {
   constructor(
     private readonly options: ResolvedOptions<Body, Raw>,
     private readonly tables: InboxTables,
@@ -137,7 +137,7 @@ export class BatchModeRunner<Body, Raw = unknown> {
       const fresh = set.filter((_, index) => claimed[index]).map((member) => member.message);
       if (fresh.length > 0) {
         // With more than one message, each send names the message it belongs to (its key stays stable).
-        const writer = new OutboxWriter(this.consumer.outbox, fresh.length === 1 ? fresh[0] : undefined);
+        const writer = this.consumer.outbox(fresh.length === 1 ? fresh[0] : undefined);
         await mode.applyBatch(inboxTransaction(tx, writer), fresh);
         sent = await writer.flush(tx);
       }

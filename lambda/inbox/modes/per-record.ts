@@ -1,9 +1,9 @@
 import type { Outcome } from '../batch.js';
-import { checkGatedStatement, claimParams, gatedSql, parkSql, readClaim, replayBatchGatedSql, replayGatedSql, sameHash, statementBound, storedHashSql } from '../claim.js';
+import { checkGatedStatement, claimParams, gatedSql, parkSql, readClaim, replayGatedSql, sameHash, statementBound, storedHashSql } from '../claim.js';
 import type { ClaimOutcome } from '../claim.js';
 import type { Transaction } from '../data-api.js';
 import type { InboxSession } from '../transport/session.js';
-import { KeyCollisionError, PermanentError } from '../errors.js';
+import { InboxConfigError, KeyCollisionError, PermanentError } from '../errors.js';
 import { hex } from '../keys.js';
 import type { InboxMessage, InboxTransaction, ResolvedOptions } from '../options.js';
 import type { ParkedMessage } from '../parked.js';
@@ -12,10 +12,9 @@ import type { PreparedRecord } from '../prepared.js';
 import type { InboxTables } from '../schema.js';
 import type { InboxSource, SourceRecord } from '../sources/source.js';
 import type { BatchTally, InboxLogger } from '../telemetry.js';
-import { batchInputRow, statementSet } from './statement-set.js';
-import { OutboxWriter } from '../outbox/outbox-writer.js';
 import { RecordClaim } from './record-claim.js';
-import type { OutboxConfig } from '../outbox/outbox-writer.js';
+import type { OutboxConfig, TransactionOutbox } from '../outbox/outbox-runtime.js';
+import type { BatchModes } from './batch-modes.js';
 
 /** What a claim came to: applied, a redelivery, or a different message under a claimed key. */
 export type ClaimVerdict = 'processed' | DuplicateVerdict;
@@ -33,12 +32,21 @@ export class RecordConsumer<Body, Raw = unknown> {
     private readonly tables: InboxTables,
     private readonly logger: InboxLogger,
     private readonly source: InboxSource<Raw, unknown, unknown>,
+    /** Given by the handlers of `sqs-inbox/batch`; the batch modes' code is only there. */
+    private readonly batchModes: BatchModes | undefined,
   ) {
-    this.outbox = options.outbox && { consumer: options.consumer, tables, destinations: options.outbox.destinations };
+    this.outboxConfig = options.outbox && { consumer: options.consumer, tables, destinations: options.outbox.destinations };
   }
 
-  /** What `tx.send` writes to; undefined when the consumer has no outbox (then `tx.send` throws, naming the option). */
-  readonly outbox: OutboxConfig | undefined;
+  private readonly outboxConfig: OutboxConfig | undefined;
+
+  /**
+   * The outbox of one transaction; `only` is the message a send belongs to when it names none. Without
+   * the consumer's `outbox` option, `tx.send` throws, naming it.
+   */
+  outbox(only: { readonly key: string } | undefined): TransactionOutbox {
+    return this.outboxConfig ? this.options.outbox!.runtime.writer(this.outboxConfig, only) : NO_OUTBOX;
+  }
 
   async consume(prepared: PreparedRecord<Body, Raw>, session: InboxSession, tally: BatchTally): Promise<Outcome> {
     const { record, key, sha256 } = prepared;
@@ -90,7 +98,7 @@ export class RecordConsumer<Body, Raw = unknown> {
       case 'transaction':
       case 'batch-transaction': {
         // The replay's sends commit with it, and go out right after.
-        const writer = new OutboxWriter(this.outbox, message);
+        const writer = this.outbox(message);
         const inboxTx = inboxTransaction(tx, writer);
         await (mode.kind === 'transaction' ? mode.apply(inboxTx, message) : mode.applyBatch(inboxTx, [message]));
         return writer.flush(tx);
@@ -101,14 +109,8 @@ export class RecordConsumer<Body, Raw = unknown> {
         await tx.execute(replayGatedSql(userSql), { ...params, inbox_key: message.key });
         return [];
       }
-      case 'batch-statement': {
-        const params = mode.params([message]);
-        // Stryker disable next-line StringLiteral: the statement was checked at cold start, so this check never throws
-        const userSql = checkGatedStatement(mode.sql, params, 'statementBatch.sql');
-        // Stryker disable next-line ArrayDeclaration: the replay's claim is made already; the hash column is never read
-        await tx.execute(replayBatchGatedSql(userSql), { ...params, inbox_batch: [batchInputRow(message, new Uint8Array(), 0)] });
-        return [];
-      }
+      case 'batch-statement':
+        return this.batchModes!.replayStatement(tx, mode, message);
     }
   }
 
@@ -123,8 +125,8 @@ export class RecordConsumer<Body, Raw = unknown> {
       case 'statement':
         return this.inOneStatement(session, message, sha256);
       case 'batch-statement': {
-        const [claim] = await statementSet(session, this.tables, this.options.consumer, mode, [{ message, sha256 }], false);
-        return claim!.claimed ? 'processed' : this.duplicateOrCollision(session, message.key, claim!, sha256);
+        const claim = await this.batchModes!.statementAlone(session, this.tables, this.options.consumer, mode, message, sha256);
+        return claim.claimed ? 'processed' : this.duplicateOrCollision(session, message.key, claim, sha256);
       }
     }
   }
@@ -142,7 +144,7 @@ export class RecordConsumer<Body, Raw = unknown> {
     apply: (tx: InboxTransaction) => Promise<void>,
   ): Promise<ClaimVerdict> {
     const tx = await session.transaction();
-    const writer = new OutboxWriter(this.outbox, message);
+    const writer = this.outbox(message);
     const params = { ...claimParams(this.options.consumer, message.key, sha256), ...statementBound(this.options.callTimeoutMs) };
     const claim = new RecordClaim(tx, this.tables, params, this.options.claim);
     let claimed = false;
@@ -258,7 +260,7 @@ export class RecordConsumer<Body, Raw = unknown> {
 }
 
 /** What `apply` and `applyBatch` may call on the transaction. */
-export function inboxTransaction(tx: Transaction, outbox: OutboxWriter, claim: Pick<Transaction, 'execute' | 'executeBatch'> = tx): InboxTransaction {
+export function inboxTransaction(tx: Transaction, outbox: TransactionOutbox, claim: Pick<Transaction, 'execute' | 'executeBatch'> = tx): InboxTransaction {
   return {
     execute: (sql, params) => claim.execute(sql, params),
     executeBatch: (sql, paramSets) => claim.executeBatch(sql, paramSets),
@@ -266,6 +268,14 @@ export function inboxTransaction(tx: Transaction, outbox: OutboxWriter, claim: P
     transactionId: tx.transactionId,
   };
 }
+
+/** The outbox of a consumer without one. */
+const NO_OUTBOX: TransactionOutbox = {
+  send() {
+    throw new InboxConfigError('outbox', 'tx.send needs an outbox: pass e.g. inbox({ outbox: sqsOutbox({ client: new SQSClient({}) }), ... }) (sqsOutbox from "sqs-inbox/outbox")');
+  },
+  flush: async () => [],
+};
 
 /**
  * Commits. A failed commit is ambiguous: the record is reported failed, and its redelivery finds the claim

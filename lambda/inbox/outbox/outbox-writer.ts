@@ -1,16 +1,8 @@
 import type { Transaction } from '../data-api.js';
 import { InboxConfigError } from '../errors.js';
-import type { InboxTables } from '../schema.js';
 import { destinationUrl, outboxKey } from './outbox-message.js';
 import type { OutboxSend } from './outbox-message.js';
-
-/** What the consumer's outbox knows at cold start. */
-export interface OutboxConfig {
-  readonly consumer: string;
-  readonly tables: InboxTables;
-  /** Destination names and their queue URLs. */
-  readonly destinations: Readonly<Record<string, string>>;
-}
+import type { OutboxConfig, TransactionOutbox } from './outbox-runtime.js';
 
 const MAX_ATTRIBUTES = 9;
 
@@ -31,21 +23,18 @@ interface PendingRow {
  * in ONE statement just before the commit, so that they commit (or roll back) with the claim and the
  * effect, at one Data API call per transaction however many messages it sends.
  */
-export class OutboxWriter {
+export class OutboxWriter implements TransactionOutbox {
   private readonly pending: PendingRow[] = [];
   private readonly positions = new Map<string, number>();
 
   constructor(
-    private readonly config: OutboxConfig | undefined,
+    private readonly config: OutboxConfig,
     /** The message a send belongs to when it names none: the transaction's only message. */
     private readonly only: { readonly key: string } | undefined,
   ) {}
 
   /** Keeps one message to send after the commit. Throws, with the fix, when it could never be sent. */
   send(message: OutboxSend, from?: { readonly key: string }): void {
-    if (this.config === undefined) {
-      throw new InboxConfigError('outbox', 'tx.send needs an outbox: pass e.g. inbox({ outbox: sqsOutbox({ client: new SQSClient({}) }), ... }) (sqsOutbox from "sqs-inbox/outbox")');
-    }
     const source = from ?? this.only;
     if (source === undefined || typeof source.key !== 'string') {
       throw new InboxConfigError('tx.send', 'in applyBatch, name the message the send belongs to: tx.send({ to, body }, message), so that its key stays stable');
@@ -84,7 +73,7 @@ export class OutboxWriter {
    * sent). A row whose key is there already (the same send, recorded before) is not written twice.
    */
   async flush(tx: Transaction): Promise<number[]> {
-    if (this.pending.length === 0 || this.config === undefined) return [];
+    if (this.pending.length === 0) return [];
     const { rows } = await tx.execute(
       `INSERT INTO ${this.config.tables.outbox}
          (consumer_name, message_key, position, idempotency_key, destination, body, group_id, attributes, delay_seconds)

@@ -11,6 +11,7 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { InvalidMessagesError, SendFailedError, createProducer } from '../producer.js';
 import type { Producer } from '../producer.js';
 import type { OutboxEnvelope } from './outbox-message.js';
+import { outbox } from './outbox-option.js';
 import type { OutboxOptions, OutboxTransport, SendResult } from './relay.js';
 
 /** Options of {@link sqsOutbox}. */
@@ -55,7 +56,7 @@ export function sqsOutbox(options: SqsOutboxOptions): OutboxOptions {
       return results.flat();
     },
   };
-  return { transport, ...(options.destinations ? { destinations: options.destinations } : {}) };
+  return outbox({ transport, ...(options.destinations ? { destinations: options.destinations } : {}) });
 }
 
 async function sendTo(producer: Producer, rows: readonly OutboxEnvelope[]): Promise<SendResult[]> {

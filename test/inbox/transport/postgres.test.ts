@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { decimal, inbox, INBOX_MIGRATIONS, json, migrate, PostgresError, PostgresSession, purge, uuid } from '../../../lambda/inbox/index.js';
+import { decimal, INBOX_MIGRATIONS, json, migrate, PostgresError, PostgresSession, purge, uuid } from '../../../lambda/inbox/index.js';
+import { inbox } from '../../../lambda/inbox/batch-handlers.js';
 import type { InboxOptions } from '../../../lambda/inbox/index.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../../lambda/functions/example-migrations.js';
 import { freshDatabase } from '../../support/database.js';
