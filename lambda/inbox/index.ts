@@ -29,8 +29,6 @@ export {
 } from './errors.js';
 export type { DataApiFailure, DatabaseFailure } from './errors.js';
 export type { InboxSession } from './transport/session.js';
-export { PostgresSession } from './transport/postgres/postgres-session.js';
-export type { PostgresPool, PostgresClient, PostgresTarget, PostgresPolicy } from './transport/postgres/postgres-session.js';
 export type { InboxTarget } from './transport/open-session.js';
 export { DataApiSession, Transaction, HintedValue, uuid, decimal, json, date, time } from './data-api.js';
 export type { DatabaseTarget, SqlParams, SqlValue, Row, StatementResult, SessionPolicy } from './data-api.js';

@@ -12,6 +12,7 @@ import type { OutboxSend } from './outbox/outbox-message.js';
 import type { OutboxOptions, OutboxTransport } from './outbox/relay.js';
 import type { ClaimPlacement } from './modes/record-claim.js';
 import type { InboxTarget } from './transport/open-session.js';
+import { isWireTarget } from './transport/wire-target.js';
 import type { PostgresPool } from './transport/postgres/postgres-session.js';
 import { OUTBOX_RUNTIME } from './outbox/outbox-runtime.js';
 import type { OutboxRuntime } from './outbox/outbox-runtime.js';
@@ -102,7 +103,8 @@ export interface DatabaseOptions {
   readonly client?: RDSDataClient | undefined;
   /**
    * A node-postgres pool: the inbox runs over the PostgreSQL wire protocol instead of the Data API (RDS
-   * Proxy, RDS or Aurora in a VPC, any PostgreSQL), and the ARNs are not used. See {@link PostgresTarget}.
+   * Proxy, RDS or Aurora in a VPC, any PostgreSQL), and the ARNs are not used. Pass `database:
+   * postgres(pool)` from `sqs-inbox/postgres`, which carries the wire transport's code.
    * @default none: the Data API
    */
   readonly pool?: PostgresPool | undefined;
@@ -522,15 +524,18 @@ function checkDatabase(database: unknown): DatabaseOptions {
 function resolveInboxTarget(database: DatabaseOptions, env: NodeJS.ProcessEnv): InboxTarget {
   if (database.pool === undefined) return resolveTarget(database, env);
   if (typeof (database.pool as { connect?: unknown })?.connect !== 'function') {
-    throw new InboxConfigError('database.pool', `must be a node-postgres Pool, e.g. new pg.Pool({ host, database, user, password }); got ${described(database.pool)}`);
+    throw new InboxConfigError('database.pool', `must be a node-postgres Pool, e.g. postgres(new pg.Pool({ host, database, user, password })); got ${described(database.pool)}`);
+  }
+  if (!isWireTarget(database)) {
+    throw new InboxConfigError('database', "a pool goes through postgres(pool): import { postgres } from 'sqs-inbox/postgres' and pass database: postgres(pool)");
   }
   for (const field of ['resourceArn', 'secretArn', 'client'] as const) {
     if (database[field] !== undefined) {
       throw new InboxConfigError(`database.${field}`, 'is a Data API setting; with database.pool the inbox speaks the PostgreSQL wire protocol: remove one of them');
     }
   }
-  const idleCheckMs = database.idleCheckMs === undefined ? undefined : nonNegativeInteger(database.idleCheckMs, 'database.idleCheckMs');
-  return { pool: database.pool, idleCheckMs };
+  if (database.idleCheckMs !== undefined) nonNegativeInteger(database.idleCheckMs, 'database.idleCheckMs');
+  return database;
 }
 
 /**

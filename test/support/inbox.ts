@@ -3,7 +3,8 @@ import type { SQSRecord } from 'aws-lambda';
 import pg from 'pg';
 import { startDataApi } from '../../local/data-api/server.js';
 import type { DataApiServer } from '../../local/data-api/server.js';
-import { DataApiSession, INBOX_MIGRATIONS, migrate, PostgresSession } from '../../lambda/inbox/index.js';
+import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/index.js';
+import { postgres, PostgresSession } from '../../lambda/inbox/transport/postgres/index.js';
 import type { DatabaseTarget, InboxSession } from '../../lambda/inbox/index.js';
 import { startWireProxy } from '../../local/wire/proxy.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../lambda/functions/example-migrations.js';
@@ -70,8 +71,8 @@ export async function inboxFixture(label: string, options: Parameters<typeof sta
     };
     const own = wirePool();
     // The wire target stands where a Data API target is expected: inbox({ database }) takes both.
-    target = { pool: own } as unknown as DatabaseTarget;
-    instance = () => ({ pool: wirePool() }) as unknown as DatabaseTarget;
+    target = postgres(own) as unknown as DatabaseTarget;
+    instance = () => postgres(wirePool()) as unknown as DatabaseTarget;
     session = new PostgresSession({ pool: own }, { callTimeoutMs: 10_000 });
     exposed = Object.create(server, { faults: { value: proxy.faults }, stats: { value: proxy.stats } }) as DataApiServer;
     closers.push(() => proxy.close());

@@ -1,18 +1,18 @@
 import { DataApiSession } from '../data-api.js';
 import type { DatabaseTarget, SessionPolicy } from '../data-api.js';
-import { PostgresSession } from './postgres/postgres-session.js';
-import type { PostgresTarget } from './postgres/postgres-session.js';
 import type { InboxSession } from './session.js';
+import { isWireTarget, WIRE_SESSION } from './wire-target.js';
+import type { WireTarget } from './wire-target.js';
 
-/** Where the database is: the Data API (cluster and secret ARNs), or a node-postgres pool. */
-export type InboxTarget = DatabaseTarget | PostgresTarget;
+/** Where the database is: the Data API (cluster and secret ARNs), or `postgres(pool)` from `sqs-inbox/postgres`. */
+export type InboxTarget = DatabaseTarget | WireTarget;
 
 /** True for a target reached over the PostgreSQL wire protocol. */
-export function isPostgresTarget(target: InboxTarget): target is PostgresTarget {
-  return 'pool' in target && target.pool !== undefined;
+export function isPostgresTarget(target: InboxTarget): target is WireTarget {
+  return isWireTarget(target);
 }
 
 /** The session for a target, on its transport. Auto-pause retries are the Data API's alone. */
 export function openSession(target: InboxTarget, policy: SessionPolicy): InboxSession {
-  return isPostgresTarget(target) ? new PostgresSession(target, { callTimeoutMs: policy.callTimeoutMs }) : new DataApiSession(target, policy);
+  return isWireTarget(target) ? target[WIRE_SESSION](policy) : new DataApiSession(target, policy);
 }

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { decimal, INBOX_MIGRATIONS, json, migrate, PostgresError, PostgresSession, purge, uuid } from '../../../lambda/inbox/index.js';
+import { decimal, INBOX_MIGRATIONS, json, migrate, PostgresError, purge, uuid } from '../../../lambda/inbox/index.js';
+import { postgres, PostgresSession } from '../../../lambda/inbox/transport/postgres/index.js';
 import { inbox } from '../../../lambda/inbox/batch-handlers.js';
 import type { InboxOptions } from '../../../lambda/inbox/index.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../../lambda/functions/example-migrations.js';
@@ -142,7 +143,7 @@ const modes: { name: string; options: Partial<InboxOptions<Order>> }[] = [
 
 describe.each(modes)('inbox() over a node-postgres pool, $name', ({ options }) => {
   const handler = () =>
-    inbox<Order>({ consumer: 'wire-worker', database: { pool }, logger: recordingLogger(), metrics: recordingMetrics(), ...(options as InboxOptions<Order>) });
+    inbox<Order>({ consumer: 'wire-worker', database: postgres(pool), logger: recordingLogger(), metrics: recordingMetrics(), ...(options as InboxOptions<Order>) });
 
   it('applies each message once, its redelivery and a second worker not at all', async () => {
     const records = [1, 2, 3].map((i) => sqsRecord({ body: { orderId: `w-${i}` } }));
@@ -166,16 +167,20 @@ describe.each(modes)('inbox() over a node-postgres pool, $name', ({ options }) =
 
 describe('inbox() over a pool: options', () => {
   it('refuses Data API settings beside a pool, naming both', () => {
-    expect(() => inbox({ consumer: 'x', database: { pool, resourceArn: 'arn:aws:rds:x' }, apply: async () => {} })).toThrow(
+    expect(() => inbox({ consumer: 'x', database: { ...postgres(pool), resourceArn: 'arn:aws:rds:x' }, apply: async () => {} })).toThrow(
       /inbox option "database.resourceArn": is a Data API setting; with database.pool the inbox speaks the PostgreSQL wire protocol/,
     );
-    expect(() => inbox({ consumer: 'x', database: { pool: {} as pg.Pool }, apply: async () => {} })).toThrow(/inbox option "database.pool": must be a node-postgres Pool/);
+    expect(() => inbox({ consumer: 'x', database: postgres({} as pg.Pool), apply: async () => {} })).toThrow(/inbox option "database.pool": must be a node-postgres Pool/);
+    // A bare pool carries no wire transport: the Data API consumer's bundle leaves it out.
+    expect(() => inbox({ consumer: 'x', database: { pool }, apply: async () => {} })).toThrow(
+      /inbox option "database": a pool goes through postgres\(pool\): import \{ postgres \} from 'sqs-inbox\/postgres'/,
+    );
   });
 
   it('parks a poison message over the wire, and replays it once', async () => {
     const worker = inbox<Order>({
       consumer: 'wire-parker',
-      database: { pool },
+      database: postgres(pool),
       onPermanentError: 'park',
       logger: recordingLogger(),
       metrics: recordingMetrics(),

@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { inbox, INBOX_MIGRATIONS, migrate, PostgresSession } from '../../../lambda/inbox/index.js';
+import { inbox, INBOX_MIGRATIONS, migrate } from '../../../lambda/inbox/index.js';
+import { postgres, PostgresSession } from '../../../lambda/inbox/transport/postgres/index.js';
 import type { InboxOptions } from '../../../lambda/inbox/index.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../../lambda/functions/example-migrations.js';
 import { freshDatabase } from '../../support/database.js';
@@ -38,7 +39,7 @@ const SHIP = `INSERT INTO public.orders (order_id, status, shipped_count) VALUES
 
 function worker(extra: Partial<InboxOptions<Order>> = {}, apply: InboxOptions<Order>['apply'] = async (tx, m) => void (await tx.execute(SHIP, { orderId: m.body.orderId }))) {
   const logger = recordingLogger();
-  const handler = inbox<Order>({ consumer: 'wire', database: { pool, idleCheckMs: 50 }, callTimeoutMs: 2000, logger, metrics: recordingMetrics(), apply, ...extra });
+  const handler = inbox<Order>({ consumer: 'wire', database: postgres(pool, { idleCheckMs: 50 }), callTimeoutMs: 2000, logger, metrics: recordingMetrics(), apply, ...extra });
   return { handler, logger };
 }
 const shipped = async (orderId: string) => (await direct.query('SELECT shipped_count FROM public.orders WHERE order_id = $1', [orderId])).rows[0]?.shipped_count as number | undefined;
@@ -101,7 +102,7 @@ describe('wire failures, injected at the socket', () => {
       const logger = recordingLogger();
       const handler = inbox<Order>({
         consumer: 'wire',
-        database: { pool: fresh },
+        database: postgres(fresh),
         logger,
         metrics: recordingMetrics(),
         apply: async (tx, m) => {
@@ -124,7 +125,7 @@ describe('wire failures, injected at the socket', () => {
     try {
       const record = sqsRecord({ body: { orderId: 'p-1' } });
       const logger = recordingLogger();
-      const handler = inbox<Order>({ consumer: 'wire', database: { pool: tiny }, logger, metrics: recordingMetrics(), apply: async (tx, m) => void (await tx.execute(SHIP, { orderId: m.body.orderId })) });
+      const handler = inbox<Order>({ consumer: 'wire', database: postgres(tiny), logger, metrics: recordingMetrics(), apply: async (tx, m) => void (await tx.execute(SHIP, { orderId: m.body.orderId })) });
       expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
       expect(failedWith(logger)).toMatch(/failed \(unavailable\)/);
     } finally {
