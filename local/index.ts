@@ -22,10 +22,11 @@ export type {
   ScenarioEnvironment,
   ScenarioHandlerFactory,
   ScenarioResult,
+  ScenarioCheck,
 } from './scenario.js';
 export type { DoubleEffect, OutOfOrderEffect } from './effects.js';
-export { FAULTS } from './fault-schedule.js';
-export type { FaultName, CommitPoint } from './fault-schedule.js';
+export { FAULTS, FAULT_RATES } from './fault-schedule.js';
+export type { FaultName, CommitPoint, FaultLikelihood, FaultUnit } from './fault-schedule.js';
 /** The two-stage demo's engine (`sqs-inbox demo --pipeline`): ship, then invoice, chained by the outbox or a naive hand-off. */
 export { runPipeline } from './pipeline/run.js';
 export type { PipelineOptions, PipelineProgress, PipelineResult, HandOffCounts } from './pipeline/run.js';

@@ -154,7 +154,8 @@ export function buildMessages(plan: MessagePlan, schedule: FaultSchedule): Outgo
 
 /**
  * Sends every message once through the producer (its key as the idempotency key), and the duplicates the
- * schedule picks with the same key but a fresh deduplication id; returns how many duplicates it sent.
+ * schedule picks with the same key but a fresh deduplication id, then names them to the schedule; returns
+ * how many duplicates it sent.
  */
 export async function produce(model: SqsModel, client: SQSClient, queue: QueueInfo, sent: readonly Outgoing[], schedule: FaultSchedule): Promise<number> {
   // The producer imports @aws-sdk/client-sqs statically: load it only once the peer is known to be there.
@@ -176,6 +177,8 @@ export async function produce(model: SqsModel, client: SQSClient, queue: QueueIn
       });
     }
   }
+  // Named once all are in: SQS's message ids are new every run, the schedule decides by these names.
+  schedule.name(model.peekMessages(queue.url));
   return duplicateSends;
 }
 
@@ -185,8 +188,6 @@ export interface FaultedSourceOptions {
   readonly queue: QueueInfo;
   readonly handler: SqsEventHandler;
   readonly schedule: FaultSchedule;
-  /** Which event source mapping this is: part of each fault decision's identity. */
-  readonly instance: number;
   readonly visibilityTimeoutSeconds: number;
   readonly functionName: string;
   /** The crash hook. @default the schedule's crash-after-commit */
@@ -195,16 +196,16 @@ export interface FaultedSourceOptions {
 
 /** An event source mapping as a scenario runs it: batches of 10, 2 at a time, with the schedule's per-invocation faults. */
 export function faultedSource(options: FaultedSourceOptions): SqsEventSource {
-  const { schedule, instance, visibilityTimeoutSeconds } = options;
+  const { schedule, visibilityTimeoutSeconds } = options;
   return new SqsEventSource({
     model: options.model,
     queue: options.queue.url,
-    handler: schedule.wrap(options.handler, instance, visibilityTimeoutSeconds),
+    handler: schedule.wrap(options.handler, visibilityTimeoutSeconds),
     batchSize: 10,
     maxConcurrency: 2,
     functionTimeoutMs: visibilityTimeoutSeconds * 1000,
     functionName: options.functionName,
-    beforeDelete: options.beforeDelete ?? schedule.beforeDelete(instance),
+    beforeDelete: options.beforeDelete ?? schedule.beforeDelete(),
   });
 }
 

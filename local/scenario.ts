@@ -7,13 +7,13 @@ import { problemsOf } from './effects.js';
 import type { DoubleEffect, OutOfOrderEffect } from './effects.js';
 import type { SqsEventSource, SqsEventHandler } from './event-source.js';
 import { FAULTS, FaultSchedule } from './fault-schedule.js';
-import type { CommitPoint, FaultName } from './fault-schedule.js';
+import type { CommitPoint, FaultLikelihood, FaultName } from './fault-schedule.js';
 import { buildMessages, createQueueWithDlq, deadLetteredKeys, faultedSource, inOwnDatabase, localSqsClient, openDatabase, produce, readVerdict, sourcesBusy } from './scenario-steps.js';
 import { startLocal } from './stack.js';
 import type { LocalStack } from './stack.js';
 
-export { FAULTS } from './fault-schedule.js';
-export type { CommitPoint, FaultName } from './fault-schedule.js';
+export { FAULTS, FAULT_RATES } from './fault-schedule.js';
+export type { CommitPoint, FaultLikelihood, FaultName, FaultUnit } from './fault-schedule.js';
 
 /**
  * One message of a scenario, as {@link ScenarioConsumer.message} builds it.
@@ -108,7 +108,19 @@ export interface ScenarioConsumer {
   readonly commitPoint?: CommitPoint | undefined;
   /** The run's name in its result and in tables. @default 'handler' */
   readonly label?: string | undefined;
+  /**
+   * Checks more than the effects query can count, once the queue has drained, on a session on the run's
+   * database (kept until it returns): an account's balance, a total, a row your handler must have
+   * written. Return a problem line, or several, to report them; throw (e.g. a failed `expect`) to report
+   * the error's message; return nothing when all is well. Each goes into `problems`, prefixed `verify: `.
+   * @example async (session) => { const { rows } = await session.execute('SELECT sum(amount_cents)::int AS total FROM public.payments'); if (rows[0]?.total !== 47_850) return `total ${rows[0]?.total}, expected 47850`; }
+   * @default nothing more than the effects query
+   */
+  readonly verify?: ((session: DataApiSession) => ScenarioCheck | Promise<ScenarioCheck>) | undefined;
 }
+
+/** What a {@link ScenarioConsumer.verify} check returns: nothing (all is well), or the problems it found. */
+export type ScenarioCheck = string | readonly string[] | void | undefined;
 
 /**
  * Options of {@link runScenario} that drive one of the demo's own consumers instead of yours.
@@ -227,6 +239,11 @@ export interface ScenarioResult {
   readonly callsPerMessage: number;
   /** How many times each fault was injected, by fault name. */
   readonly faultsInjected: Readonly<Record<string, number>>;
+  /**
+   * Each fault asked for: its rate, what the rate counts, how often it struck, and how many messages
+   * make it 99% likely to strike at least once. A fault that never struck is also named in `problems`.
+   */
+  readonly faultLikelihood: readonly FaultLikelihood[];
   /** Wall time of the whole run, in milliseconds. */
   readonly elapsedMs: number;
   /** False when the queue did not drain before the timeout. */
@@ -234,8 +251,9 @@ export interface ScenarioResult {
   /** True when the run drained and every message was applied once or accounted for, in order: `problems` is empty. */
   readonly exactlyOnce: boolean;
   /**
-   * One readable line per problem (doubles, lost, out-of-order, unknown keys, not drained, and a commit point
-   * that never matched, so `drop-commit` and `crash-in-transaction` were never injected), for
+   * One readable line per problem (doubles, lost, out-of-order, unknown keys, not drained, a commit point
+   * that never matched, so `drop-commit` and `crash-in-transaction` were never injected, any other fault
+   * asked for that never struck, with how many messages make it likely, and what `verify` found), for
    * `expect(result.problems).toEqual([])`.
    */
   readonly problems: readonly string[];
@@ -336,6 +354,7 @@ function resolve(options: ScenarioOptions): Settings {
     if (given.commitPoint !== undefined && given.commitPoint !== 'commit' && typeof given.commitPoint?.statement !== 'function') {
       problems.push("commitPoint must be 'commit' or { statement: (sql) => boolean }.");
     }
+    if (given.verify !== undefined && typeof given.verify !== 'function') problems.push('verify must be a function (session) => problems, e.g. async (session) => { ... }.');
     if (problems.length === 0) consumer = given as ScenarioConsumer;
   }
   const messages = options.messages ?? 300;
@@ -428,7 +447,7 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
     for (let instance = 0; instance < settings.consumers; instance++) {
       const handler = await makeHandler(consumer.handler, { env, database: target, session, instance, local });
       checkHandler(handler, database);
-      sources.push(faultedSource({ model, queue, handler, schedule, instance, visibilityTimeoutSeconds: settings.visibilityTimeoutSeconds, functionName: `scenario-consumer-${instance}` }));
+      sources.push(faultedSource({ model, queue, handler, schedule, visibilityTimeoutSeconds: settings.visibilityTimeoutSeconds, functionName: `scenario-consumer-${instance}` }));
     }
 
     local.dataApi.stats.reset();
@@ -465,6 +484,8 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
     const problems = problemsOf(verdict, completed, settings.timeoutMs, left);
     const unmatched = schedule.commitPointProblem();
     if (unmatched) problems.push(unmatched);
+    problems.push(...schedule.unfiredProblems(settings.messages));
+    if (consumer.verify) problems.push(...(await runVerify(consumer.verify, session)));
     const total = (count: (source: SqsEventSource) => number) => sources.reduce((sum, source) => sum + count(source), 0);
     return {
       pattern: label,
@@ -492,6 +513,7 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
       dataApiCalls,
       callsPerMessage: dataApiCalls / sends,
       faultsInjected: schedule.injected,
+      faultLikelihood: schedule.likelihood(settings.messages),
       elapsedMs: Date.now() - started,
       completed,
       exactlyOnce: problems.length === 0,
@@ -519,6 +541,17 @@ async function runSetup(session: DataApiSession, setup: ScenarioConsumer['setup'
     } catch (error) {
       throw new Error(`runScenario: setup statement failed (${sql.slice(0, 80)}): ${error instanceof Error ? error.message : String(error)}`, { cause: error });
     }
+  }
+}
+
+/** The user's own check, its findings and its failure alike as `verify: ` problems. */
+async function runVerify(verify: NonNullable<ScenarioConsumer['verify']>, session: DataApiSession): Promise<string[]> {
+  try {
+    const found = await verify(session);
+    if (found === undefined || found === null) return [];
+    return (typeof found === 'string' ? [found] : [...found]).map((problem) => `verify: ${problem}`);
+  } catch (error) {
+    return [`verify: ${error instanceof Error ? error.message : String(error)}`];
   }
 }
 

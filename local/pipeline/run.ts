@@ -201,13 +201,11 @@ async function runIn(local: LocalStack, settings: Settings, database: string, ta
         faultedSource({
           ...stage,
           queue: orders.queue,
-          instance,
           functionName: `pipeline-ship-${instance}`,
-          handler: handOffFaults.track(shipHandler(variant, target, handOff), instance),
-          beforeDelete: handOffFaults.beforeDelete(schedule.beforeDelete(instance)),
+          handler: handOffFaults.track(shipHandler(variant, target, handOff), (record) => schedule.delivery(record)),
+          beforeDelete: handOffFaults.beforeDelete(schedule.beforeDelete()),
         }),
-        // Numbered after the ship stage's, so that each mapping's faults are its own.
-        faultedSource({ ...stage, queue: invoices.queue, instance: consumers + instance, functionName: `pipeline-invoice-${instance}`, handler: invoiceHandler(target) }),
+        faultedSource({ ...stage, queue: invoices.queue, functionName: `pipeline-invoice-${instance}`, handler: invoiceHandler(target) }),
       );
     }
 
