@@ -42,7 +42,7 @@ export type { PipelineFaultName, HandOffFaultName } from './pipeline/faults.js';
  * baseline, with the demo's faults (a crash before the checkpoint among them), judged exactly once and in order.
  */
 export { runStreamScenario } from './stream-demo/run.js';
-export type { StreamScenarioOptions, StreamScenarioResult } from './stream-demo/run.js';
+export type { StreamScenarioOptions, StreamScenarioResult, StreamConsumer, StreamDemoOptions, StreamRunOptions } from './stream-demo/run.js';
 export { STREAM_SOURCES } from './stream-demo/sources.js';
 export type { StreamSourceName, StreamPattern } from './stream-demo/sources.js';
 export { STREAM_FAULTS } from './stream-demo/faults.js';

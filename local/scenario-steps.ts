@@ -12,6 +12,7 @@ import { loadPg, loadSqsClient } from './peer-loaders.js';
 import { createDatabase } from './postgres.js';
 import type { ScenarioMessage } from './scenario.js';
 import type { QueueInfo, SqsModel } from './sqs/model.js';
+import { startLocal } from './stack.js';
 import type { LocalStack } from './stack.js';
 
 // The steps of a scenario run, shared by runScenario (one consumer) and runPipeline (two consumers
@@ -233,4 +234,160 @@ export async function readVerdict(session: DataApiSession, effectsSql: string, s
   const effects = readEffects(await selectByKey(session, effectsSql).catch(effectsFailed));
   const parkedRows = await selectByKey(session, parkedSql);
   return judge(sent, effects, new Set(parkedRows.map((row) => String(row.key))), deadLettered);
+}
+
+let owned: string | undefined;
+
+/**
+ * Runs `body` as the process's one scenario: it owns `process.env` (what `setEnv` sets is restored at the
+ * end) and the stack's faults and call counts until it returns. `name` is the runner's, for the refusal.
+ */
+export async function exclusively<T>(name: string, body: (setEnv: (env: Readonly<Record<string, string>>) => void) => Promise<T>): Promise<T> {
+  if (owned !== undefined) {
+    throw new Error(`${name}: another scenario (${owned}) is running in this process. A run owns process.env and the stack's faults: await one before starting the next.`);
+  }
+  owned = name;
+  const saved = new Map<string, string | undefined>();
+  try {
+    return await body((env) => {
+      for (const [key, value] of Object.entries(env)) {
+        if (!saved.has(key)) saved.set(key, process.env[key]);
+        process.env[key] = value;
+      }
+    });
+  } finally {
+    for (const [key, value] of saved) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+    owned = undefined;
+  }
+}
+
+/**
+ * The variables a run sets for the handlers it makes: `INBOX_*` on the run's database, and the AWS SDK's
+ * endpoint, region and credentials for SQS, so that `new SQSClient({})` in a handler (an outbox's
+ * transport, a producer) reaches the local SQS. `extra` comes last and may override any of them.
+ */
+export function runEnvironment(local: LocalStack, database: string, extra: Readonly<Record<string, string>> | undefined): Record<string, string> {
+  return {
+    INBOX_DATA_API_ENDPOINT: local.dataApi.endpoint,
+    INBOX_RESOURCE_ARN: local.dataApi.resourceArn,
+    INBOX_SECRET_ARN: local.dataApi.secretArn,
+    INBOX_DATABASE: database,
+    INBOX_CONSUMER: 'local-consumer',
+    AWS_ENDPOINT_URL_SQS: local.sqs.endpoint,
+    AWS_REGION: local.sqs.region,
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    ...extra,
+  };
+}
+
+/** What {@link driveUntilDrained} drives: the run's consumers, and how far they are. */
+export interface Drive {
+  readonly local: LocalStack;
+  readonly schedule: FaultSchedule;
+  /** When the run started: the deadline counts from it. */
+  readonly started: number;
+  readonly timeoutMs: number;
+  /** Starts the consumers (event sources, a sweeper). */
+  start(): void;
+  /** Records settled out of those to settle, for the half-way pause and `onProgress`. */
+  progress(): { readonly settled: number; readonly total: number };
+  /** Told of progress every tick. */
+  readonly onProgress?: (() => void) | undefined;
+  /** Whether everything is settled and nothing runs, waiting up to about 100 ms. */
+  drained(): Promise<boolean>;
+  /** Stops the consumers and waits for them. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The skeleton every scenario runs: the stack's faults and counts cleared, the commit-point faults
+ * armed, Aurora paused, the consumers started; Aurora paused again half-way; then, once drained (or at
+ * the deadline), the consumers stopped and the faults cleared. Returns whether it drained, and the Data
+ * API calls the consumers made.
+ */
+export async function driveUntilDrained(drive: Drive): Promise<{ completed: boolean; dataApiCalls: number }> {
+  const { local, schedule } = drive;
+  local.dataApi.stats.reset();
+  local.dataApi.faults.clear();
+  schedule.armCommitPoint();
+  schedule.pause();
+  drive.start();
+  const deadline = drive.started + drive.timeoutMs;
+  let pausedAgain = false;
+  let completed = false;
+  for (;;) {
+    const { settled, total } = drive.progress();
+    drive.onProgress?.();
+    if (!pausedAgain && settled >= total / 2) {
+      pausedAgain = true;
+      schedule.pause();
+    }
+    if (await drive.drained()) {
+      completed = true;
+      break;
+    }
+    if (Date.now() > deadline) break;
+  }
+  await drive.stop();
+  local.dataApi.faults.clear();
+  local.sqs.faults.clear();
+  return { completed, dataApiCalls: local.dataApi.stats.total() };
+}
+
+/**
+ * Runs the user's own check: its findings, and its failure, as `verify: ` problems.
+ */
+export async function runVerify(verify: ((session: DataApiSession) => unknown) | undefined, session: DataApiSession): Promise<string[]> {
+  if (!verify) return [];
+  try {
+    const found = (await verify(session)) as string | readonly string[] | undefined | null;
+    if (found === undefined || found === null) return [];
+    return (typeof found === 'string' ? [found] : [...found]).map((problem) => `verify: ${problem}`);
+  } catch (error) {
+    return [`verify: ${error instanceof Error ? error.message : String(error)}`];
+  }
+}
+
+/** Creates a run's own tables in its fresh database: one SQL statement per string, or a function of a session on it. */
+export async function runSetup(name: string, session: DataApiSession, setup: string | readonly string[] | ((session: DataApiSession) => Promise<void>) | undefined): Promise<void> {
+  if (setup === undefined) return;
+  if (typeof setup === 'function') {
+    await setup(session);
+    return;
+  }
+  for (const sql of typeof setup === 'string' ? [setup] : setup) {
+    try {
+      await session.execute(sql);
+    } catch (error) {
+      throw new Error(`${name}: setup statement failed (${sql.slice(0, 80)}): ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+  }
+}
+
+/** Runs `body` on `local`, or on a stack of its own (a 2 s transaction idle timeout, so a crashed transaction expires fast), closed at the end. */
+export async function onStack<T>(local: LocalStack | undefined, body: (local: LocalStack) => Promise<T>): Promise<T> {
+  if (local) return body(local);
+  const own = await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } });
+  try {
+    return await body(own);
+  } finally {
+    await own.close();
+  }
+}
+
+/** Messages of a queue visible, in flight or delayed. */
+export function waiting(model: SqsModel, queueUrl: string): number {
+  const counts = model.counts(queueUrl);
+  return counts.visible + counts.inFlight + counts.delayed;
+}
+
+/** Whether the queues are empty and no handler runs; if not, after a 100 ms wait. */
+export async function sqsDrained(model: SqsModel, queues: readonly string[], sources: readonly SqsEventSource[]): Promise<boolean> {
+  if (queues.every((queue) => waiting(model, queue) === 0) && !sourcesBusy(sources)) return true;
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  return false;
 }

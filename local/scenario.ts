@@ -8,8 +8,7 @@ import type { DoubleEffect, OutOfOrderEffect } from './effects.js';
 import type { SqsEventSource, SqsEventHandler } from './event-source.js';
 import { FAULTS, FaultSchedule } from './fault-schedule.js';
 import type { CommitPoint, FaultLikelihood, FaultName } from './fault-schedule.js';
-import { buildMessages, createQueueWithDlq, deadLetteredKeys, faultedSource, inOwnDatabase, localSqsClient, openDatabase, produce, readVerdict, sourcesBusy } from './scenario-steps.js';
-import { startLocal } from './stack.js';
+import { buildMessages, createQueueWithDlq, deadLetteredKeys, driveUntilDrained, exclusively, faultedSource, inOwnDatabase, localSqsClient, onStack, openDatabase, produce, readVerdict, runEnvironment, runSetup, runVerify, sqsDrained, waiting } from './scenario-steps.js';
 import type { LocalStack } from './stack.js';
 
 export { FAULTS, FAULT_RATES } from './fault-schedule.js';
@@ -261,7 +260,6 @@ export interface ScenarioResult {
 
 /** A handler a factory returned, and the database of the run it was built for. */
 const builtFor = new WeakMap<object, string>();
-let running = false;
 
 /**
  * Drives a consumer through the local SQS queue, Lambda's event source mapping and the demo's seeded
@@ -296,28 +294,7 @@ export function runScenario(local: LocalStack, options: ScenarioOptions): Promis
 export async function runScenario(first: LocalStack | ScenarioOptions, second?: ScenarioOptions): Promise<ScenarioResult> {
   const options: ScenarioOptions = second ? { ...second, local: first as LocalStack } : (first as ScenarioOptions);
   const settings = resolve(options);
-  if (running) {
-    throw new Error('runScenario: another scenario is running in this process. A run owns process.env and the stack\'s faults: await one before starting the next.');
-  }
-  running = true;
-  const saved = new Map<string, string | undefined>();
-  let local: LocalStack | undefined = options.local;
-  try {
-    local ??= await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } });
-    return await run(local, settings, (env) => {
-      for (const [name, value] of Object.entries(env)) {
-        if (!saved.has(name)) saved.set(name, process.env[name]);
-        process.env[name] = value;
-      }
-    });
-  } finally {
-    for (const [name, value] of saved) {
-      if (value === undefined) delete process.env[name];
-      else process.env[name] = value;
-    }
-    if (!options.local) await local?.close();
-    running = false;
-  }
+  return exclusively('runScenario', (setEnv) => onStack(options.local, (local) => run(local, settings, setEnv)));
 }
 
 /** The options of one run, validated, with the defaults filled in. */
@@ -426,7 +403,7 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
   const sources: SqsEventSource[] = [];
   try {
     await migrate(session, [INBOX_MIGRATIONS]);
-    await runSetup(session, consumer.setup);
+    await runSetup('runScenario', session, consumer.setup);
 
     // Produce: every message once through the producer (its key as the idempotency key), duplicates
     // with the same key but a fresh deduplication id, and a few poison bodies.
@@ -435,14 +412,7 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
     const sends = sent.length + duplicateSends;
 
     // The handlers, one per event source mapping, made once the environment is set.
-    const env: Record<string, string> = {
-      INBOX_DATA_API_ENDPOINT: local.dataApi.endpoint,
-      INBOX_RESOURCE_ARN: local.dataApi.resourceArn,
-      INBOX_SECRET_ARN: local.dataApi.secretArn,
-      INBOX_DATABASE: database,
-      INBOX_CONSUMER: 'local-consumer',
-      ...settings.env,
-    };
+    const env = runEnvironment(local, database, settings.env);
     setEnv(env);
     for (let instance = 0; instance < settings.consumers; instance++) {
       const handler = await makeHandler(consumer.handler, { env, database: target, session, instance, local });
@@ -450,34 +420,22 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
       sources.push(faultedSource({ model, queue, handler, schedule, visibilityTimeoutSeconds: settings.visibilityTimeoutSeconds, functionName: `scenario-consumer-${instance}` }));
     }
 
-    local.dataApi.stats.reset();
-    local.dataApi.faults.clear();
-    schedule.armCommitPoint();
-    schedule.pause();
-    for (const source of sources) source.start();
-    const deadline = started + settings.timeoutMs;
-    let pausedAgain = false;
-    let completed = false;
     let left = sends;
-    for (;;) {
-      const counts = model.counts(queue.url);
-      left = counts.visible + counts.inFlight + counts.delayed;
-      const settled = sends - left;
-      settings.onProgress?.(Math.max(0, settled), sends);
-      if (!pausedAgain && settled >= sends / 2) {
-        pausedAgain = true;
-        schedule.pause();
-      }
-      if (left === 0 && !sourcesBusy(sources)) {
-        completed = true;
-        break;
-      }
-      if (Date.now() > deadline) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    await Promise.all(sources.map((source) => source.stop()));
-    local.dataApi.faults.clear();
-    const dataApiCalls = local.dataApi.stats.total();
+    const { completed, dataApiCalls } = await driveUntilDrained({
+      local,
+      schedule,
+      started,
+      timeoutMs: settings.timeoutMs,
+      start: () => sources.forEach((source) => source.start()),
+      progress: () => {
+        left = waiting(model, queue.url);
+        return { settled: sends - left, total: sends };
+      },
+      onProgress: () => settings.onProgress?.(Math.max(0, sends - left), sends),
+      drained: () => sqsDrained(model, [queue.url], sources),
+      stop: async () => void (await Promise.all(sources.map((source) => source.stop()))),
+    });
+    left = waiting(model, queue.url);
 
     // Count, from the user's effects query, the parked table and the dead-letter queue.
     const verdict = await readVerdict(session, consumer.effects, sent, 'SELECT message_key AS key FROM inbox.parked_message', deadLetteredKeys(model, dlq));
@@ -485,7 +443,7 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
     const unmatched = schedule.commitPointProblem();
     if (unmatched) problems.push(unmatched);
     problems.push(...schedule.unfiredProblems(settings.messages));
-    if (consumer.verify) problems.push(...(await runVerify(consumer.verify, session)));
+    problems.push(...(await runVerify(consumer.verify, session)));
     const total = (count: (source: SqsEventSource) => number) => sources.reduce((sum, source) => sum + count(source), 0);
     return {
       pattern: label,
@@ -526,32 +484,6 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
     dataApiClient.destroy();
     model.deleteQueue(queue.url);
     model.deleteQueue(dlq.url);
-  }
-}
-
-async function runSetup(session: DataApiSession, setup: ScenarioConsumer['setup']): Promise<void> {
-  if (setup === undefined) return;
-  if (typeof setup === 'function') {
-    await setup(session);
-    return;
-  }
-  for (const sql of typeof setup === 'string' ? [setup] : setup) {
-    try {
-      await session.execute(sql);
-    } catch (error) {
-      throw new Error(`runScenario: setup statement failed (${sql.slice(0, 80)}): ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-    }
-  }
-}
-
-/** The user's own check, its findings and its failure alike as `verify: ` problems. */
-async function runVerify(verify: NonNullable<ScenarioConsumer['verify']>, session: DataApiSession): Promise<string[]> {
-  try {
-    const found = await verify(session);
-    if (found === undefined || found === null) return [];
-    return (typeof found === 'string' ? [found] : [...found]).map((problem) => `verify: ${problem}`);
-  } catch (error) {
-    return [`verify: ${error instanceof Error ? error.message : String(error)}`];
   }
 }
 
