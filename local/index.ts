@@ -23,6 +23,8 @@ export type {
   ScenarioHandlerFactory,
   ScenarioResult,
   ScenarioCheck,
+  HandedOn,
+  HandedOnMessage,
 } from './scenario.js';
 export type { DoubleEffect, OutOfOrderEffect } from './effects.js';
 export { FAULTS, FAULT_RATES } from './fault-schedule.js';

@@ -8,7 +8,9 @@ import type { DoubleEffect, OutOfOrderEffect } from './effects.js';
 import type { SqsEventSource, SqsEventHandler } from './event-source.js';
 import { FAULTS, FaultSchedule } from './fault-schedule.js';
 import type { CommitPoint, FaultLikelihood, FaultName } from './fault-schedule.js';
-import { buildMessages, createQueueWithDlq, deadLetteredKeys, driveUntilDrained, exclusively, faultedSource, inOwnDatabase, localSqsClient, onStack, openDatabase, produce, readVerdict, runEnvironment, runSetup, runVerify, sqsDrained, waiting } from './scenario-steps.js';
+import { buildMessages, createQueueWithDlq, deadLetteredKeys, driveUntilDrained, exclusively, faultedSource, handedOnMessages, inOwnDatabase, localSqsClient, onStack, openDatabase, produce, readVerdict, runEnvironment, runSetup, runVerify, sqsDrained, sweeperSession, sweeperTransport, waiting } from './scenario-steps.js';
+import { startSweeper, unsentRows } from './pipeline/sweeper.js';
+import type { PeriodicSweeper } from './pipeline/sweeper.js';
 import type { LocalStack } from './stack.js';
 
 export { FAULTS, FAULT_RATES } from './fault-schedule.js';
@@ -115,7 +117,20 @@ export interface ScenarioConsumer {
    * @example async (session) => { const { rows } = await session.execute('SELECT sum(amount_cents)::int AS total FROM public.payments'); if (rows[0]?.total !== 47_850) return `total ${rows[0]?.total}, expected 47850`; }
    * @default nothing more than the effects query
    */
-  readonly verify?: ((session: DataApiSession) => ScenarioCheck | Promise<ScenarioCheck>) | undefined;
+  readonly verify?: ((session: DataApiSession, handedOn: HandedOn) => ScenarioCheck | Promise<ScenarioCheck>) | undefined;
+}
+
+/** The messages in each outbox destination's queue at the end of a run (see {@link ScenarioRunOptions.destinations}), in the order they arrived. */
+export type HandedOn = Readonly<Record<string, readonly HandedOnMessage[]>>;
+
+/** One message your handler handed on to a destination. */
+export interface HandedOnMessage {
+  /** Its body, as sent. */
+  readonly body: string;
+  /** Its `idempotency-key` attribute: the outbox's stable key. */
+  readonly key: string | undefined;
+  /** Its FIFO MessageGroupId. */
+  readonly groupId: string | undefined;
 }
 
 /** What a {@link ScenarioConsumer.verify} check returns: nothing (all is well), or the problems it found. */
@@ -167,6 +182,15 @@ export interface ScenarioRunOptions {
    * @default `INBOX_CONSUMER: 'local-consumer'` and nothing more
    */
   readonly env?: Readonly<Record<string, string>> | undefined;
+  /**
+   * The outbox destinations your handler sends to by name (`tx.send({ to: 'receipts', ... })` with
+   * `sqsOutbox({ client: new SQSClient({}) })`): each gets a queue of the run (FIFO when `fifo`), named in
+   * `INBOX_DESTINATIONS` as the InboxConsumer construct does; a sweeper sends every half second what the
+   * handlers' relays left (rows older than the function timeout), and the run waits until no outbox row
+   * is unsent. What reached each queue is in the result's `destinations` and `verify`'s second argument.
+   * @default none
+   */
+  readonly destinations?: readonly string[] | undefined;
   /** Told of progress: records settled (deleted or dead-lettered) out of those sent. */
   readonly onProgress?: ((settled: number, sent: number) => void) | undefined;
 }
@@ -243,9 +267,11 @@ export interface ScenarioResult {
    * make it 99% likely to strike at least once. A fault that never struck is also named in `problems`.
    */
   readonly faultLikelihood: readonly FaultLikelihood[];
+  /** What reached each outbox destination (see {@link ScenarioRunOptions.destinations}). */
+  readonly destinations: HandedOn;
   /** Wall time of the whole run, in milliseconds. */
   readonly elapsedMs: number;
-  /** False when the queue did not drain before the timeout. */
+  /** False when the queue (and, with destinations, the outbox) did not drain before the timeout. */
   readonly completed: boolean;
   /** True when the run drained and every message was applied once or accounted for, in order: `problems` is empty. */
   readonly exactlyOnce: boolean;
@@ -310,6 +336,7 @@ interface Settings {
   readonly timeoutMs: number;
   readonly database: string | undefined;
   readonly env: Readonly<Record<string, string>> | undefined;
+  readonly destinations: readonly string[];
   readonly onProgress: ((settled: number, sent: number) => void) | undefined;
 }
 
@@ -349,6 +376,10 @@ function resolve(options: ScenarioOptions): Settings {
   wholeNumber('visibilityTimeoutSeconds', visibilityTimeoutSeconds, 1);
   const timeoutMs = options.timeoutMs ?? Math.max(120_000, messages * 40);
   wholeNumber('timeoutMs', timeoutMs, 1);
+  const destinations = options.destinations ?? [];
+  if (!Array.isArray(destinations) || destinations.some((name) => typeof name !== 'string' || !/^[A-Za-z0-9_-]{1,40}$/.test(name))) {
+    problems.push(`destinations must be names of 1 to 40 letters, digits, - or _, as tx.send({ to }) gives them; got ${JSON.stringify(destinations)}.`);
+  }
   const faults = options.faults ?? FAULTS;
   const unknown = faults.filter((fault) => !(FAULTS as readonly string[]).includes(fault));
   if (unknown.length > 0) problems.push(`faults: unknown ${unknown.map((f) => JSON.stringify(f)).join(', ')}; choose from ${FAULTS.join(', ')}.`);
@@ -365,6 +396,7 @@ function resolve(options: ScenarioOptions): Settings {
     timeoutMs,
     database: options.database,
     env: options.env,
+    destinations: options.destinations ?? [],
     onProgress: options.onProgress,
   };
 }
@@ -401,6 +433,8 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
   const { queue, dlq } = createQueueWithDlq(model, `scenario-${tag}`, fifo, settings.visibilityTimeoutSeconds);
   const sqsClient = await localSqsClient(local);
   const sources: SqsEventSource[] = [];
+  const handOff = settings.destinations.map((name) => ({ name, ...createQueueWithDlq(model, `scenario-${tag}-${name}`, fifo, settings.visibilityTimeoutSeconds) }));
+  let sweeper: PeriodicSweeper | undefined;
   try {
     await migrate(session, [INBOX_MIGRATIONS]);
     await runSetup('runScenario', session, consumer.setup);
@@ -412,7 +446,8 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
     const sends = sent.length + duplicateSends;
 
     // The handlers, one per event source mapping, made once the environment is set.
-    const env = runEnvironment(local, database, settings.env);
+    const named: Record<string, string> = handOff.length > 0 ? { INBOX_DESTINATIONS: JSON.stringify(Object.fromEntries(handOff.map(({ name, queue: q }) => [name, q.url]))) } : {};
+    const env = runEnvironment(local, database, { ...named, ...settings.env });
     setEnv(env);
     for (let instance = 0; instance < settings.consumers; instance++) {
       const handler = await makeHandler(consumer.handler, { env, database: target, session, instance, local });
@@ -426,14 +461,20 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
       schedule,
       started,
       timeoutMs: settings.timeoutMs,
-      start: () => sources.forEach((source) => source.start()),
+      start: () => {
+        for (const source of sources) source.start();
+        if (handOff.length > 0) sweeper = startSweeper(sweeperSession(target), sweeperTransport(sqsClient), { everyMs: 500, minAgeMs: settings.visibilityTimeoutSeconds * 1000 });
+      },
       progress: () => {
         left = waiting(model, queue.url);
         return { settled: sends - left, total: sends };
       },
       onProgress: () => settings.onProgress?.(Math.max(0, sends - left), sends),
-      drained: () => sqsDrained(model, [queue.url], sources),
-      stop: async () => void (await Promise.all(sources.map((source) => source.stop()))),
+      drained: () => sqsDrained(model, [queue.url], sources, sweeper ? () => unsentRows(session) : undefined),
+      stop: async () => {
+        await sweeper?.stop();
+        await Promise.all(sources.map((source) => source.stop()));
+      },
     });
     left = waiting(model, queue.url);
 
@@ -443,7 +484,8 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
     const unmatched = schedule.commitPointProblem();
     if (unmatched) problems.push(unmatched);
     problems.push(...schedule.unfiredProblems(settings.messages));
-    problems.push(...(await runVerify(consumer.verify, session)));
+    const destinations: HandedOn = Object.fromEntries(handOff.map(({ name, queue: q }) => [name, handedOnMessages(model, q)]));
+    problems.push(...(await runVerify(consumer.verify, session, destinations)));
     const total = (count: (source: SqsEventSource) => number) => sources.reduce((sum, source) => sum + count(source), 0);
     return {
       pattern: label,
@@ -472,18 +514,19 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
       callsPerMessage: dataApiCalls / sends,
       faultsInjected: schedule.injected,
       faultLikelihood: schedule.likelihood(settings.messages),
+      destinations,
       elapsedMs: Date.now() - started,
       completed,
       exactlyOnce: problems.length === 0,
       problems,
     };
   } finally {
+    await sweeper?.stop();
     await Promise.all(sources.map((source) => source.stop()));
     local.dataApi.faults.clear();
     sqsClient.destroy();
     dataApiClient.destroy();
-    model.deleteQueue(queue.url);
-    model.deleteQueue(dlq.url);
+    for (const q of [queue, dlq, ...handOff.flatMap((destination) => [destination.queue, destination.dlq])]) model.deleteQueue(q.url);
   }
 }
 

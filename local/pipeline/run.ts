@@ -1,12 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/index.js';
+import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/index.js';
 import type { SqsEventSource } from '../event-source.js';
 import { FAULTS, FaultSchedule } from '../fault-schedule.js';
 import type { FaultName } from '../fault-schedule.js';
 import type { ScenarioResult, ScenarioRunOptions } from '../scenario.js';
-import { buildMessages, createQueueWithDlq, driveUntilDrained, faultedSource, inOwnDatabase, localSqsClient, openDatabase, produce, sourcesBusy, sqsDrained, waiting } from '../scenario-steps.js';
-import type { SqsModel } from '../sqs/model.js';
+import { buildMessages, createQueueWithDlq, driveUntilDrained, faultedSource, inOwnDatabase, localSqsClient, openDatabase, produce, sqsDrained, sweeperSession, waiting } from '../scenario-steps.js';
 import { startLocal } from '../stack.js';
 import type { LocalStack } from '../stack.js';
 import { HandOffFaults, PIPELINE_FAULTS } from './faults.js';
@@ -218,7 +216,7 @@ async function runIn(local: LocalStack, settings: Settings, database: string, ta
         for (const source of sources) source.start();
         if (variant === 'outbox') {
           // A session of its own, without resume retries: a sweep refused by a paused Aurora is tried again at the next.
-          sweeper = startSweeper(new DataApiSession(target, { callTimeoutMs: 10_000, resumeDelaysMs: [] }), outboxTransport(handOff, (count) => (swept += count)), SWEEP);
+          sweeper = startSweeper(sweeperSession(target), outboxTransport(handOff, (count) => (swept += count)), SWEEP);
         }
       },
       progress: () => ({ settled: sends - waiting(model, orders.queue.url), total: sends }),
@@ -226,7 +224,7 @@ async function runIn(local: LocalStack, settings: Settings, database: string, ta
         const shipLeft = waiting(model, orders.queue.url);
         settings.onProgress?.({ shipSettled: Math.max(0, sends - shipLeft), shipSent: sends, invoicesWaiting: waiting(model, invoices.queue.url) });
       },
-      drained: () => drained(model, [orders.queue.url, invoices.queue.url], sources, sweeper ? () => unsentRows(session) : undefined),
+      drained: () => sqsDrained(model, [orders.queue.url, invoices.queue.url], sources, sweeper ? () => unsentRows(session) : undefined),
       stop: async () => {
         await sweeper?.stop();
         await Promise.all(sources.map((source) => source.stop()));
@@ -271,18 +269,4 @@ async function runIn(local: LocalStack, settings: Settings, database: string, ta
       model.deleteQueue(dlq.url);
     }
   }
-}
-
-/**
- * Both queues empty, no handler running and (with the outbox) no row unsent. The queues are looked at
- * again after the outbox: a sweep may have sent its last rows (and marked them) in between.
- */
-async function drained(model: SqsModel, queues: readonly string[], sources: readonly SqsEventSource[], unsent: (() => Promise<number>) | undefined): Promise<boolean> {
-  if (!(await sqsDrained(model, queues, sources))) return false;
-  if (!unsent) return true;
-  // Aurora may be paused, or the next call fail: not drained yet, then.
-  const rows = await unsent().catch(() => 1);
-  if (rows === 0 && queues.every((queue) => waiting(model, queue) === 0) && !sourcesBusy(sources)) return true;
-  await sleep(100);
-  return false;
 }
