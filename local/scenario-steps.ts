@@ -272,8 +272,10 @@ export async function exclusively<T>(name: string, body: (setEnv: (env: Readonly
 
 /**
  * The variables a run sets for the handlers it makes: `INBOX_*` on the run's database, and the AWS SDK's
- * endpoint, region and credentials for SQS, so that `new SQSClient({})` in a handler (an outbox's
- * transport, a producer) reaches the local SQS. `extra` comes last and may override any of them.
+ * region, credentials and SQS endpoint, so that `new SQSClient({})` in a handler (an outbox's transport,
+ * a producer) works against the local SQS: the SDK sends a call that names a queue to its URL's host,
+ * but refuses to start without a region and credentials, and the endpoint serves calls without a queue
+ * URL. `extra` comes last and may override any of them.
  */
 export function runEnvironment(local: LocalStack, database: string, extra: Readonly<Record<string, string>> | undefined): Record<string, string> {
   return {
@@ -409,14 +411,16 @@ export function sweeperSession(target: DatabaseTarget): DataApiSession {
   return new DataApiSession(target, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
 }
 
-/** The outbox's SQS transport for a run's sweeper, over the run's SQS client. */
-export function sweeperTransport(client: SQSClient): OutboxTransport {
+/** The outbox's SQS transport for a run's sweeper, over the run's SQS client; `onSent` is told how many rows went out. */
+export function sweeperTransport(client: SQSClient, onSent: (sent: number) => void): OutboxTransport {
   // Lazily: sqsOutbox imports @aws-sdk/client-sqs, an optional peer, which the client shows is there.
   let transport: OutboxTransport | undefined;
   return {
     async send(rows) {
       transport ??= (await import('../lambda/inbox/outbox/sqs-outbox.js')).sqsOutbox({ client }).transport;
-      return transport.send(rows);
+      const results = await transport.send(rows);
+      onSent(results.filter((result) => result.error === undefined).length);
+      return results;
     },
   };
 }

@@ -269,6 +269,8 @@ export interface ScenarioResult {
   readonly faultLikelihood: readonly FaultLikelihood[];
   /** What reached each outbox destination (see {@link ScenarioRunOptions.destinations}). */
   readonly destinations: HandedOn;
+  /** Outbox rows the run's sweeper sent: those the handlers' relays did not (a crash, a lost commit answer, a failed send). */
+  readonly outboxSwept: number;
   /** Wall time of the whole run, in milliseconds. */
   readonly elapsedMs: number;
   /** False when the queue (and, with destinations, the outbox) did not drain before the timeout. */
@@ -435,6 +437,7 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
   const sources: SqsEventSource[] = [];
   const handOff = settings.destinations.map((name) => ({ name, ...createQueueWithDlq(model, `scenario-${tag}-${name}`, fifo, settings.visibilityTimeoutSeconds) }));
   let sweeper: PeriodicSweeper | undefined;
+  let swept = 0;
   try {
     await migrate(session, [INBOX_MIGRATIONS]);
     await runSetup('runScenario', session, consumer.setup);
@@ -463,7 +466,7 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
       timeoutMs: settings.timeoutMs,
       start: () => {
         for (const source of sources) source.start();
-        if (handOff.length > 0) sweeper = startSweeper(sweeperSession(target), sweeperTransport(sqsClient), { everyMs: 500, minAgeMs: settings.visibilityTimeoutSeconds * 1000 });
+        if (handOff.length > 0) sweeper = startSweeper(sweeperSession(target), sweeperTransport(sqsClient, (sent) => (swept += sent)), { everyMs: 500, minAgeMs: settings.visibilityTimeoutSeconds * 1000 });
       },
       progress: () => {
         left = waiting(model, queue.url);
@@ -515,6 +518,7 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
       faultsInjected: schedule.injected,
       faultLikelihood: schedule.likelihood(settings.messages),
       destinations,
+      outboxSwept: swept,
       elapsedMs: Date.now() - started,
       completed,
       exactlyOnce: problems.length === 0,

@@ -10,7 +10,7 @@ import type { HandedOn, LocalStack, ScenarioConsumer, ScenarioEnvironment } from
 import { freshDatabase } from '../support/database.js';
 
 // runScenario with a handler that hands a message on through the outbox: the run makes the destination
-// queues, names them in INBOX_DESTINATIONS, sets the SQS endpoint for the handler's own new SQSClient({}),
+// queues, names them in INBOX_DESTINATIONS, sets the region and credentials the handler's own new SQSClient({}) needs,
 // sweeps what the relays left, and lets verify judge what reached each queue.
 
 interface Credit {
@@ -87,6 +87,9 @@ describe('runScenario with an outbox handler', () => {
     expect(report.problems).toEqual([]);
     expect(report.destinations.receipts!.length).toBeGreaterThanOrEqual(report.applied);
     expect(report.destinations.receipts!.every((message) => message.key !== undefined && message.groupId?.startsWith('account-'))).toBe(true);
+    // The handlers' own relays, through new SQSClient({}) with the region and credentials the run set, sent most; the sweeper the rest.
+    expect(report.outboxSwept).toBeGreaterThan(0);
+    expect(report.outboxSwept).toBeLessThan(report.applied / 2);
   }, 180_000);
 
   it('finds the receipts a send after the commit loses, when the commit answer was lost', async () => {

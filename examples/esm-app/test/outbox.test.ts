@@ -5,7 +5,7 @@ import { credits } from './credits-scenario.js';
 it('hands one receipt on for every credit, through every fault, with the outbox and its sweeper', async () => {
   const report = await runScenario({
     ...credits,
-    // A queue per destination, named in INBOX_DESTINATIONS; AWS_ENDPOINT_URL_SQS points new SQSClient({}) at the local SQS.
+    // A queue per destination, named in INBOX_DESTINATIONS; AWS_REGION and local credentials let new SQSClient({}) send to it.
     destinations: ['receipts'],
     handler: () => import('../src/receipts-worker.js').then((m) => m.handler),
     verify: async (session, handedOn) => {
