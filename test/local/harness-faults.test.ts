@@ -114,7 +114,7 @@ describe('a testbed that cannot pass silently', () => {
     expect(report.exactlyOnce).toBe(false);
     // From the rates: 1 - (1 - rate)^n >= 0.99.
     const likely = Object.fromEntries(report.faultLikelihood.map((fault) => [fault.fault, fault.messagesFor99]));
-    expect(likely).toMatchObject({ 'duplicate-sends': 90, poison: 919, 'crash-after-commit': 459, 'visibility-expiry': 919, 'server-errors': 919, 'auto-pause': 1 });
+    expect(likely).toMatchObject({ 'duplicate-sends': 90, poison: 305, 'crash-after-commit': 305, 'visibility-expiry': 305, 'server-errors': 305, 'auto-pause': 1 });
     // 152 commits; about one commit per message, a little more when a commit failed and came again.
     expect(likely['crash-in-transaction']).toBeGreaterThan(120);
     expect(likely['crash-in-transaction']).toBeLessThanOrEqual(152);

@@ -107,14 +107,12 @@ describe('runScenario with your own handler', () => {
     expect(report.problems).toEqual([]);
     expect(report.exactlyOnce).toBe(true);
     expect(report.orderChecked).toBe(true);
-    // The seed decides the producer's faults; the commit-point faults hit ~3% of some 300 commits each.
-    expect(report.poison).toBe(2);
-    expect(report.parked).toBe(2);
+    // The seed decides the producer's faults by key; the others struck too, or problems would say so.
+    expect(report.poison).toBe(5);
+    expect(report.parked).toBe(5);
     expect(report.duplicateSends).toBe(24);
-    expect(report.applied).toBe(298);
-    for (const fault of ['drop-commit', 'crash-in-transaction', 'auto-pause', 'duplicate-sends', 'poison'] as const) {
-      expect(report.faultsInjected[fault], fault).toBeGreaterThan(0);
-    }
+    expect(report.applied).toBe(295);
+    for (const fault of FAULTS) expect(report.faultsInjected[fault], fault).toBeGreaterThan(0);
     expect(report.callsPerMessage).toBeGreaterThan(3);
   }, 120_000);
 
