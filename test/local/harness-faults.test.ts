@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { inbox } from '../../lambda/inbox/index.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
-import { FAULT_RATES, FAULTS, runScenario, startLocal } from '../../local/index.js';
-import type { LocalStack, ScenarioConsumer, ScenarioEnvironment } from '../../local/index.js';
-import { freshDatabase } from '../support/database.js';
+import { FAULT_RATES, FAULTS, runScenario } from '../../local/index.js';
+import type { ScenarioConsumer, ScenarioEnvironment } from '../../local/index.js';
+import { localStackPerFile } from '../support/local-stack.js';
 
 // The testbed cannot pass silently: faults that never struck are problems, the seed decides the faults
 // the same way run after run, and a verify hook judges more than key counts.
@@ -72,22 +72,13 @@ function balances(messages: number, parkedKeys: () => ReadonlySet<string>) {
   };
 }
 
-const previousDatabaseUrl = process.env.DATABASE_URL;
-let local: LocalStack;
-beforeAll(async () => {
-  process.env.DATABASE_URL = await freshDatabase('harness_faults');
-  local = await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } });
-});
-afterAll(async () => {
-  await local?.close();
-  if (previousDatabaseUrl === undefined) delete process.env.DATABASE_URL;
-  else process.env.DATABASE_URL = previousDatabaseUrl;
-});
+// One stack for the file, on a database of its own: the runs' own databases live on the shared server.
+const stack = localStackPerFile('harness_faults');
 
 describe('a testbed that cannot pass silently', () => {
   it("fails a handler that writes its effect outside the transaction at the README's 300 messages: doubled credits, wrong balances", async () => {
     const parked = new Set<string>();
-    const report = await runScenario(local, {
+    const report = await runScenario(stack(), {
       ...ledger,
       handler: outsideTransaction,
       verify: async (session) => {
@@ -103,7 +94,7 @@ describe('a testbed that cannot pass silently', () => {
   }, 180_000);
 
   it('fails it at 20 messages too, by naming the faults that never struck and how many messages make each likely', async () => {
-    const report = await runScenario(local, { ...ledger, handler: outsideTransaction, messages: 20 });
+    const report = await runScenario(stack(), { ...ledger, handler: outsideTransaction, messages: 20 });
     const unfired = report.faultLikelihood.filter((fault) => fault.injected === 0);
     expect(unfired.length).toBeGreaterThan(0);
     for (const { fault, messagesFor99 } of unfired) {
@@ -122,7 +113,7 @@ describe('a testbed that cannot pass silently', () => {
 
   it('passes the same handler with its effect in the transaction, balances verified, once every fault struck', async () => {
     const parked = new Set<string>();
-    const report = await runScenario(local, {
+    const report = await runScenario(stack(), {
       ...ledger,
       handler: inTransaction,
       messages: 500,
@@ -138,9 +129,9 @@ describe('a testbed that cannot pass silently', () => {
   }, 180_000);
 
   it('reports what verify found, and what it threw, in problems', async () => {
-    const found = await runScenario(local, { ...ledger, handler: inTransaction, messages: 10, faults: [], verify: () => ['account-0 is frozen', 'account-1 is frozen'] });
+    const found = await runScenario(stack(), { ...ledger, handler: inTransaction, messages: 10, faults: [], verify: () => ['account-0 is frozen', 'account-1 is frozen'] });
     expect(found.problems).toEqual(['verify: account-0 is frozen', 'verify: account-1 is frozen']);
-    const threw = await runScenario(local, {
+    const threw = await runScenario(stack(), {
       ...ledger,
       handler: inTransaction,
       messages: 10,
@@ -152,11 +143,11 @@ describe('a testbed that cannot pass silently', () => {
     });
     expect(threw.problems).toEqual([expect.stringMatching(/^verify: expected 5 to be 6/)]);
     expect(threw.exactlyOnce).toBe(false);
-    await expect(runScenario(local, { ...ledger, handler: inTransaction, messages: 1, verify: 'SELECT 1' as never })).rejects.toThrow('verify must be a function');
+    await expect(runScenario(stack(), { ...ledger, handler: inTransaction, messages: 1, verify: 'SELECT 1' as never })).rejects.toThrow('verify must be a function');
   }, 60_000);
 
   it('decides the same faults for the same seed, run after run', async () => {
-    const run = () => runScenario(local, { ...ledger, handler: inTransaction, messages: 200, seed: 7 });
+    const run = () => runScenario(stack(), { ...ledger, handler: inTransaction, messages: 200, seed: 7 });
     const first = await run();
     const second = await run();
     const third = await run();

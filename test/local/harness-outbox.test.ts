@@ -1,13 +1,13 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse } from 'aws-lambda';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { inbox } from '../../lambda/inbox/index.js';
 import type { InboxMessage } from '../../lambda/inbox/index.js';
 import { sqsOutbox } from '../../lambda/inbox/outbox/index.js';
 import { createProducer } from '../../lambda/inbox/producer.js';
-import { runScenario, startLocal } from '../../local/index.js';
+import { runScenario } from '../../local/index.js';
 import type { HandedOn, LocalStack, ScenarioConsumer, ScenarioEnvironment } from '../../local/index.js';
-import { freshDatabase } from '../support/database.js';
+import { localStackPerFile } from '../support/local-stack.js';
 
 // runScenario with a handler that hands a message on through the outbox: the run makes the destination
 // queues, names them in INBOX_DESTINATIONS, sets the region and credentials the handler's own new SQSClient({}) needs,
@@ -69,21 +69,12 @@ async function receiptsMatchCredits(session: ScenarioEnvironment['session'], han
   ];
 }
 
-const previousDatabaseUrl = process.env.DATABASE_URL;
-let local: LocalStack;
-beforeAll(async () => {
-  process.env.DATABASE_URL = await freshDatabase('harness_outbox');
-  local = await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } });
-});
-afterAll(async () => {
-  await local?.close();
-  if (previousDatabaseUrl === undefined) delete process.env.DATABASE_URL;
-  else process.env.DATABASE_URL = previousDatabaseUrl;
-});
+// One stack for the file, on a database of its own: the runs' own databases live on the shared server.
+const stack = localStackPerFile('harness_outbox');
 
 describe('runScenario with an outbox handler', () => {
   it('hands a receipt on for every credit applied, through every fault, with the sweeper', async () => {
-    const report = await runScenario(local, { ...credits, handler: withOutbox, destinations: ['receipts'], verify: receiptsMatchCredits });
+    const report = await runScenario(stack(), { ...credits, handler: withOutbox, destinations: ['receipts'], verify: receiptsMatchCredits });
     expect(report.problems).toEqual([]);
     expect(report.destinations.receipts!.length).toBeGreaterThanOrEqual(report.applied);
     expect(report.destinations.receipts!.every((message) => message.key !== undefined && message.groupId?.startsWith('account-'))).toBe(true);
@@ -93,12 +84,12 @@ describe('runScenario with an outbox handler', () => {
   }, 180_000);
 
   it('finds the receipts a send after the commit loses, when the commit answer was lost', async () => {
-    const report = await runScenario(local, { ...credits, handler: sendAfterCommit, destinations: ['receipts'], verify: receiptsMatchCredits });
+    const report = await runScenario(stack(), { ...credits, handler: sendAfterCommit, destinations: ['receipts'], verify: receiptsMatchCredits });
     expect(report.faultsInjected['drop-commit']).toBeGreaterThan(0);
     expect(report.problems).toContainEqual(expect.stringMatching(/^verify: credit-\d+ applied, no receipt$/));
   }, 180_000);
 
   it('refuses a destination name tx.send could not give', async () => {
-    await expect(runScenario(local, { ...credits, handler: withOutbox, destinations: ['re ceipts'] })).rejects.toThrow('destinations must be names of 1 to 40 letters');
+    await expect(runScenario(stack(), { ...credits, handler: withOutbox, destinations: ['re ceipts'] })).rejects.toThrow('destinations must be names of 1 to 40 letters');
   });
 });

@@ -1,9 +1,9 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { dynamoDbInbox, kafkaInbox, kinesisInbox } from '../../lambda/inbox/index.js';
 import type { DataApiSession, DatabaseTarget, InboxTransaction } from '../../lambda/inbox/index.js';
-import { runStreamScenario, startLocal, STREAM_SOURCES } from '../../local/index.js';
-import type { LocalStack, StreamConsumer, StreamSourceName } from '../../local/index.js';
-import { freshDatabase } from '../support/database.js';
+import { runStreamScenario, STREAM_SOURCES } from '../../local/index.js';
+import type { StreamConsumer, StreamSourceName } from '../../local/index.js';
+import { localStackPerFile } from '../support/local-stack.js';
 
 // runStreamScenario as a user drives their own kinesisInbox, dynamoDbInbox and kafkaInbox handlers:
 // records through the local stream and Lambda's mapping for it, the stream faults, and exactly-once
@@ -44,21 +44,12 @@ const credits = (source: StreamSourceName, write: Writer): StreamConsumer => ({
   partitionKey: 'account',
 });
 
-const previousDatabaseUrl = process.env.DATABASE_URL;
-let local: LocalStack;
-beforeAll(async () => {
-  process.env.DATABASE_URL = await freshDatabase('stream_scenario');
-  local = await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } });
-});
-afterAll(async () => {
-  await local?.close();
-  if (previousDatabaseUrl === undefined) delete process.env.DATABASE_URL;
-  else process.env.DATABASE_URL = previousDatabaseUrl;
-});
+// One stack for the file, on a database of its own: the runs' own databases live on the shared server.
+const stack = localStackPerFile('stream_scenario');
 
 describe.each(STREAM_SOURCES)('runStreamScenario with your own %s handler', (source) => {
   it('applies every record exactly once and in lane order through every stream fault, each of which struck', async () => {
-    const report = await runStreamScenario(local, { source, ...credits(source, inTransaction), messages: 500, seed: 3 });
+    const report = await runStreamScenario(stack(), { source, ...credits(source, inTransaction), messages: 500, seed: 3 });
     expect(report.problems).toEqual([]);
     expect(report.faultLikelihood.every((fault) => fault.injected > 0)).toBe(true);
     expect(report).toMatchObject({ applied: 500, extraEffects: 0, lost: 0, orderViolations: 0, completed: true });
@@ -66,11 +57,11 @@ describe.each(STREAM_SOURCES)('runStreamScenario with your own %s handler', (sou
   }, 120_000);
 
   it('fails the same handler with its effect written outside the transaction, and names the faults a small run never injected', async () => {
-    const report = await runStreamScenario(local, { source, ...credits(source, outsideTransaction), messages: 500, seed: 3 });
+    const report = await runStreamScenario(stack(), { source, ...credits(source, outsideTransaction), messages: 500, seed: 3 });
     expect(report.doubled).toBeGreaterThan(0);
     expect(report.problems).toContainEqual(expect.stringMatching(/^\d+ message\(s\) applied more than once: credit-\d+/));
 
-    const small = await runStreamScenario(local, { source, ...credits(source, outsideTransaction), messages: 20, seed: 3 });
+    const small = await runStreamScenario(stack(), { source, ...credits(source, outsideTransaction), messages: 20, seed: 3 });
     expect(small.problems).toContainEqual(expect.stringMatching(/^[a-z-]+ was never injected, so this run proved nothing about it \(20 messages: at [\d.]+% of [a-z ]+, ~\d+ messages make it 99% likely\)/));
     expect(small.exactlyOnce).toBe(false);
   }, 120_000);
@@ -78,7 +69,7 @@ describe.each(STREAM_SOURCES)('runStreamScenario with your own %s handler', (sou
 
 it('sets the SQS endpoint variables for a handler that makes its own SQSClient, and refuses a second run at once', async () => {
   let seen: Record<string, string | undefined> = {};
-  const first = runStreamScenario(local, {
+  const first = runStreamScenario(stack(), {
     source: 'kinesis',
     ...credits('kinesis', inTransaction),
     handler: (environment) => {
@@ -88,8 +79,8 @@ it('sets the SQS endpoint variables for a handler that makes its own SQSClient, 
     messages: 5,
     faults: [],
   });
-  await expect(runStreamScenario(local, { source: 'kafka', pattern: 'inbox', messages: 5 })).rejects.toThrow('another scenario (runStreamScenario) is running');
+  await expect(runStreamScenario(stack(), { source: 'kafka', pattern: 'inbox', messages: 5 })).rejects.toThrow('another scenario (runStreamScenario) is running');
   expect((await first).problems).toEqual([]);
-  expect(seen).toEqual({ endpoint: local.sqs.endpoint, region: local.sqs.region, database: expect.stringMatching(/^stream_kinesis_handler_/) });
+  expect(seen).toEqual({ endpoint: stack().sqs.endpoint, region: stack().sqs.region, database: expect.stringMatching(/^stream_kinesis_handler_/) });
   expect(process.env.AWS_ENDPOINT_URL_SQS).toBeUndefined();
 }, 60_000);
