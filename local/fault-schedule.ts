@@ -252,10 +252,9 @@ export class FaultSchedule {
    * visibility timeout) a start just as it ends. Returns the context the handler is to run with.
    */
   async beforeInvocation<C extends { getRemainingTimeInMillis(): number }>(deliveries: readonly Delivery[], context: C, visibilitySeconds?: number): Promise<C> {
-    const errorsBefore = this.injected['server-errors'] ?? 0;
-    const errors = this.#strikes('server-errors', deliveries) ? this.injected['server-errors']! - errorsBefore : 0;
+    const errors = this.#strikes('server-errors', deliveries);
     if (errors > 0) this.dataApi.faults.serverError({ count: errors, status: 500 });
-    if (visibilitySeconds === undefined || !this.#strikes('visibility-expiry', deliveries)) return context;
+    if (visibilitySeconds === undefined || this.#strikes('visibility-expiry', deliveries) === 0) return context;
     // A consumer whose run outlives the queue's visibility timeout (the misconfiguration the CDK
     // constructs refuse): it starts its records just before SQS hands the same batch to another
     // consumer, still believing it has time, so the two race on the same claims.
@@ -337,16 +336,16 @@ export class FaultSchedule {
   }
 
   /**
-   * Whether the invocation is struck: when one of its records is at its first delivery and the seed picks
-   * it. Only first deliveries: every message has exactly one, whatever the timing, while which records
-   * share a redelivered batch (and so whether there is one) depends on timing. Counted per delivery
-   * struck, so the counts do not depend on which records shared a batch either.
+   * How many of the invocation's records strike it: those at their first delivery that the seed picks.
+   * Only first deliveries: every message has exactly one, whatever the timing, while which records share
+   * a redelivered batch (and so whether there is one) depends on timing. Counted per delivery struck, so
+   * the counts do not depend on which records shared a batch either.
    */
-  #strikes(fault: FaultName, deliveries: readonly Delivery[]): boolean {
-    if (!this.#faults.has(fault)) return false;
+  #strikes(fault: FaultName, deliveries: readonly Delivery[]): number {
+    if (!this.#faults.has(fault)) return 0;
     const struck = deliveries.filter(({ id, attempt }) => attempt === 1 && uniform(this.seed, fault, id) < FAULT_RATES[fault].rate).length;
     for (let i = 0; i < struck; i++) this.#count(fault);
-    return struck > 0;
+    return struck;
   }
 
   #decide(fault: FaultName, ...parts: (string | number)[]): boolean {
