@@ -25,10 +25,13 @@ export type {
   ScenarioEnvironment,
   ScenarioHandlerFactory,
   ScenarioResult,
+  ScenarioCheck,
+  HandedOn,
+  HandedOnMessage,
 } from './scenario.js';
 export type { DoubleEffect, OutOfOrderEffect } from './effects.js';
-export { FAULTS } from './fault-schedule.js';
-export type { FaultName, CommitPoint } from './fault-schedule.js';
+export { FAULTS, FAULT_RATES } from './fault-schedule.js';
+export type { FaultName, CommitPoint, FaultLikelihood, FaultUnit } from './fault-schedule.js';
 /** The two-stage demo's engine (`sqs-inbox demo --pipeline`): ship, then invoice, chained by the outbox or a naive hand-off. */
 export { runPipeline } from './pipeline/run.js';
 export type { PipelineOptions, PipelineProgress, PipelineResult, HandOffCounts } from './pipeline/run.js';
@@ -44,7 +47,7 @@ export type { PipelineFaultName, HandOffFaultName } from './pipeline/faults.js';
  * baseline, with the demo's faults (a crash before the checkpoint among them), judged exactly once and in order.
  */
 export { runStreamScenario } from './stream-demo/run.js';
-export type { StreamScenarioOptions, StreamScenarioResult } from './stream-demo/run.js';
+export type { StreamScenarioOptions, StreamScenarioResult, StreamConsumer, StreamDemoOptions, StreamRunOptions } from './stream-demo/run.js';
 export { STREAM_SOURCES } from './stream-demo/sources.js';
 export type { StreamSourceName, StreamPattern } from './stream-demo/sources.js';
 export { STREAM_FAULTS } from './stream-demo/faults.js';

@@ -10,8 +10,10 @@ import type { PendingDelete, SqsEventHandler } from './event-source.js';
 import type { FaultSchedule } from './fault-schedule.js';
 import { loadPg, loadSqsClient } from './peer-loaders.js';
 import { createDatabase } from './postgres.js';
-import type { ScenarioMessage } from './scenario.js';
+import type { OutboxTransport } from '../lambda/inbox/outbox/relay.js';
+import type { HandedOn, HandedOnMessage, ScenarioMessage } from './scenario.js';
 import type { QueueInfo, SqsModel } from './sqs/model.js';
+import { startLocal } from './stack.js';
 import type { LocalStack } from './stack.js';
 
 // The steps of a scenario run, shared by runScenario (one consumer) and runPipeline (two consumers
@@ -154,7 +156,8 @@ export function buildMessages(plan: MessagePlan, schedule: FaultSchedule): Outgo
 
 /**
  * Sends every message once through the producer (its key as the idempotency key), and the duplicates the
- * schedule picks with the same key but a fresh deduplication id; returns how many duplicates it sent.
+ * schedule picks with the same key but a fresh deduplication id, then names them to the schedule; returns
+ * how many duplicates it sent.
  */
 export async function produce(model: SqsModel, client: SQSClient, queue: QueueInfo, sent: readonly Outgoing[], schedule: FaultSchedule): Promise<number> {
   // The producer imports @aws-sdk/client-sqs statically: load it only once the peer is known to be there.
@@ -176,6 +179,8 @@ export async function produce(model: SqsModel, client: SQSClient, queue: QueueIn
       });
     }
   }
+  // Named once all are in: SQS's message ids are new every run, the schedule decides by these names.
+  schedule.name(model.peekMessages(queue.url));
   return duplicateSends;
 }
 
@@ -185,8 +190,6 @@ export interface FaultedSourceOptions {
   readonly queue: QueueInfo;
   readonly handler: SqsEventHandler;
   readonly schedule: FaultSchedule;
-  /** Which event source mapping this is: part of each fault decision's identity. */
-  readonly instance: number;
   readonly visibilityTimeoutSeconds: number;
   readonly functionName: string;
   /** The crash hook. @default the schedule's crash-after-commit */
@@ -195,16 +198,16 @@ export interface FaultedSourceOptions {
 
 /** An event source mapping as a scenario runs it: batches of 10, 2 at a time, with the schedule's per-invocation faults. */
 export function faultedSource(options: FaultedSourceOptions): SqsEventSource {
-  const { schedule, instance, visibilityTimeoutSeconds } = options;
+  const { schedule, visibilityTimeoutSeconds } = options;
   return new SqsEventSource({
     model: options.model,
     queue: options.queue.url,
-    handler: schedule.wrap(options.handler, instance, visibilityTimeoutSeconds),
+    handler: schedule.wrap(options.handler, visibilityTimeoutSeconds),
     batchSize: 10,
     maxConcurrency: 2,
     functionTimeoutMs: visibilityTimeoutSeconds * 1000,
     functionName: options.functionName,
-    beforeDelete: options.beforeDelete ?? schedule.beforeDelete(instance),
+    beforeDelete: options.beforeDelete ?? schedule.beforeDelete(),
   });
 }
 
@@ -220,7 +223,7 @@ export function deadLetteredKeys(model: SqsModel, dlq: QueueInfo): Set<string> {
 
 /**
  * Judges what was sent against the effects query (read in pages), the keys `parkedSql` returns (a `key`
- * column) and the dead-lettered keys.
+ * column) and the dead-lettered keys; a dead-lettered message applied out of order is no violation.
  */
 export async function readVerdict(session: DataApiSession, effectsSql: string, sent: readonly SentMessage[], parkedSql: string, deadLettered: ReadonlySet<string>): Promise<Verdict> {
   const effectsFailed = (error: unknown): never => {
@@ -231,5 +234,202 @@ export async function readVerdict(session: DataApiSession, effectsSql: string, s
   // In pages: past some 13,000 of the demo's orders one answer would pass the Data API's 1 MiB limit.
   const effects = readEffects(await selectByKey(session, effectsSql).catch(effectsFailed));
   const parkedRows = await selectByKey(session, parkedSql);
-  return judge(sent, effects, new Set(parkedRows.map((row) => String(row.key))), deadLettered);
+  const verdict = judge(sent, effects, new Set(parkedRows.map((row) => String(row.key))), deadLettered);
+  // A message in the dead-letter queue that was applied anyway was applied from the producer's later
+  // re-send (`duplicate-sends`), which FIFO rightly delivers after its group's later messages. (Poison
+  // takes the messages behind it in its batches along; under load, function timeouts can use up a
+  // message's 5 receives.)
+  return { ...verdict, outOfOrder: verdict.outOfOrder.filter((effect) => !deadLettered.has(effect.key)) };
+}
+
+let owned: string | undefined;
+
+/**
+ * Runs `body` as the process's one scenario: it owns `process.env` (what `setEnv` sets is restored at the
+ * end) and the stack's faults and call counts until it returns. `name` is the runner's, for the refusal.
+ */
+export async function exclusively<T>(name: string, body: (setEnv: (env: Readonly<Record<string, string>>) => void) => Promise<T>): Promise<T> {
+  if (owned !== undefined) {
+    throw new Error(`${name}: another scenario (${owned}) is running in this process. A run owns process.env and the stack's faults: await one before starting the next.`);
+  }
+  owned = name;
+  const saved = new Map<string, string | undefined>();
+  try {
+    return await body((env) => {
+      for (const [key, value] of Object.entries(env)) {
+        if (!saved.has(key)) saved.set(key, process.env[key]);
+        process.env[key] = value;
+      }
+    });
+  } finally {
+    for (const [key, value] of saved) {
+      if (value === undefined) delete process.env[key];
+      else process.env[key] = value;
+    }
+    owned = undefined;
+  }
+}
+
+/**
+ * The variables a run sets for the handlers it makes: `INBOX_*` on the run's database, and the AWS SDK's
+ * region, credentials and SQS endpoint, so that `new SQSClient({})` in a handler (an outbox's transport,
+ * a producer) works against the local SQS: the SDK sends a call that names a queue to its URL's host,
+ * but refuses to start without a region and credentials, and the endpoint serves calls without a queue
+ * URL. `extra` comes last and may override any of them.
+ */
+export function runEnvironment(local: LocalStack, database: string, extra: Readonly<Record<string, string>> | undefined): Record<string, string> {
+  return {
+    INBOX_DATA_API_ENDPOINT: local.dataApi.endpoint,
+    INBOX_RESOURCE_ARN: local.dataApi.resourceArn,
+    INBOX_SECRET_ARN: local.dataApi.secretArn,
+    INBOX_DATABASE: database,
+    INBOX_CONSUMER: 'local-consumer',
+    AWS_ENDPOINT_URL_SQS: local.sqs.endpoint,
+    AWS_REGION: local.sqs.region,
+    AWS_ACCESS_KEY_ID: 'local',
+    AWS_SECRET_ACCESS_KEY: 'local',
+    ...extra,
+  };
+}
+
+/** What {@link driveUntilDrained} drives: the run's consumers, and how far they are. */
+export interface Drive {
+  readonly local: LocalStack;
+  readonly schedule: FaultSchedule;
+  /** When the run started: the deadline counts from it. */
+  readonly started: number;
+  readonly timeoutMs: number;
+  /** Starts the consumers (event sources, a sweeper). */
+  start(): void;
+  /** Records settled out of those to settle, for the half-way pause and `onProgress`. */
+  progress(): { readonly settled: number; readonly total: number };
+  /** Told of progress every tick. */
+  readonly onProgress?: (() => void) | undefined;
+  /** Whether everything is settled and nothing runs, waiting up to about 100 ms. */
+  drained(): Promise<boolean>;
+  /** Stops the consumers and waits for them. */
+  stop(): Promise<void>;
+}
+
+/**
+ * The skeleton every scenario runs: the stack's faults and counts cleared, the commit-point faults
+ * armed, Aurora paused, the consumers started; Aurora paused again half-way; then, once drained (or at
+ * the deadline), the consumers stopped and the faults cleared. Returns whether it drained, and the Data
+ * API calls the consumers made.
+ */
+export async function driveUntilDrained(drive: Drive): Promise<{ completed: boolean; dataApiCalls: number }> {
+  const { local, schedule } = drive;
+  local.dataApi.stats.reset();
+  local.dataApi.faults.clear();
+  schedule.armCommitPoint();
+  schedule.pause();
+  drive.start();
+  const deadline = drive.started + drive.timeoutMs;
+  let pausedAgain = false;
+  let completed = false;
+  for (;;) {
+    const { settled, total } = drive.progress();
+    drive.onProgress?.();
+    if (!pausedAgain && settled >= total / 2) {
+      pausedAgain = true;
+      schedule.pause();
+    }
+    if (await drive.drained()) {
+      completed = true;
+      break;
+    }
+    if (Date.now() > deadline) break;
+  }
+  await drive.stop();
+  local.dataApi.faults.clear();
+  local.sqs.faults.clear();
+  return { completed, dataApiCalls: local.dataApi.stats.total() };
+}
+
+/**
+ * Runs the user's own check: its findings, and its failure, as `verify: ` problems.
+ */
+export async function runVerify(verify: ((session: DataApiSession, handedOn: HandedOn) => unknown) | undefined, session: DataApiSession, handedOn: HandedOn = {}): Promise<string[]> {
+  if (!verify) return [];
+  try {
+    const found = (await verify(session, handedOn)) as string | readonly string[] | undefined | null;
+    if (found === undefined || found === null) return [];
+    return (typeof found === 'string' ? [found] : [...found]).map((problem) => `verify: ${problem}`);
+  } catch (error) {
+    return [`verify: ${error instanceof Error ? error.message : String(error)}`];
+  }
+}
+
+/** Creates a run's own tables in its fresh database: one SQL statement per string, or a function of a session on it. */
+export async function runSetup(name: string, session: DataApiSession, setup: string | readonly string[] | ((session: DataApiSession) => Promise<void>) | undefined): Promise<void> {
+  if (setup === undefined) return;
+  if (typeof setup === 'function') {
+    await setup(session);
+    return;
+  }
+  for (const sql of typeof setup === 'string' ? [setup] : setup) {
+    try {
+      await session.execute(sql);
+    } catch (error) {
+      throw new Error(`${name}: setup statement failed (${sql.slice(0, 80)}): ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    }
+  }
+}
+
+/** Runs `body` on `local`, or on a stack of its own (a 2 s transaction idle timeout, so a crashed transaction expires fast), closed at the end. */
+export async function onStack<T>(local: LocalStack | undefined, body: (local: LocalStack) => Promise<T>): Promise<T> {
+  if (local) return body(local);
+  const own = await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } });
+  try {
+    return await body(own);
+  } finally {
+    await own.close();
+  }
+}
+
+/** Messages of a queue visible, in flight or delayed. */
+export function waiting(model: SqsModel, queueUrl: string): number {
+  const counts = model.counts(queueUrl);
+  return counts.visible + counts.inFlight + counts.delayed;
+}
+
+/**
+ * Whether the queues are empty, no handler runs and (given `unsent`) no outbox row is unsent; if not,
+ * after a 100 ms wait. The queues are looked at again after the outbox: a sweep may have sent its last
+ * rows (and marked them) in between.
+ */
+export async function sqsDrained(model: SqsModel, queues: readonly string[], sources: readonly SqsEventSource[], unsent?: () => Promise<number>): Promise<boolean> {
+  const idle = () => queues.every((queue) => waiting(model, queue) === 0) && !sourcesBusy(sources);
+  // Aurora may be paused, or the next call fail: not drained yet, then.
+  if (idle() && (!unsent || ((await unsent().catch(() => 1)) === 0 && idle()))) return true;
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  return false;
+}
+
+/** The sweeper's session: without resume retries, since a sweep refused by a paused Aurora is tried again at the next. */
+export function sweeperSession(target: DatabaseTarget): DataApiSession {
+  return new DataApiSession(target, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
+}
+
+/** The outbox's SQS transport for a run's sweeper, over the run's SQS client; `onSent` is told how many rows went out. */
+export function sweeperTransport(client: SQSClient, onSent: (sent: number) => void): OutboxTransport {
+  // Lazily: sqsOutbox imports @aws-sdk/client-sqs, an optional peer, which the client shows is there.
+  let transport: OutboxTransport | undefined;
+  return {
+    async send(rows) {
+      transport ??= (await import('../lambda/inbox/outbox/sqs-outbox.js')).sqsOutbox({ client }).transport;
+      const results = await transport.send(rows);
+      onSent(results.filter((result) => result.error === undefined).length);
+      return results;
+    },
+  };
+}
+
+/** The messages in a destination's queue, in the order they arrived. */
+export function handedOnMessages(model: SqsModel, queue: QueueInfo): HandedOnMessage[] {
+  return model.peekMessages(queue.url).map((message) => ({
+    body: message.body,
+    key: message.messageAttributes['idempotency-key']?.stringValue,
+    groupId: message.messageGroupId,
+  }));
 }

@@ -7,13 +7,14 @@ import { problemsOf } from './effects.js';
 import type { DoubleEffect, OutOfOrderEffect } from './effects.js';
 import type { SqsEventSource, SqsEventHandler } from './event-source.js';
 import { FAULTS, FaultSchedule } from './fault-schedule.js';
-import type { CommitPoint, FaultName } from './fault-schedule.js';
-import { buildMessages, createQueueWithDlq, deadLetteredKeys, faultedSource, inOwnDatabase, localSqsClient, openDatabase, produce, readVerdict, sourcesBusy } from './scenario-steps.js';
-import { startLocal } from './stack.js';
+import type { CommitPoint, FaultLikelihood, FaultName } from './fault-schedule.js';
+import { buildMessages, createQueueWithDlq, deadLetteredKeys, driveUntilDrained, exclusively, faultedSource, handedOnMessages, inOwnDatabase, localSqsClient, onStack, openDatabase, produce, readVerdict, runEnvironment, runSetup, runVerify, sqsDrained, sweeperSession, sweeperTransport, waiting } from './scenario-steps.js';
+import { startSweeper, unsentRows } from './pipeline/sweeper.js';
+import type { PeriodicSweeper } from './pipeline/sweeper.js';
 import type { LocalStack } from './stack.js';
 
-export { FAULTS } from './fault-schedule.js';
-export type { CommitPoint, FaultName } from './fault-schedule.js';
+export { FAULTS, FAULT_RATES } from './fault-schedule.js';
+export type { CommitPoint, FaultLikelihood, FaultName, FaultUnit } from './fault-schedule.js';
 
 /**
  * One message of a scenario, as {@link ScenarioConsumer.message} builds it.
@@ -108,7 +109,32 @@ export interface ScenarioConsumer {
   readonly commitPoint?: CommitPoint | undefined;
   /** The run's name in its result and in tables. @default 'handler' */
   readonly label?: string | undefined;
+  /**
+   * Checks more than the effects query can count, once the queue has drained, on a session on the run's
+   * database (kept until it returns): an account's balance, a total, a row your handler must have
+   * written. Return a problem line, or several, to report them; throw (e.g. a failed `expect`) to report
+   * the error's message; return nothing when all is well. Each goes into `problems`, prefixed `verify: `.
+   * @example async (session) => { const { rows } = await session.execute('SELECT sum(amount_cents)::int AS total FROM public.payments'); if (rows[0]?.total !== 47_850) return `total ${rows[0]?.total}, expected 47850`; }
+   * @default nothing more than the effects query
+   */
+  readonly verify?: ((session: DataApiSession, handedOn: HandedOn) => ScenarioCheck | Promise<ScenarioCheck>) | undefined;
 }
+
+/** The messages in each outbox destination's queue at the end of a run (see {@link ScenarioRunOptions.destinations}), in the order they arrived. */
+export type HandedOn = Readonly<Record<string, readonly HandedOnMessage[]>>;
+
+/** One message your handler handed on to a destination. */
+export interface HandedOnMessage {
+  /** Its body, as sent. */
+  readonly body: string;
+  /** Its `idempotency-key` attribute: the outbox's stable key. */
+  readonly key: string | undefined;
+  /** Its FIFO MessageGroupId. */
+  readonly groupId: string | undefined;
+}
+
+/** What a {@link ScenarioConsumer.verify} check returns: nothing (all is well), or the problems it found. */
+export type ScenarioCheck = string | readonly string[] | void | undefined;
 
 /**
  * Options of {@link runScenario} that drive one of the demo's own consumers instead of yours.
@@ -156,6 +182,15 @@ export interface ScenarioRunOptions {
    * @default `INBOX_CONSUMER: 'local-consumer'` and nothing more
    */
   readonly env?: Readonly<Record<string, string>> | undefined;
+  /**
+   * The outbox destinations your handler sends to by name (`tx.send({ to: 'receipts', ... })` with
+   * `sqsOutbox({ client: new SQSClient({}) })`): each gets a queue of the run (FIFO when `fifo`), named in
+   * `INBOX_DESTINATIONS` as the InboxConsumer construct does; a sweeper sends every half second what the
+   * handlers' relays left (rows older than the function timeout), and the run waits until no outbox row
+   * is unsent. What reached each queue is in the result's `destinations` and `verify`'s second argument.
+   * @default none
+   */
+  readonly destinations?: readonly string[] | undefined;
   /** Told of progress: records settled (deleted or dead-lettered) out of those sent. */
   readonly onProgress?: ((settled: number, sent: number) => void) | undefined;
 }
@@ -227,15 +262,25 @@ export interface ScenarioResult {
   readonly callsPerMessage: number;
   /** How many times each fault was injected, by fault name. */
   readonly faultsInjected: Readonly<Record<string, number>>;
+  /**
+   * Each fault asked for: its rate, what the rate counts, how often it struck, and how many messages
+   * make it 99% likely to strike at least once. A fault that never struck is also named in `problems`.
+   */
+  readonly faultLikelihood: readonly FaultLikelihood[];
+  /** What reached each outbox destination (see {@link ScenarioRunOptions.destinations}). */
+  readonly destinations: HandedOn;
+  /** Outbox rows the run's sweeper sent: those the handlers' relays did not (a crash, a lost commit answer, a failed send). */
+  readonly outboxSwept: number;
   /** Wall time of the whole run, in milliseconds. */
   readonly elapsedMs: number;
-  /** False when the queue did not drain before the timeout. */
+  /** False when the queue (and, with destinations, the outbox) did not drain before the timeout. */
   readonly completed: boolean;
   /** True when the run drained and every message was applied once or accounted for, in order: `problems` is empty. */
   readonly exactlyOnce: boolean;
   /**
-   * One readable line per problem (doubles, lost, out-of-order, unknown keys, not drained, and a commit point
-   * that never matched, so `drop-commit` and `crash-in-transaction` were never injected), for
+   * One readable line per problem (doubles, lost, out-of-order, unknown keys, not drained, a commit point
+   * that never matched, so `drop-commit` and `crash-in-transaction` were never injected, any other fault
+   * asked for that never struck, with how many messages make it likely, and what `verify` found), for
    * `expect(result.problems).toEqual([])`.
    */
   readonly problems: readonly string[];
@@ -243,7 +288,6 @@ export interface ScenarioResult {
 
 /** A handler a factory returned, and the database of the run it was built for. */
 const builtFor = new WeakMap<object, string>();
-let running = false;
 
 /**
  * Drives a consumer through the local SQS queue, Lambda's event source mapping and the demo's seeded
@@ -278,28 +322,7 @@ export function runScenario(local: LocalStack, options: ScenarioOptions): Promis
 export async function runScenario(first: LocalStack | ScenarioOptions, second?: ScenarioOptions): Promise<ScenarioResult> {
   const options: ScenarioOptions = second ? { ...second, local: first as LocalStack } : (first as ScenarioOptions);
   const settings = resolve(options);
-  if (running) {
-    throw new Error('runScenario: another scenario is running in this process. A run owns process.env and the stack\'s faults: await one before starting the next.');
-  }
-  running = true;
-  const saved = new Map<string, string | undefined>();
-  let local: LocalStack | undefined = options.local;
-  try {
-    local ??= await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } });
-    return await run(local, settings, (env) => {
-      for (const [name, value] of Object.entries(env)) {
-        if (!saved.has(name)) saved.set(name, process.env[name]);
-        process.env[name] = value;
-      }
-    });
-  } finally {
-    for (const [name, value] of saved) {
-      if (value === undefined) delete process.env[name];
-      else process.env[name] = value;
-    }
-    if (!options.local) await local?.close();
-    running = false;
-  }
+  return exclusively('runScenario', (setEnv) => onStack(options.local, (local) => run(local, settings, setEnv)));
 }
 
 /** The options of one run, validated, with the defaults filled in. */
@@ -315,6 +338,7 @@ interface Settings {
   readonly timeoutMs: number;
   readonly database: string | undefined;
   readonly env: Readonly<Record<string, string>> | undefined;
+  readonly destinations: readonly string[];
   readonly onProgress: ((settled: number, sent: number) => void) | undefined;
 }
 
@@ -336,6 +360,7 @@ function resolve(options: ScenarioOptions): Settings {
     if (given.commitPoint !== undefined && given.commitPoint !== 'commit' && typeof given.commitPoint?.statement !== 'function') {
       problems.push("commitPoint must be 'commit' or { statement: (sql) => boolean }.");
     }
+    if (given.verify !== undefined && typeof given.verify !== 'function') problems.push('verify must be a function (session) => problems, e.g. async (session) => { ... }.');
     if (problems.length === 0) consumer = given as ScenarioConsumer;
   }
   const messages = options.messages ?? 300;
@@ -353,6 +378,10 @@ function resolve(options: ScenarioOptions): Settings {
   wholeNumber('visibilityTimeoutSeconds', visibilityTimeoutSeconds, 1);
   const timeoutMs = options.timeoutMs ?? Math.max(120_000, messages * 40);
   wholeNumber('timeoutMs', timeoutMs, 1);
+  const destinations = options.destinations ?? [];
+  if (!Array.isArray(destinations) || destinations.some((name) => typeof name !== 'string' || !/^[A-Za-z0-9_-]{1,40}$/.test(name))) {
+    problems.push(`destinations must be names of 1 to 40 letters, digits, - or _, as tx.send({ to }) gives them; got ${JSON.stringify(destinations)}.`);
+  }
   const faults = options.faults ?? FAULTS;
   const unknown = faults.filter((fault) => !(FAULTS as readonly string[]).includes(fault));
   if (unknown.length > 0) problems.push(`faults: unknown ${unknown.map((f) => JSON.stringify(f)).join(', ')}; choose from ${FAULTS.join(', ')}.`);
@@ -369,6 +398,7 @@ function resolve(options: ScenarioOptions): Settings {
     timeoutMs,
     database: options.database,
     env: options.env,
+    destinations: options.destinations ?? [],
     onProgress: options.onProgress,
   };
 }
@@ -405,9 +435,12 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
   const { queue, dlq } = createQueueWithDlq(model, `scenario-${tag}`, fifo, settings.visibilityTimeoutSeconds);
   const sqsClient = await localSqsClient(local);
   const sources: SqsEventSource[] = [];
+  const handOff = settings.destinations.map((name) => ({ name, ...createQueueWithDlq(model, `scenario-${tag}-${name}`, fifo, settings.visibilityTimeoutSeconds) }));
+  let sweeper: PeriodicSweeper | undefined;
+  let swept = 0;
   try {
     await migrate(session, [INBOX_MIGRATIONS]);
-    await runSetup(session, consumer.setup);
+    await runSetup('runScenario', session, consumer.setup);
 
     // Produce: every message once through the producer (its key as the idempotency key), duplicates
     // with the same key but a fresh deduplication id, and a few poison bodies.
@@ -416,55 +449,46 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
     const sends = sent.length + duplicateSends;
 
     // The handlers, one per event source mapping, made once the environment is set.
-    const env: Record<string, string> = {
-      INBOX_DATA_API_ENDPOINT: local.dataApi.endpoint,
-      INBOX_RESOURCE_ARN: local.dataApi.resourceArn,
-      INBOX_SECRET_ARN: local.dataApi.secretArn,
-      INBOX_DATABASE: database,
-      INBOX_CONSUMER: 'local-consumer',
-      ...settings.env,
-    };
+    const named: Record<string, string> = handOff.length > 0 ? { INBOX_DESTINATIONS: JSON.stringify(Object.fromEntries(handOff.map(({ name, queue: q }) => [name, q.url]))) } : {};
+    const env = runEnvironment(local, database, { ...named, ...settings.env });
     setEnv(env);
     for (let instance = 0; instance < settings.consumers; instance++) {
       const handler = await makeHandler(consumer.handler, { env, database: target, session, instance, local });
       checkHandler(handler, database);
-      sources.push(faultedSource({ model, queue, handler, schedule, instance, visibilityTimeoutSeconds: settings.visibilityTimeoutSeconds, functionName: `scenario-consumer-${instance}` }));
+      sources.push(faultedSource({ model, queue, handler, schedule, visibilityTimeoutSeconds: settings.visibilityTimeoutSeconds, functionName: `scenario-consumer-${instance}` }));
     }
 
-    local.dataApi.stats.reset();
-    local.dataApi.faults.clear();
-    schedule.armCommitPoint();
-    schedule.pause();
-    for (const source of sources) source.start();
-    const deadline = started + settings.timeoutMs;
-    let pausedAgain = false;
-    let completed = false;
     let left = sends;
-    for (;;) {
-      const counts = model.counts(queue.url);
-      left = counts.visible + counts.inFlight + counts.delayed;
-      const settled = sends - left;
-      settings.onProgress?.(Math.max(0, settled), sends);
-      if (!pausedAgain && settled >= sends / 2) {
-        pausedAgain = true;
-        schedule.pause();
-      }
-      if (left === 0 && !sourcesBusy(sources)) {
-        completed = true;
-        break;
-      }
-      if (Date.now() > deadline) break;
-      await new Promise((resolve) => setTimeout(resolve, 100));
-    }
-    await Promise.all(sources.map((source) => source.stop()));
-    local.dataApi.faults.clear();
-    const dataApiCalls = local.dataApi.stats.total();
+    const { completed, dataApiCalls } = await driveUntilDrained({
+      local,
+      schedule,
+      started,
+      timeoutMs: settings.timeoutMs,
+      start: () => {
+        for (const source of sources) source.start();
+        if (handOff.length > 0) sweeper = startSweeper(sweeperSession(target), sweeperTransport(sqsClient, (sent) => (swept += sent)), { everyMs: 500, minAgeMs: settings.visibilityTimeoutSeconds * 1000 });
+      },
+      progress: () => {
+        left = waiting(model, queue.url);
+        return { settled: sends - left, total: sends };
+      },
+      onProgress: () => settings.onProgress?.(Math.max(0, sends - left), sends),
+      drained: () => sqsDrained(model, [queue.url], sources, sweeper ? () => unsentRows(session) : undefined),
+      stop: async () => {
+        await sweeper?.stop();
+        await Promise.all(sources.map((source) => source.stop()));
+      },
+    });
+    left = waiting(model, queue.url);
 
     // Count, from the user's effects query, the parked table and the dead-letter queue.
     const verdict = await readVerdict(session, consumer.effects, sent, 'SELECT message_key AS key FROM inbox.parked_message', deadLetteredKeys(model, dlq));
     const problems = problemsOf(verdict, completed, settings.timeoutMs, left);
     const unmatched = schedule.commitPointProblem();
     if (unmatched) problems.push(unmatched);
+    problems.push(...schedule.unfiredProblems(settings.messages));
+    const destinations: HandedOn = Object.fromEntries(handOff.map(({ name, queue: q }) => [name, handedOnMessages(model, q)]));
+    problems.push(...(await runVerify(consumer.verify, session, destinations)));
     const total = (count: (source: SqsEventSource) => number) => sources.reduce((sum, source) => sum + count(source), 0);
     return {
       pattern: label,
@@ -492,33 +516,21 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
       dataApiCalls,
       callsPerMessage: dataApiCalls / sends,
       faultsInjected: schedule.injected,
+      faultLikelihood: schedule.likelihood(settings.messages),
+      destinations,
+      outboxSwept: swept,
       elapsedMs: Date.now() - started,
       completed,
       exactlyOnce: problems.length === 0,
       problems,
     };
   } finally {
+    await sweeper?.stop();
     await Promise.all(sources.map((source) => source.stop()));
     local.dataApi.faults.clear();
     sqsClient.destroy();
     dataApiClient.destroy();
-    model.deleteQueue(queue.url);
-    model.deleteQueue(dlq.url);
-  }
-}
-
-async function runSetup(session: DataApiSession, setup: ScenarioConsumer['setup']): Promise<void> {
-  if (setup === undefined) return;
-  if (typeof setup === 'function') {
-    await setup(session);
-    return;
-  }
-  for (const sql of typeof setup === 'string' ? [setup] : setup) {
-    try {
-      await session.execute(sql);
-    } catch (error) {
-      throw new Error(`runScenario: setup statement failed (${sql.slice(0, 80)}): ${error instanceof Error ? error.message : String(error)}`, { cause: error });
-    }
+    for (const q of [queue, dlq, ...handOff.flatMap((destination) => [destination.queue, destination.dlq])]) model.deleteQueue(q.url);
   }
 }
 

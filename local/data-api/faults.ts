@@ -6,6 +6,21 @@ import type { Operation } from './stats.js';
  * retries and the real PostgreSQL all take part, and nothing is mocked.
  */
 
+/**
+ * One call as the faults see it: its operation and what its request named. A fault's `select`, and a
+ * {@link Faults.watch} listener, get it, so that a fault can be decided by what the call is rather than
+ * by when it came.
+ */
+export interface FaultCall {
+  readonly operation: Operation;
+  /** The statement (ExecuteStatement, BatchExecuteStatement). */
+  readonly sql?: string | undefined;
+  /** The request's `parameters` (ExecuteStatement) or `parameterSets` (BatchExecuteStatement), as sent. */
+  readonly parameters?: unknown;
+  /** The transaction the call runs in, or ends (CommitTransaction, RollbackTransaction). */
+  readonly transactionId?: string | undefined;
+}
+
 /** A {@link Faults.latency} fault: calls wait before they run. */
 export interface LatencyFault {
   /** Delay added before the call runs, in milliseconds. */
@@ -35,10 +50,11 @@ export interface DropResponseFault {
   readonly count?: number | undefined;
   /**
    * Asked for each call the rest of the fault matches, before it is used up: `false` lets that call
-   * through. With `count: Infinity` it makes a standing fault that picks its calls, e.g. 3% at random.
+   * through. With `count: Infinity` it makes a standing fault that picks its calls, e.g. 3% at random,
+   * or by what the call is.
    * @default every matching call
    */
-  readonly select?: (() => boolean) | undefined;
+  readonly select?: ((call: FaultCall) => boolean) | undefined;
 }
 
 /**
@@ -63,7 +79,7 @@ export interface ServerErrorFault {
    */
   readonly status?: 500 | 502 | 503 | 504 | undefined;
   /** Asked for each call the rest of the fault matches, before it is used up: `false` lets that call through. @default every matching call */
-  readonly select?: (() => boolean) | undefined;
+  readonly select?: ((call: FaultCall) => boolean) | undefined;
 }
 
 /**
@@ -116,8 +132,9 @@ const PAUSABLE: ReadonlySet<Operation> = new Set(['ExecuteStatement', 'BatchExec
  */
 export class Faults {
   private latencies: LatencyFault[] = [];
-  private drops: Array<{ operation?: Operation; match?: (sql: string) => boolean; select?: () => boolean; left: number }> = [];
-  private serverErrors: Array<{ operation?: Operation; status: keyof typeof SERVER_ERRORS; select?: () => boolean; left: number }> = [];
+  private drops: Array<{ operation?: Operation; match?: (sql: string) => boolean; select?: (call: FaultCall) => boolean; left: number }> = [];
+  private serverErrors: Array<{ operation?: Operation; status: keyof typeof SERVER_ERRORS; select?: (call: FaultCall) => boolean; left: number }> = [];
+  private watchers: Array<(call: FaultCall) => void> = [];
   private pause: { resumeAfterMs: number; firstCallAt?: number } | undefined;
   private slow: Array<{ ms: number; operation?: Operation; match?: (sql: string) => boolean; left: number }> = [];
 
@@ -171,8 +188,18 @@ export class Faults {
     this.slow.push({ ms: fault.ms, ...(fault.operation && { operation: fault.operation }), ...(fault.match && { match: fault.match }), left });
   }
 
-  /** Removes every fault. */
+  /**
+   * Tells `listener` of every call (but ExecuteSql) before any fault is decided for it, until `clear()`:
+   * what a standing fault needs to know of the calls it does not select, e.g. a transaction's statements
+   * before its commit.
+   */
+  watch(listener: (call: FaultCall) => void): void {
+    this.watchers.push(listener);
+  }
+
+  /** Removes every fault and watcher. */
   clear(): void {
+    this.watchers = [];
     this.slow = [];
     this.latencies = [];
     this.drops = [];
@@ -185,9 +212,16 @@ export class Faults {
     return this.latencies.filter((fault) => !fault.operation || fault.operation === operation).reduce((sum, fault) => sum + fault.ms, 0);
   }
 
+  /** @internal Tells the watchers of a call, before its faults are decided. */
+  seen(call: FaultCall): void {
+    for (const listener of this.watchers) listener(call);
+  }
+
   /** @internal The error a call must fail with before running, if any; uses up a server error. */
-  failureFor(operation: Operation, inTransaction = false): DataApiError | GatewayError | undefined {
-    const serverError = this.serverErrors.find((fault) => (!fault.operation || fault.operation === operation) && (!fault.select || fault.select()));
+  failureFor(call: FaultCall): DataApiError | GatewayError | undefined {
+    const { operation } = call;
+    const inTransaction = typeof call.transactionId === 'string' && call.transactionId.length > 0;
+    const serverError = this.serverErrors.find((fault) => (!fault.operation || fault.operation === operation) && (!fault.select || fault.select(call)));
     if (serverError) {
       serverError.left -= 1;
       if (serverError.left === 0) this.serverErrors.splice(this.serverErrors.indexOf(serverError), 1);
@@ -222,10 +256,11 @@ export class Faults {
   }
 
   /** @internal Whether this call's response is to be dropped; uses up a dropped response. */
-  dropsResponse(operation: Operation, sql: string | undefined): boolean {
+  dropsResponse(call: FaultCall): boolean {
+    const { operation, sql } = call;
     const drop = this.drops.find(
       (fault) =>
-        (!fault.operation || fault.operation === operation) && (!fault.match || (sql !== undefined && fault.match(sql))) && (!fault.select || fault.select()),
+        (!fault.operation || fault.operation === operation) && (!fault.match || (sql !== undefined && fault.match(sql))) && (!fault.select || fault.select(call)),
     );
     if (!drop) return false;
     drop.left -= 1;

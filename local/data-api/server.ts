@@ -5,6 +5,7 @@ import { databaseName, startPostgres } from '../postgres.js';
 import { Databases } from './databases.js';
 import { badRequest, DataApiError, GatewayError } from './errors.js';
 import { Faults } from './faults.js';
+import type { FaultCall } from './faults.js';
 import { Gate } from './gate.js';
 import { executeSql, OPERATIONS, type OperationContext } from './operations.js';
 import { refuseBody } from '../bounded-body.js';
@@ -282,10 +283,17 @@ async function handle(request: IncomingMessage, response: ServerResponse, { cont
     }
     const delay = faults.delayFor(operation);
     if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
-    const failure = faults.failureFor(operation, typeof body.transactionId === 'string' && body.transactionId.length > 0);
+    const call: FaultCall = {
+      operation,
+      sql: typeof body.sql === 'string' ? body.sql : undefined,
+      parameters: body.parameters ?? body.parameterSets,
+      transactionId: typeof body.transactionId === 'string' ? body.transactionId : undefined,
+    };
+    faults.seen(call);
+    const failure = faults.failureFor(call);
     if (failure) throw failure;
     const sql = typeof body.sql === 'string' ? body.sql : undefined;
-    drop = faults.dropsResponse(operation, sql);
+    drop = faults.dropsResponse(call);
     const slowdownMs = faults.slowdownFor(operation, sql);
     // A Begin takes its transaction place before its call place (see OperationContext.reservedPlace).
     const reservedPlace = operation === 'BeginTransaction' ? await context.transactions.reserve(caller.signal) : undefined;

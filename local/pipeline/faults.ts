@@ -1,8 +1,10 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
+import type { SQSRecord } from 'aws-lambda';
 import type { SqsFaults } from '../sqs/faults.js';
 import type { PendingDelete, SqsEventHandler } from '../event-source.js';
 import { FAULTS } from '../fault-schedule.js';
+import type { Delivery } from '../fault-schedule.js';
 
 // Imports nothing but Node's own modules at run time: the CLI's usage lists these names without loading a package.
 
@@ -52,7 +54,7 @@ export class WorkerDiedError extends Error {
 interface Invocation {
   /** The event source's request id, which its beforeDelete hook sees. */
   readonly requestId: string;
-  /** Stable across runs with one seed: the mapping, the first record and its receive count. */
+  /** Stable across runs with one seed: the first record's name and its receive count. */
   readonly identity: string;
   /** Whether it sent before: a worker dies at its first send. */
   sent: boolean;
@@ -81,11 +83,11 @@ export class HandOffFaults {
     this.#faults = new Set(faults);
   }
 
-  /** The handler of stage-one mapping `instance`, each invocation followed by the faults. */
-  track(handler: SqsEventHandler, instance: number): SqsEventHandler {
+  /** A stage-one handler, each invocation followed by the faults, known by its first record as `delivery` names it. */
+  track(handler: SqsEventHandler, delivery: (record: SQSRecord) => Delivery): SqsEventHandler {
     return (event, context) => {
       const first = event.Records[0];
-      const identity = `${instance}:${first?.messageId}:${first?.attributes.ApproximateReceiveCount}`;
+      const identity = first ? `${delivery(first).id}:${delivery(first).attempt}` : '';
       return this.#current.run({ requestId: context.awsRequestId, identity, sent: false, died: false }, () => handler(event, context));
     };
   }

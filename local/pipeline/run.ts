@@ -1,12 +1,10 @@
 import { randomBytes } from 'node:crypto';
-import { setTimeout as sleep } from 'node:timers/promises';
-import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/index.js';
+import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/index.js';
 import type { SqsEventSource } from '../event-source.js';
 import { FAULTS, FaultSchedule } from '../fault-schedule.js';
 import type { FaultName } from '../fault-schedule.js';
 import type { ScenarioResult, ScenarioRunOptions } from '../scenario.js';
-import { buildMessages, createQueueWithDlq, faultedSource, inOwnDatabase, localSqsClient, openDatabase, produce, sourcesBusy } from '../scenario-steps.js';
-import type { SqsModel } from '../sqs/model.js';
+import { buildMessages, createQueueWithDlq, driveUntilDrained, faultedSource, inOwnDatabase, localSqsClient, openDatabase, produce, sqsDrained, sweeperSession, waiting } from '../scenario-steps.js';
 import { startLocal } from '../stack.js';
 import type { LocalStack } from '../stack.js';
 import { HandOffFaults, PIPELINE_FAULTS } from './faults.js';
@@ -201,44 +199,37 @@ async function runIn(local: LocalStack, settings: Settings, database: string, ta
         faultedSource({
           ...stage,
           queue: orders.queue,
-          instance,
           functionName: `pipeline-ship-${instance}`,
-          handler: handOffFaults.track(shipHandler(variant, target, handOff), instance),
-          beforeDelete: handOffFaults.beforeDelete(schedule.beforeDelete(instance)),
+          handler: handOffFaults.track(shipHandler(variant, target, handOff), (record) => schedule.delivery(record)),
+          beforeDelete: handOffFaults.beforeDelete(schedule.beforeDelete()),
         }),
-        // Numbered after the ship stage's, so that each mapping's faults are its own.
-        faultedSource({ ...stage, queue: invoices.queue, instance: consumers + instance, functionName: `pipeline-invoice-${instance}`, handler: invoiceHandler(target) }),
+        faultedSource({ ...stage, queue: invoices.queue, functionName: `pipeline-invoice-${instance}`, handler: invoiceHandler(target) }),
       );
     }
 
-    schedule.armCommitPoint();
-    schedule.pause();
-    for (const source of sources) source.start();
-    if (variant === 'outbox') {
-      // A session of its own, without resume retries: a sweep refused by a paused Aurora is tried again at the next.
-      sweeper = startSweeper(new DataApiSession(target, { callTimeoutMs: 10_000, resumeDelaysMs: [] }), outboxTransport(handOff, (count) => (swept += count)), SWEEP);
-    }
-    const deadline = started + settings.timeoutMs;
-    let pausedAgain = false;
-    let completed = false;
-    for (;;) {
-      const shipLeft = waiting(model, orders.queue.url);
-      settings.onProgress?.({ shipSettled: Math.max(0, sends - shipLeft), shipSent: sends, invoicesWaiting: waiting(model, invoices.queue.url) });
-      if (!pausedAgain && sends - shipLeft >= sends / 2) {
-        pausedAgain = true;
-        schedule.pause();
-      }
-      if (await drained(model, [orders.queue.url, invoices.queue.url], sources, sweeper ? () => unsentRows(session) : undefined)) {
-        completed = true;
-        break;
-      }
-      if (Date.now() > deadline) break;
-      await sleep(100);
-    }
-    await sweeper?.stop();
-    await Promise.all(sources.map((source) => source.stop()));
-    local.dataApi.faults.clear();
-    local.sqs.faults.clear();
+    const { completed } = await driveUntilDrained({
+      local,
+      schedule,
+      started,
+      timeoutMs: settings.timeoutMs,
+      start: () => {
+        for (const source of sources) source.start();
+        if (variant === 'outbox') {
+          // A session of its own, without resume retries: a sweep refused by a paused Aurora is tried again at the next.
+          sweeper = startSweeper(sweeperSession(target), outboxTransport(handOff, (count) => (swept += count)), SWEEP);
+        }
+      },
+      progress: () => ({ settled: sends - waiting(model, orders.queue.url), total: sends }),
+      onProgress: () => {
+        const shipLeft = waiting(model, orders.queue.url);
+        settings.onProgress?.({ shipSettled: Math.max(0, sends - shipLeft), shipSent: sends, invoicesWaiting: waiting(model, invoices.queue.url) });
+      },
+      drained: () => sqsDrained(model, [orders.queue.url, invoices.queue.url], sources, sweeper ? () => unsentRows(session) : undefined),
+      stop: async () => {
+        await sweeper?.stop();
+        await Promise.all(sources.map((source) => source.stop()));
+      },
+    });
 
     const left = waiting(model, orders.queue.url) + waiting(model, invoices.queue.url);
     const verdict = await judgePipeline(session, model, sent, { orders: orders.dlq, invoices: invoices.dlq }, { completed, timeoutMs: settings.timeoutMs, left });
@@ -278,23 +269,4 @@ async function runIn(local: LocalStack, settings: Settings, database: string, ta
       model.deleteQueue(dlq.url);
     }
   }
-}
-
-/** Messages of a queue visible, in flight or delayed. */
-function waiting(model: SqsModel, queueUrl: string): number {
-  const counts = model.counts(queueUrl);
-  return counts.visible + counts.inFlight + counts.delayed;
-}
-
-/**
- * Both queues empty, no handler running and (with the outbox) no row unsent. The queues are looked at
- * again after the outbox: a sweep may have sent its last rows (and marked them) in between.
- */
-async function drained(model: SqsModel, queues: readonly string[], sources: readonly SqsEventSource[], unsent: (() => Promise<number>) | undefined): Promise<boolean> {
-  const idle = () => queues.every((queue) => waiting(model, queue) === 0) && !sourcesBusy(sources);
-  if (!idle()) return false;
-  if (!unsent) return true;
-  // Aurora may be paused, or the next call fail: not drained yet, then.
-  const rows = await unsent().catch(() => 1);
-  return rows === 0 && idle();
 }

@@ -1,7 +1,6 @@
-import type { Context, SQSEvent } from 'aws-lambda';
-import type { PendingDelete } from '../event-source.js';
+import type { Context } from 'aws-lambda';
 import { FAULTS } from '../fault-schedule.js';
-import type { FaultName, FaultSchedule } from '../fault-schedule.js';
+import type { Delivery, FaultName, FaultSchedule } from '../fault-schedule.js';
 import type { PendingCheckpoint } from '../streams/types.js';
 
 /**
@@ -14,17 +13,17 @@ export const STREAM_FAULTS = FAULTS.filter((fault) => fault !== 'visibility-expi
 /**
  * The schedule's per-invocation faults on a stream event source: `server-errors` before the handler,
  * `crash-after-commit` as the `beforeCheckpoint` crash (the worker dies after its commits, before the
- * checkpoint or offset commit). The schedule decides from an SQS-shaped identity: the batch's first
- * record (lane and position) stands for the message id, and how many times that record opened a batch
- * for the receive count, so a redelivered batch gets a fresh decision instead of crashing forever.
+ * checkpoint or offset commit). Each record is a delivery named by its lane and position, its attempt
+ * how many times it was handed to the handler, so a redelivered batch gets fresh decisions instead of
+ * crashing forever.
  */
 export class StreamInvocationFaults {
   readonly #schedule: FaultSchedule;
   readonly #recordId: (record: unknown) => string;
-  /** First record of a batch to the batches it opened. */
-  readonly #opened = new Map<string, number>();
-  /** Request id to the (first record, attempt) it was decided by. */
-  readonly #attempts = new Map<string, { id: string; attempt: number }>();
+  /** Record to the times it was handed to the handler. */
+  readonly #delivered = new Map<string, number>();
+  /** Request id to the deliveries of its invocation. */
+  readonly #invocations = new Map<string, readonly Delivery[]>();
 
   constructor(schedule: FaultSchedule, recordId: (record: unknown) => string) {
     this.#schedule = schedule;
@@ -33,31 +32,22 @@ export class StreamInvocationFaults {
 
   /** The handler with the schedule's 5xx, decided before each invocation. */
   wrap<Event>(handler: (event: Event, context: Context) => unknown, recordsOf: (event: Event) => readonly unknown[]): (event: Event, context: Context) => Promise<unknown> {
-    // Only server-errors is decided here (visibility-expiry is never among a stream run's faults).
-    const decide = this.#schedule.wrap(async () => ({ batchItemFailures: [] }), 0, 1);
     return async (event, context) => {
-      const first = recordsOf(event)[0];
-      if (first !== undefined) {
-        const id = this.#recordId(first);
-        const attempt = (this.#opened.get(id) ?? 0) + 1;
-        this.#opened.set(id, attempt);
-        this.#attempts.set(context.awsRequestId, { id, attempt });
-        await decide(sqsShaped(id, attempt), context);
-      }
-      return handler(event, context);
+      const deliveries = recordsOf(event).map((record): Delivery => {
+        const id = this.#recordId(record);
+        const attempt = (this.#delivered.get(id) ?? 0) + 1;
+        this.#delivered.set(id, attempt);
+        return { id, attempt };
+      });
+      this.#invocations.set(context.awsRequestId, deliveries);
+      return handler(event, await this.#schedule.beforeInvocation(deliveries, context));
     };
   }
 
   /** The `beforeCheckpoint` hook: 'crash' when the schedule's crash-after-commit strikes this invocation. */
   readonly beforeCheckpoint = (pending: PendingCheckpoint<unknown>): 'crash' | undefined => {
-    const decided = this.#attempts.get(pending.requestId);
-    this.#attempts.delete(pending.requestId);
-    if (!decided) return undefined;
-    const { Records } = sqsShaped(decided.id, decided.attempt);
-    return this.#schedule.beforeDelete(0)({ requestId: pending.requestId, records: Records, toDelete: Records, failed: [] } satisfies PendingDelete);
+    const deliveries = this.#invocations.get(pending.requestId);
+    this.#invocations.delete(pending.requestId);
+    return deliveries && this.#schedule.crashesAfterCommit(deliveries) ? 'crash' : undefined;
   };
-}
-
-function sqsShaped(id: string, attempt: number): SQSEvent {
-  return { Records: [{ messageId: id, attributes: { ApproximateReceiveCount: String(attempt) } }] } as unknown as SQSEvent;
 }

@@ -5,32 +5,85 @@ import { EXAMPLE_ORDER_MIGRATIONS } from '../../lambda/functions/example-migrati
 import { problemsOf } from '../effects.js';
 import type { DoubleEffect, OutOfOrderEffect, SentMessage } from '../effects.js';
 import { FaultSchedule } from '../fault-schedule.js';
-import type { FaultName } from '../fault-schedule.js';
-import { inOwnDatabase, openDatabase, readVerdict } from '../scenario-steps.js';
+import type { FaultLikelihood, FaultName } from '../fault-schedule.js';
+import type { ScenarioConsumer, ScenarioEnvironment, ScenarioMessage, ScenarioResult, ScenarioRunOptions } from '../scenario.js';
+import { driveUntilDrained, exclusively, inOwnDatabase, onStack, openDatabase, readVerdict, runEnvironment, runSetup, runVerify } from '../scenario-steps.js';
 import type { LocalStack } from '../stack.js';
 import type { StreamEventSource } from '../streams/stream-event-source.js';
+import type { StreamHandler } from '../streams/types.js';
 import { STREAM_FAULTS, StreamInvocationFaults } from './faults.js';
-import { NAIVE_SHIP_STATEMENT, STREAM_SOURCES, streamDemoSource } from './sources.js';
+import { NAIVE_SHIP_STATEMENT, STREAM_SOURCES, streamDemoSource, streamSource } from './sources.js';
 import type { StreamPattern, StreamSourceName } from './sources.js';
 
 /**
- * Options of {@link runStreamScenario}.
+ * Options of {@link runStreamScenario} that drive the demo's own order consumers.
+ *
+ * @example
+ * const demo: StreamDemoOptions = { pattern: 'naive' };
+ */
+export interface StreamDemoOptions {
+  /** `inbox`: the source's inbox handler (kinesisInbox, dynamoDbInbox, kafkaInbox); `naive`: check, ship, record. */
+  readonly pattern: StreamPattern;
+}
+
+/**
+ * Your own stream consumer: a `kinesisInbox`, `dynamoDbInbox` or `kafkaInbox` handler (or any handler
+ * of the source's events), your tables, your records, and how to count your effects, as
+ * {@link ScenarioConsumer} has them for SQS.
+ *
+ * @example
+ * const credits: StreamConsumer = {
+ *   handler: ({ database }) => kinesisInbox<Credit>({ consumer: 'credits', database, key: { field: 'creditId' }, apply }),
+ *   setup: 'CREATE TABLE public.credits (id bigserial PRIMARY KEY, credit_id text NOT NULL, amount_cents int NOT NULL)',
+ *   message: (i) => ({ key: `credit-${i}`, body: { creditId: `credit-${i}`, amountCents: 100 + i }, groupId: `account-${i % 5}` }),
+ *   effects: 'SELECT credit_id AS key, count(*), min(id) AS seq FROM public.credits GROUP BY 1',
+ * };
+ */
+export interface StreamConsumer extends Pick<ScenarioConsumer, 'setup' | 'effects' | 'commitPoint' | 'label' | 'verify'> {
+  /**
+   * A factory of the handler under test, called once, after the run's database exists and `INBOX_*` is
+   * set: `({ database }) => kinesisInbox({ database, ... })`.
+   */
+  readonly handler: (environment: ScenarioEnvironment) => StreamHandler<never> | Promise<StreamHandler<never>>;
+  /**
+   * Builds record `index`: `key`, the business id your effects query returns (on Kafka also sent as the
+   * `idempotency-key` header; on Kinesis and DynamoDB your handler's `key` option must find it in the
+   * body); `body`, Kinesis's data and Kafka's value (its JSON when an object), DynamoDB's item (an
+   * object); `groupId`, its lane: Kinesis's partition key, Kafka's record key, the DynamoDB item's
+   * partition key (so the records of one lane rewrite one item, in order). Order is judged per lane.
+   */
+  readonly message: (index: number) => ScenarioMessage;
+  /** The DynamoDB table's partition key attribute, set to the lane in every item. @default 'pk' */
+  readonly partitionKey?: string | undefined;
+}
+
+/**
+ * Options of {@link runStreamScenario}: the stream, your consumer (`handler`, `message`, `effects`) or
+ * the demo's (`pattern`), and the run's settings.
  *
  * @example
  * const options: StreamScenarioOptions = { source: 'kafka', pattern: 'inbox', messages: 300, seed: 7 };
  */
-export interface StreamScenarioOptions {
-  /** The stream the orders go through: Kinesis, a DynamoDB table's stream, or Kafka. */
+export type StreamScenarioOptions = StreamRunOptions & (StreamConsumer | StreamDemoOptions);
+
+/**
+ * Options of {@link runStreamScenario} about the run.
+ *
+ * @example
+ * const run: StreamRunOptions = { source: 'kinesis', messages: 300, seed: 7 };
+ */
+export interface StreamRunOptions extends Pick<ScenarioRunOptions, 'env'> {
+  /** The stream the records go through: Kinesis, a DynamoDB table's stream, or Kafka. */
   readonly source: StreamSourceName;
-  /** `inbox`: the source's inbox handler (kinesisInbox, dynamoDbInbox, kafkaInbox); `naive`: check, ship, record. */
-  readonly pattern: StreamPattern;
-  /** Orders produced (producer re-sends come on top). @default 300 */
+  /** The stack to run on; it is left running. @default a new `startLocal()`, closed at the end */
+  readonly local?: LocalStack | undefined;
+  /** Records produced (producer re-sends come on top). @default 300 */
   readonly messages?: number | undefined;
   /** Same seed, same fault decisions. @default 417 */
   readonly seed?: number | undefined;
   /** Faults to inject, from {@link STREAM_FAULTS}; `[]` runs without. @default every one of STREAM_FAULTS */
   readonly faults?: readonly FaultName[] | undefined;
-  /** Customers; each customer's orders share a lane and must ship in production order. @default max(4, messages / 10) */
+  /** The demo's customers; each customer's orders share a lane and must ship in production order. @default max(4, messages / 10) */
   readonly customers?: number | undefined;
   /** Records per invocation. @default 10 */
   readonly batchSize?: number | undefined;
@@ -49,7 +102,8 @@ export interface StreamScenarioOptions {
  */
 export interface StreamScenarioResult {
   readonly source: StreamSourceName;
-  readonly pattern: StreamPattern;
+  /** The consumer: `inbox` or `naive` for the demo's, else {@link StreamConsumer.label} (default 'handler'). */
+  readonly pattern: string;
   readonly seed: number;
   /** Orders produced. */
   readonly messages: number;
@@ -86,12 +140,17 @@ export interface StreamScenarioResult {
   readonly callsPerRecord: number;
   /** How many times each fault was injected, by name. */
   readonly faultsInjected: Readonly<Record<string, number>>;
+  /** Each fault asked for, and how many records make it 99% likely, as {@link ScenarioResult.faultLikelihood}. */
+  readonly faultLikelihood: readonly FaultLikelihood[];
   readonly elapsedMs: number;
   /** False when the stream was not fully checkpointed before the timeout. */
   readonly completed: boolean;
   /** Every order shipped exactly once, in order, and the stream drained: `problems` is empty. */
   readonly exactlyOnce: boolean;
-  /** One readable line per problem. */
+  /**
+   * One readable line per problem; with your own consumer also the faults asked for that never struck,
+   * and what `verify` found.
+   */
   readonly problems: readonly string[];
 }
 
@@ -102,42 +161,64 @@ const NAIVE_TABLE = 'CREATE TABLE public.naive_processed (message_key text PRIMA
 const EFFECTS = 'SELECT order_id AS key, shipped_count AS count, first_shipped AS seq FROM public.orders';
 const PARKED = 'SELECT message_key AS key FROM inbox.parked_message';
 
-let running = false;
-
 /**
- * Drives orders through a local stream (Kinesis, DynamoDB Streams or Kafka) and Lambda's event source
- * mapping for it, into the source's inbox handler or the naive baseline, with the demo's seeded faults:
- * producer re-sends, the worker dying after its commits and before the checkpoint (offset commit), lost
- * commit responses, dying inside the transaction, Aurora auto-pause and 5xx. Orders are keyed by
- * customer, so a customer's orders share a shard or partition. Then judges public.orders: every order
- * shipped exactly once (shipped_count 1), none lost, each customer's in production order.
+ * Drives records through a local stream (Kinesis, DynamoDB Streams or Kafka) and Lambda's event source
+ * mapping for it, into your own handler (`kinesisInbox`, `dynamoDbInbox`, `kafkaInbox`, or any) or the
+ * demo's order consumers, with the seeded stream faults: producer re-sends, the worker dying after its
+ * commits and before the checkpoint (offset commit), lost commit responses, dying inside the
+ * transaction, Aurora auto-pause and 5xx. Then judges your effects query as {@link runScenario} does:
+ * every record applied exactly once, none lost (parked counts as accounted for), each lane's in
+ * production order; with your consumer, faults that never struck and what `verify` found are problems too.
  *
- * Runs in a fresh database on the stack's server; one run at a time per process (it owns the stack's
- * Data API faults and counts while it runs).
+ * Runs in a fresh database on the stack's server, with `INBOX_*` and the SQS endpoint variables set
+ * while it lasts; one scenario at a time per process (it owns `process.env` and the stack's Data API
+ * faults and counts while it runs).
+ *
+ * @example
+ * const result = await runStreamScenario({ source: 'kinesis', ...credits });
+ * expect(result.problems).toEqual([]);
+ */
+export function runStreamScenario(options: StreamScenarioOptions): Promise<StreamScenarioResult>;
+/**
+ * The same, on a stack you started (it is left running).
  *
  * @example
  * const local = await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } });
  * const result = await runStreamScenario(local, { source: 'kinesis', pattern: 'inbox', messages: 300, seed: 7 });
  * expect(result.problems).toEqual([]);
  */
-export async function runStreamScenario(local: LocalStack, options: StreamScenarioOptions): Promise<StreamScenarioResult> {
+export function runStreamScenario(local: LocalStack, options: StreamScenarioOptions): Promise<StreamScenarioResult>;
+export async function runStreamScenario(first: LocalStack | StreamScenarioOptions, second?: StreamScenarioOptions): Promise<StreamScenarioResult> {
+  const options: StreamScenarioOptions = second ? { ...second, local: first as LocalStack } : (first as StreamScenarioOptions);
   const settings = resolve(options);
-  if (running) throw new Error('runStreamScenario: another stream scenario is running in this process; await it first.');
-  running = true;
-  try {
-    const tag = `${settings.source}_${settings.pattern}_${settings.seed}_${randomBytes(3).toString('hex')}`;
-    return await inOwnDatabase(local, `stream_${tag}`, (database) => runIn(local, settings, database));
-  } finally {
-    running = false;
-  }
+  return exclusively('runStreamScenario', (setEnv) =>
+    onStack(options.local, (local) => {
+      const tag = `${settings.source}_${settings.label.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 20)}_${settings.seed}_${randomBytes(3).toString('hex')}`;
+      return inOwnDatabase(local, `stream_${tag}`, (database) => runIn(local, settings, database, setEnv));
+    }),
+  );
 }
 
-type Settings = Required<Omit<StreamScenarioOptions, 'onProgress'>> & Pick<StreamScenarioOptions, 'onProgress'>;
+/** The options of one run, validated, with the defaults filled in. */
+interface Settings {
+  readonly source: StreamSourceName;
+  /** The demo's pattern, or undefined for the user's consumer. */
+  readonly pattern: StreamPattern | undefined;
+  readonly consumer: StreamConsumer;
+  readonly label: string;
+  readonly messages: number;
+  readonly seed: number;
+  readonly faults: readonly FaultName[];
+  readonly batchSize: number;
+  readonly timeoutMs: number;
+  readonly env: Readonly<Record<string, string>> | undefined;
+  readonly onProgress: StreamRunOptions['onProgress'];
+}
 
 function resolve(options: StreamScenarioOptions): Settings {
   const problems: string[] = [];
+  const given = options as Partial<StreamConsumer> & Partial<StreamDemoOptions> & StreamRunOptions;
   if (!(STREAM_SOURCES as readonly string[]).includes(options.source)) problems.push(`source must be one of ${STREAM_SOURCES.join(', ')}; got ${JSON.stringify(options.source)}.`);
-  if (options.pattern !== 'inbox' && options.pattern !== 'naive') problems.push(`pattern must be 'inbox' or 'naive'; got ${JSON.stringify(options.pattern)}.`);
   const messages = options.messages ?? 300;
   const seed = options.seed ?? 417;
   const customers = options.customers ?? Math.max(4, Math.floor(messages / 10));
@@ -146,91 +227,133 @@ function resolve(options: StreamScenarioOptions): Settings {
   for (const [name, value, min] of [['messages', messages, 1], ['seed', seed, 0], ['customers', customers, 1], ['batchSize', batchSize, 1], ['timeoutMs', timeoutMs, 1]] as const) {
     if (!Number.isInteger(value) || value < min) problems.push(`${name} must be a whole number of at least ${min}; got ${value}.`);
   }
+  let consumer: StreamConsumer | undefined;
+  if (given.pattern !== undefined) {
+    if (given.handler !== undefined) problems.push('give either handler (your consumer) or pattern (the demo\'s), not both.');
+    else if (given.pattern !== 'inbox' && given.pattern !== 'naive') problems.push(`pattern must be 'inbox' or 'naive'; got ${JSON.stringify(given.pattern)}.`);
+    else consumer = demoConsumer(given.pattern, customers);
+  } else {
+    if (typeof given.handler !== 'function') problems.push('handler must be a factory of your handler, e.g. ({ database }) => kinesisInbox({ database, ... }).');
+    if (typeof given.message !== 'function') problems.push('message must be a function (index) => ({ key, body, groupId? }).');
+    if (typeof given.effects !== 'string' || given.effects.trim() === '') problems.push('effects must be SQL returning key and count per record, e.g. SELECT credit_id AS key, count(*) FROM public.credits GROUP BY 1.');
+    if (given.verify !== undefined && typeof given.verify !== 'function') problems.push('verify must be a function (session) => problems.');
+    if (problems.length === 0) consumer = given as StreamConsumer;
+  }
   const faults = options.faults ?? STREAM_FAULTS;
   const unknown = faults.filter((fault) => !STREAM_FAULTS.includes(fault));
   if (unknown.length > 0) problems.push(`faults: ${unknown.join(', ')} not injected on streams; choose from ${STREAM_FAULTS.join(', ')}.`);
-  if (problems.length > 0) throw new RangeError(`runStreamScenario: ${problems.join(' ')}`);
-  return { source: options.source, pattern: options.pattern, messages, seed, faults, customers, batchSize, timeoutMs, onProgress: options.onProgress };
+  if (problems.length > 0 || !consumer) throw new RangeError(`runStreamScenario: ${problems.join(' ')}`);
+  return {
+    source: options.source,
+    pattern: given.pattern,
+    consumer,
+    label: given.pattern ?? consumer.label ?? 'handler',
+    messages,
+    seed,
+    faults,
+    batchSize,
+    timeoutMs,
+    env: options.env,
+    onProgress: options.onProgress,
+  };
 }
 
-async function runIn(local: LocalStack, settings: Settings, databaseName: string): Promise<StreamScenarioResult> {
+/**
+ * The demo's order consumers as a {@link StreamConsumer}: orders keyed by customer, shipped into
+ * public.orders (the example workers' table), judged by shipped_count and the first shipment's sequence.
+ */
+function demoConsumer(pattern: StreamPattern, customers: number): StreamConsumer {
+  return {
+    // Replaced in runIn by the source's own handler of the pattern.
+    handler: () => {
+      throw new Error('the demo consumer is made by its source');
+    },
+    setup: async (session) => {
+      await migrate(session, [EXAMPLE_ORDER_MIGRATIONS]);
+      await session.execute(FIRST_SHIPPED);
+      await session.execute(NAIVE_TABLE);
+    },
+    message: (index) => ({ key: `order-${index}`, body: { orderId: `order-${index}`, customerId: `customer-${index % customers}` }, groupId: `customer-${index % customers}` }),
+    effects: EFFECTS,
+    ...(pattern === 'naive' ? { commitPoint: { statement: NAIVE_SHIP_STATEMENT } } : {}),
+  };
+}
+
+async function runIn(local: LocalStack, settings: Settings, databaseName: string, setEnv: (env: Readonly<Record<string, string>>) => void): Promise<StreamScenarioResult> {
   const started = Date.now();
+  const { consumer } = settings;
   const { client, target: database, session } = openDatabase(local, databaseName);
   local.dataApi.faults.clear();
-  const commitPoint = settings.pattern === 'inbox' ? 'commit' : { statement: NAIVE_SHIP_STATEMENT };
-  const schedule = new FaultSchedule(settings.seed, settings.faults, local.dataApi, commitPoint);
-  const source = streamDemoSource(settings.source);
+  const demo = settings.pattern === undefined ? undefined : streamDemoSource(settings.source);
+  const source = demo ?? streamSource(settings.source, { partitionKey: consumer.partitionKey });
+  // A stream that writes no record for a producer's retry (DynamoDB) cannot be given duplicate sends.
+  const faults = source.resends ? settings.faults : settings.faults.filter((fault) => fault !== 'duplicate-sends');
+  const schedule = new FaultSchedule(settings.seed, faults, local.dataApi, consumer.commitPoint ?? 'commit');
   let eventSource: StreamEventSource<unknown, unknown> | undefined;
   try {
-    await migrate(session, [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
-    await session.execute(FIRST_SHIPPED);
-    await session.execute(NAIVE_TABLE);
+    await migrate(session, [INBOX_MIGRATIONS]);
+    await runSetup('runStreamScenario', session, consumer.setup);
 
-    // Produce: each customer's orders in turn on its lane; a re-send right after the original, as a
-    // producer that timed out waiting for the put's answer retries it.
+    // Produce: each lane's records in turn; a re-send right after the original, as a producer that
+    // timed out waiting for the put's answer retries it.
     const sent: SentMessage[] = [];
     const positions = new Map<string, number>();
     let duplicateSends = 0;
     for (let index = 0; index < settings.messages; index++) {
-      const order = { orderId: `order-${index}`, customerId: `customer-${index % settings.customers}` };
-      const position = (positions.get(order.customerId) ?? 0) + 1;
-      positions.set(order.customerId, position);
-      sent.push({ key: order.orderId, groupId: order.customerId, position, poison: false });
-      source.put(order);
-      if (source.resends && schedule.resends(order.orderId)) {
+      const { key, body, groupId } = consumer.message(index);
+      const lane = groupId ?? key;
+      const position = (positions.get(lane) ?? 0) + 1;
+      positions.set(lane, position);
+      sent.push({ key, groupId: lane, position, poison: false });
+      source.put({ key, lane, body });
+      if (schedule.resends(key)) {
         duplicateSends++;
-        source.put(order);
+        source.put({ key, lane, body });
       }
     }
     const writes = settings.messages + duplicateSends;
 
+    const env = runEnvironment(local, databaseName, settings.env);
+    setEnv(env);
     // The naive consumer fails a record and lets the stream retry it: no resume retries of its own.
-    const naiveSession = new DataApiSession(database, { callTimeoutMs: 2000, resumeDelaysMs: [] });
-    const faults = new StreamInvocationFaults(schedule, source.recordId);
-    const handler = source.handler(settings.pattern, { database, session: naiveSession });
-    eventSource = source.eventSource(faults.wrap(handler as (event: unknown, context: Context) => unknown, recordsOf) as never, {
+    const handler = demo
+      ? demo.handler(settings.pattern!, { database, session: new DataApiSession(database, { callTimeoutMs: 2000, resumeDelaysMs: [] }) })
+      : await consumer.handler({ env, database, session, instance: 0, local });
+    if (typeof handler !== 'function') throw new TypeError(`runStreamScenario: handler must be a factory that returns your handler, e.g. ({ database }) => kinesisInbox({ database, ... }); the factory returned ${typeof handler}.`);
+    const invocationFaults = new StreamInvocationFaults(schedule, source.recordId);
+    const stream = source.eventSource(invocationFaults.wrap(handler as (event: unknown, context: Context) => unknown, recordsOf) as never, {
       batchSize: settings.batchSize,
       functionTimeoutMs: 10_000,
       // A failed batch is retried after a short pause, not in a tight loop through an auto-pause.
       retryDelayMs: 50,
-      beforeCheckpoint: faults.beforeCheckpoint,
-      functionName: `stream-demo-${settings.pattern}`,
+      beforeCheckpoint: invocationFaults.beforeCheckpoint,
+      functionName: `stream-scenario-${settings.label}`,
+    });
+    eventSource = stream;
+
+    const checkpointed = () => Math.min(writes, stream.stats.recordsCheckpointed);
+    const { completed, dataApiCalls } = await driveUntilDrained({
+      local,
+      schedule,
+      started,
+      timeoutMs: settings.timeoutMs,
+      start: () => stream.start(),
+      progress: () => ({ settled: checkpointed(), total: writes }),
+      onProgress: () => settings.onProgress?.(checkpointed(), writes),
+      drained: () => stream.drain({ timeoutMs: 100 }),
+      stop: () => stream.stop(),
     });
 
-    local.dataApi.stats.reset();
-    local.dataApi.faults.clear();
-    schedule.armCommitPoint();
-    schedule.pause();
-    eventSource.start();
-    const deadline = started + settings.timeoutMs;
-    let pausedAgain = false;
-    let completed = false;
-    for (;;) {
-      const done = Math.min(writes, eventSource.stats.recordsCheckpointed);
-      settings.onProgress?.(done, writes);
-      if (!pausedAgain && done >= writes / 2) {
-        pausedAgain = true;
-        schedule.pause();
-      }
-      if (await eventSource.drain({ timeoutMs: 100 })) {
-        completed = true;
-        break;
-      }
-      if (Date.now() > deadline) break;
-    }
-    await eventSource.stop();
-    local.dataApi.faults.clear();
-    const dataApiCalls = local.dataApi.stats.total();
-
-    const verdict = await readVerdict(session, EFFECTS, sent, PARKED, new Set());
-    const left = writes - Math.min(writes, eventSource.stats.recordsCheckpointed);
-    const problems = problemsOf(verdict, completed, settings.timeoutMs, left);
+    const verdict = await readVerdict(session, consumer.effects, sent, PARKED, new Set());
+    const problems = problemsOf(verdict, completed, settings.timeoutMs, writes - checkpointed());
     const unmatched = schedule.commitPointProblem();
     if (unmatched) problems.push(unmatched);
-    const stats = eventSource.stats;
+    // The demo's runs show what its consumers do at any size; a user's run must say what it did not test.
+    if (!demo) problems.push(...schedule.unfiredProblems(settings.messages), ...(await runVerify(consumer.verify, session)));
+    const stats = stream.stats;
     return {
       source: settings.source,
-      pattern: settings.pattern,
+      pattern: settings.label,
       seed: settings.seed,
       messages: settings.messages,
       writes,
@@ -251,6 +374,7 @@ async function runIn(local: LocalStack, settings: Settings, databaseName: string
       dataApiCalls,
       callsPerRecord: dataApiCalls / writes,
       faultsInjected: { ...schedule.injected },
+      faultLikelihood: schedule.likelihood(settings.messages),
       elapsedMs: Date.now() - started,
       completed,
       exactlyOnce: problems.length === 0,

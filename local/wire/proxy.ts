@@ -2,6 +2,7 @@ import { connect, createServer } from 'node:net';
 import type { AddressInfo, Server, Socket } from 'node:net';
 import { DataApiError, GatewayError } from '../data-api/errors.js';
 import { Faults } from '../data-api/faults.js';
+import type { FaultCall } from '../data-api/faults.js';
 import { Stats } from '../data-api/stats.js';
 import type { Operation } from '../data-api/stats.js';
 
@@ -36,6 +37,8 @@ export interface WireProxy {
 }
 
 interface Pipe {
+  /** The connection's number, naming its transaction for the faults. */
+  readonly id: number;
   readonly client: Socket;
   readonly server: Socket;
   silent: boolean;
@@ -55,13 +58,14 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
   const faults = new Faults();
   const stats = new Stats();
   const statements: string[] = [];
+  let connections = 0;
 
   const server: Server = createServer((client) => {
     const upstream = connect(Number(target.port || 5432), target.hostname);
     // Small protocol messages, one round trip each: Nagle's algorithm would hold each for a delayed ACK.
     client.setNoDelay(true);
     upstream.setNoDelay(true);
-    const pipe: Pipe = { client, server: upstream, silent: false, answers: 'pass', messages: 'forward', status: 'I', queue: Promise.resolve() };
+    const pipe: Pipe = { id: ++connections, client, server: upstream, silent: false, answers: 'pass', messages: 'forward', status: 'I', queue: Promise.resolve() };
     pipes.add(pipe);
     const end = () => {
       pipes.delete(pipe);
@@ -85,10 +89,13 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
           const inTransaction = pipe.status !== 'I' || operation === 'CommitTransaction' || operation === 'RollbackTransaction';
           const delay = faults.delayFor(operation);
           if (delay > 0) await sleep(delay);
-          const failure = faults.failureFor(operation, inTransaction);
+          // The connection stands for the transaction: the faults only ask whether there is one.
+          const call: FaultCall = { operation, sql, transactionId: inTransaction ? `wire-${pipe.id}` : undefined };
+          faults.seen(call);
+          const failure = faults.failureFor(call);
           if (failure instanceof DataApiError && failure.type === 'DatabaseResumingException') {
             // RDS Proxy holds the statement while Aurora resumes: ask again until the fault says it resumed.
-            while (resuming(faults.failureFor(operation, inTransaction))) await sleep(25);
+            while (resuming(faults.failureFor(call))) await sleep(25);
           } else if (failure) {
             if (failure instanceof GatewayError) return end();
             if (type === 'Q') return refuse(pipe);
@@ -96,7 +103,7 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
             return;
           }
           pipe.messages = 'forward';
-          if (faults.dropsResponse(operation, sql)) pipe.answers = 'drop';
+          if (faults.dropsResponse(call)) pipe.answers = 'drop';
         } else if (pipe.messages === 'refuse') {
           // The rest of a refused extended-protocol statement: swallowed, answered at its Sync.
           if (type === 'S') {

@@ -59,7 +59,7 @@ interface AppCase {
   readonly synth: readonly string[];
   /** The entries the app has the optional peers of: the ESM app installs the local runtime's, the CDK app does not. */
   readonly entries: readonly string[];
-  /** The app's own vitest tests: the README's "your own handler through the faults" test. */
+  /** The app's own vitest tests: the README's "your own handler through the faults" test, and its stream and outbox siblings. */
   readonly ownTests: boolean;
   /** Whether its InboxDatabase creates public.payments from the app's own migration files. */
   readonly ownMigrations: boolean;
@@ -155,13 +155,13 @@ describe.each(APPS)('the packed package in $name ($module)', ({ name, module, st
   }, 300_000);
 
   // Only the ESM app has tests of its own; a test defined conditionally is not counted as skipped.
-  if (ownTests) it("runs the README's test of its own handler through the faults, with embedded PostgreSQL from its own install", async () => {
+  if (ownTests) it("runs its own tests of its SQS, stream and outbox handlers through the faults, with embedded PostgreSQL from its own install", async () => {
     const tested = await run(app, 'npx', ['vitest', 'run'], userEnvironment({ CI: 'true', NO_COLOR: '1', FORCE_COLOR: undefined }));
     succeeded(tested, `vitest in ${name}`);
     const summary = stripVTControlCharacters(tested.stdout);
-    expect(summary).toMatch(/Tests\s+1 passed \(1\)/);
+    expect(summary).toMatch(/Tests\s+5 passed \(5\)/);
     expect(summary).not.toMatch(/failed|skipped/);
-  }, 300_000);
+  }, 600_000);
 });
 
 /** What the README's install table has a CDK app add for `sqs-inbox/local` and its tests, at the versions this repository tests. */
