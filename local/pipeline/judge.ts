@@ -22,7 +22,7 @@ export interface PipelineStage {
   readonly parked: number;
   /** Expected orders in the stage's dead-letter queue. */
   readonly deadLettered: number;
-  /** Orders first applied after a later order of the same customer (FIFO group). */
+  /** Orders first applied after a later order of the same customer (FIFO group), none of them dead-lettered. */
   readonly outOfOrder: readonly OutOfOrderEffect[];
 }
 
@@ -53,7 +53,7 @@ export async function judgePipeline(
   run: { readonly completed: boolean; readonly timeoutMs: number; readonly left: number },
 ): Promise<PipelineVerdict> {
   const shipDeadLettered = deadLetteredKeys(model, deadLetterQueues.orders);
-  const shipVerdict = resentAfterDeadLetter(await readVerdict(session, SHIPMENTS, sent, parkedBy(SHIP_CONSUMER, 'message_key'), shipDeadLettered), shipDeadLettered);
+  const shipVerdict = await readVerdict(session, SHIPMENTS, sent, parkedBy(SHIP_CONSUMER, 'message_key'), shipDeadLettered);
   // The invoice stage's messages: one per order shipped, in its customer's group, in the order the shipments committed.
   const shippedFirst = new Map((await selectByKey(session, 'SELECT order_id AS key, min(id) AS seq FROM public.pipeline_shipment GROUP BY order_id')).map((row) => [String(row.key), Number(row.seq)]));
   const handedOn: SentMessage[] = sent
@@ -75,15 +75,6 @@ export async function judgePipeline(
     problems.push(`invoice stage: ${phantomKeys.length} order(s) invoiced while not shipped (a phantom invoice message): ${phantomKeys.slice(0, 10).join(', ')}${phantomKeys.length > 10 ? ', ...' : ''}`);
   }
   return { ship, invoice, problems };
-}
-
-/**
- * The verdict without the out-of-order effects of orders whose message is in the dead-letter queue: the
- * copy applied was the producer's later re-send (`duplicate-sends`), which FIFO rightly delivers after the
- * group's later orders. (Under load, function timeouts can use up a message's 5 receives.)
- */
-function resentAfterDeadLetter(verdict: Verdict, deadLettered: ReadonlySet<string>): Verdict {
-  return { ...verdict, outOfOrder: verdict.outOfOrder.filter((effect) => !deadLettered.has(effect.key)) };
 }
 
 function parkedBy(consumer: string, key: string): string {
