@@ -215,7 +215,7 @@ export interface ScenarioResult {
   readonly deadLettered: number;
   /** False when order could not be judged: a standard queue, or an effects query without `seq`. */
   readonly orderChecked: boolean;
-  /** Messages whose first effect came after a later message of the same FIFO group. */
+  /** Messages whose first effect came after a later message of the same FIFO group, none of them dead-lettered (see outOfOrderPastDeadLetter). */
   readonly orderViolations: number;
   /** Those messages, each with the later one applied before it. */
   readonly outOfOrder: readonly OutOfOrderEffect[];
