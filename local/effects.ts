@@ -66,7 +66,13 @@ export interface Verdict {
   readonly deadLettered: number;
   /** False when order could not be judged: a standard queue, or no `seq` column. */
   readonly orderChecked: boolean;
+  /** Messages first applied after a later message of their group, with no copy in the dead-letter queue: order broken. */
   readonly outOfOrder: readonly OutOfOrderEffect[];
+  /**
+   * Messages first applied after a later message of their group that reached the dead-letter queue: their
+   * group moved on without them, and FIFO order ends there (docs/fifo.md, "Where the FIFO guarantee ends").
+   */
+  readonly outOfOrderPastDeadLetter: readonly OutOfOrderEffect[];
   /** Keys the effects query returned that no message carried. */
   readonly unexpectedKeys: readonly string[];
 }
@@ -187,6 +193,7 @@ export function judge(
   const accounted = (m: SentMessage) => parkedKeys.has(m.key) || deadLetteredKeys.has(m.key);
   const applied = sent.filter((m) => countOf(m.key) > 0);
   const orderChecked = sent.every((m) => m.groupId !== undefined) && applied.every((m) => effects.get(m.key)?.seq !== undefined);
+  const disordered = orderChecked ? outOfOrder(applied, effects) : [];
   return {
     applied: applied.length,
     doubleEffects,
@@ -196,32 +203,55 @@ export function judge(
     parked: sent.filter((m) => parkedKeys.has(m.key)).length,
     deadLettered: sent.filter((m) => deadLetteredKeys.has(m.key)).length,
     orderChecked,
-    outOfOrder: orderChecked ? outOfOrder(applied, effects) : [],
+    outOfOrder: disordered.filter((effect) => !deadLetteredKeys.has(effect.key)),
+    outOfOrderPastDeadLetter: disordered.filter((effect) => deadLetteredKeys.has(effect.key)),
     unexpectedKeys: [...effects.keys()].filter((key) => !sentKeys.has(key) && effects.get(key)!.count > 0),
   };
+}
+
+/**
+ * One readable line per thing the run saw that is not a problem: effects past a dead-lettered message,
+ * whose order the FIFO guarantee does not cover.
+ */
+export function notesOf(verdict: Pick<Verdict, 'outOfOrderPastDeadLetter'>): string[] {
+  const past = verdict.outOfOrderPastDeadLetter;
+  if (past.length === 0) return [];
+  return [
+    `${past.length} message(s) applied after a later message of their FIFO group once a copy of them had reached the dead-letter queue, ` +
+      `where FIFO order ends (docs/fifo.md, "Where the FIFO guarantee ends"): ${listed(past.map(describeOrder))}. ` +
+      'Their group moved on without them: the effect came from a later duplicate send of the same key, or landed late from a consumer still running past its timeout on its last receive.',
+  ];
 }
 
 /** One readable line per kind of problem; empty when every message was applied exactly once, in order. */
 export function problemsOf(verdict: Verdict, completed: boolean, timeoutMs: number, left: number): string[] {
   const problems: string[] = [];
-  const some = (keys: readonly string[]) => `${keys.slice(0, 10).join(', ')}${keys.length > 10 ? `, ... (${keys.length - 10} more)` : ''}`;
   if (!completed) problems.push(`the queue did not drain within ${timeoutMs} ms: ${left} message(s) still queued or in flight`);
   if (verdict.doubleEffects.length > 0) {
-    problems.push(`${verdict.doubleEffects.length} message(s) applied more than once: ${some(verdict.doubleEffects.map((d) => `${d.key} (${d.count} times)`))}`);
+    problems.push(`${verdict.doubleEffects.length} message(s) applied more than once: ${listed(verdict.doubleEffects.map((d) => `${d.key} (${d.count} times)`))}`);
   }
   if (verdict.lostKeys.length > 0) {
     const hint = verdict.applied === 0 ? '; nothing was applied at all: does the effects query return the keys that message() gives?' : '';
-    problems.push(`${verdict.lostKeys.length} message(s) lost (not applied, not parked, not in the dead-letter queue): ${some(verdict.lostKeys)}${hint}`);
+    problems.push(`${verdict.lostKeys.length} message(s) lost (not applied, not parked, not in the dead-letter queue): ${listed(verdict.lostKeys)}${hint}`);
   }
   if (verdict.outOfOrder.length > 0) {
     problems.push(
-      `${verdict.outOfOrder.length} message(s) applied after a later message of their FIFO group: ${some(verdict.outOfOrder.map((o) => `${o.key} after ${o.after} (group ${o.groupId})`))}`,
+      `${verdict.outOfOrder.length} message(s) applied after a later message of their FIFO group: ${listed(verdict.outOfOrder.map(describeOrder))}`,
     );
   }
   if (verdict.unexpectedKeys.length > 0) {
-    problems.push(`the effects query returned ${verdict.unexpectedKeys.length} key(s) no message carried: ${some(verdict.unexpectedKeys)}; it must return each message's key as message() gives it`);
+    problems.push(`the effects query returned ${verdict.unexpectedKeys.length} key(s) no message carried: ${listed(verdict.unexpectedKeys)}; it must return each message's key as message() gives it`);
   }
   return problems;
+}
+
+/** The first ten of a list, and how many more. */
+function listed(items: readonly string[]): string {
+  return `${items.slice(0, 10).join(', ')}${items.length > 10 ? `, ... (${items.length - 10} more)` : ''}`;
+}
+
+function describeOrder(effect: OutOfOrderEffect): string {
+  return `${effect.key} after ${effect.after} (group ${effect.groupId})`;
 }
 
 function outOfOrder(applied: readonly SentMessage[], effects: ReadonlyMap<string, KeyEffects>): OutOfOrderEffect[] {

@@ -3,7 +3,7 @@ import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../lambda/inbox/index
 import type { DatabaseTarget } from '../lambda/inbox/index.js';
 import { DEMO_PATTERNS, demoConsumer } from './demo-consumers.js';
 import type { DemoPattern } from './demo-consumers.js';
-import { problemsOf } from './effects.js';
+import { notesOf, problemsOf } from './effects.js';
 import type { DoubleEffect, OutOfOrderEffect } from './effects.js';
 import type { SqsEventSource, SqsEventHandler } from './event-source.js';
 import { FAULTS, FaultSchedule } from './fault-schedule.js';
@@ -250,10 +250,17 @@ export interface ScenarioResult {
   readonly deadLettered: number;
   /** False when order could not be judged: a standard queue, or an effects query without `seq`. */
   readonly orderChecked: boolean;
-  /** Messages whose first effect came after a later message of the same FIFO group. */
+  /** Messages whose first effect came after a later message of the same FIFO group, none of them dead-lettered (see outOfOrderPastDeadLetter). */
   readonly orderViolations: number;
   /** Those messages, each with the later one applied before it. */
   readonly outOfOrder: readonly OutOfOrderEffect[];
+  /**
+   * Messages first applied after a later message of their group once a copy of them had reached the
+   * dead-letter queue: not a problem, since their group moved on without them and FIFO order ends there
+   * (docs/fifo.md, "Where the FIFO guarantee ends"). Its effect came from a later duplicate send of the
+   * key, or landed late from a consumer that ran past its timeout on the message's last receive.
+   */
+  readonly outOfOrderPastDeadLetter: readonly OutOfOrderEffect[];
   /** Keys the effects query returned that no message carried (a sign the query is wrong). */
   readonly unexpectedKeys: readonly string[];
   /** Calls the local Data API received while the consumers ran. */
@@ -284,6 +291,8 @@ export interface ScenarioResult {
    * `expect(result.problems).toEqual([])`.
    */
   readonly problems: readonly string[];
+  /** One readable line per thing seen that is not a problem: {@link ScenarioResult.outOfOrderPastDeadLetter}. */
+  readonly notes: readonly string[];
 }
 
 /** A handler a factory returned, and the database of the run it was built for. */
@@ -512,6 +521,7 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
       orderChecked: verdict.orderChecked,
       orderViolations: verdict.outOfOrder.length,
       outOfOrder: verdict.outOfOrder,
+      outOfOrderPastDeadLetter: verdict.outOfOrderPastDeadLetter,
       unexpectedKeys: verdict.unexpectedKeys,
       dataApiCalls,
       callsPerMessage: dataApiCalls / sends,
@@ -523,6 +533,7 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
       completed,
       exactlyOnce: problems.length === 0,
       problems,
+      notes: notesOf(verdict),
     };
   } finally {
     await sweeper?.stop();

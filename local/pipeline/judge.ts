@@ -22,7 +22,7 @@ export interface PipelineStage {
   readonly parked: number;
   /** Expected orders in the stage's dead-letter queue. */
   readonly deadLettered: number;
-  /** Orders first applied after a later order of the same customer (FIFO group). */
+  /** Orders first applied after a later order of the same customer (FIFO group), none of them dead-lettered. */
   readonly outOfOrder: readonly OutOfOrderEffect[];
 }
 
