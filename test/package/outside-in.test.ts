@@ -182,6 +182,9 @@ describe('the packed package in a pristine `cdk init app --language typescript` 
         'src/payments-worker.ts': 'examples/esm-app/src/payments-worker.ts',
         'test/exactly-once.spec.ts': 'examples/esm-app/test/exactly-once.test.ts',
         'test/sqs-inbox.test.ts': 'examples/cdk-init-app/test/sqs-inbox.test.ts',
+        'test/own-schema.test.ts': 'examples/cdk-init-app/test/own-schema.test.ts',
+        'test/broken-handler.spec.ts': 'examples/cdk-init-app/test/broken-handler.spec.ts',
+        migrations: 'examples/cdk-init-app/migrations',
         'vitest.config.mts': 'examples/cdk-init-app/vitest.config.mts',
       },
       LOCAL_RUNTIME.map((name) => `${name}@${REPOSITORY_VERSIONS[name]}`),
@@ -201,7 +204,8 @@ describe('the packed package in a pristine `cdk init app --language typescript` 
     const summary = stripVTControlCharacters(tested.stderr);
     expect(summary).toContain('PASS test/cdk-init-app.test.ts');
     expect(summary).toContain('PASS test/sqs-inbox.test.ts');
-    expect(summary).toMatch(/Tests:\s+3 passed, 3 total/);
+    expect(summary).toContain('PASS test/own-schema.test.ts');
+    expect(summary).toMatch(/Tests:\s+4 passed, 4 total/);
   }, 120_000);
 
   it('type-checks with its own tsconfig (npm run build), against the CommonJS declarations', async () => {
@@ -209,11 +213,11 @@ describe('the packed package in a pristine `cdk init app --language typescript` 
     expect(traced.stdout).toMatch(/Module name 'sqs-inbox\/local' was successfully resolved to '[^']*\/node_modules\/sqs-inbox\/dist\/cjs\/local\/index\.d\.ts'/);
   }, 120_000);
 
-  it("runs the README's vitest test of its own handler through the faults in the same app", async () => {
+  it("runs the README's vitest test of its own handler through the faults in the same app, and fails the handler whose effect is outside the transaction at 300 and at 20 messages", async () => {
     const tested = await run(app, 'npx', ['vitest', 'run'], userEnvironment({ CI: 'true', NO_COLOR: '1', FORCE_COLOR: undefined }));
     succeeded(tested, 'vitest in cdk-init-app');
     const summary = stripVTControlCharacters(tested.stdout);
-    expect(summary).toMatch(/Tests\s+1 passed \(1\)/);
+    expect(summary).toMatch(/Tests\s+3 passed \(3\)/);
     expect(summary).not.toMatch(/failed|skipped/);
   }, 300_000);
 });
