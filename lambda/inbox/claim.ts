@@ -89,22 +89,6 @@ export function isClaimTaken(error: unknown): boolean {
   );
 }
 
-/**
- * A claim refused by the inbox's row-level security (SQLSTATE 42501): the database role may claim only
- * under the consumer name it was provisioned for (the construct's `consumerName`), and this handler claims
- * under another. Returned as the configuration error it is, naming the fix; any other error as it is.
- */
-export function explainRefusedClaim(error: unknown, consumer: string): unknown {
-  if (!(error instanceof DatabaseCallError) || error.sqlState !== '42501' || !ROW_SECURITY.test(error.message)) return error;
-  return new InboxConfigError(
-    'consumer',
-    `the database role may claim only under the consumer name it was provisioned for, and this handler claims as "${consumer}": ` +
-      `leave inbox()'s consumer unset, so that INBOX_CONSUMER (the construct's consumerName) decides, or give the construct consumerName: '${consumer}' (${error.message})`,
-  );
-}
-
-const ROW_SECURITY = /row-level security policy for table "(consumed_message|parked_message|outbox_message)"/;
-
 /** Reads the hash stored with a claim, for a duplicate whose claim statement could not see it. */
 export function storedHashSql(tables: InboxTables): string {
   return `SELECT payload_sha256 AS existing_sha256 FROM ${tables.consumed}

@@ -371,23 +371,6 @@ describe('database roles, signed in through the local Data API', () => {
     expect(firstReport.scope).toEqual(['orders']);
   });
 
-  it("fails a handler that claims under another name than its role's, naming the fix, and claims nothing", async () => {
-    const logger = recordingLogger();
-    const handler = inbox<{ orderId: string }>({
-      consumer: 'billing',
-      database: { resourceArn: server.resourceArn, secretArn: SECRET.consumer, database: server.database, client },
-      logger,
-      metrics: recordingMetrics(),
-      apply: async () => {},
-    });
-    const record = sqsRecord({ body: { orderId: 'order-9' }, key: `k9-${run}` });
-    expect((await handler({ Records: [record] }, lambdaContext() as never)).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
-    const failure = JSON.stringify(logger.lines.filter((line) => line.level === 'warn'));
-    expect(failure).toContain('InboxConfigError');
-    expect(failure).toContain("leave inbox()'s consumer unset, so that INBOX_CONSUMER (the construct's consumerName) decides, or give the construct consumerName: 'billing'");
-    expect((await superuser.query(`SELECT count(*)::int AS n FROM inbox.consumed_message WHERE message_id = 'k9-${run}'`)).rows[0].n).toBe(0);
-  });
-
   it('lets the purge delete old inbox rows and nothing else: no INSERT, no parked messages, no other tables', async () => {
     // Arrange: two claims, one of them older than the retention.
     await superuser.query(

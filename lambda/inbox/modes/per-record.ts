@@ -1,5 +1,5 @@
 import type { Outcome } from '../batch.js';
-import { checkGatedStatement, claimParams, explainRefusedClaim, gatedSql, parkSql, readClaim, replayGatedSql, sameHash, statementBound, storedHashSql } from '../claim.js';
+import { checkGatedStatement, claimParams, gatedSql, parkSql, readClaim, replayGatedSql, sameHash, statementBound, storedHashSql } from '../claim.js';
 import type { ClaimOutcome } from '../claim.js';
 import type { Transaction } from '../data-api.js';
 import type { InboxSession } from '../transport/session.js';
@@ -59,7 +59,7 @@ export class RecordConsumer<Body, Raw = unknown> {
       if (typeof verdict === 'object') throw this.collision(record, key!, verdict.collidesWith, sha256, tally);
       return { kind: verdict };
     } catch (error) {
-      return this.failed(session, prepared, explainRefusedClaim(error, this.options.consumer), tally);
+      return this.failed(session, prepared, error, tally);
     }
   }
 
