@@ -19,7 +19,7 @@ const ROOT = fileURLToPath(new URL('..', import.meta.url));
 /** Inside the repository (and ignored by git), so the bundles' external `@aws-sdk/*` resolve from node_modules. */
 const OUT = join(ROOT, '.tmp', 'bench-bundles');
 
-// As lib/inbox-function.ts passes them to NodejsFunction (checked against its source by checkInboxFunction).
+// As lib/consumer/inbox-function.ts passes them to NodejsFunction (checked against its source by checkInboxFunction).
 const BANNER = "import { createRequire as __inboxCreateRequire } from 'module';const require = __inboxCreateRequire(import.meta.url);";
 const EXTERNAL = '@aws-sdk/*';
 
@@ -279,7 +279,7 @@ function typescriptFiles(path: string): string[] {
 }
 
 /**
- * The bench copies InboxFunction's bundling options; this reads lib/inbox-function.ts and names every
+ * The bench copies InboxFunction's bundling options; this reads lib/consumer/inbox-function.ts and names every
  * one that no longer matches, so the two cannot drift apart silently.
  */
 export function checkInboxFunction(): string[] {
@@ -294,7 +294,7 @@ export function checkInboxFunction(): string[] {
   ];
   return expected
     .filter(([, pattern]) => !pattern.test(source))
-    .map(([name]) => `bench/bundle.ts bundles with ${name}, which lib/inbox-function.ts no longer shows; update INBOX_FUNCTION_BUNDLING`);
+    .map(([name]) => `bench/bundle.ts bundles with ${name}, which lib/consumer/inbox-function.ts no longer shows; update INBOX_FUNCTION_BUNDLING`);
 }
 
 const kb = (bytes: number) => `${(bytes / 1000).toFixed(1)} KB`;
@@ -350,7 +350,7 @@ export function bundleTables(section: BundleSection, problems: string[]): Table[
     }),
     notes: [
       ...section.bundles.map((bundle) => `${bundle.subject.id}: ${bundle.subject.description} (${bundle.subject.entry}).`),
-      'Both are bundled by esbuild with the options NodejsFunction gets from InboxFunction (lib/inbox-function.ts): format esm, platform node, ' +
+      'Both are bundled by esbuild with the options NodejsFunction gets from InboxFunction (lib/consumer/inbox-function.ts): format esm, platform node, ' +
         'target node22, minify, mainFields module,main, source map beside the file, the createRequire banner, and @aws-sdk/* external ' +
         '(the Lambda runtime provides it). Minified is the size of index.mjs; gzip (level 9) is for information.',
       `Cold import: a fresh Node (${section.node}) per bundle per round imports the bundle (written to .tmp/bench-bundles/, so the external ` +

@@ -4,10 +4,10 @@ import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempo
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { DataApiSession } from '../lambda/inbox/index.js';
-import { inbox } from '../lambda/inbox/batch-handlers.js';
+import { inbox } from '../lambda/inbox/handler/batch-handlers.js';
 import type { DatabaseTarget, InboxLogger, InboxMetrics, InboxOptions } from '../lambda/inbox/index.js';
 import { batchHandler, consumeNaively } from '../local/naive.js';
-import type { Outcome } from '../lambda/inbox/batch.js';
+import type { Outcome } from '../lambda/inbox/lanes/lanes.js';
 import { EFFECT_SQL } from './database.js';
 import { IDEMPOTENCY_TABLE, dynamoDbClient } from './dynamodb.js';
 import { keyOf } from './records.js';

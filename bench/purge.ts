@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { DataApiSession, inbox, INBOX_MIGRATIONS, inboxTables, migrate, purge } from '../lambda/inbox/index.js';
 import type { DatabaseTarget, InboxMetrics } from '../lambda/inbox/index.js';
-import { purgeBatchSql } from '../lambda/inbox/purge.js';
+import { purgeBatchSql } from '../lambda/inbox/sql/purge.js';
 import { createDatabase } from '../local/index.js';
 import { dataApiClient } from './database.js';
 import { freshRecord, sqsEvent } from './records.js';

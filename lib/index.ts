@@ -8,21 +8,21 @@
  * @example
  * import { InboxConsumer, InboxDatabase, InboxQueue } from 'sqs-inbox/cdk';
  */
-export { InboxQueue } from './inbox-queue.js';
-export type { InboxQueueProps } from './inbox-queue.js';
-export { InboxDatabase } from './inbox-database.js';
-export type { InboxDatabaseProps } from './inbox-database.js';
-export { MigrationSet, BUILT_IN_MIGRATION_SETS, MAX_MIGRATION_SET_BYTES } from './migration-sets.js';
-export type { InboxMigration, InboxMigrationSet, MigrationDirectoryOptions } from './migration-sets.js';
-export { InboxConsumer, INBOX_METRICS_NAMESPACE, DEFAULT_MIN_RECORD_DURATION } from './inbox-consumer.js';
-export type { InboxConsumerProps } from './inbox-consumer.js';
+export { InboxQueue } from './queue/inbox-queue.js';
+export type { InboxQueueProps } from './queue/inbox-queue.js';
+export { InboxDatabase } from './database/inbox-database.js';
+export type { InboxDatabaseProps } from './database/inbox-database.js';
+export { MigrationSet, BUILT_IN_MIGRATION_SETS, MAX_MIGRATION_SET_BYTES } from './database/migration-sets.js';
+export type { InboxMigration, InboxMigrationSet, MigrationDirectoryOptions } from './database/migration-sets.js';
+export { InboxConsumer, INBOX_METRICS_NAMESPACE, DEFAULT_MIN_RECORD_DURATION } from './consumer/inbox-consumer.js';
+export type { InboxConsumerProps } from './consumer/inbox-consumer.js';
 export type { InboxKafkaSource } from './sources/kafka.js';
 export { KAFKA_DEFAULT_POLLERS } from './sources/kafka.js';
 export { STREAM_DEFAULT_BATCH_SIZE, STREAM_DEFAULT_RETRY_ATTEMPTS } from './sources/source.js';
-export { KAFKA_MAX_TIMEOUT_SECONDS } from './stream-invariants.js';
-export type { InboxSourceKind } from './stream-invariants.js';
-export { InboxCleanup, CLEANUP_SERVICE_NAME, MIN_CLEANUP_TIMEOUT } from './inbox-cleanup.js';
-export type { InboxCleanupProps } from './inbox-cleanup.js';
+export { KAFKA_MAX_TIMEOUT_SECONDS } from './sources/stream-invariants.js';
+export type { InboxSourceKind } from './sources/stream-invariants.js';
+export { InboxCleanup, CLEANUP_SERVICE_NAME, MIN_CLEANUP_TIMEOUT } from './purge/inbox-cleanup.js';
+export type { InboxCleanupProps } from './purge/inbox-cleanup.js';
 export {
   InboxOutboxRelay,
   OUTBOX_SERVICE_NAME,
@@ -30,22 +30,22 @@ export {
   DEFAULT_OUTBOX_SWEEP_LIMIT,
   DEFAULT_OUTBOX_SENT_RETENTION,
   MIN_OUTBOX_RELAY_TIMEOUT,
-} from './inbox-outbox-relay.js';
-export type { InboxOutboxRelayProps } from './inbox-outbox-relay.js';
-export type { OutboxDestinations } from './outbox-destinations.js';
-export { InboxAlarms, CONSUMER_COUNT_METRICS, CONSUMER_LATENCY_METRICS, CLEANUP_METRICS, OUTBOX_RELAY_METRICS } from './inbox-alarms.js';
-export type { InboxAlarmsProps } from './inbox-alarms.js';
-export { InboxFunction } from './inbox-function.js';
-export type { InboxFunctionProps } from './inbox-function.js';
-export { InboxStack } from './inbox-stack.js';
-export type { InboxStackProps } from './inbox-stack.js';
-export { InboxStreamsStack } from './inbox-streams-stack.js';
-export type { InboxStreamsStackProps } from './inbox-streams-stack.js';
+} from './outbox/inbox-outbox-relay.js';
+export type { InboxOutboxRelayProps } from './outbox/inbox-outbox-relay.js';
+export type { OutboxDestinations } from './outbox/outbox-destinations.js';
+export { InboxAlarms, CONSUMER_COUNT_METRICS, CONSUMER_LATENCY_METRICS, CLEANUP_METRICS, OUTBOX_RELAY_METRICS } from './alarms/inbox-alarms.js';
+export type { InboxAlarmsProps } from './alarms/inbox-alarms.js';
+export { InboxFunction } from './consumer/inbox-function.js';
+export type { InboxFunctionProps } from './consumer/inbox-function.js';
+export { InboxStack } from '../demo/stacks/inbox-stack.js';
+export type { InboxStackProps } from '../demo/stacks/inbox-stack.js';
+export { InboxStreamsStack } from '../demo/stacks/inbox-streams-stack.js';
+export type { InboxStreamsStackProps } from '../demo/stacks/inbox-streams-stack.js';
 export type { InvariantViolation } from './invariants.js';
-export { InboxDatabaseRole } from './inbox-database-role.js';
-export type { InboxDatabaseRoleProps, InboxRolePurpose } from './inbox-database-role.js';
-export type { InboxTableGrant, InboxTablePrivilege } from './database-grants.js';
-export type { DataApiAction } from './data-api-access.js';
-export { InboxSecretRotation } from './secret-rotation.js';
+export { InboxDatabaseRole } from './database/inbox-database-role.js';
+export type { InboxDatabaseRoleProps, InboxRolePurpose } from './database/inbox-database-role.js';
+export type { InboxTableGrant, InboxTablePrivilege } from './database/database-grants.js';
+export type { DataApiAction } from './database/data-api-access.js';
+export { InboxSecretRotation } from './database/secret-rotation.js';
 export { PeerDependencyError } from '../lambda/inbox/peers.js';
-export type { InboxSecretRotationProps } from './secret-rotation.js';
+export type { InboxSecretRotationProps } from './database/secret-rotation.js';

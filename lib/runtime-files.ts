@@ -9,7 +9,7 @@ const EXTENSION = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 
 /**
  * The path of a runtime module the constructs bundle or fingerprint, relative to lib/ and without its
- * extension (`'../lambda/functions/cleanup'`). Throws, naming the fix, when the package lost the file.
+ * extension (`'../lambda/functions/purge/cleanup'`). Throws, naming the fix, when the package lost the file.
  */
 export function runtimeFile(relative: string, what: string): string {
   const file = fileURLToPath(new URL(`${relative}${EXTENSION}`, import.meta.url));

@@ -1,6 +1,6 @@
 import type { SQSRecord } from 'aws-lambda';
 import { DataApiSession } from '../lambda/inbox/index.js';
-import { inbox } from '../lambda/inbox/batch-handlers.js';
+import { inbox } from '../lambda/inbox/handler/batch-handlers.js';
 import type { InboxLogger, InboxMetrics } from '../lambda/inbox/index.js';
 import { batchHandler, consumeNaively } from './naive.js';
 import type { ScenarioConsumer } from './scenario.js';

@@ -161,7 +161,7 @@ export function buildMessages(plan: MessagePlan, schedule: FaultSchedule): Outgo
  */
 export async function produce(model: SqsModel, client: SQSClient, queue: QueueInfo, sent: readonly Outgoing[], schedule: FaultSchedule): Promise<number> {
   // The producer imports @aws-sdk/client-sqs statically: load it only once the peer is known to be there.
-  const { createProducer } = await import('../lambda/inbox/producer.js');
+  const { createProducer } = await import('../lambda/inbox/producer/producer.js');
   const producer = createProducer({ client, queueUrl: queue.url });
   let duplicateSends = 0;
   for (let from = 0; from < sent.length; from += 100) {

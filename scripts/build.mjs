@@ -11,7 +11,7 @@ import { dirname, join, posix, relative } from 'node:path';
 import { build } from 'esbuild';
 
 /** What the package ships: the runtime library and functions, the constructs, the local runtime, the CLI. */
-const SOURCES = ['lambda', 'lib', 'local', 'bin/sqs-inbox.ts', 'bin/cli'];
+const SOURCES = ['lambda', 'lib', 'local', 'demo', 'bin/sqs-inbox.ts', 'bin/cli'];
 const OUT = 'dist';
 /** The CommonJS build: a folder of its own whose package.json says "commonjs", as Node scopes formats by folder. */
 const CJS_OUT = join(OUT, 'cjs');

@@ -18,7 +18,7 @@ export async function migrateCommand(values: DatabaseValues & { sets: string }):
   const names = namesFrom(values.sets, '--sets', MIGRATION_SET_NAMES);
   if (names.length === 0) throw new UsageError(`--sets names no migration set, e.g. --sets ${MIGRATION_SET_NAMES.join(',')}`);
   const target = databaseTarget(values, process.env);
-  const [{ migrate }, { migrationSets }] = await Promise.all([import('../../lambda/inbox/index.js'), import('../../lambda/functions/migrate.js')]);
+  const [{ migrate }, { migrationSets }] = await Promise.all([import('../../lambda/inbox/index.js'), import('../../lambda/functions/migration/migrate.js')]);
   const report = await migrate(await session(target), migrationSets(names.join(',')), values.schema);
   process.stdout.write(`${JSON.stringify(report)}\n`);
   return 0;

@@ -16,7 +16,7 @@ export const STREAM_FAULT_NAMES = STREAM_FAULTS;
 /** What `sqs-inbox demo --source` accepts: sqs (the default demo) or a stream. */
 export const DEMO_SOURCES = ['sqs', 'kinesis', 'dynamodb', 'kafka'] as const;
 
-/** What `sqs-inbox migrate --sets` accepts; test/local/cli.test.ts checks it against lambda/functions/migrate.ts. */
+/** What `sqs-inbox migrate --sets` accepts; test/local/cli.test.ts checks it against lambda/functions/migration/migrate.ts. */
 export const MIGRATION_SET_NAMES = ['inbox', 'example-orders'] as const;
 
 export const USAGE = `sqs-inbox: exactly-once SQS consumers on Aurora PostgreSQL over the RDS Data API

@@ -6,12 +6,12 @@
  * @example
  * import { inbox, PermanentError } from 'sqs-inbox';
  */
-export { inbox } from './consumer.js';
-export type { InboxHandler } from './consumer.js';
-export type { InboxOptions, InboxMessage, InboxTransaction, DatabaseOptions, GatedStatement, GatedBatchStatement, DuplicateFilter } from './options.js';
-export { resolveTarget } from './options.js';
-export { parseWith } from './standard-schema.js';
-export type { StandardSchema, StandardResult, StandardIssue } from './standard-schema.js';
+export { inbox } from './handler/consumer.js';
+export type { InboxHandler } from './handler/consumer.js';
+export type { InboxOptions, InboxMessage, InboxTransaction, DatabaseOptions, GatedStatement, GatedBatchStatement, DuplicateFilter } from './handler/options.js';
+export { resolveTarget } from './handler/options.js';
+export { parseWith } from './prepare/standard-schema.js';
+export type { StandardSchema, StandardResult, StandardIssue } from './prepare/standard-schema.js';
 export {
   InboxError,
   InboxConfigError,
@@ -30,15 +30,15 @@ export {
 export type { DataApiFailure, DatabaseFailure } from './errors.js';
 export type { InboxSession } from './transport/session.js';
 export type { InboxTarget } from './transport/open-session.js';
-export { DataApiSession, Transaction, HintedValue, uuid, decimal, json, date, time } from './data-api.js';
-export type { DatabaseTarget, SqlParams, SqlValue, Row, StatementResult, SessionPolicy } from './data-api.js';
-export { IDEMPOTENCY_KEY_ATTRIBUTE, MAX_KEY_BYTES, MAX_BODY_BYTES, payloadHash } from './keys.js';
-export type { KeyStrategy } from './keys.js';
-export { migrate, INBOX_MIGRATIONS, inboxTables } from './schema.js';
-export type { Migration, MigrationSet, MigrationReport, InboxTables } from './schema.js';
-export { purge } from './purge.js';
-export type { PurgeOptions, PurgeReport } from './purge.js';
-export { parkedMessageStore } from './parked.js';
+export { DataApiSession, Transaction, HintedValue, uuid, decimal, json, date, time } from './data-api/session.js';
+export type { DatabaseTarget, SqlParams, SqlValue, Row, StatementResult, SessionPolicy } from './data-api/session.js';
+export { IDEMPOTENCY_KEY_ATTRIBUTE, MAX_KEY_BYTES, MAX_BODY_BYTES, payloadHash } from './prepare/keys.js';
+export type { KeyStrategy } from './prepare/keys.js';
+export { migrate, INBOX_MIGRATIONS, inboxTables } from './sql/schema.js';
+export type { Migration, MigrationSet, MigrationReport, InboxTables } from './sql/schema.js';
+export { purge } from './sql/purge.js';
+export type { PurgeOptions, PurgeReport } from './sql/purge.js';
+export { parkedMessageStore } from './parked/store.js';
 export type {
   ParkedMessage,
   ParkedMessages,
@@ -51,15 +51,15 @@ export type {
   ReplayOptions,
   DiscardResult,
   ListParkedOptions,
-} from './parked.js';
-export { redriveParked, queueUrlFromArn } from './parked-redrive.js';
-export type { RedriveOptions, RedriveResult, RedriveRefusal } from './parked-redrive.js';
-export { METRIC_NAMESPACE } from './telemetry.js';
-export type { BatchSummary, InboxLogger, InboxMetrics } from './telemetry.js';
-export { kinesisInbox, dynamoDbInbox, kafkaInbox } from './streams.js';
-export type { KinesisInboxOptions, DynamoDbInboxOptions, KafkaInboxOptions } from './streams.js';
-export type { ConsumerHandler } from './consumer.js';
-export type { ConsumerOptions } from './options.js';
+} from './parked/store.js';
+export { redriveParked, queueUrlFromArn } from './parked/redrive.js';
+export type { RedriveOptions, RedriveResult, RedriveRefusal } from './parked/redrive.js';
+export { METRIC_NAMESPACE } from './telemetry/telemetry.js';
+export type { BatchSummary, InboxLogger, InboxMetrics } from './telemetry/telemetry.js';
+export { kinesisInbox, dynamoDbInbox, kafkaInbox } from './handler/stream-handlers.js';
+export type { KinesisInboxOptions, DynamoDbInboxOptions, KafkaInboxOptions } from './handler/stream-handlers.js';
+export type { ConsumerHandler } from './handler/consumer.js';
+export type { ConsumerOptions } from './handler/options.js';
 export { kafkaHeaders } from './sources/kafka.js';
 export type { KafkaRecord, KafkaBatchResponse, KafkaKeyStrategy } from './sources/kafka.js';
 export type { KinesisKeyStrategy } from './sources/kinesis.js';

@@ -4,7 +4,7 @@ import { SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct, IConstruct } from 'constructs';
 import type { InvariantViolation, RedeliveryWindowSource } from '../invariants.js';
-import type { InboxSourceKind } from '../stream-invariants.js';
+import type { InboxSourceKind } from './stream-invariants.js';
 
 /**
  * One source of an InboxConsumer, wired to its function: the event source, what the handler is told about it,

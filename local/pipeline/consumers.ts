@@ -5,7 +5,7 @@ import { inbox } from '../../lambda/inbox/index.js';
 import type { DatabaseTarget, InboxLogger, InboxMessage, InboxMetrics, InboxOptions, InboxTransaction } from '../../lambda/inbox/index.js';
 import { outbox, sqsOutbox } from '../../lambda/inbox/outbox/index.js';
 import type { OutboxTransport } from '../../lambda/inbox/outbox/index.js';
-import { createProducer } from '../../lambda/inbox/producer.js';
+import { createProducer } from '../../lambda/inbox/producer/producer.js';
 import type { SqsEventHandler } from '../event-source.js';
 import { DROPPED_ANSWERS, WorkerDiedError } from './faults.js';
 import type { HandOffFaults } from './faults.js';

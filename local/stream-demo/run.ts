@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'aws-lambda';
 import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/index.js';
-import { EXAMPLE_ORDER_MIGRATIONS } from '../../lambda/functions/example-migrations.js';
+import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';
 import { problemsOf } from '../effects.js';
 import type { DoubleEffect, OutOfOrderEffect, SentMessage } from '../effects.js';
 import { FaultSchedule } from '../fault-schedule.js';

@@ -5,7 +5,7 @@ import { dynamoDbSource } from '../../lambda/inbox/sources/dynamodb.js';
 import { kafkaSource } from '../../lambda/inbox/sources/kafka.js';
 import type { KafkaRecord } from '../../lambda/inbox/sources/kafka.js';
 import { kinesisSource } from '../../lambda/inbox/sources/kinesis.js';
-import { shipOrder } from '../../lambda/functions/ship-order.js';
+import { shipOrder } from '../../demo/functions/ship-order.js';
 import { batchHandler, consumeNaively } from '../naive.js';
 import { DynamoDbEventSource } from '../streams/dynamodb/event-source.js';
 import { DynamoDbModel } from '../streams/dynamodb/model.js';

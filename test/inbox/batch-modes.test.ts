@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PermanentError } from '../../lambda/inbox/index.js';
-import { inbox } from '../../lambda/inbox/batch-handlers.js';
+import { inbox } from '../../lambda/inbox/handler/batch-handlers.js';
 import type { InboxHandler, InboxMessage, InboxOptions } from '../../lambda/inbox/index.js';
 import { claimSet } from '../../lambda/inbox/modes/statement-set.js';
-import { inboxTables } from '../../lambda/inbox/schema.js';
-import { markKnownClaims } from '../../lambda/inbox/duplicate-filter.js';
-import type { PreparedRecord } from '../../lambda/inbox/prepared.js';
+import { inboxTables } from '../../lambda/inbox/sql/schema.js';
+import { markKnownClaims } from '../../lambda/inbox/prepare/duplicate-filter.js';
+import type { PreparedRecord } from '../../lambda/inbox/prepare/prepare.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 

@@ -1,6 +1,6 @@
 import { Metrics } from '@aws-lambda-powertools/metrics';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { EmfMetrics } from '../../lambda/inbox/emf-metrics.js';
+import { EmfMetrics } from '../../lambda/inbox/telemetry/emf-metrics.js';
 import type { InboxMetrics } from '../../lambda/inbox/index.js';
 
 // The default metrics must write what Powertools' Metrics writes for the same calls (the alarms and the

@@ -1,10 +1,10 @@
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DataApiError, DataApiSession } from '../../lambda/inbox/index.js';
-import { inbox } from '../../lambda/inbox/batch-handlers.js';
+import { inbox } from '../../lambda/inbox/handler/batch-handlers.js';
 import type { DatabaseTarget, InboxOptions } from '../../lambda/inbox/index.js';
-import { defaultDataApiClient } from '../../lambda/inbox/data-api-client.js';
-import { resolveTarget } from '../../lambda/inbox/options.js';
+import { defaultDataApiClient } from '../../lambda/inbox/data-api/client.js';
+import { resolveTarget } from '../../lambda/inbox/handler/options.js';
 import { startIdleDropProxy } from '../support/idle-proxy.js';
 import type { IdleDropProxy } from '../support/idle-proxy.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';

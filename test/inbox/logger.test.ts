@@ -19,7 +19,7 @@ const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 const CHILD = `
 import { Logger } from '@aws-lambda-powertools/logger';
 import { InvokeStore, InvokeStoreBase } from '@aws/lambda-invoke-store';
-import { JsonLogger } from './lambda/inbox/logger.js';
+import { JsonLogger } from './lambda/inbox/telemetry/logger.js';
 
 const variant = process.argv.at(-1);
 // Lambda's multi-concurrency runtime (AWS_LAMBDA_MAX_CONCURRENCY) creates the InvokeStore before the
@@ -47,7 +47,7 @@ function calls(logger: any): void {
       process.stdout.write('!call threw ' + error.name + ': ' + error.message + '\\n');
     }
   };
-  // The inbox's own calls (lambda/inbox/consumer.ts).
+  // The inbox's own calls (lambda/inbox/handler/consumer.ts).
   step(() => logger.warn("inbox consumer differs from INBOX_CONSUMER: claims and metrics use the option, the deployment's alarms watch the environment name", { consumer: 'orders', INBOX_CONSUMER: 'orders-v2' }));
   step(() => logger.warn('record failed; SQS will deliver it again', { messageId: 'm-1', error: { name: 'DataApiError', message: 'statement failed' } }));
   step(() => logger.warn('record parked', { messageId: 'm-2', error: { name: 'SyntaxError', message: 'Unexpected token } in JSON' } }));
@@ -324,7 +324,7 @@ beforeAll(async () => {
     platform: 'node',
     format: 'esm',
     target: 'node20',
-    // Powertools is loaded as installed; JsonLogger is lambda/inbox/logger.ts as it is now.
+    // Powertools is loaded as installed; JsonLogger is lambda/inbox/telemetry/logger.ts as it is now.
     packages: 'external',
     write: false,
     logLevel: 'silent',

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { inbox, InboxConfigError } from '../../lambda/inbox/index.js';
-import { inbox as batchInbox } from '../../lambda/inbox/batch-handlers.js';
+import { inbox as batchInbox } from '../../lambda/inbox/handler/batch-handlers.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
 
 const database = { resourceArn: 'arn:aws:rds:us-east-1:1:cluster:c', secretArn: 'arn:aws:secretsmanager:us-east-1:1:secret:s', client: new RDSDataClient({ region: 'us-east-1' }) };

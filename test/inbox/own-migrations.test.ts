@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
 import { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { handler as migrateHandler } from '../../lambda/functions/migrate.js';
+import { handler as migrateHandler } from '../../lambda/functions/migration/migrate.js';
 import { DataApiSession, INBOX_MIGRATIONS, InboxConfigError, migrate, MigrationChangedError } from '../../lambda/inbox/index.js';
 import type { Migration, MigrationSet } from '../../lambda/inbox/index.js';
 import { InboxDatabase, MigrationSet as Migrations } from '../../lib/index.js';

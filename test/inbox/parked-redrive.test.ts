@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { inbox, kinesisInbox, ParkedCollisionError, parkedMessageStore, PermanentError, queueUrlFromArn, redriveParked } from '../../lambda/inbox/index.js';
 import type { RedriveOptions } from '../../lambda/inbox/index.js';
 import { sqsOutbox, sweepOutbox } from '../../lambda/inbox/outbox/index.js';
-import { createProducer } from '../../lambda/inbox/producer.js';
+import { createProducer } from '../../lambda/inbox/producer/producer.js';
 import { SqsEventSource } from '../../local/event-source.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';

@@ -1,8 +1,8 @@
 import { CreateQueueCommand, DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { Message } from '@aws-sdk/client-sqs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { InvalidMessagesError, SendFailedError, createProducer, uuidv7 } from '../../lambda/inbox/producer.js';
-import type { OutgoingMessage, ProducerOptions } from '../../lambda/inbox/producer.js';
+import { InvalidMessagesError, SendFailedError, createProducer, uuidv7 } from '../../lambda/inbox/producer/producer.js';
+import type { OutgoingMessage, ProducerOptions } from '../../lambda/inbox/producer/producer.js';
 import { startSqsFixture } from '../support/sqs.js';
 import type { SqsFixture } from '../support/sqs.js';
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { inbox, InboxConfigError, purge } from '../../lambda/inbox/index.js';
-import { cleanupHandler } from '../../lambda/functions/cleanup.js';
-import { purgeBatchSql } from '../../lambda/inbox/purge.js';
-import { inboxTables } from '../../lambda/inbox/schema.js';
+import { cleanupHandler } from '../../lambda/functions/purge/cleanup.js';
+import { purgeBatchSql } from '../../lambda/inbox/sql/purge.js';
+import { inboxTables } from '../../lambda/inbox/sql/schema.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 

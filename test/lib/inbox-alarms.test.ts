@@ -18,7 +18,7 @@ import {
   InboxQueue,
 } from '../../lib/index.js';
 import type { InboxAlarmsProps } from '../../lib/index.js';
-import { publishSummary } from '../../lambda/inbox/telemetry.js';
+import { publishSummary } from '../../lambda/inbox/telemetry/telemetry.js';
 import { FIXTURE_HANDLER, logicalId, testStack } from './support.js';
 
 /** The metric names the consumer runtime publishes, recorded from the real publishSummary(). */
@@ -37,7 +37,7 @@ function consumerRuntimeMetrics(): Set<string> {
 
 /** The metric names the cleanup runtime publishes: its handler needs a database, so read them from its source. */
 function cleanupRuntimeMetrics(): Set<string> {
-  const source = readFileSync(fileURLToPath(new URL('../../lambda/functions/cleanup.ts', import.meta.url)), 'utf8');
+  const source = readFileSync(fileURLToPath(new URL('../../lambda/functions/purge/cleanup.ts', import.meta.url)), 'utf8');
   return new Set([...source.matchAll(/addMetric\(\s*'([A-Za-z]+)'/g)].map((match) => match[1]!));
 }
 

@@ -21,7 +21,7 @@ const SECRET_READ = ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretV
 
 function expectedFingerprint(): string {
   const hash = createHash('sha256');
-  for (const file of ['../../lambda/inbox/schema.ts', '../../lambda/functions/example-migrations.ts']) {
+  for (const file of ['../../lambda/inbox/sql/schema.ts', '../../demo/functions/example-migrations.ts']) {
     hash.update(readFileSync(fileURLToPath(new URL(file, import.meta.url))));
   }
   return hash.digest('hex');

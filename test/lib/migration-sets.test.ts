@@ -4,10 +4,10 @@ import { join } from 'node:path';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { afterAll, describe, expect, it } from 'vitest';
-import { MIGRATION_SETS } from '../../lambda/functions/migrate.js';
+import { MIGRATION_SETS } from '../../lambda/functions/migration/migrate.js';
 import { BUILT_IN_MIGRATION_SETS, InboxCleanup, InboxConsumer, InboxDatabase, InboxQueue, MAX_MIGRATION_SET_BYTES, MigrationSet } from '../../lib/index.js';
 import type { InboxDatabaseProps, InboxMigrationSet } from '../../lib/index.js';
-import { splitSqlStatements } from '../../lib/sql-statements.js';
+import { splitSqlStatements } from '../../lib/database/sql-statements.js';
 import { FIXTURE_HANDLER, synthError, testStack } from './support.js';
 
 const CREDITS: InboxMigrationSet = {

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/index.js';
-import { EXAMPLE_ORDER_MIGRATIONS } from '../../lambda/functions/example-migrations.js';
+import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';
 import { startDataApi } from '../../local/data-api/server.js';
 import { freshDatabase } from '../support/database.js';
 import { dataApiClient, lambdaContext, sqsRecord } from '../support/inbox.js';

@@ -7,9 +7,9 @@ import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createInboxApp } from '../../bin/inbox-app.js';
-import { cleanupHandler } from '../../lambda/functions/cleanup.js';
+import { cleanupHandler } from '../../lambda/functions/purge/cleanup.js';
 import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/index.js';
-import { EXAMPLE_ORDER_MIGRATIONS } from '../../lambda/functions/example-migrations.js';
+import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';
 import { startDataApi } from '../../local/data-api/server.js';
 import { freshDatabase } from '../support/database.js';
 import { dataApiClient, lambdaContext, sqsRecord } from '../support/inbox.js';
@@ -200,7 +200,7 @@ describe('the synthesized InboxStack template, audited from outside', () => {
       // POWERTOOLS_DEV: Powertools prints through the global console, where it can be read (and, with
       // POWERTOOLS_METRICS_DISABLED=false, still publishes: dev mode alone turns metrics off).
       Object.assign(process.env, environmentOf((v) => v.INBOX_CONSUMER !== undefined), local, { POWERTOOLS_DEV: 'true', POWERTOOLS_METRICS_DISABLED: 'false' });
-      const worker = (await import(pathToFileURL(fileURLToPath(new URL('../../lambda/functions/order-worker.ts', import.meta.url))).href)) as {
+      const worker = (await import(pathToFileURL(fileURLToPath(new URL('../../demo/functions/order-worker.ts', import.meta.url))).href)) as {
         handler: (event: unknown, context: unknown) => Promise<unknown>;
       };
       const good = sqsRecord({ body: { orderId: 'order-1' }, groupId: 'g1' });

@@ -7,7 +7,7 @@ import { createInterface } from 'node:readline';
 import { ExecuteStatementCommand, RDSDataClient } from '@aws-sdk/client-rds-data';
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { MIGRATION_SETS } from '../../lambda/functions/migrate.js';
+import { MIGRATION_SETS } from '../../lambda/functions/migration/migrate.js';
 import { FAULTS } from '../../local/scenario.js';
 import { freshDatabase } from '../support/database.js';
 

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { inbox } from '../../lambda/inbox/index.js';
 import type { InboxMessage } from '../../lambda/inbox/index.js';
 import { sqsOutbox } from '../../lambda/inbox/outbox/index.js';
-import { createProducer } from '../../lambda/inbox/producer.js';
+import { createProducer } from '../../lambda/inbox/producer/producer.js';
 import { runScenario } from '../../local/index.js';
 import type { HandedOn, LocalStack, ScenarioConsumer, ScenarioEnvironment } from '../../local/index.js';
 import { localStackPerFile } from '../support/local-stack.js';

@@ -65,8 +65,8 @@ describe('the API reference', () => {
   it('finds every runtime export of each entry, following re-exports and export * to the declaring file', async () => {
     const sources: Record<string, string> = {
       'sqs-inbox': 'lambda/inbox/index.ts',
-      'sqs-inbox/batch': 'lambda/inbox/batch-handlers.ts',
-      'sqs-inbox/producer': 'lambda/inbox/producer.ts',
+      'sqs-inbox/batch': 'lambda/inbox/handler/batch-handlers.ts',
+      'sqs-inbox/producer': 'lambda/inbox/producer/producer.ts',
       'sqs-inbox/outbox': 'lambda/inbox/outbox/index.ts',
       'sqs-inbox/postgres': 'lambda/inbox/transport/postgres/index.ts',
       'sqs-inbox/cdk': 'lib/index.ts',

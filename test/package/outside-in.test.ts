@@ -4,8 +4,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { deployedMigrationSets } from '../../lambda/functions/deployed-migrations.js';
-import { migrationSets } from '../../lambda/functions/migrate.js';
+import { deployedMigrationSets } from '../../lambda/functions/migration/deployed-migrations.js';
+import { migrationSets } from '../../lambda/functions/migration/migrate.js';
 import { migrate } from '../../lambda/inbox/index.js';
 import { inboxFixture, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
@@ -46,7 +46,7 @@ describe('the tarball', () => {
     expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'dist/lambda/inbox/index.js', 'dist/lambda/inbox/index.d.ts', 'dist/bin/sqs-inbox.js']));
     expect(files.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
     // The constructs bundle these by path at synth time.
-    expect(files).toEqual(expect.arrayContaining(['dist/lambda/functions/migrate.js', 'dist/lambda/functions/cleanup.js', 'dist/lambda/functions/order-worker.js']));
+    expect(files).toEqual(expect.arrayContaining(['dist/lambda/functions/migration/migrate.js', 'dist/lambda/functions/purge/cleanup.js', 'dist/demo/functions/order-worker.js']));
   });
 });
 

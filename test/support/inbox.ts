@@ -7,7 +7,7 @@ import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/in
 import { postgres, PostgresSession } from '../../lambda/inbox/transport/postgres/index.js';
 import type { DatabaseTarget, InboxSession } from '../../lambda/inbox/index.js';
 import { startWireProxy } from '../../local/wire/proxy.js';
-import { EXAMPLE_ORDER_MIGRATIONS } from '../../lambda/functions/example-migrations.js';
+import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';
 import { freshDatabase } from './database.js';
 
 /**

@@ -1,16 +1,16 @@
-import type { BatchPlan, Outcome } from '../batch.js';
-import { checkGatedStatement, replayBatchGatedSql } from '../claim.js';
-import type { ClaimOutcome } from '../claim.js';
-import type { SqlParams, Transaction } from '../data-api.js';
+import type { BatchPlan, Outcome } from '../lanes/lanes.js';
+import { checkGatedStatement, replayBatchGatedSql } from '../sql/claim.js';
+import type { ClaimOutcome } from '../sql/claim.js';
+import type { SqlParams, Transaction } from '../data-api/session.js';
 import type { InboxSession } from '../transport/session.js';
 import { InboxConfigError } from '../errors.js';
-import { STATEMENT_OPTIONS } from '../mode-options.js';
-import { described, refuseUnknownKeys } from '../option-checks.js';
-import type { InboxMessage, ResolvedMode, ResolvedOptions } from '../options.js';
-import type { PreparedRecord } from '../prepared.js';
-import type { InboxTables } from '../schema.js';
-import type { BatchTally, InboxLogger } from '../telemetry.js';
-import { BatchModeRunner } from './batch.js';
+import { STATEMENT_OPTIONS } from './mode-options.js';
+import { described, refuseUnknownKeys } from '../handler/option-checks.js';
+import type { InboxMessage, ResolvedMode, ResolvedOptions } from '../handler/options.js';
+import type { PreparedRecord } from '../prepare/prepare.js';
+import type { InboxTables } from '../sql/schema.js';
+import type { BatchTally, InboxLogger } from '../telemetry/telemetry.js';
+import { BatchModeRunner } from './batch-mode-runner.js';
 import type { RecordConsumer } from './per-record.js';
 import { batchInputRow, statementSet } from './statement-set.js';
 

@@ -1,8 +1,8 @@
-import { claimRidingSql, claimSql, isClaimTaken, readClaim } from '../claim.js';
-import type { ClaimOutcome } from '../claim.js';
-import type { SqlParams, StatementResult, Transaction } from '../data-api.js';
+import { claimRidingSql, claimSql, isClaimTaken, readClaim } from '../sql/claim.js';
+import type { ClaimOutcome } from '../sql/claim.js';
+import type { SqlParams, StatementResult, Transaction } from '../data-api/session.js';
 import { InboxError } from '../errors.js';
-import type { InboxTables } from '../schema.js';
+import type { InboxTables } from '../sql/schema.js';
 
 /**
  * What `tx.execute` throws in `apply` when the message's key turned out to be claimed already: its first

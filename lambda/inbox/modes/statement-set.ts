@@ -1,10 +1,10 @@
-import { batchClaimSql, batchGatedSql, checkGatedStatement, readBatchClaims, statementBound } from '../claim.js';
-import type { BatchClaimOutcome } from '../claim.js';
-import type { SqlParams, Transaction } from '../data-api.js';
+import { batchClaimSql, batchGatedSql, checkGatedStatement, readBatchClaims, statementBound } from '../sql/claim.js';
+import type { BatchClaimOutcome } from '../sql/claim.js';
+import type { SqlParams, Transaction } from '../data-api/session.js';
 import type { InboxSession } from '../transport/session.js';
-import { hex } from '../keys.js';
-import type { InboxMessage, ResolvedMode } from '../options.js';
-import { CLAIM_ROW_BYTES, fitsOneCall, fittingRuns } from '../request-size.js';
+import { hex } from '../prepare/keys.js';
+import type { InboxMessage, ResolvedMode } from '../handler/options.js';
+import { CLAIM_ROW_BYTES, fitsOneCall, fittingRuns } from '../data-api/request-size.js';
 
 /** A message of a claimed set, with its body hash. */
 export interface SetMember<Body, Raw = unknown> {

@@ -1,6 +1,6 @@
-import type { Transaction } from '../data-api.js';
+import type { Transaction } from '../data-api/session.js';
 import type { InboxSession } from '../transport/session.js';
-import type { InboxTables } from '../schema.js';
+import type { InboxTables } from '../sql/schema.js';
 import type { OutboxSend } from './outbox-message.js';
 import type { OutboxTransport, RelayReport } from './relay.js';
 

@@ -1,4 +1,4 @@
-import type { Transaction } from '../data-api.js';
+import type { Transaction } from '../data-api/session.js';
 import { InboxConfigError } from '../errors.js';
 import { destinationUrl, outboxKey } from './outbox-message.js';
 import type { OutboxSend } from './outbox-message.js';

@@ -1,5 +1,5 @@
 import type { InboxSession } from '../transport/session.js';
-import type { InboxTables } from '../schema.js';
+import type { InboxTables } from '../sql/schema.js';
 import type { OutboxEnvelope } from './outbox-message.js';
 
 /** How a row fared with the transport. */

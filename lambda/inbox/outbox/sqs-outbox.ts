@@ -8,8 +8,8 @@
  */
 
 import type { SQSClient } from '@aws-sdk/client-sqs';
-import { InvalidMessagesError, SendFailedError, createProducer } from '../producer.js';
-import type { Producer } from '../producer.js';
+import { InvalidMessagesError, SendFailedError, createProducer } from '../producer/producer.js';
+import type { Producer } from '../producer/producer.js';
 import type { OutboxEnvelope } from './outbox-message.js';
 import { outbox } from './outbox-option.js';
 import type { OutboxOptions, OutboxTransport, SendResult } from './relay.js';

@@ -1,7 +1,7 @@
 import { InboxError } from '../errors.js';
 import type { InboxSession } from '../transport/session.js';
-import { inboxTables } from '../schema.js';
-import type { InboxTables } from '../schema.js';
+import { inboxTables } from '../sql/schema.js';
+import type { InboxTables } from '../sql/schema.js';
 import type { OutboxEnvelope } from './outbox-message.js';
 import { envelope, sendAndMark } from './relay.js';
 import type { OutboxTransport } from './relay.js';

@@ -1,6 +1,6 @@
 import type { DynamoDBBatchResponse, DynamoDBRecord } from 'aws-lambda';
 import { ParseError } from '../errors.js';
-import { checkKey } from '../keys.js';
+import { checkKey } from '../prepare/keys.js';
 import { unmarshallImage } from './dynamodb-image.js';
 import type { PlainItem } from './dynamodb-image.js';
 import { recordsArray } from './event-shape.js';

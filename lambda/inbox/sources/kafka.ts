@@ -1,6 +1,6 @@
 import type { MSKRecord, SelfManagedKafkaRecord } from 'aws-lambda';
 import { InboxError, KeyError, ParseError, UnexpectedEventError } from '../errors.js';
-import { checkKey } from '../keys.js';
+import { checkKey } from '../prepare/keys.js';
 import { looksLike, refuseForeign, shape } from './event-shape.js';
 import type { InboxSource, SourceRecord } from './source.js';
 import { restartPoints } from './stream-report.js';

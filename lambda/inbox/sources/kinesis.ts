@@ -1,6 +1,6 @@
 import type { KinesisStreamBatchResponse, KinesisStreamRecord } from 'aws-lambda';
 import { ParseError } from '../errors.js';
-import { checkKey } from '../keys.js';
+import { checkKey } from '../prepare/keys.js';
 import { recordsArray } from './event-shape.js';
 import type { InboxSource, SourceRecord } from './source.js';
 import { streamKeyStrategy } from './stream-keys.js';

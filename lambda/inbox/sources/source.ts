@@ -1,5 +1,5 @@
-import type { ParkedMessage } from '../parked.js';
-import type { Outcome } from '../batch.js';
+import type { ParkedMessage } from '../parked/store.js';
+import type { Outcome } from '../lanes/lanes.js';
 
 /** The event sources an inbox consumer can be subscribed to. */
 export type SourceName = 'sqs' | 'kinesis' | 'dynamodb' | 'kafka';

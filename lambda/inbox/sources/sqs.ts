@@ -1,9 +1,9 @@
 import type { SQSBatchResponse, SQSRecord } from 'aws-lambda';
-import { succeeded } from '../batch.js';
+import { succeeded } from '../lanes/lanes.js';
 import { InboxError, ParseError } from '../errors.js';
-import { checkBodySize, keyStrategy } from '../keys.js';
-import type { KeyStrategy } from '../keys.js';
-import type { ParkedMessage } from '../parked.js';
+import { checkBodySize, keyStrategy } from '../prepare/keys.js';
+import type { KeyStrategy } from '../prepare/keys.js';
+import type { ParkedMessage } from '../parked/store.js';
 import { recordsArray } from './event-shape.js';
 import type { InboxSource, SourceRecord } from './source.js';
 

@@ -1,6 +1,6 @@
 import { InboxConfigError, KeyError } from '../errors.js';
-import { checkKey } from '../keys.js';
-import { described, refuseUnknownKeys } from '../option-checks.js';
+import { checkKey } from '../prepare/keys.js';
+import { described, refuseUnknownKeys } from '../handler/option-checks.js';
 import type { SourceRecord } from './source.js';
 
 /**

@@ -1,5 +1,5 @@
-import { succeeded } from '../batch.js';
-import type { Outcome } from '../batch.js';
+import { succeeded } from '../lanes/lanes.js';
+import type { Outcome } from '../lanes/lanes.js';
 import { InboxError } from '../errors.js';
 import type { SourceRecord } from './source.js';
 

@@ -1,5 +1,5 @@
-import { DataApiSession } from '../data-api.js';
-import type { DatabaseTarget, SessionPolicy } from '../data-api.js';
+import { DataApiSession } from '../data-api/session.js';
+import type { DatabaseTarget, SessionPolicy } from '../data-api/session.js';
 import type { InboxSession } from './session.js';
 import { isWireTarget, WIRE_SESSION } from './wire-target.js';
 import type { WireTarget } from './wire-target.js';

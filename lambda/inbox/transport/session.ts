@@ -1,4 +1,4 @@
-import type { SqlParams, StatementResult, Transaction } from '../data-api.js';
+import type { SqlParams, StatementResult, Transaction } from '../data-api/session.js';
 
 /**
  * How the runtime reaches PostgreSQL: the transport seam. Every mode, source, the duplicate filter,

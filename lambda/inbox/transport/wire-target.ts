@@ -1,4 +1,4 @@
-import type { SessionPolicy } from '../data-api.js';
+import type { SessionPolicy } from '../data-api/session.js';
 import type { InboxSession } from './session.js';
 
 /**

@@ -2,9 +2,9 @@ import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { decimal, INBOX_MIGRATIONS, json, migrate, PostgresError, purge, uuid } from '../../../lambda/inbox/index.js';
 import { postgres, PostgresSession } from '../../../lambda/inbox/transport/postgres/index.js';
-import { inbox } from '../../../lambda/inbox/batch-handlers.js';
+import { inbox } from '../../../lambda/inbox/handler/batch-handlers.js';
 import type { InboxOptions } from '../../../lambda/inbox/index.js';
-import { EXAMPLE_ORDER_MIGRATIONS } from '../../../lambda/functions/example-migrations.js';
+import { EXAMPLE_ORDER_MIGRATIONS } from '../../../demo/functions/example-migrations.js';
 import { freshDatabase } from '../../support/database.js';
 import { lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
 

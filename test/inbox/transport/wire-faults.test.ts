@@ -3,7 +3,7 @@ import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from
 import { inbox, INBOX_MIGRATIONS, migrate } from '../../../lambda/inbox/index.js';
 import { postgres, PostgresSession } from '../../../lambda/inbox/transport/postgres/index.js';
 import type { InboxOptions } from '../../../lambda/inbox/index.js';
-import { EXAMPLE_ORDER_MIGRATIONS } from '../../../lambda/functions/example-migrations.js';
+import { EXAMPLE_ORDER_MIGRATIONS } from '../../../demo/functions/example-migrations.js';
 import { freshDatabase } from '../../support/database.js';
 import { lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
 import { startWireProxy } from '../../../local/wire/proxy.js';

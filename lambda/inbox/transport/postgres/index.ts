@@ -4,7 +4,7 @@
  * consumer on the Data API bundles none of it.
  * @module
  */
-import type { SessionPolicy } from '../../data-api.js';
+import type { SessionPolicy } from '../../data-api/session.js';
 import { WIRE_SESSION } from '../wire-target.js';
 import type { WireTarget } from '../wire-target.js';
 import { PostgresSession } from './postgres-session.js';

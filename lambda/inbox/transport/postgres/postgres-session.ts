@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
-import { Transaction } from '../../data-api.js';
-import type { SqlParams, StatementResult } from '../../data-api.js';
+import { Transaction } from '../../data-api/session.js';
+import type { SqlParams, StatementResult } from '../../data-api/session.js';
 import { PostgresError } from '../../errors.js';
 import type { InboxSession } from '../session.js';
 import { classifyWire } from './failures.js';

@@ -1,5 +1,5 @@
-import { HintedValue } from '../../data-api.js';
-import type { Row, SqlParams, SqlValue } from '../../data-api.js';
+import { HintedValue } from '../../data-api/session.js';
+import type { Row, SqlParams, SqlValue } from '../../data-api/session.js';
 import { scanSql } from '../sql-scanner.js';
 
 /** A statement ready for node-postgres: `$n` placeholders and their values. */

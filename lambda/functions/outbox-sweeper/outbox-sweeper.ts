@@ -1,0 +1,74 @@
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import { SQSClient } from '@aws-sdk/client-sqs';
+import type { Context } from 'aws-lambda';
+import { DataApiSession, InboxConfigError, METRIC_NAMESPACE, resolveTarget } from '../../inbox/index.js';
+import { OutboxSweepError, sqsOutbox, sweepOutbox } from '../../inbox/outbox/index.js';
+import type { SweepReport } from '../../inbox/outbox/index.js';
+
+/** One Data API call of the sweep may take this long. */
+const CALL_TIMEOUT_MS = 30_000;
+
+/**
+ * Makes the scheduled outbox sweeper: sends the unsent outbox rows older than INBOX_OUTBOX_MIN_AGE_SECONDS
+ * (default 60: younger ones are their handler's to relay), oldest first and in order per FIFO group, up to
+ * INBOX_OUTBOX_SWEEP_LIMIT (default 500) per run; deletes sent rows older than
+ * INBOX_OUTBOX_SENT_RETENTION_SECONDS (default 7 days), starting no step once the time left is below the
+ * smaller of two call timeouts and half the time the invocation started with; then emits OutboxSwept,
+ * OutboxSweepDeferred, OutboxSweepFailures and OutboxOldestUnsentAgeSeconds (namespace SqsInbox, service
+ * POWERTOOLS_SERVICE_NAME or inbox-outbox), which the InboxOutboxRelay construct alarms on. A failed step
+ * (reading, sending, deleting, the age query) is counted and logged, the metrics still go out, and the
+ * invocation then fails with the OutboxSweepError.
+ */
+export function sweeperHandler(
+  env: NodeJS.ProcessEnv = process.env,
+  metrics = new Metrics({ namespace: env.POWERTOOLS_METRICS_NAMESPACE ?? METRIC_NAMESPACE, serviceName: env.POWERTOOLS_SERVICE_NAME ?? 'inbox-outbox' }),
+  client = new SQSClient({}),
+) {
+  const seconds = (name: string, fallback: number) => {
+    const value = env[name] === undefined || env[name] === '' ? fallback : Number(env[name]);
+    if (!Number.isInteger(value) || value < 0) throw new InboxConfigError(name, `"${env[name]}" must be a whole number of seconds >= 0`);
+    return value;
+  };
+  const minAgeSeconds = seconds('INBOX_OUTBOX_MIN_AGE_SECONDS', 60);
+  const limit = seconds('INBOX_OUTBOX_SWEEP_LIMIT', 500);
+  const sentRetentionSeconds = seconds('INBOX_OUTBOX_SENT_RETENTION_SECONDS', 7 * 24 * 3600);
+  const session = new DataApiSession(resolveTarget({}, env), { callTimeoutMs: CALL_TIMEOUT_MS, resumeDelaysMs: [1000, 2000, 4000, 8000, 10_000] });
+  const { transport } = sqsOutbox({ client });
+  return async (_event?: unknown, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SweepReport> => {
+    // Lambda's clock when it gives one; else no deadline.
+    const remainingTimeMs = () => context?.getRemainingTimeInMillis?.() ?? Number.POSITIVE_INFINITY;
+    let report: SweepReport;
+    let failed: OutboxSweepError | undefined;
+    try {
+      report = await sweepOutbox(session, {
+        transport,
+        minAgeMs: minAgeSeconds * 1000,
+        limit,
+        sentRetentionMs: sentRetentionSeconds * 1000,
+        remainingTimeMs,
+        // A step that starts can still take a call timeout, and so can the age query after it.
+        marginMs: Math.min(2 * CALL_TIMEOUT_MS, remainingTimeMs() / 2),
+        ...(env.INBOX_SCHEMA ? { schema: env.INBOX_SCHEMA } : {}),
+      });
+    } catch (error) {
+      if (!(error instanceof OutboxSweepError)) throw error;
+      failed = error;
+      report = error.report;
+    }
+    metrics.addMetric('OutboxSwept', MetricUnit.Count, report.sent);
+    metrics.addMetric('OutboxSweepDeferred', MetricUnit.Count, report.deferred);
+    metrics.addMetric('OutboxSweepFailures', MetricUnit.Count, report.failures.length);
+    // Unknown when the age query failed: no data point rather than a reassuring 0.
+    if (report.oldestUnsentAgeSeconds !== undefined) metrics.addMetric('OutboxOldestUnsentAgeSeconds', MetricUnit.Seconds, report.oldestUnsentAgeSeconds);
+    metrics.publishStoredMetrics();
+    const failures = report.failures.map((failure) => ({ step: failure.step, error: { name: failure.error.name, message: failure.error.message } }));
+    console.log(JSON.stringify({ message: 'inbox outbox sweep', ...report, failures }));
+    if (failed) throw failed;
+    return report;
+  };
+}
+
+let configured: ReturnType<typeof sweeperHandler> | undefined;
+
+/** The Lambda entry point; configured from the environment on the first invocation. */
+export const handler = (event: unknown, context: Context) => (configured ??= sweeperHandler())(event, context);

@@ -1,0 +1,55 @@
+import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
+import type { Context } from 'aws-lambda';
+import { DataApiSession, InboxConfigError, METRIC_NAMESPACE, purge, resolveTarget } from '../../inbox/index.js';
+import type { PurgeReport } from '../../inbox/index.js';
+
+/** One Data API call of the purge may take this long. */
+const CALL_TIMEOUT_MS = 30_000;
+/**
+ * Stop starting batches this long before the Lambda's deadline: a DELETE started just before the budget
+ * ends and the final age query may each take a whole call timeout, and the metrics must still go out.
+ */
+const SAFETY_MARGIN_MS = 2 * CALL_TIMEOUT_MS + 5_000;
+
+/**
+ * Makes the scheduled purge: deletes inbox rows older than INBOX_RETENTION_SECONDS in batches of
+ * INBOX_PURGE_BATCH_SIZE (default 5000) until the Lambda's time runs low, then emits PurgedRows,
+ * PurgeMoreRemaining and OldestRowAgeSeconds (namespace SqsInbox, service POWERTOOLS_SERVICE_NAME or
+ * inbox-cleanup) so an alarm can tell when the purge is not keeping up.
+ */
+export function cleanupHandler(
+  env: NodeJS.ProcessEnv = process.env,
+  // The service dimension names this cleanup (the construct makes it unique), so two tables' purges never
+  // share one OldestRowAgeSeconds metric and its alarm.
+  metrics = new Metrics({ namespace: env.POWERTOOLS_METRICS_NAMESPACE ?? METRIC_NAMESPACE, serviceName: env.POWERTOOLS_SERVICE_NAME ?? 'inbox-cleanup' }),
+) {
+  const retentionSeconds = Number(env.INBOX_RETENTION_SECONDS);
+  if (!Number.isInteger(retentionSeconds) || retentionSeconds < 1) {
+    throw new InboxConfigError('INBOX_RETENTION_SECONDS', `"${env.INBOX_RETENTION_SECONDS ?? ''}" must be a positive integer number of seconds`);
+  }
+  const batchSize = env.INBOX_PURGE_BATCH_SIZE ? Number(env.INBOX_PURGE_BATCH_SIZE) : 5000;
+  const session = new DataApiSession(resolveTarget({}, env), { callTimeoutMs: CALL_TIMEOUT_MS, resumeDelaysMs: [1000, 2000, 4000, 8000, 10_000] });
+  return async (_event?: unknown, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<PurgeReport> => {
+    const remaining = context?.getRemainingTimeInMillis?.() ?? 60_000 + SAFETY_MARGIN_MS;
+    if (remaining <= SAFETY_MARGIN_MS) {
+      console.warn(JSON.stringify({ message: 'inbox purge: the function timeout leaves no time to purge; give it at least 2 minutes', remainingMs: remaining }));
+    }
+    const report = await purge(session, {
+      retentionSeconds,
+      batchSize,
+      timeBudgetMs: Math.max(1000, remaining - SAFETY_MARGIN_MS),
+      ...(env.INBOX_SCHEMA ? { schema: env.INBOX_SCHEMA } : {}),
+    });
+    metrics.addMetric('PurgedRows', MetricUnit.Count, report.deleted);
+    metrics.addMetric('PurgeMoreRemaining', MetricUnit.Count, report.moreRemaining ? 1 : 0);
+    metrics.addMetric('OldestRowAgeSeconds', MetricUnit.Seconds, report.oldestRowAgeSeconds);
+    metrics.publishStoredMetrics();
+    console.log(JSON.stringify({ message: 'inbox purge', ...report }));
+    return report;
+  };
+}
+
+let configured: ReturnType<typeof cleanupHandler> | undefined;
+
+/** The Lambda entry point; configured from the environment on the first invocation. */
+export const handler = (event: unknown, context: Context) => (configured ??= cleanupHandler())(event, context);

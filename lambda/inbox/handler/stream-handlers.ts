@@ -1,0 +1,119 @@
+import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent, KinesisStreamBatchResponse, KinesisStreamEvent, KinesisStreamRecord, MSKEvent, SelfManagedKafkaEvent } from 'aws-lambda';
+import { consumerHandler } from './consumer.js';
+import type { ConsumerHandler } from './consumer.js';
+import { InboxConfigError } from '../errors.js';
+import { described } from './option-checks.js';
+import type { ConsumerOptions } from './options.js';
+import type { BatchModes } from '../modes/batch-modes.js';
+import { dynamoDbSource } from '../sources/dynamodb.js';
+import type { DynamoDbChange, DynamoDbKeyStrategy } from '../sources/dynamodb.js';
+import { kafkaSource } from '../sources/kafka.js';
+import type { KafkaBatchResponse, KafkaKeyStrategy, KafkaRecord } from '../sources/kafka.js';
+import { kinesisSource } from '../sources/kinesis.js';
+import type { KinesisKeyStrategy } from '../sources/kinesis.js';
+
+/** Options of {@link kinesisInbox}: those of every consumer, and the key. */
+export interface KinesisInboxOptions<Body = unknown> extends ConsumerOptions<Body, KinesisStreamRecord> {
+  /** How each record's idempotency key is chosen. See {@link KinesisKeyStrategy}. @default 'sequence-number' */
+  readonly key?: KinesisKeyStrategy | undefined;
+}
+
+/** Options of {@link dynamoDbInbox}: those of every consumer, and the key. */
+export interface DynamoDbInboxOptions<Body = DynamoDbChange> extends ConsumerOptions<Body, DynamoDBRecord> {
+  /** How each record's idempotency key is chosen. See {@link DynamoDbKeyStrategy}. @default 'event-id' */
+  readonly key?: DynamoDbKeyStrategy | undefined;
+}
+
+/** Options of {@link kafkaInbox}: those of every consumer, the key, and how failures are reported. */
+export interface KafkaInboxOptions<Body = unknown> extends ConsumerOptions<Body, KafkaRecord> {
+  /** How each record's idempotency key is chosen. See {@link KafkaKeyStrategy}. @default 'offset' */
+  readonly key?: KafkaKeyStrategy | undefined;
+  /**
+   * Whether the event source mapping reads a partial batch response (ReportBatchItemFailures), which
+   * Lambda supports for Kafka only in provisioned mode. On: a failed partition is reported with the offset
+   * to resume it from. Off: a failure fails the whole invocation, and Lambda delivers the batch again
+   * (its committed records are then duplicates). Returning failures to a mapping that does not read them
+   * would lose them, so this must match the mapping.
+   * @default process.env.INBOX_REPORT_BATCH_ITEM_FAILURES === 'true' (set by the InboxConsumer construct), else false
+   */
+  readonly reportBatchItemFailures?: boolean | undefined;
+}
+
+const KEY_OPTION = { key: true } as const;
+
+/**
+ * Makes a Kinesis Data Streams handler that applies each record's effect exactly once, as `inbox()` does
+ * for SQS: the same modes and options. Records of the shard are applied in order, one at a time; after a
+ * failure the rest of the shard does not start, and the response names the failed record's sequence
+ * number, from which Lambda retries (turn on ReportBatchItemFailures on the event source mapping).
+ * The body is the record's `data`, decoded from base64 as UTF-8.
+ *
+ * @example
+ * export const handler = kinesisInbox({
+ *   consumer: 'clickstream',
+ *   apply: async (tx, message) => {
+ *     await tx.execute('INSERT INTO clicks (page) VALUES (:page)', { page: message.body.page });
+ *   },
+ * });
+ */
+export function kinesisInbox<Body = any>(options: KinesisInboxOptions<Body>): ConsumerHandler<KinesisStreamEvent, KinesisStreamBatchResponse> {
+  return kinesisConsumer(options, undefined);
+}
+
+/** `kinesisInbox()`, with the batch modes' code when it is given (by `sqs-inbox/batch`). */
+export function kinesisConsumer<Body>(options: KinesisInboxOptions<Body>, batchModes: BatchModes | undefined): ConsumerHandler<KinesisStreamEvent, KinesisStreamBatchResponse> {
+  return consumerHandler(kinesisSource, options, options?.key, KEY_OPTION, 'kinesisInbox', batchModes);
+}
+
+/**
+ * Makes a DynamoDB Streams handler that applies each change's effect exactly once, as `inbox()` does for
+ * SQS. The message body is the change with its images unmarshalled to plain objects
+ * ({@link DynamoDbChange}); changes of the shard are applied in order, and the response names the first
+ * failed record's sequence number (turn on ReportBatchItemFailures on the event source mapping).
+ *
+ * @example
+ * export const handler = dynamoDbInbox({
+ *   consumer: 'order-audit',
+ *   apply: async (tx, { body }) => {
+ *     if (body.eventName === 'INSERT') await tx.execute('INSERT INTO audit (order_id) VALUES (:id)', { id: body.keys.orderId as string });
+ *   },
+ * });
+ */
+export function dynamoDbInbox<Body = DynamoDbChange>(options: DynamoDbInboxOptions<Body>): ConsumerHandler<DynamoDBStreamEvent, DynamoDBBatchResponse> {
+  return dynamoDbConsumer(options, undefined);
+}
+
+/** `dynamoDbInbox()`, with the batch modes' code when it is given (by `sqs-inbox/batch`). */
+export function dynamoDbConsumer<Body>(options: DynamoDbInboxOptions<Body>, batchModes: BatchModes | undefined): ConsumerHandler<DynamoDBStreamEvent, DynamoDBBatchResponse> {
+  return consumerHandler(dynamoDbSource, options, options?.key, KEY_OPTION, 'dynamoDbInbox', batchModes);
+}
+
+/**
+ * Makes an Amazon MSK or self-managed Kafka handler that applies each record's effect exactly once, as
+ * `inbox()` does for SQS. The claim of `(consumer, topic-partition@offset)` commits with the effect, and
+ * Lambda commits the offset after the invocation: when that offset commit is lost, the redelivered records
+ * are duplicates. Each topic-partition is applied in order, partitions in parallel up to `concurrency`.
+ * The body is the record's `value` decoded from base64 as UTF-8 (a tombstone's body is null); headers are
+ * read with {@link kafkaHeaders}.
+ *
+ * @example
+ * export const handler = kafkaInbox({
+ *   consumer: 'payments',
+ *   key: { header: 'idempotency-key' },
+ *   apply: async (tx, message) => {
+ *     await tx.execute('INSERT INTO payments (payment_id) VALUES (:id)', { id: message.body.paymentId });
+ *   },
+ * });
+ */
+export function kafkaInbox<Body = any>(options: KafkaInboxOptions<Body>): ConsumerHandler<MSKEvent | SelfManagedKafkaEvent, KafkaBatchResponse> {
+  return kafkaConsumer(options, undefined);
+}
+
+/** `kafkaInbox()`, with the batch modes' code when it is given (by `sqs-inbox/batch`). */
+export function kafkaConsumer<Body>(options: KafkaInboxOptions<Body>, batchModes: BatchModes | undefined): ConsumerHandler<MSKEvent | SelfManagedKafkaEvent, KafkaBatchResponse> {
+  const partial: unknown = options?.reportBatchItemFailures ?? process.env.INBOX_REPORT_BATCH_ITEM_FAILURES === 'true';
+  if (typeof partial !== 'boolean') {
+    throw new InboxConfigError('reportBatchItemFailures', `must be true or false, matching the event source mapping's FunctionResponseTypes; got ${described(partial)}`);
+  }
+  return consumerHandler(kafkaSource(partial), options, options?.key, { key: true, reportBatchItemFailures: true }, 'kafkaInbox', batchModes);
+}

@@ -1,0 +1,326 @@
+import type { Row, SqlParams } from '../data-api/session.js';
+import { DatabaseCallError, InboxConfigError } from '../errors.js';
+import type { InboxTables } from './schema.js';
+
+/**
+ * The claim: insert (consumer, key) and learn whether this call inserted it. ON CONFLICT DO NOTHING
+ * makes a racing second claim wait for the first transaction, then insert nothing.
+ *
+ * `existing_sha256` is read in the same statement so that a duplicate costs no extra call. Under READ
+ * COMMITTED the statement's snapshot can predate a racing claim that committed while this one waited;
+ * then it reads NULL and {@link STORED_HASH_SQL} asks again.
+ */
+export function claimSql(tables: InboxTables): string {
+  return `WITH claim AS (
+      INSERT INTO ${tables.consumed} (consumer_name, message_id, payload_sha256)
+      VALUES (:inbox_consumer, :inbox_key, :inbox_sha256)
+      ON CONFLICT DO NOTHING
+      RETURNING true AS claimed
+    )
+    SELECT coalesce((SELECT claimed FROM claim), false) AS claimed,
+           (SELECT payload_sha256 FROM ${tables.consumed}
+             WHERE consumer_name = :inbox_consumer AND message_id = :inbox_key) AS existing_sha256${BOUND_LATER_STATEMENTS}`;
+}
+
+/**
+ * The claim, the first statement of an inbox transaction, also bounds every later one (the effect, the
+ * outbox rows): `statement_timeout` for the rest of the transaction (`set_config(..., true)` is
+ * `SET LOCAL`), with no call of its own. A statement held on the server (a row lock, a slow plan) is then
+ * cancelled by PostgreSQL and answered as a statement error before the client's call timeout: the record
+ * fails unambiguously and its transaction rolls back at once, instead of holding the claim's row lock until
+ * the Data API's idle expiry. A select-list item runs once for the statement's single row (per row of a batch claim).
+ */
+const BOUND_LATER_STATEMENTS = `,
+           set_config('statement_timeout', :inbox_statement_timeout, true) AS inbox_statement_timeout`;
+
+/**
+ * How long PostgreSQL may run one statement of an inbox transaction: four fifths of the client's call
+ * timeout, which leaves the server time to cancel the statement and answer before the client gives up.
+ */
+export function serverStatementTimeoutMs(callTimeoutMs: number): number {
+  return Math.max(1, Math.floor((callTimeoutMs * 4) / 5));
+}
+
+/** The parameter of {@link claimSql} and {@link batchClaimSql} that bounds the transaction's later statements. */
+export function statementBound(callTimeoutMs: number): SqlParams {
+  return { inbox_statement_timeout: String(serverStatementTimeoutMs(callTimeoutMs)) };
+}
+
+/**
+ * The claim riding on the effect's first statement: a plain INSERT (no ON CONFLICT) in a data-modifying
+ * CTE, which PostgreSQL runs whether or not the statement reads it. A key claimed already makes the whole
+ * statement fail with a unique violation on the inbox's primary key ({@link isClaimTaken}), so a duplicate
+ * applies nothing; a concurrent claim makes it wait for that transaction, as `ON CONFLICT` does. Returns
+ * undefined for a statement that cannot carry a CTE (not SELECT, INSERT, UPDATE, DELETE, MERGE, VALUES,
+ * TABLE or WITH ...): the claim then goes alone, before it.
+ */
+export function claimRidingSql(tables: InboxTables, userSql: string): string | undefined {
+  const statement = userSql.replace(LEADING_COMMENTS, '');
+  const keyword = /^[A-Za-z]+/.exec(statement)?.[0].toUpperCase();
+  // The source row also bounds the transaction's later statements, as the claim alone does (set_config
+  // runs once, for the one row; the carrying statement itself started under the old timeout).
+  const claim = `inbox_claim AS (
+      INSERT INTO ${tables.consumed} (consumer_name, message_id, payload_sha256)
+      SELECT :inbox_consumer, :inbox_key, :inbox_sha256
+        FROM (SELECT set_config('statement_timeout', :inbox_statement_timeout, true)) AS inbox_bound
+      RETURNING message_id
+    )`;
+  if (keyword === 'WITH') {
+    const [head] = /^WITH\s+(?:RECURSIVE\s+)?/i.exec(statement)!;
+    return `${head}${claim}, ${statement.slice(head.length)}`;
+  }
+  return keyword !== undefined && CTE_STATEMENTS.has(keyword) ? `WITH ${claim} ${statement}` : undefined;
+}
+
+const LEADING_COMMENTS = /^(?:\s+|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)*/;
+const CTE_STATEMENTS = new Set(['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'MERGE', 'VALUES', 'TABLE']);
+
+/**
+ * True when a statement failed because its riding claim found the key claimed: PostgreSQL's unique
+ * violation (SQLSTATE 23505) on the inbox table's primary key, which the Data API words as
+ * (`ERROR: duplicate key value violates unique constraint "consumed_message_pkey"; ...; SQLState: 23505`).
+ */
+export function isClaimTaken(error: unknown): boolean {
+  return (
+    error instanceof DatabaseCallError &&
+    error.failure === 'statement' &&
+    error.sqlState === '23505' &&
+    error.message.includes('"consumed_message_pkey"')
+  );
+}
+
+/** Reads the hash stored with a claim, for a duplicate whose claim statement could not see it. */
+export function storedHashSql(tables: InboxTables): string {
+  return `SELECT payload_sha256 AS existing_sha256 FROM ${tables.consumed}
+           WHERE consumer_name = :inbox_consumer AND message_id = :inbox_key`;
+}
+
+/**
+ * Single-statement mode: the user's data-modifying statement runs as a CTE beside the claim, in one
+ * autocommit statement. It sees the claim as the CTE `claimed` and must gate its effect on it
+ * (`... AND EXISTS (SELECT 1 FROM claimed)`), since all sub-statements run whatever the claim did.
+ */
+export function gatedSql(tables: InboxTables, userSql: string): string {
+  return `WITH claimed AS (
+      INSERT INTO ${tables.consumed} (consumer_name, message_id, payload_sha256)
+      VALUES (:inbox_consumer, :inbox_key, :inbox_sha256)
+      ON CONFLICT DO NOTHING
+      RETURNING message_id
+    ), effect AS (
+      ${userSql}
+    )
+    SELECT EXISTS (SELECT 1 FROM claimed) AS claimed,
+           (SELECT payload_sha256 FROM ${tables.consumed}
+             WHERE consumer_name = :inbox_consumer AND message_id = :inbox_key) AS existing_sha256`;
+}
+
+/**
+ * Replaying a parked message in single-statement mode: its claim is already made in the replay's
+ * transaction, so `claimed` is simply the key, and the user's statement runs exactly as it would have.
+ */
+export function replayGatedSql(userSql: string): string {
+  return `WITH claimed AS (
+      SELECT :inbox_key::text AS message_id
+    ), effect AS (
+      ${userSql}
+    )
+    SELECT true AS claimed`;
+}
+
+/**
+ * Parking: claim the key and store the record in one statement, so a parked record and its claim commit
+ * together, and the parked row that made the claim is the only one whose replay may apply the key's effect.
+ * When `:inbox_claim` is true and the key was already claimed, nothing is parked: the caller reads the
+ * stored hash and decides between a duplicate and a collision. With `:inbox_claim` false (no usable key,
+ * or a collision) the record is parked without a claim. Parking one SQS message twice stores it once.
+ */
+export function parkSql(tables: InboxTables): string {
+  return `WITH claimed AS (
+      INSERT INTO ${tables.consumed} (consumer_name, message_id, payload_sha256)
+      SELECT :inbox_consumer, :inbox_key, :inbox_sha256 WHERE :inbox_claim
+      ON CONFLICT DO NOTHING
+      RETURNING message_id
+    ), parked AS (
+      INSERT INTO ${tables.parked}
+        (consumer_name, sqs_message_id, message_key, body, attributes, error_class, error_message, attempt, owns_claim)
+      SELECT :inbox_consumer, :inbox_message_id, :inbox_key, :inbox_body, :inbox_attributes, :inbox_error_class,
+             :inbox_error_message, :inbox_attempt, EXISTS (SELECT 1 FROM claimed)
+      WHERE EXISTS (SELECT 1 FROM claimed) OR NOT :inbox_claim
+      ON CONFLICT (consumer_name, sqs_message_id) DO NOTHING
+      RETURNING id
+    )
+    SELECT EXISTS (SELECT 1 FROM claimed) AS claimed,
+           (SELECT payload_sha256 FROM ${tables.consumed}
+             WHERE consumer_name = :inbox_consumer AND message_id = :inbox_key::text) AS existing_sha256`;
+}
+
+/** The claim's parameters. */
+export function claimParams(consumer: string, key: string | null, sha256: Uint8Array): SqlParams {
+  return { inbox_consumer: consumer, inbox_key: key, inbox_sha256: sha256 };
+}
+
+/** How a claim came out. */
+export interface ClaimOutcome {
+  /** This statement inserted the row: apply the effect. */
+  readonly claimed: boolean;
+  /** The hash stored by the earlier claim, when this one found the row there (null if not visible yet). */
+  readonly existingSha256: Uint8Array | null;
+}
+
+/** Reads the claim's single row. */
+export function readClaim(rows: readonly Row[]): ClaimOutcome {
+  const row = rows[0];
+  // Stryker disable next-line StringLiteral: unreachable: every claim statement ends in a SELECT without FROM, which returns exactly one row
+  if (!row) throw new Error('the claim statement returned no row');
+  return {
+    claimed: row.claimed === true,
+    existingSha256: (row.existing_sha256 as Uint8Array | null | undefined) ?? null,
+  };
+}
+
+/** True when two hashes hold the same bytes. */
+export function sameHash(a: Uint8Array, b: Uint8Array): boolean {
+  return Buffer.from(a).equals(Buffer.from(b));
+}
+
+const RESERVED_PARAM = /^inbox_/;
+
+/**
+ * Checks a single-statement mode statement: it must mention `claimed` (or it could apply its effect on
+ * every duplicate), hold one statement, and leave the `inbox_` parameter names to the claim.
+ */
+export function checkGatedStatement(sql: unknown, params: SqlParams | undefined, option: string): string {
+  if (typeof sql !== 'string' || sql.trim().length === 0) {
+    throw new InboxConfigError(option, 'must give a non-empty `sql` string');
+  }
+  // Look for `claimed` outside string literals, quoted identifiers and comments: `status = 'claimed'`
+  // gates nothing.
+  // Each is replaced by something that keeps its neighbours apart: `clai'x'med` must not read as `claimed`.
+  const code = sql
+    .replace(
+      /--[^\n]*/g,
+      // Stryker disable next-line StringLiteral: a line comment ends before its newline, which stays and keeps the neighbours apart anyway
+      ' ',
+    )
+    .replace(/\/\*[\s\S]*?\*\//g, ' ')
+    .replace(/'(?:[^']|'')*'/g, "''")
+    .replace(/"(?:[^"]|"")*"/g, '""');
+  if (!/\bclaimed\b/.test(code)) {
+    throw new InboxConfigError(
+      option,
+      'the statement never mentions `claimed`, so it would apply its effect to duplicates too. Gate it on the claim, ' +
+        "e.g. `UPDATE orders SET status = 'shipped' WHERE order_id = :orderId AND EXISTS (SELECT 1 FROM claimed)` " +
+        'or `INSERT INTO shipments (order_id) SELECT :orderId FROM claimed`',
+    );
+  }
+  if (/;\s*\S/.test(code)) {
+    throw new InboxConfigError(option, 'holds more than one statement; the Data API runs one statement per call');
+  }
+  for (const name of Object.keys(params ?? {})) {
+    if (RESERVED_PARAM.test(name)) {
+      throw new InboxConfigError(option, `parameter ":${name}" uses the prefix inbox_, which the claim reserves; rename it`);
+    }
+  }
+  // Stryker disable next-line MethodExpression,Regex: the statement is embedded on lines of its own, so surrounding whitespace is harmless; trim only tidies the logged SQL
+  return sql.trim().replace(/;\s*$/, '');
+}
+
+/**
+ * The batch's records as the claim's input: one JSON parameter `:inbox_batch` (the Data API has no array
+ * parameters), one object per record. `sha256` is hex; the statement decodes it.
+ */
+function batchInput(tables: InboxTables, columns: string): string {
+  return `inbox_input AS (
+      SELECT * FROM jsonb_to_recordset(:inbox_batch::jsonb) AS i(${columns})
+    ), inbox_claim AS (
+      INSERT INTO ${tables.consumed} (consumer_name, message_id, payload_sha256)
+      SELECT :inbox_consumer, message_key, decode(sha256, 'hex') FROM inbox_input
+      -- One order for every writer: two batches claiming overlapping keys wait for each other, never in a cycle.
+      ORDER BY message_key
+      ON CONFLICT DO NOTHING
+      RETURNING message_id
+    )`;
+}
+
+/**
+ * Per record of the batch, in batch order: its position, whether this statement claimed it, and the hash
+ * stored by an earlier claim (NULL for a claim this statement made, or one it waited for, as in {@link claimSql}).
+ */
+function batchVerdicts(tables: InboxTables, extra = ''): string {
+  return `SELECT i.position, c.message_id IS NOT NULL AS claimed, e.payload_sha256 AS existing_sha256${extra}
+      FROM inbox_input i
+      LEFT JOIN inbox_claim c ON c.message_id = i.message_key
+      LEFT JOIN ${tables.consumed} e ON e.consumer_name = :inbox_consumer AND e.message_id = i.message_key
+     ORDER BY i.position`;
+}
+
+/** Batch transaction mode: claims every record of the batch in one statement, inside the batch's transaction. */
+export function batchClaimSql(tables: InboxTables): string {
+  return `WITH ${batchInput(tables, 'position int, message_key text, sha256 text')}
+    ${batchVerdicts(tables, BOUND_LATER_STATEMENTS)}`;
+}
+
+/** The columns the CTE `claimed` offers a batch statement. */
+export const BATCH_CLAIMED_COLUMNS = 'message_key, body, group_id, sqs_message_id, attempt, position';
+
+/**
+ * Batch single-statement mode: the claim of every record and the user's set-based statement, in ONE
+ * autocommit statement. The statement reads `claimed` (the records this statement claimed). With
+ * `:inbox_strict`, a record whose key an earlier claim holds with another body (a collision) makes the
+ * whole statement fail, its effect with it: the caller then runs each record alone, so that the
+ * collision fails alone and, on a FIFO queue, nothing after it in its group is applied.
+ */
+export function batchGatedSql(tables: InboxTables, userSql: string): string {
+  return `WITH ${batchInput(tables, 'position int, message_key text, sha256 text, body jsonb, group_id text, sqs_message_id text, attempt int')},
+    claimed AS (
+      SELECT i.message_key, i.body, i.group_id, i.sqs_message_id, i.attempt, i.position
+        FROM inbox_input i JOIN inbox_claim c ON c.message_id = i.message_key
+    ), effect AS (
+      ${userSql}
+    ), inbox_collision AS (
+      SELECT i.message_key FROM inbox_input i
+        JOIN ${tables.consumed} e ON e.consumer_name = :inbox_consumer AND e.message_id = i.message_key
+       WHERE e.payload_sha256 IS NOT NULL AND e.payload_sha256 <> decode(i.sha256, 'hex')
+    )
+    ${batchVerdicts(
+      tables,
+      // A scalar subquery is not folded at plan time, so the failing cast runs only when a collision exists.
+      `,
+           CASE WHEN :inbox_strict AND EXISTS (SELECT 1 FROM inbox_collision)
+                THEN (SELECT 'sqs-inbox: key collision on ' || message_key FROM inbox_collision LIMIT 1)::int END AS inbox_guard`,
+    )}`;
+}
+
+/** Replaying a parked message in batch single-statement mode: `claimed` is that one message. */
+export function replayBatchGatedSql(userSql: string): string {
+  return `WITH claimed AS (
+      SELECT i.message_key, i.body, i.group_id, i.sqs_message_id, i.attempt, i.position
+        FROM jsonb_to_recordset(:inbox_batch::jsonb)
+          AS i(position int, message_key text, sha256 text, body jsonb, group_id text, sqs_message_id text, attempt int)
+    ), effect AS (
+      ${userSql}
+    )
+    SELECT true AS claimed`;
+}
+
+/** The batch-level duplicate filter: which of these keys (`:inbox_keys`, a JSON array) are claimed, with their hashes. */
+export function knownClaimsSql(tables: InboxTables): string {
+  return `SELECT message_id AS message_key, payload_sha256 AS existing_sha256 FROM ${tables.consumed}
+           WHERE consumer_name = :inbox_consumer
+             AND message_id IN (SELECT jsonb_array_elements_text(:inbox_keys::jsonb))`;
+}
+
+/** How one record of a batch claim came out. */
+export interface BatchClaimOutcome extends ClaimOutcome {
+  /** The record's position in the input. */
+  readonly position: number;
+}
+
+/** Reads the rows of {@link batchClaimSql} or {@link batchGatedSql}: one per record, in input order. */
+export function readBatchClaims(rows: readonly Row[]): BatchClaimOutcome[] {
+  return rows.map((row) => ({
+    position: Number(row.position),
+    claimed: row.claimed === true,
+    existingSha256: (row.existing_sha256 as Uint8Array | null | undefined) ?? null,
+  }));
+}
