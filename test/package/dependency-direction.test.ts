@@ -1,0 +1,82 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { dirname, join, normalize } from 'node:path';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * The one-way rule of docs/architecture.md, checked over every import in the shipped sources (static, type-only,
+ * re-exports and literal `import()`): the runtime imports nothing of the constructs, the testkit, the CLI or the
+ * demo; the constructs import of the runtime only what they share with it; nothing shipped imports the demo.
+ */
+const RULES: readonly { readonly from: string; readonly forbidden: readonly string[]; readonly allowed?: readonly string[] }[] = [
+  { from: 'lambda/inbox/', forbidden: ['lib/', 'local/', 'bin/', 'demo/', 'bench/', 'examples/', 'lambda/functions/'] },
+  { from: 'lambda/functions/', forbidden: ['lib/', 'local/', 'bin/', 'demo/', 'bench/', 'examples/'] },
+  // The constructs know the runtime's functions by path only, never by import.
+  { from: 'lib/', forbidden: ['lambda/', 'local/', 'bin/', 'demo/', 'bench/', 'examples/'], allowed: ['lambda/inbox/peers.ts'] },
+  { from: 'local/', forbidden: ['lib/', 'bin/', 'demo/', 'bench/', 'examples/'] },
+  { from: 'bin/cli/', forbidden: ['demo/', 'bench/', 'examples/'] },
+  { from: 'bin/sqs-inbox.ts', forbidden: ['demo/', 'bench/', 'examples/'] },
+];
+
+/**
+ * Imports against the rule that the tree still holds, each with why; an entry no longer needed fails the test,
+ * so the list only shrinks. Issue 22 moves the example stacks off `/cdk` and the demo's engines out of local/.
+ */
+const KNOWN: Readonly<Record<string, string>> = {
+  'lib/index.ts -> demo/stacks/inbox-stack.ts': '`sqs-inbox/cdk` still exports the example stack',
+  'lib/index.ts -> demo/stacks/inbox-streams-stack.ts': '`sqs-inbox/cdk` still exports the example streams stack',
+  'lambda/functions/migration/migrate.ts -> demo/functions/example-migrations.ts': "the migration function still carries the example app's set",
+  'local/stream-demo/run.ts -> demo/functions/example-migrations.ts': 'the stream scenario still creates the example table',
+  'local/stream-demo/sources.ts -> demo/functions/ship-order.ts': "the stream demo's inbox consumers still live in local/",
+};
+
+const SPECIFIER = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(['"])(\.{1,2}\/[^'"]+)\1/g;
+
+function sources(path: string): string[] {
+  if (statSync(path).isFile()) return path.endsWith('.ts') ? [path] : [];
+  return readdirSync(path).flatMap((name) => sources(join(path, name)));
+}
+
+/** Every relative import of the file, as the path of the source it names. */
+export function importsOf(file: string, text: string): string[] {
+  return [...text.matchAll(SPECIFIER)].map((match) => normalize(join(dirname(file), match[2]!)).replace(/\.js$/, '.ts'));
+}
+
+function violations(files: readonly string[], read: (file: string) => string): string[] {
+  return files.flatMap((file) => {
+    const rule = RULES.find((candidate) => file.startsWith(candidate.from));
+    if (rule === undefined) return [];
+    return importsOf(file, read(file))
+      .filter((target) => rule.forbidden.some((prefix) => target.startsWith(prefix)) && !rule.allowed?.includes(target))
+      .map((target) => `${file} -> ${target}`);
+  });
+}
+
+describe('the dependency direction', () => {
+  const files = ['lambda', 'lib', 'local', 'bin'].flatMap(sources);
+  const read = (file: string) => readFileSync(file, 'utf8');
+
+  it('holds for every import of the shipped sources, but the known exceptions', () => {
+    expect(violations(files, read).filter((edge) => KNOWN[edge] === undefined)).toEqual([]);
+  });
+
+  it('lists no exception the tree no longer needs', () => {
+    const found = new Set(violations(files, read));
+    expect(Object.keys(KNOWN).filter((edge) => !found.has(edge))).toEqual([]);
+  });
+
+  it('fails an import against the direction, static, type-only or dynamic', () => {
+    const wrong = [
+      "import { InboxConsumer } from '../../../lib/index.js';",
+      "import type { LocalStack } from '../../../local/stack.js';",
+      "const { startLocal } = await import('../../../local/stack.js');",
+      "export { runDemo } from '../../../demo/sqs/demo.js';",
+    ];
+    for (const line of wrong) {
+      expect(violations(['lambda/inbox/handler/consumer.ts'], () => line)).toHaveLength(1);
+    }
+    expect(violations(['lib/consumer/inbox-consumer.ts'], () => "import { claimSql } from '../../lambda/inbox/sql/claim.js';")).toEqual([
+      'lib/consumer/inbox-consumer.ts -> lambda/inbox/sql/claim.ts',
+    ]);
+    expect(violations(['lib/cdk.ts'], () => "import { PeerDependencyError } from '../lambda/inbox/peers.js';")).toEqual([]);
+  });
+});
