@@ -19,6 +19,8 @@ export default {
     'lambda/inbox/prepare/duplicate-filter.ts',
     'lambda/inbox/sources/*.ts',
     'lambda/inbox/modes/*.ts',
+    // Moved beside the modes by the layout; it was never part of the mutated core.
+    '!lambda/inbox/modes/mode-options.ts',
   ],
   // Each mutant runs only the tests that reach it: the whole suite per mutant would not fit 2 cores.
   coverageAnalysis: 'perTest',
