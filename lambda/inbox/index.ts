@@ -30,8 +30,11 @@ export {
 export type { DataApiFailure, DatabaseFailure } from './errors.js';
 export type { InboxSession } from './transport/session.js';
 export type { InboxTarget } from './transport/open-session.js';
-export { DataApiSession, Transaction, HintedValue, uuid, decimal, json, date, time } from './data-api/session.js';
-export type { DatabaseTarget, SqlParams, SqlValue, Row, StatementResult, SessionPolicy } from './data-api/session.js';
+export { DataApiSession, Transaction } from './data-api/session.js';
+export { HintedValue, uuid, decimal, json, date, time } from './data-api/parameters.js';
+export type { DatabaseTarget, SessionPolicy } from './data-api/session.js';
+export type { SqlParams, SqlValue } from './data-api/parameters.js';
+export type { Row, StatementResult } from './data-api/results.js';
 export { IDEMPOTENCY_KEY_ATTRIBUTE, MAX_KEY_BYTES, MAX_BODY_BYTES, payloadHash } from './prepare/keys.js';
 export type { KeyStrategy } from './prepare/keys.js';
 export { migrate, INBOX_MIGRATIONS, inboxTables } from './sql/schema.js';

@@ -1,5 +1,5 @@
-import { toSqlParameters } from './session.js';
-import type { SqlParams } from './session.js';
+import { toSqlParameters } from './parameters.js';
+import type { SqlParams } from './parameters.js';
 
 /**
  * The Data API refuses an HTTP request over 4 MiB, headers and JSON included (Aurora User Guide, "Quotas

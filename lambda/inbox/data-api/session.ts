@@ -6,10 +6,14 @@ import {
   RDSDataClient,
   RollbackTransactionCommand,
 } from '@aws-sdk/client-rds-data';
-import type { ColumnMetadata, ExecuteStatementCommandOutput, Field, SqlParameter } from '@aws-sdk/client-rds-data';
+import type { ExecuteStatementCommandOutput } from '@aws-sdk/client-rds-data';
 import { DataApiError } from '../errors.js';
 import type { InboxSession } from '../transport/session.js';
-import type { DataApiFailure } from '../errors.js';
+import { classify, isConnectionReset } from './failures.js';
+import { toSqlParameters } from './parameters.js';
+import type { SqlParams } from './parameters.js';
+import { toResult } from './results.js';
+import type { StatementResult } from './results.js';
 
 /** Where the database is: an Aurora cluster with the Data API enabled, and the secret to sign in with. */
 export interface DatabaseTarget {
@@ -21,55 +25,6 @@ export interface DatabaseTarget {
   readonly database?: string | undefined;
   /** The client to send with. Pass one to share its connection pool or point it at a local endpoint. */
   readonly client: RDSDataClient;
-}
-
-/** A value with an explicit Data API type hint, made by {@link uuid}, {@link decimal}, {@link json} and friends. */
-export class HintedValue {
-  constructor(
-    /** The Data API `typeHint` the value is sent with. */
-    readonly typeHint: 'UUID' | 'DECIMAL' | 'JSON' | 'DATE' | 'TIME' | 'TIMESTAMP',
-    /** The value as the string the Data API receives. */
-    readonly text: string,
-  ) {}
-}
-
-/** Binds a string as `uuid` (an untyped string binds as varchar, which a uuid column refuses). */
-export const uuid = (value: string) => new HintedValue('UUID', value);
-/** Binds a number or numeric string as `numeric` without passing through a float. */
-export const decimal = (value: string | number | bigint) => new HintedValue('DECIMAL', String(value));
-/** Binds any value as `json` (plain objects and arrays do this by default). */
-export const json = (value: unknown) => new HintedValue('JSON', JSON.stringify(value));
-/** Binds `YYYY-MM-DD` as `date`. */
-export const date = (value: string) => new HintedValue('DATE', value);
-/** Binds `HH:MM:SS[.fff]` as `time`. */
-export const time = (value: string) => new HintedValue('TIME', value);
-
-/** What `execute` accepts as a parameter value. */
-export type SqlValue =
-  | string
-  | number
-  | bigint
-  | boolean
-  | null
-  | undefined
-  | Uint8Array
-  | Date
-  | HintedValue
-  | Record<string, unknown>
-  | unknown[];
-
-/** Named parameters: `{ orderId: 'order-417' }` binds `:orderId`. */
-export type SqlParams = Readonly<Record<string, SqlValue>>;
-
-/** A row keyed by column name, each value typed by its column. */
-export type Row = Record<string, unknown>;
-
-/** What one statement returned. */
-export interface StatementResult {
-  /** The rows of a SELECT or of `RETURNING`. */
-  readonly rows: Row[];
-  /** Rows inserted, updated or deleted. */
-  readonly updated: number;
 }
 
 /** How a session waits and retries. Time is injected so that tests can drive it. */
@@ -92,16 +47,6 @@ export interface SessionPolicy {
  * it is younger than the network's idle timeouts (data-api-client.ts), or a new connection.
  */
 const RESET_RETRIES = 1;
-
-/**
- * Whether a call failed because its connection was reset or closed under it (ECONNRESET, EPIPE: the SDK
- * names both TimeoutError), as a keep-alive socket the endpoint closed while it sat idle does. Not a call
- * that ran out of time (AbortError), nor a connect timeout.
- */
-export function isConnectionReset(error: unknown): boolean {
-  const code = (error as { code?: unknown } | null | undefined)?.code;
-  return code === 'ECONNRESET' || code === 'EPIPE';
-}
 
 /** CommitTransaction's transactionStatus when the transaction committed. */
 const COMMITTED = 'Transaction Committed';
@@ -338,140 +283,4 @@ export class Transaction {
     this.rolledBack = true;
     await this.session.rollback(this.transactionId);
   }
-}
-
-const NAME = /^[A-Za-z0-9_]+$/;
-
-/** Maps plain JS values to Data API parameters. */
-export function toSqlParameters(params: SqlParams): SqlParameter[] {
-  return Object.entries(params).map(([name, value]) => {
-    if (!NAME.test(name)) {
-      throw new TypeError(`parameter name "${name}" must match ${NAME}; it is written as :${name} in the SQL`);
-    }
-    return { name, ...toField(name, value) };
-  });
-}
-
-function toField(name: string, value: SqlValue): { value: Field; typeHint?: HintedValue['typeHint'] } {
-  if (value === null || value === undefined) return { value: { isNull: true } };
-  if (value instanceof HintedValue) return { value: { stringValue: value.text }, typeHint: value.typeHint };
-  if (typeof value === 'string') return { value: { stringValue: value } };
-  if (typeof value === 'boolean') return { value: { booleanValue: value } };
-  if (typeof value === 'bigint') {
-    // The SDK writes a BigInt longValue as raw JSON digits, keeping precision a number would lose.
-    return { value: { longValue: value as unknown as number } };
-  }
-  if (typeof value === 'number') {
-    if (Number.isInteger(value) && Number.isSafeInteger(value)) return { value: { longValue: value } };
-    if (!Number.isFinite(value)) {
-      throw new TypeError(`parameter "${name}" is ${value}; the Data API cannot bind it. Pass null or a finite number.`);
-    }
-    return { value: { doubleValue: value } };
-  }
-  if (value instanceof Uint8Array) return { value: { blobValue: value } };
-  if (value instanceof Date) {
-    if (Number.isNaN(value.getTime())) throw new TypeError(`parameter "${name}" is an invalid Date`);
-    return { value: { stringValue: value.toISOString().replace('T', ' ').replace('Z', '') }, typeHint: 'TIMESTAMP' };
-  }
-  if (typeof value === 'object') return { value: { stringValue: JSON.stringify(value) }, typeHint: 'JSON' };
-  throw new TypeError(`parameter "${name}" has type ${typeof value}, which the Data API cannot bind`);
-}
-
-function toResult(output: ExecuteStatementCommandOutput): StatementResult {
-  const columns = output.columnMetadata ?? [];
-  const rows = (output.records ?? []).map((record) => {
-    const row: Row = {};
-    record.forEach((field, index) => {
-      const column = columns[index];
-      // Stryker disable next-line StringLiteral,LogicalOperator: includeResultMetadata is set, so every column has metadata with a non-empty label (PostgreSQL's JDBC driver gives the alias as both label and name)
-      row[column?.label || column?.name || `column${index}`] = fromField(field, column);
-    });
-    return row;
-  });
-  return { rows, updated: output.numberOfRecordsUpdated ?? 0 };
-}
-
-function fromField(field: Field, column: ColumnMetadata | undefined): unknown {
-  // Stryker disable next-line StringLiteral: any fallback type name that is not a listed case gives the same default, the text
-  const type = (column?.typeName ?? '').toLowerCase();
-  if (field.isNull) return null;
-  if (field.booleanValue !== undefined) return field.booleanValue;
-  // Stryker disable next-line ConditionalExpression: with longReturnType STRING the Data API never returns a longValue
-  if (field.longValue !== undefined) return field.longValue;
-  if (field.doubleValue !== undefined) return field.doubleValue;
-  if (field.blobValue !== undefined) return field.blobValue;
-  if (field.arrayValue !== undefined) {
-    const array = field.arrayValue;
-    // Stryker disable next-line ArrayDeclaration: the Data API always sets one of the typed arrays of an arrayValue
-    return array.stringValues ?? array.longValues ?? array.doubleValues ?? array.booleanValues ?? array.arrayValues ?? [];
-  }
-  if (field.stringValue !== undefined) return fromText(field.stringValue, type);
-  return undefined;
-}
-
-function fromText(text: string, type: string): unknown {
-  switch (type) {
-    case 'int2':
-    case 'int4':
-    // Stryker disable next-line StringLiteral: PostgreSQL reports a serial column as int4; the typeName is never serial, nor empty
-    case 'serial':
-    case 'int8':
-    // Stryker disable next-line StringLiteral: PostgreSQL reports a bigserial column as int8; the typeName is never bigserial, nor empty
-    case 'bigserial': {
-      // Longs arrive as strings (longReturnType STRING) so that values beyond 2^53 survive as bigint.
-      const big = BigInt(text);
-      return big >= BigInt(Number.MIN_SAFE_INTEGER) && big <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : big;
-    }
-    case 'timestamptz':
-    case 'timestamp':
-      return new Date(`${text.replace(' ', 'T')}Z`);
-    case 'json':
-    case 'jsonb':
-      return JSON.parse(text);
-    default:
-      return text;
-  }
-}
-
-const NOT_EXECUTED_5XX = new Set(['InternalServerErrorException', 'ServiceUnavailableError', 'DatabaseUnavailableException']);
-
-/** Sorts an SDK error into the taxonomy. Anything that may have taken effect is marked ambiguous. */
-export function classify(operation: string, error: unknown): DataApiError {
-  if (error instanceof DataApiError) return error;
-  // Stryker disable next-line OptionalChaining,StringLiteral: the SDK never throws null or undefined
-  const name = (error as { name?: string })?.name ?? 'Error';
-  // Stryker disable next-line OptionalChaining: the SDK never throws null or undefined
-  const message = (error as { message?: string })?.message ?? String(error);
-  const isCommit = operation === 'CommitTransaction';
-  const make = (failure: DataApiFailure, ambiguous: boolean) =>
-    new DataApiError(operation, failure, ambiguous || isCommit, `${name}: ${message}`, { cause: error });
-  switch (name) {
-    case 'DatabaseResumingException':
-      return make('resuming', false);
-    case 'DatabaseErrorException':
-    case 'BadRequestException':
-    case 'UnsupportedResultException':
-      return make('statement', false);
-    case 'TransactionNotFoundException':
-    case 'NotFoundException':
-      return make('transaction-not-found', false);
-    // Stryker disable next-line ConditionalExpression: emptied, this case falls through to the next one, which returns the same timeout
-    case 'StatementTimeoutException':
-      return make('timeout', true);
-    // AbortError: a call aborted after callTimeoutMs (AbortSignal.timeout), on Node 20 and 22 alike.
-    // TimeoutError: the SDK's name for a socket that timed out or was reset mid-call ("read ECONNRESET").
-    // Stryker disable next-line StringLiteral: without this case a reset falls to 'network', just as ambiguous
-    case 'TimeoutError':
-    case 'AbortError':
-      return make('timeout', true);
-    // Stryker disable next-line ConditionalExpression: the default case only breaks, so emptying it changes nothing
-    default:
-      break;
-  }
-  if (NOT_EXECUTED_5XX.has(name)) return make('unavailable', true);
-  // Stryker disable next-line OptionalChaining: the SDK never throws null or undefined
-  const status = (error as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
-  // Stryker disable next-line ConditionalExpression: without a status the comparisons are false anyway
-  if (status !== undefined && status >= 400 && status < 500) return make('rejected', false);
-  return make('network', true);
 }

@@ -1,7 +1,8 @@
 import type { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { defaultDataApiClient } from '../data-api/client.js';
 import type { SQSRecord } from 'aws-lambda';
-import type { DatabaseTarget, SqlParams, Transaction } from '../data-api/session.js';
+import type { DatabaseTarget, Transaction } from '../data-api/session.js';
+import type { SqlParams } from '../data-api/parameters.js';
 import { InboxConfigError } from '../errors.js';
 import type { KeyStrategy } from '../prepare/keys.js';
 import { described, oneOf, refuseUnknownKeys } from './option-checks.js';

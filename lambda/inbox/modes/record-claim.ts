@@ -1,6 +1,8 @@
 import { claimRidingSql, claimSql, isClaimTaken, readClaim } from '../sql/claim.js';
 import type { ClaimOutcome } from '../sql/claim.js';
-import type { SqlParams, StatementResult, Transaction } from '../data-api/session.js';
+import type { Transaction } from '../data-api/session.js';
+import type { SqlParams } from '../data-api/parameters.js';
+import type { StatementResult } from '../data-api/results.js';
 import { InboxError } from '../errors.js';
 import type { InboxTables } from '../sql/schema.js';
 

@@ -1,6 +1,7 @@
 import { batchClaimSql, batchGatedSql, checkGatedStatement, readBatchClaims, statementBound } from '../sql/claim.js';
 import type { BatchClaimOutcome } from '../sql/claim.js';
-import type { SqlParams, Transaction } from '../data-api/session.js';
+import type { Transaction } from '../data-api/session.js';
+import type { SqlParams } from '../data-api/parameters.js';
 import type { InboxSession } from '../transport/session.js';
 import { hex } from '../prepare/keys.js';
 import type { InboxMessage, ResolvedMode } from '../handler/options.js';

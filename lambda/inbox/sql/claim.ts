@@ -1,4 +1,5 @@
-import type { Row, SqlParams } from '../data-api/session.js';
+import type { SqlParams } from '../data-api/parameters.js';
+import type { Row } from '../data-api/results.js';
 import { DatabaseCallError, InboxConfigError } from '../errors.js';
 import type { InboxTables } from './schema.js';
 

@@ -1,4 +1,6 @@
-import type { SqlParams, StatementResult, Transaction } from '../data-api/session.js';
+import type { Transaction } from '../data-api/session.js';
+import type { SqlParams } from '../data-api/parameters.js';
+import type { StatementResult } from '../data-api/results.js';
 
 /**
  * How the runtime reaches PostgreSQL: the transport seam. Every mode, source, the duplicate filter,

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { Transaction } from '../../data-api/session.js';
-import type { SqlParams, StatementResult } from '../../data-api/session.js';
+import type { SqlParams } from '../../data-api/parameters.js';
+import type { StatementResult } from '../../data-api/results.js';
 import { PostgresError } from '../../errors.js';
 import type { InboxSession } from '../session.js';
 import { classifyWire } from './failures.js';

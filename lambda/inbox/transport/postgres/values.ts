@@ -1,5 +1,6 @@
-import { HintedValue } from '../../data-api/session.js';
-import type { Row, SqlParams, SqlValue } from '../../data-api/session.js';
+import { HintedValue } from '../../data-api/parameters.js';
+import type { SqlParams, SqlValue } from '../../data-api/parameters.js';
+import type { Row } from '../../data-api/results.js';
 import { scanSql } from '../sql-scanner.js';
 
 /** A statement ready for node-postgres: `$n` placeholders and their values. */

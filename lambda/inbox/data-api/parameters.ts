@@ -1,0 +1,78 @@
+import type { Field, SqlParameter } from '@aws-sdk/client-rds-data';
+
+// The Data API's parameters: plain JavaScript values (and the type-hinted ones) as `SqlParameter`s.
+
+/** A value with an explicit Data API type hint, made by {@link uuid}, {@link decimal}, {@link json} and friends. */
+export class HintedValue {
+  constructor(
+    /** The Data API `typeHint` the value is sent with. */
+    readonly typeHint: 'UUID' | 'DECIMAL' | 'JSON' | 'DATE' | 'TIME' | 'TIMESTAMP',
+    /** The value as the string the Data API receives. */
+    readonly text: string,
+  ) {}
+}
+
+/** Binds a string as `uuid` (an untyped string binds as varchar, which a uuid column refuses). */
+export const uuid = (value: string) => new HintedValue('UUID', value);
+/** Binds a number or numeric string as `numeric` without passing through a float. */
+export const decimal = (value: string | number | bigint) => new HintedValue('DECIMAL', String(value));
+/** Binds any value as `json` (plain objects and arrays do this by default). */
+export const json = (value: unknown) => new HintedValue('JSON', JSON.stringify(value));
+/** Binds `YYYY-MM-DD` as `date`. */
+export const date = (value: string) => new HintedValue('DATE', value);
+/** Binds `HH:MM:SS[.fff]` as `time`. */
+export const time = (value: string) => new HintedValue('TIME', value);
+
+/** What `execute` accepts as a parameter value. */
+export type SqlValue =
+  | string
+  | number
+  | bigint
+  | boolean
+  | null
+  | undefined
+  | Uint8Array
+  | Date
+  | HintedValue
+  | Record<string, unknown>
+  | unknown[];
+
+/** Named parameters: `{ orderId: 'order-417' }` binds `:orderId`. */
+export type SqlParams = Readonly<Record<string, SqlValue>>;
+
+const NAME = /^[A-Za-z0-9_]+$/;
+
+/** Maps plain JS values to Data API parameters. */
+export function toSqlParameters(params: SqlParams): SqlParameter[] {
+  return Object.entries(params).map(([name, value]) => {
+    if (!NAME.test(name)) {
+      throw new TypeError(`parameter name "${name}" must match ${NAME}; it is written as :${name} in the SQL`);
+    }
+    return { name, ...toField(name, value) };
+  });
+}
+
+function toField(name: string, value: SqlValue): { value: Field; typeHint?: HintedValue['typeHint'] } {
+  if (value === null || value === undefined) return { value: { isNull: true } };
+  if (value instanceof HintedValue) return { value: { stringValue: value.text }, typeHint: value.typeHint };
+  if (typeof value === 'string') return { value: { stringValue: value } };
+  if (typeof value === 'boolean') return { value: { booleanValue: value } };
+  if (typeof value === 'bigint') {
+    // The SDK writes a BigInt longValue as raw JSON digits, keeping precision a number would lose.
+    return { value: { longValue: value as unknown as number } };
+  }
+  if (typeof value === 'number') {
+    if (Number.isInteger(value) && Number.isSafeInteger(value)) return { value: { longValue: value } };
+    if (!Number.isFinite(value)) {
+      throw new TypeError(`parameter "${name}" is ${value}; the Data API cannot bind it. Pass null or a finite number.`);
+    }
+    return { value: { doubleValue: value } };
+  }
+  if (value instanceof Uint8Array) return { value: { blobValue: value } };
+  if (value instanceof Date) {
+    if (Number.isNaN(value.getTime())) throw new TypeError(`parameter "${name}" is an invalid Date`);
+    return { value: { stringValue: value.toISOString().replace('T', ' ').replace('Z', '') }, typeHint: 'TIMESTAMP' };
+  }
+  if (typeof value === 'object') return { value: { stringValue: JSON.stringify(value) }, typeHint: 'JSON' };
+  throw new TypeError(`parameter "${name}" has type ${typeof value}, which the Data API cannot bind`);
+}
