@@ -32,6 +32,7 @@ export const {
   InboxCleanup,
   InboxConsumer,
   InboxDatabase,
+  InboxDatabaseProxy,
   InboxDatabaseRole,
   InboxFunction,
   InboxOutboxRelay,

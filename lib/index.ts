@@ -12,6 +12,8 @@ export { InboxQueue } from './queue/inbox-queue.js';
 export type { InboxQueueProps } from './queue/inbox-queue.js';
 export { InboxDatabase } from './database/inbox-database.js';
 export type { InboxDatabaseProps } from './database/inbox-database.js';
+export { InboxDatabaseProxy } from './database/inbox-database-proxy.js';
+export type { InboxDatabaseProxyProps } from './database/inbox-database-proxy.js';
 export { MigrationSet, BUILT_IN_MIGRATION_SETS, MAX_MIGRATION_SET_BYTES } from './database/migration-sets.js';
 export type { InboxMigration, InboxMigrationSet, MigrationDirectoryOptions } from './database/migration-sets.js';
 export { InboxConsumer, INBOX_METRICS_NAMESPACE, DEFAULT_MIN_RECORD_DURATION } from './consumer/inbox-consumer.js';
