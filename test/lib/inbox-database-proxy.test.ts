@@ -12,7 +12,7 @@ type Resource = { Properties: Record<string, any> };
 let app: ReturnType<typeof testApp>;
 let stack: InboxProxyStack;
 let template: Template;
-const ids: Record<string, string> = {};
+const ids = { consumerRole: '', consumerSg: '', proxySg: '', proxyRole: '', proxy: '', roleSecret: '' };
 beforeAll(() => {
   app = testApp();
   stack = new InboxProxyStack(app, 'InboxProxyStack');
