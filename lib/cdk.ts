@@ -27,6 +27,7 @@ export const {
   DEFAULT_OUTBOX_MIN_AGE,
   DEFAULT_OUTBOX_SENT_RETENTION,
   DEFAULT_OUTBOX_SWEEP_LIMIT,
+  DSQL_METRICS_NAMESPACE,
   INBOX_METRICS_NAMESPACE,
   InboxAlarms,
   InboxCleanup,
@@ -34,6 +35,8 @@ export const {
   InboxDatabase,
   InboxDatabaseProxy,
   InboxDatabaseRole,
+  InboxDsqlConsumer,
+  InboxDsqlDatabase,
   InboxFunction,
   InboxOutboxRelay,
   InboxQueue,
@@ -50,5 +53,6 @@ export const {
   OUTBOX_SERVICE_NAME,
   STREAM_DEFAULT_BATCH_SIZE,
   STREAM_DEFAULT_RETRY_ATTEMPTS,
+  dsqlRoleStatements,
 } = cdk;
 export { PeerDependencyError };

@@ -651,7 +651,7 @@ function validateDestinations(path: string, props: InboxConsumerProps): void {
 }
 
 /** The runtime refuses other names at cold start; refusing them here moves that failure to synth. */
-function validateConsumerName(path: string, name: string): void {
+export function validateConsumerName(path: string, name: string): void {
   if (Token.isUnresolved(name) || CONSUMER_NAME_PATTERN.test(name)) return;
   const suggestion = name.replace(/[^A-Za-z0-9._:-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 128);
   throw new Error(
