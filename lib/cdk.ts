@@ -53,6 +53,7 @@ export const {
   OUTBOX_SERVICE_NAME,
   STREAM_DEFAULT_BATCH_SIZE,
   STREAM_DEFAULT_RETRY_ATTEMPTS,
+  connectToPostgres,
   dsqlRoleStatements,
 } = cdk;
 export { PeerDependencyError };

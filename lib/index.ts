@@ -57,3 +57,5 @@ export { InboxDsqlConsumer } from './dsql/inbox-dsql-consumer.js';
 export type { InboxDsqlConsumerProps } from './dsql/inbox-dsql-consumer.js';
 export { dsqlRoleStatements } from './dsql/dsql-role-sql.js';
 export type { DsqlRoleSpec, DsqlStatement } from './dsql/dsql-role-sql.js';
+export { connectToPostgres } from './consumer/postgres-connection.js';
+export type { InboxPostgresConnection } from './consumer/postgres-connection.js';

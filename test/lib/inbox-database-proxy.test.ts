@@ -3,7 +3,9 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { InboxConsumer, InboxDatabase, InboxDatabaseProxy } from '../../lib/index.js';
+import { Duration } from 'aws-cdk-lib';
+import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import { connectToPostgres, InboxConsumer, InboxDatabase, InboxDatabaseProxy, InboxFunction } from '../../lib/index.js';
 import { InboxProxyStack } from '../../demo/stacks/inbox-proxy-stack.js';
 import { FIXTURE_HANDLER, policyStatements, synthError, testApp, testStack } from './support.js';
 
@@ -119,6 +121,32 @@ describe('InboxDatabaseProxy: the consumer on the wire through RDS Proxy', () =>
     expect(synthError(mine as Stack)).toMatch(/InboxDatabaseProxy Refused\/Proxy: no consumer uses this proxy[\s\S]*Fix: pass it as `proxy`/);
     expect(() => new InboxDatabaseProxy(testStack('Idle'), 'P', { database: new InboxDatabase(testStack('X'), 'Db'), maxConnectionsPercent: 0 })).toThrow(
       /`maxConnectionsPercent` must be a whole number from 1 to 100, got 0/,
+    );
+  });
+});
+
+describe('connectToPostgres: a PostgreSQL of your own', () => {
+  it('hands the function the connection settings and the secret, and lets it read that secret only', () => {
+    const mine = testStack('Own');
+    const secret = new secretsmanager.Secret(mine, 'OrdersDbSecret');
+    const worker = new InboxFunction(mine, 'Worker', { entry: FIXTURE_HANDLER, environment: { INBOX_CONSUMER: 'orders' }, timeout: Duration.seconds(30), description: 'orders' });
+    connectToPostgres(worker.function, { host: 'orders.abc123.eu-west-1.rds.amazonaws.com', databaseName: 'orders', secret });
+    const own = Template.fromStack(mine);
+    own.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: {
+        Variables: {
+          INBOX_CONSUMER: 'orders',
+          INBOX_PG_HOST: 'orders.abc123.eu-west-1.rds.amazonaws.com',
+          INBOX_PG_PORT: '5432',
+          INBOX_PG_DATABASE: 'orders',
+          INBOX_PG_SECRET_ARN: { Ref: mine.getLogicalId(secret.node.defaultChild as never) },
+        },
+      },
+    });
+    const reads = policyStatements(own).filter((statement) => JSON.stringify(statement.Action).includes('secretsmanager:GetSecretValue'));
+    expect(reads.map((statement) => statement.Resource)).toEqual([{ Ref: mine.getLogicalId(secret.node.defaultChild as never) }]);
+    expect(() => connectToPostgres(worker.function, { host: 'postgres://x', port: 70_000, databaseName: 'orders', secret })).toThrow(
+      /`host` 'postgres:\/\/x' is not a host name[\s\S]*`port` 70000 is not a port number/,
     );
   });
 });
