@@ -131,7 +131,7 @@ export class InboxDatabaseProxy extends Construct implements ec2.IConnectable {
     });
     // The target registers only once the writer instance is up.
     for (const resource of props.database.cluster.node.findAll()) {
-      if (resource instanceof rds.CfnDBInstance) this.targetGroup.addDependency(resource);
+      if (resource instanceof rds.CfnDBInstance) this.targetGroup.addResourceDependency(resource);
     }
     this.node.addValidation({
       validate: () =>
