@@ -50,11 +50,15 @@ export type PostgresAuth = { readonly kind: 'iam'; readonly region: string } | {
 
 /** The connection settings {@link postgresFromEnvironment} read, checked. */
 export interface PostgresEnvironmentSettings {
+  /** `INBOX_PG_HOST`. */
   readonly host: string;
+  /** `INBOX_PG_PORT`, 5432 when unset. */
   readonly port: number;
+  /** `INBOX_PG_DATABASE`. */
   readonly database: string;
-  /** Undefined with a secret: its `username` is used. */
+  /** `INBOX_PG_USER`; with a secret, the secret's `username` is used instead. */
   readonly user: string | undefined;
+  /** How a connection signs in. */
   readonly auth: PostgresAuth;
 }
 
