@@ -7,76 +7,33 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { INBOX_METRICS_NAMESPACE, validateConsumerName } from '../consumer/inbox-consumer.js';
+import type { InboxConsumerProps } from '../consumer/inbox-consumer.js';
 import { InboxFunction } from '../consumer/inbox-function.js';
 import { defaultConsumerRole } from '../database/database-grants.js';
-import type { InboxTableGrant } from '../database/database-grants.js';
 import type { InboxDsqlDatabase } from './inbox-dsql-database.js';
 
-/** Props for {@link InboxDsqlConsumer}. */
-export interface InboxDsqlConsumerProps {
+/** What an InboxDsqlConsumer takes as InboxConsumer does, with the same meaning and defaults. */
+type SharedConsumerProps = Pick<
+  InboxConsumerProps,
+  'consumerName' | 'entry' | 'handler' | 'timeout' | 'memorySize' | 'runtime' | 'batchSize' | 'maxConcurrency' | 'databaseGrants' | 'environment' | 'logRetention'
+>;
+
+/**
+ * Props for {@link InboxDsqlConsumer}: the DSQL cluster and the queue, and what InboxConsumer also takes
+ * (`consumerName`, `entry`, `handler`, `timeout`, `memorySize`, `runtime`, `batchSize`, `maxConcurrency`,
+ * `databaseGrants`, `environment`, `logRetention`), with the same defaults.
+ */
+export interface InboxDsqlConsumerProps extends SharedConsumerProps {
   /** The DSQL cluster whose inbox table records what this consumer has applied. */
   readonly database: InboxDsqlDatabase;
   /** The SQS queue to consume. */
   readonly queue: sqs.IQueue;
   /**
-   * The consumer's name: part of every inbox key; unique per table, never changed once messages were processed.
-   * It reaches the handler as `INBOX_CONSUMER`.
-   */
-  readonly consumerName: string;
-  /** Path to your handler's TypeScript entry file, bundled with esbuild. */
-  readonly entry: string;
-  /**
-   * Name of the exported handler in `entry`.
-   * @default 'handler'
-   */
-  readonly handler?: string | undefined;
-  /**
-   * Function timeout. The queue's visibility timeout must be at least 6 x this.
-   * @default Duration.seconds(30)
-   */
-  readonly timeout?: Duration | undefined;
-  /**
-   * Function memory in MiB.
-   * @default 512
-   */
-  readonly memorySize?: number | undefined;
-  /**
-   * Node.js runtime.
-   * @default lambda.Runtime.NODEJS_22_X
-   */
-  readonly runtime?: lambda.Runtime | undefined;
-  /**
-   * Records per batch (at most 10 on a FIFO queue).
-   * @default 10
-   */
-  readonly batchSize?: number | undefined;
-  /**
-   * Most concurrent invocations (2 to 1000): each opens its own connections, and DSQL accepts 100 new connections
-   * per second per cluster.
-   * @default 5
-   */
-  readonly maxConcurrency?: number | undefined;
-  /**
-   * The consumer's own database role, mapped to the function's IAM role. It may claim rows in the inbox plus
-   * `databaseGrants`.
+   * The consumer's own database role, mapped to the function's IAM role: it may claim rows in the inbox plus
+   * `databaseGrants`. Unique per cluster.
    * @default 'inbox_consumer_' + `consumerName` in lower case, other characters as '_'
    */
   readonly databaseRole?: string | undefined;
-  /**
-   * What the consumer's effect needs on your own tables.
-   * @default []
-   */
-  readonly databaseGrants?: readonly InboxTableGrant[] | undefined;
-  /**
-   * Extra environment variables for your handler.
-   * @default {}
-   */
-  readonly environment?: Readonly<Record<string, string>> | undefined;
-  /**
-   * Retention of the function's log group.
-   * @default logs.RetentionDays.ONE_MONTH
-   */
-  readonly logRetention?: logs.RetentionDays | undefined;
 }
 
 /**
