@@ -4,6 +4,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Duration } from 'aws-cdk-lib';
+import * as rds from 'aws-cdk-lib/aws-rds';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { connectToPostgres, InboxConsumer, InboxDatabase, InboxDatabaseProxy, InboxFunction } from '../../lib/index.js';
 import { InboxProxyStack } from '../../demo/stacks/inbox-proxy-stack.js';
@@ -40,7 +41,10 @@ describe('InboxDatabaseProxy: the consumer on the wire through RDS Proxy', () =>
       RequireTLS: true,
       Auth: [{ AuthScheme: 'SECRETS', IAMAuth: 'REQUIRED', ClientPasswordAuthType: 'POSTGRES_SCRAM_SHA_256', SecretArn: { Ref: Match.stringLikeRegexp(`^${ids.roleSecret.slice(0, 20)}`) } }],
     });
-    template.hasResourceProperties('AWS::RDS::DBProxyTargetGroup', { TargetGroupName: 'default', DBClusterIdentifiers: Match.anyValue() });
+    // The target registers once the writer instance is up.
+    const [targetGroup] = Object.values(template.findResources('AWS::RDS::DBProxyTargetGroup') as Record<string, Resource & { DependsOn?: string[] }>);
+    expect(targetGroup!.Properties).toMatchObject({ TargetGroupName: 'default', DBClusterIdentifiers: [{ Ref: expect.stringMatching(/^DatabaseCluster/) }] });
+    expect(targetGroup!.DependsOn).toEqual(expect.arrayContaining([expect.stringMatching(/^DatabaseClusterwriter/)]));
     // Only the proxy's role reads the role's secret; the function does not.
     expect(JSON.stringify(statementsOf(ids.proxyRole))).toContain('secretsmanager:GetSecretValue');
     expect(JSON.stringify(statementsOf(ids.consumerRole))).not.toContain('secretsmanager:');
@@ -119,6 +123,12 @@ describe('InboxDatabaseProxy: the consumer on the wire through RDS Proxy', () =>
       new InboxConsumer(mine, 'Worker', { database, proxy, queue, consumerName: 'w', entry: FIXTURE_HANDLER, batchExecute: true }),
     ).toThrow(/`proxy` Refused\/Proxy fronts the cluster of Refused\/Other[\s\S]*`batchExecute` grants a Data API action/);
     expect(synthError(mine as Stack)).toMatch(/InboxDatabaseProxy Refused\/Proxy: no consumer uses this proxy[\s\S]*Fix: pass it as `proxy`/);
+    const imported = testStack('Imported');
+    const importedDatabase = new InboxDatabase(imported, 'Db', {
+      cluster: rds.DatabaseCluster.fromDatabaseClusterAttributes(imported, 'Cluster', { clusterIdentifier: 'orders', dataApiEnabled: true }),
+      secret: secretsmanager.Secret.fromSecretNameV2(imported, 'Secret', 'orders-admin'),
+    });
+    expect(() => new InboxDatabaseProxy(imported, 'Proxy', { database: importedDatabase })).toThrow(/the database's cluster is imported, so its VPC is not known here. Fix: pass `vpc`/);
     expect(() => new InboxDatabaseProxy(testStack('Idle'), 'P', { database: new InboxDatabase(testStack('X'), 'Db'), maxConnectionsPercent: 0 })).toThrow(
       /`maxConnectionsPercent` must be a whole number from 1 to 100, got 0/,
     );
