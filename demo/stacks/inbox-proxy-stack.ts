@@ -1,5 +1,6 @@
 import { CfnOutput, Stack } from 'aws-cdk-lib';
 import type { StackProps } from 'aws-cdk-lib';
+import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { Construct } from 'constructs';
 import { InboxAlarms } from '../../lib/alarms/inbox-alarms.js';
 import { InboxCleanup } from '../../lib/purge/inbox-cleanup.js';
@@ -22,7 +23,8 @@ export interface InboxProxyStackProps extends StackProps {
  * The example on the PostgreSQL wire: the order queue, the Aurora database with its schema and the example's
  * `orders` table (migrated, like the roles, through the Data API at deploy), RDS Proxy in front of it with IAM
  * authentication and TLS required, the order worker in the VPC signing in through the proxy as its own role
- * (demo/functions/order-worker-wire.ts), the hourly purge, alarms and a dashboard.
+ * (demo/functions/order-worker-wire.ts), the hourly purge, alarms (the proxy's failed sign-ins and connection
+ * waits among them) and a dashboard.
  *
  * @example
  * new InboxProxyStack(new App(), 'InboxProxyStack');
@@ -68,6 +70,9 @@ export class InboxProxyStack extends Stack {
       createTopic: true,
       dashboardName: `${this.stackName}-inbox`,
     });
+    // The proxy's own alarms go to the same topic as the consumer's.
+    const topic = this.alarms.topic;
+    if (topic !== undefined) for (const alarm of [this.proxy.failedAuthAlarm, this.proxy.borrowLatencyAlarm]) alarm.addAlarmAction(new SnsAction(topic));
     new CfnOutput(this, 'QueueUrl', { value: this.queue.queue.queueUrl, description: 'Send orders here (FIFO).' });
     new CfnOutput(this, 'ProxyEndpoint', { value: this.proxy.endpoint, description: 'INBOX_PG_HOST of the order worker' });
   }

@@ -1,4 +1,5 @@
 import { ArnFormat, Duration, Fn, Lazy, Names, Stack, Token } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as rds from 'aws-cdk-lib/aws-rds';
@@ -71,6 +72,16 @@ export class InboxDatabaseProxy extends Construct implements ec2.IConnectable {
   public readonly vpcSubnets: ec2.SubnetSelection;
   /** The database behind it. */
   public readonly database: InboxDatabase;
+  /**
+   * Fires when a client's sign-in is refused (`ClientConnectionsSetupFailedAuth`): a consumer's token does not match
+   * its `rds-db:connect` grant, or the proxy cannot use the role's secret. Every record of that consumer fails.
+   */
+  public readonly failedAuthAlarm: cloudwatch.Alarm;
+  /**
+   * Fires when taking a connection to the cluster from the proxy's pool takes over 100 ms on average for 3 minutes
+   * (`DatabaseConnectionsBorrowLatency`): the pool is exhausted; raise `maxConnectionsPercent` or the cluster's size.
+   */
+  public readonly borrowLatencyAlarm: cloudwatch.Alarm;
   readonly #secrets: secretsmanager.ISecret[] = [];
 
   constructor(scope: Construct, id: string, props: InboxDatabaseProxyProps) {
@@ -133,6 +144,23 @@ export class InboxDatabaseProxy extends Construct implements ec2.IConnectable {
     for (const resource of props.database.cluster.node.findAll()) {
       if (resource instanceof rds.CfnDBInstance) this.targetGroup.addResourceDependency(resource);
     }
+    const metric = (metricName: string, statistic: string, period: Duration) =>
+      new cloudwatch.Metric({ namespace: 'AWS/RDS', metricName, dimensionsMap: { ProxyName: this.proxy.ref }, statistic, period });
+    this.failedAuthAlarm = metric('ClientConnectionsSetupFailedAuth', 'Sum', Duration.minutes(5)).createAlarm(this, 'FailedAuthAlarm', {
+      alarmDescription: "sqs-inbox: RDS Proxy refused a consumer's sign-in: check its rds-db:connect grant and the proxy's access to its role's secret.",
+      threshold: 0,
+      evaluationPeriods: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+    this.borrowLatencyAlarm = metric('DatabaseConnectionsBorrowLatency', 'Average', Duration.minutes(1)).createAlarm(this, 'BorrowLatencyAlarm', {
+      alarmDescription: "sqs-inbox: RDS Proxy waits over 100 ms for a connection to the cluster: raise maxConnectionsPercent or the cluster's capacity.",
+      // Microseconds.
+      threshold: 100_000,
+      evaluationPeriods: 3,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
     this.node.addValidation({
       validate: () =>
         this.#secrets.length > 0

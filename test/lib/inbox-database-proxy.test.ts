@@ -101,6 +101,18 @@ describe('InboxDatabaseProxy: the consumer on the wire through RDS Proxy', () =>
     });
   });
 
+  it("alarms on the proxy's refused sign-ins and its waits for a connection, to the stack's alarm topic", () => {
+    for (const [metric, threshold] of [['ClientConnectionsSetupFailedAuth', 0], ['DatabaseConnectionsBorrowLatency', 100_000]] as const) {
+      template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+        Namespace: 'AWS/RDS',
+        MetricName: metric,
+        Dimensions: [{ Name: 'ProxyName', Value: { Ref: ids.proxy } }],
+        Threshold: threshold,
+        AlarmActions: [{ Ref: Match.stringLikeRegexp('^AlarmsTopic') }],
+      });
+    }
+  });
+
   it('keeps the Data API path for the migrations and the purge', () => {
     const cleanupRole = stack.getLogicalId(stack.cleanup.function.role!.node.defaultChild as never);
     expect(JSON.stringify(statementsOf(cleanupRole))).toContain('rds-data:ExecuteStatement');
