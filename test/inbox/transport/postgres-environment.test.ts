@@ -116,6 +116,23 @@ describe('postgresFromEnvironment: the consumer on the wire, configured by its e
     await (target.pool as unknown as { end: () => Promise<void> }).end();
   });
 
+  it('reads the secret again for new connections after five minutes, so a rotated password is picked up', async () => {
+    let clock = 1_000_000;
+    const target = postgresFromEnvironment({ env: { ...base(), INBOX_PG_SECRET_ARN: SECRET_ARN }, ssl: { ca: certificate.cert }, now: () => clock });
+    const reads = () => secretReads.filter((read) => read.endsWith(SECRET_ARN)).length;
+    const before = reads();
+    const newConnection = async () => (await target.pool.connect()).release(true);
+    await newConnection();
+    await newConnection();
+    expect(reads() - before).toBe(1);
+    clock += 5 * 60_000 + 1;
+    await newConnection();
+    expect(reads() - before).toBe(2);
+    await newConnection();
+    expect(reads() - before).toBe(2);
+    await (target.pool as unknown as { end: () => Promise<void> }).end();
+  });
+
   it('refuses a server that offers no TLS', async () => {
     const target = postgresFromEnvironment({ env: { ...base(), INBOX_PG_PORT: url.port, INBOX_PG_SECRET_ARN: SECRET_ARN } });
     await expect(target.pool.connect()).rejects.toThrow(/does not support SSL/);

@@ -43,6 +43,12 @@ export interface PostgresEnvironmentOptions extends PostgresOptions {
    * @default process.env
    */
   readonly env?: Readonly<Record<string, string | undefined>> | undefined;
+  /**
+   * The clock that decides when a password read from Secrets Manager is read again (after 5 minutes, so that new
+   * connections pick up a rotation).
+   * @default Date.now
+   */
+  readonly now?: (() => number) | undefined;
 }
 
 /** How a connection signs in: an RDS IAM token per connection, or a secret's password. */
@@ -86,7 +92,7 @@ export function postgresFromEnvironment(options: PostgresEnvironmentOptions = {}
   const settings = readPostgresEnvironment(options.env ?? process.env);
   const max = options.max ?? 2;
   if (!Number.isInteger(max) || max < 1) throw new InboxConfigError('max', `is ${String(max)}: pass a whole number of connections >= 1, e.g. 2`);
-  const pool = lazyPool(settings, options.ssl ?? { rejectUnauthorized: true }, max);
+  const pool = lazyPool(settings, options.ssl ?? { rejectUnauthorized: true }, max, options.now ?? Date.now);
   return postgres(pool, options);
 }
 
@@ -130,12 +136,12 @@ export function readPostgresEnvironment(env: Readonly<Record<string, string | un
 }
 
 /** A pool whose `pg.Pool` (and signer or secret) is made on the first connection: the peers load only then. */
-function lazyPool(settings: PostgresEnvironmentSettings, ssl: ConnectionOptions, max: number): PostgresPool & { end(): Promise<void> } {
+function lazyPool(settings: PostgresEnvironmentSettings, ssl: ConnectionOptions, max: number, now: () => number): PostgresPool & { end(): Promise<void> } {
   let made: Promise<import('pg').Pool> | undefined;
   const make = async () => {
     const pg = await importPeer('pg', () => import('pg'), (cause) => new PeerDependencyError('sqs-inbox/postgres', 'pg', 'npm install pg', cause));
     const Pool = (pg.default ?? pg).Pool;
-    const { user, password } = await credentials(settings);
+    const { user, password } = await credentials(settings, now);
     const pool = new Pool({
       host: settings.host,
       port: settings.port,
@@ -168,7 +174,7 @@ function lazyPool(settings: PostgresEnvironmentSettings, ssl: ConnectionOptions,
 }
 
 /** The user, and the password as pg calls it for every new connection. */
-async function credentials(settings: PostgresEnvironmentSettings): Promise<{ user: string; password: () => Promise<string> }> {
+async function credentials(settings: PostgresEnvironmentSettings, now: () => number): Promise<{ user: string; password: () => Promise<string> }> {
   const { auth } = settings;
   if (auth.kind === 'iam') {
     const { Signer } = await importPeer(
@@ -191,12 +197,12 @@ async function credentials(settings: PostgresEnvironmentSettings): Promise<{ use
     const answer = await client.send(new GetSecretValueCommand({ SecretId: auth.secretArn }));
     return parseSecret(auth.secretArn, answer.SecretString);
   };
-  let current = { ...(await read()), readAt: Date.now() };
+  let current = { ...(await read()), readAt: now() };
   return {
     user: current.username,
     password: async () => {
       // A rotated secret changes the password, not the user: new connections pick it up within SECRET_REUSE_MS.
-      if (Date.now() - current.readAt > SECRET_REUSE_MS) current = { ...(await read()), readAt: Date.now() };
+      if (now() - current.readAt > SECRET_REUSE_MS) current = { ...(await read()), readAt: now() };
       return current.password;
     },
   };
