@@ -36,7 +36,7 @@ export {
 export type { InboxOutboxRelayProps } from './outbox/inbox-outbox-relay.js';
 export type { OutboxDestinations } from './outbox/outbox-destinations.js';
 export { InboxAlarms, CONSUMER_COUNT_METRICS, CONSUMER_LATENCY_METRICS, CLEANUP_METRICS, OUTBOX_RELAY_METRICS } from './alarms/inbox-alarms.js';
-export type { InboxAlarmsProps } from './alarms/inbox-alarms.js';
+export type { InboxAlarmsProps, InboxWatchedConsumer } from './alarms/inbox-alarms.js';
 export { InboxFunction } from './consumer/inbox-function.js';
 export type { InboxFunctionProps } from './consumer/inbox-function.js';
 export { InboxStack } from '../demo/stacks/inbox-stack.js';

@@ -7,6 +7,7 @@ import { InboxDsqlConsumer } from '../../lib/dsql/inbox-dsql-consumer.js';
 import { InboxDsqlDatabase } from '../../lib/dsql/inbox-dsql-database.js';
 import type { InboxDsqlMultiRegion } from '../../lib/dsql/inbox-dsql-database.js';
 import { createAlarmTopic } from '../../lib/alarms/alarm-topic.js';
+import { InboxAlarms } from '../../lib/alarms/inbox-alarms.js';
 import { InboxQueue } from '../../lib/queue/inbox-queue.js';
 
 /** Props for {@link InboxDsqlStack}. */
@@ -39,6 +40,8 @@ export class InboxDsqlStack extends Stack {
   public readonly database: InboxDsqlDatabase;
   /** The order worker. */
   public readonly consumer: InboxDsqlConsumer;
+  /** The consumer's alarms and dashboard. */
+  public readonly alarms: InboxAlarms;
   /** The alarm topic: encrypted, TLS only, publishable by this account's alarms. */
   public readonly alarmTopic: sns.Topic;
 
@@ -52,11 +55,14 @@ export class InboxDsqlStack extends Stack {
     this.consumer = new InboxDsqlConsumer(this, 'OrderWorker', {
       database: this.database,
       queue: this.queue.queue,
+      deadLetterQueue: this.queue.deadLetterQueue,
       consumerName: 'order-worker',
       entry: props.entry,
       databaseGrants: [{ table: 'public.orders', privileges: ['SELECT', 'INSERT', 'UPDATE'] }],
     });
     this.alarmTopic = createAlarmTopic(this).topic;
+    // The consumer's alarms as on Aurora (its queue, dead-letter queue, function and inbox metrics), and the cluster's.
+    this.alarms = new InboxAlarms(this, 'ConsumerAlarms', { consumers: [this.consumer], topic: this.alarmTopic, dashboardName: `${this.stackName}-inbox` });
     for (const alarm of [this.database.occConflictsAlarm, this.database.queryTimeoutsAlarm]) alarm.addAlarmAction(new cloudwatchActions.SnsAction(this.alarmTopic));
     new CfnOutput(this, 'QueueUrl', { value: this.queue.queue.queueUrl, description: 'Send orders here (FIFO).' });
     new CfnOutput(this, 'DsqlEndpoint', { value: this.database.endpoint, description: 'INBOX_DSQL_ENDPOINT of the order worker' });

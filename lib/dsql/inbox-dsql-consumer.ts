@@ -4,7 +4,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
-import type * as sqs from 'aws-cdk-lib/aws-sqs';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { INBOX_METRICS_NAMESPACE, validateConsumerName } from '../consumer/inbox-consumer.js';
 import type { InboxConsumerProps } from '../consumer/inbox-consumer.js';
@@ -28,6 +28,11 @@ export interface InboxDsqlConsumerProps extends SharedConsumerProps {
   readonly database: InboxDsqlDatabase;
   /** The SQS queue to consume. */
   readonly queue: sqs.IQueue;
+  /**
+   * The dead-letter queue of `queue`, for the dead-letter alarm (InboxAlarms). Pass it when `queue` is imported.
+   * @default - the dead-letter queue configured on `queue` when it is a `sqs.Queue` defined in this app, else none
+   */
+  readonly deadLetterQueue?: sqs.IQueue | undefined;
   /**
    * The consumer's own database role, mapped to the function's IAM role: it may claim rows in the inbox plus
    * `databaseGrants`. Unique per cluster.
@@ -58,11 +63,20 @@ export class InboxDsqlConsumer extends Construct {
   public readonly roleMapping: CustomResource;
   /** The event source. */
   public readonly eventSource: SqsEventSource;
+  /** What it consumes (InboxAlarms reads it): always `sqs`. */
+  public readonly source = 'sqs' as const;
+  /** The queue it consumes. */
+  public readonly queue: sqs.IQueue;
+  /** The dead-letter queue of `queue`, when known. */
+  public readonly deadLetterQueue?: sqs.IQueue;
 
   constructor(scope: Construct, id: string, props: InboxDsqlConsumerProps) {
     super(scope, id);
     validateConsumerName(this.node.path, props.consumerName);
     this.consumerName = props.consumerName;
+    this.queue = props.queue;
+    const deadLetterQueue = props.deadLetterQueue ?? (props.queue instanceof sqs.Queue ? props.queue.deadLetterQueue?.queue : undefined);
+    if (deadLetterQueue !== undefined) this.deadLetterQueue = deadLetterQueue;
     this.databaseRole = props.databaseRole ?? defaultConsumerRole(props.consumerName);
     const fn = new InboxFunction(this, 'Handler', {
       entry: props.entry,

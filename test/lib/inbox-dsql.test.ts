@@ -68,6 +68,19 @@ describe('InboxDsqlDatabase and InboxDsqlConsumer: the inbox on Aurora DSQL', ()
     expect(fn.Properties.VpcConfig).toBeUndefined();
   });
 
+  it("alarms on the consumer as on Aurora: its dead-letter queue, its function's errors and its inbox metrics", () => {
+    const dlq = stack.getLogicalId(stack.queue.deadLetterQueue!.node.defaultChild as never);
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'ApproximateNumberOfMessagesVisible',
+      Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [dlq, 'QueueName'] } }],
+    });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', { Namespace: 'AWS/Lambda', MetricName: 'Errors' });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'SqsInbox',
+      Dimensions: Match.arrayWith([{ Name: 'service', Value: 'order-worker' }, { Name: 'source', Value: 'sqs' }]),
+    });
+  });
+
   it('alarms on the cluster OCC conflicts and query timeouts', () => {
     for (const metric of ['OccConflicts', 'QueryTimeouts']) {
       template.hasResourceProperties('AWS::CloudWatch::Alarm', {
