@@ -1,16 +1,18 @@
 import { Duration } from 'aws-cdk-lib';
 import type { CustomResource } from 'aws-cdk-lib';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
-import { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
-import * as sqs from 'aws-cdk-lib/aws-sqs';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { INBOX_METRICS_NAMESPACE, validateConsumerName } from '../consumer/inbox-consumer.js';
 import type { InboxConsumerProps } from '../consumer/inbox-consumer.js';
 import { InboxFunction } from '../consumer/inbox-function.js';
 import { defaultConsumerRole } from '../database/database-grants.js';
 import type { InboxDsqlDatabase } from './inbox-dsql-database.js';
+import { addInvariants } from '../invariants.js';
+import { sqsSource } from '../sources/sqs.js';
 
 /** What an InboxDsqlConsumer takes as InboxConsumer does, with the same meaning and defaults. */
 type SharedConsumerProps = Pick<
@@ -75,8 +77,6 @@ export class InboxDsqlConsumer extends Construct {
     validateConsumerName(this.node.path, props.consumerName);
     this.consumerName = props.consumerName;
     this.queue = props.queue;
-    const deadLetterQueue = props.deadLetterQueue ?? (props.queue instanceof sqs.Queue ? props.queue.deadLetterQueue?.queue : undefined);
-    if (deadLetterQueue !== undefined) this.deadLetterQueue = deadLetterQueue;
     this.databaseRole = props.databaseRole ?? defaultConsumerRole(props.consumerName);
     const fn = new InboxFunction(this, 'Handler', {
       entry: props.entry,
@@ -107,11 +107,17 @@ export class InboxDsqlConsumer extends Construct {
     });
     // The first batch must find the role mapped to the function's IAM role.
     this.function.node.addDependency(this.roleMapping);
-    this.eventSource = new SqsEventSource(props.queue, {
-      batchSize: props.batchSize ?? 10,
-      maxConcurrency: props.maxConcurrency ?? 5,
-      reportBatchItemFailures: true,
+    // The queue's invariants (FIFO limits, visibility timeout, a FIFO dead-letter queue) as on Aurora, at synth.
+    const source = sqsSource(this.function, {
+      path: this.node.path,
+      queue: props.queue,
+      deadLetterQueue: props.deadLetterQueue,
+      batchSize: props.batchSize,
+      maxConcurrency: props.maxConcurrency,
+      timeout: props.timeout ?? Duration.seconds(30),
     });
-    this.function.addEventSource(this.eventSource);
+    this.eventSource = source.eventSource as SqsEventSource;
+    if (source.deadLetterQueue !== undefined) this.deadLetterQueue = source.deadLetterQueue;
+    addInvariants(this, () => source.violations());
   }
 }

@@ -1,9 +1,11 @@
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { InboxDsqlDatabase } from '../../lib/index.js';
+import { Duration } from 'aws-cdk-lib';
+import * as sqs from 'aws-cdk-lib/aws-sqs';
+import { InboxDsqlConsumer, InboxDsqlDatabase } from '../../lib/index.js';
 import { InboxDsqlStack } from '../../demo/stacks/inbox-dsql-stack.js';
-import { FIXTURE_HANDLER, testApp, testStack } from './support.js';
+import { FIXTURE_HANDLER, synthError, testApp, testStack } from './support.js';
 
 type Resource = { Properties: Record<string, any>; DeletionPolicy?: string };
 
@@ -106,6 +108,15 @@ describe('InboxDsqlDatabase and InboxDsqlConsumer: the inbox on Aurora DSQL', ()
     expect(() => new InboxDsqlDatabase(testStack('Bad'), 'Dsql', { multiRegion: { witnessRegion: 'Oregon' }, occConflictsThreshold: 0 })).toThrow(
       /`multiRegion.witnessRegion` 'Oregon' is not a Region name[\s\S]*`occConflictsThreshold` must be a whole number >= 1, got 0/,
     );
+    // The queue's invariants hold as on Aurora: a visibility timeout under 6 x the function timeout fails synth.
+    const short = testStack('Short');
+    new InboxDsqlConsumer(short, 'Worker', {
+      database: new InboxDsqlDatabase(short, 'Dsql'),
+      queue: new sqs.Queue(short, 'Q', { visibilityTimeout: Duration.seconds(60) }),
+      consumerName: 'w',
+      entry: FIXTURE_HANDLER,
+    });
+    expect(synthError(short)).toMatch(/visibility timeout/i);
     const database = new InboxDsqlDatabase(testStack('Admin'), 'Dsql');
     expect(() => database.addRole('Admin', { roleName: 'admin', grantee: database.roleFunction.function, purpose: 'consumer' })).toThrow(/'admin' is DSQL's own administrator/);
   });
