@@ -2,6 +2,8 @@ import { App, Validations } from 'aws-cdk-lib';
 import type { AppProps } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { InboxStack, InboxStreamsStack } from '../lib/index.js';
+import { InboxDsqlStack } from '../demo/stacks/inbox-dsql-stack.js';
+import { InboxProxyStack } from '../demo/stacks/inbox-proxy-stack.js';
 
 /** The deployable app: the app, its stack, and the stream example when asked for. */
 export interface InboxApp {
@@ -9,6 +11,10 @@ export interface InboxApp {
   readonly stack: InboxStack;
   /** The stream example (`-c streams=true`), sharing `stack`'s database. */
   readonly streams?: InboxStreamsStack;
+  /** The example on the PostgreSQL wire through RDS Proxy (`-c proxy=true`). */
+  readonly proxy?: InboxProxyStack;
+  /** The example on Aurora DSQL (`-c dsqlEntry=<entry>`). */
+  readonly dsql?: InboxDsqlStack;
 }
 
 /**
@@ -18,7 +24,8 @@ export interface InboxApp {
  * delete the database (a final snapshot is kept); `invoices=true` gives the order worker an outbox destination
  * `invoices` (a FIFO queue) and adds the outbox relay; `streams=true` adds `InboxStreamsStack`, one consumer per
  * stream source on the same database, with `mskClusterArn`, `kafkaBootstrapServers` (comma-separated) and
- * `kafkaSecretName` naming the Kafka clusters it reads.
+ * `kafkaSecretName` naming the Kafka clusters it reads; `proxy=true` adds `InboxProxyStack` (the order worker on the
+ * PostgreSQL wire through RDS Proxy); `dsqlEntry=<file>` adds `InboxDsqlStack` with that worker on Aurora DSQL.
  *
  * @param props passed to the App (tests pass fast settings); `cdk synth` passes none.
  * @example
@@ -51,7 +58,11 @@ export function createInboxApp(props: AppProps = {}): InboxApp {
       ...(kafkaSecretName === undefined ? {} : { kafkaSecretName }),
     });
   }
+  // The example on the PostgreSQL wire (`-c proxy=true`) and on Aurora DSQL (`-c dsqlEntry=<your worker's entry>`).
+  const proxy = context('proxy') === 'true' ? new InboxProxyStack(app, 'InboxProxyStack') : undefined;
+  const dsqlEntry = context('dsqlEntry');
+  const dsql = dsqlEntry === undefined ? undefined : new InboxDsqlStack(app, 'InboxDsqlStack', { entry: dsqlEntry });
   // cdk-nag's AWS Solutions rules run on every synth; an unacknowledged finding fails it.
   Validations.of(app).addPlugins(new AwsSolutionsChecks(app));
-  return { app, stack, ...(streams === undefined ? {} : { streams }) };
+  return { app, stack, ...(streams === undefined ? {} : { streams }), ...(proxy === undefined ? {} : { proxy }), ...(dsql === undefined ? {} : { dsql }) };
 }

@@ -11,6 +11,11 @@ import { createAlarmTopic } from './alarm-topic.js';
 import type { InboxCleanup } from '../purge/inbox-cleanup.js';
 import { INBOX_METRICS_NAMESPACE } from '../consumer/inbox-consumer.js';
 import type { InboxConsumer } from '../consumer/inbox-consumer.js';
+
+/**
+ * What the alarms read of a consumer: an InboxConsumer, or any consumer that exposes the same (InboxDsqlConsumer).
+ */
+export type InboxWatchedConsumer = Pick<InboxConsumer, 'consumerName' | 'source' | 'queue' | 'deadLetterQueue' | 'function'>;
 import type { InboxOutboxRelay } from '../outbox/inbox-outbox-relay.js';
 import { describeSeconds, durationSeconds, rateSeconds } from '../invariants.js';
 
@@ -42,7 +47,7 @@ export interface InboxAlarmsProps {
    * The consumers to watch: their queues or streams, dead-letter queues, functions and inbox metrics.
    * @default []
    */
-  readonly consumers?: readonly InboxConsumer[] | undefined;
+  readonly consumers?: readonly InboxWatchedConsumer[] | undefined;
   /**
    * The cleanup to watch: failures, and whether it keeps the table within its retention.
    * @default - no cleanup alarms
@@ -218,7 +223,7 @@ export class InboxAlarms extends Construct {
     }
   }
 
-  #watchConsumer(consumer: InboxConsumer, props: InboxAlarmsProps): void {
+  #watchConsumer(consumer: InboxWatchedConsumer, props: InboxAlarmsProps): void {
     const name = consumer.consumerName;
     const base = `Consumer${sanitize(name)}`;
     let scopeId = base;
@@ -367,7 +372,7 @@ export class InboxAlarms extends Construct {
    * processed batch (Kinesis, DynamoDB: `IteratorAge`), or the records the consumer group has not committed (Kafka:
    * `OffsetLag`), as Lambda names them (https://docs.aws.amazon.com/lambda/latest/dg/monitoring-metrics-types.html).
    */
-  #lagAlarm(scope: Construct, consumer: InboxConsumer, props: InboxAlarmsProps): { alarm: cloudwatch.Alarm; metric: cloudwatch.Metric } {
+  #lagAlarm(scope: Construct, consumer: InboxWatchedConsumer, props: InboxAlarmsProps): { alarm: cloudwatch.Alarm; metric: cloudwatch.Metric } {
     const name = consumer.consumerName;
     const maxAge = props.maxMessageAge ?? Duration.minutes(15);
     if (consumer.queue !== undefined) {

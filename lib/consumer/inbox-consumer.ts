@@ -1,5 +1,6 @@
 import { Duration, Token } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import type * as kinesis from 'aws-cdk-lib/aws-kinesis';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -13,7 +14,9 @@ import type { DataApiAction } from '../database/data-api-access.js';
 import { defaultConsumerRole } from '../database/database-grants.js';
 import type { InboxTableGrant } from '../database/database-grants.js';
 import type { InboxDatabase } from '../database/inbox-database.js';
+import type { InboxDatabaseProxy } from '../database/inbox-database-proxy.js';
 import { InboxDatabaseRole } from '../database/inbox-database-role.js';
+import { PROXY_PORT } from '../database/inbox-database-proxy.js';
 import { InboxFunction } from './inbox-function.js';
 import { addInvariants, checkConsumerNameUnique, durationSeconds } from '../invariants.js';
 import type { InvariantViolation, RedeliveryWindowSource } from '../invariants.js';
@@ -223,6 +226,16 @@ export interface InboxConsumerProps {
    */
   readonly databaseStatementTimeout?: Duration | undefined;
   /**
+   * Reach the database over the PostgreSQL wire through this RDS Proxy instead of the Data API. The function then
+   * runs in the proxy's VPC with a security group that may reach the proxy's port and nothing else, may
+   * `rds-db:connect` through the proxy as its own `databaseRole` only (IAM authentication, TLS required), and is
+   * told where to connect as `INBOX_PG_HOST`, `INBOX_PG_PORT`, `INBOX_PG_DATABASE`, `INBOX_PG_USER` and
+   * `INBOX_PG_IAM_AUTH=true`, which `postgresFromEnvironment()` from `sqs-inbox/postgres` reads. It gets no Data API
+   * permission and cannot read its role's secret (the proxy signs in with it).
+   * @default - the Data API
+   */
+  readonly proxy?: InboxDatabaseProxy | undefined;
+  /**
    * Also allow `rds-data:BatchExecuteStatement`, for a handler that sends statements in batches. Off, the
    * function may call only what one transaction per record needs: BeginTransaction, ExecuteStatement,
    * CommitTransaction and RollbackTransaction.
@@ -342,8 +355,12 @@ export class InboxConsumer extends Construct {
   public readonly reportBatchItemFailures: boolean;
   /** The consumer's own database role and its secret. */
   public readonly databaseRole: InboxDatabaseRole;
-  /** The Data API actions the function may call. */
+  /** The Data API actions the function may call (none behind a `proxy`). */
   public readonly dataApiActions: readonly DataApiAction[];
+  /** The RDS Proxy it reaches the database through, when not the Data API. */
+  public readonly proxy?: InboxDatabaseProxy;
+  /** Its security group, when it runs in the proxy's VPC: egress to the proxy's port only. */
+  public readonly securityGroup?: ec2.ISecurityGroup;
   /** The queues its outbox may send to, by name (`INBOX_DESTINATIONS`); empty when it sends nothing. */
   public readonly destinations: OutboxDestinations;
   readonly #source: ConsumerSource;
@@ -354,6 +371,7 @@ export class InboxConsumer extends Construct {
     validateConsumerName(this.node.path, props.consumerName);
     validateDestinations(this.node.path, props);
     this.source = validateSourceProps(this.node.path, props);
+    validateProxy(this.node.path, props);
     this.consumerName = props.consumerName;
     this.database = props.database;
     if (props.queue !== undefined) this.queue = props.queue;
@@ -376,7 +394,15 @@ export class InboxConsumer extends Construct {
       consumerName: props.consumerName,
       statementTimeout: props.databaseStatementTimeout ?? Duration.seconds(8),
     });
-    this.dataApiActions = props.batchExecute === true ? [...TRANSACTION_ACTIONS, 'BatchExecuteStatement'] : TRANSACTION_ACTIONS;
+    this.dataApiActions = props.proxy !== undefined ? [] : props.batchExecute === true ? [...TRANSACTION_ACTIONS, 'BatchExecuteStatement'] : TRANSACTION_ACTIONS;
+    if (props.proxy !== undefined) {
+      this.proxy = props.proxy;
+      this.securityGroup = new ec2.SecurityGroup(this, 'SecurityGroup', {
+        vpc: props.proxy.vpc,
+        allowAllOutbound: false,
+        description: `sqs-inbox consumer ${props.consumerName}: egress to its RDS Proxy only`,
+      });
+    }
 
     const fn = new InboxFunction(this, 'Handler', {
       entry: props.entry,
@@ -386,9 +412,19 @@ export class InboxConsumer extends Construct {
       description: `sqs-inbox consumer ${props.consumerName}`,
       environment: {
         ...props.environment,
-        INBOX_RESOURCE_ARN: props.database.cluster.clusterArn,
-        INBOX_SECRET_ARN: this.databaseRole.secret.secretArn,
-        INBOX_DATABASE: props.database.databaseName,
+        ...(props.proxy === undefined
+          ? {
+              INBOX_RESOURCE_ARN: props.database.cluster.clusterArn,
+              INBOX_SECRET_ARN: this.databaseRole.secret.secretArn,
+              INBOX_DATABASE: props.database.databaseName,
+            }
+          : {
+              INBOX_PG_HOST: props.proxy.endpoint,
+              INBOX_PG_PORT: String(PROXY_PORT),
+              INBOX_PG_DATABASE: props.database.databaseName,
+              INBOX_PG_USER: this.databaseRole.roleName,
+              INBOX_PG_IAM_AUTH: 'true',
+            }),
         INBOX_CONSUMER: props.consumerName,
         INBOX_SOURCE: this.source,
         ...(this.source === 'kafka' ? { INBOX_REPORT_BATCH_ITEM_FAILURES: String(this.reportBatchItemFailures) } : {}),
@@ -398,10 +434,18 @@ export class InboxConsumer extends Construct {
       },
       ...(props.runtime === undefined ? {} : { runtime: props.runtime }),
       ...(props.logRetention === undefined ? {} : { logRetention: props.logRetention }),
+      ...(props.proxy === undefined ? {} : { vpc: props.proxy.vpc, vpcSubnets: props.proxy.vpcSubnets, securityGroups: [this.securityGroup!] }),
     });
     this.function = fn.function;
     this.logGroup = fn.logGroup;
-    this.databaseRole.grantDataApi(this.function, this.dataApiActions);
+    if (props.proxy === undefined) {
+      this.databaseRole.grantDataApi(this.function, this.dataApiActions);
+    } else {
+      // The proxy signs in to the cluster with the role's secret; the function proves who it is with IAM alone.
+      props.proxy.addSecret(this.databaseRole.secret);
+      props.proxy.grantConnect(this.function, this.databaseRole.roleName);
+      props.proxy.allowFrom(this.securityGroup!);
+    }
     // The first batch must find the role there, with its password and grants.
     this.function.node.addDependency(this.databaseRole.resource);
     for (const queue of distinctQueues(Object.values(this.destinations))) grantSendMessage(this.function, queue);
@@ -607,7 +651,7 @@ function validateDestinations(path: string, props: InboxConsumerProps): void {
 }
 
 /** The runtime refuses other names at cold start; refusing them here moves that failure to synth. */
-function validateConsumerName(path: string, name: string): void {
+export function validateConsumerName(path: string, name: string): void {
   if (Token.isUnresolved(name) || CONSUMER_NAME_PATTERN.test(name)) return;
   const suggestion = name.replace(/[^A-Za-z0-9._:-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 128);
   throw new Error(
@@ -615,4 +659,27 @@ function validateConsumerName(path: string, name: string): void {
       "it must be 1 to 128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit. " +
       `Fix: use e.g. '${suggestion.length > 0 ? suggestion : 'order-worker'}'.`,
   );
+}
+
+/** A proxy in front of another database, and what only the Data API path reads, refused with the fix. */
+function validateProxy(path: string, props: InboxConsumerProps): void {
+  const proxy = props.proxy;
+  if (proxy === undefined) return;
+  const problems: string[] = [];
+  if (proxy.database !== props.database) {
+    problems.push(
+      `\`proxy\` ${proxy.node.path} fronts the cluster of ${proxy.database.node.path}, not \`database\` ${props.database.node.path}: the ` +
+        'consumer would claim in one database and have its role provisioned in another. Fix: pass the proxy of `database`.',
+    );
+  }
+  if (props.batchExecute !== undefined) {
+    problems.push('`batchExecute` grants a Data API action, and a consumer behind `proxy` calls none. Fix: remove it.');
+  }
+  if (props.destinations !== undefined && Object.keys(props.destinations).length > 0) {
+    problems.push(
+      "`destinations` need the function to reach SQS, but behind `proxy` its security group reaches the proxy's port only. " +
+        'Fix: send from a consumer on the Data API, or leave `destinations` out.',
+    );
+  }
+  if (problems.length > 0) throw new Error(`InboxConsumer ${path}:\n  - ${problems.join('\n  - ')}`);
 }

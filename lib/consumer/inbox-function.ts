@@ -1,4 +1,5 @@
 import { Duration, Validations } from 'aws-cdk-lib';
+import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
@@ -35,6 +36,22 @@ export interface InboxFunctionProps {
   readonly logRetention?: logs.RetentionDays | undefined;
   /** Description shown in the Lambda console. */
   readonly description: string;
+  /**
+   * Run in this VPC (a consumer on the PostgreSQL wire, behind RDS Proxy). Its role then also gets Lambda's
+   * network-interface permissions.
+   * @default - not in a VPC: the Data API is an HTTPS endpoint
+   */
+  readonly vpc?: ec2.IVpc | undefined;
+  /**
+   * Subnets of `vpc`.
+   * @default - Lambda's default for `vpc` (the private subnets)
+   */
+  readonly vpcSubnets?: ec2.SubnetSelection | undefined;
+  /**
+   * Security groups of the function in `vpc`.
+   * @default - Lambda creates one that allows all egress
+   */
+  readonly securityGroups?: readonly ec2.ISecurityGroup[] | undefined;
 }
 
 /**
@@ -78,6 +95,7 @@ export class InboxFunction extends Construct {
       role: this.role,
       logGroup: this.logGroup,
       environment: { ...props.environment },
+      ...(props.vpc === undefined ? {} : { vpc: props.vpc, vpcSubnets: props.vpcSubnets, securityGroups: props.securityGroups === undefined ? undefined : [...props.securityGroups] }),
       bundling: {
         format: nodejs.OutputFormat.ESM,
         target: nodeTarget(runtime),
@@ -85,11 +103,33 @@ export class InboxFunction extends Construct {
         minify: true,
         sourceMap: true,
         sourcesContent: false,
-        externalModules: ['@aws-sdk/*'],
+        // The runtime provides the service clients; the signers (@aws-sdk/rds-signer, for a consumer on the
+        // wire) are not among what Lambda documents, so they are bundled.
+        externalModules: ['@aws-sdk/client-*'],
         // A bundled CommonJS dependency may still call require(); ESM has none without this shim.
         banner: "import { createRequire as __inboxCreateRequire } from 'module';const require = __inboxCreateRequire(import.meta.url);",
       },
     });
+    if (props.vpc !== undefined) {
+      // A function given its own role gets no network-interface rights from the Function construct. Not
+      // AWSLambdaVPCAccessExecutionRole: it also holds logs:* on every log group.
+      this.role.addToPrincipalPolicy(
+        new iam.PolicyStatement({
+          actions: [
+            'ec2:AssignPrivateIpAddresses', 'ec2:CreateNetworkInterface', 'ec2:DeleteNetworkInterface',
+            'ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets', 'ec2:UnassignPrivateIpAddresses',
+          ],
+          resources: ['*'],
+        }),
+      );
+      Validations.of(this.role).acknowledge({
+        id: 'AwsSolutions-IAM5[Resource::*]',
+        reason:
+          'Lambda creates and deletes the network interfaces of a function in a VPC under its execution role, with ids ' +
+          'unknown until then; these are the actions AWS documents for that (lambda/latest/dg/configuration-vpc.html), and ' +
+          'the Describe actions take no resource. The role holds no other wildcard.',
+      });
+    }
     if (runtime.name === lambda.Runtime.NODEJS_22_X.name) {
       Validations.of(this.function).acknowledge({
         id: 'AwsSolutions-L1',

@@ -356,7 +356,7 @@ function acknowledgeNoRotation(secret: secretsmanager.ISecret, props: InboxDatab
  * The Provider framework around the migration handler. Its role may invoke that one function (no
  * `<arn>:*` versions wildcard: the framework invokes the unqualified ARN) and write its own log group.
  */
-function migrationProvider(scope: Construct, handler: lambda.IFunction, logRetention: logs.RetentionDays | undefined): cr.Provider {
+export function migrationProvider(scope: Construct, handler: lambda.IFunction, logRetention: logs.RetentionDays | undefined): cr.Provider {
   const frameworkLogs = new logs.LogGroup(scope, 'MigrationProviderLogs', {
     retention: logRetention ?? logs.RetentionDays.ONE_MONTH,
   });

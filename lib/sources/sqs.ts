@@ -30,8 +30,11 @@ export interface SqsSourceOptions {
   readonly maxBatchingWindow?: Duration | undefined;
   readonly redeliveryWindow?: Duration | undefined;
   readonly timeout: Duration;
-  /** The inbox's cluster, whose capacity bounds the connections provisioned pollers may need. */
-  readonly cluster: rds.IDatabaseCluster;
+  /**
+   * The inbox's Aurora cluster, whose capacity bounds the connections provisioned pollers may need; none on Aurora
+   * DSQL, which has no instance size to bound them.
+   */
+  readonly cluster?: rds.IDatabaseCluster | undefined;
 }
 
 /**
@@ -64,7 +67,7 @@ export function sqsSource(fn: lambda.Function, options: SqsSourceOptions): Consu
           maxConcurrency: options.maxConcurrency,
           batchSize,
           reservedConcurrency: atSynth ? reservedConcurrency(fn) : undefined,
-          connectionCeiling: atSynth ? connectionCeiling(options.cluster) : undefined,
+          connectionCeiling: atSynth && options.cluster !== undefined ? connectionCeiling(options.cluster) : undefined,
         });
 
   // An invalid FIFO or poller setting is reported with its fix by the invariants at synth (so synth still fails);

@@ -12,6 +12,8 @@ import type { PostgresPool } from './postgres-session.js';
 
 export { PostgresSession } from './postgres-session.js';
 export type { PostgresPool, PostgresClient, PostgresTarget, PostgresPolicy } from './postgres-session.js';
+export { postgresFromEnvironment, readPostgresEnvironment, POSTGRES_ENVIRONMENT } from './from-environment.js';
+export type { PostgresEnvironmentOptions, PostgresEnvironmentSettings, PostgresAuth } from './from-environment.js';
 
 /** Options of {@link postgres}. */
 export interface PostgresOptions {

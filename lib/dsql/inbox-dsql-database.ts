@@ -1,0 +1,232 @@
+import { CustomResource, Duration, Fn, RemovalPolicy, Stack, Token } from 'aws-cdk-lib';
+import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
+import * as dsql from 'aws-cdk-lib/aws-dsql';
+import * as iam from 'aws-cdk-lib/aws-iam';
+import type * as kms from 'aws-cdk-lib/aws-kms';
+import * as logs from 'aws-cdk-lib/aws-logs';
+import * as cr from 'aws-cdk-lib/custom-resources';
+import { Construct } from 'constructs';
+import { InboxFunction } from '../consumer/inbox-function.js';
+import { migrationProvider } from '../database/inbox-database.js';
+import { grantProblems, roleNameProblem } from '../database/database-grants.js';
+import type { InboxTableGrant } from '../database/database-grants.js';
+import type { InboxRolePurpose } from '../database/inbox-database-role.js';
+import { runtimeFile } from '../runtime-files.js';
+import { dsqlRoleStatements } from './dsql-role-sql.js';
+
+/** The namespace Aurora DSQL publishes its metrics in, per cluster (dimension `ClusterId`). */
+export const DSQL_METRICS_NAMESPACE = 'AWS/AuroraDSQL';
+
+/** A multi-Region cluster: this cluster's peers and the witness Region. */
+export interface InboxDsqlMultiRegion {
+  /** The Region that holds the witness of the pair (it stores no data, and takes no connections). */
+  readonly witnessRegion: string;
+  /**
+   * ARNs of the peer clusters in the other Region. Create the first cluster with none, the second with the first's
+   * ARN, then update the first with the second's (AWS::DSQL::Cluster peers them both ways).
+   * @default [] (peered later)
+   */
+  readonly peerClusterArns?: readonly string[] | undefined;
+}
+
+/** Props for {@link InboxDsqlDatabase}. */
+export interface InboxDsqlDatabaseProps {
+  /**
+   * Deletion protection of the cluster.
+   * @default true
+   */
+  readonly deletionProtection?: boolean | undefined;
+  /**
+   * What happens to the cluster when it leaves the stack. DSQL has no snapshot on delete.
+   * @default RemovalPolicy.RETAIN
+   */
+  readonly removalPolicy?: RemovalPolicy | undefined;
+  /**
+   * A customer managed KMS key to encrypt the cluster with.
+   * @default - an AWS owned key
+   */
+  readonly encryptionKey?: kms.IKey | undefined;
+  /**
+   * Make this one cluster of a multi-Region pair.
+   * @default - a single-Region cluster
+   */
+  readonly multiRegion?: InboxDsqlMultiRegion | undefined;
+  /**
+   * The schema of the inbox tables.
+   * @default 'inbox'
+   */
+  readonly schema?: string | undefined;
+  /**
+   * OCC conflicts per 5 minutes above which the conflict alarm fires. A conflict is retried by the runtime, but a
+   * steady stream of them means records race on the same rows (hot keys) or transactions run long.
+   * @default 100
+   */
+  readonly occConflictsThreshold?: number | undefined;
+  /**
+   * Retention of the role function's log groups.
+   * @default logs.RetentionDays.ONE_MONTH
+   */
+  readonly logRetention?: logs.RetentionDays | undefined;
+}
+
+/** A role the DSQL role function maps to an IAM role, with its privileges. */
+export interface InboxDsqlRoleOptions {
+  /** The PostgreSQL role: lower-case letters, digits and `_`, at most 63 characters. Unique per cluster. */
+  readonly roleName: string;
+  /** The function (or other principal with a role) that signs in as it. */
+  readonly grantee: iam.IGrantable & { readonly role?: iam.IRole | undefined };
+  /** What the role is for. */
+  readonly purpose: InboxRolePurpose;
+  /**
+   * A consumer's privileges on your own tables.
+   * @default []
+   */
+  readonly grants?: readonly InboxTableGrant[] | undefined;
+}
+
+/**
+ * An Aurora DSQL cluster for the inbox (`AWS::DSQL::Cluster`): IAM authentication only, no VPC, no Data API. Each
+ * function signs in as its own PostgreSQL role, mapped to its IAM role by the DSQL role function
+ * (`CREATE ROLE ... WITH LOGIN; AWS IAM GRANT <role> TO '<iam role arn>'`), and may `dsql:DbConnect`, never
+ * `dsql:DbConnectAdmin`: only the role function signs in as `admin`. Alarms on the cluster's OCC conflicts and
+ * query timeouts (`AWS/AuroraDSQL`).
+ *
+ * @example
+ * const database = new InboxDsqlDatabase(this, 'Dsql');
+ * new InboxDsqlConsumer(this, 'Worker', { database, queue, consumerName: 'orders', entry: 'src/worker.ts' });
+ * // src/worker.ts: export const handler = inbox({ database: dsqlFromEnvironment(), apply: ... });
+ */
+export class InboxDsqlDatabase extends Construct {
+  /** The cluster. */
+  public readonly cluster: dsql.CfnCluster;
+  /** The cluster's identifier. */
+  public readonly clusterId: string;
+  /** The cluster's ARN. */
+  public readonly clusterArn: string;
+  /** `<clusterId>.dsql.<region>.on.aws`: where functions connect. */
+  public readonly endpoint: string;
+  /** The cluster's Region. */
+  public readonly region: string;
+  /** The schema of the inbox tables. */
+  public readonly schema: string;
+  /** The function that maps roles, signed in as `admin`: the only holder of `dsql:DbConnectAdmin`. */
+  public readonly roleFunction: InboxFunction;
+  /** The Provider framework around it. */
+  public readonly roleProvider: cr.Provider;
+  /** Fires when OCC conflicts exceed `occConflictsThreshold` in 5 minutes. */
+  public readonly occConflictsAlarm: cloudwatch.Alarm;
+  /** Fires when a query hits DSQL's transaction time limit. */
+  public readonly queryTimeoutsAlarm: cloudwatch.Alarm;
+  /** The role mappings, by role name. */
+  public readonly roles = new Map<string, CustomResource>();
+
+  constructor(scope: Construct, id: string, props: InboxDsqlDatabaseProps = {}) {
+    super(scope, id);
+    validateProps(this.node.path, props);
+    this.schema = props.schema ?? 'inbox';
+    this.cluster = new dsql.CfnCluster(this, 'Cluster', {
+      deletionProtectionEnabled: props.deletionProtection ?? true,
+      ...(props.encryptionKey === undefined ? {} : { kmsEncryptionKey: props.encryptionKey.keyArn }),
+      ...(props.multiRegion === undefined
+        ? {}
+        : { multiRegionProperties: { witnessRegion: props.multiRegion.witnessRegion, clusters: [...(props.multiRegion.peerClusterArns ?? [])] } }),
+    });
+    this.cluster.applyRemovalPolicy(props.removalPolicy ?? RemovalPolicy.RETAIN);
+    this.clusterId = this.cluster.attrIdentifier;
+    this.clusterArn = this.cluster.attrResourceArn;
+    this.region = Stack.of(this).region;
+    this.endpoint = Fn.join('', [this.clusterId, '.dsql.', this.region, '.on.aws']);
+
+    this.roleFunction = new InboxFunction(this, 'RoleFunction', {
+      entry: runtimeFile('../lambda/functions/dsql-roles/dsql-roles', 'the DSQL role function'),
+      environment: {},
+      timeout: Duration.minutes(2),
+      description: 'sqs-inbox Aurora DSQL role mapping (CloudFormation custom resource)',
+      ...(props.logRetention === undefined ? {} : { logRetention: props.logRetention }),
+    });
+    this.grantConnectAdmin(this.roleFunction.function);
+    this.roleProvider = migrationProvider(this, this.roleFunction.function, props.logRetention);
+
+    const metric = (metricName: string) =>
+      new cloudwatch.Metric({ namespace: DSQL_METRICS_NAMESPACE, metricName, dimensionsMap: { ClusterId: this.clusterId }, statistic: 'Sum', period: Duration.minutes(5) });
+    this.occConflictsAlarm = metric('OccConflicts').createAlarm(this, 'OccConflictsAlarm', {
+      alarmDescription: 'sqs-inbox: Aurora DSQL OCC conflicts above the threshold: records race on the same rows, or transactions run long.',
+      threshold: props.occConflictsThreshold ?? 100,
+      evaluationPeriods: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+    this.queryTimeoutsAlarm = metric('QueryTimeouts').createAlarm(this, 'QueryTimeoutsAlarm', {
+      alarmDescription: "sqs-inbox: a query hit Aurora DSQL's transaction time limit; its record was reported failed.",
+      threshold: 0,
+      evaluationPeriods: 1,
+      comparisonOperator: cloudwatch.ComparisonOperator.GREATER_THAN_THRESHOLD,
+      treatMissingData: cloudwatch.TreatMissingData.NOT_BREACHING,
+    });
+  }
+
+  /** Grants `dsql:DbConnect` on this cluster: signing in as a role mapped to the grantee's IAM role, never as `admin`. */
+  public grantConnect(grantee: iam.IGrantable): iam.Grant {
+    return iam.Grant.addToPrincipal({ grantee, actions: ['dsql:DbConnect'], resourceArns: [this.clusterArn] });
+  }
+
+  /** Grants `dsql:DbConnectAdmin`: signing in as `admin`. For the role function alone; never give it to a consumer. */
+  public grantConnectAdmin(grantee: iam.IGrantable): iam.Grant {
+    return iam.Grant.addToPrincipal({ grantee, actions: ['dsql:DbConnectAdmin'], resourceArns: [this.clusterArn] });
+  }
+
+  /**
+   * Maps `roleName` to the grantee's IAM role with the purpose's privileges (a `Custom::InboxDsqlRole`), and
+   * grants the grantee `dsql:DbConnect`. Returns the custom resource: a function that signs in as the role should
+   * depend on it.
+   */
+  public addRole(id: string, options: InboxDsqlRoleOptions): CustomResource {
+    const iamRole = options.grantee.role ?? (options.grantee.grantPrincipal instanceof iam.Role ? options.grantee.grantPrincipal : undefined);
+    const problems = [
+      ...(roleNameProblem(options.roleName) === undefined ? [] : [`\`roleName\` ${roleNameProblem(options.roleName)}. Fix: pass e.g. 'inbox_consumer_orders'.`]),
+      ...grantProblems(options.grants ?? []),
+      ...(iamRole === undefined ? ['the grantee has no IAM role to map the database role to. Fix: pass a function or a role.'] : []),
+      ...(this.roles.has(options.roleName) ? [`role '${options.roleName}' is already mapped on this cluster. Fix: give each function its own role.`] : []),
+      ...(options.roleName === 'admin' ? ["'admin' is DSQL's own administrator. Fix: give the function a role of its own."] : []),
+    ];
+    if (problems.length > 0) throw new Error(`InboxDsqlDatabase ${this.node.path} (${id}):\n  - ${problems.join('\n  - ')}`);
+    const statements = dsqlRoleStatements({
+      role: options.roleName,
+      iamRoleArn: iamRole!.roleArn,
+      purpose: options.purpose,
+      grants: options.grants ?? [],
+      schema: this.schema,
+    });
+    const resource = new CustomResource(this, `Role${id}`, {
+      serviceToken: this.roleProvider.serviceToken,
+      resourceType: 'Custom::InboxDsqlRole',
+      properties: {
+        Endpoint: this.endpoint,
+        Region: this.region,
+        Role: options.roleName,
+        IamRoleArn: iamRole!.roleArn,
+        Statements: Stack.of(this).toJsonString(statements),
+      },
+    });
+    resource.node.addDependency(this.cluster);
+    this.roles.set(options.roleName, resource);
+    this.grantConnect(options.grantee);
+    return resource;
+  }
+}
+
+function validateProps(path: string, props: InboxDsqlDatabaseProps): void {
+  const problems: string[] = [];
+  const region = props.multiRegion?.witnessRegion;
+  if (region !== undefined && !Token.isUnresolved(region) && !/^[a-z]{2}(-[a-z]+)+-\d$/.test(region)) {
+    problems.push(`\`multiRegion.witnessRegion\` '${region}' is not a Region name. Fix: e.g. 'us-west-2'.`);
+  }
+  const threshold = props.occConflictsThreshold;
+  if (threshold !== undefined && !Token.isUnresolved(threshold) && !(Number.isInteger(threshold) && threshold >= 1)) {
+    problems.push(`\`occConflictsThreshold\` must be a whole number >= 1, got ${threshold}. Fix: e.g. 100.`);
+  }
+  if (props.schema !== undefined && !/^[a-z_][a-z0-9_]*$/.test(props.schema)) {
+    problems.push(`\`schema\` '${props.schema}' must be lower-case letters, digits and '_'. Fix: e.g. 'inbox'.`);
+  }
+  if (problems.length > 0) throw new Error(`InboxDsqlDatabase ${path}:\n  - ${problems.join('\n  - ')}`);
+}
