@@ -16,7 +16,7 @@ describe('the consumer bundle', () => {
     expect(ours!.bytes).toBeLessThanOrEqual(theirs!.bytes);
     // What a plain inbox() consumer never runs stays out: the batch modes, the outbox, the stream sources, the producer.
     const modules = ours!.byModule.map((entry) => entry.name);
-    const unused = /transport\/postgres\/|modes\/batch\.js|statement-set\.js|outbox\/(relay|outbox-writer|outbox-message|sqs-outbox)\.js|sources\/(kinesis|dynamodb|kafka)\.js|producer\.js|parked-redrive\.js/;
+    const unused = /transport\/postgres\/|modes\/batch\.js|statement-set\.js|outbox\/(relay|outbox-writer|outbox-message|sqs-outbox|outbox-destinations)\.js|sources\/(kinesis|dynamodb|kafka)\.js|producer\.js|parked-redrive\.js/;
     expect(modules.filter((name) => unused.test(name))).toEqual([]);
   }, 120_000);
 });
