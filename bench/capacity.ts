@@ -8,6 +8,7 @@ import type { Variant } from './consumers.js';
 import { benchDatabase } from './database.js';
 import type { BenchDatabase } from './database.js';
 import { Invoker, median } from './measure.js';
+import type { PurgeRun } from './purge.js';
 import { freshRecords } from './records.js';
 import { toText } from './report.js';
 import type { Table } from './report.js';
@@ -319,6 +320,50 @@ export async function capacitySection(
 ): Promise<Table[]> {
   const full: CapacitySettings = { seconds: 2, rounds: 2, ...settings };
   return capacityTables(await measureCapacity(servers, database, invoker, all, targets, full), full);
+}
+
+/**
+ * The purge against a steady claim load (section 4's windows): rows purged per second while the claims run,
+ * the claims per second with and without a purge, and the PostgreSQL CPU the purge adds per row, so that
+ * its share of a database's cores can be sized beside the claims'.
+ */
+export function purgeCapacityTable(runs: readonly PurgeRun[], claimLanes: number, machine = machineLabel()): Table {
+  return {
+    title: `4b. Capacity: the purge against a steady claim load, per core of the database (${machine})`,
+    headers: [
+      'rows in the table',
+      'purged rows/s (claims running)',
+      'claims/s without a purge',
+      'claims/s during the purge',
+      'PostgreSQL CPU per claim',
+      'PostgreSQL CPU the purge adds per row',
+      'purged rows/s per PostgreSQL core',
+    ],
+    rows: runs.map((run) => {
+      const { during, without } = run.windows;
+      const claimsWithout = run.claims.without.length / without.seconds;
+      const claimsDuring = run.claims.during.length / during.seconds;
+      // What the claims would have cost in the purge's windows, at the rate they ran there, taken off: the rest is the purge's.
+      const perClaim = without.postgresCpuMicros / Math.max(1, run.claims.without.length);
+      const purgeCpu = during.postgresCpuMicros - perClaim * run.claims.during.length;
+      const perRow = purgeCpu / Math.max(1, run.current.deleted);
+      return [
+        run.rows.toLocaleString('en-US'),
+        Math.round(run.current.deleted / run.current.seconds).toLocaleString('en-US'),
+        claimsWithout.toFixed(0),
+        claimsDuring.toFixed(0),
+        `${perClaim.toFixed(0)} µs`,
+        `${perRow.toFixed(1)} µs`,
+        Math.round(1_000_000 / perRow).toLocaleString('en-US'),
+      ];
+    }),
+    notes: [
+      `${claimLanes} claim lanes run throughout (one single-statement inbox() record after another, each one call through the local Data API), while purge() ` +
+        'deletes the old rows in slices, each slice a window followed by a window of the same length without a purge (section 4).',
+      "PostgreSQL CPU: the postmaster's processes (/proc/<pid>/schedstat) over each kind of window. The purge's own CPU is the purge windows' CPU less " +
+        'what their claims cost at the per-claim CPU of the windows without a purge; per core is one second over that per row.',
+    ],
+  };
 }
 
 /** The machine the figures come from, for their labels. */

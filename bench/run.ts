@@ -8,7 +8,7 @@ import { SCENARIO_ROWS } from '../local/demo.js';
 import { bundleTables, checkInboxFunction, measureBundles } from './bundle.js';
 import type { BundleSection } from './bundle.js';
 import { CONCURRENCY, POWERTOOLS_REAL, variants } from './consumers.js';
-import { capacitySection } from './capacity.js';
+import { capacitySection, purgeCapacityTable } from './capacity.js';
 import { crashAfterEffect, crashTable } from './crash.js';
 import type { CrashResult } from './crash.js';
 import { DYNAMODB_OPERATIONS } from './dynamodb.js';
@@ -237,7 +237,7 @@ async function main(): Promise<number> {
           }),
         );
       }
-      tables.push(purgeTable(purgeRuns, problems, targets));
+      tables.push(purgeTable(purgeRuns, problems, targets), purgeCapacityTable(purgeRuns, 2));
       ran.push('purge');
     } else {
       skipped.push(`the purge (${callsOnly ? '--calls-only' : '--skip-purge'})`);
