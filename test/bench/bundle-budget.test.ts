@@ -1,7 +1,7 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildBundles, ensureBuilt } from '../../bench/bundle.js';
+import { buildBundles, checkInboxFunction, ensureBuilt } from '../../bench/bundle.js';
 
 // Inside the repository (ignored by git), as the bench writes its bundles; one directory per test process.
 const out = join(import.meta.dirname, '..', '..', '.tmp', `bundle-budget-${process.pid}`);
@@ -19,4 +19,8 @@ describe('the consumer bundle', () => {
     const unused = /transport\/postgres\/|modes\/batch\.js|statement-set\.js|outbox\/(relay|outbox-writer|outbox-message|sqs-outbox|outbox-destinations)\.js|sources\/(kinesis|dynamodb|kafka)\.js|producer\.js|parked-redrive\.js/;
     expect(modules.filter((name) => unused.test(name))).toEqual([]);
   }, 120_000);
+
+  it("is bundled with the options InboxFunction gives NodejsFunction (read from lib/consumer/inbox-function.ts)", () => {
+    expect(checkInboxFunction()).toEqual([]);
+  });
 });
