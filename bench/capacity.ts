@@ -23,7 +23,7 @@ import type { BenchServers, RemoteDataApi } from './servers.js';
  * on a lock or an LWLock, idle inside an open transaction, idle), and the CPU of the three processes that
  * share this machine's cores (PostgreSQL, the local Data API server, the handlers with their SDK clients).
  *
- * Runs inside `npm run bench` (section 7) and alone: `npx tsx bench/capacity.ts [--seconds 2] [--rounds 3] [--lambdas 8] [--limit 4]`.
+ * Runs inside `npm run bench` (section 7) and alone: `npx tsx bench/capacity.ts [--seconds 2] [--rounds 3] [--lambdas 8] [--limit 4] [--variants bare,inbox-tx] [--servers open,limited]`.
  */
 
 /** The modes measured, and the floor they are compared with. */
@@ -125,6 +125,8 @@ export interface CapacitySettings {
   readonly batchSize: number;
   /** Calls the "limited" server runs at once. */
   readonly limit: number;
+  /** The variants to run, a subset of {@link CAPACITY_VARIANTS} that holds bare. @default all of them */
+  readonly only?: readonly string[] | undefined;
   readonly progress: (message: string) => void;
 }
 
@@ -147,9 +149,9 @@ export async function measureCapacity(
     const postmaster = await postmasterPid(client);
     // The sampler's own backend is the bench's, not the workload's.
     const sampler = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
-    const chosen = CAPACITY_VARIANTS.map((id) => {
+    const chosen = (settings.only ?? CAPACITY_VARIANTS).map((id) => {
       const variant = all.find((candidate) => candidate.id === id);
-      if (!variant) throw new Error(`capacity: no variant ${id}`);
+      if (!variant || !(CAPACITY_VARIANTS as readonly string[]).includes(id)) throw new Error(`capacity: "${id}" is not one of ${CAPACITY_VARIANTS.join(', ')}`);
       return variant;
     });
     for (const server of targets) for (const variant of chosen) await invoker.invoke(variant, freshRecords(settings.batchSize), server, 'capacity warm-up');
@@ -386,12 +388,20 @@ async function main(): Promise<void> {
     return value;
   };
   const limit = argument('limit', 4);
+  const listed = (name: string) => {
+    const index = process.argv.indexOf(`--${name}`);
+    return index >= 0 ? (process.argv[index + 1] ?? '').split(',') : undefined;
+  };
+  const only = listed('variants');
+  if (only && !only.includes('bare')) throw new Error('--variants must hold bare, the baseline of every ratio');
+  const serverNames = listed('servers') ?? ['open', 'limited'];
   const settings: CapacitySettings = {
     lambdas: argument('lambdas', 8),
     seconds: argument('seconds', 2),
     rounds: argument('rounds', 3),
     batchSize: 10,
     limit,
+    only,
     progress: (message: string) => process.stderr.write(`[capacity] ${message}\n`),
   };
   const servers = await startBenchServers();
@@ -406,7 +416,12 @@ async function main(): Promise<void> {
     });
     database = await benchDatabase(servers.postgresUrl, open);
     const invoker = new Invoker(database);
-    const trials = await measureCapacity(servers, database, invoker, variants(), [open, limited], settings);
+    const targets = serverNames.map((name) => {
+      const server = { open, limited }[name];
+      if (!server) throw new Error(`--servers: "${name}" is not open or limited`);
+      return server;
+    });
+    const trials = await measureCapacity(servers, database, invoker, variants(), targets, settings);
     process.stdout.write(`${capacityTables(trials, settings).map(toText).join('\n\n')}\n`);
     if (invoker.failures.length > 0) {
       process.stderr.write(`[capacity] failures:\n${invoker.failures.map((failure) => `  - ${failure}\n`).join('')}`);
