@@ -283,7 +283,7 @@ function typescriptFiles(path: string): string[] {
  * one that no longer matches, so the two cannot drift apart silently.
  */
 export function checkInboxFunction(): string[] {
-  const source = readFileSync(join(ROOT, 'lib', 'inbox-function.ts'), 'utf8');
+  const source = readFileSync(join(ROOT, 'lib', 'consumer', 'inbox-function.ts'), 'utf8');
   const expected: [string, RegExp][] = [
     ['format ESM', /format:\s*nodejs\.OutputFormat\.ESM/],
     ['minify: true', /minify:\s*true/],

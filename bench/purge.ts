@@ -4,6 +4,7 @@ import { DataApiSession, inbox, INBOX_MIGRATIONS, inboxTables, migrate, purge } 
 import type { DatabaseTarget, InboxMetrics } from '../lambda/inbox/index.js';
 import { purgeBatchSql } from '../lambda/inbox/sql/purge.js';
 import { createDatabase } from '../local/index.js';
+import { cpuBetween, postgresCpuSnapshot, postmasterPid } from './capacity.js';
 import { dataApiClient } from './database.js';
 import { freshRecord, sqsEvent } from './records.js';
 import type { RemoteDataApi } from './servers.js';
@@ -49,6 +50,14 @@ export interface PurgeRun {
   readonly previous: { readonly deleted: number; readonly batches: number; readonly seconds: number; readonly plan: string };
   /** Claim latencies in ms, in the windows where purge() ran and in those between, interleaved. */
   readonly claims: { readonly during: readonly number[]; readonly without: readonly number[]; readonly windows: number };
+  /** Seconds and PostgreSQL CPU (µs, the postmaster and its processes) of the windows with a purge and of those without, for the capacity table. */
+  readonly windows: { readonly during: PurgeWindows; readonly without: PurgeWindows };
+}
+
+/** The windows of one kind, summed. */
+export interface PurgeWindows {
+  readonly seconds: number;
+  readonly postgresCpuMicros: number;
 }
 
 const DAY = 24 * 3600;
@@ -89,10 +98,13 @@ export async function measurePurge(postgresUrl: string, server: RemoteDataApi, r
 
     const previous = await timePrevious(session, retentionSeconds, settings);
     settings.progress(`    previous statement: ${previous.deleted} rows in ${previous.seconds.toFixed(2)} s (rolled back)`);
-    const current = await timeCurrent(session, target, retentionSeconds, oldRows, settings);
+    const postmaster = await postmasterPid(direct);
+    const own = Number((await direct.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
+    const postgresCpu = () => postgresCpuSnapshot(postmaster, own);
+    const current = await timeCurrent(session, target, retentionSeconds, oldRows, settings, postgresCpu);
     const { count } = (await direct.query('SELECT count(*)::int AS count FROM inbox.consumed_message WHERE consumer_name = $1', ['bench-purge-fill'])).rows[0] as { count: number };
     if (count !== rows - current.purged.deleted) throw new Error(`purge: ${count} rows left of ${rows} after deleting ${current.purged.deleted}`);
-    return { rows, fillSeconds, previous, current: current.purged, claims: current.claims };
+    return { rows, fillSeconds, previous, current: current.purged, claims: current.claims, windows: current.windows };
   } finally {
     client.destroy();
     await direct.end();
@@ -158,7 +170,8 @@ async function timeCurrent(
   retentionSeconds: number,
   oldRows: number,
   settings: PurgeSettings,
-): Promise<{ purged: PurgeRun['current']; claims: PurgeRun['claims'] }> {
+  postgresCpu: () => Map<number, number>,
+): Promise<{ purged: PurgeRun['current']; claims: PurgeRun['claims']; windows: PurgeRun['windows'] }> {
   const plan = scanNodes(await session.execute(`EXPLAIN ${purgeBatchSql(inboxTables())}`, { retentionSeconds, batchSize: settings.batchSize, after: null }));
   const claim = claimHandler(target);
   const slices = Math.max(1, Math.min(20, Math.round(oldRows / ROWS_PER_WINDOW)));
@@ -178,10 +191,21 @@ async function timeCurrent(
   let batches = 0;
   let seconds = 0;
   let windowMs = 500;
+  const windows = { during: { seconds: 0, postgresCpuMicros: 0 }, without: { seconds: 0, postgresCpuMicros: 0 } };
+  let mark = { at: performance.now(), cpu: postgresCpu() };
+  // Adds the time and PostgreSQL CPU since the last mark to the window that just ended.
+  const close = (kind: 'during' | 'without') => {
+    const next = { at: performance.now(), cpu: postgresCpu() };
+    windows[kind].seconds += (next.at - mark.at) / 1000;
+    windows[kind].postgresCpuMicros += cpuBetween(mark.cpu, next.cpu);
+    mark = next;
+  };
   try {
     for (let slice = 1; slice <= slices; slice++) {
       window = 'without';
+      mark = { at: performance.now(), cpu: postgresCpu() };
       await sleep(windowMs);
+      close('without');
       window = 'during';
       const started = performance.now();
       // Slice by slice the cutoff moves from the oldest row to the last old one.
@@ -191,17 +215,20 @@ async function timeCurrent(
         timeBudgetMs: 600_000,
       });
       windowMs = performance.now() - started;
+      close('during');
       seconds += windowMs / 1000;
       deleted += report.deleted;
       batches += report.batches;
     }
     window = 'without';
+    mark = { at: performance.now(), cpu: postgresCpu() };
     await sleep(windowMs);
+    close('without');
   } finally {
     window = 'stop';
     await Promise.all(lanes);
   }
-  return { purged: { deleted, batches, seconds, plan }, claims: { ...latencies, windows: slices } };
+  return { purged: { deleted, batches, seconds, plan }, claims: { ...latencies, windows: slices }, windows };
 }
 
 /** A single-statement inbox() handler whose one call per record is the claim (and a one-row effect). */

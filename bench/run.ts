@@ -8,6 +8,7 @@ import { SCENARIO_ROWS } from '../local/demo.js';
 import { bundleTables, checkInboxFunction, measureBundles } from './bundle.js';
 import type { BundleSection } from './bundle.js';
 import { CONCURRENCY, POWERTOOLS_REAL, variants } from './consumers.js';
+import { capacitySection, purgeCapacityTable } from './capacity.js';
 import { crashAfterEffect, crashTable } from './crash.js';
 import type { CrashResult } from './crash.js';
 import { DYNAMODB_OPERATIONS } from './dynamodb.js';
@@ -210,6 +211,7 @@ async function main(): Promise<number> {
       if (['fifo-1', 'fifo-10'].every((key) => results.some((result) => result.shape.key === key))) tables.push(fifoTable(all, results));
       ran.push('throughput');
     }
+    if (!callsOnly && values.shapes === undefined) tables.push(...(await capacitySection(servers, database, invoker, all, [open, limited], { lambdas: dbLambdas, limit: dbLimit, batchSize, progress })));
 
     // The summary goes first in the report; made now, so that its targets come before the purge's.
     const complete = ['standard', 'fifo-1', 'fifo-10', 'database-bound'].every((key) => results.some((result) => result.shape.key === key));
@@ -235,7 +237,7 @@ async function main(): Promise<number> {
           }),
         );
       }
-      tables.push(purgeTable(purgeRuns, problems, targets));
+      tables.push(purgeTable(purgeRuns, problems, targets), purgeCapacityTable(purgeRuns, 2));
       ran.push('purge');
     } else {
       skipped.push(`the purge (${callsOnly ? '--calls-only' : '--skip-purge'})`);

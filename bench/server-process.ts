@@ -92,6 +92,10 @@ async function main(): Promise<void> {
         const { user, system } = process.cpuUsage();
         return user + system;
       }
+      case 'event-loop': {
+        const { idle, active } = performance.eventLoopUtilization();
+        return { idle, active };
+      }
       case 'close':
         await close();
         setImmediate(() => process.exit(0));

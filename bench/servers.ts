@@ -28,6 +28,7 @@ export type ChildRequest =
   | { readonly id: number; readonly command: 'stats'; readonly name: string }
   | { readonly id: number; readonly command: 'reset'; readonly name: string }
   | { readonly id: number; readonly command: 'cpu' }
+  | { readonly id: number; readonly command: 'event-loop' }
   | { readonly id: number; readonly command: 'close' };
 
 /** The server process's answer to request `id` (0: the process is ready). */
@@ -61,6 +62,8 @@ export interface BenchServers {
   readonly postgresUrl: string;
   /** CPU time the server process (the Data API servers, not PostgreSQL) has used, in microseconds. */
   cpuMicros(): Promise<number>;
+  /** The server process's event loop utilization since it started (Node's `performance.eventLoopUtilization()`: idle and active milliseconds). */
+  eventLoop(): Promise<{ readonly idle: number; readonly active: number }>;
   /** Starts a Data API server over that PostgreSQL, under `name`. */
   start(name: string, options?: BenchServerOptions): Promise<RemoteDataApi>;
   /** Starts the local DynamoDB (one per process) with Powertools' idempotency table. */
@@ -109,6 +112,7 @@ export async function startBenchServers(): Promise<BenchServers> {
   return {
     postgresUrl,
     cpuMicros: () => ask({ command: 'cpu' }),
+    eventLoop: () => ask({ command: 'event-loop' }),
     async start(name, options = {}) {
       const started = await ask<{ endpoint: string; resourceArn: string; secretArn: string }>({ command: 'start', name, options });
       return {

@@ -79,7 +79,7 @@ export class DataApiSession implements InboxSession {
 
   /** Runs one statement, in autocommit or inside `transactionId`. */
   async execute(sql: string, params: SqlParams = {}, transactionId?: string): Promise<StatementResult> {
-    return this.executeStatement(sql, params, transactionId, false);
+    return this.#executeStatement(sql, params, transactionId, false);
   }
 
   /**
@@ -89,11 +89,11 @@ export class DataApiSession implements InboxSession {
    * socket the endpoint or a NAT had dropped) is sent once more, on a new connection.
    */
   async executeIdempotent(sql: string, params: SqlParams = {}): Promise<StatementResult> {
-    return this.executeStatement(sql, params, undefined, true);
+    return this.#executeStatement(sql, params, undefined, true);
   }
 
-  private async executeStatement(sql: string, params: SqlParams, transactionId: string | undefined, resendReset: boolean): Promise<StatementResult> {
-    const output = await this.call('ExecuteStatement', { resume: true, reset: resendReset }, () =>
+  async #executeStatement(sql: string, params: SqlParams, transactionId: string | undefined, resendReset: boolean): Promise<StatementResult> {
+    const output = await this.#call('ExecuteStatement', { resume: true, reset: resendReset }, () =>
       new ExecuteStatementCommand({
         resourceArn: this.target.resourceArn,
         secretArn: this.target.secretArn,
@@ -114,7 +114,7 @@ export class DataApiSession implements InboxSession {
    */
   async executeBatch(sql: string, paramSets: readonly SqlParams[], transactionId?: string): Promise<number> {
     if (paramSets.length === 0) return 0;
-    const output = await this.call('BatchExecuteStatement', { resume: true, reset: false }, () =>
+    const output = await this.#call('BatchExecuteStatement', { resume: true, reset: false }, () =>
       new BatchExecuteStatementCommand({
         resourceArn: this.target.resourceArn,
         secretArn: this.target.secretArn,
@@ -133,7 +133,7 @@ export class DataApiSession implements InboxSession {
    * which holds no lock and expires after 3 minutes.
    */
   async begin(): Promise<string> {
-    const output = await this.call('BeginTransaction', { resume: true, reset: true }, () =>
+    const output = await this.#call('BeginTransaction', { resume: true, reset: true }, () =>
       new BeginTransactionCommand({
         resourceArn: this.target.resourceArn,
         secretArn: this.target.secretArn,
@@ -152,7 +152,7 @@ export class DataApiSession implements InboxSession {
    */
   async commit(transactionId: string): Promise<void> {
     // Stryker disable next-line BooleanLiteral: a commit is never refused with DatabaseResumingException (its open transaction keeps the cluster awake), so retry.resume is never consulted
-    const output = await this.call('CommitTransaction', { resume: false, reset: false }, () =>
+    const output = await this.#call('CommitTransaction', { resume: false, reset: false }, () =>
       new CommitTransactionCommand({
         resourceArn: this.target.resourceArn,
         secretArn: this.target.secretArn,
@@ -171,7 +171,7 @@ export class DataApiSession implements InboxSession {
   async rollback(transactionId: string): Promise<void> {
     try {
       // Stryker disable next-line BooleanLiteral: a rollback is never refused with DatabaseResumingException (its open transaction keeps the cluster awake), so retry.resume is never consulted
-      await this.call('RollbackTransaction', { resume: false, reset: false }, () =>
+      await this.#call('RollbackTransaction', { resume: false, reset: false }, () =>
         new RollbackTransactionCommand({
           resourceArn: this.target.resourceArn,
           secretArn: this.target.secretArn,
@@ -193,7 +193,7 @@ export class DataApiSession implements InboxSession {
    * Sends one call. `retry.resume`: a DatabaseResumingException is retried after the policy's delays.
    * `retry.reset`: a reset connection is sent once more; only for a call that is safe to run twice.
    */
-  private async call(operation: string, retry: { readonly resume: boolean; readonly reset: boolean }, command: () => object): Promise<unknown> {
+  async #call(operation: string, retry: { readonly resume: boolean; readonly reset: boolean }, command: () => object): Promise<unknown> {
     const sleep = this.policy.sleep ?? defaultSleep;
     let resumes = 0;
     let resets = 0;
@@ -228,37 +228,41 @@ export class DataApiSession implements InboxSession {
  * concurrently: the Data API refuses a second call on a transaction that is still running a query.
  */
 export class Transaction {
-  private queue: Promise<unknown> = Promise.resolve();
+  #queue: Promise<unknown> = Promise.resolve();
   /** The first statement that failed: PostgreSQL has aborted the transaction, so it must not commit. */
-  private failure: unknown;
-  private ending = false;
-  private rolledBack = false;
+  #failure: unknown;
+  #ending = false;
+  #rolledBack = false;
+
+  readonly #session: InboxSession;
 
   constructor(
-    private readonly session: InboxSession,
+    session: InboxSession,
     /** The transaction's id: the Data API's, or the wire transport's own. */
     readonly transactionId: string,
-  ) {}
+  ) {
+    this.#session = session;
+  }
 
   /** Runs one statement in this transaction. */
   execute(sql: string, params: SqlParams = {}): Promise<StatementResult> {
-    return this.enqueue(() => this.session.execute(sql, params, this.transactionId));
+    return this.#enqueue(() => this.#session.execute(sql, params, this.transactionId));
   }
 
-  private enqueue<T>(call: () => Promise<T>): Promise<T> {
-    if (this.ending) {
+  #enqueue<T>(call: () => Promise<T>): Promise<T> {
+    if (this.#ending) {
       return Promise.reject(new Error('the transaction is committing or rolling back; await every tx.execute inside apply'));
     }
-    const run = this.queue.then(call);
-    this.queue = run.catch((error: unknown) => {
-      this.failure ??= error;
+    const run = this.#queue.then(call);
+    this.#queue = run.catch((error: unknown) => {
+      this.#failure ??= error;
     });
     return run;
   }
 
   /** Runs one statement once per parameter set in this transaction, in one call (BatchExecuteStatement). */
   executeBatch(sql: string, paramSets: readonly SqlParams[]): Promise<number> {
-    return this.enqueue(() => this.session.executeBatch(sql, paramSets, this.transactionId));
+    return this.#enqueue(() => this.#session.executeBatch(sql, paramSets, this.transactionId));
   }
 
   /**
@@ -266,21 +270,21 @@ export class Transaction {
    * caught), rolls back and throws that error instead: an aborted transaction must never look committed.
    */
   async commit(): Promise<void> {
-    this.ending = true;
-    await this.queue;
-    if (this.failure !== undefined) {
+    this.#ending = true;
+    await this.#queue;
+    if (this.#failure !== undefined) {
       await this.rollback().catch(() => {});
-      throw this.failure;
+      throw this.#failure;
     }
-    await this.session.commit(this.transactionId);
+    await this.#session.commit(this.transactionId);
   }
 
   /** Waits for queued statements, then rolls back (once: a second call does nothing). */
   async rollback(): Promise<void> {
-    this.ending = true;
-    await this.queue;
-    if (this.rolledBack) return;
-    this.rolledBack = true;
-    await this.session.rollback(this.transactionId);
+    this.#ending = true;
+    await this.#queue;
+    if (this.#rolledBack) return;
+    this.#rolledBack = true;
+    await this.#session.rollback(this.transactionId);
   }
 }

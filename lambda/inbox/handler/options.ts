@@ -430,7 +430,7 @@ export function settleEnvironment<Body, Raw>(checked: CheckedOptions<Body, Raw>,
     ...rest,
     consumer,
     target: resolveInboxTarget(database, env),
-    outbox: outbox && { transport: outbox.transport, destinations: outbox.destinations ?? environmentDestinations(env), runtime: outbox.runtime },
+    outbox: outbox && { transport: outbox.transport, destinations: outbox.destinations ?? outbox.runtime.environmentDestinations(env), runtime: outbox.runtime },
   };
 }
 
@@ -478,26 +478,7 @@ function checkOutbox(outbox: unknown, mode: ResolvedMode<unknown>['kind']): Chec
     throw new InboxConfigError('outbox', 'works in the transaction modes (apply, applyBatch), where tx.send writes in the claim\'s transaction; a single statement has no tx.send');
   }
   const destinations: unknown = (outbox as { destinations?: unknown }).destinations;
-  return { transport: transport as OutboxTransport, destinations: destinations === undefined ? undefined : checkDestinations(destinations ?? {}), runtime };
-}
-
-/** INBOX_DESTINATIONS (the InboxConsumer construct sets it), or none. */
-function environmentDestinations(env: NodeJS.ProcessEnv): Readonly<Record<string, string>> {
-  if (!env.INBOX_DESTINATIONS) return {};
-  let destinations: unknown;
-  try {
-    destinations = JSON.parse(env.INBOX_DESTINATIONS);
-  } catch {
-    throw new InboxConfigError('outbox.destinations', `INBOX_DESTINATIONS is not JSON: ${env.INBOX_DESTINATIONS.slice(0, 80)}`);
-  }
-  return checkDestinations(destinations);
-}
-
-function checkDestinations(destinations: unknown): Readonly<Record<string, string>> {
-  if (typeof destinations !== 'object' || destinations === null || Array.isArray(destinations) || Object.values(destinations).some((url) => typeof url !== 'string' || !/^https?:\/\//.test(url))) {
-    throw new InboxConfigError('outbox.destinations', `must map names to queue URLs, e.g. { invoices: 'https://sqs.eu-west-1.amazonaws.com/123456789012/invoices' }; got ${described(destinations)}`);
-  }
-  return { ...(destinations as Record<string, string>) };
+  return { transport: transport as OutboxTransport, destinations: destinations === undefined ? undefined : runtime.checkDestinations(destinations ?? {}), runtime };
 }
 
 /** The database object as given, its keys and field types checked; resolveTarget fills in the environment. */

@@ -27,25 +27,35 @@ type DuplicateVerdict = 'duplicate' | { readonly collidesWith: Uint8Array };
  * that cannot join the batch, and for each record after the batch failed. Never throws.
  */
 export class RecordConsumer<Body, Raw = unknown> {
-  constructor(
-    private readonly options: ResolvedOptions<Body, Raw>,
-    private readonly tables: InboxTables,
-    private readonly logger: InboxLogger,
-    private readonly source: InboxSource<Raw, unknown, unknown>,
-    /** Given by the handlers of `sqs-inbox/batch`; the batch modes' code is only there. */
-    private readonly batchModes: BatchModes | undefined,
-  ) {
-    this.outboxConfig = options.outbox && { consumer: options.consumer, tables, destinations: options.outbox.destinations };
-  }
+  readonly #options: ResolvedOptions<Body, Raw>;
+  readonly #tables: InboxTables;
+  readonly #logger: InboxLogger;
+  readonly #source: InboxSource<Raw, unknown, unknown>;
+  /** Given by the handlers of `sqs-inbox/batch`; the batch modes' code is only there. */
+  readonly #batchModes: BatchModes | undefined;
+  readonly #outboxConfig: OutboxConfig | undefined;
 
-  private readonly outboxConfig: OutboxConfig | undefined;
+  constructor(
+    options: ResolvedOptions<Body, Raw>,
+    tables: InboxTables,
+    logger: InboxLogger,
+    source: InboxSource<Raw, unknown, unknown>,
+    batchModes: BatchModes | undefined,
+  ) {
+    this.#options = options;
+    this.#tables = tables;
+    this.#logger = logger;
+    this.#source = source;
+    this.#batchModes = batchModes;
+    this.#outboxConfig = options.outbox && { consumer: options.consumer, tables, destinations: options.outbox.destinations };
+  }
 
   /**
    * The outbox of one transaction; `only` is the message a send belongs to when it names none. Without
    * the consumer's `outbox` option, `tx.send` throws, naming it.
    */
   outbox(only: { readonly key: string } | undefined): TransactionOutbox {
-    return this.outboxConfig ? this.options.outbox!.runtime.writer(this.outboxConfig, only) : NO_OUTBOX;
+    return this.#outboxConfig ? this.#options.outbox!.runtime.writer(this.#outboxConfig, only) : NO_OUTBOX;
   }
 
   async consume(prepared: PreparedRecord<Body, Raw>, session: InboxSession, tally: BatchTally): Promise<Outcome> {
@@ -53,13 +63,13 @@ export class RecordConsumer<Body, Raw = unknown> {
     try {
       if (prepared.error) throw prepared.error;
       if (prepared.known === 'duplicate') return { kind: 'duplicate' };
-      if (prepared.known) throw this.collision(record, key!, prepared.known.collidesWith, sha256, tally);
+      if (prepared.known) throw this.#collision(record, key!, prepared.known.collidesWith, sha256, tally);
       const message = prepared.message!;
-      const verdict = await this.applyAlone(session, message, sha256, tally);
-      if (typeof verdict === 'object') throw this.collision(record, key!, verdict.collidesWith, sha256, tally);
+      const verdict = await this.#applyAlone(session, message, sha256, tally);
+      if (typeof verdict === 'object') throw this.#collision(record, key!, verdict.collidesWith, sha256, tally);
       return { kind: verdict };
     } catch (error) {
-      return this.failed(session, prepared, error, tally);
+      return this.#failed(session, prepared, error, tally);
     }
   }
 
@@ -70,19 +80,19 @@ export class RecordConsumer<Body, Raw = unknown> {
   async settle(prepared: PreparedRecord<Body, Raw>, claim: ClaimOutcome, session: InboxSession, tally: BatchTally): Promise<Outcome> {
     try {
       if (claim.claimed) return { kind: 'processed' };
-      const verdict = await this.duplicateOrCollision(session, prepared.key!, claim, prepared.sha256);
+      const verdict = await this.#duplicateOrCollision(session, prepared.key!, claim, prepared.sha256);
       if (verdict === 'duplicate') return { kind: 'duplicate' };
-      throw this.collision(prepared.record, prepared.key!, verdict.collidesWith, prepared.sha256, tally);
+      throw this.#collision(prepared.record, prepared.key!, verdict.collidesWith, prepared.sha256, tally);
     } catch (error) {
-      return this.failed(session, prepared, error, tally);
+      return this.#failed(session, prepared, error, tally);
     }
   }
 
   /** A record's failure: parked when it is permanent and the consumer parks, else failed. */
-  private failed(session: InboxSession, prepared: PreparedRecord<Body, Raw>, error: unknown, tally: BatchTally): Promise<Outcome> | Outcome {
+  #failed(session: InboxSession, prepared: PreparedRecord<Body, Raw>, error: unknown, tally: BatchTally): Promise<Outcome> | Outcome {
     const failure = error instanceof Error ? error : new Error(String(error));
-    if (failure instanceof PermanentError && this.options.onPermanentError === 'park') {
-      return this.park(session, prepared.record, prepared.key, prepared.sha256, failure, tally);
+    if (failure instanceof PermanentError && this.#options.onPermanentError === 'park') {
+      return this.#park(session, prepared.record, prepared.key, prepared.sha256, failure, tally);
     }
     return { kind: 'failed', error: failure };
   }
@@ -92,8 +102,8 @@ export class RecordConsumer<Body, Raw = unknown> {
    * resolves with the ids of the outbox rows it wrote, for the replay to relay after its commit.
    */
   async replay(tx: Transaction, parked: ParkedMessage): Promise<readonly number[]> {
-    const message = toMessage(this.source.fromParked(parked), parked.key ?? parked.sqsMessageId, this.options.parse);
-    const mode = this.options.mode;
+    const message = toMessage(this.#source.fromParked(parked), parked.key ?? parked.sqsMessageId, this.#options.parse);
+    const mode = this.#options.mode;
     switch (mode.kind) {
       case 'transaction':
       case 'batch-transaction': {
@@ -110,23 +120,23 @@ export class RecordConsumer<Body, Raw = unknown> {
         return [];
       }
       case 'batch-statement':
-        return this.batchModes!.replayStatement(tx, mode, message);
+        return this.#batchModes!.replayStatement(tx, mode, message);
     }
   }
 
   /** The record alone, in the consumer's mode. */
-  private async applyAlone(session: InboxSession, message: InboxMessage<Body, Raw>, sha256: Uint8Array, tally: BatchTally): Promise<ClaimVerdict> {
-    const mode = this.options.mode;
+  async #applyAlone(session: InboxSession, message: InboxMessage<Body, Raw>, sha256: Uint8Array, tally: BatchTally): Promise<ClaimVerdict> {
+    const mode = this.#options.mode;
     switch (mode.kind) {
       case 'transaction':
-        return this.inTransaction(session, message, sha256, tally, (tx) => mode.apply(tx, message));
+        return this.#inTransaction(session, message, sha256, tally, (tx) => mode.apply(tx, message));
       case 'batch-transaction':
-        return this.inTransaction(session, message, sha256, tally, (tx) => mode.applyBatch(tx, [message]));
+        return this.#inTransaction(session, message, sha256, tally, (tx) => mode.applyBatch(tx, [message]));
       case 'statement':
-        return this.inOneStatement(session, message, sha256);
+        return this.#inOneStatement(session, message, sha256);
       case 'batch-statement': {
-        const claim = await this.batchModes!.statementAlone(session, this.tables, this.options.consumer, mode, message, sha256);
-        return claim.claimed ? 'processed' : this.duplicateOrCollision(session, message.key, claim, sha256);
+        const claim = await this.#batchModes!.statementAlone(session, this.#tables, this.#options.consumer, mode, message, sha256);
+        return claim.claimed ? 'processed' : this.#duplicateOrCollision(session, message.key, claim, sha256);
       }
     }
   }
@@ -136,7 +146,7 @@ export class RecordConsumer<Body, Raw = unknown> {
    * effect of k statements), or rides on the effect's first statement (k + 2) with `claim:
    * 'with-first-statement'`; one call more when the effect sends (its outbox rows, in one statement).
    */
-  private async inTransaction(
+  async #inTransaction(
     session: InboxSession,
     message: InboxMessage<Body, Raw>,
     sha256: Uint8Array,
@@ -145,8 +155,8 @@ export class RecordConsumer<Body, Raw = unknown> {
   ): Promise<ClaimVerdict> {
     const tx = await session.transaction();
     const writer = this.outbox(message);
-    const params = { ...claimParams(this.options.consumer, message.key, sha256), ...statementBound(this.options.callTimeoutMs) };
-    const claim = new RecordClaim(tx, this.tables, params, this.options.claim);
+    const params = { ...claimParams(this.#options.consumer, message.key, sha256), ...statementBound(this.#options.callTimeoutMs) };
+    const claim = new RecordClaim(tx, this.#tables, params, this.#options.claim);
     let claimed = false;
     let sent: number[] = [];
     try {
@@ -162,13 +172,13 @@ export class RecordConsumer<Body, Raw = unknown> {
       // The claim and the effect roll back together; a failed rollback leaves the transaction to expire.
       await tx.rollback().catch(() => {});
       // The carrier statement failed: a claim made before (a duplicate) may hide behind the effect's own error.
-      const earlier = claim.carrierFailed ? await this.claimOf(session, message.key).catch(() => undefined) : undefined;
-      if (earlier) return this.duplicateOrCollision(session, message.key, earlier, sha256);
+      const earlier = claim.carrierFailed ? await this.#claimOf(session, message.key).catch(() => undefined) : undefined;
+      if (earlier) return this.#duplicateOrCollision(session, message.key, earlier, sha256);
       throw error;
     }
     if (!claimed) {
       await tx.rollback().catch(() => {});
-      return this.duplicateOrCollision(session, message.key, claim.outcome, sha256);
+      return this.#duplicateOrCollision(session, message.key, claim.outcome, sha256);
     }
     await commitOrRollBack(tx);
     // Committed: the relay sends these after the batch.
@@ -177,33 +187,33 @@ export class RecordConsumer<Body, Raw = unknown> {
   }
 
   /** One autocommit statement that claims and applies. */
-  private async inOneStatement(session: InboxSession, message: InboxMessage<Body, Raw>, sha256: Uint8Array): Promise<ClaimVerdict> {
-    const mode = this.options.mode;
+  async #inOneStatement(session: InboxSession, message: InboxMessage<Body, Raw>, sha256: Uint8Array): Promise<ClaimVerdict> {
+    const mode = this.#options.mode;
     // Stryker disable next-line StringLiteral: the message of an unreachable error
     if (mode.kind !== 'statement') throw new Error('unreachable');
     const { sql, params } = mode.statement(message);
-    const result = await session.executeIdempotent(gatedSql(this.tables, checkGatedStatement(sql, params, 'statement')), {
+    const result = await session.executeIdempotent(gatedSql(this.#tables, checkGatedStatement(sql, params, 'statement')), {
       ...params,
-      ...claimParams(this.options.consumer, message.key, sha256),
+      ...claimParams(this.#options.consumer, message.key, sha256),
     });
     const claim = readClaim(result.rows);
-    return claim.claimed ? 'processed' : this.duplicateOrCollision(session, message.key, claim, sha256);
+    return claim.claimed ? 'processed' : this.#duplicateOrCollision(session, message.key, claim, sha256);
   }
 
-  private async duplicateOrCollision(session: InboxSession, key: string, claim: ClaimOutcome, sha256: Uint8Array): Promise<DuplicateVerdict> {
-    const stored = claim.existingSha256 ?? (await this.storedHash(session, key));
+  async #duplicateOrCollision(session: InboxSession, key: string, claim: ClaimOutcome, sha256: Uint8Array): Promise<DuplicateVerdict> {
+    const stored = claim.existingSha256 ?? (await this.#storedHash(session, key));
     // A claim without a stored hash (made by an older writer) cannot be compared: treat it as a redelivery.
     if (stored && !sameHash(stored, sha256)) return { collidesWith: stored };
     return 'duplicate';
   }
 
-  private async storedHash(session: InboxSession, key: string): Promise<Uint8Array | null> {
-    return (await this.claimOf(session, key))?.existingSha256 ?? null;
+  async #storedHash(session: InboxSession, key: string): Promise<Uint8Array | null> {
+    return (await this.#claimOf(session, key))?.existingSha256 ?? null;
   }
 
   /** The committed claim of a key, if there is one. */
-  private async claimOf(session: InboxSession, key: string): Promise<ClaimOutcome | undefined> {
-    const { rows } = await session.executeIdempotent(storedHashSql(this.tables), { inbox_consumer: this.options.consumer, inbox_key: key });
+  async #claimOf(session: InboxSession, key: string): Promise<ClaimOutcome | undefined> {
+    const { rows } = await session.executeIdempotent(storedHashSql(this.#tables), { inbox_consumer: this.#options.consumer, inbox_key: key });
     return rows[0] && { claimed: false, existingSha256: (rows[0].existing_sha256 as Uint8Array | null | undefined) ?? null };
   }
 
@@ -212,7 +222,7 @@ export class RecordConsumer<Body, Raw = unknown> {
    * turns out to be claimed already is not parked: with the same body it is a duplicate (its effect was
    * applied, or is parked under the claim's owner); with another body it is parked as a collision.
    */
-  private async park(
+  async #park(
     session: InboxSession,
     record: SourceRecord<Raw>,
     key: string | null,
@@ -222,33 +232,33 @@ export class RecordConsumer<Body, Raw = unknown> {
   ): Promise<Outcome> {
     const claim = key !== null && !(error instanceof KeyCollisionError);
     try {
-      const { rows } = await session.execute(parkSql(this.tables), {
-        ...claimParams(this.options.consumer, key, sha256),
+      const { rows } = await session.execute(parkSql(this.#tables), {
+        ...claimParams(this.#options.consumer, key, sha256),
         inbox_claim: claim,
         inbox_message_id: record.id ?? '',
         inbox_body: record.body,
-        inbox_attributes: this.source.parkedAttributes(record.raw),
+        inbox_attributes: this.#source.parkedAttributes(record.raw),
         inbox_error_class: error.name,
         inbox_error_message: error.message,
         inbox_attempt: record.attempt,
       });
       const outcome = readClaim(rows);
       if (!claim || outcome.claimed) return { kind: 'parked', error };
-      const verdict = await this.duplicateOrCollision(session, key!, outcome, sha256);
+      const verdict = await this.#duplicateOrCollision(session, key!, outcome, sha256);
       if (verdict === 'duplicate') return { kind: 'duplicate' };
-      const collision = this.collision(record, key!, verdict.collidesWith, sha256, tally);
-      return this.park(session, record, key, sha256, collision, tally);
+      const collision = this.#collision(record, key!, verdict.collidesWith, sha256, tally);
+      return this.#park(session, record, key, sha256, collision, tally);
     } catch (parkError) {
       return { kind: 'failed', error: parkError instanceof Error ? parkError : new Error(String(parkError)) };
     }
   }
 
   /** Counts and logs a key collision, and returns it as the record's permanent error. */
-  private collision(record: SourceRecord<Raw>, key: string, stored: Uint8Array, received: Uint8Array, tally: BatchTally): KeyCollisionError {
+  #collision(record: SourceRecord<Raw>, key: string, stored: Uint8Array, received: Uint8Array, tally: BatchTally): KeyCollisionError {
     tally.collisions++;
     const error = new KeyCollisionError(key, hex(stored), hex(received));
-    this.logger.error('key collision: a different message reused a claimed idempotency key; not applied', {
-      [this.source.idName]: record.id,
+    this.#logger.error('key collision: a different message reused a claimed idempotency key; not applied', {
+      [this.#source.idName]: record.id,
       key,
       storedSha256: error.storedSha256,
       receivedSha256: error.receivedSha256,

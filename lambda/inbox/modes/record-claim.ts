@@ -29,29 +29,39 @@ export type ClaimPlacement = 'before-apply' | 'with-first-statement';
  * `apply` runs for a duplicate.
  */
 export class RecordClaim {
-  private state: 'pending' | 'riding' | 'claimed' | 'taken' | 'failed' = 'pending';
+  #state: 'pending' | 'riding' | 'claimed' | 'taken' | 'failed' = 'pending';
   /** The claim's statement, alone or carried, settled: it never rejects. */
-  private carrier: Promise<void> = Promise.resolve();
-  private failure: unknown;
-  private carried = false;
-  private found: ClaimOutcome = { claimed: false, existingSha256: null };
+  #carrier: Promise<void> = Promise.resolve();
+  #failure: unknown;
+  #carried = false;
+  #found: ClaimOutcome = { claimed: false, existingSha256: null };
+
+  readonly #tx: Transaction;
+  readonly #tables: InboxTables;
+  readonly #params: SqlParams;
+  readonly #placement: ClaimPlacement;
 
   constructor(
-    private readonly tx: Transaction,
-    private readonly tables: InboxTables,
-    private readonly params: SqlParams,
-    private readonly placement: ClaimPlacement,
-  ) {}
+    tx: Transaction,
+    tables: InboxTables,
+    params: SqlParams,
+    placement: ClaimPlacement,
+  ) {
+    this.#tx = tx;
+    this.#tables = tables;
+    this.#params = params;
+    this.#placement = placement;
+  }
 
   /** The key was claimed already (a duplicate, or a collision): what the claim found. */
   get outcome(): ClaimOutcome {
-    return this.found;
+    return this.#found;
   }
 
   /** Before `apply`: claims alone with `'before-apply'`. False when `apply` must not run: the key is taken. */
   async beforeApply(): Promise<boolean> {
-    if (this.placement === 'before-apply') await this.alone();
-    return this.state !== 'taken';
+    if (this.#placement === 'before-apply') await this.#alone();
+    return this.#state !== 'taken';
   }
 
   /**
@@ -59,15 +69,15 @@ export class RecordClaim {
    * claim inserted the row, false when the key was taken; throws when the claim's statement failed.
    */
   async afterApply(): Promise<boolean> {
-    await this.carrier;
-    if (this.state === 'pending') await this.alone();
-    this.throwIfFailed();
-    return this.state === 'claimed';
+    await this.#carrier;
+    if (this.#state === 'pending') await this.#alone();
+    this.#throwIfFailed();
+    return this.#state === 'claimed';
   }
 
   /** True once the claim found the key taken: whatever `apply` did next rolls back as a duplicate. */
   get taken(): boolean {
-    return this.state === 'taken';
+    return this.#state === 'taken';
   }
 
   /**
@@ -76,34 +86,34 @@ export class RecordClaim {
    * one reported, so the key may still be claimed already. The caller looks it up after the rollback.
    */
   get carrierFailed(): boolean {
-    return this.state === 'failed' && this.carried;
+    return this.#state === 'failed' && this.#carried;
   }
 
   /** Runs one of `apply`'s statements; the first one that can carries the claim. */
   async execute(sql: string, params: SqlParams = {}): Promise<StatementResult> {
-    if (this.state === 'pending') {
-      const riding = Object.keys(params).some((name) => name.startsWith('inbox_')) ? undefined : claimRidingSql(this.tables, sql);
-      if (riding !== undefined) return this.carry(riding, params);
-      await this.alone();
+    if (this.#state === 'pending') {
+      const riding = Object.keys(params).some((name) => name.startsWith('inbox_')) ? undefined : claimRidingSql(this.#tables, sql);
+      if (riding !== undefined) return this.#carry(riding, params);
+      await this.#alone();
     }
-    this.refuseAfterTaken();
-    return this.tx.execute(sql, params);
+    this.#refuseAfterTaken();
+    return this.#tx.execute(sql, params);
   }
 
   /** Runs one of `apply`'s batch calls; it never carries the claim (it would run once per parameter set). */
   async executeBatch(sql: string, paramSets: readonly SqlParams[]): Promise<number> {
-    if (this.state === 'pending') await this.alone();
-    this.refuseAfterTaken();
-    return this.tx.executeBatch(sql, paramSets);
+    if (this.#state === 'pending') await this.#alone();
+    this.#refuseAfterTaken();
+    return this.#tx.executeBatch(sql, paramSets);
   }
 
-  private async carry(sql: string, params: SqlParams): Promise<StatementResult> {
-    this.state = 'riding';
-    this.carried = true;
-    const sent = this.tx.execute(sql, { ...params, ...this.params });
-    this.carrier = sent.then(
-      () => void (this.state = 'claimed'),
-      (error: unknown) => this.fail(error, isClaimTaken(error)),
+  async #carry(sql: string, params: SqlParams): Promise<StatementResult> {
+    this.#state = 'riding';
+    this.#carried = true;
+    const sent = this.#tx.execute(sql, { ...params, ...this.#params });
+    this.#carrier = sent.then(
+      () => void (this.#state = 'claimed'),
+      (error: unknown) => this.#fail(error, isClaimTaken(error)),
     );
     try {
       return await sent;
@@ -113,30 +123,30 @@ export class RecordClaim {
   }
 
   /** The claim in its own statement, which reads the stored hash of a duplicate in the same call. */
-  private async alone(): Promise<void> {
-    this.state = 'riding';
-    this.carrier = this.tx.execute(claimSql(this.tables), this.params).then(
+  async #alone(): Promise<void> {
+    this.#state = 'riding';
+    this.#carrier = this.#tx.execute(claimSql(this.#tables), this.#params).then(
       ({ rows }) => {
-        this.found = readClaim(rows);
-        this.state = this.found.claimed ? 'claimed' : 'taken';
+        this.#found = readClaim(rows);
+        this.#state = this.#found.claimed ? 'claimed' : 'taken';
       },
-      (error: unknown) => this.fail(error, false),
+      (error: unknown) => this.#fail(error, false),
     );
-    await this.carrier;
-    this.throwIfFailed();
+    await this.#carrier;
+    this.#throwIfFailed();
   }
 
-  private throwIfFailed(): void {
-    if (this.state === 'failed') throw this.failure;
+  #throwIfFailed(): void {
+    if (this.#state === 'failed') throw this.#failure;
   }
 
-  private fail(error: unknown, taken: boolean): void {
-    this.state = taken ? 'taken' : 'failed';
-    this.failure = error;
+  #fail(error: unknown, taken: boolean): void {
+    this.#state = taken ? 'taken' : 'failed';
+    this.#failure = error;
   }
 
   /** After the claim found the key taken, no statement of `apply` is sent. */
-  private refuseAfterTaken(): void {
-    if (this.state === 'taken') throw new ClaimTakenError();
+  #refuseAfterTaken(): void {
+    if (this.#state === 'taken') throw new ClaimTakenError();
   }
 }

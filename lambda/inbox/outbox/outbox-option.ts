@@ -1,4 +1,5 @@
 import { OutboxWriter } from './outbox-writer.js';
+import { checkDestinations, environmentDestinations } from './outbox-destinations.js';
 import { OUTBOX_RUNTIME } from './outbox-runtime.js';
 import type { OutboxRuntime } from './outbox-runtime.js';
 import { relayRows } from './relay.js';
@@ -7,6 +8,8 @@ import type { OutboxOptions } from './relay.js';
 const RUNTIME: OutboxRuntime = {
   writer: (config, only) => new OutboxWriter(config, only),
   relay: relayRows,
+  checkDestinations,
+  environmentDestinations,
 };
 
 /**

@@ -28,6 +28,10 @@ export interface OutboxRuntime {
   writer(config: OutboxConfig, only: { readonly key: string } | undefined): TransactionOutbox;
   /** Sends the rows `ids` that committed transactions wrote, and marks them sent. */
   relay(session: InboxSession, tables: InboxTables, transport: OutboxTransport, ids: readonly number[]): Promise<RelayReport>;
+  /** The option's `destinations`, checked at cold start: names mapped to queue URLs. */
+  checkDestinations(destinations: unknown): Readonly<Record<string, string>>;
+  /** The destinations INBOX_DESTINATIONS names, when the option gives none. */
+  environmentDestinations(env: NodeJS.ProcessEnv): Readonly<Record<string, string>>;
 }
 
 /**

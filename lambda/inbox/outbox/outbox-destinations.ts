@@ -1,0 +1,25 @@
+import { InboxConfigError } from '../errors.js';
+import { described } from '../handler/option-checks.js';
+
+/**
+ * The outbox's destination names and queue URLs, checked. Part of the outbox's code ({@link OutboxRuntime}),
+ * so that a consumer without an outbox bundles none of it.
+ */
+export function checkDestinations(destinations: unknown): Readonly<Record<string, string>> {
+  if (typeof destinations !== 'object' || destinations === null || Array.isArray(destinations) || Object.values(destinations).some((url) => typeof url !== 'string' || !/^https?:\/\//.test(url))) {
+    throw new InboxConfigError('outbox.destinations', `must map names to queue URLs, e.g. { invoices: 'https://sqs.eu-west-1.amazonaws.com/123456789012/invoices' }; got ${described(destinations)}`);
+  }
+  return { ...(destinations as Record<string, string>) };
+}
+
+/** INBOX_DESTINATIONS (the InboxConsumer construct sets it), or none. */
+export function environmentDestinations(env: NodeJS.ProcessEnv): Readonly<Record<string, string>> {
+  if (!env.INBOX_DESTINATIONS) return {};
+  let destinations: unknown;
+  try {
+    destinations = JSON.parse(env.INBOX_DESTINATIONS);
+  } catch {
+    throw new InboxConfigError('outbox.destinations', `INBOX_DESTINATIONS is not JSON: ${env.INBOX_DESTINATIONS.slice(0, 80)}`);
+  }
+  return checkDestinations(destinations);
+}
