@@ -114,8 +114,8 @@ describe('runScenario on a DATABASE_URL server', () => {
   /** A handler that inserts each record's payment, and tells which database the run made for it. */
   const inserting =
     (seen: (database: string | undefined) => void): ScenarioConsumer['handler'] =>
-    ({ session, database }) => {
-      seen(database.database);
+    ({ session, env }) => {
+      seen(env.INBOX_DATABASE);
       return async (event) => {
         for (const record of event.Records) {
           await session.execute('INSERT INTO public.payments (payment_id) VALUES (:id)', { id: JSON.parse(record.body).paymentId });
@@ -136,7 +136,7 @@ describe('runScenario on a DATABASE_URL server', () => {
       runScenario(local, {
         ...consumer,
         handler: (environment) => {
-          database = environment.database.database;
+          database = environment.env.INBOX_DATABASE;
           throw new Error('the handler module failed to load');
         },
         messages: 5,
