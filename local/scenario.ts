@@ -246,6 +246,8 @@ export interface ScenarioResult {
   readonly pattern: string;
   /** The seed the faults were decided by. */
   readonly seed: number;
+  /** The transport the handlers ran on ({@link ScenarioRunOptions.transport}). */
+  readonly transport: ScenarioTransport;
   /** Logical messages produced. */
   readonly messages: number;
   /** Messages sent, duplicate sends included. */
@@ -553,6 +555,7 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: SetEnv, prep
     return {
       pattern: label,
       seed: settings.seed,
+      transport: settings.transport,
       messages: settings.messages,
       sends,
       duplicateSends,
