@@ -28,19 +28,6 @@ export interface StreamDemoOptions {
 }
 
 /**
- * Your own stream consumer: a `kinesisInbox`, `dynamoDbInbox` or `kafkaInbox` handler (or any handler
- * of the source's events), your tables, your records, and how to count your effects, as
- * {@link ScenarioConsumer} has them for SQS.
- *
- * @example
- * const credits: StreamConsumer = {
- *   handler: ({ database }) => kinesisInbox<Credit>({ consumer: 'credits', database, key: { field: 'creditId' }, apply }),
- *   setup: 'CREATE TABLE public.credits (id bigserial PRIMARY KEY, credit_id text NOT NULL, amount_cents int NOT NULL)',
- *   message: (i) => ({ key: `credit-${i}`, body: { creditId: `credit-${i}`, amountCents: 100 + i }, groupId: `account-${i % 5}` }),
- *   effects: 'SELECT credit_id AS key, count(*), min(id) AS seq FROM public.credits GROUP BY 1',
- * };
- */
-/**
  * What a stream handler factory gets: {@link ScenarioEnvironment} on the Data API, the transport a stream
  * scenario runs on.
  *
@@ -54,6 +41,19 @@ export interface StreamEnvironment extends Omit<ScenarioEnvironment, 'database' 
   readonly session: DataApiSession;
 }
 
+/**
+ * Your own stream consumer: a `kinesisInbox`, `dynamoDbInbox` or `kafkaInbox` handler (or any handler
+ * of the source's events), your tables, your records, and how to count your effects, as
+ * {@link ScenarioConsumer} has them for SQS.
+ *
+ * @example
+ * const credits: StreamConsumer = {
+ *   handler: ({ database }) => kinesisInbox<Credit>({ consumer: 'credits', database, key: { field: 'creditId' }, apply }),
+ *   setup: 'CREATE TABLE public.credits (id bigserial PRIMARY KEY, credit_id text NOT NULL, amount_cents int NOT NULL)',
+ *   message: (i) => ({ key: `credit-${i}`, body: { creditId: `credit-${i}`, amountCents: 100 + i }, groupId: `account-${i % 5}` }),
+ *   effects: 'SELECT credit_id AS key, count(*), min(id) AS seq FROM public.credits GROUP BY 1',
+ * };
+ */
 export interface StreamConsumer extends Pick<ScenarioConsumer, 'setup' | 'effects' | 'commitPoint' | 'label' | 'verify'> {
   /**
    * A factory of the handler under test, called once, after the run's database exists and `INBOX_*` is
