@@ -1,28 +1,16 @@
-import { Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { runDemo } from '../../local/demo.js';
 import { InboxConfigError } from '../../lambda/inbox/index.js';
+import { textSink } from '../support/text-sink.js';
 
 // `npm start -- --transport postgres`: the demo's three consumers on the wire, same orders, table and
 // faults; the Data API stays the default.
-
-/** A stream that keeps what the demo prints. */
-function sink() {
-  let text = '';
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      text += String(chunk);
-      done();
-    },
-  });
-  return { stream, text: () => text };
-}
 
 const FEW = ['--messages', '60', '--seed', '5', '--faults', 'duplicate-sends,drop-commit,auto-pause', '--consumers', '2'];
 
 describe('the demo on either transport', () => {
   it('runs its inbox columns over the PostgreSQL wire protocol with --transport postgres, exactly once', async () => {
-    const out = sink();
+    const out = textSink();
     const code = await runDemo([...FEW, '--transport', 'postgres'], out.stream);
     expect(code, out.text()).toBe(0);
     expect(out.text()).toContain('transport: postgres (node-postgres over the PostgreSQL wire protocol, through the wire proxy)');
@@ -36,7 +24,7 @@ describe('the demo on either transport', () => {
 
   it('stays on the Data API by default, and takes --transport data-api', async () => {
     for (const transport of [[], ['--transport', 'data-api']]) {
-      const out = sink();
+      const out = textSink();
       expect(await runDemo([...FEW.slice(0, 4), '--faults', 'none', '--consumers', '1', ...transport], out.stream)).toBe(0);
       expect(out.text()).toMatch(/^transport\s+data-api\s+data-api\s+data-api$/m);
       expect(out.text()).toMatch(/^Data API calls per message sent\s/m);
@@ -44,13 +32,13 @@ describe('the demo on either transport', () => {
   }, 180_000);
 
   it('refuses an unknown transport, naming the accepted ones, and the wire with the pipeline', async () => {
-    await expect(runDemo(['--transport', 'wire'], sink().stream)).rejects.toThrow(InboxConfigError);
-    await expect(runDemo(['--transport', 'wire'], sink().stream)).rejects.toThrow('"wire" must be data-api or postgres');
-    await expect(runDemo(['--transport', 'postgres', '--pipeline'], sink().stream)).rejects.toThrow('postgres runs the SQS demo; --pipeline runs on the Data API');
+    await expect(runDemo(['--transport', 'wire'], textSink().stream)).rejects.toThrow(InboxConfigError);
+    await expect(runDemo(['--transport', 'wire'], textSink().stream)).rejects.toThrow('"wire" must be data-api or postgres');
+    await expect(runDemo(['--transport', 'postgres', '--pipeline'], textSink().stream)).rejects.toThrow('postgres runs the SQS demo; --pipeline runs on the Data API');
   });
 
   it('names the transports in its usage', async () => {
-    const out = sink();
+    const out = textSink();
     expect(await runDemo(['--help'], out.stream)).toBe(0);
     expect(out.text()).toContain('[--transport data-api|postgres]');
   });
