@@ -1,5 +1,7 @@
+import { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { inbox } from '../../lambda/inbox/index.js';
+import { sqsOutbox } from '../../lambda/inbox/outbox/index.js';
 import { runScenario, startLocal } from '../../local/index.js';
 import type { LocalStack, ScenarioConsumer, ScenarioEnvironment, ScenarioTransport } from '../../local/index.js';
 
@@ -69,6 +71,31 @@ describe('runScenario on either transport', () => {
     expect(given?.env).not.toHaveProperty('INBOX_RESOURCE_ARN');
     // Begin, claim, insert, commit per message at least: counted at the wire proxy.
     expect(result.callsPerMessage).toBeGreaterThanOrEqual(3);
+  }, 120_000);
+
+  it('relays an outbox handler\'s messages on the wire, its sweeper and outbox watch on the wire too', async () => {
+    const result = await runScenario(local, {
+      ...payments,
+      handler: ({ database }) =>
+        inbox<{ paymentId: string; amountCents: number }>({
+          consumer: 'payments-worker',
+          database,
+          outbox: sqsOutbox({ client: new SQSClient({}) }),
+          apply: async (tx, { body }) => {
+            await tx.execute(INSERT, { id: body.paymentId, amount: body.amountCents });
+            tx.send({ to: 'receipts', body: { paymentId: body.paymentId }, groupId: 'receipts' });
+          },
+        }),
+      transport: 'postgres',
+      destinations: ['receipts'],
+      messages: 40,
+      faults: ['duplicate-sends', 'drop-commit'],
+      seed: 3,
+    });
+    // Any Data API call during the run (a sweeper or watch left on the Data API) would be a problem here.
+    expect(result.problems.filter((problem) => !problem.includes('was never injected'))).toEqual([]);
+    const receipted = new Set(result.destinations.receipts!.map((message) => (JSON.parse(message.body) as { paymentId: string }).paymentId));
+    expect(receipted.size).toBe(result.applied);
   }, 120_000);
 
   it('fails a run on the wire whose handler ignores the transport and goes to the Data API', async () => {
