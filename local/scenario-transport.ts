@@ -48,11 +48,10 @@ const DATA_API_VARIABLES = ['INBOX_DATA_API_ENDPOINT', 'INBOX_RESOURCE_ARN', 'IN
 
 /** The handlers' side of a run, on its transport. */
 export interface HandlerTransport {
-  readonly transport: ScenarioTransport;
   /** Where the handlers' calls are faulted and counted: the Data API server, or the wire proxy. */
   readonly calls: { readonly faults: Faults; readonly stats: Stats };
-  /** The `database` for the handler of event source mapping `instance`: each mapping stands for a Lambda instance, with a pool of its own on the wire. */
-  database(instance: number): ScenarioDatabase;
+  /** A `database` for one handler; on the wire each call makes a pool of its own, as each Lambda instance has one. */
+  database(): ScenarioDatabase;
   /** A session on the handlers' transport, faulted like their calls. */
   readonly session: InboxSession;
   /**
@@ -85,7 +84,6 @@ export interface HandlerTransport {
 export async function openHandlerTransport(local: LocalStack, database: string, transport: ScenarioTransport, dataApi: { target: DatabaseTarget; session: DataApiSession }): Promise<HandlerTransport> {
   if (transport === 'data-api') {
     return {
-      transport,
       calls: local.dataApi,
       database: () => dataApi.target,
       session: dataApi.session,
@@ -111,7 +109,6 @@ export async function openHandlerTransport(local: LocalStack, database: string, 
   const through = new URL(proxy.url);
   const session = new PostgresSession({ pool: pool() }, { callTimeoutMs: 10_000 });
   return {
-    transport,
     calls: proxy,
     database: () => postgres(pool()),
     session,

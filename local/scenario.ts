@@ -510,7 +510,7 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: SetEnv, prep
     setEnv(assigned);
     const env = definedOnly(assigned);
     for (let instance = 0; instance < settings.consumers; instance++) {
-      const handler = await makeHandler(consumer.handler, { env, transport: settings.transport, database: opened.database(instance), session: opened.session, instance, local });
+      const handler = await makeHandler(consumer.handler, { env, transport: settings.transport, database: opened.database(), session: opened.session, instance, local });
       checkHandler(handler, database);
       sources.push(faultedSource({ model, queue, handler, schedule, visibilityTimeoutSeconds: settings.visibilityTimeoutSeconds, functionName: `scenario-consumer-${instance}` }));
     }

@@ -45,10 +45,13 @@ describe('runScenario on either transport', () => {
 
   it("hands the factory the wire's database, and sends the handler's calls over the wire", async () => {
     let given: ScenarioEnvironment | undefined;
+    let idleInTransaction: unknown;
     const result = await runScenario(local, {
       ...payments,
-      handler: (environment) => {
+      handler: async (environment) => {
         given = environment;
+        const { rows } = await environment.session.execute("SELECT current_setting('idle_in_transaction_session_timeout') AS timeout");
+        idleInTransaction = rows[0]?.timeout;
         return inbox<{ paymentId: string; amountCents: number }>({
           consumer: 'payments-worker',
           database: environment.database,
@@ -69,6 +72,9 @@ describe('runScenario on either transport', () => {
     expect(given?.database).toHaveProperty('pool');
     expect(given?.env.PGHOST).toBe('127.0.0.1');
     expect(given?.env).not.toHaveProperty('INBOX_RESOURCE_ARN');
+    // A transaction a crashed worker left open ends after 2 s, as on the run's Data API.
+    expect(idleInTransaction).toBe('2s');
+    expect(given?.env.PGOPTIONS).toBe('-c idle_in_transaction_session_timeout=2000');
     // Begin, claim, insert, commit per message at least: counted at the wire proxy.
     expect(result.callsPerMessage).toBeGreaterThanOrEqual(3);
   }, 120_000);
