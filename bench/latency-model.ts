@@ -19,7 +19,7 @@ export interface ModelledLatency {
 export const LATENCY_MODEL: {
   readonly dataApi: Readonly<Record<Operation, ModelledLatency>>;
   readonly dynamodb: Readonly<Record<DynamoDbOperation, ModelledLatency>>;
-  /** Not on any variant's path yet: the transport rows (PostgreSQL wire, DSQL) come with their issues. */
+  /** Not injected at the Data API: RDS Proxy's figure is section 0b's (bench/transports.ts), at the wire proxy; DSQL's comes with its issue. */
   readonly elsewhere: Readonly<Record<string, ModelledLatency>>;
 } = {
   dataApi: {

@@ -26,6 +26,7 @@ import type { Table } from './report.js';
 import { startBenchServers } from './servers.js';
 import type { BenchServers, RemoteDataApi } from './servers.js';
 import { databaseBoundShape, duplicatesShape, fifoShape, standardShape } from './shapes.js';
+import { wireTransportTable } from './transports.js';
 import type { ShapeSettings } from './shapes.js';
 
 /** The variant every ratio is taken against: the effect alone, no inbox. */
@@ -67,6 +68,7 @@ async function main(): Promise<number> {
       'scenario-messages': { type: 'string', default: '1000' },
       seed: { type: 'string', default: '417' },
       'skip-scenario': { type: 'boolean', default: false },
+      'skip-wire': { type: 'boolean', default: false },
       'import-rounds': { type: 'string', default: '15' },
       'skip-bundle': { type: 'boolean', default: false },
       'bundle-only': { type: 'boolean', default: false },
@@ -110,6 +112,7 @@ async function main(): Promise<number> {
 
   const tables: Table[] = [];
   let modelTable: Table | undefined;
+  let wireTable: Table | undefined;
   const problems: string[] = [];
   const ran: string[] = [];
   const skipped: string[] = [];
@@ -213,6 +216,16 @@ async function main(): Promise<number> {
     }
     if (!callsOnly && values.shapes === undefined) tables.push(...(await capacitySection(servers, database, invoker, all, [open, limited], { lambdas: dbLambdas, limit: dbLimit, batchSize, progress })));
 
+    if (!values['skip-wire']) {
+      // Section 0b: the modes over the PostgreSQL wire protocol, before the effects check counts their rows too.
+      const modes = all.filter((variant) => MODES.includes(variant.id));
+      const wireOptions = { modes, invoker, dataApiCalls: calls, batchSize, batches: modelBatches, rounds: modelRounds, progress, problems };
+      wireTable = await wireTransportTable({ ...wireOptions, postgresUrl: servers.postgresUrl, database: database.name, timed: !callsOnly && values.shapes !== 'none' });
+      ran.push('wire transport');
+    } else {
+      skipped.push('the wire transport (--skip-wire)');
+    }
+
     // The summary goes first in the report; made now, so that its targets come before the purge's.
     const complete = ['standard', 'fifo-1', 'fifo-10', 'database-bound'].every((key) => results.some((result) => result.shape.key === key));
     const summary = complete ? summaryTable(all, calls, results, batchSize, latencyMs, dbLimit, targets) : undefined;
@@ -243,6 +256,7 @@ async function main(): Promise<number> {
       skipped.push(`the purge (${callsOnly ? '--calls-only' : '--skip-purge'})`);
     }
 
+    if (wireTable) tables.unshift(wireTable);
     if (modelTable) tables.unshift(modelTable);
     if (summary) tables.unshift(summary);
     // Failures are problems whatever else ran: no fault was injected, so each is a bug or a timeout.
@@ -329,6 +343,7 @@ function verdictLine(ran: readonly string[], skipped: readonly string[]): string
   const claims = [
     'no record failed',
     ...(ran.includes('call counts') ? ['every call count matches the design'] : []),
+    ...(ran.includes('wire transport') ? ["every mode's round trips over the PostgreSQL wire protocol match its designed calls"] : []),
     ...(ran.includes('work check') ? ['every variant applied exactly its effect per message'] : []),
     ...(ran.includes('purge') ? ['every purge batch was found through the index'] : []),
     ...(ran.includes('fault scenario') ? ['the inbox scenario has no double, lost or out-of-order effect'] : []),

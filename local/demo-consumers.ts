@@ -1,6 +1,6 @@
 import type { SQSRecord } from 'aws-lambda';
-import { DataApiSession } from '../lambda/inbox/index.js';
 import { inbox } from '../lambda/inbox/handler/batch-handlers.js';
+import { openSession } from '../lambda/inbox/transport/open-session.js';
 import type { InboxLogger, InboxMetrics } from '../lambda/inbox/index.js';
 import { batchHandler, consumeNaively } from './naive.js';
 import type { ScenarioConsumer } from './scenario.js';
@@ -86,8 +86,9 @@ export function demoConsumer(pattern: DemoPattern): ScenarioConsumer {
     // The effect is its own autocommit statement: durable once it ran, whatever happens next.
     commitPoint: { statement: (sql) => sql === SHIP },
     handler: ({ database }) => {
-      // No resume retries: the hand-rolled consumer fails the record and lets SQS redeliver it.
-      const session = new DataApiSession(database, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
+      // No resume retries: the hand-rolled consumer fails the record and lets SQS redeliver it. On the
+      // run's transport, as the inbox consumers.
+      const session = openSession(database, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
       return batchHandler(
         (record) =>
           consumeNaively(

@@ -7,6 +7,8 @@ import type { DemoPattern } from './demo-consumers.js';
 import { runPipelineDemo } from './pipeline/demo.js';
 import { runScenario } from './scenario.js';
 import type { ScenarioResult } from './scenario.js';
+import { SCENARIO_TRANSPORTS } from './scenario-transport.js';
+import type { ScenarioTransport } from './scenario-transport.js';
 import { startLocal } from './stack.js';
 import { runStreamDemo } from './stream-demo/demo.js';
 import { STREAM_SOURCES } from './stream-demo/sources.js';
@@ -30,16 +32,18 @@ export async function runDemo(args: string[], out: NodeJS.WritableStream = proce
       consumers: { type: 'string', default: '3' },
       pipeline: { type: 'boolean', default: false },
       source: { type: 'string', default: 'sqs' },
+      transport: { type: 'string', default: 'data-api' },
       help: { type: 'boolean', default: false },
     },
   });
   if (values.help) {
-    out.write(`Usage: sqs-inbox demo [--messages N] [--seed N] [--faults ${FAULTS.join(',')}|none] [--consumers N] [--pipeline | --source sqs|${STREAM_SOURCES.join('|')}]\n`);
+    out.write(`Usage: sqs-inbox demo [--messages N] [--seed N] [--faults ${FAULTS.join(',')}|none] [--consumers N] [--pipeline | --source sqs|${STREAM_SOURCES.join('|')}] [--transport ${SCENARIO_TRANSPORTS.join('|')}]\n`);
     return 0;
   }
   const messages = wholeNumber(values.messages, '--messages', 1);
   const seed = wholeNumber(values.seed, '--seed', 0);
   const consumers = wholeNumber(values.consumers, '--consumers', 1);
+  const transport = transportOf(values.transport, values.source !== 'sqs' ? '--source' : values.pipeline ? '--pipeline' : undefined);
   if (values.source !== 'sqs') {
     if (!(STREAM_SOURCES as readonly string[]).includes(values.source)) throw new InboxConfigError('--source', `"${values.source}" must be sqs, ${STREAM_SOURCES.join(', ')}`);
     if (values.pipeline) throw new InboxConfigError('--source', 'the pipeline demo runs on SQS: give --pipeline or --source, not both');
@@ -51,6 +55,7 @@ export async function runDemo(args: string[], out: NodeJS.WritableStream = proce
   out.write(
     `sqs-inbox demo: ${messages} orders over a FIFO queue, ${consumers} racing consumers, seed ${seed}\n` +
       `faults: ${faults.length ? faults.join(', ') : 'none'}\n` +
+      `transport: ${TRANSPORT_LABELS[transport]}\n` +
       'Starting embedded PostgreSQL, the local Data API and the local SQS...\n',
   );
   const local = await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } });
@@ -64,13 +69,14 @@ export async function runDemo(args: string[], out: NodeJS.WritableStream = proce
         seed,
         faults,
         consumers,
+        transport,
         onProgress: (settled, total) => progress(out, label, settled, total),
       });
       if ((out as NodeJS.WriteStream).isTTY) out.write('\n');
       else out.write(`  ${label}: ${result.sends} messages settled in ${(result.elapsedMs / 1000).toFixed(1)} s\n`);
       results.push(result);
     }
-    out.write(`\n${table(results)}\n`);
+    out.write(`\n${table(results, transport)}\n`);
     const inboxRuns = results.filter((result) => result.pattern !== 'naive');
     const naiveRun = results.find((result) => result.pattern === 'naive')!;
     const bad = inboxRuns.some((run) => !run.completed || run.extraEffects > 0 || run.lost > 0 || run.orderViolations > 0);
@@ -118,10 +124,14 @@ export const SCENARIO_ROWS: readonly (readonly [string, (result: ScenarioResult)
   ['wall time', (r) => `${(r.elapsedMs / 1000).toFixed(1)} s`],
 ];
 
+const TRANSPORT_ROW = ['transport', (r: ScenarioResult) => r.transport] as const;
+
 const FAULTS_ROW = ['faults injected', (r: ScenarioResult) => Object.entries(r.faultsInjected).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'] as const;
 
-function table(results: readonly ScenarioResult[]): string {
-  const rows = [...SCENARIO_ROWS, FAULTS_ROW];
+function table(results: readonly ScenarioResult[], transport: ScenarioTransport): string {
+  // On the wire a call is a statement's round trip, counted at the wire proxy.
+  const calls = (name: string) => (transport === 'postgres' && name === 'Data API calls per message sent' ? 'wire round trips per message sent' : name);
+  const rows = [TRANSPORT_ROW, ...SCENARIO_ROWS.map(([name, cell]) => [calls(name), cell] as const), FAULTS_ROW];
   const header = ['', ...results.map((r) => r.pattern)];
   const lines = [header, ...rows.map(([name, cell]) => [name, ...results.map(cell)])];
   const widths = header.map((_, column) => Math.max(...lines.filter((_, i) => column === 0 || i < lines.length - 1).map((line) => line[column]!.length)));
@@ -130,6 +140,18 @@ function table(results: readonly ScenarioResult[]): string {
   const faultsLine = lines.at(-1)!;
   const faultLines = results.map((result, index) => `faults injected (${result.pattern} run): ${faultsLine[index + 1]}`);
   return [body[0], '-'.repeat(body[0]!.length), ...body.slice(1), '', ...faultLines].join('\n');
+}
+
+const TRANSPORT_LABELS: Record<ScenarioTransport, string> = {
+  'data-api': 'data-api (the local Data API over HTTP)',
+  postgres: 'postgres (node-postgres over the PostgreSQL wire protocol, through the wire proxy)',
+};
+
+/** The `--transport` value; only the SQS demo (not `other`, the pipeline or a stream) runs on the wire. */
+function transportOf(text: string, other: string | undefined): ScenarioTransport {
+  if (!(SCENARIO_TRANSPORTS as readonly string[]).includes(text)) throw new InboxConfigError('--transport', `"${text}" must be ${SCENARIO_TRANSPORTS.join(' or ')}`);
+  if (text !== 'data-api' && other) throw new InboxConfigError('--transport', `${text} runs the SQS demo; ${other} runs on the Data API: give one of them`);
+  return text as ScenarioTransport;
 }
 
 function wholeNumber(text: string, flag: string, min: number): number {

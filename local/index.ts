@@ -15,8 +15,11 @@ export { SqsEventSource, readBatchResponse } from './event-source.js';
 export type { SqsEventSourceOptions, SqsEventHandler, LambdaLikeContext, EventSourceStats, InvocationOutcome, PendingDelete } from './event-source.js';
 export { startLocal } from './stack.js';
 export type { LocalStack } from './stack.js';
-export { runScenario } from './scenario.js';
+export { runScenario, SCENARIO_TRANSPORTS } from './scenario.js';
 export type {
+  ScenarioTransport,
+  ScenarioDatabase,
+  PostgresDatabase,
   ScenarioOptions,
   ScenarioRunOptions,
   ScenarioConsumer,
@@ -47,7 +50,7 @@ export type { PipelineFaultName, HandOffFaultName } from './pipeline/faults.js';
  * baseline, with the demo's faults (a crash before the checkpoint among them), judged exactly once and in order.
  */
 export { runStreamScenario } from './stream-demo/run.js';
-export type { StreamScenarioOptions, StreamScenarioResult, StreamConsumer, StreamDemoOptions, StreamRunOptions } from './stream-demo/run.js';
+export type { StreamScenarioOptions, StreamScenarioResult, StreamConsumer, StreamEnvironment, StreamDemoOptions, StreamRunOptions } from './stream-demo/run.js';
 export { STREAM_SOURCES } from './stream-demo/sources.js';
 export type { StreamSourceName, StreamPattern } from './stream-demo/sources.js';
 export { STREAM_FAULTS } from './stream-demo/faults.js';

@@ -1,7 +1,7 @@
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { runBatch } from '../lambda/inbox/lanes/lanes.js';
 import type { Outcome } from '../lambda/inbox/lanes/lanes.js';
-import type { DataApiSession } from '../lambda/inbox/index.js';
+import type { InboxSession } from '../lambda/inbox/index.js';
 import { sqsSource } from '../lambda/inbox/sources/sqs.js';
 import type { InboxSource } from '../lambda/inbox/sources/source.js';
 
@@ -12,7 +12,7 @@ import type { InboxSource } from '../lambda/inbox/sources/source.js';
  * and two consumers racing on one message can both pass the check.
  */
 export interface NaiveConsumer<Raw = SQSRecord> {
-  readonly session: DataApiSession;
+  readonly session: InboxSession;
   /** A table with a `message_key text PRIMARY KEY` column, as a quoted, trusted identifier. */
   readonly processedTable: string;
   /** The message's idempotency key. */

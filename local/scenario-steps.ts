@@ -7,6 +7,8 @@ import { firstRow, judge, readEffects, selectByKey } from './effects.js';
 import type { SentMessage, Verdict } from './effects.js';
 import { SqsEventSource } from './event-source.js';
 import type { PendingDelete, SqsEventHandler } from './event-source.js';
+import type { Faults } from './data-api/faults.js';
+import type { Stats } from './data-api/stats.js';
 import type { FaultSchedule } from './fault-schedule.js';
 import { loadPg, loadSqsClient } from './peer-loaders.js';
 import { createDatabase } from './postgres.js';
@@ -248,7 +250,7 @@ let owned: string | undefined;
  * Runs `body` as the process's one scenario: it owns `process.env` (what `setEnv` sets is restored at the
  * end) and the stack's faults and call counts until it returns. `name` is the runner's, for the refusal.
  */
-export async function exclusively<T>(name: string, body: (setEnv: (env: Readonly<Record<string, string>>) => void) => Promise<T>): Promise<T> {
+export async function exclusively<T>(name: string, body: (setEnv: (env: Readonly<Record<string, string | undefined>>) => void) => Promise<T>): Promise<T> {
   if (owned !== undefined) {
     throw new Error(`${name}: another scenario (${owned}) is running in this process. A run owns process.env and the stack's faults: await one before starting the next.`);
   }
@@ -258,7 +260,9 @@ export async function exclusively<T>(name: string, body: (setEnv: (env: Readonly
     return await body((env) => {
       for (const [key, value] of Object.entries(env)) {
         if (!saved.has(key)) saved.set(key, process.env[key]);
-        process.env[key] = value;
+        // undefined unsets the variable for the run.
+        if (value === undefined) delete process.env[key];
+        else process.env[key] = value;
       }
     });
   } finally {
@@ -277,7 +281,7 @@ export async function exclusively<T>(name: string, body: (setEnv: (env: Readonly
  * but refuses to start without a region and credentials, and the endpoint serves calls without a queue
  * URL. `extra` comes last and may override any of them.
  */
-export function runEnvironment(local: LocalStack, database: string, extra: Readonly<Record<string, string>> | undefined): Record<string, string> {
+export function runEnvironment(local: LocalStack, database: string, extra: Readonly<Record<string, string | undefined>> | undefined): Record<string, string | undefined> {
   return {
     INBOX_DATA_API_ENDPOINT: local.dataApi.endpoint,
     INBOX_RESOURCE_ARN: local.dataApi.resourceArn,
@@ -295,6 +299,8 @@ export function runEnvironment(local: LocalStack, database: string, extra: Reado
 /** What {@link driveUntilDrained} drives: the run's consumers, and how far they are. */
 export interface Drive {
   readonly local: LocalStack;
+  /** Where the consumers' database calls are faulted and counted. @default the stack's Data API server */
+  readonly calls?: { readonly faults: Faults; readonly stats: Stats } | undefined;
   readonly schedule: FaultSchedule;
   /** When the run started: the deadline counts from it. */
   readonly started: number;
@@ -314,13 +320,14 @@ export interface Drive {
 /**
  * The skeleton every scenario runs: the stack's faults and counts cleared, the commit-point faults
  * armed, Aurora paused, the consumers started; Aurora paused again half-way; then, once drained (or at
- * the deadline), the consumers stopped and the faults cleared. Returns whether it drained, and the Data
- * API calls the consumers made.
+ * the deadline), the consumers stopped and the faults cleared. Returns whether it drained, and the
+ * database calls the consumers made (Data API calls, or statements through the wire proxy).
  */
 export async function driveUntilDrained(drive: Drive): Promise<{ completed: boolean; dataApiCalls: number }> {
   const { local, schedule } = drive;
-  local.dataApi.stats.reset();
-  local.dataApi.faults.clear();
+  const calls = drive.calls ?? local.dataApi;
+  calls.stats.reset();
+  calls.faults.clear();
   schedule.armCommitPoint();
   schedule.pause();
   drive.start();
@@ -341,9 +348,9 @@ export async function driveUntilDrained(drive: Drive): Promise<{ completed: bool
     if (Date.now() > deadline) break;
   }
   await drive.stop();
-  local.dataApi.faults.clear();
+  calls.faults.clear();
   local.sqs.faults.clear();
-  return { completed, dataApiCalls: local.dataApi.stats.total() };
+  return { completed, dataApiCalls: calls.stats.total() };
 }
 
 /**

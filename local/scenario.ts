@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../lambda/inbox/index.js';
-import type { DatabaseTarget } from '../lambda/inbox/index.js';
+import type { InboxSession } from '../lambda/inbox/index.js';
 import { DEMO_PATTERNS, demoConsumer } from './demo-consumers.js';
 import type { DemoPattern } from './demo-consumers.js';
 import { notesOf, problemsOf } from './effects.js';
@@ -8,13 +8,17 @@ import type { DoubleEffect, OutOfOrderEffect } from './effects.js';
 import type { SqsEventSource, SqsEventHandler } from './event-source.js';
 import { FAULTS, FaultSchedule } from './fault-schedule.js';
 import type { CommitPoint, FaultLikelihood, FaultName } from './fault-schedule.js';
-import { buildMessages, createQueueWithDlq, deadLetteredKeys, driveUntilDrained, exclusively, faultedSource, handedOnMessages, inOwnDatabase, localSqsClient, onStack, openDatabase, produce, readVerdict, runEnvironment, runSetup, runVerify, sqsDrained, sweeperSession, sweeperTransport, waiting } from './scenario-steps.js';
+import { buildMessages, createQueueWithDlq, deadLetteredKeys, driveUntilDrained, exclusively, faultedSource, handedOnMessages, inOwnDatabase, localSqsClient, onStack, openDatabase, produce, readVerdict, runEnvironment, runSetup, runVerify, sqsDrained, sweeperTransport, waiting } from './scenario-steps.js';
 import { startSweeper, unsentRows } from './pipeline/sweeper.js';
+import { openHandlerTransport, SCENARIO_TRANSPORTS } from './scenario-transport.js';
+import type { HandlerTransport, ScenarioDatabase, ScenarioTransport } from './scenario-transport.js';
 import type { PeriodicSweeper } from './pipeline/sweeper.js';
 import type { LocalStack } from './stack.js';
 
 export { FAULTS, FAULT_RATES } from './fault-schedule.js';
 export type { CommitPoint, FaultLikelihood, FaultName, FaultUnit } from './fault-schedule.js';
+export { SCENARIO_TRANSPORTS } from './scenario-transport.js';
+export type { PostgresDatabase, ScenarioDatabase, ScenarioTransport } from './scenario-transport.js';
 
 /**
  * One message of a scenario, as {@link ScenarioConsumer.message} builds it.
@@ -43,12 +47,25 @@ export interface ScenarioMessage {
  * const handler = ({ database }: ScenarioEnvironment) => inbox({ consumer: 'payments', database, apply });
  */
 export interface ScenarioEnvironment {
-  /** The variables the run set in `process.env` (the `INBOX_*` ones and {@link ScenarioRunOptions.env}); restored when the run ends. */
+  /**
+   * The variables the run set in `process.env` (the `INBOX_*` ones, on the wire the `PG*` ones, and
+   * {@link ScenarioRunOptions.env}); restored when the run ends.
+   */
   readonly env: Readonly<Record<string, string>>;
-  /** The run's database, for `inbox({ database })` or `new DataApiSession(database, policy)`; its client has `maxAttempts: 1`. */
-  readonly database: DatabaseTarget;
-  /** A session on the run's database (callTimeoutMs 10 s, resumeDelaysMs [250, 500, 1000, 2000]), for handlers that talk to it directly. */
-  readonly session: DataApiSession;
+  /** The transport the run's handlers use ({@link ScenarioRunOptions.transport}). */
+  readonly transport: ScenarioTransport;
+  /**
+   * The run's database on the run's transport, for `inbox({ database })`: Data API settings (a client
+   * with `maxAttempts: 1`) on `'data-api'`; on `'postgres'`, `postgres(pool)` with a node-postgres pool of
+   * this handler's own through the wire proxy. For a session of your own on either, see `session`.
+   */
+  readonly database: ScenarioDatabase;
+  /**
+   * A session on the run's database over the run's transport, for handlers that talk to it directly:
+   * a `DataApiSession` (callTimeoutMs 10 s, resumeDelaysMs [250, 500, 1000, 2000]) on `'data-api'`, a
+   * `PostgresSession` (callTimeoutMs 10 s) on `'postgres'`. It meets the same faults as the handler.
+   */
+  readonly session: InboxSession;
   /** Which event source mapping the handler serves, from 0. */
   readonly instance: number;
   /** The local stack the run uses. */
@@ -166,6 +183,19 @@ export interface ScenarioRunOptions {
   readonly faults?: readonly FaultName[] | undefined;
   /** A FIFO queue (with a FIFO dead-letter queue), or a standard one. @default true */
   readonly fifo?: boolean | undefined;
+  /**
+   * How the handlers reach the database. `'data-api'`: through the local Data API server, as on Aurora
+   * without a VPC. `'postgres'`: over the PostgreSQL wire protocol, as through RDS Proxy or to any
+   * PostgreSQL: the factory's `database` is then `postgres(pool)` on a node-postgres pool through the
+   * testkit's wire proxy, which injects the same faults (a lost COMMIT answer is a connection dropped after
+   * the server committed; auto-pause holds statements as RDS Proxy does while Aurora resumes), and the run
+   * sets `PGHOST`, `PGPORT`, `PGDATABASE`, `PGUSER`, `PGPASSWORD` and `PGOPTIONS` to it instead of the
+   * Data API's `INBOX_*` variables, so that `new pg.Pool()` in a module connects there. The run's `setup`,
+   * `effects` and `verify` use the Data API on the same database either way. A run on `'postgres'`
+   * whose handlers made no call over the wire reports it in `problems`.
+   * @default 'data-api'
+   */
+  readonly transport?: ScenarioTransport | undefined;
   /** Event source mappings polling the queue at once, each with its own handler from the factory. @default 3 */
   readonly consumers?: number | undefined;
   /** FIFO message groups for messages that name none. @default max(4, messages / 10) */
@@ -216,6 +246,8 @@ export interface ScenarioResult {
   readonly pattern: string;
   /** The seed the faults were decided by. */
   readonly seed: number;
+  /** The transport the handlers ran on ({@link ScenarioRunOptions.transport}). */
+  readonly transport: ScenarioTransport;
   /** Logical messages produced. */
   readonly messages: number;
   /** Messages sent, duplicate sends included. */
@@ -263,7 +295,10 @@ export interface ScenarioResult {
   readonly outOfOrderPastDeadLetter: readonly OutOfOrderEffect[];
   /** Keys the effects query returned that no message carried (a sign the query is wrong). */
   readonly unexpectedKeys: readonly string[];
-  /** Calls the local Data API received while the consumers ran. */
+  /**
+   * Database calls the consumers made while they ran: calls the local Data API received, or on the wire
+   * (`transport: 'postgres'`) statements through the wire proxy, each a round trip.
+   */
   readonly dataApiCalls: number;
   /** `dataApiCalls` per message sent. */
   readonly callsPerMessage: number;
@@ -346,6 +381,7 @@ interface Settings {
   readonly visibilityTimeoutSeconds: number;
   readonly timeoutMs: number;
   readonly database: string | undefined;
+  readonly transport: ScenarioTransport;
   readonly env: Readonly<Record<string, string>> | undefined;
   readonly destinations: readonly string[];
   readonly onProgress: ((settled: number, sent: number) => void) | undefined;
@@ -391,6 +427,10 @@ function resolve(options: ScenarioOptions): Settings {
   if (!Array.isArray(destinations) || destinations.some((name) => typeof name !== 'string' || !/^[A-Za-z0-9_-]{1,40}$/.test(name))) {
     problems.push(`destinations must be names of 1 to 40 letters, digits, - or _, as tx.send({ to }) gives them; got ${JSON.stringify(destinations)}.`);
   }
+  const transport = options.transport ?? 'data-api';
+  if (!(SCENARIO_TRANSPORTS as readonly unknown[]).includes(transport)) {
+    problems.push(`transport must be ${SCENARIO_TRANSPORTS.map((name) => `'${name}'`).join(' or ')}; got ${JSON.stringify(transport)}.`);
+  }
   const faults = options.faults ?? FAULTS;
   const unknown = faults.filter((fault) => !(FAULTS as readonly string[]).includes(fault));
   if (unknown.length > 0) problems.push(`faults: unknown ${unknown.map((f) => JSON.stringify(f)).join(', ')}; choose from ${FAULTS.join(', ')}.`);
@@ -406,38 +446,41 @@ function resolve(options: ScenarioOptions): Settings {
     visibilityTimeoutSeconds,
     timeoutMs,
     database: options.database,
+    transport,
     env: options.env,
     destinations: options.destinations ?? [],
     onProgress: options.onProgress,
   };
 }
 
-async function run(local: LocalStack, settings: Settings, setEnv: (env: Record<string, string>) => void): Promise<ScenarioResult> {
+type SetEnv = (env: Readonly<Record<string, string | undefined>>) => void;
+
+async function run(local: LocalStack, settings: Settings, setEnv: SetEnv): Promise<ScenarioResult> {
   const started = Date.now();
   const { consumer } = settings;
   const label = consumer.label ?? 'handler';
   const tag = `${label.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 20)}_${settings.seed}_${randomBytes(3).toString('hex')}`;
   local.dataApi.faults.clear();
-  const schedule = new FaultSchedule(settings.seed, settings.faults, local.dataApi, consumer.commitPoint ?? 'commit');
 
-  if (settings.database) return runIn(local, settings, setEnv, { started, tag, schedule, database: settings.database });
-  return inOwnDatabase(local, `scenario_${tag}`, (database) => runIn(local, settings, setEnv, { started, tag, schedule, database }));
+  if (settings.database) return runIn(local, settings, setEnv, { started, tag, database: settings.database });
+  return inOwnDatabase(local, `scenario_${tag}`, (database) => runIn(local, settings, setEnv, { started, tag, database }));
 }
 
 /** What {@link run} prepared for {@link runIn}. */
 interface Prepared {
   readonly started: number;
   readonly tag: string;
-  readonly schedule: FaultSchedule;
   readonly database: string;
 }
 
 /** The run in its database: queues, producer, consumers, then the verdict. */
-async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record<string, string>) => void, prepared: Prepared): Promise<ScenarioResult> {
-  const { started, tag, schedule, database } = prepared;
+async function runIn(local: LocalStack, settings: Settings, setEnv: SetEnv, prepared: Prepared): Promise<ScenarioResult> {
+  const { started, tag, database } = prepared;
   const { consumer, fifo } = settings;
   const label = consumer.label ?? 'handler';
   const { client: dataApiClient, target, session } = openDatabase(local, database);
+  // The handlers' transport, and where their calls meet the schedule's faults.
+  let handlers: HandlerTransport | undefined;
 
   // The queues, through the model (queue attributes), and the producer through the SQS endpoint.
   const model = local.sqs.model;
@@ -450,6 +493,10 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
   try {
     await migrate(session, [INBOX_MIGRATIONS]);
     await runSetup('runScenario', session, consumer.setup);
+    const opened = await openHandlerTransport(local, database, settings.transport, { target, session });
+    handlers = opened;
+    const { calls } = opened;
+    const schedule = new FaultSchedule(settings.seed, settings.faults, calls, consumer.commitPoint ?? 'commit');
 
     // Produce: every message once through the producer (its key as the idempotency key), duplicates
     // with the same key but a fresh deduplication id, and a few poison bodies.
@@ -459,36 +506,41 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
 
     // The handlers, one per event source mapping, made once the environment is set.
     const named: Record<string, string> = handOff.length > 0 ? { INBOX_DESTINATIONS: JSON.stringify(Object.fromEntries(handOff.map(({ name, queue: q }) => [name, q.url]))) } : {};
-    const env = runEnvironment(local, database, { ...named, ...settings.env });
-    setEnv(env);
+    const assigned = runEnvironment(local, database, { ...opened.env, ...named, ...settings.env });
+    setEnv(assigned);
+    const env = definedOnly(assigned);
     for (let instance = 0; instance < settings.consumers; instance++) {
-      const handler = await makeHandler(consumer.handler, { env, database: target, session, instance, local });
+      const handler = await makeHandler(consumer.handler, { env, transport: settings.transport, database: opened.database(), session: opened.session, instance, local });
       checkHandler(handler, database);
       sources.push(faultedSource({ model, queue, handler, schedule, visibilityTimeoutSeconds: settings.visibilityTimeoutSeconds, functionName: `scenario-consumer-${instance}` }));
     }
 
     let left = sends;
+    // On the wire, any call the local Data API gets while the consumers run is a handler that ignored the transport.
+    local.dataApi.stats.reset();
     const { completed, dataApiCalls } = await driveUntilDrained({
       local,
+      calls,
       schedule,
       started,
       timeoutMs: settings.timeoutMs,
       start: () => {
         for (const source of sources) source.start();
-        if (handOff.length > 0) sweeper = startSweeper(sweeperSession(target), sweeperTransport(sqsClient, (sent) => (swept += sent)), { everyMs: 500, minAgeMs: settings.visibilityTimeoutSeconds * 1000 });
+        if (handOff.length > 0) sweeper = startSweeper(opened.sweeper, sweeperTransport(sqsClient, (sent) => (swept += sent)), { everyMs: 500, minAgeMs: settings.visibilityTimeoutSeconds * 1000 });
       },
       progress: () => {
         left = waiting(model, queue.url);
         return { settled: sends - left, total: sends };
       },
       onProgress: () => settings.onProgress?.(Math.max(0, sends - left), sends),
-      drained: () => sqsDrained(model, [queue.url], sources, sweeper ? () => unsentRows(session) : undefined),
+      drained: () => sqsDrained(model, [queue.url], sources, sweeper ? () => unsentRows(opened.outboxWatch) : undefined),
       stop: async () => {
         await sweeper?.stop();
         await Promise.all(sources.map((source) => source.stop()));
       },
     });
     left = waiting(model, queue.url);
+    const transportProblems = opened.problems(dataApiCalls, local.dataApi.stats.total());
 
     // Count, from the user's effects query, the parked table and the dead-letter queue.
     const verdict = await readVerdict(session, consumer.effects, sent, 'SELECT message_key AS key FROM inbox.parked_message', deadLetteredKeys(model, dlq));
@@ -496,12 +548,14 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
     const unmatched = schedule.commitPointProblem();
     if (unmatched) problems.push(unmatched);
     problems.push(...schedule.unfiredProblems(settings.messages));
+    problems.push(...transportProblems);
     const destinations: HandedOn = Object.fromEntries(handOff.map(({ name, queue: q }) => [name, handedOnMessages(model, q)]));
     problems.push(...(await runVerify(consumer.verify, session, destinations)));
     const total = (count: (source: SqsEventSource) => number) => sources.reduce((sum, source) => sum + count(source), 0);
     return {
       pattern: label,
       seed: settings.seed,
+      transport: settings.transport,
       messages: settings.messages,
       sends,
       duplicateSends,
@@ -539,10 +593,17 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
     await sweeper?.stop();
     await Promise.all(sources.map((source) => source.stop()));
     local.dataApi.faults.clear();
+    handlers?.calls.faults.clear();
+    await handlers?.close();
     sqsClient.destroy();
     dataApiClient.destroy();
     for (const q of [queue, dlq, ...handOff.flatMap((destination) => [destination.queue, destination.dlq])]) model.deleteQueue(q.url);
   }
+}
+
+/** The variables a run sets, without those it unsets. */
+function definedOnly(env: Readonly<Record<string, string | undefined>>): Record<string, string> {
+  return Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => entry[1] !== undefined));
 }
 
 /**

@@ -39,6 +39,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
       consumers: { type: 'string', example: '3', default: '3' },
       pipeline: { type: 'boolean' },
       source: { type: 'string', example: 'kafka', default: 'sqs' },
+      transport: { type: 'string', example: 'postgres', default: 'data-api' },
     },
     demoCommand,
   ),

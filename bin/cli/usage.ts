@@ -16,6 +16,9 @@ export const STREAM_FAULT_NAMES = STREAM_FAULTS;
 /** What `sqs-inbox demo --source` accepts: sqs (the default demo) or a stream. */
 export const DEMO_SOURCES = ['sqs', 'kinesis', 'dynamodb', 'kafka'] as const;
 
+/** What `sqs-inbox demo --transport` accepts: local/scenario-transport.ts's SCENARIO_TRANSPORTS (test/local/cli.test.ts checks), without loading it. */
+export const DEMO_TRANSPORTS = ['data-api', 'postgres'] as const;
+
 /** What `sqs-inbox migrate --sets` accepts; test/local/cli.test.ts checks it against lambda/functions/migration/migrate.ts. */
 export const MIGRATION_SET_NAMES = ['inbox', 'example-orders'] as const;
 
@@ -55,6 +58,10 @@ With --source kinesis, dynamodb or kafka, the orders go through that local strea
 customer (4 shards or partitions), into kinesisInbox, dynamoDbInbox or kafkaInbox, then the naive
 consumer; the worker crashes after its commits and before the checkpoint (offset commit).
 
+With --transport postgres, the consumers reach PostgreSQL over its wire protocol (node-postgres, as
+through RDS Proxy) instead of the local Data API: the same table and faults, injected by the testkit's
+wire proxy; the calls per message are then round trips. --pipeline and --source run on the Data API.
+
 Flags:
   --messages N     orders to produce, at least 1                              (default: 2000)
   --seed N         the seed that decides the orders and the faults            (default: 417)
@@ -67,6 +74,7 @@ Flags:
   --source NAME    where the orders go: ${DEMO_SOURCES.join(', ')}         (default: sqs)
                    (kinesis, dynamodb, kafka: no --pipeline; --consumers is one per shard;
                    --faults from ${STREAM_FAULT_NAMES.join(', ')})
+  --transport NAME how the consumers reach PostgreSQL: ${DEMO_TRANSPORTS.join(', ')}   (default: data-api)
   -h, --help       this help
 `;
 

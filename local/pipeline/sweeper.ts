@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { DataApiSession } from '../../lambda/inbox/index.js';
+import type { InboxSession } from '../../lambda/inbox/index.js';
 import type { OutboxTransport } from '../../lambda/inbox/outbox/relay.js';
 import { sweepOutbox } from '../../lambda/inbox/outbox/sweep.js';
 
@@ -23,7 +23,7 @@ export interface PeriodicSweeper {
  * rows older than a minute; the pipeline scales both down to its function timeout: a row older than that
  * was left by a handler that is done, or dead.
  */
-export function startSweeper(session: DataApiSession, transport: OutboxTransport, timing: { everyMs: number; minAgeMs: number }): PeriodicSweeper {
+export function startSweeper(session: InboxSession, transport: OutboxTransport, timing: { everyMs: number; minAgeMs: number }): PeriodicSweeper {
   const stats: SweeperStats = { sweeps: 0, failed: 0 };
   const stop = new AbortController();
   const loop = (async () => {
@@ -47,7 +47,7 @@ export function startSweeper(session: DataApiSession, transport: OutboxTransport
 }
 
 /** Outbox rows not sent yet: the pipeline is not done while there is one. */
-export async function unsentRows(session: DataApiSession): Promise<number> {
+export async function unsentRows(session: InboxSession): Promise<number> {
   const { rows } = await session.execute('SELECT count(*)::int AS unsent FROM inbox.outbox_message WHERE sent_at IS NULL');
   return Number(rows[0]?.unsent ?? 0);
 }

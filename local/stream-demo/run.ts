@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'aws-lambda';
 import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/index.js';
+import type { DatabaseTarget } from '../../lambda/inbox/index.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';
 import { problemsOf } from '../effects.js';
 import type { DoubleEffect, OutOfOrderEffect, SentMessage } from '../effects.js';
@@ -27,6 +28,20 @@ export interface StreamDemoOptions {
 }
 
 /**
+ * What a stream handler factory gets: {@link ScenarioEnvironment} on the Data API, the transport a stream
+ * scenario runs on.
+ *
+ * @example
+ * const handler = ({ database }: StreamEnvironment) => kinesisInbox({ consumer: 'credits', database, key: { field: 'creditId' }, apply });
+ */
+export interface StreamEnvironment extends Omit<ScenarioEnvironment, 'database' | 'session' | 'transport'> {
+  /** The run's database, for `kinesisInbox({ database })` or `new DataApiSession(database, policy)`; its client has `maxAttempts: 1`. */
+  readonly database: DatabaseTarget;
+  /** A session on the run's database (callTimeoutMs 10 s, resumeDelaysMs [250, 500, 1000, 2000]), for handlers that talk to it directly. */
+  readonly session: DataApiSession;
+}
+
+/**
  * Your own stream consumer: a `kinesisInbox`, `dynamoDbInbox` or `kafkaInbox` handler (or any handler
  * of the source's events), your tables, your records, and how to count your effects, as
  * {@link ScenarioConsumer} has them for SQS.
@@ -44,7 +59,7 @@ export interface StreamConsumer extends Pick<ScenarioConsumer, 'setup' | 'effect
    * A factory of the handler under test, called once, after the run's database exists and `INBOX_*` is
    * set: `({ database }) => kinesisInbox({ database, ... })`.
    */
-  readonly handler: (environment: ScenarioEnvironment) => StreamHandler<never> | Promise<StreamHandler<never>>;
+  readonly handler: (environment: StreamEnvironment) => StreamHandler<never> | Promise<StreamHandler<never>>;
   /**
    * Builds record `index`: `key`, the business id your effects query returns (on Kafka also sent as the
    * `idempotency-key` header; on Kinesis and DynamoDB your handler's `key` option must find it in the
@@ -313,7 +328,7 @@ async function runIn(local: LocalStack, settings: Settings, databaseName: string
     }
     const writes = settings.messages + duplicateSends;
 
-    const env = runEnvironment(local, databaseName, settings.env);
+    const env = runEnvironment(local, databaseName, settings.env) as Record<string, string>;
     setEnv(env);
     // The naive consumer fails a record and lets the stream retry it: no resume retries of its own.
     const handler = demo

@@ -47,5 +47,9 @@ describe('npm run bench', () => {
     expect(run.results).toMatch(/every call count matches the design/);
     expect(run.results).toMatch(/Not run, so nothing is claimed about them: the purge \(--calls-only\), the fault scenario \(--calls-only\), the consumer bundle \(--calls-only\)\./);
     expect(run.results).not.toMatch(/scenario has no double/);
+    // The modes over the PostgreSQL wire protocol: round trips counted at the wire proxy, the designed calls.
+    expect(run.results).toMatch(/round trips over the PostgreSQL wire protocol match its designed calls/);
+    expect(run.results).toMatch(/^\| inbox-tx \| 4 \(Begin 1 \+ Execute 2 \+ Commit 1\) \| 0\.10 \| 4 \| 1\.2 ms \| not timed \| 40 ms \| 33x \|$/m);
+    expect(run.results).toMatch(/^\| inbox-batch-stmt \| 0\.10 \(Execute 0\.10\) \| 0\.10 \| 1 per batch \| 0\.3 ms \| not timed \| 10 ms \| 33x \|$/m);
   }, 120_000);
 });

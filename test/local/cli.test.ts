@@ -8,7 +8,7 @@ import { ExecuteStatementCommand, RDSDataClient } from '@aws-sdk/client-rds-data
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { MIGRATION_SETS } from '../../lambda/functions/migration/migrate.js';
-import { FAULTS } from '../../local/scenario.js';
+import { FAULTS, SCENARIO_TRANSPORTS } from '../../local/scenario.js';
 import { freshDatabase } from '../support/database.js';
 
 /** The installed bin: compiled JavaScript, as `npx sqs-inbox` runs it (`npm test` builds dist/ first). */
@@ -66,7 +66,7 @@ const NO_PACKAGES = `--import=data:text/javascript,${encodeURIComponent(
 
 const DATABASE_FLAGS = ['--resource-arn', '--secret-arn', '--database', '--endpoint', '--schema'];
 const COMMAND_FLAGS: Record<string, string[]> = {
-  demo: ['--messages', '--seed', '--faults', '--consumers'],
+  demo: ['--messages', '--seed', '--faults', '--consumers', '--transport'],
   local: ['--json'],
   'data-api': ['--port', '--database-url', '--json'],
   migrate: ['--sets', ...DATABASE_FLAGS],
@@ -222,6 +222,7 @@ describe('npx sqs-inbox', () => {
   it('names in demo --help every fault the scenario can inject, and in migrate --help every migration set', async () => {
     const demo = await cliRun(['demo', '--help']);
     for (const fault of FAULTS) expect(demo.stdout).toContain(fault);
+    expect(demo.stdout).toContain(`--transport NAME how the consumers reach PostgreSQL: ${SCENARIO_TRANSPORTS.join(', ')}`);
     const migrate = await cliRun(['migrate', '--help']);
     for (const set of Object.keys(MIGRATION_SETS)) expect(migrate.stdout).toContain(set);
   });
@@ -234,6 +235,8 @@ describe('npx sqs-inbox', () => {
     ['a negative number', ['purge', '--retention-seconds', '-5'], '--retention-seconds'],
     ['a number below the minimum', ['demo', '--messages', '0'], '--messages'],
     ['an unknown fault', ['demo', '--faults', 'meteor'], '--faults'],
+    ['an unknown transport, with the accepted ones', ['demo', '--transport', 'wire'], '--transport "wire" is not one of: data-api, postgres'],
+    ['the wire with a stream demo', ['demo', '--transport', 'postgres', '--source', 'kafka'], '--transport postgres runs the SQS demo; --source runs on the Data API'],
     ['an unknown migration set', ['migrate', '--sets', 'billing'], '--sets'],
     ['a value given to a switch', ['local', '--json=yes'], '--json'],
     ['a stray argument', ['local', 'now'], '"now"'],

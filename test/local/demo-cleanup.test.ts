@@ -1,12 +1,12 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
-import { Writable } from 'node:stream';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runDemo } from '../../local/demo.js';
 import { runScenario, startLocal } from '../../local/index.js';
 import type { LocalStack, ScenarioConsumer } from '../../local/index.js';
 import { freshDatabase } from '../support/database.js';
+import { textSink } from '../support/text-sink.js';
 
 // The demo and runScenario on a server given by URL (DATABASE_URL), as a user's own PostgreSQL: every
 // database a run creates there is dropped when the run ends, passed or failed. Other test files create
@@ -38,18 +38,6 @@ async function exists(name: string): Promise<boolean> {
   return (await server.query('SELECT 1 FROM pg_database WHERE datname = $1', [name])).rowCount === 1;
 }
 
-/** A stream that keeps what the demo prints. */
-function sink() {
-  let text = '';
-  const stream = new Writable({
-    write(chunk, _encoding, done) {
-      text += String(chunk);
-      done();
-    },
-  });
-  return { stream, text: () => text };
-}
-
 describe('the demo on a DATABASE_URL server', () => {
   it('prints its table and leaves none of the databases its three runs created', async () => {
     // The seed is in each run's database name: scenario_<label>_<seed>_<random>.
@@ -63,7 +51,7 @@ describe('the demo on a DATABASE_URL server', () => {
         await new Promise((resolve) => setTimeout(resolve, 25));
       }
     })();
-    const out = sink();
+    const out = textSink();
     let code: number;
     try {
       code = await runDemo(['--messages', '30', '--seed', String(seed), '--faults', 'none', '--consumers', '1'], out.stream);
@@ -114,8 +102,8 @@ describe('runScenario on a DATABASE_URL server', () => {
   /** A handler that inserts each record's payment, and tells which database the run made for it. */
   const inserting =
     (seen: (database: string | undefined) => void): ScenarioConsumer['handler'] =>
-    ({ session, database }) => {
-      seen(database.database);
+    ({ session, env }) => {
+      seen(env.INBOX_DATABASE);
       return async (event) => {
         for (const record of event.Records) {
           await session.execute('INSERT INTO public.payments (payment_id) VALUES (:id)', { id: JSON.parse(record.body).paymentId });
@@ -136,7 +124,7 @@ describe('runScenario on a DATABASE_URL server', () => {
       runScenario(local, {
         ...consumer,
         handler: (environment) => {
-          database = environment.database.database;
+          database = environment.env.INBOX_DATABASE;
           throw new Error('the handler module failed to load');
         },
         messages: 5,

@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { runDemo } from '../../local/demo.js';
+import { InboxConfigError } from '../../lambda/inbox/index.js';
+import { textSink } from '../support/text-sink.js';
+
+// `npm start -- --transport postgres`: the demo's three consumers on the wire, same orders, table and
+// faults; the Data API stays the default.
+
+const FEW = ['--messages', '60', '--seed', '5', '--faults', 'duplicate-sends,drop-commit,auto-pause', '--consumers', '2'];
+
+describe('the demo on either transport', () => {
+  it('runs its inbox columns over the PostgreSQL wire protocol with --transport postgres, exactly once', async () => {
+    const out = textSink();
+    const code = await runDemo([...FEW, '--transport', 'postgres'], out.stream);
+    expect(code, out.text()).toBe(0);
+    expect(out.text()).toContain('transport: postgres (node-postgres over the PostgreSQL wire protocol, through the wire proxy)');
+    // Each column's consumers ran on the wire: the runs say so themselves.
+    expect(out.text()).toMatch(/^transport\s+postgres\s+postgres\s+postgres$/m);
+    expect(out.text()).toMatch(/^orders produced\s+60\s+60\s+60$/m);
+    expect(out.text()).toMatch(/^double effects\s+0\s+0\s+\d+$/m);
+    expect(out.text()).toMatch(/^lost \(not shipped, parked or in DLQ\)\s+0\s+0\s+\d+$/m);
+    expect(out.text()).toMatch(/^wire round trips per message sent\s+[\d.]+\s+[\d.]+\s+[\d.]+$/m);
+  }, 180_000);
+
+  it('stays on the Data API by default, and takes --transport data-api', async () => {
+    for (const transport of [[], ['--transport', 'data-api']]) {
+      const out = textSink();
+      expect(await runDemo([...FEW.slice(0, 4), '--faults', 'none', '--consumers', '1', ...transport], out.stream)).toBe(0);
+      expect(out.text()).toMatch(/^transport\s+data-api\s+data-api\s+data-api$/m);
+      expect(out.text()).toMatch(/^Data API calls per message sent\s/m);
+    }
+  }, 180_000);
+
+  it('refuses an unknown transport, naming the accepted ones, and the wire with the pipeline', async () => {
+    await expect(runDemo(['--transport', 'wire'], textSink().stream)).rejects.toThrow(InboxConfigError);
+    await expect(runDemo(['--transport', 'wire'], textSink().stream)).rejects.toThrow('"wire" must be data-api or postgres');
+    await expect(runDemo(['--transport', 'postgres', '--pipeline'], textSink().stream)).rejects.toThrow('postgres runs the SQS demo; --pipeline runs on the Data API');
+  });
+
+  it('names the transports in its usage', async () => {
+    const out = textSink();
+    expect(await runDemo(['--help'], out.stream)).toBe(0);
+    expect(out.text()).toContain('[--transport data-api|postgres]');
+  });
+});

@@ -1,0 +1,137 @@
+import { SQSClient } from '@aws-sdk/client-sqs';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { inbox } from '../../lambda/inbox/index.js';
+import { sqsOutbox } from '../../lambda/inbox/outbox/index.js';
+import { runScenario, startLocal } from '../../local/index.js';
+import type { LocalStack, ScenarioConsumer, ScenarioEnvironment, ScenarioTransport } from '../../local/index.js';
+
+// runScenario({ transport }): one user's handler through the same faults over the Data API and over the
+// PostgreSQL wire protocol (a node-postgres pool through the testkit's wire proxy), judged on one table.
+let local: LocalStack;
+beforeAll(async () => {
+  local = await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } });
+});
+afterAll(async () => local?.close());
+
+const INSERT = 'INSERT INTO public.payments (payment_id, amount_cents) VALUES (:id, :amount)';
+
+const payments: Omit<ScenarioConsumer, 'handler'> = {
+  // No primary key on payment_id: a double effect is a second row, not a failed insert.
+  setup: 'CREATE TABLE public.payments (id bigserial PRIMARY KEY, payment_id text NOT NULL, amount_cents int NOT NULL)',
+  message: (i) => ({ key: `pay-${i}`, body: { paymentId: `pay-${i}`, amountCents: 100 + i }, groupId: `customer-${i % 20}` }),
+  effects: 'SELECT payment_id AS key, count(*), min(id) AS seq FROM public.payments GROUP BY 1',
+};
+
+/** The module-level handler, loaded anew for each run (a module loads once per process otherwise). */
+async function freshModuleHandler(seen: (pgHost: string | undefined) => void) {
+  vi.resetModules();
+  seen(process.env.PGHOST);
+  return (await import('../fixtures/either-transport/payments-worker.js')).handler;
+}
+
+describe('runScenario on either transport', () => {
+  it.each<ScenarioTransport>(['data-api', 'postgres'])('runs one handler module on %s through every fault: none doubled, none lost, in order', async (transport) => {
+    let pgHost: string | undefined = 'not loaded';
+    const result = await runScenario(local, { ...payments, handler: () => freshModuleHandler((host) => (pgHost = host)), transport, messages: 320 });
+
+    expect(result.problems).toEqual([]);
+    expect(result.extraEffects).toBe(0);
+    expect(result.lost).toBe(0);
+    expect(result.orderViolations).toBe(0);
+    // The module chose its transport from the run's environment: PGHOST (the wire proxy) only on the wire.
+    expect(pgHost === undefined).toBe(transport === 'data-api');
+    expect(Object.keys(result.faultsInjected).sort()).toEqual(['auto-pause', 'crash-after-commit', 'crash-in-transaction', 'drop-commit', 'duplicate-sends', 'poison', 'server-errors', 'visibility-expiry']);
+  }, 240_000);
+
+  it("hands the factory the wire's database, and sends the handler's calls over the wire", async () => {
+    let given: ScenarioEnvironment | undefined;
+    let idleInTransaction: unknown;
+    const result = await runScenario(local, {
+      ...payments,
+      handler: async (environment) => {
+        given = environment;
+        const { rows } = await environment.session.execute("SELECT current_setting('idle_in_transaction_session_timeout') AS timeout");
+        idleInTransaction = rows[0]?.timeout;
+        return inbox<{ paymentId: string; amountCents: number }>({
+          consumer: 'payments-worker',
+          database: environment.database,
+          apply: async (tx, { body }) => {
+            await tx.execute(INSERT, { id: body.paymentId, amount: body.amountCents });
+          },
+        });
+      },
+      transport: 'postgres',
+      messages: 40,
+      faults: ['duplicate-sends', 'drop-commit', 'auto-pause'],
+      seed: 3,
+    });
+    expect(result.problems.filter((problem) => !problem.includes('was never injected'))).toEqual([]);
+    expect(result.extraEffects).toBe(0);
+    expect(result.lost).toBe(0);
+    expect(given?.transport).toBe('postgres');
+    expect(given?.database).toHaveProperty('pool');
+    expect(given?.env.PGHOST).toBe('127.0.0.1');
+    expect(given?.env).not.toHaveProperty('INBOX_RESOURCE_ARN');
+    // A transaction a crashed worker left open ends after 2 s, as on the run's Data API.
+    expect(idleInTransaction).toBe('2s');
+    expect(given?.env.PGOPTIONS).toBe('-c idle_in_transaction_session_timeout=2000');
+    // Begin, claim, insert, commit per message at least: counted at the wire proxy.
+    expect(result.callsPerMessage).toBeGreaterThanOrEqual(3);
+  }, 120_000);
+
+  it('relays an outbox handler\'s messages on the wire, its sweeper and outbox watch on the wire too', async () => {
+    const result = await runScenario(local, {
+      ...payments,
+      handler: ({ database }) =>
+        inbox<{ paymentId: string; amountCents: number }>({
+          consumer: 'payments-worker',
+          database,
+          outbox: sqsOutbox({ client: new SQSClient({}) }),
+          apply: async (tx, { body }) => {
+            await tx.execute(INSERT, { id: body.paymentId, amount: body.amountCents });
+            tx.send({ to: 'receipts', body: { paymentId: body.paymentId }, groupId: 'receipts' });
+          },
+        }),
+      transport: 'postgres',
+      destinations: ['receipts'],
+      messages: 40,
+      faults: ['duplicate-sends', 'drop-commit'],
+      seed: 3,
+    });
+    // Any Data API call during the run (a sweeper or watch left on the Data API) would be a problem here.
+    expect(result.problems.filter((problem) => !problem.includes('was never injected'))).toEqual([]);
+    const receipted = new Set(result.destinations.receipts!.map((message) => (JSON.parse(message.body) as { paymentId: string }).paymentId));
+    expect(receipted.size).toBe(result.applied);
+  }, 120_000);
+
+  it('fails a run on the wire whose handler ignores the transport and goes to the Data API', async () => {
+    const result = await runScenario(local, {
+      ...payments,
+      // The run's database over the Data API, whatever the transport.
+      handler: ({ env }: ScenarioEnvironment) =>
+        inbox({
+          consumer: 'payments-worker',
+          database: { resourceArn: local.dataApi.resourceArn, secretArn: local.dataApi.secretArn, database: env.INBOX_DATABASE },
+          apply: async (tx, message) => {
+            const body = message.body as { paymentId: string; amountCents: number };
+            await tx.execute(INSERT, { id: body.paymentId, amount: body.amountCents });
+          },
+        }),
+      transport: 'postgres',
+      env: { INBOX_DATA_API_ENDPOINT: local.dataApi.endpoint },
+      messages: 10,
+      faults: [],
+    });
+    expect(result.exactlyOnce).toBe(false);
+    expect(result.problems).toEqual([
+      expect.stringContaining("transport 'postgres', but the handlers made no call over the wire: they ignored the transport."),
+      expect.stringMatching(/^transport 'postgres', but the handlers made \d+ call\(s\) to the local Data API: they ignored the transport\./),
+    ]);
+  }, 60_000);
+
+  it('refuses an unknown transport, naming the accepted ones', async () => {
+    await expect(runScenario(local, { ...payments, handler: () => async () => ({ batchItemFailures: [] }), transport: 'wire' as never })).rejects.toThrow(
+      "runScenario: transport must be 'data-api' or 'postgres'; got \"wire\".",
+    );
+  });
+});
