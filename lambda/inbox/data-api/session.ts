@@ -9,6 +9,7 @@ import {
 import type { ExecuteStatementCommandOutput } from '@aws-sdk/client-rds-data';
 import { DataApiError } from '../errors.js';
 import type { InboxSession } from '../transport/session.js';
+import type { DataApiPassThrough, PassThroughOperation, TransactionChannel } from '../transport/pass-through.js';
 import { classify, isConnectionReset } from './failures.js';
 import { toSqlParameters } from './parameters.js';
 import type { SqlParams } from './parameters.js';
@@ -190,6 +191,25 @@ export class DataApiSession implements InboxSession {
   }
 
   /**
+   * An ORM's ExecuteStatement or BatchExecuteStatement, sent inside the inbox's transaction as this session
+   * sends its own: one attempt (auto-pause refusals aside), the call timeout, the failure classified.
+   */
+  get passThrough(): DataApiPassThrough {
+    const { resourceArn, secretArn, database } = this.target;
+    return {
+      transport: 'data-api',
+      resourceArn,
+      secretArn,
+      database,
+      send: (operation: PassThroughOperation, input: Readonly<Record<string, unknown>>, transactionId: string) =>
+        this.call(operation, { resume: true, reset: false }, () => {
+          const request = { ...input, resourceArn, secretArn, database, transactionId };
+          return operation === 'ExecuteStatement' ? new ExecuteStatementCommand(request as never) : new BatchExecuteStatementCommand(request as never);
+        }),
+    };
+  }
+
+  /**
    * Sends one call. `retry.resume`: a DatabaseResumingException is retried after the policy's delays.
    * `retry.reset`: a reset connection is sent once more; only for a call that is safe to run twice.
    */
@@ -254,6 +274,22 @@ export class Transaction {
       this.failure ??= error;
     });
     return run;
+  }
+
+  /**
+   * The way in for an ORM's driver (`sqs-inbox/orm`): its calls run with this transaction's id, queued with
+   * the statements, so a failed one makes {@link commit} roll back as a failed statement does. `before`
+   * runs ahead of each call (the claim, when no statement carried it yet).
+   */
+  channel(before: () => Promise<void> = async () => {}): TransactionChannel {
+    return {
+      transactionId: this.transactionId,
+      passThrough: this.session.passThrough,
+      run: async (call) => {
+        await before();
+        return this.enqueue(() => call(this.transactionId));
+      },
+    };
   }
 
   /** Runs one statement once per parameter set in this transaction, in one call (BatchExecuteStatement). */

@@ -1,0 +1,279 @@
+import { sql as drizzleSql } from 'drizzle-orm';
+import { drizzle as drizzleDataApi } from 'drizzle-orm/aws-data-api/pg';
+import { drizzle as drizzlePostgres } from 'drizzle-orm/node-postgres';
+import { Kysely, PostgresDialect, sql as kyselySql } from 'kysely';
+import { DataApiDialect } from 'kysely-data-api';
+import type { PoolClient } from 'pg';
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
+import { inbox } from '../../lambda/inbox/index.js';
+import type { InboxMessage, InboxOptions, InboxTransaction } from '../../lambda/inbox/index.js';
+import { OrmBindingError, TransactionControlError, transactionConnection, transactionDataApi } from '../../lambda/inbox/orm/index.js';
+import { shipOrder as drizzleDataApiRecipe } from '../../examples/orm/src/drizzle-data-api.js';
+import { shipOrder as drizzlePostgresRecipe } from '../../examples/orm/src/drizzle-postgres.js';
+import { shipOrder as kyselyDataApiRecipe } from '../../examples/orm/src/kysely-data-api.js';
+import { shipOrder as kyselyPostgresRecipe } from '../../examples/orm/src/kysely-postgres.js';
+import { orders } from '../../examples/orm/src/schema.js';
+import type { Database, OrderShipped } from '../../examples/orm/src/schema.js';
+import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord, TRANSPORT } from '../support/inbox.js';
+import type { InboxFixture } from '../support/inbox.js';
+
+// Drizzle and Kysely inside the inbox's transaction, on the transport the suite runs on (INBOX_TEST_TRANSPORT):
+// their own drivers, on real PostgreSQL, through the real AWS SDK or node-postgres and the local servers.
+
+let db: InboxFixture;
+beforeAll(async () => {
+  db = await inboxFixture('orm');
+});
+afterAll(async () => db.close());
+beforeEach(async () => {
+  await db.query('TRUNCATE public.orders, inbox.consumed_message');
+  db.server.faults.clear();
+  db.server.stats.reset();
+});
+
+/** What a test does with an ORM bound to the transaction: one write, or the ways a user may try to own the transaction. */
+interface Orm {
+  readonly name: string;
+  /** The recipe of docs/orm.md, from examples/orm-app. */
+  readonly recipe: (tx: InboxTransaction, message: InboxMessage<OrderShipped>) => Promise<void>;
+  /** Marks an order shipped through the ORM. */
+  ship(tx: InboxTransaction, orderId: string): Promise<void>;
+  /** The same write inside the ORM's own `db.transaction()`. */
+  shipInOwnTransaction(tx: InboxTransaction, orderId: string): Promise<void>;
+  /** A raw COMMIT through the ORM. */
+  commit(tx: InboxTransaction): Promise<void>;
+}
+
+const DATA_API_ORMS: readonly Orm[] = [
+  {
+    name: 'Drizzle (drizzle-orm/aws-data-api/pg)',
+    recipe: drizzleDataApiRecipe,
+    ship: async (tx, orderId) => void (await drizzleDataApi({ ...transactionDataApi(tx) }).insert(orders).values({ orderId, status: 'shipped', shippedCount: 1 })),
+    shipInOwnTransaction: async (tx, orderId) =>
+      drizzleDataApi({ ...transactionDataApi(tx) }).transaction(async (own) => void (await own.insert(orders).values({ orderId, status: 'shipped' }))),
+    commit: async (tx) => void (await drizzleDataApi({ ...transactionDataApi(tx) }).execute(drizzleSql`commit`)),
+  },
+  {
+    name: 'Kysely (kysely-data-api)',
+    recipe: kyselyDataApiRecipe,
+    ship: async (tx, orderId) => void (await kyselyOnDataApi(tx).insertInto('orders').values({ order_id: orderId, status: 'shipped', shipped_count: 1 }).execute()),
+    shipInOwnTransaction: async (tx, orderId) =>
+      kyselyOnDataApi(tx)
+        .transaction()
+        .execute(async (own) => void (await own.insertInto('orders').values({ order_id: orderId, status: 'shipped' }).execute())),
+    commit: async (tx) => void (await kyselySql`commit`.execute(kyselyOnDataApi(tx))),
+  },
+];
+
+const WIRE_ORMS: readonly Orm[] = [
+  {
+    name: 'Drizzle (drizzle-orm/node-postgres)',
+    recipe: drizzlePostgresRecipe,
+    ship: async (tx, orderId) => void (await drizzleOnWire(tx).insert(orders).values({ orderId, status: 'shipped', shippedCount: 1 })),
+    shipInOwnTransaction: async (tx, orderId) => drizzleOnWire(tx).transaction(async (own) => void (await own.insert(orders).values({ orderId, status: 'shipped' }))),
+    commit: async (tx) => void (await drizzleOnWire(tx).execute(drizzleSql`commit`)),
+  },
+  {
+    name: 'Kysely (PostgresDialect)',
+    recipe: kyselyPostgresRecipe,
+    ship: async (tx, orderId) => void (await kyselyOnWire(tx).insertInto('orders').values({ order_id: orderId, status: 'shipped', shipped_count: 1 }).execute()),
+    shipInOwnTransaction: async (tx, orderId) =>
+      kyselyOnWire(tx)
+        .transaction()
+        .execute(async (own) => void (await own.insertInto('orders').values({ order_id: orderId, status: 'shipped' }).execute())),
+    commit: async (tx) => void (await kyselySql`commit`.execute(kyselyOnWire(tx))),
+  },
+];
+
+function kyselyOnDataApi(tx: InboxTransaction) {
+  return new Kysely<Database>({ dialect: new DataApiDialect({ mode: 'postgres', driver: transactionDataApi(tx) }) });
+}
+function kyselyOnWire(tx: InboxTransaction) {
+  return new Kysely<Database>({ dialect: new PostgresDialect({ pool: transactionConnection(tx) }) });
+}
+function drizzleOnWire(tx: InboxTransaction) {
+  return drizzlePostgres({ client: transactionConnection<PoolClient>(tx) });
+}
+
+const ORMS = TRANSPORT === 'postgres' ? WIRE_ORMS : DATA_API_ORMS;
+
+/** The messages of an error and its causes. */
+function messages(error: unknown): string {
+  const all: string[] = [];
+  for (let at = error; at instanceof Error; at = at.cause) all.push(at.message);
+  return all.join(' <- ');
+}
+
+/** The error, or the first of its causes, of `type`: Drizzle wraps a failed query's error in its own. */
+function causeOf<T>(error: unknown, type: new (...args: never[]) => T): T | undefined {
+  for (let at = error; at instanceof Error; at = at.cause) if (at instanceof type) return at;
+  return undefined;
+}
+
+function handlerWith(apply: InboxOptions<OrderShipped>['apply'], extra: Partial<InboxOptions<OrderShipped>> = {}) {
+  const logger = recordingLogger();
+  return { logger, handler: inbox<OrderShipped>({ consumer: 'orm-worker', database: db.target, logger, metrics: recordingMetrics(), apply, ...extra }) };
+}
+
+const shippedCount = async (orderId: string) =>
+  (await db.query('SELECT shipped_count FROM public.orders WHERE order_id = $1', [orderId]))[0]?.shipped_count as number | undefined;
+const claimed = async (messageId: string) => (await db.query('SELECT 1 FROM inbox.consumed_message WHERE message_id = $1', [messageId])).length === 1;
+/** The ORM's writes the database received, seen at the local server (or the wire proxy). */
+function watchOrmWrites(): { readonly count: () => number } {
+  let writes = 0;
+  db.server.faults.watch((call) => {
+    if (/insert into "orders"/i.test(call.sql ?? '')) writes++;
+  });
+  return { count: () => writes };
+}
+
+describe.each(ORMS)(`$name inside the inbox's transaction (${TRANSPORT})`, (orm) => {
+  it("commits the recipe's write with the claim, in the inbox's transaction and no other", async () => {
+    const { handler } = handlerWith(orm.recipe);
+    const record = sqsRecord({ body: { orderId: 'o-commit' } });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await shippedCount('o-commit')).toBe(1);
+    expect(await claimed(record.messageId)).toBe(true);
+    // One transaction: the inbox's Begin and Commit, the claim and the ORM's statement inside it.
+    expect(db.server.stats.calls).toMatchObject({ BeginTransaction: 1, CommitTransaction: 1, ExecuteStatement: 2 });
+  });
+
+  it('rolls the write back with the claim when apply fails after it', async () => {
+    const { handler } = handlerWith(async (tx, message) => {
+      await orm.recipe(tx, message);
+      throw new Error('the effect failed after the write');
+    });
+    const record = sqsRecord({ body: { orderId: 'o-rollback' } });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(await shippedCount('o-rollback')).toBeUndefined();
+    expect(await claimed(record.messageId)).toBe(false);
+  });
+
+  it('leaves neither the write nor the claim when the commit is refused, and the redelivery applies once', async () => {
+    const { handler } = handlerWith(orm.recipe);
+    const record = sqsRecord({ body: { orderId: 'o-crash' } });
+    db.server.faults.serverError({ count: 1, operation: 'CommitTransaction' });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(await shippedCount('o-crash')).toBeUndefined();
+    expect(await claimed(record.messageId)).toBe(false);
+    expect((await handler({ Records: [{ ...record, attributes: { ...record.attributes, ApproximateReceiveCount: '2' } }] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await shippedCount('o-crash')).toBe(1);
+  });
+
+  it('applies once when the commit happened but its answer was lost: the redelivery is a duplicate', async () => {
+    const { handler } = handlerWith(orm.recipe);
+    const record = sqsRecord({ body: { orderId: 'o-lost' } });
+    db.server.faults.dropResponse({ operation: 'CommitTransaction' });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    const writes = watchOrmWrites();
+    expect((await handler({ Records: [{ ...record, attributes: { ...record.attributes, ApproximateReceiveCount: '2' } }] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(writes.count()).toBe(0);
+    expect(await shippedCount('o-lost')).toBe(1);
+  });
+
+  it.each(['before-apply', 'with-first-statement'] as const)('runs no write of the ORM for a duplicate (claim: %s)', async (claim) => {
+    const { handler } = handlerWith(orm.recipe, { claim, duplicateFilter: 'never' });
+    const record = sqsRecord({ body: { orderId: 'o-duplicate' } });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    const writes = watchOrmWrites();
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(writes.count()).toBe(0);
+    expect(await shippedCount('o-duplicate')).toBe(1);
+  });
+
+  it("claims first when the ORM's statement comes before any of tx.execute (claim: 'with-first-statement')", async () => {
+    const { handler } = handlerWith(async (tx, message) => orm.ship(tx, message.body.orderId), { claim: 'with-first-statement' });
+    const record = sqsRecord({ body: { orderId: 'o-riding' } });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await claimed(record.messageId)).toBe(true);
+    expect(await shippedCount('o-riding')).toBe(1);
+  });
+
+  it("refuses the ORM's own db.transaction() inside apply, naming the fix, and sends nothing of it", async () => {
+    let refused: unknown;
+    const { handler } = handlerWith(async (tx, message) => {
+      await orm.shipInOwnTransaction(tx, message.body.orderId).catch((error: unknown) => {
+        refused = error;
+        throw error;
+      });
+    });
+    const record = sqsRecord({ body: { orderId: 'o-own-transaction' } });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(causeOf(refused, TransactionControlError)?.message).toMatch(/^(BEGIN|BeginTransaction) refused inside the inbox's transaction.*Fix: drop db\.transaction\(\)/);
+    expect(db.server.stats.calls).toMatchObject({ BeginTransaction: 1, CommitTransaction: 0 });
+    expect(await shippedCount('o-own-transaction')).toBeUndefined();
+    expect(await claimed(record.messageId)).toBe(false);
+  });
+
+  it('refuses a COMMIT sent through the ORM, before it reaches the database', async () => {
+    let refused: unknown;
+    const { handler } = handlerWith(async (tx, message) => {
+      await orm.ship(tx, message.body.orderId);
+      await orm.commit(tx).catch((error: unknown) => {
+        refused = error;
+        throw error;
+      });
+    });
+    const record = sqsRecord({ body: { orderId: 'o-commit-statement' } });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(causeOf(refused, TransactionControlError)?.refused).toBe('COMMIT');
+    expect(await shippedCount('o-commit-statement')).toBeUndefined();
+  });
+
+  it('makes the commit roll back when an ORM statement failed, even if apply caught the error', async () => {
+    const { handler } = handlerWith(async (tx, message) => {
+      await orm.ship(tx, message.body.orderId);
+      // The same order again: a primary key violation, which PostgreSQL answers by aborting the transaction.
+      await orm.ship(tx, message.body.orderId).catch(() => {});
+    });
+    const record = sqsRecord({ body: { orderId: 'o-caught' } });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(await shippedCount('o-caught')).toBeUndefined();
+    expect(await claimed(record.messageId)).toBe(false);
+  });
+});
+
+describe('binding an ORM to something else than the transaction of apply', () => {
+  const other = TRANSPORT === 'postgres' ? transactionDataApi : transactionConnection;
+  const otherName = TRANSPORT === 'postgres' ? 'transactionDataApi' : 'transactionConnection';
+  const ownName = TRANSPORT === 'postgres' ? 'transactionConnection' : 'transactionDataApi';
+
+  it("refuses the other transport's binding, naming the one to use", async () => {
+    let refused: unknown;
+    const { handler } = handlerWith(async (tx) => {
+      try {
+        other(tx);
+      } catch (error) {
+        refused = error;
+        throw error;
+      }
+    });
+    await handler({ Records: [sqsRecord()] }, lambdaContext());
+    expect(refused).toBeInstanceOf(OrmBindingError);
+    expect(String(refused)).toContain(`Fix: use ${ownName}(tx)`);
+    expect(String(refused)).toContain(`${otherName}(tx) binds an ORM over`);
+  });
+
+  it('refuses a tx that is not the one inbox() gives apply', () => {
+    const handmade = { transactionId: 't', execute: async () => ({ rows: [], updated: 0 }), executeBatch: async () => 0, send: () => {} } satisfies InboxTransaction;
+    expect(() => transactionDataApi(handmade)).toThrow(OrmBindingError);
+    expect(() => transactionConnection(handmade)).toThrow(/needs the tx that apply or applyBatch receives from inbox\(\)/);
+  });
+
+  it('refuses a statement sent after apply returned without awaiting it', async () => {
+    let late: Promise<unknown> | undefined;
+    const { handler } = handlerWith(async (tx, message) => {
+      const orm = ORMS[0]!;
+      await orm.ship(tx, message.body.orderId);
+      late = new Promise((resolve) => setTimeout(resolve, 0)).then(() => orm.ship(tx, `${message.body.orderId}-late`)).then(
+        () => 'sent',
+        (error: unknown) => error,
+      );
+    });
+    await handler({ Records: [sqsRecord({ body: { orderId: 'o-late' } })] }, lambdaContext());
+    // Refused, whether the transaction was still ending (the session's queue) or had ended (the binding).
+    expect(messages(await late)).toMatch(/await every (tx\.execute|statement)/);
+    expect(await shippedCount('o-late-late')).toBeUndefined();
+    expect(await shippedCount('o-late')).toBe(1);
+  });
+});
