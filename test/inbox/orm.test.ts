@@ -131,7 +131,14 @@ describe.each(ORMS)(`$name inside the inbox's transaction (${TRANSPORT})`, (orm)
   it("commits the recipe's write with the claim, in the inbox's transaction and no other", async () => {
     const { handler } = handlerWith(orm.recipe);
     const record = sqsRecord({ body: { orderId: 'o-commit' } });
+    const transactions = { claim: [] as (string | undefined)[], write: [] as (string | undefined)[] };
+    db.server.faults.watch(({ sql, transactionId }) => {
+      if (sql?.includes('consumed_message')) transactions.claim.push(transactionId);
+      if (/insert into "orders"/i.test(sql ?? '')) transactions.write.push(transactionId);
+    });
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(transactions.write).toEqual([expect.any(String)]);
+    expect(transactions.write).toEqual(transactions.claim);
     expect(await shippedCount('o-commit')).toBe(1);
     expect(await claimed(record.messageId)).toBe(true);
     // One transaction: the inbox's Begin and Commit, the claim and the ORM's statement inside it.
@@ -184,7 +191,14 @@ describe.each(ORMS)(`$name inside the inbox's transaction (${TRANSPORT})`, (orm)
   it("claims first when the ORM's statement comes before any of tx.execute (claim: 'with-first-statement')", async () => {
     const { handler } = handlerWith(async (tx, message) => orm.ship(tx, message.body.orderId), { claim: 'with-first-statement' });
     const record = sqsRecord({ body: { orderId: 'o-riding' } });
+    const sent: string[] = [];
+    db.server.faults.watch(({ sql }) => {
+      if (sql?.includes('consumed_message')) sent.push('claim');
+      if (/insert into "orders"/i.test(sql ?? '')) sent.push('write');
+    });
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    // An ORM's statement cannot carry the claim: it goes alone first, so a duplicate sends no write.
+    expect(sent).toEqual(['claim', 'write']);
     expect(await claimed(record.messageId)).toBe(true);
     expect(await shippedCount('o-riding')).toBe(1);
   });
