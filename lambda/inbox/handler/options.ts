@@ -60,7 +60,10 @@ export interface InboxTransaction extends Pick<Transaction, 'execute' | 'execute
    * more than one message, pass the message the send belongs to as `from`.
    */
   send(message: OutboxSend, from?: { readonly key: string }): void;
-  /** The way in for Drizzle and Kysely: pass `tx` to `drizzleDataApi`, `kyselyPostgres` and the others of `sqs-inbox/orm`. */
+  /**
+   * The way in for Drizzle and Kysely: pass `tx` to `transactionDataApi` (Data API) or `transactionConnection` (wire) of `sqs-inbox/orm`.
+   * @internal `sqs-inbox/orm` reads it; not for calling.
+   */
   readonly [TRANSACTION_CHANNEL]?: TransactionChannel | undefined;
 }
 

@@ -271,7 +271,7 @@ export function inboxTransaction(tx: Transaction, outbox: TransactionOutbox, cla
     executeBatch: (sql, paramSets) => statements.executeBatch(sql, paramSets),
     send: (message, from) => outbox.send(message, from),
     transactionId: tx.transactionId,
-    [TRANSACTION_CHANNEL]: tx.channel(claim && (() => claim.claimFirst())),
+    [TRANSACTION_CHANNEL]: tx.channel(claim),
   };
 }
 

@@ -1,4 +1,4 @@
-import { RDSData } from '@aws-sdk/client-rds-data';
+import { BatchExecuteStatementCommand, ExecuteStatementCommand, RDSData } from '@aws-sdk/client-rds-data';
 import type { InboxTransaction } from '../handler/options.js';
 import type { DataApiPassThrough, PassThroughOperation, TransactionChannel } from '../transport/pass-through.js';
 import { channelOf } from './channel.js';
@@ -37,9 +37,9 @@ export function transactionDataApi(tx: InboxTransaction): TransactionDataApi {
   const { channel, passThrough } = channelOf(tx, 'data-api');
   return {
     client: new TransactionDataApiClient(channel, passThrough),
-    resourceArn: passThrough.resourceArn,
-    secretArn: passThrough.secretArn,
-    database: passThrough.database ?? '',
+    resourceArn: passThrough.target.resourceArn,
+    secretArn: passThrough.target.secretArn,
+    database: passThrough.target.database ?? '',
   };
 }
 
@@ -75,7 +75,14 @@ class TransactionDataApiClient extends RDSData {
     if (input.transactionId !== undefined) {
       throw new OrmBindingError(`${operation} names a transaction of its own (${String(input.transactionId)}); the inbox's client fills in the inbox's. Fix: send without transactionId.`);
     }
-    return (await this.channel.run((transactionId) => this.passThrough.send(passed, input, transactionId))) as never;
+    const { resourceArn, secretArn, database } = this.passThrough.target;
+    return (await this.channel.run((transactionId) =>
+      this.passThrough.send(passed, () => {
+        // The inbox's transaction, cluster, secret and database, whatever the ORM was configured with.
+        const request = { ...input, resourceArn, secretArn, database, transactionId } as never;
+        return passed === 'ExecuteStatement' ? new ExecuteStatementCommand(request) : new BatchExecuteStatementCommand(request);
+      }),
+    )) as never;
   }
 }
 

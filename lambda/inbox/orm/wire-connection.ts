@@ -54,7 +54,7 @@ export interface TransactionConnection {
  */
 export function transactionConnection<Client extends object = TransactionConnection>(tx: InboxTransaction): Client & TransactionConnection {
   const { channel, passThrough } = channelOf(tx, 'postgres');
-  const held = passThrough.connection(channel.transactionId);
+  const held = passThrough.connection(tx.transactionId);
   if (held === undefined) {
     throw new OrmBindingError('transactionConnection(tx) was called after the transaction ended. Fix: call it inside apply, and await every statement before apply returns.');
   }

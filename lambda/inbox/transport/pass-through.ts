@@ -1,3 +1,5 @@
+import type { DatabaseTarget } from '../data-api/session.js';
+
 /**
  * How an ORM's own driver reaches the inbox's transaction (`sqs-inbox/orm`): each transport hands over its
  * calls as the driver builds them, unconverted, inside the transaction the inbox opened. The ORM never sees
@@ -9,18 +11,13 @@ export type PassThrough = DataApiPassThrough | WirePassThrough;
 /** The operations an ORM's Data API driver may send inside the inbox's transaction. */
 export type PassThroughOperation = 'ExecuteStatement' | 'BatchExecuteStatement';
 
-/** The Data API's: the SDK's own request shapes, sent as the session sends its statements. */
+/** The Data API's: the SDK's own commands, sent as the session sends its statements. */
 export interface DataApiPassThrough {
   readonly transport: 'data-api';
-  /** The cluster, secret and database every call goes to (an ORM's driver config wants them). */
-  readonly resourceArn: string;
-  readonly secretArn: string;
-  readonly database: string | undefined;
-  /**
-   * Sends an ExecuteStatement or BatchExecuteStatement input inside `transactionId`, with the session's
-   * cluster, secret and database; resolves with the SDK's output as it came.
-   */
-  send(operation: PassThroughOperation, input: Readonly<Record<string, unknown>>, transactionId: string): Promise<unknown>;
+  /** The cluster, secret and database every call goes to. */
+  readonly target: Pick<DatabaseTarget, 'resourceArn' | 'secretArn' | 'database'>;
+  /** Sends the command `command()` makes (one per attempt) with the session's timeout and failure classification; resolves with the SDK's output. */
+  send(operation: PassThroughOperation, command: () => object): Promise<unknown>;
 }
 
 /** The wire's: node-postgres queries, run on the connection that holds the transaction. */
@@ -36,12 +33,10 @@ export interface WirePassThrough {
  * Where the `tx` that `apply` gets keeps its way into the transaction for `sqs-inbox/orm`. A registered
  * symbol: the ES module and CommonJS builds of the package agree on it.
  */
-export const TRANSACTION_CHANNEL: unique symbol = Symbol.for('sqs-inbox.transaction-channel') as never;
+export const TRANSACTION_CHANNEL: unique symbol = Symbol.for('sqs-inbox.orm') as never;
 
 /** What an ORM binding needs of the inbox's transaction. */
 export interface TransactionChannel {
-  /** The transaction's id, as its session knows it. */
-  readonly transactionId: string;
   /** The transport's pass-through, or none when the transport has no way for ORMs. */
   readonly passThrough: PassThrough | undefined;
   /**

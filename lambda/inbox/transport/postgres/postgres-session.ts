@@ -181,6 +181,7 @@ export class PostgresSession implements InboxSession {
   /**
    * An ORM's query, run as the ORM wrote it (its own parameters, row mode and type parsers) on the
    * connection that holds the inbox's transaction, with the call timeout and the failures classified.
+   * @internal `sqs-inbox/orm` sends through it.
    */
   get passThrough(): WirePassThrough {
     return {
