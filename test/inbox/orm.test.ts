@@ -6,6 +6,7 @@ import { DataApiDialect } from 'kysely-data-api';
 import type { PoolClient } from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { inbox } from '../../lambda/inbox/index.js';
+import { inbox as batchInbox } from '../../lambda/inbox/handler/batch-handlers.js';
 import type { InboxMessage, InboxOptions, InboxTransaction } from '../../lambda/inbox/index.js';
 import { OrmBindingError, TransactionControlError, transactionConnection, transactionDataApi } from '../../lambda/inbox/orm/index.js';
 import { shipOrder as drizzleDataApiRecipe } from '../../examples/orm/src/drizzle-data-api.js';
@@ -18,7 +19,9 @@ import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsReco
 import type { InboxFixture } from '../support/inbox.js';
 
 // Drizzle and Kysely inside the inbox's transaction, on the transport the suite runs on (INBOX_TEST_TRANSPORT):
-// their own drivers, on real PostgreSQL, through the real AWS SDK or node-postgres and the local servers.
+// their own drivers, on real PostgreSQL, through the real AWS SDK or node-postgres and the local servers. The
+// recipes (examples/orm, shown in docs/orm.md) import `sqs-inbox/orm` as users do, which resolves to the built
+// package: `npm run build` first (npm test does).
 
 let db: InboxFixture;
 beforeAll(async () => {
@@ -165,6 +168,40 @@ describe.each(ORMS)(`$name inside the inbox's transaction (${TRANSPORT})`, (orm)
     expect(await claimed(record.messageId)).toBe(false);
     expect((await handler({ Records: [{ ...record, attributes: { ...record.attributes, ApproximateReceiveCount: '2' } }] }, lambdaContext())).batchItemFailures).toEqual([]);
     expect(await shippedCount('o-crash')).toBe(1);
+  });
+
+  it("leaves neither when the ORM statement's answer is lost (the transaction goes with it), and the redelivery applies once", async () => {
+    const { handler } = handlerWith(orm.recipe);
+    const record = sqsRecord({ body: { orderId: 'o-lost-write' } });
+    db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: (sql) => /insert into "orders"/i.test(sql) });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(await claimed(record.messageId)).toBe(false);
+    expect(await shippedCount('o-lost-write')).toBeUndefined();
+    expect((await handler({ Records: [{ ...record, attributes: { ...record.attributes, ApproximateReceiveCount: '2' } }] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await shippedCount('o-lost-write')).toBe(1);
+  });
+
+  it('writes every message of a batch in the batch\'s one transaction (applyBatch)', async () => {
+    const handler = batchInbox<OrderShipped>({
+      consumer: 'orm-batch-worker',
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      applyBatch: async (tx, messages) => {
+        for (const message of messages) await orm.recipe(tx, message);
+      },
+    });
+    const records = ['o-batch-1', 'o-batch-2', 'o-batch-3'].map((orderId) => sqsRecord({ body: { orderId } }));
+    const transactions = { claim: [] as (string | undefined)[], write: [] as (string | undefined)[] };
+    db.server.faults.watch(({ sql, transactionId }) => {
+      if (sql?.includes('consumed_message')) transactions.claim.push(transactionId);
+      if (/insert into "orders"/i.test(sql ?? '')) transactions.write.push(transactionId);
+    });
+    expect((await handler({ Records: records }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(db.server.stats.calls).toMatchObject({ BeginTransaction: 1, CommitTransaction: 1 });
+    expect(transactions.claim).toEqual([expect.any(String)]);
+    expect(transactions.write).toEqual(records.map(() => transactions.claim[0]));
+    expect(await Promise.all(['o-batch-1', 'o-batch-2', 'o-batch-3'].map(shippedCount))).toEqual([1, 1, 1]);
   });
 
   it('applies once when the commit happened but its answer was lost: the redelivery is a duplicate', async () => {
