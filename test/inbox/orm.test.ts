@@ -3,6 +3,7 @@ import { drizzle as drizzleDataApi } from 'drizzle-orm/aws-data-api/pg';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/node-postgres';
 import { Kysely, PostgresDialect, sql as kyselySql } from 'kysely';
 import { DataApiDialect } from 'kysely-data-api';
+import type { SQSRecord } from 'aws-lambda';
 import type { PoolClient } from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { inbox } from '../../lambda/inbox/index.js';
@@ -121,24 +122,32 @@ function handlerWith(apply: InboxOptions<OrderShipped>['apply'], extra: Partial<
 const shippedCount = async (orderId: string) =>
   (await db.query('SELECT shipped_count FROM public.orders WHERE order_id = $1', [orderId]))[0]?.shipped_count as number | undefined;
 const claimed = async (messageId: string) => (await db.query('SELECT 1 FROM inbox.consumed_message WHERE message_id = $1', [messageId])).length === 1;
+/** The same record, delivered again by SQS. */
+const redelivered = (record: SQSRecord): SQSRecord => ({ ...record, attributes: { ...record.attributes, ApproximateReceiveCount: '2' } });
+const isOrmWrite = (sql: string | undefined) => /insert into "orders"/i.test(sql ?? '');
 /** The ORM's writes the database received, seen at the local server (or the wire proxy). */
 function watchOrmWrites(): { readonly count: () => number } {
   let writes = 0;
   db.server.faults.watch((call) => {
-    if (/insert into "orders"/i.test(call.sql ?? '')) writes++;
+    if (isOrmWrite(call.sql)) writes++;
   });
   return { count: () => writes };
+}
+/** The transaction of each claim statement and of each of the ORM's writes, as the server saw them. */
+function watchTransactions() {
+  const transactions = { claim: [] as (string | undefined)[], write: [] as (string | undefined)[] };
+  db.server.faults.watch(({ sql, transactionId }) => {
+    if (sql?.includes('consumed_message')) transactions.claim.push(transactionId);
+    if (isOrmWrite(sql)) transactions.write.push(transactionId);
+  });
+  return transactions;
 }
 
 describe.each(ORMS)(`$name inside the inbox's transaction (${TRANSPORT})`, (orm) => {
   it("commits the recipe's write with the claim, in the inbox's transaction and no other", async () => {
     const { handler } = handlerWith(orm.recipe);
     const record = sqsRecord({ body: { orderId: 'o-commit' } });
-    const transactions = { claim: [] as (string | undefined)[], write: [] as (string | undefined)[] };
-    db.server.faults.watch(({ sql, transactionId }) => {
-      if (sql?.includes('consumed_message')) transactions.claim.push(transactionId);
-      if (/insert into "orders"/i.test(sql ?? '')) transactions.write.push(transactionId);
-    });
+    const transactions = watchTransactions();
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
     expect(transactions.write).toEqual([expect.any(String)]);
     expect(transactions.write).toEqual(transactions.claim);
@@ -166,18 +175,18 @@ describe.each(ORMS)(`$name inside the inbox's transaction (${TRANSPORT})`, (orm)
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
     expect(await shippedCount('o-crash')).toBeUndefined();
     expect(await claimed(record.messageId)).toBe(false);
-    expect((await handler({ Records: [{ ...record, attributes: { ...record.attributes, ApproximateReceiveCount: '2' } }] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect((await handler({ Records: [redelivered(record)] }, lambdaContext())).batchItemFailures).toEqual([]);
     expect(await shippedCount('o-crash')).toBe(1);
   });
 
   it("leaves neither when the ORM statement's answer is lost (the transaction goes with it), and the redelivery applies once", async () => {
     const { handler } = handlerWith(orm.recipe);
     const record = sqsRecord({ body: { orderId: 'o-lost-write' } });
-    db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: (sql) => /insert into "orders"/i.test(sql) });
+    db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: isOrmWrite });
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
     expect(await claimed(record.messageId)).toBe(false);
     expect(await shippedCount('o-lost-write')).toBeUndefined();
-    expect((await handler({ Records: [{ ...record, attributes: { ...record.attributes, ApproximateReceiveCount: '2' } }] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect((await handler({ Records: [redelivered(record)] }, lambdaContext())).batchItemFailures).toEqual([]);
     expect(await shippedCount('o-lost-write')).toBe(1);
   });
 
@@ -192,11 +201,7 @@ describe.each(ORMS)(`$name inside the inbox's transaction (${TRANSPORT})`, (orm)
       },
     });
     const records = ['o-batch-1', 'o-batch-2', 'o-batch-3'].map((orderId) => sqsRecord({ body: { orderId } }));
-    const transactions = { claim: [] as (string | undefined)[], write: [] as (string | undefined)[] };
-    db.server.faults.watch(({ sql, transactionId }) => {
-      if (sql?.includes('consumed_message')) transactions.claim.push(transactionId);
-      if (/insert into "orders"/i.test(sql ?? '')) transactions.write.push(transactionId);
-    });
+    const transactions = watchTransactions();
     expect((await handler({ Records: records }, lambdaContext())).batchItemFailures).toEqual([]);
     expect(db.server.stats.calls).toMatchObject({ BeginTransaction: 1, CommitTransaction: 1 });
     expect(transactions.claim).toEqual([expect.any(String)]);
@@ -210,7 +215,7 @@ describe.each(ORMS)(`$name inside the inbox's transaction (${TRANSPORT})`, (orm)
     db.server.faults.dropResponse({ operation: 'CommitTransaction' });
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
     const writes = watchOrmWrites();
-    expect((await handler({ Records: [{ ...record, attributes: { ...record.attributes, ApproximateReceiveCount: '2' } }] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect((await handler({ Records: [redelivered(record)] }, lambdaContext())).batchItemFailures).toEqual([]);
     expect(writes.count()).toBe(0);
     expect(await shippedCount('o-lost')).toBe(1);
   });
@@ -231,7 +236,7 @@ describe.each(ORMS)(`$name inside the inbox's transaction (${TRANSPORT})`, (orm)
     const sent: string[] = [];
     db.server.faults.watch(({ sql }) => {
       if (sql?.includes('consumed_message')) sent.push('claim');
-      if (/insert into "orders"/i.test(sql ?? '')) sent.push('write');
+      if (isOrmWrite(sql)) sent.push('write');
     });
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
     // An ORM's statement cannot carry the claim: it goes alone first, so a duplicate sends no write.
