@@ -10,6 +10,7 @@ import { inbox } from '../../lambda/inbox/index.js';
 import { inbox as batchInbox } from '../../lambda/inbox/handler/batch-handlers.js';
 import type { InboxMessage, InboxOptions, InboxTransaction } from '../../lambda/inbox/index.js';
 import { OrmBindingError, TransactionControlError, transactionConnection, transactionDataApi } from '../../lambda/inbox/orm/index.js';
+import { refuseTransactionControl } from '../../lambda/inbox/orm/control-statements.js';
 import { shipOrder as drizzleDataApiRecipe } from '../../examples/orm/src/drizzle-data-api.js';
 import { shipOrder as drizzlePostgresRecipe } from '../../examples/orm/src/drizzle-postgres.js';
 import { shipOrder as kyselyDataApiRecipe } from '../../examples/orm/src/kysely-data-api.js';
@@ -332,4 +333,29 @@ describe('binding an ORM to something else than the transaction of apply', () =>
     expect(await shippedCount('o-late-late')).toBeUndefined();
     expect(await shippedCount('o-late')).toBe(1);
   });
+});
+
+describe('the statements an ORM may not send inside the transaction', () => {
+  it.each([
+    ['BEGIN', 'BEGIN'],
+    ['  begin isolation level serializable', 'BEGIN'],
+    ['start transaction read only', 'START TRANSACTION'],
+    ['/* drizzle */ COMMIT', 'COMMIT'],
+    ['-- end it\ncommit prepared \'x\'', 'COMMIT'],
+    ['END', 'END'],
+    ['abort', 'ABORT'],
+    ['rollback', 'ROLLBACK'],
+    ['ROLLBACK PREPARED \'x\'', 'ROLLBACK'],
+    ['prepare transaction \'x\'', 'PREPARE TRANSACTION'],
+    ['select 1; commit', 'A text of several statements'],
+  ])('refuses %j', (sql, refused) => {
+    expect(() => refuseTransactionControl(sql)).toThrow(expect.objectContaining({ name: 'TransactionControlError', refused }));
+  });
+
+  it.each(['savepoint sp1', 'rollback to savepoint sp1', 'ROLLBACK TRANSACTION TO sp1', 'release savepoint sp1', "insert into notes values ('commit; begin')", 'update orders set end_date = now();', 'select beginning from t', 'prepare ship as select 1'])(
+    'lets %j through',
+    (sql) => {
+      expect(() => refuseTransactionControl(sql)).not.toThrow();
+    },
+  );
 });
