@@ -1,4 +1,4 @@
-import { sql as drizzleSql } from 'drizzle-orm';
+import { eq, sql as drizzleSql } from 'drizzle-orm';
 import { drizzle as drizzleDataApi } from 'drizzle-orm/aws-data-api/pg';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/node-postgres';
 import { Kysely, PostgresDialect, sql as kyselySql } from 'kysely';
@@ -47,6 +47,8 @@ interface Orm {
   shipInOwnTransaction(tx: InboxTransaction, orderId: string): Promise<void>;
   /** A raw COMMIT through the ORM. */
   commit(tx: InboxTransaction): Promise<void>;
+  /** Reads an order through the ORM. */
+  read(tx: InboxTransaction, orderId: string): Promise<{ status: string; shippedCount: number } | undefined>;
 }
 
 const DATA_API_ORMS: readonly Orm[] = [
@@ -57,6 +59,8 @@ const DATA_API_ORMS: readonly Orm[] = [
     shipInOwnTransaction: async (tx, orderId) =>
       drizzleDataApi({ ...transactionDataApi(tx) }).transaction(async (own) => void (await own.insert(orders).values({ orderId, status: 'shipped' }))),
     commit: async (tx) => void (await drizzleDataApi({ ...transactionDataApi(tx) }).execute(drizzleSql`commit`)),
+    read: async (tx, orderId) =>
+      (await drizzleDataApi({ ...transactionDataApi(tx) }).select({ status: orders.status, shippedCount: orders.shippedCount }).from(orders).where(eq(orders.orderId, orderId)))[0],
   },
   {
     name: 'Kysely (kysely-data-api)',
@@ -67,6 +71,7 @@ const DATA_API_ORMS: readonly Orm[] = [
         .transaction()
         .execute(async (own) => void (await own.insertInto('orders').values({ order_id: orderId, status: 'shipped' }).execute())),
     commit: async (tx) => void (await kyselySql`commit`.execute(kyselyOnDataApi(tx))),
+    read: async (tx, orderId) => readWithKysely(kyselyOnDataApi(tx), orderId),
   },
 ];
 
@@ -77,6 +82,8 @@ const WIRE_ORMS: readonly Orm[] = [
     ship: async (tx, orderId) => void (await drizzleOnWire(tx).insert(orders).values({ orderId, status: 'shipped', shippedCount: 1 })),
     shipInOwnTransaction: async (tx, orderId) => drizzleOnWire(tx).transaction(async (own) => void (await own.insert(orders).values({ orderId, status: 'shipped' }))),
     commit: async (tx) => void (await drizzleOnWire(tx).execute(drizzleSql`commit`)),
+    read: async (tx, orderId) =>
+      (await drizzleOnWire(tx).select({ status: orders.status, shippedCount: orders.shippedCount }).from(orders).where(eq(orders.orderId, orderId)))[0],
   },
   {
     name: 'Kysely (PostgresDialect)',
@@ -87,9 +94,14 @@ const WIRE_ORMS: readonly Orm[] = [
         .transaction()
         .execute(async (own) => void (await own.insertInto('orders').values({ order_id: orderId, status: 'shipped' }).execute())),
     commit: async (tx) => void (await kyselySql`commit`.execute(kyselyOnWire(tx))),
+    read: async (tx, orderId) => readWithKysely(kyselyOnWire(tx), orderId),
   },
 ];
 
+async function readWithKysely(db: Kysely<Database>, orderId: string) {
+  const row = await db.selectFrom('orders').select(['status', 'shipped_count']).where('order_id', '=', orderId).executeTakeFirst();
+  return row && { status: row.status, shippedCount: row.shipped_count };
+}
 function kyselyOnDataApi(tx: InboxTransaction) {
   return new Kysely<Database>({ dialect: new DataApiDialect({ mode: 'postgres', driver: transactionDataApi(tx) }) });
 }
@@ -156,6 +168,16 @@ describe.each(ORMS)(`$name inside the inbox's transaction (${TRANSPORT})`, (orm)
     expect(await claimed(record.messageId)).toBe(true);
     // One transaction: the inbox's Begin and Commit, the claim and the ORM's statement inside it.
     expect(db.server.stats.calls).toMatchObject({ BeginTransaction: 1, CommitTransaction: 1, ExecuteStatement: 2 });
+  });
+
+  it("reads the transaction's own uncommitted write through the ORM", async () => {
+    let seen: unknown;
+    const { handler } = handlerWith(async (tx, message) => {
+      await tx.execute("INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'packed', 2)", { orderId: message.body.orderId });
+      seen = await orm.read(tx, message.body.orderId);
+    });
+    expect((await handler({ Records: [sqsRecord({ body: { orderId: 'o-read' } })] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(seen).toEqual({ status: 'packed', shippedCount: 2 });
   });
 
   it('rolls the write back with the claim when apply fails after it', async () => {
