@@ -3,6 +3,7 @@ import { drizzle as drizzleDataApi } from 'drizzle-orm/aws-data-api/pg';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/node-postgres';
 import { Kysely, PostgresDialect, sql as kyselySql } from 'kysely';
 import { DataApiDialect } from 'kysely-data-api';
+import { CommitTransactionCommand, ExecuteSqlCommand, RollbackTransactionCommand } from '@aws-sdk/client-rds-data';
 import type { SQSRecord } from 'aws-lambda';
 import type { PoolClient } from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -331,6 +332,28 @@ describe('binding an ORM to something else than the transaction of apply', () =>
     expect(refused).toBeInstanceOf(OrmBindingError);
     expect(String(refused)).toContain(`Fix: use ${ownName}(tx)`);
     expect(String(refused)).toContain(`${otherName}(tx) binds an ORM over`);
+  });
+
+  it.skipIf(TRANSPORT === 'postgres')('refuses, on the bound Data API client, every command but a statement, before it is sent', async () => {
+    const refusals: unknown[] = [];
+    const { handler } = handlerWith(async (tx) => {
+      const { client, resourceArn, secretArn } = transactionDataApi(tx);
+      for (const command of [
+        new CommitTransactionCommand({ resourceArn, secretArn, transactionId: tx.transactionId }),
+        new RollbackTransactionCommand({ resourceArn, secretArn, transactionId: tx.transactionId }),
+        new ExecuteSqlCommand({ dbClusterOrInstanceArn: resourceArn, awsSecretStoreArn: secretArn, sqlStatements: 'select 1' }),
+      ]) {
+        await client.send(command as never).catch((error: unknown) => refusals.push(error));
+      }
+    });
+    const record = sqsRecord();
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(refusals.map((error) => [(error as Error).name, (error as TransactionControlError).refused])).toEqual([
+      ['TransactionControlError', 'CommitTransaction'],
+      ['TransactionControlError', 'RollbackTransaction'],
+      ['OrmBindingError', undefined],
+    ]);
+    expect(db.server.stats.calls).toMatchObject({ CommitTransaction: 1, RollbackTransaction: 0, ExecuteSql: 0 });
   });
 
   it('refuses a tx that is not the one inbox() gives apply', () => {

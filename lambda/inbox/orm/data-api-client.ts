@@ -46,6 +46,9 @@ export function transactionDataApi(tx: InboxTransaction): TransactionDataApi {
 /** The statements an ORM may send; anything else would start, end or bypass the inbox's transaction. */
 const PASSED: Readonly<Record<string, PassThroughOperation>> = { ExecuteStatement: 'ExecuteStatement', BatchExecuteStatement: 'BatchExecuteStatement' };
 
+/** What an ORM's own `db.transaction()` sends. */
+const TRANSACTION_CONTROL: ReadonlySet<string> = new Set(['BeginTransaction', 'CommitTransaction', 'RollbackTransaction']);
+
 /**
  * An RDSData (so an ORM's `instanceof RDSDataClient` and kysely-data-api's `client.executeStatement()`
  * both work) whose every call goes into the inbox's transaction instead of to its own endpoint.
@@ -70,7 +73,10 @@ class TransactionDataApiClient extends RDSData {
     const operation = operationOf(command);
     const input = (command as { input?: Record<string, unknown> }).input ?? {};
     const passed = PASSED[operation];
-    if (passed === undefined) throw new TransactionControlError(operation);
+    if (passed === undefined) {
+      if (TRANSACTION_CONTROL.has(operation)) throw new TransactionControlError(operation);
+      throw new OrmBindingError(`${operation} cannot run in the inbox's transaction: only ExecuteStatement and BatchExecuteStatement do. Fix: send the statement with ExecuteStatement.`);
+    }
     if (typeof input.sql === 'string') refuseTransactionControl(input.sql);
     if (input.transactionId !== undefined) {
       throw new OrmBindingError(`${operation} names a transaction of its own (${String(input.transactionId)}); the inbox's client fills in the inbox's. Fix: send without transactionId.`);
