@@ -356,6 +356,21 @@ describe('binding an ORM to something else than the transaction of apply', () =>
     expect(db.server.stats.calls).toMatchObject({ CommitTransaction: 1, RollbackTransaction: 0, ExecuteSql: 0 });
   });
 
+  it.skipIf(TRANSPORT !== 'postgres')('refuses a cursor on the transaction\'s connection at once, before its caller reads from it', async () => {
+    let refused: unknown;
+    const { handler } = handlerWith(async (tx) => {
+      const cursor = { submit: () => {}, read: async () => [], close: async () => {} };
+      try {
+        transactionConnection(tx).query(cursor);
+      } catch (error) {
+        refused = error;
+      }
+    });
+    expect((await handler({ Records: [sqsRecord()] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(refused).toBeInstanceOf(OrmBindingError);
+    expect(String(refused)).toContain('Fix: read the rows with one query');
+  });
+
   it('refuses a tx that is not the one inbox() gives apply', () => {
     const handmade = { transactionId: 't', execute: async () => ({ rows: [], updated: 0 }), executeBatch: async () => 0, send: () => {} } satisfies InboxTransaction;
     expect(() => transactionDataApi(handmade)).toThrow(OrmBindingError);

@@ -67,11 +67,18 @@ export function transactionConnection<Client extends object = TransactionConnect
   return connection as Client & TransactionConnection;
 }
 
-/** One query of the ORM's, refused before it is sent when it would end the transaction or stream. */
-async function run(channel: TransactionChannel, passThrough: WirePassThrough, query: unknown, values: unknown): Promise<never> {
+/**
+ * One query of the ORM's, refused before it is sent when it would end the transaction or stream. A cursor
+ * is refused at once (node-postgres returns it, not a promise, so its caller reads from it right away).
+ */
+function run(channel: TransactionChannel, passThrough: WirePassThrough, query: unknown, values: unknown): Promise<never> {
   if (typeof query === 'object' && query !== null && typeof (query as { submit?: unknown }).submit === 'function') {
     throw new OrmBindingError("a cursor or stream cannot run inside the inbox's transaction: its reads would interleave with the transaction's statements. Fix: read the rows with one query.");
   }
+  return send(channel, passThrough, query, values);
+}
+
+async function send(channel: TransactionChannel, passThrough: WirePassThrough, query: unknown, values: unknown): Promise<never> {
   if (typeof values === 'function' || typeof (query as { callback?: unknown } | null)?.callback === 'function') {
     throw new OrmBindingError("the inbox's connection answers with promises only. Fix: await client.query(text, values) instead of passing a callback.");
   }
