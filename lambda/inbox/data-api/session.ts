@@ -9,6 +9,7 @@ import {
 import type { ExecuteStatementCommandOutput } from '@aws-sdk/client-rds-data';
 import { DataApiError } from '../errors.js';
 import type { InboxSession } from '../transport/session.js';
+import type { DataApiPassThrough, TransactionChannel } from '../transport/pass-through.js';
 import { classify, isConnectionReset } from './failures.js';
 import { toSqlParameters } from './parameters.js';
 import type { SqlParams } from './parameters.js';
@@ -47,6 +48,9 @@ export interface SessionPolicy {
  * it is younger than the network's idle timeouts (data-api-client.ts), or a new connection.
  */
 const RESET_RETRIES = 1;
+
+/** A statement that may have run when its connection reset: retried only when refused while resuming. */
+const NOT_TWICE = { resume: true, reset: false } as const;
 
 /** CommitTransaction's transactionStatus when the transaction committed. */
 const COMMITTED = 'Transaction Committed';
@@ -114,7 +118,7 @@ export class DataApiSession implements InboxSession {
    */
   async executeBatch(sql: string, paramSets: readonly SqlParams[], transactionId?: string): Promise<number> {
     if (paramSets.length === 0) return 0;
-    const output = await this.#call('BatchExecuteStatement', { resume: true, reset: false }, () =>
+    const output = await this.#call('BatchExecuteStatement', NOT_TWICE, () =>
       new BatchExecuteStatementCommand({
         resourceArn: this.target.resourceArn,
         secretArn: this.target.secretArn,
@@ -190,6 +194,15 @@ export class DataApiSession implements InboxSession {
   }
 
   /**
+   * Sends an ORM's ExecuteStatement or BatchExecuteStatement as this session sends its own: one attempt
+   * (auto-pause refusals aside), the call timeout, the failure classified.
+   * @internal `sqs-inbox/orm` sends through it.
+   */
+  get passThrough(): DataApiPassThrough {
+    return { transport: 'data-api', target: this.target, send: (operation, command) => this.#call(operation, NOT_TWICE, command) };
+  }
+
+  /**
    * Sends one call. `retry.resume`: a DatabaseResumingException is retried after the policy's delays.
    * `retry.reset`: a reset connection is sent once more; only for a call that is safe to run twice.
    */
@@ -258,6 +271,19 @@ export class Transaction {
       this.#failure ??= error;
     });
     return run;
+  }
+
+  /**
+   * The way in for an ORM's driver (`sqs-inbox/orm`): its calls run with this transaction's id, queued with
+   * the statements, so a failed one makes {@link commit} roll back as a failed statement does. A `claim`
+   * goes first, when no statement carried it yet.
+   * @internal the modes hand it to `sqs-inbox/orm`.
+   */
+  channel(claim?: { claimFirst(): Promise<void> }): TransactionChannel {
+    return {
+      passThrough: this.#session.passThrough,
+      run: async (call) => (await claim?.claimFirst(), this.#enqueue(() => call(this.transactionId))),
+    };
   }
 
   /** Runs one statement once per parameter set in this transaction, in one call (BatchExecuteStatement). */

@@ -13,6 +13,7 @@ import type { OutboxSend } from '../outbox/outbox-message.js';
 import type { OutboxOptions, OutboxTransport } from '../outbox/relay.js';
 import type { ClaimPlacement } from '../modes/record-claim.js';
 import type { InboxTarget } from '../transport/open-session.js';
+import type { TRANSACTION_CHANNEL, TransactionChannel } from '../transport/pass-through.js';
 import { isWireTarget } from '../transport/wire-target.js';
 import type { PostgresPool } from '../transport/postgres/postgres-session.js';
 import { OUTBOX_RUNTIME } from '../outbox/outbox-runtime.js';
@@ -59,6 +60,11 @@ export interface InboxTransaction extends Pick<Transaction, 'execute' | 'execute
    * more than one message, pass the message the send belongs to as `from`.
    */
   send(message: OutboxSend, from?: { readonly key: string }): void;
+  /**
+   * The way in for Drizzle and Kysely: pass `tx` to `transactionDataApi` (Data API) or `transactionConnection` (wire) of `sqs-inbox/orm`.
+   * @internal `sqs-inbox/orm` reads it; not for calling.
+   */
+  readonly [TRANSACTION_CHANNEL]?: TransactionChannel | undefined;
 }
 
 /**

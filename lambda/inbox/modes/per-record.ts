@@ -15,6 +15,7 @@ import type { BatchTally, InboxLogger } from '../telemetry/telemetry.js';
 import { RecordClaim } from './record-claim.js';
 import type { OutboxConfig, TransactionOutbox } from '../outbox/outbox-runtime.js';
 import type { BatchModes } from './batch-modes.js';
+import { TRANSACTION_CHANNEL } from '../transport/pass-through.js';
 
 /** What a claim came to: applied, a redelivery, or a different message under a claimed key. */
 export type ClaimVerdict = 'processed' | DuplicateVerdict;
@@ -269,13 +270,18 @@ export class RecordConsumer<Body, Raw = unknown> {
   }
 }
 
-/** What `apply` and `applyBatch` may call on the transaction. */
-export function inboxTransaction(tx: Transaction, outbox: TransactionOutbox, claim: Pick<Transaction, 'execute' | 'executeBatch'> = tx): InboxTransaction {
+/**
+ * What `apply` and `applyBatch` may call on the transaction. With `claim` (a per-record transaction whose
+ * claim is still to come), statements go through it, and an ORM's calls wait for it (`sqs-inbox/orm`).
+ */
+export function inboxTransaction(tx: Transaction, outbox: TransactionOutbox, claim?: RecordClaim): InboxTransaction {
+  const statements: Pick<Transaction, 'execute' | 'executeBatch'> = claim ?? tx;
   return {
-    execute: (sql, params) => claim.execute(sql, params),
-    executeBatch: (sql, paramSets) => claim.executeBatch(sql, paramSets),
+    execute: (sql, params) => statements.execute(sql, params),
+    executeBatch: (sql, paramSets) => statements.executeBatch(sql, paramSets),
     send: (message, from) => outbox.send(message, from),
     transactionId: tx.transactionId,
+    [TRANSACTION_CHANNEL]: tx.channel(claim),
   };
 }
 

@@ -100,10 +100,18 @@ export class RecordClaim {
     return this.#tx.execute(sql, params);
   }
 
-  /** Runs one of `apply`'s batch calls; it never carries the claim (it would run once per parameter set). */
-  async executeBatch(sql: string, paramSets: readonly SqlParams[]): Promise<number> {
+  /**
+   * Before a call that cannot carry the claim (a batch call, an ORM's statement): the claim goes alone if
+   * no statement carried it yet, and a taken claim refuses the call.
+   */
+  async claimFirst(): Promise<void> {
     if (this.#state === 'pending') await this.#alone();
     this.#refuseAfterTaken();
+  }
+
+  /** Runs one of `apply`'s batch calls; it never carries the claim (it would run once per parameter set). */
+  async executeBatch(sql: string, paramSets: readonly SqlParams[]): Promise<number> {
+    await this.claimFirst();
     return this.#tx.executeBatch(sql, paramSets);
   }
 

@@ -1,6 +1,7 @@
 import type { Transaction } from '../data-api/session.js';
 import type { SqlParams } from '../data-api/parameters.js';
 import type { StatementResult } from '../data-api/results.js';
+import type { PassThrough } from './pass-through.js';
 
 /**
  * How the runtime reaches PostgreSQL: the transport seam. Every mode, source, the duplicate filter,
@@ -30,4 +31,6 @@ export interface InboxSession {
   rollback(transactionId: string): Promise<void>;
   /** Opens a transaction whose statements are sent one at a time, in call order. */
   transaction(): Promise<Transaction>;
+  /** How an ORM's driver sends inside one of this session's transactions (`sqs-inbox/orm`); absent on a transport that has none. */
+  readonly passThrough?: PassThrough | undefined;
 }

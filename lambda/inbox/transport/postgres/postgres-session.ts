@@ -4,6 +4,7 @@ import type { SqlParams } from '../../data-api/parameters.js';
 import type { StatementResult } from '../../data-api/results.js';
 import { PostgresError } from '../../errors.js';
 import type { InboxSession } from '../session.js';
+import type { WirePassThrough } from '../pass-through.js';
 import { classifyWire } from './failures.js';
 import type { WireOperation } from './failures.js';
 import { TEXT_PARSERS, toPositional, toRows } from './values.js';
@@ -175,6 +176,24 @@ export class PostgresSession implements InboxSession {
 
   async transaction(): Promise<Transaction> {
     return new Transaction(this, await this.begin());
+  }
+
+  /**
+   * An ORM's query, run as the ORM wrote it (its own parameters, row mode and type parsers) on the
+   * connection that holds the inbox's transaction, with the call timeout and the failures classified.
+   * @internal `sqs-inbox/orm` sends through it.
+   */
+  get passThrough(): WirePassThrough {
+    return {
+      transport: 'postgres',
+      query: (transactionId: string, query: Readonly<Record<string, unknown>>) =>
+        this.onConnection('ExecuteStatement', transactionId, async (client) => {
+          const result = await client.query({ query_timeout: this.policy.callTimeoutMs, ...query } as never);
+          lastAnswered.set(client, this.now());
+          return result;
+        }),
+      connection: (transactionId: string) => this.open.get(transactionId),
+    };
   }
 
   /** Runs `work` on the transaction's connection, or on a connection borrowed for this one call. */

@@ -1,0 +1,48 @@
+import type { DatabaseTarget } from '../data-api/session.js';
+
+/**
+ * How an ORM's own driver reaches the inbox's transaction (`sqs-inbox/orm`): each transport hands over its
+ * calls as the driver builds them, unconverted, inside the transaction the inbox opened. The ORM never sees
+ * the transaction's id or connection; it sends through the session, so the session's timeouts and failure
+ * classification apply to its statements as to the inbox's own.
+ */
+export type PassThrough = DataApiPassThrough | WirePassThrough;
+
+/** The operations an ORM's Data API driver may send inside the inbox's transaction. */
+export type PassThroughOperation = 'ExecuteStatement' | 'BatchExecuteStatement';
+
+/** The Data API's: the SDK's own commands, sent as the session sends its statements. */
+export interface DataApiPassThrough {
+  readonly transport: 'data-api';
+  /** The cluster, secret and database every call goes to. */
+  readonly target: Pick<DatabaseTarget, 'resourceArn' | 'secretArn' | 'database'>;
+  /** Sends the command `command()` makes (one per attempt) with the session's timeout and failure classification; resolves with the SDK's output. */
+  send(operation: PassThroughOperation, command: () => object): Promise<unknown>;
+}
+
+/** The wire's: node-postgres queries, run on the connection that holds the transaction. */
+export interface WirePassThrough {
+  readonly transport: 'postgres';
+  /** Runs a query config (`{ text, values, rowMode, types, ... }`) on the connection of `transactionId`; resolves with node-postgres' result. */
+  query(transactionId: string, query: Readonly<Record<string, unknown>>): Promise<unknown>;
+  /** The pool's client that holds `transactionId`, for an ORM's client to inherit from (never to query on directly). */
+  connection(transactionId: string): object | undefined;
+}
+
+/**
+ * Where the `tx` that `apply` gets keeps its way into the transaction for `sqs-inbox/orm`. A registered
+ * symbol: the ES module and CommonJS builds of the package agree on it.
+ */
+export const TRANSACTION_CHANNEL: unique symbol = Symbol.for('sqs-inbox.orm') as never;
+
+/** What an ORM binding needs of the inbox's transaction. */
+export interface TransactionChannel {
+  /** The transport's pass-through, or none when the transport has no way for ORMs. */
+  readonly passThrough: PassThrough | undefined;
+  /**
+   * Runs one call of the ORM's driver with the transaction's id: after the claim (it goes alone first when
+   * no statement carried it yet, and a taken claim refuses the call), queued with the transaction's
+   * statements, so a failed call makes the commit roll back.
+   */
+  run<T>(call: (transactionId: string) => Promise<T>): Promise<T>;
+}
