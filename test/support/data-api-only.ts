@@ -37,6 +37,12 @@ export const DATA_API_ONLY_TESTS: Readonly<Record<string, Readonly<Record<string
     'retries auto-pause only while the retry can finish before the deadline margin':
       "schedules the Data API's DatabaseResumingException retries; on the wire RDS Proxy holds the statement instead (test/inbox/faults.test.ts)",
   },
+  'test/inbox/outbox.test.ts': {
+    'runs as the scheduled sweeper function: sends what is left, deletes old sent rows, publishes its metrics':
+      'the deployed sweeper function (lambda/functions/outbox-sweeper) reaches the database by the Data API its environment names; sweepOutbox itself runs on the wire session in the other outbox tests',
+    'reports what it did when the delete and the age query fail: metrics out, failures counted, then the error':
+      'the deployed sweeper function speaks the Data API only, so the wire proxy cannot fault its calls',
+  },
 };
 
 /**

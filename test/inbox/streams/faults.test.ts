@@ -3,6 +3,7 @@ import { InboxError } from '../../../lambda/inbox/index.js';
 import type { ConsumerOptions } from '../../../lambda/inbox/index.js';
 import { inboxFixture, recordingLogger, recordingMetrics } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
+import { onTransport } from '../../support/transport.js';
 import { EFFECTS_DDL, STREAM_SOURCES, effectOptions, effectsByLane, laneIds, nextDelivery, restarts, skippedUncommitted } from '../../support/stream-sources.js';
 import type { Mode, Report, StreamItem, StreamSource } from '../../support/stream-sources.js';
 
@@ -84,7 +85,10 @@ const MATRIX: readonly Fault[] = [
     arm: () => db.server.faults.latency({ ms: 2_500, operation: 'CommitTransaction' }),
     firstFails: true,
     committed: false,
-    failure: /CommitTransaction failed \(timeout, outcome unknown\)/,
+    // On the wire the COMMIT, held on its way, reaches PostgreSQL after the transaction's idle expiry
+    // (300 ms): the server ends the transaction and says so before the client's timeout, so the outcome is
+    // known, not committed. (A COMMIT whose answer is lost: test/inbox/transport/wire-faults.test.ts.)
+    failure: onTransport({ 'data-api': /CommitTransaction failed \(timeout, outcome unknown\)/, wire: /CommitTransaction failed \(transaction-not-found\): terminating connection due to idle-in-transaction timeout/ }),
     options: { callTimeoutMs: 1_000 },
   },
   { fault: 'transaction idle expiry: the effect outlives its transaction', stage: 'in-t2', arm: () => sleep(700), firstFails: true, committed: false },
