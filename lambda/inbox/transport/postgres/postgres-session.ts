@@ -55,7 +55,7 @@ export interface PostgresPolicy {
   /**
    * Each transaction sets `statement_timeout` to this, so that a statement the client gave up on does not
    * go on running on the server (and take effect late). Must be below `callTimeoutMs`.
-   * @default callTimeoutMs - 1000, at least 1
+   * @default callTimeoutMs less a quarter of it, at most 1000 (10 000 gives 9 000; 1 000 gives 750)
    */
   readonly statementTimeoutMs?: number | undefined;
   /**
@@ -91,7 +91,9 @@ export class PostgresSession implements InboxSession {
     readonly target: PostgresTarget,
     readonly policy: PostgresPolicy,
   ) {
-    this.statementTimeoutMs = policy.statementTimeoutMs ?? Math.max(1, policy.callTimeoutMs - 1000);
+    // Room for the cancel's answer to come back before the client gives up, without leaving a short call
+    // timeout a statement timeout no statement fits in.
+    this.statementTimeoutMs = policy.statementTimeoutMs ?? Math.max(1, policy.callTimeoutMs - Math.min(1000, Math.floor(policy.callTimeoutMs / 4)));
     this.idleCheckMs = target.idleCheckMs ?? 10_000;
     this.now = policy.now ?? Date.now;
   }
