@@ -249,7 +249,7 @@ describe('faults on the batch', () => {
     // The wire sends a gated statement once (its connection is checked before use instead): the lost answer
     // fails the set, and the redelivery finds the claims.
     { fault: 'the batch claim runs but its response is lost', modes: BATCH_MODES, resent: onTransport<Mode[]>({ 'data-api': ['batch-statement'], wire: [] }), arm: () => db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: (sql) => sql.includes('inbox_input') }) },
-    { fault: 'the batch effect runs but its response is lost', modes: ['batch-transaction'], arm: () => db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: (sql) => sql.includes('jsonb_to_recordset(:orders') }) },
+    { fault: 'the batch effect runs but its response is lost', modes: ['batch-transaction'], arm: () => db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: (sql) => sql.includes('CASE WHEN o.poison') }) },
     { fault: 'the database is unavailable for the first call', modes: BATCH_MODES, arm: () => db.server.faults.serverError({ count: 1, status: 503 }) },
     { fault: 'the batch statement answers 500 (outcome unknown)', modes: ['batch-statement'], arm: () => db.server.faults.serverError({ count: 1, operation: 'ExecuteStatement', status: 500 }) },
   ];

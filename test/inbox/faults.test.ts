@@ -3,7 +3,7 @@ import { inbox } from '../../lambda/inbox/index.js';
 import type { InboxHandler } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
-import { CURRENT, onTransport } from '../support/transport.js';
+import { expectNoOpenTransaction, onTransport } from '../support/transport.js';
 
 // Every fault is injected through the local Data API server; the SDK and PostgreSQL are real.
 let db: InboxFixture;
@@ -79,10 +79,8 @@ describe('fault matrix: the effect is applied exactly once after redelivery', ()
     const orderId = `order-${Math.random().toString(36).slice(2)}`;
     const logger = recordingLogger();
     const { record, responses } = await deliverUntilDeleted(handlerWith(undefined, logger), orderId, arm, async () => {
-      // Nothing of a failed attempt is left holding the claim's row lock until the idle expiry (300 ms). On
-      // the wire a connection lost with its transaction ends when PostgreSQL reads the closed socket: soon.
-      if (CURRENT.protocol === 'wire') await expect.poll(openTransactions, { timeout: 200, interval: 10 }).toBe(0);
-      else expect(await openTransactions()).toBe(0);
+      // Nothing of a failed attempt is left holding the claim's row lock until the idle expiry.
+      await expectNoOpenTransaction(openTransactions);
     });
     expect(responses[0]).toEqual(firstFails ? [record.messageId] : []);
     if (failure) expect(JSON.stringify(logger.lines.find((line) => line.message.startsWith('record failed')))).toMatch(failure);

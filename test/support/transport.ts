@@ -1,3 +1,4 @@
+import { expect } from 'vitest';
 /**
  * The transports the inbox suites run on, one row each. `INBOX_TEST_TRANSPORT` names the row (the default
  * project leaves it unset: the Data API; the `wire` project sets `postgres`). A row says what a test may
@@ -40,4 +41,15 @@ export const CURRENT = TRANSPORTS[TRANSPORT];
  */
 export function onTransport<T>(expectations: Record<Protocol, T>): T {
   return expectations[CURRENT.protocol];
+}
+
+/**
+ * Asserts that a failed attempt left no transaction open (`count` reads how many are). The local Data API
+ * server ends a transaction whose call failed before it answers; on the wire PostgreSQL ends it when it
+ * reads the closed connection, a moment after the client sees the failure: soon, and well before the
+ * fixtures' idle expiry (300 ms and more), which would otherwise be what ended it.
+ */
+export async function expectNoOpenTransaction(count: () => Promise<number>): Promise<void> {
+  if (CURRENT.protocol === 'wire') await expect.poll(count, { timeout: 250, interval: 10 }).toBe(0);
+  else expect(await count()).toBe(0);
 }
