@@ -34,6 +34,11 @@ export interface WireProxy {
   silenceOpenConnections(): void;
   /** Every open connection is closed at once, client and server sides. */
   killAll(): void;
+  /**
+   * While true, every new connection is closed as soon as it is made, before PostgreSQL sees it (the
+   * server restarting, a failover's new writer not up yet); open connections are not touched.
+   */
+  refuseConnections(refuse: boolean): void;
   /** Statements seen, in order (simple queries and Parse messages). */
   readonly statements: string[];
   close(): Promise<void>;
@@ -66,8 +71,13 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
   const stats = new Stats();
   const statements: string[] = [];
   let connections = 0;
+  let refusing = false;
 
   const server: Server = createServer((client) => {
+    if (refusing) {
+      client.destroy();
+      return;
+    }
     const upstream = connect(Number(target.port || 5432), target.hostname);
     // Small protocol messages, one round trip each: Nagle's algorithm would hold each for a delayed ACK.
     client.setNoDelay(true);
@@ -168,6 +178,9 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
       for (const pipe of pipes) pipe.silent = true;
     },
     killAll: closeAll,
+    refuseConnections: (refuse) => {
+      refusing = refuse;
+    },
     close: async () => {
       closeAll();
       await new Promise<void>((resolve) => server.close(() => resolve()));
