@@ -72,6 +72,18 @@ describe('wire failures, injected at the socket', () => {
     expect(await shipped('c-1')).toBe(1);
   });
 
+  it('reports a record failed when COMMIT does not answer within the call timeout (outcome unknown), and its redelivery applies it once', async () => {
+    const { handler, logger } = worker();
+    const record = sqsRecord({ body: { orderId: 'c-2' } });
+    // Held on its way for longer than callTimeoutMs (2 s): the client cannot know whether it committed.
+    proxy.faults.latency({ ms: 2_500, operation: 'CommitTransaction' });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(failureOf(logger)[record.messageId]).toMatch(/^CommitTransaction failed \(timeout, outcome unknown\): /);
+    proxy.faults.clear();
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await shipped('c-2')).toBe(1);
+  });
+
   it('reports a single statement failed when its answer is lost after it ran, and applies nothing twice', async () => {
     const { handler } = worker({
       apply: undefined,
