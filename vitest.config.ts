@@ -1,18 +1,39 @@
 import { defineConfig } from 'vitest/config';
+import type { TestProjectInlineConfiguration } from 'vitest/config';
+import { DATA_API_ONLY_FILES, TRANSPORT_FREE_FILES } from './test/support/data-api-only.js';
+
+/** What both projects share. The root's global setup (one embedded PostgreSQL) serves both. */
+const shared = {
+  testTimeout: 30_000,
+  hookTimeout: 60_000,
+  // Each test file gets its own database; files run in parallel on the shared server.
+  pool: 'forks',
+  env: {
+    // The SDK warns once per process that it will need Node 22 from 2027; CI runs Node 20 on purpose.
+    AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
+    POWERTOOLS_LOG_LEVEL: 'SILENT',
+    POWERTOOLS_METRICS_DISABLED: 'true',
+  },
+} satisfies TestProjectInlineConfiguration['test'];
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
     globalSetup: ['test/support/global-setup.ts'],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
-    // Each test file gets its own database; files run in parallel on the shared server.
-    pool: 'forks',
-    env: {
-      // The SDK warns once per process that it will need Node 22 from 2027; CI runs Node 20 on purpose.
-      AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
-      POWERTOOLS_LOG_LEVEL: 'SILENT',
-      POWERTOOLS_METRICS_DISABLED: 'true',
-    },
+    projects: [
+      // Everything, the inbox suites on the Data API (or on the transport INBOX_TEST_TRANSPORT names).
+      { test: { ...shared, name: 'default', include: ['test/**/*.test.ts'] } },
+      // The inbox's correctness suites again, over the PostgreSQL wire protocol (test/support/transport.ts),
+      // but for the files test/support/data-api-only.ts lists, with its reasons, which the setup prints.
+      {
+        test: {
+          ...shared,
+          name: 'wire',
+          include: ['test/inbox/**/*.test.ts'],
+          exclude: [...Object.keys(DATA_API_ONLY_FILES), ...Object.keys(TRANSPORT_FREE_FILES)],
+          env: { ...shared.env, INBOX_TEST_TRANSPORT: 'postgres' },
+          globalSetup: ['test/support/wire-setup.ts'],
+        },
+      },
+    ],
   },
 });

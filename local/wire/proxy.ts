@@ -21,6 +21,9 @@ import type { Operation } from '../data-api/stats.js';
  * - `dropResponse` sends the statement on, lets it run, swallows its answer and closes the connection.
  * - `autoPause` holds statements outside a transaction until the instance has resumed, as RDS Proxy
  *   holds them while Aurora resumes (the wire has no DatabaseResumingException).
+ * - `slowStatement` first runs `SELECT pg_sleep(...)` on the statement's own server connection, as the
+ *   local Data API server does: the statement's `statement_timeout` cancels it, and the statement then
+ *   fails with that error without running.
  */
 export interface WireProxy {
   /** The database URL through the proxy. */
@@ -31,6 +34,11 @@ export interface WireProxy {
   silenceOpenConnections(): void;
   /** Every open connection is closed at once, client and server sides. */
   killAll(): void;
+  /**
+   * While true, every new connection is closed as soon as it is made, before PostgreSQL sees it (the
+   * server restarting, a failover's new writer not up yet); open connections are not touched.
+   */
+  refuseConnections(refuse: boolean): void;
   /** Statements seen, in order (simple queries and Parse messages). */
   readonly statements: string[];
   close(): Promise<void>;
@@ -46,6 +54,10 @@ interface Pipe {
   answers: 'pass' | 'drop';
   /** What happens to the client's messages of the current extended-protocol statement, up to Sync. */
   messages: 'forward' | 'refuse';
+  /** The error a refused statement is answered with: the proxy's 53300, or what a slowdown met. */
+  refusal?: Buffer | undefined;
+  /** Takes the server's answers instead of the client, while the proxy runs a statement of its own. */
+  intercept?: ((frame: Buffer, type: string) => void) | undefined;
   /** The transaction status of the last ReadyForQuery: I idle, T in a transaction, E failed. */
   status: string;
   /** Client messages in order: a delayed statement holds back the ones after it. */
@@ -59,8 +71,13 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
   const stats = new Stats();
   const statements: string[] = [];
   let connections = 0;
+  let refusing = false;
 
   const server: Server = createServer((client) => {
+    if (refusing) {
+      client.destroy();
+      return;
+    }
     const upstream = connect(Number(target.port || 5432), target.hostname);
     // Small protocol messages, one round trip each: Nagle's algorithm would hold each for a delayed ACK.
     client.setNoDelay(true);
@@ -102,6 +119,18 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
             pipe.messages = 'refuse';
             return;
           }
+          // A slow statement: the time passes in PostgreSQL first, on this connection and in its transaction,
+          // where statement_timeout cancels it like any other; cancelled, the statement fails with that error.
+          const slowdown = faults.slowdownFor(operation, sql);
+          if (slowdown > 0) {
+            const failed = await sleepInDatabase(pipe, slowdown);
+            if (failed) {
+              pipe.refusal = failed;
+              if (type === 'Q') return refuse(pipe);
+              pipe.messages = 'refuse';
+              return;
+            }
+          }
           pipe.messages = 'forward';
           if (faults.dropsResponse(call)) pipe.answers = 'drop';
         } else if (pipe.messages === 'refuse') {
@@ -118,6 +147,7 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
     frames(upstream, false, (frame, type) => {
       if (pipe.silent) return;
       if (type === 'Z') pipe.status = String.fromCharCode(frame[5]!);
+      if (pipe.intercept) return pipe.intercept(frame, type);
       if (pipe.answers === 'pass') {
         client.write(frame);
         return;
@@ -148,6 +178,9 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
       for (const pipe of pipes) pipe.silent = true;
     },
     killAll: closeAll,
+    refuseConnections: (refuse) => {
+      refusing = refuse;
+    },
     close: async () => {
       closeAll();
       await new Promise<void>((resolve) => server.close(() => resolve()));
@@ -164,8 +197,41 @@ function operationOf(sql: string): Operation {
   return 'ExecuteStatement';
 }
 
-/** Answers a statement that was not sent on: an ErrorResponse (53300, did not run), then ReadyForQuery. */
+/**
+ * Runs `SELECT pg_sleep(...)` on the pipe's server connection, its answers kept from the client; returns
+ * the ErrorResponse it ended with (statement_timeout cancelled it), or undefined when it slept through.
+ */
+function sleepInDatabase(pipe: Pipe, ms: number): Promise<Buffer | undefined> {
+  return new Promise((resolve) => {
+    let error: Buffer | undefined;
+    pipe.intercept = (frame, type) => {
+      if (type === 'E') error = frame;
+      if (type !== 'Z') return;
+      pipe.intercept = undefined;
+      resolve(error);
+    };
+    const sql = Buffer.from(`SELECT pg_sleep(${ms / 1000})\0`);
+    const query = Buffer.alloc(5);
+    query.write('Q', 0);
+    query.writeInt32BE(sql.length + 4, 1);
+    pipe.server.write(Buffer.concat([query, sql]));
+  });
+}
+
+/**
+ * Answers a statement that was not sent on: its refusal (by default an ErrorResponse 53300, did not run),
+ * then ReadyForQuery.
+ */
 function refuse(pipe: Pipe): void {
+  const error = pipe.refusal ?? unavailable();
+  pipe.refusal = undefined;
+  // A real server would now be in a failed transaction; an idle one stays idle.
+  const ready = Buffer.from([0x5a, 0, 0, 0, 5, (pipe.status === 'I' ? 'I' : 'E').charCodeAt(0)]);
+  pipe.client.write(Buffer.concat([error, ready]));
+}
+
+/** The proxy's own refusal: SQLSTATE 53300, which the wire transport classifies as unavailable (nothing ran). */
+function unavailable(): Buffer {
   const fields = Buffer.concat(
     [
       ['S', 'ERROR'],
@@ -175,12 +241,10 @@ function refuse(pipe: Pipe): void {
     ].map(([code, value]) => Buffer.concat([Buffer.from(code!), Buffer.from(value!), Buffer.from([0])])),
   );
   const body = Buffer.concat([fields, Buffer.from([0])]);
-  const error = Buffer.alloc(5);
-  error.write('E', 0);
-  error.writeInt32BE(body.length + 4, 1);
-  // A real server would now be in a failed transaction; an idle one stays idle.
-  const ready = Buffer.from([0x5a, 0, 0, 0, 5, (pipe.status === 'I' ? 'I' : 'E').charCodeAt(0)]);
-  pipe.client.write(Buffer.concat([error, body, ready]));
+  const header = Buffer.alloc(5);
+  header.write('E', 0);
+  header.writeInt32BE(body.length + 4, 1);
+  return Buffer.concat([header, body]);
 }
 
 const resuming = (failure: unknown) => failure instanceof DataApiError && failure.type === 'DatabaseResumingException';

@@ -9,6 +9,7 @@ import type { InboxFixture } from '../support/inbox.js';
 import { startSqsFixture } from '../support/sqs.js';
 import type { SqsFixture } from '../support/sqs.js';
 import { kinesisEvent, kinesisRecord } from '../support/streams.js';
+import { CURRENT, onTransport } from '../support/transport.js';
 
 // The edges of the batch modes' set (which records join it, what a failed set turns into) and of the
 // duplicate filter, through the public handlers, the local Data API (which counts calls and injects
@@ -162,10 +163,11 @@ describe('what a failed set turns into', () => {
     expect(await shipped()).toEqual({ 'fb-c': 1, 'fb-d': 1, 'fb-first': 1 });
   });
 
-  it('a statement the Data API refuses (ValidationException) is one record\'s doing: each record runs alone', async () => {
+  it('two statements in one call, which the transport refuses, are one record\'s doing: each record runs alone', async () => {
     const { handler, logger } = batchHandler({
       applyBatch: async (tx, messages) => {
-        // Two statements in one call: the Data API refuses the call itself, a 4xx that is not a database error.
+        // Two statements in one call: the Data API refuses the call itself (a 4xx that is not a database
+        // error); on the wire PostgreSQL refuses them, as the wire session sends by the extended protocol.
         if (messages.some((m) => m.body.legacy)) await tx.execute("UPDATE public.orders SET status = 'a'; UPDATE public.orders SET status = 'b'");
         await ship(tx, messages);
       },
@@ -175,7 +177,15 @@ describe('what a failed set turns into', () => {
     expect(failedIds(response)).toEqual([legacy.messageId]);
     expect(await shipped()).toEqual({ 'rej-a': 1, 'rej-b': 1 });
     expect(fellBack(logger.lines).map((line) => line.extra[0])).toEqual([
-      { records: 3, error: { name: 'DataApiError', message: expect.stringMatching(/^ExecuteStatement failed \(rejected\): ValidationException: /) } },
+      {
+        records: 3,
+        error: {
+          name: CURRENT.errorName,
+          message: expect.stringMatching(
+            onTransport({ 'data-api': /^ExecuteStatement failed \(rejected\): ValidationException: /, wire: /^ExecuteStatement failed \(statement\): cannot insert multiple commands into a prepared statement$/ }),
+          ),
+        },
+      },
     ]);
   });
 
@@ -195,18 +205,30 @@ describe('what a failed set turns into', () => {
     expect(failedIds(response)).toEqual([]);
     expect(await shipped()).toEqual({ 'exp-a': 1, 'exp-b': 1 });
     expect(fellBack(logger.lines).map((line) => line.extra[0])).toEqual([
-      { records: 2, error: { name: 'DataApiError', message: expect.stringMatching(/^ExecuteStatement failed \(transaction-not-found\): TransactionNotFoundException: /) } },
+      {
+        records: 2,
+        error: {
+          name: CURRENT.errorName,
+          // On the wire the server closed the connection at its idle_in_transaction_session_timeout.
+          message: expect.stringMatching(
+            onTransport({ 'data-api': /^ExecuteStatement failed \(transaction-not-found\): TransactionNotFoundException: /, wire: /^ExecuteStatement failed \(transaction-not-found\): / }),
+          ),
+        },
+      },
     ]);
   });
 
-  it('Aurora resuming (nothing ran, not one record\'s doing) fails every record of the set in one call', async () => {
-    const { handler, logger } = batchHandler({ resumeDelaysMs: [] });
+  it('Aurora resuming (nothing ran, not one record\'s doing) fails every record of the set at its BEGIN', async () => {
+    const { handler, logger } = batchHandler({ resumeDelaysMs: [], callTimeoutMs: 1_000 });
     db.server.faults.autoPause({ resumeAfterMs: 60_000 });
     const records = [order('pause-a'), order('pause-b'), order('pause-c')];
     const response = await handler({ Records: records }, lambdaContext());
     expect(failedIds(response)).toEqual(records.map((r) => r.messageId));
-    expect(db.server.stats.calls).toMatchObject({ BeginTransaction: 1, ExecuteStatement: 0 });
-    expect(db.server.stats.total()).toBe(1);
+    // The Data API answers DatabaseResumingException at once. On the wire RDS Proxy holds the BEGIN while
+    // Aurora resumes: it times out, is sent once more (nothing of the transaction exists yet), times out again.
+    const begins = onTransport({ 'data-api': 1, wire: 2 });
+    expect(db.server.stats.calls).toMatchObject({ BeginTransaction: begins, ExecuteStatement: 0 });
+    expect(db.server.stats.total()).toBe(begins);
     expect(fellBack(logger.lines)).toEqual([]);
   });
 
@@ -234,7 +256,19 @@ describe('what a failed set turns into', () => {
       records.map((record) => ({
         level: 'warn',
         message: 'record failed; SQS will deliver it again',
-        extra: [{ messageId: record.messageId, error: { name: 'DataApiError', message: 'CommitTransaction failed (network, outcome unknown): Error: clock broke' } }],
+        extra: [
+          {
+            messageId: record.messageId,
+            error: {
+              name: CURRENT.errorName,
+              // The wire session retries no commit, so it asks no clock: the refusal itself is the ambiguous failure.
+              message: onTransport({
+                'data-api': 'CommitTransaction failed (network, outcome unknown): Error: clock broke',
+                wire: 'CommitTransaction failed (unavailable, outcome unknown): Injected fault: the database was unavailable; the statement did not run',
+              }),
+            },
+          },
+        ],
       })),
     );
     expect(await shipped()).toEqual({});

@@ -8,6 +8,7 @@ import { markKnownClaims } from '../../lambda/inbox/prepare/duplicate-filter.js'
 import type { PreparedRecord } from '../../lambda/inbox/prepare/prepare.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
+import { onTransport } from '../support/transport.js';
 
 // The batch modes against the local Data API and a real PostgreSQL. Calls are counted at the server.
 let db: InboxFixture;
@@ -245,8 +246,10 @@ describe('faults on the batch', () => {
     { fault: 'the batch commit answers 500 (outcome unknown)', modes: ['batch-transaction'], arm: () => db.server.faults.serverError({ count: 1, operation: 'CommitTransaction', status: 500 }) },
     { fault: 'the batch commit fails with a network error (502, no error type)', modes: ['batch-transaction'], arm: () => db.server.faults.serverError({ count: 1, operation: 'CommitTransaction', status: 502 }) },
     { fault: 'the batch commit runs but its response is lost', modes: ['batch-transaction'], arm: () => db.server.faults.dropResponse({ operation: 'CommitTransaction' }) },
-    { fault: 'the batch claim runs but its response is lost', modes: BATCH_MODES, resent: ['batch-statement'], arm: () => db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: (sql) => sql.includes('inbox_input') }) },
-    { fault: 'the batch effect runs but its response is lost', modes: ['batch-transaction'], arm: () => db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: (sql) => sql.includes('jsonb_to_recordset(:orders') }) },
+    // The wire sends a gated statement once (its connection is checked before use instead): the lost answer
+    // fails the set, and the redelivery finds the claims.
+    { fault: 'the batch claim runs but its response is lost', modes: BATCH_MODES, resent: onTransport<Mode[]>({ 'data-api': ['batch-statement'], wire: [] }), arm: () => db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: (sql) => sql.includes('inbox_input') }) },
+    { fault: 'the batch effect runs but its response is lost', modes: ['batch-transaction'], arm: () => db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: (sql) => sql.includes('CASE WHEN o.poison') }) },
     { fault: 'the database is unavailable for the first call', modes: BATCH_MODES, arm: () => db.server.faults.serverError({ count: 1, status: 503 }) },
     { fault: 'the batch statement answers 500 (outcome unknown)', modes: ['batch-statement'], arm: () => db.server.faults.serverError({ count: 1, operation: 'ExecuteStatement', status: 500 }) },
   ];
@@ -426,7 +429,7 @@ describe('the batch modes, the rest of their contract', () => {
     expect(Object.values(await shippedCounts(`partly-${mode}`))).toEqual([1, 1, 1, 1]);
   });
 
-  it('batch-transaction: tx.executeBatch runs one statement for every message in one BatchExecuteStatement call', async () => {
+  it('batch-transaction: tx.executeBatch runs one statement for every message, in one BatchExecuteStatement call on the Data API', async () => {
     const { handler } = handlerFor('batch-transaction', {
       applyBatch: async (tx, messages) => {
         expect(await tx.executeBatch(SHIP_ONE, messages.map((m) => ({ orderId: m.body.orderId, status: 'shipped' })))).toBe(messages.length);
@@ -434,7 +437,13 @@ describe('the batch modes, the rest of their contract', () => {
       },
     });
     await handler({ Records: orders('exec-batch', 5) }, lambdaContext());
-    expect(db.server.stats.calls).toMatchObject({ BeginTransaction: 1, ExecuteStatement: 1, BatchExecuteStatement: 1, CommitTransaction: 1 });
+    expect(db.server.stats.calls).toMatchObject(
+      onTransport({
+        'data-api': { BeginTransaction: 1, ExecuteStatement: 1, BatchExecuteStatement: 1, CommitTransaction: 1 },
+        // The wire has no batch call: the claim, then one statement per set, on the transaction's connection.
+        wire: { BeginTransaction: 1, ExecuteStatement: 1 + 5, BatchExecuteStatement: 0, CommitTransaction: 1 },
+      }),
+    );
     expect(Object.values(await shippedCounts('exec-batch'))).toEqual([1, 1, 1, 1, 1]);
   });
 
@@ -444,7 +453,13 @@ describe('the batch modes, the rest of their contract', () => {
     await handler({ Records: batch.slice(0, 1) }, lambdaContext());
     db.server.faults.serverError({ count: 1, operation: 'ExecuteStatement', status: 500 });
     expect((await handler({ Records: redelivered(batch) }, lambdaContext())).batchItemFailures).toEqual([]);
-    expect(JSON.stringify(logger.lines)).toMatch(/the duplicate filter failed; each record's claim decides.*InternalServerErrorException/);
+    expect(JSON.stringify(logger.lines)).toMatch(
+      onTransport({
+        'data-api': /the duplicate filter failed; each record's claim decides.*InternalServerErrorException/,
+        // The proxy's refusal is PostgreSQL's 53300: the lookup did not run.
+        wire: /the duplicate filter failed; each record's claim decides.*ExecuteStatement failed \(unavailable\): Injected fault/,
+      }),
+    );
     expect(Object.values(await shippedCounts('filter-down'))).toEqual([1, 1, 1]);
   });
 });

@@ -3,6 +3,7 @@ import { inbox } from '../../lambda/inbox/handler/batch-handlers.js';
 import type { BatchSummary, InboxOptions } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
+import { dataApiOnly } from '../support/data-api-only.js';
 
 let db: InboxFixture;
 beforeAll(async () => {
@@ -163,7 +164,7 @@ describe('transaction mode', () => {
     expect(await shipped('swallowed')).toBe(0);
   });
 
-  it('refuses, at the first invocation, a client whose SDK retries would re-send statements inside a transaction', async () => {
+  dataApiOnly('test/inbox/consumer.test.ts', 'refuses, at the first invocation, a client whose SDK retries would re-send statements inside a transaction', async () => {
     const { RDSDataClient } = await import('@aws-sdk/client-rds-data');
     const retrying = new RDSDataClient({ endpoint: db.server.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
     const { handler } = transactionMode({ database: { ...db.target, client: retrying } });
@@ -415,7 +416,7 @@ describe('the handler', () => {
     expect(calls).toEqual(['on-the-line']);
   });
 
-  it('retries auto-pause only while the retry can finish before the deadline margin', async () => {
+  dataApiOnly('test/inbox/consumer.test.ts', 'retries auto-pause only while the retry can finish before the deadline margin', async () => {
     db.server.faults.autoPause({ resumeAfterMs: 60_000 });
     const slept: number[] = [];
     const { handler } = transactionMode({

@@ -9,13 +9,10 @@ import type { DatabaseTarget, InboxSession } from '../../lambda/inbox/index.js';
 import { startWireProxy } from '../../local/wire/proxy.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';
 import { freshDatabase } from './database.js';
+import { TRANSPORT } from './transport.js';
+import type { TransportName } from './transport.js';
 
-/**
- * The transport the inbox suites run on: the Data API (the default), or the PostgreSQL wire protocol with
- * `INBOX_TEST_TRANSPORT=postgres` (`npm run test:wire`), through the testkit's wire proxy, which counts
- * calls and injects faults with the same API as the local Data API server.
- */
-export const TRANSPORT: 'data-api' | 'postgres' = process.env.INBOX_TEST_TRANSPORT === 'postgres' ? 'postgres' : 'data-api';
+export { TRANSPORT } from './transport.js';
 
 /** A migrated database behind its own local Data API server, and a direct connection for assertions. */
 export interface InboxFixture {
@@ -46,23 +43,40 @@ export function dataApiClient(server: DataApiServer): RDSDataClient {
   });
 }
 
-export async function inboxFixture(label: string, options: Parameters<typeof startDataApi>[0] = {}): Promise<InboxFixture> {
-  const url = await freshDatabase(label);
-  const pool = new pg.Pool({ connectionString: url, max: 4 });
-  const server = await startDataApi({ ...options, databaseUrl: url });
-  const closers: (() => Promise<void>)[] = [];
-  let target: DatabaseTarget;
-  let instance: () => DatabaseTarget;
-  let session: InboxSession;
-  let exposed: DataApiServer = server;
-  if (TRANSPORT === 'postgres') {
+/** How a transport is opened on a database: what the fixture hands the tests, and what it closes. */
+type OpenTransport = (url: string, server: DataApiServer, options: NonNullable<Parameters<typeof startDataApi>[0]>) => Promise<{
+  target: DatabaseTarget;
+  instance: () => DatabaseTarget;
+  session: InboxSession;
+  server: DataApiServer;
+  closers: (() => Promise<void>)[];
+}>;
+
+/** One row per transport of test/support/transport.ts: how its fixture reaches the database. */
+const FIXTURES: Record<TransportName, OpenTransport> = {
+  'data-api': async (_url, server) => {
+    const client = dataApiClient(server);
+    const target = { client, resourceArn: server.resourceArn, secretArn: server.secretArn, database: server.database };
+    return {
+      target,
+      instance: () => ({ ...target, client: dataApiClient(server) }),
+      session: new DataApiSession(target, { callTimeoutMs: 10_000, resumeDelaysMs: [] }),
+      server,
+      closers: [async () => client.destroy()],
+    };
+  },
+  postgres: async (url, server, options) => {
     // The Data API server's idle expiry and statement timeout, as PostgreSQL's own settings.
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
     const database = new URL(url).pathname.slice(1);
     if (options.transactionIdleTimeoutMs !== undefined) {
-      await pool.query(`ALTER DATABASE "${database}" SET idle_in_transaction_session_timeout = ${options.transactionIdleTimeoutMs}`);
+      await admin.query(`ALTER DATABASE "${database}" SET idle_in_transaction_session_timeout = ${options.transactionIdleTimeoutMs}`);
     }
-    if (options.statementTimeoutMs !== undefined) await pool.query(`ALTER DATABASE "${database}" SET statement_timeout = ${options.statementTimeoutMs}`);
+    if (options.statementTimeoutMs !== undefined) await admin.query(`ALTER DATABASE "${database}" SET statement_timeout = ${options.statementTimeoutMs}`);
+    await admin.end();
     const proxy = await startWireProxy(url);
+    const closers: (() => Promise<void>)[] = [() => proxy.close()];
     const wirePool = () => {
       const made = new pg.Pool({ connectionString: proxy.url, max: 10 });
       made.on('error', () => {}); // an idle connection a fault closed
@@ -70,30 +84,35 @@ export async function inboxFixture(label: string, options: Parameters<typeof sta
       return made;
     };
     const own = wirePool();
-    // The wire target stands where a Data API target is expected: inbox({ database }) takes both.
-    target = postgres(own) as unknown as DatabaseTarget;
-    instance = () => postgres(wirePool()) as unknown as DatabaseTarget;
-    session = new PostgresSession({ pool: own }, { callTimeoutMs: 10_000 });
-    exposed = Object.create(server, { faults: { value: proxy.faults }, stats: { value: proxy.stats } }) as DataApiServer;
-    closers.push(() => proxy.close());
-  } else {
-    const client = dataApiClient(server);
-    target = { client, resourceArn: server.resourceArn, secretArn: server.secretArn, database: server.database };
-    instance = () => ({ ...target, client: dataApiClient(server) });
-    session = new DataApiSession(target, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
-    closers.push(async () => client.destroy());
-  }
-  await migrate(session, [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
-  exposed.stats.reset();
+    return {
+      // The wire target stands where a Data API target is expected: inbox({ database }) takes both.
+      target: postgres(own) as unknown as DatabaseTarget,
+      instance: () => postgres(wirePool()) as unknown as DatabaseTarget,
+      session: new PostgresSession({ pool: own }, { callTimeoutMs: 10_000 }),
+      // The local Data API server's faults and stats are the wire proxy's, so tests inject faults and count
+      // calls the same way on both.
+      server: Object.create(server, { faults: { value: proxy.faults }, stats: { value: proxy.stats } }) as DataApiServer,
+      closers,
+    };
+  },
+};
+
+export async function inboxFixture(label: string, options: Parameters<typeof startDataApi>[0] = {}): Promise<InboxFixture> {
+  const url = await freshDatabase(label);
+  const server = await startDataApi({ ...options, databaseUrl: url });
+  const opened = await FIXTURES[TRANSPORT](url, server, options);
+  const pool = new pg.Pool({ connectionString: url, max: 4 });
+  await migrate(opened.session, [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
+  opened.server.stats.reset();
   return {
-    server: exposed,
-    target,
-    session,
+    server: opened.server,
+    target: opened.target,
+    session: opened.session,
     url,
-    instance,
+    instance: opened.instance,
     query: async (sql, params) => (await pool.query(sql, params)).rows,
     close: async () => {
-      for (const close of closers.reverse()) await close();
+      for (const close of opened.closers.reverse()) await close();
       await pool.end();
       await server.close();
     },

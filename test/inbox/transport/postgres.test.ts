@@ -118,6 +118,18 @@ describe('PostgresSession: the Data API session over the wire', () => {
     await tx.rollback();
   });
 
+  it('leaves a short call timeout a statement timeout its statements fit in', async () => {
+    const short = new PostgresSession({ pool }, { callTimeoutMs: 1000 });
+    const tx = await short.transaction();
+    expect((await tx.execute('SELECT pg_sleep(0.2) AS slept, current_setting(:name) AS limit', { name: 'statement_timeout' })).rows).toEqual([{ slept: '', limit: '750ms' }]);
+    await tx.rollback();
+  });
+
+  it('refuses two statements in one call, as the Data API does, so that SQL written on the wire runs on both', async () => {
+    const failure = await session.execute("UPDATE public.orders SET status = 'a'; UPDATE public.orders SET status = 'b'").catch((error: unknown) => error);
+    expect(failure).toMatchObject({ name: 'PostgresError', failure: 'statement', ambiguous: false, sqlState: '42601' });
+  });
+
   it('purges old claims over the wire', async () => {
     await pool.query("INSERT INTO inbox.consumed_message (consumer_name, message_id, processed_at) VALUES ('c', 'old', now() - interval '3 days'), ('c', 'new', now())");
     const report = await purge(session, { retentionSeconds: 86_400 });

@@ -25,13 +25,16 @@ afterAll(async () => direct.end());
 beforeEach(async () => {
   await direct.query('TRUNCATE public.orders, inbox.consumed_message');
   proxy = await startWireProxy(url);
-  pool = new pg.Pool({ connectionString: proxy.url, max: 2 });
+  pool = new pg.Pool({ connectionString: proxy.url, max: 2, application_name: WORKER });
   pool.on('error', () => {}); // an idle connection the proxy killed
 });
 afterEach(async () => {
   await pool.end().catch(() => {});
   await proxy.close();
 });
+
+/** The workers' connections, so that a test can end them on the server and no one else's. */
+const WORKER = 'wire-worker';
 
 type Order = { orderId: string };
 const SHIP = `INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'shipped', 1)
@@ -44,6 +47,18 @@ function worker(extra: Partial<InboxOptions<Order>> = {}, apply: InboxOptions<Or
 }
 const shipped = async (orderId: string) => (await direct.query('SELECT shipped_count FROM public.orders WHERE order_id = $1', [orderId])).rows[0]?.shipped_count as number | undefined;
 const failedWith = (logger: ReturnType<typeof recordingLogger>) => JSON.stringify(logger.lines.filter((line) => line.level !== 'debug'));
+/** Each failed record's logged error message, by its messageId. */
+const failureOf = (logger: ReturnType<typeof recordingLogger>) =>
+  Object.fromEntries(
+    logger.lines
+      .filter((line) => line.message.startsWith('record failed'))
+      .map((line) => {
+        const { messageId, error } = line.extra[0] as { messageId: string; error: { message: string } };
+        return [messageId, error.message];
+      }),
+  );
+const claimed = async (messageId: string) => (await direct.query('SELECT 1 FROM inbox.consumed_message WHERE message_id = $1', [messageId])).rowCount;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe('wire failures, injected at the socket', () => {
   it('reports a record failed when the connection dies with COMMIT in flight (it committed), and its redelivery is a duplicate', async () => {
@@ -55,6 +70,18 @@ describe('wire failures, injected at the socket', () => {
     expect(await shipped('c-1')).toBe(1);
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
     expect(await shipped('c-1')).toBe(1);
+  });
+
+  it('reports a record failed when COMMIT does not answer within the call timeout (outcome unknown), and its redelivery applies it once', async () => {
+    const { handler, logger } = worker();
+    const record = sqsRecord({ body: { orderId: 'c-2' } });
+    // Held on its way for longer than callTimeoutMs (2 s): the client cannot know whether it committed.
+    proxy.faults.latency({ ms: 2_500, operation: 'CommitTransaction' });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(failureOf(logger)[record.messageId]).toMatch(/^CommitTransaction failed \(timeout, outcome unknown\): /);
+    proxy.faults.clear();
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await shipped('c-2')).toBe(1);
   });
 
   it('reports a single statement failed when its answer is lost after it ran, and applies nothing twice', async () => {
@@ -134,10 +161,10 @@ describe('wire failures, injected at the socket', () => {
     }
   });
 
-  it('fails the records in flight when every connection drops (failover, restart), and the redelivery applies each once', async () => {
+  it('fails the records in flight when every connection drops (an RDS Proxy failover), takes new connections at once, and the redelivery applies each once', async () => {
     const records = [1, 2, 3, 4].map((i) => sqsRecord({ body: { orderId: `f-${i}` } }));
     let killed = false;
-    const { handler } = worker({}, async (tx, m) => {
+    const { handler, logger } = worker({}, async (tx, m) => {
       await tx.execute(SHIP, { orderId: m.body.orderId });
       if (m.body.orderId === 'f-2' && !killed) (killed = true), proxy.killAll();
       await tx.execute('SELECT 1');
@@ -147,9 +174,67 @@ describe('wire failures, injected at the socket', () => {
     // Every acknowledged record committed.
     for (const record of acknowledged) expect(await shipped(JSON.parse(record.body).orderId)).toBe(1);
     expect(first.batchItemFailures.length).toBeGreaterThan(0);
+    // f-2's transaction was in flight on a connection that dropped: its outcome is not the statement's doing,
+    // and it is never 'nothing ran' (unavailable), which would let a caller send it again blindly.
+    expect(failureOf(logger)[records[1]!.messageId]).toMatch(/^ExecuteStatement failed \((network, outcome unknown|transaction-not-found)\): /);
+    // The new writer accepts connections: the pool's dead ones are not trusted, the next batch runs at once.
+    const next = sqsRecord({ body: { orderId: 'f-5' } });
+    expect((await handler({ Records: [next] }, lambdaContext())).batchItemFailures).toEqual([]);
     const again = await handler({ Records: records.filter((record) => !acknowledged.includes(record)) }, lambdaContext());
     expect(again.batchItemFailures).toEqual([]);
-    for (const i of [1, 2, 3, 4]) expect(await shipped(`f-${i}`)).toBe(1);
+    for (const i of [1, 2, 3, 4, 5]) expect(await shipped(`f-${i}`)).toBe(1);
+  });
+
+  it('fails the records of a server restart: the ended session as not committed, the refused connections as nothing ran; back up, the redelivery applies each once', async () => {
+    const records = [1, 2, 3, 4].map((i) => sqsRecord({ body: { orderId: `sr-${i}` } }));
+    let restarted = false;
+    const { handler, logger } = worker({ concurrency: 1 }, async (tx, m) => {
+      await tx.execute(SHIP, { orderId: m.body.orderId });
+      if (m.body.orderId === 'sr-2' && !restarted) {
+        restarted = true;
+        // PostgreSQL shutting down ends every session with 57P01, as pg_terminate_backend does; until it is
+        // back, nothing accepts a connection.
+        await direct.query('SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = $1', [WORKER]);
+        proxy.refuseConnections(true);
+        await sleep(100);
+      }
+      await tx.execute('SELECT 1');
+    });
+    const first = await handler({ Records: records }, lambdaContext());
+    expect(first.batchItemFailures.map((failure) => failure.itemIdentifier)).toEqual(records.slice(1).map((record) => record.messageId));
+    const failures = failureOf(logger);
+    // The server ended sr-2's session, and its transaction with it: known not committed.
+    expect(failures[records[1]!.messageId]).toMatch(/^ExecuteStatement failed \(transaction-not-found\): /);
+    // sr-3 and sr-4 found no server: nothing of them ran.
+    for (const record of records.slice(2)) {
+      expect(failures[record.messageId]).toMatch(/^Connect failed \(unavailable\): /);
+      expect(await claimed(record.messageId)).toBe(0);
+    }
+    expect(await shipped('sr-1')).toBe(1);
+    expect(await shipped('sr-2')).toBeUndefined();
+    proxy.refuseConnections(false);
+    expect((await handler({ Records: records.slice(1) }, lambdaContext())).batchItemFailures).toEqual([]);
+    for (const i of [1, 2, 3, 4]) expect(await shipped(`sr-${i}`)).toBe(1);
+  });
+
+  it('fails a record whose statement outran statement_timeout as a definite timeout: nothing committed, and the redelivery applies it once', async () => {
+    await direct.query("INSERT INTO public.orders (order_id, status, shipped_count) VALUES ('st-1', 'new', 0)");
+    const holder = await direct.connect();
+    await holder.query('BEGIN');
+    await holder.query("SELECT 1 FROM public.orders WHERE order_id = 'st-1' FOR UPDATE");
+    const { handler, logger } = worker({}, async (tx, m) => void (await tx.execute('UPDATE public.orders SET shipped_count = shipped_count + 1 WHERE order_id = :orderId', { orderId: m.body.orderId })));
+    const record = sqsRecord({ body: { orderId: 'st-1' } });
+    try {
+      expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    } finally {
+      await holder.query('COMMIT');
+      holder.release();
+    }
+    // PostgreSQL cancelled it below the call timeout (2 s): it says the statement did not run, so the outcome is known.
+    expect(failureOf(logger)[record.messageId]).toBe('ExecuteStatement failed (timeout): canceling statement due to statement timeout');
+    expect(await claimed(record.messageId)).toBe(0);
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await shipped('st-1')).toBe(1);
   });
 
   it('never retries a statement inside a transaction: a lost answer fails the record, the statement runs once', async () => {

@@ -39,6 +39,6 @@ export function postgres(pool: PostgresPool, options: PostgresOptions = {}): Wir
   return {
     pool,
     idleCheckMs: options.idleCheckMs,
-    [WIRE_SESSION]: (policy: SessionPolicy) => new PostgresSession({ pool, idleCheckMs: options.idleCheckMs }, { callTimeoutMs: policy.callTimeoutMs }),
+    [WIRE_SESSION]: (policy: SessionPolicy) => new PostgresSession({ pool, idleCheckMs: options.idleCheckMs }, { callTimeoutMs: policy.callTimeoutMs, timeLeftMs: policy.timeLeftMs }),
   };
 }

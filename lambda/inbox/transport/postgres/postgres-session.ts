@@ -23,6 +23,7 @@ export interface PostgresClient {
     rowMode?: 'array';
     types?: typeof TEXT_PARSERS;
     query_timeout?: number;
+    queryMode?: 'extended';
   }): Promise<{ command: string; rowCount: number | null; fields: FieldDescription[]; rows: unknown[] }>;
   /** Gives the connection back; `true` (or an error) destroys it instead. */
   release(destroy?: boolean | Error): void;
@@ -55,9 +56,15 @@ export interface PostgresPolicy {
   /**
    * Each transaction sets `statement_timeout` to this, so that a statement the client gave up on does not
    * go on running on the server (and take effect late). Must be below `callTimeoutMs`.
-   * @default callTimeoutMs - 1000, at least 1
+   * @default callTimeoutMs less a quarter of it, at most 1000 (10 000 gives 9 000; 1 000 gives 750)
    */
   readonly statementTimeoutMs?: number | undefined;
+  /**
+   * Milliseconds left before the caller's deadline (past its margin): a BEGIN that timed out is not sent
+   * again once none is left, as the Data API session makes no retry then.
+   * @default no deadline
+   */
+  readonly timeLeftMs?: (() => number) | undefined;
   /** The clock, for the idle check. @default Date.now */
   readonly now?: (() => number) | undefined;
 }
@@ -85,7 +92,9 @@ export class PostgresSession implements InboxSession {
     readonly target: PostgresTarget,
     readonly policy: PostgresPolicy,
   ) {
-    this.statementTimeoutMs = policy.statementTimeoutMs ?? Math.max(1, policy.callTimeoutMs - 1000);
+    // Room for the cancel's answer to come back before the client gives up, without leaving a short call
+    // timeout a statement timeout no statement fits in.
+    this.statementTimeoutMs = policy.statementTimeoutMs ?? Math.max(1, policy.callTimeoutMs - Math.min(1000, Math.floor(policy.callTimeoutMs / 4)));
     this.idleCheckMs = target.idleCheckMs ?? 10_000;
     this.now = policy.now ?? Date.now;
   }
@@ -134,7 +143,8 @@ export class PostgresSession implements InboxSession {
       } catch (error) {
         client.release(true);
         const failure = classifyWire('BeginTransaction', error);
-        if (attempt === 0 && (failure.failure === 'network' || failure.failure === 'timeout')) continue;
+        const timeLeft = this.policy.timeLeftMs?.() ?? Number.POSITIVE_INFINITY;
+        if (attempt === 0 && (failure.failure === 'network' || failure.failure === 'timeout') && timeLeft > 0) continue;
         throw failure;
       }
       const id = randomUUID();
@@ -243,7 +253,7 @@ export class PostgresSession implements InboxSession {
       const last = lastAnswered.get(client);
       if (last === undefined || this.now() - last < this.idleCheckMs) return client;
       try {
-        await this.query(client, 'SELECT 1', [], Math.min(this.policy.callTimeoutMs, 2000));
+        await this.query(client, 'SELECT 1', undefined, Math.min(this.policy.callTimeoutMs, 2000));
         return client;
       } catch (error) {
         client.release(true);
@@ -259,8 +269,14 @@ export class PostgresSession implements InboxSession {
     return client;
   }
 
+  /**
+   * Sends one call. A statement with `values` (every statement of the caller's, even one without
+   * parameters) goes by the extended protocol, which takes one statement only: `a; b` is refused as the
+   * Data API refuses it, so SQL that runs on the wire runs on the Data API too. The session's own texts
+   * (BEGIN with its SET LOCAL, COMMIT, ROLLBACK, the liveness check) go as simple queries.
+   */
   private async query(client: PostgresClient, text: string, values?: unknown[], timeoutMs = this.policy.callTimeoutMs) {
-    const result = await client.query({ text, values, rowMode: 'array', types: TEXT_PARSERS, query_timeout: timeoutMs });
+    const result = await client.query({ text, values, rowMode: 'array', types: TEXT_PARSERS, query_timeout: timeoutMs, ...(values ? { queryMode: 'extended' as const } : {}) });
     lastAnswered.set(client, this.now());
     // A multi-statement text (BEGIN; SET LOCAL ...) answers with one result per statement.
     return Array.isArray(result) ? (result.at(-1) as typeof result) : result;

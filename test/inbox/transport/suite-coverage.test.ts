@@ -1,0 +1,40 @@
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { DATA_API_ONLY_FILES, DATA_API_ONLY_TESTS, TRANSPORT_FREE_FILES } from '../../support/data-api-only.js';
+
+// The wire project runs every test/inbox file but those test/support/data-api-only.ts lists with a reason.
+// These checks keep the lists true, so that nothing is left out of the wire run silently.
+
+const root = join(import.meta.dirname, '../../..');
+const testFiles = (dir: string): string[] =>
+  readdirSync(join(root, dir), { withFileTypes: true }).flatMap((entry) =>
+    entry.isDirectory() ? testFiles(join(dir, entry.name)) : entry.name.endsWith('.test.ts') ? [join(dir, entry.name)] : [],
+  );
+const source = (file: string) => readFileSync(join(root, file), 'utf8');
+/** A file reaches the transport the suites switch on when it builds its database through the fixture. */
+const usesTheSwitch = (file: string) => /\binboxFixture\(/.test(source(file));
+
+describe('the wire run leaves out only what is listed, with its reason', () => {
+  it('names only files that exist, each with a reason', () => {
+    for (const [file, why] of Object.entries({ ...DATA_API_ONLY_FILES, ...TRANSPORT_FREE_FILES, ...DATA_API_ONLY_TESTS })) {
+      expect(existsSync(join(root, file)), file).toBe(true);
+      expect(why, file).toBeTruthy();
+    }
+  });
+
+  it('leaves out no file that goes through the transport switch but a Data API-only one', () => {
+    for (const file of Object.keys(TRANSPORT_FREE_FILES)) expect(usesTheSwitch(file), `${file} uses inboxFixture: it reaches a transport`).toBe(false);
+    const onTheWire = testFiles('test/inbox').filter((file) => !(file in DATA_API_ONLY_FILES) && !(file in TRANSPORT_FREE_FILES));
+    expect(onTheWire.filter((file) => !usesTheSwitch(file)), 'run on the wire, yet never use inboxFixture: list them in TRANSPORT_FREE_FILES').toEqual([]);
+  });
+
+  it('lists each Data API-only test where it is marked dataApiOnly, and marks none that is not listed', () => {
+    for (const [file, names] of Object.entries(DATA_API_ONLY_TESTS)) {
+      const calls = [...source(file).matchAll(/dataApiOnly\(\s*'([^']+)',\s*'([^']+)'/g)].map((match) => match[2]);
+      for (const name of Object.keys(names)) expect(calls, `${file} > ${name}`).toContain(name);
+    }
+    const marked = testFiles('test/inbox').flatMap((file) => [...source(file).matchAll(/dataApiOnly\(\s*'([^']+)'/g)].map((match) => [file, match[1]]));
+    for (const [file, named] of marked) expect(named, `${file} marks a test of another file`).toBe(file);
+  });
+});
