@@ -27,6 +27,8 @@ export const TRANSPORT_FREE_FILES: Readonly<Record<string, string>> = {
   'test/inbox/transport/postgres.test.ts': 'the wire session itself, on its own pools',
   'test/inbox/transport/wire-faults.test.ts': "the wire's own failures, on its own pools and proxy",
   'test/inbox/transport/suite-coverage.test.ts': 'checks these lists against the files',
+  'test/inbox/transport/postgres-environment.test.ts': "postgresFromEnvironment's settings, through its own TLS front and pools",
+  'test/inbox/dsql-roles.test.ts': "the DSQL role function's SQL, on its own connection",
 };
 
 /** Tests, by file and name, that exercise a Data API feature the wire does not have. */
