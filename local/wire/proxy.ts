@@ -33,7 +33,27 @@ export interface WireProxy {
   killAll(): void;
   /** Statements seen, in order (simple queries and Parse messages). */
   readonly statements: string[];
+  /**
+   * Serialization failures injected at COMMIT: each COMMIT (a simple query) fails with `rate`'s
+   * probability, as an optimistic-concurrency database fails a conflicting transaction. The proxy sends
+   * ROLLBACK in its place, so the transaction is really rolled back, and answers the client with
+   * `error` (SQLSTATE 40001 unless it says otherwise). `injected` counts them.
+   */
+  readonly conflicts: { rate: number; random: () => number; error: WireRefusal; injected: number };
+  /**
+   * Decides, for each statement, whether it is refused without being sent on (a database that does not
+   * support it); `undefined` lets it through. Refusals are counted in `refused`.
+   */
+  refuseWhen(check: ((sql: string) => WireRefusal | undefined) | undefined): void;
+  /** The statements refused by the {@link refuseWhen} check, with its answer. */
+  readonly refused: { readonly sql: string; readonly refusal: WireRefusal }[];
   close(): Promise<void>;
+}
+
+/** A PostgreSQL error answer the proxy gives in the server's place. */
+export interface WireRefusal {
+  readonly sqlState: string;
+  readonly message: string;
 }
 
 interface Pipe {
@@ -42,10 +62,15 @@ interface Pipe {
   readonly client: Socket;
   readonly server: Socket;
   silent: boolean;
-  /** What happens to the server's answers: passed on, or swallowed up to ReadyForQuery, then closed. */
-  answers: 'pass' | 'drop';
+  /**
+   * What happens to the server's answers: passed on, swallowed up to ReadyForQuery and the connection
+   * closed, or swallowed up to ReadyForQuery and replaced by an error answer.
+   */
+  answers: 'pass' | 'drop' | WireRefusal;
   /** What happens to the client's messages of the current extended-protocol statement, up to Sync. */
   messages: 'forward' | 'refuse';
+  /** The answer a refused extended-protocol statement gets at its Sync (the fault's 53300 when unset). */
+  refusal?: WireRefusal | undefined;
   /** The transaction status of the last ReadyForQuery: I idle, T in a transaction, E failed. */
   status: string;
   /** Client messages in order: a delayed statement holds back the ones after it. */
@@ -58,6 +83,9 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
   const faults = new Faults();
   const stats = new Stats();
   const statements: string[] = [];
+  const conflicts = { rate: 0, random: Math.random, error: { sqlState: '40001', message: 'could not serialize access due to concurrent update (injected)' }, injected: 0 };
+  let check: ((sql: string) => WireRefusal | undefined) | undefined;
+  const refused: { sql: string; refusal: WireRefusal }[] = [];
   let connections = 0;
 
   const server: Server = createServer((client) => {
@@ -86,6 +114,14 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
           statements.push(sql);
           const operation = operationOf(sql);
           stats.count(operation);
+          const refusal = check?.(sql);
+          if (refusal) {
+            refused.push({ sql, refusal });
+            if (type === 'Q') return refuse(pipe, refusal);
+            pipe.messages = 'refuse';
+            pipe.refusal = refusal;
+            return;
+          }
           const inTransaction = pipe.status !== 'I' || operation === 'CommitTransaction' || operation === 'RollbackTransaction';
           const delay = faults.delayFor(operation);
           if (delay > 0) await sleep(delay);
@@ -104,11 +140,19 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
           }
           pipe.messages = 'forward';
           if (faults.dropsResponse(call)) pipe.answers = 'drop';
+          else if (type === 'Q' && operation === 'CommitTransaction' && pipe.status === 'T' && conflicts.rate > 0 && conflicts.random() < conflicts.rate) {
+            // The conflict: the transaction is rolled back at the server, and the client is told it failed.
+            conflicts.injected++;
+            pipe.answers = conflicts.error;
+            upstream.write(simpleQuery('ROLLBACK'));
+            return;
+          }
         } else if (pipe.messages === 'refuse') {
           // The rest of a refused extended-protocol statement: swallowed, answered at its Sync.
           if (type === 'S') {
             pipe.messages = 'forward';
-            refuse(pipe);
+            refuse(pipe, pipe.refusal);
+            pipe.refusal = undefined;
           }
           return;
         }
@@ -120,6 +164,14 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
       if (type === 'Z') pipe.status = String.fromCharCode(frame[5]!);
       if (pipe.answers === 'pass') {
         client.write(frame);
+        return;
+      }
+      if (pipe.answers !== 'drop') {
+        // A replaced answer: the server's is swallowed; at its ReadyForQuery the error goes out instead.
+        if (type === 'Z') {
+          refuse(pipe, pipe.answers, String.fromCharCode(frame[5]!));
+          pipe.answers = 'pass';
+        }
         return;
       }
       // The statement ran; its answer ends at ReadyForQuery. Lose it, and the connection with it.
@@ -144,6 +196,11 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
     faults,
     stats,
     statements,
+    conflicts,
+    refused,
+    refuseWhen: (next) => {
+      check = next;
+    },
     silenceOpenConnections: () => {
       for (const pipe of pipes) pipe.silent = true;
     },
@@ -164,14 +221,19 @@ function operationOf(sql: string): Operation {
   return 'ExecuteStatement';
 }
 
-/** Answers a statement that was not sent on: an ErrorResponse (53300, did not run), then ReadyForQuery. */
-function refuse(pipe: Pipe): void {
+const UNAVAILABLE: WireRefusal = { sqlState: '53300', message: 'Injected fault: the database was unavailable; the statement did not run' };
+
+/**
+ * Answers a statement that was not sent on: an ErrorResponse (by default 53300, did not run), then
+ * ReadyForQuery with `status`, or as a server would leave the transaction after an error.
+ */
+function refuse(pipe: Pipe, refusal: WireRefusal = UNAVAILABLE, status?: string): void {
   const fields = Buffer.concat(
     [
       ['S', 'ERROR'],
       ['V', 'ERROR'],
-      ['C', '53300'],
-      ['M', 'Injected fault: the database was unavailable; the statement did not run'],
+      ['C', refusal.sqlState],
+      ['M', refusal.message],
     ].map(([code, value]) => Buffer.concat([Buffer.from(code!), Buffer.from(value!), Buffer.from([0])])),
   );
   const body = Buffer.concat([fields, Buffer.from([0])]);
@@ -179,8 +241,17 @@ function refuse(pipe: Pipe): void {
   error.write('E', 0);
   error.writeInt32BE(body.length + 4, 1);
   // A real server would now be in a failed transaction; an idle one stays idle.
-  const ready = Buffer.from([0x5a, 0, 0, 0, 5, (pipe.status === 'I' ? 'I' : 'E').charCodeAt(0)]);
+  const ready = Buffer.from([0x5a, 0, 0, 0, 5, (status ?? (pipe.status === 'I' ? 'I' : 'E')).charCodeAt(0)]);
   pipe.client.write(Buffer.concat([error, body, ready]));
+}
+
+/** A simple Query message carrying `sql`. */
+function simpleQuery(sql: string): Buffer {
+  const text = Buffer.from(`${sql}\0`, 'utf8');
+  const header = Buffer.alloc(5);
+  header.write('Q', 0);
+  header.writeInt32BE(text.length + 4, 1);
+  return Buffer.concat([header, text]);
 }
 
 const resuming = (failure: unknown) => failure instanceof DataApiError && failure.type === 'DatabaseResumingException';

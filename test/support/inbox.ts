@@ -7,15 +7,21 @@ import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/in
 import { postgres, PostgresSession } from '../../lambda/inbox/transport/postgres/index.js';
 import type { DatabaseTarget, InboxSession } from '../../lambda/inbox/index.js';
 import { startWireProxy } from '../../local/wire/proxy.js';
+import { startDsqlProfile } from '../../local/dsql/profile.js';
+import type { DsqlProfile } from '../../local/dsql/profile.js';
+import { dsql, DsqlSession } from '../../lambda/inbox/transport/dsql/index.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';
 import { freshDatabase } from './database.js';
 
 /**
  * The transport the inbox suites run on: the Data API (the default), or the PostgreSQL wire protocol with
  * `INBOX_TEST_TRANSPORT=postgres` (`npm run test:wire`), through the testkit's wire proxy, which counts
- * calls and injects faults with the same API as the local Data API server.
+ * calls and injects faults with the same API as the local Data API server; or `INBOX_TEST_TRANSPORT=dsql`:
+ * the `dsql()` target on the DSQL profile (local/dsql/profile.ts: repeatable read, DSQL's supported SQL,
+ * its row limit, and OCC conflicts at COMMIT at the rate in `INBOX_TEST_DSQL_CONFLICT_RATE`, default 0).
  */
-export const TRANSPORT: 'data-api' | 'postgres' = process.env.INBOX_TEST_TRANSPORT === 'postgres' ? 'postgres' : 'data-api';
+export const TRANSPORT: 'data-api' | 'postgres' | 'dsql' =
+  process.env.INBOX_TEST_TRANSPORT === 'postgres' ? 'postgres' : process.env.INBOX_TEST_TRANSPORT === 'dsql' ? 'dsql' : 'data-api';
 
 /** A migrated database behind its own local Data API server, and a direct connection for assertions. */
 export interface InboxFixture {
@@ -29,6 +35,8 @@ export interface InboxFixture {
   readonly session: InboxSession;
   /** The database's PostgreSQL URL, for connections of a test's own beside the transport. */
   readonly url: string;
+  /** On the dsql transport: the DSQL profile (its proxy, its conflicts, the statements it refused). */
+  readonly dsql?: DsqlProfile | undefined;
   /** A second, independent target for the same database: another Lambda instance with its own client. */
   instance(): DatabaseTarget;
   /** Runs SQL directly on PostgreSQL, beside the transport, for assertions and setup. */
@@ -55,7 +63,26 @@ export async function inboxFixture(label: string, options: Parameters<typeof sta
   let instance: () => DatabaseTarget;
   let session: InboxSession;
   let exposed: DataApiServer = server;
-  if (TRANSPORT === 'postgres') {
+  let profile: DsqlProfile | undefined;
+  if (TRANSPORT === 'dsql') {
+    // The migrations in their PostgreSQL form, beside the profile: the profile checks what the runtime sends.
+    const direct = new PostgresSession({ pool }, { callTimeoutMs: 10_000 });
+    await migrate(direct, [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
+    profile = await startDsqlProfile(url, { conflictRate: Number(process.env.INBOX_TEST_DSQL_CONFLICT_RATE ?? 0) });
+    await profile.enforceRowLimit();
+    const database = new URL(url).pathname.slice(1);
+    const dsqlTarget = () => {
+      const made = dsql({ endpoint: profile!.host, port: profile!.port, region: 'us-east-1', user: 'postgres', database, ssl: false, password: async () => 'postgres', maxConnections: 10 });
+      closers.push(() => made.pool.end());
+      return made;
+    };
+    const own = dsqlTarget();
+    target = own as unknown as DatabaseTarget;
+    instance = () => dsqlTarget() as unknown as DatabaseTarget;
+    session = new DsqlSession(own.pool, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
+    exposed = Object.create(server, { faults: { value: profile.proxy.faults }, stats: { value: profile.proxy.stats } }) as DataApiServer;
+    closers.push(() => profile!.close());
+  } else if (TRANSPORT === 'postgres') {
     // The Data API server's idle expiry and statement timeout, as PostgreSQL's own settings.
     const database = new URL(url).pathname.slice(1);
     if (options.transactionIdleTimeoutMs !== undefined) {
@@ -83,13 +110,14 @@ export async function inboxFixture(label: string, options: Parameters<typeof sta
     session = new DataApiSession(target, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
     closers.push(async () => client.destroy());
   }
-  await migrate(session, [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
+  if (TRANSPORT !== 'dsql') await migrate(session, [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
   exposed.stats.reset();
   return {
     server: exposed,
     target,
     session,
     url,
+    dsql: profile,
     instance,
     query: async (sql, params) => (await pool.query(sql, params)).rows,
     close: async () => {

@@ -2,6 +2,7 @@ import { runBatch, succeeded } from '../lanes/lanes.js';
 import type { BatchPlan, Outcome } from '../lanes/lanes.js';
 import { sameHash } from '../sql/claim.js';
 import type { InboxSession } from '../transport/session.js';
+import { retryConflicts } from '../transport/conflicts.js';
 import { DatabaseCallError, DataApiError } from '../errors.js';
 import type { ResolvedOptions } from '../handler/options.js';
 import type { PreparedRecord } from '../prepare/prepare.js';
@@ -79,7 +80,8 @@ export class BatchModeRunner<Body, Raw = unknown> implements SetRunner<Body, Raw
     try {
       for (const run of this.runs(members)) {
         if (!plan.mayStart()) break;
-        const results = await this.applySet(run, session, tally);
+        // A set that lost an optimistic-concurrency conflict rolled back whole: it runs again as a set.
+        const results = await retryConflicts(session, () => this.applySet(run, session, tally));
         run.forEach((p, index) => (outcomes[p.index] = results[index]!));
         rest = rest.slice(run.length);
       }

@@ -30,4 +30,28 @@ export interface InboxSession {
   rollback(transactionId: string): Promise<void>;
   /** Opens a transaction whose statements are sent one at a time, in call order. */
   transaction(): Promise<Transaction>;
+  /**
+   * What the transport's database asks of the modes beyond PostgreSQL's rules: how many times a record's
+   * transaction is run again after an optimistic-concurrency conflict (Aurora DSQL). Absent: never.
+   */
+  readonly dialect?: SessionDialect | undefined;
+}
+
+/** A database's rules that the modes follow without knowing which transport they run on. */
+export interface SessionDialect {
+  /**
+   * A serialization failure (SQLSTATE 40001) is a definite rollback: the record's whole transaction is
+   * run again, up to `attempts` more times, after a jittered wait.
+   */
+  readonly conflictRetries: ConflictRetryPolicy;
+}
+
+/** How a transaction that lost an optimistic-concurrency conflict is run again. */
+export interface ConflictRetryPolicy {
+  /** Runs after the first, at most. 0: a conflict fails the record at once. */
+  readonly attempts: number;
+  /** The first wait's upper bound, in milliseconds; each further wait doubles it (full jitter). */
+  readonly baseDelayMs: number;
+  /** No wait exceeds this, in milliseconds. */
+  readonly maxDelayMs: number;
 }
