@@ -37,7 +37,8 @@ export interface WireProxy {
    * Serialization failures injected at COMMIT: each COMMIT (a simple query) fails with `rate`'s
    * probability, as an optimistic-concurrency database fails a conflicting transaction. The proxy sends
    * ROLLBACK in its place, so the transaction is really rolled back, and answers the client with
-   * `error` (SQLSTATE 40001 unless it says otherwise). `injected` counts them.
+   * `error` (SQLSTATE 40001 unless it says otherwise). An autocommit write (its own transaction) fails
+   * likewise, refused without running. `injected` counts them.
    */
   readonly conflicts: { rate: number; random: () => number; error: WireRefusal; injected: number };
   /**
@@ -45,6 +46,11 @@ export interface WireProxy {
    * support it); `undefined` lets it through. Refusals are counted in `refused`.
    */
   refuseWhen(check: ((sql: string) => WireRefusal | undefined) | undefined): void;
+  /**
+   * The next `count` connections are refused at startup with `refusal`, before any statement (a server
+   * refusing connections for their rate or number: DSQL's 53400 and 53300).
+   */
+  readonly connectionRefusals: { count: number; refusal: WireRefusal; refused: number };
   /** The statements refused by the {@link refuseWhen} check, with its answer. */
   readonly refused: { readonly sql: string; readonly refusal: WireRefusal }[];
   close(): Promise<void>;
@@ -85,6 +91,7 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
   const statements: string[] = [];
   const conflicts = { rate: 0, random: Math.random, error: { sqlState: '40001', message: 'could not serialize access due to concurrent update (injected)' }, injected: 0 };
   let check: ((sql: string) => WireRefusal | undefined) | undefined;
+  const connectionRefusals = { count: 0, refusal: UNAVAILABLE, refused: 0 };
   const refused: { sql: string; refusal: WireRefusal }[] = [];
   let connections = 0;
 
@@ -109,6 +116,13 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
         if (pipe.silent || client.destroyed) return;
         if (!started) {
           started = true;
+          if (connectionRefusals.count > 0) {
+            connectionRefusals.count--;
+            connectionRefusals.refused++;
+            client.end(errorResponse(connectionRefusals.refusal));
+            upstream.destroy();
+            return;
+          }
         } else if (type === 'Q' || type === 'P') {
           const sql = statementOf(frame, type);
           statements.push(sql);
@@ -136,6 +150,14 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
             if (failure instanceof GatewayError) return end();
             if (type === 'Q') return refuse(pipe);
             pipe.messages = 'refuse';
+            return;
+          }
+          if (pipe.status === 'I' && operation === 'ExecuteStatement' && WRITES.test(sql) && conflicts.rate > 0 && conflicts.random() < conflicts.rate) {
+            // An autocommit write that conflicts takes no effect: refused without running, with the conflict's answer.
+            conflicts.injected++;
+            if (type === 'Q') return refuse(pipe, conflicts.error);
+            pipe.messages = 'refuse';
+            pipe.refusal = conflicts.error;
             return;
           }
           pipe.messages = 'forward';
@@ -197,6 +219,7 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
     stats,
     statements,
     conflicts,
+    connectionRefusals,
     refused,
     refuseWhen: (next) => {
       check = next;
@@ -211,6 +234,9 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
     },
   };
 }
+
+/** A statement that may write: an autocommit one commits, so it can conflict. */
+const WRITES = /^\s*(?:INSERT|UPDATE|DELETE|MERGE|WITH)\b/i;
 
 /** The Data API operation a statement stands for, so that calls are counted and faulted alike. */
 function operationOf(sql: string): Operation {
@@ -228,6 +254,13 @@ const UNAVAILABLE: WireRefusal = { sqlState: '53300', message: 'Injected fault: 
  * ReadyForQuery with `status`, or as a server would leave the transaction after an error.
  */
 function refuse(pipe: Pipe, refusal: WireRefusal = UNAVAILABLE, status?: string): void {
+  // A real server would now be in a failed transaction; an idle one stays idle.
+  const ready = Buffer.from([0x5a, 0, 0, 0, 5, (status ?? (pipe.status === 'I' ? 'I' : 'E')).charCodeAt(0)]);
+  pipe.client.write(Buffer.concat([errorResponse(refusal), ready]));
+}
+
+/** A PostgreSQL ErrorResponse message. */
+function errorResponse(refusal: WireRefusal): Buffer {
   const fields = Buffer.concat(
     [
       ['S', 'ERROR'],
@@ -240,9 +273,7 @@ function refuse(pipe: Pipe, refusal: WireRefusal = UNAVAILABLE, status?: string)
   const error = Buffer.alloc(5);
   error.write('E', 0);
   error.writeInt32BE(body.length + 4, 1);
-  // A real server would now be in a failed transaction; an idle one stays idle.
-  const ready = Buffer.from([0x5a, 0, 0, 0, 5, (status ?? (pipe.status === 'I' ? 'I' : 'E')).charCodeAt(0)]);
-  pipe.client.write(Buffer.concat([error, body, ready]));
+  return Buffer.concat([error, body]);
 }
 
 /** A simple Query message carrying `sql`. */

@@ -44,6 +44,13 @@ export interface SessionDialect {
    * run again, up to `attempts` more times, after a jittered wait.
    */
   readonly conflictRetries: ConflictRetryPolicy;
+  /**
+   * The most rows one transaction may modify (Aurora DSQL: 3,000). The purge deletes at most this many
+   * per batch; the batch modes claim and apply at most `maxRecordsPerTransaction` records per transaction.
+   */
+  readonly maxModifiedRows?: number | undefined;
+  /** A batch-mode set larger than this is claimed and applied as several transactions, in batch order. */
+  readonly maxRecordsPerTransaction?: number | undefined;
 }
 
 /** How a transaction that lost an optimistic-concurrency conflict is run again. */

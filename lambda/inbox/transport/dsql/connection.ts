@@ -155,7 +155,7 @@ export function dsqlPool(connection: DsqlConnection, options: DsqlConnectionOpti
 }
 
 /** A fresh token for each new connection: `DbConnectAdmin` for the `admin` role, `DbConnect` for any other. */
-async function tokenSource(connection: DsqlConnection, options: DsqlConnectionOptions): Promise<() => Promise<string>> {
+export async function tokenSource(connection: DsqlConnection, options: DsqlConnectionOptions): Promise<() => Promise<string>> {
   const { DsqlSigner } = await importPeer(
     '@aws-sdk/dsql-signer',
     () => import('@aws-sdk/dsql-signer'),

@@ -49,6 +49,13 @@ export interface DsqlOptions {
   readonly connectAttempts?: number | undefined;
   /** An optimistic-concurrency conflict (SQLSTATE 40001) runs the record's transaction again this way. @default DSQL_CONFLICT_RETRIES */
   readonly conflictRetries?: ConflictRetryPolicy | undefined;
+  /**
+   * The batch modes claim and apply at most this many records per transaction, so that the claims and the
+   * effect stay within DSQL's 3,000 modified rows: lower it when your `applyBatch` writes more than two rows
+   * per record.
+   * @default 1000
+   */
+  readonly maxRecordsPerTransaction?: number | undefined;
   /** TLS, required by DSQL; `false` only for a local stand-in. @default { rejectUnauthorized: true } */
   readonly ssl?: boolean | Readonly<Record<string, unknown>> | undefined;
   /** The credentials the tokens are signed with. @default the default credential provider chain */
@@ -71,12 +78,15 @@ export interface DsqlTarget extends WireTarget {
   readonly pool: PostgresPool & { end(): Promise<void> };
 }
 
-/** The session on a DSQL target: the wire session, with DSQL's optimistic concurrency as its dialect. */
+/** DSQL's dialect: conflicts retried, at most 3,000 modified rows a transaction, 1,000 records per batch transaction. */
+export const DSQL_DIALECT: SessionDialect = { conflictRetries: DSQL_CONFLICT_RETRIES, maxModifiedRows: 3000, maxRecordsPerTransaction: 1000 };
+
+/** The session on a DSQL target: the wire session, with DSQL's optimistic concurrency and row limit as its dialect. */
 export class DsqlSession extends PostgresSession {
   readonly dialect: SessionDialect;
-  constructor(pool: PostgresPool, policy: SessionPolicy, conflictRetries: ConflictRetryPolicy = DSQL_CONFLICT_RETRIES, idleCheckMs?: number) {
+  constructor(pool: PostgresPool, policy: SessionPolicy, dialect: Partial<SessionDialect> = {}, idleCheckMs?: number) {
     super({ pool, idleCheckMs }, { callTimeoutMs: policy.callTimeoutMs });
-    this.dialect = { conflictRetries };
+    this.dialect = { ...DSQL_DIALECT, ...dialect };
   }
 }
 
@@ -98,10 +108,14 @@ export function dsql(options: DsqlOptions): DsqlTarget {
   if (!Number.isInteger(retries.attempts) || retries.attempts < 0 || !(retries.baseDelayMs >= 0) || !(retries.maxDelayMs >= retries.baseDelayMs)) {
     throw new InboxConfigError('dsql.conflictRetries', 'needs a whole `attempts` >= 0 and 0 <= `baseDelayMs` <= `maxDelayMs`, e.g. { attempts: 3, baseDelayMs: 20, maxDelayMs: 1000 }');
   }
+  const perTransaction = options.maxRecordsPerTransaction ?? 1000;
+  if (!Number.isInteger(perTransaction) || perTransaction < 1 || perTransaction > 3000) {
+    throw new InboxConfigError('dsql.maxRecordsPerTransaction', `${String(perTransaction)} must be a whole number from 1 to 3000 (DSQL modifies at most 3,000 rows per transaction), e.g. 1000`);
+  }
   const pool = dsqlPool(connection, options);
   return {
     pool,
-    [WIRE_SESSION]: (policy: SessionPolicy) => new DsqlSession(pool, policy, retries, options.idleCheckMs),
+    [WIRE_SESSION]: (policy: SessionPolicy) => new DsqlSession(pool, policy, { conflictRetries: retries, maxRecordsPerTransaction: perTransaction }, options.idleCheckMs),
   };
 }
 
