@@ -65,6 +65,14 @@ export async function inboxFixture(label: string, options: Parameters<typeof sta
   let session: InboxSession;
   let exposed: DataApiServer = server;
   let profile: DsqlProfile | undefined;
+  if (TRANSPORT !== 'data-api') {
+    // The Data API server's idle expiry and statement timeout, as PostgreSQL's own settings.
+    const database = new URL(url).pathname.slice(1);
+    if (options.transactionIdleTimeoutMs !== undefined) {
+      await pool.query(`ALTER DATABASE "${database}" SET idle_in_transaction_session_timeout = ${options.transactionIdleTimeoutMs}`);
+    }
+    if (options.statementTimeoutMs !== undefined) await pool.query(`ALTER DATABASE "${database}" SET statement_timeout = ${options.statementTimeoutMs}`);
+  }
   if (TRANSPORT === 'dsql') {
     // The migrations in their PostgreSQL form, beside the profile: the profile checks what the runtime sends.
     const direct = new PostgresSession({ pool }, { callTimeoutMs: 10_000 });
@@ -84,12 +92,6 @@ export async function inboxFixture(label: string, options: Parameters<typeof sta
     exposed = Object.create(server, { faults: { value: profile.proxy.faults }, stats: { value: profile.proxy.stats } }) as DataApiServer;
     closers.push(() => profile!.close());
   } else if (TRANSPORT === 'postgres') {
-    // The Data API server's idle expiry and statement timeout, as PostgreSQL's own settings.
-    const database = new URL(url).pathname.slice(1);
-    if (options.transactionIdleTimeoutMs !== undefined) {
-      await pool.query(`ALTER DATABASE "${database}" SET idle_in_transaction_session_timeout = ${options.transactionIdleTimeoutMs}`);
-    }
-    if (options.statementTimeoutMs !== undefined) await pool.query(`ALTER DATABASE "${database}" SET statement_timeout = ${options.statementTimeoutMs}`);
     const proxy = await startWireProxy(url);
     const wirePool = () => {
       const made = new pg.Pool({ connectionString: proxy.url, max: 10 });
