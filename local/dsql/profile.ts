@@ -19,6 +19,9 @@ export const DSQL_MAX_ROWS_PER_TRANSACTION = 3000;
  */
 export const DSQL_PROFILE_EXEMPT = '-c dsql_profile.exempt=on';
 
+const DDL = /^\s*(?:CREATE|ALTER|DROP|GRANT|REVOKE|COMMENT)\b/i;
+const DML = /^\s*(?:INSERT|UPDATE|DELETE|MERGE)\b|^\s*WITH\b[\s\S]*\b(?:INSERT|UPDATE|DELETE)\b/i;
+
 /** Options of {@link startDsqlProfile}. */
 export interface DsqlProfileOptions {
   /** The share of COMMITs that fail with {@link DSQL_ROW_CONFLICT}, 0 to 1. @default 0 */
@@ -51,7 +54,8 @@ export interface DsqlProfile {
  * - every transaction runs at REPEATABLE READ, DSQL's only isolation level (the database's default);
  * - COMMITs fail at `conflictRate` with DSQL's 40001 / OC000 answer, after the proxy rolled them back;
  * - every statement is checked against DSQL's supported SQL (lambda/inbox/transport/dsql/supported-sql.ts) and
- *   refused with SQLSTATE 0A000 without running when it breaks a rule;
+ *   refused with SQLSTATE 0A000 without running when it breaks a rule, and so is a second DDL statement in a
+ *   transaction, or DDL beside DML; `CREATE INDEX ASYNC` reaches PostgreSQL as CREATE INDEX;
  * - a transaction that modifies more than 3,000 rows of the profile's tables fails with SQLSTATE 54000.
  */
 export async function startDsqlProfile(databaseUrl: string, options: DsqlProfileOptions = {}): Promise<DsqlProfile> {
@@ -69,13 +73,27 @@ export async function startDsqlProfile(databaseUrl: string, options: DsqlProfile
   proxy.conflicts.error = DSQL_ROW_CONFLICT;
   if (options.random) proxy.conflicts.random = options.random;
   const violations: DsqlSqlViolation[] = [];
-  proxy.refuseWhen((sql) => {
+  // What each connection's open transaction has run: DSQL takes one DDL statement per transaction, and never DDL beside DML.
+  const transactions = new Map<number, { ddl: number; dml: number }>();
+  proxy.refuseWhen((sql, { connection, inTransaction }) => {
     const found = checkDsqlSql(sql, options.strict ?? false);
-    if (found.length === 0) return undefined;
-    violations.push(...found);
-    const first = found[0]!;
-    return { sqlState: '0A000', message: `Aurora DSQL does not support this statement (${first.rule.id}): ${first.rule.says}. See ${first.rule.source}` };
+    if (found.length > 0) {
+      violations.push(...found);
+      const first = found[0]!;
+      return { sqlState: '0A000', message: `Aurora DSQL does not support this statement (${first.rule.id}): ${first.rule.says}. See ${first.rule.source}` };
+    }
+    if (!inTransaction) transactions.delete(connection);
+    const kind = DDL.test(sql) ? 'ddl' : DML.test(sql) ? 'dml' : undefined;
+    if (!inTransaction || !kind) return undefined;
+    const seen = transactions.get(connection) ?? { ddl: 0, dml: 0 };
+    transactions.set(connection, seen);
+    const refusal = kind === 'ddl' && seen.ddl > 0 ? 'one DDL statement per transaction' : (kind === 'ddl' ? seen.dml : seen.ddl) > 0 ? 'no DDL and DML in one transaction' : undefined;
+    if (refusal) return { sqlState: '0A000', message: `Aurora DSQL takes ${refusal}. See ${DSQL_SOURCES.ddl}` };
+    seen[kind]++;
+    return undefined;
   });
+  // PostgreSQL builds DSQL's asynchronous index at once.
+  proxy.rewriteWith((sql) => sql.replace(/^(\s*CREATE\s+(?:UNIQUE\s+)?INDEX)\s+ASYNC\b/i, '$1'));
   const { port, hostname } = new URL(proxy.url);
   return {
     proxy,

@@ -45,7 +45,12 @@ export interface WireProxy {
    * Decides, for each statement, whether it is refused without being sent on (a database that does not
    * support it); `undefined` lets it through. Refusals are counted in `refused`.
    */
-  refuseWhen(check: ((sql: string) => WireRefusal | undefined) | undefined): void;
+  refuseWhen(check: ((sql: string, context: WireStatementContext) => WireRefusal | undefined) | undefined): void;
+  /**
+   * Rewrites each simple-query statement before it is sent on (a dialect's spelling PostgreSQL does not
+   * take, e.g. DSQL's CREATE INDEX ASYNC); the checks and counts see the original.
+   */
+  rewriteWith(rewrite: ((sql: string) => string) | undefined): void;
   /**
    * The next `count` connections are refused at startup with `refusal`, before any statement (a server
    * refusing connections for their rate or number: DSQL's 53400 and 53300).
@@ -54,6 +59,12 @@ export interface WireProxy {
   /** The statements refused by the {@link refuseWhen} check, with its answer. */
   readonly refused: { readonly sql: string; readonly refusal: WireRefusal }[];
   close(): Promise<void>;
+}
+
+/** Where a statement arrives: its connection, and whether that connection is inside a transaction. */
+export interface WireStatementContext {
+  readonly connection: number;
+  readonly inTransaction: boolean;
 }
 
 /** A PostgreSQL error answer the proxy gives in the server's place. */
@@ -90,7 +101,8 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
   const stats = new Stats();
   const statements: string[] = [];
   const conflicts = { rate: 0, random: Math.random, error: { sqlState: '40001', message: 'could not serialize access due to concurrent update (injected)' }, injected: 0 };
-  let check: ((sql: string) => WireRefusal | undefined) | undefined;
+  let check: ((sql: string, context: WireStatementContext) => WireRefusal | undefined) | undefined;
+  let rewrite: ((sql: string) => string) | undefined;
   const connectionRefusals = { count: 0, refusal: UNAVAILABLE, refused: 0 };
   const refused: { sql: string; refusal: WireRefusal }[] = [];
   let connections = 0;
@@ -128,7 +140,7 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
           statements.push(sql);
           const operation = operationOf(sql);
           stats.count(operation);
-          const refusal = check?.(sql);
+          const refusal = check?.(sql, { connection: pipe.id, inTransaction: pipe.status !== 'I' });
           if (refusal) {
             refused.push({ sql, refusal });
             if (type === 'Q') return refuse(pipe, refusal);
@@ -161,6 +173,10 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
             return;
           }
           pipe.messages = 'forward';
+          if (type === 'Q' && rewrite) {
+            const rewritten = rewrite(sql);
+            if (rewritten !== sql) frame = simpleQuery(rewritten);
+          }
           if (faults.dropsResponse(call)) pipe.answers = 'drop';
           else if (type === 'Q' && operation === 'CommitTransaction' && pipe.status === 'T' && conflicts.rate > 0 && conflicts.random() < conflicts.rate) {
             // The conflict: the transaction is rolled back at the server, and the client is told it failed.
@@ -223,6 +239,9 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
     refused,
     refuseWhen: (next) => {
       check = next;
+    },
+    rewriteWith: (next) => {
+      rewrite = next;
     },
     silenceOpenConnections: () => {
       for (const pipe of pipes) pipe.silent = true;

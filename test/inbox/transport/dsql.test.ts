@@ -1,9 +1,9 @@
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { INBOX_MIGRATIONS, InboxConfigError, migrate, purge } from '../../../lambda/inbox/index.js';
+import { INBOX_MIGRATIONS, InboxConfigError, migrate, PermanentError, purge } from '../../../lambda/inbox/index.js';
 import { inbox } from '../../../lambda/inbox/handler/batch-handlers.js';
 import type { InboxOptions } from '../../../lambda/inbox/index.js';
-import { dsql, DSQL_DIALECT, dsqlFromEnvironment, DsqlSession } from '../../../lambda/inbox/transport/dsql/index.js';
+import { dsql, DSQL_DIALECT, DSQL_INBOX_MIGRATIONS, dsqlFromEnvironment, DsqlSession, migrateDsql } from '../../../lambda/inbox/transport/dsql/index.js';
 import type { DsqlTarget } from '../../../lambda/inbox/transport/dsql/index.js';
 import { tokenSource } from '../../../lambda/inbox/transport/dsql/connection.js';
 import { checkDsqlSql, DSQL_SQL_RULES } from '../../../lambda/inbox/transport/dsql/supported-sql.js';
@@ -267,5 +267,82 @@ describe('optimistic concurrency on the DSQL profile', () => {
     for (const response of responses) expect(response.batchItemFailures).toEqual([]);
     expect(await shippedCounts()).toEqual([1]);
     expect(applied).toBe(1);
+  });
+});
+
+describe('the migrations in DSQL form', () => {
+  let migrationUrl: string;
+  let migrationProfile: DsqlProfile;
+  let migrationTarget: DsqlTarget;
+  let session: DsqlSession;
+  beforeAll(async () => {
+    migrationUrl = await freshDatabase('dsql_migrations');
+    migrationProfile = await startDsqlProfile(migrationUrl);
+    migrationTarget = dsql({
+      endpoint: migrationProfile.host,
+      port: migrationProfile.port,
+      region: 'us-east-1',
+      user: 'postgres',
+      database: new URL(migrationUrl).pathname.slice(1),
+      ssl: false,
+      password: async () => 'postgres',
+    });
+    session = new DsqlSession(migrationTarget.pool, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
+  });
+  afterAll(async () => {
+    await migrationTarget.pool.end();
+    await migrationProfile.close();
+  });
+
+  it('holds only statements DSQL supports, one DDL statement per migration', () => {
+    const tables = { schema: '"inbox"', consumed: '"inbox"."consumed_message"', parked: '"inbox"."parked_message"', outbox: '"inbox"."outbox_message"', migrations: '"inbox"."schema_migration"' };
+    for (const migration of DSQL_INBOX_MIGRATIONS.migrations) {
+      const statements = typeof migration.statements === 'function' ? migration.statements(tables) : migration.statements;
+      expect(statements, migration.name).toHaveLength(1);
+      expect(checkDsqlSql(statements[0]!, true), migration.name).toEqual([]);
+    }
+  });
+
+  it('refuses the PostgreSQL form on the profile: its DDL in one transaction, its synchronous indexes', async () => {
+    await expect(migrate(session, [INBOX_MIGRATIONS])).rejects.toMatchObject({ sqlState: '0A000', message: expect.stringContaining('one DDL statement per transaction') });
+    await expect(session.execute('CREATE INDEX IF NOT EXISTS orders_status ON public.orders (status)')).rejects.toMatchObject({ sqlState: '0A000', message: expect.stringContaining('synchronous-index') });
+    const tx = await session.transaction();
+    await tx.execute('CREATE TABLE IF NOT EXISTS public.one (id int PRIMARY KEY)');
+    await expect(tx.execute('CREATE TABLE IF NOT EXISTS public.two (id int PRIMARY KEY)')).rejects.toMatchObject({ sqlState: '0A000', message: expect.stringContaining('one DDL statement per transaction') });
+    await tx.rollback();
+  });
+
+  it('applies each statement in a transaction of its own through the profile, once, and the inbox runs on the result', async () => {
+    const first = await migrateDsql(session, [DSQL_INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
+    expect(first.applied.map((m) => m.name)).toEqual([...DSQL_INBOX_MIGRATIONS.migrations.map((m) => m.name), 'orders']);
+    expect((await migrateDsql(session, [DSQL_INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS])).applied).toEqual([]);
+
+    const handler = inbox<Order>({
+      consumer: 'order-worker',
+      database: migrationTarget as never,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      onPermanentError: 'park',
+      apply: async (tx, message) => {
+        if (message.body.orderId === 'poison') throw new PermanentError('cannot ship');
+        await tx.execute(SHIP, { orderId: message.body.orderId });
+      },
+    });
+    const records = [sqsRecord({ body: { orderId: 'a' } }), sqsRecord({ body: { orderId: 'poison' } })];
+    expect((await handler({ Records: records }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect((await handler({ Records: records }, lambdaContext())).batchItemFailures).toEqual([]);
+    const check = new pg.Client({ connectionString: migrationUrl });
+    await check.connect();
+    try {
+      expect((await check.query('SELECT order_id, shipped_count FROM public.orders')).rows).toEqual([{ order_id: 'a', shipped_count: 1 }]);
+      expect((await check.query('SELECT error_message FROM inbox.parked_message')).rows).toEqual([{ error_message: 'cannot ship' }]);
+    } finally {
+      await check.end();
+    }
+  });
+
+  it('refuses a migration of two statements, naming the fix', async () => {
+    const set = { name: 'two', migrations: [{ version: 1, name: 'both', statements: ['CREATE TABLE public.x (id int PRIMARY KEY)', 'CREATE TABLE public.y (id int PRIMARY KEY)'] }] };
+    await expect(migrateDsql(session, [set])).rejects.toThrow(/one migration per statement/);
   });
 });

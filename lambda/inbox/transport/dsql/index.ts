@@ -142,3 +142,5 @@ export function dsqlFromEnvironment(env: Readonly<Record<string, string | undefi
   if (!user) throw new InboxConfigError(DSQL_ENVIRONMENT.user, 'is not set; set it to the database role the function connects as, e.g. "inbox_consumer"');
   return dsql({ ...options, endpoint, region, user });
 }
+
+export { DSQL_INBOX_MIGRATIONS, migrateDsql } from './migrations.js';
