@@ -9,7 +9,7 @@ import type { DatabaseTarget, InboxSession } from '../../lambda/inbox/index.js';
 import { startWireProxy } from '../../local/wire/proxy.js';
 import { DSQL_PROFILE_EXEMPT, startDsqlProfile } from '../../local/dsql/profile.js';
 import type { DsqlProfile } from '../../local/dsql/profile.js';
-import { dsql, DsqlSession } from '../../lambda/inbox/transport/dsql/index.js';
+import { dsql, DSQL_INBOX_MIGRATIONS, DsqlSession, migrateDsql } from '../../lambda/inbox/transport/dsql/index.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';
 import { freshDatabase } from './database.js';
 
@@ -74,11 +74,7 @@ export async function inboxFixture(label: string, options: Parameters<typeof sta
     if (options.statementTimeoutMs !== undefined) await pool.query(`ALTER DATABASE "${database}" SET statement_timeout = ${options.statementTimeoutMs}`);
   }
   if (TRANSPORT === 'dsql') {
-    // The migrations in their PostgreSQL form, beside the profile: the profile checks what the runtime sends.
-    const direct = new PostgresSession({ pool }, { callTimeoutMs: 10_000 });
-    await migrate(direct, [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
     profile = await startDsqlProfile(url, { conflictRate: Number(process.env.INBOX_TEST_DSQL_CONFLICT_RATE ?? 0) });
-    await profile.enforceRowLimit();
     const database = new URL(url).pathname.slice(1);
     const dsqlTarget = () => {
       const made = dsql({ endpoint: profile!.host, port: profile!.port, region: 'us-east-1', user: 'postgres', database, ssl: false, password: async () => 'postgres', maxConnections: 10 });
@@ -89,6 +85,12 @@ export async function inboxFixture(label: string, options: Parameters<typeof sta
     target = own as unknown as DatabaseTarget;
     instance = () => dsqlTarget() as unknown as DatabaseTarget;
     session = new DsqlSession(own.pool, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
+    // The migrations in their DSQL form, through the profile, with conflicts off while they run.
+    const rate = profile.proxy.conflicts.rate;
+    profile.proxy.conflicts.rate = 0;
+    await migrateDsql(session, [DSQL_INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
+    profile.proxy.conflicts.rate = rate;
+    await profile.enforceRowLimit();
     exposed = Object.create(server, { faults: { value: profile.proxy.faults }, stats: { value: profile.proxy.stats } }) as DataApiServer;
     closers.push(() => profile!.close());
   } else if (TRANSPORT === 'postgres') {

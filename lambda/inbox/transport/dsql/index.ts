@@ -33,7 +33,7 @@ export interface DsqlOptions {
    * @default 'admin'
    */
   readonly user?: string | undefined;
-  /** @default 5432 */
+  /** The port the cluster listens on. @default 5432 */
   readonly port?: number | undefined;
   /** A DSQL cluster has one database; another name only for a local stand-in. @default 'postgres' */
   readonly database?: string | undefined;
