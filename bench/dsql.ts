@@ -88,6 +88,7 @@ export async function measureDsql(options: { messages: number; batch: number; se
   const server = await startPostgres();
   const url = await createDatabase(server.url, `dsql_bench_${process.pid}`);
   const direct = new pg.Pool({ connectionString: url, max: 2, options: DSQL_PROFILE_EXEMPT });
+  direct.on('error', () => {}); // an idle connection closed by the server's shutdown
   let profile: DsqlProfile | undefined;
   const rows: DsqlBenchRow[] = [];
   try {
