@@ -238,6 +238,17 @@ describe('optimistic concurrency on the DSQL profile', () => {
     expect((await direct.query('SELECT count(*)::int AS n FROM inbox.consumed_message')).rows[0].n).toBe(0);
   });
 
+  it('keeps the connection after a conflict at COMMIT: a retry opens no new connection (DSQL allows 100 a second)', async () => {
+    profile.proxy.conflicts.rate = 1;
+    let opened = 0;
+    const handler = handlerFor(
+      'transaction',
+      target({ maxConnections: 1, conflictRetries: { attempts: 2, baseDelayMs: 1, maxDelayMs: 2 }, password: async () => (opened++, 'postgres') }),
+    );
+    await handler({ Records: [sqsRecord({ body: { orderId: 'kept-connection' } })] }, lambdaContext());
+    expect(opened).toBe(1);
+  });
+
   it('answers the conflict with DSQL own words, which the transport reads as a definite rollback', async () => {
     profile.proxy.conflicts.rate = 1;
     const session = new DsqlSession(target().pool, { callTimeoutMs: 5000, resumeDelaysMs: [] });
