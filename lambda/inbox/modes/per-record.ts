@@ -225,7 +225,8 @@ export class RecordConsumer<Body, Raw = unknown> {
   ): Promise<Outcome> {
     const claim = key !== null && !(error instanceof KeyCollisionError);
     try {
-      const { rows } = await session.execute(parkSql(this.tables), {
+      // One autocommit statement: a conflict (Aurora DSQL) rolled it back for certain, so it runs again.
+      const { rows } = await retryConflicts(session, () => session.execute(parkSql(this.tables), {
         ...claimParams(this.options.consumer, key, sha256),
         inbox_claim: claim,
         inbox_message_id: record.id ?? '',
@@ -234,7 +235,7 @@ export class RecordConsumer<Body, Raw = unknown> {
         inbox_error_class: error.name,
         inbox_error_message: error.message,
         inbox_attempt: record.attempt,
-      });
+      }));
       const outcome = readClaim(rows);
       if (!claim || outcome.claimed) return { kind: 'parked', error };
       const verdict = await this.duplicateOrCollision(session, key!, outcome, sha256);

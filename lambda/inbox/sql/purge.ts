@@ -1,4 +1,5 @@
 import type { InboxSession } from '../transport/session.js';
+import { retryConflicts } from '../transport/conflicts.js';
 import { InboxConfigError } from '../errors.js';
 import { inboxTables } from './schema.js';
 import type { InboxTables } from './schema.js';
@@ -96,7 +97,8 @@ export async function purge(session: InboxSession, options: PurgeOptions): Promi
   let after: string | null = null;
   const sql = purgeBatchSql(tables);
   for (;;) {
-    const { rows } = await session.execute(sql, { retentionSeconds, batchSize: limit, after });
+    // An autocommit delete: a conflict (Aurora DSQL) rolled it back for certain, so it runs again.
+    const { rows } = await retryConflicts(session, () => session.execute(sql, { retentionSeconds, batchSize: limit, after }));
     const updated = Number(rows[0]?.deleted ?? 0);
     after = (rows[0]?.last as string | null | undefined) ?? after;
     deleted += updated;
