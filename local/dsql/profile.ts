@@ -43,6 +43,11 @@ export interface DsqlProfile {
   readonly port: number;
   /** The statements refused so far, with the rules they broke. */
   readonly violations: readonly DsqlSqlViolation[];
+  /**
+   * Outside strict mode: the statements let through that use what DSQL's guide does not list either way
+   * (the `not-listed` rules), the open questions only a real cluster settles.
+   */
+  readonly unverified: readonly DsqlSqlViolation[];
   /** Adds the row limit to every table now in the profile's schemas (run it after the migrations). */
   enforceRowLimit(): Promise<void>;
   close(): Promise<void>;
@@ -73,10 +78,12 @@ export async function startDsqlProfile(databaseUrl: string, options: DsqlProfile
   proxy.conflicts.error = DSQL_ROW_CONFLICT;
   if (options.random) proxy.conflicts.random = options.random;
   const violations: DsqlSqlViolation[] = [];
+  const unverified: DsqlSqlViolation[] = [];
   // What each connection's open transaction has run: DSQL takes one DDL statement per transaction, and never DDL beside DML.
   const transactions = new Map<number, { ddl: number; dml: number }>();
   proxy.refuseWhen((sql, { connection, inTransaction }) => {
     const found = checkDsqlSql(sql, options.strict ?? false);
+    if (!options.strict) unverified.push(...checkDsqlSql(sql, true).filter((violation) => violation.rule.status === 'not-listed'));
     if (found.length > 0) {
       violations.push(...found);
       const first = found[0]!;
@@ -100,6 +107,7 @@ export async function startDsqlProfile(databaseUrl: string, options: DsqlProfile
     host: hostname,
     port: Number(port),
     violations,
+    unverified,
     enforceRowLimit: () => enforceRowLimit(databaseUrl, options.rowLimitSchemas ?? ['inbox', 'public']),
     close: () => proxy.close(),
   };

@@ -126,9 +126,12 @@ export async function inboxFixture(label: string, options: Parameters<typeof sta
     instance,
     query: async (sql, params) => (await pool.query(sql, params)).rows,
     close: async () => {
+      // Nothing the runtime sent may have been refused by the DSQL profile, even where a test let the failure pass.
+      const refused = profile?.violations.map((violation) => `${violation.rule.id}: ${violation.statement.slice(0, 120)}`) ?? [];
       for (const close of closers.reverse()) await close();
       await pool.end();
       await server.close();
+      if (refused.length > 0) throw new Error(`the DSQL profile refused statements DSQL does not support:\n${refused.join('\n')}`);
     },
   };
 }

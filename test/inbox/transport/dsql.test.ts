@@ -281,6 +281,31 @@ describe('optimistic concurrency on the DSQL profile', () => {
   });
 });
 
+describe('what the runtime sends that DSQL guide does not list either way', () => {
+  it('is only the known open questions: the claim data-modifying CTE, the purge ctid and SKIP LOCKED', async () => {
+    const before = profile.unverified.length;
+    // Every mode, a redelivery, parking and the purge; a construct the guide does not list, added later, fails here.
+    for (const mode of Object.keys(MODES)) {
+      const records = [sqsRecord({ body: { orderId: `${mode}-open-1` } }), sqsRecord({ body: { orderId: `${mode}-open-2` } })];
+      await handlerFor(mode)({ Records: records }, lambdaContext());
+      await handlerFor(mode)({ Records: records }, lambdaContext());
+    }
+    const parking = inbox<Order>({
+      consumer: 'order-worker',
+      database: target() as never,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      onPermanentError: 'park',
+      apply: async () => {
+        throw new PermanentError('poison');
+      },
+    });
+    await parking({ Records: [sqsRecord({ body: { orderId: 'parked' } })] }, lambdaContext());
+    await purge(new DsqlSession(target().pool, { callTimeoutMs: 10_000, resumeDelaysMs: [] }), { retentionSeconds: 3600 });
+    expect([...new Set(profile.unverified.slice(before).map((violation) => violation.rule.id))].sort()).toEqual(['ctid', 'data-modifying-cte', 'skip-locked']);
+  });
+});
+
 describe('the migrations in DSQL form', () => {
   let migrationUrl: string;
   let migrationProfile: DsqlProfile;
