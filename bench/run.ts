@@ -76,8 +76,11 @@ async function main(): Promise<number> {
       shapes: { type: 'string' },
       'fail-variant': { type: 'string' },
       out: { type: 'string' },
+      transport: { type: 'string' },
     },
   });
+  // `--transport dsql`: the inbox on the DSQL profile, in its own file (bench/dsql.ts).
+  if (values.transport === 'dsql') return (await import('./dsql.js')).runDsqlBench(process.argv.slice(2));
   const rounds = wholeNumber(values.rounds, '--rounds', 1);
   const batchSize = wholeNumber(values.batch, '--batch', 2);
   const batches = wholeNumber(values.batches, '--batches', 1);

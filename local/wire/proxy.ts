@@ -41,7 +41,44 @@ export interface WireProxy {
   refuseConnections(refuse: boolean): void;
   /** Statements seen, in order (simple queries and Parse messages). */
   readonly statements: string[];
+  /**
+   * Serialization failures injected at COMMIT: each COMMIT (a simple query) fails with `rate`'s
+   * probability, as an optimistic-concurrency database fails a conflicting transaction. The proxy sends
+   * ROLLBACK in its place, so the transaction is really rolled back, and answers the client with
+   * `error` (SQLSTATE 40001 unless it says otherwise). An autocommit write (its own transaction) fails
+   * likewise, refused without running. `injected` counts them.
+   */
+  readonly conflicts: { rate: number; random: () => number; error: WireRefusal; injected: number };
+  /**
+   * Decides, for each statement, whether it is refused without being sent on (a database that does not
+   * support it); `undefined` lets it through. Refusals are counted in `refused`.
+   */
+  refuseWhen(check: ((sql: string, context: WireStatementContext) => WireRefusal | undefined) | undefined): void;
+  /**
+   * Rewrites each simple-query statement before it is sent on (a dialect's spelling PostgreSQL does not
+   * take, e.g. DSQL's CREATE INDEX ASYNC); the checks and counts see the original.
+   */
+  rewriteWith(rewrite: ((sql: string) => string) | undefined): void;
+  /**
+   * The next `count` connections are refused at startup with `refusal`, before any statement (a server
+   * refusing connections for their rate or number: DSQL's 53400 and 53300).
+   */
+  readonly connectionRefusals: { count: number; refusal: WireRefusal; refused: number };
+  /** The statements refused by the {@link refuseWhen} check, with its answer. */
+  readonly refused: { readonly sql: string; readonly refusal: WireRefusal }[];
   close(): Promise<void>;
+}
+
+/** Where a statement arrives: its connection, and whether that connection is inside a transaction. */
+export interface WireStatementContext {
+  readonly connection: number;
+  readonly inTransaction: boolean;
+}
+
+/** A PostgreSQL error answer the proxy gives in the server's place. */
+export interface WireRefusal {
+  readonly sqlState: string;
+  readonly message: string;
 }
 
 interface Pipe {
@@ -50,12 +87,18 @@ interface Pipe {
   readonly client: Socket;
   readonly server: Socket;
   silent: boolean;
-  /** What happens to the server's answers: passed on, or swallowed up to ReadyForQuery, then closed. */
-  answers: 'pass' | 'drop';
+  /**
+   * What happens to the server's answers: passed on, swallowed up to ReadyForQuery and the connection
+   * closed, or swallowed up to ReadyForQuery and replaced by an error answer.
+   */
+  answers: 'pass' | 'drop' | WireRefusal;
   /** What happens to the client's messages of the current extended-protocol statement, up to Sync. */
   messages: 'forward' | 'refuse';
-  /** The error a refused statement is answered with: the proxy's 53300, or what a slowdown met. */
-  refusal?: Buffer | undefined;
+  /**
+   * The answer a refused extended-protocol statement gets at its Sync (the fault's 53300 when unset), or
+   * the ErrorResponse a slowed statement met (its statement_timeout).
+   */
+  refusal?: WireRefusal | Buffer | undefined;
   /** Takes the server's answers instead of the client, while the proxy runs a statement of its own. */
   intercept?: ((frame: Buffer, type: string) => void) | undefined;
   /** The transaction status of the last ReadyForQuery: I idle, T in a transaction, E failed. */
@@ -70,6 +113,11 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
   const faults = new Faults();
   const stats = new Stats();
   const statements: string[] = [];
+  const conflicts = { rate: 0, random: Math.random, error: { sqlState: '40001', message: 'could not serialize access due to concurrent update (injected)' }, injected: 0 };
+  let check: ((sql: string, context: WireStatementContext) => WireRefusal | undefined) | undefined;
+  let rewrite: ((sql: string) => string) | undefined;
+  const connectionRefusals = { count: 0, refusal: UNAVAILABLE, refused: 0 };
+  const refused: { sql: string; refusal: WireRefusal }[] = [];
   let connections = 0;
   let refusing = false;
 
@@ -98,11 +146,26 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
         if (pipe.silent || client.destroyed) return;
         if (!started) {
           started = true;
+          if (connectionRefusals.count > 0) {
+            connectionRefusals.count--;
+            connectionRefusals.refused++;
+            client.end(errorResponse(connectionRefusals.refusal));
+            upstream.destroy();
+            return;
+          }
         } else if (type === 'Q' || type === 'P') {
           const sql = statementOf(frame, type);
           statements.push(sql);
           const operation = operationOf(sql);
           stats.count(operation);
+          const refusal = check?.(sql, { connection: pipe.id, inTransaction: pipe.status !== 'I' });
+          if (refusal) {
+            refused.push({ sql, refusal });
+            if (type === 'Q') return refuse(pipe, refusal);
+            pipe.messages = 'refuse';
+            pipe.refusal = refusal;
+            return;
+          }
           const inTransaction = pipe.status !== 'I' || operation === 'CommitTransaction' || operation === 'RollbackTransaction';
           const delay = faults.delayFor(operation);
           if (delay > 0) await sleep(delay);
@@ -119,25 +182,45 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
             pipe.messages = 'refuse';
             return;
           }
+          if (pipe.status === 'I' && operation === 'ExecuteStatement' && WRITES.test(sql) && conflicts.rate > 0 && conflicts.random() < conflicts.rate) {
+            // An autocommit write that conflicts takes no effect: refused without running, with the conflict's answer.
+            conflicts.injected++;
+            if (type === 'Q') return refuse(pipe, conflicts.error);
+            pipe.messages = 'refuse';
+            pipe.refusal = conflicts.error;
+            return;
+          }
           // A slow statement: the time passes in PostgreSQL first, on this connection and in its transaction,
           // where statement_timeout cancels it like any other; cancelled, the statement fails with that error.
           const slowdown = faults.slowdownFor(operation, sql);
           if (slowdown > 0) {
             const failed = await sleepInDatabase(pipe, slowdown);
             if (failed) {
-              pipe.refusal = failed;
-              if (type === 'Q') return refuse(pipe);
+              if (type === 'Q') return refuse(pipe, failed);
               pipe.messages = 'refuse';
+              pipe.refusal = failed;
               return;
             }
           }
           pipe.messages = 'forward';
+          if (type === 'Q' && rewrite) {
+            const rewritten = rewrite(sql);
+            if (rewritten !== sql) frame = simpleQuery(rewritten);
+          }
           if (faults.dropsResponse(call)) pipe.answers = 'drop';
+          else if (type === 'Q' && operation === 'CommitTransaction' && pipe.status === 'T' && conflicts.rate > 0 && conflicts.random() < conflicts.rate) {
+            // The conflict: the transaction is rolled back at the server, and the client is told it failed.
+            conflicts.injected++;
+            pipe.answers = conflicts.error;
+            upstream.write(simpleQuery('ROLLBACK'));
+            return;
+          }
         } else if (pipe.messages === 'refuse') {
           // The rest of a refused extended-protocol statement: swallowed, answered at its Sync.
           if (type === 'S') {
             pipe.messages = 'forward';
-            refuse(pipe);
+            refuse(pipe, pipe.refusal);
+            pipe.refusal = undefined;
           }
           return;
         }
@@ -150,6 +233,14 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
       if (pipe.intercept) return pipe.intercept(frame, type);
       if (pipe.answers === 'pass') {
         client.write(frame);
+        return;
+      }
+      if (pipe.answers !== 'drop') {
+        // A replaced answer: the server's is swallowed; at its ReadyForQuery the error goes out instead.
+        if (type === 'Z') {
+          refuse(pipe, pipe.answers, String.fromCharCode(frame[5]!));
+          pipe.answers = 'pass';
+        }
         return;
       }
       // The statement ran; its answer ends at ReadyForQuery. Lose it, and the connection with it.
@@ -174,6 +265,15 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
     faults,
     stats,
     statements,
+    conflicts,
+    connectionRefusals,
+    refused,
+    refuseWhen: (next) => {
+      check = next;
+    },
+    rewriteWith: (next) => {
+      rewrite = next;
+    },
     silenceOpenConnections: () => {
       for (const pipe of pipes) pipe.silent = true;
     },
@@ -188,6 +288,9 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
   };
 }
 
+/** A statement that may write: an autocommit one commits, so it can conflict. */
+const WRITES = /^\s*(?:INSERT|UPDATE|DELETE|MERGE|WITH)\b/i;
+
 /** The Data API operation a statement stands for, so that calls are counted and faulted alike. */
 function operationOf(sql: string): Operation {
   const word = /^\s*([A-Za-z]+)/.exec(sql)?.[1]?.toUpperCase();
@@ -195,6 +298,18 @@ function operationOf(sql: string): Operation {
   if (word === 'COMMIT' || word === 'END') return 'CommitTransaction';
   if (word === 'ROLLBACK' || word === 'ABORT') return 'RollbackTransaction';
   return 'ExecuteStatement';
+}
+
+const UNAVAILABLE: WireRefusal = { sqlState: '53300', message: 'Injected fault: the database was unavailable; the statement did not run' };
+
+/**
+ * Answers a statement that was not sent on: an ErrorResponse (by default 53300, did not run), then
+ * ReadyForQuery with `status`, or as a server would leave the transaction after an error.
+ */
+function refuse(pipe: Pipe, refusal: WireRefusal | Buffer = UNAVAILABLE, status?: string): void {
+  // A real server would now be in a failed transaction; an idle one stays idle.
+  const ready = Buffer.from([0x5a, 0, 0, 0, 5, (status ?? (pipe.status === 'I' ? 'I' : 'E')).charCodeAt(0)]);
+  pipe.client.write(Buffer.concat([Buffer.isBuffer(refusal) ? refusal : errorResponse(refusal), ready]));
 }
 
 /**
@@ -210,41 +325,34 @@ function sleepInDatabase(pipe: Pipe, ms: number): Promise<Buffer | undefined> {
       pipe.intercept = undefined;
       resolve(error);
     };
-    const sql = Buffer.from(`SELECT pg_sleep(${ms / 1000})\0`);
-    const query = Buffer.alloc(5);
-    query.write('Q', 0);
-    query.writeInt32BE(sql.length + 4, 1);
-    pipe.server.write(Buffer.concat([query, sql]));
+    pipe.server.write(simpleQuery(`SELECT pg_sleep(${ms / 1000})`));
   });
 }
 
-/**
- * Answers a statement that was not sent on: its refusal (by default an ErrorResponse 53300, did not run),
- * then ReadyForQuery.
- */
-function refuse(pipe: Pipe): void {
-  const error = pipe.refusal ?? unavailable();
-  pipe.refusal = undefined;
-  // A real server would now be in a failed transaction; an idle one stays idle.
-  const ready = Buffer.from([0x5a, 0, 0, 0, 5, (pipe.status === 'I' ? 'I' : 'E').charCodeAt(0)]);
-  pipe.client.write(Buffer.concat([error, ready]));
-}
-
-/** The proxy's own refusal: SQLSTATE 53300, which the wire transport classifies as unavailable (nothing ran). */
-function unavailable(): Buffer {
+/** A PostgreSQL ErrorResponse message. */
+function errorResponse(refusal: WireRefusal): Buffer {
   const fields = Buffer.concat(
     [
       ['S', 'ERROR'],
       ['V', 'ERROR'],
-      ['C', '53300'],
-      ['M', 'Injected fault: the database was unavailable; the statement did not run'],
+      ['C', refusal.sqlState],
+      ['M', refusal.message],
     ].map(([code, value]) => Buffer.concat([Buffer.from(code!), Buffer.from(value!), Buffer.from([0])])),
   );
   const body = Buffer.concat([fields, Buffer.from([0])]);
+  const error = Buffer.alloc(5);
+  error.write('E', 0);
+  error.writeInt32BE(body.length + 4, 1);
+  return Buffer.concat([error, body]);
+}
+
+/** A simple Query message carrying `sql`. */
+function simpleQuery(sql: string): Buffer {
+  const text = Buffer.from(`${sql}\0`, 'utf8');
   const header = Buffer.alloc(5);
-  header.write('E', 0);
-  header.writeInt32BE(body.length + 4, 1);
-  return Buffer.concat([header, body]);
+  header.write('Q', 0);
+  header.writeInt32BE(text.length + 4, 1);
+  return Buffer.concat([header, text]);
 }
 
 const resuming = (failure: unknown) => failure instanceof DataApiError && failure.type === 'DatabaseResumingException';

@@ -59,7 +59,7 @@ describe('the API reference', () => {
   });
 
   it('covers the eight public entries', () => {
-    expect(entries.map((entry) => entry.specifier)).toEqual(['sqs-inbox', 'sqs-inbox/batch', 'sqs-inbox/producer', 'sqs-inbox/outbox', 'sqs-inbox/postgres', 'sqs-inbox/orm', 'sqs-inbox/cdk', 'sqs-inbox/local']);
+    expect(entries.map((entry) => entry.specifier)).toEqual(['sqs-inbox', 'sqs-inbox/batch', 'sqs-inbox/producer', 'sqs-inbox/outbox', 'sqs-inbox/postgres', 'sqs-inbox/orm', 'sqs-inbox/dsql', 'sqs-inbox/cdk', 'sqs-inbox/local']);
   });
 
   it('finds every runtime export of each entry, following re-exports and export * to the declaring file', async () => {
@@ -70,6 +70,7 @@ describe('the API reference', () => {
       'sqs-inbox/outbox': 'lambda/inbox/outbox/index.ts',
       'sqs-inbox/postgres': 'lambda/inbox/transport/postgres/index.ts',
       'sqs-inbox/orm': 'lambda/inbox/orm/index.ts',
+      'sqs-inbox/dsql': 'lambda/inbox/transport/dsql/index.ts',
       'sqs-inbox/cdk': 'lib/index.ts',
       'sqs-inbox/local': 'local/index.ts',
     };

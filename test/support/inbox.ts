@@ -7,6 +7,9 @@ import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/in
 import { postgres, PostgresSession } from '../../lambda/inbox/transport/postgres/index.js';
 import type { DatabaseTarget, InboxSession } from '../../lambda/inbox/index.js';
 import { startWireProxy } from '../../local/wire/proxy.js';
+import { DSQL_PROFILE_EXEMPT, startDsqlProfile } from '../../local/dsql/profile.js';
+import type { DsqlProfile } from '../../local/dsql/profile.js';
+import { dsql, DSQL_INBOX_MIGRATIONS, DsqlSession, migrateDsql } from '../../lambda/inbox/transport/dsql/index.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';
 import { freshDatabase } from './database.js';
 import { TRANSPORT } from './transport.js';
@@ -26,6 +29,8 @@ export interface InboxFixture {
   readonly session: InboxSession;
   /** The database's PostgreSQL URL, for connections of a test's own beside the transport. */
   readonly url: string;
+  /** On the dsql transport: the DSQL profile (its proxy, its conflicts, the statements it refused). */
+  readonly dsql?: DsqlProfile | undefined;
   /** A second, independent target for the same database: another Lambda instance with its own client. */
   instance(): DatabaseTarget;
   /** Runs SQL directly on PostgreSQL, beside the transport, for assertions and setup. */
@@ -50,7 +55,57 @@ type OpenTransport = (url: string, server: DataApiServer, options: NonNullable<P
   session: InboxSession;
   server: DataApiServer;
   closers: (() => Promise<void>)[];
+  /** The DSQL profile the transport runs on, when it is dsql. */
+  dsql?: DsqlProfile;
+  /** True when the transport applied the migrations in its own form (DSQL's). */
+  migrated?: boolean;
 }>;
+
+/** The Data API server's idle expiry and statement timeout, as PostgreSQL's own settings of the database. */
+async function serverSettings(url: string, options: NonNullable<Parameters<typeof startDataApi>[0]>): Promise<void> {
+  const admin = new pg.Client({ connectionString: url });
+  await admin.connect();
+  const database = new URL(url).pathname.slice(1);
+  if (options.transactionIdleTimeoutMs !== undefined) {
+    await admin.query(`ALTER DATABASE "${database}" SET idle_in_transaction_session_timeout = ${options.transactionIdleTimeoutMs}`);
+  }
+  if (options.statementTimeoutMs !== undefined) await admin.query(`ALTER DATABASE "${database}" SET statement_timeout = ${options.statementTimeoutMs}`);
+  await admin.end();
+}
+
+/**
+ * The `dsql()` target on the DSQL profile (local/dsql/profile.ts: repeatable read, DSQL's supported SQL, its
+ * row limit, and OCC conflicts at COMMIT at the rate in `INBOX_TEST_DSQL_CONFLICT_RATE`, default 0), with
+ * the migrations in their DSQL form.
+ */
+const openDsql: OpenTransport = async (url, server, options) => {
+  await serverSettings(url, options);
+  const profile = await startDsqlProfile(url, { conflictRate: Number(process.env.INBOX_TEST_DSQL_CONFLICT_RATE ?? 0) });
+  const database = new URL(url).pathname.slice(1);
+  const closers: (() => Promise<void>)[] = [() => profile.close()];
+  const dsqlTarget = () => {
+    const made = dsql({ endpoint: profile.host, port: profile.port, region: 'us-east-1', user: 'postgres', database, ssl: false, password: async () => 'postgres', maxConnections: 10 });
+    closers.push(() => made.pool.end());
+    return made;
+  };
+  const own = dsqlTarget();
+  const session = new DsqlSession(own.pool, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
+  // The migrations in their DSQL form, through the profile, with conflicts off while they run.
+  const rate = profile.proxy.conflicts.rate;
+  profile.proxy.conflicts.rate = 0;
+  await migrateDsql(session, [DSQL_INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
+  profile.proxy.conflicts.rate = rate;
+  await profile.enforceRowLimit();
+  return {
+    target: own as unknown as DatabaseTarget,
+    instance: () => dsqlTarget() as unknown as DatabaseTarget,
+    session,
+    server: Object.create(server, { faults: { value: profile.proxy.faults }, stats: { value: profile.proxy.stats } }) as DataApiServer,
+    closers,
+    dsql: profile,
+    migrated: true,
+  };
+};
 
 /** One row per transport of test/support/transport.ts: how its fixture reaches the database. */
 const FIXTURES: Record<TransportName, OpenTransport> = {
@@ -66,15 +121,7 @@ const FIXTURES: Record<TransportName, OpenTransport> = {
     };
   },
   postgres: async (url, server, options) => {
-    // The Data API server's idle expiry and statement timeout, as PostgreSQL's own settings.
-    const admin = new pg.Client({ connectionString: url });
-    await admin.connect();
-    const database = new URL(url).pathname.slice(1);
-    if (options.transactionIdleTimeoutMs !== undefined) {
-      await admin.query(`ALTER DATABASE "${database}" SET idle_in_transaction_session_timeout = ${options.transactionIdleTimeoutMs}`);
-    }
-    if (options.statementTimeoutMs !== undefined) await admin.query(`ALTER DATABASE "${database}" SET statement_timeout = ${options.statementTimeoutMs}`);
-    await admin.end();
+    await serverSettings(url, options);
     const proxy = await startWireProxy(url);
     const closers: (() => Promise<void>)[] = [() => proxy.close()];
     const wirePool = () => {
@@ -95,26 +142,32 @@ const FIXTURES: Record<TransportName, OpenTransport> = {
       closers,
     };
   },
+  dsql: openDsql,
 };
 
 export async function inboxFixture(label: string, options: Parameters<typeof startDataApi>[0] = {}): Promise<InboxFixture> {
   const url = await freshDatabase(label);
   const server = await startDataApi({ ...options, databaseUrl: url });
   const opened = await FIXTURES[TRANSPORT](url, server, options);
-  const pool = new pg.Pool({ connectionString: url, max: 4 });
-  await migrate(opened.session, [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
+  // On the DSQL profile the test's own connection is not held to the row limit: it stands beside the runtime.
+  const pool = new pg.Pool({ connectionString: url, max: 4, ...(opened.dsql ? { options: DSQL_PROFILE_EXEMPT } : {}) });
+  if (!opened.migrated) await migrate(opened.session, [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
   opened.server.stats.reset();
   return {
     server: opened.server,
     target: opened.target,
     session: opened.session,
     url,
+    dsql: opened.dsql,
     instance: opened.instance,
     query: async (sql, params) => (await pool.query(sql, params)).rows,
     close: async () => {
+      // Nothing the runtime sent may have been refused by the DSQL profile, even where a test let the failure pass.
+      const refused = opened.dsql?.violations.map((violation) => `${violation.rule.id}: ${violation.statement.slice(0, 120)}`) ?? [];
       for (const close of opened.closers.reverse()) await close();
       await pool.end();
       await server.close();
+      if (refused.length > 0) throw new Error(`the DSQL profile refused statements DSQL does not support:\n${refused.join('\n')}`);
     },
   };
 }

@@ -1,7 +1,7 @@
 import { expect } from 'vitest';
 /**
  * The transports the inbox suites run on, one row each. `INBOX_TEST_TRANSPORT` names the row (the default
- * project leaves it unset: the Data API; the `wire` project sets `postgres`). A row says what a test may
+ * project leaves it unset: the Data API; the `wire` project sets `postgres`, the `dsql` project `dsql`). A row says what a test may
  * need to know of its transport; how its fixture is made is the matching row of `FIXTURES` in inbox.ts.
  * A new transport is one row here and one there.
  */
@@ -13,6 +13,7 @@ export const TRANSPORTS = {
     errorName: 'DataApiError',
   },
   postgres: { protocol: 'wire', errorName: 'PostgresError' },
+  dsql: { protocol: 'wire', errorName: 'PostgresError' },
 } as const satisfies Record<string, { readonly protocol: Protocol; readonly errorName: string }>;
 
 /** The two ways the runtime reaches PostgreSQL; a transport's expectations are its protocol's. */

@@ -2,6 +2,7 @@ import { runBatch, succeeded } from '../lanes/lanes.js';
 import type { BatchPlan, Outcome } from '../lanes/lanes.js';
 import { sameHash } from '../sql/claim.js';
 import type { InboxSession } from '../transport/session.js';
+import { retryConflicts } from '../transport/conflicts.js';
 import { DatabaseCallError, DataApiError } from '../errors.js';
 import type { ResolvedOptions } from '../handler/options.js';
 import type { PreparedRecord } from '../prepare/prepare.js';
@@ -77,9 +78,10 @@ export class BatchModeRunner<Body, Raw = unknown> implements SetRunner<Body, Raw
     // leaves (itself and every later run) still comes after them in each FIFO group.
     let rest: readonly PreparedRecord<Body, Raw>[] = members;
     try {
-      for (const run of this.runs(members)) {
+      for (const run of this.runs(members, session.dialect?.maxRecordsPerTransaction)) {
         if (!plan.mayStart()) break;
-        const results = await this.applySet(run, session, tally);
+        // A set that lost an optimistic-concurrency conflict rolled back whole: it runs again as a set.
+        const results = await retryConflicts(session, () => this.applySet(run, session, tally));
         run.forEach((p, index) => (outcomes[p.index] = results[index]!));
         rest = rest.slice(run.length);
       }
@@ -107,10 +109,12 @@ export class BatchModeRunner<Body, Raw = unknown> implements SetRunner<Body, Raw
    * The set as runs that each fit in one Data API call: for `statementBatch`, whose one statement carries
    * every body. (`applyBatch` claims in one transaction whatever the size, see claimSet.)
    */
-  private runs(members: readonly PreparedRecord<Body, Raw>[]): (readonly PreparedRecord<Body, Raw>[])[] {
+  private runs(members: readonly PreparedRecord<Body, Raw>[], maxRecords = Infinity): (readonly PreparedRecord<Body, Raw>[])[] {
     const mode = this.options.mode;
-    if (mode.kind !== 'batch-statement') return [members];
-    return fittingRuns(members, (run) => statementSetFits(this.tables, this.options.consumer, mode, run.map(setMember)));
+    // A database that bounds the rows of a transaction (Aurora DSQL) gets the set in runs it can take.
+    const bounded = (run: readonly PreparedRecord<Body, Raw>[]) => run.length <= maxRecords;
+    if (mode.kind !== 'batch-statement') return maxRecords < members.length ? fittingRuns(members, bounded) : [members];
+    return fittingRuns(members, (run) => bounded(run) && statementSetFits(this.tables, this.options.consumer, mode, run.map(setMember)));
   }
 
   /** Claims and applies the set; throws when it did not commit. */

@@ -3,6 +3,7 @@ import { checkGatedStatement, claimParams, gatedSql, parkSql, readClaim, replayG
 import type { ClaimOutcome } from '../sql/claim.js';
 import type { Transaction } from '../data-api/session.js';
 import type { InboxSession } from '../transport/session.js';
+import { retryConflicts } from '../transport/conflicts.js';
 import { InboxConfigError, KeyCollisionError, PermanentError } from '../errors.js';
 import { hex } from '../prepare/keys.js';
 import type { InboxMessage, InboxTransaction, ResolvedOptions } from '../handler/options.js';
@@ -128,15 +129,17 @@ export class RecordConsumer<Body, Raw = unknown> {
   /** The record alone, in the consumer's mode. */
   async #applyAlone(session: InboxSession, message: InboxMessage<Body, Raw>, sha256: Uint8Array, tally: BatchTally): Promise<ClaimVerdict> {
     const mode = this.#options.mode;
+    // On a database with optimistic concurrency (Aurora DSQL) a conflict rolled the transaction back for
+    // certain: the record's whole transaction runs again, in place, a bounded number of times.
     switch (mode.kind) {
       case 'transaction':
-        return this.#inTransaction(session, message, sha256, tally, (tx) => mode.apply(tx, message));
+        return retryConflicts(session, () => this.#inTransaction(session, message, sha256, tally, (tx) => mode.apply(tx, message)));
       case 'batch-transaction':
-        return this.#inTransaction(session, message, sha256, tally, (tx) => mode.applyBatch(tx, [message]));
+        return retryConflicts(session, () => this.#inTransaction(session, message, sha256, tally, (tx) => mode.applyBatch(tx, [message])));
       case 'statement':
-        return this.#inOneStatement(session, message, sha256);
+        return retryConflicts(session, () => this.#inOneStatement(session, message, sha256));
       case 'batch-statement': {
-        const claim = await this.#batchModes!.statementAlone(session, this.#tables, this.#options.consumer, mode, message, sha256);
+        const claim = await retryConflicts(session, () => this.#batchModes!.statementAlone(session, this.#tables, this.#options.consumer, mode, message, sha256));
         return claim.claimed ? 'processed' : this.#duplicateOrCollision(session, message.key, claim, sha256);
       }
     }
@@ -233,7 +236,8 @@ export class RecordConsumer<Body, Raw = unknown> {
   ): Promise<Outcome> {
     const claim = key !== null && !(error instanceof KeyCollisionError);
     try {
-      const { rows } = await session.execute(parkSql(this.#tables), {
+      // One autocommit statement: a conflict (Aurora DSQL) rolled it back for certain, so it runs again.
+      const { rows } = await retryConflicts(session, () => session.execute(parkSql(this.#tables), {
         ...claimParams(this.#options.consumer, key, sha256),
         inbox_claim: claim,
         inbox_message_id: record.id ?? '',
@@ -242,7 +246,7 @@ export class RecordConsumer<Body, Raw = unknown> {
         inbox_error_class: error.name,
         inbox_error_message: error.message,
         inbox_attempt: record.attempt,
-      });
+      }));
       const outcome = readClaim(rows);
       if (!claim || outcome.claimed) return { kind: 'parked', error };
       const verdict = await this.#duplicateOrCollision(session, key!, outcome, sha256);

@@ -1,4 +1,5 @@
 import type { InboxSession } from '../transport/session.js';
+import { retryConflicts } from '../transport/conflicts.js';
 import type { InboxTables } from '../sql/schema.js';
 import type { OutboxEnvelope } from './outbox-message.js';
 
@@ -75,7 +76,8 @@ export async function sendAndMark(
   } catch (error) {
     results = rows.map((row) => ({ id: row.id, error: error instanceof Error ? error.message : String(error) }));
   }
-  await session.execute(
+  // An autocommit write: a conflict (Aurora DSQL) rolled it back for certain, so it runs again.
+  await retryConflicts(session, () => session.execute(
     `UPDATE ${tables.outbox} o
         SET sent_at = CASE WHEN r.error IS NULL THEN now() ELSE o.sent_at END,
             attempts = o.attempts + 1,
@@ -83,7 +85,7 @@ export async function sendAndMark(
        FROM jsonb_to_recordset(:results::jsonb) AS r(id bigint, error text)
       WHERE o.id = r.id`,
     { results: results.map((result) => ({ id: result.id, error: result.error ?? null })) },
-  );
+  ));
   const sent = results.filter((result) => result.error === undefined).length;
   return { sent, deferred: rows.length - sent, results };
 }

@@ -1,4 +1,5 @@
 import { InboxError } from '../errors.js';
+import { retryConflicts } from '../transport/conflicts.js';
 import type { InboxSession } from '../transport/session.js';
 import { inboxTables } from '../sql/schema.js';
 import type { InboxTables } from '../sql/schema.js';
@@ -170,10 +171,14 @@ async function sendInSlices(
 }
 
 async function deleteSent(session: InboxSession, tables: InboxTables, options: SweepOptions): Promise<number> {
-  const { updated } = await session.execute(
-    `DELETE FROM ${tables.outbox} WHERE id IN (
-       SELECT id FROM ${tables.outbox} WHERE sent_at < now() - make_interval(secs => :retention) ORDER BY sent_at LIMIT :limit)`,
-    { retention: (options.sentRetentionMs ?? 7 * 24 * 3600_000) / 1000, limit: options.deleteLimit ?? 10_000 },
+  // A database that bounds the rows one transaction modifies (Aurora DSQL: 3,000) bounds the delete too.
+  const limit = Math.min(options.deleteLimit ?? 10_000, session.dialect?.maxModifiedRows ?? Infinity);
+  const { updated } = await retryConflicts(session, () =>
+    session.execute(
+      `DELETE FROM ${tables.outbox} WHERE id IN (
+         SELECT id FROM ${tables.outbox} WHERE sent_at < now() - make_interval(secs => :retention) ORDER BY sent_at LIMIT :limit)`,
+      { retention: (options.sentRetentionMs ?? 7 * 24 * 3600_000) / 1000, limit },
+    ),
   );
   return updated;
 }

@@ -1,4 +1,5 @@
 import type { Transaction } from '../data-api/session.js';
+import { conflictDelayMs, isSerializationFailure } from '../transport/conflicts.js';
 import type { InboxSession } from '../transport/session.js';
 import { InboxConfigError } from '../errors.js';
 import { IDEMPOTENCY_KEY_ATTRIBUTE } from '../prepare/keys.js';
@@ -139,7 +140,7 @@ export async function redriveParked(options: RedriveOptions, ids: readonly numbe
   return ids.map((id) => results.get(id)!);
 }
 
-async function redriveOne(options: RedriveOptions, tables: InboxTables, id: number, now: () => number): Promise<RedriveResult> {
+async function redriveOne(options: RedriveOptions, tables: InboxTables, id: number, now: () => number, attempt = 1): Promise<RedriveResult> {
   const { session, consumer } = options;
   let tx: Transaction | undefined;
   let committing = false;
@@ -202,6 +203,11 @@ async function redriveOne(options: RedriveOptions, tables: InboxTables, id: numb
     return { id, status: 'redriven', queueUrl: plan.queueUrl, key: plan.key, outboxId: Number(inserted.rows[0]!.id), sent: false };
   } catch (error) {
     await tx?.rollback().catch(() => {});
+    // A conflict (Aurora DSQL at COMMIT, or a racing redrive under repeatable read) rolled it back for certain: run it again.
+    if (isSerializationFailure(error) && attempt <= (session.dialect?.conflictRetries.attempts ?? 0)) {
+      await sleep(conflictDelayMs(session.dialect!.conflictRetries, attempt));
+      return redriveOne(options, tables, id, now, attempt + 1);
+    }
     const text = error instanceof Error ? error.message : String(error);
     return {
       id,
@@ -312,3 +318,5 @@ function checkId(id: number): number {
   if (!Number.isSafeInteger(id) || id < 1) throw new InboxConfigError('ids', `must be parked message ids (positive whole numbers); got ${described(id)}`);
   return id;
 }
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

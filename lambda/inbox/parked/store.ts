@@ -2,6 +2,7 @@ import { claimParams, claimSql, readClaim, statementBound } from '../sql/claim.j
 import { openSession } from '../transport/open-session.js';
 import type { InboxTarget } from '../transport/open-session.js';
 import type { InboxSession } from '../transport/session.js';
+import { retryConflicts } from '../transport/conflicts.js';
 import type { DatabaseTarget, Transaction } from '../data-api/session.js';
 import { ParkedCollisionError } from '../errors.js';
 import { collisionKey, payloadHash } from '../prepare/keys.js';
@@ -213,48 +214,55 @@ export function parkedMessages(config: {
         throw new TypeError(`replay option "collision" must be 'refuse' or 'apply-under-new-key'; got ${JSON.stringify(onCollision)}`);
       }
       const db = session();
-      const tx = await db.transaction();
-      try {
-        const { rows } = await tx.execute(
-          `SELECT ${PARKED_COLUMNS} FROM ${tables.parked} WHERE id = :id AND consumer_name = :consumer FOR UPDATE`,
-          { id, consumer },
-        );
-        const row = rows[0];
-        if (!row) {
-          await tx.rollback();
-          return 'not-found';
-        }
-        const parked = toParked(row);
-        const refusal = refusalFor(parked);
-        if (refusal) {
-          await tx.rollback();
-          return refusal;
-        }
-        // A row that owns its key's claim is the only parked row for that key (a second message with the
-        // key was a duplicate, or a collision parked without the claim): its effect runs under its key,
-        // once, which FOR UPDATE and replayed_at guard. A row without a key has none to claim. A collision
-        // runs only when asked, under a key of its own that it claims here.
-        let outboxIds: readonly number[] = [];
-        if (isKeyCollision(parked)) {
-          if (onCollision === 'refuse') throw new ParkedCollisionError(parked.id, parked.key!);
-          const sha256 = payloadHash(parked.body);
-          const key = collisionKey(parked.key!, sha256);
-          const claim = readClaim((await tx.execute(claimSql(tables), { ...claimParams(consumer, key, sha256), ...statementBound(config.callTimeoutMs) })).rows);
-          // Not claimed: another parked copy of this message was applied under that key already.
-          if (claim.claimed) outboxIds = await config.replayEffect(tx, { ...parked, key });
-        } else {
-          outboxIds = await config.replayEffect(tx, parked);
-        }
-        await tx.execute(`UPDATE ${tables.parked} SET replayed_at = now() WHERE id = :id`, { id });
-        await tx.commit();
-        await config.relay(db, outboxIds);
-        return 'replayed';
-      } catch (error) {
-        await tx.rollback().catch(() => {});
-        throw error;
-      }
+      // A conflict (Aurora DSQL at COMMIT, or a racing replay under repeatable read) rolled the replay back
+      // for certain: it runs again, and finds the other replay's decision.
+      const outcome = await retryConflicts(db, () => replayOnce(db, id, onCollision));
+      if (outcome.result === 'replayed') await config.relay(db, outcome.outboxIds);
+      return outcome.result;
     },
   };
+
+  async function replayOnce(db: InboxSession, id: number, onCollision: 'refuse' | 'apply-under-new-key'): Promise<{ result: ReplayResult; outboxIds: readonly number[] }> {
+    const tx = await db.transaction();
+    try {
+      const { rows } = await tx.execute(
+        `SELECT ${PARKED_COLUMNS} FROM ${tables.parked} WHERE id = :id AND consumer_name = :consumer FOR UPDATE`,
+        { id, consumer },
+      );
+      const row = rows[0];
+      if (!row) {
+        await tx.rollback();
+        return { result: 'not-found', outboxIds: [] };
+      }
+      const parked = toParked(row);
+      const refusal = refusalFor(parked);
+      if (refusal) {
+        await tx.rollback();
+        return { result: refusal, outboxIds: [] };
+      }
+      // A row that owns its key's claim is the only parked row for that key (a second message with the
+      // key was a duplicate, or a collision parked without the claim): its effect runs under its key,
+      // once, which FOR UPDATE and replayed_at guard. A row without a key has none to claim. A collision
+      // runs only when asked, under a key of its own that it claims here.
+      let outboxIds: readonly number[] = [];
+      if (isKeyCollision(parked)) {
+        if (onCollision === 'refuse') throw new ParkedCollisionError(parked.id, parked.key!);
+        const sha256 = payloadHash(parked.body);
+        const key = collisionKey(parked.key!, sha256);
+        const claim = readClaim((await tx.execute(claimSql(tables), { ...claimParams(consumer, key, sha256), ...statementBound(config.callTimeoutMs) })).rows);
+        // Not claimed: another parked copy of this message was applied under that key already.
+        if (claim.claimed) outboxIds = await config.replayEffect(tx, { ...parked, key });
+      } else {
+        outboxIds = await config.replayEffect(tx, parked);
+      }
+      await tx.execute(`UPDATE ${tables.parked} SET replayed_at = now() WHERE id = :id`, { id });
+      await tx.commit();
+      return { result: 'replayed', outboxIds };
+    } catch (error) {
+      await tx.rollback().catch(() => {});
+      throw error;
+    }
+  }
 }
 
 function reader(session: () => InboxSession, tables: InboxTables, consumer: string): ParkedMessageReader {

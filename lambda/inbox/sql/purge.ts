@@ -1,4 +1,5 @@
 import type { InboxSession } from '../transport/session.js';
+import { retryConflicts } from '../transport/conflicts.js';
 import { InboxConfigError } from '../errors.js';
 import { inboxTables } from './schema.js';
 import type { InboxTables } from './schema.js';
@@ -83,6 +84,8 @@ export async function purge(session: InboxSession, options: PurgeOptions): Promi
   if (!Number.isInteger(batchSize) || batchSize < 1) {
     throw new InboxConfigError('batchSize', `${String(batchSize)} must be a positive integer, e.g. 5000`);
   }
+  // A database that bounds the rows one transaction modifies (Aurora DSQL: 3,000) bounds each batch too.
+  const limit = Math.min(batchSize, session.dialect?.maxModifiedRows ?? batchSize);
   const now = options.now ?? Date.now;
   const deadline = now() + (options.timeBudgetMs ?? 60_000);
   let deleted = 0;
@@ -94,12 +97,13 @@ export async function purge(session: InboxSession, options: PurgeOptions): Promi
   let after: string | null = null;
   const sql = purgeBatchSql(tables);
   for (;;) {
-    const { rows } = await session.execute(sql, { retentionSeconds, batchSize, after });
+    // An autocommit delete: a conflict (Aurora DSQL) rolled it back for certain, so it runs again.
+    const { rows } = await retryConflicts(session, () => session.execute(sql, { retentionSeconds, batchSize: limit, after }));
     const updated = Number(rows[0]?.deleted ?? 0);
     after = (rows[0]?.last as string | null | undefined) ?? after;
     deleted += updated;
     batches++;
-    if (updated < batchSize) break;
+    if (updated < limit) break;
     if (now() >= deadline) {
       moreRemaining = true;
       break;

@@ -288,16 +288,16 @@ export async function migrate(
  * Hex SHA-256 of a migration's statements as they run, recorded with its version: a statement edited,
  * added, removed or reordered after the migration was applied changes it.
  */
-function migrationChecksum(statements: readonly string[]): string {
+export function migrationChecksum(statements: readonly string[]): string {
   return createHash('sha256').update(JSON.stringify(statements), 'utf8').digest('hex');
 }
 
-function migrationStatements(migration: Migration, tables: InboxTables): readonly string[] {
+export function migrationStatements(migration: Migration, tables: InboxTables): readonly string[] {
   return typeof migration.statements === 'function' ? migration.statements(tables) : migration.statements;
 }
 
 /** An applied migration must be the one that was applied; a row from before checksums gets this one recorded. */
-async function checkApplied(
+export async function checkApplied(
   tx: Transaction,
   tables: InboxTables,
   set: string,
@@ -316,7 +316,7 @@ async function checkApplied(
   }
 }
 
-function checkSet(set: MigrationSet): void {
+export function checkSet(set: MigrationSet): void {
   if (typeof set?.name !== 'string' || set.name === '' || !Array.isArray(set.migrations)) {
     throw new InboxConfigError('migrations', `a migration set needs a non-empty \`name\` and a \`migrations\` array; got ${described(set)}`);
   }

@@ -33,4 +33,35 @@ export interface InboxSession {
   transaction(): Promise<Transaction>;
   /** How an ORM's driver sends inside one of this session's transactions (`sqs-inbox/orm`); absent on a transport that has none. */
   readonly passThrough?: PassThrough | undefined;
+  /**
+   * What the transport's database asks of the modes beyond PostgreSQL's rules: how many times a record's
+   * transaction is run again after an optimistic-concurrency conflict (Aurora DSQL). Absent: never.
+   */
+  readonly dialect?: SessionDialect | undefined;
+}
+
+/** A database's rules that the modes follow without knowing which transport they run on. */
+export interface SessionDialect {
+  /**
+   * A serialization failure (SQLSTATE 40001) is a definite rollback: the record's whole transaction is
+   * run again, up to `attempts` more times, after a jittered wait.
+   */
+  readonly conflictRetries: ConflictRetryPolicy;
+  /**
+   * The most rows one transaction may modify (Aurora DSQL: 3,000). The purge deletes at most this many
+   * per batch; the batch modes claim and apply at most `maxRecordsPerTransaction` records per transaction.
+   */
+  readonly maxModifiedRows?: number | undefined;
+  /** A batch-mode set larger than this is claimed and applied as several transactions, in batch order. */
+  readonly maxRecordsPerTransaction?: number | undefined;
+}
+
+/** How a transaction that lost an optimistic-concurrency conflict is run again. */
+export interface ConflictRetryPolicy {
+  /** Runs after the first, at most. 0: a conflict fails the record at once. */
+  readonly attempts: number;
+  /** The first wait's upper bound, in milliseconds; each further wait doubles it (full jitter). */
+  readonly baseDelayMs: number;
+  /** No wait exceeds this, in milliseconds. */
+  readonly maxDelayMs: number;
 }

@@ -1,0 +1,146 @@
+/**
+ * The Aurora DSQL transport (package export `sqs-inbox/dsql`): the inbox over the PostgreSQL wire protocol
+ * to a DSQL cluster, with IAM tokens, TLS, connections replaced before DSQL's 60-minute limit, the
+ * cluster's connection rate respected, and a record's transaction run again after an optimistic-concurrency
+ * conflict. Its own entry, so that a consumer on the Data API bundles none of it. Needs `pg` and
+ * `@aws-sdk/dsql-signer` installed beside the package.
+ * @module
+ */
+import type { SessionPolicy } from '../../data-api/session.js';
+import { InboxConfigError } from '../../errors.js';
+import { PostgresSession } from '../postgres/postgres-session.js';
+import type { PostgresPool } from '../postgres/postgres-session.js';
+import type { ConflictRetryPolicy, SessionDialect } from '../session.js';
+import { WIRE_SESSION } from '../wire-target.js';
+import type { WireTarget } from '../wire-target.js';
+import { dsqlPool, resolveConnection } from './connection.js';
+
+export { DSQL_LIMITS } from './connection.js';
+export type { ConflictRetryPolicy } from '../session.js';
+
+/** Options of {@link dsql}. Pass exactly one of `endpoint` and `clusterId`. */
+export interface DsqlOptions {
+  /** The cluster's endpoint, `<clusterId>.dsql.<region>.on.aws`. */
+  readonly endpoint?: string | undefined;
+  /** The cluster's id; the endpoint is then `<clusterId>.dsql.<region>.on.aws`. */
+  readonly clusterId?: string | undefined;
+  /** The cluster's Region, e.g. `us-east-1`. */
+  readonly region: string;
+  /**
+   * The database role to connect as. `admin` signs with `dsql:DbConnectAdmin`; any other role with
+   * `dsql:DbConnect`, for which the function's IAM role must be granted the database role
+   * (`AWS IAM GRANT <role> TO '<iam role arn>'`). A consumer should never connect as `admin`.
+   * @default 'admin'
+   */
+  readonly user?: string | undefined;
+  /** The port the cluster listens on. @default 5432 */
+  readonly port?: number | undefined;
+  /** A DSQL cluster has one database; another name only for a local stand-in. @default 'postgres' */
+  readonly database?: string | undefined;
+  /** The pool's size per Lambda instance. @default 2 */
+  readonly maxConnections?: number | undefined;
+  /** A connection is closed after this many seconds, below DSQL's 60-minute limit. @default 3300 */
+  readonly maxLifetimeSeconds?: number | undefined;
+  /** An idle connection is closed after this long. @default 60_000 */
+  readonly idleTimeoutMs?: number | undefined;
+  /** How long each IAM token is valid; it is only checked when a connection opens. @default 900 */
+  readonly tokenExpiresInSeconds?: number | undefined;
+  /** Connections refused for the cluster's rate (53400) or count (53300) are asked for up to this many times. @default 5 */
+  readonly connectAttempts?: number | undefined;
+  /** An optimistic-concurrency conflict (SQLSTATE 40001) runs the record's transaction again this way. @default DSQL_CONFLICT_RETRIES */
+  readonly conflictRetries?: ConflictRetryPolicy | undefined;
+  /**
+   * The batch modes claim and apply at most this many records per transaction, so that the claims and the
+   * effect stay within DSQL's 3,000 modified rows: lower it when your `applyBatch` writes more than two rows
+   * per record.
+   * @default 1000
+   */
+  readonly maxRecordsPerTransaction?: number | undefined;
+  /** TLS, required by DSQL; `false` only for a local stand-in. @default { rejectUnauthorized: true } */
+  readonly ssl?: boolean | Readonly<Record<string, unknown>> | undefined;
+  /** The credentials the tokens are signed with. @default the default credential provider chain */
+  readonly credentials?: unknown;
+  /** Where each new connection's password comes from instead of a signed token (a local stand-in). @default a DsqlSigner token */
+  readonly password?: (() => Promise<string>) | undefined;
+  /** A connection idle this long is checked with `SELECT 1` before use. @default 10_000 */
+  readonly idleCheckMs?: number | undefined;
+}
+
+/**
+ * A record's transaction runs up to 3 more times after a conflict, after jittered waits below 20, 40 and
+ * 80 ms: AWS's advice for DSQL is to retry the whole transaction with jittered backoff.
+ */
+export const DSQL_CONFLICT_RETRIES: ConflictRetryPolicy = { attempts: 3, baseDelayMs: 20, maxDelayMs: 1000 };
+
+/** The target {@link dsql} returns: `inbox({ database })` takes it. */
+export interface DsqlTarget extends WireTarget {
+  /** The pool, made on first use and kept for the Lambda instance's life. */
+  readonly pool: PostgresPool & { end(): Promise<void> };
+}
+
+/** DSQL's dialect: conflicts retried, at most 3,000 modified rows a transaction, 1,000 records per batch transaction. */
+export const DSQL_DIALECT: SessionDialect = { conflictRetries: DSQL_CONFLICT_RETRIES, maxModifiedRows: 3000, maxRecordsPerTransaction: 1000 };
+
+/** The session on a DSQL target: the wire session, with DSQL's optimistic concurrency and row limit as its dialect. */
+export class DsqlSession extends PostgresSession {
+  readonly dialect: SessionDialect;
+  constructor(pool: PostgresPool, policy: SessionPolicy, dialect: Partial<SessionDialect> = {}, idleCheckMs?: number) {
+    super({ pool, idleCheckMs }, { callTimeoutMs: policy.callTimeoutMs });
+    this.dialect = { ...DSQL_DIALECT, ...dialect };
+  }
+}
+
+/**
+ * The `database` option of `inbox()` for an Aurora DSQL cluster. Make it at module load: its pool is
+ * reused across invocations.
+ *
+ * @example
+ * import { inbox } from 'sqs-inbox';
+ * import { dsql } from 'sqs-inbox/dsql';
+ * export const handler = inbox({ database: dsql({ clusterId: 'abcdefghijklmnopqrstuvwxyz', region: 'us-east-1', user: 'inbox_consumer' }), apply: async (tx, message) => { ... } });
+ */
+export function dsql(options: DsqlOptions): DsqlTarget {
+  if (options === null || typeof options !== 'object') {
+    throw new InboxConfigError('dsql', 'pass { endpoint | clusterId, region, user }, e.g. dsql({ clusterId: "abcdefghijklmnopqrstuvwxyz", region: "us-east-1", user: "inbox_consumer" })');
+  }
+  const connection = resolveConnection(options);
+  const retries = options.conflictRetries ?? DSQL_CONFLICT_RETRIES;
+  if (!Number.isInteger(retries.attempts) || retries.attempts < 0 || !(retries.baseDelayMs >= 0) || !(retries.maxDelayMs >= retries.baseDelayMs)) {
+    throw new InboxConfigError('dsql.conflictRetries', 'needs a whole `attempts` >= 0 and 0 <= `baseDelayMs` <= `maxDelayMs`, e.g. { attempts: 3, baseDelayMs: 20, maxDelayMs: 1000 }');
+  }
+  const perTransaction = options.maxRecordsPerTransaction ?? 1000;
+  if (!Number.isInteger(perTransaction) || perTransaction < 1 || perTransaction > 3000) {
+    throw new InboxConfigError('dsql.maxRecordsPerTransaction', `${String(perTransaction)} must be a whole number from 1 to 3000 (DSQL modifies at most 3,000 rows per transaction), e.g. 1000`);
+  }
+  const pool = dsqlPool(connection, options);
+  return {
+    pool,
+    [WIRE_SESSION]: (policy: SessionPolicy) => new DsqlSession(pool, policy, { conflictRetries: retries, maxRecordsPerTransaction: perTransaction }, options.idleCheckMs),
+  };
+}
+
+/** The environment {@link dsqlFromEnvironment} reads; the CDK constructs set the same names. */
+export const DSQL_ENVIRONMENT = {
+  endpoint: 'INBOX_DSQL_ENDPOINT',
+  region: 'INBOX_DSQL_REGION',
+  user: 'INBOX_DSQL_USER',
+} as const;
+
+/**
+ * A DSQL target from the function's environment: `INBOX_DSQL_ENDPOINT` (the cluster endpoint),
+ * `INBOX_DSQL_REGION` (default `AWS_REGION`, which Lambda sets) and `INBOX_DSQL_USER` (the database role).
+ *
+ * @example
+ * export const handler = inbox({ database: dsqlFromEnvironment(), apply });
+ */
+export function dsqlFromEnvironment(env: Readonly<Record<string, string | undefined>> = process.env, options: Omit<DsqlOptions, 'endpoint' | 'clusterId' | 'region' | 'user'> = {}): DsqlTarget {
+  const endpoint = env[DSQL_ENVIRONMENT.endpoint];
+  if (!endpoint) throw new InboxConfigError(DSQL_ENVIRONMENT.endpoint, 'is not set; set it to the cluster endpoint, e.g. "abcdefghijklmnopqrstuvwxyz.dsql.us-east-1.on.aws"');
+  const region = env[DSQL_ENVIRONMENT.region] || env.AWS_REGION;
+  if (!region) throw new InboxConfigError(DSQL_ENVIRONMENT.region, 'is not set, and neither is AWS_REGION; set it to the cluster\'s Region, e.g. "us-east-1"');
+  const user = env[DSQL_ENVIRONMENT.user];
+  if (!user) throw new InboxConfigError(DSQL_ENVIRONMENT.user, 'is not set; set it to the database role the function connects as, e.g. "inbox_consumer"');
+  return dsql({ ...options, endpoint, region, user });
+}
+
+export { DSQL_INBOX_MIGRATIONS, migrateDsql } from './migrations.js';
