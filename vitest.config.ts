@@ -34,6 +34,18 @@ export default defineConfig({
           globalSetup: ['test/support/wire-setup.ts'],
         },
       },
+      // And on the DSQL profile (test/support/inbox.ts: the dsql() target through PostgreSQL held to Aurora
+      // DSQL's rules, local/dsql/profile.ts), with the same exclusions.
+      {
+        test: {
+          ...shared,
+          name: 'dsql',
+          include: ['test/inbox/**/*.test.ts'],
+          exclude: [...Object.keys(DATA_API_ONLY_FILES), ...Object.keys(TRANSPORT_FREE_FILES)],
+          env: { ...shared.env, INBOX_TEST_TRANSPORT: 'dsql' },
+          globalSetup: ['test/support/wire-setup.ts'],
+        },
+      },
     ],
   },
 });

@@ -55,7 +55,7 @@ export interface WireProxy {
    */
   refuseWhen(check: ((sql: string, context: WireStatementContext) => WireRefusal | undefined) | undefined): void;
   /**
-   * Rewrites each simple-query statement before it is sent on (a dialect's spelling PostgreSQL does not
+   * Rewrites each statement (a simple query or a Parse) before it is sent on (a dialect's spelling PostgreSQL does not
    * take, e.g. DSQL's CREATE INDEX ASYNC); the checks and counts see the original.
    */
   rewriteWith(rewrite: ((sql: string) => string) | undefined): void;
@@ -203,9 +203,9 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
             }
           }
           pipe.messages = 'forward';
-          if (type === 'Q' && rewrite) {
+          if (rewrite) {
             const rewritten = rewrite(sql);
-            if (rewritten !== sql) frame = simpleQuery(rewritten);
+            if (rewritten !== sql) frame = withStatement(frame, type, rewritten);
           }
           if (faults.dropsResponse(call)) pipe.answers = 'drop';
           else if (type === 'Q' && operation === 'CommitTransaction' && pipe.status === 'T' && conflicts.rate > 0 && conflicts.random() < conflicts.rate) {
@@ -382,6 +382,19 @@ function frames(socket: Socket, fromClient: boolean, onFrame: (frame: Buffer, ty
 }
 
 /** The SQL of a simple Query ('Q': the text) or a Parse ('P': a statement name, then the text). */
+/** The same simple Query or Parse message, carrying `sql` in place of its statement. */
+function withStatement(frame: Buffer, type: string, sql: string): Buffer {
+  if (type === 'Q') return simpleQuery(sql);
+  const body = frame.subarray(5);
+  const nameEnd = body.indexOf(0);
+  const queryEnd = body.indexOf(0, nameEnd + 1);
+  const rebuilt = Buffer.concat([body.subarray(0, nameEnd + 1), Buffer.from(`${sql}\0`, 'utf8'), body.subarray(queryEnd + 1)]);
+  const header = Buffer.alloc(5);
+  header.write('P', 0);
+  header.writeInt32BE(rebuilt.length + 4, 1);
+  return Buffer.concat([header, rebuilt]);
+}
+
 function statementOf(frame: Buffer, type: string): string {
   const body = frame.subarray(5);
   if (type === 'Q') return body.subarray(0, body.indexOf(0)).toString('utf8');
