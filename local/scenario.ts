@@ -12,6 +12,7 @@ import { buildMessages, createQueueWithDlq, deadLetteredKeys, driveUntilDrained,
 import { startSweeper, unsentRows } from './pipeline/sweeper.js';
 import type { PeriodicSweeper } from './pipeline/sweeper.js';
 import type { LocalStack } from './stack.js';
+import { INBOX_ENV } from '../lambda/inbox/contract.js';
 
 export { FAULTS, FAULT_RATES } from './fault-schedule.js';
 export type { CommitPoint, FaultLikelihood, FaultName, FaultUnit } from './fault-schedule.js';
@@ -458,7 +459,7 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: (env: Record
     const sends = sent.length + duplicateSends;
 
     // The handlers, one per event source mapping, made once the environment is set.
-    const named: Record<string, string> = handOff.length > 0 ? { INBOX_DESTINATIONS: JSON.stringify(Object.fromEntries(handOff.map(({ name, queue: q }) => [name, q.url]))) } : {};
+    const named: Record<string, string> = handOff.length > 0 ? { [INBOX_ENV.DESTINATIONS]: JSON.stringify(Object.fromEntries(handOff.map(({ name, queue: q }) => [name, q.url]))) } : {};
     const env = runEnvironment(local, database, { ...named, ...settings.env });
     setEnv(env);
     for (let instance = 0; instance < settings.consumers; instance++) {

@@ -9,32 +9,13 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { createAlarmTopic } from './alarm-topic.js';
 import type { InboxCleanup } from '../purge/inbox-cleanup.js';
-import { INBOX_METRICS_NAMESPACE } from '../consumer/inbox-consumer.js';
 import type { InboxConsumer } from '../consumer/inbox-consumer.js';
 import type { InboxOutboxRelay } from '../outbox/inbox-outbox-relay.js';
 import { describeSeconds, durationSeconds, rateSeconds } from '../invariants.js';
+import { CLEANUP_METRICS, CONSUMER_COUNT_METRICS, CONSUMER_LATENCY_METRICS, METRIC_NAMESPACE, OUTBOX_RELAY_METRICS } from '../../lambda/inbox/contract.js';
 
-/** Count metrics every consumer emits (dimensions `service` = consumer name, `source` = `sqs`, `kinesis`, `dynamodb` or `kafka`). */
-export const CONSUMER_COUNT_METRICS = [
-  'Processed',
-  'Duplicates',
-  'KeyCollisions',
-  'Failures',
-  'ShortCircuited',
-  'DeferredByDeadline',
-  'ResumeRetries',
-  'BatchSets',
-  'BatchFallbacks',
-  'Parked',
-  'OutboxSent',
-  'OutboxDeferred',
-] as const;
-/** Latency metrics every consumer emits, in milliseconds. */
-export const CONSUMER_LATENCY_METRICS = ['RecordLatency', 'BatchLatency'] as const;
-/** Metrics the cleanup function emits (dimension `service` = the InboxCleanup's `serviceName`). */
-export const CLEANUP_METRICS = ['PurgedRows', 'PurgeMoreRemaining', 'OldestRowAgeSeconds'] as const;
-/** Metrics the outbox sweeper emits (dimension `service` = the InboxOutboxRelay's `serviceName`). */
-export const OUTBOX_RELAY_METRICS = ['OutboxSwept', 'OutboxSweepDeferred', 'OutboxOldestUnsentAgeSeconds'] as const;
+/** The metrics each function emits, as the runtime writes them (lambda/inbox/contract.ts). */
+export { CLEANUP_METRICS, CONSUMER_COUNT_METRICS, CONSUMER_LATENCY_METRICS, OUTBOX_RELAY_METRICS };
 
 /** Props for {@link InboxAlarms}. */
 export interface InboxAlarmsProps {
@@ -226,7 +207,7 @@ export class InboxAlarms extends Construct {
     const scope = new Construct(this, scopeId);
     const inboxMetric = (metricName: string, statistic = 'Sum', period = Duration.minutes(5)) =>
       new cloudwatch.Metric({
-        namespace: INBOX_METRICS_NAMESPACE,
+        namespace: METRIC_NAMESPACE,
         metricName,
         dimensionsMap: { service: name, source: consumer.source },
         statistic,
@@ -409,7 +390,7 @@ export class InboxAlarms extends Construct {
     const scope = new Construct(this, 'Cleanup');
     const cleanupMetric = (metricName: string, statistic: string) =>
       new cloudwatch.Metric({
-        namespace: INBOX_METRICS_NAMESPACE,
+        namespace: METRIC_NAMESPACE,
         metricName,
         dimensionsMap: { service: cleanup.serviceName },
         statistic,
@@ -464,7 +445,7 @@ export class InboxAlarms extends Construct {
     const period = Duration.seconds(interval === undefined ? HOUR_SECONDS : Math.max(5 * 60, Math.ceil(interval / 60) * 60));
     const relayMetric = (metricName: string, statistic: string) =>
       new cloudwatch.Metric({
-        namespace: INBOX_METRICS_NAMESPACE,
+        namespace: METRIC_NAMESPACE,
         metricName,
         dimensionsMap: { service: relay.serviceName },
         statistic,

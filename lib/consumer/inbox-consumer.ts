@@ -37,12 +37,10 @@ import {
   mappingFacts,
 } from '../sources/stream-invariants.js';
 import type { InboxSourceKind } from '../sources/stream-invariants.js';
+import { CONSUMER_NAME_PATTERN, CONSUMER_NAME_RULE, INBOX_ENV, METRIC_NAMESPACE } from '../../lambda/inbox/contract.js';
 
 /** The metric namespace the runtime's embedded metrics use. */
-export const INBOX_METRICS_NAMESPACE = 'SqsInbox';
-
-/** The consumer names the runtime's `inbox()` accepts. */
-const CONSUMER_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+export const INBOX_METRICS_NAMESPACE = METRIC_NAMESPACE;
 
 /**
  * The least time one record of a stream batch is assumed to take: the four Data API calls of a per-record
@@ -386,15 +384,15 @@ export class InboxConsumer extends Construct {
       description: `sqs-inbox consumer ${props.consumerName}`,
       environment: {
         ...props.environment,
-        INBOX_RESOURCE_ARN: props.database.cluster.clusterArn,
-        INBOX_SECRET_ARN: this.databaseRole.secret.secretArn,
-        INBOX_DATABASE: props.database.databaseName,
-        INBOX_CONSUMER: props.consumerName,
-        INBOX_SOURCE: this.source,
-        ...(this.source === 'kafka' ? { INBOX_REPORT_BATCH_ITEM_FAILURES: String(this.reportBatchItemFailures) } : {}),
-        ...(Object.keys(this.destinations).length > 0 ? { INBOX_DESTINATIONS: destinationsJson(this, this.destinations) } : {}),
-        POWERTOOLS_METRICS_NAMESPACE: INBOX_METRICS_NAMESPACE,
-        POWERTOOLS_SERVICE_NAME: props.consumerName,
+        [INBOX_ENV.RESOURCE_ARN]: props.database.cluster.clusterArn,
+        [INBOX_ENV.SECRET_ARN]: this.databaseRole.secret.secretArn,
+        [INBOX_ENV.DATABASE]: props.database.databaseName,
+        [INBOX_ENV.CONSUMER]: props.consumerName,
+        [INBOX_ENV.SOURCE]: this.source,
+        ...(this.source === 'kafka' ? { [INBOX_ENV.REPORT_BATCH_ITEM_FAILURES]: String(this.reportBatchItemFailures) } : {}),
+        ...(Object.keys(this.destinations).length > 0 ? { [INBOX_ENV.DESTINATIONS]: destinationsJson(this, this.destinations) } : {}),
+        [INBOX_ENV.METRICS_NAMESPACE]: INBOX_METRICS_NAMESPACE,
+        [INBOX_ENV.SERVICE_NAME]: props.consumerName,
       },
       ...(props.runtime === undefined ? {} : { runtime: props.runtime }),
       ...(props.logRetention === undefined ? {} : { logRetention: props.logRetention }),
@@ -596,7 +594,7 @@ function validateSourceProps(path: string, props: InboxConsumerProps): InboxSour
  */
 function validateDestinations(path: string, props: InboxConsumerProps): void {
   const problems = destinationProblems(props.destinations);
-  if (props.environment?.INBOX_DESTINATIONS !== undefined) {
+  if (props.environment?.[INBOX_ENV.DESTINATIONS] !== undefined) {
     problems.push(
       '`environment.INBOX_DESTINATIONS` is set by the construct from `destinations`. Fix: remove it and pass the queues as ' +
         '`destinations: { name: queue }` (import one with sqs.Queue.fromQueueArn()), so that the function and the outbox ' +
@@ -612,7 +610,7 @@ function validateConsumerName(path: string, name: string): void {
   const suggestion = name.replace(/[^A-Za-z0-9._:-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 128);
   throw new Error(
     `InboxConsumer ${path}: \`consumerName\` ${name.length === 0 ? 'is empty' : `'${name}' is not a valid consumer name`}: ` +
-      "it must be 1 to 128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit. " +
+      `it must be ${CONSUMER_NAME_RULE}. ` +
       `Fix: use e.g. '${suggestion.length > 0 ? suggestion : 'order-worker'}'.`,
   );
 }

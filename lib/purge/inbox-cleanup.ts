@@ -4,7 +4,7 @@ import * as targets from 'aws-cdk-lib/aws-events-targets';
 import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { INBOX_METRICS_NAMESPACE, InboxConsumer } from '../consumer/inbox-consumer.js';
+import { InboxConsumer } from '../consumer/inbox-consumer.js';
 import { STATEMENT_ACTIONS } from '../database/data-api-access.js';
 import type { InboxDatabase } from '../database/inbox-database.js';
 import { InboxDatabaseRole } from '../database/inbox-database-role.js';
@@ -12,13 +12,14 @@ import { InboxFunction } from '../consumer/inbox-function.js';
 import { addInvariants, checkRetentionCoversRedelivery, describeSeconds, durationSeconds } from '../invariants.js';
 import type { InvariantViolation } from '../invariants.js';
 import { runtimeFile } from '../runtime-files.js';
+import { CLEANUP_SERVICE_NAME, INBOX_ENV, METRIC_NAMESPACE } from '../../lambda/inbox/contract.js';
 
 
 /**
  * The runtime's default `service` dimension of the cleanup metrics, and the prefix of every
  * {@link InboxCleanup.serviceName}.
  */
-export const CLEANUP_SERVICE_NAME = 'inbox-cleanup';
+export { CLEANUP_SERVICE_NAME };
 
 /**
  * The shortest cleanup timeout: the runtime keeps max(10 s, 2 x its 30 s call timeout + 5 s) = 65 s of the
@@ -139,13 +140,13 @@ export class InboxCleanup extends Construct {
       timeout,
       description: 'sqs-inbox scheduled purge of old inbox rows',
       environment: {
-        INBOX_RESOURCE_ARN: props.database.cluster.clusterArn,
-        INBOX_SECRET_ARN: this.databaseRole.secret.secretArn,
-        INBOX_DATABASE: props.database.databaseName,
-        INBOX_RETENTION_SECONDS: secondsString(this.retention),
-        ...(props.purgeBatchSize === undefined ? {} : { INBOX_PURGE_BATCH_SIZE: props.purgeBatchSize.toString() }),
-        POWERTOOLS_METRICS_NAMESPACE: INBOX_METRICS_NAMESPACE,
-        POWERTOOLS_SERVICE_NAME: this.serviceName,
+        [INBOX_ENV.RESOURCE_ARN]: props.database.cluster.clusterArn,
+        [INBOX_ENV.SECRET_ARN]: this.databaseRole.secret.secretArn,
+        [INBOX_ENV.DATABASE]: props.database.databaseName,
+        [INBOX_ENV.RETENTION_SECONDS]: secondsString(this.retention),
+        ...(props.purgeBatchSize === undefined ? {} : { [INBOX_ENV.PURGE_BATCH_SIZE]: props.purgeBatchSize.toString() }),
+        [INBOX_ENV.METRICS_NAMESPACE]: METRIC_NAMESPACE,
+        [INBOX_ENV.SERVICE_NAME]: this.serviceName,
       },
       ...(props.logRetention === undefined ? {} : { logRetention: props.logRetention }),
     });
