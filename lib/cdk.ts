@@ -30,6 +30,7 @@ export const {
   INBOX_METRICS_NAMESPACE,
   InboxAlarms,
   InboxCleanup,
+  InboxConstructError,
   InboxConsumer,
   InboxDatabase,
   InboxDatabaseRole,

@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { InboxConstructError } from './errors.js';
 
 /**
  * `.ts` while the constructs run from this repository's sources, `.js` once they run from the built
@@ -14,10 +15,9 @@ const EXTENSION = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 export function runtimeFile(relative: string, what: string): string {
   const file = fileURLToPath(new URL(`${relative}${EXTENSION}`, import.meta.url));
   if (!existsSync(file)) {
-    throw new Error(
-      `sqs-inbox: ${what} ${file} does not exist. Fix: reinstall the sqs-inbox package ` +
-        '(the CDK constructs bundle and fingerprint the runtime files by path).',
-    );
+    throw InboxConstructError.of('sqs-inbox', [
+      `${what} ${file} does not exist. Fix: reinstall the sqs-inbox package (the CDK constructs bundle and fingerprint the runtime files by path).`,
+    ], 'line');
   }
   return file;
 }

@@ -13,6 +13,7 @@ import type { InboxConsumer } from '../consumer/inbox-consumer.js';
 import type { InboxOutboxRelay } from '../outbox/inbox-outbox-relay.js';
 import { describeSeconds, durationSeconds, rateSeconds } from '../invariants.js';
 import { CLEANUP_METRICS, CONSUMER_COUNT_METRICS, CONSUMER_LATENCY_METRICS, METRIC_NAMESPACE, OUTBOX_RELAY_METRICS } from '../../lambda/inbox/contract.js';
+import { InboxConstructError } from '../errors.js';
 
 /** The metrics each function emits, as the runtime writes them (lambda/inbox/contract.ts). */
 export { CLEANUP_METRICS, CONSUMER_COUNT_METRICS, CONSUMER_LATENCY_METRICS, OUTBOX_RELAY_METRICS };
@@ -538,7 +539,7 @@ function validateProps(path: string, props: InboxAlarmsProps): void {
   if (props.topic !== undefined && props.topicEncryptionKey !== undefined) {
     problems.push('`topicEncryptionKey` only applies to a topic created here, but `topic` was given. Fix: encrypt your topic yourself and remove `topicEncryptionKey`.');
   }
-  if (problems.length > 0) throw new Error(`InboxAlarms ${path}:\n  - ${problems.join('\n  - ')}`);
+  if (problems.length > 0) throw InboxConstructError.of(`InboxAlarms ${path}`, problems);
 }
 
 function queueMetric(queue: sqs.IQueue, metricName: string, period: Duration, label?: string): cloudwatch.Metric {
@@ -577,7 +578,7 @@ function maxSilenceHours(path: string, schedule: events.Schedule, maxSilence: Du
         : []),
     ];
     if (problems.length > 0) {
-      throw new Error(`InboxAlarms ${path}: \`cleanupMaxSilence\` ${problems.join('; ')}. Fix: set it to whole hours longer than the schedule's interval.`);
+      throw InboxConstructError.of(`InboxAlarms ${path}`, [`\`cleanupMaxSilence\` ${problems.join('; ')}. Fix: set it to whole hours longer than the schedule's interval.`], 'line');
     }
     return hours;
   }
@@ -585,10 +586,8 @@ function maxSilenceHours(path: string, schedule: events.Schedule, maxSilence: Du
   if (interval === undefined) return 25;
   const hours = Math.ceil(interval / HOUR_SECONDS) + 1;
   if (hours > MAX_SILENCE_HOURS) {
-    throw new Error(
-      `InboxAlarms ${path}: the cleanup runs less often (${schedule.expressionString}) than CloudWatch can watch for ` +
-        `silence (${MAX_SILENCE_HOURS} hours). Fix: run the cleanup at least every 6 days.`,
-    );
+    throw InboxConstructError.of(`InboxAlarms ${path}`, [`the cleanup runs less often (${schedule.expressionString}) than CloudWatch can watch for ` +
+        `silence (${MAX_SILENCE_HOURS} hours). Fix: run the cleanup at least every 6 days.`], 'line');
   }
   return hours;
 }
@@ -602,12 +601,10 @@ function outboxAgeThreshold(path: string, relay: InboxOutboxRelay, interval: num
   const given = durationSeconds(maxAge);
   if (given === undefined) return Math.max(15 * 60, wait + 5 * 60);
   if (given <= wait) {
-    throw new Error(
-      `InboxAlarms ${path}: \`maxOutboxAge\` (${describeSeconds(given)}) does not exceed the longest an outbox row normally waits ` +
+    throw InboxConstructError.of(`InboxAlarms ${path}`, [`\`maxOutboxAge\` (${describeSeconds(given)}) does not exceed the longest an outbox row normally waits ` +
         `for the sweeper: its \`minAge\` (${relay.minAge.toHumanString()}) plus its schedule's interval (${relay.schedule.expressionString}). ` +
         `Every crash would page although the sweeper sends its rows. Fix: set \`maxOutboxAge\` above ${describeSeconds(wait)}, or ` +
-        'run the sweeper more often.',
-    );
+        'run the sweeper more often.'], 'line');
   }
   return given;
 }

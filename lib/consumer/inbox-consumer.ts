@@ -38,6 +38,7 @@ import {
 } from '../sources/stream-invariants.js';
 import type { InboxSourceKind } from '../sources/stream-invariants.js';
 import { CONSUMER_NAME_PATTERN, CONSUMER_NAME_RULE, INBOX_ENV, METRIC_NAMESPACE } from '../../lambda/inbox/contract.js';
+import { InboxConstructError } from '../errors.js';
 
 /** The metric namespace the runtime's embedded metrics use. */
 export const INBOX_METRICS_NAMESPACE = METRIC_NAMESPACE;
@@ -546,11 +547,9 @@ function validateSourceProps(path: string, props: InboxConsumerProps): InboxSour
   const given = SOURCE_PROPS.filter((key) => props[key] !== undefined);
   const named = SOURCE_PROPS.map((key) => `\`${key}\``).join(', ');
   if (given.length !== 1) {
-    throw new Error(
-      `InboxConsumer ${path}: ${given.length === 0 ? 'no source was given' : `${given.map((key) => `\`${key}\``).join(' and ')} were both given`}; ` +
+    throw InboxConstructError.of(`InboxConsumer ${path}`, [`${given.length === 0 ? 'no source was given' : `${given.map((key) => `\`${key}\``).join(' and ')} were both given`}; ` +
         `a consumer reads exactly one of ${named}. Fix: pass exactly one ` +
-        '(a second source needs a second InboxConsumer, with its own `consumerName`).',
-    );
+        '(a second source needs a second InboxConsumer, with its own `consumerName`).'], 'line');
   }
   const source: InboxSourceKind = props.queue !== undefined ? 'sqs' : props.stream !== undefined ? 'kinesis' : props.table !== undefined ? 'dynamodb' : 'kafka';
   const problems: string[] = [];
@@ -584,7 +583,7 @@ function validateSourceProps(path: string, props: InboxConsumerProps): InboxSour
   if (source === 'dynamodb' && props.startingPositionTimestamp !== undefined) {
     problems.push('`startingPositionTimestamp` applies to Kinesis and Kafka only: DynamoDB Streams cannot start at a timestamp. Fix: remove it.');
   }
-  if (problems.length > 0) throw new Error(`InboxConsumer ${path}:\n  - ${problems.join('\n  - ')}`);
+  if (problems.length > 0) throw InboxConstructError.of(`InboxConsumer ${path}`, problems);
   return source;
 }
 
@@ -601,16 +600,14 @@ function validateDestinations(path: string, props: InboxConsumerProps): void {
         'relay may send to them.',
     );
   }
-  if (problems.length > 0) throw new Error(`InboxConsumer ${path}:\n  - ${problems.join('\n  - ')}`);
+  if (problems.length > 0) throw InboxConstructError.of(`InboxConsumer ${path}`, problems);
 }
 
 /** The runtime refuses other names at cold start; refusing them here moves that failure to synth. */
 function validateConsumerName(path: string, name: string): void {
   if (Token.isUnresolved(name) || CONSUMER_NAME_PATTERN.test(name)) return;
   const suggestion = name.replace(/[^A-Za-z0-9._:-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 128);
-  throw new Error(
-    `InboxConsumer ${path}: \`consumerName\` ${name.length === 0 ? 'is empty' : `'${name}' is not a valid consumer name`}: ` +
+  throw InboxConstructError.of(`InboxConsumer ${path}`, [`\`consumerName\` ${name.length === 0 ? 'is empty' : `'${name}' is not a valid consumer name`}: ` +
       `it must be ${CONSUMER_NAME_RULE}. ` +
-      `Fix: use e.g. '${suggestion.length > 0 ? suggestion : 'order-worker'}'.`,
-  );
+      `Fix: use e.g. '${suggestion.length > 0 ? suggestion : 'order-worker'}'.`], 'line');
 }

@@ -12,6 +12,7 @@ import type * as ClientSqs from '@aws-sdk/client-sqs';
 import type { MessageAttributeValue, SQSClient, SendMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
 import { PeerDependencyError, importPeer } from '../peers.js';
 import { FIFO_ID_PATTERN } from '../contract.js';
+import { InboxError } from '../errors.js';
 
 export { PeerDependencyError };
 
@@ -104,8 +105,8 @@ export interface MessageProblem {
   message: string;
 }
 
-/** Base class of the producer's errors: callers branch on the subclass. */
-export class ProducerError extends Error {
+/** Base class of the producer's errors, under the package's root {@link InboxError}: callers branch on the subclass. */
+export class ProducerError extends InboxError {
   constructor(message: string) {
     super(message);
     this.name = new.target.name;
