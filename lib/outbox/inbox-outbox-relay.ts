@@ -1,7 +1,7 @@
 import { Annotations, Duration, Names, Stack, Token } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
-import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as rds from 'aws-cdk-lib/aws-rds';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
@@ -16,8 +16,9 @@ import { addInvariants, describeSeconds, durationSeconds, rateSeconds } from '..
 import type { InvariantViolation } from '../invariants.js';
 import { distinctQueues, grantSendMessage, OUTBOX_RELAY } from './outbox-destinations.js';
 import type { OutboxRelayMark } from './outbox-destinations.js';
-import { runtimeFile } from '../runtime-files.js';
+import { functionCode } from '../function-assets.js';
 import { INBOX_ENV, METRIC_NAMESPACE, OUTBOX_SERVICE_NAME, OUTBOX_SWEEP_DEFAULTS } from '../../lambda/inbox/contract.js';
+import { InboxConstructError } from '../errors.js';
 
 /**
  * The sweeper's default `service` dimension of its metrics (the runtime's, when POWERTOOLS_SERVICE_NAME is unset),
@@ -112,7 +113,7 @@ export interface InboxOutboxRelayProps {
 export class InboxOutboxRelay extends Construct implements OutboxRelayMark {
   public readonly [OUTBOX_RELAY] = true as const;
   /** The sweeper function. */
-  public readonly function: nodejs.NodejsFunction;
+  public readonly function: lambda.Function;
   /** The function's log group. */
   public readonly logGroup: logs.LogGroup;
   /** The schedule rule. */
@@ -164,7 +165,7 @@ export class InboxOutboxRelay extends Construct implements OutboxRelayMark {
     });
 
     const fn = new InboxFunction(this, 'Sweeper', {
-      entry: runtimeFile('../lambda/functions/outbox-sweeper/outbox-sweeper', 'the outbox sweeper'),
+      ...functionCode('outbox-sweeper').source,
       timeout,
       description: 'sqs-inbox outbox sweeper: sends the outbox rows left unsent',
       environment: {
@@ -303,7 +304,7 @@ function validateProps(path: string, props: InboxOutboxRelayProps): void {
         'Fix: run it at least daily (every minute by default).',
     );
   }
-  if (problems.length > 0) throw new Error(`InboxOutboxRelay ${path}:\n  - ${problems.join('\n  - ')}`);
+  if (problems.length > 0) throw InboxConstructError.of(`InboxOutboxRelay ${path}`, problems);
 }
 
 /** The longest function timeout of the consumers, in seconds; `undefined` when there is none or one is a token. */

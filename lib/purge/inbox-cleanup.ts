@@ -1,7 +1,7 @@
 import { Duration, Names, Token } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
-import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { InboxConsumer } from '../consumer/inbox-consumer.js';
@@ -11,8 +11,9 @@ import { InboxDatabaseRole } from '../database/inbox-database-role.js';
 import { InboxFunction } from '../consumer/inbox-function.js';
 import { addInvariants, checkRetentionCoversRedelivery, describeSeconds, durationSeconds } from '../invariants.js';
 import type { InvariantViolation } from '../invariants.js';
-import { runtimeFile } from '../runtime-files.js';
+import { functionCode } from '../function-assets.js';
 import { CLEANUP_SERVICE_NAME, INBOX_ENV, METRIC_NAMESPACE } from '../../lambda/inbox/contract.js';
+import { InboxConstructError } from '../errors.js';
 
 
 /**
@@ -77,7 +78,7 @@ export interface InboxCleanupProps {
  */
 export class InboxCleanup extends Construct {
   /** The purge function. */
-  public readonly function: nodejs.NodejsFunction;
+  public readonly function: lambda.Function;
   /** The function's log group. */
   public readonly logGroup: logs.LogGroup;
   /** The schedule rule. */
@@ -103,17 +104,13 @@ export class InboxCleanup extends Construct {
     this.retention = props.retention ?? Duration.days(30);
     const retentionSeconds = durationSeconds(this.retention);
     if (retentionSeconds !== undefined && !Number.isInteger(retentionSeconds)) {
-      throw new Error(
-        `InboxCleanup ${this.node.path}: \`retention\` must be a whole number of seconds, got ${retentionSeconds}. ` +
-          'Fix: use Duration.days(), .hours(), .minutes() or .seconds() with an integer.',
-      );
+      throw InboxConstructError.of(`InboxCleanup ${this.node.path}`, [`\`retention\` must be a whole number of seconds, got ${retentionSeconds}. ` +
+          'Fix: use Duration.days(), .hours(), .minutes() or .seconds() with an integer.'], 'line');
     }
     if (props.purgeBatchSize !== undefined && !Token.isUnresolved(props.purgeBatchSize) &&
       !(Number.isInteger(props.purgeBatchSize) && props.purgeBatchSize > 0)) {
-      throw new Error(
-        `InboxCleanup ${this.node.path}: \`purgeBatchSize\` must be a positive integer, got ${props.purgeBatchSize}. ` +
-          'Fix: pass e.g. 1000, or leave it unset for the runtime default.',
-      );
+      throw InboxConstructError.of(`InboxCleanup ${this.node.path}`, [`\`purgeBatchSize\` must be a positive integer, got ${props.purgeBatchSize}. ` +
+          'Fix: pass e.g. 1000, or leave it unset for the runtime default.'], 'line');
     }
 
     const timeout = props.timeout ?? Duration.minutes(5);
@@ -136,7 +133,7 @@ export class InboxCleanup extends Construct {
     });
 
     const fn = new InboxFunction(this, 'Purge', {
-      entry: runtimeFile('../lambda/functions/purge/cleanup', 'the cleanup handler'),
+      ...functionCode('purge').source,
       timeout,
       description: 'sqs-inbox scheduled purge of old inbox rows',
       environment: {
