@@ -3,8 +3,10 @@ import { fileURLToPath } from 'node:url';
 import { InboxConstructError } from './errors.js';
 
 /**
- * `.ts` while the constructs run from this repository's sources, `.js` once they run from the built
- * package: dist/ mirrors the source folders, so the same relative path names the runtime file in both.
+ * `.ts` while the example stacks run from this repository's sources, `.js` once they run from the built
+ * package: dist/ mirrors the source folders, so the same relative path names their workers in both.
+ * Only the example stacks (demo/stacks/) use it: the package's own functions are prebuilt assets
+ * (function-assets.ts). It leaves with the example stacks when they leave the `/cdk` entry.
  */
 const EXTENSION = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 

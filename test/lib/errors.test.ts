@@ -1,6 +1,8 @@
+import { Duration } from 'aws-cdk-lib';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
-import { InboxConstructError, InboxQueue } from '../../lib/index.js';
+import { InboxConstructError, InboxFunction, InboxQueue } from '../../lib/index.js';
 import { testStack } from './support.js';
 
 describe('InboxConstructError', () => {
@@ -38,5 +40,14 @@ describe('InboxConstructError', () => {
       { problem: '`b` is wrong.', fix: 'drop `b`.' },
     ]);
     expect(error.message).toBe('InboxConsumer Stack/Worker:\n  - `a` is wrong. Fix: set `a`.\n  - `b` is wrong. Fix: drop `b`.');
+  });
+
+  it('names an InboxFunction given neither its entry nor ready code, or both', () => {
+    const stack = testStack();
+    const shape = { environment: {}, timeout: Duration.seconds(30), description: 'worker' };
+    expect(() => new InboxFunction(stack, 'Neither', shape)).toThrow(InboxConstructError);
+    expect(() => new InboxFunction(stack, 'Both', { ...shape, entry: 'src/worker.ts', code: lambda.Code.fromInline('export const handler = 1') })).toThrow(
+      'InboxFunction Test/Both: `entry` and `code` were both given. Fix: pass exactly one of them.',
+    );
   });
 });
