@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, readdir, rename, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deployedMigrationSets } from '../../lambda/functions/migration/deployed-migrations.js';
@@ -204,7 +204,9 @@ describe.each(APPS)('the packed package in $name ($module)', ({ name, module, st
         }
       }
       // Act
-      synthesized = await run(app, process.execPath, ['package-only.mjs', 'cdk.out.package-only'], userEnvironment());
+      // Nor on PATH: npx put this repository's node_modules/.bin there, where the CDK would find our esbuild.
+      const path = (userEnvironment().PATH ?? '').split(delimiter).filter((folder) => !folder.includes('node_modules'));
+      synthesized = await run(app, process.execPath, ['package-only.mjs', 'cdk.out.package-only'], userEnvironment({ PATH: path.join(delimiter) }));
     } finally {
       for (const path of moved) await rename(`${path}.hidden`, path);
     }
