@@ -586,8 +586,10 @@ function maxSilenceHours(path: string, schedule: events.Schedule, maxSilence: Du
   if (interval === undefined) return 25;
   const hours = Math.ceil(interval / HOUR_SECONDS) + 1;
   if (hours > MAX_SILENCE_HOURS) {
-    throw InboxConstructError.of(`InboxAlarms ${path}`, [`the cleanup runs less often (${schedule.expressionString}) than CloudWatch can watch for ` +
-        `silence (${MAX_SILENCE_HOURS} hours). Fix: run the cleanup at least every 6 days.`], 'line');
+    throw InboxConstructError.of(`InboxAlarms ${path}`, [
+      `the cleanup runs less often (${schedule.expressionString}) than CloudWatch can watch for ` +
+        `silence (${MAX_SILENCE_HOURS} hours). Fix: run the cleanup at least every 6 days.`,
+    ], 'line');
   }
   return hours;
 }
@@ -601,10 +603,12 @@ function outboxAgeThreshold(path: string, relay: InboxOutboxRelay, interval: num
   const given = durationSeconds(maxAge);
   if (given === undefined) return Math.max(15 * 60, wait + 5 * 60);
   if (given <= wait) {
-    throw InboxConstructError.of(`InboxAlarms ${path}`, [`\`maxOutboxAge\` (${describeSeconds(given)}) does not exceed the longest an outbox row normally waits ` +
+    throw InboxConstructError.of(`InboxAlarms ${path}`, [
+      `\`maxOutboxAge\` (${describeSeconds(given)}) does not exceed the longest an outbox row normally waits ` +
         `for the sweeper: its \`minAge\` (${relay.minAge.toHumanString()}) plus its schedule's interval (${relay.schedule.expressionString}). ` +
         `Every crash would page although the sweeper sends its rows. Fix: set \`maxOutboxAge\` above ${describeSeconds(wait)}, or ` +
-        'run the sweeper more often.'], 'line');
+        'run the sweeper more often.',
+    ], 'line');
   }
   return given;
 }

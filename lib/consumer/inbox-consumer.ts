@@ -547,9 +547,11 @@ function validateSourceProps(path: string, props: InboxConsumerProps): InboxSour
   const given = SOURCE_PROPS.filter((key) => props[key] !== undefined);
   const named = SOURCE_PROPS.map((key) => `\`${key}\``).join(', ');
   if (given.length !== 1) {
-    throw InboxConstructError.of(`InboxConsumer ${path}`, [`${given.length === 0 ? 'no source was given' : `${given.map((key) => `\`${key}\``).join(' and ')} were both given`}; ` +
+    throw InboxConstructError.of(`InboxConsumer ${path}`, [
+      `${given.length === 0 ? 'no source was given' : `${given.map((key) => `\`${key}\``).join(' and ')} were both given`}; ` +
         `a consumer reads exactly one of ${named}. Fix: pass exactly one ` +
-        '(a second source needs a second InboxConsumer, with its own `consumerName`).'], 'line');
+        '(a second source needs a second InboxConsumer, with its own `consumerName`).',
+    ], 'line');
   }
   const source: InboxSourceKind = props.queue !== undefined ? 'sqs' : props.stream !== undefined ? 'kinesis' : props.table !== undefined ? 'dynamodb' : 'kafka';
   const problems: string[] = [];
@@ -607,7 +609,9 @@ function validateDestinations(path: string, props: InboxConsumerProps): void {
 function validateConsumerName(path: string, name: string): void {
   if (Token.isUnresolved(name) || CONSUMER_NAME_PATTERN.test(name)) return;
   const suggestion = name.replace(/[^A-Za-z0-9._:-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 128);
-  throw InboxConstructError.of(`InboxConsumer ${path}`, [`\`consumerName\` ${name.length === 0 ? 'is empty' : `'${name}' is not a valid consumer name`}: ` +
+  throw InboxConstructError.of(`InboxConsumer ${path}`, [
+    `\`consumerName\` ${name.length === 0 ? 'is empty' : `'${name}' is not a valid consumer name`}: ` +
       `it must be ${CONSUMER_NAME_RULE}. ` +
-      `Fix: use e.g. '${suggestion.length > 0 ? suggestion : 'order-worker'}'.`], 'line');
+      `Fix: use e.g. '${suggestion.length > 0 ? suggestion : 'order-worker'}'.`,
+  ], 'line');
 }

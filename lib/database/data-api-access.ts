@@ -24,9 +24,11 @@ export function grantDataApi(
 ): void {
   // DatabaseCluster and fromDatabaseClusterAttributes keep whether the Data API is on in this field.
   if ((cluster as unknown as { enableDataApi?: boolean }).enableDataApi === false) {
-    throw InboxConstructError.of(`InboxDatabase ${path}`, [`the cluster passed in \`cluster\` does not have the Data API enabled. Fix: enable the Data API ` +
+    throw InboxConstructError.of(`InboxDatabase ${path}`, [
+      `the cluster passed in \`cluster\` does not have the Data API enabled. Fix: enable the Data API ` +
         'on the cluster and import it with `DatabaseCluster.fromDatabaseClusterAttributes(this, id, { ..., dataApiEnabled: true })`, ' +
-        'or create it with `enableDataApi: true`.'], 'line');
+        'or create it with `enableDataApi: true`.',
+    ], 'line');
   }
   iam.Grant.addToPrincipal({
     grantee,

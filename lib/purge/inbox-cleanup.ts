@@ -104,13 +104,17 @@ export class InboxCleanup extends Construct {
     this.retention = props.retention ?? Duration.days(30);
     const retentionSeconds = durationSeconds(this.retention);
     if (retentionSeconds !== undefined && !Number.isInteger(retentionSeconds)) {
-      throw InboxConstructError.of(`InboxCleanup ${this.node.path}`, [`\`retention\` must be a whole number of seconds, got ${retentionSeconds}. ` +
-          'Fix: use Duration.days(), .hours(), .minutes() or .seconds() with an integer.'], 'line');
+      throw InboxConstructError.of(`InboxCleanup ${this.node.path}`, [
+        `\`retention\` must be a whole number of seconds, got ${retentionSeconds}. ` +
+          'Fix: use Duration.days(), .hours(), .minutes() or .seconds() with an integer.',
+      ], 'line');
     }
     if (props.purgeBatchSize !== undefined && !Token.isUnresolved(props.purgeBatchSize) &&
       !(Number.isInteger(props.purgeBatchSize) && props.purgeBatchSize > 0)) {
-      throw InboxConstructError.of(`InboxCleanup ${this.node.path}`, [`\`purgeBatchSize\` must be a positive integer, got ${props.purgeBatchSize}. ` +
-          'Fix: pass e.g. 1000, or leave it unset for the runtime default.'], 'line');
+      throw InboxConstructError.of(`InboxCleanup ${this.node.path}`, [
+        `\`purgeBatchSize\` must be a positive integer, got ${props.purgeBatchSize}. ` +
+          'Fix: pass e.g. 1000, or leave it unset for the runtime default.',
+      ], 'line');
     }
 
     const timeout = props.timeout ?? Duration.minutes(5);

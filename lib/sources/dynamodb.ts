@@ -22,8 +22,10 @@ export function dynamoDbSource(
   redeliveryWindow: Duration | undefined,
 ): ConsumerSource {
   if (table.tableStreamArn === undefined) {
-    throw InboxConstructError.of(`InboxConsumer ${path}`, [`\`table\` ${table.node.path} has no stream. Fix: create it with ` +
-        '`stream: dynamodb.StreamViewType.NEW_AND_OLD_IMAGES` (TableV2: `dynamoStream`), or import it with its `tableStreamArn`.'], 'line');
+    throw InboxConstructError.of(`InboxConsumer ${path}`, [
+      `\`table\` ${table.node.path} has no stream. Fix: create it with ` +
+        '`stream: dynamodb.StreamViewType.NEW_AND_OLD_IMAGES` (TableV2: `dynamoStream`), or import it with its `tableStreamArn`.',
+    ], 'line');
   }
   const eventSource = new DynamoEventSource(table, {
     batchSize: settings.batchSize,

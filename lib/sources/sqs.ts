@@ -42,8 +42,10 @@ export interface SqsSourceOptions {
 export function sqsSource(fn: lambda.Function, options: SqsSourceOptions): ConsumerSource {
   const configured = (options.queue as Partial<sqs.Queue>).deadLetterQueue?.queue;
   if (options.deadLetterQueue !== undefined && configured !== undefined && options.deadLetterQueue !== configured) {
-    throw InboxConstructError.of(`InboxConsumer ${options.path}`, [`\`deadLetterQueue\` is not the dead-letter queue configured on \`queue\`. ` +
-        'Fix: remove `deadLetterQueue` (it is read from the queue), or pass the one the queue redrives to.'], 'line');
+    throw InboxConstructError.of(`InboxConsumer ${options.path}`, [
+      `\`deadLetterQueue\` is not the dead-letter queue configured on \`queue\`. ` +
+        'Fix: remove `deadLetterQueue` (it is read from the queue), or pass the one the queue redrives to.',
+    ], 'line');
   }
   const deadLetterQueue = options.deadLetterQueue ?? configured;
   const facts = (): QueueFacts => {
