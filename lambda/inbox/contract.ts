@@ -42,9 +42,6 @@ export const INBOX_ENV = {
   SERVICE_NAME: 'POWERTOOLS_SERVICE_NAME',
 } as const;
 
-/** The name of one of the environment variables in {@link INBOX_ENV}. */
-export type InboxEnvName = (typeof INBOX_ENV)[keyof typeof INBOX_ENV];
-
 /**
  * The consumer names the runtime accepts: the inbox table's key, so a name once used must never change.
  * 1 to 128 letters, digits, `.`, `_`, `:` or `-`, starting with a letter or digit.
