@@ -288,7 +288,10 @@ export function checkInboxFunction(): string[] {
     ['format ESM', /format:\s*nodejs\.OutputFormat\.ESM/],
     ['minify: true', /minify:\s*true/],
     ["mainFields ['module', 'main']", /mainFields:\s*\[\s*'module',\s*'main'\s*\]/],
-    [`externalModules ['${EXTERNAL}']`, /externalModules:\s*\[\s*'@aws-sdk\/\*'\s*\]/],
+    // InboxFunction leaves only the service clients to Lambda (it bundles the signers a wire consumer needs); a Data API
+    // consumer imports no other @aws-sdk package, so its bundle is the same either way, and Powertools is built as
+    // NodejsFunction's default leaves it, with all of @aws-sdk external.
+    [`externalModules ['@aws-sdk/client-*']`, /externalModules:\s*\[\s*'@aws-sdk\/client-\*'\s*\]/],
     ['the createRequire banner', new RegExp(`banner:\\s*"${BANNER.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"`)],
     ['runtime NODEJS_22_X (target node22)', /props\.runtime \?\? lambda\.Runtime\.NODEJS_22_X/],
   ];

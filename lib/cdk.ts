@@ -31,6 +31,7 @@ export const {
   INBOX_METRICS_NAMESPACE,
   InboxAlarms,
   InboxCleanup,
+  InboxConstructError,
   InboxConsumer,
   InboxDatabase,
   InboxDatabaseProxy,

@@ -44,6 +44,7 @@ export type { InboxStackProps } from '../demo/stacks/inbox-stack.js';
 export { InboxStreamsStack } from '../demo/stacks/inbox-streams-stack.js';
 export type { InboxStreamsStackProps } from '../demo/stacks/inbox-streams-stack.js';
 export type { InvariantViolation } from './invariants.js';
+export { InboxConstructError } from './errors.js';
 export { InboxDatabaseRole } from './database/inbox-database-role.js';
 export type { InboxDatabaseRoleProps, InboxRolePurpose } from './database/inbox-database-role.js';
 export type { InboxTableGrant, InboxTablePrivilege } from './database/database-grants.js';

@@ -1,9 +1,12 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { InboxConstructError } from './errors.js';
 
 /**
- * `.ts` while the constructs run from this repository's sources, `.js` once they run from the built
- * package: dist/ mirrors the source folders, so the same relative path names the runtime file in both.
+ * `.ts` while the example stacks run from this repository's sources, `.js` once they run from the built
+ * package: dist/ mirrors the source folders, so the same relative path names their workers in both.
+ * Only the example stacks (demo/stacks/) use it: the package's own functions are prebuilt assets
+ * (function-assets.ts). It leaves with the example stacks when they leave the `/cdk` entry.
  */
 const EXTENSION = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 
@@ -14,10 +17,9 @@ const EXTENSION = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 export function runtimeFile(relative: string, what: string): string {
   const file = fileURLToPath(new URL(`${relative}${EXTENSION}`, import.meta.url));
   if (!existsSync(file)) {
-    throw new Error(
-      `sqs-inbox: ${what} ${file} does not exist. Fix: reinstall the sqs-inbox package ` +
-        '(the CDK constructs bundle and fingerprint the runtime files by path).',
-    );
+    throw InboxConstructError.of('sqs-inbox', [
+      `${what} ${file} does not exist. Fix: reinstall the sqs-inbox package (the CDK constructs bundle and fingerprint the runtime files by path).`,
+    ], 'line');
   }
   return file;
 }

@@ -17,6 +17,7 @@ import type { HandedOn, HandedOnMessage, ScenarioMessage } from './scenario.js';
 import type { QueueInfo, SqsModel } from './sqs/model.js';
 import { startLocal } from './stack.js';
 import type { LocalStack } from './stack.js';
+import { INBOX_ENV } from '../lambda/inbox/contract.js';
 
 // The steps of a scenario run, shared by runScenario (one consumer) and runPipeline (two consumers
 // chained by a queue): a database of the run's own, its queues, the producer with duplicate sends and
@@ -283,11 +284,11 @@ export async function exclusively<T>(name: string, body: (setEnv: (env: Readonly
  */
 export function runEnvironment(local: LocalStack, database: string, extra: Readonly<Record<string, string | undefined>> | undefined): Record<string, string | undefined> {
   return {
-    INBOX_DATA_API_ENDPOINT: local.dataApi.endpoint,
-    INBOX_RESOURCE_ARN: local.dataApi.resourceArn,
-    INBOX_SECRET_ARN: local.dataApi.secretArn,
-    INBOX_DATABASE: database,
-    INBOX_CONSUMER: 'local-consumer',
+    [INBOX_ENV.DATA_API_ENDPOINT]: local.dataApi.endpoint,
+    [INBOX_ENV.RESOURCE_ARN]: local.dataApi.resourceArn,
+    [INBOX_ENV.SECRET_ARN]: local.dataApi.secretArn,
+    [INBOX_ENV.DATABASE]: database,
+    [INBOX_ENV.CONSUMER]: 'local-consumer',
     AWS_ENDPOINT_URL_SQS: local.sqs.endpoint,
     AWS_REGION: local.sqs.region,
     AWS_ACCESS_KEY_ID: 'local',

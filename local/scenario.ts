@@ -14,6 +14,7 @@ import { openHandlerTransport, SCENARIO_TRANSPORTS } from './scenario-transport.
 import type { HandlerTransport, ScenarioDatabase, ScenarioTransport } from './scenario-transport.js';
 import type { PeriodicSweeper } from './pipeline/sweeper.js';
 import type { LocalStack } from './stack.js';
+import { INBOX_ENV } from '../lambda/inbox/contract.js';
 
 export { FAULTS, FAULT_RATES } from './fault-schedule.js';
 export type { CommitPoint, FaultLikelihood, FaultName, FaultUnit } from './fault-schedule.js';
@@ -505,7 +506,7 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: SetEnv, prep
     const sends = sent.length + duplicateSends;
 
     // The handlers, one per event source mapping, made once the environment is set.
-    const named: Record<string, string> = handOff.length > 0 ? { INBOX_DESTINATIONS: JSON.stringify(Object.fromEntries(handOff.map(({ name, queue: q }) => [name, q.url]))) } : {};
+    const named: Record<string, string> = handOff.length > 0 ? { [INBOX_ENV.DESTINATIONS]: JSON.stringify(Object.fromEntries(handOff.map(({ name, queue: q }) => [name, q.url]))) } : {};
     const assigned = runEnvironment(local, database, { ...opened.env, ...named, ...settings.env });
     setEnv(assigned);
     const env = definedOnly(assigned);

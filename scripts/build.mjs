@@ -4,6 +4,8 @@
 // lambda/ (the constructs find their handlers' entry files that way) hold in the package too.
 // Beside it, dist/cjs/ holds a CommonJS copy of what the entries' "require" targets reach, with a
 // declaration per entry, for jest and other CommonJS loaders that cannot load ES modules (as Powertools).
+// The functions the constructs deploy for the package itself (migration, purge, outbox sweeper) are bundled here too,
+// once, into dist/lib/assets/<name>/index.mjs: a CDK app deploys them as ready assets and bundles only its own handlers.
 // Plain JavaScript on purpose: it runs on a fresh clone with nothing compiled yet.
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -60,7 +62,7 @@ const COMMON = {
 
 /**
  * CommonJS has no `import.meta`. In the CommonJS copy `import.meta.url` names the file's ES module twin
- * in dist/: the constructs bundle the runtime files (lib/runtime-files.ts) and fingerprint the migration
+ * in dist/: the constructs find their prebuilt function assets (lib/function-assets.ts) and fingerprint the migration
  * sources by path, and Lambda must get the ES module with its named `handler` export, the same bytes, and
  * so the same asset hashes, whichever format loaded the constructs. A file that uses it is built alone,
  * with its own twin's path (after "use strict", which esbuild writes first for the others).
@@ -100,6 +102,46 @@ function writeCommonJsDeclarations(entries) {
   }
 }
 
+/**
+ * The package's own functions, read from lib/function-assets.ts (`name: '../lambda/functions/...ts'`), the one list
+ * of them; the build fails when it finds none, or an entry that does not exist.
+ */
+function packageFunctions() {
+  const listed = readFileSync('lib/function-assets.ts', 'utf8');
+  const block = listed.slice(listed.indexOf('export const PACKAGE_FUNCTIONS'), listed.indexOf('} as const;'));
+  const functions = [...block.matchAll(/^\s+'?([a-z][a-z-]*)'?: '\.\.\/([^']+\.ts)',$/gm)].map(([, name, entry]) => ({ name, entry }));
+  const missing = functions.filter(({ entry }) => !existsSync(entry));
+  if (functions.length === 0 || missing.length > 0) {
+    throw new Error(`build: lib/function-assets.ts's PACKAGE_FUNCTIONS must name existing entries as name: '../lambda/functions/<path>.ts'; missing: ${missing.map(({ entry }) => entry).join(', ') || 'the list'}.`);
+  }
+  return functions;
+}
+
+/**
+ * Each function as Lambda runs it: one minified ES module for Node.js 22 (the constructs' runtime) with its source
+ * map, the AWS SDK left to Lambda's runtime, as InboxFunction bundles a user's `entry`.
+ */
+async function buildFunctionAssets() {
+  for (const { name, entry } of packageFunctions()) {
+    await build({
+      entryPoints: [entry],
+      outfile: join(OUT, 'lib', 'assets', name, 'index.mjs'),
+      bundle: true,
+      platform: 'node',
+      format: 'esm',
+      target: 'node22',
+      mainFields: ['module', 'main'],
+      minify: true,
+      sourcemap: true,
+      sourcesContent: false,
+      external: ['@aws-sdk/*'],
+      // A bundled CommonJS dependency may still call require(); ESM has none without this shim.
+      banner: { js: "import { createRequire as __inboxCreateRequire } from 'module';const require = __inboxCreateRequire(import.meta.url);" },
+      logLevel: 'warning',
+    });
+  }
+}
+
 const cjsEntries = commonJsEntries();
 
 if (!declarationsOnly) {
@@ -117,6 +159,7 @@ if (!declarationsOnly) {
     sourcesContent: false,
   });
   await buildCommonJs(await importedSources(cjsEntries));
+  await buildFunctionAssets();
 }
 
 if (!jsOnly) {

@@ -4,12 +4,13 @@
 import { UsageError, atLeast, databaseTarget, namesFrom } from './flags.js';
 import type { DatabaseTarget, DatabaseValues } from './flags.js';
 import { MIGRATION_SET_NAMES } from './usage.js';
+import { INBOX_ENV } from '../../lambda/inbox/contract.js';
 
 /** A Data API session for a person or a pipeline: long call timeouts, and waits out an auto-paused cluster. */
 export async function session(target: DatabaseTarget) {
   const { DataApiSession, resolveTarget } = await import('../../lambda/inbox/index.js');
   const { endpoint, ...database } = target;
-  const env = { ...process.env, INBOX_DATA_API_ENDPOINT: endpoint };
+  const env = { ...process.env, [INBOX_ENV.DATA_API_ENDPOINT]: endpoint };
   // A person at a terminal, or a deploy pipeline, waits out an auto-paused Aurora resuming (about 15 s).
   return new DataApiSession(resolveTarget(database, env, 'flags'), { callTimeoutMs: 60_000, resumeDelaysMs: [1000, 2000, 4000, 8000, 10_000, 10_000] });
 }

@@ -3,6 +3,7 @@
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
 import type { InboxConfigError } from '../../lambda/inbox/errors.js';
+import { INBOX_ENV } from '../../lambda/inbox/contract.js';
 
 /** A string flag carries an example value for the "e.g." of its misuse messages. */
 export type FlagSpec = { readonly type: 'string'; readonly example: string; readonly default?: string } | { readonly type: 'boolean' };
@@ -85,12 +86,12 @@ export function namesFrom(text: string, flag: string, known: readonly string[], 
 
 /** The database flags, each falling back to its INBOX_* variable; the required ones checked before anything loads. */
 export function databaseTarget(values: DatabaseValues, env: NodeJS.ProcessEnv) {
-  const resourceArn = values['resource-arn'] || env.INBOX_RESOURCE_ARN;
-  const secretArn = values['secret-arn'] || env.INBOX_SECRET_ARN;
+  const resourceArn = values['resource-arn'] || env[INBOX_ENV.RESOURCE_ARN];
+  const secretArn = values['secret-arn'] || env[INBOX_ENV.SECRET_ARN];
   if (!resourceArn) throw new UsageError(`--resource-arn (or INBOX_RESOURCE_ARN) is required: the Aurora cluster ARN, e.g. --resource-arn ${DATABASE_FLAGS['resource-arn'].example}`);
   if (!secretArn) throw new UsageError(`--secret-arn (or INBOX_SECRET_ARN) is required: the database secret ARN, e.g. --secret-arn ${DATABASE_FLAGS['secret-arn'].example}`);
-  const database = values.database || env.INBOX_DATABASE;
-  const endpoint = values.endpoint || env.INBOX_DATA_API_ENDPOINT;
+  const database = values.database || env[INBOX_ENV.DATABASE];
+  const endpoint = values.endpoint || env[INBOX_ENV.DATA_API_ENDPOINT];
   return { resourceArn, secretArn, ...(database ? { database } : {}), ...(endpoint ? { endpoint } : {}) };
 }
 

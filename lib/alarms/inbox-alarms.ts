@@ -9,7 +9,6 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { createAlarmTopic } from './alarm-topic.js';
 import type { InboxCleanup } from '../purge/inbox-cleanup.js';
-import { INBOX_METRICS_NAMESPACE } from '../consumer/inbox-consumer.js';
 import type { InboxConsumer } from '../consumer/inbox-consumer.js';
 
 /**
@@ -18,28 +17,11 @@ import type { InboxConsumer } from '../consumer/inbox-consumer.js';
 export type InboxWatchedConsumer = Pick<InboxConsumer, 'consumerName' | 'source' | 'queue' | 'deadLetterQueue' | 'function'>;
 import type { InboxOutboxRelay } from '../outbox/inbox-outbox-relay.js';
 import { describeSeconds, durationSeconds, rateSeconds } from '../invariants.js';
+import { CLEANUP_METRICS, CONSUMER_COUNT_METRICS, CONSUMER_LATENCY_METRICS, METRIC_NAMESPACE, OUTBOX_RELAY_METRICS } from '../../lambda/inbox/contract.js';
+import { InboxConstructError } from '../errors.js';
 
-/** Count metrics every consumer emits (dimensions `service` = consumer name, `source` = `sqs`, `kinesis`, `dynamodb` or `kafka`). */
-export const CONSUMER_COUNT_METRICS = [
-  'Processed',
-  'Duplicates',
-  'KeyCollisions',
-  'Failures',
-  'ShortCircuited',
-  'DeferredByDeadline',
-  'ResumeRetries',
-  'BatchSets',
-  'BatchFallbacks',
-  'Parked',
-  'OutboxSent',
-  'OutboxDeferred',
-] as const;
-/** Latency metrics every consumer emits, in milliseconds. */
-export const CONSUMER_LATENCY_METRICS = ['RecordLatency', 'BatchLatency'] as const;
-/** Metrics the cleanup function emits (dimension `service` = the InboxCleanup's `serviceName`). */
-export const CLEANUP_METRICS = ['PurgedRows', 'PurgeMoreRemaining', 'OldestRowAgeSeconds'] as const;
-/** Metrics the outbox sweeper emits (dimension `service` = the InboxOutboxRelay's `serviceName`). */
-export const OUTBOX_RELAY_METRICS = ['OutboxSwept', 'OutboxSweepDeferred', 'OutboxOldestUnsentAgeSeconds'] as const;
+/** The metrics each function emits, as the runtime writes them (lambda/inbox/contract.ts). */
+export { CLEANUP_METRICS, CONSUMER_COUNT_METRICS, CONSUMER_LATENCY_METRICS, OUTBOX_RELAY_METRICS };
 
 /** Props for {@link InboxAlarms}. */
 export interface InboxAlarmsProps {
@@ -231,7 +213,7 @@ export class InboxAlarms extends Construct {
     const scope = new Construct(this, scopeId);
     const inboxMetric = (metricName: string, statistic = 'Sum', period = Duration.minutes(5)) =>
       new cloudwatch.Metric({
-        namespace: INBOX_METRICS_NAMESPACE,
+        namespace: METRIC_NAMESPACE,
         metricName,
         dimensionsMap: { service: name, source: consumer.source },
         statistic,
@@ -414,7 +396,7 @@ export class InboxAlarms extends Construct {
     const scope = new Construct(this, 'Cleanup');
     const cleanupMetric = (metricName: string, statistic: string) =>
       new cloudwatch.Metric({
-        namespace: INBOX_METRICS_NAMESPACE,
+        namespace: METRIC_NAMESPACE,
         metricName,
         dimensionsMap: { service: cleanup.serviceName },
         statistic,
@@ -469,7 +451,7 @@ export class InboxAlarms extends Construct {
     const period = Duration.seconds(interval === undefined ? HOUR_SECONDS : Math.max(5 * 60, Math.ceil(interval / 60) * 60));
     const relayMetric = (metricName: string, statistic: string) =>
       new cloudwatch.Metric({
-        namespace: INBOX_METRICS_NAMESPACE,
+        namespace: METRIC_NAMESPACE,
         metricName,
         dimensionsMap: { service: relay.serviceName },
         statistic,
@@ -562,7 +544,7 @@ function validateProps(path: string, props: InboxAlarmsProps): void {
   if (props.topic !== undefined && props.topicEncryptionKey !== undefined) {
     problems.push('`topicEncryptionKey` only applies to a topic created here, but `topic` was given. Fix: encrypt your topic yourself and remove `topicEncryptionKey`.');
   }
-  if (problems.length > 0) throw new Error(`InboxAlarms ${path}:\n  - ${problems.join('\n  - ')}`);
+  if (problems.length > 0) throw InboxConstructError.of(`InboxAlarms ${path}`, problems);
 }
 
 function queueMetric(queue: sqs.IQueue, metricName: string, period: Duration, label?: string): cloudwatch.Metric {
@@ -601,7 +583,7 @@ function maxSilenceHours(path: string, schedule: events.Schedule, maxSilence: Du
         : []),
     ];
     if (problems.length > 0) {
-      throw new Error(`InboxAlarms ${path}: \`cleanupMaxSilence\` ${problems.join('; ')}. Fix: set it to whole hours longer than the schedule's interval.`);
+      throw InboxConstructError.of(`InboxAlarms ${path}`, [`\`cleanupMaxSilence\` ${problems.join('; ')}. Fix: set it to whole hours longer than the schedule's interval.`], 'line');
     }
     return hours;
   }
@@ -609,10 +591,10 @@ function maxSilenceHours(path: string, schedule: events.Schedule, maxSilence: Du
   if (interval === undefined) return 25;
   const hours = Math.ceil(interval / HOUR_SECONDS) + 1;
   if (hours > MAX_SILENCE_HOURS) {
-    throw new Error(
-      `InboxAlarms ${path}: the cleanup runs less often (${schedule.expressionString}) than CloudWatch can watch for ` +
+    throw InboxConstructError.of(`InboxAlarms ${path}`, [
+      `the cleanup runs less often (${schedule.expressionString}) than CloudWatch can watch for ` +
         `silence (${MAX_SILENCE_HOURS} hours). Fix: run the cleanup at least every 6 days.`,
-    );
+    ], 'line');
   }
   return hours;
 }
@@ -626,12 +608,12 @@ function outboxAgeThreshold(path: string, relay: InboxOutboxRelay, interval: num
   const given = durationSeconds(maxAge);
   if (given === undefined) return Math.max(15 * 60, wait + 5 * 60);
   if (given <= wait) {
-    throw new Error(
-      `InboxAlarms ${path}: \`maxOutboxAge\` (${describeSeconds(given)}) does not exceed the longest an outbox row normally waits ` +
+    throw InboxConstructError.of(`InboxAlarms ${path}`, [
+      `\`maxOutboxAge\` (${describeSeconds(given)}) does not exceed the longest an outbox row normally waits ` +
         `for the sweeper: its \`minAge\` (${relay.minAge.toHumanString()}) plus its schedule's interval (${relay.schedule.expressionString}). ` +
         `Every crash would page although the sweeper sends its rows. Fix: set \`maxOutboxAge\` above ${describeSeconds(wait)}, or ` +
         'run the sweeper more often.',
-    );
+    ], 'line');
   }
   return given;
 }

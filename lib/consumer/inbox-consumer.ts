@@ -40,12 +40,11 @@ import {
   mappingFacts,
 } from '../sources/stream-invariants.js';
 import type { InboxSourceKind } from '../sources/stream-invariants.js';
+import { CONSUMER_NAME_PATTERN, CONSUMER_NAME_RULE, INBOX_ENV, METRIC_NAMESPACE } from '../../lambda/inbox/contract.js';
+import { InboxConstructError } from '../errors.js';
 
 /** The metric namespace the runtime's embedded metrics use. */
-export const INBOX_METRICS_NAMESPACE = 'SqsInbox';
-
-/** The consumer names the runtime's `inbox()` accepts. */
-const CONSUMER_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+export const INBOX_METRICS_NAMESPACE = METRIC_NAMESPACE;
 
 /**
  * The least time one record of a stream batch is assumed to take: the four Data API calls of a per-record
@@ -414,23 +413,23 @@ export class InboxConsumer extends Construct {
         ...props.environment,
         ...(props.proxy === undefined
           ? {
-              INBOX_RESOURCE_ARN: props.database.cluster.clusterArn,
-              INBOX_SECRET_ARN: this.databaseRole.secret.secretArn,
-              INBOX_DATABASE: props.database.databaseName,
+              [INBOX_ENV.RESOURCE_ARN]: props.database.cluster.clusterArn,
+              [INBOX_ENV.SECRET_ARN]: this.databaseRole.secret.secretArn,
+              [INBOX_ENV.DATABASE]: props.database.databaseName,
             }
           : {
-              INBOX_PG_HOST: props.proxy.endpoint,
-              INBOX_PG_PORT: String(PROXY_PORT),
-              INBOX_PG_DATABASE: props.database.databaseName,
-              INBOX_PG_USER: this.databaseRole.roleName,
-              INBOX_PG_IAM_AUTH: 'true',
+              [INBOX_ENV.PG_HOST]: props.proxy.endpoint,
+              [INBOX_ENV.PG_PORT]: String(PROXY_PORT),
+              [INBOX_ENV.PG_DATABASE]: props.database.databaseName,
+              [INBOX_ENV.PG_USER]: this.databaseRole.roleName,
+              [INBOX_ENV.PG_IAM_AUTH]: 'true',
             }),
-        INBOX_CONSUMER: props.consumerName,
-        INBOX_SOURCE: this.source,
-        ...(this.source === 'kafka' ? { INBOX_REPORT_BATCH_ITEM_FAILURES: String(this.reportBatchItemFailures) } : {}),
-        ...(Object.keys(this.destinations).length > 0 ? { INBOX_DESTINATIONS: destinationsJson(this, this.destinations) } : {}),
-        POWERTOOLS_METRICS_NAMESPACE: INBOX_METRICS_NAMESPACE,
-        POWERTOOLS_SERVICE_NAME: props.consumerName,
+        [INBOX_ENV.CONSUMER]: props.consumerName,
+        [INBOX_ENV.SOURCE]: this.source,
+        ...(this.source === 'kafka' ? { [INBOX_ENV.REPORT_BATCH_ITEM_FAILURES]: String(this.reportBatchItemFailures) } : {}),
+        ...(Object.keys(this.destinations).length > 0 ? { [INBOX_ENV.DESTINATIONS]: destinationsJson(this, this.destinations) } : {}),
+        [INBOX_ENV.METRICS_NAMESPACE]: INBOX_METRICS_NAMESPACE,
+        [INBOX_ENV.SERVICE_NAME]: props.consumerName,
       },
       ...(props.runtime === undefined ? {} : { runtime: props.runtime }),
       ...(props.logRetention === undefined ? {} : { logRetention: props.logRetention }),
@@ -592,11 +591,11 @@ function validateSourceProps(path: string, props: InboxConsumerProps): InboxSour
   const given = SOURCE_PROPS.filter((key) => props[key] !== undefined);
   const named = SOURCE_PROPS.map((key) => `\`${key}\``).join(', ');
   if (given.length !== 1) {
-    throw new Error(
-      `InboxConsumer ${path}: ${given.length === 0 ? 'no source was given' : `${given.map((key) => `\`${key}\``).join(' and ')} were both given`}; ` +
+    throw InboxConstructError.of(`InboxConsumer ${path}`, [
+      `${given.length === 0 ? 'no source was given' : `${given.map((key) => `\`${key}\``).join(' and ')} were both given`}; ` +
         `a consumer reads exactly one of ${named}. Fix: pass exactly one ` +
         '(a second source needs a second InboxConsumer, with its own `consumerName`).',
-    );
+    ], 'line');
   }
   const source: InboxSourceKind = props.queue !== undefined ? 'sqs' : props.stream !== undefined ? 'kinesis' : props.table !== undefined ? 'dynamodb' : 'kafka';
   const problems: string[] = [];
@@ -630,7 +629,7 @@ function validateSourceProps(path: string, props: InboxConsumerProps): InboxSour
   if (source === 'dynamodb' && props.startingPositionTimestamp !== undefined) {
     problems.push('`startingPositionTimestamp` applies to Kinesis and Kafka only: DynamoDB Streams cannot start at a timestamp. Fix: remove it.');
   }
-  if (problems.length > 0) throw new Error(`InboxConsumer ${path}:\n  - ${problems.join('\n  - ')}`);
+  if (problems.length > 0) throw InboxConstructError.of(`InboxConsumer ${path}`, problems);
   return source;
 }
 
@@ -640,25 +639,25 @@ function validateSourceProps(path: string, props: InboxConsumerProps): InboxSour
  */
 function validateDestinations(path: string, props: InboxConsumerProps): void {
   const problems = destinationProblems(props.destinations);
-  if (props.environment?.INBOX_DESTINATIONS !== undefined) {
+  if (props.environment?.[INBOX_ENV.DESTINATIONS] !== undefined) {
     problems.push(
       '`environment.INBOX_DESTINATIONS` is set by the construct from `destinations`. Fix: remove it and pass the queues as ' +
         '`destinations: { name: queue }` (import one with sqs.Queue.fromQueueArn()), so that the function and the outbox ' +
         'relay may send to them.',
     );
   }
-  if (problems.length > 0) throw new Error(`InboxConsumer ${path}:\n  - ${problems.join('\n  - ')}`);
+  if (problems.length > 0) throw InboxConstructError.of(`InboxConsumer ${path}`, problems);
 }
 
 /** The runtime refuses other names at cold start; refusing them here moves that failure to synth. */
 export function validateConsumerName(path: string, name: string): void {
   if (Token.isUnresolved(name) || CONSUMER_NAME_PATTERN.test(name)) return;
   const suggestion = name.replace(/[^A-Za-z0-9._:-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 128);
-  throw new Error(
-    `InboxConsumer ${path}: \`consumerName\` ${name.length === 0 ? 'is empty' : `'${name}' is not a valid consumer name`}: ` +
-      "it must be 1 to 128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit. " +
+  throw InboxConstructError.of(`InboxConsumer ${path}`, [
+    `\`consumerName\` ${name.length === 0 ? 'is empty' : `'${name}' is not a valid consumer name`}: ` +
+      `it must be ${CONSUMER_NAME_RULE}. ` +
       `Fix: use e.g. '${suggestion.length > 0 ? suggestion : 'order-worker'}'.`,
-  );
+  ], 'line');
 }
 
 /** A proxy in front of another database, and what only the Data API path reads, refused with the fix. */
@@ -681,5 +680,5 @@ function validateProxy(path: string, props: InboxConsumerProps): void {
         'Fix: send from a consumer on the Data API, or leave `destinations` out.',
     );
   }
-  if (problems.length > 0) throw new Error(`InboxConsumer ${path}:\n  - ${problems.join('\n  - ')}`);
+  if (problems.length > 0) throw InboxConstructError.of(`InboxConsumer ${path}`, problems);
 }

@@ -5,13 +5,20 @@ import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
+import { InboxConstructError } from '../errors.js';
 
 /** Props for {@link InboxFunction}. */
 export interface InboxFunctionProps {
-  /** Path to the TypeScript entry file. */
-  readonly entry: string;
+  /** Path to the TypeScript entry file, bundled at synth with esbuild. */
+  readonly entry?: string | undefined;
   /**
-   * Name of the exported handler function in `entry`.
+   * Ready code instead of `entry`: a folder whose `index.mjs` exports the handler, deployed as it is (no bundling).
+   * The package's own functions come this way.
+   * @default - the bundle of `entry`
+   */
+  readonly code?: lambda.Code | undefined;
+  /**
+   * Name of the exported handler function in `entry` (or in `code`'s `index.mjs`).
    * @default 'handler'
    */
   readonly handler?: string | undefined;
@@ -67,7 +74,7 @@ export interface InboxFunctionProps {
  */
 export class InboxFunction extends Construct {
   /** The function. */
-  public readonly function: nodejs.NodejsFunction;
+  public readonly function: lambda.Function;
   /** The function's log group. */
   public readonly logGroup: logs.LogGroup;
   /** The function's execution role. */
@@ -84,9 +91,7 @@ export class InboxFunction extends Construct {
       description: `Execution role of ${props.description}`,
     });
     this.logGroup.grantWrite(this.role);
-    this.function = new nodejs.NodejsFunction(this, 'Function', {
-      entry: props.entry,
-      handler: props.handler ?? 'handler',
+    const shape = {
       runtime,
       architecture: lambda.Architecture.ARM_64,
       memorySize: props.memorySize ?? 256,
@@ -96,20 +101,16 @@ export class InboxFunction extends Construct {
       logGroup: this.logGroup,
       environment: { ...props.environment },
       ...(props.vpc === undefined ? {} : { vpc: props.vpc, vpcSubnets: props.vpcSubnets, securityGroups: props.securityGroups === undefined ? undefined : [...props.securityGroups] }),
-      bundling: {
-        format: nodejs.OutputFormat.ESM,
-        target: nodeTarget(runtime),
-        mainFields: ['module', 'main'],
-        minify: true,
-        sourceMap: true,
-        sourcesContent: false,
-        // The runtime provides the service clients; the signers (@aws-sdk/rds-signer, for a consumer on the
-        // wire) are not among what Lambda documents, so they are bundled.
-        externalModules: ['@aws-sdk/client-*'],
-        // A bundled CommonJS dependency may still call require(); ESM has none without this shim.
-        banner: "import { createRequire as __inboxCreateRequire } from 'module';const require = __inboxCreateRequire(import.meta.url);",
-      },
-    });
+    };
+    if ((props.entry === undefined) === (props.code === undefined)) {
+      throw new InboxConstructError(`InboxFunction ${this.node.path}`, [
+        { problem: `${props.entry === undefined ? 'neither `entry` nor `code` was given' : '`entry` and `code` were both given'}.`, fix: 'pass exactly one of them.' },
+      ]);
+    }
+    this.function =
+      props.code !== undefined
+        ? new lambda.Function(this, 'Function', { ...shape, code: props.code, handler: `index.${props.handler ?? 'handler'}` })
+        : new nodejs.NodejsFunction(this, 'Function', { ...shape, entry: props.entry, handler: props.handler ?? 'handler', bundling: bundling(runtime) });
     if (props.vpc !== undefined) {
       // A function given its own role gets no network-interface rights from the Function construct. Not
       // AWSLambdaVPCAccessExecutionRole: it also holds logs:* on every log group.
@@ -139,6 +140,23 @@ export class InboxFunction extends Construct {
       });
     }
   }
+}
+
+/** How an `entry` is bundled: ESM for the runtime's Node.js, the AWS SDK left to Lambda. */
+function bundling(runtime: lambda.Runtime): nodejs.BundlingOptions {
+  return {
+    format: nodejs.OutputFormat.ESM,
+    target: nodeTarget(runtime),
+    mainFields: ['module', 'main'],
+    minify: true,
+    sourceMap: true,
+    sourcesContent: false,
+    // The runtime provides the service clients; the signers (@aws-sdk/rds-signer, @aws-sdk/dsql-signer, for a
+    // consumer on the wire) are not among what Lambda documents, so they are bundled.
+    externalModules: ['@aws-sdk/client-*'],
+    // A bundled CommonJS dependency may still call require(); ESM has none without this shim.
+    banner: "import { createRequire as __inboxCreateRequire } from 'module';const require = __inboxCreateRequire(import.meta.url);",
+  };
 }
 
 function nodeTarget(runtime: lambda.Runtime): string {

@@ -1,6 +1,8 @@
 import { Token } from 'aws-cdk-lib';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import { InboxConstructError } from '../errors.js';
+import { INBOX_ENV } from '../../lambda/inbox/contract.js';
 
 /** A PostgreSQL that is not an InboxDatabase: RDS, Aurora or your own server, with a Secrets Manager secret. */
 export interface InboxPostgresConnection {
@@ -40,10 +42,10 @@ export function connectToPostgres(fn: lambda.Function, connection: InboxPostgres
   if (!Token.isUnresolved(connection.databaseName) && !/^[A-Za-z_][A-Za-z0-9_$-]{0,62}$/.test(connection.databaseName)) {
     problems.push(`\`databaseName\` '${connection.databaseName}' is not a database name. Fix: e.g. 'inbox'.`);
   }
-  if (problems.length > 0) throw new Error(`connectToPostgres ${fn.node.path}:\n  - ${problems.join('\n  - ')}`);
-  fn.addEnvironment('INBOX_PG_HOST', connection.host);
-  fn.addEnvironment('INBOX_PG_PORT', Token.isUnresolved(port) ? Token.asString(port) : String(port));
-  fn.addEnvironment('INBOX_PG_DATABASE', connection.databaseName);
-  fn.addEnvironment('INBOX_PG_SECRET_ARN', connection.secret.secretArn);
+  if (problems.length > 0) throw InboxConstructError.of(`connectToPostgres ${fn.node.path}`, problems);
+  fn.addEnvironment(INBOX_ENV.PG_HOST, connection.host);
+  fn.addEnvironment(INBOX_ENV.PG_PORT, Token.isUnresolved(port) ? Token.asString(port) : String(port));
+  fn.addEnvironment(INBOX_ENV.PG_DATABASE, connection.databaseName);
+  fn.addEnvironment(INBOX_ENV.PG_SECRET_ARN, connection.secret.secretArn);
   connection.secret.grantRead(fn);
 }

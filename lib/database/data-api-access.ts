@@ -1,6 +1,7 @@
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as rds from 'aws-cdk-lib/aws-rds';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import { InboxConstructError } from '../errors.js';
 
 /** An RDS Data API operation a function may call. */
 export type DataApiAction = 'ExecuteStatement' | 'BatchExecuteStatement' | 'BeginTransaction' | 'CommitTransaction' | 'RollbackTransaction';
@@ -23,11 +24,11 @@ export function grantDataApi(
 ): void {
   // DatabaseCluster and fromDatabaseClusterAttributes keep whether the Data API is on in this field.
   if ((cluster as unknown as { enableDataApi?: boolean }).enableDataApi === false) {
-    throw new Error(
-      `InboxDatabase ${path}: the cluster passed in \`cluster\` does not have the Data API enabled. Fix: enable the Data API ` +
+    throw InboxConstructError.of(`InboxDatabase ${path}`, [
+      `the cluster passed in \`cluster\` does not have the Data API enabled. Fix: enable the Data API ` +
         'on the cluster and import it with `DatabaseCluster.fromDatabaseClusterAttributes(this, id, { ..., dataApiEnabled: true })`, ' +
         'or create it with `enableDataApi: true`.',
-    );
+    ], 'line');
   }
   iam.Grant.addToPrincipal({
     grantee,

@@ -5,6 +5,7 @@ import * as rds from 'aws-cdk-lib/aws-rds';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type { Construct } from 'constructs';
 import { logRetentionRole } from './postgres-logs.js';
+import { InboxConstructError } from '../errors.js';
 
 /** The master user: the migration function's, and the owner of the inbox schema. */
 export const MASTER_USERNAME = 'inbox_admin';
@@ -81,7 +82,7 @@ export function createCluster(scope: Construct, settings: ClusterSettings): Crea
   // while the cluster's data survives in a snapshot or a retained cluster. Secrets have no SNAPSHOT policy.
   const generatedSecret = cluster.node.tryFindChild('Secret');
   if (!(generatedSecret instanceof secretsmanager.Secret)) {
-    throw new Error(`InboxDatabase ${scope.node.path}: the cluster's generated secret was not found.`);
+    throw InboxConstructError.of(`InboxDatabase ${scope.node.path}`, [`the cluster's generated secret was not found.`], 'line');
   }
   generatedSecret.applyRemovalPolicy(settings.removalPolicy === RemovalPolicy.SNAPSHOT ? RemovalPolicy.RETAIN : settings.removalPolicy);
   if (!settings.deletionProtection) {

@@ -6,6 +6,7 @@ import * as rds from 'aws-cdk-lib/aws-rds';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { Construct } from 'constructs';
 import type { InboxDatabase } from './inbox-database.js';
+import { InboxConstructError } from '../errors.js';
 
 /** The port RDS Proxy listens on for PostgreSQL. */
 export const PROXY_PORT = 5432;
@@ -89,9 +90,13 @@ export class InboxDatabaseProxy extends Construct implements ec2.IConnectable {
     validateProps(this.node.path, props);
     const vpc = props.vpc ?? props.database.vpc;
     if (vpc === undefined) {
-      throw new Error(
-        `InboxDatabaseProxy ${this.node.path}: the database's cluster is imported, so its VPC is not known here. Fix: pass \`vpc\` ` +
-          '(the VPC of the cluster), and allow the proxy\'s `securityGroup` in on the cluster\'s security group.',
+      throw InboxConstructError.of(
+        `InboxDatabaseProxy ${this.node.path}`,
+        [
+          "the database's cluster is imported, so its VPC is not known here. Fix: pass `vpc` (the VPC of the cluster), and allow " +
+            "the proxy's `securityGroup` in on the cluster's security group.",
+        ],
+        'line',
       );
     }
     this.vpc = vpc;
@@ -214,5 +219,5 @@ function validateProps(path: string, props: InboxDatabaseProxyProps): void {
   if (percent !== undefined && !Token.isUnresolved(percent) && !(Number.isInteger(percent) && percent >= 1 && percent <= 100)) {
     problems.push(`\`maxConnectionsPercent\` must be a whole number from 1 to 100, got ${percent}. Fix: e.g. 90.`);
   }
-  if (problems.length > 0) throw new Error(`InboxDatabaseProxy ${path}:\n  - ${problems.join('\n  - ')}`);
+  if (problems.length > 0) throw InboxConstructError.of(`InboxDatabaseProxy ${path}`, problems);
 }

@@ -11,6 +11,7 @@ import type { InboxTableGrant } from './database-grants.js';
 import type { InboxDatabase } from './inbox-database.js';
 import { addInvariants } from '../invariants.js';
 import type { InvariantViolation } from '../invariants.js';
+import { InboxConstructError } from '../errors.js';
 
 /** What a database role is for; it decides the role's privileges on the inbox tables. */
 export type InboxRolePurpose = 'consumer' | 'purge' | 'outbox';
@@ -84,7 +85,7 @@ export class InboxDatabaseRole extends Construct {
       ...(props.purpose !== 'consumer' && props.consumerName !== undefined ? [`the ${props.purpose} role acts for no one consumer. Fix: remove \`consumerName\`.`] : []),
       ...statementTimeoutProblems(props.statementTimeout),
     ];
-    if (problems.length > 0) throw new Error(`${scope.node.path}:\n  - ${problems.join('\n  - ')}`);
+    if (problems.length > 0) throw InboxConstructError.of(`${scope.node.path}`, problems);
     this.roleName = props.roleName;
     this.database = props.database;
 

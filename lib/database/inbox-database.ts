@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { CustomResource, Duration, RemovalPolicy, Token, Validations } from 'aws-cdk-lib';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
@@ -16,11 +17,14 @@ import type { InboxDatabaseRole } from './inbox-database-role.js';
 import { addInvariants } from '../invariants.js';
 import { migrationProblems, ownMigrationSets } from './migration-sets.js';
 import type { InboxMigrationSet } from './migration-sets.js';
-import { runtimeFile } from '../runtime-files.js';
+import { functionCode } from '../function-assets.js';
+import type { FunctionCode } from '../function-assets.js';
 import { InboxSecretRotation } from './secret-rotation.js';
+import { InboxConstructError } from '../errors.js';
 
 /** The files whose contents decide whether the migration custom resource runs again. */
-const MIGRATION_SOURCES = ['../lambda/inbox/sql/schema', '../demo/functions/example-migrations'];
+/** In this repository's sources, the files the migration function's built-in sets come from. */
+const MIGRATION_SOURCES = ['../../lambda/inbox/sql/schema.ts', '../../demo/functions/example-migrations.ts'];
 
 /** Props for {@link InboxDatabase}. */
 export interface InboxDatabaseProps {
@@ -243,7 +247,7 @@ export class InboxDatabase extends Construct {
         postgresLogRetention: props.exportPostgresLogs === false ? undefined : (props.postgresLogRetention ?? logs.RetentionDays.ONE_MONTH),
         readerInstance: props.readerInstance ?? false,
       });
-      if (created.cluster.secret === undefined) throw new Error(`InboxDatabase ${this.node.path}: the cluster has no secret.`);
+      if (created.cluster.secret === undefined) throw InboxConstructError.of(`InboxDatabase ${this.node.path}`, [`the cluster has no secret.`], 'line');
       this.cluster = created.cluster;
       this.secret = created.cluster.secret;
       this.masterUsername = MASTER_USERNAME;
@@ -261,8 +265,9 @@ export class InboxDatabase extends Construct {
     // A rotation passed in rotates the roles' secrets; the master secret rotates where the cluster is defined.
     if (this.rotation === undefined || props.rotation !== undefined) acknowledgeNoRotation(this.secret, props);
 
+    const migratorCode = functionCode('migration');
     const migrator = new InboxFunction(this, 'Migrate', {
-      entry: runtimeFile('../lambda/functions/migration/migrate', 'the migration handler'),
+      ...migratorCode.source,
       environment: {},
       timeout: Duration.minutes(5),
       description: 'sqs-inbox schema migration and database roles (CloudFormation custom resources)',
@@ -275,7 +280,7 @@ export class InboxDatabase extends Construct {
     const migrations = props.migrations ?? [];
     const ownSets = ownMigrationSets(migrations);
     addInvariants(this, () => migrationProblems(migrations));
-    this.migrationsFingerprint = migrationsFingerprint(ownSets);
+    this.migrationsFingerprint = migrationsFingerprint(migratorCode, ownSets);
     this.migration = new CustomResource(this, 'Migration', {
       serviceToken: this.migrationProvider.serviceToken,
       resourceType: 'Custom::InboxMigration',
@@ -433,16 +438,18 @@ function validateProps(path: string, props: InboxDatabaseProps): void {
   if (props.exportPostgresLogs === false && props.postgresLogRetention !== undefined) {
     problems.push('`postgresLogRetention` only applies when the log is exported, but `exportPostgresLogs` is false. Fix: remove one of them.');
   }
-  if (problems.length > 0) throw new Error(`InboxDatabase ${path}:\n  - ${problems.join('\n  - ')}`);
+  if (problems.length > 0) throw InboxConstructError.of(`InboxDatabase ${path}`, problems);
 }
 
 /**
- * SHA-256 over the migration sources and the app's own sets, so the custom resource re-runs when a
- * built-in migration changes, and each role is reconciled again when any table may have.
+ * SHA-256 over the migration function's code (its prebuilt bundle; in this repository, the sources of its built-in
+ * sets) and the app's own sets, so the custom resource re-runs when a built-in migration changes, and each role is
+ * reconciled again when any table may have.
  */
-function migrationsFingerprint(ownSets: readonly InboxMigrationSet[]): string {
+function migrationsFingerprint(code: FunctionCode, ownSets: readonly InboxMigrationSet[]): string {
   const hash = createHash('sha256');
-  for (const file of MIGRATION_SOURCES) hash.update(readFileSync(runtimeFile(file, 'the migration source')));
+  const files = code.prebuilt ? [code.file] : MIGRATION_SOURCES.map((file) => fileURLToPath(new URL(file, import.meta.url)));
+  for (const file of files) hash.update(readFileSync(file));
   if (ownSets.length > 0) hash.update(JSON.stringify(ownSets));
   return hash.digest('hex');
 }

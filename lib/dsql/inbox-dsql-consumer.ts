@@ -13,6 +13,7 @@ import { defaultConsumerRole } from '../database/database-grants.js';
 import type { InboxDsqlDatabase } from './inbox-dsql-database.js';
 import { addInvariants } from '../invariants.js';
 import { sqsSource } from '../sources/sqs.js';
+import { INBOX_ENV } from '../../lambda/inbox/contract.js';
 
 /** What an InboxDsqlConsumer takes as InboxConsumer does, with the same meaning and defaults. */
 type SharedConsumerProps = Pick<
@@ -86,13 +87,13 @@ export class InboxDsqlConsumer extends Construct {
       description: `sqs-inbox consumer ${props.consumerName} (Aurora DSQL)`,
       environment: {
         ...props.environment,
-        INBOX_DSQL_ENDPOINT: props.database.endpoint,
-        INBOX_DSQL_REGION: props.database.region,
-        INBOX_DSQL_USER: this.databaseRole,
-        INBOX_CONSUMER: props.consumerName,
-        INBOX_SOURCE: 'sqs',
-        POWERTOOLS_METRICS_NAMESPACE: INBOX_METRICS_NAMESPACE,
-        POWERTOOLS_SERVICE_NAME: props.consumerName,
+        [INBOX_ENV.DSQL_ENDPOINT]: props.database.endpoint,
+        [INBOX_ENV.DSQL_REGION]: props.database.region,
+        [INBOX_ENV.DSQL_USER]: this.databaseRole,
+        [INBOX_ENV.CONSUMER]: props.consumerName,
+        [INBOX_ENV.SOURCE]: 'sqs',
+        [INBOX_ENV.METRICS_NAMESPACE]: INBOX_METRICS_NAMESPACE,
+        [INBOX_ENV.SERVICE_NAME]: props.consumerName,
       },
       ...(props.runtime === undefined ? {} : { runtime: props.runtime }),
       ...(props.logRetention === undefined ? {} : { logRetention: props.logRetention }),

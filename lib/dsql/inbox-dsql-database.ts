@@ -11,8 +11,9 @@ import { migrationProvider } from '../database/inbox-database.js';
 import { grantProblems, roleNameProblem } from '../database/database-grants.js';
 import type { InboxTableGrant } from '../database/database-grants.js';
 import type { InboxRolePurpose } from '../database/inbox-database-role.js';
-import { runtimeFile } from '../runtime-files.js';
+import { functionCode } from '../function-assets.js';
 import { dsqlRoleStatements } from './dsql-role-sql.js';
+import { InboxConstructError } from '../errors.js';
 
 /** The namespace Aurora DSQL publishes its metrics in, per cluster (dimension `ClusterId`). */
 export const DSQL_METRICS_NAMESPACE = 'AWS/AuroraDSQL';
@@ -138,7 +139,7 @@ export class InboxDsqlDatabase extends Construct {
     this.endpoint = Fn.join('', [this.clusterId, '.dsql.', this.region, '.on.aws']);
 
     this.roleFunction = new InboxFunction(this, 'RoleFunction', {
-      entry: runtimeFile('../lambda/functions/dsql-roles/dsql-roles', 'the DSQL role function'),
+      ...functionCode('dsql-roles').source,
       environment: {},
       timeout: Duration.minutes(2),
       description: 'sqs-inbox Aurora DSQL role mapping (CloudFormation custom resource)',
@@ -189,7 +190,7 @@ export class InboxDsqlDatabase extends Construct {
       ...(this.roles.has(options.roleName) ? [`role '${options.roleName}' is already mapped on this cluster. Fix: give each function its own role.`] : []),
       ...(options.roleName === 'admin' ? ["'admin' is DSQL's own administrator. Fix: give the function a role of its own."] : []),
     ];
-    if (problems.length > 0) throw new Error(`InboxDsqlDatabase ${this.node.path} (${id}):\n  - ${problems.join('\n  - ')}`);
+    if (problems.length > 0) throw InboxConstructError.of(`InboxDsqlDatabase ${this.node.path} (${id})`, problems);
     const statements = dsqlRoleStatements({
       role: options.roleName,
       iamRoleArn: iamRole!.roleArn,
@@ -228,5 +229,5 @@ function validateProps(path: string, props: InboxDsqlDatabaseProps): void {
   if (props.schema !== undefined && !/^[a-z_][a-z0-9_]*$/.test(props.schema)) {
     problems.push(`\`schema\` '${props.schema}' must be lower-case letters, digits and '_'. Fix: e.g. 'inbox'.`);
   }
-  if (problems.length > 0) throw new Error(`InboxDsqlDatabase ${path}:\n  - ${problems.join('\n  - ')}`);
+  if (problems.length > 0) throw InboxConstructError.of(`InboxDsqlDatabase ${path}`, problems);
 }

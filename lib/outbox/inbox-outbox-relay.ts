@@ -1,14 +1,13 @@
 import { Annotations, Duration, Names, Stack, Token } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
-import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import * as rds from 'aws-cdk-lib/aws-rds';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { IConstruct } from 'constructs';
 import { STATEMENT_ACTIONS } from '../database/data-api-access.js';
-import { INBOX_METRICS_NAMESPACE } from '../consumer/inbox-consumer.js';
 import type { InboxConsumer } from '../consumer/inbox-consumer.js';
 import type { InboxDatabase } from '../database/inbox-database.js';
 import { InboxDatabaseRole } from '../database/inbox-database-role.js';
@@ -17,19 +16,21 @@ import { addInvariants, describeSeconds, durationSeconds, rateSeconds } from '..
 import type { InvariantViolation } from '../invariants.js';
 import { distinctQueues, grantSendMessage, OUTBOX_RELAY } from './outbox-destinations.js';
 import type { OutboxRelayMark } from './outbox-destinations.js';
-import { runtimeFile } from '../runtime-files.js';
+import { functionCode } from '../function-assets.js';
+import { INBOX_ENV, METRIC_NAMESPACE, OUTBOX_SERVICE_NAME, OUTBOX_SWEEP_DEFAULTS } from '../../lambda/inbox/contract.js';
+import { InboxConstructError } from '../errors.js';
 
 /**
  * The sweeper's default `service` dimension of its metrics (the runtime's, when POWERTOOLS_SERVICE_NAME is unset),
  * and the prefix of every {@link InboxOutboxRelay.serviceName}.
  */
-export const OUTBOX_SERVICE_NAME = 'inbox-outbox';
+export { OUTBOX_SERVICE_NAME };
 /** The runtime's default for INBOX_OUTBOX_MIN_AGE_SECONDS: younger rows are left to the handler that wrote them. */
-export const DEFAULT_OUTBOX_MIN_AGE = Duration.seconds(60);
+export const DEFAULT_OUTBOX_MIN_AGE = Duration.seconds(OUTBOX_SWEEP_DEFAULTS.minAgeSeconds);
 /** The runtime's default for INBOX_OUTBOX_SWEEP_LIMIT: unsent rows per sweep, oldest first. */
-export const DEFAULT_OUTBOX_SWEEP_LIMIT = 500;
+export const DEFAULT_OUTBOX_SWEEP_LIMIT = OUTBOX_SWEEP_DEFAULTS.limit;
 /** The runtime's default for INBOX_OUTBOX_SENT_RETENTION_SECONDS: how long a sent row is kept. */
-export const DEFAULT_OUTBOX_SENT_RETENTION = Duration.days(7);
+export const DEFAULT_OUTBOX_SENT_RETENTION = Duration.seconds(OUTBOX_SWEEP_DEFAULTS.sentRetentionSeconds);
 /**
  * The shortest sweeper timeout: one Data API call of the sweep may take 30 seconds, and the first call after an
  * Aurora pause waits up to 25 seconds more for the resume.
@@ -112,7 +113,7 @@ export interface InboxOutboxRelayProps {
 export class InboxOutboxRelay extends Construct implements OutboxRelayMark {
   public readonly [OUTBOX_RELAY] = true as const;
   /** The sweeper function. */
-  public readonly function: nodejs.NodejsFunction;
+  public readonly function: lambda.Function;
   /** The function's log group. */
   public readonly logGroup: logs.LogGroup;
   /** The schedule rule. */
@@ -164,18 +165,18 @@ export class InboxOutboxRelay extends Construct implements OutboxRelayMark {
     });
 
     const fn = new InboxFunction(this, 'Sweeper', {
-      entry: runtimeFile('../lambda/functions/outbox-sweeper/outbox-sweeper', 'the outbox sweeper'),
+      ...functionCode('outbox-sweeper').source,
       timeout,
       description: 'sqs-inbox outbox sweeper: sends the outbox rows left unsent',
       environment: {
-        INBOX_RESOURCE_ARN: props.database.cluster.clusterArn,
-        INBOX_SECRET_ARN: this.databaseRole.secret.secretArn,
-        INBOX_DATABASE: props.database.databaseName,
-        INBOX_OUTBOX_MIN_AGE_SECONDS: secondsString(this.minAge),
-        INBOX_OUTBOX_SWEEP_LIMIT: Token.isUnresolved(this.sweepLimit) ? Token.asString(this.sweepLimit) : String(this.sweepLimit),
-        INBOX_OUTBOX_SENT_RETENTION_SECONDS: secondsString(this.sentRetention),
-        POWERTOOLS_METRICS_NAMESPACE: INBOX_METRICS_NAMESPACE,
-        POWERTOOLS_SERVICE_NAME: this.serviceName,
+        [INBOX_ENV.RESOURCE_ARN]: props.database.cluster.clusterArn,
+        [INBOX_ENV.SECRET_ARN]: this.databaseRole.secret.secretArn,
+        [INBOX_ENV.DATABASE]: props.database.databaseName,
+        [INBOX_ENV.OUTBOX_MIN_AGE_SECONDS]: secondsString(this.minAge),
+        [INBOX_ENV.OUTBOX_SWEEP_LIMIT]: Token.isUnresolved(this.sweepLimit) ? Token.asString(this.sweepLimit) : String(this.sweepLimit),
+        [INBOX_ENV.OUTBOX_SENT_RETENTION_SECONDS]: secondsString(this.sentRetention),
+        [INBOX_ENV.METRICS_NAMESPACE]: METRIC_NAMESPACE,
+        [INBOX_ENV.SERVICE_NAME]: this.serviceName,
       },
       ...(props.logRetention === undefined ? {} : { logRetention: props.logRetention }),
     });
@@ -303,7 +304,7 @@ function validateProps(path: string, props: InboxOutboxRelayProps): void {
         'Fix: run it at least daily (every minute by default).',
     );
   }
-  if (problems.length > 0) throw new Error(`InboxOutboxRelay ${path}:\n  - ${problems.join('\n  - ')}`);
+  if (problems.length > 0) throw InboxConstructError.of(`InboxOutboxRelay ${path}`, problems);
 }
 
 /** The longest function timeout of the consumers, in seconds; `undefined` when there is none or one is a token. */

@@ -1,24 +1,26 @@
 import { Duration, Names, Token } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
-import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
+import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
-import { INBOX_METRICS_NAMESPACE, InboxConsumer } from '../consumer/inbox-consumer.js';
+import { InboxConsumer } from '../consumer/inbox-consumer.js';
 import { STATEMENT_ACTIONS } from '../database/data-api-access.js';
 import type { InboxDatabase } from '../database/inbox-database.js';
 import { InboxDatabaseRole } from '../database/inbox-database-role.js';
 import { InboxFunction } from '../consumer/inbox-function.js';
 import { addInvariants, checkRetentionCoversRedelivery, describeSeconds, durationSeconds } from '../invariants.js';
 import type { InvariantViolation } from '../invariants.js';
-import { runtimeFile } from '../runtime-files.js';
+import { functionCode } from '../function-assets.js';
+import { CLEANUP_SERVICE_NAME, INBOX_ENV, METRIC_NAMESPACE } from '../../lambda/inbox/contract.js';
+import { InboxConstructError } from '../errors.js';
 
 
 /**
  * The runtime's default `service` dimension of the cleanup metrics, and the prefix of every
  * {@link InboxCleanup.serviceName}.
  */
-export const CLEANUP_SERVICE_NAME = 'inbox-cleanup';
+export { CLEANUP_SERVICE_NAME };
 
 /**
  * The shortest cleanup timeout: the runtime keeps max(10 s, 2 x its 30 s call timeout + 5 s) = 65 s of the
@@ -76,7 +78,7 @@ export interface InboxCleanupProps {
  */
 export class InboxCleanup extends Construct {
   /** The purge function. */
-  public readonly function: nodejs.NodejsFunction;
+  public readonly function: lambda.Function;
   /** The function's log group. */
   public readonly logGroup: logs.LogGroup;
   /** The schedule rule. */
@@ -102,17 +104,17 @@ export class InboxCleanup extends Construct {
     this.retention = props.retention ?? Duration.days(30);
     const retentionSeconds = durationSeconds(this.retention);
     if (retentionSeconds !== undefined && !Number.isInteger(retentionSeconds)) {
-      throw new Error(
-        `InboxCleanup ${this.node.path}: \`retention\` must be a whole number of seconds, got ${retentionSeconds}. ` +
+      throw InboxConstructError.of(`InboxCleanup ${this.node.path}`, [
+        `\`retention\` must be a whole number of seconds, got ${retentionSeconds}. ` +
           'Fix: use Duration.days(), .hours(), .minutes() or .seconds() with an integer.',
-      );
+      ], 'line');
     }
     if (props.purgeBatchSize !== undefined && !Token.isUnresolved(props.purgeBatchSize) &&
       !(Number.isInteger(props.purgeBatchSize) && props.purgeBatchSize > 0)) {
-      throw new Error(
-        `InboxCleanup ${this.node.path}: \`purgeBatchSize\` must be a positive integer, got ${props.purgeBatchSize}. ` +
+      throw InboxConstructError.of(`InboxCleanup ${this.node.path}`, [
+        `\`purgeBatchSize\` must be a positive integer, got ${props.purgeBatchSize}. ` +
           'Fix: pass e.g. 1000, or leave it unset for the runtime default.',
-      );
+      ], 'line');
     }
 
     const timeout = props.timeout ?? Duration.minutes(5);
@@ -135,17 +137,17 @@ export class InboxCleanup extends Construct {
     });
 
     const fn = new InboxFunction(this, 'Purge', {
-      entry: runtimeFile('../lambda/functions/purge/cleanup', 'the cleanup handler'),
+      ...functionCode('purge').source,
       timeout,
       description: 'sqs-inbox scheduled purge of old inbox rows',
       environment: {
-        INBOX_RESOURCE_ARN: props.database.cluster.clusterArn,
-        INBOX_SECRET_ARN: this.databaseRole.secret.secretArn,
-        INBOX_DATABASE: props.database.databaseName,
-        INBOX_RETENTION_SECONDS: secondsString(this.retention),
-        ...(props.purgeBatchSize === undefined ? {} : { INBOX_PURGE_BATCH_SIZE: props.purgeBatchSize.toString() }),
-        POWERTOOLS_METRICS_NAMESPACE: INBOX_METRICS_NAMESPACE,
-        POWERTOOLS_SERVICE_NAME: this.serviceName,
+        [INBOX_ENV.RESOURCE_ARN]: props.database.cluster.clusterArn,
+        [INBOX_ENV.SECRET_ARN]: this.databaseRole.secret.secretArn,
+        [INBOX_ENV.DATABASE]: props.database.databaseName,
+        [INBOX_ENV.RETENTION_SECONDS]: secondsString(this.retention),
+        ...(props.purgeBatchSize === undefined ? {} : { [INBOX_ENV.PURGE_BATCH_SIZE]: props.purgeBatchSize.toString() }),
+        [INBOX_ENV.METRICS_NAMESPACE]: METRIC_NAMESPACE,
+        [INBOX_ENV.SERVICE_NAME]: this.serviceName,
       },
       ...(props.logRetention === undefined ? {} : { logRetention: props.logRetention }),
     });

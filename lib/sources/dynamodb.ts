@@ -5,6 +5,7 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { durationSeconds } from '../invariants.js';
 import type { ConsumerSource, StreamSettings } from './source.js';
+import { InboxConstructError } from '../errors.js';
 
 /** DynamoDB Streams keeps stream records 24 hours; it cannot be changed. */
 export const DYNAMODB_STREAM_RETENTION_SECONDS = 24 * 3600;
@@ -21,10 +22,10 @@ export function dynamoDbSource(
   redeliveryWindow: Duration | undefined,
 ): ConsumerSource {
   if (table.tableStreamArn === undefined) {
-    throw new Error(
-      `InboxConsumer ${path}: \`table\` ${table.node.path} has no stream. Fix: create it with ` +
+    throw InboxConstructError.of(`InboxConsumer ${path}`, [
+      `\`table\` ${table.node.path} has no stream. Fix: create it with ` +
         '`stream: dynamodb.StreamViewType.NEW_AND_OLD_IMAGES` (TableV2: `dynamoStream`), or import it with its `tableStreamArn`.',
-    );
+    ], 'line');
   }
   const eventSource = new DynamoEventSource(table, {
     batchSize: settings.batchSize,

@@ -8,6 +8,7 @@ import type { ProvisionedPollerConfig } from 'aws-cdk-lib/aws-lambda-event-sourc
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { durationSeconds } from '../invariants.js';
 import type { ConsumerSource, StreamSettings } from './source.js';
+import { InboxConstructError } from '../errors.js';
 
 /**
  * A Kafka topic to consume: on an Amazon MSK cluster (`clusterArn`) or on self-managed brokers
@@ -121,7 +122,7 @@ export function kafkaMode(path: string, kafka: InboxKafkaSource, consumerName: s
   if (retention !== undefined && !(retention > 0)) {
     problems.push('`kafka.topicRetention` must be the topic\'s retention.ms as a positive Duration. Fix: pass e.g. Duration.days(7).');
   }
-  if (problems.length > 0) throw new Error(`InboxConsumer ${path}:\n  - ${problems.join('\n  - ')}`);
+  if (problems.length > 0) throw InboxConstructError.of(`InboxConsumer ${path}`, problems);
   const pollers = kafka.provisionedPollers === false ? undefined : (kafka.provisionedPollers ?? KAFKA_DEFAULT_POLLERS);
   return {
     pollers,

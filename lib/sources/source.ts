@@ -5,6 +5,7 @@ import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct, IConstruct } from 'constructs';
 import type { InvariantViolation, RedeliveryWindowSource } from '../invariants.js';
 import type { InboxSourceKind } from './stream-invariants.js';
+import { InboxConstructError } from '../errors.js';
 
 /**
  * One source of an InboxConsumer, wired to its function: the event source, what the handler is told about it,
@@ -110,7 +111,7 @@ function acknowledgeDeadLetterQueue(queue: sqs.Queue): void {
 export function mappingOf(fn: IConstruct): lambda.CfnEventSourceMapping {
   const mappings = fn.node.findAll().filter((c): c is lambda.CfnEventSourceMapping => c instanceof lambda.CfnEventSourceMapping);
   if (mappings.length !== 1) {
-    throw new Error(`InboxConsumer ${fn.node.path}: expected one event source mapping on the function, found ${mappings.length}.`);
+    throw InboxConstructError.of(`InboxConsumer ${fn.node.path}`, [`expected one event source mapping on the function, found ${mappings.length}.`], 'line');
   }
   return mappings[0]!;
 }

@@ -18,6 +18,7 @@ import {
 import type { QueueFacts } from '../invariants.js';
 import { checkSqsProvisionedPollers, connectionCeiling, reservedConcurrency } from './sqs-pollers.js';
 import type { ConsumerSource } from './source.js';
+import { InboxConstructError } from '../errors.js';
 
 /** What an SQS consumer is given. */
 export interface SqsSourceOptions {
@@ -44,10 +45,10 @@ export interface SqsSourceOptions {
 export function sqsSource(fn: lambda.Function, options: SqsSourceOptions): ConsumerSource {
   const configured = (options.queue as Partial<sqs.Queue>).deadLetterQueue?.queue;
   if (options.deadLetterQueue !== undefined && configured !== undefined && options.deadLetterQueue !== configured) {
-    throw new Error(
-      `InboxConsumer ${options.path}: \`deadLetterQueue\` is not the dead-letter queue configured on \`queue\`. ` +
+    throw InboxConstructError.of(`InboxConsumer ${options.path}`, [
+      `\`deadLetterQueue\` is not the dead-letter queue configured on \`queue\`. ` +
         'Fix: remove `deadLetterQueue` (it is read from the queue), or pass the one the queue redrives to.',
-    );
+    ], 'line');
   }
   const deadLetterQueue = options.deadLetterQueue ?? configured;
   const facts = (): QueueFacts => {

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { TypeCatalog } from './catalog.js';
-import { DataApiError, fromDatabase } from './errors.js';
+import { DataApiErrorResponse, fromDatabase } from './errors.js';
 import type { SecretCredentials } from './secrets.js';
 
 /** One database as one user sees it: its autocommit pool and its type catalog. */
@@ -126,14 +126,14 @@ export class Databases {
         throw fromDatabase(error);
       }
       if (error instanceof Error && error.message === POOL_WAIT_TIMEOUT) {
-        throw new DataApiError(
+        throw new DataApiErrorResponse(
           'StatementTimeoutException',
           `Connection is not available, request timed out after ${this.options.connectionWaitTimeoutMs}ms: all ` +
             `${this.options.maxConnections} connections to database "${name}"${credentials ? ` as ${credentials.username}` : ''} are in use ` +
             '(maxConnectionsPerDatabase). Commit or roll back open transactions, or raise maxConnectionsPerDatabase or connectionWaitTimeoutMs.',
         );
       }
-      throw new DataApiError(
+      throw new DataApiErrorResponse(
         'DatabaseUnavailableException',
         `PostgreSQL for database "${name}" cannot be reached: ${error instanceof Error ? error.message : String(error)}`,
       );

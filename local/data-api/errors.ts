@@ -52,8 +52,8 @@ const STATUS: Record<DataApiErrorType, number> = {
 const NAMESPACE = 'http://internal.amazon.com/coral/com.amazon.rdsdataservice/';
 
 /** An error answer: its type, HTTP status, message and any extra body members (StatementTimeout's dbConnectionId). */
-export class DataApiError extends Error {
-  override readonly name = 'DataApiError';
+export class DataApiErrorResponse extends Error {
+  override readonly name = 'DataApiErrorResponse';
   readonly status: number;
 
   constructor(
@@ -92,38 +92,38 @@ export class GatewayError extends Error {
 }
 
 /** A missing or wrongly typed request member; the message names the member and what it must be. */
-export function badRequest(message: string): DataApiError {
-  return new DataApiError('BadRequestException', message);
+export function badRequest(message: string): DataApiErrorResponse {
+  return new DataApiErrorResponse('BadRequestException', message);
 }
 
 /** Aurora Serverless v2's answer to a request shape it does not support (multi-statement SQL, `schema`). */
-export function validation(message: string): DataApiError {
-  return new DataApiError('ValidationException', message);
+export function validation(message: string): DataApiErrorResponse {
+  return new DataApiErrorResponse('ValidationException', message);
 }
 
 /** A transaction id that was never issued, or whose transaction has ended. */
-export function transactionNotFound(id: string, cause: string): DataApiError {
-  return new DataApiError('TransactionNotFoundException', `Transaction ${id} isn't found. ${cause}`);
+export function transactionNotFound(id: string, cause: string): DataApiErrorResponse {
+  return new DataApiErrorResponse('TransactionNotFoundException', `Transaction ${id} isn't found. ${cause}`);
 }
 
 /** The v2 answer to a second call on a transaction whose previous call has not returned. */
-export function transactionBusy(): DataApiError {
-  return new DataApiError('DatabaseErrorException', 'Transaction is still running a query');
+export function transactionBusy(): DataApiErrorResponse {
+  return new DataApiErrorResponse('DatabaseErrorException', 'Transaction is still running a query');
 }
 
 /** The statement ran longer than the statement timeout; `dbConnectionId` is the PostgreSQL backend pid. */
-export function statementTimeout(dbConnectionId: number): DataApiError {
-  return new DataApiError('StatementTimeoutException', 'Request timed out', { dbConnectionId });
+export function statementTimeout(dbConnectionId: number): DataApiErrorResponse {
+  return new DataApiErrorResponse('StatementTimeoutException', 'Request timed out', { dbConnectionId });
 }
 
 /** A result the v2 Data API cannot return (money, geometric types, multidimensional arrays). */
-export function unsupportedResult(message: string): DataApiError {
-  return new DataApiError('UnsupportedResultException', message);
+export function unsupportedResult(message: string): DataApiErrorResponse {
+  return new DataApiErrorResponse('UnsupportedResultException', message);
 }
 
 /** The serialized response is over the limit; the statement has still run (and, in autocommit, committed). */
-export function responseTooLarge(): DataApiError {
-  return new DataApiError('BadRequestException', 'Database response exceeded size limit');
+export function responseTooLarge(): DataApiErrorResponse {
+  return new DataApiErrorResponse('BadRequestException', 'Database response exceeded size limit');
 }
 
 /**
@@ -132,12 +132,12 @@ export function responseTooLarge(): DataApiError {
  * PostgreSQL gave them (§2.6). Detail is left out: the real v2 foreign-key example has none, although
  * PostgreSQL always sends one for that error.
  */
-export function fromDatabase(error: unknown): DataApiError {
-  if (error instanceof DataApiError) return error;
+export function fromDatabase(error: unknown): DataApiErrorResponse {
+  if (error instanceof DataApiErrorResponse) return error;
   const pgError = error as Partial<DatabaseError> & { message?: string };
   const parts = [`${pgError.severity ?? 'ERROR'}: ${pgError.message ?? String(error)}`];
   if (pgError.hint) parts.push(`Hint: ${pgError.hint}`);
   if (pgError.position) parts.push(`Position: ${pgError.position}`);
   if (pgError.code) parts.push(`SQLState: ${pgError.code}`);
-  return new DataApiError('DatabaseErrorException', parts.join('; '));
+  return new DataApiErrorResponse('DatabaseErrorException', parts.join('; '));
 }

@@ -1,4 +1,4 @@
-import { DataApiError, GatewayError } from './errors.js';
+import { DataApiErrorResponse, GatewayError } from './errors.js';
 import type { Operation } from './stats.js';
 
 /**
@@ -218,7 +218,7 @@ export class Faults {
   }
 
   /** @internal The error a call must fail with before running, if any; uses up a server error. */
-  failureFor(call: FaultCall): DataApiError | GatewayError | undefined {
+  failureFor(call: FaultCall): DataApiErrorResponse | GatewayError | undefined {
     const { operation } = call;
     const inTransaction = typeof call.transactionId === 'string' && call.transactionId.length > 0;
     const serverError = this.serverErrors.find((fault) => (!fault.operation || fault.operation === operation) && (!fault.select || fault.select(call)));
@@ -227,7 +227,7 @@ export class Faults {
       if (serverError.left === 0) this.serverErrors.splice(this.serverErrors.indexOf(serverError), 1);
       const type = SERVER_ERRORS[serverError.status];
       if (!type) return new GatewayError(`Injected fault: Bad Gateway (HTTP ${serverError.status}, no error type); the call did not run.`);
-      return new DataApiError(type, `Injected fault: ${type} (HTTP ${serverError.status}); the call did not run.`);
+      return new DataApiErrorResponse(type, `Injected fault: ${type} (HTTP ${serverError.status}); the call did not run.`);
     }
     // Aurora pauses only when no connection is open, so a call inside an open transaction never meets a
     // paused instance.
@@ -235,7 +235,7 @@ export class Faults {
       const now = this.now();
       this.pause.firstCallAt ??= now;
       if (now - this.pause.firstCallAt < this.pause.resumeAfterMs) {
-        return new DataApiError(
+        return new DataApiErrorResponse(
           'DatabaseResumingException',
           'The Aurora DB instance db-LOCAL is resuming after being auto-paused. Please wait a few seconds and try again.',
         );

@@ -1,6 +1,6 @@
 import type pg from 'pg';
 import { backendPid, type Databases } from './databases.js';
-import { badRequest, DataApiError, responseTooLarge, validation } from './errors.js';
+import { badRequest, DataApiErrorResponse, responseTooLarge, validation } from './errors.js';
 import { stringifyJson } from './json.js';
 import { assertSingleStatement, bindParameters, scanSql } from './parameters.js';
 import { optionalArray, optionalBoolean, optionalEnum, optionalObject, optionalString, required, type RequestBody } from './requests.js';
@@ -205,7 +205,7 @@ function checkCommon(context: OperationContext, body: RequestBody, operation: Op
   if (resourceArn !== context.resourceArn) {
     // The model lists NotFoundException ("resourceArn not found") for Commit and Rollback only.
     const type = operation === 'CommitTransaction' || operation === 'RollbackTransaction' ? 'NotFoundException' : 'BadRequestException';
-    throw new DataApiError(type, `The resourceArn ${resourceArn} is not a cluster this server serves. Use ${context.resourceArn}.`);
+    throw new DataApiErrorResponse(type, `The resourceArn ${resourceArn} is not a cluster this server serves. Use ${context.resourceArn}.`);
   }
   const credentials = context.secrets.resolve(secretArn);
   if (body.schema !== undefined && body.schema !== null) throw validation("The schema parameter isn't supported");

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { readBoundedBody } from '../bounded-body.js';
-import { badRequest, DataApiError } from './errors.js';
+import { badRequest, DataApiErrorResponse } from './errors.js';
 import { JsonSyntaxError, parseJson } from './json.js';
 import type { RequestBody } from './requests.js';
 
@@ -8,7 +8,7 @@ import type { RequestBody } from './requests.js';
 const MAX_REQUEST_BYTES = 4 * 1024 * 1024;
 
 /** The refusal of a body over the request limit, answered before the rest of the body is read. */
-export class RequestTooLarge extends DataApiError {}
+export class RequestTooLarge extends DataApiErrorResponse {}
 
 /**
  * The request body as a JSON object. A body over 4 MiB is refused as soon as it is known to be too large

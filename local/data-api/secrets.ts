@@ -1,4 +1,4 @@
-import { DataApiError } from './errors.js';
+import { DataApiErrorResponse } from './errors.js';
 
 /** The database user and password a secret holds (what Secrets Manager's database secret gives the Data API). */
 export interface SecretCredentials {
@@ -45,7 +45,7 @@ export class Secrets {
     if (secretArn === this.defaultArn) return undefined;
     const credentials = this.listed.get(secretArn);
     if (credentials) return credentials;
-    throw new DataApiError(
+    throw new DataApiErrorResponse(
       'SecretsErrorException',
       `The secret provided wasn't found: ${secretArn}. This server accepts ${[this.defaultArn, ...this.listed.keys()].join(', ')}; ` +
         'add the secret to the secrets option of startDataApi to connect as another database user.',

@@ -3,7 +3,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { databaseName, startPostgres } from '../postgres.js';
 import { Databases } from './databases.js';
-import { badRequest, DataApiError, GatewayError } from './errors.js';
+import { badRequest, DataApiErrorResponse, GatewayError } from './errors.js';
 import { Faults } from './faults.js';
 import type { FaultCall } from './faults.js';
 import { Gate } from './gate.js';
@@ -273,7 +273,7 @@ async function handle(request: IncomingMessage, response: ServerResponse, { cont
     const path = new URL(request.url ?? '/', 'http://localhost').pathname;
     const operation = ROUTES[path.slice(path.lastIndexOf('/') + 1)];
     if (!operation || request.method !== 'POST') {
-      throw new DataApiError('UnknownOperationException', `No Data API operation at ${request.method} ${path}. Operations are POST /Execute, /BatchExecute, /BeginTransaction, /CommitTransaction and /RollbackTransaction.`);
+      throw new DataApiErrorResponse('UnknownOperationException', `No Data API operation at ${request.method} ${path}. Operations are POST /Execute, /BatchExecute, /BeginTransaction, /CommitTransaction and /RollbackTransaction.`);
     }
     stats.count(operation);
     const body = await readBody(request);
@@ -320,7 +320,7 @@ async function handle(request: IncomingMessage, response: ServerResponse, { cont
       return;
     }
     const error =
-      caught instanceof DataApiError
+      caught instanceof DataApiErrorResponse
         ? caught
         : // Never a 5xx for something unexpected: the SDK would retry, and the call may have written.
           badRequest(`Local Data API internal error: ${caught instanceof Error ? caught.message : String(caught)}`);

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { badRequest, type DataApiError } from './errors.js';
+import { badRequest, type DataApiErrorResponse } from './errors.js';
 
 /**
  * The PostgreSQL session a pooled connection carries between calls. Each Data API call must start from a
@@ -40,7 +40,7 @@ export function assertAutocommitEnded(client: pg.PoolClient): void {
  * it open. COMMIT, ROLLBACK, END or ABORT in the SQL ends it behind the Data API's back; `command` is
  * PostgreSQL's tag for that statement (COMMIT, or ROLLBACK when the block had failed).
  */
-export function transactionEndedBySql(command: string, transactionId: string | undefined): DataApiError {
+export function transactionEndedBySql(command: string, transactionId: string | undefined): DataApiErrorResponse {
   const what = transactionId ? `transaction ${transactionId}` : 'the transaction around this batch';
   return badRequest(
     `The SQL ended ${what} (PostgreSQL answered ${command}); transaction control in SQL is not how the Data API ends transactions. ` +

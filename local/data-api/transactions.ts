@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type pg from 'pg';
 import { backendPid } from './databases.js';
-import { badRequest, DataApiError, fromDatabase, transactionBusy, transactionNotFound } from './errors.js';
+import { badRequest, DataApiErrorResponse, fromDatabase, transactionBusy, transactionNotFound } from './errors.js';
 import { Gate } from './gate.js';
 import type { SecretCredentials } from './secrets.js';
 import { releaseClean, transactionStatus } from './sessions.js';
@@ -71,7 +71,7 @@ export class Transactions {
       timeoutMs: this.options.waitTimeoutMs,
       signal,
       onTimeout: () =>
-        new DataApiError(
+        new DataApiErrorResponse(
           'StatementTimeoutException',
           `Connection is not available, request timed out after ${this.options.waitTimeoutMs}ms: ${this.options.maxOpen} transactions ` +
             'are open (maxOpenTransactions). Commit or roll back the transactions you began (an abandoned one is rolled back after ' +
@@ -148,7 +148,7 @@ export class Transactions {
     if (command === 'ROLLBACK') {
       // PostgreSQL answers COMMIT of an aborted transaction with ROLLBACK and no error; reporting
       // "Transaction Committed" would tell the caller an uncommitted effect is durable.
-      throw new DataApiError(
+      throw new DataApiErrorResponse(
         'DatabaseErrorException',
         'ERROR: current transaction is aborted, commands ignored until end of transaction block; the transaction was rolled back, not committed; SQLState: 25P02',
       );

@@ -5,13 +5,13 @@ import { messageSize, validateBody, validateMessageAttributes, validateSystemAtt
 import type { Queue } from './queue.js';
 import { MAX_MESSAGE_SIZE } from './queue-attributes.js';
 import type { SendBatchEntry, SendMessageInput, SendMessageResult } from './types.js';
+import { FIFO_ID_PATTERN } from '../../lambda/inbox/contract.js';
 
-const FIFO_ID = /^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@[\\\]^_`{|}~]{1,128}$/;
 const DEDUP_WINDOW_MS = 5 * 60_000;
 
 /** The characters SQS allows in MessageGroupId, MessageDeduplicationId and ReceiveRequestAttemptId. */
 export function isFifoId(value: string): boolean {
-  return FIFO_ID.test(value);
+  return FIFO_ID_PATTERN.test(value);
 }
 
 /** How long a deduplication id (and a ReceiveRequestAttemptId) is remembered. */
@@ -57,7 +57,7 @@ export function sendToQueue(queue: Queue, input: Omit<SendMessageInput, 'queue'>
     senderId, sentTimestamp: now, enqueuedAt: now, receiveCount: 0,
   };
   const groupId = input.messageGroupId;
-  if (groupId !== undefined && !FIFO_ID.test(groupId)) {
+  if (groupId !== undefined && !FIFO_ID_PATTERN.test(groupId)) {
     throw invalidParameter('MessageGroupId', groupId, 'use 1 to 128 characters: alphanumeric or punctuation !"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~.');
   }
   if (!queue.fifo) {
@@ -74,7 +74,7 @@ export function sendToQueue(queue: Queue, input: Omit<SendMessageInput, 'queue'>
   if (dedupId === undefined) {
     if (!queue.config.contentBasedDeduplication) throw new SqsError('InvalidParameterValue', NO_DEDUP_ID);
     dedupId = createHash('sha256').update(body, 'utf8').digest('hex');
-  } else if (!FIFO_ID.test(dedupId)) {
+  } else if (!FIFO_ID_PATTERN.test(dedupId)) {
     throw invalidParameter('MessageDeduplicationId', dedupId, 'use 1 to 128 characters: alphanumeric or punctuation.');
   }
   const key = queue.config.deduplicationScope === 'messageGroup' ? `${groupId}\u0000${dedupId}` : dedupId;

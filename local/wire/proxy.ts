@@ -1,6 +1,6 @@
 import { connect, createServer } from 'node:net';
 import type { AddressInfo, Server, Socket } from 'node:net';
-import { DataApiError, GatewayError } from '../data-api/errors.js';
+import { DataApiErrorResponse, GatewayError } from '../data-api/errors.js';
 import { Faults } from '../data-api/faults.js';
 import type { FaultCall } from '../data-api/faults.js';
 import { Stats } from '../data-api/stats.js';
@@ -173,7 +173,7 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
           const call: FaultCall = { operation, sql, transactionId: inTransaction ? `wire-${pipe.id}` : undefined };
           faults.seen(call);
           const failure = faults.failureFor(call);
-          if (failure instanceof DataApiError && failure.type === 'DatabaseResumingException') {
+          if (failure instanceof DataApiErrorResponse && failure.type === 'DatabaseResumingException') {
             // RDS Proxy holds the statement while Aurora resumes: ask again until the fault says it resumed.
             while (resuming(faults.failureFor(call))) await sleep(25);
           } else if (failure) {
@@ -355,7 +355,7 @@ function simpleQuery(sql: string): Buffer {
   return Buffer.concat([header, text]);
 }
 
-const resuming = (failure: unknown) => failure instanceof DataApiError && failure.type === 'DatabaseResumingException';
+const resuming = (failure: unknown) => failure instanceof DataApiErrorResponse && failure.type === 'DatabaseResumingException';
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**

@@ -62,7 +62,7 @@ describe('a handler built at module load', () => {
     const wrong = await failure(() => handler({ Records: [sqsRecord()] }, lambdaContext()));
     const atOnce = await failure(() => inbox({ apply, database: db.target }));
     expect((wrong as Error).message).toBe((atOnce as Error).message);
-    expect((wrong as Error).message).toMatch(/^inbox option "consumer": "not valid!" must be 1-128 characters/);
+    expect((wrong as Error).message).toMatch(/^inbox option "consumer": "not valid!" must be 1 to 128 letters, digits/);
   });
 
   it('names the database setting the environment lacks at the first invocation, and so does asking for its parked messages', async () => {

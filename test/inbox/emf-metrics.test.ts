@@ -113,3 +113,36 @@ describe('EmfMetrics writes what Powertools Metrics writes', () => {
     expect(linesOf(() => invoke(new EmfMetrics('SqsInbox', 'order-worker', 'sqs')))).toEqual(theirs);
   });
 });
+
+// The scheduled purge and the outbox sweeper write through the same writer, with no `source` dimension: their
+// lines must be what Powertools' Metrics({ namespace, serviceName }) writes, which the alarms were built on.
+const scheduled: [string, (metrics: InboxMetrics) => void][] = [
+  [
+    'the purge: rows, more remaining, the oldest row in seconds',
+    (m) => {
+      m.addMetric('PurgedRows', 'Count', 5000);
+      m.addMetric('PurgeMoreRemaining', 'Count', 1);
+      m.addMetric('OldestRowAgeSeconds', 'Seconds', 2_592_061);
+      m.publishStoredMetrics();
+    },
+  ],
+  [
+    'the sweeper: sent, deferred, failures, the oldest unsent in seconds',
+    (m) => {
+      m.addMetric('OutboxSwept', 'Count', 12);
+      m.addMetric('OutboxSweepDeferred', 'Count', 0);
+      m.addMetric('OutboxSweepFailures', 'Count', 0);
+      m.addMetric('OutboxOldestUnsentAgeSeconds', 'Seconds', 61);
+      m.publishStoredMetrics();
+    },
+  ],
+];
+
+describe('EmfMetrics without a source writes what Powertools Metrics writes for a scheduled function', () => {
+  it.each(scheduled)('%s', (_, invoke) => {
+    const theirs = linesOf(() => invoke(new Metrics({ namespace: 'SqsInbox', serviceName: 'inbox-cleanup-abc123' }) as unknown as InboxMetrics));
+    const ours = linesOf(() => invoke(new EmfMetrics('SqsInbox', 'inbox-cleanup-abc123', undefined)));
+    expect(theirs).toHaveLength(1);
+    expect(ours).toEqual(theirs);
+  });
+});

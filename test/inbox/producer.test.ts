@@ -1,6 +1,7 @@
 import { CreateQueueCommand, DeleteMessageBatchCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import type { Message } from '@aws-sdk/client-sqs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { InboxError } from '../../lambda/inbox/index.js';
 import { InvalidMessagesError, SendFailedError, createProducer, uuidv7 } from '../../lambda/inbox/producer/producer.js';
 import type { OutgoingMessage, ProducerOptions } from '../../lambda/inbox/producer/producer.js';
 import { startSqsFixture } from '../support/sqs.js';
@@ -237,6 +238,8 @@ describe('invalid messages', () => {
       ])
       .catch((e: unknown) => e)) as InvalidMessagesError;
     expect(error).toBeInstanceOf(InvalidMessagesError);
+    // Under the package's one root: a caller catching InboxError catches the producer's errors too.
+    expect(error).toBeInstanceOf(InboxError);
     expect(error.problems.map((p) => [p.index, p.field])).toEqual([
       [1, 'groupId'],
       [2, 'body'],

@@ -42,7 +42,7 @@ describe('the CommonJS build', () => {
     for (const [name, value] of Object.entries(esm)) expect(typeof commonJs[name], name).toBe(typeof value);
   });
 
-  it('bundles the ES module runtime files from the constructs loaded with require(): the same template, asset for asset', async () => {
+  it('deploys the same prebuilt function assets from the constructs loaded with require(): the same template, asset for asset', async () => {
     const cdk = requireCommonJs('aws-cdk-lib') as typeof import('aws-cdk-lib');
     const outdir = await mkdtemp(join(tmpdir(), 'sqs-inbox-cjs-synth-'));
     try {

@@ -8,10 +8,12 @@ import { describe, expect, it } from 'vitest';
  * demo; the constructs import of the runtime only what they share with it; nothing shipped imports the demo.
  */
 const RULES: readonly { readonly from: string; readonly forbidden: readonly string[]; readonly allowed?: readonly string[] }[] = [
+  // What the constructs and the testkit share with the runtime imports nothing, so a CDK app that loads it loads no runtime code.
+  { from: 'lambda/inbox/contract.ts', forbidden: [''] },
   { from: 'lambda/inbox/', forbidden: ['lib/', 'local/', 'bin/', 'demo/', 'bench/', 'examples/', 'lambda/functions/'] },
   { from: 'lambda/functions/', forbidden: ['lib/', 'local/', 'bin/', 'demo/', 'bench/', 'examples/'] },
-  // The constructs know the runtime's functions by path only, never by import.
-  { from: 'lib/', forbidden: ['lambda/', 'local/', 'bin/', 'demo/', 'bench/', 'examples/'], allowed: ['lambda/inbox/peers.ts'] },
+  // The constructs know the runtime's functions by path only; of its code they import only the shared contract.
+  { from: 'lib/', forbidden: ['lambda/', 'local/', 'bin/', 'demo/', 'bench/', 'examples/'], allowed: ['lambda/inbox/peers.ts', 'lambda/inbox/contract.ts'] },
   { from: 'local/', forbidden: ['lib/', 'bin/', 'demo/', 'bench/', 'examples/'] },
   { from: 'bin/cli/', forbidden: ['demo/', 'bench/', 'examples/'] },
   { from: 'bin/sqs-inbox.ts', forbidden: ['demo/', 'bench/', 'examples/'] },
@@ -78,5 +80,9 @@ describe('the dependency direction', () => {
       'lib/consumer/inbox-consumer.ts -> lambda/inbox/sql/claim.ts',
     ]);
     expect(violations(['lib/cdk.ts'], () => "import { PeerDependencyError } from '../lambda/inbox/peers.js';")).toEqual([]);
+    expect(violations(['lib/alarms/inbox-alarms.ts'], () => "import { METRIC_NAMESPACE } from '../../lambda/inbox/contract.js';")).toEqual([]);
+    expect(violations(['lambda/inbox/contract.ts'], () => "import type { SourceName } from './sources/source.js';")).toEqual([
+      'lambda/inbox/contract.ts -> lambda/inbox/sources/source.ts',
+    ]);
   });
 });

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, readdir, stat, writeFile } from 'node:fs/promises';
+import { mkdir, mkdtemp, readFile, readdir, rename, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { delimiter, join } from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deployedMigrationSets } from '../../lambda/functions/migration/deployed-migrations.js';
@@ -31,6 +31,39 @@ process.stdout.write(JSON.stringify({ node: process.version, first, second }));
 `;
 
 
+/** A CDK app of the package's own functions only: the database (migration), the cleanup and the outbox relay. */
+const PACKAGE_ONLY_APP = `
+import { App, Duration, Stack } from 'aws-cdk-lib';
+import { InboxCleanup, InboxDatabase, InboxOutboxRelay } from 'sqs-inbox/cdk';
+const app = new App({ outdir: process.argv[2] });
+const stack = new Stack(app, 'PackageOnly', { env: { account: '123456789012', region: 'eu-west-1' } });
+const database = new InboxDatabase(stack, 'Inbox');
+new InboxCleanup(stack, 'Cleanup', { database, retention: Duration.days(30) });
+new InboxOutboxRelay(stack, 'Relay', { database, consumers: [] });
+app.synth();
+`;
+
+async function exists(path: string): Promise<boolean> {
+  return stat(path).then(
+    () => true,
+    () => false,
+  );
+}
+
+/**
+ * The ES module code (index.mjs) of every function of the stack the CDK synthesized into `outdir`: the package's
+ * functions; aws-cdk-lib's own (the custom resource provider's, log retention's) ship index.js.
+ */
+async function functionCodes(outdir: string, stack: string): Promise<string[]> {
+  const template = JSON.parse(await readFile(join(outdir, `${stack}.template.json`), 'utf8')) as { Resources: Record<string, { Type: string; Properties?: { Code?: { S3Key?: string } } }> };
+  const assets = Object.values(template.Resources)
+    .filter((resource) => resource.Type === 'AWS::Lambda::Function' && typeof resource.Properties?.Code?.S3Key === 'string')
+    .map((fn) => join(outdir, `asset.${fn.Properties!.Code!.S3Key!.replace(/\.zip$/, '')}`, 'index.mjs'));
+  const modules = [];
+  for (const asset of assets) if (await exists(asset)) modules.push(await readFile(asset, 'utf8'));
+  return modules;
+}
+
 const REPOSITORY = join(import.meta.dirname, '../..');
 
 let tarball: string;
@@ -45,8 +78,10 @@ describe('the tarball', () => {
     expect(files.filter((file) => !/^(dist\/|docs\/|LICENSE$|README\.md$|package\.json$)/.test(file))).toEqual([]);
     expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'dist/lambda/inbox/index.js', 'dist/lambda/inbox/index.d.ts', 'dist/bin/sqs-inbox.js']));
     expect(files.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
-    // The constructs bundle these by path at synth time.
-    expect(files).toEqual(expect.arrayContaining(['dist/lambda/functions/migration/migrate.js', 'dist/lambda/functions/purge/cleanup.js', 'dist/demo/functions/order-worker.js']));
+    // The functions the constructs deploy for the package, prebuilt; the example stacks still bundle their workers by path.
+    expect(files).toEqual(
+      expect.arrayContaining(['dist/lib/assets/migration/index.mjs', 'dist/lib/assets/purge/index.mjs', 'dist/lib/assets/outbox-sweeper/index.mjs', 'dist/demo/functions/order-worker.js']),
+    );
   });
 });
 
@@ -152,6 +187,40 @@ describe.each(APPS)('the packed package in $name ($module)', ({ name, module, st
     expect(outcome.second).toEqual({ batchItemFailures: [] });
     expect(await fixture.query('SELECT payment_id, amount_cents FROM public.payments')).toEqual([{ payment_id: 'pay-417', amount_cents: 1250 }]);
     expect(await fixture.query("SELECT message_id FROM inbox.consumed_message WHERE consumer_name = 'payments'")).toEqual([{ message_id: 'payment-pay-417' }]);
+  }, 300_000);
+
+  it("deploys the package's own functions as its prebuilt assets: a synth of them needs no esbuild", async () => {
+    // Arrange: a stack of the package's functions only, and no esbuild anywhere the CDK looks for one (its module,
+    // its platform binary, node_modules/.bin): NodejsFunction would fail to bundle without it (or fall back to Docker).
+    await writeFile(join(app, 'package-only.mjs'), PACKAGE_ONLY_APP);
+    const hidden = ['esbuild', '@esbuild', join('.bin', 'esbuild')].map((path) => join(app, 'node_modules', path));
+    const moved: string[] = [];
+    let synthesized;
+    try {
+      for (const path of hidden) {
+        if (await exists(path)) {
+          await rename(path, `${path}.hidden`);
+          moved.push(path);
+        }
+      }
+      // Act
+      // Nor on PATH: npx put this repository's node_modules/.bin there, where the CDK would find our esbuild.
+      const path = (userEnvironment().PATH ?? '').split(delimiter).filter((folder) => !folder.includes('node_modules'));
+      synthesized = await run(app, process.execPath, ['package-only.mjs', 'cdk.out.package-only'], userEnvironment({ PATH: path.join(delimiter) }));
+    } finally {
+      for (const path of moved) await rename(`${path}.hidden`, path);
+    }
+
+    // Assess: the synth succeeded, and each function's code is the package's prebuilt bundle, byte for byte.
+    expect(moved.length, 'the app installs esbuild for its own handlers').toBeGreaterThan(0);
+    succeeded(synthesized, `synth of the package's functions in ${name} without esbuild`);
+    const prebuilt = join(app, 'node_modules', 'sqs-inbox', 'dist', 'lib', 'assets');
+    const expected = Object.fromEntries(
+      await Promise.all((await readdir(prebuilt)).map(async (asset) => [asset, await readFile(join(prebuilt, asset, 'index.mjs'), 'utf8')] as const)),
+    );
+    const deployed = await functionCodes(join(app, 'cdk.out.package-only'), 'PackageOnly');
+    expect(Object.keys(expected).sort()).toEqual(['migration', 'outbox-sweeper', 'purge']);
+    expect(deployed.map((code) => Object.keys(expected).find((asset) => expected[asset] === code)).sort()).toEqual(['migration', 'outbox-sweeper', 'purge']);
   }, 300_000);
 
   // Only the ESM app has tests of its own; a test defined conditionally is not counted as skipped.

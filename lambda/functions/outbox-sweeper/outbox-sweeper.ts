@@ -1,9 +1,12 @@
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context } from 'aws-lambda';
-import { DataApiSession, InboxConfigError, METRIC_NAMESPACE, resolveTarget } from '../../inbox/index.js';
+import { INBOX_ENV, METRIC_NAMESPACE, OUTBOX_SERVICE_NAME, OUTBOX_SWEEP_DEFAULTS } from '../../inbox/contract.js';
+import type { OutboxSweeperMetric } from '../../inbox/contract.js';
+import { DataApiSession, InboxConfigError, resolveTarget } from '../../inbox/index.js';
+import { EmfMetrics } from '../../inbox/telemetry/emf-metrics.js';
 import { OutboxSweepError, sqsOutbox, sweepOutbox } from '../../inbox/outbox/index.js';
 import type { SweepReport } from '../../inbox/outbox/index.js';
+import type { InboxMetrics } from '../../inbox/index.js';
 
 /** One Data API call of the sweep may take this long. */
 const CALL_TIMEOUT_MS = 30_000;
@@ -21,7 +24,8 @@ const CALL_TIMEOUT_MS = 30_000;
  */
 export function sweeperHandler(
   env: NodeJS.ProcessEnv = process.env,
-  metrics = new Metrics({ namespace: env.POWERTOOLS_METRICS_NAMESPACE ?? METRIC_NAMESPACE, serviceName: env.POWERTOOLS_SERVICE_NAME ?? 'inbox-outbox' }),
+  // The consumers' writer; its on/off switches come from process.env, as Powertools' did.
+  metrics: InboxMetrics = new EmfMetrics(env[INBOX_ENV.METRICS_NAMESPACE] ?? METRIC_NAMESPACE, env[INBOX_ENV.SERVICE_NAME] ?? OUTBOX_SERVICE_NAME, undefined),
   client = new SQSClient({}),
 ) {
   const seconds = (name: string, fallback: number) => {
@@ -29,9 +33,9 @@ export function sweeperHandler(
     if (!Number.isInteger(value) || value < 0) throw new InboxConfigError(name, `"${env[name]}" must be a whole number of seconds >= 0`);
     return value;
   };
-  const minAgeSeconds = seconds('INBOX_OUTBOX_MIN_AGE_SECONDS', 60);
-  const limit = seconds('INBOX_OUTBOX_SWEEP_LIMIT', 500);
-  const sentRetentionSeconds = seconds('INBOX_OUTBOX_SENT_RETENTION_SECONDS', 7 * 24 * 3600);
+  const minAgeSeconds = seconds(INBOX_ENV.OUTBOX_MIN_AGE_SECONDS, OUTBOX_SWEEP_DEFAULTS.minAgeSeconds);
+  const limit = seconds(INBOX_ENV.OUTBOX_SWEEP_LIMIT, OUTBOX_SWEEP_DEFAULTS.limit);
+  const sentRetentionSeconds = seconds(INBOX_ENV.OUTBOX_SENT_RETENTION_SECONDS, OUTBOX_SWEEP_DEFAULTS.sentRetentionSeconds);
   const session = new DataApiSession(resolveTarget({}, env), { callTimeoutMs: CALL_TIMEOUT_MS, resumeDelaysMs: [1000, 2000, 4000, 8000, 10_000] });
   const { transport } = sqsOutbox({ client });
   return async (_event?: unknown, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SweepReport> => {
@@ -48,18 +52,18 @@ export function sweeperHandler(
         remainingTimeMs,
         // A step that starts can still take a call timeout, and so can the age query after it.
         marginMs: Math.min(2 * CALL_TIMEOUT_MS, remainingTimeMs() / 2),
-        ...(env.INBOX_SCHEMA ? { schema: env.INBOX_SCHEMA } : {}),
+        ...(env[INBOX_ENV.SCHEMA] ? { schema: env[INBOX_ENV.SCHEMA] } : {}),
       });
     } catch (error) {
       if (!(error instanceof OutboxSweepError)) throw error;
       failed = error;
       report = error.report;
     }
-    metrics.addMetric('OutboxSwept', MetricUnit.Count, report.sent);
-    metrics.addMetric('OutboxSweepDeferred', MetricUnit.Count, report.deferred);
-    metrics.addMetric('OutboxSweepFailures', MetricUnit.Count, report.failures.length);
+    metrics.addMetric('OutboxSwept' satisfies OutboxSweeperMetric, 'Count', report.sent);
+    metrics.addMetric('OutboxSweepDeferred' satisfies OutboxSweeperMetric, 'Count', report.deferred);
+    metrics.addMetric('OutboxSweepFailures' satisfies OutboxSweeperMetric, 'Count', report.failures.length);
     // Unknown when the age query failed: no data point rather than a reassuring 0.
-    if (report.oldestUnsentAgeSeconds !== undefined) metrics.addMetric('OutboxOldestUnsentAgeSeconds', MetricUnit.Seconds, report.oldestUnsentAgeSeconds);
+    if (report.oldestUnsentAgeSeconds !== undefined) metrics.addMetric('OutboxOldestUnsentAgeSeconds' satisfies OutboxSweeperMetric, 'Seconds', report.oldestUnsentAgeSeconds);
     metrics.publishStoredMetrics();
     const failures = report.failures.map((failure) => ({ step: failure.step, error: { name: failure.error.name, message: failure.error.message } }));
     console.log(JSON.stringify({ message: 'inbox outbox sweep', ...report, failures }));

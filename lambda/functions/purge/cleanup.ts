@@ -1,7 +1,9 @@
-import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
-import { DataApiSession, InboxConfigError, METRIC_NAMESPACE, purge, resolveTarget } from '../../inbox/index.js';
-import type { PurgeReport } from '../../inbox/index.js';
+import { CLEANUP_SERVICE_NAME, DEFAULT_PURGE_BATCH_SIZE, INBOX_ENV, METRIC_NAMESPACE } from '../../inbox/contract.js';
+import type { CleanupMetric } from '../../inbox/contract.js';
+import { DataApiSession, InboxConfigError, purge, resolveTarget } from '../../inbox/index.js';
+import { EmfMetrics } from '../../inbox/telemetry/emf-metrics.js';
+import type { InboxMetrics, PurgeReport } from '../../inbox/index.js';
 
 /** One Data API call of the purge may take this long. */
 const CALL_TIMEOUT_MS = 30_000;
@@ -21,13 +23,14 @@ export function cleanupHandler(
   env: NodeJS.ProcessEnv = process.env,
   // The service dimension names this cleanup (the construct makes it unique), so two tables' purges never
   // share one OldestRowAgeSeconds metric and its alarm.
-  metrics = new Metrics({ namespace: env.POWERTOOLS_METRICS_NAMESPACE ?? METRIC_NAMESPACE, serviceName: env.POWERTOOLS_SERVICE_NAME ?? 'inbox-cleanup' }),
+  // The consumers' writer; its on/off switches come from process.env, as Powertools' did.
+  metrics: InboxMetrics = new EmfMetrics(env[INBOX_ENV.METRICS_NAMESPACE] ?? METRIC_NAMESPACE, env[INBOX_ENV.SERVICE_NAME] ?? CLEANUP_SERVICE_NAME, undefined),
 ) {
-  const retentionSeconds = Number(env.INBOX_RETENTION_SECONDS);
+  const retentionSeconds = Number(env[INBOX_ENV.RETENTION_SECONDS]);
   if (!Number.isInteger(retentionSeconds) || retentionSeconds < 1) {
-    throw new InboxConfigError('INBOX_RETENTION_SECONDS', `"${env.INBOX_RETENTION_SECONDS ?? ''}" must be a positive integer number of seconds`);
+    throw new InboxConfigError(INBOX_ENV.RETENTION_SECONDS, `"${env[INBOX_ENV.RETENTION_SECONDS] ?? ''}" must be a positive integer number of seconds`);
   }
-  const batchSize = env.INBOX_PURGE_BATCH_SIZE ? Number(env.INBOX_PURGE_BATCH_SIZE) : 5000;
+  const batchSize = env[INBOX_ENV.PURGE_BATCH_SIZE] ? Number(env[INBOX_ENV.PURGE_BATCH_SIZE]) : DEFAULT_PURGE_BATCH_SIZE;
   const session = new DataApiSession(resolveTarget({}, env), { callTimeoutMs: CALL_TIMEOUT_MS, resumeDelaysMs: [1000, 2000, 4000, 8000, 10_000] });
   return async (_event?: unknown, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<PurgeReport> => {
     const remaining = context?.getRemainingTimeInMillis?.() ?? 60_000 + SAFETY_MARGIN_MS;
@@ -38,11 +41,11 @@ export function cleanupHandler(
       retentionSeconds,
       batchSize,
       timeBudgetMs: Math.max(1000, remaining - SAFETY_MARGIN_MS),
-      ...(env.INBOX_SCHEMA ? { schema: env.INBOX_SCHEMA } : {}),
+      ...(env[INBOX_ENV.SCHEMA] ? { schema: env[INBOX_ENV.SCHEMA] } : {}),
     });
-    metrics.addMetric('PurgedRows', MetricUnit.Count, report.deleted);
-    metrics.addMetric('PurgeMoreRemaining', MetricUnit.Count, report.moreRemaining ? 1 : 0);
-    metrics.addMetric('OldestRowAgeSeconds', MetricUnit.Seconds, report.oldestRowAgeSeconds);
+    metrics.addMetric('PurgedRows' satisfies CleanupMetric, 'Count', report.deleted);
+    metrics.addMetric('PurgeMoreRemaining' satisfies CleanupMetric, 'Count', report.moreRemaining ? 1 : 0);
+    metrics.addMetric('OldestRowAgeSeconds' satisfies CleanupMetric, 'Seconds', report.oldestRowAgeSeconds);
     metrics.publishStoredMetrics();
     console.log(JSON.stringify({ message: 'inbox purge', ...report }));
     return report;

@@ -3,6 +3,7 @@ import { defaultDataApiClient } from '../data-api/client.js';
 import type { SQSRecord } from 'aws-lambda';
 import type { DatabaseTarget, Transaction } from '../data-api/session.js';
 import type { SqlParams } from '../data-api/parameters.js';
+import { CONSUMER_NAME_PATTERN, CONSUMER_NAME_RULE, INBOX_ENV } from '../contract.js';
 import { InboxConfigError } from '../errors.js';
 import type { KeyStrategy } from '../prepare/keys.js';
 import { described, oneOf, refuseUnknownKeys } from './option-checks.js';
@@ -293,8 +294,6 @@ export type ResolvedMode<Body, Raw = SQSRecord> =
   | { readonly kind: 'batch-transaction'; readonly applyBatch: NonNullable<ConsumerOptions<Body, Raw>['applyBatch']> }
   | { readonly kind: 'batch-statement'; readonly sql: string; readonly params: (messages: readonly InboxMessage<Body, Raw>[]) => SqlParams };
 
-const CONSUMER = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
-
 // Every option, so that a misspelt one is refused instead of ignored. Typed as a record of the interface's
 // keys: adding an option to the interface and not here does not compile.
 const CONSUMER_OPTIONS: Readonly<Record<keyof ConsumerOptions, true>> = {
@@ -425,13 +424,13 @@ export function checkOptions<Body, Raw = SQSRecord>(
 export function awaitsEnvironment(checked: Pick<CheckedOptions<unknown>, 'consumer' | 'database'>, env: NodeJS.ProcessEnv = process.env): boolean {
   const { consumer, database } = checked;
   const location = database.pool === undefined && database.resourceArn === undefined && database.secretArn === undefined;
-  return (consumer === undefined && !env.INBOX_CONSUMER) || (location && (!env.INBOX_RESOURCE_ARN || !env.INBOX_SECRET_ARN));
+  return (consumer === undefined && !env[INBOX_ENV.CONSUMER]) || (location && (!env[INBOX_ENV.RESOURCE_ARN] || !env[INBOX_ENV.SECRET_ARN]));
 }
 
 /** Fills in, from the INBOX_* environment, what the code left to it, naming what is missing or wrong. */
 export function settleEnvironment<Body, Raw>(checked: CheckedOptions<Body, Raw>, env: NodeJS.ProcessEnv = process.env): ResolvedOptions<Body, Raw> {
   const { database, handlerName, outbox, ...rest } = checked;
-  const consumer = checked.consumer ?? checkConsumer(env.INBOX_CONSUMER, handlerName);
+  const consumer = checked.consumer ?? checkConsumer(env[INBOX_ENV.CONSUMER], handlerName);
   return {
     ...rest,
     consumer,
@@ -459,10 +458,10 @@ function checkConsumer(consumer: unknown, handlerName: string): string {
   if (typeof consumer !== 'string') {
     throw new InboxConfigError('consumer', `must be a string, e.g. 'order-worker'; got ${described(consumer)}`);
   }
-  if (!CONSUMER.test(consumer)) {
+  if (!CONSUMER_NAME_PATTERN.test(consumer)) {
     throw new InboxConfigError(
       'consumer',
-      `"${consumer}" must be 1-128 characters of letters, digits, '.', '_', ':' or '-', starting with a letter or digit, e.g. 'order-worker'`,
+      `"${consumer}" must be ${CONSUMER_NAME_RULE}, e.g. 'order-worker'`,
     );
   }
   return consumer;
@@ -531,16 +530,16 @@ function resolveInboxTarget(database: DatabaseOptions, env: NodeJS.ProcessEnv): 
  * the migrate and cleanup functions, and the CLI.
  */
 export function resolveTarget(database: DatabaseOptions, env: NodeJS.ProcessEnv = process.env, option = 'database'): DatabaseTarget {
-  const resourceArn = database.resourceArn ?? env.INBOX_RESOURCE_ARN;
-  const secretArn = database.secretArn ?? env.INBOX_SECRET_ARN;
-  const name = database.database ?? env.INBOX_DATABASE;
+  const resourceArn = database.resourceArn ?? env[INBOX_ENV.RESOURCE_ARN];
+  const secretArn = database.secretArn ?? env[INBOX_ENV.SECRET_ARN];
+  const name = database.database ?? env[INBOX_ENV.DATABASE];
   if (!resourceArn) {
     throw new InboxConfigError(`${option}.resourceArn`, 'is not set: pass the Aurora cluster ARN, or set INBOX_RESOURCE_ARN');
   }
   if (!secretArn) {
     throw new InboxConfigError(`${option}.secretArn`, 'is not set: pass the database secret ARN, or set INBOX_SECRET_ARN');
   }
-  const endpoint = env.INBOX_DATA_API_ENDPOINT;
+  const endpoint = env[INBOX_ENV.DATA_API_ENDPOINT];
   const client =
     database.client ??
     defaultDataApiClient({

@@ -1,3 +1,4 @@
+import { INBOX_ENV } from '../contract.js';
 import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent, KinesisStreamBatchResponse, KinesisStreamEvent, KinesisStreamRecord, MSKEvent, SelfManagedKafkaEvent } from 'aws-lambda';
 import { consumerHandler } from './consumer.js';
 import type { ConsumerHandler } from './consumer.js';
@@ -111,7 +112,7 @@ export function kafkaInbox<Body = any>(options: KafkaInboxOptions<Body>): Consum
 
 /** `kafkaInbox()`, with the batch modes' code when it is given (by `sqs-inbox/batch`). */
 export function kafkaConsumer<Body>(options: KafkaInboxOptions<Body>, batchModes: BatchModes | undefined): ConsumerHandler<MSKEvent | SelfManagedKafkaEvent, KafkaBatchResponse> {
-  const partial: unknown = options?.reportBatchItemFailures ?? process.env.INBOX_REPORT_BATCH_ITEM_FAILURES === 'true';
+  const partial: unknown = options?.reportBatchItemFailures ?? process.env[INBOX_ENV.REPORT_BATCH_ITEM_FAILURES] === 'true';
   if (typeof partial !== 'boolean') {
     throw new InboxConfigError('reportBatchItemFailures', `must be true or false, matching the event source mapping's FunctionResponseTypes; got ${described(partial)}`);
   }

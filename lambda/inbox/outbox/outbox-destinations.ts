@@ -1,5 +1,6 @@
 import { InboxConfigError } from '../errors.js';
 import { described } from '../handler/option-checks.js';
+import { INBOX_ENV } from '../contract.js';
 
 /**
  * The outbox's destination names and queue URLs, checked. Part of the outbox's code ({@link OutboxRuntime}),
@@ -14,12 +15,13 @@ export function checkDestinations(destinations: unknown): Readonly<Record<string
 
 /** INBOX_DESTINATIONS (the InboxConsumer construct sets it), or none. */
 export function environmentDestinations(env: NodeJS.ProcessEnv): Readonly<Record<string, string>> {
-  if (!env.INBOX_DESTINATIONS) return {};
+  const json = env[INBOX_ENV.DESTINATIONS];
+  if (!json) return {};
   let destinations: unknown;
   try {
-    destinations = JSON.parse(env.INBOX_DESTINATIONS);
+    destinations = JSON.parse(json);
   } catch {
-    throw new InboxConfigError('outbox.destinations', `INBOX_DESTINATIONS is not JSON: ${env.INBOX_DESTINATIONS.slice(0, 80)}`);
+    throw new InboxConfigError('outbox.destinations', `${INBOX_ENV.DESTINATIONS} is not JSON: ${json.slice(0, 80)}`);
   }
   return checkDestinations(destinations);
 }

@@ -11,6 +11,7 @@ import { PARKED_COLUMNS, idArray, isKeyCollision, refusalFor, toParked } from '.
 import type { ParkedMessage, ParkedRefusal } from './store.js';
 import { inboxTables } from '../sql/schema.js';
 import type { InboxTables } from '../sql/schema.js';
+import { FIFO_ID_PATTERN } from '../contract.js';
 
 /** Options of {@link redriveParked}. */
 export interface RedriveOptions {
@@ -83,8 +84,6 @@ type Plan =
       readonly attributes: Readonly<Record<string, string>>;
     };
 
-/** SQS's MessageDeduplicationId (and the producer's key): 1 to 128 ASCII letters, digits and punctuation. */
-const SQS_KEY = /^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@[\\\]^_`{|}~]{1,128}$/;
 const MAX_ATTRIBUTES = 9;
 /** SQS's FIFO deduplication interval, plus a minute for the clocks of this machine and SQS to disagree. */
 const DEDUPLICATION_WINDOW_MS = 5 * 60_000 + 60_000;
@@ -266,7 +265,7 @@ export function planRedrive(parked: ParkedMessage, consumer: string, queueUrlOpt
   }
   const unsendable = (why: string): Plan => ({ refusal: 'unsendable', message: `SQS would refuse it: ${why}` });
   const key = parked.key ?? outboxKey(consumer, `parked:${parked.id}`, 0);
-  if (!SQS_KEY.test(key)) {
+  if (!FIFO_ID_PATTERN.test(key)) {
     return unsendable(`its key ${JSON.stringify(key)} is not 1 to 128 ASCII letters, digits or punctuation, so it cannot travel as the idempotency-key attribute; replay it instead`);
   }
   if (parked.body.length === 0) return unsendable('its body is empty; discard it');

@@ -11,6 +11,8 @@ import { randomBytes } from 'node:crypto';
 import type * as ClientSqs from '@aws-sdk/client-sqs';
 import type { MessageAttributeValue, SQSClient, SendMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
 import { PeerDependencyError, importPeer } from '../peers.js';
+import { FIFO_ID_PATTERN } from '../contract.js';
+import { InboxError } from '../errors.js';
 
 export { PeerDependencyError };
 
@@ -33,7 +35,6 @@ function loadClientSqs(): Promise<typeof ClientSqs> {
 export const MAX_SQS_MESSAGE_BYTES = 1_048_576;
 const MAX_BATCH_ENTRIES = 10;
 const MAX_ATTRIBUTES = 10;
-const FIFO_ID = /^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@[\\\]^_`{|}~]{1,128}$/;
 const RETRYABLE_CODES = new Set([
   'InternalError',
   'InternalFailure',
@@ -104,8 +105,8 @@ export interface MessageProblem {
   message: string;
 }
 
-/** Base class of the producer's errors: callers branch on the subclass. */
-export class ProducerError extends Error {
+/** Base class of the producer's errors, under the package's root {@link InboxError}: callers branch on the subclass. */
+export class ProducerError extends InboxError {
   constructor(message: string) {
     super(message);
     this.name = new.target.name;
@@ -254,13 +255,13 @@ export function createProducer(options: ProducerOptions): Producer {
     else return problem('body', 'pass a non-empty string or a JSON-serialisable object.');
     if (body.length === 0) return problem('body', 'SQS rejects an empty body; send at least one character.');
     const key = message.key ?? uuidv7(now());
-    if (typeof key !== 'string' || !FIFO_ID.test(key)) {
+    if (typeof key !== 'string' || !FIFO_ID_PATTERN.test(key)) {
       return problem('key', `use 1 to 128 characters, alphanumeric or punctuation (it becomes the MessageDeduplicationId); got ${JSON.stringify(key)}.`);
     }
-    if (fifo && (typeof message.groupId !== 'string' || !FIFO_ID.test(message.groupId))) {
+    if (fifo && (typeof message.groupId !== 'string' || !FIFO_ID_PATTERN.test(message.groupId))) {
       return problem('groupId', 'a FIFO queue needs a MessageGroupId of 1 to 128 alphanumeric or punctuation characters.');
     }
-    if (message.groupId !== undefined && (typeof message.groupId !== 'string' || !FIFO_ID.test(message.groupId))) {
+    if (message.groupId !== undefined && (typeof message.groupId !== 'string' || !FIFO_ID_PATTERN.test(message.groupId))) {
       return problem('groupId', 'use 1 to 128 alphanumeric or punctuation characters.');
     }
     if (message.delaySeconds !== undefined) {

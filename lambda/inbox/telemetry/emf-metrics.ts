@@ -6,11 +6,13 @@ const MAX_VALUES = 100;
 const TRUTHY = new Set(['1', 'y', 'yes', 't', 'true', 'on']);
 
 /**
- * The default metrics of `inbox()`: writes the CloudWatch embedded-metric-format line a Powertools
+ * The metrics writer of every function the package runs: the default of `inbox()`, and the scheduled purge's and
+ * outbox sweeper's. Writes the CloudWatch embedded-metric-format line a Powertools
  * `Metrics({ namespace, serviceName })` writes for the same calls (one JSON line per publish, dimensions
- * `service` and `source`, values of a metric as an array), and reads the same switches: `POWERTOOLS_METRICS_DISABLED`,
- * else `POWERTOOLS_DEV`, turn it off. About 1 KB instead of Powertools' 13 KB in the consumer's bundle;
- * pass a Powertools `Metrics` for its other features (default dimensions, high resolution, cold start).
+ * `service`, and `source` when one is given, values of a metric as an array), and reads the same switches:
+ * `POWERTOOLS_METRICS_DISABLED`, else `POWERTOOLS_DEV`, turn it off. About 1 KB instead of Powertools' 13 KB in a
+ * bundle; pass a Powertools `Metrics` to `inbox()` for its other features (default dimensions, high resolution,
+ * cold start).
  */
 export class EmfMetrics implements InboxMetrics {
   private stored = new Map<string, { unit: MetricUnitName; values: number[] }>();
@@ -18,7 +20,8 @@ export class EmfMetrics implements InboxMetrics {
   constructor(
     private readonly namespace: string,
     private readonly service: string,
-    private readonly source: string,
+    /** The `source` dimension (`sqs`, `kinesis`, ...); undefined for a function that reads no event source. */
+    private readonly source: string | undefined,
     private readonly env: NodeJS.ProcessEnv = process.env,
   ) {}
 
@@ -47,11 +50,15 @@ export class EmfMetrics implements InboxMetrics {
       _aws: {
         Timestamp: Date.now(),
         CloudWatchMetrics: [
-          { Namespace: this.namespace, Dimensions: [['service', 'source']], Metrics: [...stored].map(([name, { unit }]) => ({ Name: name, Unit: unit })) },
+          {
+            Namespace: this.namespace,
+            Dimensions: [this.source === undefined ? ['service'] : ['service', 'source']],
+            Metrics: [...stored].map(([name, { unit }]) => ({ Name: name, Unit: unit })),
+          },
         ],
       },
       service: this.service,
-      source: this.source,
+      ...(this.source === undefined ? {} : { source: this.source }),
     };
     for (const [name, { values }] of stored) record[name] = values.length === 1 ? values[0] : values;
     this.write(JSON.stringify(record));

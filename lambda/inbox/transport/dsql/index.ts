@@ -14,6 +14,7 @@ import type { ConflictRetryPolicy, SessionDialect } from '../session.js';
 import { WIRE_SESSION } from '../wire-target.js';
 import type { WireTarget } from '../wire-target.js';
 import { dsqlPool, resolveConnection } from './connection.js';
+import { INBOX_ENV } from '../../contract.js';
 
 export { DSQL_LIMITS } from './connection.js';
 export type { ConflictRetryPolicy } from '../session.js';
@@ -121,9 +122,9 @@ export function dsql(options: DsqlOptions): DsqlTarget {
 
 /** The environment {@link dsqlFromEnvironment} reads; the CDK constructs set the same names. */
 export const DSQL_ENVIRONMENT = {
-  endpoint: 'INBOX_DSQL_ENDPOINT',
-  region: 'INBOX_DSQL_REGION',
-  user: 'INBOX_DSQL_USER',
+  endpoint: INBOX_ENV.DSQL_ENDPOINT,
+  region: INBOX_ENV.DSQL_REGION,
+  user: INBOX_ENV.DSQL_USER,
 } as const;
 
 /**

@@ -4,6 +4,7 @@ import { importPeer, PeerDependencyError } from '../../peers.js';
 import { postgres } from './index.js';
 import type { PostgresOptions } from './index.js';
 import type { PostgresClient, PostgresPool } from './postgres-session.js';
+import { INBOX_ENV } from '../../contract.js';
 
 /**
  * The environment variables a consumer on the PostgreSQL wire reads: the InboxConsumer construct sets them
@@ -11,17 +12,17 @@ import type { PostgresClient, PostgresPool } from './postgres-session.js';
  */
 export const POSTGRES_ENVIRONMENT = {
   /** The host: RDS Proxy's endpoint, or your server's. */
-  host: 'INBOX_PG_HOST',
+  host: INBOX_ENV.PG_HOST,
   /** The port. @default 5432 */
-  port: 'INBOX_PG_PORT',
+  port: INBOX_ENV.PG_PORT,
   /** The database that holds the inbox table. */
-  database: 'INBOX_PG_DATABASE',
+  database: INBOX_ENV.PG_DATABASE,
   /** The database role to sign in as (with a secret: the secret's `username` wins). */
-  user: 'INBOX_PG_USER',
+  user: INBOX_ENV.PG_USER,
   /** `true`: sign in with an RDS IAM authentication token, made fresh for every new connection. */
-  iamAuth: 'INBOX_PG_IAM_AUTH',
+  iamAuth: INBOX_ENV.PG_IAM_AUTH,
   /** The ARN of a Secrets Manager secret `{ username, password }` to sign in with instead. */
-  secretArn: 'INBOX_PG_SECRET_ARN',
+  secretArn: INBOX_ENV.PG_SECRET_ARN,
 } as const;
 
 /** Options of {@link postgresFromEnvironment}. */

@@ -1,0 +1,132 @@
+/**
+ * What the runtime shares with the constructs (`lib/`) and the testkit (`local/`): the environment variables a
+ * construct sets and a function reads, the consumer-name rule, the metric namespace and the metric names the
+ * alarms watch, and SQS's FIFO id rule. Defined here once; the other parts import them, so a name changed on
+ * one side cannot silently stop matching the other. This file imports nothing: `lib/` may depend on it
+ * without pulling any runtime code into a CDK app.
+ */
+
+/** The environment variables the constructs set and the runtime's functions read. */
+export const INBOX_ENV = {
+  /** The Aurora cluster's ARN. */
+  RESOURCE_ARN: 'INBOX_RESOURCE_ARN',
+  /** The ARN of the secret the Data API signs in with. */
+  SECRET_ARN: 'INBOX_SECRET_ARN',
+  /** The database name (else the cluster's default database). */
+  DATABASE: 'INBOX_DATABASE',
+  /** A Data API endpoint to use instead of AWS's (the local Data API server). */
+  DATA_API_ENDPOINT: 'INBOX_DATA_API_ENDPOINT',
+  /** The schema holding the inbox tables (else `inbox`). */
+  SCHEMA: 'INBOX_SCHEMA',
+  /** The consumer name a handler claims under, when its `consumer` option is unset. */
+  CONSUMER: 'INBOX_CONSUMER',
+  /** The consumer's event source: `sqs`, `kinesis`, `dynamodb` or `kafka`. */
+  SOURCE: 'INBOX_SOURCE',
+  /** `true` when a Kafka mapping reports partial batch failures. */
+  REPORT_BATCH_ITEM_FAILURES: 'INBOX_REPORT_BATCH_ITEM_FAILURES',
+  /** JSON of outbox destination name -> queue URL. */
+  DESTINATIONS: 'INBOX_DESTINATIONS',
+  /** The purge's retention: rows older than this many seconds are deleted. */
+  RETENTION_SECONDS: 'INBOX_RETENTION_SECONDS',
+  /** Rows the purge deletes per statement. */
+  PURGE_BATCH_SIZE: 'INBOX_PURGE_BATCH_SIZE',
+  /** The sweeper leaves unsent outbox rows younger than this many seconds to the handler that wrote them. */
+  OUTBOX_MIN_AGE_SECONDS: 'INBOX_OUTBOX_MIN_AGE_SECONDS',
+  /** Unsent outbox rows the sweeper sends per run at most. */
+  OUTBOX_SWEEP_LIMIT: 'INBOX_OUTBOX_SWEEP_LIMIT',
+  /** How long, in seconds, the sweeper keeps a sent outbox row. */
+  OUTBOX_SENT_RETENTION_SECONDS: 'INBOX_OUTBOX_SENT_RETENTION_SECONDS',
+  /** On the PostgreSQL wire transport (`postgresFromEnvironment()`): the host (RDS Proxy's endpoint, or a server's). */
+  PG_HOST: 'INBOX_PG_HOST',
+  /** Its port (else 5432). */
+  PG_PORT: 'INBOX_PG_PORT',
+  /** Its database. */
+  PG_DATABASE: 'INBOX_PG_DATABASE',
+  /** The database role the consumer signs in as. */
+  PG_USER: 'INBOX_PG_USER',
+  /** `true`: sign in with an RDS IAM token, made fresh for each new connection. */
+  PG_IAM_AUTH: 'INBOX_PG_IAM_AUTH',
+  /** Or: the ARN of a Secrets Manager secret holding `username` and `password`. */
+  PG_SECRET_ARN: 'INBOX_PG_SECRET_ARN',
+  /** On Aurora DSQL (`dsqlFromEnvironment()`): the cluster's endpoint, `<id>.dsql.<region>.on.aws`. */
+  DSQL_ENDPOINT: 'INBOX_DSQL_ENDPOINT',
+  /** The cluster's Region (else AWS_REGION). */
+  DSQL_REGION: 'INBOX_DSQL_REGION',
+  /** The database role the function connects as (never admin). */
+  DSQL_USER: 'INBOX_DSQL_USER',
+  /** The metric namespace (Powertools' variable, read by every metrics writer of the package). */
+  METRICS_NAMESPACE: 'POWERTOOLS_METRICS_NAMESPACE',
+  /** The metrics' `service` dimension of the scheduled functions (Powertools' variable). */
+  SERVICE_NAME: 'POWERTOOLS_SERVICE_NAME',
+} as const;
+
+/**
+ * The consumer names the runtime accepts: the inbox table's key, so a name once used must never change.
+ * 1 to 128 letters, digits, `.`, `_`, `:` or `-`, starting with a letter or digit.
+ */
+export const CONSUMER_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
+
+/** {@link CONSUMER_NAME_PATTERN} in words, for errors. */
+export const CONSUMER_NAME_RULE = "1 to 128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit";
+
+/** The metric namespace of every metric the package's functions write, unless POWERTOOLS_METRICS_NAMESPACE says otherwise. */
+export const METRIC_NAMESPACE = 'SqsInbox';
+
+/** Count metrics every consumer emits (dimensions `service` = consumer name, `source` = `sqs`, `kinesis`, `dynamodb` or `kafka`). */
+export const CONSUMER_COUNT_METRICS = [
+  'Processed',
+  'Duplicates',
+  'KeyCollisions',
+  'Failures',
+  'ShortCircuited',
+  'DeferredByDeadline',
+  'ResumeRetries',
+  'BatchSets',
+  'BatchFallbacks',
+  'Parked',
+  'OutboxSent',
+  'OutboxDeferred',
+] as const;
+/** Latency metrics every consumer emits, in milliseconds. */
+export const CONSUMER_LATENCY_METRICS = ['RecordLatency', 'BatchLatency'] as const;
+/** Metrics the cleanup function emits (dimension `service` = the InboxCleanup's `serviceName`). */
+export const CLEANUP_METRICS = ['PurgedRows', 'PurgeMoreRemaining', 'OldestRowAgeSeconds'] as const;
+/** Metrics the outbox sweeper emits (dimension `service` = the InboxOutboxRelay's `serviceName`) that the alarms watch; it also counts `OutboxSweepFailures`. */
+export const OUTBOX_RELAY_METRICS = ['OutboxSwept', 'OutboxSweepDeferred', 'OutboxOldestUnsentAgeSeconds'] as const;
+/** Every metric the outbox sweeper emits. */
+export const OUTBOX_SWEEPER_METRICS = [...OUTBOX_RELAY_METRICS, 'OutboxSweepFailures'] as const;
+
+/** A consumer's count metric. */
+export type ConsumerCountMetric = (typeof CONSUMER_COUNT_METRICS)[number];
+/** A consumer's latency metric. */
+export type ConsumerLatencyMetric = (typeof CONSUMER_LATENCY_METRICS)[number];
+/** A metric of the scheduled purge. */
+export type CleanupMetric = (typeof CLEANUP_METRICS)[number];
+/** A metric of the outbox sweeper. */
+export type OutboxSweeperMetric = (typeof OUTBOX_SWEEPER_METRICS)[number];
+
+/**
+ * SQS's rule for a FIFO MessageGroupId and MessageDeduplicationId (and so for the producer's idempotency key):
+ * 1 to 128 ASCII letters, digits and punctuation.
+ */
+export const FIFO_ID_PATTERN = /^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@[\\\]^_`{|}~]{1,128}$/;
+
+
+/** The runtime's default `service` dimension of the cleanup metrics, and the prefix of every InboxCleanup's `serviceName`. */
+export const CLEANUP_SERVICE_NAME = 'inbox-cleanup';
+/**
+ * The sweeper's default `service` dimension of its metrics (the runtime's, when POWERTOOLS_SERVICE_NAME is unset), and the
+ * prefix of every InboxOutboxRelay's `serviceName`.
+ */
+export const OUTBOX_SERVICE_NAME = 'inbox-outbox';
+/** Rows the purge deletes per statement when INBOX_PURGE_BATCH_SIZE is unset. */
+export const DEFAULT_PURGE_BATCH_SIZE = 5000;
+/** The outbox sweeper's defaults for the INBOX_OUTBOX_* variables left unset. */
+export const OUTBOX_SWEEP_DEFAULTS = {
+  /** Unsent rows younger than this are left to the handler that wrote them. */
+  minAgeSeconds: 60,
+  /** Unsent rows sent per run at most, oldest first. */
+  limit: 500,
+  /** How long a sent row is kept: 7 days. */
+  sentRetentionSeconds: 7 * 24 * 3600,
+} as const;
