@@ -19,6 +19,10 @@ import { shipOrder as kyselyPostgresRecipe } from '../../examples/orm/src/kysely
 import { orders } from '../../examples/orm/src/schema.js';
 import type { Database, OrderShipped } from '../../examples/orm/src/schema.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord, TRANSPORT } from '../support/inbox.js';
+import { CURRENT } from '../support/transport.js';
+
+/** The wire transports (postgres, and dsql on its profile) hand the ORM the transaction's connection. */
+const ON_WIRE = CURRENT.protocol === 'wire';
 import type { InboxFixture } from '../support/inbox.js';
 
 // Drizzle and Kysely inside the inbox's transaction, on the transport the suite runs on (INBOX_TEST_TRANSPORT):
@@ -113,7 +117,7 @@ function drizzleOnWire(tx: InboxTransaction) {
   return drizzlePostgres({ client: transactionConnection<PoolClient>(tx) });
 }
 
-const ORMS = TRANSPORT === 'postgres' ? WIRE_ORMS : DATA_API_ORMS;
+const ORMS = ON_WIRE ? WIRE_ORMS : DATA_API_ORMS;
 
 /** The messages of an error and its causes. */
 function messages(error: unknown): string {
@@ -314,9 +318,9 @@ describe.each(ORMS)(`$name inside the inbox's transaction (${TRANSPORT})`, (orm)
 });
 
 describe('binding an ORM to something else than the transaction of apply', () => {
-  const other = TRANSPORT === 'postgres' ? transactionDataApi : transactionConnection;
-  const otherName = TRANSPORT === 'postgres' ? 'transactionDataApi' : 'transactionConnection';
-  const ownName = TRANSPORT === 'postgres' ? 'transactionConnection' : 'transactionDataApi';
+  const other = ON_WIRE ? transactionDataApi : transactionConnection;
+  const otherName = ON_WIRE ? 'transactionDataApi' : 'transactionConnection';
+  const ownName = ON_WIRE ? 'transactionConnection' : 'transactionDataApi';
 
   it("refuses the other transport's binding, naming the one to use", async () => {
     let refused: unknown;
@@ -334,7 +338,7 @@ describe('binding an ORM to something else than the transaction of apply', () =>
     expect(String(refused)).toContain(`${otherName}(tx) binds an ORM over`);
   });
 
-  it.skipIf(TRANSPORT === 'postgres')('refuses, on the bound Data API client, every command but a statement, before it is sent', async () => {
+  it.skipIf(ON_WIRE)('refuses, on the bound Data API client, every command but a statement, before it is sent', async () => {
     const refusals: unknown[] = [];
     const { handler } = handlerWith(async (tx) => {
       const { client, resourceArn, secretArn } = transactionDataApi(tx);
@@ -356,7 +360,7 @@ describe('binding an ORM to something else than the transaction of apply', () =>
     expect(db.server.stats.calls).toMatchObject({ CommitTransaction: 1, RollbackTransaction: 0, ExecuteSql: 0 });
   });
 
-  it.skipIf(TRANSPORT !== 'postgres')('refuses a cursor on the transaction\'s connection at once, before its caller reads from it', async () => {
+  it.skipIf(!ON_WIRE)('refuses a cursor on the transaction\'s connection at once, before its caller reads from it', async () => {
     let refused: unknown;
     const { handler } = handlerWith(async (tx) => {
       const cursor = { submit: () => {}, read: async () => [], close: async () => {} };

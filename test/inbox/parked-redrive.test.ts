@@ -218,7 +218,7 @@ describe('redriving a parked message', () => {
     await s.deliver();
     const [parked] = await s.handler.parked.list();
     // As sqs-inbox stored an SQS record before it kept the eventSourceARN.
-    await db.query("UPDATE inbox.parked_message SET attributes = attributes - 'eventSourceARN' WHERE id = $1", [parked!.id]);
+    await db.query("UPDATE inbox.parked_message SET attributes = attributes::jsonb - 'eventSourceARN' WHERE id = $1", [parked!.id]);
     s.fix();
     expect((await redriveParked(s.options(), [parked!.id]))[0]).toMatchObject({ status: 'refused', refusal: 'no-queue', message: expect.stringContaining('--queue-url') });
     expect(await claims(s.consumer, `key-${orderId}`)).toBe(1);

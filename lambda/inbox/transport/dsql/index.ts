@@ -86,7 +86,7 @@ export const DSQL_DIALECT: SessionDialect = { conflictRetries: DSQL_CONFLICT_RET
 export class DsqlSession extends PostgresSession {
   readonly dialect: SessionDialect;
   constructor(pool: PostgresPool, policy: SessionPolicy, dialect: Partial<SessionDialect> = {}, idleCheckMs?: number) {
-    super({ pool, idleCheckMs }, { callTimeoutMs: policy.callTimeoutMs });
+    super({ pool, idleCheckMs }, { callTimeoutMs: policy.callTimeoutMs, timeLeftMs: policy.timeLeftMs });
     this.dialect = { ...DSQL_DIALECT, ...dialect };
   }
 }
