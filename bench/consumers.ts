@@ -6,7 +6,7 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import { DataApiSession } from '../lambda/inbox/index.js';
 import { inbox } from '../lambda/inbox/handler/batch-handlers.js';
 import type { DatabaseTarget, InboxLogger, InboxMetrics, InboxOptions } from '../lambda/inbox/index.js';
-import { batchHandler, consumeNaively } from '../local/naive.js';
+import { batchHandler, consumeNaively } from '../demo/naive.js';
 import type { Outcome } from '../lambda/inbox/lanes/lanes.js';
 import { EFFECT_SQL } from './database.js';
 import { IDEMPOTENCY_TABLE, dynamoDbClient } from './dynamodb.js';

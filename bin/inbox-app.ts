@@ -1,7 +1,8 @@
 import { App, Validations } from 'aws-cdk-lib';
 import type { AppProps } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { InboxStack, InboxStreamsStack } from '../lib/index.js';
+import { InboxStack } from '../demo/stacks/inbox-stack.js';
+import { InboxStreamsStack } from '../demo/stacks/inbox-streams-stack.js';
 
 /** The deployable app: the app, its stack, and the stream example when asked for. */
 export interface InboxApp {

@@ -37,8 +37,6 @@ export const {
   InboxOutboxRelay,
   InboxQueue,
   InboxSecretRotation,
-  InboxStack,
-  InboxStreamsStack,
   KAFKA_DEFAULT_POLLERS,
   KAFKA_MAX_TIMEOUT_SECONDS,
   MAX_MIGRATION_SET_BYTES,

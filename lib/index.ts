@@ -2,8 +2,8 @@
  * The sqs-inbox CDK constructs (package export `sqs-inbox/cdk`), for CDK apps: the queue, the Aurora
  * database with the Data API and the inbox schema, your consumer function (on an SQS queue, a Kinesis stream,
  * a DynamoDB table's stream or a Kafka topic) with its outbox destinations, the scheduled purge, the outbox relay,
- * alarms, and `InboxStack` and
- * `InboxStreamsStack`, all of them wired together. Needs `aws-cdk-lib` and `constructs`.
+ * and alarms. Needs `aws-cdk-lib` and `constructs`. The example app's stacks, which wire them all
+ * together, are in the repository's demo/stacks/, not in the package.
  *
  * @example
  * import { InboxConsumer, InboxDatabase, InboxQueue } from 'sqs-inbox/cdk';
@@ -37,10 +37,6 @@ export { InboxAlarms, CONSUMER_COUNT_METRICS, CONSUMER_LATENCY_METRICS, CLEANUP_
 export type { InboxAlarmsProps } from './alarms/inbox-alarms.js';
 export { InboxFunction } from './consumer/inbox-function.js';
 export type { InboxFunctionProps } from './consumer/inbox-function.js';
-export { InboxStack } from '../demo/stacks/inbox-stack.js';
-export type { InboxStackProps } from '../demo/stacks/inbox-stack.js';
-export { InboxStreamsStack } from '../demo/stacks/inbox-streams-stack.js';
-export type { InboxStreamsStackProps } from '../demo/stacks/inbox-streams-stack.js';
 export type { InvariantViolation } from './invariants.js';
 export { InboxDatabaseRole } from './database/inbox-database-role.js';
 export type { InboxDatabaseRoleProps, InboxRolePurpose } from './database/inbox-database-role.js';

@@ -20,7 +20,6 @@ export type {
   ScenarioOptions,
   ScenarioRunOptions,
   ScenarioConsumer,
-  DemoConsumerOptions,
   ScenarioMessage,
   ScenarioEnvironment,
   ScenarioHandlerFactory,
@@ -32,25 +31,15 @@ export type {
 export type { DoubleEffect, OutOfOrderEffect } from './effects.js';
 export { FAULTS, FAULT_RATES } from './fault-schedule.js';
 export type { FaultName, CommitPoint, FaultLikelihood, FaultUnit } from './fault-schedule.js';
-/** The two-stage demo's engine (`sqs-inbox demo --pipeline`): ship, then invoice, chained by the outbox or a naive hand-off. */
-export { runPipeline } from './pipeline/run.js';
-export type { PipelineOptions, PipelineProgress, PipelineResult, HandOffCounts } from './pipeline/run.js';
-export type { PipelineStage, InvoiceStage } from './pipeline/judge.js';
-export type { SweeperStats } from './pipeline/sweeper.js';
-export { PIPELINE_VARIANTS } from './pipeline/variants.js';
-export type { PipelineVariant } from './pipeline/variants.js';
-export { PIPELINE_FAULTS, HAND_OFF_FAULTS } from './pipeline/faults.js';
-export type { PipelineFaultName, HandOffFaultName } from './pipeline/faults.js';
 /**
- * The stream demo's engine (`sqs-inbox demo --source kinesis|dynamodb|kafka`): orders keyed by customer
- * through a local stream and its event source mapping, into the source's inbox handler or the naive
- * baseline, with the demo's faults (a crash before the checkpoint among them), judged exactly once and in order.
+ * Stream handlers through the faults: records through a local Kinesis stream, DynamoDB table stream or
+ * Kafka topic and its event source mapping, into your handler, judged exactly once and in order.
  */
-export { runStreamScenario } from './stream-demo/run.js';
-export type { StreamScenarioOptions, StreamScenarioResult, StreamConsumer, StreamDemoOptions, StreamRunOptions } from './stream-demo/run.js';
-export { STREAM_SOURCES } from './stream-demo/sources.js';
-export type { StreamSourceName, StreamPattern } from './stream-demo/sources.js';
-export { STREAM_FAULTS } from './stream-demo/faults.js';
+export { runStreamScenario } from './stream-scenario/run.js';
+export type { StreamScenarioOptions, StreamScenarioResult, StreamConsumer, StreamRunOptions } from './stream-scenario/run.js';
+export { STREAM_SOURCES } from './stream-scenario/sources.js';
+export type { StreamSourceName } from './stream-scenario/sources.js';
+export { STREAM_FAULTS } from './stream-scenario/faults.js';
 /**
  * The local stream runtime: Kinesis Data Streams, a DynamoDB table with its stream, and Kafka, as
  * in-process models, with Lambda's event source mappings for them (partial responses, bisect, retries,

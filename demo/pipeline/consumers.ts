@@ -6,7 +6,7 @@ import type { DatabaseTarget, InboxLogger, InboxMessage, InboxMetrics, InboxOpti
 import { outbox, sqsOutbox } from '../../lambda/inbox/outbox/index.js';
 import type { OutboxTransport } from '../../lambda/inbox/outbox/index.js';
 import { createProducer } from '../../lambda/inbox/producer/producer.js';
-import type { SqsEventHandler } from '../event-source.js';
+import type { SqsEventHandler } from '../../local/event-source.js';
 import { DROPPED_ANSWERS, WorkerDiedError } from './faults.js';
 import type { HandOffFaults } from './faults.js';
 import { INVOICE, INVOICE_CONSUMER, SHIP, SHIP_CONSUMER } from './tables.js';

@@ -3,7 +3,7 @@ import { existsSync } from 'node:fs';
 import { Writable } from 'node:stream';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runDemo } from '../../local/demo.js';
+import { runDemo } from '../../demo/run.js';
 import { runScenario, startLocal } from '../../local/index.js';
 import type { LocalStack, ScenarioConsumer } from '../../local/index.js';
 import { freshDatabase } from '../support/database.js';

@@ -3,7 +3,7 @@ import { DataApiSession } from '../lambda/inbox/index.js';
 import { inbox } from '../lambda/inbox/handler/batch-handlers.js';
 import type { InboxLogger, InboxMetrics } from '../lambda/inbox/index.js';
 import { batchHandler, consumeNaively } from './naive.js';
-import type { ScenarioConsumer } from './scenario.js';
+import type { ScenarioConsumer } from '../local/scenario.js';
 
 /**
  * The demo's two order consumers (`npm start`), as {@link runScenario} drives any consumer: the same
