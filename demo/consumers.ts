@@ -1,5 +1,5 @@
 import type { SQSRecord } from 'aws-lambda';
-import { DataApiSession } from '../lambda/inbox/index.js';
+import { DataApiSession } from '../lambda/inbox/data-api/session.js';
 import { inbox } from '../lambda/inbox/handler/batch-handlers.js';
 import type { InboxLogger, InboxMetrics } from '../lambda/inbox/index.js';
 import { batchHandler, consumeNaively } from './naive.js';

@@ -1,5 +1,5 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { DataApiSession } from '../lambda/inbox/index.js';
+import type { DataApiSession } from '../lambda/inbox/data-api/session.js';
 import type { OutboxTransport } from '../lambda/inbox/outbox/relay.js';
 import { sweepOutbox } from '../lambda/inbox/outbox/sweep.js';
 

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../lambda/inbox/index.js';
-import type { DatabaseTarget } from '../lambda/inbox/index.js';
+import { DataApiSession } from '../lambda/inbox/data-api/session.js';
+import { INBOX_MIGRATIONS, migrate } from '../lambda/inbox/sql/schema.js';
+import type { DatabaseTarget } from '../lambda/inbox/data-api/session.js';
 import { notesOf, problemsOf } from './effects.js';
 import type { DoubleEffect, OutOfOrderEffect } from './effects.js';
 import type { SqsEventSource, SqsEventHandler } from './event-source.js';

@@ -515,8 +515,8 @@ function main() {
   const { entries, changedReports, problems } = extract({ root: HOME, check: check || count });
   const sizes = counts(entries);
   if (count) {
-    for (const size of sizes) process.stdout.write(`${size.specifier.padEnd(20)} ${String(size.exports).padStart(4)}  (${size.values} values, ${size.types} types)\n`);
-    process.stdout.write(`${'total'.padEnd(20)} ${String(sizes.reduce((sum, size) => sum + size.exports, 0)).padStart(4)}\n`);
+    for (const size of sizes) process.stdout.write(`${size.specifier.padEnd(26)} ${String(size.exports).padStart(4)}  (${size.values} values, ${size.types} types)\n`);
+    process.stdout.write(`${'total'.padEnd(26)} ${String(sizes.reduce((sum, size) => sum + size.exports, 0)).padStart(4)}\n`);
     return;
   }
   for (const problem of [...problems, ...undocumented(entries)]) process.stderr.write(`api-docs: ${problem}\n`);

@@ -1,4 +1,4 @@
-import type { DataApiSession } from '../../lambda/inbox/index.js';
+import type { DataApiSession } from '../../lambda/inbox/data-api/session.js';
 import { problemsOf, selectByKey } from '../../local/effects.js';
 import type { DoubleEffect, OutOfOrderEffect, SentMessage, Verdict } from '../../local/effects.js';
 import { deadLetteredKeys, readVerdict } from '../../local/scenario-steps.js';

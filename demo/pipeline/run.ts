@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/index.js';
+import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
 import type { SqsEventSource } from '../../local/event-source.js';
 import { FAULTS, FaultSchedule } from '../../local/fault-schedule.js';
 import type { FaultName } from '../../local/fault-schedule.js';

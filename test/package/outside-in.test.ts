@@ -6,7 +6,7 @@ import { stripVTControlCharacters } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deployedMigrationSets } from '../../lambda/functions/migration/deployed-migrations.js';
 import { migrationSets } from '../../lambda/functions/migration/migrate.js';
-import { migrate } from '../../lambda/inbox/index.js';
+import { migrate } from '../../lambda/inbox/sql/schema.js';
 import { inboxFixture, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 import { appFolder, cdkInitApp, functionBundle, installApp, migrationProperties, ownTypeErrors, packTarball, removeApp, run, succeeded, userEnvironment } from './apps.js';

@@ -1,7 +1,10 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import { SQSClient } from '@aws-sdk/client-sqs';
 import type { Context } from 'aws-lambda';
-import { DataApiSession, InboxConfigError, METRIC_NAMESPACE, resolveTarget } from '../../inbox/index.js';
+import { InboxConfigError } from '../../inbox/index.js';
+import { DataApiSession } from '../../inbox/data-api/session.js';
+import { METRIC_NAMESPACE } from '../../inbox/telemetry/telemetry.js';
+import { resolveTarget } from '../../inbox/handler/options.js';
 import { OutboxSweepError, sqsOutbox, sweepOutbox } from '../../inbox/outbox/index.js';
 import type { SweepReport } from '../../inbox/outbox/index.js';
 

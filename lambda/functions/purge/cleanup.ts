@@ -1,7 +1,11 @@
 import { Metrics, MetricUnit } from '@aws-lambda-powertools/metrics';
 import type { Context } from 'aws-lambda';
-import { DataApiSession, InboxConfigError, METRIC_NAMESPACE, purge, resolveTarget } from '../../inbox/index.js';
-import type { PurgeReport } from '../../inbox/index.js';
+import { InboxConfigError } from '../../inbox/index.js';
+import { DataApiSession } from '../../inbox/data-api/session.js';
+import { METRIC_NAMESPACE } from '../../inbox/telemetry/telemetry.js';
+import { purge } from '../../inbox/sql/purge.js';
+import { resolveTarget } from '../../inbox/handler/options.js';
+import type { PurgeReport } from '../../inbox/sql/purge.js';
 
 /** One Data API call of the purge may take this long. */
 const CALL_TIMEOUT_MS = 30_000;

@@ -11,6 +11,7 @@ import { PostgresSession } from './postgres-session.js';
 import type { PostgresPool } from './postgres-session.js';
 
 export { PostgresSession } from './postgres-session.js';
+export { PostgresError } from '../../errors.js';
 export type { PostgresPool, PostgresClient, PostgresTarget, PostgresPolicy } from './postgres-session.js';
 
 /** Options of {@link postgres}. */
