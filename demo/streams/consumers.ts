@@ -2,7 +2,7 @@ import type { DynamoDBRecord, KinesisStreamRecord } from 'aws-lambda';
 import { dynamoDbInbox, kafkaHeaders, kafkaInbox, kinesisInbox } from '../../lambda/inbox/index.js';
 import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
 import { migrate } from '../../lambda/inbox/sql/schema.js';
-import type { InboxLogger, InboxMetrics, InboxTransaction } from '../../lambda/inbox/index.js';
+import type { InboxTransaction } from '../../lambda/inbox/index.js';
 import type { DatabaseTarget } from '../../lambda/inbox/data-api/session.js';
 import { dynamoDbSource } from '../../lambda/inbox/sources/dynamodb.js';
 import { kafkaSource } from '../../lambda/inbox/sources/kafka.js';
@@ -12,6 +12,7 @@ import type { StreamConsumer } from '../../local/stream-scenario/run.js';
 import type { StreamSourceName } from '../../local/stream-scenario/sources.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../functions/example-migrations.js';
 import { shipOrder } from '../functions/ship-order.js';
+import { demoInboxSettings } from '../consumers.js';
 import { batchHandler, consumeNaively } from '../naive.js';
 
 /** The two consumers compared: the inbox (claim and effect in one transaction) and the naive check, apply, record. */
@@ -20,19 +21,8 @@ export type StreamPattern = 'inbox' | 'naive';
 type StreamHandlerOf = (database: DatabaseTarget, session: DataApiSession) => (event: never, context: never) => unknown;
 
 const LANES = 4;
-const CONSUMER = 'stream-demo-orders';
-const silentLogger: InboxLogger = { debug() {}, info() {}, warn() {}, error() {} };
-const silentMetrics: InboxMetrics = { addMetric() {}, publishStoredMetrics() {} };
-// As the SQS demo's inbox consumers: short calls, resume retries through an auto-pause, park a bad body.
-const inboxSettings = {
-  consumer: CONSUMER,
-  onPermanentError: 'park',
-  callTimeoutMs: 2000,
-  deadlineMarginMs: 100,
-  resumeDelaysMs: [100, 200, 300, 400, 500],
-  logger: silentLogger,
-  metrics: silentMetrics,
-} as const;
+// As the SQS demo's inbox consumers.
+const inboxSettings = demoInboxSettings('stream-demo-orders');
 
 /** Where the effect becomes durable for the naive consumer: shipOrder's autocommit upsert. */
 export const NAIVE_SHIP_STATEMENT = (sql: string): boolean => sql.includes('INSERT INTO public.orders');
