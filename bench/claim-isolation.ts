@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { parseArgs } from 'node:util';
 import pg from 'pg';
-import { INBOX_MIGRATIONS, inboxTables } from '../lambda/inbox/index.js';
+import { INBOX_MIGRATIONS, inboxTables } from '../lambda/inbox/sql/schema.js';
 import { claimSql } from '../lambda/inbox/sql/claim.js';
 import { createDatabase, startPostgres } from '../local/index.js';
 import { median } from './measure.js';

@@ -3,10 +3,11 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { DataApiSession } from '../lambda/inbox/index.js';
+import { DataApiSession } from '../lambda/inbox/data-api/session.js';
 import { inbox } from '../lambda/inbox/handler/batch-handlers.js';
-import type { DatabaseTarget, InboxLogger, InboxMetrics, InboxOptions } from '../lambda/inbox/index.js';
-import { batchHandler, consumeNaively } from '../local/naive.js';
+import type { InboxLogger, InboxMetrics, InboxOptions } from '../lambda/inbox/index.js';
+import type { DatabaseTarget } from '../lambda/inbox/data-api/session.js';
+import { batchHandler, consumeNaively } from '../demo/naive.js';
 import type { Outcome } from '../lambda/inbox/lanes/lanes.js';
 import { EFFECT_SQL } from './database.js';
 import { IDEMPOTENCY_TABLE, dynamoDbClient } from './dynamodb.js';

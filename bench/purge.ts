@@ -1,7 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { DataApiSession, inbox, INBOX_MIGRATIONS, inboxTables, migrate, purge } from '../lambda/inbox/index.js';
-import type { DatabaseTarget, InboxMetrics } from '../lambda/inbox/index.js';
+import { inbox } from '../lambda/inbox/index.js';
+import { DataApiSession } from '../lambda/inbox/data-api/session.js';
+import { INBOX_MIGRATIONS, inboxTables, migrate } from '../lambda/inbox/sql/schema.js';
+import { purge } from '../lambda/inbox/sql/purge.js';
+import type { InboxMetrics } from '../lambda/inbox/index.js';
+import type { DatabaseTarget } from '../lambda/inbox/data-api/session.js';
 import { purgeBatchSql } from '../lambda/inbox/sql/purge.js';
 import { createDatabase } from '../local/index.js';
 import { cpuBetween, postgresCpuSnapshot, postmasterPid } from './capacity.js';

@@ -3,8 +3,9 @@ import { cpus, loadavg } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { runScenario, startLocal } from '../local/index.js';
+import { demoConsumer } from '../demo/consumers.js';
 import type { ScenarioResult } from '../local/index.js';
-import { SCENARIO_ROWS } from '../local/demo.js';
+import { SCENARIO_ROWS } from '../demo/run.js';
 import { bundleTables, checkInboxFunction, measureBundles } from './bundle.js';
 import type { BundleSection } from './bundle.js';
 import { CONCURRENCY, POWERTOOLS_REAL, variants } from './consumers.js';
@@ -281,7 +282,7 @@ async function main(): Promise<number> {
       const scenarios: ScenarioResult[] = [];
       for (const pattern of ['inbox', 'naive'] as const) {
         progress(`5 fault scenario: ${pattern}, ${scenarioMessages} messages, seed ${seed}`);
-        scenarios.push(await runScenario(local, { pattern, messages: scenarioMessages, seed, consumers: 3 }));
+        scenarios.push(await runScenario(local, { ...demoConsumer(pattern), messages: scenarioMessages, seed, consumers: 3 }));
       }
       const inboxRun = scenarios[0]!;
       if (!inboxRun.completed || inboxRun.extraEffects > 0 || inboxRun.lost > 0 || inboxRun.orderViolations > 0) {

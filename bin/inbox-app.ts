@@ -1,7 +1,8 @@
 import { App, Validations } from 'aws-cdk-lib';
 import type { AppProps } from 'aws-cdk-lib';
 import { AwsSolutionsChecks } from 'cdk-nag';
-import { InboxStack, InboxStreamsStack } from '../lib/index.js';
+import { InboxStack } from '../demo/stacks/inbox-stack.js';
+import { InboxStreamsStack } from '../demo/stacks/inbox-streams-stack.js';
 import { InboxDsqlStack } from '../demo/stacks/inbox-dsql-stack.js';
 import { InboxProxyStack } from '../demo/stacks/inbox-proxy-stack.js';
 

@@ -18,17 +18,6 @@ await importPeer('aws-cdk-lib', () => import('aws-cdk-lib'), missing('aws-cdk-li
 const cdk = await import('./index.js');
 
 export const {
-  BUILT_IN_MIGRATION_SETS,
-  CLEANUP_METRICS,
-  CLEANUP_SERVICE_NAME,
-  CONSUMER_COUNT_METRICS,
-  CONSUMER_LATENCY_METRICS,
-  DEFAULT_MIN_RECORD_DURATION,
-  DEFAULT_OUTBOX_MIN_AGE,
-  DEFAULT_OUTBOX_SENT_RETENTION,
-  DEFAULT_OUTBOX_SWEEP_LIMIT,
-  DSQL_METRICS_NAMESPACE,
-  INBOX_METRICS_NAMESPACE,
   InboxAlarms,
   InboxCleanup,
   InboxConstructError,
@@ -42,19 +31,7 @@ export const {
   InboxOutboxRelay,
   InboxQueue,
   InboxSecretRotation,
-  InboxStack,
-  InboxStreamsStack,
-  KAFKA_DEFAULT_POLLERS,
-  KAFKA_MAX_TIMEOUT_SECONDS,
-  MAX_MIGRATION_SET_BYTES,
-  MIN_CLEANUP_TIMEOUT,
-  MIN_OUTBOX_RELAY_TIMEOUT,
   MigrationSet,
-  OUTBOX_RELAY_METRICS,
-  OUTBOX_SERVICE_NAME,
-  STREAM_DEFAULT_BATCH_SIZE,
-  STREAM_DEFAULT_RETRY_ATTEMPTS,
   connectToPostgres,
-  dsqlRoleStatements,
 } = cdk;
 export { PeerDependencyError };

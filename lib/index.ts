@@ -2,8 +2,8 @@
  * The sqs-inbox CDK constructs (package export `sqs-inbox/cdk`), for CDK apps: the queue, the Aurora
  * database with the Data API and the inbox schema, your consumer function (on an SQS queue, a Kinesis stream,
  * a DynamoDB table's stream or a Kafka topic) with its outbox destinations, the scheduled purge, the outbox relay,
- * alarms, and `InboxStack` and
- * `InboxStreamsStack`, all of them wired together. Needs `aws-cdk-lib` and `constructs`.
+ * and alarms. Needs `aws-cdk-lib` and `constructs`. The example app's stacks, which wire them all
+ * together, are in the repository's demo/stacks/, not in the package.
  *
  * @example
  * import { InboxConsumer, InboxDatabase, InboxQueue } from 'sqs-inbox/cdk';
@@ -14,35 +14,21 @@ export { InboxDatabase } from './database/inbox-database.js';
 export type { InboxDatabaseProps } from './database/inbox-database.js';
 export { InboxDatabaseProxy } from './database/inbox-database-proxy.js';
 export type { InboxDatabaseProxyProps } from './database/inbox-database-proxy.js';
-export { MigrationSet, BUILT_IN_MIGRATION_SETS, MAX_MIGRATION_SET_BYTES } from './database/migration-sets.js';
+export { MigrationSet } from './database/migration-sets.js';
 export type { InboxMigration, InboxMigrationSet, MigrationDirectoryOptions } from './database/migration-sets.js';
-export { InboxConsumer, INBOX_METRICS_NAMESPACE, DEFAULT_MIN_RECORD_DURATION } from './consumer/inbox-consumer.js';
+export { InboxConsumer } from './consumer/inbox-consumer.js';
 export type { InboxConsumerProps } from './consumer/inbox-consumer.js';
 export type { InboxKafkaSource } from './sources/kafka.js';
-export { KAFKA_DEFAULT_POLLERS } from './sources/kafka.js';
-export { STREAM_DEFAULT_BATCH_SIZE, STREAM_DEFAULT_RETRY_ATTEMPTS } from './sources/source.js';
-export { KAFKA_MAX_TIMEOUT_SECONDS } from './sources/stream-invariants.js';
 export type { InboxSourceKind } from './sources/stream-invariants.js';
-export { InboxCleanup, CLEANUP_SERVICE_NAME, MIN_CLEANUP_TIMEOUT } from './purge/inbox-cleanup.js';
+export { InboxCleanup } from './purge/inbox-cleanup.js';
 export type { InboxCleanupProps } from './purge/inbox-cleanup.js';
-export {
-  InboxOutboxRelay,
-  OUTBOX_SERVICE_NAME,
-  DEFAULT_OUTBOX_MIN_AGE,
-  DEFAULT_OUTBOX_SWEEP_LIMIT,
-  DEFAULT_OUTBOX_SENT_RETENTION,
-  MIN_OUTBOX_RELAY_TIMEOUT,
-} from './outbox/inbox-outbox-relay.js';
+export { InboxOutboxRelay } from './outbox/inbox-outbox-relay.js';
 export type { InboxOutboxRelayProps } from './outbox/inbox-outbox-relay.js';
 export type { OutboxDestinations } from './outbox/outbox-destinations.js';
-export { InboxAlarms, CONSUMER_COUNT_METRICS, CONSUMER_LATENCY_METRICS, CLEANUP_METRICS, OUTBOX_RELAY_METRICS } from './alarms/inbox-alarms.js';
+export { InboxAlarms } from './alarms/inbox-alarms.js';
 export type { InboxAlarmsProps, InboxWatchedConsumer } from './alarms/inbox-alarms.js';
 export { InboxFunction } from './consumer/inbox-function.js';
 export type { InboxFunctionProps } from './consumer/inbox-function.js';
-export { InboxStack } from '../demo/stacks/inbox-stack.js';
-export type { InboxStackProps } from '../demo/stacks/inbox-stack.js';
-export { InboxStreamsStack } from '../demo/stacks/inbox-streams-stack.js';
-export type { InboxStreamsStackProps } from '../demo/stacks/inbox-streams-stack.js';
 export type { InvariantViolation } from './invariants.js';
 export { InboxConstructError } from './errors.js';
 export { InboxDatabaseRole } from './database/inbox-database-role.js';

@@ -1,5 +1,6 @@
 import { DataApiError } from '../lambda/inbox/index.js';
-import type { DataApiSession, Row } from '../lambda/inbox/index.js';
+import type { DataApiSession } from '../lambda/inbox/data-api/session.js';
+import type { Row } from '../lambda/inbox/data-api/results.js';
 
 /** A message a scenario sent, as the verdict needs it. */
 export interface SentMessage {

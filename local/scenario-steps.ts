@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import type { SQSClient, SQSClientConfig } from '@aws-sdk/client-sqs';
-import { DataApiSession } from '../lambda/inbox/index.js';
-import type { DatabaseTarget } from '../lambda/inbox/index.js';
+import { DataApiSession } from '../lambda/inbox/data-api/session.js';
+import type { DatabaseTarget } from '../lambda/inbox/data-api/session.js';
 import { firstRow, judge, readEffects, selectByKey } from './effects.js';
 import type { SentMessage, Verdict } from './effects.js';
 import { SqsEventSource } from './event-source.js';

@@ -1,6 +1,7 @@
 import type pg from 'pg';
-import { DataApiSession } from '../lambda/inbox/index.js';
-import type { DatabaseTarget, InboxSession } from '../lambda/inbox/index.js';
+import { DataApiSession } from '../lambda/inbox/data-api/session.js';
+import type { DatabaseTarget } from '../lambda/inbox/data-api/session.js';
+import type { InboxSession } from '../lambda/inbox/transport/session.js';
 import { postgres, PostgresSession } from '../lambda/inbox/transport/postgres/index.js';
 import type { Faults } from './data-api/faults.js';
 import type { Stats } from './data-api/stats.js';

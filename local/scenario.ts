@@ -1,18 +1,18 @@
 import { randomBytes } from 'node:crypto';
-import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../lambda/inbox/index.js';
-import type { InboxSession } from '../lambda/inbox/index.js';
-import { DEMO_PATTERNS, demoConsumer } from './demo-consumers.js';
-import type { DemoPattern } from './demo-consumers.js';
+import { DataApiSession } from '../lambda/inbox/data-api/session.js';
+import { INBOX_MIGRATIONS, migrate } from '../lambda/inbox/sql/schema.js';
+import type { DatabaseTarget } from '../lambda/inbox/data-api/session.js';
+import type { InboxSession } from '../lambda/inbox/transport/session.js';
 import { notesOf, problemsOf } from './effects.js';
 import type { DoubleEffect, OutOfOrderEffect } from './effects.js';
 import type { SqsEventSource, SqsEventHandler } from './event-source.js';
 import { FAULTS, FaultSchedule } from './fault-schedule.js';
 import type { CommitPoint, FaultLikelihood, FaultName } from './fault-schedule.js';
-import { buildMessages, createQueueWithDlq, deadLetteredKeys, driveUntilDrained, exclusively, faultedSource, handedOnMessages, inOwnDatabase, localSqsClient, onStack, openDatabase, produce, readVerdict, runEnvironment, runSetup, runVerify, sqsDrained, sweeperTransport, waiting } from './scenario-steps.js';
-import { startSweeper, unsentRows } from './pipeline/sweeper.js';
+import { buildMessages, createQueueWithDlq, deadLetteredKeys, driveUntilDrained, exclusively, faultedSource, handedOnMessages, inOwnDatabase, localSqsClient, onStack, openDatabase, produce, readVerdict, runEnvironment, runSetup, runVerify, sqsDrained, sweeperSession, sweeperTransport, waiting } from './scenario-steps.js';
+import { startSweeper, unsentRows } from './outbox-sweeper.js';
+import type { PeriodicSweeper } from './outbox-sweeper.js';
 import { openHandlerTransport, SCENARIO_TRANSPORTS } from './scenario-transport.js';
 import type { HandlerTransport, ScenarioDatabase, ScenarioTransport } from './scenario-transport.js';
-import type { PeriodicSweeper } from './pipeline/sweeper.js';
 import type { LocalStack } from './stack.js';
 import { INBOX_ENV } from '../lambda/inbox/contract.js';
 
@@ -155,17 +155,6 @@ export interface HandedOnMessage {
 export type ScenarioCheck = string | readonly string[] | void | undefined;
 
 /**
- * Options of {@link runScenario} that drive one of the demo's own consumers instead of yours.
- *
- * @example
- * const naive = await runScenario(local, { pattern: 'naive', messages: 500, seed: 7 });
- */
-export interface DemoConsumerOptions {
-  /** The demo's order consumer: `inbox` (claim and effect in one transaction) or `naive` (check, apply, record). */
-  readonly pattern: DemoPattern;
-}
-
-/**
  * Options of {@link runScenario} about the run: where, how many messages, which faults.
  *
  * @example
@@ -227,13 +216,12 @@ export interface ScenarioRunOptions {
 }
 
 /**
- * Options of {@link runScenario}: your consumer (`handler`, `message`, `effects`) or the demo's
- * (`pattern`), and the run's settings.
+ * Options of {@link runScenario}: your consumer (`handler`, `message`, `effects`) and the run's settings.
  *
  * @example
  * const options: ScenarioOptions = { ...payments, messages: 300, env: { POWERTOOLS_METRICS_DISABLED: 'true' } };
  */
-export type ScenarioOptions = ScenarioRunOptions & (ScenarioConsumer | DemoConsumerOptions);
+export type ScenarioOptions = ScenarioRunOptions & ScenarioConsumer;
 
 /**
  * What a scenario saw, from the database and the queues at the end.
@@ -243,7 +231,7 @@ export type ScenarioOptions = ScenarioRunOptions & (ScenarioConsumer | DemoConsu
  * expect(result.problems).toEqual([]); // fails with e.g. "2 message(s) applied more than once: pay-17 (2 times), ..."
  */
 export interface ScenarioResult {
-  /** The consumer's label: `inbox` or `naive` for the demo's, else {@link ScenarioConsumer.label}. */
+  /** The consumer's {@link ScenarioConsumer.label} (default 'handler'). */
   readonly pattern: string;
   /** The seed the faults were decided by. */
   readonly seed: number;
@@ -338,8 +326,8 @@ const builtFor = new WeakMap<object, string>();
  * Drives a consumer through the local SQS queue, Lambda's event source mapping and the demo's seeded
  * fault schedule (duplicate sends, crashes before and after the commit, lost commit responses,
  * auto-pause, visibility expiry, 5xx, poison bodies), then checks exactly-once on your own tables with
- * your effects query: doubles, lost messages, FIFO order, plus counts. The consumer is yours
- * (`handler`, `setup`, `message`, `effects`) or the demo's (`pattern`).
+ * your effects query: doubles, lost messages, FIFO order, plus counts, for your consumer (`handler`,
+ * `setup`, `message`, `effects`).
  *
  * Each run gets a fresh database on the stack's server, with the inbox schema migrated, and sets
  * `INBOX_DATA_API_ENDPOINT`, `INBOX_RESOURCE_ARN`, `INBOX_SECRET_ARN`, `INBOX_DATABASE` and
@@ -361,7 +349,7 @@ export function runScenario(options: ScenarioOptions): Promise<ScenarioResult>;
  *
  * @example
  * const local = await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } });
- * const result = await runScenario(local, { pattern: 'inbox', messages: 2000, seed: 417 });
+ * const result = await runScenario(local, { ...payments, messages: 2000, seed: 417 });
  */
 export function runScenario(local: LocalStack, options: ScenarioOptions): Promise<ScenarioResult>;
 export async function runScenario(first: LocalStack | ScenarioOptions, second?: ScenarioOptions): Promise<ScenarioResult> {
@@ -391,24 +379,18 @@ interface Settings {
 /** Validates the options once, naming every problem, and fills in the defaults. */
 function resolve(options: ScenarioOptions): Settings {
   const problems: string[] = [];
-  const given = options as Partial<ScenarioConsumer> & Partial<DemoConsumerOptions>;
+  const given = options as Partial<ScenarioConsumer>;
   let consumer: ScenarioConsumer | undefined;
-  if (given.pattern !== undefined) {
-    if (given.handler !== undefined) problems.push('give either handler (your consumer) or pattern (the demo\'s), not both.');
-    else if (!(DEMO_PATTERNS as readonly unknown[]).includes(given.pattern)) problems.push(`pattern must be ${DEMO_PATTERNS.map((name) => `'${name}'`).join(', ')}; got ${JSON.stringify(given.pattern)}.`);
-    else consumer = demoConsumer(given.pattern);
-  } else {
-    if (typeof given.handler !== 'function') problems.push('handler must be a factory of your handler, e.g. () => import(\'../src/worker.js\').then((m) => m.handler).');
-    if (typeof given.message !== 'function') problems.push('message must be a function (index) => ({ key, body, groupId? }).');
-    if (typeof given.effects !== 'string' || given.effects.trim() === '') {
-      problems.push('effects must be SQL returning key and count per message, e.g. SELECT payment_id AS key, count(*) FROM public.payments GROUP BY 1.');
-    }
-    if (given.commitPoint !== undefined && given.commitPoint !== 'commit' && typeof given.commitPoint?.statement !== 'function') {
-      problems.push("commitPoint must be 'commit' or { statement: (sql) => boolean }.");
-    }
-    if (given.verify !== undefined && typeof given.verify !== 'function') problems.push('verify must be a function (session) => problems, e.g. async (session) => { ... }.');
-    if (problems.length === 0) consumer = given as ScenarioConsumer;
+  if (typeof given.handler !== 'function') problems.push('handler must be a factory of your handler, e.g. () => import(\'../src/worker.js\').then((m) => m.handler).');
+  if (typeof given.message !== 'function') problems.push('message must be a function (index) => ({ key, body, groupId? }).');
+  if (typeof given.effects !== 'string' || given.effects.trim() === '') {
+    problems.push('effects must be SQL returning key and count per message, e.g. SELECT payment_id AS key, count(*) FROM public.payments GROUP BY 1.');
   }
+  if (given.commitPoint !== undefined && given.commitPoint !== 'commit' && typeof given.commitPoint?.statement !== 'function') {
+    problems.push("commitPoint must be 'commit' or { statement: (sql) => boolean }.");
+  }
+  if (given.verify !== undefined && typeof given.verify !== 'function') problems.push('verify must be a function (session) => problems, e.g. async (session) => { ... }.');
+  if (problems.length === 0) consumer = given as ScenarioConsumer;
   const messages = options.messages ?? 300;
   const wholeNumber = (name: string, value: number, min: number) => {
     if (!Number.isInteger(value) || value < min) problems.push(`${name} must be a whole number of at least ${min}; got ${value}.`);

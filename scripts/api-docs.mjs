@@ -1,198 +1,235 @@
 #!/usr/bin/env node
-// Writes docs/api.md, the API reference of every public entry in package.json "exports", from the
-// declarations the build emits into dist/ (tsc keeps JSDoc there). It reads the .d.ts text itself: TypeDoc
-// is not a dependency, and the native TypeScript compiler has no JavaScript API to ask.
+// The public surface, reviewed: for every entry in package.json "exports", API Extractor (which carries its
+// own TypeScript compiler: the native one this repository builds with has no JavaScript API) reads the
+// declarations the build emits into dist/ and writes
+//   etc/<entry>.api.md   the API report, checked in: a change to the surface shows in review as a diff of it
+//   docs/api.md          the reference, rendered from API Extractor's doc model of the same declarations
 // Plain JavaScript on purpose, like build.mjs: it runs on a fresh clone with nothing compiled yet.
 //
-//   node scripts/api-docs.mjs             builds the declarations (build.mjs --types-only), then writes docs/api.md
+//   node scripts/api-docs.mjs             builds the declarations (build.mjs --types-only), then writes both
 //   node scripts/api-docs.mjs --no-build  uses dist/ as it is
-//   node scripts/api-docs.mjs --check     writes nothing; exits 1 when docs/api.md is out of date
+//   node scripts/api-docs.mjs --check     writes nothing; exits 1 when a report or docs/api.md is out of date
+//   node scripts/api-docs.mjs --count     prints the exports per entry (values and types), writes nothing
 //
-// test/package/api-docs.test.ts imports collectApi() and renderApi() from here: it fails on an export
-// without JSDoc and on a docs/api.md that differs from what renderApi() produces.
+// npm run docs and npm run api run it; test/package/api-docs.test.ts runs extract() with check: true, so
+// npm test fails on a surface changed without its report, an export without JSDoc, or a stale docs/api.md.
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, statSync, writeFileSync, mkdirSync } from 'node:fs';
-import { dirname, join, relative, resolve, sep } from 'node:path';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { tmpdir } from 'node:os';
+import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
+
+/** This repository: API Extractor, its TSDoc settings and the Node types come from here, whatever `root` is. */
+const HOME = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 
 /** Where the reference is written, relative to the repository root. */
 export const API_DOCS_PATH = 'docs/api.md';
+
+/** Where the API reports are kept, relative to the repository root. */
+export const API_REPORT_FOLDER = 'etc';
 
 /** Interfaces whose every member must carry a description: the options and props users fill in. */
 export const OPTIONS_INTERFACE = /(Options|Props)$/;
 
 // ---------------------------------------------------------------------------------------------------------
-// Scanning declaration text
+// API Extractor
 
-/** Index just past the string literal that starts at `i` (quote at `i`). */
-function skipString(src, i) {
-  const quote = src[i];
-  for (let j = i + 1; j < src.length; j++) {
-    if (src[j] === '\\') j++;
-    else if (src[j] === quote) return j + 1;
-  }
-  return src.length;
+/** The package's entries: `sqs-inbox/cdk` -> its declaration file and its report's name (`sqs-inbox-cdk`). */
+export function entriesOf(root) {
+  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
+  return Object.entries(pkg.exports ?? {}).flatMap(([subpath, target]) => {
+    // The ES modules' declarations: the CommonJS copy (the "require" condition) re-exports the same.
+    const types = typeof target === 'object' && target ? (target.types ?? target.import?.types) : null;
+    if (!types) return [];
+    const specifier = subpath === '.' ? pkg.name : `${pkg.name}/${subpath.replace(/^\.\//, '')}`;
+    return [{ specifier, declarationFile: join(root, types), reportName: specifier.replace(/\//g, '-') }];
+  });
 }
 
-/** Index just past the template literal (type) that starts at `i`, `${...}` placeholders included. */
-function skipTemplate(src, i) {
-  for (let j = i + 1; j < src.length; j++) {
-    if (src[j] === '\\') j++;
-    else if (src[j] === '`') return j + 1;
-    else if (src[j] === '$' && src[j + 1] === '{') {
-      let depth = 1;
-      j += 2;
-      for (; j < src.length && depth > 0; j++) {
-        if (src[j] === '{') depth++;
-        else if (src[j] === '}') depth--;
-        else if (src[j] === '`') j = skipTemplate(src, j) - 1;
-        else if (src[j] === "'" || src[j] === '"') j = skipString(src, j) - 1;
-      }
-      j--;
-    }
-  }
-  return src.length;
+function extractorConfig(root, entry, modelFolder) {
+  const require = createRequire(join(HOME, 'package.json'));
+  const { ExtractorConfig } = require('@microsoft/api-extractor');
+  // API Extractor's own copy: the TSDoc config must be the version it reads.
+  const { TSDocConfigFile } = createRequire(require.resolve('@microsoft/api-extractor'))('@microsoft/tsdoc-config');
+  return ExtractorConfig.prepare({
+    configObject: {
+      projectFolder: root,
+      mainEntryPointFilePath: entry.declarationFile,
+      compiler: {
+        overrideTsconfig: {
+          compilerOptions: {
+            target: 'ES2022',
+            module: 'NodeNext',
+            moduleResolution: 'NodeNext',
+            lib: ['ES2023'],
+            types: ['node'],
+            typeRoots: [join(HOME, 'node_modules/@types')],
+            strict: true,
+            skipLibCheck: true,
+          },
+          files: [entry.declarationFile],
+        },
+      },
+      apiReport: {
+        enabled: true,
+        reportFileName: entry.reportName,
+        reportFolder: join(root, API_REPORT_FOLDER),
+        reportTempFolder: modelFolder,
+      },
+      docModel: { enabled: true, apiJsonFilePath: join(modelFolder, `${entry.reportName}.api.json`) },
+      dtsRollup: { enabled: false },
+      tsdocMetadata: { enabled: false },
+      messages: {
+        // The report carries what a reviewer should see (a type the entry uses but does not export); the
+        // package has one release level, so no release tags.
+        extractorMessageReporting: { default: { logLevel: 'warning', addToApiReportFile: true }, 'ae-missing-release-tag': { logLevel: 'none' } },
+        // The sources' comments are JSDoc, not strict TSDoc (`{ a: 1 }` in prose): the reference reads them as JSDoc.
+        tsdocMessageReporting: { default: { logLevel: 'none' } },
+        compilerMessageReporting: { default: { logLevel: 'warning' } },
+      },
+    },
+    configObjectFullPath: undefined,
+    packageJsonFullPath: join(root, 'package.json'),
+    tsdocConfigFile: TSDocConfigFile.loadFile(join(HOME, API_REPORT_FOLDER, 'tsdoc.json')),
+  });
 }
-
-/** Marks a comment as the file's own documentation rather than its first statement's. */
-const MODULE_DOC = /@(module|packageDocumentation)\b/;
-
-const BLOCK_DECLARATION =
-  /^(?:export\s+)?(?:declare\s+)?(?:default\s+)?(?:abstract\s+)?(?:interface|class|enum|namespace|module|global)\b/;
 
 /**
- * Splits declaration text (a whole .d.ts file, or the body of an interface or class) into statements, each
- * with the JSDoc comment right before it. A statement ends at a `;` outside brackets, or at the `}` that
- * closes the body of an interface, class, enum or namespace (those end without a `;`).
+ * Runs API Extractor over every entry of the package at `root` (its declarations must be built), and reads
+ * the doc models it writes. With `check`, a report that differs from etc/<entry>.api.md (or is missing)
+ * is named in `changedReports` and nothing is written; without, the reports are updated.
+ *
+ * @param root - the package's folder
+ * @param check - compare the reports instead of writing them
+ * @returns the entries with their exports, the reports that changed, and API Extractor's problems
  */
-function splitStatements(src) {
-  const statements = [];
-  let doc = null;
-  let start = -1;
-  let depth = 0;
-  let angle = 0;
-  let block = false;
-  let bodyDepth = -1;
-  const end = (at) => {
-    statements.push({ doc: start.doc, text: src.slice(start.at, at).trim() });
-    start = -1;
-    depth = 0;
-    angle = 0;
-    block = false;
-    bodyDepth = -1;
-  };
-  let i = 0;
-  while (i < src.length) {
-    const c = src[i];
-    if (c === '/' && src[i + 1] === '*') {
-      const close = src.indexOf('*/', i + 2);
-      const stop = close < 0 ? src.length : close + 2;
-      const comment = src.slice(i, stop);
-      // A file's own doc (`@module`) documents no statement.
-      if (start === -1) doc = comment.startsWith('/**') && comment !== '/**/' && !MODULE_DOC.test(comment) ? comment : null;
-      i = stop;
-      continue;
+export function extract({ root = HOME, check = false } = {}) {
+  const require = createRequire(join(HOME, 'package.json'));
+  const { CompilerState, Extractor } = require('@microsoft/api-extractor');
+  const modelFolder = mkdtempSync(join(tmpdir(), 'sqs-inbox-api-'));
+  try {
+    const entries = entriesOf(root);
+    const missing = entries.filter((entry) => !existsSync(entry.declarationFile));
+    if (missing.length > 0) {
+      throw new Error(`api-docs: no declarations at ${missing.map((entry) => relative(root, entry.declarationFile)).join(', ')}: run \`npm run build\` first.`);
     }
-    if (c === '/' && src[i + 1] === '/') {
-      const close = src.indexOf('\n', i);
-      i = close < 0 ? src.length : close;
-      continue;
-    }
-    if (/\s/.test(c)) {
-      i++;
-      continue;
-    }
-    if (start === -1) {
-      start = { at: i, doc };
-      doc = null;
-      block = BLOCK_DECLARATION.test(src.slice(i, i + 80));
-    }
-    if (c === '"' || c === "'") {
-      i = skipString(src, i);
-      continue;
-    }
-    if (c === '`') {
-      i = skipTemplate(src, i);
-      continue;
-    }
-    if (c === '<' && depth === 0 && bodyDepth === -1) angle++;
-    else if (c === '>' && depth === 0 && bodyDepth === -1 && src[i - 1] !== '=' && angle > 0) angle--;
-    else if (c === '{' || c === '[' || c === '(') {
-      if (c === '{' && block && bodyDepth === -1 && depth === 0 && angle === 0) bodyDepth = 0;
-      depth++;
-    } else if (c === '}' || c === ']' || c === ')') {
-      depth--;
-      if (c === '}' && depth === 0 && bodyDepth === 0) {
-        end(i + 1);
-        i++;
-        continue;
-      }
-    } else if (c === ';' && depth === 0) {
-      end(i + 1);
-      i++;
-      continue;
-    }
-    i++;
+    // API Extractor writes no report into a folder that does not exist.
+    if (!check) mkdirSync(join(root, API_REPORT_FOLDER), { recursive: true });
+    const configs = entries.map((entry) => extractorConfig(root, entry, modelFolder));
+    // One TypeScript program for every entry: each entry alone would parse the same files again.
+    const compilerState = CompilerState.create(configs[0], { additionalEntryPoints: entries.map((entry) => entry.declarationFile) });
+    const changedReports = [];
+    const problems = [];
+    const collected = entries.map((entry, index) => {
+      const result = Extractor.invoke(configs[index], {
+        localBuild: !check,
+        compilerState,
+        messageCallback: (message) => {
+          message.handled = true;
+          if (message.logLevel === 'error' || message.logLevel === 'warning') {
+            if (message.messageId.startsWith('console-api-report')) return;
+            problems.push(`${entry.specifier}: ${message.text}${message.sourceFilePath ? ` (${relative(root, message.sourceFilePath)})` : ''}`);
+          }
+        },
+      });
+      if (result.apiReportChanged) changedReports.push(`${API_REPORT_FOLDER}/${entry.reportName}.api.md`);
+      const model = JSON.parse(readFileSync(join(modelFolder, `${entry.reportName}.api.json`), 'utf8'));
+      return collectEntry(entry, model, root);
+    });
+    return { entries: collected, changedReports, problems };
+  } finally {
+    rmSync(modelFolder, { recursive: true, force: true });
   }
-  if (start !== -1) end(src.length);
-  return statements;
 }
 
-/** The text with comments removed and whitespace collapsed to single spaces. */
-function compact(text) {
-  let out = '';
-  let i = 0;
-  while (i < text.length) {
-    const c = text[i];
-    if (c === '/' && text[i + 1] === '*') {
-      const close = text.indexOf('*/', i + 2);
-      i = close < 0 ? text.length : close + 2;
-      out += ' ';
-    } else if (c === '/' && text[i + 1] === '/') {
-      const close = text.indexOf('\n', i);
-      i = close < 0 ? text.length : close;
-    } else if (c === '"' || c === "'") {
-      const stop = skipString(text, i);
-      out += text.slice(i, stop);
-      i = stop;
-    } else if (c === '`') {
-      const stop = skipTemplate(text, i);
-      out += text.slice(i, stop);
-      i = stop;
-    } else {
-      out += c;
-      i++;
-    }
-  }
-  return out
+// ---------------------------------------------------------------------------------------------------------
+// The doc model
+
+const KINDS = { Function: 'function', Class: 'class', Interface: 'interface', TypeAlias: 'type', Variable: 'const', Enum: 'enum', Namespace: 'namespace' };
+
+/** The text of an item's declaration, without `export`/`declare` and the closing `;`, on one line. */
+function signatureOf(item) {
+  return (item.excerptTokens ?? [])
+    .map((token) => token.text)
+    .join('')
     .replace(/\s+/g, ' ')
-    .replace(/([([{<]) /g, '$1')
-    .replace(/ ([)\]>,;])/g, '$1')
-    .replace(/\{([^ }])/g, '{ $1')
-    .replace(/([^ {])\}/g, '$1 }')
-    .replace(/; \}/g, ' }')
-    .replace(/;$/, '')
+    .replace(/^export\s+/, '')
+    .replace(/^declare\s+/, '')
+    .replace(/\s*[;{]?\s*$/, '')
     .trim();
 }
 
-/** The text between the first `{` of a block declaration's body and its closing `}`. */
-function blockBody(text) {
-  let depth = 0;
-  let angle = 0;
-  for (let i = 0; i < text.length; i++) {
-    const c = text[i];
-    if (c === '"' || c === "'") i = skipString(text, i) - 1;
-    else if (c === '`') i = skipTemplate(text, i) - 1;
-    else if (c === '/' && text[i + 1] === '*') i = text.indexOf('*/', i + 2) + 1;
-    else if (c === '<' && depth === 0) angle++;
-    else if (c === '>' && depth === 0 && text[i - 1] !== '=' && angle > 0) angle--;
-    else if (c === '{' && depth === 0 && angle === 0) {
-      const close = text.lastIndexOf('}');
-      return { head: text.slice(0, i), body: text.slice(i + 1, close) };
-    } else if (c === '(' || c === '[' || c === '{') depth++;
-    else if (c === ')' || c === ']' || c === '}') depth--;
+/** `name?: T | undefined` reads as `name?: T` (the `| undefined` is there for exactOptionalPropertyTypes). */
+function memberSignature(member) {
+  const signature = signatureOf(member);
+  return member.isOptional ? signature.replace(/ \| undefined$/, '') : signature;
+}
+
+function membersOf(item) {
+  return (item.members ?? [])
+    .map((member) => {
+      const doc = parseJsDoc(member.docComment?.trim() || null);
+      const name = member.kind === 'Constructor' ? 'constructor' : member.kind === 'CallSignature' ? '(call)' : member.kind === 'IndexSignature' ? '[index]' : member.name;
+      return { name, signature: memberSignature(member), doc, documented: documented(doc) || name === 'constructor' };
+    })
+    // Implementation details the declarations must keep (the servers call them), not API; and an error
+    // class's `name`, which is its class name.
+    .filter((member) => !member.doc?.tags.some((tag) => tag.tag === 'internal'))
+    .filter((member) => !(item.kind === 'Class' && /Error$/.test(item.name) && member.name === 'name'));
+}
+
+/** The leading comment of an entry's declaration file: what the entry is for. */
+function moduleDoc(declarationFile) {
+  const match = /^\s*(\/\*\*[\s\S]*?\*\/)/.exec(readFileSync(declarationFile, 'utf8'));
+  return match ? parseJsDoc(match[1]) : null;
+}
+
+function collectEntry(entry, model, root) {
+  const [entryPoint] = model.members;
+  const exports = [];
+  for (const item of entryPoint.members) {
+    const kind = KINDS[item.kind] ?? item.kind.toLowerCase();
+    const doc = parseJsDoc(item.docComment?.trim() || null);
+    const source = item.fileUrlPath ?? '';
+    const previous = exports.at(-1);
+    // Overloads: one export, each signature, the documentation of the first that has one.
+    if (previous?.name === item.name && previous.kind === kind) {
+      previous.signature += `\n${signatureOf(item)}`;
+      if (!previous.documented && documented(doc)) Object.assign(previous, { doc, documented: true });
+      continue;
+    }
+    exports.push({ name: item.name, kind, source, doc, documented: documented(doc), signature: signatureOf(item), members: membersOf(item) });
   }
-  return { head: text, body: '' };
+  const source = relative(root, entry.declarationFile).replace(/^dist\//, '').replace(/\.d\.ts$/, '.ts');
+  return { specifier: entry.specifier, source, doc: moduleDoc(entry.declarationFile), exports };
+}
+
+/**
+ * What lacks documentation: exports without JSDoc, and members of exported options and props interfaces
+ * (`...Options`, `...Props`) without a description. Each problem names the export, its entry and its file.
+ */
+export function undocumented(entries) {
+  const problems = [];
+  for (const entry of entries) {
+    for (const item of entry.exports) {
+      if (!item.documented) problems.push(`${entry.specifier}: ${item.kind} ${item.name} (${item.source}) has no JSDoc`);
+      if (item.kind === 'interface' && OPTIONS_INTERFACE.test(item.name)) {
+        for (const member of item.members) {
+          if (!member.doc?.description.trim()) problems.push(`${entry.specifier}: ${item.name}.${member.name} (${item.source}) has no description`);
+        }
+      }
+    }
+  }
+  return problems;
+}
+
+/** Exports per entry, values (functions, classes, constants, enums) and types apart: the surface's size. */
+export function counts(entries) {
+  return entries.map((entry) => {
+    const values = entry.exports.filter((item) => ['function', 'class', 'const', 'enum'].includes(item.kind)).length;
+    return { specifier: entry.specifier, exports: entry.exports.length, values, types: entry.exports.length - values };
+  });
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -271,216 +308,6 @@ function trimLines(lines) {
 /** Whether a parsed JSDoc says anything: a description, or at least a tag other than @internal. */
 function documented(doc) {
   return Boolean(doc && (doc.description.trim() || doc.tags.some((tag) => tag.text.trim() && tag.tag !== 'internal')));
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Modules, exports and declarations
-
-const DECLARATION =
-  /^(?:export\s+)?(?:declare\s+)?(?:default\s+)?(?:abstract\s+)?(?:async\s+)?(function|class|interface|type|const|let|var|enum|namespace|module)\s+([A-Za-z_$][\w$]*)/;
-
-/** Reads and indexes one declaration file: its local declarations, exports and star re-exports, in order. */
-function readModule(file, cache) {
-  if (cache.has(file)) return cache.get(file);
-  const text = readFileSync(file, 'utf8');
-  const module = { file, declarations: new Map(), imports: new Map(), items: [], doc: null };
-  cache.set(file, module);
-  const leading = /^\s*(\/\*\*[\s\S]*?\*\/)/.exec(text);
-  if (leading && MODULE_DOC.test(leading[1])) module.doc = leading[1];
-  const statements = splitStatements(text);
-  statements.forEach((statement, index) => {
-    const source = statement.text;
-    let match;
-    if ((match = /^import\s+(type\s+)?(?:(\w+)\s*,?\s*)?(?:\{([^}]*)\})?(?:\*\s+as\s+(\w+))?\s*from\s*['"]([^'"]+)['"]/.exec(source))) {
-      for (const spec of specifiers(match[3] ?? '')) module.imports.set(spec.local, { from: match[5], name: spec.name });
-      return;
-    }
-    if ((match = /^export\s+(type\s+)?\*\s*(?:as\s+(\w+)\s*)?from\s*['"]([^'"]+)['"]/.exec(source))) {
-      if (index === 0 && statement.doc && !module.doc) module.doc = statement.doc;
-      if (match[2]) module.items.push({ kind: 'reexport', exported: match[2], name: '*', from: match[3] });
-      else module.items.push({ kind: 'star', from: match[3] });
-      return;
-    }
-    if ((match = /^export\s+(type\s+)?\{([^}]*)\}\s*(?:from\s*['"]([^'"]+)['"])?/.exec(source))) {
-      if (index === 0 && statement.doc && match[3] && !module.doc) module.doc = statement.doc;
-      for (const spec of specifiers(match[2])) {
-        if (match[3]) module.items.push({ kind: 'reexport', exported: spec.exported, name: spec.name, from: match[3] });
-        else module.items.push({ kind: 'local', exported: spec.exported, name: spec.local });
-      }
-      return;
-    }
-    if ((match = DECLARATION.exec(source))) {
-      const [, keyword, name] = match;
-      const list = module.declarations.get(name) ?? [];
-      list.push({ keyword, text: source, doc: statement.doc });
-      module.declarations.set(name, list);
-      if (/^export\s/.test(source) && list.length === 1) {
-        module.items.push({ kind: 'local', exported: /^export\s+default\s/.test(source) ? 'default' : name, name });
-      }
-    }
-  });
-  return module;
-}
-
-/** `a, type B, c as d` -> [{ name, local, exported }]. */
-function specifiers(list) {
-  return list
-    .split(',')
-    .map((part) => part.trim().replace(/^type\s+/, ''))
-    .filter(Boolean)
-    .map((part) => {
-      const [name, alias] = part.split(/\s+as\s+/);
-      return { name, local: alias ?? name, exported: alias ?? name };
-    });
-}
-
-/** The declaration file a relative module specifier names, or null for a package. */
-function resolveSpecifier(fromFile, specifier) {
-  if (!specifier.startsWith('.')) return null;
-  const base = resolve(dirname(fromFile), specifier.replace(/\.(m|c)?js$/, ''));
-  for (const candidate of [`${base}.d.ts`, `${base}.d.mts`, join(base, 'index.d.ts')]) {
-    if (existsSync(candidate)) return candidate;
-  }
-  throw new Error(`api-docs: ${fromFile} re-exports '${specifier}', which has no declaration file`);
-}
-
-/** Every export of a module, in statement order, `export *` expanded in place; each resolved to its declaration. */
-function moduleExports(file, cache, seen = new Set()) {
-  if (seen.has(file)) return [];
-  seen.add(file);
-  const module = readModule(file, cache);
-  const explicit = new Set(module.items.filter((item) => item.kind !== 'star').map((item) => item.exported));
-  const out = [];
-  const names = new Set();
-  for (const item of module.items) {
-    if (item.kind === 'star') {
-      const target = resolveSpecifier(file, item.from);
-      if (!target) continue;
-      for (const entry of moduleExports(target, cache, new Set(seen))) {
-        if (entry.name === 'default' || explicit.has(entry.name) || names.has(entry.name)) continue;
-        names.add(entry.name);
-        out.push(entry);
-      }
-      continue;
-    }
-    if (names.has(item.exported)) continue;
-    names.add(item.exported);
-    out.push({ name: item.exported, ...resolveExport(file, item, cache) });
-  }
-  return out;
-}
-
-/** Follows one export through re-exports and imports to the file that declares it. */
-function resolveExport(file, item, cache) {
-  const module = readModule(file, cache);
-  if (item.kind === 'local') {
-    if (module.declarations.has(item.name)) return { file, declarations: module.declarations.get(item.name) };
-    const imported = module.imports.get(item.name);
-    if (imported) return resolveExport(file, { kind: 'reexport', name: imported.name, from: imported.from }, cache);
-    throw new Error(`api-docs: ${file} exports '${item.name}', which it does not declare`);
-  }
-  const target = resolveSpecifier(file, item.from);
-  if (!target) return { file: null, external: item.from, declarations: [] };
-  const found = moduleExports(target, cache).find((entry) => entry.name === item.name);
-  if (!found) throw new Error(`api-docs: ${file} re-exports '${item.name}' from '${item.from}', which does not export it`);
-  return { file: found.file, external: found.external, declarations: found.declarations };
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// The model the test and the renderer share
-
-/** Members of an interface or class body: name, signature, doc; private and protected members left out. */
-function membersOf(body) {
-  const members = [];
-  for (const statement of splitStatements(body)) {
-    // `name?: T | undefined` reads as `name?: T` (the `| undefined` is there for exactOptionalPropertyTypes).
-    const signature = compact(statement.text).replace(/^([^(:]*\?\s*:\s*[\s\S]*?) \| undefined$/, '$1');
-    if (/^(private|protected)\s/.test(signature) || /^(?:readonly\s+)?#/.test(signature)) continue;
-    const stripped = signature.replace(/^((public|static|readonly|abstract|declare|override|accessor)\s+)*/, '');
-    let name;
-    let match;
-    if ((match = /^(?:get|set)\s+([A-Za-z_$][\w$]*)/.exec(stripped))) name = match[1];
-    else if ((match = /^([A-Za-z_$][\w$]*|'[^']*'|"[^"]*")\??\s*[:(<=;]|^([A-Za-z_$][\w$]*)$/.exec(stripped))) {
-      name = (match[1] ?? match[2]).replace(/^['"]|['"]$/g, '');
-    }
-    else if (stripped.startsWith('[')) name = '[index]';
-    else if (stripped.startsWith('(') || stripped.startsWith('<')) name = '(call)';
-    else if (stripped.startsWith('new')) name = 'new';
-    else name = stripped;
-    const doc = parseJsDoc(statement.doc);
-    // Implementation details the declarations must keep (the servers call them), not API.
-    if (doc?.tags.some((tag) => tag.tag === 'internal')) continue;
-    members.push({ name, signature, doc, documented: documented(doc) || name === 'constructor' });
-  }
-  return members;
-}
-
-function summaryOf(name, resolved) {
-  const [first] = resolved.declarations;
-  if (!first) return { kind: 'external', signature: `export { ${name} } from '${resolved.external}'`, members: [] };
-  const kind = first.keyword === 'let' || first.keyword === 'var' ? 'const' : first.keyword;
-  const strip = (text) => text.replace(/^export\s+/, '').replace(/^declare\s+/, '').replace(/^default\s+/, '');
-  if (kind === 'interface' || kind === 'class' || kind === 'enum' || kind === 'namespace' || kind === 'module') {
-    const { head, body } = blockBody(strip(first.text));
-    // An error class's `name` is its class name: nothing to document.
-    const members = kind === 'namespace' || kind === 'module' ? [] : membersOf(body).filter((member) => !(/Error$/.test(name) && member.name === 'name'));
-    return { kind, signature: compact(head), members };
-  }
-  return { kind, signature: resolved.declarations.map((declaration) => compact(strip(declaration.text))).join('\n'), members: [] };
-}
-
-/**
- * Reads the public API from the emitted declarations: one entry per package.json export with a `types`
- * condition (at its top or under `import`), each with its exports in declaration order, their kind, compact signature, JSDoc and members.
- *
- * @param root - the repository root
- * @param dist - the declarations root (dist/ of the repository, unless given)
- */
-export function collectApi({ root = process.cwd(), dist = join(root, 'dist') } = {}) {
-  const pkg = JSON.parse(readFileSync(join(root, 'package.json'), 'utf8'));
-  const cache = new Map();
-  const entries = [];
-  for (const [subpath, target] of Object.entries(pkg.exports ?? {})) {
-    // The ES modules' declarations: the CommonJS copy (the "require" condition) holds the same text.
-    const types = typeof target === 'object' && target ? (target.types ?? target.import?.types) : null;
-    if (!types) continue;
-    const declarationFile = join(dist, relative('dist', types.replace(/^\.\//, '')));
-    const specifier = subpath === '.' ? pkg.name : `${pkg.name}/${subpath.replace(/^\.\//, '')}`;
-    const module = readModule(declarationFile, cache);
-    const exports = moduleExports(declarationFile, cache).map((entry) => {
-      const doc = parseJsDoc(entry.declarations.find((declaration) => declaration.doc)?.doc ?? null);
-      const source = entry.file ? sourceOf(dist, entry.file) : entry.external;
-      return { name: entry.name, source, doc, documented: documented(doc), ...summaryOf(entry.name, entry) };
-    });
-    entries.push({ specifier, source: sourceOf(dist, declarationFile), doc: parseJsDoc(module.doc), exports });
-  }
-  return entries;
-}
-
-/** `dist/lambda/inbox/index.d.ts` -> `lambda/inbox/index.ts`. */
-function sourceOf(dist, declarationFile) {
-  return relative(dist, declarationFile).split(sep).join('/').replace(/\.d\.(m?)ts$/, '.$1ts');
-}
-
-/**
- * What lacks documentation: exports without JSDoc, and members of exported options and props interfaces
- * (`...Options`, `...Props`) without a description. Each problem names the export, its entry and its file.
- */
-export function undocumented(entries) {
-  const problems = [];
-  for (const entry of entries) {
-    for (const item of entry.exports) {
-      if (!item.documented) problems.push(`${entry.specifier}: ${item.kind} ${item.name} (${item.source}) has no JSDoc`);
-      if (item.kind === 'interface' && OPTIONS_INTERFACE.test(item.name)) {
-        for (const member of item.members) {
-          if (!member.doc?.description.trim()) {
-            problems.push(`${entry.specifier}: ${item.name}.${member.name} (${item.source}) has no description`);
-          }
-        }
-      }
-    }
-  }
-  return problems;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -632,7 +459,7 @@ export function renderApi(entries) {
   const lines = [
     '# API reference',
     '',
-    '<!-- Generated by `npm run docs` (scripts/api-docs.mjs) from the JSDoc in the sources. Do not edit by hand. -->',
+    '<!-- Generated by `npm run docs` (scripts/api-docs.mjs) from API Extractor\'s model of the declarations and their JSDoc. Do not edit by hand. -->',
     '',
     'Every export of the package\'s public entries, with its declaration and its documentation. The design',
     'behind them is in [architecture.md](architecture.md).',
@@ -677,41 +504,36 @@ function tagLinesWithDescription(doc, anchors) {
 // Command line
 
 function main() {
-  const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
   const args = process.argv.slice(2);
   const check = args.includes('--check');
+  const count = args.includes('--count');
   if (!args.includes('--no-build')) {
-    const build = spawnSync(process.execPath, [join(root, 'scripts/build.mjs'), '--types-only'], { cwd: root, stdio: 'inherit' });
+    const build = spawnSync(process.execPath, [join(HOME, 'scripts/build.mjs'), '--types-only'], { cwd: HOME, stdio: 'inherit' });
     if (build.status !== 0) process.exit(build.status ?? 1);
   }
-  const entries = collectApi({ root });
+  // --count writes nothing, so it compares: a report it would change is left as it is.
+  const { entries, changedReports, problems } = extract({ root: HOME, check: check || count });
+  const sizes = counts(entries);
+  if (count) {
+    for (const size of sizes) process.stdout.write(`${size.specifier.padEnd(26)} ${String(size.exports).padStart(4)}  (${size.values} values, ${size.types} types)\n`);
+    process.stdout.write(`${'total'.padEnd(26)} ${String(sizes.reduce((sum, size) => sum + size.exports, 0)).padStart(4)}\n`);
+    return;
+  }
+  for (const problem of [...problems, ...undocumented(entries)]) process.stderr.write(`api-docs: ${problem}\n`);
   const markdown = renderApi(entries);
-  const target = join(root, API_DOCS_PATH);
-  for (const problem of undocumented(entries)) process.stderr.write(`api-docs: ${problem}\n`);
+  const target = join(HOME, API_DOCS_PATH);
   if (check) {
-    const current = existsSync(target) ? readFileSync(target, 'utf8') : '';
-    if (current !== markdown) {
-      process.stderr.write(`api-docs: ${API_DOCS_PATH} is out of date: run npm run docs\n`);
+    const stale = [...changedReports, ...((existsSync(target) ? readFileSync(target, 'utf8') : '') === markdown ? [] : [API_DOCS_PATH])];
+    if (stale.length > 0) {
+      process.stderr.write(`api-docs: the public surface changed without its review: ${stale.join(', ')} out of date. Run npm run api, and commit the reports with the change.\n`);
       process.exit(1);
     }
     return;
   }
   mkdirSync(dirname(target), { recursive: true });
   writeFileSync(target, markdown);
-  const counts = entries.map((entry) => `${entry.specifier} ${entry.exports.length}`).join(', ');
-  process.stdout.write(`api-docs: wrote ${API_DOCS_PATH} (${counts})\n`);
+  const summary = sizes.map((size) => `${size.specifier} ${size.exports}`).join(', ');
+  process.stdout.write(`api-docs: wrote ${API_REPORT_FOLDER}/*.api.md and ${API_DOCS_PATH} (${summary})${changedReports.length ? `; changed: ${changedReports.join(', ')}` : ''}\n`);
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) main();
-
-/** Exposed for the test's hint when dist/ is older than a source it documents. */
-export function staleDeclarations(entries, { root = process.cwd(), dist = join(root, 'dist') } = {}) {
-  const stale = [];
-  const sources = new Set(entries.flatMap((entry) => [entry.source, ...entry.exports.map((item) => item.source)]));
-  for (const source of [...sources].sort()) {
-    const file = join(root, source);
-    const declaration = join(dist, source.replace(/\.(m?)ts$/, '.d.$1ts'));
-    if (existsSync(file) && existsSync(declaration) && statSync(file).mtimeMs > statSync(declaration).mtimeMs) stale.push(source);
-  }
-  return stale;
-}

@@ -1,11 +1,11 @@
 // The command table: each command's usage, its flags and what runs them. The implementations import
 // their heavy modules when they run, so loading this table loads no package.
-import { dataApiCommand, demoCommand, localCommand } from './local-commands.js';
+import { dataApiCommand, localCommand } from './local-commands.js';
 import { migrateCommand, purgeCommand } from './database-commands.js';
 import { parkedCommand } from './parked-commands.js';
 import { DATABASE_FLAGS, parseFlags } from './flags.js';
 import type { FlagSpecs, Values } from './flags.js';
-import { DATA_API_USAGE, DEMO_USAGE, LOCAL_USAGE, MIGRATE_USAGE, PARKED_USAGE, PURGE_USAGE } from './usage.js';
+import { DATA_API_USAGE, LOCAL_USAGE, MIGRATE_USAGE, PARKED_USAGE, PURGE_USAGE } from './usage.js';
 
 export interface Command {
   readonly usage: string;
@@ -14,7 +14,7 @@ export interface Command {
 }
 
 /** Ties a command's flag specs to its implementation, so `run` sees typed values. */
-function command<F extends FlagSpecs>(usage: string, specs: F, run: (values: Values<F>) => Promise<number>): Command {
+export function command<F extends FlagSpecs>(usage: string, specs: F, run: (values: Values<F>) => Promise<number>): Command {
   return {
     usage,
     run: async (args) => {
@@ -29,20 +29,6 @@ function command<F extends FlagSpecs>(usage: string, specs: F, run: (values: Val
 }
 
 export const COMMANDS: Readonly<Record<string, Command>> = {
-  demo: command(
-    DEMO_USAGE,
-    {
-      messages: { type: 'string', example: '200', default: '2000' },
-      seed: { type: 'string', example: '1', default: '417' },
-      // No default: each mode defaults to all of its faults, and --pipeline has more (demoCommand).
-      faults: { type: 'string', example: 'drop-commit,poison' },
-      consumers: { type: 'string', example: '3', default: '3' },
-      pipeline: { type: 'boolean' },
-      source: { type: 'string', example: 'kafka', default: 'sqs' },
-      transport: { type: 'string', example: 'postgres', default: 'data-api' },
-    },
-    demoCommand,
-  ),
   local: command(LOCAL_USAGE, { json: { type: 'boolean' } }, localCommand),
   'data-api': command(
     DATA_API_USAGE,

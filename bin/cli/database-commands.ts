@@ -8,7 +8,7 @@ import { INBOX_ENV } from '../../lambda/inbox/contract.js';
 
 /** A Data API session for a person or a pipeline: long call timeouts, and waits out an auto-paused cluster. */
 export async function session(target: DatabaseTarget) {
-  const { DataApiSession, resolveTarget } = await import('../../lambda/inbox/index.js');
+  const { DataApiSession, resolveTarget } = await import('../../lambda/inbox/data-api/index.js');
   const { endpoint, ...database } = target;
   const env = { ...process.env, [INBOX_ENV.DATA_API_ENDPOINT]: endpoint };
   // A person at a terminal, or a deploy pipeline, waits out an auto-paused Aurora resuming (about 15 s).
@@ -19,7 +19,7 @@ export async function migrateCommand(values: DatabaseValues & { sets: string }):
   const names = namesFrom(values.sets, '--sets', MIGRATION_SET_NAMES);
   if (names.length === 0) throw new UsageError(`--sets names no migration set, e.g. --sets ${MIGRATION_SET_NAMES.join(',')}`);
   const target = databaseTarget(values, process.env);
-  const [{ migrate }, { migrationSets }] = await Promise.all([import('../../lambda/inbox/index.js'), import('../../lambda/functions/migration/migrate.js')]);
+  const [{ migrate }, { migrationSets }] = await Promise.all([import('../../lambda/inbox/operations.js'), import('../../lambda/functions/migration/migrate.js')]);
   const report = await migrate(await session(target), migrationSets(names.join(',')), values.schema);
   process.stdout.write(`${JSON.stringify(report)}\n`);
   return 0;
@@ -48,7 +48,7 @@ export async function purgeCommand(
   }
   const batchSize = values['batch-size'] === undefined ? undefined : atLeast(values['batch-size'], '--batch-size', 1, '5000');
   const target = databaseTarget(values, process.env);
-  const { purge } = await import('../../lambda/inbox/index.js');
+  const { purge } = await import('../../lambda/inbox/operations.js');
   const report = await purge(await session(target), { retentionSeconds, batchSize, schema: values.schema });
   process.stdout.write(`${JSON.stringify(report)}\n`);
   return 0;

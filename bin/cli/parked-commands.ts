@@ -3,7 +3,8 @@
 // library, the AWS SDK and the database are loaded.
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
-import type { ParkedMessage, RedriveResult } from '../../lambda/inbox/index.js';
+import type { ParkedMessage } from '../../lambda/inbox/parked/store.js';
+import type { RedriveResult } from '../../lambda/inbox/parked/redrive.js';
 import { session } from './database-commands.js';
 import { DATABASE_FLAGS, UsageError, databaseTarget, parseFlags, wholeNumber } from './flags.js';
 import type { DatabaseTarget, FlagSpecs, Values } from './flags.js';
@@ -116,7 +117,7 @@ function parkedId(text: string): number {
 }
 
 async function store(request: Request) {
-  const { parkedMessageStore } = await import('../../lambda/inbox/index.js');
+  const { parkedMessageStore } = await import('../../lambda/inbox/operations.js');
   return parkedMessageStore({ session: await session(request.target), consumer: request.consumer, schema: request.values.schema });
 }
 
@@ -154,7 +155,7 @@ async function discard(request: Request): Promise<number> {
 }
 
 async function redrive(request: Request): Promise<number> {
-  const [library, transport] = await Promise.all([import('../../lambda/inbox/index.js'), sqsTransport(request)]);
+  const [library, transport] = await Promise.all([import('../../lambda/inbox/operations.js'), sqsTransport(request)]);
   const database = await session(request.target);
   if (!request.values.yes) {
     const reader = library.parkedMessageStore({ session: database, consumer: request.consumer, schema: request.values.schema });

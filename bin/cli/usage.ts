@@ -1,24 +1,5 @@
 // The texts the CLI prints for --help and with a misuse: constants only, so printing them loads nothing.
 
-import { FAULTS } from '../../local/fault-schedule.js';
-import { HAND_OFF_FAULTS, PIPELINE_FAULTS } from '../../local/pipeline/faults.js';
-import { STREAM_FAULTS } from '../../local/stream-demo/faults.js';
-
-/** What `sqs-inbox demo --faults` accepts. fault-schedule.ts imports nothing at run time, so this loads no package. */
-export const FAULT_NAMES = FAULTS;
-
-/** What `sqs-inbox demo --pipeline --faults` accepts; pipeline/faults.ts loads no package either. */
-export const PIPELINE_FAULT_NAMES = PIPELINE_FAULTS;
-
-/** What `sqs-inbox demo --source <stream> --faults` accepts: FAULTS without visibility-expiry and poison; loads no package either. */
-export const STREAM_FAULT_NAMES = STREAM_FAULTS;
-
-/** What `sqs-inbox demo --source` accepts: sqs (the default demo) or a stream. */
-export const DEMO_SOURCES = ['sqs', 'kinesis', 'dynamodb', 'kafka'] as const;
-
-/** What `sqs-inbox demo --transport` accepts: local/scenario-transport.ts's SCENARIO_TRANSPORTS (test/local/cli.test.ts checks), without loading it. */
-export const DEMO_TRANSPORTS = ['data-api', 'postgres'] as const;
-
 /** What `sqs-inbox migrate --sets` accepts; test/local/cli.test.ts checks it against lambda/functions/migration/migrate.ts. */
 export const MIGRATION_SET_NAMES = ['inbox', 'example-orders'] as const;
 
@@ -27,7 +8,6 @@ export const USAGE = `sqs-inbox: exactly-once SQS consumers on Aurora PostgreSQL
 Usage: sqs-inbox <command> [flags]
 
 Commands:
-  demo        the fault-injection demo (what \`npm start\` runs): the inbox pattern against the naive one
   local       embedded PostgreSQL, the local Data API and the local SQS endpoint, until interrupted
   data-api    embedded PostgreSQL (or an existing server) and the local Data API, until interrupted
   migrate     applies the schema migrations through the Data API
@@ -40,42 +20,6 @@ Flags:
   -v, --version   the version
 
 Exit codes: 0 done, 1 the run failed, 2 misuse (unknown command or flag, missing or bad value).
-`;
-
-export const DEMO_USAGE = `Usage: sqs-inbox demo [flags]
-
-The same orders, faults and consumers, first through the inbox handler, then through the naive
-check-apply-record consumer, on embedded PostgreSQL (or DATABASE_URL); a side-by-side table.
-Each run works in a database of its own, dropped when it ends (failed or interrupted too).
-Exits 1 if the inbox run shows a single double, lost or out-of-order effect.
-
-With --pipeline, orders go through two stages chained by a queue: "ship" ships each order and hands an
-"invoice" message on, "invoice" invoices it; the hand-off through the outbox (with its sweeper), then
-sent inside the handler, then sent after the commit. Exits 1 if the outbox pipeline shows a double,
-lost, out-of-order or phantom (invoiced while not shipped) effect at either stage.
-
-With --source kinesis, dynamodb or kafka, the orders go through that local stream instead, keyed by
-customer (4 shards or partitions), into kinesisInbox, dynamoDbInbox or kafkaInbox, then the naive
-consumer; the worker crashes after its commits and before the checkpoint (offset commit).
-
-With --transport postgres, the consumers reach PostgreSQL over its wire protocol (node-postgres, as
-through RDS Proxy) instead of the local Data API: the same table and faults, injected by the testkit's
-wire proxy; the calls per message are then round trips. --pipeline and --source run on the Data API.
-
-Flags:
-  --messages N     orders to produce, at least 1                              (default: 2000)
-  --seed N         the seed that decides the orders and the faults            (default: 417)
-  --faults LIST    faults to inject, comma-separated, or none                 (default: all of them)
-                   ${FAULT_NAMES.join(', ')}
-                   with --pipeline also: ${HAND_OFF_FAULTS.join(', ')}
-  --consumers N    consumers racing on the queue, at least 1                  (default: 3)
-                   (with --pipeline: per stage)
-  --pipeline       the two-stage demo: ship, then invoice, via the outbox     (default: off)
-  --source NAME    where the orders go: ${DEMO_SOURCES.join(', ')}         (default: sqs)
-                   (kinesis, dynamodb, kafka: no --pipeline; --consumers is one per shard;
-                   --faults from ${STREAM_FAULT_NAMES.join(', ')})
-  --transport NAME how the consumers reach PostgreSQL: ${DEMO_TRANSPORTS.join(', ')}   (default: data-api)
-  -h, --help       this help
 `;
 
 export const LOCAL_USAGE = `Usage: sqs-inbox local [flags]

@@ -1,4 +1,4 @@
-import type { MigrationSet } from '../../lambda/inbox/index.js';
+import type { MigrationSet } from '../../lambda/inbox/sql/schema.js';
 
 /**
  * The example order worker's own tables, versioned apart from the inbox's. `shipped_count` is how the

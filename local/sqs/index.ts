@@ -1,3 +1,11 @@
+/**
+ * The local SQS (package export `sqs-inbox/local/sqs`): an in-process queue model on an injectable clock
+ * (visibility timeouts, receive counts, FIFO group locks, deduplication, redrive), its faults, and an AWS
+ * JSON 1.0 endpoint for `@aws-sdk/client-sqs`.
+ */
+// First: before any module below makes an SDK client.
+import '../quiet-sdk.js';
+
 export { ManualClock, ScaledClock, SystemClock, sleepOn } from './clock.js';
 export type { Clock } from './clock.js';
 export { SqsError } from './errors.js';

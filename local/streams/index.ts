@@ -1,8 +1,11 @@
 /**
- * The local runtime for stream sources: in-process models of Kinesis Data Streams, a DynamoDB table
- * with its stream, and Kafka (MSK or self-managed), and Lambda's event source mappings for them, on
- * an injectable clock with fault hooks, as SqsEventSource is for SQS.
+ * The local runtime for stream sources (package export `sqs-inbox/local/streams`): in-process models of
+ * Kinesis Data Streams, a DynamoDB table with its stream, and Kafka (MSK or self-managed), and Lambda's
+ * event source mappings for them, on an injectable clock with fault hooks, as SqsEventSource is for SQS.
  */
+// First: before any module below makes an SDK client.
+import '../quiet-sdk.js';
+
 export { ChangeSignal } from './change-signal.js';
 export { StreamModelError } from './errors.js';
 export { MAX_PAYLOAD_BYTES } from './batch-collector.js';

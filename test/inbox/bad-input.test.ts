@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { inbox, MAX_BODY_BYTES, MAX_KEY_BYTES, UnexpectedEventError } from '../../lambda/inbox/index.js';
+import { inbox, UnexpectedEventError } from '../../lambda/inbox/index.js';
+import { MAX_BODY_BYTES, MAX_KEY_BYTES } from '../../lambda/inbox/prepare/keys.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';

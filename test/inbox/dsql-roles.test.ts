@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
-import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/index.js';
+import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/operations.js';
 import { PostgresSession } from '../../lambda/inbox/transport/postgres/index.js';
 import { dsqlRoleHandler } from '../../lambda/functions/dsql-roles/dsql-roles.js';
 import type { DsqlRoleProperties } from '../../lambda/functions/dsql-roles/dsql-roles.js';

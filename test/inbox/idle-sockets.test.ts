@@ -1,8 +1,10 @@
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { DataApiError, DataApiSession } from '../../lambda/inbox/index.js';
+import { DataApiError } from '../../lambda/inbox/index.js';
+import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
 import { inbox } from '../../lambda/inbox/handler/batch-handlers.js';
-import type { DatabaseTarget, InboxOptions } from '../../lambda/inbox/index.js';
+import type { InboxOptions } from '../../lambda/inbox/index.js';
+import type { DatabaseTarget } from '../../lambda/inbox/data-api/session.js';
 import { defaultDataApiClient } from '../../lambda/inbox/data-api/client.js';
 import { resolveTarget } from '../../lambda/inbox/handler/options.js';
 import { startIdleDropProxy } from '../support/idle-proxy.js';

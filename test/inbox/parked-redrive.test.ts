@@ -1,7 +1,10 @@
 import type { SQSEvent, SQSRecord } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { inbox, kinesisInbox, ParkedCollisionError, parkedMessageStore, PermanentError, queueUrlFromArn, redriveParked } from '../../lambda/inbox/index.js';
-import type { RedriveOptions } from '../../lambda/inbox/index.js';
+import { inbox, kinesisInbox, PermanentError } from '../../lambda/inbox/index.js';
+import { ParkedCollisionError } from '../../lambda/inbox/errors.js';
+import { parkedMessageStore } from '../../lambda/inbox/parked/store.js';
+import { queueUrlFromArn, redriveParked } from '../../lambda/inbox/parked/redrive.js';
+import type { RedriveOptions } from '../../lambda/inbox/parked/redrive.js';
 import { sqsOutbox, sweepOutbox } from '../../lambda/inbox/outbox/index.js';
 import { createProducer } from '../../lambda/inbox/producer/producer.js';
 import { SqsEventSource } from '../../local/event-source.js';

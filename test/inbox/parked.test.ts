@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inbox, ParkedCollisionError, PermanentError, payloadHash } from '../../lambda/inbox/index.js';
+import { inbox, PermanentError } from '../../lambda/inbox/index.js';
+import { ParkedCollisionError } from '../../lambda/inbox/errors.js';
+import { payloadHash } from '../../lambda/inbox/prepare/keys.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { inbox, InboxConfigError, purge } from '../../lambda/inbox/index.js';
+import { inbox, InboxConfigError } from '../../lambda/inbox/index.js';
+import { purge } from '../../lambda/inbox/sql/purge.js';
 import { cleanupHandler } from '../../lambda/functions/purge/cleanup.js';
 import { purgeBatchSql } from '../../lambda/inbox/sql/purge.js';
 import { inboxTables } from '../../lambda/inbox/sql/schema.js';

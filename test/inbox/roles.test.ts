@@ -6,7 +6,9 @@ import { handler as migrationResource } from '../../lambda/functions/migration/m
 import { roleResourceHandler } from '../../lambda/functions/database-roles/role-resource.js';
 import type { RoleResourceProperties } from '../../lambda/functions/database-roles/role-resource.js';
 import type { DatabaseCredentials } from '../../lambda/functions/database-roles/secret-values.js';
-import { DataApiError, DataApiSession, inbox, PermanentError, purge } from '../../lambda/inbox/index.js';
+import { DataApiError, inbox, PermanentError } from '../../lambda/inbox/index.js';
+import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import { purge } from '../../lambda/inbox/sql/purge.js';
 import { startDataApi } from '../../local/data-api/server.js';
 import type { DataApiServer } from '../../local/data-api/server.js';
 import { freshDatabase } from '../support/database.js';

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/index.js';
-import type { MigrationSet } from '../../lambda/inbox/index.js';
+import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
+import type { MigrationSet } from '../../lambda/inbox/sql/schema.js';
 import { handler as migrateHandler } from '../../lambda/functions/migration/migrate.js';
 import { startDataApi } from '../../local/data-api/server.js';
 import type { DataApiServer } from '../../local/data-api/server.js';

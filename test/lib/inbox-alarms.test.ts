@@ -7,16 +7,8 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
-import {
-  CLEANUP_METRICS,
-  CONSUMER_COUNT_METRICS,
-  CONSUMER_LATENCY_METRICS,
-  InboxAlarms,
-  InboxCleanup,
-  InboxConsumer,
-  InboxDatabase,
-  InboxQueue,
-} from '../../lib/index.js';
+import { InboxAlarms, InboxCleanup, InboxConsumer, InboxDatabase, InboxQueue } from '../../lib/index.js';
+import { CLEANUP_METRICS, CONSUMER_COUNT_METRICS, CONSUMER_LATENCY_METRICS } from '../../lib/alarms/inbox-alarms.js';
 import type { InboxAlarmsProps } from '../../lib/index.js';
 import { publishSummary } from '../../lambda/inbox/telemetry/telemetry.js';
 import { FIXTURE_HANDLER, logicalId, testStack } from './support.js';

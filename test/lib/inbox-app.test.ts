@@ -5,7 +5,8 @@ import { Duration } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createInboxApp } from '../../bin/inbox-app.js';
-import { InboxStack, InboxStreamsStack } from '../../lib/index.js';
+import { InboxStack } from '../../demo/stacks/inbox-stack.js';
+import { InboxStreamsStack } from '../../demo/stacks/inbox-streams-stack.js';
 import { synthError, testApp, testAppProps } from './support.js';
 
 describe('the deployable app (bin/inbox-app.ts, synthesized by bin/app.ts)', () => {

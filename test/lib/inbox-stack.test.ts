@@ -1,7 +1,7 @@
 import { Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { InboxStack } from '../../lib/index.js';
+import { InboxStack } from '../../demo/stacks/inbox-stack.js';
 import { testApp } from './support.js';
 
 describe('InboxStack', () => {

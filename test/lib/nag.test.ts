@@ -6,7 +6,9 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
-import { InboxAlarms, InboxCleanup, InboxConsumer, InboxDatabase, InboxOutboxRelay, InboxQueue, InboxStack, InboxStreamsStack } from '../../lib/index.js';
+import { InboxAlarms, InboxCleanup, InboxConsumer, InboxDatabase, InboxOutboxRelay, InboxQueue } from '../../lib/index.js';
+import { InboxStack } from '../../demo/stacks/inbox-stack.js';
+import { InboxStreamsStack } from '../../demo/stacks/inbox-streams-stack.js';
 import { FIXTURE_HANDLER, testApp, testStack } from './support.js';
 
 function findings(app: ReturnType<typeof testApp>) {

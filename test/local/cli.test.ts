@@ -13,6 +13,10 @@ import { freshDatabase } from '../support/database.js';
 
 /** The installed bin: compiled JavaScript, as `npx sqs-inbox` runs it (`npm test` builds dist/ first). */
 const BIN = 'dist/bin/sqs-inbox.js';
+/** The repository's demo CLI (`npm start`): the same commands and `demo`, which never ships. */
+const DEMO_BIN = 'dist/demo/cli.js';
+/** The demo's arguments go to the demo's CLI, the rest to the published one. */
+const binFor = (args: readonly string[]) => (args.includes('demo') ? DEMO_BIN : BIN);
 
 const children: ChildProcessWithoutNullStreams[] = [];
 afterEach(() => {
@@ -20,12 +24,12 @@ afterEach(() => {
 });
 
 beforeAll(() => {
-  if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run \`node scripts/build.mjs --js-only\` (npm test does).`);
+  for (const bin of [BIN, DEMO_BIN]) if (!existsSync(bin)) throw new Error(`${bin} is missing: run \`node scripts/build.mjs --js-only\` (npm test does).`);
 });
 
 /** Starts the CLI and resolves with its first stdout line. */
 function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, [binFor(args), ...args], { env: { ...process.env, ...env } });
   children.push(child);
   let stderr = '';
   child.stderr.on('data', (chunk) => (stderr += chunk));
@@ -41,7 +45,7 @@ function cli(args: string[], env: NodeJS.ProcessEnv = {}) {
 
 /** Runs the CLI to its end and collects everything it printed. */
 async function cliRun(args: string[], env: NodeJS.ProcessEnv = {}, nodeFlags: string[] = []) {
-  const child = spawn(process.execPath, [...nodeFlags, BIN, ...args], { env: { ...process.env, ...env } });
+  const child = spawn(process.execPath, [...nodeFlags, binFor(args), ...args], { env: { ...process.env, ...env } });
   children.push(child);
   let stdout = '';
   let stderr = '';
@@ -200,9 +204,20 @@ describe('npx sqs-inbox', () => {
     for (const args of [['--help'], ['-h'], ['help']]) {
       const run = await cliRun(args);
       expect(run.code).toBe(0);
-      for (const command of Object.keys(COMMAND_FLAGS)) expect(run.stdout).toContain(`  ${command} `);
+      for (const command of Object.keys(COMMAND_FLAGS).filter((name) => name !== 'demo')) expect(run.stdout).toContain(`  ${command} `);
       expect(run.stdout).toMatch(/Exit codes: 0 .*, 1 .*, 2 misuse/);
     }
+  });
+
+  it('has no demo in the published CLI, and every published command and the demo in the repository\'s (npm start)', async () => {
+    const published = await cliRun(['--help']);
+    expect(published.stdout).not.toMatch(/^ {2}demo /m);
+    const run = spawnSync(process.execPath, [BIN, 'demo'], { encoding: 'utf8' });
+    expect(run.status).toBe(2);
+    expect(run.stderr).toMatch(/^sqs-inbox: unknown command "demo": choose one of local, data-api, migrate, purge, parked\n/);
+    const repository = spawnSync(process.execPath, [DEMO_BIN, '--help'], { encoding: 'utf8' });
+    expect(repository.status).toBe(0);
+    for (const command of Object.keys(COMMAND_FLAGS)) expect(repository.stdout).toContain(`  ${command} `);
   });
 
   describe.each(Object.entries(COMMAND_FLAGS))('%s', (command, flags) => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runDemo } from '../../local/demo.js';
+import { runDemo } from '../../demo/run.js';
 import { InboxConfigError } from '../../lambda/inbox/index.js';
 import { textSink } from '../support/text-sink.js';
 

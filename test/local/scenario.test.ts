@@ -2,6 +2,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FAULTS, runScenario, startLocal } from '../../local/index.js';
 import type { FaultName, LocalStack, ScenarioResult } from '../../local/index.js';
+import { demoConsumer } from '../../demo/consumers.js';
 
 // End to end: producer -> SQS model -> event source mappings -> handler -> Data API server -> PostgreSQL,
 // with random fault schedules. At least 10,000 messages go through the inbox in this file.
@@ -29,7 +30,7 @@ describe('random fault schedules, end to end (property-based)', () => {
   it(`the inbox applies every one of ${RUNS * MESSAGES} orders exactly once, loses none, and keeps each group's order`, async () => {
     await fc.assert(
       fc.asyncProperty(schedule, async ({ seed, faults, consumers }) => {
-        const result = await runScenario(local, { pattern: 'inbox', messages: MESSAGES, seed, faults, consumers });
+        const result = await runScenario(local, { ...demoConsumer('inbox'), messages: MESSAGES, seed, faults, consumers });
         inboxRuns.push(result);
         expect(result.completed).toBe(true);
         expect(result.extraEffects).toBe(0);
@@ -37,7 +38,7 @@ describe('random fault schedules, end to end (property-based)', () => {
         expect(result.orderViolations).toBe(0);
         // Every order is accounted for: shipped, or (poison) parked, or dead-lettered.
         expect(result.applied + result.parked + result.deadLettered).toBeGreaterThanOrEqual(result.messages);
-        const naive = await runScenario(local, { pattern: 'naive', messages: 500, seed, faults, consumers });
+        const naive = await runScenario(local, { ...demoConsumer('naive'), messages: 500, seed, faults, consumers });
         naiveRuns.push(naive);
       }),
       { numRuns: RUNS, endOnFailure: true },
@@ -48,7 +49,7 @@ describe('random fault schedules, end to end (property-based)', () => {
   it('the inbox in batch mode (one transaction per batch, falling back to each record alone) does the same', async () => {
     await fc.assert(
       fc.asyncProperty(schedule, async ({ seed, faults, consumers }) => {
-        const result = await runScenario(local, { pattern: 'inbox-batch', messages: 1000, seed, faults, consumers });
+        const result = await runScenario(local, { ...demoConsumer('inbox-batch'), messages: 1000, seed, faults, consumers });
         expect(result.completed).toBe(true);
         expect(result.extraEffects).toBe(0);
         expect(result.lost).toBe(0);

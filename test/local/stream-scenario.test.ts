@@ -1,9 +1,11 @@
 import { describe, expect, it } from 'vitest';
 import { dynamoDbInbox, kafkaInbox, kinesisInbox } from '../../lambda/inbox/index.js';
-import type { DataApiSession, DatabaseTarget, InboxTransaction } from '../../lambda/inbox/index.js';
+import type { InboxTransaction } from '../../lambda/inbox/index.js';
+import type { DataApiSession, DatabaseTarget } from '../../lambda/inbox/data-api/session.js';
 import { runStreamScenario, STREAM_SOURCES } from '../../local/index.js';
 import type { StreamConsumer, StreamSourceName } from '../../local/index.js';
 import { localStackPerFile } from '../support/local-stack.js';
+import { streamDemoConsumer } from '../../demo/streams/consumers.js';
 
 // runStreamScenario as a user drives their own kinesisInbox, dynamoDbInbox and kafkaInbox handlers:
 // records through the local stream and Lambda's mapping for it, the stream faults, and exactly-once
@@ -79,7 +81,7 @@ it('sets the SQS endpoint variables for a handler that makes its own SQSClient, 
     messages: 5,
     faults: [],
   });
-  await expect(runStreamScenario(stack(), { source: 'kafka', pattern: 'inbox', messages: 5 })).rejects.toThrow('another scenario (runStreamScenario) is running');
+  await expect(runStreamScenario(stack(), { source: 'kafka', ...streamDemoConsumer('kafka', 'inbox', 5), messages: 5 })).rejects.toThrow('another scenario (runStreamScenario) is running');
   expect((await first).problems).toEqual([]);
   expect(seen).toEqual({ endpoint: stack().sqs.endpoint, region: stack().sqs.region, database: expect.stringMatching(/^stream_kinesis_handler_/) });
   expect(process.env.AWS_ENDPOINT_URL_SQS).toBeUndefined();

@@ -6,7 +6,7 @@ import { stripVTControlCharacters } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deployedMigrationSets } from '../../lambda/functions/migration/deployed-migrations.js';
 import { migrationSets } from '../../lambda/functions/migration/migrate.js';
-import { migrate } from '../../lambda/inbox/index.js';
+import { migrate } from '../../lambda/inbox/sql/schema.js';
 import { inboxFixture, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 import { appFolder, cdkInitApp, functionBundle, installApp, migrationProperties, ownTypeErrors, packTarball, removeApp, run, succeeded, userEnvironment } from './apps.js';
@@ -78,10 +78,16 @@ describe('the tarball', () => {
     expect(files.filter((file) => !/^(dist\/|docs\/|LICENSE$|README\.md$|package\.json$)/.test(file))).toEqual([]);
     expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'dist/lambda/inbox/index.js', 'dist/lambda/inbox/index.d.ts', 'dist/bin/sqs-inbox.js']));
     expect(files.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
-    // The functions the constructs deploy for the package, prebuilt; the example stacks still bundle their workers by path.
+    // The functions the constructs deploy for the package, prebuilt: a user's app bundles none of them.
     expect(files).toEqual(
-      expect.arrayContaining(['dist/lib/assets/migration/index.mjs', 'dist/lib/assets/purge/index.mjs', 'dist/lib/assets/outbox-sweeper/index.mjs', 'dist/demo/functions/order-worker.js']),
+      expect.arrayContaining(['dist/lib/assets/migration/index.mjs', 'dist/lib/assets/purge/index.mjs', 'dist/lib/assets/outbox-sweeper/index.mjs', 'dist/lib/assets/dsql-roles/index.mjs']),
     );
+    // The demo never ships: of demo/ only the example set the migration function still carries as a built-in.
+    expect(files.filter((file) => /(^|\/)demo\//.test(file)).sort()).toEqual([
+      'dist/demo/functions/example-migrations.d.ts',
+      'dist/demo/functions/example-migrations.js',
+      'dist/demo/functions/example-migrations.js.map',
+    ]);
   });
 });
 

@@ -1,5 +1,7 @@
-import type { InboxSession, InboxTables, Transaction } from '../../inbox/index.js';
-import { inboxTables } from '../../inbox/index.js';
+import type { InboxSession } from '../../inbox/transport/session.js';
+import type { InboxTables } from '../../inbox/sql/schema.js';
+import type { Transaction } from '../../inbox/data-api/session.js';
+import { inboxTables } from '../../inbox/sql/schema.js';
 import { scramSha256Verifier } from './scram.js';
 
 /** What a role is for: it decides the role's privileges on the inbox tables. */

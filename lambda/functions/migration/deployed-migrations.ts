@@ -1,5 +1,5 @@
 import { InboxConfigError } from '../../inbox/index.js';
-import type { Migration, MigrationSet } from '../../inbox/index.js';
+import type { Migration, MigrationSet } from '../../inbox/sql/schema.js';
 
 /**
  * Reads the app's own migration sets from the `Sets` property of `Custom::InboxMigration`, where

@@ -1,6 +1,9 @@
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
-import { DataApiSession, INBOX_MIGRATIONS, InboxConfigError, migrate, resolveTarget } from '../../inbox/index.js';
-import type { MigrationSet } from '../../inbox/index.js';
+import { InboxConfigError } from '../../inbox/index.js';
+import { DataApiSession } from '../../inbox/data-api/session.js';
+import { INBOX_MIGRATIONS, migrate } from '../../inbox/sql/schema.js';
+import { resolveTarget } from '../../inbox/handler/options.js';
+import type { MigrationSet } from '../../inbox/sql/schema.js';
 import { deployedMigrationSets } from './deployed-migrations.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../../demo/functions/example-migrations.js';
 import { ROLE_RESOURCE_TYPE, roleResourceHandler } from '../database-roles/role-resource.js';

@@ -1,9 +1,13 @@
 import type { Context } from 'aws-lambda';
 import { CLEANUP_SERVICE_NAME, DEFAULT_PURGE_BATCH_SIZE, INBOX_ENV, METRIC_NAMESPACE } from '../../inbox/contract.js';
 import type { CleanupMetric } from '../../inbox/contract.js';
-import { DataApiSession, InboxConfigError, purge, resolveTarget } from '../../inbox/index.js';
+import { InboxConfigError } from '../../inbox/index.js';
+import type { InboxMetrics } from '../../inbox/index.js';
+import { DataApiSession } from '../../inbox/data-api/session.js';
+import { purge } from '../../inbox/sql/purge.js';
+import type { PurgeReport } from '../../inbox/sql/purge.js';
+import { resolveTarget } from '../../inbox/handler/options.js';
 import { EmfMetrics } from '../../inbox/telemetry/emf-metrics.js';
-import type { InboxMetrics, PurgeReport } from '../../inbox/index.js';
 
 /** One Data API call of the purge may take this long. */
 const CALL_TIMEOUT_MS = 30_000;

@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InboxConfigError, InboxError, kafkaHeaders, kafkaInbox } from '../../../lambda/inbox/index.js';
-import type { InboxMessage, KafkaInboxOptions, KafkaRecord } from '../../../lambda/inbox/index.js';
+import type { InboxMessage, KafkaInboxOptions } from '../../../lambda/inbox/index.js';
+import type { KafkaRecord } from '../../../lambda/inbox/sources/kafka.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
 import { kafkaEvent, kafkaRecord } from '../../support/streams.js';

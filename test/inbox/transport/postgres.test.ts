@@ -1,6 +1,9 @@
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { decimal, INBOX_MIGRATIONS, json, migrate, PostgresError, purge, uuid } from '../../../lambda/inbox/index.js';
+import { decimal, json, uuid } from '../../../lambda/inbox/index.js';
+import { INBOX_MIGRATIONS, migrate } from '../../../lambda/inbox/sql/schema.js';
+import { PostgresError } from '../../../lambda/inbox/errors.js';
+import { purge } from '../../../lambda/inbox/sql/purge.js';
 import { postgres, PostgresSession } from '../../../lambda/inbox/transport/postgres/index.js';
 import { inbox } from '../../../lambda/inbox/handler/batch-handlers.js';
 import type { InboxOptions } from '../../../lambda/inbox/index.js';

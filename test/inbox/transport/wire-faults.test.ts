@@ -1,6 +1,7 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { inbox, INBOX_MIGRATIONS, migrate } from '../../../lambda/inbox/index.js';
+import { inbox } from '../../../lambda/inbox/index.js';
+import { INBOX_MIGRATIONS, migrate } from '../../../lambda/inbox/sql/schema.js';
 import { postgres, PostgresSession } from '../../../lambda/inbox/transport/postgres/index.js';
 import type { InboxOptions } from '../../../lambda/inbox/index.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../../demo/functions/example-migrations.js';

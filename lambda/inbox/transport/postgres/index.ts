@@ -11,6 +11,7 @@ import { PostgresSession } from './postgres-session.js';
 import type { PostgresPool } from './postgres-session.js';
 
 export { PostgresSession } from './postgres-session.js';
+export { PostgresError } from '../../errors.js';
 export type { PostgresPool, PostgresClient, PostgresTarget, PostgresPolicy } from './postgres-session.js';
 export { postgresFromEnvironment, readPostgresEnvironment, POSTGRES_ENVIRONMENT } from './from-environment.js';
 export type { PostgresEnvironmentOptions, PostgresEnvironmentSettings, PostgresAuth } from './from-environment.js';

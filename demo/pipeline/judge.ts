@@ -1,9 +1,9 @@
-import type { DataApiSession } from '../../lambda/inbox/index.js';
-import { problemsOf, selectByKey } from '../effects.js';
-import type { DoubleEffect, OutOfOrderEffect, SentMessage, Verdict } from '../effects.js';
-import { deadLetteredKeys, readVerdict } from '../scenario-steps.js';
-import type { Outgoing } from '../scenario-steps.js';
-import type { QueueInfo, SqsModel } from '../sqs/model.js';
+import type { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import { problemsOf, selectByKey } from '../../local/effects.js';
+import type { DoubleEffect, OutOfOrderEffect, SentMessage, Verdict } from '../../local/effects.js';
+import { deadLetteredKeys, readVerdict } from '../../local/scenario-steps.js';
+import type { Outgoing } from '../../local/scenario-steps.js';
+import type { QueueInfo, SqsModel } from '../../local/sqs/model.js';
 import { INVOICES, INVOICE_CONSUMER, PHANTOMS, SHIPMENTS, SHIP_CONSUMER } from './tables.js';
 
 /** What one stage of a pipeline run did, judged from the database and its queues. */

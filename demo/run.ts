@@ -1,25 +1,25 @@
 import { parseArgs } from 'node:util';
 import { InboxConfigError } from '../lambda/inbox/index.js';
-import { FAULTS } from './fault-schedule.js';
-import type { FaultName } from './fault-schedule.js';
-import { DEMO_PATTERNS } from './demo-consumers.js';
-import type { DemoPattern } from './demo-consumers.js';
+import { FAULTS } from '../local/fault-schedule.js';
+import type { FaultName } from '../local/fault-schedule.js';
+import { DEMO_PATTERNS, demoConsumer } from './consumers.js';
+import type { DemoPattern } from './consumers.js';
 import { runPipelineDemo } from './pipeline/demo.js';
-import { runScenario } from './scenario.js';
-import type { ScenarioResult } from './scenario.js';
-import { SCENARIO_TRANSPORTS } from './scenario-transport.js';
-import type { ScenarioTransport } from './scenario-transport.js';
-import { startLocal } from './stack.js';
-import { runStreamDemo } from './stream-demo/demo.js';
-import { STREAM_SOURCES } from './stream-demo/sources.js';
-import type { StreamSourceName } from './stream-demo/sources.js';
+import { runScenario } from '../local/scenario.js';
+import type { ScenarioResult } from '../local/scenario.js';
+import { startLocal } from '../local/stack.js';
+import { runStreamDemo } from './streams/demo.js';
+import { STREAM_SOURCES } from '../local/stream-scenario/sources.js';
+import type { StreamSourceName } from '../local/stream-scenario/sources.js';
+import { SCENARIO_TRANSPORTS } from '../local/scenario-transport.js';
+import type { ScenarioTransport } from '../local/scenario-transport.js';
 
 /**
  * `sqs-inbox demo` (what `npm start` runs): the same orders, faults and consumers, through the inbox
  * handler per record, the inbox handler per batch, then the naive check-apply-record consumer; a
  * side-by-side table; exit code 1 if an inbox run shows a single double, lost or out-of-order effect.
- * With `--pipeline`, the two-stage demo instead (local/pipeline/demo.ts); with `--source kinesis|dynamodb|kafka`,
- * the inbox against the naive consumer on that local stream (local/stream-demo/demo.ts).
+ * With `--pipeline`, the two-stage demo instead (demo/pipeline/demo.ts); with `--source kinesis|dynamodb|kafka`,
+ * the inbox against the naive consumer on that local stream (demo/streams/demo.ts).
  */
 export async function runDemo(args: string[], out: NodeJS.WritableStream = process.stdout): Promise<number> {
   const { values } = parseArgs({
@@ -64,7 +64,7 @@ export async function runDemo(args: string[], out: NodeJS.WritableStream = proce
     for (const pattern of DEMO_PATTERNS) {
       const label = LABELS[pattern];
       const result = await runScenario(local, {
-        pattern,
+        ...demoConsumer(pattern),
         messages,
         seed,
         faults,

@@ -1,5 +1,5 @@
 import { InboxConfigError } from '../../lambda/inbox/index.js';
-import { startLocal } from '../stack.js';
+import { startLocal } from '../../local/stack.js';
 import { PIPELINE_FAULTS } from './faults.js';
 import type { PipelineFaultName } from './faults.js';
 import { runPipeline } from './run.js';

@@ -1,7 +1,7 @@
 import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { runBatch } from '../lambda/inbox/lanes/lanes.js';
 import type { Outcome } from '../lambda/inbox/lanes/lanes.js';
-import type { InboxSession } from '../lambda/inbox/index.js';
+import type { InboxSession } from '../lambda/inbox/transport/session.js';
 import { sqsSource } from '../lambda/inbox/sources/sqs.js';
 import type { InboxSource } from '../lambda/inbox/sources/source.js';
 

@@ -1,9 +1,13 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PIPELINE_VARIANTS, runPipeline, startLocal } from '../../local/index.js';
-import type { LocalStack, PipelineResult, PipelineVariant } from '../../local/index.js';
-import { pipelineVerdict } from '../../local/pipeline/demo.js';
+import { startLocal } from '../../local/index.js';
+import type { LocalStack } from '../../local/index.js';
+import { runPipeline } from '../../demo/pipeline/run.js';
+import type { PipelineResult } from '../../demo/pipeline/run.js';
+import { PIPELINE_VARIANTS } from '../../demo/pipeline/variants.js';
+import type { PipelineVariant } from '../../demo/pipeline/variants.js';
+import { pipelineVerdict } from '../../demo/pipeline/demo.js';
 import { freshDatabase } from '../support/database.js';
 
 // The two-stage demo (`sqs-inbox demo --pipeline`): orders are shipped by one inbox consumer, which hands
@@ -17,7 +21,7 @@ const ORDERS = 150;
 const NAIVE_ORDERS = 90;
 const SEED = 417;
 /** The installed bin: compiled JavaScript, as `npx sqs-inbox` runs it (`npm test` builds dist/ first). */
-const BIN = 'dist/bin/sqs-inbox.js';
+const BIN = 'dist/demo/cli.js';
 
 const previousDatabaseUrl = process.env.DATABASE_URL;
 const stacks: LocalStack[] = [];

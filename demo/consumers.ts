@@ -3,7 +3,7 @@ import { inbox } from '../lambda/inbox/handler/batch-handlers.js';
 import { openSession } from '../lambda/inbox/transport/open-session.js';
 import type { InboxLogger, InboxMetrics } from '../lambda/inbox/index.js';
 import { batchHandler, consumeNaively } from './naive.js';
-import type { ScenarioConsumer } from './scenario.js';
+import type { ScenarioConsumer } from '../local/scenario.js';
 
 /**
  * The demo's two order consumers (`npm start`), as {@link runScenario} drives any consumer: the same
@@ -15,8 +15,6 @@ type OrderBody = { orderId: string };
 const SHIP = 'INSERT INTO public.demo_shipment (order_id) VALUES (:orderId)';
 
 const keyOf = (record: SQSRecord) => record.messageAttributes?.['idempotency-key']?.stringValue ?? record.messageId;
-const silentLogger: InboxLogger = { debug() {}, info() {}, warn() {}, error() {} };
-const silentMetrics: InboxMetrics = { addMetric() {}, publishStoredMetrics() {} };
 
 const orders: Omit<ScenarioConsumer, 'handler' | 'commitPoint' | 'label'> = {
   setup: [
@@ -31,15 +29,17 @@ const orders: Omit<ScenarioConsumer, 'handler' | 'commitPoint' | 'label'> = {
 export const DEMO_PATTERNS = ['inbox', 'inbox-batch', 'naive'] as const;
 export type DemoPattern = (typeof DEMO_PATTERNS)[number];
 
-const inboxSettings = {
-  consumer: 'demo-orders',
-  onPermanentError: 'park',
-  callTimeoutMs: 2000,
-  deadlineMarginMs: 100,
-  resumeDelaysMs: [100, 200, 300, 400, 500],
-  logger: silentLogger,
-  metrics: silentMetrics,
-} as const;
+/**
+ * The demo's inbox consumers' settings, on SQS and on the streams: short calls, resume retries through
+ * an auto-pause, park a bad body, and no logs or metrics in the demo's output.
+ */
+export function demoInboxSettings<Consumer extends string>(consumer: Consumer) {
+  const logger: InboxLogger = { debug() {}, info() {}, warn() {}, error() {} };
+  const metrics: InboxMetrics = { addMetric() {}, publishStoredMetrics() {} };
+  return { consumer, onPermanentError: 'park', callTimeoutMs: 2000, deadlineMarginMs: 100, resumeDelaysMs: [100, 200, 300, 400, 500], logger, metrics } as const;
+}
+
+const inboxSettings = demoInboxSettings('demo-orders');
 
 // One INSERT for the batch's newly claimed orders, in batch order, so each customer's orders keep theirs.
 const SHIP_BATCH = `INSERT INTO public.demo_shipment (order_id)

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { runDemo } from '../../local/demo.js';
+import { runDemo } from '../../demo/run.js';
 import { runScenario, startLocal } from '../../local/index.js';
 import type { LocalStack, ScenarioConsumer } from '../../local/index.js';
 import { freshDatabase } from '../support/database.js';
@@ -67,9 +67,9 @@ describe('the demo on a DATABASE_URL server', () => {
     expect(await databases(pattern)).toEqual([]);
   }, 120_000);
 
-  it('drops the database of the run it was in when Ctrl-C (SIGINT) ends `npx sqs-inbox demo`', async () => {
+  it('drops the database of the run it was in when Ctrl-C (SIGINT) ends the demo (npm start)', async () => {
     // The installed bin, as cli.test.ts runs it (npm test builds dist/ first).
-    const bin = 'dist/bin/sqs-inbox.js';
+    const bin = 'dist/demo/cli.js';
     if (!existsSync(bin)) throw new Error(`${bin} is missing: run \`node scripts/build.mjs --js-only\` (npm test does).`);
     const seed = 100_000 + Math.floor(Math.random() * 900_000);
     const pattern = `scenario\\_inbox\\_${seed}\\_%`;

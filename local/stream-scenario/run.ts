@@ -1,8 +1,8 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'aws-lambda';
-import { DataApiSession, INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/index.js';
-import type { DatabaseTarget } from '../../lambda/inbox/index.js';
-import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';
+import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
+import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import type { DatabaseTarget } from '../../lambda/inbox/data-api/session.js';
 import { problemsOf } from '../effects.js';
 import type { DoubleEffect, OutOfOrderEffect, SentMessage } from '../effects.js';
 import { FaultSchedule } from '../fault-schedule.js';
@@ -13,19 +13,8 @@ import type { LocalStack } from '../stack.js';
 import type { StreamEventSource } from '../streams/stream-event-source.js';
 import type { StreamHandler } from '../streams/types.js';
 import { STREAM_FAULTS, StreamInvocationFaults } from './faults.js';
-import { NAIVE_SHIP_STATEMENT, STREAM_SOURCES, streamDemoSource, streamSource } from './sources.js';
-import type { StreamPattern, StreamSourceName } from './sources.js';
-
-/**
- * Options of {@link runStreamScenario} that drive the demo's own order consumers.
- *
- * @example
- * const demo: StreamDemoOptions = { pattern: 'naive' };
- */
-export interface StreamDemoOptions {
-  /** `inbox`: the source's inbox handler (kinesisInbox, dynamoDbInbox, kafkaInbox); `naive`: check, ship, record. */
-  readonly pattern: StreamPattern;
-}
+import { STREAM_SOURCES, streamSource } from './sources.js';
+import type { StreamSourceName } from './sources.js';
 
 /**
  * What a stream handler factory gets: {@link ScenarioEnvironment} on the Data API, the transport a stream
@@ -73,13 +62,13 @@ export interface StreamConsumer extends Pick<ScenarioConsumer, 'setup' | 'effect
 }
 
 /**
- * Options of {@link runStreamScenario}: the stream, your consumer (`handler`, `message`, `effects`) or
- * the demo's (`pattern`), and the run's settings.
+ * Options of {@link runStreamScenario}: the stream, your consumer (`handler`, `message`, `effects`), and
+ * the run's settings.
  *
  * @example
- * const options: StreamScenarioOptions = { source: 'kafka', pattern: 'inbox', messages: 300, seed: 7 };
+ * const options: StreamScenarioOptions = { source: 'kafka', ...credits, messages: 300, seed: 7 };
  */
-export type StreamScenarioOptions = StreamRunOptions & (StreamConsumer | StreamDemoOptions);
+export type StreamScenarioOptions = StreamRunOptions & StreamConsumer;
 
 /**
  * Options of {@link runStreamScenario} about the run.
@@ -98,8 +87,6 @@ export interface StreamRunOptions extends Pick<ScenarioRunOptions, 'env'> {
   readonly seed?: number | undefined;
   /** Faults to inject, from {@link STREAM_FAULTS}; `[]` runs without. @default every one of STREAM_FAULTS */
   readonly faults?: readonly FaultName[] | undefined;
-  /** The demo's customers; each customer's orders share a lane and must ship in production order. @default max(4, messages / 10) */
-  readonly customers?: number | undefined;
   /** Records per invocation. @default 10 */
   readonly batchSize?: number | undefined;
   /** Give up waiting for the stream to be checkpointed after this long. @default 120 s, or 40 ms per order when longer */
@@ -112,12 +99,12 @@ export interface StreamRunOptions extends Pick<ScenarioRunOptions, 'env'> {
  * What a stream scenario saw, from the database and the event source at the end.
  *
  * @example
- * const result = await runStreamScenario(local, { source: 'kafka', pattern: 'inbox', messages: 120 });
+ * const result = await runStreamScenario(local, { source: 'kafka', ...credits, messages: 120 });
  * expect(result.problems).toEqual([]);
  */
 export interface StreamScenarioResult {
   readonly source: StreamSourceName;
-  /** The consumer: `inbox` or `naive` for the demo's, else {@link StreamConsumer.label} (default 'handler'). */
+  /** The consumer's {@link StreamConsumer.label} (default 'handler'). */
   readonly pattern: string;
   readonly seed: number;
   /** Orders produced. */
@@ -163,27 +150,21 @@ export interface StreamScenarioResult {
   /** Every order shipped exactly once, in order, and the stream drained: `problems` is empty. */
   readonly exactlyOnce: boolean;
   /**
-   * One readable line per problem; with your own consumer also the faults asked for that never struck,
-   * and what `verify` found.
+   * One readable line per problem, the faults asked for that never struck and what `verify` found among them.
    */
   readonly problems: readonly string[];
 }
 
-// public.orders (the example workers' table) with the sequence of each order's first shipment: the
-// upsert's conflict branch leaves it alone, so it orders first effects, as the SQS demo's bigserial id does.
-const FIRST_SHIPPED = 'ALTER TABLE public.orders ADD COLUMN first_shipped bigserial';
-const NAIVE_TABLE = 'CREATE TABLE public.naive_processed (message_key text PRIMARY KEY)';
-const EFFECTS = 'SELECT order_id AS key, shipped_count AS count, first_shipped AS seq FROM public.orders';
 const PARKED = 'SELECT message_key AS key FROM inbox.parked_message';
 
 /**
  * Drives records through a local stream (Kinesis, DynamoDB Streams or Kafka) and Lambda's event source
- * mapping for it, into your own handler (`kinesisInbox`, `dynamoDbInbox`, `kafkaInbox`, or any) or the
- * demo's order consumers, with the seeded stream faults: producer re-sends, the worker dying after its
+ * mapping for it, into your own handler (`kinesisInbox`, `dynamoDbInbox`, `kafkaInbox`, or any), with
+ * the seeded stream faults: producer re-sends, the worker dying after its
  * commits and before the checkpoint (offset commit), lost commit responses, dying inside the
  * transaction, Aurora auto-pause and 5xx. Then judges your effects query as {@link runScenario} does:
  * every record applied exactly once, none lost (parked counts as accounted for), each lane's in
- * production order; with your consumer, faults that never struck and what `verify` found are problems too.
+ * production order; faults that never struck and what `verify` found are problems too.
  *
  * Runs in a fresh database on the stack's server, with `INBOX_*` and the SQS endpoint variables set
  * while it lasts; one scenario at a time per process (it owns `process.env` and the stack's Data API
@@ -199,7 +180,7 @@ export function runStreamScenario(options: StreamScenarioOptions): Promise<Strea
  *
  * @example
  * const local = await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } });
- * const result = await runStreamScenario(local, { source: 'kinesis', pattern: 'inbox', messages: 300, seed: 7 });
+ * const result = await runStreamScenario(local, { source: 'kinesis', ...credits, messages: 300, seed: 7 });
  * expect(result.problems).toEqual([]);
  */
 export function runStreamScenario(local: LocalStack, options: StreamScenarioOptions): Promise<StreamScenarioResult>;
@@ -217,8 +198,6 @@ export async function runStreamScenario(first: LocalStack | StreamScenarioOption
 /** The options of one run, validated, with the defaults filled in. */
 interface Settings {
   readonly source: StreamSourceName;
-  /** The demo's pattern, or undefined for the user's consumer. */
-  readonly pattern: StreamPattern | undefined;
   readonly consumer: StreamConsumer;
   readonly label: string;
   readonly messages: number;
@@ -232,37 +211,29 @@ interface Settings {
 
 function resolve(options: StreamScenarioOptions): Settings {
   const problems: string[] = [];
-  const given = options as Partial<StreamConsumer> & Partial<StreamDemoOptions> & StreamRunOptions;
+  const given = options as Partial<StreamConsumer> & StreamRunOptions;
   if (!(STREAM_SOURCES as readonly string[]).includes(options.source)) problems.push(`source must be one of ${STREAM_SOURCES.join(', ')}; got ${JSON.stringify(options.source)}.`);
   const messages = options.messages ?? 300;
   const seed = options.seed ?? 417;
-  const customers = options.customers ?? Math.max(4, Math.floor(messages / 10));
   const batchSize = options.batchSize ?? 10;
   const timeoutMs = options.timeoutMs ?? Math.max(120_000, messages * 40);
-  for (const [name, value, min] of [['messages', messages, 1], ['seed', seed, 0], ['customers', customers, 1], ['batchSize', batchSize, 1], ['timeoutMs', timeoutMs, 1]] as const) {
+  for (const [name, value, min] of [['messages', messages, 1], ['seed', seed, 0], ['batchSize', batchSize, 1], ['timeoutMs', timeoutMs, 1]] as const) {
     if (!Number.isInteger(value) || value < min) problems.push(`${name} must be a whole number of at least ${min}; got ${value}.`);
   }
   let consumer: StreamConsumer | undefined;
-  if (given.pattern !== undefined) {
-    if (given.handler !== undefined) problems.push('give either handler (your consumer) or pattern (the demo\'s), not both.');
-    else if (given.pattern !== 'inbox' && given.pattern !== 'naive') problems.push(`pattern must be 'inbox' or 'naive'; got ${JSON.stringify(given.pattern)}.`);
-    else consumer = demoConsumer(given.pattern, customers);
-  } else {
-    if (typeof given.handler !== 'function') problems.push('handler must be a factory of your handler, e.g. ({ database }) => kinesisInbox({ database, ... }).');
-    if (typeof given.message !== 'function') problems.push('message must be a function (index) => ({ key, body, groupId? }).');
-    if (typeof given.effects !== 'string' || given.effects.trim() === '') problems.push('effects must be SQL returning key and count per record, e.g. SELECT credit_id AS key, count(*) FROM public.credits GROUP BY 1.');
-    if (given.verify !== undefined && typeof given.verify !== 'function') problems.push('verify must be a function (session) => problems.');
-    if (problems.length === 0) consumer = given as StreamConsumer;
-  }
+  if (typeof given.handler !== 'function') problems.push('handler must be a factory of your handler, e.g. ({ database }) => kinesisInbox({ database, ... }).');
+  if (typeof given.message !== 'function') problems.push('message must be a function (index) => ({ key, body, groupId? }).');
+  if (typeof given.effects !== 'string' || given.effects.trim() === '') problems.push('effects must be SQL returning key and count per record, e.g. SELECT credit_id AS key, count(*) FROM public.credits GROUP BY 1.');
+  if (given.verify !== undefined && typeof given.verify !== 'function') problems.push('verify must be a function (session) => problems.');
+  if (problems.length === 0) consumer = given as StreamConsumer;
   const faults = options.faults ?? STREAM_FAULTS;
   const unknown = faults.filter((fault) => !STREAM_FAULTS.includes(fault));
   if (unknown.length > 0) problems.push(`faults: ${unknown.join(', ')} not injected on streams; choose from ${STREAM_FAULTS.join(', ')}.`);
   if (problems.length > 0 || !consumer) throw new RangeError(`runStreamScenario: ${problems.join(' ')}`);
   return {
     source: options.source,
-    pattern: given.pattern,
     consumer,
-    label: given.pattern ?? consumer.label ?? 'handler',
+    label: consumer.label ?? 'handler',
     messages,
     seed,
     faults,
@@ -273,34 +244,12 @@ function resolve(options: StreamScenarioOptions): Settings {
   };
 }
 
-/**
- * The demo's order consumers as a {@link StreamConsumer}: orders keyed by customer, shipped into
- * public.orders (the example workers' table), judged by shipped_count and the first shipment's sequence.
- */
-function demoConsumer(pattern: StreamPattern, customers: number): StreamConsumer {
-  return {
-    // Replaced in runIn by the source's own handler of the pattern.
-    handler: () => {
-      throw new Error('the demo consumer is made by its source');
-    },
-    setup: async (session) => {
-      await migrate(session, [EXAMPLE_ORDER_MIGRATIONS]);
-      await session.execute(FIRST_SHIPPED);
-      await session.execute(NAIVE_TABLE);
-    },
-    message: (index) => ({ key: `order-${index}`, body: { orderId: `order-${index}`, customerId: `customer-${index % customers}` }, groupId: `customer-${index % customers}` }),
-    effects: EFFECTS,
-    ...(pattern === 'naive' ? { commitPoint: { statement: NAIVE_SHIP_STATEMENT } } : {}),
-  };
-}
-
 async function runIn(local: LocalStack, settings: Settings, databaseName: string, setEnv: (env: Readonly<Record<string, string>>) => void): Promise<StreamScenarioResult> {
   const started = Date.now();
   const { consumer } = settings;
   const { client, target: database, session } = openDatabase(local, databaseName);
   local.dataApi.faults.clear();
-  const demo = settings.pattern === undefined ? undefined : streamDemoSource(settings.source);
-  const source = demo ?? streamSource(settings.source, { partitionKey: consumer.partitionKey });
+  const source = streamSource(settings.source, { partitionKey: consumer.partitionKey });
   // A stream that writes no record for a producer's retry (DynamoDB) cannot be given duplicate sends.
   const faults = source.resends ? settings.faults : settings.faults.filter((fault) => fault !== 'duplicate-sends');
   const schedule = new FaultSchedule(settings.seed, faults, local.dataApi, consumer.commitPoint ?? 'commit');
@@ -330,10 +279,7 @@ async function runIn(local: LocalStack, settings: Settings, databaseName: string
 
     const env = runEnvironment(local, databaseName, settings.env) as Record<string, string>;
     setEnv(env);
-    // The naive consumer fails a record and lets the stream retry it: no resume retries of its own.
-    const handler = demo
-      ? demo.handler(settings.pattern!, { database, session: new DataApiSession(database, { callTimeoutMs: 2000, resumeDelaysMs: [] }) })
-      : await consumer.handler({ env, database, session, instance: 0, local });
+    const handler = await consumer.handler({ env, database, session, instance: 0, local });
     if (typeof handler !== 'function') throw new TypeError(`runStreamScenario: handler must be a factory that returns your handler, e.g. ({ database }) => kinesisInbox({ database, ... }); the factory returned ${typeof handler}.`);
     const invocationFaults = new StreamInvocationFaults(schedule, source.recordId);
     const stream = source.eventSource(invocationFaults.wrap(handler as (event: unknown, context: Context) => unknown, recordsOf) as never, {
@@ -363,8 +309,8 @@ async function runIn(local: LocalStack, settings: Settings, databaseName: string
     const problems = problemsOf(verdict, completed, settings.timeoutMs, writes - checkpointed());
     const unmatched = schedule.commitPointProblem();
     if (unmatched) problems.push(unmatched);
-    // The demo's runs show what its consumers do at any size; a user's run must say what it did not test.
-    if (!demo) problems.push(...schedule.unfiredProblems(settings.messages), ...(await runVerify(consumer.verify, session)));
+    // A run must say what it did not test.
+    problems.push(...schedule.unfiredProblems(settings.messages), ...(await runVerify(consumer.verify, session)));
     const stats = stream.stats;
     return {
       source: settings.source,

@@ -1,10 +1,12 @@
 import { InboxConfigError } from '../../lambda/inbox/index.js';
-import type { FaultName } from '../fault-schedule.js';
-import { startLocal } from '../stack.js';
-import { STREAM_FAULTS } from './faults.js';
-import { runStreamScenario } from './run.js';
-import type { StreamScenarioResult } from './run.js';
-import type { StreamPattern, StreamSourceName } from './sources.js';
+import type { FaultName } from '../../local/fault-schedule.js';
+import { startLocal } from '../../local/stack.js';
+import { STREAM_FAULTS } from '../../local/stream-scenario/faults.js';
+import { runStreamScenario } from '../../local/stream-scenario/run.js';
+import type { StreamScenarioResult } from '../../local/stream-scenario/run.js';
+import type { StreamSourceName } from '../../local/stream-scenario/sources.js';
+import { streamDemoConsumer } from './consumers.js';
+import type { StreamPattern } from './consumers.js';
 
 /** What `sqs-inbox demo --source <stream>` runs with. */
 export interface StreamDemoOptions {
@@ -45,7 +47,7 @@ export async function runStreamDemo(options: StreamDemoOptions, out: NodeJS.Writ
       const label = LABELS[pattern];
       const result = await runStreamScenario(local, {
         source: options.source,
-        pattern,
+        ...streamDemoConsumer(options.source, pattern, options.messages),
         messages: options.messages,
         seed: options.seed,
         faults,

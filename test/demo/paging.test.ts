@@ -1,11 +1,12 @@
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DataApiSession } from '../../lambda/inbox/index.js';
+import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
 import { FAULTS, runScenario, startLocal } from '../../local/index.js';
 import type { LocalStack, ScenarioEnvironment } from '../../local/index.js';
 import { dataApiClient } from '../support/inbox.js';
 import { freshDatabase } from '../support/database.js';
 import { selectByKey } from '../../local/effects.js';
+import { demoConsumer } from '../../demo/consumers.js';
 
 // The demo's final check reads every effect through the Data API, whose answers stop at 1 MiB: about
 // 13,000 of the demo's orders. Here the local Data API stops at 4 KiB, so a few hundred orders meet the
@@ -80,7 +81,7 @@ describe("the demo's final check, in pages", () => {
   });
 
   it.each(['inbox', 'naive'] as const)('judges every order of a %s run whose effects pass the response limit, and finishes', async (pattern) => {
-    const result = await runScenario(local, { pattern, messages: 400, seed: 11, faults: FAULTS });
+    const result = await runScenario(local, { ...demoConsumer(pattern), messages: 400, seed: 11, faults: FAULTS });
     expect(result.completed).toBe(true);
     expect(result.unexpectedKeys).toEqual([]);
     expect(result.lost).toBe(0);

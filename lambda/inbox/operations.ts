@@ -1,0 +1,32 @@
+/**
+ * What runs beside the handlers (package export `sqs-inbox/operations`), from a script, a scheduled
+ * function or a deployment: the schema migrations, the purge of old claims, and the parked messages
+ * (list, show, discard, redrive), each over an inbox session (`DataApiSession` from `sqs-inbox/data-api`,
+ * or a wire session).
+ *
+ * @example
+ * import { INBOX_MIGRATIONS, migrate, purge } from 'sqs-inbox/operations';
+ */
+export { migrate, INBOX_MIGRATIONS, inboxTables } from './sql/schema.js';
+export type { Migration, MigrationSet, MigrationReport, InboxTables } from './sql/schema.js';
+export { MigrationChangedError, ParkedCollisionError } from './errors.js';
+export { purge } from './sql/purge.js';
+export type { PurgeOptions, PurgeReport } from './sql/purge.js';
+export { parkedMessageStore } from './parked/store.js';
+export type {
+  ParkedMessage,
+  ParkedMessages,
+  ParkedMessageReader,
+  ParkedMessageStore,
+  ParkedMessageStoreOptions,
+  ParkedStatus,
+  ParkedRefusal,
+  ReplayResult,
+  ReplayOptions,
+  DiscardResult,
+  ListParkedOptions,
+} from './parked/store.js';
+export { redriveParked, queueUrlFromArn } from './parked/redrive.js';
+export type { RedriveOptions, RedriveResult, RedriveRefusal } from './parked/redrive.js';
+export { IDEMPOTENCY_KEY_ATTRIBUTE, MAX_KEY_BYTES, MAX_BODY_BYTES, payloadHash } from './prepare/keys.js';
+export { METRIC_NAMESPACE } from './telemetry/telemetry.js';
