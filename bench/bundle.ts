@@ -58,8 +58,7 @@ export const SUBJECTS: readonly BundleSubject[] = [
   },
   {
     id: 'powertools',
-    description:
-      'Powertools: BatchProcessor + processPartialResponse, makeIdempotent + DynamoDBPersistenceLayer, the effect a lib-dynamodb UpdateCommand',
+    description: 'Powertools: BatchProcessor + processPartialResponse, makeIdempotent + DynamoDBPersistenceLayer, the effect a lib-dynamodb UpdateCommand',
     entry: 'bench/handlers/powertools-consumer.ts',
   },
 ];
@@ -316,7 +315,10 @@ export function bundleBudgetProblems(ours: BundleResult, theirs: BundleResult): 
     problems.push(`the sqs-inbox consumer bundle is ${kb(ours.bytes)}, larger than Powertools' ${kb(theirs.bytes)} (budget: no larger)`);
   }
   if (ours.bytes > BUNDLE_CEILING_BYTES) {
-    const largest = ours.byModule.slice(0, 5).map((entry) => `${entry.name} ${kb(entry.bytes)}`).join(', ');
+    const largest = ours.byModule
+      .slice(0, 5)
+      .map((entry) => `${entry.name} ${kb(entry.bytes)}`)
+      .join(', ');
     problems.push(`the sqs-inbox consumer bundle is ${kb(ours.bytes)}, over its ceiling of ${kb(BUNDLE_CEILING_BYTES)}; its largest modules: ${largest}`);
   }
   return problems;
@@ -385,7 +387,9 @@ export function bundleTables(section: BundleSection, problems: string[]): Table[
         `${ms(Math.min(...command.ms))} - ${ms(Math.max(...command.ms))}`,
         [...new Set(command.exitCodes)].join(', '),
       ]),
-      notes: [`On the bench's own Node (${process.version}); ${section.coldImport.rounds} rounds after an untimed one, the commands alternating; Node start-up included.`],
+      notes: [
+        `On the bench's own Node (${process.version}); ${section.coldImport.rounds} rounds after an untimed one, the commands alternating; Node start-up included.`,
+      ],
     });
   }
   return tables;

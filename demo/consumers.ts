@@ -36,7 +36,15 @@ export type DemoPattern = (typeof DEMO_PATTERNS)[number];
 export function demoInboxSettings<Consumer extends string>(consumer: Consumer) {
   const logger: InboxLogger = { debug() {}, info() {}, warn() {}, error() {} };
   const metrics: InboxMetrics = { addMetric() {}, publishStoredMetrics() {} };
-  return { consumer, onPermanentError: 'park', callTimeoutMs: 2000, deadlineMarginMs: 100, resumeDelaysMs: [100, 200, 300, 400, 500], logger, metrics } as const;
+  return {
+    consumer,
+    onPermanentError: 'park',
+    callTimeoutMs: 2000,
+    deadlineMarginMs: 100,
+    resumeDelaysMs: [100, 200, 300, 400, 500],
+    logger,
+    metrics,
+  } as const;
 }
 
 const inboxSettings = demoInboxSettings('demo-orders');

@@ -24,7 +24,7 @@ export async function dataApiCommand(values: { port: string | undefined; 'databa
   const [{ startPostgres }, { startDataApi }] = await Promise.all([import('../../local/postgres.js'), import('../../local/data-api/server.js')]);
   // startPostgres checks that a given server answers, so a wrong URL fails now, not on the first request.
   const postgres = await startPostgres(values['database-url'] ? { databaseUrl: values['database-url'] } : {});
-  let server;
+  let server: Awaited<ReturnType<typeof startDataApi>>;
   try {
     server = await startDataApi({ databaseUrl: postgres.url, ...(port === undefined ? {} : { port }) });
   } catch (error) {

@@ -74,9 +74,12 @@ export function parseJson(text: string): JsonValue {
       }
     }
     if (c === '"') return string();
-    if (text.startsWith('true', at)) return (at += 4), true;
-    if (text.startsWith('false', at)) return (at += 5), false;
-    if (text.startsWith('null', at)) return (at += 4), null;
+    for (const [word, value] of LITERALS) {
+      if (text.startsWith(word, at)) {
+        at += word.length;
+        return value;
+      }
+    }
     return number();
   };
   // A sticky expression made per call: a regex's lastIndex is state, and none may live at module level.
@@ -180,3 +183,10 @@ export function compactJson(text: string): string {
   }
   return out;
 }
+
+/** The JSON literals, with their values. */
+const LITERALS: readonly (readonly [string, boolean | null])[] = [
+  ['true', true],
+  ['false', false],
+  ['null', null],
+];

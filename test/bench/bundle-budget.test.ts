@@ -17,11 +17,12 @@ describe('the consumer bundle', () => {
     expect(ours!.bytes).toBeLessThanOrEqual(theirs!.bytes);
     // What a plain inbox() consumer never runs stays out: the batch modes, the outbox, the stream sources, the producer.
     const modules = ours!.byModule.map((entry) => entry.name);
-    const unused = /transport\/postgres\/|modes\/batch\.js|statement-set\.js|outbox\/(relay|outbox-writer|outbox-message|sqs-outbox|outbox-destinations)\.js|sources\/(kinesis|dynamodb|kafka)\.js|producer\.js|parked-redrive\.js/;
+    const unused =
+      /transport\/postgres\/|modes\/batch\.js|statement-set\.js|outbox\/(relay|outbox-writer|outbox-message|sqs-outbox|outbox-destinations)\.js|sources\/(kinesis|dynamodb|kafka)\.js|producer\.js|parked-redrive\.js/;
     expect(modules.filter((name) => unused.test(name))).toEqual([]);
   }, 120_000);
 
-  it("is bundled with the options InboxFunction gives NodejsFunction (read from lib/consumer/inbox-function.ts)", () => {
+  it('is bundled with the options InboxFunction gives NodejsFunction (read from lib/consumer/inbox-function.ts)', () => {
     expect(checkInboxFunction()).toEqual([]);
   });
 });

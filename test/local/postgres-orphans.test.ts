@@ -72,7 +72,10 @@ async function plant(base: string, name: string, options: { creator?: number; po
 describe.skipIf(process.platform !== 'linux' || process.getuid?.() !== 0)('embedded PostgreSQL: reaping only what is ours (as root)', () => {
   let base: string;
   const sleepers: ChildProcess[] = [];
-  const watch = (child: ChildProcess) => (sleepers.push(child), child);
+  const watch = (child: ChildProcess) => {
+    sleepers.push(child);
+    return child;
+  };
   let planted: { other: string; reused: string; living: string; starting: string };
   let victims: { other: ChildProcess; reused: ChildProcess; living: ChildProcess; creator: ChildProcess };
   let orphan: { folder: string; postmaster: number };

@@ -20,7 +20,7 @@ function codeLines(text: string): string[] {
   return text.split('\n').filter((line) => !/^\s*(\*|\/\/|\/\*)/.test(line));
 }
 
-export function copiesOf(file: string, text: string): string[] {
+function copiesOf(file: string, text: string): string[] {
   const names = Object.values(INBOX_ENV).join('|');
   const spelt = new RegExp(`(?:^\\s*|[{,]\\s*)(?:${names})\\s*:|\\benv\\.(?:${names})\\b|\\[\\s*['"](?:${names})['"]\\s*\\]`);
   const rules = [CONSUMER_NAME_PATTERN.source, FIFO_ID_PATTERN.source];

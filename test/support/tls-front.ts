@@ -9,11 +9,27 @@ import tls from 'node:tls';
 export function selfSignedCertificate(): { key: string; cert: string } {
   const dir = mkdtempSync(path.join(tmpdir(), 'inbox-tls-'));
   try {
-    execFileSync('openssl', [
-      'req', '-x509', '-newkey', 'rsa:2048', '-nodes', '-days', '1', '-subj', '/CN=localhost',
-      '-addext', 'subjectAltName=DNS:localhost,IP:127.0.0.1',
-      '-keyout', path.join(dir, 'key.pem'), '-out', path.join(dir, 'cert.pem'),
-    ], { stdio: 'ignore' });
+    execFileSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'rsa:2048',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=localhost',
+        '-addext',
+        'subjectAltName=DNS:localhost,IP:127.0.0.1',
+        '-keyout',
+        path.join(dir, 'key.pem'),
+        '-out',
+        path.join(dir, 'cert.pem'),
+      ],
+      { stdio: 'ignore' },
+    );
     return { key: readFileSync(path.join(dir, 'key.pem'), 'utf8'), cert: readFileSync(path.join(dir, 'cert.pem'), 'utf8') };
   } finally {
     rmSync(dir, { recursive: true, force: true });
@@ -50,7 +66,10 @@ export async function startTlsFront(upstreamPort: number, certificate: { key: st
       const secure = new tls.TLSSocket(socket, { isServer: true, ...certificate });
       const upstream = net.connect(upstreamPort, '127.0.0.1');
       sockets.add(upstream);
-      upstream.on('close', () => (sockets.delete(upstream), secure.destroy()));
+      upstream.on('close', () => {
+        sockets.delete(upstream);
+        secure.destroy();
+      });
       upstream.on('error', () => secure.destroy());
       secure.on('error', () => upstream.destroy());
       secure.on('close', () => upstream.destroy());

@@ -53,7 +53,7 @@ function idleLimited(Base: typeof HttpAgent, idleMs: number, now: () => number):
   class IdleLimitedAgent extends Base {
     override keepSocketAlive(socket: Duplex): void {
       idleSince.set(socket, now());
-      return super.keepSocketAlive(socket);
+      super.keepSocketAlive(socket);
     }
   }
   const agent = new IdleLimitedAgent({ keepAlive: true, maxSockets: 50, timeout: idleMs });

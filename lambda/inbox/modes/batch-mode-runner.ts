@@ -45,16 +45,17 @@ export class BatchModeRunner<Body, Raw = unknown> implements SetRunner<Body, Raw
     // Stryker disable next-line ArrayDeclaration: every index is filled before it is returned, so the starting length never shows
     const outcomes: Outcome[] = new Array(prepared.length);
     const alone = async (list: readonly PreparedRecord<Body, Raw>[]) => {
-      const results = await runBatch(list.map((p) => p.record), plan, (_, index) => timed(() => this.consumer.consume(list[index]!, session, tally)));
-      list.forEach((p, index) => (outcomes[p.index] = results[index]!));
+      const results = await runBatch(
+        list.map((p) => p.record),
+        plan,
+        (_, index) => timed(() => this.consumer.consume(list[index]!, session, tally)),
+      );
+      for (const [index, p] of list.entries()) outcomes[p.index] = results[index]!;
     };
     const joins = setMembership(prepared, plan);
     const members = prepared.filter((p) => joins[p.index]);
     const others = prepared.filter((p) => !joins[p.index]);
-    await Promise.all([
-      alone(others),
-      this.runSet(members, plan, session, tally, outcomes, alone),
-    ]);
+    await Promise.all([alone(others), this.runSet(members, plan, session, tally, outcomes, alone)]);
     if (plan.ordered && plan.onFailure === 'stop-batch') stopAfterFirstFailure(outcomes, others);
     return outcomes;
   }
@@ -82,7 +83,7 @@ export class BatchModeRunner<Body, Raw = unknown> implements SetRunner<Body, Raw
         if (!plan.mayStart()) break;
         // A set that lost an optimistic-concurrency conflict rolled back whole: it runs again as a set.
         const results = await retryConflicts(session, () => this.applySet(run, session, tally));
-        run.forEach((p, index) => (outcomes[p.index] = results[index]!));
+        for (const [index, p] of run.entries()) outcomes[p.index] = results[index]!;
         rest = rest.slice(run.length);
       }
       for (const p of rest) outcomes[p.index] = { kind: 'deferred' };

@@ -41,12 +41,7 @@ export class RecordClaim {
   readonly #params: SqlParams;
   readonly #placement: ClaimPlacement;
 
-  constructor(
-    tx: Transaction,
-    tables: InboxTables,
-    params: SqlParams,
-    placement: ClaimPlacement,
-  ) {
+  constructor(tx: Transaction, tables: InboxTables, params: SqlParams, placement: ClaimPlacement) {
     this.#tx = tx;
     this.#tables = tables;
     this.#params = params;

@@ -63,15 +63,12 @@ describe.each(VARIANTS)('$name: ordering and checkpoints', (variant) => {
     let release = (): void => {};
     let calls = 0;
     const r = recorder(h);
-    const es = h.source(
-      async (records) => {
-        r.seen(records);
-        calls += 1;
-        if (calls === 1) throw new Error('first delivery fails');
-        await new Promise<void>((resolve) => (release = resolve));
-      },
-      r.options,
-    );
+    const es = h.source(async (records) => {
+      r.seen(records);
+      calls += 1;
+      if (calls === 1) throw new Error('first delivery fails');
+      await new Promise<void>((resolve) => (release = resolve));
+    }, r.options);
     es.start();
     await eventually(() => calls === 2, 2000, 'the retry');
     expect(r.outcomes[0]?.result).toBe('error');
@@ -249,7 +246,7 @@ describe.each(VARIANTS)('$name: function errors, retries and bisecting', (varian
       ['error', 0],
       ['success', 1],
     ]);
-    expect((r.outcomes[0]?.error as Error).message).toBe('boom');
+    expect((r.outcomes[0]!.error as Error).message).toBe('boom');
   });
 
   it('retries the whole batch after the function timeout, and drain() waits for the abandoned handler', async () => {
@@ -313,7 +310,7 @@ describe.each(VARIANTS)('$name: function errors, retries and bisecting', (varian
     expect(r.outcomes.map((o) => o.bisected)).toEqual([true, false, true, false, false]);
     expect(r.discards.map((d) => d.records.map((rec) => h.body(rec)))).toEqual([['bad']]);
     expect(failures).toHaveLength(1);
-    expect((failures[0]?.[BATCH_INFO[variant.name]] as { batchSize: number }).batchSize).toBe(1);
+    expect((failures[0]![BATCH_INFO[variant.name]] as { batchSize: number }).batchSize).toBe(1);
     expect(es.stats).toMatchObject({ bisections: 2, retries: 0, recordsDiscarded: 1, recordsCheckpointed: 3 });
   });
 
