@@ -4,6 +4,7 @@ import { inbox } from '../lambda/inbox/handler/batch-handlers.js';
 import type { InboxLogger, InboxMetrics } from '../lambda/inbox/index.js';
 import { batchHandler, consumeNaively } from './naive.js';
 import type { ScenarioConsumer } from './scenario.js';
+import { park } from '../lambda/inbox/parked/index.js';
 
 /**
  * The demo's two order consumers (`npm start`), as {@link runScenario} drives any consumer: the same
@@ -33,7 +34,7 @@ export type DemoPattern = (typeof DEMO_PATTERNS)[number];
 
 const inboxSettings = {
   consumer: 'demo-orders',
-  onPermanentError: 'park',
+  onPermanentError: park,
   callTimeoutMs: 2000,
   deadlineMarginMs: 100,
   resumeDelaysMs: [100, 200, 300, 400, 500],

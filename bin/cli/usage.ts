@@ -146,7 +146,7 @@ Subcommands:
 
 redrive and discard ask for confirmation on a terminal; --yes skips it, and is required when stdin
 is not a terminal. Stream-parked messages (Kinesis, DynamoDB Streams, Kafka) cannot be redriven:
-replay them with handler.parked.replay(id).
+replay them with parkedMessages(handler).replay(id).
 
 Flags:
   --consumer NAME        the consumer, as given to inbox({ consumer })      (required)

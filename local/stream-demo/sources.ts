@@ -15,6 +15,7 @@ import { KinesisEventSource } from '../streams/kinesis/event-source.js';
 import { KinesisModel } from '../streams/kinesis/model.js';
 import type { StreamEventSourceOptions } from '../streams/options.js';
 import type { StreamEventSource } from '../streams/stream-event-source.js';
+import { park } from '../../lambda/inbox/parked/index.js';
 
 /** The stream sources the demo runs on. */
 export const STREAM_SOURCES = ['kinesis', 'dynamodb', 'kafka'] as const;
@@ -76,7 +77,7 @@ const silentMetrics: InboxMetrics = { addMetric() {}, publishStoredMetrics() {} 
 // As the SQS demo's inbox consumers: short calls, resume retries through an auto-pause, park a bad body.
 const inboxSettings = {
   consumer: CONSUMER,
-  onPermanentError: 'park',
+  onPermanentError: park,
   callTimeoutMs: 2000,
   deadlineMarginMs: 100,
   resumeDelaysMs: [100, 200, 300, 400, 500],

@@ -58,8 +58,8 @@ describe('the API reference', () => {
     entries = api.collectApi({ root: ROOT });
   });
 
-  it('covers the seven public entries', () => {
-    expect(entries.map((entry) => entry.specifier)).toEqual(['sqs-inbox', 'sqs-inbox/batch', 'sqs-inbox/producer', 'sqs-inbox/outbox', 'sqs-inbox/postgres', 'sqs-inbox/cdk', 'sqs-inbox/local']);
+  it('covers the eight public entries', () => {
+    expect(entries.map((entry) => entry.specifier)).toEqual(['sqs-inbox', 'sqs-inbox/batch', 'sqs-inbox/producer', 'sqs-inbox/outbox', 'sqs-inbox/parked', 'sqs-inbox/postgres', 'sqs-inbox/cdk', 'sqs-inbox/local']);
   });
 
   it('finds every runtime export of each entry, following re-exports and export * to the declaring file', async () => {
@@ -68,6 +68,7 @@ describe('the API reference', () => {
       'sqs-inbox/batch': 'lambda/inbox/handler/batch-handlers.ts',
       'sqs-inbox/producer': 'lambda/inbox/producer/producer.ts',
       'sqs-inbox/outbox': 'lambda/inbox/outbox/index.ts',
+      'sqs-inbox/parked': 'lambda/inbox/parked/index.ts',
       'sqs-inbox/postgres': 'lambda/inbox/transport/postgres/index.ts',
       'sqs-inbox/cdk': 'lib/index.ts',
       'sqs-inbox/local': 'local/index.ts',

@@ -17,6 +17,8 @@ import { isWireTarget } from '../transport/wire-target.js';
 import type { PostgresPool } from '../transport/postgres/postgres-session.js';
 import { OUTBOX_RUNTIME } from '../outbox/outbox-runtime.js';
 import type { OutboxRuntime } from '../outbox/outbox-runtime.js';
+import { PARKING_RUNTIME } from '../parked/parking-runtime.js';
+import type { Park, ParkingRuntime } from '../parked/parking-runtime.js';
 
 /** The message `apply` and `statement` receive. */
 export interface InboxMessage<Body = unknown, Raw = SQSRecord> {
@@ -190,12 +192,15 @@ export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
   /**
    * What happens to a record that fails with a {@link PermanentError} (a throw of yours, or a
    * {@link ParseError}, {@link KeyError}, {@link BodyTooLargeError} or {@link KeyCollisionError}):
-   * `'retry'` reports it failed, so SQS redelivers it until it lands in the dead-letter queue; `'park'`
-   * stores it in the inbox's parked-message table, reports it succeeded, and lets you replay it later
-   * through `handler.parked`.
+   * `'retry'` reports it failed, so SQS redelivers it until it lands in the dead-letter queue; `park`
+   * (from `sqs-inbox/parked`, which holds the parking code) stores it in the inbox's parked-message table,
+   * reports it succeeded, and lets you replay it later through `parkedMessages(handler)`.
+   * @example
+   * import { park } from 'sqs-inbox/parked';
+   * inbox({ consumer: 'order-worker', onPermanentError: park, apply });
    * @default 'retry'
    */
-  readonly onPermanentError?: 'retry' | 'park' | undefined;
+  readonly onPermanentError?: 'retry' | Park | undefined;
   /** The inbox's PostgreSQL schema. @default 'inbox' */
   readonly schema?: string | undefined;
   /** Abort one Data API call after this long; the record then fails as ambiguous. @default 10_000 */
@@ -269,7 +274,8 @@ export interface ResolvedOptions<Body, Raw = SQSRecord> {
   readonly parse: (body: string, record: Raw) => Body;
   readonly onFailure: 'skip-group' | 'stop-batch';
   readonly concurrency: number;
-  readonly onPermanentError: 'retry' | 'park';
+  /** The parking code when `onPermanentError` is `park`; undefined when it is `'retry'`. */
+  readonly parking: ParkingRuntime | undefined;
   readonly schema: string;
   readonly callTimeoutMs: number;
   /** Undefined: derived per invocation, see {@link InboxOptions.deadlineMarginMs}. */
@@ -372,7 +378,7 @@ export function checkOptions<Body, Raw = SQSRecord>(
     refuseUnknownKeys(fifo, FIFO_OPTIONS, 'fifo');
   }
   const onFailure = oneOf(options.fifo?.onFailure ?? 'skip-group', 'fifo.onFailure', ['skip-group', 'stop-batch']);
-  const onPermanentError = oneOf(options.onPermanentError ?? 'retry', 'onPermanentError', ['retry', 'park']);
+  const parking = checkOnPermanentError(options.onPermanentError);
   const concurrency = positiveInteger(options.concurrency ?? 10, 'concurrency', 'e.g. 10');
   const callTimeoutMs = positiveInteger(options.callTimeoutMs ?? 10_000, 'callTimeoutMs', 'e.g. 10000');
   const deadlineMarginMs = options.deadlineMarginMs === undefined ? undefined : nonNegativeInteger(options.deadlineMarginMs, 'deadlineMarginMs');
@@ -398,7 +404,7 @@ export function checkOptions<Body, Raw = SQSRecord>(
     parse: options.parse ?? (defaultParse as (body: string, record: Raw) => Body),
     onFailure,
     concurrency,
-    onPermanentError,
+    parking,
     schema: options.schema ?? 'inbox',
     callTimeoutMs,
     deadlineMarginMs,
@@ -460,6 +466,21 @@ function checkConsumer(consumer: unknown, handlerName: string): string {
     );
   }
   return consumer;
+}
+
+/** `onPermanentError` checked: undefined for `'retry'`, the parking code for `park`. */
+function checkOnPermanentError(given: unknown): ParkingRuntime | undefined {
+  if (given === undefined || given === null || given === 'retry') return undefined;
+  const runtime = typeof given === 'object' ? (given as Partial<Park>)[PARKING_RUNTIME] : undefined;
+  if (runtime) return runtime;
+  if (given === 'park') {
+    throw new InboxConfigError(
+      'onPermanentError',
+      "'park' (the string) is no longer accepted: the parking code has its own entry, so that a consumer that does not park bundles none of it. " +
+        "Write `import { park } from 'sqs-inbox/parked'` and pass onPermanentError: park",
+    );
+  }
+  throw new InboxConfigError('onPermanentError', `must be 'retry' or park (import { park } from 'sqs-inbox/parked'); got ${described(given)}`);
 }
 
 /** The outbox option checked: a transport, destinations when given, a transaction mode. */

@@ -1,13 +1,11 @@
 import type { Outcome } from '../lanes/lanes.js';
-import { checkGatedStatement, claimParams, gatedSql, parkSql, readClaim, replayGatedSql, sameHash, statementBound, storedHashSql } from '../sql/claim.js';
+import { checkGatedStatement, claimParams, gatedSql, readClaim, sameHash, statementBound, storedHashSql } from '../sql/claim.js';
 import type { ClaimOutcome } from '../sql/claim.js';
 import type { Transaction } from '../data-api/session.js';
 import type { InboxSession } from '../transport/session.js';
 import { InboxConfigError, KeyCollisionError, PermanentError } from '../errors.js';
 import { hex } from '../prepare/keys.js';
 import type { InboxMessage, InboxTransaction, ResolvedOptions } from '../handler/options.js';
-import type { ParkedMessage } from '../parked/store.js';
-import { toMessage } from '../prepare/prepare.js';
 import type { PreparedRecord } from '../prepare/prepare.js';
 import type { InboxTables } from '../sql/schema.js';
 import type { InboxSource, SourceRecord } from '../sources/source.js';
@@ -15,6 +13,7 @@ import type { BatchTally, InboxLogger } from '../telemetry/telemetry.js';
 import { RecordClaim } from './record-claim.js';
 import type { OutboxConfig, TransactionOutbox } from '../outbox/outbox-runtime.js';
 import type { BatchModes } from './batch-modes.js';
+import type { ParkingRuntime } from '../parked/parking-runtime.js';
 
 /** What a claim came to: applied, a redelivery, or a different message under a claimed key. */
 export type ClaimVerdict = 'processed' | DuplicateVerdict;
@@ -91,37 +90,11 @@ export class RecordConsumer<Body, Raw = unknown> {
   /** A record's failure: parked when it is permanent and the consumer parks, else failed. */
   #failed(session: InboxSession, prepared: PreparedRecord<Body, Raw>, error: unknown, tally: BatchTally): Promise<Outcome> | Outcome {
     const failure = error instanceof Error ? error : new Error(String(error));
-    if (failure instanceof PermanentError && this.#options.onPermanentError === 'park') {
-      return this.#park(session, prepared.record, prepared.key, prepared.sha256, failure, tally);
+    const parking = this.#options.parking;
+    if (failure instanceof PermanentError && parking) {
+      return this.#park(parking, session, prepared.record, prepared.key, prepared.sha256, failure, tally);
     }
     return { kind: 'failed', error: failure };
-  }
-
-  /**
-   * Runs the effect of a parked message inside the replay's transaction, which already holds its claim;
-   * resolves with the ids of the outbox rows it wrote, for the replay to relay after its commit.
-   */
-  async replay(tx: Transaction, parked: ParkedMessage): Promise<readonly number[]> {
-    const message = toMessage(this.#source.fromParked(parked), parked.key ?? parked.sqsMessageId, this.#options.parse);
-    const mode = this.#options.mode;
-    switch (mode.kind) {
-      case 'transaction':
-      case 'batch-transaction': {
-        // The replay's sends commit with it, and go out right after.
-        const writer = this.outbox(message);
-        const inboxTx = inboxTransaction(tx, writer);
-        await (mode.kind === 'transaction' ? mode.apply(inboxTx, message) : mode.applyBatch(inboxTx, [message]));
-        return writer.flush(tx);
-      }
-      case 'statement': {
-        const { sql, params } = mode.statement(message);
-        const userSql = checkGatedStatement(sql, params, 'statement');
-        await tx.execute(replayGatedSql(userSql), { ...params, inbox_key: message.key });
-        return [];
-      }
-      case 'batch-statement':
-        return this.#batchModes!.replayStatement(tx, mode, message);
-    }
   }
 
   /** The record alone, in the consumer's mode. */
@@ -223,6 +196,7 @@ export class RecordConsumer<Body, Raw = unknown> {
    * applied, or is parked under the claim's owner); with another body it is parked as a collision.
    */
   async #park(
+    parking: ParkingRuntime,
     session: InboxSession,
     record: SourceRecord<Raw>,
     key: string | null,
@@ -232,7 +206,7 @@ export class RecordConsumer<Body, Raw = unknown> {
   ): Promise<Outcome> {
     const claim = key !== null && !(error instanceof KeyCollisionError);
     try {
-      const { rows } = await session.execute(parkSql(this.#tables), {
+      const outcome = await parking.insert(session, this.#tables, {
         ...claimParams(this.#options.consumer, key, sha256),
         inbox_claim: claim,
         inbox_message_id: record.id ?? '',
@@ -242,12 +216,11 @@ export class RecordConsumer<Body, Raw = unknown> {
         inbox_error_message: error.message,
         inbox_attempt: record.attempt,
       });
-      const outcome = readClaim(rows);
       if (!claim || outcome.claimed) return { kind: 'parked', error };
       const verdict = await this.#duplicateOrCollision(session, key!, outcome, sha256);
       if (verdict === 'duplicate') return { kind: 'duplicate' };
       const collision = this.#collision(record, key!, verdict.collidesWith, sha256, tally);
-      return this.#park(session, record, key, sha256, collision, tally);
+      return this.#park(parking, session, record, key, sha256, collision, tally);
     } catch (parkError) {
       return { kind: 'failed', error: parkError instanceof Error ? parkError : new Error(String(parkError)) };
     }

@@ -7,6 +7,7 @@ import type { InboxOptions } from '../../../lambda/inbox/index.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../../demo/functions/example-migrations.js';
 import { freshDatabase } from '../../support/database.js';
 import { lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
+import { park, parkedMessages } from '../../../lambda/inbox/parked/index.js';
 
 let pool: pg.Pool;
 let session: PostgresSession;
@@ -181,7 +182,7 @@ describe('inbox() over a pool: options', () => {
     const worker = inbox<Order>({
       consumer: 'wire-parker',
       database: postgres(pool),
-      onPermanentError: 'park',
+      onPermanentError: park,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
       apply: async (tx, m) => {
@@ -191,12 +192,12 @@ describe('inbox() over a pool: options', () => {
     });
     const record = sqsRecord({ body: { orderId: 'poison' } });
     expect((await worker({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
-    const [parked] = await worker.parked.list();
+    const [parked] = await parkedMessages(worker).list();
     expect(parked).toMatchObject({ sqsMessageId: record.messageId });
     // The effect is fixed: replay applies it (here: the same SQL, a different order id is not needed).
     await pool.query("UPDATE inbox.parked_message SET body = '{\"orderId\":\"cured\"}' WHERE id = $1", [parked!.id]);
-    expect(await worker.parked.replay(parked!.id)).toBe('replayed');
-    expect(await worker.parked.replay(parked!.id)).not.toBe('replayed');
+    expect(await parkedMessages(worker).replay(parked!.id)).toBe('replayed');
+    expect(await parkedMessages(worker).replay(parked!.id)).not.toBe('replayed');
     expect(await shippedCounts()).toEqual({ cured: 1 });
   });
 });
