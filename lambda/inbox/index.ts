@@ -10,6 +10,8 @@ export { inbox } from './handler/consumer.js';
 export type { InboxHandler } from './handler/consumer.js';
 export type { InboxOptions, InboxMessage, InboxTransaction, DatabaseOptions, GatedStatement, GatedBatchStatement, DuplicateFilter } from './handler/options.js';
 export { resolveTarget } from './handler/options.js';
+export { withFirstStatement } from './modes/record-claim.js';
+export type { WithFirstStatement } from './modes/claim-runtime.js';
 export { parseWith } from './prepare/standard-schema.js';
 export type { StandardSchema, StandardResult, StandardIssue } from './prepare/standard-schema.js';
 export {

@@ -5,13 +5,14 @@ import type { DatabaseTarget, Transaction } from '../data-api/session.js';
 import type { SqlParams } from '../data-api/parameters.js';
 import { InboxConfigError } from '../errors.js';
 import type { KeyStrategy } from '../prepare/keys.js';
-import { described, oneOf, refuseUnknownKeys } from './option-checks.js';
+import { carriedCode, described, oneOf, refuseUnknownKeys } from './option-checks.js';
 import { resolveMode } from '../modes/mode-options.js';
 import type { BatchModes } from '../modes/batch-modes.js';
 import type { InboxLogger, InboxMetrics, BatchSummary } from '../telemetry/telemetry.js';
 import type { OutboxSend } from '../outbox/outbox-message.js';
 import type { OutboxOptions, OutboxTransport } from '../outbox/relay.js';
-import type { ClaimPlacement } from '../modes/record-claim.js';
+import { CLAIM_RUNTIME } from '../modes/claim-runtime.js';
+import type { ClaimRuntime, WithFirstStatement } from '../modes/claim-runtime.js';
 import type { InboxTarget } from '../transport/open-session.js';
 import { isWireTarget } from '../transport/wire-target.js';
 import type { PostgresPool } from '../transport/postgres/postgres-session.js';
@@ -175,14 +176,17 @@ export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
   /**
    * Transaction modes: where a record's claim goes. `'before-apply'` claims in a statement of its own
    * before `apply` runs: k + 3 Data API calls for an effect of k statements, and nothing of `apply` runs for
-   * a duplicate. `'with-first-statement'` sends the claim with the effect's first statement (a
-   * data-modifying CTE, whose unique violation on the inbox key means a duplicate): k + 2 calls, one
-   * round trip less per message. The code of `apply` before its first statement then also runs for a
-   * duplicate the batch's duplicate filter did not settle (its statements never apply), and such a
-   * duplicate costs 4 calls instead of 3.
+   * a duplicate. `withFirstStatement` (from `sqs-inbox`, which carries its code) sends the claim with the
+   * effect's first statement (a data-modifying CTE, whose unique violation on the inbox key means a
+   * duplicate): k + 2 calls, one round trip less per message. The code of `apply` before its first
+   * statement then also runs for a duplicate the batch's duplicate filter did not settle (its statements
+   * never apply), and such a duplicate costs 4 calls instead of 3.
+   * @example
+   * import { inbox, withFirstStatement } from 'sqs-inbox';
+   * inbox({ consumer: 'order-worker', claim: withFirstStatement, apply });
    * @default 'before-apply'
    */
-  readonly claim?: ClaimPlacement | undefined;
+  readonly claim?: 'before-apply' | WithFirstStatement | undefined;
   /**
    * Records (standard queue) or lanes (FIFO message groups, shards, partitions) in flight at once. A FIFO
    * batch with `fifo: { onFailure: 'stop-batch' }` runs one record at a time whatever this says.
@@ -270,7 +274,8 @@ export interface ResolvedOptions<Body, Raw = SQSRecord> {
   readonly target: InboxTarget;
   readonly mode: ResolvedMode<Body, Raw>;
   readonly duplicateFilter: DuplicateFilter;
-  readonly claim: ClaimPlacement;
+  /** The code of the claim that rides on the effect's first statement; undefined: the claim goes before `apply`. */
+  readonly claim: ClaimRuntime | undefined;
   readonly parse: (body: string, record: Raw) => Body;
   readonly onFailure: 'skip-group' | 'stop-batch';
   readonly concurrency: number;
@@ -363,7 +368,7 @@ export function checkOptions<Body, Raw = SQSRecord>(
   if (consumer !== undefined) checkConsumer(consumer, handlerName);
   const mode = resolveMode(options, batchModes, handlerName);
   const duplicateFilter = oneOf(options.duplicateFilter ?? 'auto', 'duplicateFilter', ['auto', 'always', 'never']);
-  const claim = oneOf(options.claim ?? 'before-apply', 'claim', ['before-apply', 'with-first-statement']);
+  const claim = checkClaim(options.claim);
   if (options.claim !== undefined && (mode.kind === 'statement' || mode.kind === 'batch-statement')) {
     throw new InboxConfigError('claim', 'places the claim of the transaction modes (apply, applyBatch); a single statement always carries its claim as the CTE `claimed`: remove it');
   }
@@ -468,20 +473,13 @@ function checkConsumer(consumer: unknown, handlerName: string): string {
   return consumer;
 }
 
+/** `claim` checked: undefined for `'before-apply'`, the riding claim's code for `withFirstStatement`. */
+const checkClaim = (given: unknown) =>
+  carriedCode<ClaimRuntime>(given, 'claim', CLAIM_RUNTIME, { otherwise: 'before-apply', value: 'withFirstStatement', entry: 'sqs-inbox', string: 'with-first-statement' });
+
 /** `onPermanentError` checked: undefined for `'retry'`, the parking code for `park`. */
-function checkOnPermanentError(given: unknown): ParkingRuntime | undefined {
-  if (given === undefined || given === null || given === 'retry') return undefined;
-  const runtime = typeof given === 'object' ? (given as Partial<Park>)[PARKING_RUNTIME] : undefined;
-  if (runtime) return runtime;
-  if (given === 'park') {
-    throw new InboxConfigError(
-      'onPermanentError',
-      "'park' (the string) is no longer accepted: the parking code has its own entry, so that a consumer that does not park bundles none of it. " +
-        "Write `import { park } from 'sqs-inbox/parked'` and pass onPermanentError: park",
-    );
-  }
-  throw new InboxConfigError('onPermanentError', `must be 'retry' or park (import { park } from 'sqs-inbox/parked'); got ${described(given)}`);
-}
+const checkOnPermanentError = (given: unknown) =>
+  carriedCode<ParkingRuntime>(given, 'onPermanentError', PARKING_RUNTIME, { otherwise: 'retry', value: 'park', entry: 'sqs-inbox/parked', string: 'park' });
 
 /** The outbox option checked: a transport, destinations when given, a transaction mode. */
 function checkOutbox(outbox: unknown, mode: ResolvedMode<unknown>['kind']): CheckedOptions<unknown>['outbox'] {

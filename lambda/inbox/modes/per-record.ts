@@ -10,7 +10,7 @@ import type { PreparedRecord } from '../prepare/prepare.js';
 import type { InboxTables } from '../sql/schema.js';
 import type { InboxSource, SourceRecord } from '../sources/source.js';
 import type { BatchTally, InboxLogger } from '../telemetry/telemetry.js';
-import { RecordClaim } from './record-claim.js';
+import { ClaimBeforeApply } from './claim-runtime.js';
 import type { OutboxConfig, TransactionOutbox } from '../outbox/outbox-runtime.js';
 import type { BatchModes } from './batch-modes.js';
 import type { ParkingRuntime } from '../parked/parking-runtime.js';
@@ -117,7 +117,7 @@ export class RecordConsumer<Body, Raw = unknown> {
   /**
    * Begin, claim, apply (only if claimed), commit. The claim goes alone before `apply` (k + 3 calls for an
    * effect of k statements), or rides on the effect's first statement (k + 2) with `claim:
-   * 'with-first-statement'`; one call more when the effect sends (its outbox rows, in one statement).
+   * withFirstStatement`; one call more when the effect sends (its outbox rows, in one statement).
    */
   async #inTransaction(
     session: InboxSession,
@@ -129,7 +129,8 @@ export class RecordConsumer<Body, Raw = unknown> {
     const tx = await session.transaction();
     const writer = this.outbox(message);
     const params = { ...claimParams(this.#options.consumer, message.key, sha256), ...statementBound(this.#options.callTimeoutMs) };
-    const claim = new RecordClaim(tx, this.#tables, params, this.#options.claim);
+    const rides = this.#options.claim;
+    const claim = rides ? rides(tx, this.#tables, params) : new ClaimBeforeApply(tx, this.#tables, params);
     let claimed = false;
     let sent: number[] = [];
     try {

@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { decimal, INBOX_MIGRATIONS, json, migrate, PostgresError, purge, uuid } from '../../../lambda/inbox/index.js';
+import { decimal, INBOX_MIGRATIONS, json, migrate, PostgresError, purge, uuid, withFirstStatement } from '../../../lambda/inbox/index.js';
 import { postgres, PostgresSession } from '../../../lambda/inbox/transport/postgres/index.js';
 import { inbox } from '../../../lambda/inbox/handler/batch-handlers.js';
 import type { InboxOptions } from '../../../lambda/inbox/index.js';
@@ -129,7 +129,7 @@ describe('PostgresSession: the Data API session over the wire', () => {
 
 const modes: { name: string; options: Partial<InboxOptions<Order>> }[] = [
   { name: 'apply', options: { apply: async (tx, m) => void (await tx.execute(SHIP, { orderId: m.body.orderId })) } },
-  { name: "apply, claim: 'with-first-statement'", options: { claim: 'with-first-statement', apply: async (tx, m) => void (await tx.execute(SHIP, { orderId: m.body.orderId })) } },
+  { name: 'apply, claim: withFirstStatement', options: { claim: withFirstStatement, apply: async (tx, m) => void (await tx.execute(SHIP, { orderId: m.body.orderId })) } },
   { name: 'statement', options: { statement: { sql: SHIP_CLAIMED, params: (m) => ({ orderId: m.body.orderId }) } } },
   {
     name: 'applyBatch',
