@@ -230,6 +230,25 @@ const COLLISION_MODES: Record<string, Partial<InboxOptions<Order>>> = {
   },
 };
 
+describe('parkedMessages(handler)', () => {
+  it('refuses what is not a handler an inbox made, naming what to pass', () => {
+    for (const given of [{}, () => {}, null]) {
+      expect(() => parkedMessages(given as object)).toThrow(
+        new TypeError('parkedMessages(handler): pass the handler that inbox() (or kinesisInbox(), dynamoDbInbox(), kafkaInbox()) returned'),
+      );
+    }
+  });
+
+  it("lists what the consumer parked, whichever handler of it asks: the parked rows are the consumer's", async () => {
+    const consumer = `asker-${Date.now()}`;
+    const parks = parking(consumer, { apply: async () => { throw new PermanentError('refused'); } });
+    await parks({ Records: [sqsRecord({ key: 'asked', body: { orderId: 'asked' } })] }, lambdaContext());
+    // A handler of the same consumer that does not park still reads and replays what was parked.
+    const retrying = parking(consumer, { onPermanentError: 'retry', apply: async () => {} });
+    expect((await parkedMessages(retrying).list()).map((message) => message.key)).toEqual(['asked']);
+  });
+});
+
 describe('replaying a key collision', () => {
   let run = 0;
   /** Message one takes effect under `key`; message two, another body under the same key, is parked as a collision. */
