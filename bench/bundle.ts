@@ -62,8 +62,7 @@ export const SUBJECTS: readonly BundleSubject[] = [
   },
   {
     id: 'powertools',
-    description:
-      'Powertools: BatchProcessor + processPartialResponse, makeIdempotent + DynamoDBPersistenceLayer, the effect a lib-dynamodb UpdateCommand',
+    description: 'Powertools: BatchProcessor + processPartialResponse, makeIdempotent + DynamoDBPersistenceLayer, the effect a lib-dynamodb UpdateCommand',
     entry: 'bench/handlers/powertools-consumer.ts',
     // NodejsFunction's default, as a Powertools user deploys it: with InboxFunction's `@aws-sdk/client-*`,
     // lib-dynamodb would be bundled too (94.4 KB instead of 52.8 KB), a budget our consumer would meet
@@ -329,7 +328,10 @@ export function bundleBudgetProblems(ours: BundleResult, theirs: BundleResult): 
     problems.push(`the sqs-inbox consumer bundle is ${kb(ours.bytes)}, larger than Powertools' ${kb(theirs.bytes)} (budget: no larger)`);
   }
   if (ours.bytes > BUNDLE_CEILING_BYTES) {
-    const largest = ours.byModule.slice(0, 5).map((entry) => `${entry.name} ${kb(entry.bytes)}`).join(', ');
+    const largest = ours.byModule
+      .slice(0, 5)
+      .map((entry) => `${entry.name} ${kb(entry.bytes)}`)
+      .join(', ');
     problems.push(`the sqs-inbox consumer bundle is ${kb(ours.bytes)}, over its ceiling of ${kb(BUNDLE_CEILING_BYTES)}; its largest modules: ${largest}`);
   }
   return problems;
@@ -368,7 +370,7 @@ export function bundleTables(section: BundleSection, problems: string[]): Table[
       ...section.bundles.map((bundle) => `${bundle.subject.id}: ${bundle.subject.description} (${bundle.subject.entry}).`),
       'Both are bundled by esbuild with the options NodejsFunction gets from InboxFunction (lib/consumer/inbox-function.ts): format esm, platform node, ' +
         'target node22, minify, mainFields module,main, source map beside the file, the createRequire banner, and @aws-sdk/client-* external ' +
-        '(the Lambda runtime provides the service clients); Powertools with NodejsFunction\'s default @aws-sdk/* external, as its users deploy it ' +
+        "(the Lambda runtime provides the service clients); Powertools with NodejsFunction's default @aws-sdk/* external, as its users deploy it " +
         '(with client-* only, lib-dynamodb is bundled too and it weighs about 94 KB; sqs-inbox imports no other @aws-sdk package, so its size is the same either way). Minified is the size of index.mjs; gzip (level 9) is for information.',
       `Cold import: a fresh Node (${section.node}) per bundle per round imports the bundle (written to .tmp/bench-bundles/, so the external ` +
         '@aws-sdk/client-* packages load from node_modules as the runtime would load its own) and checks its `handler` export; the time is ' +
@@ -399,7 +401,9 @@ export function bundleTables(section: BundleSection, problems: string[]): Table[
         `${ms(Math.min(...command.ms))} - ${ms(Math.max(...command.ms))}`,
         [...new Set(command.exitCodes)].join(', '),
       ]),
-      notes: [`On the bench's own Node (${process.version}); ${section.coldImport.rounds} rounds after an untimed one, the commands alternating; Node start-up included.`],
+      notes: [
+        `On the bench's own Node (${process.version}); ${section.coldImport.rounds} rounds after an untimed one, the commands alternating; Node start-up included.`,
+      ],
     });
   }
   return tables;

@@ -99,7 +99,12 @@ function sampleBackends(client: pg.Client, database: string, everyMs: number): {
       );
       samples++;
       for (const row of rows) {
-        const key = row.state === 'active' ? (row.wait_event_type ? `active, waiting on ${row.wait_event_type}:${row.wait_event}` : 'active, running') : (row.state ?? 'unknown');
+        const key =
+          row.state === 'active'
+            ? row.wait_event_type
+              ? `active, waiting on ${row.wait_event_type}:${row.wait_event}`
+              : 'active, running'
+            : (row.state ?? 'unknown');
         totals.set(key, (totals.get(key) ?? 0) + 1);
       }
       await new Promise((resolve) => setTimeout(resolve, everyMs));
@@ -151,7 +156,8 @@ export async function measureCapacity(
     const sampler = (await client.query<{ pid: number }>('SELECT pg_backend_pid() AS pid')).rows[0]!.pid;
     const chosen = (settings.only ?? CAPACITY_VARIANTS).map((id) => {
       const variant = all.find((candidate) => candidate.id === id);
-      if (!variant || !(CAPACITY_VARIANTS as readonly string[]).includes(id)) throw new Error(`capacity: "${id}" is not one of ${CAPACITY_VARIANTS.join(', ')}`);
+      if (!variant || !(CAPACITY_VARIANTS as readonly string[]).includes(id))
+        throw new Error(`capacity: "${id}" is not one of ${CAPACITY_VARIANTS.join(', ')}`);
       return variant;
     });
     for (const server of targets) for (const variant of chosen) await invoker.invoke(variant, freshRecords(settings.batchSize), server, 'capacity warm-up');
@@ -162,16 +168,23 @@ export async function measureCapacity(
           settings.progress(`7 capacity: round ${round + 1}/${settings.rounds}, ${variant.id} on "${server.name}"`);
           await server.resetStats();
           const sampling = sampleBackends(client, database.name, 5);
-          const before = { postgres: postgresCpuSnapshot(postmaster, sampler), server: await servers.cpuMicros(), handlers: process.cpuUsage(), loop: await servers.eventLoop() };
+          const before = {
+            postgres: postgresCpuSnapshot(postmaster, sampler),
+            server: await servers.cpuMicros(),
+            handlers: process.cpuUsage(),
+            loop: await servers.eventLoop(),
+          };
           const started = performance.now();
           const deadline = started + settings.seconds * 1000;
           let messages = 0;
-          await Promise.all(Array.from({ length: settings.lambdas }, async () => {
-            while (performance.now() < deadline) {
-              await invoker.invoke(variant, freshRecords(settings.batchSize), server, `capacity on ${server.name}`);
-              messages += settings.batchSize;
-            }
-          }));
+          await Promise.all(
+            Array.from({ length: settings.lambdas }, async () => {
+              while (performance.now() < deadline) {
+                await invoker.invoke(variant, freshRecords(settings.batchSize), server, `capacity on ${server.name}`);
+                messages += settings.batchSize;
+              }
+            }),
+          );
           const seconds = (performance.now() - started) / 1000;
           const handlers = process.cpuUsage(before.handlers);
           const loop = await servers.eventLoop();
@@ -221,7 +234,8 @@ function totalled(trials: readonly CapacityTrial[]): Totals[] {
     const first = group[0]!;
     const seconds = group.reduce((sum, trial) => sum + trial.seconds, 0);
     const backends: Record<string, number> = {};
-    for (const trial of group) for (const [state, mean] of Object.entries(trial.backends)) backends[state] = (backends[state] ?? 0) + (mean * trial.seconds) / seconds;
+    for (const trial of group)
+      for (const [state, mean] of Object.entries(trial.backends)) backends[state] = (backends[state] ?? 0) + (mean * trial.seconds) / seconds;
     return {
       variant: first.variant,
       server: first.server,
@@ -244,7 +258,11 @@ function totalled(trials: readonly CapacityTrial[]): Totals[] {
 }
 
 /** The section's tables: capacity per mode, then where the time of the trials goes. */
-export function capacityTables(trials: readonly CapacityTrial[], settings: Pick<CapacitySettings, 'lambdas' | 'seconds' | 'rounds' | 'limit'>, machine = machineLabel()): Table[] {
+export function capacityTables(
+  trials: readonly CapacityTrial[],
+  settings: Pick<CapacitySettings, 'lambdas' | 'seconds' | 'rounds' | 'limit'>,
+  machine = machineLabel(),
+): Table[] {
   const rows = totalled(trials);
   const perMessage = (micros: number, row: Totals) => micros / row.messages;
   const capacity: Table = {
@@ -284,10 +302,22 @@ export function capacityTables(trials: readonly CapacityTrial[], settings: Pick<
   };
   const states = [...new Set(rows.flatMap((row) => Object.keys(row.backends)))].sort();
   const where: Table = {
-    title: "7b. Where the trials' time goes: PostgreSQL's backends by state (mean count, pg_stat_activity every 5 ms), the local server's event loop, a call's time at the server",
-    headers: ['variant', 'server', ...states, 'server event loop busy', 'PostgreSQL active / call', 'call place held / call (limited)', 'CPU/message, all three', 'CPU-s per s (cores busy)'],
+    title:
+      "7b. Where the trials' time goes: PostgreSQL's backends by state (mean count, pg_stat_activity every 5 ms), the local server's event loop, a call's time at the server",
+    headers: [
+      'variant',
+      'server',
+      ...states,
+      'server event loop busy',
+      'PostgreSQL active / call',
+      'call place held / call (limited)',
+      'CPU/message, all three',
+      'CPU-s per s (cores busy)',
+    ],
     rows: rows.map((row) => {
-      const active = Object.entries(row.backends).filter(([state]) => state.startsWith('active')).reduce((sum, [, mean]) => sum + mean, 0);
+      const active = Object.entries(row.backends)
+        .filter(([state]) => state.startsWith('active'))
+        .reduce((sum, [, mean]) => sum + mean, 0);
       return [
         row.variant,
         row.server,
@@ -305,7 +335,7 @@ export function capacityTables(trials: readonly CapacityTrial[], settings: Pick<
       'PostgreSQL active per call: the mean number of active backends times the trial time, over the calls. Call place held per call: the limited ' +
         "server's places times the trial time, over the calls (the places are all taken throughout: 80 records in flight queue for them). The difference " +
         "is a call's time inside the local Data API server (HTTP, JSON, its pg client) while it holds its place, including the time its event loop waits for a core.",
-      'CPU-s per s: the CPU the three processes used per second of the trial, out of the machine\'s cores; below the core count, the rest went to other work on the machine.',
+      "CPU-s per s: the CPU the three processes used per second of the trial, out of the machine's cores; below the core count, the rest went to other work on the machine.",
     ],
   };
   return [capacity, where];

@@ -123,7 +123,7 @@ async function main(): Promise<void> {
     }
     report(rows);
     // Check that the scoping held in the scoped database: the role sees none of its neighbours' claims.
-    const seen = await clients.scoped!.query("SELECT count(*)::int AS n FROM inbox.consumed_message WHERE consumer_name <> $1", [CONSUMER]);
+    const seen = await clients.scoped!.query('SELECT count(*)::int AS n FROM inbox.consumed_message WHERE consumer_name <> $1', [CONSUMER]);
     if (seen.rows[0].n !== 0) throw new Error(`the scoped role saw ${seen.rows[0].n} claims of other consumers`);
   } finally {
     for (const client of Object.values(clients)) await client?.end();

@@ -367,7 +367,8 @@ export function powertoolsReal(id: string, remainingMs = POWERTOOLS_REMAINING_MS
     {
       id,
       mode: 'Powertools idempotency + batch, DynamoDB record',
-      description: "Powertools' makeIdempotent + BatchProcessor with DynamoDBPersistenceLayer (dynalite): PutItem INPROGRESS, the effect over the Data API, UpdateItem COMPLETED",
+      description:
+        "Powertools' makeIdempotent + BatchProcessor with DynamoDBPersistenceLayer (dynalite): PutItem INPROGRESS, the effect over the Data API, UpdateItem COMPLETED",
       atomic: 'NO',
       effectStatements: 1,
       dedup: true,
@@ -428,20 +429,19 @@ export function lambdaContext(remainingMs: number): Context {
  * CONCURRENCY in flight), one Data API session per invocation, partial batch failures, and the cause of
  * every failed record in the variant's failure log.
  */
-function benchHandler(
-  target: DatabaseTarget,
-  failures: FailureLog,
-  consume: (session: DataApiSession, record: SQSRecord) => Promise<Outcome>,
-): BenchHandler {
+function benchHandler(target: DatabaseTarget, failures: FailureLog, consume: (session: DataApiSession, record: SQSRecord) => Promise<Outcome>): BenchHandler {
   return (event) => {
     const session = new DataApiSession(target, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
-    return batchHandler(async (record) => {
-      try {
-        return await consume(session, record);
-      } catch (error) {
-        failures.record(record.messageId, error);
-        return { kind: 'failed', error: error instanceof Error ? error : new Error(String(error)) };
-      }
-    }, { concurrency: CONCURRENCY })(event);
+    return batchHandler(
+      async (record) => {
+        try {
+          return await consume(session, record);
+        } catch (error) {
+          failures.record(record.messageId, error);
+          return { kind: 'failed', error: error instanceof Error ? error : new Error(String(error)) };
+        }
+      },
+      { concurrency: CONCURRENCY },
+    )(event);
   };
 }

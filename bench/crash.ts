@@ -31,7 +31,11 @@ export interface CrashResult {
  * record again, after the in-progress expiry Powertools set has passed (a visibility timeout is at least
  * the function's timeout, the remaining time Powertools reads), and the effect rows say what happened.
  */
-export async function crashAfterEffect(local: LocalStack, variants: readonly Variant[], options: { batches: number; batchSize: number }): Promise<CrashResult[]> {
+export async function crashAfterEffect(
+  local: LocalStack,
+  variants: readonly Variant[],
+  options: { batches: number; batchSize: number },
+): Promise<CrashResult[]> {
   const dynamodb = await startDynamoDb();
   const server: RemoteDataApi = {
     name: 'crash',
@@ -69,7 +73,9 @@ export async function crashAfterEffect(local: LocalStack, variants: readonly Var
         crashed,
         doubles: orders.filter((order) => (counts.get(order) ?? 0) > variant.effectStatements).length,
         lost: orders.filter((order) => (counts.get(order) ?? 0) === 0).length,
-        fault: powertools ? 'UpdateItem (COMPLETED) refused: the worker died after the effect' : "the effect statement's answer dropped: the worker died after it ran",
+        fault: powertools
+          ? 'UpdateItem (COMPLETED) refused: the worker died after the effect'
+          : "the effect statement's answer dropped: the worker died after it ran",
       });
       invoker.failures.splice(0);
     }
@@ -85,7 +91,9 @@ const IN_PROGRESS_MS = 500;
 
 /** Effect rows per order of one variant. */
 async function effectCounts(database: Awaited<ReturnType<typeof benchDatabase>>, variant: string): Promise<Map<string, number>> {
-  const { rows } = await database.session.execute('SELECT order_id, count(*) AS effects FROM public.bench_effect WHERE variant = :variant GROUP BY order_id', { variant });
+  const { rows } = await database.session.execute('SELECT order_id, count(*) AS effects FROM public.bench_effect WHERE variant = :variant GROUP BY order_id', {
+    variant,
+  });
   return new Map(rows.map((row) => [String(row.order_id), Number(row.effects)]));
 }
 
@@ -106,9 +114,9 @@ export function crashTable(results: readonly CrashResult[], problems: string[]):
         'transaction whose worker died rolls back, effect and claim together, and its redelivery applies once; a single statement that ran ' +
         'committed both, and its redelivery is a duplicate. Powertools keeps its record in DynamoDB and the effect in Aurora: the INPROGRESS ' +
         `record outlives the worker, and once its in-progress expiry passes (${IN_PROGRESS_MS} ms here, the remaining time its context reported; ` +
-        'on AWS the function\'s timeout, which the queue\'s visibility timeout exceeds) the redelivery takes the record and applies the effect again. ' +
+        "on AWS the function's timeout, which the queue's visibility timeout exceeds) the redelivery takes the record and applies the effect again. " +
         'The naive pattern has the same gap between its effect and its record.',
-      'It runs in the bench\'s own process on the local stack of section 5, with dynalite in-process, after the server process has stopped.',
+      "It runs in the bench's own process on the local stack of section 5, with dynalite in-process, after the server process has stopped.",
     ],
   };
 }

@@ -33,9 +33,13 @@ const SHIP_BATCH = `INSERT INTO public.orders (order_id, status, shipped_count) 
 /** The four modes, as a consumer writes them. */
 export const DSQL_BENCH_MODES: Record<string, Partial<InboxOptions<Order>>> = {
   'transaction (apply)': { apply: async (tx, message) => void (await tx.execute(SHIP, { orderId: message.body.orderId })) },
-  'statement': { statement: (message) => ({ sql: SHIP_CLAIMED, params: { orderId: message.body.orderId } }) },
+  statement: { statement: (message) => ({ sql: SHIP_CLAIMED, params: { orderId: message.body.orderId } }) },
   'batch transaction (applyBatch)': {
-    applyBatch: async (tx, messages) => void (await tx.executeBatch(SHIP, messages.map((message) => ({ orderId: message.body.orderId })))),
+    applyBatch: async (tx, messages) =>
+      void (await tx.executeBatch(
+        SHIP,
+        messages.map((message) => ({ orderId: message.body.orderId })),
+      )),
   },
   'batch statement (statementBatch)': { statementBatch: { sql: SHIP_BATCH } },
 };
@@ -66,7 +70,7 @@ const COMMIT_MS = LATENCY_MODEL.elsewhere['Aurora DSQL commit']!.ms;
 /** A seeded dice, so that a run injects the same conflicts each time. */
 function seeded(seed: number): () => number {
   let state = seed >>> 0 || 1;
-  return () => ((state = (Math.imul(state, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  return () => (state = (Math.imul(state, 1664525) + 1013904223) >>> 0) / 2 ** 32;
 }
 
 function record(orderId: string, index: number): SQSRecord {
@@ -95,7 +99,15 @@ export async function measureDsql(options: { messages: number; batch: number; se
     await migrate(new PostgresSession({ pool: direct }, { callTimeoutMs: 30_000 }), [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
     profile = await startDsqlProfile(url);
     await profile.enforceRowLimit();
-    const target = dsql({ endpoint: profile.host, port: profile.port, region: 'us-east-1', user: 'postgres', database: new URL(url).pathname.slice(1), ssl: false, password: async () => 'postgres' });
+    const target = dsql({
+      endpoint: profile.host,
+      port: profile.port,
+      region: 'us-east-1',
+      user: 'postgres',
+      database: new URL(url).pathname.slice(1),
+      ssl: false,
+      password: async () => 'postgres',
+    });
     for (const [mode, shape] of Object.entries(DSQL_BENCH_MODES)) {
       for (const rate of DSQL_CONFLICT_RATES) {
         await direct.query('DELETE FROM public.orders');
@@ -157,7 +169,18 @@ export function dsqlTable(rows: readonly DsqlBenchRow[]): Table {
   const per = (n: number, row: DsqlBenchRow) => (n / row.messages).toFixed(2);
   return {
     title: `Aurora DSQL profile: per message, by mode and injected conflict rate (latency model: ${STATEMENT_MS} ms a statement, ${COMMIT_MS} ms a commit; see bench/README.md)`,
-    headers: ['mode', 'conflicts injected', 'calls/msg', 'commits/msg', 'retries/msg', 'redelivered/msg', 'modelled ms/msg', 'measured ms/msg (loopback)', 'double', 'lost'],
+    headers: [
+      'mode',
+      'conflicts injected',
+      'calls/msg',
+      'commits/msg',
+      'retries/msg',
+      'redelivered/msg',
+      'modelled ms/msg',
+      'measured ms/msg (loopback)',
+      'double',
+      'lost',
+    ],
     rows: rows.map((row) => [
       row.mode,
       `${(row.rate * 100).toFixed(0)}%`,
@@ -177,7 +200,13 @@ export function dsqlTable(rows: readonly DsqlBenchRow[]): Table {
 export async function runDsqlBench(argv: readonly string[] = process.argv.slice(2)): Promise<number> {
   const { values } = parseArgs({
     args: [...argv],
-    options: { messages: { type: 'string', default: '200' }, batch: { type: 'string', default: '10' }, seed: { type: 'string', default: '7' }, markdown: { type: 'boolean', default: false }, transport: { type: 'string' } },
+    options: {
+      messages: { type: 'string', default: '200' },
+      batch: { type: 'string', default: '10' },
+      seed: { type: 'string', default: '7' },
+      markdown: { type: 'boolean', default: false },
+      transport: { type: 'string' },
+    },
     strict: false,
   });
   const rows = await measureDsql({ messages: Number(values.messages), batch: Number(values.batch), seed: Number(values.seed) });
@@ -189,8 +218,11 @@ export async function runDsqlBench(argv: readonly string[] = process.argv.slice(
 }
 
 if (import.meta.url === `file://${process.argv[1]}`) {
-  runDsqlBench().then((code) => process.exit(code), (error: unknown) => {
-    console.error(error);
-    process.exit(1);
-  });
+  runDsqlBench().then(
+    (code) => process.exit(code),
+    (error: unknown) => {
+      console.error(error);
+      process.exit(1);
+    },
+  );
 }

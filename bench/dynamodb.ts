@@ -137,7 +137,10 @@ function returnOldItemOnConditionFailure(response: ServerResponse, endpoint: str
     if (response.statusCode !== 400 || !body?.includes('ConditionalCheckFailedException')) return end(body);
     void fetch(endpoint, {
       method: 'POST',
-      headers: { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'DynamoDB_20120810.GetItem', [INTERNAL]: '1',
+      headers: {
+        'content-type': 'application/x-amz-json-1.0',
+        'x-amz-target': 'DynamoDB_20120810.GetItem',
+        [INTERNAL]: '1',
         // dynalite checks that a signature is there, not what it says.
         'x-amz-date': '20200101T000000Z',
         authorization: 'AWS4-HMAC-SHA256 Credential=local/20200101/us-east-1/dynamodb/aws4_request, SignedHeaders=host;x-amz-date, Signature=0',
@@ -145,12 +148,15 @@ function returnOldItemOnConditionFailure(response: ServerResponse, endpoint: str
       body: JSON.stringify({ TableName: put.TableName, Key: { id: put.Item.id }, ConsistentRead: true }),
     })
       .then(async (answer) => (await answer.json()) as { Item?: unknown })
-      .then(({ Item }) => {
-        const augmented = JSON.stringify({ ...(JSON.parse(body) as object), ...(Item ? { Item } : {}) });
-        response.setHeader('x-amz-crc32', crc32(Buffer.from(augmented, 'utf8')));
-        response.setHeader('Content-Length', Buffer.byteLength(augmented, 'utf8'));
-        end(augmented);
-      }, () => end(body));
+      .then(
+        ({ Item }) => {
+          const augmented = JSON.stringify({ ...(JSON.parse(body) as object), ...(Item ? { Item } : {}) });
+          response.setHeader('x-amz-crc32', crc32(Buffer.from(augmented, 'utf8')));
+          response.setHeader('Content-Length', Buffer.byteLength(augmented, 'utf8'));
+          end(augmented);
+        },
+        () => end(body),
+      );
     return response;
   };
 }

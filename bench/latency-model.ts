@@ -23,24 +23,48 @@ export const LATENCY_MODEL: {
   readonly elsewhere: Readonly<Record<string, ModelledLatency>>;
 } = {
   dataApi: {
-    ExecuteStatement: { ms: 100, basis: 'published', source: 'Kazulkin, Data API for Aurora Serverless v2 part 5: warm p50 104.68 ms for a Lambda doing one ExecuteStatement (Java 21, 1024 MB)' },
+    ExecuteStatement: {
+      ms: 100,
+      basis: 'published',
+      source: 'Kazulkin, Data API for Aurora Serverless v2 part 5: warm p50 104.68 ms for a Lambda doing one ExecuteStatement (Java 21, 1024 MB)',
+    },
     BatchExecuteStatement: { ms: 100, basis: 'assumed', source: 'as ExecuteStatement: one HTTPS call the service runs against the database' },
     BeginTransaction: { ms: 100, basis: 'assumed', source: 'not published separately; as ExecuteStatement (one HTTPS call, one round trip to the database)' },
     CommitTransaction: { ms: 100, basis: 'assumed', source: 'not published separately; as ExecuteStatement' },
     RollbackTransaction: { ms: 100, basis: 'assumed', source: 'not published separately; as ExecuteStatement' },
   },
   dynamodb: {
-    PutItem: { ms: 6, basis: 'published', source: 'AWS: single-digit ms average for GetItem and PutItem; Kazulkin: warm p50 5.77 ms for a Lambda doing one GetItem' },
+    PutItem: {
+      ms: 6,
+      basis: 'published',
+      source: 'AWS: single-digit ms average for GetItem and PutItem; Kazulkin: warm p50 5.77 ms for a Lambda doing one GetItem',
+    },
     UpdateItem: { ms: 6, basis: 'published', source: 'AWS: single-digit ms for atomic item operations' },
     GetItem: { ms: 6, basis: 'published', source: 'Kazulkin: warm p50 5.77 ms for a Lambda doing one GetItem (Java 21, 1024 MB)' },
     DeleteItem: { ms: 6, basis: 'published', source: 'AWS: single-digit ms for atomic item operations' },
   },
   elsewhere: {
-    'query over RDS Proxy (warm connection)': { ms: 3, basis: 'assumed', source: 'no per-query figure found; one in-region PostgreSQL round trip plus the proxy hop' },
-    'Aurora DSQL statement (warm connection)': { ms: 5, basis: 'assumed', source: 'no per-statement figure found; AWS describes single-digit ms reads and writes in a region' },
+    'query over RDS Proxy (warm connection)': {
+      ms: 3,
+      basis: 'assumed',
+      source: 'no per-query figure found; one in-region PostgreSQL round trip plus the proxy hop',
+    },
+    'Aurora DSQL statement (warm connection)': {
+      ms: 5,
+      basis: 'assumed',
+      source: 'no per-statement figure found; AWS describes single-digit ms reads and writes in a region',
+    },
     'Aurora DSQL commit': { ms: 10, basis: 'assumed', source: 'no figure found; a commit synchronises the journal across AZs (one extra round trip)' },
-    'cold Lambda (init, SDK client, first call)': { ms: 3150, basis: 'published', source: 'Kazulkin part 5: cold p50 3154 ms for the whole invocation, Data API and DynamoDB alike (Java, no SnapStart)' },
-    'Aurora Serverless v2 resume from auto-pause': { ms: 15000, basis: 'published', source: 'AWS auto-pause docs: about 15 s (DatabaseResumingException meanwhile)' },
+    'cold Lambda (init, SDK client, first call)': {
+      ms: 3150,
+      basis: 'published',
+      source: 'Kazulkin part 5: cold p50 3154 ms for the whole invocation, Data API and DynamoDB alike (Java, no SnapStart)',
+    },
+    'Aurora Serverless v2 resume from auto-pause': {
+      ms: 15000,
+      basis: 'published',
+      source: 'AWS auto-pause docs: about 15 s (DatabaseResumingException meanwhile)',
+    },
   },
 };
 
@@ -55,7 +79,10 @@ export function dynamoDbLatencies(): Record<DynamoDbOperation, number> {
 }
 
 /** Milliseconds the calls take at the model's latencies, one after another. */
-export function modelledMs(calls: { readonly dataApi: Partial<Record<Operation, number>>; readonly dynamodb: Partial<Record<DynamoDbOperation, number>> }): number {
+export function modelledMs(calls: {
+  readonly dataApi: Partial<Record<Operation, number>>;
+  readonly dynamodb: Partial<Record<DynamoDbOperation, number>>;
+}): number {
   let total = 0;
   for (const [operation, count] of Object.entries(calls.dataApi)) total += (count ?? 0) * LATENCY_MODEL.dataApi[operation as Operation].ms;
   for (const [operation, count] of Object.entries(calls.dynamodb)) total += (count ?? 0) * LATENCY_MODEL.dynamodb[operation as DynamoDbOperation].ms;

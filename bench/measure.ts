@@ -100,7 +100,8 @@ function perMessage<Key extends string>(calls: Record<Key, number>, messages: nu
   return Object.fromEntries(Object.entries<number>(calls).map(([operation, count]) => [operation, count / messages])) as Record<Key, number>;
 }
 
-const zeroDynamoDb = (): Record<DynamoDbOperation, number> => Object.fromEntries(DYNAMODB_OPERATIONS.map((operation) => [operation, 0])) as Record<DynamoDbOperation, number>;
+const zeroDynamoDb = (): Record<DynamoDbOperation, number> =>
+  Object.fromEntries(DYNAMODB_OPERATIONS.map((operation) => [operation, 0])) as Record<DynamoDbOperation, number>;
 
 /** DynamoDB calls per message as "PutItem 1 + UpdateItem 1", or "none". */
 export function dynamoDbSummary(calls: Record<DynamoDbOperation, number>): string {

@@ -43,7 +43,11 @@ export function latencyModelShape(batchSize: number, batches: number, server: Re
 }
 
 /** The calls one record waits for, in order: per record for the per-record variants (records run side by side), the whole batch's for the batch modes. */
-export function sequentialCalls(variant: Variant, count: CallCount, batchSize: number): { dataApi: Partial<Record<Operation, number>>; dynamodb: Partial<Record<DynamoDbOperation, number>> } {
+export function sequentialCalls(
+  variant: Variant,
+  count: CallCount,
+  batchSize: number,
+): { dataApi: Partial<Record<Operation, number>>; dynamodb: Partial<Record<DynamoDbOperation, number>> } {
   const scale = variant.perBatch ? batchSize : 1;
   const dataApi: Partial<Record<Operation, number>> = {};
   for (const [operation, perMessage] of Object.entries(count.freshPerOperation) as [CountedOperation, number][]) {
@@ -96,7 +100,7 @@ export function latencyModelTable(all: readonly Variant[], calls: ReadonlyMap<st
       'wall time vs bare',
       `wall time vs ${POWERTOOLS_REAL}`,
       'handler CPU per message, µs above bare',
-      'local servers\' CPU per message, µs',
+      "local servers' CPU per message, µs",
     ],
     rows,
     notes: [
@@ -106,13 +110,13 @@ export function latencyModelTable(all: readonly Variant[], calls: ReadonlyMap<st
         `the model's latencies, one after another, for a batch of ${batchSize} (its records side by side), divided by its ${batchSize} messages, with nothing ` +
         'else (no CPU, no queueing): the figure to carry to AWS, and to redo with your own latencies.',
       `Measured wall time per message: one Lambda consuming ${result.shape.messages} new messages in batches of ${batchSize}, the latencies injected at ` +
-        'the local Data API and DynamoDB by operation before each call runs, divided by the messages; it adds this machine\'s CPU and ' +
-        'loopback to the model, and the local servers\' own work (last column: the local Data API and dynalite, in the server process; ' +
+        "the local Data API and DynamoDB by operation before each call runs, divided by the messages; it adds this machine's CPU and " +
+        "loopback to the model, and the local servers' own work (last column: the local Data API and dynalite, in the server process; " +
         'dynalite, an emulator over an in-memory LevelDB, costs far more per call than the local Data API, which inflates ' +
         `${POWERTOOLS_REAL}'s measured wall time here, not on AWS). The ratios are medians of per-round ratios (variants interleaved in each round).`,
       'Handler CPU: the CPU time of the process that runs the handlers (the consumer code and its SDK clients, user + system), per ' +
-        'message, minus bare\'s in the same shape: what the inbox (or Powertools) costs in the Lambda itself, which Lambda bills. Below 0: ' +
-        'fewer SDK calls than bare\'s one per record (the batch modes).',
+        "message, minus bare's in the same shape: what the inbox (or Powertools) costs in the Lambda itself, which Lambda bills. Below 0: " +
+        "fewer SDK calls than bare's one per record (the batch modes).",
       `${POWERTOOLS_REAL}: Powertools' own makeIdempotent + BatchProcessor + DynamoDBPersistenceLayer against dynalite, the effect the same ` +
         'INSERT over the Data API; its record and its effect live in two stores, so it is not atomic (section 5b).',
     ],

@@ -106,7 +106,8 @@ export async function measurePurge(postgresUrl: string, server: RemoteDataApi, r
     const own = Number((await direct.query('SELECT pg_backend_pid() AS pid')).rows[0].pid);
     const postgresCpu = () => postgresCpuSnapshot(postmaster, own);
     const current = await timeCurrent(session, target, retentionSeconds, oldRows, settings, postgresCpu);
-    const { count } = (await direct.query('SELECT count(*)::int AS count FROM inbox.consumed_message WHERE consumer_name = $1', ['bench-purge-fill'])).rows[0] as { count: number };
+    const { count } = (await direct.query('SELECT count(*)::int AS count FROM inbox.consumed_message WHERE consumer_name = $1', ['bench-purge-fill']))
+      .rows[0] as { count: number };
     if (count !== rows - current.purged.deleted) throw new Error(`purge: ${count} rows left of ${rows} after deleting ${current.purged.deleted}`);
     return { rows, fillSeconds, previous, current: current.purged, claims: current.claims, windows: current.windows };
   } finally {

@@ -11,7 +11,10 @@ export function toText(table: Table): string {
   const lines = [table.headers, ...table.rows];
   const widths = table.headers.map((_, column) => Math.max(...lines.map((line) => (line[column] ?? '').length)));
   const render = (line: readonly string[]) =>
-    line.map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!))).join('  ').trimEnd();
+    line
+      .map((cell, column) => (column === 0 ? cell.padEnd(widths[column]!) : cell.padStart(widths[column]!)))
+      .join('  ')
+      .trimEnd();
   const header = render(table.headers);
   return [
     table.title,

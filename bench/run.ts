@@ -25,7 +25,6 @@ import { freshRecord, freshRecords } from './records.js';
 import { toMarkdown, toText } from './report.js';
 import type { Table } from './report.js';
 import { startBenchServers } from './servers.js';
-import type { BenchServers, RemoteDataApi } from './servers.js';
 import { databaseBoundShape, duplicatesShape, fifoShape, standardShape } from './shapes.js';
 import { wireTransportTable } from './transports.js';
 import type { ShapeSettings } from './shapes.js';
@@ -161,7 +160,9 @@ async function main(): Promise<number> {
     const dynamodb = await servers.startDynamoDb();
     if (failVariant !== undefined) {
       // The failure the exit-code test forces: the database refuses that variant's effect rows.
-      await database.session.execute(`ALTER TABLE public.bench_effect ADD CONSTRAINT bench_forced_failure CHECK (variant <> '${failVariant.replace(/'/g, "''")}')`);
+      await database.session.execute(
+        `ALTER TABLE public.bench_effect ADD CONSTRAINT bench_forced_failure CHECK (variant <> '${failVariant.replace(/'/g, "''")}')`,
+      );
     }
     const invoker = new Invoker(database, dynamodb.endpoint);
 
@@ -177,7 +178,12 @@ async function main(): Promise<number> {
       for (const variant of all) {
         for (const server of [open, limited]) {
           await invoker.invoke(variant, freshRecords(batchSize), server, 'warm-up');
-          await invoker.invoke(variant, Array.from({ length: batchSize }, () => freshRecord({ groupId: `warm-up-${variant.id}` })), server, 'warm-up');
+          await invoker.invoke(
+            variant,
+            Array.from({ length: batchSize }, () => freshRecord({ groupId: `warm-up-${variant.id}` })),
+            server,
+            'warm-up',
+          );
         }
       }
       const fifo: ShapeSettings = { ...settings, batches: fifoBatches };
@@ -210,7 +216,12 @@ async function main(): Promise<number> {
       for (const [index, shape] of shapes.entries()) {
         const shapeRounds = shape.key === 'model' ? modelRounds : rounds;
         progress(`2 throughput: ${shape.name} (${index + 1}/${shapes.length}), ${shapeRounds} rounds`);
-        const result = await interleave(shape, all, { rounds: shapeRounds, invoker, serverCpuMicros: () => servers.cpuMicros(), onRound: (round) => progress(`    round ${round + 1}/${shapeRounds}`) });
+        const result = await interleave(shape, all, {
+          rounds: shapeRounds,
+          invoker,
+          serverCpuMicros: () => servers.cpuMicros(),
+          onRound: (round) => progress(`    round ${round + 1}/${shapeRounds}`),
+        });
         if (shape.key === 'model') modelTable = latencyModelTable(all, calls, result, batchSize, BARE);
         else results.push(result);
       }
@@ -218,13 +229,19 @@ async function main(): Promise<number> {
       if (['fifo-1', 'fifo-10'].every((key) => results.some((result) => result.shape.key === key))) tables.push(fifoTable(all, results));
       ran.push('throughput');
     }
-    if (!callsOnly && values.shapes === undefined) tables.push(...(await capacitySection(servers, database, invoker, all, [open, limited], { lambdas: dbLambdas, limit: dbLimit, batchSize, progress })));
+    if (!callsOnly && values.shapes === undefined)
+      tables.push(...(await capacitySection(servers, database, invoker, all, [open, limited], { lambdas: dbLambdas, limit: dbLimit, batchSize, progress })));
 
     if (!values['skip-wire']) {
       // Section 0b: the modes over the PostgreSQL wire protocol, before the effects check counts their rows too.
       const modes = all.filter((variant) => MODES.includes(variant.id));
       const wireOptions = { modes, invoker, dataApiCalls: calls, batchSize, batches: modelBatches, rounds: modelRounds, progress, problems };
-      wireTable = await wireTransportTable({ ...wireOptions, postgresUrl: servers.postgresUrl, database: database.name, timed: !callsOnly && values.shapes !== 'none' });
+      wireTable = await wireTransportTable({
+        ...wireOptions,
+        postgresUrl: servers.postgresUrl,
+        database: database.name,
+        timed: !callsOnly && values.shapes !== 'none',
+      });
       ran.push('wire transport');
     } else {
       skipped.push('the wire transport (--skip-wire)');
@@ -265,7 +282,8 @@ async function main(): Promise<number> {
     if (summary) tables.unshift(summary);
     // Failures are problems whatever else ran: no fault was injected, so each is a bug or a timeout.
     problems.unshift(...counted(invoker.failures));
-    if (failVariant !== undefined) problems.unshift(`--fail-variant ${failVariant}: the database was told to refuse its effect rows, so its failures below were forced`);
+    if (failVariant !== undefined)
+      problems.unshift(`--fail-variant ${failVariant}: the database was told to refuse its effect rows, so its failures below were forced`);
   } finally {
     database?.close();
     await servers.close();
@@ -331,7 +349,8 @@ async function main(): Promise<number> {
     '',
   ].join('\n');
   await writeFile(out, markdown);
-  if (problems.length) process.stderr.write(`[bench] ${problems.length} problem${problems.length === 1 ? '' : 's'}:\n${problems.map((problem) => `  - ${problem}\n`).join('')}`);
+  if (problems.length)
+    process.stderr.write(`[bench] ${problems.length} problem${problems.length === 1 ? '' : 's'}:\n${problems.map((problem) => `  - ${problem}\n`).join('')}`);
   return problems.length ? 1 : 0;
 }
 
@@ -373,7 +392,10 @@ function callsTable(all: readonly Variant[], calls: ReadonlyMap<string, CallCoun
     const designedDynamo = variant.expectedDynamoDbCalls ?? { fresh: 0, duplicate: 0 };
     const matches =
       designed === undefined ||
-      (near(count.fresh, designed.fresh) && near(count.duplicate, designed.duplicate) && near(dynamo.fresh, designedDynamo.fresh) && near(dynamo.duplicate, designedDynamo.duplicate));
+      (near(count.fresh, designed.fresh) &&
+        near(count.duplicate, designed.duplicate) &&
+        near(dynamo.fresh, designedDynamo.fresh) &&
+        near(dynamo.duplicate, designedDynamo.duplicate));
     if (!matches) {
       problems.push(
         `${variant.id}: ${formatCount(count.fresh)} Data API and ${formatCount(dynamo.fresh)} DynamoDB calls per new message, ${formatCount(count.duplicate)} and ` +
@@ -429,8 +451,8 @@ function throughputTables(all: readonly Variant[], results: readonly ShapeResult
       'A ratio above 1 is faster than bare; its inverse is the wall time against bare. The variants run one after another within each ' +
         'round, the first rotating each round.',
       'The database side (PostgreSQL and the Data API server) runs in a process of its own, so a variant that makes more calls pays for ' +
-        'them in round trips and in database work, not also in the server\'s CPU inside the process that times it. Both processes still ' +
-        'share this machine\'s cores.',
+        "them in round trips and in database work, not also in the server's CPU inside the process that times it. Both processes still " +
+        "share this machine's cores.",
       'The added latency stands in for an AWS round trip (an assumption, not a measurement): it is added at the server before the call ' +
         'runs. In the database-bound shape no latency is added, and the server runs a limited number of calls at once, so the ratios ' +
         'approach the inverse ratio of the database work per message.',
@@ -449,7 +471,7 @@ function throughputTables(all: readonly Variant[], results: readonly ShapeResult
     ]),
   };
   const cpu: Table = {
-    title: '2d. CPU per message, median over the rounds: the handlers\' process / the Data API server\'s process, in microseconds',
+    title: "2d. CPU per message, median over the rounds: the handlers' process / the Data API server's process, in microseconds",
     headers: ['variant', ...results.map((result) => result.shape.name)],
     rows: all.map((variant) => [
       variant.id,
@@ -460,8 +482,8 @@ function throughputTables(all: readonly Variant[], results: readonly ShapeResult
     ]),
     notes: [
       'What each message cost in CPU outside PostgreSQL: in the process that runs the handlers (inbox() or the hand-written consumer, ' +
-        'and the SDK client), and in the server process (the local Data API\'s HTTP and result mapping). It explains the loopback part ' +
-        'of the ratios: on AWS the client\'s share stays, the server\'s is the service\'s.',
+        "and the SDK client), and in the server process (the local Data API's HTTP and result mapping). It explains the loopback part " +
+        "of the ratios: on AWS the client's share stays, the server's is the service's.",
     ],
   };
   return [ratios, spread, cpu];
@@ -498,7 +520,14 @@ function effectsTable(all: readonly Variant[], invoker: Invoker, effects: Readon
     const expected = applied * variant.effectStatements;
     const actual = effects.get(variant.id) ?? 0;
     if (actual !== expected) problems.push(`${variant.id}: ${actual} effect rows for ${applied} messages; expected ${expected}`);
-    return [variant.id, variant.dedup ? 'new messages' : 'every delivery', String(applied), String(expected), String(actual), actual === expected ? 'ok' : 'WRONG'];
+    return [
+      variant.id,
+      variant.dedup ? 'new messages' : 'every delivery',
+      String(applied),
+      String(expected),
+      String(actual),
+      actual === expected ? 'ok' : 'WRONG',
+    ];
   });
   return {
     title: '3. Work check: effect rows written, against the messages that should apply',
@@ -534,12 +563,31 @@ function summaryTable(
     const ten = fifoTen.variants.find((variant) => variant.id === id)!.perRound;
     return median(ten.map((value, round) => value / one[round]!));
   };
-  const target = (what: string, wanted: string, measured: number, met: boolean, format = times) => targets.push({ what, target: wanted, measured: format(measured), met });
+  const target = (what: string, wanted: string, measured: number, met: boolean, format = times) =>
+    targets.push({ what, target: wanted, measured: format(measured), met });
   const count = (id: string) => calls.get(id)!;
   target('calls per new message, single statement per record', '1.0', count('inbox-stmt').fresh, near(count('inbox-stmt').fresh, 1), formatCount);
-  target('calls per new message, transaction per record, k = 1 / k = 3', 'k + 3 (4 / 6)', count('inbox-tx').fresh, near(count('inbox-tx').fresh, 4) && near(count('inbox-tx-k3').fresh, 6), (value) => `${formatCount(value)} / ${formatCount(count('inbox-tx-k3').fresh)}`);
-  target(`calls per new message, batch transaction, batch of ${batchSize}`, 'at most 0.5', count('inbox-batch-tx').fresh, count('inbox-batch-tx').fresh <= 0.5, formatCount);
-  target(`calls per new message, batch statement, batch of ${batchSize}`, 'at most 0.15', count('inbox-batch-stmt').fresh, count('inbox-batch-stmt').fresh <= 0.15, formatCount);
+  target(
+    'calls per new message, transaction per record, k = 1 / k = 3',
+    'k + 3 (4 / 6)',
+    count('inbox-tx').fresh,
+    near(count('inbox-tx').fresh, 4) && near(count('inbox-tx-k3').fresh, 6),
+    (value) => `${formatCount(value)} / ${formatCount(count('inbox-tx-k3').fresh)}`,
+  );
+  target(
+    `calls per new message, batch transaction, batch of ${batchSize}`,
+    'at most 0.5',
+    count('inbox-batch-tx').fresh,
+    count('inbox-batch-tx').fresh <= 0.5,
+    formatCount,
+  );
+  target(
+    `calls per new message, batch statement, batch of ${batchSize}`,
+    'at most 0.15',
+    count('inbox-batch-stmt').fresh,
+    count('inbox-batch-stmt').fresh <= 0.15,
+    formatCount,
+  );
   const worstDuplicate = Math.max(...MODES.map((id) => count(id).duplicate));
   target(`calls per duplicate, every mode, batch of ${batchSize}`, 'at most 0.1', worstDuplicate, worstDuplicate <= 0.1 + 1e-9, formatCount);
   for (const id of ['inbox-stmt', 'inbox-batch-stmt']) {
@@ -605,7 +653,10 @@ function purgeTable(runs: readonly PurgeRun[], problems: string[], targets: Targ
   const rate = (part: { deleted: number; seconds: number }) => part.deleted / part.seconds;
   const rows: string[][] = [];
   for (const run of runs) {
-    for (const [label, part] of [['purge() now', run.current], ['previous statement', run.previous]] as const) {
+    for (const [label, part] of [
+      ['purge() now', run.current],
+      ['previous statement', run.previous],
+    ] as const) {
       const reference = label === 'purge() now' ? small.current : small.previous;
       rows.push([
         run.rows.toLocaleString('en-US'),
@@ -630,7 +681,12 @@ function purgeTable(runs: readonly PurgeRun[], problems: string[], targets: Targ
   const p99Ratio = percentile(large.claims.during, 99) / percentile(large.claims.without, 99);
   const rowsLabel = large.rows.toLocaleString('en-US');
   targets.push(
-    { what: `purge rows/s at ${rowsLabel} rows`, target: 'at least 50,000/s', measured: `${Math.round(largeRate).toLocaleString('en-US')}/s`, met: largeRate >= 50_000 },
+    {
+      what: `purge rows/s at ${rowsLabel} rows`,
+      target: 'at least 50,000/s',
+      measured: `${Math.round(largeRate).toLocaleString('en-US')}/s`,
+      met: largeRate >= 50_000,
+    },
     {
       what: `purge per-row cost at ${rowsLabel} rows against ${small.rows.toLocaleString('en-US')}`,
       target: 'independent of table size (at most 1.5x)',
@@ -680,11 +736,15 @@ function scenarioTable(scenarios: readonly ScenarioResult[]): Table {
     notes: [
       ...scenarios.map(
         (result) =>
-          `faults injected (${result.pattern}): ${Object.entries(result.faultsInjected).map(([fault, count]) => `${fault} ${count}`).join(', ') || 'none'}.`,
+          `faults injected (${result.pattern}): ${
+            Object.entries(result.faultsInjected)
+              .map(([fault, count]) => `${fault} ${count}`)
+              .join(', ') || 'none'
+          }.`,
       ),
       'Calls per message include every retry and redelivery the faults caused, so they exceed the fault-free counts of section 1.',
       'Same seed, same fault decisions; the two runs still differ in timing, so the faults that hit (and the deliveries) differ a little.',
-      'It runs in the bench\'s own process (its fault schedule drives the local stack from there), after the server process has stopped.',
+      "It runs in the bench's own process (its fault schedule drives the local stack from there), after the server process has stopped.",
     ],
   };
 }

@@ -32,7 +32,9 @@ export type ChildRequest =
   | { readonly id: number; readonly command: 'close' };
 
 /** The server process's answer to request `id` (0: the process is ready). */
-export type ChildReply = { readonly id: number; readonly ok: true; readonly value: unknown } | { readonly id: number; readonly ok: false; readonly error: string };
+export type ChildReply =
+  | { readonly id: number; readonly ok: true; readonly value: unknown }
+  | { readonly id: number; readonly ok: false; readonly error: string };
 
 /** A local Data API server running in the server process. */
 export interface RemoteDataApi {

@@ -16,9 +16,11 @@ export interface ShapeSettings {
 
 /** Runs `lanes` Lambdas at once, each invoking its events one after another. */
 async function runLanes(invoker: Invoker, variant: Variant, server: RemoteDataApi, lanes: readonly (readonly SQSRecord[][])[], during: string): Promise<void> {
-  await Promise.all(lanes.map(async (events) => {
-    for (const records of events) await invoker.invoke(variant, records, server, during);
-  }));
+  await Promise.all(
+    lanes.map(async (events) => {
+      for (const records of events) await invoker.invoke(variant, records, server, during);
+    }),
+  );
 }
 
 function withLatency(server: RemoteDataApi, ms: number): Pick<Shape, 'before' | 'after'> {
@@ -117,12 +119,14 @@ export function databaseBoundShape(settings: ShapeSettings, server: RemoteDataAp
     prepare: async (variant, invoker) => async () => {
       const deadline = performance.now() + seconds * 1000;
       let consumed = 0;
-      await Promise.all(Array.from({ length: lambdas }, async () => {
-        while (performance.now() < deadline) {
-          await invoker.invoke(variant, freshRecords(batchSize), server, name);
-          consumed += batchSize;
-        }
-      }));
+      await Promise.all(
+        Array.from({ length: lambdas }, async () => {
+          while (performance.now() < deadline) {
+            await invoker.invoke(variant, freshRecords(batchSize), server, name);
+            consumed += batchSize;
+          }
+        }),
+      );
       return consumed;
     },
   };

@@ -70,13 +70,19 @@ export async function wireTransportTable(options: WireOptions): Promise<Table> {
       calls.set(mode.id, count);
       const { fresh, duplicate } = mode.expectedCalls;
       if (count.fresh !== fresh || count.duplicate !== duplicate) {
-        options.problems.push(`${mode.id} on the wire: ${formatCount(count.fresh)} round trips per new message and ${formatCount(count.duplicate)} per duplicate, designed ${fresh} and ${duplicate}`);
+        options.problems.push(
+          `${mode.id} on the wire: ${formatCount(count.fresh)} round trips per new message and ${formatCount(count.duplicate)} per duplicate, designed ${fresh} and ${duplicate}`,
+        );
       }
     }
     let measured: Map<string, number> | undefined;
     if (options.timed) {
       options.progress(`2b the wire transport: ${options.rounds} rounds at ${WIRE_LATENCY.ms} ms per statement`);
-      const result = await interleave(wireShape(options, server, proxy), options.modes, { rounds: options.rounds, invoker: options.invoker, serverCpuMicros: async () => 0 });
+      const result = await interleave(wireShape(options, server, proxy), options.modes, {
+        rounds: options.rounds,
+        invoker: options.invoker,
+        serverCpuMicros: async () => 0,
+      });
       measured = new Map(result.variants.map((variant) => [variant.id, 1000 / variant.median]));
     }
     return table(options, calls, measured);
@@ -171,7 +177,7 @@ function table(options: WireOptions, calls: ReadonlyMap<string, CallCount>, meas
         '(Begin: BEGIN with its SET LOCAL statement_timeout, one round trip; Commit: COMMIT; Execute: any other statement).',
       `The model: one statement over a warm connection through RDS Proxy ${WIRE_LATENCY.ms} ms (${WIRE_LATENCY.basis}: ${WIRE_LATENCY.source}; bench/README.md, ` +
         `"The latency model"). Modelled wall time: the sequential round trips at that figure for a batch of ${batchSize} (its records side by side), ` +
-        'divided by its messages; on the Data API the same from section 1\'s counts at the Data API figures.',
+        "divided by its messages; on the Data API the same from section 1's counts at the Data API figures.",
       measured
         ? `Measured: one Lambda consuming ${options.batchSize * options.batches} new messages in batches of ${batchSize} per round, ${WIRE_LATENCY.ms} ms injected at ` +
           `the proxy before every statement; median of ${options.rounds} rounds (modes interleaved). It adds this machine's CPU, node-postgres and the proxy to the model.`

@@ -62,7 +62,6 @@ Flags:
   -h, --help       this help
 `;
 
-
 export async function demoCommand(values: {
   messages: string;
   seed: string;
@@ -77,7 +76,8 @@ export async function demoCommand(values: {
   if (source !== 'sqs' && values.pipeline) throw new UsageError('--source and --pipeline do not go together: the pipeline demo runs on SQS; give one of them');
   const stream = source !== 'sqs';
   const transport = values.transport;
-  if (!(DEMO_TRANSPORTS as readonly string[]).includes(transport)) throw new UsageError(`--transport "${transport}" is not one of: ${DEMO_TRANSPORTS.join(', ')}`);
+  if (!(DEMO_TRANSPORTS as readonly string[]).includes(transport))
+    throw new UsageError(`--transport "${transport}" is not one of: ${DEMO_TRANSPORTS.join(', ')}`);
   if (transport !== 'data-api' && (stream || values.pipeline)) {
     throw new UsageError(`--transport ${transport} runs the SQS demo; --${stream ? 'source' : 'pipeline'} runs on the Data API: give one of them`);
   }
@@ -90,7 +90,19 @@ export async function demoCommand(values: {
   const { runDemo } = await import('./run.js');
   // Every value explicit: the defaults this CLI documents are the ones that run.
   const mode = values.pipeline ? ['--pipeline'] : stream ? ['--source', source] : [];
-  return runDemo(['--messages', String(messages), '--seed', String(seed), '--faults', faults.join(',') || 'none', '--consumers', String(consumers), '--transport', transport, ...mode]);
+  return runDemo([
+    '--messages',
+    String(messages),
+    '--seed',
+    String(seed),
+    '--faults',
+    faults.join(',') || 'none',
+    '--consumers',
+    String(consumers),
+    '--transport',
+    transport,
+    ...mode,
+  ]);
 }
 
 /** The published commands, and `demo`. */
@@ -113,6 +125,9 @@ export const DEMO_COMMANDS = {
 };
 
 /** The published CLI's help with the demo's line. */
-export const DEMO_CLI_USAGE = USAGE.replace('Commands:\n', 'Commands:\n  demo        the fault-injection demo (what `npm start` runs): the inbox pattern against the naive one\n');
+export const DEMO_CLI_USAGE = USAGE.replace(
+  'Commands:\n',
+  'Commands:\n  demo        the fault-injection demo (what `npm start` runs): the inbox pattern against the naive one\n',
+);
 
 runCli(DEMO_COMMANDS, DEMO_CLI_USAGE, process.argv.slice(2)).then(exit, (error: unknown) => exit(failed(undefined, error)));

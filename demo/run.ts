@@ -37,7 +37,9 @@ export async function runDemo(args: string[], out: NodeJS.WritableStream = proce
     },
   });
   if (values.help) {
-    out.write(`Usage: sqs-inbox demo [--messages N] [--seed N] [--faults ${FAULTS.join(',')}|none] [--consumers N] [--pipeline | --source sqs|${STREAM_SOURCES.join('|')}] [--transport ${SCENARIO_TRANSPORTS.join('|')}]\n`);
+    out.write(
+      `Usage: sqs-inbox demo [--messages N] [--seed N] [--faults ${FAULTS.join(',')}|none] [--consumers N] [--pipeline | --source sqs|${STREAM_SOURCES.join('|')}] [--transport ${SCENARIO_TRANSPORTS.join('|')}]\n`,
+    );
     return 0;
   }
   const messages = wholeNumber(values.messages, '--messages', 1);
@@ -45,7 +47,8 @@ export async function runDemo(args: string[], out: NodeJS.WritableStream = proce
   const consumers = wholeNumber(values.consumers, '--consumers', 1);
   const transport = transportOf(values.transport, values.source !== 'sqs' ? '--source' : values.pipeline ? '--pipeline' : undefined);
   if (values.source !== 'sqs') {
-    if (!(STREAM_SOURCES as readonly string[]).includes(values.source)) throw new InboxConfigError('--source', `"${values.source}" must be sqs, ${STREAM_SOURCES.join(', ')}`);
+    if (!(STREAM_SOURCES as readonly string[]).includes(values.source))
+      throw new InboxConfigError('--source', `"${values.source}" must be sqs, ${STREAM_SOURCES.join(', ')}`);
     if (values.pipeline) throw new InboxConfigError('--source', 'the pipeline demo runs on SQS: give --pipeline or --source, not both');
     return runStreamDemo({ source: values.source as StreamSourceName, messages, seed, faults: values.faults }, out);
   }
@@ -126,7 +129,13 @@ export const SCENARIO_ROWS: readonly (readonly [string, (result: ScenarioResult)
 
 const TRANSPORT_ROW = ['transport', (r: ScenarioResult) => r.transport] as const;
 
-const FAULTS_ROW = ['faults injected', (r: ScenarioResult) => Object.entries(r.faultsInjected).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'] as const;
+const FAULTS_ROW = [
+  'faults injected',
+  (r: ScenarioResult) =>
+    Object.entries(r.faultsInjected)
+      .map(([k, v]) => `${k} ${v}`)
+      .join(', ') || 'none',
+] as const;
 
 function table(results: readonly ScenarioResult[], transport: ScenarioTransport): string {
   // On the wire a call is a statement's round trip, counted at the wire proxy.
@@ -149,7 +158,8 @@ const TRANSPORT_LABELS: Record<ScenarioTransport, string> = {
 
 /** The `--transport` value; only the SQS demo (not `other`, the pipeline or a stream) runs on the wire. */
 function transportOf(text: string, other: string | undefined): ScenarioTransport {
-  if (!(SCENARIO_TRANSPORTS as readonly string[]).includes(text)) throw new InboxConfigError('--transport', `"${text}" must be ${SCENARIO_TRANSPORTS.join(' or ')}`);
+  if (!(SCENARIO_TRANSPORTS as readonly string[]).includes(text))
+    throw new InboxConfigError('--transport', `"${text}" must be ${SCENARIO_TRANSPORTS.join(' or ')}`);
   if (text !== 'data-api' && other) throw new InboxConfigError('--transport', `${text} runs the SQS demo; ${other} runs on the Data API: give one of them`);
   return text as ScenarioTransport;
 }

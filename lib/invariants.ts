@@ -1,4 +1,4 @@
-import { Duration, Token } from 'aws-cdk-lib';
+import { type Duration, Token } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { IConstruct } from 'constructs';
 
@@ -168,10 +168,7 @@ export function checkFifoBatchSize(input: { readonly fifo: boolean; readonly bat
 }
 
 /** Lambda does not support a batching window on FIFO queues. */
-export function checkFifoBatchingWindow(input: {
-  readonly fifo: boolean;
-  readonly maxBatchingWindow: Duration | undefined;
-}): InvariantViolation[] {
+export function checkFifoBatchingWindow(input: { readonly fifo: boolean; readonly maxBatchingWindow: Duration | undefined }): InvariantViolation[] {
   if (!input.fifo || input.maxBatchingWindow === undefined) return [];
   return [
     {

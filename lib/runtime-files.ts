@@ -17,9 +17,11 @@ const EXTENSION = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
 export function runtimeFile(relative: string, what: string): string {
   const file = fileURLToPath(new URL(`${relative}${EXTENSION}`, import.meta.url));
   if (!existsSync(file)) {
-    throw InboxConstructError.of('sqs-inbox', [
-      `${what} ${file} does not exist. Fix: reinstall the sqs-inbox package (the CDK constructs bundle and fingerprint the runtime files by path).`,
-    ], 'line');
+    throw InboxConstructError.of(
+      'sqs-inbox',
+      [`${what} ${file} does not exist. Fix: reinstall the sqs-inbox package (the CDK constructs bundle and fingerprint the runtime files by path).`],
+      'line',
+    );
   }
   return file;
 }

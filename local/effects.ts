@@ -177,7 +177,10 @@ function subquery(sql: string): string {
  */
 function responseTooLarge(error: unknown): boolean {
   const cause = error instanceof DataApiError ? error.cause : error;
-  return (cause as { name?: unknown } | null)?.name === 'BadRequestException' && /response size limit|response exceeded size limit/i.test(String((cause as Error).message));
+  return (
+    (cause as { name?: unknown } | null)?.name === 'BadRequestException' &&
+    /response size limit|response exceeded size limit/i.test(String((cause as Error).message))
+  );
 }
 
 /** Judges the effects of the messages sent: doubles, lost, out-of-order within FIFO groups. */
@@ -229,7 +232,9 @@ export function problemsOf(verdict: Verdict, completed: boolean, timeoutMs: numb
   const problems: string[] = [];
   if (!completed) problems.push(`the queue did not drain within ${timeoutMs} ms: ${left} message(s) still queued or in flight`);
   if (verdict.doubleEffects.length > 0) {
-    problems.push(`${verdict.doubleEffects.length} message(s) applied more than once: ${listed(verdict.doubleEffects.map((d) => `${d.key} (${d.count} times)`))}`);
+    problems.push(
+      `${verdict.doubleEffects.length} message(s) applied more than once: ${listed(verdict.doubleEffects.map((d) => `${d.key} (${d.count} times)`))}`,
+    );
   }
   if (verdict.lostKeys.length > 0) {
     const hint = verdict.applied === 0 ? '; nothing was applied at all: does the effects query return the keys that message() gives?' : '';
@@ -241,7 +246,9 @@ export function problemsOf(verdict: Verdict, completed: boolean, timeoutMs: numb
     );
   }
   if (verdict.unexpectedKeys.length > 0) {
-    problems.push(`the effects query returned ${verdict.unexpectedKeys.length} key(s) no message carried: ${listed(verdict.unexpectedKeys)}; it must return each message's key as message() gives it`);
+    problems.push(
+      `the effects query returned ${verdict.unexpectedKeys.length} key(s) no message carried: ${listed(verdict.unexpectedKeys)}; it must return each message's key as message() gives it`,
+    );
   }
   return problems;
 }

@@ -11,10 +11,7 @@ import type { ReceivedMessage } from './sqs/types.js';
 export type LambdaLikeContext = Context;
 
 /** Any SQS handler: ours, Powertools', or hand-written. */
-export type SqsEventHandler = (
-  event: SQSEvent,
-  context: LambdaLikeContext,
-) => Promise<SQSBatchResponse | void | null> | SQSBatchResponse | void | null;
+export type SqsEventHandler = (event: SQSEvent, context: LambdaLikeContext) => Promise<SQSBatchResponse | void | null> | SQSBatchResponse | void | null;
 
 /** What `beforeDelete` sees: the batch, and which records are about to be deleted. */
 export interface PendingDelete {
@@ -332,10 +329,7 @@ export class SqsEventSource {
         (value): Ending => ({ kind: 'returned', value }),
         (error: unknown): Ending => ({ kind: 'threw', error }),
       );
-    const ending = await Promise.race<Ending>([
-      handled,
-      sleepOn(this.#clock, this.#timeoutMs, timer.signal).then((): Ending => ({ kind: 'timeout' })),
-    ]);
+    const ending = await Promise.race<Ending>([handled, sleepOn(this.#clock, this.#timeoutMs, timer.signal).then((): Ending => ({ kind: 'timeout' }))]);
     timer.abort();
     if (ending.kind === 'timeout') {
       this.stats.timeouts += 1;
@@ -424,7 +418,14 @@ export class SqsEventSource {
   }
 
   #context(requestId: string, deadline: number): LambdaLikeContext {
-    return lambdaContext({ functionName: this.#functionName, region: this.#model.region, accountId: this.#model.accountId, requestId, deadline, clock: this.#clock });
+    return lambdaContext({
+      functionName: this.#functionName,
+      region: this.#model.region,
+      accountId: this.#model.accountId,
+      requestId,
+      deadline,
+      clock: this.#clock,
+    });
   }
 }
 
@@ -433,10 +434,7 @@ export class SqsEventSource {
  * JSON; no response, null, no list, or an empty list is complete success; anything malformed, and any
  * empty, null, misnamed or unknown itemIdentifier, fails the whole batch.
  */
-export function readBatchResponse(
-  value: unknown,
-  records: readonly Pick<SQSRecord, 'messageId'>[],
-): { failed: Set<string> } | { invalid: string } {
+export function readBatchResponse(value: unknown, records: readonly Pick<SQSRecord, 'messageId'>[]): { failed: Set<string> } | { invalid: string } {
   let json: string | undefined;
   try {
     json = JSON.stringify(value);

@@ -144,7 +144,9 @@ export class FaultSchedule {
    * Names the messages of a queue once they are sent: each after its idempotency key, a second copy with
    * the same key as its copy. Records of messages never named go by their idempotency-key attribute.
    */
-  name(messages: readonly { readonly messageId: string; readonly messageAttributes: Readonly<Record<string, { readonly stringValue?: string | undefined }>> }[]): void {
+  name(
+    messages: readonly { readonly messageId: string; readonly messageAttributes: Readonly<Record<string, { readonly stringValue?: string | undefined }>> }[],
+  ): void {
     const copies = new Map<string, number>();
     for (const message of messages) {
       const key = message.messageAttributes['idempotency-key']?.stringValue;
@@ -251,7 +253,11 @@ export class FaultSchedule {
    * The per-invocation faults before a handler runs: a 5xx on the next Data API call, and (given the
    * visibility timeout) a start just as it ends. Returns the context the handler is to run with.
    */
-  async beforeInvocation<C extends { getRemainingTimeInMillis(): number }>(deliveries: readonly Delivery[], context: C, visibilitySeconds?: number): Promise<C> {
+  async beforeInvocation<C extends { getRemainingTimeInMillis(): number }>(
+    deliveries: readonly Delivery[],
+    context: C,
+    visibilitySeconds?: number,
+  ): Promise<C> {
     const errors = this.#strikes('server-errors', deliveries);
     if (errors > 0) this.dataApi.faults.serverError({ count: errors, status: 500 });
     if (visibilitySeconds === undefined || this.#strikes('visibility-expiry', deliveries) === 0) return context;
@@ -270,7 +276,9 @@ export class FaultSchedule {
    */
   crashesAfterCommit(deliveries: readonly Delivery[]): boolean {
     if (!this.#faults.has('crash-after-commit')) return false;
-    const struck = deliveries.filter(({ id }) => !this.#crashed.has(id) && uniform(this.seed, 'crash-after-commit', id) < FAULT_RATES['crash-after-commit'].rate);
+    const struck = deliveries.filter(
+      ({ id }) => !this.#crashed.has(id) && uniform(this.seed, 'crash-after-commit', id) < FAULT_RATES['crash-after-commit'].rate,
+    );
     for (const { id } of struck) {
       this.#crashed.add(id);
       this.#count('crash-after-commit');
@@ -284,7 +292,11 @@ export class FaultSchedule {
       // Lambda stops a timed-out invocation; the handler sees its remaining time run out and starts no
       // further record, which is as close as one process gets to being killed. The event source waits
       // for such abandoned handlers before it calls the queue drained.
-      const run = await this.beforeInvocation(event.Records.map((record) => this.delivery(record)), context, visibilitySeconds);
+      const run = await this.beforeInvocation(
+        event.Records.map((record) => this.delivery(record)),
+        context,
+        visibilitySeconds,
+      );
       return handler(event, run);
     };
   }
@@ -322,7 +334,9 @@ export class FaultSchedule {
     let identity = this.#identities.get(call);
     if (identity !== undefined) return identity;
     const inTransaction = call.transactionId ? (this.#transactions.get(call.transactionId) ?? []) : [this.#fingerprint(call)];
-    const content = createHash('sha256').update(`${call.operation}\u0001${inTransaction.join('\u0001')}`).digest('hex');
+    const content = createHash('sha256')
+      .update(`${call.operation}\u0001${inTransaction.join('\u0001')}`)
+      .digest('hex');
     const occurrence = (this.#occurrences.get(content) ?? 0) + 1;
     this.#occurrences.set(content, occurrence);
     identity = `${content}:${occurrence}`;
@@ -360,12 +374,19 @@ export class FaultSchedule {
   }
 }
 
-const UNIT_NAMES: Record<FaultUnit, string> = { message: 'messages', delivery: 'first deliveries', 'commit-point': 'the calls at the commit point', run: 'runs' };
+const UNIT_NAMES: Record<FaultUnit, string> = {
+  message: 'messages',
+  delivery: 'first deliveries',
+  'commit-point': 'the calls at the commit point',
+  run: 'runs',
+};
 
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
 
 /** A uniform number in [0, 1) from the seed and the parts: the same inputs always give the same fault. */
 function uniform(seed: number, ...parts: (string | number)[]): number {
-  const digest = createHash('sha256').update(`${seed}|${parts.join('|')}`).digest();
+  const digest = createHash('sha256')
+    .update(`${seed}|${parts.join('|')}`)
+    .digest();
   return digest.readUInt32BE(0) / 2 ** 32;
 }

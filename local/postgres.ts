@@ -93,7 +93,18 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     persistent: false,
     createPostgresUser: userInfo().uid === 0,
     initdbFlags: ['--encoding=UTF8', '--no-sync'],
-    postgresFlags: ['-c', 'fsync=off', '-c', 'synchronous_commit=off', '-c', 'full_page_writes=off', '-c', 'max_connections=300', '-c', 'unix_socket_directories='],
+    postgresFlags: [
+      '-c',
+      'fsync=off',
+      '-c',
+      'synchronous_commit=off',
+      '-c',
+      'full_page_writes=off',
+      '-c',
+      'max_connections=300',
+      '-c',
+      'unix_socket_directories=',
+    ],
     onLog: (message: string) => {
       logs.push(message);
       options.onLog?.(message);
@@ -129,9 +140,7 @@ export async function startPostgres(options: StartPostgresOptions = {}): Promise
     await stop();
     const output = logs.join('').slice(-2000);
     if (/could not bind|Address already in use/i.test(output)) {
-      throw new PostgresStartError(
-        `PostgreSQL could not listen on port ${port}: it is in use. Choose another port or set DATABASE_URL to an existing server.`,
-      );
+      throw new PostgresStartError(`PostgreSQL could not listen on port ${port}: it is in use. Choose another port or set DATABASE_URL to an existing server.`);
     }
     throw new PostgresStartError(
       `Embedded PostgreSQL failed to start (${error instanceof Error ? error.message : String(error)}). ` +

@@ -88,7 +88,10 @@ async function dropDatabase(serverUrl: string, name: string): Promise<void> {
     // transaction may still be open until it expires.
     await client.query(`DROP DATABASE IF EXISTS "${name}" WITH (FORCE)`);
   } catch (error) {
-    throw new Error(`runScenario: could not drop its database ${name} (${error instanceof Error ? error.message : String(error)}); drop it by hand: DROP DATABASE "${name}"`, { cause: error });
+    throw new Error(
+      `runScenario: could not drop its database ${name} (${error instanceof Error ? error.message : String(error)}); drop it by hand: DROP DATABASE "${name}"`,
+      { cause: error },
+    );
   } finally {
     await client.end();
   }
@@ -138,7 +141,8 @@ export function buildMessages(plan: MessagePlan, schedule: FaultSchedule): Outgo
       throw new TypeError(`runScenario: message(${index}) must return { key: string, body: string | object, groupId?: string }; got ${JSON.stringify(built)}.`);
     }
     const earlier = keys.get(built.key);
-    if (earlier !== undefined) throw new RangeError(`runScenario: message(${index}) and message(${earlier}) both have the key "${built.key}"; every message needs its own key.`);
+    if (earlier !== undefined)
+      throw new RangeError(`runScenario: message(${index}) and message(${earlier}) both have the key "${built.key}"; every message needs its own key.`);
     keys.set(built.key, index);
     const groupId = plan.fifo ? (built.groupId ?? `group-${index % plan.groups}`) : undefined;
     const position = groupId === undefined ? 0 : (positions.get(groupId) ?? 0) + 1;
@@ -228,7 +232,13 @@ export function deadLetteredKeys(model: SqsModel, dlq: QueueInfo): Set<string> {
  * Judges what was sent against the effects query (read in pages), the keys `parkedSql` returns (a `key`
  * column) and the dead-lettered keys; a dead-lettered message applied out of order is no violation.
  */
-export async function readVerdict(session: DataApiSession, effectsSql: string, sent: readonly SentMessage[], parkedSql: string, deadLettered: ReadonlySet<string>): Promise<Verdict> {
+export async function readVerdict(
+  session: DataApiSession,
+  effectsSql: string,
+  sent: readonly SentMessage[],
+  parkedSql: string,
+  deadLettered: ReadonlySet<string>,
+): Promise<Verdict> {
   const effectsFailed = (error: unknown): never => {
     throw new Error(`runScenario: the effects query failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   };
@@ -253,7 +263,9 @@ let owned: string | undefined;
  */
 export async function exclusively<T>(name: string, body: (setEnv: (env: Readonly<Record<string, string | undefined>>) => void) => Promise<T>): Promise<T> {
   if (owned !== undefined) {
-    throw new Error(`${name}: another scenario (${owned}) is running in this process. A run owns process.env and the stack's faults: await one before starting the next.`);
+    throw new Error(
+      `${name}: another scenario (${owned}) is running in this process. A run owns process.env and the stack's faults: await one before starting the next.`,
+    );
   }
   owned = name;
   const saved = new Map<string, string | undefined>();
@@ -282,7 +294,11 @@ export async function exclusively<T>(name: string, body: (setEnv: (env: Readonly
  * but refuses to start without a region and credentials, and the endpoint serves calls without a queue
  * URL. `extra` comes last and may override any of them.
  */
-export function runEnvironment(local: LocalStack, database: string, extra: Readonly<Record<string, string | undefined>> | undefined): Record<string, string | undefined> {
+export function runEnvironment(
+  local: LocalStack,
+  database: string,
+  extra: Readonly<Record<string, string | undefined>> | undefined,
+): Record<string, string | undefined> {
   return {
     [INBOX_ENV.DATA_API_ENDPOINT]: local.dataApi.endpoint,
     [INBOX_ENV.RESOURCE_ARN]: local.dataApi.resourceArn,
@@ -357,7 +373,11 @@ export async function driveUntilDrained(drive: Drive): Promise<{ completed: bool
 /**
  * Runs the user's own check: its findings, and its failure, as `verify: ` problems.
  */
-export async function runVerify(verify: ((session: DataApiSession, handedOn: HandedOn) => unknown) | undefined, session: DataApiSession, handedOn: HandedOn = {}): Promise<string[]> {
+export async function runVerify(
+  verify: ((session: DataApiSession, handedOn: HandedOn) => unknown) | undefined,
+  session: DataApiSession,
+  handedOn: HandedOn = {},
+): Promise<string[]> {
   if (!verify) return [];
   try {
     const found = (await verify(session, handedOn)) as string | readonly string[] | undefined | null;
@@ -369,7 +389,11 @@ export async function runVerify(verify: ((session: DataApiSession, handedOn: Han
 }
 
 /** Creates a run's own tables in its fresh database: one SQL statement per string, or a function of a session on it. */
-export async function runSetup(name: string, session: DataApiSession, setup: string | readonly string[] | ((session: DataApiSession) => Promise<void>) | undefined): Promise<void> {
+export async function runSetup(
+  name: string,
+  session: DataApiSession,
+  setup: string | readonly string[] | ((session: DataApiSession) => Promise<void>) | undefined,
+): Promise<void> {
   if (setup === undefined) return;
   if (typeof setup === 'function') {
     await setup(session);
@@ -406,7 +430,12 @@ export function waiting(model: SqsModel, queueUrl: string): number {
  * after a 100 ms wait. The queues are looked at again after the outbox: a sweep may have sent its last
  * rows (and marked them) in between.
  */
-export async function sqsDrained(model: SqsModel, queues: readonly string[], sources: readonly SqsEventSource[], unsent?: () => Promise<number>): Promise<boolean> {
+export async function sqsDrained(
+  model: SqsModel,
+  queues: readonly string[],
+  sources: readonly SqsEventSource[],
+  unsent?: () => Promise<number>,
+): Promise<boolean> {
   const idle = () => queues.every((queue) => waiting(model, queue) === 0) && !sourcesBusy(sources);
   // Aurora may be paused, or the next call fail: not drained yet, then.
   if (idle() && (!unsent || ((await unsent().catch(() => 1)) === 0 && idle()))) return true;

@@ -1,5 +1,5 @@
 import type pg from 'pg';
-import { DataApiSession } from '../lambda/inbox/data-api/session.js';
+import type { DataApiSession } from '../lambda/inbox/data-api/session.js';
 import type { DatabaseTarget } from '../lambda/inbox/data-api/session.js';
 import type { InboxSession } from '../lambda/inbox/transport/session.js';
 import { postgres, PostgresSession } from '../lambda/inbox/transport/postgres/index.js';
@@ -82,7 +82,12 @@ export interface HandlerTransport {
  * the database, a pool per handler, and the `PG*` variables (`PGOPTIONS` with a 2 s
  * `idle_in_transaction_session_timeout`) for a handler that makes its own pool.
  */
-export async function openHandlerTransport(local: LocalStack, database: string, transport: ScenarioTransport, dataApi: { target: DatabaseTarget; session: DataApiSession }): Promise<HandlerTransport> {
+export async function openHandlerTransport(
+  local: LocalStack,
+  database: string,
+  transport: ScenarioTransport,
+  dataApi: { target: DatabaseTarget; session: DataApiSession },
+): Promise<HandlerTransport> {
   if (transport === 'data-api') {
     return {
       calls: local.dataApi,
@@ -115,10 +120,11 @@ export async function openHandlerTransport(local: LocalStack, database: string, 
     session,
     sweeper: session,
     outboxWatch: session,
-    problems: (calls, dataApiCalls) => [
-      ...(calls === 0 ? ["transport 'postgres', but the handlers made no call over the wire"] : []),
-      ...(dataApiCalls > 0 ? [`transport 'postgres', but the handlers made ${dataApiCalls} call(s) to the local Data API`] : []),
-    ].map((problem) => `${problem}: they ignored the transport. ${FOLLOW_THE_TRANSPORT}`),
+    problems: (calls, dataApiCalls) =>
+      [
+        ...(calls === 0 ? ["transport 'postgres', but the handlers made no call over the wire"] : []),
+        ...(dataApiCalls > 0 ? [`transport 'postgres', but the handlers made ${dataApiCalls} call(s) to the local Data API`] : []),
+      ].map((problem) => `${problem}: they ignored the transport. ${FOLLOW_THE_TRANSPORT}`),
     env: {
       PGHOST: through.hostname,
       PGPORT: through.port,

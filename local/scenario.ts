@@ -1,14 +1,33 @@
 import { randomBytes } from 'node:crypto';
-import { DataApiSession } from '../lambda/inbox/data-api/session.js';
+import type { DataApiSession } from '../lambda/inbox/data-api/session.js';
 import { INBOX_MIGRATIONS, migrate } from '../lambda/inbox/sql/schema.js';
-import type { DatabaseTarget } from '../lambda/inbox/data-api/session.js';
 import type { InboxSession } from '../lambda/inbox/transport/session.js';
 import { notesOf, problemsOf } from './effects.js';
 import type { DoubleEffect, OutOfOrderEffect } from './effects.js';
 import type { SqsEventSource, SqsEventHandler } from './event-source.js';
 import { FAULTS, FaultSchedule } from './fault-schedule.js';
 import type { CommitPoint, FaultLikelihood, FaultName } from './fault-schedule.js';
-import { buildMessages, createQueueWithDlq, deadLetteredKeys, driveUntilDrained, exclusively, faultedSource, handedOnMessages, inOwnDatabase, localSqsClient, onStack, openDatabase, produce, readVerdict, runEnvironment, runSetup, runVerify, sqsDrained, sweeperSession, sweeperTransport, waiting } from './scenario-steps.js';
+import {
+  buildMessages,
+  createQueueWithDlq,
+  deadLetteredKeys,
+  driveUntilDrained,
+  exclusively,
+  faultedSource,
+  handedOnMessages,
+  inOwnDatabase,
+  localSqsClient,
+  onStack,
+  openDatabase,
+  produce,
+  readVerdict,
+  runEnvironment,
+  runSetup,
+  runVerify,
+  sqsDrained,
+  sweeperTransport,
+  waiting,
+} from './scenario-steps.js';
 import { startSweeper, unsentRows } from './outbox-sweeper.js';
 import type { PeriodicSweeper } from './outbox-sweeper.js';
 import { openHandlerTransport, SCENARIO_TRANSPORTS } from './scenario-transport.js';
@@ -381,7 +400,8 @@ function resolve(options: ScenarioOptions): Settings {
   const problems: string[] = [];
   const given = options as Partial<ScenarioConsumer>;
   let consumer: ScenarioConsumer | undefined;
-  if (typeof given.handler !== 'function') problems.push('handler must be a factory of your handler, e.g. () => import(\'../src/worker.js\').then((m) => m.handler).');
+  if (typeof given.handler !== 'function')
+    problems.push("handler must be a factory of your handler, e.g. () => import('../src/worker.js').then((m) => m.handler).");
   if (typeof given.message !== 'function') problems.push('message must be a function (index) => ({ key, body, groupId? }).');
   if (typeof given.effects !== 'string' || given.effects.trim() === '') {
     problems.push('effects must be SQL returning key and count per message, e.g. SELECT payment_id AS key, count(*) FROM public.payments GROUP BY 1.');
@@ -389,7 +409,8 @@ function resolve(options: ScenarioOptions): Settings {
   if (given.commitPoint !== undefined && given.commitPoint !== 'commit' && typeof given.commitPoint?.statement !== 'function') {
     problems.push("commitPoint must be 'commit' or { statement: (sql) => boolean }.");
   }
-  if (given.verify !== undefined && typeof given.verify !== 'function') problems.push('verify must be a function (session) => problems, e.g. async (session) => { ... }.');
+  if (given.verify !== undefined && typeof given.verify !== 'function')
+    problems.push('verify must be a function (session) => problems, e.g. async (session) => { ... }.');
   if (problems.length === 0) consumer = given as ScenarioConsumer;
   const messages = options.messages ?? 300;
   const wholeNumber = (name: string, value: number, min: number) => {
@@ -442,7 +463,10 @@ async function run(local: LocalStack, settings: Settings, setEnv: SetEnv): Promi
   const started = Date.now();
   const { consumer } = settings;
   const label = consumer.label ?? 'handler';
-  const tag = `${label.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 20)}_${settings.seed}_${randomBytes(3).toString('hex')}`;
+  const tag = `${label
+    .toLowerCase()
+    .replace(/[^a-z0-9_]/g, '_')
+    .slice(0, 20)}_${settings.seed}_${randomBytes(3).toString('hex')}`;
   local.dataApi.faults.clear();
 
   if (settings.database) return runIn(local, settings, setEnv, { started, tag, database: settings.database });
@@ -470,7 +494,10 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: SetEnv, prep
   const { queue, dlq } = createQueueWithDlq(model, `scenario-${tag}`, fifo, settings.visibilityTimeoutSeconds);
   const sqsClient = await localSqsClient(local);
   const sources: SqsEventSource[] = [];
-  const handOff = settings.destinations.map((name) => ({ name, ...createQueueWithDlq(model, `scenario-${tag}-${name}`, fifo, settings.visibilityTimeoutSeconds) }));
+  const handOff = settings.destinations.map((name) => ({
+    name,
+    ...createQueueWithDlq(model, `scenario-${tag}-${name}`, fifo, settings.visibilityTimeoutSeconds),
+  }));
   let sweeper: PeriodicSweeper | undefined;
   let swept = 0;
   try {
@@ -488,14 +515,31 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: SetEnv, prep
     const sends = sent.length + duplicateSends;
 
     // The handlers, one per event source mapping, made once the environment is set.
-    const named: Record<string, string> = handOff.length > 0 ? { [INBOX_ENV.DESTINATIONS]: JSON.stringify(Object.fromEntries(handOff.map(({ name, queue: q }) => [name, q.url]))) } : {};
+    const named: Record<string, string> =
+      handOff.length > 0 ? { [INBOX_ENV.DESTINATIONS]: JSON.stringify(Object.fromEntries(handOff.map(({ name, queue: q }) => [name, q.url]))) } : {};
     const assigned = runEnvironment(local, database, { ...opened.env, ...named, ...settings.env });
     setEnv(assigned);
     const env = definedOnly(assigned);
     for (let instance = 0; instance < settings.consumers; instance++) {
-      const handler = await makeHandler(consumer.handler, { env, transport: settings.transport, database: opened.database(), session: opened.session, instance, local });
+      const handler = await makeHandler(consumer.handler, {
+        env,
+        transport: settings.transport,
+        database: opened.database(),
+        session: opened.session,
+        instance,
+        local,
+      });
       checkHandler(handler, database);
-      sources.push(faultedSource({ model, queue, handler, schedule, visibilityTimeoutSeconds: settings.visibilityTimeoutSeconds, functionName: `scenario-consumer-${instance}` }));
+      sources.push(
+        faultedSource({
+          model,
+          queue,
+          handler,
+          schedule,
+          visibilityTimeoutSeconds: settings.visibilityTimeoutSeconds,
+          functionName: `scenario-consumer-${instance}`,
+        }),
+      );
     }
 
     let left = sends;
@@ -509,7 +553,12 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: SetEnv, prep
       timeoutMs: settings.timeoutMs,
       start: () => {
         for (const source of sources) source.start();
-        if (handOff.length > 0) sweeper = startSweeper(opened.sweeper, sweeperTransport(sqsClient, (sent) => (swept += sent)), { everyMs: 500, minAgeMs: settings.visibilityTimeoutSeconds * 1000 });
+        if (handOff.length > 0)
+          sweeper = startSweeper(
+            opened.sweeper,
+            sweeperTransport(sqsClient, (sent) => (swept += sent)),
+            { everyMs: 500, minAgeMs: settings.visibilityTimeoutSeconds * 1000 },
+          );
       },
       progress: () => {
         left = waiting(model, queue.url);

@@ -39,7 +39,9 @@ export interface LocalStack {
  * local.dataApi.faults.dropResponse({ operation: 'CommitTransaction' });
  * await local.close();
  */
-export async function startLocal(options: { dataApi?: Omit<StartDataApiOptions, 'databaseUrl'> | undefined; sqs?: StartSqsOptions | undefined } = {}): Promise<LocalStack> {
+export async function startLocal(
+  options: { dataApi?: Omit<StartDataApiOptions, 'databaseUrl'> | undefined; sqs?: StartSqsOptions | undefined } = {},
+): Promise<LocalStack> {
   const postgres = await startPostgres();
   let dataApi: DataApiServer | undefined;
   try {

@@ -47,7 +47,17 @@ function commonJsEntries() {
 
 /** Every source file the entries import, statically or by a literal `import()`: the CommonJS build's files. */
 async function importedSources(entries) {
-  const { metafile } = await build({ entryPoints: entries, bundle: true, packages: 'external', platform: 'node', format: 'esm', write: false, metafile: true, logLevel: 'silent', outdir: OUT });
+  const { metafile } = await build({
+    entryPoints: entries,
+    bundle: true,
+    packages: 'external',
+    platform: 'node',
+    format: 'esm',
+    write: false,
+    metafile: true,
+    logLevel: 'silent',
+    outdir: OUT,
+  });
   return Object.keys(metafile.inputs).filter((file) => file.endsWith('.ts'));
 }
 
@@ -79,7 +89,9 @@ async function buildCommonJs(files) {
       ...options,
       entryPoints: [file],
       define: { 'import.meta.url': '__esmTwinUrl' },
-      banner: { js: `"use strict";\nconst __esmTwinUrl = require("node:url").pathToFileURL(require("node:path").join(__dirname, ${JSON.stringify(twin)})).href;` },
+      banner: {
+        js: `"use strict";\nconst __esmTwinUrl = require("node:url").pathToFileURL(require("node:path").join(__dirname, ${JSON.stringify(twin)})).href;`,
+      },
     });
   }
   mkdirSync(CJS_OUT, { recursive: true });
@@ -112,7 +124,9 @@ function packageFunctions() {
   const functions = [...block.matchAll(/^\s+'?([a-z][a-z-]*)'?: '\.\.\/([^']+\.ts)',$/gm)].map(([, name, entry]) => ({ name, entry }));
   const missing = functions.filter(({ entry }) => !existsSync(entry));
   if (functions.length === 0 || missing.length > 0) {
-    throw new Error(`build: lib/function-assets.ts's PACKAGE_FUNCTIONS must name existing entries as name: '../lambda/functions/<path>.ts'; missing: ${missing.map(({ entry }) => entry).join(', ') || 'the list'}.`);
+    throw new Error(
+      `build: lib/function-assets.ts's PACKAGE_FUNCTIONS must name existing entries as name: '../lambda/functions/<path>.ts'; missing: ${missing.map(({ entry }) => entry).join(', ') || 'the list'}.`,
+    );
   }
   return functions;
 }

@@ -19,7 +19,10 @@ export async function migrateCommand(values: DatabaseValues & { sets: string }):
   const names = namesFrom(values.sets, '--sets', MIGRATION_SET_NAMES);
   if (names.length === 0) throw new UsageError(`--sets names no migration set, e.g. --sets ${MIGRATION_SET_NAMES.join(',')}`);
   const target = databaseTarget(values, process.env);
-  const [{ migrate }, { migrationSets }] = await Promise.all([import('../../lambda/inbox/operations.js'), import('../../lambda/functions/migration/migrate.js')]);
+  const [{ migrate }, { migrationSets }] = await Promise.all([
+    import('../../lambda/inbox/operations.js'),
+    import('../../lambda/functions/migration/migrate.js'),
+  ]);
   const report = await migrate(await session(target), migrationSets(names.join(',')), values.schema);
   process.stdout.write(`${JSON.stringify(report)}\n`);
   return 0;
@@ -42,7 +45,7 @@ export async function purgeCommand(
   if (retentionSeconds < SAFE_RETENTION_SECONDS && !values['allow-short-retention']) {
     throw new UsageError(
       `--retention-seconds ${retentionSeconds} is under one day (${SAFE_RETENTION_SECONDS}): a claim purged before the last redelivery of its message ` +
-        'lets that redelivery apply the effect twice. Keep claims longer than the queue\'s retention plus the dead-letter redrive window ' +
+        "lets that redelivery apply the effect twice. Keep claims longer than the queue's retention plus the dead-letter redrive window " +
         '(e.g. --retention-seconds 1209600, 14 days), or add --allow-short-retention if you know that window is shorter',
     );
   }

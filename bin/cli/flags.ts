@@ -78,7 +78,10 @@ export function atLeast(text: string, flag: string, min: number, example: string
 
 /** Splits a comma-separated list, naming the first entry that is not one of `known`. */
 export function namesFrom(text: string, flag: string, known: readonly string[], orElse = ''): string[] {
-  const names = text.split(',').map((name) => name.trim()).filter(Boolean);
+  const names = text
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean);
   const unknown = names.find((name) => !known.includes(name));
   if (unknown !== undefined) throw new UsageError(`${flag} names "${unknown}", which is not one of: ${known.join(', ')}${orElse}`);
   return names;
@@ -88,8 +91,12 @@ export function namesFrom(text: string, flag: string, known: readonly string[], 
 export function databaseTarget(values: DatabaseValues, env: NodeJS.ProcessEnv) {
   const resourceArn = values['resource-arn'] || env[INBOX_ENV.RESOURCE_ARN];
   const secretArn = values['secret-arn'] || env[INBOX_ENV.SECRET_ARN];
-  if (!resourceArn) throw new UsageError(`--resource-arn (or INBOX_RESOURCE_ARN) is required: the Aurora cluster ARN, e.g. --resource-arn ${DATABASE_FLAGS['resource-arn'].example}`);
-  if (!secretArn) throw new UsageError(`--secret-arn (or INBOX_SECRET_ARN) is required: the database secret ARN, e.g. --secret-arn ${DATABASE_FLAGS['secret-arn'].example}`);
+  if (!resourceArn)
+    throw new UsageError(
+      `--resource-arn (or INBOX_RESOURCE_ARN) is required: the Aurora cluster ARN, e.g. --resource-arn ${DATABASE_FLAGS['resource-arn'].example}`,
+    );
+  if (!secretArn)
+    throw new UsageError(`--secret-arn (or INBOX_SECRET_ARN) is required: the database secret ARN, e.g. --secret-arn ${DATABASE_FLAGS['secret-arn'].example}`);
   const database = values.database || env[INBOX_ENV.DATABASE];
   const endpoint = values.endpoint || env[INBOX_ENV.DATA_API_ENDPOINT];
   return { resourceArn, secretArn, ...(database ? { database } : {}), ...(endpoint ? { endpoint } : {}) };

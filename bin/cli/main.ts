@@ -40,7 +40,9 @@ export async function runCli(commands: Readonly<Record<string, Command>>, usage:
   if (!Object.hasOwn(commands, name)) {
     return misuse(
       undefined,
-      name.startsWith('-') ? `unknown flag ${name}: command flags go after the command, e.g. sqs-inbox migrate --help` : `unknown command "${name}": choose one of ${Object.keys(commands).join(', ')}`,
+      name.startsWith('-')
+        ? `unknown flag ${name}: command flags go after the command, e.g. sqs-inbox migrate --help`
+        : `unknown command "${name}": choose one of ${Object.keys(commands).join(', ')}`,
       usage,
     );
   }

@@ -53,7 +53,9 @@ export async function parkedCommand(args: string[]): Promise<number> {
   }
   const request = checked(positionals, values);
   if ((request.subcommand === 'redrive' || request.subcommand === 'discard') && !values.yes && !process.stdin.isTTY) {
-    throw new UsageError(`${request.subcommand} changes the inbox and asks first, but stdin is not a terminal to ask on: add --yes to ${request.subcommand} without asking`);
+    throw new UsageError(
+      `${request.subcommand} changes the inbox and asks first, but stdin is not a terminal to ask on: add --yes to ${request.subcommand} without asking`,
+    );
   }
   switch (request.subcommand) {
     case 'list':
@@ -78,7 +80,8 @@ function splitPositionals(args: string[]): { positionals: string[]; flags: strin
 
 function checked(positionals: string[], values: ParkedValues): Request {
   const [name, ...rest] = positionals;
-  if (name === undefined) throw new UsageError('give a subcommand: list, show ID, redrive ID... or discard ID..., e.g. sqs-inbox parked list --consumer order-worker');
+  if (name === undefined)
+    throw new UsageError('give a subcommand: list, show ID, redrive ID... or discard ID..., e.g. sqs-inbox parked list --consumer order-worker');
   if (!(SUBCOMMANDS as readonly string[]).includes(name)) {
     throw new UsageError(`"${name}" is not a subcommand of parked: choose one of ${SUBCOMMANDS.join(', ')}`);
   }
@@ -90,16 +93,21 @@ function checked(positionals: string[], values: ParkedValues): Request {
     }
   }
   if (subcommand === 'list' && rest.length > 0) throw new UsageError(`list takes no ID; to see one message: sqs-inbox parked show ${rest[0]} --consumer NAME`);
-  if (subcommand === 'show' && rest.length !== 1) throw new UsageError(`show takes exactly one ID, e.g. sqs-inbox parked show 7 --consumer order-worker; got ${rest.length}`);
+  if (subcommand === 'show' && rest.length !== 1)
+    throw new UsageError(`show takes exactly one ID, e.g. sqs-inbox parked show 7 --consumer order-worker; got ${rest.length}`);
   if ((subcommand === 'redrive' || subcommand === 'discard') && rest.length === 0) {
-    throw new UsageError(`${subcommand} needs the IDs of the messages (as parked list shows them), e.g. sqs-inbox parked ${subcommand} 7 8 --consumer order-worker`);
+    throw new UsageError(
+      `${subcommand} needs the IDs of the messages (as parked list shows them), e.g. sqs-inbox parked ${subcommand} 7 8 --consumer order-worker`,
+    );
   }
   const ids = [...new Set(rest.map(parkedId))];
   if (!values.consumer) throw new UsageError('--consumer is required: the consumer name given to inbox({ consumer }), e.g. --consumer order-worker');
   if (values.limit !== undefined) wholeNumber(values.limit, '--limit', 1, 10_000, '20');
   const queueUrl = values['queue-url'];
   if (queueUrl !== undefined && !/^https?:\/\/[^/]+\/\d+\/[^/]+$/.test(queueUrl)) {
-    throw new UsageError(`--queue-url "${queueUrl}" is not a queue URL: give https://sqs.<region>.amazonaws.com/<account>/<name>, e.g. --queue-url ${PARKED_FLAGS['queue-url'].example}`);
+    throw new UsageError(
+      `--queue-url "${queueUrl}" is not a queue URL: give https://sqs.<region>.amazonaws.com/<account>/<name>, e.g. --queue-url ${PARKED_FLAGS['queue-url'].example}`,
+    );
   }
   const endpoint = values['sqs-endpoint'];
   if (endpoint !== undefined && !/^https?:\/\/[^/]+\/?$/.test(endpoint)) {
@@ -132,7 +140,9 @@ async function list(request: Request): Promise<number> {
   }
   process.stdout.write(listTable(messages));
   const more = messages.length === limit ? `; the oldest ${limit} shown, --limit shows more` : '';
-  process.stdout.write(`\n${messages.length} ${all ? '' : 'still '}parked message${messages.length === 1 ? '' : 's'} for consumer "${request.consumer}"${more}.\n`);
+  process.stdout.write(
+    `\n${messages.length} ${all ? '' : 'still '}parked message${messages.length === 1 ? '' : 's'} for consumer "${request.consumer}"${more}.\n`,
+  );
   return 0;
 }
 
@@ -150,7 +160,13 @@ async function discard(request: Request): Promise<number> {
   if (!request.values.yes && !(await confirmed(request, await found(request.ids, (id) => parked.show(id)), 'Discard'))) return declined();
   const results = await parked.discard(request.ids);
   if (request.values.json) printJson({ consumer: request.consumer, results }, 0);
-  else process.stdout.write(table(['ID', 'RESULT'], results.map((result) => [String(result.id), result.status])));
+  else
+    process.stdout.write(
+      table(
+        ['ID', 'RESULT'],
+        results.map((result) => [String(result.id), result.status]),
+      ),
+    );
   return results.every((result) => result.status === 'discarded') ? 0 : 1;
 }
 
@@ -212,7 +228,12 @@ async function confirmed(request: Request, messages: readonly (ParkedMessage | n
       messages.map((message) =>
         typeof message === 'number'
           ? [String(message), 'not found', '', '']
-          : [String(message.id), message.status, clip(`${message.errorClass}: ${message.errorMessage}`, 50), verb === 'Redrive' ? destination(message, request.values['queue-url']) : ''],
+          : [
+              String(message.id),
+              message.status,
+              clip(`${message.errorClass}: ${message.errorMessage}`, 50),
+              verb === 'Redrive' ? destination(message, request.values['queue-url']) : '',
+            ],
       ),
     ),
   );
@@ -241,7 +262,14 @@ function printJson(document: unknown, code: number): number {
 function listTable(messages: readonly ParkedMessage[]): string {
   return table(
     ['ID', 'STATUS', 'PARKED AT', 'ATTEMPT', 'KEY', 'ERROR'],
-    messages.map((m) => [String(m.id), m.status, m.parkedAt.toISOString(), String(m.attempt), clip(m.key ?? '-', 36), clip(`${m.errorClass}: ${m.errorMessage}`, 60)]),
+    messages.map((m) => [
+      String(m.id),
+      m.status,
+      m.parkedAt.toISOString(),
+      String(m.attempt),
+      clip(m.key ?? '-', 36),
+      clip(`${m.errorClass}: ${m.errorMessage}`, 60),
+    ]),
   );
 }
 
@@ -275,7 +303,14 @@ function details(m: ParkedMessage, consumer: string): string {
 }
 
 function redriveRow(result: RedriveResult): string[] {
-  const detail = result.status === 'redriven' ? (result.sent ? 'sent' : (result.message ?? 'not sent yet')) : result.refusal ? `${result.refusal}: ${result.message}` : (result.message ?? '');
+  const detail =
+    result.status === 'redriven'
+      ? result.sent
+        ? 'sent'
+        : (result.message ?? 'not sent yet')
+      : result.refusal
+        ? `${result.refusal}: ${result.message}`
+        : (result.message ?? '');
   return [String(result.id), result.status, result.queueUrl ?? '-', detail];
 }
 

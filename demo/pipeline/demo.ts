@@ -49,7 +49,10 @@ export async function runPipelineDemo(settings: PipelineDemoSettings, out: NodeJ
         faults,
         consumers,
         onProgress: ({ shipSettled, shipSent, invoicesWaiting }) => {
-          if (tty) out.write(`\r  ${label.padEnd(18)} orders settled ${String(shipSettled).padStart(6)}/${shipSent}, invoice messages waiting ${String(invoicesWaiting).padStart(5)}`);
+          if (tty)
+            out.write(
+              `\r  ${label.padEnd(18)} orders settled ${String(shipSettled).padStart(6)}/${shipSent}, invoice messages waiting ${String(invoicesWaiting).padStart(5)}`,
+            );
         },
       });
       out.write(tty ? '\n' : `  ${label}: ${messages} orders through both stages in ${seconds(result.elapsedMs)}\n`);
@@ -86,7 +89,7 @@ const SECTIONS: readonly (readonly [string, readonly Row[]])[] = [
     [
       ['invoice messages handed to SQS', (r) => String(r.handOff.sends)],
       ['orders handed on twice or more', (r) => String(r.handOff.ordersSentTwice)],
-      ['outbox rows sent by the handler\'s relay', (r) => (r.handOff.sweeper ? String(r.handOff.relayed) : '-')],
+      ["outbox rows sent by the handler's relay", (r) => (r.handOff.sweeper ? String(r.handOff.relayed) : '-')],
       ['outbox rows sent by the sweeper', (r) => (r.handOff.sweeper ? String(r.handOff.swept) : '-')],
     ],
   ],
@@ -120,7 +123,14 @@ export function pipelineTable(results: readonly PipelineResult[]): string {
   const render = (line: string[]) =>
     line.length === 1 ? line[0]! : line.map((cell, column) => (column === 0 ? cell.padEnd(width(0)) : cell.padStart(width(column)))).join('  ');
   const body = lines.map(render);
-  const faults = results.map((r) => `faults injected (${LABELS[r.variant]}): ${Object.entries(r.faultsInjected).map(([name, count]) => `${name} ${count}`).join(', ') || 'none'}`);
+  const faults = results.map(
+    (r) =>
+      `faults injected (${LABELS[r.variant]}): ${
+        Object.entries(r.faultsInjected)
+          .map(([name, count]) => `${name} ${count}`)
+          .join(', ') || 'none'
+      }`,
+  );
   return [body[0], '-'.repeat(body[0]!.length), ...body.slice(1), '', ...faults].join('\n');
 }
 

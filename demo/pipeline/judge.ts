@@ -55,7 +55,12 @@ export async function judgePipeline(
   const shipDeadLettered = deadLetteredKeys(model, deadLetterQueues.orders);
   const shipVerdict = await readVerdict(session, SHIPMENTS, sent, parkedBy(SHIP_CONSUMER, 'message_key'), shipDeadLettered);
   // The invoice stage's messages: one per order shipped, in its customer's group, in the order the shipments committed.
-  const shippedFirst = new Map((await selectByKey(session, 'SELECT order_id AS key, min(id) AS seq FROM public.pipeline_shipment GROUP BY order_id')).map((row) => [String(row.key), Number(row.seq)]));
+  const shippedFirst = new Map(
+    (await selectByKey(session, 'SELECT order_id AS key, min(id) AS seq FROM public.pipeline_shipment GROUP BY order_id')).map((row) => [
+      String(row.key),
+      Number(row.seq),
+    ]),
+  );
   const handedOn: SentMessage[] = sent
     .filter((message) => shippedFirst.has(message.key))
     .sort((a, b) => shippedFirst.get(a.key)! - shippedFirst.get(b.key)!)
@@ -72,7 +77,9 @@ export async function judgePipeline(
     ...problemsOf({ ...invoiceVerdict, unexpectedKeys: [] }, true, run.timeoutMs, 0).map((problem) => `invoice stage: ${problem}`),
   ];
   if (phantomKeys.length > 0) {
-    problems.push(`invoice stage: ${phantomKeys.length} order(s) invoiced while not shipped (a phantom invoice message): ${phantomKeys.slice(0, 10).join(', ')}${phantomKeys.length > 10 ? ', ...' : ''}`);
+    problems.push(
+      `invoice stage: ${phantomKeys.length} order(s) invoiced while not shipped (a phantom invoice message): ${phantomKeys.slice(0, 10).join(', ')}${phantomKeys.length > 10 ? ', ...' : ''}`,
+    );
   }
   return { ship, invoice, problems };
 }

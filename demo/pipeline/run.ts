@@ -4,7 +4,19 @@ import type { SqsEventSource } from '../../local/event-source.js';
 import { FAULTS, FaultSchedule } from '../../local/fault-schedule.js';
 import type { FaultName } from '../../local/fault-schedule.js';
 import type { ScenarioResult, ScenarioRunOptions } from '../../local/scenario.js';
-import { buildMessages, createQueueWithDlq, driveUntilDrained, faultedSource, inOwnDatabase, localSqsClient, openDatabase, produce, sqsDrained, sweeperSession, waiting } from '../../local/scenario-steps.js';
+import {
+  buildMessages,
+  createQueueWithDlq,
+  driveUntilDrained,
+  faultedSource,
+  inOwnDatabase,
+  localSqsClient,
+  openDatabase,
+  produce,
+  sqsDrained,
+  sweeperSession,
+  waiting,
+} from '../../local/scenario-steps.js';
 import { startLocal } from '../../local/stack.js';
 import type { LocalStack } from '../../local/stack.js';
 import { HandOffFaults, PIPELINE_FAULTS } from './faults.js';
@@ -69,7 +81,8 @@ export interface HandOffCounts {
  * const result = await runPipeline({ messages: 150 });
  * expect(result.problems).toEqual([]);
  */
-export interface PipelineResult extends Pick<ScenarioResult, 'seed' | 'duplicateSends' | 'poison' | 'faultsInjected' | 'elapsedMs' | 'exactlyOnce' | 'problems'> {
+export interface PipelineResult
+  extends Pick<ScenarioResult, 'seed' | 'duplicateSends' | 'poison' | 'faultsInjected' | 'elapsedMs' | 'exactlyOnce' | 'problems'> {
   /** How the ship stage handed the invoice message on. */
   readonly variant: PipelineVariant;
   /** Orders produced. */
@@ -115,7 +128,9 @@ const busy = new WeakSet<LocalStack>();
 export async function runPipeline(options: PipelineOptions = {}): Promise<PipelineResult> {
   const settings = resolve(options);
   if (options.local && busy.has(options.local)) {
-    throw new Error('runPipeline: another pipeline is running on this stack. A run owns the stack\'s faults: await one before starting the next, or give each its own startLocal().');
+    throw new Error(
+      "runPipeline: another pipeline is running on this stack. A run owns the stack's faults: await one before starting the next, or give each its own startLocal().",
+    );
   }
   const local = options.local ?? (await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } }));
   busy.add(local);
@@ -143,8 +158,14 @@ function resolve(options: PipelineOptions): Settings {
     onProgress: options.onProgress,
   };
   const problems: string[] = [];
-  if (!(PIPELINE_VARIANTS as readonly string[]).includes(settings.variant)) problems.push(`variant must be one of ${PIPELINE_VARIANTS.join(', ')}; got ${JSON.stringify(settings.variant)}.`);
-  for (const [name, min] of [['messages', 1], ['seed', 0], ['consumers', 1], ['timeoutMs', 1]] as const) {
+  if (!(PIPELINE_VARIANTS as readonly string[]).includes(settings.variant))
+    problems.push(`variant must be one of ${PIPELINE_VARIANTS.join(', ')}; got ${JSON.stringify(settings.variant)}.`);
+  for (const [name, min] of [
+    ['messages', 1],
+    ['seed', 0],
+    ['consumers', 1],
+    ['timeoutMs', 1],
+  ] as const) {
     if (!Number.isInteger(settings[name]) || settings[name] < min) problems.push(`${name} must be a whole number of at least ${min}; got ${settings[name]}.`);
   }
   const unknown = settings.faults.filter((fault) => !(PIPELINE_FAULTS as readonly string[]).includes(fault));
@@ -168,7 +189,12 @@ async function runIn(local: LocalStack, settings: Settings, database: string, ta
   const { invoiceHandler, outboxTransport, shipHandler } = await import('./consumers.js');
   local.dataApi.faults.clear();
   local.sqs.faults.clear();
-  const schedule = new FaultSchedule(seed, settings.faults.filter((fault): fault is FaultName => (FAULTS as readonly string[]).includes(fault)), local.dataApi, 'commit');
+  const schedule = new FaultSchedule(
+    seed,
+    settings.faults.filter((fault): fault is FaultName => (FAULTS as readonly string[]).includes(fault)),
+    local.dataApi,
+    'commit',
+  );
   const handOffFaults = new HandOffFaults(seed, settings.faults, local.sqs);
   const sources: SqsEventSource[] = [];
   let sweeper: PeriodicSweeper | undefined;
@@ -216,7 +242,11 @@ async function runIn(local: LocalStack, settings: Settings, database: string, ta
         for (const source of sources) source.start();
         if (variant === 'outbox') {
           // A session of its own, without resume retries: a sweep refused by a paused Aurora is tried again at the next.
-          sweeper = startSweeper(sweeperSession(target), outboxTransport(handOff, (count) => (swept += count)), SWEEP);
+          sweeper = startSweeper(
+            sweeperSession(target),
+            outboxTransport(handOff, (count) => (swept += count)),
+            SWEEP,
+          );
         }
       },
       progress: () => ({ settled: sends - waiting(model, orders.queue.url), total: sends }),
@@ -232,7 +262,13 @@ async function runIn(local: LocalStack, settings: Settings, database: string, ta
     });
 
     const left = waiting(model, orders.queue.url) + waiting(model, invoices.queue.url);
-    const verdict = await judgePipeline(session, model, sent, { orders: orders.dlq, invoices: invoices.dlq }, { completed, timeoutMs: settings.timeoutMs, left });
+    const verdict = await judgePipeline(
+      session,
+      model,
+      sent,
+      { orders: orders.dlq, invoices: invoices.dlq },
+      { completed, timeoutMs: settings.timeoutMs, left },
+    );
     const unmatched = schedule.commitPointProblem();
     const problems = unmatched ? [...verdict.problems, unmatched] : verdict.problems;
     return {

@@ -63,7 +63,8 @@ export class InboxDsqlStack extends Stack {
     this.alarmTopic = createAlarmTopic(this).topic;
     // The consumer's alarms as on Aurora (its queue, dead-letter queue, function and inbox metrics), and the cluster's.
     this.alarms = new InboxAlarms(this, 'ConsumerAlarms', { consumers: [this.consumer], topic: this.alarmTopic, dashboardName: `${this.stackName}-inbox` });
-    for (const alarm of [this.database.occConflictsAlarm, this.database.queryTimeoutsAlarm]) alarm.addAlarmAction(new cloudwatchActions.SnsAction(this.alarmTopic));
+    for (const alarm of [this.database.occConflictsAlarm, this.database.queryTimeoutsAlarm])
+      alarm.addAlarmAction(new cloudwatchActions.SnsAction(this.alarmTopic));
     new CfnOutput(this, 'QueueUrl', { value: this.queue.queue.queueUrl, description: 'Send orders here (FIFO).' });
     new CfnOutput(this, 'DsqlEndpoint', { value: this.database.endpoint, description: 'INBOX_DSQL_ENDPOINT of the order worker' });
   }

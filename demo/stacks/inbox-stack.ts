@@ -11,7 +11,6 @@ import { InboxOutboxRelay } from '../../lib/outbox/inbox-outbox-relay.js';
 import { InboxQueue } from '../../lib/queue/inbox-queue.js';
 import { runtimeFile } from '../../lib/runtime-files.js';
 
-
 /** Props for {@link InboxStack}. */
 export interface InboxStackProps extends StackProps {
   /**
@@ -132,7 +131,7 @@ export class InboxStack extends Stack {
     new CfnOutput(this, 'ClusterArn', { value: this.database.cluster.clusterArn, description: 'INBOX_RESOURCE_ARN' });
     new CfnOutput(this, 'SecretArn', {
       value: this.database.secret.secretArn,
-      description: 'The master user (the migration function\'s): for administration only',
+      description: "The master user (the migration function's): for administration only",
     });
     new CfnOutput(this, 'OrderWorkerSecretArn', {
       value: this.consumer.databaseRole.secret.secretArn,

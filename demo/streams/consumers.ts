@@ -51,7 +51,11 @@ export function streamDemoConsumer(source: StreamSourceName, pattern: StreamPatt
       await session.execute(FIRST_SHIPPED);
       await session.execute(NAIVE_TABLE);
     },
-    message: (index) => ({ key: `order-${index}`, body: { orderId: `order-${index}`, customerId: `customer-${index % customers}` }, groupId: `customer-${index % customers}` }),
+    message: (index) => ({
+      key: `order-${index}`,
+      body: { orderId: `order-${index}`, customerId: `customer-${index % customers}` },
+      groupId: `customer-${index % customers}`,
+    }),
     effects: EFFECTS,
     // One item per customer, rewritten by each order. A retried PutItem of the same item writes no stream
     // record. One that changed an attribute (a retry timestamp) would: the inbox would then see the
@@ -66,8 +70,15 @@ type OrderBody = { orderId?: unknown };
 function kinesis(): Record<StreamPattern, StreamHandlerOf> {
   const orderOf = (record: KinesisStreamRecord) => JSON.parse(Buffer.from(record.kinesis.data, 'base64').toString('utf8')) as OrderBody;
   return {
-    inbox: (database) => kinesisInbox<OrderBody>({ ...inboxSettings, database, key: { field: 'orderId' }, apply: (tx, m) => shipOrder(tx, m.body.orderId, m.key) }) as never,
-    naive: (_, session) => naive(session, kinesisSource, (record: KinesisStreamRecord) => String(orderOf(record).orderId), (record) => orderOf(record).orderId),
+    inbox: (database) =>
+      kinesisInbox<OrderBody>({ ...inboxSettings, database, key: { field: 'orderId' }, apply: (tx, m) => shipOrder(tx, m.body.orderId, m.key) }) as never,
+    naive: (_, session) =>
+      naive(
+        session,
+        kinesisSource,
+        (record: KinesisStreamRecord) => String(orderOf(record).orderId),
+        (record) => orderOf(record).orderId,
+      ),
   };
 }
 

@@ -93,10 +93,16 @@ export function streamTable(results: readonly StreamScenarioResult[]): string {
   const header = ['', ...results.map((r) => r.pattern)];
   const lines = [header, ...ROWS.map(([name, cell]) => [name, ...results.map(cell)])];
   const widths = header.map((_, column) => Math.max(...lines.map((line) => line[column]!.length)));
-  const render = (line: string[]) => line.map((cell, column) => (column === 0 ? cell.padEnd(widths[0]!) : cell.padStart(Math.max(widths[column]!, 7)))).join('  ');
+  const render = (line: string[]) =>
+    line.map((cell, column) => (column === 0 ? cell.padEnd(widths[0]!) : cell.padStart(Math.max(widths[column]!, 7)))).join('  ');
   const body = lines.map(render);
   const faultLines = results.map(
-    (r) => `faults injected (${r.pattern} run): ${Object.entries(r.faultsInjected).map(([k, v]) => `${k} ${v}`).join(', ') || 'none'}`,
+    (r) =>
+      `faults injected (${r.pattern} run): ${
+        Object.entries(r.faultsInjected)
+          .map(([k, v]) => `${k} ${v}`)
+          .join(', ') || 'none'
+      }`,
   );
   return [body[0], '-'.repeat(body[0]!.length), ...body.slice(1), '', ...faultLines].join('\n');
 }

@@ -111,7 +111,6 @@ export type OutboxSweeperMetric = (typeof OUTBOX_SWEEPER_METRICS)[number];
  */
 export const FIFO_ID_PATTERN = /^[A-Za-z0-9!"#$%&'()*+,\-./:;<=>?@[\\\]^_`{|}~]{1,128}$/;
 
-
 /** The runtime's default `service` dimension of the cleanup metrics, and the prefix of every InboxCleanup's `serviceName`. */
 export const CLEANUP_SERVICE_NAME = 'inbox-cleanup';
 /**

@@ -323,10 +323,7 @@ export class InboxAlarms extends Construct {
       }),
       new cloudwatch.GraphWidget({
         title: `${name}: latency (ms)`,
-        left: CONSUMER_LATENCY_METRICS.flatMap((metricName) => [
-          inboxMetric(metricName, 'p50'),
-          inboxMetric(metricName, 'p99'),
-        ]),
+        left: CONSUMER_LATENCY_METRICS.flatMap((metricName) => [inboxMetric(metricName, 'p50'), inboxMetric(metricName, 'p99')]),
         width: 8,
       }),
       new cloudwatch.GraphWidget({
@@ -467,7 +464,7 @@ export class InboxAlarms extends Construct {
       description:
         `An outbox message has waited more than ${describeSeconds(maxAge)} to be sent, or the outbox sweeper reported nothing ` +
         `for ${describeSeconds(period.toSeconds())}: sends keep failing (see last_error of the unsent rows in ` +
-        'inbox.outbox_message, and the sweeper\'s logs) or the sweeper is not running (see its Invocations and Errors).',
+        "inbox.outbox_message, and the sweeper's logs) or the sweeper is not running (see its Invocations and Errors).",
     });
     const errorPeriods = 3;
     this.#alarm(scope, 'Errors', {
@@ -540,9 +537,17 @@ function validateProps(path: string, props: InboxAlarmsProps): void {
   check('failureRateMinRecords', props.failureRateMinRecords, (n) => Number.isInteger(n) && n >= 1, 'a whole number >= 1', '10');
   check('batchFallbackRatePercent', props.batchFallbackRatePercent, (n) => n >= 0 && n < 100, 'a percentage from 0 to below 100', '10');
   check('batchFallbackRateMinSets', props.batchFallbackRateMinSets, (n) => Number.isInteger(n) && n >= 1, 'a whole number >= 1', '10');
-  check('failureRatePeriods', props.failureRatePeriods, (n) => Number.isInteger(n) && n >= 1 && n <= 288, 'a whole number of 5-minute periods from 1 to 288 (one day)', '3');
+  check(
+    'failureRatePeriods',
+    props.failureRatePeriods,
+    (n) => Number.isInteger(n) && n >= 1 && n <= 288,
+    'a whole number of 5-minute periods from 1 to 288 (one day)',
+    '3',
+  );
   if (props.topic !== undefined && props.topicEncryptionKey !== undefined) {
-    problems.push('`topicEncryptionKey` only applies to a topic created here, but `topic` was given. Fix: encrypt your topic yourself and remove `topicEncryptionKey`.');
+    problems.push(
+      '`topicEncryptionKey` only applies to a topic created here, but `topic` was given. Fix: encrypt your topic yourself and remove `topicEncryptionKey`.',
+    );
   }
   if (problems.length > 0) throw InboxConstructError.of(`InboxAlarms ${path}`, problems);
 }
@@ -558,12 +563,7 @@ function queueMetric(queue: sqs.IQueue, metricName: string, period: Duration, la
   });
 }
 
-function functionMetric(
-  fn: lambda.IFunction,
-  metricName: string,
-  statistic = 'Sum',
-  period = Duration.minutes(5),
-): cloudwatch.Metric {
+function functionMetric(fn: lambda.IFunction, metricName: string, statistic = 'Sum', period = Duration.minutes(5)): cloudwatch.Metric {
   return fn.metric(metricName, { statistic, period });
 }
 
@@ -577,13 +577,19 @@ function maxSilenceHours(path: string, schedule: events.Schedule, maxSilence: Du
     const hours = maxSilence.toSeconds() / HOUR_SECONDS;
     const interval = rateSeconds(schedule.expressionString);
     const problems = [
-      ...(Number.isInteger(hours) && hours >= 1 && hours <= MAX_SILENCE_HOURS ? [] : [`must be whole hours from 1 to ${MAX_SILENCE_HOURS}, got ${maxSilence.toHumanString()}`]),
+      ...(Number.isInteger(hours) && hours >= 1 && hours <= MAX_SILENCE_HOURS
+        ? []
+        : [`must be whole hours from 1 to ${MAX_SILENCE_HOURS}, got ${maxSilence.toHumanString()}`]),
       ...(interval !== undefined && hours * HOUR_SECONDS <= interval
         ? [`must be longer than the cleanup schedule's interval (${schedule.expressionString}), or every gap between runs would page`]
         : []),
     ];
     if (problems.length > 0) {
-      throw InboxConstructError.of(`InboxAlarms ${path}`, [`\`cleanupMaxSilence\` ${problems.join('; ')}. Fix: set it to whole hours longer than the schedule's interval.`], 'line');
+      throw InboxConstructError.of(
+        `InboxAlarms ${path}`,
+        [`\`cleanupMaxSilence\` ${problems.join('; ')}. Fix: set it to whole hours longer than the schedule's interval.`],
+        'line',
+      );
     }
     return hours;
   }
@@ -591,10 +597,14 @@ function maxSilenceHours(path: string, schedule: events.Schedule, maxSilence: Du
   if (interval === undefined) return 25;
   const hours = Math.ceil(interval / HOUR_SECONDS) + 1;
   if (hours > MAX_SILENCE_HOURS) {
-    throw InboxConstructError.of(`InboxAlarms ${path}`, [
-      `the cleanup runs less often (${schedule.expressionString}) than CloudWatch can watch for ` +
-        `silence (${MAX_SILENCE_HOURS} hours). Fix: run the cleanup at least every 6 days.`,
-    ], 'line');
+    throw InboxConstructError.of(
+      `InboxAlarms ${path}`,
+      [
+        `the cleanup runs less often (${schedule.expressionString}) than CloudWatch can watch for ` +
+          `silence (${MAX_SILENCE_HOURS} hours). Fix: run the cleanup at least every 6 days.`,
+      ],
+      'line',
+    );
   }
   return hours;
 }
@@ -608,12 +618,16 @@ function outboxAgeThreshold(path: string, relay: InboxOutboxRelay, interval: num
   const given = durationSeconds(maxAge);
   if (given === undefined) return Math.max(15 * 60, wait + 5 * 60);
   if (given <= wait) {
-    throw InboxConstructError.of(`InboxAlarms ${path}`, [
-      `\`maxOutboxAge\` (${describeSeconds(given)}) does not exceed the longest an outbox row normally waits ` +
-        `for the sweeper: its \`minAge\` (${relay.minAge.toHumanString()}) plus its schedule's interval (${relay.schedule.expressionString}). ` +
-        `Every crash would page although the sweeper sends its rows. Fix: set \`maxOutboxAge\` above ${describeSeconds(wait)}, or ` +
-        'run the sweeper more often.',
-    ], 'line');
+    throw InboxConstructError.of(
+      `InboxAlarms ${path}`,
+      [
+        `\`maxOutboxAge\` (${describeSeconds(given)}) does not exceed the longest an outbox row normally waits ` +
+          `for the sweeper: its \`minAge\` (${relay.minAge.toHumanString()}) plus its schedule's interval (${relay.schedule.expressionString}). ` +
+          `Every crash would page although the sweeper sends its rows. Fix: set \`maxOutboxAge\` above ${describeSeconds(wait)}, or ` +
+          'run the sweeper more often.',
+      ],
+      'line',
+    );
   }
   return given;
 }

@@ -393,7 +393,8 @@ export class InboxConsumer extends Construct {
       consumerName: props.consumerName,
       statementTimeout: props.databaseStatementTimeout ?? Duration.seconds(8),
     });
-    this.dataApiActions = props.proxy !== undefined ? [] : props.batchExecute === true ? [...TRANSACTION_ACTIONS, 'BatchExecuteStatement'] : TRANSACTION_ACTIONS;
+    this.dataApiActions =
+      props.proxy !== undefined ? [] : props.batchExecute === true ? [...TRANSACTION_ACTIONS, 'BatchExecuteStatement'] : TRANSACTION_ACTIONS;
     if (props.proxy !== undefined) {
       this.proxy = props.proxy;
       this.securityGroup = new ec2.SecurityGroup(this, 'SecurityGroup', {
@@ -527,11 +528,7 @@ export class InboxConsumer extends Construct {
     const earlier: string[] = [];
     for (const other of this.node.root.node.findAll()) {
       if (other === this) break;
-      if (
-        other instanceof InboxConsumer &&
-        other.consumerName === this.consumerName &&
-        other.database.tableKey === this.database.tableKey
-      ) {
+      if (other instanceof InboxConsumer && other.consumerName === this.consumerName && other.database.tableKey === this.database.tableKey) {
         earlier.push(other.node.path);
       }
     }
@@ -568,7 +565,7 @@ export class InboxConsumer extends Construct {
         problem:
           `${sends}, but the InboxOutboxRelay over its table (${overTable.map((relay) => relay.node.path).join(', ')}) does not list it ` +
           "in `consumers`, so its sweeper may not send to this consumer's destinations: what it leaves unsent would fail to send.",
-        fix: 'add the consumer to that relay\'s `consumers`.',
+        fix: "add the consumer to that relay's `consumers`.",
       },
     ];
   }
@@ -591,11 +588,15 @@ function validateSourceProps(path: string, props: InboxConsumerProps): InboxSour
   const given = SOURCE_PROPS.filter((key) => props[key] !== undefined);
   const named = SOURCE_PROPS.map((key) => `\`${key}\``).join(', ');
   if (given.length !== 1) {
-    throw InboxConstructError.of(`InboxConsumer ${path}`, [
-      `${given.length === 0 ? 'no source was given' : `${given.map((key) => `\`${key}\``).join(' and ')} were both given`}; ` +
-        `a consumer reads exactly one of ${named}. Fix: pass exactly one ` +
-        '(a second source needs a second InboxConsumer, with its own `consumerName`).',
-    ], 'line');
+    throw InboxConstructError.of(
+      `InboxConsumer ${path}`,
+      [
+        `${given.length === 0 ? 'no source was given' : `${given.map((key) => `\`${key}\``).join(' and ')} were both given`}; ` +
+          `a consumer reads exactly one of ${named}. Fix: pass exactly one ` +
+          '(a second source needs a second InboxConsumer, with its own `consumerName`).',
+      ],
+      'line',
+    );
   }
   const source: InboxSourceKind = props.queue !== undefined ? 'sqs' : props.stream !== undefined ? 'kinesis' : props.table !== undefined ? 'dynamodb' : 'kafka';
   const problems: string[] = [];
@@ -652,12 +653,19 @@ function validateDestinations(path: string, props: InboxConsumerProps): void {
 /** The runtime refuses other names at cold start; refusing them here moves that failure to synth. */
 export function validateConsumerName(path: string, name: string): void {
   if (Token.isUnresolved(name) || CONSUMER_NAME_PATTERN.test(name)) return;
-  const suggestion = name.replace(/[^A-Za-z0-9._:-]+/g, '-').replace(/^[^A-Za-z0-9]+/, '').slice(0, 128);
-  throw InboxConstructError.of(`InboxConsumer ${path}`, [
-    `\`consumerName\` ${name.length === 0 ? 'is empty' : `'${name}' is not a valid consumer name`}: ` +
-      `it must be ${CONSUMER_NAME_RULE}. ` +
-      `Fix: use e.g. '${suggestion.length > 0 ? suggestion : 'order-worker'}'.`,
-  ], 'line');
+  const suggestion = name
+    .replace(/[^A-Za-z0-9._:-]+/g, '-')
+    .replace(/^[^A-Za-z0-9]+/, '')
+    .slice(0, 128);
+  throw InboxConstructError.of(
+    `InboxConsumer ${path}`,
+    [
+      `\`consumerName\` ${name.length === 0 ? 'is empty' : `'${name}' is not a valid consumer name`}: ` +
+        `it must be ${CONSUMER_NAME_RULE}. ` +
+        `Fix: use e.g. '${suggestion.length > 0 ? suggestion : 'order-worker'}'.`,
+    ],
+    'line',
+  );
 }
 
 /** A proxy in front of another database, and what only the Data API path reads, refused with the fix. */

@@ -1,4 +1,4 @@
-import { Duration, Validations } from 'aws-cdk-lib';
+import { type Duration, Validations } from 'aws-cdk-lib';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -100,11 +100,16 @@ export class InboxFunction extends Construct {
       role: this.role,
       logGroup: this.logGroup,
       environment: { ...props.environment },
-      ...(props.vpc === undefined ? {} : { vpc: props.vpc, vpcSubnets: props.vpcSubnets, securityGroups: props.securityGroups === undefined ? undefined : [...props.securityGroups] }),
+      ...(props.vpc === undefined
+        ? {}
+        : { vpc: props.vpc, vpcSubnets: props.vpcSubnets, securityGroups: props.securityGroups === undefined ? undefined : [...props.securityGroups] }),
     };
     if ((props.entry === undefined) === (props.code === undefined)) {
       throw new InboxConstructError(`InboxFunction ${this.node.path}`, [
-        { problem: `${props.entry === undefined ? 'neither `entry` nor `code` was given' : '`entry` and `code` were both given'}.`, fix: 'pass exactly one of them.' },
+        {
+          problem: `${props.entry === undefined ? 'neither `entry` nor `code` was given' : '`entry` and `code` were both given'}.`,
+          fix: 'pass exactly one of them.',
+        },
       ]);
     }
     this.function =
@@ -117,8 +122,12 @@ export class InboxFunction extends Construct {
       this.role.addToPrincipalPolicy(
         new iam.PolicyStatement({
           actions: [
-            'ec2:AssignPrivateIpAddresses', 'ec2:CreateNetworkInterface', 'ec2:DeleteNetworkInterface',
-            'ec2:DescribeNetworkInterfaces', 'ec2:DescribeSubnets', 'ec2:UnassignPrivateIpAddresses',
+            'ec2:AssignPrivateIpAddresses',
+            'ec2:CreateNetworkInterface',
+            'ec2:DeleteNetworkInterface',
+            'ec2:DescribeNetworkInterfaces',
+            'ec2:DescribeSubnets',
+            'ec2:UnassignPrivateIpAddresses',
           ],
           resources: ['*'],
         }),

@@ -33,7 +33,9 @@ export interface InboxPostgresConnection {
 export function connectToPostgres(fn: lambda.Function, connection: InboxPostgresConnection): void {
   const problems: string[] = [];
   if (!Token.isUnresolved(connection.host) && !/^[A-Za-z0-9.-]+$/.test(connection.host)) {
-    problems.push(`\`host\` '${connection.host}' is not a host name. Fix: pass the server's DNS name or IP address, e.g. 'orders.abc123.eu-west-1.rds.amazonaws.com'.`);
+    problems.push(
+      `\`host\` '${connection.host}' is not a host name. Fix: pass the server's DNS name or IP address, e.g. 'orders.abc123.eu-west-1.rds.amazonaws.com'.`,
+    );
   }
   const port = connection.port ?? 5432;
   if (!Token.isUnresolved(port) && !(Number.isInteger(port) && port >= 1 && port <= 65_535)) {

@@ -24,11 +24,15 @@ export function grantDataApi(
 ): void {
   // DatabaseCluster and fromDatabaseClusterAttributes keep whether the Data API is on in this field.
   if ((cluster as unknown as { enableDataApi?: boolean }).enableDataApi === false) {
-    throw InboxConstructError.of(`InboxDatabase ${path}`, [
-      `the cluster passed in \`cluster\` does not have the Data API enabled. Fix: enable the Data API ` +
-        'on the cluster and import it with `DatabaseCluster.fromDatabaseClusterAttributes(this, id, { ..., dataApiEnabled: true })`, ' +
-        'or create it with `enableDataApi: true`.',
-    ], 'line');
+    throw InboxConstructError.of(
+      `InboxDatabase ${path}`,
+      [
+        `the cluster passed in \`cluster\` does not have the Data API enabled. Fix: enable the Data API ` +
+          'on the cluster and import it with `DatabaseCluster.fromDatabaseClusterAttributes(this, id, { ..., dataApiEnabled: true })`, ' +
+          'or create it with `enableDataApi: true`.',
+      ],
+      'line',
+    );
   }
   iam.Grant.addToPrincipal({
     grantee,

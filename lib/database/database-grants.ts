@@ -40,7 +40,10 @@ export function roleNameProblem(name: string): string | undefined {
 
 /** The role a consumer gets unless `databaseRole` says otherwise: `inbox_consumer_` + its name in lower case. */
 export function defaultConsumerRole(consumerName: string): string {
-  const slug = consumerName.toLowerCase().replace(/[^a-z0-9_]+/g, '_').replace(/^_+|_+$/g, '');
+  const slug = consumerName
+    .toLowerCase()
+    .replace(/[^a-z0-9_]+/g, '_')
+    .replace(/^_+|_+$/g, '');
   return `inbox_consumer_${slug.slice(0, 48) || 'consumer'}`;
 }
 

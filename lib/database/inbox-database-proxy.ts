@@ -170,7 +170,9 @@ export class InboxDatabaseProxy extends Construct implements ec2.IConnectable {
       validate: () =>
         this.#secrets.length > 0
           ? []
-          : [`InboxDatabaseProxy ${this.node.path}: no consumer uses this proxy, so it has no database role to sign in as. Fix: pass it as \`proxy\` to an InboxConsumer, or remove it.`],
+          : [
+              `InboxDatabaseProxy ${this.node.path}: no consumer uses this proxy, so it has no database role to sign in as. Fix: pass it as \`proxy\` to an InboxConsumer, or remove it.`,
+            ],
     });
   }
 
@@ -195,7 +197,12 @@ export class InboxDatabaseProxy extends Construct implements ec2.IConnectable {
       grantee,
       actions: ['rds-db:connect'],
       resourceArns: [
-        Stack.of(this).formatArn({ service: 'rds-db', resource: 'dbuser', resourceName: `${proxyId}/${databaseRole}`, arnFormat: ArnFormat.COLON_RESOURCE_NAME }),
+        Stack.of(this).formatArn({
+          service: 'rds-db',
+          resource: 'dbuser',
+          resourceName: `${proxyId}/${databaseRole}`,
+          arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+        }),
       ],
     });
   }
@@ -212,7 +219,9 @@ function validateProps(path: string, props: InboxDatabaseProxyProps): void {
   if (idle !== undefined && !idle.isUnresolved()) {
     const seconds = idle.toSeconds({ integral: false });
     if (!(Number.isInteger(seconds) && seconds >= 60 && seconds <= 28_800)) {
-      problems.push(`\`idleClientTimeout\` must be whole seconds from 1 minute to 8 hours (what RDS Proxy accepts), got ${idle.toHumanString()}. Fix: e.g. Duration.minutes(30).`);
+      problems.push(
+        `\`idleClientTimeout\` must be whole seconds from 1 minute to 8 hours (what RDS Proxy accepts), got ${idle.toHumanString()}. Fix: e.g. Duration.minutes(30).`,
+      );
     }
   }
   const percent = props.maxConnectionsPercent;

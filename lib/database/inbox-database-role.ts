@@ -79,10 +79,14 @@ export class InboxDatabaseRole extends Construct {
     super(scope, id);
     const grants = props.grants ?? [];
     const problems = [
-      ...(roleNameProblem(props.roleName) === undefined ? [] : [`\`databaseRole\` ${roleNameProblem(props.roleName)}. Fix: pass e.g. 'inbox_consumer_orders'.`]),
+      ...(roleNameProblem(props.roleName) === undefined
+        ? []
+        : [`\`databaseRole\` ${roleNameProblem(props.roleName)}. Fix: pass e.g. 'inbox_consumer_orders'.`]),
       ...grantProblems(grants),
       ...(props.purpose !== 'consumer' && grants.length > 0 ? [`the ${props.purpose} role takes no \`databaseGrants\`. Fix: remove them.`] : []),
-      ...(props.purpose !== 'consumer' && props.consumerName !== undefined ? [`the ${props.purpose} role acts for no one consumer. Fix: remove \`consumerName\`.`] : []),
+      ...(props.purpose !== 'consumer' && props.consumerName !== undefined
+        ? [`the ${props.purpose} role acts for no one consumer. Fix: remove \`consumerName\`.`]
+        : []),
       ...statementTimeoutProblems(props.statementTimeout),
     ];
     if (problems.length > 0) throw InboxConstructError.of(`${scope.node.path}`, problems);
@@ -172,5 +176,7 @@ function statementTimeoutProblems(timeout: Duration | undefined): string[] {
   const ms = timeout.toMilliseconds({ integral: false });
   return Number.isInteger(ms) && ms >= 1
     ? []
-    : [`the statement timeout is ${timeout.toHumanString()}; it must be a whole number of milliseconds >= 1, below the handler's callTimeoutMs. Fix: e.g. Duration.seconds(8).`];
+    : [
+        `the statement timeout is ${timeout.toHumanString()}; it must be a whole number of milliseconds >= 1, below the handler's callTimeoutMs. Fix: e.g. Duration.seconds(8).`,
+      ];
 }

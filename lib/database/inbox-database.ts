@@ -370,9 +370,7 @@ export function migrationProvider(scope: Construct, handler: lambda.IFunction, l
     description: 'Execution role of the sqs-inbox migration custom resource framework',
   });
   frameworkLogs.grantWrite(frameworkRole);
-  frameworkRole.addToPrincipalPolicy(
-    new iam.PolicyStatement({ actions: ['lambda:GetFunction', 'lambda:InvokeFunction'], resources: [handler.functionArn] }),
-  );
+  frameworkRole.addToPrincipalPolicy(new iam.PolicyStatement({ actions: ['lambda:GetFunction', 'lambda:InvokeFunction'], resources: [handler.functionArn] }));
   // What the Provider grants on its own (invoke on <arn> and <arn>:*) is dropped: the statement above covers it.
   return new cr.Provider(scope, 'MigrationProvider', {
     onEventHandler: handler,
@@ -393,12 +391,22 @@ function validateProps(path: string, props: InboxDatabaseProps): void {
   if (props.cluster !== undefined) {
     const ignored = (
       [
-        'vpc', 'vpcSubnets', 'engineVersion', 'minCapacity', 'maxCapacity', 'autoPause', 'backupRetention', 'exportPostgresLogs',
-        'postgresLogRetention', 'readerInstance', 'securityGroups', 'secretRotation', 'rotationInterval', 'secretsManagerEndpoint',
+        'vpc',
+        'vpcSubnets',
+        'engineVersion',
+        'minCapacity',
+        'maxCapacity',
+        'autoPause',
+        'backupRetention',
+        'exportPostgresLogs',
+        'postgresLogRetention',
+        'readerInstance',
+        'securityGroups',
+        'secretRotation',
+        'rotationInterval',
+        'secretsManagerEndpoint',
       ] as const
-    ).filter(
-      (key) => props[key] !== undefined,
-    );
+    ).filter((key) => props[key] !== undefined);
     if (ignored.length > 0) {
       problems.push(
         `${ignored.map((key) => `\`${key}\``).join(', ')} only apply to a new cluster, but \`cluster\` was given. ` +
@@ -418,14 +426,16 @@ function validateProps(path: string, props: InboxDatabaseProps): void {
         'Fix: remove `minCapacity` (auto-pause sets it to 0) or remove `autoPause`.',
     );
   }
-  const backupDays = props.backupRetention === undefined || props.backupRetention.isUnresolved() ? undefined : props.backupRetention.toDays({ integral: false });
+  const backupDays =
+    props.backupRetention === undefined || props.backupRetention.isUnresolved() ? undefined : props.backupRetention.toDays({ integral: false });
   if (backupDays !== undefined && !(Number.isInteger(backupDays) && backupDays >= 1 && backupDays <= 35)) {
     problems.push(
       `\`backupRetention\` must be whole days from 1 to 35 (what Aurora accepts), got ${props.backupRetention!.toHumanString()}. ` +
         'Fix: use e.g. Duration.days(7).',
     );
   }
-  const rotationDays = props.rotationInterval === undefined || props.rotationInterval.isUnresolved() ? undefined : props.rotationInterval.toDays({ integral: false });
+  const rotationDays =
+    props.rotationInterval === undefined || props.rotationInterval.isUnresolved() ? undefined : props.rotationInterval.toDays({ integral: false });
   if (rotationDays !== undefined && !(Number.isInteger(rotationDays) && rotationDays >= 1 && rotationDays <= 1000)) {
     problems.push(
       `\`rotationInterval\` must be whole days from 1 to 1000 (what Secrets Manager accepts), got ${props.rotationInterval!.toHumanString()}. ` +
@@ -433,7 +443,9 @@ function validateProps(path: string, props: InboxDatabaseProps): void {
     );
   }
   if (props.secretRotation === false && (props.rotationInterval !== undefined || props.secretsManagerEndpoint !== undefined)) {
-    problems.push('`rotationInterval` and `secretsManagerEndpoint` only apply with rotation on, but `secretRotation` is false. Fix: remove them, or turn rotation on.');
+    problems.push(
+      '`rotationInterval` and `secretsManagerEndpoint` only apply with rotation on, but `secretRotation` is false. Fix: remove them, or turn rotation on.',
+    );
   }
   if (props.exportPostgresLogs === false && props.postgresLogRetention !== undefined) {
     problems.push('`postgresLogRetention` only applies when the log is exported, but `exportPostgresLogs` is false. Fix: remove one of them.');

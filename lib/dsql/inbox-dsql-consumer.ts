@@ -1,6 +1,5 @@
 import { Duration } from 'aws-cdk-lib';
 import type { CustomResource } from 'aws-cdk-lib';
-import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type { SqsEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
@@ -18,7 +17,17 @@ import { INBOX_ENV } from '../../lambda/inbox/contract.js';
 /** What an InboxDsqlConsumer takes as InboxConsumer does, with the same meaning and defaults. */
 type SharedConsumerProps = Pick<
   InboxConsumerProps,
-  'consumerName' | 'entry' | 'handler' | 'timeout' | 'memorySize' | 'runtime' | 'batchSize' | 'maxConcurrency' | 'databaseGrants' | 'environment' | 'logRetention'
+  | 'consumerName'
+  | 'entry'
+  | 'handler'
+  | 'timeout'
+  | 'memorySize'
+  | 'runtime'
+  | 'batchSize'
+  | 'maxConcurrency'
+  | 'databaseGrants'
+  | 'environment'
+  | 'logRetention'
 >;
 
 /**

@@ -3,8 +3,8 @@ import * as cloudwatch from 'aws-cdk-lib/aws-cloudwatch';
 import * as dsql from 'aws-cdk-lib/aws-dsql';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import type * as kms from 'aws-cdk-lib/aws-kms';
-import * as logs from 'aws-cdk-lib/aws-logs';
-import * as cr from 'aws-cdk-lib/custom-resources';
+import type * as logs from 'aws-cdk-lib/aws-logs';
+import type * as cr from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
 import { InboxFunction } from '../consumer/inbox-function.js';
 import { migrationProvider } from '../database/inbox-database.js';
@@ -149,7 +149,13 @@ export class InboxDsqlDatabase extends Construct {
     this.roleProvider = migrationProvider(this, this.roleFunction.function, props.logRetention);
 
     const metric = (metricName: string) =>
-      new cloudwatch.Metric({ namespace: DSQL_METRICS_NAMESPACE, metricName, dimensionsMap: { ClusterId: this.clusterId }, statistic: 'Sum', period: Duration.minutes(5) });
+      new cloudwatch.Metric({
+        namespace: DSQL_METRICS_NAMESPACE,
+        metricName,
+        dimensionsMap: { ClusterId: this.clusterId },
+        statistic: 'Sum',
+        period: Duration.minutes(5),
+      });
     this.occConflictsAlarm = metric('OccConflicts').createAlarm(this, 'OccConflictsAlarm', {
       alarmDescription: 'sqs-inbox: Aurora DSQL OCC conflicts above the threshold: records race on the same rows, or transactions run long.',
       threshold: props.occConflictsThreshold ?? 100,
@@ -184,7 +190,9 @@ export class InboxDsqlDatabase extends Construct {
   public addRole(id: string, options: InboxDsqlRoleOptions): CustomResource {
     const iamRole = options.grantee.role ?? (options.grantee.grantPrincipal instanceof iam.Role ? options.grantee.grantPrincipal : undefined);
     const problems = [
-      ...(roleNameProblem(options.roleName) === undefined ? [] : [`\`roleName\` ${roleNameProblem(options.roleName)}. Fix: pass e.g. 'inbox_consumer_orders'.`]),
+      ...(roleNameProblem(options.roleName) === undefined
+        ? []
+        : [`\`roleName\` ${roleNameProblem(options.roleName)}. Fix: pass e.g. 'inbox_consumer_orders'.`]),
       ...grantProblems(options.grants ?? []),
       ...(iamRole === undefined ? ['the grantee has no IAM role to map the database role to. Fix: pass a function or a role.'] : []),
       ...(this.roles.has(options.roleName) ? [`role '${options.roleName}' is already mapped on this cluster. Fix: give each function its own role.`] : []),

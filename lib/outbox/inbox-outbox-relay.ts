@@ -239,7 +239,7 @@ export class InboxOutboxRelay extends Construct implements OutboxRelayMark {
         problem:
           `InboxOutboxRelay ${this.node.path} sweeps ${this.database.tableDescription}, as ${earlier.join(', ')} does: ` +
           'both would send every row left unsent.',
-        fix: "use one InboxOutboxRelay per database and list every consumer that sends in its `consumers`.",
+        fix: 'use one InboxOutboxRelay per database and list every consumer that sends in its `consumers`.',
       },
     ];
   }
@@ -276,7 +276,9 @@ function validateProps(path: string, props: InboxOutboxRelayProps): void {
   const wholeSeconds = (name: string, value: Duration | undefined) => {
     const seconds = durationSeconds(value);
     if (seconds !== undefined && !(Number.isInteger(seconds) && seconds >= 0)) {
-      problems.push(`\`${name}\` must be a whole number of seconds, got ${seconds}. Fix: use Duration.seconds(), .minutes(), .hours() or .days() with an integer.`);
+      problems.push(
+        `\`${name}\` must be a whole number of seconds, got ${seconds}. Fix: use Duration.seconds(), .minutes(), .hours() or .days() with an integer.`,
+      );
     }
   };
   wholeSeconds('minAge', props.minAge);

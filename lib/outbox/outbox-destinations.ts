@@ -19,7 +19,7 @@ const URL_LIKE = /^[A-Za-z][A-Za-z0-9+.-]*:\/\//;
 export function destinationProblems(destinations: unknown): string[] {
   if (destinations === undefined) return [];
   if (destinations === null || typeof destinations !== 'object' || Array.isArray(destinations)) {
-    return ["`destinations` must map names to queues, e.g. `{ invoices: invoicesQueue }`. Fix: pass an object of name -> sqs.IQueue."];
+    return ['`destinations` must map names to queues, e.g. `{ invoices: invoicesQueue }`. Fix: pass an object of name -> sqs.IQueue.'];
   }
   const problems: string[] = [];
   for (const [name, queue] of Object.entries(destinations as Record<string, unknown>)) {
@@ -83,7 +83,5 @@ export interface OutboxRelayMark {
 
 /** Every InboxOutboxRelay in the app of `scope`. */
 export function outboxRelaysIn(scope: IConstruct): Array<OutboxRelayMark & IConstruct> {
-  return scope.node.root.node
-    .findAll()
-    .filter((c): c is OutboxRelayMark & IConstruct => (c as Partial<OutboxRelayMark>)[OUTBOX_RELAY] === true);
+  return scope.node.root.node.findAll().filter((c): c is OutboxRelayMark & IConstruct => (c as Partial<OutboxRelayMark>)[OUTBOX_RELAY] === true);
 }

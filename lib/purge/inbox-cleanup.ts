@@ -15,7 +15,6 @@ import { functionCode } from '../function-assets.js';
 import { CLEANUP_SERVICE_NAME, INBOX_ENV, METRIC_NAMESPACE } from '../../lambda/inbox/contract.js';
 import { InboxConstructError } from '../errors.js';
 
-
 /**
  * The runtime's default `service` dimension of the cleanup metrics, and the prefix of every
  * {@link InboxCleanup.serviceName}.
@@ -104,24 +103,29 @@ export class InboxCleanup extends Construct {
     this.retention = props.retention ?? Duration.days(30);
     const retentionSeconds = durationSeconds(this.retention);
     if (retentionSeconds !== undefined && !Number.isInteger(retentionSeconds)) {
-      throw InboxConstructError.of(`InboxCleanup ${this.node.path}`, [
-        `\`retention\` must be a whole number of seconds, got ${retentionSeconds}. ` +
-          'Fix: use Duration.days(), .hours(), .minutes() or .seconds() with an integer.',
-      ], 'line');
+      throw InboxConstructError.of(
+        `InboxCleanup ${this.node.path}`,
+        [
+          `\`retention\` must be a whole number of seconds, got ${retentionSeconds}. ` +
+            'Fix: use Duration.days(), .hours(), .minutes() or .seconds() with an integer.',
+        ],
+        'line',
+      );
     }
-    if (props.purgeBatchSize !== undefined && !Token.isUnresolved(props.purgeBatchSize) &&
-      !(Number.isInteger(props.purgeBatchSize) && props.purgeBatchSize > 0)) {
-      throw InboxConstructError.of(`InboxCleanup ${this.node.path}`, [
-        `\`purgeBatchSize\` must be a positive integer, got ${props.purgeBatchSize}. ` +
-          'Fix: pass e.g. 1000, or leave it unset for the runtime default.',
-      ], 'line');
+    if (
+      props.purgeBatchSize !== undefined &&
+      !Token.isUnresolved(props.purgeBatchSize) &&
+      !(Number.isInteger(props.purgeBatchSize) && props.purgeBatchSize > 0)
+    ) {
+      throw InboxConstructError.of(
+        `InboxCleanup ${this.node.path}`,
+        [`\`purgeBatchSize\` must be a positive integer, got ${props.purgeBatchSize}. Fix: pass e.g. 1000, or leave it unset for the runtime default.`],
+        'line',
+      );
     }
 
     const timeout = props.timeout ?? Duration.minutes(5);
-    addInvariants(this, () => [
-      ...this.#retentionViolations(retentionSeconds),
-      ...checkCleanupTimeout(durationSeconds(timeout)),
-    ]);
+    addInvariants(this, () => [...this.#retentionViolations(retentionSeconds), ...checkCleanupTimeout(durationSeconds(timeout))]);
     this.serviceName = `${CLEANUP_SERVICE_NAME}-${Names.uniqueResourceName(this, {
       separator: '-',
       maxLength: 200,

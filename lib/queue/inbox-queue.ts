@@ -91,21 +91,29 @@ export class InboxQueue extends Construct {
     if (props.queue !== undefined) {
       const ignored = NEW_QUEUE_PROPS.filter((key) => props[key] !== undefined);
       if (ignored.length > 0) {
-        throw InboxConstructError.of(`InboxQueue ${this.node.path}`, [
-          `${ignored.map((key) => `\`${key}\``).join(', ')} only apply to new queues, ` +
-            'but an existing `queue` was given. Fix: configure the existing queue (and its dead-letter queue) directly ' +
-            'and remove these props, or remove `queue` to create new queues with them.',
-        ], 'line');
+        throw InboxConstructError.of(
+          `InboxQueue ${this.node.path}`,
+          [
+            `${ignored.map((key) => `\`${key}\``).join(', ')} only apply to new queues, ` +
+              'but an existing `queue` was given. Fix: configure the existing queue (and its dead-letter queue) directly ' +
+              'and remove these props, or remove `queue` to create new queues with them.',
+          ],
+          'line',
+        );
       }
       this.queue = props.queue;
       if (props.deadLetterQueue !== undefined) this.deadLetterQueue = props.deadLetterQueue;
       return;
     }
     if (props.deadLetterQueue !== undefined) {
-      throw InboxConstructError.of(`InboxQueue ${this.node.path}`, [
-        `\`deadLetterQueue\` is only used with an existing \`queue\`. ` +
-          'Fix: remove `deadLetterQueue` to get a new one, or pass the existing `queue` it belongs to.',
-      ], 'line');
+      throw InboxConstructError.of(
+        `InboxQueue ${this.node.path}`,
+        [
+          `\`deadLetterQueue\` is only used with an existing \`queue\`. ` +
+            'Fix: remove `deadLetterQueue` to get a new one, or pass the existing `queue` it belongs to.',
+        ],
+        'line',
+      );
     }
     const fifo = props.fifo ?? true;
     const encryption = props.encryption ?? sqs.QueueEncryption.SQS_MANAGED;

@@ -22,10 +22,14 @@ export function dynamoDbSource(
   redeliveryWindow: Duration | undefined,
 ): ConsumerSource {
   if (table.tableStreamArn === undefined) {
-    throw InboxConstructError.of(`InboxConsumer ${path}`, [
-      `\`table\` ${table.node.path} has no stream. Fix: create it with ` +
-        '`stream: dynamodb.StreamViewType.NEW_AND_OLD_IMAGES` (TableV2: `dynamoStream`), or import it with its `tableStreamArn`.',
-    ], 'line');
+    throw InboxConstructError.of(
+      `InboxConsumer ${path}`,
+      [
+        `\`table\` ${table.node.path} has no stream. Fix: create it with ` +
+          '`stream: dynamodb.StreamViewType.NEW_AND_OLD_IMAGES` (TableV2: `dynamoStream`), or import it with its `tableStreamArn`.',
+      ],
+      'line',
+    );
   }
   const eventSource = new DynamoEventSource(table, {
     batchSize: settings.batchSize,
@@ -54,7 +58,7 @@ export function dynamoDbSource(
     deadLetterQueue: settings.deadLetterQueue,
     window: {
       description: 'DynamoDB Streams keeps stream records 24 hours: a replay from the trim horizon delivers every one of them',
-      shorten: 'keep the retention above 24 hours (DynamoDB Streams\' retention cannot be changed)',
+      shorten: "keep the retention above 24 hours (DynamoDB Streams' retention cannot be changed)",
     },
     redeliveryWindowSeconds: () => (redeliveryWindow !== undefined ? durationSeconds(redeliveryWindow) : DYNAMODB_STREAM_RETENTION_SECONDS),
     violations: () => [],

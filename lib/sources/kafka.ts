@@ -3,7 +3,7 @@ import type { Duration } from 'aws-cdk-lib';
 import type * as ec2 from 'aws-cdk-lib/aws-ec2';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { AuthenticationMethod, SelfManagedKafkaEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
+import { type AuthenticationMethod, SelfManagedKafkaEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type { ProvisionedPollerConfig } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { durationSeconds } from '../invariants.js';
@@ -104,7 +104,7 @@ export function kafkaMode(path: string, kafka: InboxKafkaSource, consumerName: s
   if ((kafka.clusterArn === undefined) === (kafka.bootstrapServers === undefined)) {
     problems.push(
       'name exactly one of `kafka.clusterArn` (Amazon MSK) and `kafka.bootstrapServers` (self-managed brokers). ' +
-        'Fix: pass the MSK cluster ARN, or the brokers\' host:port list.',
+        "Fix: pass the MSK cluster ARN, or the brokers' host:port list.",
     );
   }
   if (kafka.clusterArn !== undefined) {
@@ -120,7 +120,7 @@ export function kafkaMode(path: string, kafka: InboxKafkaSource, consumerName: s
   }
   const retention = durationSeconds(kafka.topicRetention);
   if (retention !== undefined && !(retention > 0)) {
-    problems.push('`kafka.topicRetention` must be the topic\'s retention.ms as a positive Duration. Fix: pass e.g. Duration.days(7).');
+    problems.push("`kafka.topicRetention` must be the topic's retention.ms as a positive Duration. Fix: pass e.g. Duration.days(7).");
   }
   if (problems.length > 0) throw InboxConstructError.of(`InboxConsumer ${path}`, problems);
   const pollers = kafka.provisionedPollers === false ? undefined : (kafka.provisionedPollers ?? KAFKA_DEFAULT_POLLERS);
@@ -152,7 +152,13 @@ export function kafkaSource(fn: lambda.Function, kafka: InboxKafkaSource, mode: 
   };
   let eventSource: lambda.IEventSource;
   if (kafka.clusterArn !== undefined) {
-    eventSource = new MskEventSource({ ...common, clusterArn: kafka.clusterArn, topic: kafka.topic, consumerGroupId: mode.consumerGroupId, secret: kafka.secret });
+    eventSource = new MskEventSource({
+      ...common,
+      clusterArn: kafka.clusterArn,
+      topic: kafka.topic,
+      consumerGroupId: mode.consumerGroupId,
+      secret: kafka.secret,
+    });
   } else {
     eventSource = new SelfManagedKafkaEventSource({
       ...common,
@@ -175,7 +181,8 @@ export function kafkaSource(fn: lambda.Function, kafka: InboxKafkaSource, mode: 
     eventSource,
     deadLetterQueue: settings.deadLetterQueue,
     window: {
-      description: "the topic's retention (`kafka.topicRetention`): a consumer group that starts over from the earliest offset re-reads every record the topic holds",
+      description:
+        "the topic's retention (`kafka.topicRetention`): a consumer group that starts over from the earliest offset re-reads every record the topic holds",
       shorten: "lower the topic's retention.ms, and `kafka.topicRetention` with it",
     },
     redeliveryWindowSeconds: () => durationSeconds(kafka.topicRetention),
@@ -215,7 +222,9 @@ class MskEventSource implements lambda.IEventSource {
       eventSourceArn: clusterArn,
       kafkaTopic: topic,
       kafkaConsumerGroupId: consumerGroupId,
-      ...(secret === undefined ? {} : { sourceAccessConfigurations: [{ type: lambda.SourceAccessConfigurationType.SASL_SCRAM_512_AUTH, uri: secret.secretArn }] }),
+      ...(secret === undefined
+        ? {}
+        : { sourceAccessConfigurations: [{ type: lambda.SourceAccessConfigurationType.SASL_SCRAM_512_AUTH, uri: secret.secretArn }] }),
     });
     // Lambda needs one of DescribeCluster and DescribeClusterV2; V2 also covers MSK Serverless
     // (https://docs.aws.amazon.com/lambda/latest/dg/with-msk-permissions.html).

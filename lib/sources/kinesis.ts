@@ -13,12 +13,7 @@ export const KINESIS_MAX_RETENTION_SECONDS = 8760 * 3600;
  * A Kinesis data stream as the consumer's source: partial batch responses (the runtime names the first failed
  * sequence number), bisect on error, bounded retries and an on-failure destination.
  */
-export function kinesisSource(
-  fn: lambda.Function,
-  stream: kinesis.IStream,
-  settings: StreamSettings,
-  redeliveryWindow: Duration | undefined,
-): ConsumerSource {
+export function kinesisSource(fn: lambda.Function, stream: kinesis.IStream, settings: StreamSettings, redeliveryWindow: Duration | undefined): ConsumerSource {
   const eventSource = new KinesisEventSource(stream, {
     batchSize: settings.batchSize,
     startingPosition: settings.startingPosition,
@@ -38,11 +33,9 @@ export function kinesisSource(
     deadLetterQueue: settings.deadLetterQueue,
     window: {
       description: "the Kinesis stream's retention period: a replay from the trim horizon delivers every record the stream still holds",
-      shorten:
-        "shorten the stream's `retentionPeriod` (or pass the consumer's real `redeliveryWindow` if the stream is imported)",
+      shorten: "shorten the stream's `retentionPeriod` (or pass the consumer's real `redeliveryWindow` if the stream is imported)",
     },
-    redeliveryWindowSeconds: () =>
-      redeliveryWindow !== undefined ? durationSeconds(redeliveryWindow) : kinesisRetentionSeconds(stream),
+    redeliveryWindowSeconds: () => (redeliveryWindow !== undefined ? durationSeconds(redeliveryWindow) : kinesisRetentionSeconds(stream)),
     violations: () => [],
   };
 }

@@ -45,10 +45,14 @@ export interface SqsSourceOptions {
 export function sqsSource(fn: lambda.Function, options: SqsSourceOptions): ConsumerSource {
   const configured = (options.queue as Partial<sqs.Queue>).deadLetterQueue?.queue;
   if (options.deadLetterQueue !== undefined && configured !== undefined && options.deadLetterQueue !== configured) {
-    throw InboxConstructError.of(`InboxConsumer ${options.path}`, [
-      `\`deadLetterQueue\` is not the dead-letter queue configured on \`queue\`. ` +
-        'Fix: remove `deadLetterQueue` (it is read from the queue), or pass the one the queue redrives to.',
-    ], 'line');
+    throw InboxConstructError.of(
+      `InboxConsumer ${options.path}`,
+      [
+        `\`deadLetterQueue\` is not the dead-letter queue configured on \`queue\`. ` +
+          'Fix: remove `deadLetterQueue` (it is read from the queue), or pass the one the queue redrives to.',
+      ],
+      'line',
+    );
   }
   const deadLetterQueue = options.deadLetterQueue ?? configured;
   const facts = (): QueueFacts => {
@@ -90,8 +94,7 @@ export function sqsSource(fn: lambda.Function, options: SqsSourceOptions): Consu
     eventSource,
     deadLetterQueue,
     window: QUEUE_REDELIVERY_WINDOW,
-    redeliveryWindowSeconds: () =>
-      options.redeliveryWindow !== undefined ? durationSeconds(options.redeliveryWindow) : redeliveryWindowSeconds(facts()),
+    redeliveryWindowSeconds: () => (options.redeliveryWindow !== undefined ? durationSeconds(options.redeliveryWindow) : redeliveryWindowSeconds(facts())),
     // Checked at synth, not now, so that later changes to the queue (escape hatches) are seen too.
     violations: () => {
       const queue = facts();

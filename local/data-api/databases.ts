@@ -74,8 +74,16 @@ export class Databases {
   }
 
   /** One query on a connection of its own, outside the pool and its limit, closed after. */
-  private async queryOnItsOwn<Row extends pg.QueryResultRow>(name: string, credentials: SecretCredentials | undefined, sql: string): Promise<pg.QueryResult<Row>> {
-    const client = new this.driver.Client({ connectionString: this.url(name, credentials), options: SESSION_OPTIONS, application_name: 'sqs-inbox-local-data-api' });
+  private async queryOnItsOwn<Row extends pg.QueryResultRow>(
+    name: string,
+    credentials: SecretCredentials | undefined,
+    sql: string,
+  ): Promise<pg.QueryResult<Row>> {
+    const client = new this.driver.Client({
+      connectionString: this.url(name, credentials),
+      options: SESSION_OPTIONS,
+      application_name: 'sqs-inbox-local-data-api',
+    });
     client.on('error', () => {});
     await client.connect();
     try {
@@ -119,7 +127,10 @@ export class Databases {
       return client;
     } catch (error) {
       if (signal?.aborted) {
-        pending.then((client) => client.release(), () => {});
+        pending.then(
+          (client) => client.release(),
+          () => {},
+        );
         throw error;
       }
       if ((error as { code?: unknown }).code && /^[0-9A-Z]{5}$/.test(String((error as { code: unknown }).code))) {

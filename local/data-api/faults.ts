@@ -177,7 +177,12 @@ export class Faults {
     if (!(fault.count >= 1)) throw new RangeError(`serverError.count must be >= 1, got ${fault.count}.`);
     const status = fault.status ?? 500;
     if (!(status in SERVER_ERRORS)) throw new RangeError(`serverError.status must be 500, 502, 503 or 504, got ${status}.`);
-    this.serverErrors.push({ ...(fault.operation && { operation: fault.operation }), ...(fault.select && { select: fault.select }), status, left: fault.count });
+    this.serverErrors.push({
+      ...(fault.operation && { operation: fault.operation }),
+      ...(fault.select && { select: fault.select }),
+      status,
+      left: fault.count,
+    });
   }
 
   /** Makes the next `count` matching statements take `ms` longer inside the database (see {@link SlowStatementFault}). */
@@ -260,7 +265,9 @@ export class Faults {
     const { operation, sql } = call;
     const drop = this.drops.find(
       (fault) =>
-        (!fault.operation || fault.operation === operation) && (!fault.match || (sql !== undefined && fault.match(sql))) && (!fault.select || fault.select(call)),
+        (!fault.operation || fault.operation === operation) &&
+        (!fault.match || (sql !== undefined && fault.match(sql))) &&
+        (!fault.select || fault.select(call)),
     );
     if (!drop) return false;
     drop.left -= 1;

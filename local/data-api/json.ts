@@ -74,9 +74,9 @@ export function parseJson(text: string): JsonValue {
       }
     }
     if (c === '"') return string();
-    if (text.startsWith('true', at)) return (at += 4), true;
-    if (text.startsWith('false', at)) return (at += 5), false;
-    if (text.startsWith('null', at)) return (at += 4), null;
+    if (text.startsWith('true', at)) return ((at += 4), true);
+    if (text.startsWith('false', at)) return ((at += 5), false);
+    if (text.startsWith('null', at)) return ((at += 4), null);
     return number();
   };
   // A sticky expression made per call: a regex's lastIndex is state, and none may live at module level.

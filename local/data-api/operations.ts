@@ -83,10 +83,12 @@ async function executeStatement(context: OperationContext, body: RequestBody, si
   if (transactionId) {
     return context.transactions.run(transactionId, secretArn, (transaction) => {
       assertSameDatabase(database, transaction.database);
-      const work = slowDown(context, transaction.client).then(() => runStatement(transaction.client, bound)).then((result) => {
-        assertStillInTransaction(transaction.client, result.command, transactionId);
-        return result;
-      });
+      const work = slowDown(context, transaction.client)
+        .then(() => runStatement(transaction.client, bound))
+        .then((result) => {
+          assertStillInTransaction(transaction.client, result.command, transactionId);
+          return result;
+        });
       const answer = timed(context, transaction.client, transaction.database, work, false).then((result) =>
         respond(result, transaction.database, transaction.credentials),
       );
@@ -228,7 +230,9 @@ function assertStillInTransaction(client: pg.PoolClient, command: string, transa
 
 function assertSameDatabase(requested: string | undefined, transactionDatabase: string): void {
   if (requested !== undefined && requested !== transactionDatabase) {
-    throw badRequest(`"database" is ${requested}, but the transaction was begun on ${transactionDatabase}. Omit database, or begin a transaction on ${requested}.`);
+    throw badRequest(
+      `"database" is ${requested}, but the transaction was begun on ${transactionDatabase}. Omit database, or begin a transaction on ${requested}.`,
+    );
   }
 }
 

@@ -149,7 +149,9 @@ function convertValue(parameter: { [key: string]: JsonValue }, where: string): {
         `Array parameters are not supported (${where}). Send the array as a string and cast it in SQL, e.g. CAST(:ids AS int[]) with {"stringValue": "{1,2,3}"}.`,
       );
     default:
-      throw badRequest(`${where}.value has the unknown member "${member}"; a Field takes one of isNull, booleanValue, longValue, doubleValue, stringValue, blobValue.`);
+      throw badRequest(
+        `${where}.value has the unknown member "${member}"; a Field takes one of isNull, booleanValue, longValue, doubleValue, stringValue, blobValue.`,
+      );
   }
 }
 

@@ -52,12 +52,40 @@ const UNSUPPORTED = new Set(['money', 'point', 'line', 'lseg', 'box', 'path', 'p
 
 /** java.sql.Types codes, as the PostgreSQL JDBC driver reports them; anything else is OTHER (1111). */
 const JDBC_TYPES: Record<string, number> = {
-  bool: -7, int2: 5, int4: 4, int8: -5, oid: -5, float4: 7, float8: 8, numeric: 2, bpchar: 1, varchar: 12,
-  text: 12, name: 12, bytea: -2, date: 91, time: 92, timetz: 92, timestamp: 93, timestamptz: 93,
+  bool: -7,
+  int2: 5,
+  int4: 4,
+  int8: -5,
+  oid: -5,
+  float4: 7,
+  float8: 8,
+  numeric: 2,
+  bpchar: 1,
+  varchar: 12,
+  text: 12,
+  name: 12,
+  bytea: -2,
+  date: 91,
+  time: 92,
+  timetz: 92,
+  timestamp: 93,
+  timestamptz: 93,
 };
 const PRECISION: Record<string, number> = {
-  bool: 1, int2: 5, int4: 10, int8: 19, oid: 10, float4: 8, float8: 17, date: 13, time: 15, timetz: 21,
-  timestamp: 29, timestamptz: 35, uuid: 36, text: 2147483647,
+  bool: 1,
+  int2: 5,
+  int4: 10,
+  int8: 19,
+  oid: 10,
+  float4: 8,
+  float8: 17,
+  date: 13,
+  time: 15,
+  timetz: 21,
+  timestamp: 29,
+  timestamptz: 35,
+  uuid: 36,
+  text: 2147483647,
 };
 const SIGNED = new Set(['int2', 'int4', 'int8', 'float4', 'float8', 'numeric']);
 const CASE_SENSITIVE = new Set(['text', 'varchar', 'bpchar', 'name', 'char', 'json', 'jsonb', 'xml']);
@@ -94,9 +122,7 @@ export function executeResponse(
     const labels = result.fields.map((field) => field.name);
     const duplicate = labels.find((label, index) => labels.indexOf(label) !== index);
     if (duplicate !== undefined) {
-      throw badRequest(
-        `The result has two columns named "${duplicate}", which formatRecordsAs JSON cannot key a row by. Give each column a distinct alias.`,
-      );
+      throw badRequest(`The result has two columns named "${duplicate}", which formatRecordsAs JSON cannot key a row by. Give each column a distinct alias.`);
     }
     const rows = result.rows.map((row) => {
       const object: Record<string, unknown> = {};

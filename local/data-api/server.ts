@@ -273,7 +273,10 @@ async function handle(request: IncomingMessage, response: ServerResponse, { cont
     const path = new URL(request.url ?? '/', 'http://localhost').pathname;
     const operation = ROUTES[path.slice(path.lastIndexOf('/') + 1)];
     if (!operation || request.method !== 'POST') {
-      throw new DataApiErrorResponse('UnknownOperationException', `No Data API operation at ${request.method} ${path}. Operations are POST /Execute, /BatchExecute, /BeginTransaction, /CommitTransaction and /RollbackTransaction.`);
+      throw new DataApiErrorResponse(
+        'UnknownOperationException',
+        `No Data API operation at ${request.method} ${path}. Operations are POST /Execute, /BatchExecute, /BeginTransaction, /CommitTransaction and /RollbackTransaction.`,
+      );
     }
     stats.count(operation);
     const body = await readBody(request);

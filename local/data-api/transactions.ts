@@ -84,7 +84,13 @@ export class Transactions {
    * Opens a transaction block on the connection and returns its new id. The connection and the place
    * belong to the transaction until it ends.
    */
-  async begin(client: pg.PoolClient, database: string, secretArn: string, credentials: SecretCredentials | undefined, releasePlace: () => void): Promise<string> {
+  async begin(
+    client: pg.PoolClient,
+    database: string,
+    secretArn: string,
+    credentials: SecretCredentials | undefined,
+    releasePlace: () => void,
+  ): Promise<string> {
     try {
       await client.query('BEGIN');
     } catch (error) {

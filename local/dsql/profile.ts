@@ -94,7 +94,12 @@ export async function startDsqlProfile(databaseUrl: string, options: DsqlProfile
     if (!inTransaction || !kind) return undefined;
     const seen = transactions.get(connection) ?? { ddl: 0, dml: 0 };
     transactions.set(connection, seen);
-    const refusal = kind === 'ddl' && seen.ddl > 0 ? 'one DDL statement per transaction' : (kind === 'ddl' ? seen.dml : seen.ddl) > 0 ? 'no DDL and DML in one transaction' : undefined;
+    const refusal =
+      kind === 'ddl' && seen.ddl > 0
+        ? 'one DDL statement per transaction'
+        : (kind === 'ddl' ? seen.dml : seen.ddl) > 0
+          ? 'no DDL and DML in one transaction'
+          : undefined;
     if (refusal) return { sqlState: '0A000', message: `Aurora DSQL takes ${refusal}. See ${DSQL_SOURCES.ddl}` };
     seen[kind]++;
     return undefined;
@@ -145,7 +150,9 @@ async function enforceRowLimit(databaseUrl: string, schemas: readonly string[]):
       [schemas],
     );
     for (const { schema, name } of rows) {
-      await client.query(`CREATE TRIGGER dsql_row_limit AFTER INSERT OR UPDATE OR DELETE ON "${schema}"."${name}" FOR EACH ROW EXECUTE FUNCTION dsql_profile.count_row()`);
+      await client.query(
+        `CREATE TRIGGER dsql_row_limit AFTER INSERT OR UPDATE OR DELETE ON "${schema}"."${name}" FOR EACH ROW EXECUTE FUNCTION dsql_profile.count_row()`,
+      );
     }
   } finally {
     await client.end();

@@ -19,9 +19,13 @@ export function checkBatchEntries(ids: readonly string[], entryType: string): vo
   const seen = new Set<string>();
   for (const id of ids) {
     if (typeof id !== 'string' || !BATCH_ENTRY_ID.test(id)) {
-      throw new SqsError('InvalidBatchEntryId', 'A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long.', {
-        advice: `the offending id is ${JSON.stringify(id)}`,
-      });
+      throw new SqsError(
+        'InvalidBatchEntryId',
+        'A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long.',
+        {
+          advice: `the offending id is ${JSON.stringify(id)}`,
+        },
+      );
     }
     if (seen.has(id)) throw new SqsError('BatchEntryIdsNotDistinct', `Id ${id} repeated.`);
     seen.add(id);

@@ -18,12 +18,7 @@ import { isInFlight } from './queue.js';
  * as possible before the next group (FIFO-queues-understanding-logic in the SQS developer guide).
  * `takeAway` returns true for a message it moved elsewhere (redrive); the walk then goes on past it.
  */
-export function pickFifoMessages(
-  messages: Iterable<StoredMessage>,
-  now: number,
-  max: number,
-  takeAway: (message: StoredMessage) => boolean,
-): StoredMessage[] {
+export function pickFifoMessages(messages: Iterable<StoredMessage>, now: number, max: number, takeAway: (message: StoredMessage) => boolean): StoredMessage[] {
   const groups = new Map<string, StoredMessage[]>();
   for (const message of messages) {
     const group = message.messageGroupId ?? '';

@@ -12,9 +12,7 @@ export function md5Hex(text: string): string {
  * one transport byte (1 = String/Number, 2 = Binary), then the length-prefixed value.
  * Returns undefined for no attributes, as SQS omits the field then.
  */
-export function md5OfMessageAttributes(
-  attributes: Readonly<Record<string, MessageAttributeValue>> | undefined,
-): string | undefined {
+export function md5OfMessageAttributes(attributes: Readonly<Record<string, MessageAttributeValue>> | undefined): string | undefined {
   const names = Object.keys(attributes ?? {}).sort();
   if (!attributes || names.length === 0) return undefined;
   const hash = createHash('md5');

@@ -59,16 +59,11 @@ export function validateBody(body: unknown): string {
   return body;
 }
 
-export function validateMessageAttributes(
-  attributes: Readonly<Record<string, MessageAttributeValue>> | undefined,
-): Record<string, MessageAttributeValue> {
+export function validateMessageAttributes(attributes: Readonly<Record<string, MessageAttributeValue>> | undefined): Record<string, MessageAttributeValue> {
   const names = Object.keys(attributes ?? {});
   if (!attributes || names.length === 0) return {};
   if (names.length > MAX_MESSAGE_ATTRIBUTES) {
-    throw new SqsError(
-      'InvalidParameterValue',
-      `Number of message attributes [${names.length}] exceeds the allowed maximum [${MAX_MESSAGE_ATTRIBUTES}].`,
-    );
+    throw new SqsError('InvalidParameterValue', `Number of message attributes [${names.length}] exceeds the allowed maximum [${MAX_MESSAGE_ATTRIBUTES}].`);
   }
   const result: Record<string, MessageAttributeValue> = {};
   for (const name of names) {
@@ -76,7 +71,10 @@ export function validateMessageAttributes(
     // AWS's texts, as Inqnuam/local-aws-sqs test/send-message.test.ts expects them, unless noted.
     if (name === '') throw new SqsError('InvalidParameterValue', 'The request must contain non-empty message (user) attribute names.');
     if (/^(aws|amazon)\./i.test(name)) {
-      throw new SqsError('InvalidParameterValue', "You can't use message attribute names beginning with 'AWS.' or 'Amazon'. These strings are reserved for internal use.");
+      throw new SqsError(
+        'InvalidParameterValue',
+        "You can't use message attribute names beginning with 'AWS.' or 'Amazon'. These strings are reserved for internal use.",
+      );
     }
     if (Buffer.byteLength(name, 'utf8') > 256) throw new SqsError('InvalidParameterValue', 'Message (user) attribute name must be shorter than 256 bytes.');
     if (!ATTRIBUTE_NAME.test(name) || name.startsWith('.') || name.endsWith('.') || name.includes('..')) {
@@ -92,7 +90,8 @@ export function validateMessageAttributes(
         advice: 'set DataType to String, Number or Binary, and the matching StringValue or BinaryValue',
       });
     }
-    if (Buffer.byteLength(attribute.dataType, 'utf8') > 256) throw new SqsError('InvalidParameterValue', 'Message (user) attribute type must be shorter than 256 bytes.');
+    if (Buffer.byteLength(attribute.dataType, 'utf8') > 256)
+      throw new SqsError('InvalidParameterValue', 'Message (user) attribute type must be shorter than 256 bytes.');
     if (!DATA_TYPE.test(attribute.dataType)) {
       throw new SqsError(
         'InvalidParameterValue',
@@ -109,10 +108,16 @@ export function validateMessageAttributes(
     const value = attribute.stringValue;
     if (typeof value !== 'string' || value === '') {
       // Recorded: localstack tests/aws/services/sqs/test_sqs.snapshot.json, test_send_message_with_empty_string_attribute.
-      throw new SqsError('InvalidParameterValue', `Message (user) attribute '${name}' must contain a non-empty value of type '${attribute.dataType.split('.')[0]}'.`);
+      throw new SqsError(
+        'InvalidParameterValue',
+        `Message (user) attribute '${name}' must contain a non-empty value of type '${attribute.dataType.split('.')[0]}'.`,
+      );
     }
     if (INVALID_CHARACTER.test(value)) {
-      throw new SqsError('InvalidMessageContents', `The message attribute '${name}' contains a character outside the allowed set (#x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF).`);
+      throw new SqsError(
+        'InvalidMessageContents',
+        `The message attribute '${name}' contains a character outside the allowed set (#x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF).`,
+      );
     }
     if (attribute.dataType.startsWith('Number') && !/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(value.trim())) {
       throw new SqsError('InvalidParameterValue', `Can't cast the value of message (user) attribute '${name}' to a number.`);
@@ -122,9 +127,7 @@ export function validateMessageAttributes(
   return result;
 }
 
-export function validateSystemAttributes(
-  attributes: Readonly<Record<string, MessageAttributeValue>> | undefined,
-): Record<string, MessageAttributeValue> {
+export function validateSystemAttributes(attributes: Readonly<Record<string, MessageAttributeValue>> | undefined): Record<string, MessageAttributeValue> {
   const result: Record<string, MessageAttributeValue> = {};
   for (const [name, attribute] of Object.entries(attributes ?? {})) {
     if (name !== 'AWSTraceHeader') {

@@ -277,7 +277,10 @@ export class SqsModel {
    */
   async sendMessageBatch(nameOrUrl: string, entries: readonly SendBatchEntry[]): Promise<BatchResult<SendMessageResult>> {
     const queue = this.#queue(nameOrUrl);
-    checkBatchEntries(entries.map((e) => e.id), 'SendMessageBatchRequestEntry');
+    checkBatchEntries(
+      entries.map((e) => e.id),
+      'SendMessageBatchRequestEntry',
+    );
     checkSendBatch(queue, entries);
     const result: BatchResult<SendMessageResult> = { successful: [], failed: [] };
     for (const entry of entries) {
@@ -333,9 +336,7 @@ export class SqsModel {
       const previous = queue.receiveAttempts.get(attemptId);
       if (previous) {
         const messages = previous.messages.map((p) => queue.messages.get(p.messageId));
-        const unchanged = messages.every(
-          (m, i) => m && m.receiptHandle === previous.messages[i]?.receiptHandle && !queue.visibilityChanged.has(m.messageId),
-        );
+        const unchanged = messages.every((m, i) => m && m.receiptHandle === previous.messages[i]?.receiptHandle && !queue.visibilityChanged.has(m.messageId));
         if (unchanged) {
           // Same messages, same receipt handles; the retry resets their visibility timeout.
           for (const m of messages) if (m) m.visibleAt = now + visibility * 1000;
@@ -435,10 +436,7 @@ export class SqsModel {
    * DeleteMessageBatch: {@link SqsModel.deleteMessage} per entry, each succeeding or failing on its own;
    * an expired FIFO handle fails its entry with `ReceiptHandleIsInvalid`.
    */
-  deleteMessageBatch(
-    nameOrUrl: string,
-    entries: readonly { id: string; receiptHandle: string }[],
-  ): BatchResult<Record<never, never>> {
+  deleteMessageBatch(nameOrUrl: string, entries: readonly { id: string; receiptHandle: string }[]): BatchResult<Record<never, never>> {
     return this.#eachEntry(nameOrUrl, entries, 'DeleteMessageBatchRequestEntry', (entry) => void this.deleteMessage(nameOrUrl, entry.receiptHandle));
   }
 
@@ -479,7 +477,10 @@ export class SqsModel {
     apply: (entry: Entry) => void,
   ): BatchResult<Record<never, never>> {
     this.#queue(nameOrUrl);
-    checkBatchEntries(entries.map((e) => e.id), entryType);
+    checkBatchEntries(
+      entries.map((e) => e.id),
+      entryType,
+    );
     const result: BatchResult<Record<never, never>> = { successful: [], failed: [] };
     for (const entry of entries) {
       try {
@@ -518,7 +519,10 @@ export class SqsModel {
     const dlq = [...this.#queues.values()].find((q) => q.arn === policy.deadLetterTargetArn);
     if (!dlq) throw reason('Dead letter target does not exist.', 'create the dead-letter queue first');
     if (dlq.fifo !== fifo) {
-      throw reason('Dead-letter queue must be same type of queue as the source..', `a ${fifo ? 'FIFO' : 'standard'} queue needs a ${fifo ? 'FIFO' : 'standard'} dead-letter queue`);
+      throw reason(
+        'Dead-letter queue must be same type of queue as the source..',
+        `a ${fifo ? 'FIFO' : 'standard'} queue needs a ${fifo ? 'FIFO' : 'standard'} dead-letter queue`,
+      );
     }
     const allow = dlq.config.redriveAllowPolicy;
     if (allow?.redrivePermission === 'denyAll' || (allow?.redrivePermission === 'byQueue' && !allow.sourceQueueArns.includes(sourceArn))) {

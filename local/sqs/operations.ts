@@ -42,7 +42,12 @@ export function createHandlers(model: SqsModel, faults: SqsFaults): Record<strin
     ListQueues: (input) => {
       const prefix = stringMember(input, 'QueueNamePrefix') ?? '';
       const max = integerMember(input, 'MaxResults') ?? 1000;
-      return { QueueUrls: model.listQueues(prefix).slice(0, max).map((q) => q.url) };
+      return {
+        QueueUrls: model
+          .listQueues(prefix)
+          .slice(0, max)
+          .map((q) => q.url),
+      };
     },
     DeleteQueue: (input, context) => {
       model.deleteQueue(queueUrl(input, context));
@@ -126,9 +131,7 @@ export function createHandlers(model: SqsModel, faults: SqsFaults): Record<strin
         receiptHandle: stringMember(e, 'ReceiptHandle') ?? '',
         visibilityTimeout: integerMember(e, 'VisibilityTimeout') ?? 0,
       }));
-      const result = await withEntryFaults(faults, 'ChangeMessageVisibilityBatch', entries, (kept) =>
-        model.changeMessageVisibilityBatch(queue, kept),
-      );
+      const result = await withEntryFaults(faults, 'ChangeMessageVisibilityBatch', entries, (kept) => model.changeMessageVisibilityBatch(queue, kept));
       return { Successful: result.successful.map((s) => ({ Id: s.id })), Failed: result.failed.map(failedEntry) };
     },
   };

@@ -92,10 +92,7 @@ export function parseQueueAttributes(
   }
   if (attributes.KmsMasterKeyId && parseBoolean(attributes.SqsManagedSseEnabled ?? '') === 'true') {
     // Recorded: localstack test_sqs.snapshot.json, test_sse_kms_and_sqs_are_mutually_exclusive.
-    throw new SqsError(
-      'InvalidAttributeName',
-      'You can use one type of server-side encryption (SSE) at one time. You can either enable KMS SSE or SQS SSE.',
-    );
+    throw new SqsError('InvalidAttributeName', 'You can use one type of server-side encryption (SSE) at one time. You can either enable KMS SSE or SQS SSE.');
   }
   for (const [name, [, , fallback]] of Object.entries(INTEGER_RANGES)) {
     if (name === 'KmsDataKeyReusePeriodSeconds' && raw.KmsMasterKeyId === undefined && raw[name] === undefined) continue;

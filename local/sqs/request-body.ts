@@ -17,6 +17,9 @@ export const MAX_REQUEST_BYTES = 2 * MAX_MESSAGE_SIZE + 64 * 1024;
  * smithy-aws-protocol-tests/model/awsJson1_0/content-type.smithy: servers ignore them).
  */
 export function isAwsJson10(req: IncomingMessage): boolean {
-  const type = String(req.headers['content-type'] ?? '').split(';')[0]?.trim().toLowerCase();
+  const type = String(req.headers['content-type'] ?? '')
+    .split(';')[0]
+    ?.trim()
+    .toLowerCase();
   return type === 'application/x-amz-json-1.0';
 }

@@ -31,7 +31,12 @@ export function sendToQueue(queue: Queue, input: Omit<SendMessageInput, 'queue'>
   if (input.delaySeconds !== undefined) {
     if (queue.fifo && input.delaySeconds !== 0) {
       // Recorded: localstack test_sqs.snapshot.json, test_fifo_queue_send_message_with_delay_seconds_fails.
-      throw invalidParameter('DelaySeconds', input.delaySeconds, 'The request include parameter that is not valid for this queue type.', 'a FIFO queue takes its delay from the queue attribute DelaySeconds only');
+      throw invalidParameter(
+        'DelaySeconds',
+        input.delaySeconds,
+        'The request include parameter that is not valid for this queue type.',
+        'a FIFO queue takes its delay from the queue attribute DelaySeconds only',
+      );
     }
     if (!Number.isInteger(input.delaySeconds) || input.delaySeconds < 0 || input.delaySeconds > 900) {
       // AWS's text as Inqnuam/local-aws-sqs test/send-message.test.ts expects it.
@@ -43,9 +48,13 @@ export function sendToQueue(queue: Queue, input: Omit<SendMessageInput, 'queue'>
   const size = messageSize(body, messageAttributes);
   if (size > queue.config.maximumMessageSize) {
     // Recorded: localstack test_sqs.snapshot.json, test_send_oversized_message.
-    throw new SqsError('InvalidParameterValue', `One or more parameters are invalid. Reason: Message must be shorter than ${queue.config.maximumMessageSize} bytes.`, {
-      advice: `this message is ${size} bytes, body plus message attributes`,
-    });
+    throw new SqsError(
+      'InvalidParameterValue',
+      `One or more parameters are invalid. Reason: Message must be shorter than ${queue.config.maximumMessageSize} bytes.`,
+      {
+        advice: `this message is ${size} bytes, body plus message attributes`,
+      },
+    );
   }
   const md5s = {
     md5OfMessageBody: md5Hex(body),
@@ -53,8 +62,14 @@ export function sendToQueue(queue: Queue, input: Omit<SendMessageInput, 'queue'>
     ...optional('md5OfMessageSystemAttributes', md5OfMessageAttributes(messageSystemAttributes)),
   };
   const stored = {
-    body, md5OfBody: md5s.md5OfMessageBody, messageAttributes, messageSystemAttributes,
-    senderId, sentTimestamp: now, enqueuedAt: now, receiveCount: 0,
+    body,
+    md5OfBody: md5s.md5OfMessageBody,
+    messageAttributes,
+    messageSystemAttributes,
+    senderId,
+    sentTimestamp: now,
+    enqueuedAt: now,
+    receiveCount: 0,
   };
   const groupId = input.messageGroupId;
   if (groupId !== undefined && !FIFO_ID_PATTERN.test(groupId)) {
@@ -87,8 +102,12 @@ export function sendToQueue(queue: Queue, input: Omit<SendMessageInput, 'queue'>
   const sequenceNumber = queue.nextSequenceNumber();
   queue.dedup.set(key, { messageId, sequenceNumber, expiresAt: now + DEDUP_WINDOW_MS });
   enqueue(queue, {
-    ...stored, messageId, visibleAt: now + queue.config.delaySeconds * 1000,
-    messageGroupId: groupId, messageDeduplicationId: dedupId, sequenceNumber,
+    ...stored,
+    messageId,
+    visibleAt: now + queue.config.delaySeconds * 1000,
+    messageGroupId: groupId,
+    messageDeduplicationId: dedupId,
+    sequenceNumber,
   });
   return { messageId, sequenceNumber, ...md5s, deduplicated: false };
 }
@@ -115,7 +134,8 @@ export function checkSendBatch(queue: Queue, entries: readonly SendBatchEntry[])
   }
   if (!queue.config.contentBasedDeduplication && entries.some((e) => e.messageDeduplicationId === undefined)) {
     throw new SqsError('InvalidParameterValue', NO_DEDUP_ID, {
-      advice: 'every entry of a FIFO batch needs a MessageDeduplicationId unless the queue has ContentBasedDeduplication; AWS sends none of the batch otherwise',
+      advice:
+        'every entry of a FIFO batch needs a MessageDeduplicationId unless the queue has ContentBasedDeduplication; AWS sends none of the batch otherwise',
     });
   }
 }

@@ -57,7 +57,6 @@ export interface SqsServer {
   close(): Promise<void>;
 }
 
-
 /**
  * Starts the AWS JSON 1.0 front for `@aws-sdk/client-sqs`: `POST /` with `x-amz-target: AmazonSQS.<Op>`.
  *
@@ -69,14 +68,11 @@ export interface SqsServer {
  * await sqs.close();
  */
 export async function startSqs(options: StartSqsOptions = {}): Promise<SqsServer> {
-  const model =
-    options.model ??
-    new SqsModel({ ...(options.clock ? { clock: options.clock } : {}), region: options.region ?? 'us-east-1' });
+  const model = options.model ?? new SqsModel({ ...(options.clock ? { clock: options.clock } : {}), region: options.region ?? 'us-east-1' });
   const faults = new SqsFaults();
   const requests: RecordedRequest[] = [];
   const shutdown = new AbortController();
   const handlers = createHandlers(model, faults);
-
 
   const server = createServer((req, res) => {
     void handle(req, res).catch((error: unknown) => {
@@ -93,7 +89,9 @@ export async function startSqs(options: StartSqsOptions = {}): Promise<SqsServer
     // 29-byte body dynalite recorded from the coral front of DynamoDB, test/connection.js).
     if (req.method !== 'POST' || !isAwsJson10(req)) {
       req.resume();
-      log(`${req.method ?? '?'} ${req.url ?? ''}: answered 404 UnknownOperationException (this endpoint speaks AWS JSON 1.0 only: POST with content-type application/x-amz-json-1.0 and x-amz-target AmazonSQS.<Operation>)`);
+      log(
+        `${req.method ?? '?'} ${req.url ?? ''}: answered 404 UnknownOperationException (this endpoint speaks AWS JSON 1.0 only: POST with content-type application/x-amz-json-1.0 and x-amz-target AmazonSQS.<Operation>)`,
+      );
       return sendText(res, 404, '<UnknownOperationException/>\n', { 'x-amzn-requestid': randomUUID() });
     }
     const body = await readBoundedBody(req, MAX_REQUEST_BYTES);

@@ -45,7 +45,8 @@ export function integerMember(input: Json, name: string): number | undefined {
     if (/^\s*[+-]?\d+\s*$/.test(value)) return Number(value);
     throw serialization('STRING_VALUE can not be converted to an Integer', `${name} must be an integer`);
   }
-  if (typeof value === 'boolean') throw serialization(`${value ? 'VALUE_TRUE' : 'VALUE_FALSE'} can not be converted to an Integer`, `${name} must be an integer`);
+  if (typeof value === 'boolean')
+    throw serialization(`${value ? 'VALUE_TRUE' : 'VALUE_FALSE'} can not be converted to an Integer`, `${name} must be an integer`);
   if (Array.isArray(value)) throw serialization('Start of list found where not expected.', `${name} must be an integer`);
   throw serialization(STRUCTURE_NOT_EXPECTED, `${name} must be an integer`);
 }

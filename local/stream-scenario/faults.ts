@@ -31,7 +31,10 @@ export class StreamInvocationFaults {
   }
 
   /** The handler with the schedule's 5xx, decided before each invocation. */
-  wrap<Event>(handler: (event: Event, context: Context) => unknown, recordsOf: (event: Event) => readonly unknown[]): (event: Event, context: Context) => Promise<unknown> {
+  wrap<Event>(
+    handler: (event: Event, context: Context) => unknown,
+    recordsOf: (event: Event) => readonly unknown[],
+  ): (event: Event, context: Context) => Promise<unknown> {
     return async (event, context) => {
       const deliveries = recordsOf(event).map((record): Delivery => {
         const id = this.#recordId(record);

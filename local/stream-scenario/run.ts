@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { Context } from 'aws-lambda';
 import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
-import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import type { DataApiSession } from '../../lambda/inbox/data-api/session.js';
 import type { DatabaseTarget } from '../../lambda/inbox/data-api/session.js';
 import { problemsOf } from '../effects.js';
 import type { DoubleEffect, OutOfOrderEffect, SentMessage } from '../effects.js';
@@ -189,7 +189,10 @@ export async function runStreamScenario(first: LocalStack | StreamScenarioOption
   const settings = resolve(options);
   return exclusively('runStreamScenario', (setEnv) =>
     onStack(options.local, (local) => {
-      const tag = `${settings.source}_${settings.label.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 20)}_${settings.seed}_${randomBytes(3).toString('hex')}`;
+      const tag = `${settings.source}_${settings.label
+        .toLowerCase()
+        .replace(/[^a-z0-9_]/g, '_')
+        .slice(0, 20)}_${settings.seed}_${randomBytes(3).toString('hex')}`;
       return inOwnDatabase(local, `stream_${tag}`, (database) => runIn(local, settings, database, setEnv));
     }),
   );
@@ -212,18 +215,25 @@ interface Settings {
 function resolve(options: StreamScenarioOptions): Settings {
   const problems: string[] = [];
   const given = options as Partial<StreamConsumer> & StreamRunOptions;
-  if (!(STREAM_SOURCES as readonly string[]).includes(options.source)) problems.push(`source must be one of ${STREAM_SOURCES.join(', ')}; got ${JSON.stringify(options.source)}.`);
+  if (!(STREAM_SOURCES as readonly string[]).includes(options.source))
+    problems.push(`source must be one of ${STREAM_SOURCES.join(', ')}; got ${JSON.stringify(options.source)}.`);
   const messages = options.messages ?? 300;
   const seed = options.seed ?? 417;
   const batchSize = options.batchSize ?? 10;
   const timeoutMs = options.timeoutMs ?? Math.max(120_000, messages * 40);
-  for (const [name, value, min] of [['messages', messages, 1], ['seed', seed, 0], ['batchSize', batchSize, 1], ['timeoutMs', timeoutMs, 1]] as const) {
+  for (const [name, value, min] of [
+    ['messages', messages, 1],
+    ['seed', seed, 0],
+    ['batchSize', batchSize, 1],
+    ['timeoutMs', timeoutMs, 1],
+  ] as const) {
     if (!Number.isInteger(value) || value < min) problems.push(`${name} must be a whole number of at least ${min}; got ${value}.`);
   }
   let consumer: StreamConsumer | undefined;
   if (typeof given.handler !== 'function') problems.push('handler must be a factory of your handler, e.g. ({ database }) => kinesisInbox({ database, ... }).');
   if (typeof given.message !== 'function') problems.push('message must be a function (index) => ({ key, body, groupId? }).');
-  if (typeof given.effects !== 'string' || given.effects.trim() === '') problems.push('effects must be SQL returning key and count per record, e.g. SELECT credit_id AS key, count(*) FROM public.credits GROUP BY 1.');
+  if (typeof given.effects !== 'string' || given.effects.trim() === '')
+    problems.push('effects must be SQL returning key and count per record, e.g. SELECT credit_id AS key, count(*) FROM public.credits GROUP BY 1.');
   if (given.verify !== undefined && typeof given.verify !== 'function') problems.push('verify must be a function (session) => problems.');
   if (problems.length === 0) consumer = given as StreamConsumer;
   const faults = options.faults ?? STREAM_FAULTS;
@@ -244,7 +254,12 @@ function resolve(options: StreamScenarioOptions): Settings {
   };
 }
 
-async function runIn(local: LocalStack, settings: Settings, databaseName: string, setEnv: (env: Readonly<Record<string, string>>) => void): Promise<StreamScenarioResult> {
+async function runIn(
+  local: LocalStack,
+  settings: Settings,
+  databaseName: string,
+  setEnv: (env: Readonly<Record<string, string>>) => void,
+): Promise<StreamScenarioResult> {
   const started = Date.now();
   const { consumer } = settings;
   const { client, target: database, session } = openDatabase(local, databaseName);
@@ -280,7 +295,10 @@ async function runIn(local: LocalStack, settings: Settings, databaseName: string
     const env = runEnvironment(local, databaseName, settings.env) as Record<string, string>;
     setEnv(env);
     const handler = await consumer.handler({ env, database, session, instance: 0, local });
-    if (typeof handler !== 'function') throw new TypeError(`runStreamScenario: handler must be a factory that returns your handler, e.g. ({ database }) => kinesisInbox({ database, ... }); the factory returned ${typeof handler}.`);
+    if (typeof handler !== 'function')
+      throw new TypeError(
+        `runStreamScenario: handler must be a factory that returns your handler, e.g. ({ database }) => kinesisInbox({ database, ... }); the factory returned ${typeof handler}.`,
+      );
     const invocationFaults = new StreamInvocationFaults(schedule, source.recordId);
     const stream = source.eventSource(invocationFaults.wrap(handler as (event: unknown, context: Context) => unknown, recordsOf) as never, {
       batchSize: settings.batchSize,

@@ -86,7 +86,8 @@ function dynamoDbStream(partitionKey: string): StreamSource {
     // A retried PutItem of the same item writes no stream record.
     resends: false,
     put: ({ lane, body }) => {
-      if (typeof body !== 'object') throw new TypeError(`runStreamScenario: on dynamodb, message() must give an object body (the item); got ${JSON.stringify(body)}.`);
+      if (typeof body !== 'object')
+        throw new TypeError(`runStreamScenario: on dynamodb, message() must give an object body (the item); got ${JSON.stringify(body)}.`);
       model.putItem('items', { [partitionKey]: lane, ...(body as Record<string, never>) });
     },
     eventSource: (handler, options) =>

@@ -11,9 +11,7 @@ import type { SqsModel } from '../sqs/model.js';
  * const failures: object[] = [];
  * { type: 'memory', records: failures }
  */
-export type OnFailureDestination =
-  | { type: 'sqs'; model: SqsModel; queue: string }
-  | { type: 'memory'; records: Record<string, unknown>[] };
+export type OnFailureDestination = { type: 'sqs'; model: SqsModel; queue: string } | { type: 'memory'; records: Record<string, unknown>[] };
 
 /** Adds to `problems` what is wrong with a destination: an unknown type, a missing or FIFO queue. */
 export function checkDestination(destination: OnFailureDestination | undefined, problems: string[]): void {

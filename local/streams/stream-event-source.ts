@@ -149,11 +149,14 @@ export class StreamEventSource<R, Event> {
   #isIdle(): boolean {
     if (this.stats.activeInvocations > 0 || this.#abandoned.size > 0 || this.#holding > 0) return false;
     if ([...this.#queues].some((queue) => queue.length > 0)) return false;
-    return this.#source.pollerLanes().flat().every((lane) => {
-      const newest = this.#source.newest(lane);
-      const done = this.#checkpoints.get(lane);
-      return newest === undefined || (done !== undefined && done >= newest);
-    });
+    return this.#source
+      .pollerLanes()
+      .flat()
+      .every((lane) => {
+        const newest = this.#source.newest(lane);
+        const done = this.#checkpoints.get(lane);
+        return newest === undefined || (done !== undefined && done >= newest);
+      });
   }
 
   /** The stored checkpoint, else where the starting position put the lane. */

@@ -113,7 +113,12 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
   const faults = new Faults();
   const stats = new Stats();
   const statements: string[] = [];
-  const conflicts = { rate: 0, random: Math.random, error: { sqlState: '40001', message: 'could not serialize access due to concurrent update (injected)' }, injected: 0 };
+  const conflicts = {
+    rate: 0,
+    random: Math.random,
+    error: { sqlState: '40001', message: 'could not serialize access due to concurrent update (injected)' },
+    injected: 0,
+  };
   let check: ((sql: string, context: WireStatementContext) => WireRefusal | undefined) | undefined;
   let rewrite: ((sql: string) => string) | undefined;
   const connectionRefusals = { count: 0, refusal: UNAVAILABLE, refused: 0 };
@@ -130,7 +135,16 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
     // Small protocol messages, one round trip each: Nagle's algorithm would hold each for a delayed ACK.
     client.setNoDelay(true);
     upstream.setNoDelay(true);
-    const pipe: Pipe = { id: ++connections, client, server: upstream, silent: false, answers: 'pass', messages: 'forward', status: 'I', queue: Promise.resolve() };
+    const pipe: Pipe = {
+      id: ++connections,
+      client,
+      server: upstream,
+      silent: false,
+      answers: 'pass',
+      messages: 'forward',
+      status: 'I',
+      queue: Promise.resolve(),
+    };
     pipes.add(pipe);
     const end = () => {
       pipes.delete(pipe);

@@ -24,7 +24,7 @@ describe('the consumer bundle', () => {
     expect(modules.filter((name) => unused.test(name))).toEqual([]);
   }, 120_000);
 
-  it("is bundled with the options InboxFunction gives NodejsFunction (read from lib/consumer/inbox-function.ts)", () => {
+  it('is bundled with the options InboxFunction gives NodejsFunction (read from lib/consumer/inbox-function.ts)', () => {
     expect(checkInboxFunction()).toEqual([]);
   });
 });

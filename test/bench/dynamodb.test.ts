@@ -37,7 +37,13 @@ describe("the bench's local DynamoDB (dynalite behind the bench's front)", () =>
     dynamodb.latency({});
     dynamodb.refuseUpdates((id) => id === 'slow');
     const update = (id: string) =>
-      new UpdateItemCommand({ TableName: IDEMPOTENCY_TABLE, Key: { id: { S: id } }, UpdateExpression: 'SET #s = :s', ExpressionAttributeNames: { '#s': 'status' }, ExpressionAttributeValues: { ':s': { S: 'COMPLETED' } } });
+      new UpdateItemCommand({
+        TableName: IDEMPOTENCY_TABLE,
+        Key: { id: { S: id } },
+        UpdateExpression: 'SET #s = :s',
+        ExpressionAttributeNames: { '#s': 'status' },
+        ExpressionAttributeValues: { ':s': { S: 'COMPLETED' } },
+      });
     await expect(client.send(update('slow'))).rejects.toMatchObject({ $metadata: { httpStatusCode: 500 } });
     await expect(client.send(update('slow-2'))).resolves.toBeDefined();
     dynamodb.refuseUpdates(undefined);

@@ -33,10 +33,12 @@ async function bench(args: string[], out: string): Promise<{ code: number; stder
 // The bench starts embedded PostgreSQL (in its server process) and runs real handlers: a record that fails
 // in it must fail the run, with its cause, or a broken variant would pass unnoticed.
 describe('npm run bench', () => {
-  it('exits 1 when a variant\'s records fail, naming the cause the handler logged', async () => {
+  it("exits 1 when a variant's records fail, naming the cause the handler logged", async () => {
     const run = await bench(['--fail-variant', 'inbox-stmt'], join(dir, 'failing.md'));
     expect(run.code).toBe(1);
-    expect(run.stderr).toMatch(/inbox-stmt: 10 of 10 records reported failed \(counting calls, new messages\).*violates check constraint "bench_forced_failure"/);
+    expect(run.stderr).toMatch(
+      /inbox-stmt: 10 of 10 records reported failed \(counting calls, new messages\).*violates check constraint "bench_forced_failure"/,
+    );
     expect(run.results).toMatch(/\*\*Problems:\*\*/);
   }, 120_000);
 
@@ -45,7 +47,9 @@ describe('npm run bench', () => {
     expect(run.stderr).not.toMatch(/PROBLEMS|reported failed|\[bench\] failed/);
     expect(run.code).toBe(0);
     expect(run.results).toMatch(/every call count matches the design/);
-    expect(run.results).toMatch(/Not run, so nothing is claimed about them: the purge \(--calls-only\), the fault scenario \(--calls-only\), the consumer bundle \(--calls-only\)\./);
+    expect(run.results).toMatch(
+      /Not run, so nothing is claimed about them: the purge \(--calls-only\), the fault scenario \(--calls-only\), the consumer bundle \(--calls-only\)\./,
+    );
     expect(run.results).not.toMatch(/scenario has no double/);
     // The modes over the PostgreSQL wire protocol: round trips counted at the wire proxy, the designed calls.
     expect(run.results).toMatch(/round trips over the PostgreSQL wire protocol match its designed calls/);

@@ -118,7 +118,7 @@ describe('runScenario on a DATABASE_URL server', () => {
     effects: 'SELECT payment_id AS key, count(*) FROM public.payments GROUP BY 1',
   };
 
-  it('drops the run\'s database when the handler factory throws', async () => {
+  it("drops the run's database when the handler factory throws", async () => {
     let database: string | undefined;
     await expect(
       runScenario(local, {
@@ -135,7 +135,7 @@ describe('runScenario on a DATABASE_URL server', () => {
     expect(await exists(database!)).toBe(false);
   }, 60_000);
 
-  it('drops the run\'s database when the final check fails after the consumers ran', async () => {
+  it("drops the run's database when the final check fails after the consumers ran", async () => {
     let database: string | undefined;
     await expect(
       runScenario(local, {
@@ -150,7 +150,7 @@ describe('runScenario on a DATABASE_URL server', () => {
     expect(await exists(database!)).toBe(false);
   }, 60_000);
 
-  it('drops the run\'s database after a run that passed, and leaves a database it was given', async () => {
+  it("drops the run's database after a run that passed, and leaves a database it was given", async () => {
     let created: string | undefined;
     const result = await runScenario(local, {
       ...consumer,

@@ -44,7 +44,10 @@ function repeatingHandler({ session }: ScenarioEnvironment) {
 /** A session on the stack's default database (the fresh one DATABASE_URL names). */
 function defaultSession() {
   const client = dataApiClient(local.dataApi);
-  const session = new DataApiSession({ client, resourceArn: local.dataApi.resourceArn, secretArn: local.dataApi.secretArn }, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
+  const session = new DataApiSession(
+    { client, resourceArn: local.dataApi.resourceArn, secretArn: local.dataApi.secretArn },
+    { callTimeoutMs: 10_000, resumeDelaysMs: [] },
+  );
   return { session, close: () => client.destroy() };
 }
 
@@ -80,15 +83,19 @@ describe("the demo's final check, in pages", () => {
     close();
   });
 
-  it.each(['inbox', 'naive'] as const)('judges every order of a %s run whose effects pass the response limit, and finishes', async (pattern) => {
-    const result = await runScenario(local, { ...demoConsumer(pattern), messages: 400, seed: 11, faults: FAULTS });
-    expect(result.completed).toBe(true);
-    expect(result.unexpectedKeys).toEqual([]);
-    expect(result.lost).toBe(0);
-    // Every order counted: shipped, parked or dead-lettered.
-    expect(result.applied + result.wellFormedInDlqOrParked + result.poison).toBeGreaterThanOrEqual(400);
-    if (pattern === 'inbox') expect(result.problems).toEqual([]);
-  }, 120_000);
+  it.each(['inbox', 'naive'] as const)(
+    'judges every order of a %s run whose effects pass the response limit, and finishes',
+    async (pattern) => {
+      const result = await runScenario(local, { ...demoConsumer(pattern), messages: 400, seed: 11, faults: FAULTS });
+      expect(result.completed).toBe(true);
+      expect(result.unexpectedKeys).toEqual([]);
+      expect(result.lost).toBe(0);
+      // Every order counted: shipped, parked or dead-lettered.
+      expect(result.applied + result.wellFormedInDlqOrParked + result.poison).toBeGreaterThanOrEqual(400);
+      if (pattern === 'inbox') expect(result.problems).toEqual([]);
+    },
+    120_000,
+  );
 
   it('counts every effect of a run whose effects query returns a row per effect, keys straddling pages', async () => {
     const messages = 300;

@@ -78,7 +78,12 @@ describe('the two-stage pipeline: ship, then invoice, through every fault', () =
     expect(outbox.invoice.applied).toBe(outbox.ship.applied);
     expect([outbox.ship.extraEffects, outbox.invoice.extraEffects, outbox.invoice.lostKeys.length, outbox.invoice.phantomKeys.length]).toEqual([0, 0, 0, 0]);
     // The faults did strike: commits whose answer was lost leave rows only the sweeper sends.
-    expect(outbox.faultsInjected).toMatchObject({ 'drop-commit': expect.any(Number), 'crash-in-transaction': expect.any(Number), 'drop-send-response': expect.any(Number), poison: expect.any(Number) });
+    expect(outbox.faultsInjected).toMatchObject({
+      'drop-commit': expect.any(Number),
+      'crash-in-transaction': expect.any(Number),
+      'drop-send-response': expect.any(Number),
+      poison: expect.any(Number),
+    });
     expect(outbox.handOff.swept).toBeGreaterThan(0);
   });
 

@@ -21,7 +21,7 @@ const SEED = 3;
 const CRASH_SEED = 4;
 
 describe.each(STREAM_SOURCES)('the stream demo on %s', (source) => {
-  it('ships every order exactly once and in each customer\'s order through every fault, where the naive consumer ships some twice', async () => {
+  it("ships every order exactly once and in each customer's order through every fault, where the naive consumer ships some twice", async () => {
     // Arrange, Act
     const inbox = await runStreamScenario(local, { source, ...streamDemoConsumer(source, 'inbox', 120), messages: 120, seed: SEED });
     const naive = await runStreamScenario(local, { source, ...streamDemoConsumer(source, 'naive', 120), messages: 120, seed: SEED });
@@ -37,7 +37,14 @@ describe.each(STREAM_SOURCES)('the stream demo on %s', (source) => {
   }, 60_000);
 
   it('finds the claims of what committed when the worker dies before the checkpoint and the records come again', async () => {
-    const inbox = await runStreamScenario(local, { source, ...streamDemoConsumer(source, 'inbox', 60), messages: 60, seed: CRASH_SEED, batchSize: 4, faults: ['crash-after-commit'] });
+    const inbox = await runStreamScenario(local, {
+      source,
+      ...streamDemoConsumer(source, 'inbox', 60),
+      messages: 60,
+      seed: CRASH_SEED,
+      batchSize: 4,
+      faults: ['crash-after-commit'],
+    });
 
     expect(inbox.crashesBeforeCheckpoint).toBeGreaterThan(0);
     // The crashed batches were delivered again, and shipped nothing more.
@@ -69,7 +76,10 @@ describe('sqs-inbox demo --source kafka', () => {
   }, 60_000);
 
   it('refuses --source with --pipeline, and an unknown source, as misuse', async () => {
-    for (const args of [['--source', 'kafka', '--pipeline'], ['--source', 'rabbitmq']]) {
+    for (const args of [
+      ['--source', 'kafka', '--pipeline'],
+      ['--source', 'rabbitmq'],
+    ]) {
       const child = spawn(process.execPath, [BIN, 'demo', ...args]);
       let stderr = '';
       child.stderr.on('data', (chunk) => (stderr += chunk));

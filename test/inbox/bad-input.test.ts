@@ -56,7 +56,12 @@ const cases = [
   { problem: 'malformed JSON', record: () => sqsRecord({ body: '{"orderId": "x"' }), error: /ParseError/, text: /could not be parsed/ },
   { problem: 'an over-long key', record: () => sqsRecord({ key: 'k'.repeat(600) }), error: /KeyError/, text: /600 bytes; the limit is 512/ },
   { problem: 'a key with a control character', record: () => sqsRecord({ key: 'line\nbreak' }), error: /KeyError/, text: /control character/ },
-  { problem: 'a body over 1 MiB', record: () => sqsRecord({ body: JSON.stringify({ orderId: 'big', pad: 'x'.repeat(MAX_BODY_BYTES) }) }), error: /BodyTooLargeError/, text: /at most 1048576 bytes/ },
+  {
+    problem: 'a body over 1 MiB',
+    record: () => sqsRecord({ body: JSON.stringify({ orderId: 'big', pad: 'x'.repeat(MAX_BODY_BYTES) }) }),
+    error: /BodyTooLargeError/,
+    text: /at most 1048576 bytes/,
+  },
 ];
 
 describe.each(cases)('a record with $problem', ({ record: makeRecord, error, text }) => {
@@ -123,7 +128,7 @@ describe.each(modes)('a key collision in $name', ({ mode, calls }) => {
     const response = await handler({ Records: [second] }, lambdaContext());
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: second.messageId }]);
     expect(db.server.stats.total()).toBe(calls);
-    expect(await db.query("SELECT order_id, shipped_count FROM public.orders ORDER BY order_id")).toEqual([{ order_id: 'first', shipped_count: 1 }]);
+    expect(await db.query('SELECT order_id, shipped_count FROM public.orders ORDER BY order_id')).toEqual([{ order_id: 'first', shipped_count: 1 }]);
     expectCollisionLogged(logger, 'k-1', second.messageId);
     expect(metrics.published[1]).toMatchObject({ KeyCollisions: [1], Processed: [0], Duplicates: [0], Failures: [1] });
   });
@@ -143,13 +148,21 @@ describe.each(modes)('a key collision in $name', ({ mode, calls }) => {
 
 describe('records Lambda could not report', () => {
   it('fails the whole batch when a record that did not commit has no messageId, instead of reporting it succeeded', async () => {
-    const { handler } = make('retry', { apply: async () => { throw new Error('no'); } });
+    const { handler } = make('retry', {
+      apply: async () => {
+        throw new Error('no');
+      },
+    });
     const record = { ...sqsRecord(), messageId: '' };
     await expect(handler({ Records: [sqsRecord(), record] }, lambdaContext())).rejects.toThrow(/has no messageId/);
   });
 
   it('fails the whole batch when a record that did not commit carries no messageId field at all', async () => {
-    const { handler } = make('retry', { apply: async () => { throw new Error('no'); } });
+    const { handler } = make('retry', {
+      apply: async () => {
+        throw new Error('no');
+      },
+    });
     const record = { ...sqsRecord(), messageId: undefined as never };
     await expect(handler({ Records: [record] }, lambdaContext())).rejects.toThrow(
       'a record that did not commit has no messageId, so it cannot be reported alone; failing the whole batch so SQS delivers it again',
@@ -176,7 +189,10 @@ describe('parking never applies a key twice', () => {
     const resent = sqsRecord({ key: 'order-77', body: { orderId: 'order-77' } });
     expect((await handler({ Records: [first] }, lambdaContext())).batchItemFailures).toEqual([]);
     expect((await handler({ Records: [resent] }, lambdaContext())).batchItemFailures).toEqual([]);
-    expect(metrics.published.map((m) => [m.Parked![0], m.Duplicates![0]])).toEqual([[1, 0], [0, 1]]);
+    expect(metrics.published.map((m) => [m.Parked![0], m.Duplicates![0]])).toEqual([
+      [1, 0],
+      [0, 1],
+    ]);
     const parked = await parkedMessages(handler).list();
     expect(parked.map((p) => [p.sqsMessageId, p.ownsClaim])).toEqual([[first.messageId, true]]);
     strict = false;
@@ -213,15 +229,45 @@ describe('key strategies', () => {
 
   // message: the parked error names where the bad key came from, so the producer knows what to fix.
   const problems: { name: string; key: InboxOptions<Order>['key']; record: () => ReturnType<typeof sqsRecord>; message: string }[] = [
-    { name: "'auto' with an over-long idempotency-key attribute", key: 'auto', record: () => sqsRecord({ key: long }), message: tooLong('message attribute "idempotency-key"') },
+    {
+      name: "'auto' with an over-long idempotency-key attribute",
+      key: 'auto',
+      record: () => sqsRecord({ key: long }),
+      message: tooLong('message attribute "idempotency-key"'),
+    },
     { name: "'auto' with an over-long messageId", key: 'auto', record: () => sqsRecord({ messageId: long }), message: tooLong('messageId') },
     { name: "'message-id' with an over-long messageId", key: 'message-id', record: () => sqsRecord({ messageId: long }), message: tooLong('messageId') },
-    { name: "'deduplication-id' with an over-long deduplication id", key: 'deduplication-id', record: () => sqsRecord({ groupId: 'g', attributes: { MessageDeduplicationId: long } }), message: tooLong('MessageDeduplicationId') },
-    { name: "'deduplication-id' on a standard queue's record", key: 'deduplication-id', record: () => sqsRecord(), message: 'the record has no MessageDeduplicationId: key "deduplication-id" needs a FIFO queue' },
-    { name: '{ attribute } on a record with no message attributes at all', key: { attribute: 'order-key' }, record: () => ({ ...sqsRecord(), messageAttributes: undefined as never }), message: 'message attribute "order-key" is missing or not a String; the producer must set it on every message' },
-    { name: '{ attribute } with an over-long value', key: { attribute: 'order-key' }, record: () => withAttribute('order-key', long), message: tooLong('message attribute "order-key"') },
+    {
+      name: "'deduplication-id' with an over-long deduplication id",
+      key: 'deduplication-id',
+      record: () => sqsRecord({ groupId: 'g', attributes: { MessageDeduplicationId: long } }),
+      message: tooLong('MessageDeduplicationId'),
+    },
+    {
+      name: "'deduplication-id' on a standard queue's record",
+      key: 'deduplication-id',
+      record: () => sqsRecord(),
+      message: 'the record has no MessageDeduplicationId: key "deduplication-id" needs a FIFO queue',
+    },
+    {
+      name: '{ attribute } on a record with no message attributes at all',
+      key: { attribute: 'order-key' },
+      record: () => ({ ...sqsRecord(), messageAttributes: undefined as never }),
+      message: 'message attribute "order-key" is missing or not a String; the producer must set it on every message',
+    },
+    {
+      name: '{ attribute } with an over-long value',
+      key: { attribute: 'order-key' },
+      record: () => withAttribute('order-key', long),
+      message: tooLong('message attribute "order-key"'),
+    },
     { name: 'a key function that returns an over-long key', key: () => long, record: () => sqsRecord(), message: tooLong('the key function') },
-    { name: 'a key function that returns an empty key', key: () => '', record: () => sqsRecord(), message: 'the key function gave an empty key; every message needs a non-empty idempotency key' },
+    {
+      name: 'a key function that returns an empty key',
+      key: () => '',
+      record: () => sqsRecord(),
+      message: 'the key function gave an empty key; every message needs a non-empty idempotency key',
+    },
   ];
 
   it.each(problems)('parks a record with a KeyError naming the source of the key: $name', async ({ key, record: makeRecord, message }) => {
@@ -231,7 +277,8 @@ describe('key strategies', () => {
     expect(await db.query('SELECT sqs_message_id, error_class, error_message FROM inbox.parked_message')).toEqual([
       { sqs_message_id: bad.messageId, error_class: 'KeyError', error_message: message },
     ]);
-    expect(await db.query('SELECT message_id FROM inbox.consumed_message')).toEqual([]);    expect(logger.lines.filter((l) => l.level === 'warn')).toEqual([
+    expect(await db.query('SELECT message_id FROM inbox.consumed_message')).toEqual([]);
+    expect(logger.lines.filter((l) => l.level === 'warn')).toEqual([
       { level: 'warn', message: 'record parked', extra: [{ messageId: bad.messageId, error: { name: 'KeyError', message } }] },
     ]);
   });
@@ -241,17 +288,52 @@ describe('key strategies', () => {
     const record = { ...sqsRecord({ key: 'no-body', attributes: { AWSTraceHeader: 'Root=1-abc' } }), body: undefined as never };
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
     expect(await db.query('SELECT body, error_class, message_key, attributes FROM inbox.parked_message')).toEqual([
-      { body: '', error_class: 'ParseError', message_key: 'no-body', attributes: { attributes: record.attributes, messageAttributes: record.messageAttributes, eventSourceARN: record.eventSourceARN } },
+      {
+        body: '',
+        error_class: 'ParseError',
+        message_key: 'no-body',
+        attributes: { attributes: record.attributes, messageAttributes: record.messageAttributes, eventSourceARN: record.eventSourceARN },
+      },
     ]);
   });
 
-  const chosen: { name: string; key: InboxOptions<Order>['key']; record: () => ReturnType<typeof sqsRecord>; expected: (record: ReturnType<typeof sqsRecord>) => string }[] = [
+  const chosen: {
+    name: string;
+    key: InboxOptions<Order>['key'];
+    record: () => ReturnType<typeof sqsRecord>;
+    expected: (record: ReturnType<typeof sqsRecord>) => string;
+  }[] = [
     { name: "'auto' takes the idempotency-key attribute", key: 'auto', record: () => sqsRecord({ key: 'producer-key' }), expected: () => 'producer-key' },
-    { name: "'auto' takes the messageId of a record with no message attributes at all", key: 'auto', record: () => ({ ...sqsRecord(), messageAttributes: undefined as never }), expected: (r) => r.messageId },
-    { name: "'message-id' takes the messageId even when the producer set a key", key: 'message-id', record: () => sqsRecord({ key: 'producer-key' }), expected: (r) => r.messageId },
-    { name: "'deduplication-id' takes the FIFO deduplication id", key: 'deduplication-id', record: () => sqsRecord({ groupId: 'g', key: 'producer-key' }), expected: (r) => r.attributes.MessageDeduplicationId! },
-    { name: '{ attribute } takes that attribute', key: { attribute: 'order-key' }, record: () => withAttribute('order-key', 'attr-key'), expected: () => 'attr-key' },
-    { name: `a key of exactly ${MAX_KEY_BYTES} bytes is accepted`, key: 'auto', record: () => sqsRecord({ key: 'é'.repeat(MAX_KEY_BYTES / 2) }), expected: () => 'é'.repeat(MAX_KEY_BYTES / 2) },
+    {
+      name: "'auto' takes the messageId of a record with no message attributes at all",
+      key: 'auto',
+      record: () => ({ ...sqsRecord(), messageAttributes: undefined as never }),
+      expected: (r) => r.messageId,
+    },
+    {
+      name: "'message-id' takes the messageId even when the producer set a key",
+      key: 'message-id',
+      record: () => sqsRecord({ key: 'producer-key' }),
+      expected: (r) => r.messageId,
+    },
+    {
+      name: "'deduplication-id' takes the FIFO deduplication id",
+      key: 'deduplication-id',
+      record: () => sqsRecord({ groupId: 'g', key: 'producer-key' }),
+      expected: (r) => r.attributes.MessageDeduplicationId!,
+    },
+    {
+      name: '{ attribute } takes that attribute',
+      key: { attribute: 'order-key' },
+      record: () => withAttribute('order-key', 'attr-key'),
+      expected: () => 'attr-key',
+    },
+    {
+      name: `a key of exactly ${MAX_KEY_BYTES} bytes is accepted`,
+      key: 'auto',
+      record: () => sqsRecord({ key: 'é'.repeat(MAX_KEY_BYTES / 2) }),
+      expected: () => 'é'.repeat(MAX_KEY_BYTES / 2),
+    },
   ];
 
   it.each(chosen)('claims the key it chose: $name', async ({ key, record: makeRecord, expected }) => {
@@ -276,14 +358,29 @@ describe('events that are not SQS events', () => {
     ['an empty object', {}, /inbox\(\) handles SQS events, which carry a "Records" array; got an empty object\. Check the function's trigger/],
     ['null', null, /got null\./],
     ['"Records" that is a string', { Records: 'oops' }, /got "Records" of type string\./],
-    ['a Kafka event (records keyed by partition, no Records array)', { eventSource: 'aws:kafka', records: { 'orders-0': [] } }, /It looks like an event from an Amazon MSK topic\./],
-    ['a Kinesis event', { Records: [{ eventSource: 'aws:kinesis', kinesis: { data: 'e30=', sequenceNumber: '1' } }] }, /Records\[0\]\.eventSource is "aws:kinesis" \(a Kinesis stream\), not "aws:sqs"/],
-    ['a DynamoDB Streams event', { Records: [{ eventSource: 'aws:dynamodb', eventID: '1', dynamodb: {} }] }, /Records\[0\]\.eventSource is "aws:dynamodb" \(a DynamoDB stream\)/],
+    [
+      'a Kafka event (records keyed by partition, no Records array)',
+      { eventSource: 'aws:kafka', records: { 'orders-0': [] } },
+      /It looks like an event from an Amazon MSK topic\./,
+    ],
+    [
+      'a Kinesis event',
+      { Records: [{ eventSource: 'aws:kinesis', kinesis: { data: 'e30=', sequenceNumber: '1' } }] },
+      /Records\[0\]\.eventSource is "aws:kinesis" \(a Kinesis stream\), not "aws:sqs"/,
+    ],
+    [
+      'a DynamoDB Streams event',
+      { Records: [{ eventSource: 'aws:dynamodb', eventID: '1', dynamodb: {} }] },
+      /Records\[0\]\.eventSource is "aws:dynamodb" \(a DynamoDB stream\)/,
+    ],
   ];
 
   it.each(foreign)('refuses %s with UnexpectedEventError before any record runs', async (_, event, message) => {
     const { handler } = make('retry');
-    const error = await handler(event as never, lambdaContext()).then(() => undefined, (e: unknown) => e);
+    const error = await handler(event as never, lambdaContext()).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(UnexpectedEventError);
     expect((error as Error).message).toMatch(message);
     expect(await db.query('SELECT 1 FROM inbox.consumed_message')).toEqual([]);
@@ -291,7 +388,10 @@ describe('events that are not SQS events', () => {
 
   it('refuses a batch where one record comes from another source, applying none of the SQS ones', async () => {
     const { handler } = make('retry');
-    const error = await handler({ Records: [sqsRecord(), { eventSource: 'aws:kinesis' } as never] }, lambdaContext()).then(() => undefined, (e: unknown) => e);
+    const error = await handler({ Records: [sqsRecord(), { eventSource: 'aws:kinesis' } as never] }, lambdaContext()).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect((error as Error).message).toMatch(/Records\[1\]\.eventSource is "aws:kinesis"/);
     expect(await db.query('SELECT 1 FROM public.orders')).toEqual([]);
   });

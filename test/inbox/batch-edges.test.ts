@@ -137,7 +137,10 @@ describe('which records join the set (batch-transaction: Begin, claim, effect, C
     const earlier = order('known-g1-0', { groupId: 'g1' });
     await handler({ Records: [earlier] }, lambdaContext());
     db.server.stats.reset();
-    const response = await handler({ Records: [redelivered(earlier), order('known-g1-1', { groupId: 'g1' }), order('known-g2-0', { groupId: 'g2' })] }, lambdaContext());
+    const response = await handler(
+      { Records: [redelivered(earlier), order('known-g1-1', { groupId: 'g1' }), order('known-g2-0', { groupId: 'g2' })] },
+      lambdaContext(),
+    );
     expect(failedIds(response)).toEqual([]);
     // The lookup settles the redelivery; the other two go as one set.
     expect(db.server.stats.total()).toBe(1 + 4);
@@ -157,13 +160,15 @@ describe('what a failed set turns into', () => {
       {
         level: 'info',
         message: FELL_BACK,
-        extra: [{ records: 3, error: { name: 'SetFallback', message: 'a record of the batch collides with an earlier claim, or its claim cannot be compared yet' } }],
+        extra: [
+          { records: 3, error: { name: 'SetFallback', message: 'a record of the batch collides with an earlier claim, or its claim cannot be compared yet' } },
+        ],
       },
     ]);
     expect(await shipped()).toEqual({ 'fb-c': 1, 'fb-d': 1, 'fb-first': 1 });
   });
 
-  it('two statements in one call, which the transport refuses, are one record\'s doing: each record runs alone', async () => {
+  it("two statements in one call, which the transport refuses, are one record's doing: each record runs alone", async () => {
     const { handler, logger } = batchHandler({
       applyBatch: async (tx, messages) => {
         // Two statements in one call: the Data API refuses the call itself (a 4xx that is not a database
@@ -182,7 +187,10 @@ describe('what a failed set turns into', () => {
         error: {
           name: CURRENT.errorName,
           message: expect.stringMatching(
-            onTransport({ 'data-api': /^ExecuteStatement failed \(rejected\): ValidationException: /, wire: /^ExecuteStatement failed \(statement\): cannot insert multiple commands into a prepared statement$/ }),
+            onTransport({
+              'data-api': /^ExecuteStatement failed \(rejected\): ValidationException: /,
+              wire: /^ExecuteStatement failed \(statement\): cannot insert multiple commands into a prepared statement$/,
+            }),
           ),
         },
       },
@@ -211,14 +219,17 @@ describe('what a failed set turns into', () => {
           name: CURRENT.errorName,
           // On the wire the server closed the connection at its idle_in_transaction_session_timeout.
           message: expect.stringMatching(
-            onTransport({ 'data-api': /^ExecuteStatement failed \(transaction-not-found\): TransactionNotFoundException: /, wire: /^ExecuteStatement failed \(transaction-not-found\): / }),
+            onTransport({
+              'data-api': /^ExecuteStatement failed \(transaction-not-found\): TransactionNotFoundException: /,
+              wire: /^ExecuteStatement failed \(transaction-not-found\): /,
+            }),
           ),
         },
       },
     ]);
   });
 
-  it('Aurora resuming (nothing ran, not one record\'s doing) fails every record of the set at its BEGIN', async () => {
+  it("Aurora resuming (nothing ran, not one record's doing) fails every record of the set at its BEGIN", async () => {
     const { handler, logger } = batchHandler({ resumeDelaysMs: [], callTimeoutMs: 1_000 });
     db.server.faults.autoPause({ resumeAfterMs: 60_000 });
     const records = [order('pause-a'), order('pause-b'), order('pause-c')];
@@ -387,6 +398,8 @@ describe('the duplicate filter', () => {
     // The 5 001st is still remembered: one lookup settles it.
     expect(await handler(kinesisEvent([records[5_000]!]), lambdaContext())).toEqual({ batchItemFailures: [] });
     expect(db.server.stats.total()).toBe(1);
-    expect(await db.query("SELECT count(*)::int AS n, max(shipped_count) AS most FROM public.orders WHERE order_id LIKE 'recent-%'")).toEqual([{ n: 10_001, most: 1 }]);
+    expect(await db.query("SELECT count(*)::int AS n, max(shipped_count) AS most FROM public.orders WHERE order_id LIKE 'recent-%'")).toEqual([
+      { n: 10_001, most: 1 },
+    ]);
   });
 });

@@ -60,7 +60,14 @@ const BATCH_MODES: Mode[] = ['batch-transaction', 'batch-statement'];
 function handlerFor(mode: Mode, extra: Partial<InboxOptions<Order>> = {}) {
   const logger = recordingLogger();
   const metrics = recordingMetrics();
-  const handler: InboxHandler = inbox<Order>({ consumer: 'order-worker', database: db.target, logger, metrics, ...MODES[mode], ...extra } as InboxOptions<Order>);
+  const handler: InboxHandler = inbox<Order>({
+    consumer: 'order-worker',
+    database: db.target,
+    logger,
+    metrics,
+    ...MODES[mode],
+    ...extra,
+  } as InboxOptions<Order>);
   return { handler, logger, metrics };
 }
 
@@ -116,16 +123,19 @@ describe('calls per message, counted at the server (batch of 10, standard queue)
 });
 
 describe('a poison message in a batch fails alone', () => {
-  it.each(BATCH_MODES)('%s: the batch falls back to one record at a time; only the poison fails; nothing applies twice; the fallback is counted', async (mode) => {
-    const { handler, logger, metrics } = handlerFor(mode);
-    const batch = orders(`poison-${mode}`, 5);
-    const poison = sqsRecord({ body: { orderId: `poison-${mode}-x`, poison: true } });
-    const response = await handler({ Records: [...batch.slice(0, 2), poison, ...batch.slice(2)] }, lambdaContext());
-    expect(response.batchItemFailures).toEqual([{ itemIdentifier: poison.messageId }]);
-    expect(await shippedCounts(`poison-${mode}`)).toEqual(Object.fromEntries(batch.map((_, i) => [`poison-${mode}-${i}`, 1])));
-    expect(JSON.stringify(logger.lines)).toMatch(/the batch failed as a whole; each of its records runs alone/);
-    expect(metrics.published[0]).toMatchObject({ BatchSets: [1], BatchFallbacks: [1] });
-  });
+  it.each(BATCH_MODES)(
+    '%s: the batch falls back to one record at a time; only the poison fails; nothing applies twice; the fallback is counted',
+    async (mode) => {
+      const { handler, logger, metrics } = handlerFor(mode);
+      const batch = orders(`poison-${mode}`, 5);
+      const poison = sqsRecord({ body: { orderId: `poison-${mode}-x`, poison: true } });
+      const response = await handler({ Records: [...batch.slice(0, 2), poison, ...batch.slice(2)] }, lambdaContext());
+      expect(response.batchItemFailures).toEqual([{ itemIdentifier: poison.messageId }]);
+      expect(await shippedCounts(`poison-${mode}`)).toEqual(Object.fromEntries(batch.map((_, i) => [`poison-${mode}-${i}`, 1])));
+      expect(JSON.stringify(logger.lines)).toMatch(/the batch failed as a whole; each of its records runs alone/);
+      expect(metrics.published[0]).toMatchObject({ BatchSets: [1], BatchFallbacks: [1] });
+    },
+  );
 
   it.each(BATCH_MODES)('%s: a PermanentError thrown for one message is parked alone with park', async (mode) => {
     const options: Partial<InboxOptions<Order>> =
@@ -146,7 +156,9 @@ describe('a poison message in a batch fails alone', () => {
       expect(response.batchItemFailures).toEqual([{ itemIdentifier: poison.messageId }]);
     } else {
       expect(response.batchItemFailures).toEqual([]);
-      expect(await db.query('SELECT sqs_message_id, error_class FROM inbox.parked_message')).toEqual([{ sqs_message_id: poison.messageId, error_class: 'PermanentError' }]);
+      expect(await db.query('SELECT sqs_message_id, error_class FROM inbox.parked_message')).toEqual([
+        { sqs_message_id: poison.messageId, error_class: 'PermanentError' },
+      ]);
       expect(metrics.published[0]!.Parked).toEqual([1]);
     }
     expect(Object.values(await shippedCounts(`park-${mode}`))).toEqual([1, 1, 1]);
@@ -163,24 +175,27 @@ describe('keys in a batch', () => {
     expect(await shippedCounts(`twin-${mode}`)).toMatchObject({ [`twin-${mode}-0`]: 1, [`twin-${mode}-o-0`]: 1, [`twin-${mode}-o-1`]: 1 });
   });
 
-  it.each(ALL_MODES)('%s: a new message reusing a claimed key with another body fails alone (retry) or is parked (park), and is logged and counted', async (mode) => {
-    for (const onPermanentError of ['retry', 'park'] as const) {
-      await db.query('TRUNCATE public.orders, inbox.consumed_message, inbox.parked_message');
-      const { handler, logger, metrics } = handlerFor(mode, { onPermanentError: onPermanentError === 'park' ? park : 'retry' });
-      await handler({ Records: [sqsRecord({ key: 'shared', body: { orderId: `first-${mode}` } })] }, lambdaContext());
-      const reuse = sqsRecord({ key: 'shared', body: { orderId: `second-${mode}` } });
-      const others = orders(`coll-${mode}`, 3);
-      const response = await handler({ Records: [others[0]!, reuse, ...others.slice(1)] }, lambdaContext());
-      expect(response.batchItemFailures).toEqual(onPermanentError === 'retry' ? [{ itemIdentifier: reuse.messageId }] : []);
-      expect(await db.query('SELECT order_id FROM public.orders WHERE order_id = $1', [`second-${mode}`])).toEqual([]);
-      expect(Object.values(await shippedCounts(`coll-${mode}`))).toEqual([1, 1, 1]);
-      expect(JSON.stringify(logger.lines)).toMatch(/key collision/);
-      expect(metrics.published.at(-1)!.KeyCollisions).toEqual([1]);
-      if (onPermanentError === 'park') {
-        expect(await db.query('SELECT error_class FROM inbox.parked_message')).toEqual([{ error_class: 'KeyCollisionError' }]);
+  it.each(ALL_MODES)(
+    '%s: a new message reusing a claimed key with another body fails alone (retry) or is parked (park), and is logged and counted',
+    async (mode) => {
+      for (const onPermanentError of ['retry', 'park'] as const) {
+        await db.query('TRUNCATE public.orders, inbox.consumed_message, inbox.parked_message');
+        const { handler, logger, metrics } = handlerFor(mode, { onPermanentError: onPermanentError === 'park' ? park : 'retry' });
+        await handler({ Records: [sqsRecord({ key: 'shared', body: { orderId: `first-${mode}` } })] }, lambdaContext());
+        const reuse = sqsRecord({ key: 'shared', body: { orderId: `second-${mode}` } });
+        const others = orders(`coll-${mode}`, 3);
+        const response = await handler({ Records: [others[0]!, reuse, ...others.slice(1)] }, lambdaContext());
+        expect(response.batchItemFailures).toEqual(onPermanentError === 'retry' ? [{ itemIdentifier: reuse.messageId }] : []);
+        expect(await db.query('SELECT order_id FROM public.orders WHERE order_id = $1', [`second-${mode}`])).toEqual([]);
+        expect(Object.values(await shippedCounts(`coll-${mode}`))).toEqual([1, 1, 1]);
+        expect(JSON.stringify(logger.lines)).toMatch(/key collision/);
+        expect(metrics.published.at(-1)!.KeyCollisions).toEqual([1]);
+        if (onPermanentError === 'park') {
+          expect(await db.query('SELECT error_class FROM inbox.parked_message')).toEqual([{ error_class: 'KeyCollisionError' }]);
+        }
       }
-    }
-  });
+    },
+  );
 });
 
 describe('FIFO in the batch modes', () => {
@@ -244,19 +259,46 @@ describe('faults on the batch', () => {
   // `resent`: the modes in which the failed call is safe to send again (a gated statement: sent twice, it
   // claims once), and is, because the lost response reached the client as a reset connection.
   const faults: { fault: string; modes: Mode[]; arm: () => void; resent?: Mode[] }[] = [
-    { fault: 'the batch commit answers 500 (outcome unknown)', modes: ['batch-transaction'], arm: () => db.server.faults.serverError({ count: 1, operation: 'CommitTransaction', status: 500 }) },
-    { fault: 'the batch commit fails with a network error (502, no error type)', modes: ['batch-transaction'], arm: () => db.server.faults.serverError({ count: 1, operation: 'CommitTransaction', status: 502 }) },
-    { fault: 'the batch commit runs but its response is lost', modes: ['batch-transaction'], arm: () => db.server.faults.dropResponse({ operation: 'CommitTransaction' }) },
+    {
+      fault: 'the batch commit answers 500 (outcome unknown)',
+      modes: ['batch-transaction'],
+      arm: () => db.server.faults.serverError({ count: 1, operation: 'CommitTransaction', status: 500 }),
+    },
+    {
+      fault: 'the batch commit fails with a network error (502, no error type)',
+      modes: ['batch-transaction'],
+      arm: () => db.server.faults.serverError({ count: 1, operation: 'CommitTransaction', status: 502 }),
+    },
+    {
+      fault: 'the batch commit runs but its response is lost',
+      modes: ['batch-transaction'],
+      arm: () => db.server.faults.dropResponse({ operation: 'CommitTransaction' }),
+    },
     // The wire sends a gated statement once (its connection is checked before use instead): the lost answer
     // fails the set, and the redelivery finds the claims.
-    { fault: 'the batch claim runs but its response is lost', modes: BATCH_MODES, resent: onTransport<Mode[]>({ 'data-api': ['batch-statement'], wire: [] }), arm: () => db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: (sql) => sql.includes('inbox_input') }) },
-    { fault: 'the batch effect runs but its response is lost', modes: ['batch-transaction'], arm: () => db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: (sql) => sql.includes('CASE WHEN o.poison') }) },
+    {
+      fault: 'the batch claim runs but its response is lost',
+      modes: BATCH_MODES,
+      resent: onTransport<Mode[]>({ 'data-api': ['batch-statement'], wire: [] }),
+      arm: () => db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: (sql) => sql.includes('inbox_input') }),
+    },
+    {
+      fault: 'the batch effect runs but its response is lost',
+      modes: ['batch-transaction'],
+      arm: () => db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: (sql) => sql.includes('CASE WHEN o.poison') }),
+    },
     { fault: 'the database is unavailable for the first call', modes: BATCH_MODES, arm: () => db.server.faults.serverError({ count: 1, status: 503 }) },
-    { fault: 'the batch statement answers 500 (outcome unknown)', modes: ['batch-statement'], arm: () => db.server.faults.serverError({ count: 1, operation: 'ExecuteStatement', status: 500 }) },
+    {
+      fault: 'the batch statement answers 500 (outcome unknown)',
+      modes: ['batch-statement'],
+      arm: () => db.server.faults.serverError({ count: 1, operation: 'ExecuteStatement', status: 500 }),
+    },
   ];
   const cases = faults.flatMap((fault) => fault.modes.map((mode) => ({ ...fault, mode })));
 
-  it.each(cases)('$mode: $fault: the first delivery fails (or its safe resend settles it), redeliveries until deleted apply each record exactly once', async ({ arm, mode, resent }) => {
+  it.each(cases)(
+    '$mode: $fault: the first delivery fails (or its safe resend settles it), redeliveries until deleted apply each record exactly once',
+    async ({ arm, mode, resent }) => {
       const { handler } = handlerFor(mode, { callTimeoutMs: 1_000 });
       const prefix = `fault-${mode}-${Math.random().toString(36).slice(2, 8)}`;
       const batch = orders(prefix, 4);
@@ -271,7 +313,8 @@ describe('faults on the batch', () => {
       }
       expect(pending).toEqual([]);
       expect(Object.values(await shippedCounts(prefix))).toEqual([1, 1, 1, 1]);
-  });
+    },
+  );
 });
 
 describe('replaying a parked message in the batch modes', () => {
@@ -337,7 +380,11 @@ describe('the batch modes, the rest of their contract', () => {
     const batch = [0, 1, 9, 2].map((i) => sqsRecord({ body: { orderId: `deferred-${i}` } }));
     const response = await handler({ Records: batch }, lambdaContext());
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: batch[2]!.messageId }]);
-    expect((await db.query("SELECT order_id FROM public.deferred_orders ORDER BY 1")).map((r) => r.order_id)).toEqual(['deferred-0', 'deferred-1', 'deferred-2']);
+    expect((await db.query('SELECT order_id FROM public.deferred_orders ORDER BY 1')).map((r) => r.order_id)).toEqual([
+      'deferred-0',
+      'deferred-1',
+      'deferred-2',
+    ]);
   });
 
   it('batch-transaction: a set holding fresh records and duplicates commits the fresh ones (first delivery, no filter)', async () => {
@@ -358,7 +405,10 @@ describe('the batch modes, the rest of their contract', () => {
     // One group at a time, so the order in which stop-batch sees the failure is the batch's.
     const { handler } = handlerFor('batch-transaction', { fifo: { onFailure }, concurrency: 1 });
     const malformed = sqsRecord({ groupId: 'g1', body: 'not json' });
-    const records = [malformed, ...[2, 3].flatMap((g) => [0, 1].map((i) => sqsRecord({ groupId: `g${g}`, body: { orderId: `calls-fifo-${onFailure}-g${g}-${i}` } })))];
+    const records = [
+      malformed,
+      ...[2, 3].flatMap((g) => [0, 1].map((i) => sqsRecord({ groupId: `g${g}`, body: { orderId: `calls-fifo-${onFailure}-g${g}-${i}` } }))),
+    ];
     await handler({ Records: records }, lambdaContext());
     // stop-batch: the malformed record comes first, so nothing after it starts.
     expect(db.server.stats.total()).toBe(calls);
@@ -370,18 +420,24 @@ describe('the batch modes, the rest of their contract', () => {
     expect(metrics.published[0]!.RecordLatency).toHaveLength(3);
     db.server.stats.reset();
     const late = orders(`late-${mode}`, 3);
-    const response = await handler({ Records: late }, lambdaContext(() => 500));
+    const response = await handler(
+      { Records: late },
+      lambdaContext(() => 500),
+    );
     expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(late.map((r) => r.messageId));
     expect(db.server.stats.total()).toBe(0);
     expect(metrics.published.at(-1)!.DeferredByDeadline).toEqual([3]);
   });
 
-  it('batch-statement: `claimed` carries each message\'s group, id, attempt and position', async () => {
+  it("batch-statement: `claimed` carries each message's group, id, attempt and position", async () => {
     await db.query('CREATE TABLE IF NOT EXISTS public.claimed_rows (message_key text, group_id text, sqs_message_id text, attempt int, position int)');
     const { handler } = handlerFor('batch-statement', {
       statementBatch: { sql: 'INSERT INTO public.claimed_rows SELECT message_key, group_id, sqs_message_id, attempt, position FROM claimed' },
     });
-    const records = [sqsRecord({ groupId: 'ga', key: 'row-a', body: { orderId: 'a' } }), sqsRecord({ groupId: 'gb', key: 'row-b', receiveCount: 3, body: { orderId: 'b' } })];
+    const records = [
+      sqsRecord({ groupId: 'ga', key: 'row-a', body: { orderId: 'a' } }),
+      sqsRecord({ groupId: 'gb', key: 'row-b', receiveCount: 3, body: { orderId: 'b' } }),
+    ];
     await handler({ Records: records }, lambdaContext());
     expect(await db.query('SELECT * FROM public.claimed_rows ORDER BY position')).toEqual([
       { message_key: 'row-a', group_id: 'ga', sqs_message_id: records[0]!.messageId, attempt: 1, position: 0 },
@@ -433,7 +489,12 @@ describe('the batch modes, the rest of their contract', () => {
   it('batch-transaction: tx.executeBatch runs one statement for every message, in one BatchExecuteStatement call on the Data API', async () => {
     const { handler } = handlerFor('batch-transaction', {
       applyBatch: async (tx, messages) => {
-        expect(await tx.executeBatch(SHIP_ONE, messages.map((m) => ({ orderId: m.body.orderId, status: 'shipped' })))).toBe(messages.length);
+        expect(
+          await tx.executeBatch(
+            SHIP_ONE,
+            messages.map((m) => ({ orderId: m.body.orderId, status: 'shipped' })),
+          ),
+        ).toBe(messages.length);
         expect(await tx.executeBatch(SHIP_ONE, [])).toBe(0);
       },
     });
@@ -484,7 +545,10 @@ describe('batch sets over the Data API request limit (4 MiB)', () => {
     const { handler, metrics } = handlerFor('batch-statement', { deadlineMarginMs: 1_000 });
     const batch = large('bigdeadline', 8);
     // The Lambda's time runs short once the first run's statement has reached the server.
-    const response = await handler({ Records: batch }, lambdaContext(() => (db.server.stats.total() > 0 ? 500 : 60_000)));
+    const response = await handler(
+      { Records: batch },
+      lambdaContext(() => (db.server.stats.total() > 0 ? 500 : 60_000)),
+    );
     expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(batch.slice(4).map((r) => r.messageId));
     expect(Object.keys(await shippedCounts('bigdeadline')).sort()).toEqual([0, 1, 2, 3].map((i) => `bigdeadline-${i}`));
     expect(db.server.stats.total()).toBe(1);
@@ -494,7 +558,10 @@ describe('batch sets over the Data API request limit (4 MiB)', () => {
   it('batch-statement, FIFO: when a later run fails, the earlier run stays committed and the rest runs alone in group order', async () => {
     const { handler, metrics } = handlerFor('batch-statement');
     // Groups a and b alternate; record 5 (group b, in the second run) breaks the statement.
-    const batch = large('bigfifo', 8, (i) => ({ groupId: i % 2 === 0 ? 'a' : 'b', body: { orderId: `bigfifo-${i}`, poison: i === 5, pad: 'x'.repeat(700_000) } }));
+    const batch = large('bigfifo', 8, (i) => ({
+      groupId: i % 2 === 0 ? 'a' : 'b',
+      body: { orderId: `bigfifo-${i}`, poison: i === 5, pad: 'x'.repeat(700_000) },
+    }));
     const response = await handler({ Records: batch }, lambdaContext());
     // Record 5 fails, and record 7, later in group b, is not run; everything else is applied once.
     expect(new Set(response.batchItemFailures.map((f) => f.itemIdentifier))).toEqual(new Set([batch[5]!.messageId, batch[7]!.messageId]));
@@ -507,46 +574,54 @@ describe('batch sets over the Data API request limit (4 MiB)', () => {
 
   // Not on the DSQL profile: one transaction past DSQL's 3,000 modified rows, which the batch modes never
   // send there (they split at 1,000 records; test/inbox/transport/dsql.test.ts).
-  it.skipIf(TRANSPORT === 'dsql')('batch-transaction: claims a redelivered batch of 10,000 in runs whose answers (their stored hashes) fit in 1 MiB', async () => {
-    const members = Array.from({ length: 10_000 }, (_, i) => ({
-      message: { key: `redelivered-${i}` } as InboxMessage<unknown, unknown>,
-      sha256: new Uint8Array(32).fill(i % 256),
-    }));
-    const claimAll = async () => {
-      const tx = await db.session.transaction();
-      const claims = await claimSet(tx, inboxTables('inbox'), 'big-redelivery', members, 10_000);
-      await tx.commit();
-      return claims;
-    };
-    await claimAll();
-    db.server.stats.reset();
-    const again = await claimAll();
-    expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: 2 });
-    expect(again.every((claim, i) => !claim.claimed && claim.existingSha256?.[0] === i % 256)).toBe(true);
-  });
+  it.skipIf(TRANSPORT === 'dsql')(
+    'batch-transaction: claims a redelivered batch of 10,000 in runs whose answers (their stored hashes) fit in 1 MiB',
+    async () => {
+      const members = Array.from({ length: 10_000 }, (_, i) => ({
+        message: { key: `redelivered-${i}` } as InboxMessage<unknown, unknown>,
+        sha256: new Uint8Array(32).fill(i % 256),
+      }));
+      const claimAll = async () => {
+        const tx = await db.session.transaction();
+        const claims = await claimSet(tx, inboxTables('inbox'), 'big-redelivery', members, 10_000);
+        await tx.commit();
+        return claims;
+      };
+      await claimAll();
+      db.server.stats.reset();
+      const again = await claimAll();
+      expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: 2 });
+      expect(again.every((claim, i) => !claim.claimed && claim.existingSha256?.[0] === i % 256)).toBe(true);
+    },
+  );
 
   // Not on the DSQL profile: one transaction past DSQL's 3,000 modified rows, which the batch modes never
   // send there (they split at 1,000 records; test/inbox/transport/dsql.test.ts).
-  it.skipIf(TRANSPORT === 'dsql')('batch-transaction: claims 7,000 records with 512-byte keys in two statements of one transaction; the filter looks them up in runs whose answers fit', async () => {
-    const tx = await db.session.transaction();
-    const members = Array.from({ length: 7_000 }, (_, i) => ({
-      message: { key: `${String(i).padStart(6, '0')}-${'k'.repeat(505)}` } as InboxMessage<unknown, unknown>,
-      sha256: new Uint8Array(32).fill(i % 256),
-    }));
-    db.server.stats.reset();
-    const claims = await claimSet(tx, inboxTables('inbox'), 'big-claims', members, 10_000);
-    await tx.commit();
-    expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: 2 });
-    expect(claims).toHaveLength(7_000);
-    expect(claims.every((claim) => claim.claimed)).toBe(true);
-    expect(await db.query("SELECT count(*)::int AS n FROM inbox.consumed_message WHERE consumer_name = 'big-claims'")).toEqual([{ n: 7_000 }]);
+  it.skipIf(TRANSPORT === 'dsql')(
+    'batch-transaction: claims 7,000 records with 512-byte keys in two statements of one transaction; the filter looks them up in runs whose answers fit',
+    async () => {
+      const tx = await db.session.transaction();
+      const members = Array.from({ length: 7_000 }, (_, i) => ({
+        message: { key: `${String(i).padStart(6, '0')}-${'k'.repeat(505)}` } as InboxMessage<unknown, unknown>,
+        sha256: new Uint8Array(32).fill(i % 256),
+      }));
+      db.server.stats.reset();
+      const claims = await claimSet(tx, inboxTables('inbox'), 'big-claims', members, 10_000);
+      await tx.commit();
+      expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: 2 });
+      expect(claims).toHaveLength(7_000);
+      expect(claims.every((claim) => claim.claimed)).toBe(true);
+      expect(await db.query("SELECT count(*)::int AS n FROM inbox.consumed_message WHERE consumer_name = 'big-claims'")).toEqual([{ n: 7_000 }]);
 
-    // The duplicate filter's lookup of the same keys, as a redelivery of them would make it. Its rows carry
-    // the keys: 7,000 of them take about 4.6 MB, so the answers (1 MiB each) set the runs: 8 of 875 keys.
-    const prepared = members.map((member, index) => ({ index, record: {} as never, key: member.message.key, sha256: member.sha256 }) as PreparedRecord<unknown>);
-    db.server.stats.reset();
-    await markKnownClaims(db.session, inboxTables('inbox'), 'big-claims', prepared);
-    expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: 8 });
-    expect(prepared.every((p) => p.known === 'duplicate')).toBe(true);
-  });
+      // The duplicate filter's lookup of the same keys, as a redelivery of them would make it. Its rows carry
+      // the keys: 7,000 of them take about 4.6 MB, so the answers (1 MiB each) set the runs: 8 of 875 keys.
+      const prepared = members.map(
+        (member, index) => ({ index, record: {} as never, key: member.message.key, sha256: member.sha256 }) as PreparedRecord<unknown>,
+      );
+      db.server.stats.reset();
+      await markKnownClaims(db.session, inboxTables('inbox'), 'big-claims', prepared);
+      expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: 8 });
+      expect(prepared.every((p) => p.known === 'duplicate')).toBe(true);
+    },
+  );
 });

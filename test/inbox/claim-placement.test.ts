@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { inbox, InboxConfigError, withFirstStatement } from '../../lambda/inbox/index.js';
 import type { InboxOptions, InboxTransaction } from '../../lambda/inbox/index.js';
-import { dataApiClient, inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
+import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 
 let db: InboxFixture;
@@ -20,7 +20,10 @@ const SHIP = `INSERT INTO public.orders (order_id, status, shipped_count) VALUES
   ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`;
 
 /** A consumer whose claim rides on the effect's first statement; `apply` defaults to one SHIP statement. */
-function riding(apply: InboxOptions<Order>['apply'] = (tx, m) => tx.execute(SHIP, { orderId: m.body.orderId }).then(() => undefined), extra: Partial<InboxOptions<Order>> = {}) {
+function riding(
+  apply: InboxOptions<Order>['apply'] = (tx, m) => tx.execute(SHIP, { orderId: m.body.orderId }).then(() => undefined),
+  extra: Partial<InboxOptions<Order>> = {},
+) {
   const logger = recordingLogger();
   const metrics = recordingMetrics();
   const handler = inbox<Order>({ consumer: 'order-worker', database: db.target, logger, metrics, claim: withFirstStatement, apply, ...extra });
@@ -34,9 +37,12 @@ const claims = async () => (await db.query('SELECT message_id FROM inbox.consume
 describe('claim: withFirstStatement', () => {
   it('makes k + 2 Data API calls for an apply of k >= 1 statements, 3 for k = 0, and 4 for a duplicate', async () => {
     for (const k of [0, 1, 3]) {
-      const { handler } = riding(async (tx) => {
-        for (let i = 0; i < k; i++) await tx.execute('SELECT 1');
-      }, { consumer: `calls-${k}` });
+      const { handler } = riding(
+        async (tx) => {
+          for (let i = 0; i < k; i++) await tx.execute('SELECT 1');
+        },
+        { consumer: `calls-${k}` },
+      );
       const record = sqsRecord();
       db.server.stats.reset();
       expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
@@ -57,7 +63,10 @@ describe('claim: withFirstStatement', () => {
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
     expect(await shipped('o-1')).toBe(1);
     expect(await claims()).toEqual([record.messageId]);
-    expect(metrics.published.map((m) => [m.Processed, m.Duplicates])).toEqual([[[1], [0]], [[0], [1]]]);
+    expect(metrics.published.map((m) => [m.Processed, m.Duplicates])).toEqual([
+      [[1], [0]],
+      [[0], [1]],
+    ]);
   });
 
   it('refuses every later statement of a duplicate, even when apply catches the first refusal', async () => {
@@ -122,7 +131,9 @@ describe('claim: withFirstStatement', () => {
     await db.query("INSERT INTO public.orders (order_id, status, shipped_count) VALUES ('taken', 'new', 0)");
     const record = sqsRecord({ body: { orderId: 'taken' } });
     const { handler, metrics } = riding((tx, m) =>
-      tx.execute("INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'shipped', 1)", { orderId: m.body.orderId }).then(() => undefined),
+      tx
+        .execute("INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'shipped', 1)", { orderId: m.body.orderId })
+        .then(() => undefined),
     );
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
     expect(metrics.published[0]).toMatchObject({ Duplicates: [0], Failures: [1] });
@@ -133,11 +144,16 @@ describe('claim: withFirstStatement', () => {
     const record = sqsRecord({ body: { orderId: 'o-5' } });
     // A plain INSERT: on the redelivery both the claim and the effect violate a unique key.
     const { handler, metrics } = riding((tx, m) =>
-      tx.execute("INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'shipped', 1)", { orderId: m.body.orderId }).then(() => undefined),
+      tx
+        .execute("INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'shipped', 1)", { orderId: m.body.orderId })
+        .then(() => undefined),
     );
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
-    expect(metrics.published.map((m) => [m.Processed, m.Duplicates, m.Failures])).toEqual([[[1], [0], [0]], [[0], [1], [0]]]);
+    expect(metrics.published.map((m) => [m.Processed, m.Duplicates, m.Failures])).toEqual([
+      [[1], [0], [0]],
+      [[0], [1], [0]],
+    ]);
   });
 
   it('reports a commit whose answer was lost as failed, and its redelivery as a duplicate', async () => {
@@ -156,16 +172,26 @@ describe('claim: withFirstStatement', () => {
     {
       name: 'a statement with CTEs of its own',
       calls: 3,
-      apply: (tx, m) => tx.execute(`WITH o AS (SELECT :orderId::text AS id) INSERT INTO public.orders (order_id, status, shipped_count) SELECT id, 'shipped', 1 FROM o`, { orderId: m.body.orderId }),
+      apply: (tx, m) =>
+        tx.execute(`WITH o AS (SELECT :orderId::text AS id) INSERT INTO public.orders (order_id, status, shipped_count) SELECT id, 'shipped', 1 FROM o`, {
+          orderId: m.body.orderId,
+        }),
     },
     {
       name: 'a recursive CTE',
       calls: 3,
-      apply: (tx, m) => tx.execute(`with recursive n(i) AS (SELECT 1) INSERT INTO public.orders (order_id, status, shipped_count) SELECT :orderId, 'shipped', i FROM n`, { orderId: m.body.orderId }),
+      apply: (tx, m) =>
+        tx.execute(`with recursive n(i) AS (SELECT 1) INSERT INTO public.orders (order_id, status, shipped_count) SELECT :orderId, 'shipped', i FROM n`, {
+          orderId: m.body.orderId,
+        }),
     },
     { name: 'a batch call', calls: 4, apply: (tx, m) => tx.executeBatch(SHIP, [{ orderId: m.body.orderId }]) },
-    { name: 'a statement that takes no CTE', calls: 5, apply: async (tx, m) => tx.execute("SET LOCAL application_name = 'x'").then(() => tx.execute(SHIP, { orderId: m.body.orderId })) },
-    { name: "parameters named inbox_", calls: 4, apply: (tx, m) => tx.execute(SHIP.replaceAll(':orderId', ':inbox_order'), { inbox_order: m.body.orderId }) },
+    {
+      name: 'a statement that takes no CTE',
+      calls: 5,
+      apply: async (tx, m) => tx.execute("SET LOCAL application_name = 'x'").then(() => tx.execute(SHIP, { orderId: m.body.orderId })),
+    },
+    { name: 'parameters named inbox_', calls: 4, apply: (tx, m) => tx.execute(SHIP.replaceAll(':orderId', ':inbox_order'), { inbox_order: m.body.orderId }) },
   ];
 
   it.each(statements)('claims exactly once with $name first, in $calls calls', async ({ apply, calls }) => {

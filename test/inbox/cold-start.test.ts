@@ -103,7 +103,9 @@ describe('a handler built at module load', () => {
     expect(() => inbox({ apply, concurrency: 0 })).toThrow(/^inbox option "concurrency": 0 must be a positive integer/);
     expect(() => inbox({ apply, consumer: 'has space' })).toThrow(/^inbox option "consumer": "has space" must be/);
     // A database the code names half of is the code's to finish: nothing of it is left to wait for.
-    expect(() => inbox({ apply, consumer: 'order-worker', database: { resourceArn: db.server.resourceArn } })).toThrow(/^inbox option "database\.secretArn": is not set/);
+    expect(() => inbox({ apply, consumer: 'order-worker', database: { resourceArn: db.server.resourceArn } })).toThrow(
+      /^inbox option "database\.secretArn": is not set/,
+    );
     expect(() => inbox({ apply, outbox: outbox({ transport: { send: async () => [] }, destinations: { invoices: 'queue' } }) })).toThrow(
       /^inbox option "outbox\.destinations": must map names to queue URLs/,
     );

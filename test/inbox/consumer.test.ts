@@ -164,26 +164,39 @@ describe('transaction mode', () => {
     expect(await shipped('swallowed')).toBe(0);
   });
 
-  dataApiOnly('test/inbox/consumer.test.ts', 'refuses, at the first invocation, a client whose SDK retries would re-send statements inside a transaction', async () => {
-    const { RDSDataClient } = await import('@aws-sdk/client-rds-data');
-    const retrying = new RDSDataClient({ endpoint: db.server.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
-    const { handler } = transactionMode({ database: { ...db.target, client: retrying } });
-    await expect(handler({ Records: [sqsRecord()] }, lambdaContext())).rejects.toThrow(/database\.client.*maxAttempts: 1/s);
-    await expect(handler({ Records: [sqsRecord()] }, lambdaContext())).rejects.toThrow(
-      'inbox option "database.client": retries each call up to 3 times; inside a transaction a retried statement whose first response was lost runs twice. ',
-    );
-    expect(db.server.stats.total()).toBe(0);
-    // Single-statement mode is safe with retries: a re-sent statement finds its own claim.
-    const single = singleStatementMode({ database: { ...db.target, client: retrying } });
-    expect((await single({ Records: [sqsRecord({ body: { orderId: 'retrying-ok' } })] }, lambdaContext())).batchItemFailures).toEqual([]);
-    // The batch modes likewise: one transaction refuses retries, one gated statement takes them.
-    const inboxWith = (mode: object) => inbox<Order>({ consumer: 'order-worker', database: { ...db.target, client: retrying }, logger: recordingLogger(), metrics: recordingMetrics(), ...mode });
-    const batchTx = inboxWith({ applyBatch: async () => {} });
-    await expect(batchTx({ Records: [sqsRecord()] }, lambdaContext())).rejects.toThrow(/database\.client.*maxAttempts: 1/s);
-    const batchStatement = inboxWith({ statementBatch: { sql: "INSERT INTO public.orders (order_id, status, shipped_count) SELECT body->>'orderId', 'shipped', 1 FROM claimed" } });
-    expect((await batchStatement({ Records: [sqsRecord({ body: { orderId: 'retrying-batch-ok' } })] }, lambdaContext())).batchItemFailures).toEqual([]);
-    retrying.destroy();
-  });
+  dataApiOnly(
+    'test/inbox/consumer.test.ts',
+    'refuses, at the first invocation, a client whose SDK retries would re-send statements inside a transaction',
+    async () => {
+      const { RDSDataClient } = await import('@aws-sdk/client-rds-data');
+      const retrying = new RDSDataClient({ endpoint: db.server.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
+      const { handler } = transactionMode({ database: { ...db.target, client: retrying } });
+      await expect(handler({ Records: [sqsRecord()] }, lambdaContext())).rejects.toThrow(/database\.client.*maxAttempts: 1/s);
+      await expect(handler({ Records: [sqsRecord()] }, lambdaContext())).rejects.toThrow(
+        'inbox option "database.client": retries each call up to 3 times; inside a transaction a retried statement whose first response was lost runs twice. ',
+      );
+      expect(db.server.stats.total()).toBe(0);
+      // Single-statement mode is safe with retries: a re-sent statement finds its own claim.
+      const single = singleStatementMode({ database: { ...db.target, client: retrying } });
+      expect((await single({ Records: [sqsRecord({ body: { orderId: 'retrying-ok' } })] }, lambdaContext())).batchItemFailures).toEqual([]);
+      // The batch modes likewise: one transaction refuses retries, one gated statement takes them.
+      const inboxWith = (mode: object) =>
+        inbox<Order>({
+          consumer: 'order-worker',
+          database: { ...db.target, client: retrying },
+          logger: recordingLogger(),
+          metrics: recordingMetrics(),
+          ...mode,
+        });
+      const batchTx = inboxWith({ applyBatch: async () => {} });
+      await expect(batchTx({ Records: [sqsRecord()] }, lambdaContext())).rejects.toThrow(/database\.client.*maxAttempts: 1/s);
+      const batchStatement = inboxWith({
+        statementBatch: { sql: "INSERT INTO public.orders (order_id, status, shipped_count) SELECT body->>'orderId', 'shipped', 1 FROM claimed" },
+      });
+      expect((await batchStatement({ Records: [sqsRecord({ body: { orderId: 'retrying-batch-ok' } })] }, lambdaContext())).batchItemFailures).toEqual([]);
+      retrying.destroy();
+    },
+  );
 
   it('hands apply the key, the parsed body, the record, the attempt and the FIFO group', async () => {
     const seen: unknown[] = [];
@@ -244,22 +257,49 @@ describe('single-statement mode', () => {
   });
 
   it('refuses a statement that mentions claimed only inside a string literal or a comment', () => {
-    for (const sql of ["UPDATE public.orders SET status = 'claimed' WHERE order_id = :orderId", 'UPDATE public.orders SET status = :s /* claimed */ WHERE order_id = :orderId']) {
+    for (const sql of [
+      "UPDATE public.orders SET status = 'claimed' WHERE order_id = :orderId",
+      'UPDATE public.orders SET status = :s /* claimed */ WHERE order_id = :orderId',
+    ]) {
       expect(() => inbox<Order>({ consumer: 'x', database: db.target, statement: { sql, params: () => ({}) } })).toThrow(/never mentions `claimed`/);
     }
   });
 
   const refusedSql: [string, string, RegExp][] = [
     ['an empty statement', '   ', /"statement\.sql": must give a non-empty `sql` string/],
-    ['claimed only in a line comment', 'UPDATE public.orders SET status = :s WHERE order_id = :orderId -- claimed', /never mentions `claimed`, so it would apply its effect to duplicates too\. Gate it on the claim, e\.g\. `UPDATE orders SET status = 'shipped' WHERE order_id = :orderId AND EXISTS \(SELECT 1 FROM claimed\)` or `INSERT INTO shipments \(order_id\) SELECT :orderId FROM claimed`$/],
+    [
+      'claimed only in a line comment',
+      'UPDATE public.orders SET status = :s WHERE order_id = :orderId -- claimed',
+      /never mentions `claimed`, so it would apply its effect to duplicates too\. Gate it on the claim, e\.g\. `UPDATE orders SET status = 'shipped' WHERE order_id = :orderId AND EXISTS \(SELECT 1 FROM claimed\)` or `INSERT INTO shipments \(order_id\) SELECT :orderId FROM claimed`$/,
+    ],
     ['claimed only in a quoted identifier', 'UPDATE public.orders SET "claimed" = true WHERE order_id = :orderId', /never mentions `claimed`/],
-    ["claimed only in a literal with an escaped quote", "UPDATE public.orders SET status = 'it''s claimed' WHERE order_id = :orderId", /never mentions `claimed`/],
+    [
+      'claimed only in a literal with an escaped quote',
+      "UPDATE public.orders SET status = 'it''s claimed' WHERE order_id = :orderId",
+      /never mentions `claimed`/,
+    ],
     ['claimed only inside a longer word', 'UPDATE public.orders SET unclaimed = true WHERE order_id = :orderId', /never mentions `claimed`/],
     ['claimed only when a literal between its halves is dropped', "UPDATE public.orders SET status = :s WHERE clai'x'med", /never mentions `claimed`/],
-    ['claimed only when a quoted identifier between its halves is dropped', 'UPDATE public.orders SET status = :s WHERE clai"x"med', /never mentions `claimed`/],
-    ['two statements', 'INSERT INTO public.orders (order_id) SELECT :orderId FROM claimed; DELETE FROM public.orders', /"statement\.sql": holds more than one statement; the Data API runs one statement per call/],
-    ['two statements with no space between them', 'INSERT INTO public.orders (order_id) SELECT :orderId FROM claimed;DELETE FROM public.orders', /holds more than one statement/],
-    ['two statements split over lines', 'INSERT INTO public.orders (order_id) SELECT :orderId FROM claimed;\n\n  DELETE FROM public.orders', /holds more than one statement/],
+    [
+      'claimed only when a quoted identifier between its halves is dropped',
+      'UPDATE public.orders SET status = :s WHERE clai"x"med',
+      /never mentions `claimed`/,
+    ],
+    [
+      'two statements',
+      'INSERT INTO public.orders (order_id) SELECT :orderId FROM claimed; DELETE FROM public.orders',
+      /"statement\.sql": holds more than one statement; the Data API runs one statement per call/,
+    ],
+    [
+      'two statements with no space between them',
+      'INSERT INTO public.orders (order_id) SELECT :orderId FROM claimed;DELETE FROM public.orders',
+      /holds more than one statement/,
+    ],
+    [
+      'two statements split over lines',
+      'INSERT INTO public.orders (order_id) SELECT :orderId FROM claimed;\n\n  DELETE FROM public.orders',
+      /holds more than one statement/,
+    ],
   ];
 
   it.each(refusedSql)('refuses at cold start %s', (_, sql, message) => {
@@ -344,7 +384,15 @@ describe('telemetry', () => {
     await handler({ Records: [ok, boom, sqsRecord({ body: { orderId: 'new' } })] }, lambdaContext());
     expect(metrics.published).toHaveLength(2);
     const second = metrics.published[1]!;
-    expect(second).toMatchObject({ Processed: [1], Duplicates: [1], Failures: [1], KeyCollisions: [0], Parked: [0], ShortCircuited: [0], DeferredByDeadline: [0] });
+    expect(second).toMatchObject({
+      Processed: [1],
+      Duplicates: [1],
+      Failures: [1],
+      KeyCollisions: [0],
+      Parked: [0],
+      ShortCircuited: [0],
+      DeferredByDeadline: [0],
+    });
     expect(second.RecordLatency).toHaveLength(3);
     expect(second.BatchLatency).toHaveLength(1);
     expect(summaries[1]).toMatchObject({ records: 3, processed: 1, duplicates: 1, failures: 1, failedMessageIds: [boom.messageId] });
@@ -404,7 +452,10 @@ describe('the handler', () => {
       },
     });
     const records = ['m1', 'm2', 'm3', 'm4'].map((orderId) => sqsRecord({ body: { orderId } }));
-    const response = await handler({ Records: records }, lambdaContext(() => remaining));
+    const response = await handler(
+      { Records: records },
+      lambdaContext(() => remaining),
+    );
     // Margin min(2 x 1 s, 5 s / 2) = 2 s: m3 starts with 2.2 s left, m4 would start with 0.8 s.
     expect(started).toEqual(['m1', 'm2', 'm3']);
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: records[3]!.messageId }]);
@@ -412,7 +463,14 @@ describe('the handler', () => {
 
   it('starts a record when the remaining time equals the margin exactly', async () => {
     const { handler, calls } = transactionMode({ deadlineMarginMs: 5_000 });
-    expect((await handler({ Records: [sqsRecord({ body: { orderId: 'on-the-line' } })] }, lambdaContext(() => 5_000))).batchItemFailures).toEqual([]);
+    expect(
+      (
+        await handler(
+          { Records: [sqsRecord({ body: { orderId: 'on-the-line' } })] },
+          lambdaContext(() => 5_000),
+        )
+      ).batchItemFailures,
+    ).toEqual([]);
     expect(calls).toEqual(['on-the-line']);
   });
 
@@ -426,7 +484,14 @@ describe('the handler', () => {
     });
     const record = sqsRecord();
     // 10 s left, 5 s margin: the 4 s retry fits in the 5 s before the margin, the 6 s one does not.
-    expect((await handler({ Records: [record] }, lambdaContext(() => 10_000))).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(
+      (
+        await handler(
+          { Records: [record] },
+          lambdaContext(() => 10_000),
+        )
+      ).batchItemFailures,
+    ).toEqual([{ itemIdentifier: record.messageId }]);
     expect(slept).toEqual([4_000]);
   });
 

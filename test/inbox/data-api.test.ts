@@ -35,7 +35,10 @@ function session(policy: Partial<DataApiSession['policy']> = {}) {
 
 /** The error a promise rejects with. */
 async function failureOf(promise: Promise<unknown>): Promise<DataApiError> {
-  const error = await promise.then(() => undefined, (e: unknown) => e);
+  const error = await promise.then(
+    () => undefined,
+    (e: unknown) => e,
+  );
   expect(error).toBeInstanceOf(DataApiError);
   return error as DataApiError;
 }
@@ -46,20 +49,50 @@ describe('Data API session: parameters', () => {
     { name: 'a safe integer as int8', value: 42, sql: 'SELECT pg_typeof(:v)::text AS t, :v AS v', expected: { t: 'bigint', v: 42 } },
     { name: 'a fraction as a double', value: 1.5, sql: 'SELECT pg_typeof(:v)::text AS t, :v AS v', expected: { t: 'double precision', v: 1.5 } },
     { name: 'a bigint beyond 2^53, exactly', value: 9007199254740993n, sql: 'SELECT (:v)::text AS v', expected: '9007199254740993' },
-    { name: 'an integer beyond 2^53 as a double', value: 2 ** 53 + 2, sql: 'SELECT pg_typeof(:v)::text AS t, :v AS v', expected: { t: 'double precision', v: 2 ** 53 + 2 } },
+    {
+      name: 'an integer beyond 2^53 as a double',
+      value: 2 ** 53 + 2,
+      sql: 'SELECT pg_typeof(:v)::text AS t, :v AS v',
+      expected: { t: 'double precision', v: 2 ** 53 + 2 },
+    },
     { name: 'true', value: true, sql: 'SELECT pg_typeof(:v)::text AS t, :v AS v', expected: { t: 'boolean', v: true } },
     { name: 'false', value: false, sql: 'SELECT :v AS v', expected: false },
     { name: 'null', value: null, sql: 'SELECT :v::text IS NULL AS v', expected: true },
     { name: 'undefined as null', value: undefined, sql: 'SELECT :v::text IS NULL AS v', expected: true },
     { name: 'bytes as bytea', value: new Uint8Array([0, 255, 7]), sql: "SELECT encode(:v, 'hex') AS v", expected: '00ff07' },
-    { name: 'a Date as a UTC timestamp', value: new Date('2026-03-04T05:06:07.089Z'), sql: 'SELECT pg_typeof(:v)::text AS t, :v::text AS v', expected: { t: 'timestamp without time zone', v: '2026-03-04 05:06:07.089' } },
-    { name: 'a plain object as json', value: { a: [1, 'x'] }, sql: "SELECT pg_typeof(:v)::text AS t, :v::jsonb -> 'a' ->> 1 AS v", expected: { t: 'json', v: 'x' } },
+    {
+      name: 'a Date as a UTC timestamp',
+      value: new Date('2026-03-04T05:06:07.089Z'),
+      sql: 'SELECT pg_typeof(:v)::text AS t, :v::text AS v',
+      expected: { t: 'timestamp without time zone', v: '2026-03-04 05:06:07.089' },
+    },
+    {
+      name: 'a plain object as json',
+      value: { a: [1, 'x'] },
+      sql: "SELECT pg_typeof(:v)::text AS t, :v::jsonb -> 'a' ->> 1 AS v",
+      expected: { t: 'json', v: 'x' },
+    },
     { name: 'an array as json', value: [1, 2], sql: 'SELECT json_array_length(:v) AS v', expected: 2 },
-    { name: 'uuid()', value: uuid('6f1c2a4e-0000-4000-8000-000000000001'), sql: 'SELECT pg_typeof(:v)::text AS t, :v::text AS v', expected: { t: 'uuid', v: '6f1c2a4e-0000-4000-8000-000000000001' } },
-    { name: 'decimal() without a float', value: decimal('12345678901234567890.123'), sql: 'SELECT pg_typeof(:v)::text AS t, :v::text AS v', expected: { t: 'numeric', v: '12345678901234567890.123' } },
+    {
+      name: 'uuid()',
+      value: uuid('6f1c2a4e-0000-4000-8000-000000000001'),
+      sql: 'SELECT pg_typeof(:v)::text AS t, :v::text AS v',
+      expected: { t: 'uuid', v: '6f1c2a4e-0000-4000-8000-000000000001' },
+    },
+    {
+      name: 'decimal() without a float',
+      value: decimal('12345678901234567890.123'),
+      sql: 'SELECT pg_typeof(:v)::text AS t, :v::text AS v',
+      expected: { t: 'numeric', v: '12345678901234567890.123' },
+    },
     { name: 'json()', value: json('text'), sql: 'SELECT pg_typeof(:v)::text AS t, :v::text AS v', expected: { t: 'json', v: '"text"' } },
     { name: 'date()', value: date('2026-02-28'), sql: 'SELECT pg_typeof(:v)::text AS t, :v::text AS v', expected: { t: 'date', v: '2026-02-28' } },
-    { name: 'time()', value: time('13:14:15'), sql: 'SELECT pg_typeof(:v)::text AS t, :v::text AS v', expected: { t: 'time without time zone', v: '13:14:15' } },
+    {
+      name: 'time()',
+      value: time('13:14:15'),
+      sql: 'SELECT pg_typeof(:v)::text AS t, :v::text AS v',
+      expected: { t: 'time without time zone', v: '13:14:15' },
+    },
   ];
 
   it.each(bound)('binds $name', async ({ value, sql, expected }) => {
@@ -68,9 +101,17 @@ describe('Data API session: parameters', () => {
   });
 
   const refused: { name: string; params: SqlParams; message: string }[] = [
-    { name: 'a name that is not a SQL parameter name', params: { 'order-id': 1 }, message: 'parameter name "order-id" must match /^[A-Za-z0-9_]+$/; it is written as :order-id in the SQL' },
+    {
+      name: 'a name that is not a SQL parameter name',
+      params: { 'order-id': 1 },
+      message: 'parameter name "order-id" must match /^[A-Za-z0-9_]+$/; it is written as :order-id in the SQL',
+    },
     { name: 'NaN', params: { n: Number.NaN }, message: 'parameter "n" is NaN; the Data API cannot bind it. Pass null or a finite number.' },
-    { name: 'Infinity', params: { n: Number.POSITIVE_INFINITY }, message: 'parameter "n" is Infinity; the Data API cannot bind it. Pass null or a finite number.' },
+    {
+      name: 'Infinity',
+      params: { n: Number.POSITIVE_INFINITY },
+      message: 'parameter "n" is Infinity; the Data API cannot bind it. Pass null or a finite number.',
+    },
     { name: 'an invalid Date', params: { d: new Date('not a date') }, message: 'parameter "d" is an invalid Date' },
     { name: 'a function', params: { f: (() => 1) as never }, message: 'parameter "f" has type function, which the Data API cannot bind' },
   ];
@@ -236,8 +277,18 @@ describe('Data API session: failures', () => {
   });
 
   const refusals = [
-    { name: 'a type the Data API cannot return (UnsupportedResultException)', sql: "SELECT '1'::money AS m", failure: 'statement', type: 'UnsupportedResultException' },
-    { name: 'a response over the size limit (BadRequestException)', sql: "SELECT repeat('x', 1100000) AS big", failure: 'statement', type: 'BadRequestException' },
+    {
+      name: 'a type the Data API cannot return (UnsupportedResultException)',
+      sql: "SELECT '1'::money AS m",
+      failure: 'statement',
+      type: 'UnsupportedResultException',
+    },
+    {
+      name: 'a response over the size limit (BadRequestException)',
+      sql: "SELECT repeat('x', 1100000) AS big",
+      failure: 'statement',
+      type: 'BadRequestException',
+    },
     { name: 'two statements in one call (ValidationException, HTTP 400)', sql: 'SELECT 1; SELECT 2', failure: 'rejected', type: 'ValidationException' },
   ] as const;
 
@@ -351,12 +402,21 @@ describe('Data API session: answers from something that is not the Data API', ()
     { name: 'a 503 with no error type', status: 503, failure: 'network', ambiguous: true },
     { name: 'a 404 with no error type (a wrong path prefix): refused before anything ran', status: 404, failure: 'rejected', ambiguous: false },
     { name: 'a 400 with no error type', status: 400, failure: 'rejected', ambiguous: false },
-    { name: 'a NotFoundException (a gone transaction, as the Data API words it in some regions)', status: 404, type: 'NotFoundException', failure: 'transaction-not-found', ambiguous: false },
+    {
+      name: 'a NotFoundException (a gone transaction, as the Data API words it in some regions)',
+      status: 404,
+      type: 'NotFoundException',
+      failure: 'transaction-not-found',
+      ambiguous: false,
+    },
   ] as const;
 
   it.each(answers)('classifies $name as $failure, ambiguous: $ambiguous', async ({ status, failure, ambiguous, ...rest }) => {
     const type = 'type' in rest ? rest.type : undefined;
-    const endpoint = await foreignEndpoint(() => ({ status, ...(type && { headers: { 'x-amzn-errortype': type }, body: JSON.stringify({ message: 'gone' }) }) }));
+    const endpoint = await foreignEndpoint(() => ({
+      status,
+      ...(type && { headers: { 'x-amzn-errortype': type }, body: JSON.stringify({ message: 'gone' }) }),
+    }));
     try {
       const error = await failureOf(endpoint.session.execute('SELECT 1', {}, 'tx-1'));
       expect(error).toMatchObject({ operation: 'ExecuteStatement', failure, ambiguous });

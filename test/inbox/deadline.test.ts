@@ -28,7 +28,10 @@ describe('the Lambda deadline', () => {
       },
     });
     const records = [1, 2, 3, 4].map((n) => sqsRecord({ body: { n } }));
-    const response = await handler({ Records: records }, lambdaContext(() => remaining));
+    const response = await handler(
+      { Records: records },
+      lambdaContext(() => remaining),
+    );
     // 10 s left: record 1 starts (7 s left), record 2 starts (4 s left), then 4 s < 5 s margin.
     expect(started).toEqual([1, 2]);
     expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([records[2]!.messageId, records[3]!.messageId]);
@@ -53,7 +56,10 @@ describe('the Lambda deadline', () => {
     const records = [1, 2, 3].map((n) => sqsRecord({ body: { n }, groupId: 'g' }));
     // The clock recovers after record 2 is deferred: only the group rule can stop record 3.
     let checks = 0;
-    const response = await handler({ Records: records }, lambdaContext(() => (++checks > 2 ? 60_000 : remaining)));
+    const response = await handler(
+      { Records: records },
+      lambdaContext(() => (++checks > 2 ? 60_000 : remaining)),
+    );
     expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([records[1]!.messageId, records[2]!.messageId]);
     expect(summaries[0]).toMatchObject({ processed: 1, deferredByDeadline: 1, shortCircuited: 1 });
   });
@@ -71,7 +77,10 @@ describe('the Lambda deadline', () => {
       },
     });
     const records = [1, 2, 3].map((n) => sqsRecord({ body: { n } }));
-    const response = await handler({ Records: records }, lambdaContext(() => remaining));
+    const response = await handler(
+      { Records: records },
+      lambdaContext(() => remaining),
+    );
     // Margin: min(2 x 10 s, 6 s / 2) = 3 s. Records 1 and 2 start (6 s, 4 s left); record 3 sees 2 s.
     expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual([records[2]!.messageId]);
   });

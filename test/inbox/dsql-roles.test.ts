@@ -62,9 +62,14 @@ describe('the DSQL role function: the role mapping, one statement per transactio
   it('sends the IAM grant to the IAM role, and names the statement that fails', async () => {
     expect(statements[1]).toEqual({ sql: `AWS IAM GRANT "inbox_consumer_dsql_test" TO '${IAM_ROLE}'`, ignoreDuplicate: true });
     // PostgreSQL has no AWS IAM GRANT: the failure names the statement, and nothing after it runs.
-    await expect(handler(event(statements))).rejects.toThrow(/role mapping statement 2 of \d+ failed: AWS IAM GRANT "inbox_consumer_dsql_test" TO 'arn:aws:iam::123456789012:role\//);
-    await expect(handler({ ...event(statements), ResourceProperties: { ...event(statements).ResourceProperties, IamRoleArn: 'arn:aws:iam::123456789012:user/me' } } as CloudFormationCustomResourceEvent)).rejects.toThrow(
-      /is not an IAM role ARN/,
+    await expect(handler(event(statements))).rejects.toThrow(
+      /role mapping statement 2 of \d+ failed: AWS IAM GRANT "inbox_consumer_dsql_test" TO 'arn:aws:iam::123456789012:role\//,
     );
+    await expect(
+      handler({
+        ...event(statements),
+        ResourceProperties: { ...event(statements).ResourceProperties, IamRoleArn: 'arn:aws:iam::123456789012:user/me' },
+      } as CloudFormationCustomResourceEvent),
+    ).rejects.toThrow(/is not an IAM role ARN/);
   });
 });

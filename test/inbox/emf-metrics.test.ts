@@ -60,11 +60,14 @@ const invocations: [string, (metrics: InboxMetrics) => void][] = [
       m.publishStoredMetrics();
     },
   ],
-  ['two invocations, the second empty', (m) => {
-    m.addMetric('Processed', 'Count', 1);
-    m.publishStoredMetrics();
-    m.publishStoredMetrics();
-  }],
+  [
+    'two invocations, the second empty',
+    (m) => {
+      m.addMetric('Processed', 'Count', 1);
+      m.publishStoredMetrics();
+      m.publishStoredMetrics();
+    },
+  ],
   [
     'a batch of 250 records: a line each 100 latencies, as CloudWatch allows',
     (m) => {

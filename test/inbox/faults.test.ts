@@ -41,9 +41,7 @@ async function shipped(orderId: string): Promise<number> {
 
 /** Delivers the record until SQS would delete it (at most five times), as the event source would. */
 async function openTransactions(): Promise<number> {
-  const rows = await db.query(
-    "SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'",
-  );
+  const rows = await db.query("SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND state LIKE 'idle in transaction%'");
   return rows[0]!.n;
 }
 
@@ -52,7 +50,10 @@ async function deliverUntilDeleted(handler: InboxHandler, orderId: string, arm: 
   const responses = [];
   arm();
   for (let attempt = 1; attempt <= 5; attempt++) {
-    const response = await handler({ Records: [{ ...record, attributes: { ...record.attributes, ApproximateReceiveCount: String(attempt) } }] }, lambdaContext());
+    const response = await handler(
+      { Records: [{ ...record, attributes: { ...record.attributes, ApproximateReceiveCount: String(attempt) } }] },
+      lambdaContext(),
+    );
     responses.push(response.batchItemFailures.map((f) => f.itemIdentifier));
     if (attempt === 1) await afterFirst();
     if (response.batchItemFailures.length === 0) break;
@@ -64,11 +65,33 @@ const SHIP_SQL = (sql: string) => sql.includes('public.orders');
 
 // failure: how the first delivery's error is classified, where the row exists to pin that class.
 const matrix: { fault: string; arm: () => void; firstFails: boolean; failure?: RegExp; beforeShip?: () => Promise<void> }[] = [
-  { fault: '5xx before the claim (BeginTransaction unavailable)', arm: () => db.server.faults.serverError({ count: 1, operation: 'BeginTransaction', status: 503 }), firstFails: true },
-  { fault: 'throw after the claim (the claim statement answers 500)', arm: () => db.server.faults.serverError({ count: 1, operation: 'ExecuteStatement', status: 500 }), firstFails: true },
-  { fault: 'crash inside the transaction (response of the effect statement lost)', arm: () => db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: SHIP_SQL }), firstFails: true },
-  { fault: 'commit refused (5xx, not executed)', arm: () => db.server.faults.serverError({ count: 1, operation: 'CommitTransaction', status: 500 }), firstFails: true, failure: /CommitTransaction failed \(unavailable, outcome unknown\)/ },
-  { fault: 'commit fails with a network error (502 with no error type, not executed)', arm: () => db.server.faults.serverError({ count: 1, operation: 'CommitTransaction', status: 502 }), firstFails: true, failure: /CommitTransaction failed \(network, outcome unknown\)/ },
+  {
+    fault: '5xx before the claim (BeginTransaction unavailable)',
+    arm: () => db.server.faults.serverError({ count: 1, operation: 'BeginTransaction', status: 503 }),
+    firstFails: true,
+  },
+  {
+    fault: 'throw after the claim (the claim statement answers 500)',
+    arm: () => db.server.faults.serverError({ count: 1, operation: 'ExecuteStatement', status: 500 }),
+    firstFails: true,
+  },
+  {
+    fault: 'crash inside the transaction (response of the effect statement lost)',
+    arm: () => db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: SHIP_SQL }),
+    firstFails: true,
+  },
+  {
+    fault: 'commit refused (5xx, not executed)',
+    arm: () => db.server.faults.serverError({ count: 1, operation: 'CommitTransaction', status: 500 }),
+    firstFails: true,
+    failure: /CommitTransaction failed \(unavailable, outcome unknown\)/,
+  },
+  {
+    fault: 'commit fails with a network error (502 with no error type, not executed)',
+    arm: () => db.server.faults.serverError({ count: 1, operation: 'CommitTransaction', status: 502 }),
+    firstFails: true,
+    failure: /CommitTransaction failed \(network, outcome unknown\)/,
+  },
   { fault: 'commit executed but its response dropped', arm: () => db.server.faults.dropResponse({ operation: 'CommitTransaction' }), firstFails: true },
   { fault: 'auto-pause: Aurora resuming for 300 ms', arm: () => db.server.faults.autoPause({ resumeAfterMs: 300 }), firstFails: false },
   { fault: 'latency on every call', arm: () => db.server.faults.latency({ ms: 30 }), firstFails: false },
@@ -145,7 +168,10 @@ describe('fault matrix: the effect is applied exactly once after redelivery', ()
     // 1100 ms left, 1000 ms margin: at most two 50 ms waits fit before the deadline.
     const deadlineAt = Date.now() + 1100;
     const record = sqsRecord({ body: { orderId: 'p2' } });
-    const response = await handler({ Records: [record] }, lambdaContext(() => deadlineAt - Date.now()));
+    const response = await handler(
+      { Records: [record] },
+      lambdaContext(() => deadlineAt - Date.now()),
+    );
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
     expect(Date.now() - started).toBeLessThan(1100);
     // On the wire the held BEGIN times out; with no time left before the margin it is not sent again.

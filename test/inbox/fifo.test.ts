@@ -58,10 +58,9 @@ async function invoke(batch: Step[], onFailure: 'skip-group' | 'stop-batch', con
   });
   const records = batch.map((step) => sqsRecord({ body: step, groupId: step.group }));
   const response = await handler({ Records: records }, lambdaContext());
-  const effects = await db.query<{ group_id: string; position: number }>(
-    'SELECT group_id, position FROM public.effects WHERE consumer = $1 ORDER BY seq',
-    [consumer],
-  );
+  const effects = await db.query<{ group_id: string; position: number }>('SELECT group_id, position FROM public.effects WHERE consumer = $1 ORDER BY seq', [
+    consumer,
+  ]);
   return { records, failed: new Set(response.batchItemFailures.map((f) => f.itemIdentifier)), effects };
 }
 
@@ -77,45 +76,51 @@ const batchArbitrary = fc
   });
 
 describe('FIFO batches (property-based)', () => {
-  it.each(['transaction', 'batch-transaction'] as const)('skip-group (%s): per group, effects commit in send order and nothing after a failed record of its group runs', async (mode) => {
-    await fc.assert(
-      fc.asyncProperty(batchArbitrary, async (batch) => {
-        const { records, failed, effects } = await invoke(batch, 'skip-group', 3, mode);
-        for (const group of new Set(batch.map((s) => s.group))) {
-          const steps = batch.filter((s) => s.group === group);
-          const firstFailure = steps.findIndex((s) => s.fail);
-          const expected = (firstFailure === -1 ? steps : steps.slice(0, firstFailure)).map((s) => s.position);
-          // Committed effects of the group: exactly the prefix before its first failure, in order.
-          expect(effects.filter((e) => e.group_id === group).map((e) => e.position)).toEqual(expected);
-        }
-        batch.forEach((step, index) => {
-          const steps = batch.filter((s) => s.group === step.group);
-          const firstFailure = steps.findIndex((s) => s.fail);
-          const shouldFail = firstFailure !== -1 && step.position >= steps[firstFailure]!.position;
-          expect(failed.has(records[index]!.messageId)).toBe(shouldFail);
-        });
-      }),
-      { numRuns: 40 },
-    );
-  });
+  it.each(['transaction', 'batch-transaction'] as const)(
+    'skip-group (%s): per group, effects commit in send order and nothing after a failed record of its group runs',
+    async (mode) => {
+      await fc.assert(
+        fc.asyncProperty(batchArbitrary, async (batch) => {
+          const { records, failed, effects } = await invoke(batch, 'skip-group', 3, mode);
+          for (const group of new Set(batch.map((s) => s.group))) {
+            const steps = batch.filter((s) => s.group === group);
+            const firstFailure = steps.findIndex((s) => s.fail);
+            const expected = (firstFailure === -1 ? steps : steps.slice(0, firstFailure)).map((s) => s.position);
+            // Committed effects of the group: exactly the prefix before its first failure, in order.
+            expect(effects.filter((e) => e.group_id === group).map((e) => e.position)).toEqual(expected);
+          }
+          batch.forEach((step, index) => {
+            const steps = batch.filter((s) => s.group === step.group);
+            const firstFailure = steps.findIndex((s) => s.fail);
+            const shouldFail = firstFailure !== -1 && step.position >= steps[firstFailure]!.position;
+            expect(failed.has(records[index]!.messageId)).toBe(shouldFail);
+          });
+        }),
+        { numRuns: 40 },
+      );
+    },
+  );
 
-  it.each(['transaction', 'batch-transaction'] as const)('stop-batch (%s): the batch runs in batch order, and after the first failure no further record starts, in any group', async (mode) => {
-    await fc.assert(
-      fc.asyncProperty(batchArbitrary, async (batch) => {
-        // The default concurrency: stop-batch must not depend on running one group at a time.
-        const { records, failed, effects } = await invoke(batch, 'stop-batch', 10, mode);
-        const firstFailure = batch.findIndex((step) => step.fail);
-        const committed = (firstFailure === -1 ? batch : batch.slice(0, firstFailure)).map((step) => `${step.group}/${step.position}`);
-        // A failing record's own effect rolls back; nothing after it started.
-        expect(effects.map((e) => `${e.group_id}/${e.position}`)).toEqual(committed);
-        // Everything from the first failure on, in every group, is reported failed.
-        records.forEach((record, index) => {
-          expect(failed.has(record.messageId)).toBe(firstFailure !== -1 && index >= firstFailure);
-        });
-      }),
-      { numRuns: 40 },
-    );
-  });
+  it.each(['transaction', 'batch-transaction'] as const)(
+    'stop-batch (%s): the batch runs in batch order, and after the first failure no further record starts, in any group',
+    async (mode) => {
+      await fc.assert(
+        fc.asyncProperty(batchArbitrary, async (batch) => {
+          // The default concurrency: stop-batch must not depend on running one group at a time.
+          const { records, failed, effects } = await invoke(batch, 'stop-batch', 10, mode);
+          const firstFailure = batch.findIndex((step) => step.fail);
+          const committed = (firstFailure === -1 ? batch : batch.slice(0, firstFailure)).map((step) => `${step.group}/${step.position}`);
+          // A failing record's own effect rolls back; nothing after it started.
+          expect(effects.map((e) => `${e.group_id}/${e.position}`)).toEqual(committed);
+          // Everything from the first failure on, in every group, is reported failed.
+          records.forEach((record, index) => {
+            expect(failed.has(record.messageId)).toBe(firstFailure !== -1 && index >= firstFailure);
+          });
+        }),
+        { numRuns: 40 },
+      );
+    },
+  );
 
   it('runs one group at a time in order while groups run in parallel', async () => {
     const consumer = 'fifo-parallel';
@@ -210,7 +215,10 @@ function stopBatchModes(started: Set<string>): Record<string, Partial<InboxOptio
       statement: (message: InboxMessage<Order>) => {
         started.add(message.body.orderId);
         check(message);
-        return { sql: SHIP.replace("VALUES (:orderId, 'shipped', 1)", "SELECT :orderId, 'shipped', 1 FROM claimed"), params: { orderId: message.body.orderId } };
+        return {
+          sql: SHIP.replace("VALUES (:orderId, 'shipped', 1)", "SELECT :orderId, 'shipped', 1 FROM claimed"),
+          params: { orderId: message.body.orderId },
+        };
       },
     },
     applyBatch: { applyBatch: applyBatch(false) },

@@ -53,38 +53,57 @@ type Order = { orderId: string };
 // `calls`: what the second batch costs at the server; the reset call never reaches it.
 const firstCalls: { call: string; calls: number; options: Partial<InboxOptions<Order>>; redeliver?: boolean }[] = [
   { call: 'BeginTransaction (apply)', calls: 8, options: { apply: async (tx, m) => void (await tx.execute(SHIP_ONE, { orderId: m.body.orderId })) } },
-  { call: 'the gated statement (statement)', calls: 2, options: { statement: { sql: SHIP_CLAIMED.replace("body->>'orderId'", ':orderId'), params: (m) => ({ orderId: m.body.orderId }) } } },
+  {
+    call: 'the gated statement (statement)',
+    calls: 2,
+    options: { statement: { sql: SHIP_CLAIMED.replace("body->>'orderId'", ':orderId'), params: (m) => ({ orderId: m.body.orderId }) } },
+  },
   { call: 'the set statement (statementBatch)', calls: 1, options: { statementBatch: { sql: SHIP_CLAIMED } } },
   // The lookup settles the redelivered batch in its one call (had it failed, each claim would: 6 calls).
-  { call: "the duplicate filter's lookup", calls: 1, options: { apply: async (tx, m) => void (await tx.execute(SHIP_ONE, { orderId: m.body.orderId })), duplicateFilter: 'always' }, redeliver: true },
+  {
+    call: "the duplicate filter's lookup",
+    calls: 1,
+    options: { apply: async (tx, m) => void (await tx.execute(SHIP_ONE, { orderId: m.body.orderId })), duplicateFilter: 'always' },
+    redeliver: true,
+  },
 ];
 
 describe('the first call after an idle spell', () => {
-  it.each(firstCalls)('$call, reset on a connection the network forgot, is sent again on a new one; every record succeeds', async ({ call, calls, options, redeliver }) => {
-    // Arrange: one batch leaves its connection idle in the pool; then the proxy forgets it.
-    const prefix = `idle-${call.replace(/\W+/g, '-')}`;
-    const logger = recordingLogger();
-    const handler = inbox<Order>({ consumer: 'idle-worker', database: throughProxy(), concurrency: 1, logger, metrics: recordingMetrics(), ...options } as InboxOptions<Order>);
-    const first = [0, 1].map((i) => sqsRecord({ body: { orderId: `${prefix}-${i}` } }));
-    expect((await handler({ Records: first }, lambdaContext())).batchItemFailures).toEqual([]);
-    await idle();
-    const resetsBefore = proxy.resets;
-    db.server.stats.reset();
+  it.each(firstCalls)(
+    '$call, reset on a connection the network forgot, is sent again on a new one; every record succeeds',
+    async ({ call, calls, options, redeliver }) => {
+      // Arrange: one batch leaves its connection idle in the pool; then the proxy forgets it.
+      const prefix = `idle-${call.replace(/\W+/g, '-')}`;
+      const logger = recordingLogger();
+      const handler = inbox<Order>({
+        consumer: 'idle-worker',
+        database: throughProxy(),
+        concurrency: 1,
+        logger,
+        metrics: recordingMetrics(),
+        ...options,
+      } as InboxOptions<Order>);
+      const first = [0, 1].map((i) => sqsRecord({ body: { orderId: `${prefix}-${i}` } }));
+      expect((await handler({ Records: first }, lambdaContext())).batchItemFailures).toEqual([]);
+      await idle();
+      const resetsBefore = proxy.resets;
+      db.server.stats.reset();
 
-    // Act
-    const second = redeliver
-      ? first.map((record) => ({ ...record, attributes: { ...record.attributes, ApproximateReceiveCount: '2' } }))
-      : [2, 3].map((i) => sqsRecord({ body: { orderId: `${prefix}-${i}` } }));
-    const response = await handler({ Records: second }, lambdaContext());
+      // Act
+      const second = redeliver
+        ? first.map((record) => ({ ...record, attributes: { ...record.attributes, ApproximateReceiveCount: '2' } }))
+        : [2, 3].map((i) => sqsRecord({ body: { orderId: `${prefix}-${i}` } }));
+      const response = await handler({ Records: second }, lambdaContext());
 
-    // Assess: the reset happened, and nothing failed or applied twice.
-    expect(proxy.resets - resetsBefore).toBe(1);
-    expect(response.batchItemFailures).toEqual([]);
-    expect(db.server.stats.total()).toBe(calls);
-    expect(logger.lines.filter((line) => line.level === 'warn')).toEqual([]);
-    const rows = await db.query('SELECT order_id, shipped_count FROM public.orders WHERE order_id LIKE $1 ORDER BY 1', [`${prefix}-%`]);
-    expect(rows.map((row) => row.shipped_count)).toEqual(Array(redeliver ? 2 : 4).fill(1));
-  });
+      // Assess: the reset happened, and nothing failed or applied twice.
+      expect(proxy.resets - resetsBefore).toBe(1);
+      expect(response.batchItemFailures).toEqual([]);
+      expect(db.server.stats.total()).toBe(calls);
+      expect(logger.lines.filter((line) => line.level === 'warn')).toEqual([]);
+      const rows = await db.query('SELECT order_id, shipped_count FROM public.orders WHERE order_id LIKE $1 ORDER BY 1', [`${prefix}-%`]);
+      expect(rows.map((row) => row.shipped_count)).toEqual(Array(redeliver ? 2 : 4).fill(1));
+    },
+  );
 
   it('never sends a statement inside a transaction twice, nor a commit: the reset fails the call, as ambiguous', async () => {
     const session = new DataApiSession(throughProxy(), { callTimeoutMs: 5_000, resumeDelaysMs: [] });
@@ -92,13 +111,19 @@ describe('the first call after an idle spell', () => {
     await tx.execute('SELECT 1');
     await idle();
     db.server.stats.reset();
-    const statement = await tx.execute('SELECT 2').then(() => undefined, (error: unknown) => error);
+    const statement = await tx.execute('SELECT 2').then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(statement).toBeInstanceOf(DataApiError);
     expect(statement).toMatchObject({ operation: 'ExecuteStatement', ambiguous: true });
 
     const other = await session.transaction();
     await idle();
-    const commit = await other.commit().then(() => undefined, (error: unknown) => error);
+    const commit = await other.commit().then(
+      () => undefined,
+      (error: unknown) => error,
+    );
     expect(commit).toMatchObject({ operation: 'CommitTransaction', ambiguous: true });
     // Neither reached the server: the reset came from the proxy, and nothing was sent again.
     expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: 0, CommitTransaction: 0 });
@@ -128,7 +153,10 @@ describe("inbox()'s default client", () => {
   });
 
   it('lets a call run longer than the idle limit: only idle connections are dropped', async () => {
-    const session = new DataApiSession(throughProxy(defaultDataApiClient({ ...local, endpoint: db.server.endpoint }, 100)), { callTimeoutMs: 5_000, resumeDelaysMs: [] });
+    const session = new DataApiSession(throughProxy(defaultDataApiClient({ ...local, endpoint: db.server.endpoint }, 100)), {
+      callTimeoutMs: 5_000,
+      resumeDelaysMs: [],
+    });
     expect((await session.execute('SELECT 1 AS n FROM pg_sleep(0.4)')).rows).toEqual([{ n: 1 }]);
   });
 

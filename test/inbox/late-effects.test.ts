@@ -43,8 +43,16 @@ async function shippedCount(orderId: string): Promise<number> {
 
 function handlerFor(mode: Partial<InboxOptions<Order>>) {
   const logger = recordingLogger();
-  const handler = inbox<Order>({ consumer: 'late', database: db.target, logger, metrics: recordingMetrics(), callTimeoutMs: CALL_TIMEOUT_MS, ...mode } as InboxOptions<Order>);
-  const failures = () => logger.lines.filter((line) => line.message.startsWith('record failed')).map((line) => (line.extra[0] as { error: { message: string } }).error.message);
+  const handler = inbox<Order>({
+    consumer: 'late',
+    database: db.target,
+    logger,
+    metrics: recordingMetrics(),
+    callTimeoutMs: CALL_TIMEOUT_MS,
+    ...mode,
+  } as InboxOptions<Order>);
+  const failures = () =>
+    logger.lines.filter((line) => line.message.startsWith('record failed')).map((line) => (line.extra[0] as { error: { message: string } }).error.message);
   return { handler, failures };
 }
 
@@ -59,19 +67,22 @@ const HOLDS = {
 };
 
 describe('a statement held past the call timeout', () => {
-  it.each(Object.keys(HOLDS) as (keyof typeof HOLDS)[])('inside a transaction (held by %s): PostgreSQL cancels it before the client gives up, the record fails as a statement error, and its redelivery is not stuck behind the claim', async (how) => {
-    const { handler, failures } = handlerFor({ apply: async (tx, message) => void (await tx.execute(SHIP, { orderId: message.body.orderId })) });
-    const hold = await HOLDS[how]('order-held');
-    const record = sqsRecord({ body: { orderId: 'order-held' } });
+  it.each(Object.keys(HOLDS) as (keyof typeof HOLDS)[])(
+    'inside a transaction (held by %s): PostgreSQL cancels it before the client gives up, the record fails as a statement error, and its redelivery is not stuck behind the claim',
+    async (how) => {
+      const { handler, failures } = handlerFor({ apply: async (tx, message) => void (await tx.execute(SHIP, { orderId: message.body.orderId })) });
+      const hold = await HOLDS[how]('order-held');
+      const record = sqsRecord({ body: { orderId: 'order-held' } });
 
-    const first = await handler({ Records: [record] }, lambdaContext());
-    await hold.release();
-    const again = await handler({ Records: [{ ...record, attributes: { ...record.attributes, ApproximateReceiveCount: '2' } }] }, lambdaContext());
+      const first = await handler({ Records: [record] }, lambdaContext());
+      await hold.release();
+      const again = await handler({ Records: [{ ...record, attributes: { ...record.attributes, ApproximateReceiveCount: '2' } }] }, lambdaContext());
 
-    expect(first.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
-    // Answered by the server (a statement error, nothing committed), not a client timeout of unknown outcome.
-    expect(failures()).toEqual([expect.stringContaining('canceling statement due to statement timeout')]);
-    expect(again.batchItemFailures).toEqual([]);
-    expect(await shippedCount('order-held')).toBe(1);
-  });
+      expect(first.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+      // Answered by the server (a statement error, nothing committed), not a client timeout of unknown outcome.
+      expect(failures()).toEqual([expect.stringContaining('canceling statement due to statement timeout')]);
+      expect(again.batchItemFailures).toEqual([]);
+      expect(await shippedCount('order-held')).toBe(1);
+    },
+  );
 });

@@ -221,7 +221,11 @@ const setups: Setup[] = [
   { name: 'POWERTOOLS_LOG_LEVEL=SILENT', env: { POWERTOOLS_LOG_LEVEL: 'SILENT' }, printed: [], check: (run) => expect(run.entries).toEqual([]) },
   { name: 'LOG_LEVEL=WARN', env: { LOG_LEVEL: 'WARN' }, printed: from('WARN') },
   { name: 'POWERTOOLS_LOG_LEVEL=ERROR wins over LOG_LEVEL=DEBUG', env: { POWERTOOLS_LOG_LEVEL: 'ERROR', LOG_LEVEL: 'DEBUG' }, printed: from('ERROR') },
-  { name: 'AWS_LAMBDA_LOG_LEVEL=ERROR wins over POWERTOOLS_LOG_LEVEL=DEBUG', env: { AWS_LAMBDA_LOG_LEVEL: 'ERROR', POWERTOOLS_LOG_LEVEL: 'DEBUG' }, printed: from('ERROR') },
+  {
+    name: 'AWS_LAMBDA_LOG_LEVEL=ERROR wins over POWERTOOLS_LOG_LEVEL=DEBUG',
+    env: { AWS_LAMBDA_LOG_LEVEL: 'ERROR', POWERTOOLS_LOG_LEVEL: 'DEBUG' },
+    printed: from('ERROR'),
+  },
   { name: 'AWS_LAMBDA_LOG_LEVEL=FATAL', env: { AWS_LAMBDA_LOG_LEVEL: 'FATAL' }, printed: [], check: (run) => expect(run.entries).toEqual([]) },
   { name: 'AWS_LAMBDA_LOG_LEVEL=DEBUG', env: { AWS_LAMBDA_LOG_LEVEL: 'DEBUG', LOG_LEVEL: 'ERROR' }, printed: from('DEBUG') },
   { name: 'AWS_LAMBDA_LOG_LEVEL=TRACE', env: { AWS_LAMBDA_LOG_LEVEL: 'TRACE' }, printed: from('DEBUG') },
@@ -240,20 +244,32 @@ const setups: Setup[] = [
     printed: from('INFO'),
     check: (run) => expect(json(run).some((line) => line.message === SAMPLED)).toBe(false),
   },
-  { name: 'POWERTOOLS_LOGGER_SAMPLE_RATE=1 promotes POWERTOOLS_LOG_LEVEL=SILENT', env: { POWERTOOLS_LOGGER_SAMPLE_RATE: '1', POWERTOOLS_LOG_LEVEL: 'SILENT' }, printed: from('DEBUG') },
+  {
+    name: 'POWERTOOLS_LOGGER_SAMPLE_RATE=1 promotes POWERTOOLS_LOG_LEVEL=SILENT',
+    env: { POWERTOOLS_LOGGER_SAMPLE_RATE: '1', POWERTOOLS_LOG_LEVEL: 'SILENT' },
+    printed: from('DEBUG'),
+  },
   {
     name: 'POWERTOOLS_LOGGER_SAMPLE_RATE=1 under AWS_LAMBDA_LOG_LEVEL=WARN (warns, stays at WARN)',
     env: { POWERTOOLS_LOGGER_SAMPLE_RATE: '1', AWS_LAMBDA_LOG_LEVEL: 'WARN' },
     printed: from('WARN'),
-    check: (run) => expect(json(run)[0]!.message).toMatch(/^Current log level \(DEBUG\) does not match AWS Lambda Advanced Logging Controls minimum log level \(WARN\)/),
+    check: (run) =>
+      expect(json(run)[0]!.message).toMatch(/^Current log level \(DEBUG\) does not match AWS Lambda Advanced Logging Controls minimum log level \(WARN\)/),
   },
-  { name: 'POWERTOOLS_LOGGER_SAMPLE_RATE=1 under AWS_LAMBDA_LOG_LEVEL=DEBUG', env: { POWERTOOLS_LOGGER_SAMPLE_RATE: '1', AWS_LAMBDA_LOG_LEVEL: 'DEBUG' }, printed: from('DEBUG') },
+  {
+    name: 'POWERTOOLS_LOGGER_SAMPLE_RATE=1 under AWS_LAMBDA_LOG_LEVEL=DEBUG',
+    env: { POWERTOOLS_LOGGER_SAMPLE_RATE: '1', AWS_LAMBDA_LOG_LEVEL: 'DEBUG' },
+    printed: from('DEBUG'),
+  },
   { name: 'POWERTOOLS_LOGGER_SAMPLE_RATE=2 (out of range: ignored)', env: { POWERTOOLS_LOGGER_SAMPLE_RATE: '2' }, printed: from('INFO') },
   {
     name: 'POWERTOOLS_LOGGER_SAMPLE_RATE=often (not a number: the constructor throws)',
     env: { POWERTOOLS_LOGGER_SAMPLE_RATE: 'often' },
     printed: [],
-    check: (run) => expect(run.entries.map((entry) => entry.text)).toEqual(['!constructor threw TypeError: Environment variable POWERTOOLS_LOGGER_SAMPLE_RATE must be a number']),
+    check: (run) =>
+      expect(run.entries.map((entry) => entry.text)).toEqual([
+        '!constructor threw TypeError: Environment variable POWERTOOLS_LOGGER_SAMPLE_RATE must be a number',
+      ]),
   },
   {
     name: 'POWERTOOLS_DEV=true (indented, stack as lines, global console)',
@@ -266,7 +282,12 @@ const setups: Setup[] = [
     },
   },
   { name: 'POWERTOOLS_DEV=1', env: { POWERTOOLS_DEV: '1' }, printed: from('INFO'), check: (run) => expect(run.entries[0]!.text).toContain('\n') },
-  { name: 'POWERTOOLS_DEV=maybe (not truthy)', env: { POWERTOOLS_DEV: 'maybe' }, printed: from('INFO'), check: (run) => expect(run.entries[0]!.text).not.toContain('\n') },
+  {
+    name: 'POWERTOOLS_DEV=maybe (not truthy)',
+    env: { POWERTOOLS_DEV: 'maybe' },
+    printed: from('INFO'),
+    check: (run) => expect(run.entries[0]!.text).not.toContain('\n'),
+  },
   {
     name: '_X_AMZN_TRACE_ID header',
     env: { _X_AMZN_TRACE_ID: TRACE_HEADER },
@@ -286,7 +307,12 @@ const setups: Setup[] = [
     check: (run) => expect(json(run)[0]!.xray_trace_id).toBe('1-from-the-store'),
   },
   { name: 'TZ=Europe/Paris', env: { TZ: 'Europe/Paris' }, printed: from('INFO'), check: (run) => expect(json(run)[0]!.timestamp).toMatch(/\+0[12]:00$/) },
-  { name: 'TZ=America/New_York', env: { TZ: 'America/New_York' }, printed: from('INFO'), check: (run) => expect(json(run)[0]!.timestamp).toMatch(/-0[45]:00$/) },
+  {
+    name: 'TZ=America/New_York',
+    env: { TZ: 'America/New_York' },
+    printed: from('INFO'),
+    check: (run) => expect(json(run)[0]!.timestamp).toMatch(/-0[45]:00$/),
+  },
   { name: 'TZ=Asia/Kolkata', env: { TZ: 'Asia/Kolkata' }, printed: from('INFO'), check: (run) => expect(json(run)[0]!.timestamp).toMatch(/\+05:30$/) },
   { name: 'TZ=UTC', env: { TZ: 'UTC' }, printed: from('INFO'), check: (run) => expect(json(run)[0]!.timestamp).toMatch(/Z$/) },
   {
@@ -294,7 +320,9 @@ const setups: Setup[] = [
     env: { TZ: 'Nowhere/Bad' },
     printed: from('INFO'),
     check: (run) => {
-      expect(run.entries.filter((entry) => !entry.json).map((entry) => [entry.stream, entry.text])).toEqual([['stderr', 'Invalid or unresolvable time zone: "Nowhere/Bad" - falling back to UTC.']]);
+      expect(run.entries.filter((entry) => !entry.json).map((entry) => [entry.stream, entry.text])).toEqual([
+        ['stderr', 'Invalid or unresolvable time zone: "Nowhere/Bad" - falling back to UTC.'],
+      ]);
       expect(json(run)[0]!.timestamp).toMatch(/\+00:00$/);
     },
   },
@@ -313,7 +341,8 @@ const setups: Setup[] = [
       ENVIRONMENT: 'prod',
     },
     printed: from('INFO'),
-    check: (run) => expect(json(run)[0]).toMatchObject({ service: 'orders', timestamp: expect.stringMatching(/Z$/), xray_trace_id: '1-5759e988-bd862e3fe1be46a994272793' }),
+    check: (run) =>
+      expect(json(run)[0]).toMatchObject({ service: 'orders', timestamp: expect.stringMatching(/Z$/), xray_trace_id: '1-5759e988-bd862e3fe1be46a994272793' }),
   },
 ];
 

@@ -5,13 +5,25 @@ import { inbox as batchInbox } from '../../lambda/inbox/handler/batch-handlers.j
 import type { InboxOptions } from '../../lambda/inbox/index.js';
 import { park } from '../../lambda/inbox/parked/index.js';
 
-const database = { resourceArn: 'arn:aws:rds:us-east-1:1:cluster:c', secretArn: 'arn:aws:secretsmanager:us-east-1:1:secret:s', client: new RDSDataClient({ region: 'us-east-1' }) };
+const database = {
+  resourceArn: 'arn:aws:rds:us-east-1:1:cluster:c',
+  secretArn: 'arn:aws:secretsmanager:us-east-1:1:secret:s',
+  client: new RDSDataClient({ region: 'us-east-1' }),
+};
 const apply = async () => {};
 
 // The batch modes' options, checked by the handlers of sqs-inbox/batch (those of sqs-inbox refuse the batch modes).
 const invalidBatch: [string, Partial<InboxOptions>, RegExp][] = [
-  ['statementBatch.sql', { apply: undefined, statementBatch: { sql: 'INSERT INTO shipments SELECT 1' } }, /"statementBatch\.sql": the statement never mentions `claimed`/],
-  ['statementBatch.params', { apply: undefined, statementBatch: { sql: 'SELECT 1 FROM claimed', params: 5 as never } }, /"statementBatch\.params": must be a function \(messages\)/],
+  [
+    'statementBatch.sql',
+    { apply: undefined, statementBatch: { sql: 'INSERT INTO shipments SELECT 1' } },
+    /"statementBatch\.sql": the statement never mentions `claimed`/,
+  ],
+  [
+    'statementBatch.params',
+    { apply: undefined, statementBatch: { sql: 'SELECT 1 FROM claimed', params: 5 as never } },
+    /"statementBatch\.params": must be a function \(messages\)/,
+  ],
 ];
 
 const invalid: [string, Partial<InboxOptions>, RegExp][] = [
@@ -19,16 +31,36 @@ const invalid: [string, Partial<InboxOptions>, RegExp][] = [
   ['consumer', { consumer: '-leading-dash' }, /"consumer".*letters, digits/],
   ['consumer', { consumer: 'has space' }, /"consumer"/],
   ['apply', { apply: undefined }, /"apply".*give `apply/],
-  ['statement', { statement: { sql: 'SELECT 1 FROM claimed', params: () => ({}) } }, /"statement": give only one of apply, statement, applyBatch and statementBatch; got apply and statement/],
+  [
+    'statement',
+    { statement: { sql: 'SELECT 1 FROM claimed', params: () => ({}) } },
+    /"statement": give only one of apply, statement, applyBatch and statementBatch; got apply and statement/,
+  ],
   ['statementBatch', { statementBatch: { sql: 'SELECT 1 FROM claimed' } }, /"statementBatch": give only one of .* got apply and statementBatch/],
   ['applyBatch', { apply: undefined, applyBatch: 'x' as never }, /"applyBatch": must be an async function \(tx, messages\) => void; got the string "x"/],
-  ['applyBatch', { apply: undefined, applyBatch: async () => {} }, /"applyBatch": is a batch mode, whose code is in "sqs-inbox\/batch": import \{ inbox \} from 'sqs-inbox\/batch'/],
-  ['statementBatch', { apply: undefined, statementBatch: { sql: 'SELECT 1 FROM claimed' } }, /"statementBatch": is a batch mode, whose code is in "sqs-inbox\/batch"/],
+  [
+    'applyBatch',
+    { apply: undefined, applyBatch: async () => {} },
+    /"applyBatch": is a batch mode, whose code is in "sqs-inbox\/batch": import \{ inbox \} from 'sqs-inbox\/batch'/,
+  ],
+  [
+    'statementBatch',
+    { apply: undefined, statementBatch: { sql: 'SELECT 1 FROM claimed' } },
+    /"statementBatch": is a batch mode, whose code is in "sqs-inbox\/batch"/,
+  ],
   ['duplicateFilter', { duplicateFilter: 'sometimes' as never }, /"duplicateFilter": "sometimes" must be 'auto' or 'always' or 'never'/],
   ['fifo.onFailure', { fifo: { onFailure: 'skip' as never } }, /"fifo\.onFailure".*'skip-group' or 'stop-batch'/],
-  ['onPermanentError', { onPermanentError: 'drop' as never }, /"onPermanentError": must be 'retry' or park \(import \{ park \} from 'sqs-inbox\/parked'\); got the string "drop"/],
+  [
+    'onPermanentError',
+    { onPermanentError: 'drop' as never },
+    /"onPermanentError": must be 'retry' or park \(import \{ park \} from 'sqs-inbox\/parked'\); got the string "drop"/,
+  ],
   // The string of old: its code moved to its own entry, which the message names.
-  ['onPermanentError', { onPermanentError: 'park' as never }, /"onPermanentError": 'park' \(the string\) is no longer accepted: .* Write `import \{ park \} from 'sqs-inbox\/parked'` and pass onPermanentError: park/],
+  [
+    'onPermanentError',
+    { onPermanentError: 'park' as never },
+    /"onPermanentError": 'park' \(the string\) is no longer accepted: .* Write `import \{ park \} from 'sqs-inbox\/parked'` and pass onPermanentError: park/,
+  ],
   ['concurrency', { concurrency: 0 }, /"concurrency".*positive integer/],
   ['callTimeoutMs', { callTimeoutMs: 1.5 }, /"callTimeoutMs"/],
   ['deadlineMarginMs', { deadlineMarginMs: -1 }, /"deadlineMarginMs"/],
@@ -46,7 +78,11 @@ const wrongType: [string, Record<string, unknown>, RegExp][] = [
   ['fifo', { fifo: 'stop-batch' }, /"fifo": must be an object, e\.g\. fifo: \{ onFailure: 'stop-batch' \}; got the string "stop-batch"/],
   ['fifo.onFailure', { fifo: { onFailure: true } }, /"fifo\.onFailure": must be 'skip-group' or 'stop-batch'; got the boolean true/],
   ['onPermanentError', { onPermanentError: 1 }, /"onPermanentError": must be 'retry' or park \(import \{ park \} from 'sqs-inbox\/parked'\); got the number 1/],
-  ['resumeDelaysMs', { resumeDelaysMs: 'fast' }, /"resumeDelaysMs": must be an array of whole numbers of milliseconds >= 0, e\.g\. \[250, 500, 1000\]; got the string "fast"/],
+  [
+    'resumeDelaysMs',
+    { resumeDelaysMs: 'fast' },
+    /"resumeDelaysMs": must be an array of whole numbers of milliseconds >= 0, e\.g\. \[250, 500, 1000\]; got the string "fast"/,
+  ],
   ['resumeDelaysMs[1]', { resumeDelaysMs: [250, '500'] }, /"resumeDelaysMs\[1\]": must be a number .*; got the string "500"/],
   ['resumeDelaysMs[0]', { resumeDelaysMs: [-1] }, /"resumeDelaysMs\[0\]": -1 must be a non-negative integer/],
   ['concurrency', { concurrency: '5' }, /"concurrency": must be a number \(a positive integer, e\.g\. 10\); got the string "5"/],
@@ -56,7 +92,11 @@ const wrongType: [string, Record<string, unknown>, RegExp][] = [
   ['schema', { schema: true }, /"schema": must match .*; got the boolean true/],
   ['apply', { apply: 'ship' }, /"apply": must be an async function \(tx, message\) => void; got the string "ship"/],
   ['statement', { apply: undefined, statement: sql }, /"statement": must be \(message\) => .*; got the string "INSERT/],
-  ['statement.params', { apply: undefined, statement: { sql, params: { orderId: 'o-1' } } }, /"statement\.params": must be a function \(message\) => .*; got an object/],
+  [
+    'statement.params',
+    { apply: undefined, statement: { sql, params: { orderId: 'o-1' } } },
+    /"statement\.params": must be a function \(message\) => .*; got an object/,
+  ],
   ['parse', { parse: 'json' }, /"parse": must be a function \(body, record\) => parsed body; got the string "json"/],
   ['key', { key: 5 }, /"key": the number 5 is not a key strategy/],
   ['onBatch', { onBatch: true }, /"onBatch": must be a function \(summary\) => void; got the boolean true/],
@@ -64,7 +104,11 @@ const wrongType: [string, Record<string, unknown>, RegExp][] = [
   ['sleep', { sleep: 100 }, /"sleep": must be a function .*; got the number 100/],
   ['logger', { logger: { info() {} } }, /"logger": must be an object with the methods debug, info, warn, error .*; this one has no debug, warn, error/],
   ['metrics', { metrics: 'emf' }, /"metrics": must be an object with the methods addMetric, publishStoredMetrics .*; got the string "emf"/],
-  ['database', { database: 'arn:aws:rds:us-east-1:1:cluster:c' }, /"database": must be an object \{ resourceArn, secretArn, database, client \}; got the string/],
+  [
+    'database',
+    { database: 'arn:aws:rds:us-east-1:1:cluster:c' },
+    /"database": must be an object \{ resourceArn, secretArn, database, client \}; got the string/,
+  ],
   ['database.resourceArn', { database: { ...database, resourceArn: 7 } }, /"database\.resourceArn": must be a string; got the number 7/],
   ['database.client', { database: { ...database, client: {} } }, /"database\.client": must be an RDSDataClient/],
 ];
@@ -73,13 +117,29 @@ const wrongType: [string, Record<string, unknown>, RegExp][] = [
 const unknownKey: [string, Record<string, unknown>, RegExp][] = [
   ['concurency', { concurency: 5 }, /"concurency": is not an option of inbox\(\); did you mean "concurrency"\?$/],
   ['CallTimeoutMs', { CallTimeoutMs: 5000 }, /did you mean "callTimeoutMs"\?$/],
-  ['retries', { retries: 3 }, /"retries": is not an option of inbox\(\); the inbox\(\) options are consumer, database, apply, statement, .*, sleep, key, fifo$/],
+  [
+    'retries',
+    { retries: 3 },
+    /"retries": is not an option of inbox\(\); the inbox\(\) options are consumer, database, apply, statement, .*, sleep, key, fifo$/,
+  ],
   ['onFailure', { onFailure: 'stop-batch' }, /"onFailure": is not an option of inbox\(\); it belongs inside fifo: fifo: \{ onFailure: \.\.\. \}$/],
   ['fifo.onfailure', { fifo: { onfailure: 'stop-batch' } }, /"fifo\.onfailure": is not an option of fifo; did you mean "onFailure"\?$/],
   ['fifo.order', { fifo: { order: 'strict' } }, /"fifo\.order": is not an option of fifo; the fifo options are onFailure$/],
-  ['database.resourceARN', { database: { ...database, resourceARN: 'r' } }, /"database\.resourceARN": is not an option of database; did you mean "resourceArn"\?$/],
-  ['database.region', { database: { ...database, region: 'eu-west-1' } }, /the database options are resourceArn, secretArn, database, client, pool, idleCheckMs$/],
-  ['statement.param', { apply: undefined, statement: { sql, params: () => ({}), param: 1 } }, /"statement\.param": is not an option of statement; did you mean "params"\?$/],
+  [
+    'database.resourceARN',
+    { database: { ...database, resourceARN: 'r' } },
+    /"database\.resourceARN": is not an option of database; did you mean "resourceArn"\?$/,
+  ],
+  [
+    'database.region',
+    { database: { ...database, region: 'eu-west-1' } },
+    /the database options are resourceArn, secretArn, database, client, pool, idleCheckMs$/,
+  ],
+  [
+    'statement.param',
+    { apply: undefined, statement: { sql, params: () => ({}), param: 1 } },
+    /"statement\.param": is not an option of statement; did you mean "params"\?$/,
+  ],
   ['key.attributes', { key: { attributes: 'order-key' } }, /"key\.attributes": is not an option of key; did you mean "attribute"\?$/],
 ];
 
@@ -101,26 +161,29 @@ function thrownBy(patch: Record<string, unknown>): unknown {
 }
 
 describe('inbox() options, validated once at cold start', () => {
-  it.each([...invalid.map((row) => [...row, inbox] as const), ...invalidBatch.map((row) => [...row, batchInbox] as const)])('names %s and the fix', (option, patch, message, make) => {
-    const options = { consumer: 'order-worker', database, apply, ...patch } as InboxOptions;
-    const previous = { ...process.env };
-    delete process.env.INBOX_RESOURCE_ARN;
-    delete process.env.INBOX_SECRET_ARN;
-    delete process.env.INBOX_CONSUMER;
-    try {
-      let thrown: unknown;
+  it.each([...invalid.map((row) => [...row, inbox] as const), ...invalidBatch.map((row) => [...row, batchInbox] as const)])(
+    'names %s and the fix',
+    (option, patch, message, make) => {
+      const options = { consumer: 'order-worker', database, apply, ...patch } as InboxOptions;
+      const previous = { ...process.env };
+      delete process.env.INBOX_RESOURCE_ARN;
+      delete process.env.INBOX_SECRET_ARN;
+      delete process.env.INBOX_CONSUMER;
       try {
-        make(options);
-      } catch (error) {
-        thrown = error;
+        let thrown: unknown;
+        try {
+          make(options);
+        } catch (error) {
+          thrown = error;
+        }
+        expect(thrown).toBeInstanceOf(InboxConfigError);
+        expect((thrown as InboxConfigError).option).toBe(option);
+        expect((thrown as Error).message).toMatch(message);
+      } finally {
+        process.env = previous;
       }
-      expect(thrown).toBeInstanceOf(InboxConfigError);
-      expect((thrown as InboxConfigError).option).toBe(option);
-      expect((thrown as Error).message).toMatch(message);
-    } finally {
-      process.env = previous;
-    }
-  });
+    },
+  );
 
   it.each(wrongType)('names %s, the type it got and the fix', (option, patch, message) => {
     const thrown = thrownBy(patch);

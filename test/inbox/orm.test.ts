@@ -61,17 +61,26 @@ const DATA_API_ORMS: readonly Orm[] = [
   {
     name: 'Drizzle (drizzle-orm/aws-data-api/pg)',
     recipe: drizzleDataApiRecipe,
-    ship: async (tx, orderId) => void (await drizzleDataApi({ ...transactionDataApi(tx) }).insert(orders).values({ orderId, status: 'shipped', shippedCount: 1 })),
+    ship: async (tx, orderId) =>
+      void (await drizzleDataApi({ ...transactionDataApi(tx) })
+        .insert(orders)
+        .values({ orderId, status: 'shipped', shippedCount: 1 })),
     shipInOwnTransaction: async (tx, orderId) =>
       drizzleDataApi({ ...transactionDataApi(tx) }).transaction(async (own) => void (await own.insert(orders).values({ orderId, status: 'shipped' }))),
     commit: async (tx) => void (await drizzleDataApi({ ...transactionDataApi(tx) }).execute(drizzleSql`commit`)),
     read: async (tx, orderId) =>
-      (await drizzleDataApi({ ...transactionDataApi(tx) }).select({ status: orders.status, shippedCount: orders.shippedCount }).from(orders).where(eq(orders.orderId, orderId)))[0],
+      (
+        await drizzleDataApi({ ...transactionDataApi(tx) })
+          .select({ status: orders.status, shippedCount: orders.shippedCount })
+          .from(orders)
+          .where(eq(orders.orderId, orderId))
+      )[0],
   },
   {
     name: 'Kysely (kysely-data-api)',
     recipe: kyselyDataApiRecipe,
-    ship: async (tx, orderId) => void (await kyselyOnDataApi(tx).insertInto('orders').values({ order_id: orderId, status: 'shipped', shipped_count: 1 }).execute()),
+    ship: async (tx, orderId) =>
+      void (await kyselyOnDataApi(tx).insertInto('orders').values({ order_id: orderId, status: 'shipped', shipped_count: 1 }).execute()),
     shipInOwnTransaction: async (tx, orderId) =>
       kyselyOnDataApi(tx)
         .transaction()
@@ -86,7 +95,8 @@ const WIRE_ORMS: readonly Orm[] = [
     name: 'Drizzle (drizzle-orm/node-postgres)',
     recipe: drizzlePostgresRecipe,
     ship: async (tx, orderId) => void (await drizzleOnWire(tx).insert(orders).values({ orderId, status: 'shipped', shippedCount: 1 })),
-    shipInOwnTransaction: async (tx, orderId) => drizzleOnWire(tx).transaction(async (own) => void (await own.insert(orders).values({ orderId, status: 'shipped' }))),
+    shipInOwnTransaction: async (tx, orderId) =>
+      drizzleOnWire(tx).transaction(async (own) => void (await own.insert(orders).values({ orderId, status: 'shipped' }))),
     commit: async (tx) => void (await drizzleOnWire(tx).execute(drizzleSql`commit`)),
     read: async (tx, orderId) =>
       (await drizzleOnWire(tx).select({ status: orders.status, shippedCount: orders.shippedCount }).from(orders).where(eq(orders.orderId, orderId)))[0],
@@ -94,7 +104,8 @@ const WIRE_ORMS: readonly Orm[] = [
   {
     name: 'Kysely (PostgresDialect)',
     recipe: kyselyPostgresRecipe,
-    ship: async (tx, orderId) => void (await kyselyOnWire(tx).insertInto('orders').values({ order_id: orderId, status: 'shipped', shipped_count: 1 }).execute()),
+    ship: async (tx, orderId) =>
+      void (await kyselyOnWire(tx).insertInto('orders').values({ order_id: orderId, status: 'shipped', shipped_count: 1 }).execute()),
     shipInOwnTransaction: async (tx, orderId) =>
       kyselyOnWire(tx)
         .transaction()
@@ -219,7 +230,7 @@ describe.each(ORMS)(`$name inside the inbox's transaction (${TRANSPORT})`, (orm)
     expect(await shippedCount('o-lost-write')).toBe(1);
   });
 
-  it('writes every message of a batch in the batch\'s one transaction (applyBatch)', async () => {
+  it("writes every message of a batch in the batch's one transaction (applyBatch)", async () => {
     const handler = batchInbox<OrderShipped>({
       consumer: 'orm-batch-worker',
       database: db.target,
@@ -287,7 +298,9 @@ describe.each(ORMS)(`$name inside the inbox's transaction (${TRANSPORT})`, (orm)
     });
     const record = sqsRecord({ body: { orderId: 'o-own-transaction' } });
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
-    expect(causeOf(refused, TransactionControlError)?.message).toMatch(/^(BEGIN|BeginTransaction) refused inside the inbox's transaction.*Fix: drop db\.transaction\(\)/);
+    expect(causeOf(refused, TransactionControlError)?.message).toMatch(
+      /^(BEGIN|BeginTransaction) refused inside the inbox's transaction.*Fix: drop db\.transaction\(\)/,
+    );
     expect(db.server.stats.calls).toMatchObject({ BeginTransaction: 1, CommitTransaction: 0 });
     expect(await shippedCount('o-own-transaction')).toBeUndefined();
     expect(await claimed(record.messageId)).toBe(false);
@@ -364,7 +377,7 @@ describe('binding an ORM to something else than the transaction of apply', () =>
     expect(db.server.stats.calls).toMatchObject({ CommitTransaction: 1, RollbackTransaction: 0, ExecuteSql: 0 });
   });
 
-  it.skipIf(!ON_WIRE)('refuses a cursor on the transaction\'s connection at once, before its caller reads from it', async () => {
+  it.skipIf(!ON_WIRE)("refuses a cursor on the transaction's connection at once, before its caller reads from it", async () => {
     let refused: unknown;
     const { handler } = handlerWith(async (tx) => {
       const cursor = { submit: () => {}, read: async () => [], close: async () => {} };
@@ -380,7 +393,12 @@ describe('binding an ORM to something else than the transaction of apply', () =>
   });
 
   it('refuses a tx that is not the one inbox() gives apply', () => {
-    const handmade = { transactionId: 't', execute: async () => ({ rows: [], updated: 0 }), executeBatch: async () => 0, send: () => {} } satisfies InboxTransaction;
+    const handmade = {
+      transactionId: 't',
+      execute: async () => ({ rows: [], updated: 0 }),
+      executeBatch: async () => 0,
+      send: () => {},
+    } satisfies InboxTransaction;
     expect(() => transactionDataApi(handmade)).toThrow(OrmBindingError);
     expect(() => transactionConnection(handmade)).toThrow(/needs the tx that apply or applyBatch receives from inbox\(\)/);
   });
@@ -390,10 +408,12 @@ describe('binding an ORM to something else than the transaction of apply', () =>
     const { handler } = handlerWith(async (tx, message) => {
       const orm = ORMS[0]!;
       await orm.ship(tx, message.body.orderId);
-      late = new Promise((resolve) => setTimeout(resolve, 0)).then(() => orm.ship(tx, `${message.body.orderId}-late`)).then(
-        () => 'sent',
-        (error: unknown) => error,
-      );
+      late = new Promise((resolve) => setTimeout(resolve, 0))
+        .then(() => orm.ship(tx, `${message.body.orderId}-late`))
+        .then(
+          () => 'sent',
+          (error: unknown) => error,
+        );
     });
     await handler({ Records: [sqsRecord({ body: { orderId: 'o-late' } })] }, lambdaContext());
     // Refused, whether the transaction was still ending (the session's queue) or had ended (the binding).
@@ -409,21 +429,27 @@ describe('the statements an ORM may not send inside the transaction', () => {
     ['  begin isolation level serializable', 'BEGIN'],
     ['start transaction read only', 'START TRANSACTION'],
     ['/* drizzle */ COMMIT', 'COMMIT'],
-    ['-- end it\ncommit prepared \'x\'', 'COMMIT'],
+    ["-- end it\ncommit prepared 'x'", 'COMMIT'],
     ['END', 'END'],
     ['abort', 'ABORT'],
     ['rollback', 'ROLLBACK'],
-    ['ROLLBACK PREPARED \'x\'', 'ROLLBACK'],
-    ['prepare transaction \'x\'', 'PREPARE TRANSACTION'],
+    ["ROLLBACK PREPARED 'x'", 'ROLLBACK'],
+    ["prepare transaction 'x'", 'PREPARE TRANSACTION'],
     ['select 1; commit', 'A text of several statements'],
   ])('refuses %j', (sql, refused) => {
     expect(() => refuseTransactionControl(sql)).toThrow(expect.objectContaining({ name: 'TransactionControlError', refused }));
   });
 
-  it.each(['savepoint sp1', 'rollback to savepoint sp1', 'ROLLBACK TRANSACTION TO sp1', 'release savepoint sp1', "insert into notes values ('commit; begin')", 'update orders set end_date = now();', 'select beginning from t', 'prepare ship as select 1'])(
-    'lets %j through',
-    (sql) => {
-      expect(() => refuseTransactionControl(sql)).not.toThrow();
-    },
-  );
+  it.each([
+    'savepoint sp1',
+    'rollback to savepoint sp1',
+    'ROLLBACK TRANSACTION TO sp1',
+    'release savepoint sp1',
+    "insert into notes values ('commit; begin')",
+    'update orders set end_date = now();',
+    'select beginning from t',
+    'prepare ship as select 1',
+  ])('lets %j through', (sql) => {
+    expect(() => refuseTransactionControl(sql)).not.toThrow();
+  });
 });

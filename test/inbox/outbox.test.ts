@@ -36,14 +36,21 @@ const tables = inboxTables();
 let run = 0;
 
 async function queue(name: string): Promise<string> {
-  const { QueueUrl } = await f.client.send(new CreateQueueCommand({ QueueName: `${name}-${run}`.replace('.fifo-', '-') + (name.endsWith('.fifo') ? '.fifo' : ''), Attributes: name.endsWith('.fifo') ? { FifoQueue: 'true' } : {} }));
+  const { QueueUrl } = await f.client.send(
+    new CreateQueueCommand({
+      QueueName: `${name}-${run}`.replace('.fifo-', '-') + (name.endsWith('.fifo') ? '.fifo' : ''),
+      Attributes: name.endsWith('.fifo') ? { FifoQueue: 'true' } : {},
+    }),
+  );
   return QueueUrl!;
 }
 
 async function drain(client: SQSClient, url: string): Promise<Message[]> {
   const all: Message[] = [];
   for (;;) {
-    const { Messages } = await client.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], AttributeNames: ['All'] }));
+    const { Messages } = await client.send(
+      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], AttributeNames: ['All'] }),
+    );
     if (!Messages?.length) return all;
     for (const m of Messages) {
       all.push(m);
@@ -64,18 +71,22 @@ function shipper(destination: string, extra: Partial<InboxOptions<Order>> = {}) 
     metrics,
     outbox: sqsOutbox({ client: f.client, destinations: { invoices: destination } }),
     apply: async (tx, message) => {
-      await tx.execute('INSERT INTO public.shipped (order_id) VALUES (:id) ON CONFLICT (order_id) DO UPDATE SET n = shipped.n + 1', { id: message.body.orderId });
+      await tx.execute('INSERT INTO public.shipped (order_id) VALUES (:id) ON CONFLICT (order_id) DO UPDATE SET n = shipped.n + 1', {
+        id: message.body.orderId,
+      });
       tx.send({ to: 'invoices', body: { orderId: message.body.orderId }, ...(destination.endsWith('.fifo') ? { groupId: message.body.customer ?? 'c' } : {}) });
       if (message.body.fail) throw new Error('fails after the send');
     },
     ...extra,
   });
-  const rows = () => db.query<{ id: number; sent_at: Date | null; attempts: number; last_error: string | null; idempotency_key: string }>(
-    'SELECT id, sent_at, attempts, last_error, idempotency_key FROM inbox.outbox_message WHERE consumer_name = $1 ORDER BY id',
-    [consumer],
-  );
+  const rows = () =>
+    db.query<{ id: number; sent_at: Date | null; attempts: number; last_error: string | null; idempotency_key: string }>(
+      'SELECT id, sent_at, attempts, last_error, idempotency_key FROM inbox.outbox_message WHERE consumer_name = $1 ORDER BY id',
+      [consumer],
+    );
   /** The relay's warnings: what it left for the sweeper, and why. */
-  const relayWarnings = () => logger.lines.filter((line) => line.level === 'warn' && line.message.includes('sweeper')).map((line) => [line.message, line.extra[0]]);
+  const relayWarnings = () =>
+    logger.lines.filter((line) => line.level === 'warn' && line.message.includes('sweeper')).map((line) => [line.message, line.extra[0]]);
   return { consumer, handler, rows, metrics, relayWarnings };
 }
 
@@ -185,7 +196,12 @@ describe('the outbox', () => {
           error: {
             name: CURRENT.errorName,
             // A Data API 500 leaves the outcome unknown; the wire's refusal (53300) says the read did not run.
-            message: expect.stringMatching(onTransport({ 'data-api': /^ExecuteStatement failed \(unavailable, outcome unknown\): /, wire: /^ExecuteStatement failed \(unavailable\): Injected fault/ })),
+            message: expect.stringMatching(
+              onTransport({
+                'data-api': /^ExecuteStatement failed \(unavailable, outcome unknown\): /,
+                wire: /^ExecuteStatement failed \(unavailable\): Injected fault/,
+              }),
+            ),
           },
         },
       ],
@@ -208,7 +224,12 @@ describe('the outbox', () => {
         remaining = 500;
       },
     });
-    expect(await handler({ Records: [order(`o-${run}`)] }, lambdaContext(() => remaining))).toEqual({ batchItemFailures: [] });
+    expect(
+      await handler(
+        { Records: [order(`o-${run}`)] },
+        lambdaContext(() => remaining),
+      ),
+    ).toEqual({ batchItemFailures: [] });
     expect((await rows())[0]).toMatchObject({ sent_at: null, attempts: 0 });
     expect(await drain(f.client, url)).toEqual([]);
     await sweepOutbox(db.session, { transport: sqsOutbox({ client: f.client }).transport, minAgeMs: 0 });
@@ -223,7 +244,7 @@ describe('the outbox', () => {
     expect(await drain(f.client, url)).toHaveLength(1);
   });
 
-  it('the sweeper racing the handler\'s relay: the next consumer applies the message once', async () => {
+  it("the sweeper racing the handler's relay: the next consumer applies the message once", async () => {
     const url = await queue('race');
     const { handler, rows } = shipper(url);
     f.sqs.faults.failRequests('SendMessageBatch', { error: 'InternalError', times: 10 });
@@ -246,7 +267,9 @@ describe('the outbox', () => {
     });
     const records = received.map((m) => sqsRecord({ body: m.Body!, key: m.MessageAttributes!['idempotency-key']!.StringValue! }));
     await invoicer({ Records: records }, lambdaContext());
-    expect(await db.query('SELECT count(*)::int AS n FROM public.invoiced WHERE key = $1', [records[0]!.messageAttributes['idempotency-key']!.stringValue])).toEqual([{ n: 1 }]);
+    expect(
+      await db.query('SELECT count(*)::int AS n FROM public.invoiced WHERE key = $1', [records[0]!.messageAttributes['idempotency-key']!.stringValue]),
+    ).toEqual([{ n: 1 }]);
   });
 
   it('keeps a FIFO group in order: a message waits behind an older unsent one of its group, and the sweeper sends both in order', async () => {
@@ -276,7 +299,7 @@ describe('the outbox', () => {
     expect((await drain(f.client, url)).map((m) => (JSON.parse(m.Body!) as Order).orderId)).toEqual([`head-${run}`, `tail-${run}`]);
   });
 
-  it('applyBatch: each send names its message; keys follow each message\'s own positions', async () => {
+  it("applyBatch: each send names its message; keys follow each message's own positions", async () => {
     const url = await queue('batch');
     const consumer = `ship-batch-${run++}`;
     const handler = inbox<Order>({
@@ -295,7 +318,9 @@ describe('the outbox', () => {
     const records = [order(`b1-${run}`), order(`b2-${run}`)];
     expect(await handler({ Records: records }, lambdaContext())).toEqual({ batchItemFailures: [] });
     const keys = (await drain(f.client, url)).map((m) => m.MessageAttributes!['idempotency-key']!.StringValue).sort();
-    expect(keys).toEqual([0, 1].flatMap((position) => records.map((r) => outboxKey(consumer, r.messageAttributes['idempotency-key']!.stringValue!, position))).sort());
+    expect(keys).toEqual(
+      [0, 1].flatMap((position) => records.map((r) => outboxKey(consumer, r.messageAttributes['idempotency-key']!.stringValue!, position))).sort(),
+    );
   });
 
   it('refuses what could never be sent, naming the fix', async () => {
@@ -306,7 +331,9 @@ describe('the outbox', () => {
     expect(() => inbox({ ...base, outbox: { transport: {} } as never, apply: async () => {} })).toThrow(InboxConfigError);
     // A plain object carries no outbox code (so a consumer without an outbox bundles none): outbox() adds it.
     const transport = { send: async (rows: readonly { id: number }[]) => rows.map((row) => ({ id: row.id })) };
-    expect(() => inbox({ ...base, outbox: { transport }, apply: async () => {} })).toThrow(/inbox option "outbox": make it with sqsOutbox\(\{ client \}\) or, for your own transport, outbox\(/);
+    expect(() => inbox({ ...base, outbox: { transport }, apply: async () => {} })).toThrow(
+      /inbox option "outbox": make it with sqsOutbox\(\{ client \}\) or, for your own transport, outbox\(/,
+    );
     expect(() => inbox({ ...base, outbox: outbox({ transport }), apply: async () => {} })).not.toThrow();
     const errors: unknown[] = [];
     const handler = inbox({
@@ -323,26 +350,37 @@ describe('the outbox', () => {
     });
     await handler({ Records: [order('r-1')] }, lambdaContext());
     expect(String(errors[0])).toMatch(/inbox option "outbox": tx.send needs an outbox/);
-    const named = inbox({ ...base, consumer: `refuse-${run++}`, outbox: sqsOutbox({ client: f.client }), apply: async (tx) => tx.send({ to: 'invoices', body: 'x' }) });
+    const named = inbox({
+      ...base,
+      consumer: `refuse-${run++}`,
+      outbox: sqsOutbox({ client: f.client }),
+      apply: async (tx) => tx.send({ to: 'invoices', body: 'x' }),
+    });
     const failed = await named({ Records: [order('r-2')] }, lambdaContext());
     expect(failed.batchItemFailures).toHaveLength(1);
   });
 
-  dataApiOnly('test/inbox/outbox.test.ts', 'runs as the scheduled sweeper function: sends what is left, deletes old sent rows, publishes its metrics', async () => {
-    const url = await queue('swept');
-    const { handler, rows, consumer } = shipper(url);
-    f.sqs.faults.failRequests('SendMessageBatch', { error: 'InternalError', times: 10 });
-    await handler({ Records: [order(`s-${run}`)] }, lambdaContext());
-    f.sqs.faults.clear();
-    await oldSentRow(consumer, url);
-    const metrics = recordingMetrics();
-    const report = await sweeper(metrics)({}, lambdaContext());
-    expect(report).toMatchObject({ sent: 1, deferred: 0, deleted: 1, oldestUnsentAgeSeconds: 0 });
-    expect(metrics.published[0]).toMatchObject({ OutboxSwept: [1], OutboxSweepDeferred: [0], OutboxOldestUnsentAgeSeconds: [0] });
-    expect((await rows())[0]!.sent_at).toBeInstanceOf(Date);
-    expect(await drain(f.client, url)).toHaveLength(1);
-    expect(() => sweeperHandler({ INBOX_RESOURCE_ARN: 'r', INBOX_SECRET_ARN: 's', INBOX_OUTBOX_SWEEP_LIMIT: '-1' }, metrics as never, f.client)).toThrow(/INBOX_OUTBOX_SWEEP_LIMIT/);
-  });
+  dataApiOnly(
+    'test/inbox/outbox.test.ts',
+    'runs as the scheduled sweeper function: sends what is left, deletes old sent rows, publishes its metrics',
+    async () => {
+      const url = await queue('swept');
+      const { handler, rows, consumer } = shipper(url);
+      f.sqs.faults.failRequests('SendMessageBatch', { error: 'InternalError', times: 10 });
+      await handler({ Records: [order(`s-${run}`)] }, lambdaContext());
+      f.sqs.faults.clear();
+      await oldSentRow(consumer, url);
+      const metrics = recordingMetrics();
+      const report = await sweeper(metrics)({}, lambdaContext());
+      expect(report).toMatchObject({ sent: 1, deferred: 0, deleted: 1, oldestUnsentAgeSeconds: 0 });
+      expect(metrics.published[0]).toMatchObject({ OutboxSwept: [1], OutboxSweepDeferred: [0], OutboxOldestUnsentAgeSeconds: [0] });
+      expect((await rows())[0]!.sent_at).toBeInstanceOf(Date);
+      expect(await drain(f.client, url)).toHaveLength(1);
+      expect(() => sweeperHandler({ INBOX_RESOURCE_ARN: 'r', INBOX_SECRET_ARN: 's', INBOX_OUTBOX_SWEEP_LIMIT: '-1' }, metrics as never, f.client)).toThrow(
+        /INBOX_OUTBOX_SWEEP_LIMIT/,
+      );
+    },
+  );
 
   it('stops sending before the Lambda deadline: the rest waits for the next sweep, no delete starts, and the report still comes out', async () => {
     const url = await queue('deadline');
@@ -353,11 +391,16 @@ describe('the outbox', () => {
     const sends = () => f.sqs.requests.filter((request) => request.operation === 'SendMessageBatch').length;
     // 120 s at the start (a margin of 60 s); 30 s once the first rows went out.
     const metrics = recordingMetrics();
-    const report = await sweeper(metrics)({}, lambdaContext(() => (sends() === 0 ? 120_000 : 30_000)));
+    const report = await sweeper(metrics)(
+      {},
+      lambdaContext(() => (sends() === 0 ? 120_000 : 30_000)),
+    );
     expect(report).toMatchObject({ sent: 50, deferred: 70, deleted: 0, cutShort: true, failures: [] });
     expect(report.oldestUnsentAgeSeconds).toBeGreaterThan(0);
     expect(metrics.published[0]).toMatchObject({ OutboxSwept: [50], OutboxSweepDeferred: [70], OutboxSweepFailures: [0] });
-    expect(await db.query('SELECT count(*)::int AS n FROM inbox.outbox_message WHERE consumer_name = $1 AND sent_at IS NOT NULL', [consumer])).toEqual([{ n: 50 }]);
+    expect(await db.query('SELECT count(*)::int AS n FROM inbox.outbox_message WHERE consumer_name = $1 AND sent_at IS NOT NULL', [consumer])).toEqual([
+      { n: 50 },
+    ]);
     expect(await drain(f.client, url)).toHaveLength(50);
   });
 
@@ -374,29 +417,37 @@ describe('the outbox', () => {
     expect((await drain(f.client, url)).map((m) => m.Body)).toEqual(['row-0', 'row-1', 'row-2']);
   });
 
-  dataApiOnly('test/inbox/outbox.test.ts', 'reports what it did when the delete and the age query fail: metrics out, failures counted, then the error', async () => {
-    const url = await queue('sweep-fails');
-    const consumer = `sweep-fails-${run}`;
-    await settleLeftovers();
-    await unsentRows(consumer, url, 1);
-    await oldSentRow(consumer, url);
-    db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: (sql) => sql.startsWith('DELETE FROM') || sql.includes('min(created_at)'), count: Infinity });
-    const metrics = recordingMetrics();
-    const error = await sweeper(metrics)({}, lambdaContext()).catch((e: unknown) => e);
-    db.server.faults.clear();
-    expect(error).toBeInstanceOf(OutboxSweepError);
-    const { report } = error as OutboxSweepError;
-    expect(report).toMatchObject({ sent: 1, deferred: 0, deleted: 0, oldestUnsentAgeSeconds: undefined, cutShort: false });
-    expect(report.failures.map((failure) => failure.step)).toEqual(['delete', 'age']);
-    expect((error as Error).message).toMatch(/^outbox sweep: delete failed: .*; age failed: .*The next sweep tries again\.$/);
-    expect(metrics.published).toHaveLength(1);
-    expect(metrics.published[0]).toMatchObject({ OutboxSwept: [1], OutboxSweepDeferred: [0], OutboxSweepFailures: [2] });
-    // Unknown, so no data point: the age alarm treats missing data as breaching.
-    expect(metrics.published[0]).not.toHaveProperty('OutboxOldestUnsentAgeSeconds');
-    expect(await drain(f.client, url)).toHaveLength(1);
-  });
+  dataApiOnly(
+    'test/inbox/outbox.test.ts',
+    'reports what it did when the delete and the age query fail: metrics out, failures counted, then the error',
+    async () => {
+      const url = await queue('sweep-fails');
+      const consumer = `sweep-fails-${run}`;
+      await settleLeftovers();
+      await unsentRows(consumer, url, 1);
+      await oldSentRow(consumer, url);
+      db.server.faults.dropResponse({
+        operation: 'ExecuteStatement',
+        match: (sql) => sql.startsWith('DELETE FROM') || sql.includes('min(created_at)'),
+        count: Infinity,
+      });
+      const metrics = recordingMetrics();
+      const error = await sweeper(metrics)({}, lambdaContext()).catch((e: unknown) => e);
+      db.server.faults.clear();
+      expect(error).toBeInstanceOf(OutboxSweepError);
+      const { report } = error as OutboxSweepError;
+      expect(report).toMatchObject({ sent: 1, deferred: 0, deleted: 0, oldestUnsentAgeSeconds: undefined, cutShort: false });
+      expect(report.failures.map((failure) => failure.step)).toEqual(['delete', 'age']);
+      expect((error as Error).message).toMatch(/^outbox sweep: delete failed: .*; age failed: .*The next sweep tries again\.$/);
+      expect(metrics.published).toHaveLength(1);
+      expect(metrics.published[0]).toMatchObject({ OutboxSwept: [1], OutboxSweepDeferred: [0], OutboxSweepFailures: [2] });
+      // Unknown, so no data point: the age alarm treats missing data as breaching.
+      expect(metrics.published[0]).not.toHaveProperty('OutboxOldestUnsentAgeSeconds');
+      expect(await drain(f.client, url)).toHaveLength(1);
+    },
+  );
 
-  it('sends a replayed parked message\'s outbox rows right after the replay commits, not at the next sweep', async () => {
+  it("sends a replayed parked message's outbox rows right after the replay commits, not at the next sweep", async () => {
     const url = await queue('replayed');
     let fixed = false;
     const { handler, rows } = shipper(url, {

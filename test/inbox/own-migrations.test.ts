@@ -22,7 +22,11 @@ import { testStack } from '../lib/support.js';
 const ACCOUNTS = {
   name: 'accounts',
   migrations: [
-    { version: 1, name: 'create_accounts', statements: ['CREATE TABLE public.accounts (account_id text PRIMARY KEY, balance_cents bigint NOT NULL DEFAULT 0)'] },
+    {
+      version: 1,
+      name: 'create_accounts',
+      statements: ['CREATE TABLE public.accounts (account_id text PRIMARY KEY, balance_cents bigint NOT NULL DEFAULT 0)'],
+    },
     { version: 2, name: 'seed_house', statements: ["INSERT INTO public.accounts (account_id) VALUES ('house')"] },
   ],
 } satisfies InboxMigrationSet & MigrationSet;
@@ -32,8 +36,14 @@ const servers: DataApiServer[] = [];
 beforeAll(() => {
   folder = join(mkdtempSync(join(tmpdir(), 'sqs-inbox-own-')), 'credits');
   mkdirSync(folder);
-  writeFileSync(join(folder, '001_create_credits.sql'), 'CREATE TABLE public.credits (\n  id bigserial PRIMARY KEY,\n  account_id text NOT NULL REFERENCES public.accounts,\n  cents bigint NOT NULL\n);\n');
-  writeFileSync(join(folder, '002_index_credits.sql'), '-- credits of one account, newest first\nCREATE INDEX credits_account ON public.credits (account_id, id DESC);\nCOMMENT ON TABLE public.credits IS \'one row per credit; accounts.balance_cents sums them\';\n');
+  writeFileSync(
+    join(folder, '001_create_credits.sql'),
+    'CREATE TABLE public.credits (\n  id bigserial PRIMARY KEY,\n  account_id text NOT NULL REFERENCES public.accounts,\n  cents bigint NOT NULL\n);\n',
+  );
+  writeFileSync(
+    join(folder, '002_index_credits.sql'),
+    "-- credits of one account, newest first\nCREATE INDEX credits_account ON public.credits (account_id, id DESC);\nCOMMENT ON TABLE public.credits IS 'one row per credit; accounts.balance_cents sums them';\n",
+  );
 });
 afterAll(async () => {
   delete process.env.INBOX_DATA_API_ENDPOINT;
@@ -75,7 +85,13 @@ function deploy(server: DataApiServer, template: Record<string, unknown>, previo
   const event: CloudFormationCustomResourceEvent =
     previous === undefined
       ? { ...BASE, RequestType: 'Create', ResourceProperties }
-      : { ...BASE, RequestType: 'Update', PhysicalResourceId: `sqs-inbox-schema:${server.database}:inbox`, ResourceProperties, OldResourceProperties: { ...previous, ServiceToken: 'x' } };
+      : {
+          ...BASE,
+          RequestType: 'Update',
+          PhysicalResourceId: `sqs-inbox-schema:${server.database}:inbox`,
+          ResourceProperties,
+          OldResourceProperties: { ...previous, ServiceToken: 'x' },
+        };
   return migrateHandler(event);
 }
 
@@ -92,7 +108,9 @@ describe("the migration function with the app's own sets", () => {
     // Assess
     expect(first.Data).toEqual({ Versions: JSON.stringify({ inbox: 5, accounts: 2, credits: 2 }), Applied: 9 });
     expect(again.Data).toEqual({ Versions: JSON.stringify({ inbox: 5, accounts: 2, credits: 2 }), Applied: 0 });
-    const { rows } = await session.execute('SELECT set_name, version, name, applied_at, checksum FROM inbox.schema_migration ORDER BY applied_at, set_name, version');
+    const { rows } = await session.execute(
+      'SELECT set_name, version, name, applied_at, checksum FROM inbox.schema_migration ORDER BY applied_at, set_name, version',
+    );
     expect(rows.map((r) => `${r.set_name} ${r.version} ${r.name}`)).toEqual(
       expect.arrayContaining(['accounts 1 create_accounts', 'accounts 2 seed_house', 'credits 1 create_credits', 'credits 2 index_credits']),
     );
@@ -127,7 +145,13 @@ describe("the migration function with the app's own sets", () => {
     );
     expect((await session.execute("SELECT to_regclass('public.holds') IS NULL AS absent")).rows).toEqual([{ absent: true }]);
     // Restored, and the change moved to a version of its own, it deploys.
-    const fixed = { ...ACCOUNTS, migrations: [...ACCOUNTS.migrations, { version: 3, name: 'fund_house', statements: ["UPDATE public.accounts SET balance_cents = 100 WHERE account_id = 'house'"] }] };
+    const fixed = {
+      ...ACCOUNTS,
+      migrations: [
+        ...ACCOUNTS.migrations,
+        { version: 3, name: 'fund_house', statements: ["UPDATE public.accounts SET balance_cents = 100 WHERE account_id = 'house'"] },
+      ],
+    };
     const deployed = await deploy(server, synthesizedMigration([fixed]), applied);
     expect(JSON.parse(deployed.Data!.Versions)).toEqual({ inbox: 5, accounts: 3 });
   });
@@ -148,15 +172,27 @@ describe("the migration function with the app's own sets", () => {
     expect(upgraded.Data!.Applied).toBe(0);
     const { rows } = await session.execute("SELECT count(*) AS n FROM inbox.schema_migration WHERE checksum IS NULL OR checksum !~ '^[0-9a-f]{64}$'");
     expect(rows).toEqual([{ n: 0 }]);
-    const edited = { ...ACCOUNTS, migrations: [ACCOUNTS.migrations[0]!, { ...ACCOUNTS.migrations[1]!, statements: ["INSERT INTO public.accounts (account_id) VALUES ('bank')"] }] };
+    const edited = {
+      ...ACCOUNTS,
+      migrations: [ACCOUNTS.migrations[0]!, { ...ACCOUNTS.migrations[1]!, statements: ["INSERT INTO public.accounts (account_id) VALUES ('bank')"] }],
+    };
     await expect(migrate(session, [INBOX_MIGRATIONS, edited])).rejects.toThrow(/"accounts" version 2 \("seed_house"\) was changed/);
   });
 
   it('refuses a migration added below the highest applied version of its set', async () => {
     const { session } = await freshServer('own_below');
-    const gap = { name: 'gap', migrations: [{ version: 1, name: 'a', statements: ['CREATE TABLE public.gap_a (id int)'] }, { version: 3, name: 'c', statements: ['CREATE TABLE public.gap_c (id int)'] }] };
+    const gap = {
+      name: 'gap',
+      migrations: [
+        { version: 1, name: 'a', statements: ['CREATE TABLE public.gap_a (id int)'] },
+        { version: 3, name: 'c', statements: ['CREATE TABLE public.gap_c (id int)'] },
+      ],
+    };
     await migrate(session, [gap]);
-    const filled = { ...gap, migrations: [gap.migrations[0]!, { version: 2, name: 'b', statements: ['CREATE TABLE public.gap_b (id int)'] }, gap.migrations[1]!] };
+    const filled = {
+      ...gap,
+      migrations: [gap.migrations[0]!, { version: 2, name: 'b', statements: ['CREATE TABLE public.gap_b (id int)'] }, gap.migrations[1]!],
+    };
     const refused = migrate(session, [filled]);
     await expect(refused).rejects.toBeInstanceOf(InboxConfigError);
     await expect(refused).rejects.toThrow(/version 2 \("b"\) is not applied, but version 3 is: .* Fix: give it a version above 3/);
@@ -168,9 +204,9 @@ describe("the migration function with the app's own sets", () => {
     await expect(deploy(server, { ...template, Migrations: 'inbox,accounts,payments' })).rejects.toThrow(
       /unknown migration set "payments"; known sets: inbox, example-orders, accounts/,
     );
-    await expect(deploy(server, { ...template, Sets: [{ name: 'accounts', migrations: [{ version: 'one', name: 'a', statements: ['SELECT 1'] }] }] })).rejects.toThrow(
-      /inbox option "Sets\.0\.migrations\.0\.version": must be a positive integer, got "one"/,
-    );
+    await expect(
+      deploy(server, { ...template, Sets: [{ name: 'accounts', migrations: [{ version: 'one', name: 'a', statements: ['SELECT 1'] }] }] }),
+    ).rejects.toThrow(/inbox option "Sets\.0\.migrations\.0\.version": must be a positive integer, got "one"/);
     await expect(deploy(server, { ...template, Sets: [{ name: 'example-orders', migrations: [] }], Migrations: 'inbox,example-orders' })).rejects.toThrow(
       /defines "example-orders", the name of a built-in set/,
     );
@@ -183,7 +219,9 @@ describe("the migration function with the app's own sets", () => {
     await expect(migrate(session, [{ name: 'shape', migrations: [one] }])).rejects.toThrow(
       /inbox option "migrations\.shape": version 1 \("create_t"\): `statements` must be an array of non-empty SQL strings, one statement each; got the string/,
     );
-    await expect(migrate(session, [{ name: 'blank', migrations: [{ version: 1, name: 'b', statements: ['  '] }] }])).rejects.toThrow(/`statements` must be an array of non-empty SQL strings/);
+    await expect(migrate(session, [{ name: 'blank', migrations: [{ version: 1, name: 'b', statements: ['  '] }] }])).rejects.toThrow(
+      /`statements` must be an array of non-empty SQL strings/,
+    );
     await expect(migrate(session, [{ name: '', migrations: [] }])).rejects.toThrow(/a migration set needs a non-empty `name` and a `migrations` array/);
     expect((await session.execute("SELECT to_regnamespace('inbox') IS NULL AS absent")).rows).toEqual([{ absent: true }]);
   });
@@ -191,7 +229,13 @@ describe("the migration function with the app's own sets", () => {
 
 /** `migrate` as it was before checksums: a row per version, nothing else. */
 async function migrateWithoutChecksums(session: DataApiSession, sets: readonly MigrationSet[]): Promise<void> {
-  const tables = { schema: '"inbox"', consumed: '"inbox"."consumed_message"', parked: '"inbox"."parked_message"', outbox: '"inbox"."outbox_message"', migrations: '"inbox"."schema_migration"' };
+  const tables = {
+    schema: '"inbox"',
+    consumed: '"inbox"."consumed_message"',
+    parked: '"inbox"."parked_message"',
+    outbox: '"inbox"."outbox_message"',
+    migrations: '"inbox"."schema_migration"',
+  };
   for (const set of sets) {
     for (const migration of set.migrations) {
       const statements = typeof migration.statements === 'function' ? migration.statements(tables) : migration.statements;

@@ -55,7 +55,9 @@ function stage(kind: 'fifo' | 'standard') {
     onPermanentError: park,
     apply: async (tx, message) => {
       if (rejecting) throw new PermanentError('warehouse code unknown');
-      await tx.execute('INSERT INTO public.applied (order_id) VALUES (:id) ON CONFLICT (order_id) DO UPDATE SET n = applied.n + 1', { id: message.body.orderId });
+      await tx.execute('INSERT INTO public.applied (order_id) VALUES (:id) ON CONFLICT (order_id) DO UPDATE SET n = applied.n + 1', {
+        id: message.body.orderId,
+      });
     },
   });
   const producer = createProducer({ client: f.client, queueUrl: queue.url });
@@ -93,7 +95,8 @@ function stage(kind: 'fifo' | 'standard') {
 }
 
 const applied = async (orderId: string) => (await db.query<{ n: number }>('SELECT n FROM public.applied WHERE order_id = $1', [orderId]))[0]?.n ?? 0;
-const claims = async (consumer: string, key: string) => (await db.query('SELECT 1 FROM inbox.consumed_message WHERE consumer_name = $1 AND message_id = $2', [consumer, key])).length;
+const claims = async (consumer: string, key: string) =>
+  (await db.query('SELECT 1 FROM inbox.consumed_message WHERE consumer_name = $1 AND message_id = $2', [consumer, key])).length;
 
 describe('redriving a parked message', () => {
   it('puts it back on its FIFO queue with its body, attributes, group and original key; the consumer applies it once when it comes back', async () => {
@@ -142,7 +145,12 @@ describe('redriving a parked message', () => {
     const results = await Promise.all([redriveParked(s.options(), [parked!.id]), redriveParked(s.options(), [parked!.id])]);
     db.server.faults.clear();
 
-    expect(results.flat().map((result) => result.status).sort()).toEqual(['already-redriven', 'redriven']);
+    expect(
+      results
+        .flat()
+        .map((result) => result.status)
+        .sort(),
+    ).toEqual(['already-redriven', 'redriven']);
     expect(f.sqs.model.counts(s.queue.url).visible).toBe(1);
     expect(await db.query('SELECT 1 FROM inbox.outbox_message WHERE consumer_name = $1', [`${s.consumer}:redrive:${parked!.id}`])).toHaveLength(1);
     await s.deliver();
@@ -224,14 +232,22 @@ describe('redriving a parked message', () => {
     // As sqs-inbox stored an SQS record before it kept the eventSourceARN.
     await db.query("UPDATE inbox.parked_message SET attributes = attributes::jsonb - 'eventSourceARN' WHERE id = $1", [parked!.id]);
     s.fix();
-    expect((await redriveParked(s.options(), [parked!.id]))[0]).toMatchObject({ status: 'refused', refusal: 'no-queue', message: expect.stringContaining('--queue-url') });
+    expect((await redriveParked(s.options(), [parked!.id]))[0]).toMatchObject({
+      status: 'refused',
+      refusal: 'no-queue',
+      message: expect.stringContaining('--queue-url'),
+    });
     expect(await claims(s.consumer, `key-${orderId}`)).toBe(1);
-    expect((await redriveParked(s.options({ queueUrl: s.queue.url }), [parked!.id]))[0]).toMatchObject({ status: 'redriven', queueUrl: s.queue.url, sent: true });
+    expect((await redriveParked(s.options({ queueUrl: s.queue.url }), [parked!.id]))[0]).toMatchObject({
+      status: 'redriven',
+      queueUrl: s.queue.url,
+      sent: true,
+    });
     await s.deliver();
     expect(await applied(orderId)).toBe(1);
   });
 
-  it('refuses a key collision (it owns no claim), and leaves its key\'s claim alone', async () => {
+  it("refuses a key collision (it owns no claim), and leaves its key's claim alone", async () => {
     const s = stage('standard');
     const orderId = `o-${run}`;
     await s.send(orderId, `key-${orderId}`);
@@ -263,7 +279,10 @@ describe('redriving a parked message', () => {
     });
     await handler(kinesisEvent([kinesisRecord({ body: { page: '/' } })]), lambdaContext());
     const [parked] = await parkedMessages(handler).list();
-    const [result] = await redriveParked({ session: db.session, consumer, transport: sqsOutbox({ client: f.client }).transport, queueUrl: 'https://sqs.us-east-1.amazonaws.com/000000000000/x' }, [parked!.id]);
+    const [result] = await redriveParked(
+      { session: db.session, consumer, transport: sqsOutbox({ client: f.client }).transport, queueUrl: 'https://sqs.us-east-1.amazonaws.com/000000000000/x' },
+      [parked!.id],
+    );
     expect(result).toMatchObject({ status: 'refused', refusal: 'stream-record', message: expect.stringContaining('replay it') });
     expect(await parkedMessages(handler).list()).toHaveLength(1);
   });
@@ -331,7 +350,7 @@ describe('discarding a parked message', () => {
     expect(await applied(orderId)).toBe(0);
   });
 
-  it('does not discard another consumer\'s message', async () => {
+  it("does not discard another consumer's message", async () => {
     const s = stage('standard');
     await s.send(`o-${run}`, `key-o-${run}`);
     await s.deliver();

@@ -34,7 +34,14 @@ function parkingUntilFixed(consumer: string, statement: (message: InboxMessage<O
 
 /** A handler of `consumer` that parks permanent errors, in the mode `options` names. */
 function parking(consumer: string, options: Partial<InboxOptions<Order>>) {
-  return inbox<Order>({ consumer, database: db.target, logger: recordingLogger(), metrics: recordingMetrics(), onPermanentError: park, ...options } as InboxOptions<Order>);
+  return inbox<Order>({
+    consumer,
+    database: db.target,
+    logger: recordingLogger(),
+    metrics: recordingMetrics(),
+    onPermanentError: park,
+    ...options,
+  } as InboxOptions<Order>);
 }
 
 describe('parked messages', () => {
@@ -63,7 +70,12 @@ describe('parked messages', () => {
 
     const parked = await parkedMessages(handler).list();
     expect(parked).toHaveLength(1);
-    expect(parked[0]).toMatchObject({ sqsMessageId: records[1]!.messageId, errorClass: 'PermanentError', errorMessage: 'warehouse code unknown', replayedAt: null });
+    expect(parked[0]).toMatchObject({
+      sqsMessageId: records[1]!.messageId,
+      errorClass: 'PermanentError',
+      errorMessage: 'warehouse code unknown',
+      replayedAt: null,
+    });
     expect(parked[0]!.parkedAt).toBeInstanceOf(Date);
 
     // Parking claimed the key, so a redelivery, even once the cause is fixed, is a duplicate: only the
@@ -243,7 +255,11 @@ describe('parkedMessages(handler)', () => {
 
   it("lists what the consumer parked, whichever handler of it asks: the parked rows are the consumer's", async () => {
     const consumer = `asker-${Date.now()}`;
-    const parks = parking(consumer, { apply: async () => { throw new PermanentError('refused'); } });
+    const parks = parking(consumer, {
+      apply: async () => {
+        throw new PermanentError('refused');
+      },
+    });
     await parks({ Records: [sqsRecord({ key: 'asked', body: { orderId: 'asked' } })] }, lambdaContext());
     // A handler of the same consumer that does not park still reads and replays what was parked.
     const retrying = parking(consumer, { onPermanentError: 'retry', apply: async () => {} });
@@ -263,7 +279,8 @@ describe('replaying a key collision', () => {
     expect(await handler({ Records: [second()] }, lambdaContext())).toEqual({ batchItemFailures: [] });
     const [parked] = await parkedMessages(handler).list();
     expect(parked).toMatchObject({ errorClass: 'KeyCollisionError', key, ownsClaim: false });
-    const shipped = async () => db.query('SELECT order_id, shipped_count, last_key FROM public.orders WHERE order_id LIKE $1 ORDER BY order_id', [`${consumer}-%`]);
+    const shipped = async () =>
+      db.query('SELECT order_id, shipped_count, last_key FROM public.orders WHERE order_id LIKE $1 ORDER BY order_id', [`${consumer}-%`]);
     return { handler, consumer, key, parked: parked!, second, shipped };
   }
 
@@ -276,26 +293,29 @@ describe('replaying a key collision', () => {
     expect((await parkedMessages(handler).list()).map((message) => message.id)).toEqual([parked.id]);
   });
 
-  it.each(Object.keys(COLLISION_MODES))("%s: with { collision: 'apply-under-new-key' } applies it once, under its key and body hash; a parked copy of it then applies nothing", async (mode) => {
-    const { handler, consumer, key, parked, second, shipped } = await collided(mode);
-    const ownKey = `${key}@sha256:${Buffer.from(payloadHash(parked.body)).toString('hex')}`;
-    expect(await parkedMessages(handler).replay(parked.id, { collision: 'apply-under-new-key' })).toBe('replayed');
-    const both = [
-      { order_id: `${consumer}-1`, shipped_count: 1, last_key: key },
-      { order_id: `${consumer}-2`, shipped_count: 1, last_key: ownKey },
-    ];
-    expect(await shipped()).toEqual(both);
-    const claims = await db.query('SELECT message_id FROM inbox.consumed_message WHERE consumer_name = $1 ORDER BY message_id', [consumer]);
-    expect(claims.map((claim) => claim.message_id)).toEqual([key, ownKey]);
-    // The producer sends the second message again: it collides and parks again, and its replay finds its
-    // own key claimed.
-    expect(await handler({ Records: [second()] }, lambdaContext())).toEqual({ batchItemFailures: [] });
-    const [copy] = await parkedMessages(handler).list();
-    expect(copy).toMatchObject({ errorClass: 'KeyCollisionError', key });
-    expect(await parkedMessages(handler).replay(copy!.id, { collision: 'apply-under-new-key' })).toBe('replayed');
-    expect(await shipped()).toEqual(both);
-    expect(await parkedMessages(handler).list()).toEqual([]);
-  });
+  it.each(Object.keys(COLLISION_MODES))(
+    "%s: with { collision: 'apply-under-new-key' } applies it once, under its key and body hash; a parked copy of it then applies nothing",
+    async (mode) => {
+      const { handler, consumer, key, parked, second, shipped } = await collided(mode);
+      const ownKey = `${key}@sha256:${Buffer.from(payloadHash(parked.body)).toString('hex')}`;
+      expect(await parkedMessages(handler).replay(parked.id, { collision: 'apply-under-new-key' })).toBe('replayed');
+      const both = [
+        { order_id: `${consumer}-1`, shipped_count: 1, last_key: key },
+        { order_id: `${consumer}-2`, shipped_count: 1, last_key: ownKey },
+      ];
+      expect(await shipped()).toEqual(both);
+      const claims = await db.query('SELECT message_id FROM inbox.consumed_message WHERE consumer_name = $1 ORDER BY message_id', [consumer]);
+      expect(claims.map((claim) => claim.message_id)).toEqual([key, ownKey]);
+      // The producer sends the second message again: it collides and parks again, and its replay finds its
+      // own key claimed.
+      expect(await handler({ Records: [second()] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+      const [copy] = await parkedMessages(handler).list();
+      expect(copy).toMatchObject({ errorClass: 'KeyCollisionError', key });
+      expect(await parkedMessages(handler).replay(copy!.id, { collision: 'apply-under-new-key' })).toBe('replayed');
+      expect(await shipped()).toEqual(both);
+      expect(await parkedMessages(handler).list()).toEqual([]);
+    },
+  );
 
   it('refuses an unknown collision choice, naming the two', async () => {
     const { handler, parked } = await collided('apply');

@@ -19,9 +19,7 @@ afterEach(async () => {
 
 async function queue(name: string): Promise<string> {
   const fifo = name.endsWith('.fifo');
-  const { QueueUrl } = await f.client.send(
-    new CreateQueueCommand({ QueueName: name, Attributes: fifo ? { FifoQueue: 'true' } : {} }),
-  );
+  const { QueueUrl } = await f.client.send(new CreateQueueCommand({ QueueName: name, Attributes: fifo ? { FifoQueue: 'true' } : {} }));
   if (!QueueUrl) throw new Error('no QueueUrl');
   return QueueUrl;
 }
@@ -40,7 +38,13 @@ async function drain(queueUrl: string): Promise<Message[]> {
   const all: Message[] = [];
   for (;;) {
     const { Messages = [] } = await f.client.send(
-      new ReceiveMessageCommand({ QueueUrl: queueUrl, MaxNumberOfMessages: 10, MessageSystemAttributeNames: ['All'], MessageAttributeNames: ['All'], VisibilityTimeout: 600 }),
+      new ReceiveMessageCommand({
+        QueueUrl: queueUrl,
+        MaxNumberOfMessages: 10,
+        MessageSystemAttributeNames: ['All'],
+        MessageAttributeNames: ['All'],
+        VisibilityTimeout: 600,
+      }),
     );
     if (Messages.length === 0) return all;
     all.push(...Messages);
@@ -132,7 +136,10 @@ describe('retries', () => {
     const url = await queue('stubborn.fifo');
     f.sqs.faults.failEntries('SendMessageBatch', { entries: (id) => id === 'm0', times: 10 });
     const error = await producer(url, { maxAttempts: 3, baseDelayMs: 100, maxDelayMs: 150 })
-      .send([{ body: 'a', groupId: 'g1' }, { body: 'b', groupId: 'g2' }])
+      .send([
+        { body: 'a', groupId: 'g1' },
+        { body: 'b', groupId: 'g2' },
+      ])
       .catch((e: unknown) => e);
     expect(error).toBeInstanceOf(SendFailedError);
     const failed = error as SendFailedError;
@@ -155,7 +162,9 @@ describe('retries', () => {
       { body: 'b1', groupId: 'b' },
       ...Array.from({ length: 3 }, (_, i) => ({ body: `a${i + 2}`, groupId: 'a' })),
     ];
-    const error = (await producer(url).send(messages).catch((e: unknown) => e)) as SendFailedError;
+    const error = (await producer(url)
+      .send(messages)
+      .catch((e: unknown) => e)) as SendFailedError;
     expect(error).toBeInstanceOf(SendFailedError);
     expect(error.failures.map((x) => [x.index, x.code, x.attempts])).toEqual([
       [0, 'InvalidParameterValue', 1],

@@ -134,7 +134,10 @@ describe('purge', () => {
     ['batchSize', { retentionSeconds: 60, batchSize: 2.5 }, '2.5 must be a positive integer, e.g. 5000'],
   ])('refuses an invalid %s with an InboxConfigError naming it, before deleting anything', async (option, options, message) => {
     await claims(3, 7200, 'old-');
-    const error = await purge(db.session, options).then(() => undefined, (e: unknown) => e);
+    const error = await purge(db.session, options).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(InboxConfigError);
     expect(error).toMatchObject({ option });
     expect((error as Error).message).toContain(message);
@@ -173,7 +176,10 @@ describe('purge', () => {
       },
       metrics as never,
     );
-    const report = await handler({}, lambdaContext(() => 120_000));
+    const report = await handler(
+      {},
+      lambdaContext(() => 120_000),
+    );
     expect(report.deleted).toBe(20);
     expect(metrics.published[0]).toMatchObject({ PurgedRows: [20], PurgeMoreRemaining: [0], OldestRowAgeSeconds: [0] });
   });

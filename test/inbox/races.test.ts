@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inbox } from '../../lambda/inbox/handler/batch-handlers.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
-import { dataApiClient, inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
+import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 
 let db: InboxFixture;
@@ -84,9 +84,7 @@ describe('racing consumers in the batch modes', () => {
       }),
     );
     // Each handler gets the batch in another order: claims in key order keep them from deadlocking.
-    const responses = await Promise.all(
-      handlers.map((handler, h) => handler({ Records: h % 2 ? [...records].reverse() : records }, lambdaContext())),
-    );
+    const responses = await Promise.all(handlers.map((handler, h) => handler({ Records: h % 2 ? [...records].reverse() : records }, lambdaContext())));
     const rows = await db.query('SELECT shipped_count FROM public.orders WHERE order_id LIKE $1', [`${prefix}-%`]);
     expect(rows.map((row) => row.shipped_count)).toEqual(Array(6).fill(1));
     if (mode === 'applyBatch') expect(applied.n).toBe(6);

@@ -17,9 +17,26 @@ import { park, parkedMessages } from '../../lambda/inbox/parked/index.js';
 
 // Roles are per PostgreSQL server, which test files share: every name here is unique to this run.
 const run = randomBytes(3).toString('hex');
-const ROLES = { bystander: `bystander_${run}`, admin: `inbox_admin_${run}`, consumer: `inbox_consumer_orders_${run}`, purge: `inbox_purge_${run}`, outbox: `inbox_outbox_${run}`, credits: `inbox_consumer_credits_${run}`, foreign: `someone_${run}`, bounded: `inbox_bounded_${run}` };
+const ROLES = {
+  bystander: `bystander_${run}`,
+  admin: `inbox_admin_${run}`,
+  consumer: `inbox_consumer_orders_${run}`,
+  purge: `inbox_purge_${run}`,
+  outbox: `inbox_outbox_${run}`,
+  credits: `inbox_consumer_credits_${run}`,
+  foreign: `someone_${run}`,
+  bounded: `inbox_bounded_${run}`,
+};
 const ARN = (name: string) => `arn:aws:secretsmanager:us-east-1:123456789012:secret:${name}-${run}`;
-const SECRET = { admin: ARN('admin'), consumer: ARN('consumer'), purge: ARN('purge'), outbox: ARN('outbox'), credits: ARN('credits'), previous: ARN('previous'), bounded: ARN('bounded') };
+const SECRET = {
+  admin: ARN('admin'),
+  consumer: ARN('consumer'),
+  purge: ARN('purge'),
+  outbox: ARN('outbox'),
+  credits: ARN('credits'),
+  previous: ARN('previous'),
+  bounded: ARN('bounded'),
+};
 // As Secrets Manager generates them: printable ASCII.
 const PASSWORD = {
   admin: randomBytes(18).toString('base64'),
@@ -146,17 +163,31 @@ describe('database roles, signed in through the local Data API', () => {
     });
     client = dataApiClient(server);
     process.env.INBOX_DATA_API_ENDPOINT = server.endpoint;
-    const migration = { ServiceToken: 'x', ResourceArn: server.resourceArn, SecretArn: SECRET.admin, Database: server.database, Migrations: 'inbox,example-orders' };
+    const migration = {
+      ServiceToken: 'x',
+      ResourceArn: server.resourceArn,
+      SecretArn: SECRET.admin,
+      Database: server.database,
+      Migrations: 'inbox,example-orders',
+    };
     await migrationResource({
-      ServiceToken: 'x', ResponseURL: 'x', StackId: 'x', RequestId: 'x', LogicalResourceId: 'Migration', ResourceType: 'Custom::InboxMigration',
-      RequestType: 'Create', ResourceProperties: migration,
+      ServiceToken: 'x',
+      ResponseURL: 'x',
+      StackId: 'x',
+      RequestId: 'x',
+      LogicalResourceId: 'Migration',
+      ResourceType: 'Custom::InboxMigration',
+      RequestType: 'Create',
+      ResourceProperties: migration,
     });
     // A table of the application that no inbox role was granted.
     await sessionAs(SECRET.admin).execute('CREATE TABLE public.payroll (employee text PRIMARY KEY, salary integer)');
     await roleResource(roleEvent('Create'));
     firstReport = JSON.parse(logLines.at(-1)!);
     await roleResource(roleEvent('Create', { Role: ROLES.purge, RoleSecretArn: SECRET.purge, Purpose: 'purge', Label: 'purge', Grants: '[]', Consumer: '' }));
-    await roleResource(roleEvent('Create', { Role: ROLES.outbox, RoleSecretArn: SECRET.outbox, Purpose: 'outbox', Label: 'outbox', Grants: '[]', Consumer: '' }));
+    await roleResource(
+      roleEvent('Create', { Role: ROLES.outbox, RoleSecretArn: SECRET.outbox, Purpose: 'outbox', Label: 'outbox', Grants: '[]', Consumer: '' }),
+    );
   }, 60_000);
 
   afterAll(async () => {
@@ -183,9 +214,10 @@ describe('database roles, signed in through the local Data API', () => {
     expect(await signsIn(ROLES.consumer, PASSWORD.consumer)).toBe(true);
     expect(await signsIn(ROLES.consumer, 'not-the-generated-password')).toBe(false);
     expect(await signsIn(ROLES.purge, PASSWORD.purge)).toBe(true);
-    const stored = await superuser.query('SELECT rolname, rolpassword, rolsuper, rolcreaterole, rolcreatedb FROM pg_authid WHERE rolname = ANY($1) ORDER BY rolname', [
-      [ROLES.consumer, ROLES.purge],
-    ]);
+    const stored = await superuser.query(
+      'SELECT rolname, rolpassword, rolsuper, rolcreaterole, rolcreatedb FROM pg_authid WHERE rolname = ANY($1) ORDER BY rolname',
+      [[ROLES.consumer, ROLES.purge]],
+    );
     for (const role of stored.rows) {
       expect(role.rolpassword).toMatch(/^SCRAM-SHA-256\$4096:[A-Za-z0-9+/=]+\$[A-Za-z0-9+/=]+:[A-Za-z0-9+/=]+$/);
       expect([role.rolsuper, role.rolcreaterole, role.rolcreatedb]).toEqual([false, false, false]);
@@ -249,45 +281,50 @@ describe('database roles, signed in through the local Data API', () => {
     },
   };
 
-  it.each(Object.keys(holds) as (keyof typeof holds)[])("bounds a single statement on the server with the role's statement_timeout: held past the call timeout (by %s), it is cancelled and never lands later", async (how) => {
-    // Arrange: a consumer role whose sessions cancel a statement after 600 ms, under a 1 s call timeout.
-    await roleResource(roleEvent('Create', { Role: ROLES.bounded, RoleSecretArn: SECRET.bounded, Label: 'consumer bounded', StatementTimeoutMs: '600', Consumer: 'bounded' }));
-    expect((await sessionAs(SECRET.bounded).execute('SHOW statement_timeout')).rows).toEqual([{ statement_timeout: '600ms' }]);
-    // A call cannot leave its pooled connection unbounded for the next one: each starts from the role's value.
-    await sessionAs(SECRET.bounded).execute("SELECT set_config('statement_timeout', '0', false)");
-    expect((await sessionAs(SECRET.bounded).execute('SHOW statement_timeout')).rows).toEqual([{ statement_timeout: '600ms' }]);
-    const logger = recordingLogger();
-    const handler = inbox<{ orderId: string }>({
-      consumer: 'bounded',
-      database: { resourceArn: server.resourceArn, secretArn: SECRET.bounded, database: server.database, client },
-      callTimeoutMs: 1_000,
-      logger,
-      metrics: recordingMetrics(),
-      statement: {
-        sql: "UPDATE public.orders SET status = 'shipped', shipped_count = shipped_count + 1 WHERE order_id = :id AND EXISTS (SELECT 1 FROM claimed)",
-        params: (message) => ({ id: message.body.orderId }),
-      },
-    });
-    const orderId = `held-${run}-${how.length}`;
-    await superuser.query("INSERT INTO public.orders (order_id, status, shipped_count) VALUES ($1, 'new', 0)", [orderId]);
-    const release = await holds[how](orderId);
-    const record = sqsRecord({ body: { orderId }, key: orderId });
+  it.each(Object.keys(holds) as (keyof typeof holds)[])(
+    "bounds a single statement on the server with the role's statement_timeout: held past the call timeout (by %s), it is cancelled and never lands later",
+    async (how) => {
+      // Arrange: a consumer role whose sessions cancel a statement after 600 ms, under a 1 s call timeout.
+      await roleResource(
+        roleEvent('Create', { Role: ROLES.bounded, RoleSecretArn: SECRET.bounded, Label: 'consumer bounded', StatementTimeoutMs: '600', Consumer: 'bounded' }),
+      );
+      expect((await sessionAs(SECRET.bounded).execute('SHOW statement_timeout')).rows).toEqual([{ statement_timeout: '600ms' }]);
+      // A call cannot leave its pooled connection unbounded for the next one: each starts from the role's value.
+      await sessionAs(SECRET.bounded).execute("SELECT set_config('statement_timeout', '0', false)");
+      expect((await sessionAs(SECRET.bounded).execute('SHOW statement_timeout')).rows).toEqual([{ statement_timeout: '600ms' }]);
+      const logger = recordingLogger();
+      const handler = inbox<{ orderId: string }>({
+        consumer: 'bounded',
+        database: { resourceArn: server.resourceArn, secretArn: SECRET.bounded, database: server.database, client },
+        callTimeoutMs: 1_000,
+        logger,
+        metrics: recordingMetrics(),
+        statement: {
+          sql: "UPDATE public.orders SET status = 'shipped', shipped_count = shipped_count + 1 WHERE order_id = :id AND EXISTS (SELECT 1 FROM claimed)",
+          params: (message) => ({ id: message.body.orderId }),
+        },
+      });
+      const orderId = `held-${run}-${how.length}`;
+      await superuser.query("INSERT INTO public.orders (order_id, status, shipped_count) VALUES ($1, 'new', 0)", [orderId]);
+      const release = await holds[how](orderId);
+      const record = sqsRecord({ body: { orderId }, key: orderId });
 
-    // Act: the statement is held inside PostgreSQL; the hold ends after the record failed, and the
-    // statement, had it outlived its client, would then commit.
-    const response = await handler({ Records: [record] }, lambdaContext() as never);
-    await release();
-    await new Promise((resolve) => setTimeout(resolve, 1_000));
+      // Act: the statement is held inside PostgreSQL; the hold ends after the record failed, and the
+      // statement, had it outlived its client, would then commit.
+      const response = await handler({ Records: [record] }, lambdaContext() as never);
+      await release();
+      await new Promise((resolve) => setTimeout(resolve, 1_000));
 
-    // Assess: failed, as a statement the server cancelled (its outcome known: nothing committed), and
-    // neither the claim nor the effect landed once the hold was gone.
-    expect(response.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
-    const order = await superuser.query('SELECT status, shipped_count FROM public.orders WHERE order_id = $1', [orderId]);
-    expect(order.rows).toEqual([{ status: 'new', shipped_count: 0 }]);
-    expect((await superuser.query('SELECT 1 FROM inbox.consumed_message WHERE message_id = $1', [orderId])).rows).toEqual([]);
-    const failure = logger.lines.find((line) => line.message.startsWith('record failed'))!.extra[0] as { error: { message: string } };
-    expect(failure.error.message).toContain('canceling statement due to statement timeout');
-  });
+      // Assess: failed, as a statement the server cancelled (its outcome known: nothing committed), and
+      // neither the claim nor the effect landed once the hold was gone.
+      expect(response.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+      const order = await superuser.query('SELECT status, shipped_count FROM public.orders WHERE order_id = $1', [orderId]);
+      expect(order.rows).toEqual([{ status: 'new', shipped_count: 0 }]);
+      expect((await superuser.query('SELECT 1 FROM inbox.consumed_message WHERE message_id = $1', [orderId])).rows).toEqual([]);
+      const failure = logger.lines.find((line) => line.message.startsWith('record failed'))!.extra[0] as { error: { message: string } };
+      expect(failure.error.message).toContain('canceling statement due to statement timeout');
+    },
+  );
 
   it('refuses the consumer anything beyond its claims and its grants: no DROP, DELETE, DDL, other tables or roles', async () => {
     const consumer = sessionAs(SECRET.consumer);
@@ -321,9 +358,7 @@ describe('database roles, signed in through the local Data API', () => {
         WHERE d.datname = current_database() AND a.grantee = ANY(ARRAY[$1, $2, $3]::regrole[]) ORDER BY 1, 2`,
       [ROLES.consumer, ROLES.purge, ROLES.outbox],
     );
-    expect(acl.rows).toEqual(
-      [ROLES.consumer, ROLES.outbox, ROLES.purge].sort().map((grantee) => ({ grantee, privilege: 'CONNECT' })),
-    );
+    expect(acl.rows).toEqual([ROLES.consumer, ROLES.outbox, ROLES.purge].sort().map((grantee) => ({ grantee, privilege: 'CONNECT' })));
     // No inbox role may create a temporary table or an object in the public schema.
     for (const secret of [SECRET.consumer, SECRET.purge, SECRET.outbox]) {
       await refused(sessionAs(secret), 'CREATE TEMPORARY TABLE scratch (id integer)');
@@ -370,7 +405,9 @@ describe('database roles, signed in through the local Data API', () => {
     expect(await count(`SELECT count(*) AS n FROM inbox.consumed_message WHERE consumer_name = 'orders' AND message_id = 'own-${run}'`)).toBe(1);
     expect(await count(`SELECT count(*) AS n FROM inbox.outbox_message WHERE idempotency_key = 'n-${run}'`)).toBe(1);
     // The purge is not scoped: it still sees every consumer's claims.
-    expect(Number((await sessionAs(SECRET.purge).execute(`SELECT count(*) AS n FROM inbox.consumed_message WHERE message_id = 'secret-${run}'`)).rows[0]!.n)).toBe(1);
+    expect(
+      Number((await sessionAs(SECRET.purge).execute(`SELECT count(*) AS n FROM inbox.consumed_message WHERE message_id = 'secret-${run}'`)).rows[0]!.n),
+    ).toBe(1);
     expect(firstReport.scope).toEqual(['orders']);
   });
 
@@ -407,7 +444,9 @@ describe('database roles, signed in through the local Data API', () => {
     );
     const sweeper = sessionAs(SECRET.outbox);
     const { rows } = await sweeper.execute(`SELECT id FROM inbox.outbox_message WHERE idempotency_key = 'sweep-${run}'`);
-    await sweeper.execute('UPDATE inbox.outbox_message SET sent_at = now(), attempts = attempts + 1, last_error = NULL WHERE id = :id', { id: Number(rows[0]!.id) });
+    await sweeper.execute('UPDATE inbox.outbox_message SET sent_at = now(), attempts = attempts + 1, last_error = NULL WHERE id = :id', {
+      id: Number(rows[0]!.id),
+    });
     await sweeper.execute('DELETE FROM inbox.outbox_message WHERE id = :id', { id: Number(rows[0]!.id) });
     for (const sql of [
       'SELECT * FROM inbox.consumed_message',
@@ -439,7 +478,9 @@ describe('database roles, signed in through the local Data API', () => {
     await consumer.execute("INSERT INTO public.vouchers (code) VALUES ('v-1')");
 
     // Assess
-    const inserted = await superuser.query('SELECT (SELECT count(*) FROM public.credits)::int + (SELECT count(*) FROM public.ledger)::int + (SELECT count(*) FROM public.vouchers)::int AS n');
+    const inserted = await superuser.query(
+      'SELECT (SELECT count(*) FROM public.credits)::int + (SELECT count(*) FROM public.ledger)::int + (SELECT count(*) FROM public.vouchers)::int AS n',
+    );
     expect(inserted.rows).toEqual([{ n: 3 }]);
     expect(JSON.parse(logLines.at(-1)!).granted).toEqual(
       expect.arrayContaining(['USAGE ON SEQUENCE "public"."credits_id_seq"', 'USAGE ON SEQUENCE "public"."voucher_number"']),
@@ -467,26 +508,51 @@ describe('database roles, signed in through the local Data API', () => {
     const consumer = sessionAs(SECRET.consumer);
     expect((await consumer.execute('SELECT count(*) AS n FROM public.orders')).rows[0]!.n).toBeDefined();
     await refused(consumer, "INSERT INTO public.orders (order_id, status) VALUES ('order-3', 'shipped')");
-    expect(JSON.parse(logLines.at(-1)!)).toMatchObject({ role: ROLES.consumer, passwordSet: false, revoked: ['INSERT ON TABLE "public"."orders"', 'UPDATE ON TABLE "public"."orders"'] });
+    expect(JSON.parse(logLines.at(-1)!)).toMatchObject({
+      role: ROLES.consumer,
+      passwordSet: false,
+      revoked: ['INSERT ON TABLE "public"."orders"', 'UPDATE ON TABLE "public"."orders"'],
+    });
 
     // Act: a new secret for the role sets its password again.
     await roleResource(roleEvent('Update', { Grants: ORDERS_GRANT }, { Grants: narrower, RoleSecretArn: SECRET.previous }));
-    expect(JSON.parse(logLines.at(-1)!)).toMatchObject({ passwordSet: true, granted: ['INSERT ON TABLE "public"."orders"', 'UPDATE ON TABLE "public"."orders"'] });
+    expect(JSON.parse(logLines.at(-1)!)).toMatchObject({
+      passwordSet: true,
+      granted: ['INSERT ON TABLE "public"."orders"', 'UPDATE ON TABLE "public"."orders"'],
+    });
     expect(await signsIn(ROLES.consumer, PASSWORD.consumer)).toBe(true);
     expect(await signsIn(ROLES.consumer, 'rotated-outside-the-deploy')).toBe(false);
   });
 
   it("grants the consumer the app's own table that the same deploy's migration created before it", async () => {
     // Arrange: a deploy that adds the app's own set (as InboxDatabase `migrations` carries it: scalars as strings) and a grant on its table.
-    const ledger = [{ name: 'ledger', migrations: [{ version: '1', name: 'create_ledger', statements: ['CREATE TABLE public.journal (entry text PRIMARY KEY, cents bigint NOT NULL)'] }] }];
-    const before = { ServiceToken: 'x', ResourceArn: server.resourceArn, SecretArn: SECRET.admin, Database: server.database, Migrations: 'inbox,example-orders' };
+    const ledger = [
+      {
+        name: 'ledger',
+        migrations: [{ version: '1', name: 'create_ledger', statements: ['CREATE TABLE public.journal (entry text PRIMARY KEY, cents bigint NOT NULL)'] }],
+      },
+    ];
+    const before = {
+      ServiceToken: 'x',
+      ResourceArn: server.resourceArn,
+      SecretArn: SECRET.admin,
+      Database: server.database,
+      Migrations: 'inbox,example-orders',
+    };
     const grants = JSON.stringify([...JSON.parse(ORDERS_GRANT), { on: 'public.journal', privileges: ['SELECT', 'INSERT'] }]);
 
     // Act: in the order the template's DependsOn gives them, the migration first, then the role.
     await migrationResource({
-      ServiceToken: 'x', ResponseURL: 'x', StackId: 'x', RequestId: 'x', LogicalResourceId: 'Migration', ResourceType: 'Custom::InboxMigration',
-      RequestType: 'Update', PhysicalResourceId: `sqs-inbox-schema:${server.database}:inbox`,
-      ResourceProperties: { ...before, Migrations: 'inbox,example-orders,ledger', Sets: ledger }, OldResourceProperties: before,
+      ServiceToken: 'x',
+      ResponseURL: 'x',
+      StackId: 'x',
+      RequestId: 'x',
+      LogicalResourceId: 'Migration',
+      ResourceType: 'Custom::InboxMigration',
+      RequestType: 'Update',
+      PhysicalResourceId: `sqs-inbox-schema:${server.database}:inbox`,
+      ResourceProperties: { ...before, Migrations: 'inbox,example-orders,ledger', Sets: ledger },
+      OldResourceProperties: before,
     });
     await roleResource(roleEvent('Update', { Grants: grants }, { Grants: ORDERS_GRANT }));
 

@@ -43,7 +43,13 @@ describe('migrations', () => {
   });
 
   it('refuse migrations out of order', async () => {
-    const bad: MigrationSet = { name: 'bad', migrations: [{ version: 2, name: 'b', statements: () => [] }, { version: 1, name: 'a', statements: () => [] }] };
+    const bad: MigrationSet = {
+      name: 'bad',
+      migrations: [
+        { version: 2, name: 'b', statements: () => [] },
+        { version: 1, name: 'a', statements: () => [] },
+      ],
+    };
     await expect(migrate(session, [bad])).rejects.toThrow(/increasing order/);
   });
 
@@ -51,12 +57,24 @@ describe('migrations', () => {
     const previous = process.env.INBOX_DATA_API_ENDPOINT;
     process.env.INBOX_DATA_API_ENDPOINT = server.endpoint;
     try {
-      const properties = { ServiceToken: 'x', ResourceArn: server.resourceArn, SecretArn: server.secretArn, Database: server.database, Migrations: 'inbox,example-orders' };
+      const properties = {
+        ServiceToken: 'x',
+        ResourceArn: server.resourceArn,
+        SecretArn: server.secretArn,
+        Database: server.database,
+        Migrations: 'inbox,example-orders',
+      };
       const base = { ServiceToken: 'x', ResponseURL: 'x', StackId: 'x', RequestId: 'x', LogicalResourceId: 'Schema', ResourceType: 'Custom::InboxSchema' };
       const result = await migrateHandler({ ...base, RequestType: 'Create', ResourceProperties: properties });
       expect(JSON.parse(result.Data!.Versions)).toEqual({ inbox: 5, 'example-orders': 1 });
       await expect(
-        migrateHandler({ ...base, RequestType: 'Update', PhysicalResourceId: result.PhysicalResourceId, ResourceProperties: { ...properties, Migrations: 'inbox,nope' }, OldResourceProperties: properties }),
+        migrateHandler({
+          ...base,
+          RequestType: 'Update',
+          PhysicalResourceId: result.PhysicalResourceId,
+          ResourceProperties: { ...properties, Migrations: 'inbox,nope' },
+          OldResourceProperties: properties,
+        }),
       ).rejects.toThrow(/unknown migration set "nope"/);
       const deleted = await migrateHandler({ ...base, RequestType: 'Delete', PhysicalResourceId: result.PhysicalResourceId, ResourceProperties: properties });
       expect(deleted.PhysicalResourceId).toBe(result.PhysicalResourceId);

@@ -20,10 +20,28 @@ function consumerRuntimeMetrics(): Set<string> {
     addMetric: (name: string) => void names.add(name),
     publishStoredMetrics: () => undefined,
   };
-  publishSummary(recording, {
-    records: 1, processed: 1, duplicates: 0, collisions: 0, parked: 0, failures: 0, shortCircuited: 0,
-    deferredByDeadline: 0, resumeRetries: 0, batchSets: 0, batchFallbacks: 0, outboxSent: 0, outboxDeferred: 0, recordLatenciesMs: [5], batchLatencyMs: 7, failedMessageIds: [],
-  }, 'sqs');
+  publishSummary(
+    recording,
+    {
+      records: 1,
+      processed: 1,
+      duplicates: 0,
+      collisions: 0,
+      parked: 0,
+      failures: 0,
+      shortCircuited: 0,
+      deferredByDeadline: 0,
+      resumeRetries: 0,
+      batchSets: 0,
+      batchFallbacks: 0,
+      outboxSent: 0,
+      outboxDeferred: 0,
+      recordLatenciesMs: [5],
+      batchLatencyMs: 7,
+      failedMessageIds: [],
+    },
+    'sqs',
+  );
   return names;
 }
 
@@ -60,7 +78,10 @@ function alarmsStack(props: Partial<InboxAlarmsProps> = {}) {
   const inboxQueue = new InboxQueue(stack, 'Orders');
   const database = new InboxDatabase(stack, 'Db');
   const consumer = new InboxConsumer(stack, 'Worker', {
-    database, queue: inboxQueue.queue, consumerName: 'order-worker', entry: FIXTURE_HANDLER,
+    database,
+    queue: inboxQueue.queue,
+    consumerName: 'order-worker',
+    entry: FIXTURE_HANDLER,
   });
   const cleanup = new InboxCleanup(stack, 'Cleanup', { database, retention: Duration.days(20) });
   const alarms = new InboxAlarms(stack, 'Alarms', { consumers: [consumer], cleanup, ...props });
@@ -119,9 +140,7 @@ describe('InboxAlarms', () => {
     expect(Threshold).toBe(35);
     const expression = Metrics.find((m: { Expression?: string }) => m.Expression !== undefined);
     expect(expression.Expression).toBe('IF((FILL(dup, 0) + FILL(proc, 0)) >= 50, 100 * FILL(dup, 0) / (FILL(dup, 0) + FILL(proc, 0)), 0)');
-    const inputs = Object.fromEntries(
-      Metrics.filter((m: { MetricStat?: unknown }) => m.MetricStat !== undefined).map((m: any) => [m.Id, m.MetricStat.Metric]),
-    );
+    const inputs = Object.fromEntries(Metrics.filter((m: { MetricStat?: unknown }) => m.MetricStat !== undefined).map((m: any) => [m.Id, m.MetricStat.Metric]));
     expect(inputs).toEqual({ dup: inboxMetric('Duplicates', 'order-worker'), proc: inboxMetric('Processed', 'order-worker') });
   });
 
@@ -151,11 +170,12 @@ describe('InboxAlarms', () => {
       `IF(${ran} >= 10, 100 * FILL(fail, 0) / ${ran}, 0)`,
     );
     expect(tuned).toMatchObject({ Threshold: 25, EvaluationPeriods: 6, DatapointsToAlarm: 6 });
-    expect(tuned.Metrics.find((m: { Expression?: string }) => m.Expression !== undefined).Expression).toBe(
-      `IF(${ran} >= 40, 100 * FILL(fail, 0) / ${ran}, 0)`,
-    );
+    expect(tuned.Metrics.find((m: { Expression?: string }) => m.Expression !== undefined).Expression).toBe(`IF(${ran} >= 40, 100 * FILL(fail, 0) / ${ran}, 0)`);
     const inputs = Object.fromEntries(
-      tuned.Metrics.filter((m: { MetricStat?: unknown }) => m.MetricStat !== undefined).map((m: any) => [m.Id, [m.MetricStat.Metric, m.MetricStat.Period, m.MetricStat.Stat]]),
+      tuned.Metrics.filter((m: { MetricStat?: unknown }) => m.MetricStat !== undefined).map((m: any) => [
+        m.Id,
+        [m.MetricStat.Metric, m.MetricStat.Period, m.MetricStat.Stat],
+      ]),
     );
     expect(inputs).toEqual({
       fail: [inboxMetric('Failures', 'order-worker'), 300, 'Sum'],
@@ -172,12 +192,21 @@ describe('InboxAlarms', () => {
 
     // Assess
     const expression = (props: Record<string, any>) => props.Metrics.find((m: { Expression?: string }) => m.Expression !== undefined).Expression;
-    expect(defaults).toMatchObject({ Threshold: 10, EvaluationPeriods: 3, DatapointsToAlarm: 3, ComparisonOperator: 'GreaterThanThreshold', TreatMissingData: 'notBreaching' });
+    expect(defaults).toMatchObject({
+      Threshold: 10,
+      EvaluationPeriods: 3,
+      DatapointsToAlarm: 3,
+      ComparisonOperator: 'GreaterThanThreshold',
+      TreatMissingData: 'notBreaching',
+    });
     expect(expression(defaults)).toBe('IF(FILL(sets, 0) >= 10, 100 * FILL(fallbacks, 0) / FILL(sets, 0), 0)');
     expect(tuned).toMatchObject({ Threshold: 30 });
     expect(expression(tuned)).toBe('IF(FILL(sets, 0) >= 50, 100 * FILL(fallbacks, 0) / FILL(sets, 0), 0)');
     const inputs = Object.fromEntries(
-      tuned.Metrics.filter((m: { MetricStat?: unknown }) => m.MetricStat !== undefined).map((m: any) => [m.Id, [m.MetricStat.Metric, m.MetricStat.Period, m.MetricStat.Stat]]),
+      tuned.Metrics.filter((m: { MetricStat?: unknown }) => m.MetricStat !== undefined).map((m: any) => [
+        m.Id,
+        [m.MetricStat.Metric, m.MetricStat.Period, m.MetricStat.Stat],
+      ]),
     );
     expect(inputs).toEqual({
       sets: [inboxMetric('BatchSets', 'order-worker'), 300, 'Sum'],
@@ -192,9 +221,14 @@ describe('InboxAlarms', () => {
     let message = '';
     try {
       new InboxAlarms(stack, 'Alarms', {
-        parkedThreshold: -1, failureRatePercent: 100, failureRateMinRecords: 0, failureRatePeriods: 1.5,
-        batchFallbackRatePercent: -5, batchFallbackRateMinSets: 2.5,
-        topic, topicEncryptionKey: new kms.Key(stack, 'Key'),
+        parkedThreshold: -1,
+        failureRatePercent: 100,
+        failureRateMinRecords: 0,
+        failureRatePeriods: 1.5,
+        batchFallbackRatePercent: -5,
+        batchFallbackRateMinSets: 2.5,
+        topic,
+        topicEncryptionKey: new kms.Key(stack, 'Key'),
       });
     } catch (error) {
       message = (error as Error).message;
@@ -334,11 +368,13 @@ describe('InboxAlarms', () => {
     });
     // CloudWatch encrypts what it publishes with the topic's key: without this grant no alarm would arrive.
     const key = template.toJSON().Resources[keyId].Properties.KeyPolicy.Statement as Array<Record<string, unknown>>;
-    expect(key).toContainEqual(expect.objectContaining({
-      Principal: { Service: 'cloudwatch.amazonaws.com' },
-      Action: ['kms:Decrypt', 'kms:GenerateDataKey*'],
-      Condition: { StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } },
-    }));
+    expect(key).toContainEqual(
+      expect.objectContaining({
+        Principal: { Service: 'cloudwatch.amazonaws.com' },
+        Action: ['kms:Decrypt', 'kms:GenerateDataKey*'],
+        Condition: { StringEquals: { 'aws:SourceAccount': { Ref: 'AWS::AccountId' } } },
+      }),
+    );
     expect(alarms.alarms).toHaveLength(10);
     template.allResourcesProperties('AWS::CloudWatch::Alarm', { AlarmActions: [topicRef], OKActions: [topicRef] });
   });
@@ -348,7 +384,10 @@ describe('InboxAlarms', () => {
     const topic = sns.Topic.fromTopicArn(stack, 'Pager', 'arn:aws:sns:eu-west-1:123456789012:pager');
     const queue = new sqs.Queue(stack, 'Q', { visibilityTimeout: Duration.minutes(3) });
     const consumer = new InboxConsumer(stack, 'W', {
-      database: new InboxDatabase(stack, 'Db'), queue, consumerName: 'w', entry: FIXTURE_HANDLER,
+      database: new InboxDatabase(stack, 'Db'),
+      queue,
+      consumerName: 'w',
+      entry: FIXTURE_HANDLER,
     });
     new InboxAlarms(stack, 'Alarms', { consumers: [consumer], topic });
     const template = Template.fromStack(stack);

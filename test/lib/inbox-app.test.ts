@@ -59,7 +59,9 @@ describe('the deployable app (bin/inbox-app.ts, synthesized by bin/app.ts)', () 
     const artifact = assembly.getStackByName(streams!.stackName);
     expect(artifact.dependencies.map((d) => d.id)).toContain(stack.artifactId);
     // Each consumer's role secret rotates through InboxStack's rotation, in the cluster's VPC.
-    const schedules = Object.values(artifact.template.Resources as Record<string, { Type: string }>).filter((r) => r.Type === 'AWS::SecretsManager::RotationSchedule');
+    const schedules = Object.values(artifact.template.Resources as Record<string, { Type: string }>).filter(
+      (r) => r.Type === 'AWS::SecretsManager::RotationSchedule',
+    );
     expect(schedules).toHaveLength(4);
   });
 

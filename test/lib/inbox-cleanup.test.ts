@@ -100,8 +100,6 @@ describe('InboxCleanup', () => {
     expect(() => new InboxCleanup(stack, 'A', { database, retention: Duration.millis(1500) })).toThrow(
       /`retention` must be a whole number of seconds, got 1\.5\. Fix: /,
     );
-    expect(() => new InboxCleanup(stack, 'B', { database, purgeBatchSize: 0 })).toThrow(
-      /`purgeBatchSize` must be a positive integer, got 0\. Fix: /,
-    );
+    expect(() => new InboxCleanup(stack, 'B', { database, purgeBatchSize: 0 })).toThrow(/`purgeBatchSize` must be a positive integer, got 0\. Fix: /);
   });
 });

@@ -1,4 +1,4 @@
-import { App, Duration, Stack, Token } from 'aws-cdk-lib';
+import { type App, Duration, Stack, Token } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
@@ -99,9 +99,7 @@ describe('InboxConsumer', () => {
     const queueArn = { 'Fn::GetAtt': [stack.getLogicalId(inboxQueue.queue.node.defaultChild as never), 'Arn'] };
     expect(byService.get('sqs:ReceiveMessage')).toEqual(queueArn);
     expect(byService.get('sqs:DeleteMessage')).toEqual(queueArn);
-    expect(JSON.stringify(byService.get('rds-data:ExecuteStatement'))).toContain(
-      stack.getLogicalId(database.cluster.node.defaultChild as never),
-    );
+    expect(JSON.stringify(byService.get('rds-data:ExecuteStatement'))).toContain(stack.getLogicalId(database.cluster.node.defaultChild as never));
     expect(byService.get('secretsmanager:GetSecretValue')).toEqual({ Ref: stack.getLogicalId(consumer.databaseRole.secret.node.defaultChild as never) });
     expect([...byService.keys()].sort()).toEqual(
       [
@@ -131,14 +129,20 @@ describe('InboxConsumer', () => {
       const policy = Object.values(templateOf(stack).findResources('AWS::IAM::Policy', { Properties: { Roles: [{ Ref: roleId }] } }))[0] as {
         Properties: { PolicyDocument: { Statement: Array<{ Action: string | string[] }> } };
       };
-      return policy.Properties.PolicyDocument.Statement.flatMap((statement) => [statement.Action].flat()).filter((a) => a.startsWith('rds-data:')).sort();
+      return policy.Properties.PolicyDocument.Statement.flatMap((statement) => [statement.Action].flat())
+        .filter((a) => a.startsWith('rds-data:'))
+        .sort();
     };
     const transaction = ['rds-data:BeginTransaction', 'rds-data:CommitTransaction', 'rds-data:ExecuteStatement', 'rds-data:RollbackTransaction'];
 
     const plain = consumerStack();
     const stack = testStack('Batching');
     const batching = new InboxConsumer(stack, 'Worker', {
-      database: new InboxDatabase(stack, 'Db'), queue: new InboxQueue(stack, 'Orders').queue, consumerName: 'w', entry: FIXTURE_HANDLER, batchExecute: true,
+      database: new InboxDatabase(stack, 'Db'),
+      queue: new InboxQueue(stack, 'Orders').queue,
+      consumerName: 'w',
+      entry: FIXTURE_HANDLER,
+      batchExecute: true,
     });
     const reader = new iam.Role(stack, 'Reader', { assumedBy: new iam.AccountRootPrincipal() });
     batching.grantDataApiAccess(reader);
@@ -173,7 +177,11 @@ describe('InboxConsumer', () => {
     const queue = sqs.Queue.fromQueueArn(stack, 'Q', 'arn:aws:sqs:eu-west-1:123456789012:orders.fifo');
     const guessed = new InboxConsumer(stack, 'A', { database, queue, consumerName: 'a', entry: FIXTURE_HANDLER });
     const told = new InboxConsumer(stack, 'B', {
-      database, queue, consumerName: 'b', entry: FIXTURE_HANDLER, redeliveryWindow: Duration.days(5),
+      database,
+      queue,
+      consumerName: 'b',
+      entry: FIXTURE_HANDLER,
+      redeliveryWindow: Duration.days(5),
     });
     expect(guessed.redeliveryWindowSeconds).toBe(28 * 86400);
     expect(told.redeliveryWindowSeconds).toBe(5 * 86400);
@@ -261,7 +269,11 @@ describe('InboxConsumer', () => {
     expect(
       () =>
         new InboxConsumer(stack, 'Worker', {
-          database: new InboxDatabase(stack, 'Db'), queue: inboxQueue.queue, deadLetterQueue: other, consumerName: 'w', entry: FIXTURE_HANDLER,
+          database: new InboxDatabase(stack, 'Db'),
+          queue: inboxQueue.queue,
+          deadLetterQueue: other,
+          consumerName: 'w',
+          entry: FIXTURE_HANDLER,
         }),
     ).toThrow(/`deadLetterQueue` is not the dead-letter queue configured on `queue`\. Fix: /);
   });
@@ -273,13 +285,18 @@ describe('InboxConsumer destinations (the outbox)', () => {
     const database = new InboxDatabase(stack, 'Db');
     const orders = new InboxQueue(stack, 'Orders');
     const consumer = new InboxConsumer(stack, 'Worker', {
-      database, queue: orders.queue, consumerName: 'order-worker', entry: FIXTURE_HANDLER, destinations: destinations(stack),
+      database,
+      queue: orders.queue,
+      consumerName: 'order-worker',
+      entry: FIXTURE_HANDLER,
+      destinations: destinations(stack),
     });
     new InboxOutboxRelay(stack, 'OutboxRelay', { database, consumers: [consumer] });
     const template = Template.fromStack(stack);
     const roleId = stack.getLogicalId(consumer.function.role!.node.defaultChild as never);
     const statements = Object.values(template.findResources('AWS::IAM::Policy', { Properties: { Roles: [{ Ref: roleId }] } })).flatMap(
-      (p) => (p as { Properties: { PolicyDocument: { Statement: Array<{ Action: string | string[]; Resource: unknown }> } } }).Properties.PolicyDocument.Statement,
+      (p) =>
+        (p as { Properties: { PolicyDocument: { Statement: Array<{ Action: string | string[]; Resource: unknown }> } } }).Properties.PolicyDocument.Statement,
     );
     const env = template.toJSON().Resources[logicalId(stack, consumer.function)].Properties.Environment.Variables as Record<string, unknown>;
     return { stack, orders, consumer, template, statements, env };
@@ -313,7 +330,11 @@ describe('InboxConsumer destinations (the outbox)', () => {
     expect(sends[0]!.Resource).toEqual(expect.arrayContaining([queueArn(stack, invoices), queueArn(stack, audit)]));
     const onDestinations = statements.filter((s) => JSON.stringify(s.Resource).match(/Invoices|Audit/));
     expect(onDestinations.flatMap((s) => [s.Action].flat())).toEqual(['sqs:SendMessage']);
-    expect(statements.filter((s) => JSON.stringify(s.Resource).includes(stack.getLogicalId(orders.queue.node.defaultChild as never))).flatMap((s) => [s.Action].flat())).not.toContain('sqs:SendMessage');
+    expect(
+      statements
+        .filter((s) => JSON.stringify(s.Resource).includes(stack.getLogicalId(orders.queue.node.defaultChild as never)))
+        .flatMap((s) => [s.Action].flat()),
+    ).not.toContain('sqs:SendMessage');
     expect(statements.flatMap((s) => [s.Action].flat()).filter((a) => a.startsWith('kms:'))).toEqual([]);
   });
 
@@ -328,7 +349,11 @@ describe('InboxConsumer destinations (the outbox)', () => {
     });
     const kmsStatements = statements.filter((s) => [s.Action].flat().some((a) => a.startsWith('kms:')));
     expect(kmsStatements).toEqual([
-      { Action: ['kms:Decrypt', 'kms:GenerateDataKey'], Effect: 'Allow', Resource: { 'Fn::GetAtt': [stack.getLogicalId(key.node.defaultChild as never), 'Arn'] } },
+      {
+        Action: ['kms:Decrypt', 'kms:GenerateDataKey'],
+        Effect: 'Allow',
+        Resource: { 'Fn::GetAtt': [stack.getLogicalId(key.node.defaultChild as never), 'Arn'] },
+      },
     ]);
   });
 
@@ -397,7 +422,10 @@ describe('InboxConsumer destinations (the outbox)', () => {
     expect(
       () =>
         new InboxConsumer(stack, 'Worker', {
-          database, queue, consumerName: 'w', entry: FIXTURE_HANDLER,
+          database,
+          queue,
+          consumerName: 'w',
+          entry: FIXTURE_HANDLER,
           destinations: { '': queue, 'https://sqs.eu-west-1.amazonaws.com/123456789012/invoices': queue, missing: undefined as never },
           environment: { INBOX_DESTINATIONS: '{"invoices":"https://sqs.eu-west-1.amazonaws.com/123456789012/invoices"}' },
         }),
@@ -421,7 +449,10 @@ describe('InboxConsumer destinations (the outbox)', () => {
     const database = new InboxDatabase(stack, 'Db');
     const queue = new InboxQueue(stack, 'Orders').queue;
     const consumer = new InboxConsumer(stack, 'Worker', {
-      database, queue, consumerName: 'w', entry: FIXTURE_HANDLER,
+      database,
+      queue,
+      consumerName: 'w',
+      entry: FIXTURE_HANDLER,
       destinations: { invoices: queue, 'eu/refunds v2': queue, 'sqs.eu-west-1.amazonaws.com': queue },
     });
     expect(Object.keys(consumer.destinations)).toHaveLength(3);

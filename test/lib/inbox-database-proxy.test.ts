@@ -1,4 +1,4 @@
-import { Stack } from 'aws-cdk-lib';
+import type { Stack } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
@@ -39,7 +39,14 @@ describe('InboxDatabaseProxy: the consumer on the wire through RDS Proxy', () =>
     template.hasResourceProperties('AWS::RDS::DBProxy', {
       EngineFamily: 'POSTGRESQL',
       RequireTLS: true,
-      Auth: [{ AuthScheme: 'SECRETS', IAMAuth: 'REQUIRED', ClientPasswordAuthType: 'POSTGRES_SCRAM_SHA_256', SecretArn: { Ref: Match.stringLikeRegexp(`^${ids.roleSecret.slice(0, 20)}`) } }],
+      Auth: [
+        {
+          AuthScheme: 'SECRETS',
+          IAMAuth: 'REQUIRED',
+          ClientPasswordAuthType: 'POSTGRES_SCRAM_SHA_256',
+          SecretArn: { Ref: Match.stringLikeRegexp(`^${ids.roleSecret.slice(0, 20)}`) },
+        },
+      ],
     });
     // The target registers once the writer instance is up.
     const [targetGroup] = Object.values(template.findResources('AWS::RDS::DBProxyTargetGroup') as Record<string, Resource & { DependsOn?: string[] }>);
@@ -102,7 +109,10 @@ describe('InboxDatabaseProxy: the consumer on the wire through RDS Proxy', () =>
   });
 
   it("alarms on the proxy's refused sign-ins and its waits for a connection, to the stack's alarm topic", () => {
-    for (const [metric, threshold] of [['ClientConnectionsSetupFailedAuth', 0], ['DatabaseConnectionsBorrowLatency', 100_000]] as const) {
+    for (const [metric, threshold] of [
+      ['ClientConnectionsSetupFailedAuth', 0],
+      ['DatabaseConnectionsBorrowLatency', 100_000],
+    ] as const) {
       template.hasResourceProperties('AWS::CloudWatch::Alarm', {
         Namespace: 'AWS/RDS',
         MetricName: metric,
@@ -121,7 +131,9 @@ describe('InboxDatabaseProxy: the consumer on the wire through RDS Proxy', () =>
   });
 
   it('is clean under cdk-nag AwsSolutions', () => {
-    const violations = new AwsSolutionsChecks().validateScope(app).violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath).join(',')}`);
+    const violations = new AwsSolutionsChecks()
+      .validateScope(app)
+      .violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath).join(',')}`);
     expect(violations).toEqual([]);
   });
 
@@ -131,16 +143,18 @@ describe('InboxDatabaseProxy: the consumer on the wire through RDS Proxy', () =>
     const other = new InboxDatabase(mine, 'Other');
     const proxy = new InboxDatabaseProxy(mine, 'Proxy', { database: other });
     const queue = new sqs.Queue(mine, 'Q');
-    expect(() =>
-      new InboxConsumer(mine, 'Worker', { database, proxy, queue, consumerName: 'w', entry: FIXTURE_HANDLER, batchExecute: true }),
-    ).toThrow(/`proxy` Refused\/Proxy fronts the cluster of Refused\/Other[\s\S]*`batchExecute` grants a Data API action/);
+    expect(() => new InboxConsumer(mine, 'Worker', { database, proxy, queue, consumerName: 'w', entry: FIXTURE_HANDLER, batchExecute: true })).toThrow(
+      /`proxy` Refused\/Proxy fronts the cluster of Refused\/Other[\s\S]*`batchExecute` grants a Data API action/,
+    );
     expect(synthError(mine as Stack)).toMatch(/InboxDatabaseProxy Refused\/Proxy: no consumer uses this proxy[\s\S]*Fix: pass it as `proxy`/);
     const imported = testStack('Imported');
     const importedDatabase = new InboxDatabase(imported, 'Db', {
       cluster: rds.DatabaseCluster.fromDatabaseClusterAttributes(imported, 'Cluster', { clusterIdentifier: 'orders', dataApiEnabled: true }),
       secret: secretsmanager.Secret.fromSecretNameV2(imported, 'Secret', 'orders-admin'),
     });
-    expect(() => new InboxDatabaseProxy(imported, 'Proxy', { database: importedDatabase })).toThrow(/the database's cluster is imported, so its VPC is not known here. Fix: pass `vpc`/);
+    expect(() => new InboxDatabaseProxy(imported, 'Proxy', { database: importedDatabase })).toThrow(
+      /the database's cluster is imported, so its VPC is not known here. Fix: pass `vpc`/,
+    );
     expect(() => new InboxDatabaseProxy(testStack('Idle'), 'P', { database: new InboxDatabase(testStack('X'), 'Db'), maxConnectionsPercent: 0 })).toThrow(
       /`maxConnectionsPercent` must be a whole number from 1 to 100, got 0/,
     );
@@ -151,7 +165,12 @@ describe('connectToPostgres: a PostgreSQL of your own', () => {
   it('hands the function the connection settings and the secret, and lets it read that secret only', () => {
     const mine = testStack('Own');
     const secret = new secretsmanager.Secret(mine, 'OrdersDbSecret');
-    const worker = new InboxFunction(mine, 'Worker', { entry: FIXTURE_HANDLER, environment: { INBOX_CONSUMER: 'orders' }, timeout: Duration.seconds(30), description: 'orders' });
+    const worker = new InboxFunction(mine, 'Worker', {
+      entry: FIXTURE_HANDLER,
+      environment: { INBOX_CONSUMER: 'orders' },
+      timeout: Duration.seconds(30),
+      description: 'orders',
+    });
     connectToPostgres(worker.function, { host: 'orders.abc123.eu-west-1.rds.amazonaws.com', databaseName: 'orders', secret });
     const own = Template.fromStack(mine);
     own.hasResourceProperties('AWS::Lambda::Function', {

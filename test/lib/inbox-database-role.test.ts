@@ -11,7 +11,11 @@ function consumerStack(overrides: Partial<InboxConsumerProps> = {}) {
   const stack = testStack();
   const database = new InboxDatabase(stack, 'Db', { migrations: ['example-orders'] });
   const consumer = new InboxConsumer(stack, 'Worker', {
-    database, queue: new InboxQueue(stack, 'Orders').queue, consumerName: 'Order.Worker-2', entry: FIXTURE_HANDLER, ...overrides,
+    database,
+    queue: new InboxQueue(stack, 'Orders').queue,
+    consumerName: 'Order.Worker-2',
+    entry: FIXTURE_HANDLER,
+    ...overrides,
   });
   const cleanup = new InboxCleanup(stack, 'Cleanup', { database });
   return { stack, database, consumer, cleanup, template: Template.fromStack(stack) };
@@ -98,7 +102,9 @@ describe('InboxDatabaseRole (through InboxConsumer and InboxCleanup)', () => {
     const { template, stack, cleanup } = consumerStack();
     const roleId = stack.getLogicalId(cleanup.function.role!.node.defaultChild as never);
     const actions = Object.values(template.findResources('AWS::IAM::Policy', { Properties: { Roles: [{ Ref: roleId }] } })).flatMap((p) =>
-      (p as { Properties: { PolicyDocument: { Statement: Array<{ Action: string | string[] }> } } }).Properties.PolicyDocument.Statement.flatMap((s) => [s.Action].flat()),
+      (p as { Properties: { PolicyDocument: { Statement: Array<{ Action: string | string[] }> } } }).Properties.PolicyDocument.Statement.flatMap((s) =>
+        [s.Action].flat(),
+      ),
     );
     expect(actions.filter((a) => a.startsWith('rds-data:'))).toEqual(['rds-data:ExecuteStatement']);
   });
@@ -154,8 +160,20 @@ describe('InboxDatabaseRole (through InboxConsumer and InboxCleanup)', () => {
   it('refuses two roles of one name on one cluster, and the master user as a role', () => {
     const stack = testStack();
     const database = new InboxDatabase(stack, 'Db');
-    new InboxConsumer(stack, 'A', { database, queue: new InboxQueue(stack, 'Q1').queue, consumerName: 'a', entry: FIXTURE_HANDLER, databaseRole: 'shared_role' });
-    new InboxConsumer(stack, 'B', { database, queue: new InboxQueue(stack, 'Q2').queue, consumerName: 'b', entry: FIXTURE_HANDLER, databaseRole: 'shared_role' });
+    new InboxConsumer(stack, 'A', {
+      database,
+      queue: new InboxQueue(stack, 'Q1').queue,
+      consumerName: 'a',
+      entry: FIXTURE_HANDLER,
+      databaseRole: 'shared_role',
+    });
+    new InboxConsumer(stack, 'B', {
+      database,
+      queue: new InboxQueue(stack, 'Q2').queue,
+      consumerName: 'b',
+      entry: FIXTURE_HANDLER,
+      databaseRole: 'shared_role',
+    });
     new InboxCleanup(stack, 'Cleanup', { database, databaseRole: 'inbox_admin' });
     const message = synthError(stack);
     expect(message).toContain("`databaseRole` 'shared_role' of Test/B/DatabaseRole is also the role of Test/A/DatabaseRole on the same cluster");

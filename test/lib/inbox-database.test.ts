@@ -10,12 +10,7 @@ import { describe, expect, it } from 'vitest';
 import { InboxDatabase } from '../../lib/index.js';
 import { logicalId, policyStatements, testStack } from './support.js';
 
-const DATA_API_ACTIONS = [
-  'rds-data:BeginTransaction',
-  'rds-data:CommitTransaction',
-  'rds-data:ExecuteStatement',
-  'rds-data:RollbackTransaction',
-];
+const DATA_API_ACTIONS = ['rds-data:BeginTransaction', 'rds-data:CommitTransaction', 'rds-data:ExecuteStatement', 'rds-data:RollbackTransaction'];
 
 const SECRET_READ = ['secretsmanager:DescribeSecret', 'secretsmanager:GetSecretValue'];
 
@@ -164,9 +159,11 @@ describe('InboxDatabase', () => {
     const clusterId = stack.getLogicalId(db.cluster.node.defaultChild as rds.CfnDBCluster);
     const roleId = stack.getLogicalId(db.migrationFunction.role!.node.defaultChild as never);
 
-    const policy = Object.values(template.findResources('AWS::IAM::Policy', {
-      Properties: { Roles: [{ Ref: roleId }] },
-    }))[0] as { Properties: { PolicyDocument: { Statement: Array<Record<string, unknown>> } } };
+    const policy = Object.values(
+      template.findResources('AWS::IAM::Policy', {
+        Properties: { Roles: [{ Ref: roleId }] },
+      }),
+    )[0] as { Properties: { PolicyDocument: { Statement: Array<Record<string, unknown>> } } };
     const statements = policy.Properties.PolicyDocument.Statement;
     expect(statements).toContainEqual(
       expect.objectContaining({
@@ -205,11 +202,7 @@ describe('InboxDatabase', () => {
       clusterIdentifier: 'orders',
       dataApiEnabled: true,
     });
-    const secret = secretsmanager.Secret.fromSecretCompleteArn(
-      stack,
-      'Secret',
-      'arn:aws:secretsmanager:eu-west-1:123456789012:secret:orders-AbCdEf',
-    );
+    const secret = secretsmanager.Secret.fromSecretCompleteArn(stack, 'Secret', 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:orders-AbCdEf');
     const db = new InboxDatabase(stack, 'Db', { cluster, secret, databaseName: 'orders' });
     const template = Template.fromStack(stack);
 
@@ -230,9 +223,7 @@ describe('InboxDatabase', () => {
     const stack = testStack();
     const cluster = rds.DatabaseCluster.fromDatabaseClusterAttributes(stack, 'Existing', { clusterIdentifier: 'orders' });
     const secret = secretsmanager.Secret.fromSecretNameV2(stack, 'Secret', 'orders');
-    expect(() => new InboxDatabase(stack, 'Db', { cluster, secret })).toThrow(
-      /does not have the Data API enabled.*Fix: .*dataApiEnabled: true/s,
-    );
+    expect(() => new InboxDatabase(stack, 'Db', { cluster, secret })).toThrow(/does not have the Data API enabled.*Fix: .*dataApiEnabled: true/s);
   });
 
   it('refuses a cluster without a secret, and new-cluster props next to an existing cluster, all at once', () => {

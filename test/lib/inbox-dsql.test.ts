@@ -25,7 +25,10 @@ beforeAll(() => {
 /** Every IAM statement, with the roles its policy is attached to. */
 const statements = () =>
   Object.values(template.findResources('AWS::IAM::Policy') as Record<string, Resource>).flatMap((policy) =>
-    (policy.Properties.PolicyDocument.Statement as Array<Record<string, any>>).map((statement) => ({ statement, roles: JSON.stringify(policy.Properties.Roles) })),
+    (policy.Properties.PolicyDocument.Statement as Array<Record<string, any>>).map((statement) => ({
+      statement,
+      roles: JSON.stringify(policy.Properties.Roles),
+    })),
   );
 
 describe('InboxDsqlDatabase and InboxDsqlConsumer: the inbox on Aurora DSQL', () => {
@@ -38,14 +41,22 @@ describe('InboxDsqlDatabase and InboxDsqlConsumer: the inbox on Aurora DSQL', ()
   it('lets the consumer dsql:DbConnect on its cluster only, and nothing but the role function DbConnectAdmin', () => {
     const all = statements();
     const connect = all.filter(({ statement }) => JSON.stringify(statement.Action).includes('dsql:'));
-    expect(connect.map(({ statement, roles }) => [statement.Action, statement.Resource, roles.includes(ids.consumerRole) ? 'consumer' : roles.includes(ids.roleFunctionRole) ? 'role function' : roles])).toEqual(
+    expect(
+      connect.map(({ statement, roles }) => [
+        statement.Action,
+        statement.Resource,
+        roles.includes(ids.consumerRole) ? 'consumer' : roles.includes(ids.roleFunctionRole) ? 'role function' : roles,
+      ]),
+    ).toEqual(
       expect.arrayContaining([
         ['dsql:DbConnect', { 'Fn::GetAtt': [ids.cluster, 'ResourceArn'] }, 'consumer'],
         ['dsql:DbConnectAdmin', { 'Fn::GetAtt': [ids.cluster, 'ResourceArn'] }, 'role function'],
       ]),
     );
     expect(connect).toHaveLength(2);
-    expect(JSON.stringify(all.filter(({ roles }) => roles.includes(ids.consumerRole)).map(({ statement }) => statement))).not.toMatch(/DbConnectAdmin|rds-data:|secretsmanager:/);
+    expect(JSON.stringify(all.filter(({ roles }) => roles.includes(ids.consumerRole)).map(({ statement }) => statement))).not.toMatch(
+      /DbConnectAdmin|rds-data:|secretsmanager:/,
+    );
   });
 
   it('maps the consumer role to the function IAM role at deploy, before the function exists', () => {
@@ -79,7 +90,10 @@ describe('InboxDsqlDatabase and InboxDsqlConsumer: the inbox on Aurora DSQL', ()
     template.hasResourceProperties('AWS::CloudWatch::Alarm', { Namespace: 'AWS/Lambda', MetricName: 'Errors' });
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       Namespace: 'SqsInbox',
-      Dimensions: Match.arrayWith([{ Name: 'service', Value: 'order-worker' }, { Name: 'source', Value: 'sqs' }]),
+      Dimensions: Match.arrayWith([
+        { Name: 'service', Value: 'order-worker' },
+        { Name: 'source', Value: 'sqs' },
+      ]),
     });
   });
 
@@ -95,7 +109,9 @@ describe('InboxDsqlDatabase and InboxDsqlConsumer: the inbox on Aurora DSQL', ()
   });
 
   it('is clean under cdk-nag AwsSolutions', () => {
-    const violations = new AwsSolutionsChecks().validateScope(app).violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath).join(',')}`);
+    const violations = new AwsSolutionsChecks()
+      .validateScope(app)
+      .violations.map((v) => `${v.ruleName} ${v.violatingResources.map((r) => r.constructPath).join(',')}`);
     expect(violations).toEqual([]);
   });
 
@@ -118,6 +134,8 @@ describe('InboxDsqlDatabase and InboxDsqlConsumer: the inbox on Aurora DSQL', ()
     });
     expect(synthError(short)).toMatch(/visibility timeout/i);
     const database = new InboxDsqlDatabase(testStack('Admin'), 'Dsql');
-    expect(() => database.addRole('Admin', { roleName: 'admin', grantee: database.roleFunction.function, purpose: 'consumer' })).toThrow(/'admin' is DSQL's own administrator/);
+    expect(() => database.addRole('Admin', { roleName: 'admin', grantee: database.roleFunction.function, purpose: 'consumer' })).toThrow(
+      /'admin' is DSQL's own administrator/,
+    );
   });
 });

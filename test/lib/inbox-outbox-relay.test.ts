@@ -92,7 +92,7 @@ describe('InboxOutboxRelay', () => {
     expect(relay.schedule.expressionString).toBe('rate(5 minutes)');
   });
 
-  it("runs the sweeper as an ARM64 Node.js 22 function outside the VPC, 2-minute timeout, own log group", () => {
+  it('runs the sweeper as an ARM64 Node.js 22 function outside the VPC, 2-minute timeout, own log group', () => {
     const { template, stack, relay } = relayStack();
     const fn = template.toJSON().Resources[logicalId(stack, relay.function)].Properties;
     expect(fn).toMatchObject({
@@ -217,7 +217,10 @@ describe('InboxOutboxRelay', () => {
       const stack = testStack();
       const database = new InboxDatabase(stack, 'Db', { autoPause: Duration.minutes(10) });
       const worker = new InboxConsumer(stack, 'Worker', {
-        database, queue: new InboxQueue(stack, 'Orders').queue, consumerName: 'w', entry: FIXTURE_HANDLER,
+        database,
+        queue: new InboxQueue(stack, 'Orders').queue,
+        consumerName: 'w',
+        entry: FIXTURE_HANDLER,
         destinations: { invoices: new InboxQueue(stack, 'Invoices').queue },
       });
       const relay = new InboxOutboxRelay(stack, 'OutboxRelay', { database, consumers: [worker], schedule });
@@ -240,7 +243,10 @@ describe('InboxOutboxRelay', () => {
     const s = sendingStack();
     const other = new InboxDatabase(s.stack, 'OtherDb', { databaseName: 'billing' });
     const elsewhere = new InboxConsumer(s.stack, 'Elsewhere', {
-      database: other, queue: s.orders.queue, consumerName: 'billing', entry: FIXTURE_HANDLER,
+      database: other,
+      queue: s.orders.queue,
+      consumerName: 'billing',
+      entry: FIXTURE_HANDLER,
     });
     expect(
       () =>
@@ -291,9 +297,7 @@ describe('a consumer that sends, and its relay', () => {
       "[Test/Worker] InboxConsumer Test/Worker sends to 'invoices', 'refunds' through its outbox, but no InboxOutboxRelay sweeps the inbox " +
         "table of database 'inbox'",
     );
-    expect(synthError(s.stack)).toContain(
-      "Fix: add `new InboxOutboxRelay(this, 'OutboxRelay', { database, consumers: [consumer] })`",
-    );
+    expect(synthError(s.stack)).toContain("Fix: add `new InboxOutboxRelay(this, 'OutboxRelay', { database, consumers: [consumer] })`");
   });
 
   it("is refused when the relay over its database does not list it: the sweeper could not send to the consumer's queues", () => {
@@ -362,7 +366,7 @@ describe('InboxAlarms outboxRelay', () => {
     return { ...s, alarms, topic, template, alarm };
   }
 
-  it("pages when the oldest unsent message is older than 15 minutes, or the sweeper reports nothing for a 5-minute period", () => {
+  it('pages when the oldest unsent message is older than 15 minutes, or the sweeper reports nothing for a 5-minute period', () => {
     const { alarm, relay, stack, topic } = watched();
     expect(alarm('OldestUnsentAge')).toMatchObject({
       Namespace: 'SqsInbox',

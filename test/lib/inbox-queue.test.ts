@@ -95,9 +95,7 @@ describe('InboxQueue', () => {
   it('refuses a dead-letter queue without the existing queue it belongs to', () => {
     const stack = testStack();
     const deadLetterQueue = sqs.Queue.fromQueueArn(stack, 'ExistingDlq', 'arn:aws:sqs:eu-west-1:123456789012:dlq.fifo');
-    expect(() => new InboxQueue(stack, 'Orders', { deadLetterQueue })).toThrow(
-      /`deadLetterQueue` is only used with an existing `queue`\. Fix: /,
-    );
+    expect(() => new InboxQueue(stack, 'Orders', { deadLetterQueue })).toThrow(/`deadLetterQueue` is only used with an existing `queue`\. Fix: /);
   });
 
   it('refuses new-queue props next to an existing queue, all named at once', () => {

@@ -44,9 +44,7 @@ describe('InboxStack', () => {
 
   it('runs three functions of its own, none in the VPC', () => {
     const functions = template.findResources('AWS::Lambda::Function');
-    const ours = Object.values(functions).filter(
-      (fn) => (fn as { Properties: { Runtime?: string } }).Properties.Runtime === 'nodejs22.x',
-    );
+    const ours = Object.values(functions).filter((fn) => (fn as { Properties: { Runtime?: string } }).Properties.Runtime === 'nodejs22.x');
     expect(ours).toHaveLength(3);
     template.allResourcesProperties('AWS::Lambda::Function', { VpcConfig: Match.absent() });
   });

@@ -103,8 +103,7 @@ describe('synth-time invariants', () => {
   it('refuses a batch size above 10 on a FIFO queue', () => {
     const { stack } = withConsumer({ batchSize: 25 });
     expect(synthError(stack)).toContain(
-      '[Test/Worker] InboxConsumer `batchSize` is 25, but a FIFO queue delivers at most 10 records per batch. ' +
-        'Fix: set `batchSize` to 10 or less.',
+      '[Test/Worker] InboxConsumer `batchSize` is 25, but a FIFO queue delivers at most 10 records per batch. ' + 'Fix: set `batchSize` to 10 or less.',
     );
   });
 
@@ -135,8 +134,7 @@ describe('synth-time invariants', () => {
   it('treats two InboxDatabase wrappers of one imported cluster and database as one table', () => {
     const build = (clash: boolean) => {
       const stack = testStack();
-      const cluster = (id: string) =>
-        rds.DatabaseCluster.fromDatabaseClusterAttributes(stack, id, { clusterIdentifier: 'shared', dataApiEnabled: true });
+      const cluster = (id: string) => rds.DatabaseCluster.fromDatabaseClusterAttributes(stack, id, { clusterIdentifier: 'shared', dataApiEnabled: true });
       const secret = new InboxDatabase(stack, 'Owner').secret;
       const a = new InboxDatabase(stack, 'A', { cluster: cluster('CA'), secret });
       const b = new InboxDatabase(stack, 'B', { cluster: cluster('CB'), secret });
@@ -144,11 +142,19 @@ describe('synth-time invariants', () => {
       new InboxConsumer(stack, 'One', { database: a, queue: new InboxQueue(stack, 'Q1').queue, consumerName: 'dup', entry: FIXTURE_HANDLER });
       // Another database of the same cluster: another table, but roles are per cluster, so another role name.
       new InboxConsumer(stack, 'Three', {
-        database: c, queue: new InboxQueue(stack, 'Q3').queue, consumerName: 'dup', entry: FIXTURE_HANDLER, databaseRole: 'inbox_consumer_dup_other',
+        database: c,
+        queue: new InboxQueue(stack, 'Q3').queue,
+        consumerName: 'dup',
+        entry: FIXTURE_HANDLER,
+        databaseRole: 'inbox_consumer_dup_other',
       });
       if (clash) {
         new InboxConsumer(stack, 'Two', {
-          database: b, queue: new InboxQueue(stack, 'Q2').queue, consumerName: 'dup', entry: FIXTURE_HANDLER, databaseRole: 'inbox_consumer_dup_two',
+          database: b,
+          queue: new InboxQueue(stack, 'Q2').queue,
+          consumerName: 'dup',
+          entry: FIXTURE_HANDLER,
+          databaseRole: 'inbox_consumer_dup_two',
         });
       }
       return stack;
@@ -164,7 +170,12 @@ describe('synth-time invariants', () => {
     const database = new InboxDatabase(stack, 'Db');
     const queue = new InboxQueue(stack, 'Orders', { visibilityTimeout: Duration.seconds(60) }).queue;
     new InboxConsumer(stack, 'Worker', {
-      database, queue, consumerName: 'w', entry: FIXTURE_HANDLER, batchSize: 20, maxBatchingWindow: Duration.seconds(1),
+      database,
+      queue,
+      consumerName: 'w',
+      entry: FIXTURE_HANDLER,
+      batchSize: 20,
+      maxBatchingWindow: Duration.seconds(1),
     });
     new InboxConsumer(stack, 'Again', { database, queue, consumerName: 'w', entry: FIXTURE_HANDLER, timeout: Duration.seconds(10) });
     new InboxCleanup(stack, 'Cleanup', { database, retention: Duration.days(1) });

@@ -2,7 +2,7 @@ import { mkdtempSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Match, Template } from 'aws-cdk-lib/assertions';
-import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
+import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MIGRATION_SETS } from '../../lambda/functions/migration/migrate.js';
 import { InboxCleanup, InboxConsumer, InboxDatabase, InboxQueue, MigrationSet } from '../../lib/index.js';
@@ -14,8 +14,16 @@ import { FIXTURE_HANDLER, synthError, testStack } from './support.js';
 const CREDITS: InboxMigrationSet = {
   name: 'credits',
   migrations: [
-    { version: 1, name: 'create_accounts', statements: ['CREATE TABLE public.accounts (account_id text PRIMARY KEY, balance_cents bigint NOT NULL DEFAULT 0)'] },
-    { version: 2, name: 'create_credits', statements: ['CREATE TABLE public.credits (id bigserial PRIMARY KEY, account_id text NOT NULL, cents bigint NOT NULL)'] },
+    {
+      version: 1,
+      name: 'create_accounts',
+      statements: ['CREATE TABLE public.accounts (account_id text PRIMARY KEY, balance_cents bigint NOT NULL DEFAULT 0)'],
+    },
+    {
+      version: 2,
+      name: 'create_credits',
+      statements: ['CREATE TABLE public.credits (id bigserial PRIMARY KEY, account_id text NOT NULL, cents bigint NOT NULL)'],
+    },
   ],
 };
 
@@ -78,7 +86,9 @@ describe('InboxDatabase `migrations` of your own', () => {
       DependsOn: Match.arrayWith([migrationId]),
     });
 
-    const changed = databaseStack([{ ...CREDITS, migrations: [...CREDITS.migrations, { version: 3, name: 'index', statements: ['CREATE INDEX ON public.credits (account_id)'] }] }]);
+    const changed = databaseStack([
+      { ...CREDITS, migrations: [...CREDITS.migrations, { version: 3, name: 'index', statements: ['CREATE INDEX ON public.credits (account_id)'] }] },
+    ]);
     expect(changed.database.migrationsFingerprint).not.toBe(database.migrationsFingerprint);
     expect(databaseStack([CREDITS]).database.migrationsFingerprint).toBe(database.migrationsFingerprint);
   });
@@ -95,8 +105,7 @@ describe('InboxDatabase `migrations` of your own', () => {
           (s) => [s.Action].flat().includes('secretsmanager:GetSecretValue') && JSON.stringify([s.Resource].flat()).includes(master),
         ),
       )
-      .map((policy) => (policy as { Properties: { Roles: Array<{ Ref: string }> } }).Properties.Roles.map((role) => role.Ref))
-      .flat();
+      .flatMap((policy) => (policy as { Properties: { Roles: Array<{ Ref: string }> } }).Properties.Roles.map((role) => role.Ref));
     expect(readers).toEqual([stack.getLogicalId(database.migrationFunction.role!.node.defaultChild as never)]);
   });
 
@@ -104,7 +113,9 @@ describe('InboxDatabase `migrations` of your own', () => {
     const { stack } = databaseStack(['payments']);
     const message = synthError(stack);
     expect(message).toContain("InboxDatabase `migrations` names 'payments', which is not a built-in migration set (those are: inbox, example-orders).");
-    expect(message).toContain("Fix: pass your own set as a value instead of its name: `{ name, migrations: [{ version, name, statements }] }` or MigrationSet.fromDirectory('migrations/...').");
+    expect(message).toContain(
+      "Fix: pass your own set as a value instead of its name: `{ name, migrations: [{ version, name, statements }] }` or MigrationSet.fromDirectory('migrations/...').",
+    );
   });
 
   it('knows the built-in sets the migration handler holds', () => {
@@ -115,14 +126,28 @@ describe('InboxDatabase `migrations` of your own', () => {
     const { stack } = databaseStack([
       { name: 'inbox', migrations: [{ version: 1, name: 'x', statements: ['SELECT 1'] }] },
       { name: 'Credits!', migrations: [] },
-      { name: 'ledger', migrations: [{ version: 2, name: 'b', statements: ['SELECT 1'] }, { version: 2, name: 'c', statements: [] }] },
-      { name: 'ledger', migrations: [{ version: 1, name: 'tx', statements: ['-- on its own\nCOMMIT'] }, { version: 2, name: 'idx', statements: ['create index concurrently i on t (c)'] }] },
+      {
+        name: 'ledger',
+        migrations: [
+          { version: 2, name: 'b', statements: ['SELECT 1'] },
+          { version: 2, name: 'c', statements: [] },
+        ],
+      },
+      {
+        name: 'ledger',
+        migrations: [
+          { version: 1, name: 'tx', statements: ['-- on its own\nCOMMIT'] },
+          { version: 2, name: 'idx', statements: ['create index concurrently i on t (c)'] },
+        ],
+      },
     ]);
     const message = synthError(stack);
     expect(message).toContain("the set 'inbox' has the name of a built-in set, whose versions it would be recorded under. Fix: give it a name of its own.");
     expect(message).toContain("the set 'Credits!' has a name that is not 1 to 63 lower-case letters");
     expect(message).toContain("the set 'Credits!' has no migrations.");
-    expect(message).toContain("the set 'ledger' has version 2 (\"c\") after version 2: versions must be positive integers in increasing order. Fix: give it a version above 2");
+    expect(message).toContain(
+      'the set \'ledger\' has version 2 ("c") after version 2: versions must be positive integers in increasing order. Fix: give it a version above 2',
+    );
     expect(message).toContain("the set 'ledger', version 2: `statements` must be a non-empty list of SQL strings.");
     expect(message).toContain("the set 'ledger', version 1: '-- on its own\nCOMMIT' cannot run inside the transaction each migration runs in.");
     expect(message).toContain("the set 'ledger', version 2: 'create index concurrently i on t (c)' cannot run inside");
@@ -132,8 +157,12 @@ describe('InboxDatabase `migrations` of your own', () => {
   it('refuses more SQL than an update of the custom resource can carry', () => {
     const big = 'x'.repeat(MAX_MIGRATION_SET_BYTES);
     const { stack } = databaseStack([{ name: 'big', migrations: [{ version: 1, name: 'seed', statements: [`INSERT INTO public.t VALUES ('${big}')`] }] }]);
-    expect(synthError(stack)).toMatch(/carries \d+ bytes of SQL to the deploy, more than 102400 .* Fix: keep schema changes in the migrations and load data from your own code/);
-    const { stack: fits } = databaseStack([{ name: 'fits', migrations: [{ version: 1, name: 'seed', statements: [`SELECT '${'x'.repeat(MAX_MIGRATION_SET_BYTES - 200)}'`] }] }]);
+    expect(synthError(stack)).toMatch(
+      /carries \d+ bytes of SQL to the deploy, more than 102400 .* Fix: keep schema changes in the migrations and load data from your own code/,
+    );
+    const { stack: fits } = databaseStack([
+      { name: 'fits', migrations: [{ version: 1, name: 'seed', statements: [`SELECT '${'x'.repeat(MAX_MIGRATION_SET_BYTES - 200)}'`] }] },
+    ]);
     expect(() => Template.fromStack(fits)).not.toThrow();
   });
 });
@@ -143,13 +172,18 @@ describe('MigrationSet.fromDirectory', () => {
     const folder = migrationFolder('credits', {
       '10_index.sql': 'CREATE INDEX credits_account ON public.credits (account_id);\n',
       '2_create_credits.sql': '-- the ledger\r\nCREATE TABLE public.credits (id bigserial PRIMARY KEY, account_id text NOT NULL);\r\n',
-      '001_create_accounts.sql': 'CREATE TABLE public.accounts (account_id text PRIMARY KEY);\nINSERT INTO public.accounts VALUES (\'house\');\n-- trailing note\n',
+      '001_create_accounts.sql':
+        "CREATE TABLE public.accounts (account_id text PRIMARY KEY);\nINSERT INTO public.accounts VALUES ('house');\n-- trailing note\n",
       'README.md': 'not a migration',
     });
     expect(MigrationSet.fromDirectory(folder)).toEqual({
       name: 'credits',
       migrations: [
-        { version: 1, name: 'create_accounts', statements: ['CREATE TABLE public.accounts (account_id text PRIMARY KEY)', "INSERT INTO public.accounts VALUES ('house')"] },
+        {
+          version: 1,
+          name: 'create_accounts',
+          statements: ['CREATE TABLE public.accounts (account_id text PRIMARY KEY)', "INSERT INTO public.accounts VALUES ('house')"],
+        },
         { version: 2, name: 'create_credits', statements: ['-- the ledger\nCREATE TABLE public.credits (id bigserial PRIMARY KEY, account_id text NOT NULL)'] },
         { version: 10, name: 'index', statements: ['CREATE INDEX credits_account ON public.credits (account_id)'] },
       ],
@@ -158,12 +192,16 @@ describe('MigrationSet.fromDirectory', () => {
   });
 
   it('refuses a folder it cannot use, naming the file and the fix', () => {
-    expect(() => MigrationSet.fromDirectory(join(tmpdir(), 'no-such-migrations'))).toThrow(/cannot read .*no-such-migrations.* Fix: pass the folder that holds the migration files/);
+    expect(() => MigrationSet.fromDirectory(join(tmpdir(), 'no-such-migrations'))).toThrow(
+      /cannot read .*no-such-migrations.* Fix: pass the folder that holds the migration files/,
+    );
     expect(() => MigrationSet.fromDirectory(migrationFolder('empty', {}))).toThrow(/holds no \.sql file\. Fix: add e\.g\. 001_create_credits\.sql/);
     expect(() => MigrationSet.fromDirectory(migrationFolder('misnamed', { 'create.sql': 'SELECT 1;' }))).toThrow(
       /create\.sql is not named <version>_<name>\.sql\. Fix: rename it, e\.g\. 001_create_credits\.sql/,
     );
-    expect(() => MigrationSet.fromDirectory(migrationFolder('twice', { '1_a.sql': 'SELECT 1;', '001_b.sql': 'SELECT 2;' }))).toThrow(/001_b\.sql and 1_a\.sql both have version 1/);
+    expect(() => MigrationSet.fromDirectory(migrationFolder('twice', { '1_a.sql': 'SELECT 1;', '001_b.sql': 'SELECT 2;' }))).toThrow(
+      /001_b\.sql and 1_a\.sql both have version 1/,
+    );
     expect(() => MigrationSet.fromDirectory(migrationFolder('blank', { '1_a.sql': '-- nothing yet\n' }))).toThrow(/1_a\.sql holds no SQL statement/);
   });
 });
@@ -172,7 +210,11 @@ describe('splitSqlStatements', () => {
   it.each([
     ['ends statements at top-level semicolons', 'SELECT 1; SELECT 2;', ['SELECT 1', 'SELECT 2']],
     ['keeps a last statement without a semicolon', 'SELECT 1;\nSELECT 2', ['SELECT 1', 'SELECT 2']],
-    ['ignores semicolons in strings, doubled quotes included', "INSERT INTO t VALUES ('a;b', 'it''s; fine'); SELECT 1", ["INSERT INTO t VALUES ('a;b', 'it''s; fine')", 'SELECT 1']],
+    [
+      'ignores semicolons in strings, doubled quotes included',
+      "INSERT INTO t VALUES ('a;b', 'it''s; fine'); SELECT 1",
+      ["INSERT INTO t VALUES ('a;b', 'it''s; fine')", 'SELECT 1'],
+    ],
     ['ignores semicolons in E-strings with backslash escapes', "SELECT E'a\\';b'; SELECT 2", ["SELECT E'a\\';b'", 'SELECT 2']],
     ['ignores semicolons in quoted identifiers', 'CREATE TABLE "a;b" (id int); SELECT 1', ['CREATE TABLE "a;b" (id int)', 'SELECT 1']],
     [
@@ -181,7 +223,11 @@ describe('splitSqlStatements', () => {
       ['CREATE FUNCTION f() RETURNS int AS $$ SELECT 1; $$ LANGUAGE sql', 'DO $body$ BEGIN PERFORM 1; END $body$', 'SELECT 3'],
     ],
     ['does not take a parameter for a dollar quote', 'SELECT $1; SELECT 2', ['SELECT $1', 'SELECT 2']],
-    ['ignores semicolons in line and nested block comments', 'SELECT 1 -- a; b\n; /* c; /* d; */ e; */ SELECT 2', ['SELECT 1 -- a; b', '/* c; /* d; */ e; */ SELECT 2']],
+    [
+      'ignores semicolons in line and nested block comments',
+      'SELECT 1 -- a; b\n; /* c; /* d; */ e; */ SELECT 2',
+      ['SELECT 1 -- a; b', '/* c; /* d; */ e; */ SELECT 2'],
+    ],
     ['drops pieces of only comments and white space', '-- header\n;\n  ;/* note */', []],
   ])('%s', (_name, sql, statements) => {
     expect(splitSqlStatements(sql)).toEqual(statements);

@@ -31,7 +31,11 @@ describe('cdk-nag AwsSolutions', () => {
     const database = new InboxDatabase(stack, 'Db', { autoPause: Duration.minutes(5) });
     const queue = new InboxQueue(stack, 'Events', { fifo: false, visibilityTimeout: Duration.minutes(4) });
     const consumer = new InboxConsumer(stack, 'Worker', {
-      database, queue: queue.queue, consumerName: 'events', entry: FIXTURE_HANDLER, maxBatchingWindow: Duration.seconds(2),
+      database,
+      queue: queue.queue,
+      consumerName: 'events',
+      entry: FIXTURE_HANDLER,
+      maxBatchingWindow: Duration.seconds(2),
     });
     const cleanup = new InboxCleanup(stack, 'Cleanup', { database });
     new InboxAlarms(stack, 'Alarms', { consumers: [consumer], cleanup, topic: new sns.Topic(stack, 'Pager', { enforceSSL: true }) });
@@ -60,24 +64,26 @@ describe('cdk-nag AwsSolutions', () => {
       construct.node.children.forEach(walk);
     };
     walk(streams);
-    expect(acknowledged.sort()).toEqual([
-      // The on-failure queue of each consumer: cdk-nag does not count an event source mapping's destination as a DLQ.
-      'AwsSolutions-SQS3 DynamoDbWorker/DeadLetterQueue',
-      'AwsSolutions-SQS3 KafkaWorker/DeadLetterQueue',
-      'AwsSolutions-SQS3 KinesisWorker/DeadLetterQueue',
-      'AwsSolutions-SQS3 MskWorker/DeadLetterQueue',
-      // dynamodb:ListStreams takes no resource; MSK's network interfaces are Lambda's to choose.
-      'AwsSolutions-IAM5[Resource::*] DynamoDbWorker/Handler/Role',
-      'AwsSolutions-IAM5[Resource::*] MskWorker/Handler/Role',
-      // Node.js 22, as for every function of the project.
-      'AwsSolutions-L1 Database/Migrate/Function',
-      'AwsSolutions-L1 DynamoDbWorker/Handler/Function',
-      'AwsSolutions-L1 KafkaWorker/Handler/Function',
-      'AwsSolutions-L1 KinesisWorker/Handler/Function',
-      'AwsSolutions-L1 MskWorker/Handler/Function',
-      // The master secret, imported here, rotates in InboxStack (the roles' secrets rotate here, through its rotation).
-      'AwsSolutions-SMG4 MasterSecret',
-    ].sort());
+    expect(acknowledged.sort()).toEqual(
+      [
+        // The on-failure queue of each consumer: cdk-nag does not count an event source mapping's destination as a DLQ.
+        'AwsSolutions-SQS3 DynamoDbWorker/DeadLetterQueue',
+        'AwsSolutions-SQS3 KafkaWorker/DeadLetterQueue',
+        'AwsSolutions-SQS3 KinesisWorker/DeadLetterQueue',
+        'AwsSolutions-SQS3 MskWorker/DeadLetterQueue',
+        // dynamodb:ListStreams takes no resource; MSK's network interfaces are Lambda's to choose.
+        'AwsSolutions-IAM5[Resource::*] DynamoDbWorker/Handler/Role',
+        'AwsSolutions-IAM5[Resource::*] MskWorker/Handler/Role',
+        // Node.js 22, as for every function of the project.
+        'AwsSolutions-L1 Database/Migrate/Function',
+        'AwsSolutions-L1 DynamoDbWorker/Handler/Function',
+        'AwsSolutions-L1 KafkaWorker/Handler/Function',
+        'AwsSolutions-L1 KinesisWorker/Handler/Function',
+        'AwsSolutions-L1 MskWorker/Handler/Function',
+        // The master secret, imported here, rotates in InboxStack (the roles' secrets rotate here, through its rotation).
+        'AwsSolutions-SMG4 MasterSecret',
+      ].sort(),
+    );
   });
 
   it('finds nothing unacknowledged in InboxStack with the invoices outbox, and acknowledges only Node.js 22 on the sweeper', () => {
@@ -88,9 +94,13 @@ describe('cdk-nag AwsSolutions', () => {
 
     // Assess
     expect(findings(app)).toEqual([]);
-    const acknowledged = stack.outboxRelay!.node
-      .findAll()
-      .flatMap((c) => c.node.metadata.filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY).map((m) => [c.node.path, Object.keys(m.data as object).map((id) => id.replace(/^Annotation::/, ''))]));
+    const acknowledged = stack
+      .outboxRelay!.node.findAll()
+      .flatMap((c) =>
+        c.node.metadata
+          .filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)
+          .map((m) => [c.node.path, Object.keys(m.data as object).map((id) => id.replace(/^Annotation::/, ''))]),
+      );
     expect(acknowledged).toEqual([['InboxStack/OutboxRelay/Sweeper/Function', ['AwsSolutions-L1']]]);
   });
 
@@ -101,10 +111,17 @@ describe('cdk-nag AwsSolutions', () => {
     const key = new kms.Key(stack, 'InvoiceKey', { enableKeyRotation: true });
     const invoices = new InboxQueue(stack, 'Invoices', { encryption: sqs.QueueEncryption.KMS_MANAGED });
     const audit = new sqs.Queue(stack, 'Audit', {
-      encryption: sqs.QueueEncryption.KMS, encryptionMasterKey: key, enforceSSL: true, deadLetterQueue: { queue: invoices.deadLetterQueue!, maxReceiveCount: 5 },
+      encryption: sqs.QueueEncryption.KMS,
+      encryptionMasterKey: key,
+      enforceSSL: true,
+      deadLetterQueue: { queue: invoices.deadLetterQueue!, maxReceiveCount: 5 },
     });
     const consumer = new InboxConsumer(stack, 'Worker', {
-      database, queue: orders.queue, consumerName: 'orders', entry: FIXTURE_HANDLER, destinations: { invoices: invoices.queue, audit },
+      database,
+      queue: orders.queue,
+      consumerName: 'orders',
+      entry: FIXTURE_HANDLER,
+      destinations: { invoices: invoices.queue, audit },
     });
     const relay = new InboxOutboxRelay(stack, 'OutboxRelay', { database, consumers: [consumer] });
     new InboxAlarms(stack, 'Alarms', { consumers: [consumer], outboxRelay: relay, createTopic: true });

@@ -51,9 +51,9 @@ describe('InboxDatabase production defaults', () => {
 
   it('sets the log retention with a role of its own, not AWSLambdaBasicExecutionRole', () => {
     const { template, stack } = databaseStack();
-    const retentionFunction = Object.values(template.findResources('AWS::Lambda::Function')).find((fn) =>
-      JSON.stringify(fn).includes('LogRetention'),
-    ) as { Properties: { Role: { 'Fn::GetAtt': [string, string] } } };
+    const retentionFunction = Object.values(template.findResources('AWS::Lambda::Function')).find((fn) => JSON.stringify(fn).includes('LogRetention')) as {
+      Properties: { Role: { 'Fn::GetAtt': [string, string] } };
+    };
     const roleId = retentionFunction.Properties.Role['Fn::GetAtt'][0];
     expect(roleId).toBe(stack.getLogicalId(stack.node.findChild('SqsInboxLogRetentionRole').node.defaultChild as never));
     expect(template.toJSON().Resources[roleId].Properties.ManagedPolicyArns).toBeUndefined();
@@ -88,7 +88,9 @@ describe('InboxDatabase production defaults', () => {
     databaseStack().template.resourceCountIs('AWS::RDS::DBInstance', 1);
     const { template } = databaseStack({ readerInstance: true });
     template.resourceCountIs('AWS::RDS::DBInstance', 2);
-    const tiers = Object.values(template.findResources('AWS::RDS::DBInstance')).map((i) => (i as { Properties: { PromotionTier: number } }).Properties.PromotionTier);
+    const tiers = Object.values(template.findResources('AWS::RDS::DBInstance')).map(
+      (i) => (i as { Properties: { PromotionTier: number } }).Properties.PromotionTier,
+    );
     expect(tiers.sort()).toEqual([0, 1]); // scaleWithWriter: tiers 0-1 follow the writer's capacity
   });
 
@@ -113,10 +115,16 @@ describe('InboxDatabase production defaults', () => {
     const endpointGroup = stack.getLogicalId(database.rotation!.node.findChild('EndpointSecurityGroup').node.defaultChild as never);
     const egress = Object.values(template.findResources('AWS::EC2::SecurityGroupEgress')).map((e) => (e as { Properties: Record<string, any> }).Properties);
     expect(egress).toHaveLength(2);
-    expect(egress.map((e) => [e.GroupId, e.DestinationSecurityGroupId, e.FromPort])).toEqual(expect.arrayContaining([
-      [{ 'Fn::GetAtt': [rotationGroup, 'GroupId'] }, { 'Fn::GetAtt': [clusterGroup, 'GroupId'] }, { 'Fn::GetAtt': [expect.stringMatching(/^DbCluster/), 'Endpoint.Port'] }],
-      [{ 'Fn::GetAtt': [rotationGroup, 'GroupId'] }, { 'Fn::GetAtt': [endpointGroup, 'GroupId'] }, 443],
-    ]));
+    expect(egress.map((e) => [e.GroupId, e.DestinationSecurityGroupId, e.FromPort])).toEqual(
+      expect.arrayContaining([
+        [
+          { 'Fn::GetAtt': [rotationGroup, 'GroupId'] },
+          { 'Fn::GetAtt': [clusterGroup, 'GroupId'] },
+          { 'Fn::GetAtt': [expect.stringMatching(/^DbCluster/), 'Endpoint.Port'] },
+        ],
+        [{ 'Fn::GetAtt': [rotationGroup, 'GroupId'] }, { 'Fn::GetAtt': [endpointGroup, 'GroupId'] }, 443],
+      ]),
+    );
     expect(template.toJSON().Resources[rotationGroup].Properties.SecurityGroupEgress).toBeUndefined();
     expect(acknowledged(database.cluster)).not.toContain('AwsSolutions-SMG4');
   });

@@ -60,12 +60,16 @@ describe('SQS provisioned pollers', () => {
     const inverted = synthError(sqsConsumer({ provisionedPollers: { minimumPollers: 6, maximumPollers: 3 } }).stack);
 
     // Assess
-    expect(tooFew).toContain('`provisionedPollers.minimumPollers` is 1, but an SQS event source takes a whole number from 2 to 200. Fix: set `minimumPollers` within 2 to 200.');
+    expect(tooFew).toContain(
+      '`provisionedPollers.minimumPollers` is 1, but an SQS event source takes a whole number from 2 to 200. Fix: set `minimumPollers` within 2 to 200.',
+    );
     expect(tooFew).toContain('`provisionedPollers.maximumPollers` is 2001, but an SQS event source takes a whole number from 2 to 2000.');
     expect(unbounded).toContain(
       '`provisionedPollers.maximumPollers` is not set, so Lambda uses its default of 200 pollers: up to 2,000 concurrent invocations',
     );
-    expect(unbounded).toContain('`provisionedPollers.pollerGroupName` is set, but poller groups are for Amazon MSK and self-managed Kafka only. Fix: remove `pollerGroupName`.');
+    expect(unbounded).toContain(
+      '`provisionedPollers.pollerGroupName` is set, but poller groups are for Amazon MSK and self-managed Kafka only. Fix: remove `pollerGroupName`.',
+    );
     expect(inverted).toContain('`provisionedPollers.minimumPollers` (6) exceeds `maximumPollers` (3). Fix: lower `minimumPollers` to at most 3');
   });
 
@@ -102,7 +106,11 @@ describe('SQS provisioned pollers', () => {
     const stack = testStack();
     const queue = new sqs.Queue(stack, 'Events', { visibilityTimeout: Duration.minutes(3) });
     new InboxConsumer(stack, 'Worker', {
-      database: new InboxDatabase(stack, 'Db'), queue, consumerName: 'events', entry: FIXTURE_HANDLER, maxBatchingWindow: Duration.seconds(20),
+      database: new InboxDatabase(stack, 'Db'),
+      queue,
+      consumerName: 'events',
+      entry: FIXTURE_HANDLER,
+      maxBatchingWindow: Duration.seconds(20),
     });
 
     // Assess
@@ -118,7 +126,16 @@ describe('SQS provisioned pollers', () => {
     const stack = testStack();
     const stream = new kinesis.Stream(stack, 'S', { encryption: kinesis.StreamEncryption.MANAGED });
     expect(
-      () => new InboxConsumer(stack, 'Kinesis', { database: new InboxDatabase(stack, 'Db'), stream, consumerName: 'k', entry: FIXTURE_HANDLER, provisionedPollers: { maximumPollers: 2 } }),
-    ).toThrow("`provisionedPollers` only applies to `queue`: a stream's concurrency is its shards x `parallelizationFactor` (Kafka: the topic's partitions, and its pollers `kafka.provisionedPollers`). Fix: remove it.");
+      () =>
+        new InboxConsumer(stack, 'Kinesis', {
+          database: new InboxDatabase(stack, 'Db'),
+          stream,
+          consumerName: 'k',
+          entry: FIXTURE_HANDLER,
+          provisionedPollers: { maximumPollers: 2 },
+        }),
+    ).toThrow(
+      "`provisionedPollers` only applies to `queue`: a stream's concurrency is its shards x `parallelizationFactor` (Kafka: the topic's partitions, and its pollers `kafka.provisionedPollers`). Fix: remove it.",
+    );
   });
 });

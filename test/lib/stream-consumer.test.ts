@@ -52,9 +52,7 @@ describe('InboxConsumer on a stream', () => {
       PolicyDocument: { Statement: Match.arrayWith([Match.objectLike({ Effect: 'Deny', Condition: { Bool: { 'aws:SecureTransport': 'false' } } })]) },
     });
     // The function may send the discarded records' details there.
-    expect(policyStatements(template)).toContainEqual(
-      expect.objectContaining({ Action: expect.arrayContaining(['sqs:SendMessage']), Resource: queueArn }),
-    );
+    expect(policyStatements(template)).toContainEqual(expect.objectContaining({ Action: expect.arrayContaining(['sqs:SendMessage']), Resource: queueArn }));
   });
 
   it.each(STREAM_KINDS)('%s: tells the handler its source, and Kafka whether the mapping reads partial batch responses', (kind) => {
@@ -109,8 +107,8 @@ describe('InboxConsumer on a stream', () => {
     expect(byAction.get('kafka:DescribeClusterV2')).toBe(MSK_CLUSTER_ARN);
     expect(byAction.get('kafka:GetBootstrapBrokers')).toBe(MSK_CLUSTER_ARN);
     expect(byAction.get('kafka-cluster:Connect')).toBe(MSK_CLUSTER_ARN);
-    expect(byAction.get('kafka-cluster:ReadData')).toBe(MSK_CLUSTER_ARN.replace(':cluster/', ':topic/') + '/orders');
-    expect(byAction.get('kafka-cluster:AlterGroup')).toBe(MSK_CLUSTER_ARN.replace(':cluster/', ':group/') + '/stream-worker');
+    expect(byAction.get('kafka-cluster:ReadData')).toBe(`${MSK_CLUSTER_ARN.replace(':cluster/', ':topic/')}/orders`);
+    expect(byAction.get('kafka-cluster:AlterGroup')).toBe(`${MSK_CLUSTER_ARN.replace(':cluster/', ':group/')}/stream-worker`);
     expect(byAction.get('ec2:CreateNetworkInterface')).toBe('*');
     expect([...byAction.keys()].filter((action) => action.startsWith('kafka') || action.startsWith('ec2')).sort()).toEqual([
       'ec2:CreateNetworkInterface',
@@ -134,23 +132,32 @@ describe('InboxConsumer on a stream', () => {
     const stack = testStack();
     const clusterArn = Token.asString({ Ref: 'ClusterArnParameter' });
     new InboxConsumer(stack, 'W', {
-      database: new InboxDatabase(stack, 'Db'), consumerName: 'w', entry: FIXTURE_HANDLER,
+      database: new InboxDatabase(stack, 'Db'),
+      consumerName: 'w',
+      entry: FIXTURE_HANDLER,
       kafka: { clusterArn, topic: 'orders', topicRetention: Duration.days(1) },
     });
     const part = (index: number) => ({ 'Fn::Select': [index, { 'Fn::Split': [':cluster/', { Ref: 'ClusterArnParameter' }] }] });
     const statements = policyStatements(Template.fromStack(stack));
-    expect(statements).toContainEqual(expect.objectContaining({
-      Action: ['kafka-cluster:DescribeTopic', 'kafka-cluster:ReadData'],
-      Resource: { 'Fn::Join': ['', [part(0), ':topic/', part(1), '/orders']] },
-    }));
-    expect(statements).toContainEqual(expect.objectContaining({
-      Action: ['kafka-cluster:AlterGroup', 'kafka-cluster:DescribeGroup'],
-      Resource: { 'Fn::Join': ['', [part(0), ':group/', part(1), '/w']] },
-    }));
+    expect(statements).toContainEqual(
+      expect.objectContaining({
+        Action: ['kafka-cluster:DescribeTopic', 'kafka-cluster:ReadData'],
+        Resource: { 'Fn::Join': ['', [part(0), ':topic/', part(1), '/orders']] },
+      }),
+    );
+    expect(statements).toContainEqual(
+      expect.objectContaining({
+        Action: ['kafka-cluster:AlterGroup', 'kafka-cluster:DescribeGroup'],
+        Resource: { 'Fn::Join': ['', [part(0), ':group/', part(1), '/w']] },
+      }),
+    );
   });
 
   it('Kinesis and DynamoDB: may read their stream, and the Data API as for SQS', () => {
-    for (const [kind, action] of [['kinesis', 'kinesis:GetRecords'], ['dynamodb', 'dynamodb:GetRecords']] as const) {
+    for (const [kind, action] of [
+      ['kinesis', 'kinesis:GetRecords'],
+      ['dynamodb', 'dynamodb:GetRecords'],
+    ] as const) {
       const { template } = streamConsumer(kind);
       const actions = policyStatements(template()).flatMap((s) => [s.Action].flat() as string[]);
       expect(actions).toEqual(expect.arrayContaining([action, 'rds-data:BeginTransaction', 'rds-data:CommitTransaction', 'secretsmanager:GetSecretValue']));
@@ -186,7 +193,11 @@ describe('InboxConsumer on a stream', () => {
     const withQueue = new InboxConsumer(stack, 'A', { database, stream, consumerName: 'a', entry: FIXTURE_HANDLER, deadLetterQueue: mine });
     const bucket = new s3.Bucket(stack, 'Failed');
     const withBucket = new InboxConsumer(stack, 'B', {
-      database, stream, consumerName: 'b', entry: FIXTURE_HANDLER, onFailure: new S3OnFailureDestination(bucket),
+      database,
+      stream,
+      consumerName: 'b',
+      entry: FIXTURE_HANDLER,
+      onFailure: new S3OnFailureDestination(bucket),
     });
     const template = Template.fromStack(stack);
     expect(withQueue.deadLetterQueue).toBe(mine);
@@ -195,10 +206,12 @@ describe('InboxConsumer on a stream', () => {
     const destinations = Object.values(template.findResources('AWS::Lambda::EventSourceMapping')).map(
       (m) => (m as { Properties: { DestinationConfig: { OnFailure: { Destination: unknown } } } }).Properties.DestinationConfig.OnFailure.Destination,
     );
-    expect(destinations).toEqual(expect.arrayContaining([
-      { 'Fn::GetAtt': [stack.getLogicalId(mine.node.defaultChild as never), 'Arn'] },
-      { 'Fn::GetAtt': [stack.getLogicalId(bucket.node.defaultChild as never), 'Arn'] },
-    ]));
+    expect(destinations).toEqual(
+      expect.arrayContaining([
+        { 'Fn::GetAtt': [stack.getLogicalId(mine.node.defaultChild as never), 'Arn'] },
+        { 'Fn::GetAtt': [stack.getLogicalId(bucket.node.defaultChild as never), 'Arn'] },
+      ]),
+    );
   });
 
   it('knows how long each source can deliver a record again: the stream or topic retention', () => {
@@ -216,9 +229,7 @@ describe('InboxConsumer on a stream', () => {
       table: new dynamodb.Table(stack, 'T', { partitionKey: { name: 'id', type: dynamodb.AttributeType.STRING }, stream: dynamodb.StreamViewType.KEYS_ONLY }),
     });
     const topic = make('Topic', { kafka: { clusterArn: MSK_CLUSTER_ARN, topic: 't', topicRetention: Duration.days(5) } });
-    expect([kept, imported, told, table, topic].map((c) => c.redeliveryWindowSeconds)).toEqual([
-      48 * 3600, 365 * 86400, 3 * 86400, 24 * 3600, 5 * 86400,
-    ]);
+    expect([kept, imported, told, table, topic].map((c) => c.redeliveryWindowSeconds)).toEqual([48 * 3600, 365 * 86400, 3 * 86400, 24 * 3600, 5 * 86400]);
   });
 
   it('refuses no source, and two, naming the props', () => {
@@ -239,17 +250,30 @@ describe('InboxConsumer on a stream', () => {
     const database = new InboxDatabase(stack, 'Db');
     const queue = new InboxQueue(stack, 'Q').queue;
     const stream = new kinesis.Stream(stack, 'S');
-    expect(() => new InboxConsumer(stack, 'Sqs', { database, queue, consumerName: 'a', entry: FIXTURE_HANDLER, retryAttempts: 3, startingPosition: lambda.StartingPosition.LATEST })).toThrow(
-      '`startingPosition`, `retryAttempts` only apply to a stream (`stream`, `table` or `kafka`), but `queue` was given. Fix: remove them.',
-    );
+    expect(
+      () =>
+        new InboxConsumer(stack, 'Sqs', {
+          database,
+          queue,
+          consumerName: 'a',
+          entry: FIXTURE_HANDLER,
+          retryAttempts: 3,
+          startingPosition: lambda.StartingPosition.LATEST,
+        }),
+    ).toThrow('`startingPosition`, `retryAttempts` only apply to a stream (`stream`, `table` or `kafka`), but `queue` was given. Fix: remove them.');
     expect(() => new InboxConsumer(stack, 'Kinesis', { database, stream, consumerName: 'b', entry: FIXTURE_HANDLER, maxConcurrency: 5 })).toThrow(
       "`maxConcurrency` only applies to `queue`: a stream's concurrency is its shards x `parallelizationFactor`",
     );
     let message = '';
     try {
       new InboxConsumer(stack, 'Kafka', {
-        database, consumerName: 'c', entry: FIXTURE_HANDLER, parallelizationFactor: 2, redeliveryWindow: Duration.days(1),
-        deadLetterQueue: queue, onFailure: new S3OnFailureDestination(new s3.Bucket(stack, 'B')),
+        database,
+        consumerName: 'c',
+        entry: FIXTURE_HANDLER,
+        parallelizationFactor: 2,
+        redeliveryWindow: Duration.days(1),
+        deadLetterQueue: queue,
+        onFailure: new S3OnFailureDestination(new s3.Bucket(stack, 'B')),
         kafka: { clusterArn: MSK_CLUSTER_ARN, bootstrapServers: ['b:9092'], topic: 't', topicRetention: Duration.days(1) },
       });
     } catch (error) {
@@ -263,7 +287,13 @@ describe('InboxConsumer on a stream', () => {
       expect(message).toContain(expected);
     }
     expect(
-      () => new InboxConsumer(stack, 'Both', { database, consumerName: 'd', entry: FIXTURE_HANDLER, kafka: { clusterArn: MSK_CLUSTER_ARN, bootstrapServers: ['b:9092'], topic: 't', topicRetention: Duration.days(1) } }),
+      () =>
+        new InboxConsumer(stack, 'Both', {
+          database,
+          consumerName: 'd',
+          entry: FIXTURE_HANDLER,
+          kafka: { clusterArn: MSK_CLUSTER_ARN, bootstrapServers: ['b:9092'], topic: 't', topicRetention: Duration.days(1) },
+        }),
     ).toThrow('name exactly one of `kafka.clusterArn` (Amazon MSK) and `kafka.bootstrapServers` (self-managed brokers).');
   });
 
@@ -313,7 +343,10 @@ describe('InboxAlarms on stream consumers', () => {
     });
     expect(alarms.find((a) => a.id.includes('KeyCollisions'))).toMatchObject({
       Namespace: 'SqsInbox',
-      Dimensions: [{ Name: 'service', Value: 'stream-worker' }, { Name: 'source', Value: 'kinesis' }],
+      Dimensions: [
+        { Name: 'service', Value: 'stream-worker' },
+        { Name: 'source', Value: 'kinesis' },
+      ],
     });
   });
 });

@@ -30,7 +30,7 @@ describe('synth-time invariants of stream consumers', () => {
     expect(synthError(kinesisStack)).toContain(
       "[Test/Cleanup] InboxCleanup `retention` (5 days) does not exceed the redelivery window of consumer 'clicks' (7 days: the Kinesis " +
         "stream's retention period: a replay from the trim horizon delivers every record the stream still holds). A message redelivered " +
-        "after its inbox row was purged would be applied a second time. Fix: set InboxCleanup `retention` to more than 7 days, or shorten " +
+        'after its inbox row was purged would be applied a second time. Fix: set InboxCleanup `retention` to more than 7 days, or shorten ' +
         "the stream's `retentionPeriod`",
     );
     expect(synthError(dynamoCase.stack)).toContain(
@@ -39,8 +39,8 @@ describe('synth-time invariants of stream consumers', () => {
     );
     expect(synthError(kafkaCase.stack)).toContain(
       "InboxCleanup `retention` (7 days) does not exceed the redelivery window of consumer 'stream-worker' (7 days: the topic's retention " +
-        "(`kafka.topicRetention`): a consumer group that starts over from the earliest offset re-reads every record the topic holds). " +
-        "A message redelivered after its inbox row was purged would be applied a second time. Fix: set InboxCleanup `retention` to more " +
+        '(`kafka.topicRetention`): a consumer group that starts over from the earliest offset re-reads every record the topic holds). ' +
+        'A message redelivered after its inbox row was purged would be applied a second time. Fix: set InboxCleanup `retention` to more ' +
         "than 7 days, or lower the topic's retention.ms, and `kafka.topicRetention` with it.",
     );
   });
@@ -98,9 +98,7 @@ describe('synth-time invariants of stream consumers', () => {
       expect(synthError(streamConsumer(kind, { retryAttempts: -1 }).stack)).toContain(
         "[Test/Worker] the consumer retries without bound (`retryAttempts` -1) and no `maxRecordAge` shorter than the stream's retention stops it",
       );
-      expect(synthError(streamConsumer(kind, { retryAttempts: -1, maxRecordAge: Duration.days(1) }).stack)).toContain(
-        'no `maxRecordAge` shorter than',
-      );
+      expect(synthError(streamConsumer(kind, { retryAttempts: -1, maxRecordAge: Duration.days(1) }).stack)).toContain('no `maxRecordAge` shorter than');
       expect(() => Template.fromStack(streamConsumer(kind, { retryAttempts: -1, maxRecordAge: Duration.hours(6) }).stack)).not.toThrow();
     }
     // Kafka with an on-failure destination: Lambda itself caps unbounded retries at 10.
@@ -118,7 +116,9 @@ describe('synth-time invariants of stream consumers', () => {
     // Through an escape hatch too: provisioned mode removed from a mapping that reads partial batch responses.
     const hatch = streamConsumer('msk');
     hatch.consumer.eventSourceMapping.provisionedPollerConfig = undefined;
-    expect(synthError(hatch.stack)).toContain("the consumer's Kafka event source mapping sets ReportBatchItemFailures, `retryAttempts`, `bisectBatchOnError` in on-demand mode");
+    expect(synthError(hatch.stack)).toContain(
+      "the consumer's Kafka event source mapping sets ReportBatchItemFailures, `retryAttempts`, `bisectBatchOnError` in on-demand mode",
+    );
     expect(() => Template.fromStack(streamConsumer('msk', {}, { provisionedPollers: false }).stack)).not.toThrow();
   });
 
@@ -145,7 +145,9 @@ describe('synth-time invariants of stream consumers', () => {
   it('refuses two Kafka consumers in one consumer group, once', () => {
     const { stack, database } = streamConsumer('msk');
     new InboxConsumer(stack, 'Second', {
-      database, consumerName: 'other', entry: FIXTURE_HANDLER,
+      database,
+      consumerName: 'other',
+      entry: FIXTURE_HANDLER,
       kafka: { clusterArn: MSK_CLUSTER_ARN, topic: 'payments', topicRetention: Duration.days(7), consumerGroupId: 'stream-worker' },
     });
     const message = synthError(stack);

@@ -51,12 +51,16 @@ describe('npx cdk synth', () => {
 
     // Every function of ours is an ESM bundle that leaves the AWS SDK to the runtime: three in InboxStack; the
     // migration and one consumer per stream source in InboxStreamsStack.
-    const functionsOf = (t: Template) =>
-      Object.values(t.Resources).filter((r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Runtime === 'nodejs22.x');
+    const functionsOf = (t: Template) => Object.values(t.Resources).filter((r) => r.Type === 'AWS::Lambda::Function' && r.Properties.Runtime === 'nodejs22.x');
     const ours = functionsOf(template);
     expect(ours).toHaveLength(3);
     const streamFunctions = functionsOf(synth.streams);
-    expect(streamFunctions.map((fn) => fn.Properties.Environment?.Variables?.INBOX_SOURCE).filter(Boolean).sort()).toEqual(['dynamodb', 'kafka', 'kafka', 'kinesis']);
+    expect(
+      streamFunctions
+        .map((fn) => fn.Properties.Environment?.Variables?.INBOX_SOURCE)
+        .filter(Boolean)
+        .sort(),
+    ).toEqual(['dynamodb', 'kafka', 'kafka', 'kinesis']);
     for (const fn of [...ours, ...streamFunctions]) {
       const assetDir = join(OUT, fn.Properties.Code.S3Key.replace(/\.zip$/, '').replace(/^/, 'asset.'));
       expect(readdirSync(assetDir)).toContain('index.mjs');
@@ -76,7 +80,10 @@ describe('npx cdk synth', () => {
     const bundle = join(OUT, `asset.${worker!.Properties.Code.S3Key.replace(/\.zip$/, '')}`, 'index.mjs');
     const server = await startDataApi({ databaseUrl: await freshDatabase('bundle') });
     const client = dataApiClient(server);
-    const session = new DataApiSession({ client, resourceArn: server.resourceArn, secretArn: server.secretArn, database: server.database }, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
+    const session = new DataApiSession(
+      { client, resourceArn: server.resourceArn, secretArn: server.secretArn, database: server.database },
+      { callTimeoutMs: 10_000, resumeDelaysMs: [] },
+    );
     await migrate(session, [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
     const saved = { ...process.env };
     Object.assign(process.env, {
@@ -88,7 +95,9 @@ describe('npx cdk synth', () => {
     });
     try {
       // Act: the same SQS record delivered twice, then a poison one.
-      const { handler } = (await import(pathToFileURL(bundle).href)) as { handler: (event: unknown, context: unknown) => Promise<{ batchItemFailures: unknown[] }> };
+      const { handler } = (await import(pathToFileURL(bundle).href)) as {
+        handler: (event: unknown, context: unknown) => Promise<{ batchItemFailures: unknown[] }>;
+      };
       const record = sqsRecord({ body: { orderId: 'order-417' }, groupId: 'customer-1' });
       const first = await handler({ Records: [record] }, lambdaContext());
       const again = await handler({ Records: [record] }, lambdaContext());

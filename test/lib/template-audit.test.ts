@@ -82,9 +82,7 @@ const ALLOWED: Record<string, string[]> = {
     'lambda:GetFunction lambda:InvokeFunction -> <DatabaseMigrateFunction.Arn>',
   ],
   // CDK's log-retention function for the exported PostgreSQL log: the one acknowledged wildcard.
-  SqsInboxLogRetentionRole: [
-    'logs:CreateLogGroup logs:CreateLogStream logs:DeleteRetentionPolicy logs:PutLogEvents logs:PutRetentionPolicy -> *',
-  ],
+  SqsInboxLogRetentionRole: ['logs:CreateLogGroup logs:CreateLogStream logs:DeleteRetentionPolicy logs:PutLogEvents logs:PutRetentionPolicy -> *'],
   DatabaseVpcallIAMRole: ['logs:CreateLogStream logs:DescribeLogStreams logs:PutLogEvents -> <DatabaseVpcallLogGroup.Arn>'],
   // CDK's own custom resource behind the feature flag @aws-cdk/aws-ec2:restrictDefaultSecurityGroup: it empties the
   // VPC's default security group. Not ours to change; listed so that a change to it shows here.
@@ -146,7 +144,8 @@ function alarmMetrics(template: Template): Array<{ alarm: string; namespace: str
   for (const [id, resource] of Object.entries(template.Resources)) {
     if (resource.Type !== 'AWS::CloudWatch::Alarm') continue;
     const p = resource.Properties!;
-    const metrics: Array<Record<string, any>> = p.MetricName !== undefined ? [p] : p.Metrics.filter((m: any) => m.MetricStat).map((m: any) => m.MetricStat.Metric);
+    const metrics: Array<Record<string, any>> =
+      p.MetricName !== undefined ? [p] : p.Metrics.filter((m: any) => m.MetricStat).map((m: any) => m.MetricStat.Metric);
     expect(metrics.length, id).toBeGreaterThan(0);
     for (const metric of metrics) {
       const service = (metric.Dimensions as Array<{ Name: string; Value: unknown }> | undefined)?.find((d) => d.Name === 'service')?.Value;
@@ -154,7 +153,10 @@ function alarmMetrics(template: Template): Array<{ alarm: string; namespace: str
         alarm: stable(id),
         namespace: metric.Namespace,
         name: metric.MetricName,
-        dimensions: ((metric.Dimensions as Array<{ Name: string }> | undefined) ?? []).map((d) => d.Name).sort().join(','),
+        dimensions: ((metric.Dimensions as Array<{ Name: string }> | undefined) ?? [])
+          .map((d) => d.Name)
+          .sort()
+          .join(','),
         threshold: p.Threshold,
         ...(typeof service === 'string' ? { service } : {}),
       });
@@ -190,17 +192,30 @@ describe('the synthesized InboxStack template, audited from outside', () => {
         .find((variables) => variables !== undefined && predicate(variables))!;
     const server = await startDataApi({ databaseUrl: await freshDatabase('audit') });
     const client = dataApiClient(server);
-    const local = { INBOX_RESOURCE_ARN: server.resourceArn, INBOX_SECRET_ARN: server.secretArn, INBOX_DATABASE: server.database, INBOX_DATA_API_ENDPOINT: server.endpoint };
-    await migrate(new DataApiSession({ ...local, resourceArn: server.resourceArn, secretArn: server.secretArn, database: server.database, client }, { callTimeoutMs: 10_000, resumeDelaysMs: [] }), [
-      INBOX_MIGRATIONS,
-      EXAMPLE_ORDER_MIGRATIONS,
-    ]);
+    const local = {
+      INBOX_RESOURCE_ARN: server.resourceArn,
+      INBOX_SECRET_ARN: server.secretArn,
+      INBOX_DATABASE: server.database,
+      INBOX_DATA_API_ENDPOINT: server.endpoint,
+    };
+    await migrate(
+      new DataApiSession(
+        { ...local, resourceArn: server.resourceArn, secretArn: server.secretArn, database: server.database, client },
+        { callTimeoutMs: 10_000, resumeDelaysMs: [] },
+      ),
+      [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS],
+    );
     const saved = { ...process.env };
     const log = vi.spyOn(console, 'log').mockImplementation((line: unknown) => void printed.push(String(line)));
     try {
       // POWERTOOLS_DEV: Powertools prints through the global console, where it can be read (and, with
       // POWERTOOLS_METRICS_DISABLED=false, still publishes: dev mode alone turns metrics off).
-      Object.assign(process.env, environmentOf((v) => v.INBOX_CONSUMER !== undefined), local, { POWERTOOLS_DEV: 'true', POWERTOOLS_METRICS_DISABLED: 'false' });
+      Object.assign(
+        process.env,
+        environmentOf((v) => v.INBOX_CONSUMER !== undefined),
+        local,
+        { POWERTOOLS_DEV: 'true', POWERTOOLS_METRICS_DISABLED: 'false' },
+      );
       const worker = (await import(pathToFileURL(fileURLToPath(new URL('../../demo/functions/order-worker.ts', import.meta.url))).href)) as {
         handler: (event: unknown, context: unknown) => Promise<unknown>;
       };
@@ -209,7 +224,10 @@ describe('the synthesized InboxStack template, audited from outside', () => {
 
       const cleanupEnvironment = { ...environmentOf((v) => v.INBOX_RETENTION_SECONDS !== undefined), ...local };
       Object.assign(process.env, cleanupEnvironment);
-      await cleanupHandler(cleanupEnvironment)(undefined, lambdaContext(() => 300_000));
+      await cleanupHandler(cleanupEnvironment)(
+        undefined,
+        lambdaContext(() => 300_000),
+      );
     } finally {
       log.mockRestore();
       process.env = saved;
@@ -266,7 +284,9 @@ describe('the synthesized InboxStack template, audited from outside', () => {
     const rotated = Object.values(template.Resources)
       .filter((r) => r.Type === 'AWS::SecretsManager::RotationSchedule')
       .map((r) => stable(secretIdOf(template, r.Properties!.SecretId.Ref)));
-    const secrets = Object.keys(template.Resources).filter((id) => template.Resources[id]!.Type === 'AWS::SecretsManager::Secret').map(stable);
+    const secrets = Object.keys(template.Resources)
+      .filter((id) => template.Resources[id]!.Type === 'AWS::SecretsManager::Secret')
+      .map(stable);
     expect(rotated.sort()).toEqual(secrets.sort());
   });
 
@@ -314,7 +334,12 @@ describe('the synthesized InboxStack template, audited from outside', () => {
     }
     // The two alarms issue 11 adds are there, on the metrics the runtime names Parked and Failures.
     expect(watched.filter((m) => m.alarm.endsWith('Parked')).map((m) => m.name)).toEqual(['Parked']);
-    expect(watched.filter((m) => m.alarm.endsWith('FailureRate')).map((m) => m.name).sort()).toEqual(['Duplicates', 'Failures', 'Parked', 'Processed']);
+    expect(
+      watched
+        .filter((m) => m.alarm.endsWith('FailureRate'))
+        .map((m) => m.name)
+        .sort(),
+    ).toEqual(['Duplicates', 'Failures', 'Parked', 'Processed']);
   });
 
   it('sends every alarm and recovery to one KMS-encrypted, TLS-only topic', () => {

@@ -64,7 +64,12 @@ beforeAll(async () => {
   if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run \`node scripts/build.mjs --js-only\` (npm test does).`);
   db = await inboxFixture('cli_parked');
   await db.query('CREATE TABLE public.applied (order_id text PRIMARY KEY, n int NOT NULL DEFAULT 1)');
-  env = { INBOX_DATA_API_ENDPOINT: db.server.endpoint, INBOX_RESOURCE_ARN: db.server.resourceArn, INBOX_SECRET_ARN: db.server.secretArn, INBOX_DATABASE: db.server.database };
+  env = {
+    INBOX_DATA_API_ENDPOINT: db.server.endpoint,
+    INBOX_RESOURCE_ARN: db.server.resourceArn,
+    INBOX_SECRET_ARN: db.server.secretArn,
+    INBOX_DATABASE: db.server.database,
+  };
 });
 afterAll(async () => db.close());
 beforeEach(async () => {
@@ -88,7 +93,9 @@ function stage() {
     onPermanentError: parkOnError,
     apply: async (tx, message) => {
       if (rejecting) throw new PermanentError('warehouse code unknown');
-      await tx.execute('INSERT INTO public.applied (order_id) VALUES (:id) ON CONFLICT (order_id) DO UPDATE SET n = applied.n + 1', { id: message.body.orderId });
+      await tx.execute('INSERT INTO public.applied (order_id) VALUES (:id) ON CONFLICT (order_id) DO UPDATE SET n = applied.n + 1', {
+        id: message.body.orderId,
+      });
     },
   });
   /** Delivers one order as Lambda would from the queue, and returns its parked id. */
@@ -109,17 +116,37 @@ function stage() {
 }
 
 const applied = async (orderId: string) => (await db.query<{ n: number }>('SELECT n FROM public.applied WHERE order_id = $1', [orderId]))[0]?.n ?? 0;
-const status = async (id: number) => (await db.query<{ redriven_at: Date | null; discarded_at: Date | null }>('SELECT redriven_at, discarded_at FROM inbox.parked_message WHERE id = $1', [id]))[0];
+const status = async (id: number) =>
+  (
+    await db.query<{ redriven_at: Date | null; discarded_at: Date | null }>('SELECT redriven_at, discarded_at FROM inbox.parked_message WHERE id = $1', [id])
+  )[0];
 
 describe('npx sqs-inbox parked', () => {
   it('is listed in the top-level help, and parked --help and help parked print its usage with every flag and its default', async () => {
     expect((await cliRun(['--help'])).stdout).toMatch(/\n {2}parked {2,}lists, shows, redrives/);
-    for (const args of [['parked', '--help'], ['help', 'parked'], ['parked', 'list', '-h']]) {
+    for (const args of [
+      ['parked', '--help'],
+      ['help', 'parked'],
+      ['parked', 'list', '-h'],
+    ]) {
       const run = await cliRun(args);
       expect(run.code).toBe(0);
       expect(run.stderr).toBe('');
       expect(run.stdout).toMatch(/^Usage: sqs-inbox parked <subcommand> --consumer NAME/);
-      for (const flag of ['--consumer', '--json', '--yes', '--all', '--limit', '--queue-url', '--sqs-endpoint', '--resource-arn', '--secret-arn', '--database', '--endpoint', '--schema']) {
+      for (const flag of [
+        '--consumer',
+        '--json',
+        '--yes',
+        '--all',
+        '--limit',
+        '--queue-url',
+        '--sqs-endpoint',
+        '--resource-arn',
+        '--secret-arn',
+        '--database',
+        '--endpoint',
+        '--schema',
+      ]) {
         const line = run.stdout.split('\n').find((text) => text.trimStart().startsWith(`${flag} `));
         expect(line, `${flag} in the usage`).toBeDefined();
         expect(line).toMatch(/\((default: .+|required)\)$/);
@@ -138,11 +165,19 @@ describe('npx sqs-inbox parked', () => {
     ['show with two IDs', ['parked', 'show', '1', '2', '--consumer', 'c'], 'show takes exactly one ID'],
     ['redrive without an ID', ['parked', 'redrive', '--consumer', 'c', '--yes'], 'redrive needs the IDs'],
     ['list with an ID', ['parked', 'list', '3', '--consumer', 'c'], 'list takes no ID'],
-    ['a redrive flag given to list', ['parked', 'list', '--consumer', 'c', '--queue-url', 'https://sqs.us-east-1.amazonaws.com/1/q'], '--queue-url is for redrive'],
+    [
+      'a redrive flag given to list',
+      ['parked', 'list', '--consumer', 'c', '--queue-url', 'https://sqs.us-east-1.amazonaws.com/1/q'],
+      '--queue-url is for redrive',
+    ],
     ['a list flag given to discard', ['parked', 'discard', '1', '--consumer', 'c', '--all'], '--all is for list'],
     ['--yes given to show', ['parked', 'show', '1', '--consumer', 'c', '--yes'], '--yes is for redrive and discard'],
     ['a --limit of 0', ['parked', 'list', '--consumer', 'c', '--limit', '0'], '--limit "0" must be a whole number from 1 to 10000'],
-    ['a --queue-url that is not one', ['parked', 'redrive', '1', '--consumer', 'c', '--yes', '--queue-url', 'orders'], '--queue-url "orders" is not a queue URL'],
+    [
+      'a --queue-url that is not one',
+      ['parked', 'redrive', '1', '--consumer', 'c', '--yes', '--queue-url', 'orders'],
+      '--queue-url "orders" is not a queue URL',
+    ],
     ['an unknown flag', ['parked', 'list', '--consumer', 'c', '--force'], 'unknown flag --force'],
     ['a missing database ARN', ['parked', 'list', '--consumer', 'c'], '--resource-arn (or INBOX_RESOURCE_ARN) is required'],
     ['redrive off a terminal without --yes', ['parked', 'redrive', '1', '--consumer', 'c', '--resource-arn', 'a', '--secret-arn', 's'], 'add --yes'],
@@ -189,7 +224,11 @@ describe('npx sqs-inbox parked', () => {
       sqsMessageId: expect.any(String),
       key: `key-o-${run}-1`,
       body: JSON.stringify({ orderId: `o-${run}-1` }),
-      attributes: { attributes: expect.objectContaining({ ApproximateReceiveCount: '1' }), messageAttributes: { 'idempotency-key': { dataType: 'String', stringValue: `key-o-${run}-1` } }, eventSourceARN: s.queue.arn },
+      attributes: {
+        attributes: expect.objectContaining({ ApproximateReceiveCount: '1' }),
+        messageAttributes: { 'idempotency-key': { dataType: 'String', stringValue: `key-o-${run}-1` } },
+        eventSourceARN: s.queue.arn,
+      },
       errorClass: 'PermanentError',
       errorMessage: 'warehouse code unknown',
       attempt: 1,
@@ -265,7 +304,9 @@ describe('npx sqs-inbox parked', () => {
       s.fix();
       const args = ['parked', 'redrive', String(id), '--consumer', s.consumer, '--yes', '--json'];
       const redriven =
-        endpoint === 'flag' ? await cliRun([...args, '--sqs-endpoint', f.sqs.endpoint], env) : await cliRun(args, { ...env, AWS_ENDPOINT_URL_SQS: f.sqs.endpoint });
+        endpoint === 'flag'
+          ? await cliRun([...args, '--sqs-endpoint', f.sqs.endpoint], env)
+          : await cliRun(args, { ...env, AWS_ENDPOINT_URL_SQS: f.sqs.endpoint });
       expect(redriven.stderr).toBe('');
       expect(redriven.code).toBe(0);
       // The ARN arn:aws:sqs:us-east-1:000000000000:<name>, as a queue URL; the local SQS answers for it.
@@ -311,7 +352,10 @@ describe('npx sqs-inbox parked', () => {
     const unknown = await cliRun(['parked', 'redrive', String(id), '--consumer', s.consumer, '--yes', '--json', '--sqs-endpoint', f.sqs.endpoint], env);
     expect(unknown.code).toBe(1);
     expect(JSON.parse(unknown.stdout).results).toEqual([{ id, status: 'refused', refusal: 'no-queue', message: expect.stringContaining('--queue-url') }]);
-    const given = await cliRun(['parked', 'redrive', String(id), '--consumer', s.consumer, '--yes', '--queue-url', s.queue.url, '--sqs-endpoint', f.sqs.endpoint], env);
+    const given = await cliRun(
+      ['parked', 'redrive', String(id), '--consumer', s.consumer, '--yes', '--queue-url', s.queue.url, '--sqs-endpoint', f.sqs.endpoint],
+      env,
+    );
     expect(given.code).toBe(0);
     expect(given.stdout).toMatch(new RegExp(`\\n${id} +redriven +${s.queue.url.replace(/[.]/g, '\\.')} +sent\\n`));
     expect(await s.consume()).toBe(1);

@@ -102,7 +102,12 @@ describe('npx sqs-inbox', () => {
   it('migrate applies the schema through the local Data API, from the INBOX_* environment', async () => {
     const server = cli(['data-api', '--json', '--database-url', await freshDatabase('cli_migrate')]);
     const info = JSON.parse(await server.firstLine);
-    const env = { INBOX_DATA_API_ENDPOINT: info.endpoint, INBOX_RESOURCE_ARN: info.resourceArn, INBOX_SECRET_ARN: info.secretArn, INBOX_DATABASE: info.database };
+    const env = {
+      INBOX_DATA_API_ENDPOINT: info.endpoint,
+      INBOX_RESOURCE_ARN: info.resourceArn,
+      INBOX_SECRET_ARN: info.secretArn,
+      INBOX_DATABASE: info.database,
+    };
     const migrate = cli(['migrate', '--sets', 'inbox,example-orders'], env);
     const report = JSON.parse(await migrate.firstLine);
     expect(report.versions).toEqual({ inbox: 5, 'example-orders': 1 });
@@ -118,13 +123,22 @@ describe('npx sqs-inbox', () => {
     const unset = { AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: undefined };
     const server = cli(['data-api', '--json', '--database-url', await freshDatabase('cli_quiet')], unset);
     const info = JSON.parse(await server.firstLine);
-    const env = { ...unset, INBOX_DATA_API_ENDPOINT: info.endpoint, INBOX_RESOURCE_ARN: info.resourceArn, INBOX_SECRET_ARN: info.secretArn, INBOX_DATABASE: info.database };
+    const env = {
+      ...unset,
+      INBOX_DATA_API_ENDPOINT: info.endpoint,
+      INBOX_RESOURCE_ARN: info.resourceArn,
+      INBOX_SECRET_ARN: info.secretArn,
+      INBOX_DATABASE: info.database,
+    };
     const migrate = await cliRun(['migrate', '--sets', 'inbox'], env);
     expect(migrate.code).toBe(0);
     const testkit = spawnSync(process.execPath, ['--input-type=module', '-e', TESTKIT_MAKES_A_CLIENT], { env: { ...process.env, ...unset }, encoding: 'utf8' });
     expect(testkit.status).toBe(0);
     // The same client without the testkit's import does warn, on Node 20: the check above could fail.
-    const bare = spawnSync(process.execPath, ['--input-type=module', '-e', TESTKIT_MAKES_A_CLIENT.replace(/^.*\n/, '')], { env: { ...process.env, ...unset }, encoding: 'utf8' });
+    const bare = spawnSync(process.execPath, ['--input-type=module', '-e', TESTKIT_MAKES_A_CLIENT.replace(/^.*\n/, '')], {
+      env: { ...process.env, ...unset },
+      encoding: 'utf8',
+    });
     const warns = Number(process.versions.node.split('.')[0]) < 22;
     expect(bare.stderr.includes('NodeVersionSupportWarning')).toBe(warns);
     server.child.kill('SIGTERM');
@@ -148,13 +162,21 @@ describe('npx sqs-inbox', () => {
   it('purge deletes nothing under one day without --allow-short-retention, and deletes the old claims with it', async () => {
     const server = cli(['data-api', '--json', '--database-url', await freshDatabase('cli_purge')]);
     const info = JSON.parse(await server.firstLine);
-    const env = { ...NO_TARGET, INBOX_DATA_API_ENDPOINT: info.endpoint, INBOX_RESOURCE_ARN: info.resourceArn, INBOX_SECRET_ARN: info.secretArn, INBOX_DATABASE: info.database };
+    const env = {
+      ...NO_TARGET,
+      INBOX_DATA_API_ENDPOINT: info.endpoint,
+      INBOX_RESOURCE_ARN: info.resourceArn,
+      INBOX_SECRET_ARN: info.secretArn,
+      INBOX_DATABASE: info.database,
+    };
     expect((await cliRun(['migrate'], env)).code).toBe(0);
     const client = new RDSDataClient({ endpoint: info.endpoint, region: 'us-east-1', credentials });
     const sql = async (statement: string) =>
       client.send(new ExecuteStatementCommand({ resourceArn: info.resourceArn, secretArn: info.secretArn, database: info.database, sql: statement }));
     // One claim two hours old, one just made.
-    await sql("INSERT INTO inbox.consumed_message (consumer_name, message_id, processed_at) VALUES ('orders', 'old', now() - interval '2 hours'), ('orders', 'new', now())");
+    await sql(
+      "INSERT INTO inbox.consumed_message (consumer_name, message_id, processed_at) VALUES ('orders', 'old', now() - interval '2 hours'), ('orders', 'new', now())",
+    );
     const claims = async () => (await sql('SELECT message_id FROM inbox.consumed_message ORDER BY 1')).records?.map(([field]) => field!.stringValue);
 
     const refused = await cliRun(['purge', '--retention-seconds', '3600'], env);
@@ -209,7 +231,7 @@ describe('npx sqs-inbox', () => {
     }
   });
 
-  it('has no demo in the published CLI, and every published command and the demo in the repository\'s (npm start)', async () => {
+  it("has no demo in the published CLI, and every published command and the demo in the repository's (npm start)", async () => {
     const published = await cliRun(['--help']);
     expect(published.stdout).not.toMatch(/^ {2}demo /m);
     const run = spawnSync(process.execPath, [BIN, 'demo'], { encoding: 'utf8' });
@@ -221,17 +243,20 @@ describe('npx sqs-inbox', () => {
   });
 
   describe.each(Object.entries(COMMAND_FLAGS))('%s', (command, flags) => {
-    it.each([[[command, '--help']], [[command, '-h']], [['help', command]]])('%j prints its own usage with every flag and its default, exit 0', async (args) => {
-      const run = await cliRun(args);
-      expect(run.code).toBe(0);
-      expect(run.stderr).toBe('');
-      expect(run.stdout).toMatch(new RegExp(`^Usage: sqs-inbox ${command} `));
-      for (const flag of flags) {
-        const line = run.stdout.split('\n').find((text) => text.trimStart().startsWith(`${flag} `));
-        expect(line, `${flag} in the usage of ${command}`).toBeDefined();
-        expect(line).toMatch(/\((default: .+|required)\)$/);
-      }
-    });
+    it.each([[[command, '--help']], [[command, '-h']], [['help', command]]])(
+      '%j prints its own usage with every flag and its default, exit 0',
+      async (args) => {
+        const run = await cliRun(args);
+        expect(run.code).toBe(0);
+        expect(run.stderr).toBe('');
+        expect(run.stdout).toMatch(new RegExp(`^Usage: sqs-inbox ${command} `));
+        for (const flag of flags) {
+          const line = run.stdout.split('\n').find((text) => text.trimStart().startsWith(`${flag} `));
+          expect(line, `${flag} in the usage of ${command}`).toBeDefined();
+          expect(line).toMatch(/\((default: .+|required)\)$/);
+        }
+      },
+    );
   });
 
   it('names in demo --help every fault the scenario can inject, and in migrate --help every migration set', async () => {
@@ -251,15 +276,27 @@ describe('npx sqs-inbox', () => {
     ['a number below the minimum', ['demo', '--messages', '0'], '--messages'],
     ['an unknown fault', ['demo', '--faults', 'meteor'], '--faults'],
     ['an unknown transport, with the accepted ones', ['demo', '--transport', 'wire'], '--transport "wire" is not one of: data-api, postgres'],
-    ['the wire with a stream demo', ['demo', '--transport', 'postgres', '--source', 'kafka'], '--transport postgres runs the SQS demo; --source runs on the Data API'],
+    [
+      'the wire with a stream demo',
+      ['demo', '--transport', 'postgres', '--source', 'kafka'],
+      '--transport postgres runs the SQS demo; --source runs on the Data API',
+    ],
     ['an unknown migration set', ['migrate', '--sets', 'billing'], '--sets'],
     ['a value given to a switch', ['local', '--json=yes'], '--json'],
     ['a stray argument', ['local', 'now'], '"now"'],
     ['a missing required flag', ['purge'], '--retention-seconds'],
     ['a missing database ARN', ['migrate'], '--resource-arn (or INBOX_RESOURCE_ARN)'],
-    ['a missing secret ARN', ['purge', '--retention-seconds', '86400', '--resource-arn', 'arn:aws:rds:us-east-1:1:cluster:c'], '--secret-arn (or INBOX_SECRET_ARN)'],
+    [
+      'a missing secret ARN',
+      ['purge', '--retention-seconds', '86400', '--resource-arn', 'arn:aws:rds:us-east-1:1:cluster:c'],
+      '--secret-arn (or INBOX_SECRET_ARN)',
+    ],
     // Found by the library after the command loaded it: its option name is said as the flag.
-    ['a schema name the library refuses', ['migrate', '--schema', 'Bad-Name', '--resource-arn', 'a', '--secret-arn', 's', '--endpoint', 'http://127.0.0.1:9'], '--schema "Bad-Name"'],
+    [
+      'a schema name the library refuses',
+      ['migrate', '--schema', 'Bad-Name', '--resource-arn', 'a', '--secret-arn', 's', '--endpoint', 'http://127.0.0.1:9'],
+      '--schema "Bad-Name"',
+    ],
   ])('names %s on stderr with the usage, prints nothing on stdout, exit 2', async (_, args, flag) => {
     const run = await cliRun(args, NO_TARGET);
     expect(run.code).toBe(2);

@@ -34,7 +34,9 @@ describe('the demo on either transport', () => {
   it('refuses an unknown transport, naming the accepted ones, and the wire with the pipeline', async () => {
     await expect(runDemo(['--transport', 'wire'], textSink().stream)).rejects.toThrow(InboxConfigError);
     await expect(runDemo(['--transport', 'wire'], textSink().stream)).rejects.toThrow('"wire" must be data-api or postgres');
-    await expect(runDemo(['--transport', 'postgres', '--pipeline'], textSink().stream)).rejects.toThrow('postgres runs the SQS demo; --pipeline runs on the Data API');
+    await expect(runDemo(['--transport', 'postgres', '--pipeline'], textSink().stream)).rejects.toThrow(
+      'postgres runs the SQS demo; --pipeline runs on the Data API',
+    );
   });
 
   it('names the transports in its usage', async () => {

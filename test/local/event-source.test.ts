@@ -45,7 +45,11 @@ async function sendAll(s: Setup, bodies: string[], group?: (body: string) => str
   return ids;
 }
 
-const remaining = (s: Setup): string[] => s.model.peekMessages(s.queue).map((m) => m.body).sort();
+const remaining = (s: Setup): string[] =>
+  s.model
+    .peekMessages(s.queue)
+    .map((m) => m.body)
+    .sort();
 
 describe('response rules', () => {
   type Respond = (records: SQSRecord[]) => unknown;
@@ -60,7 +64,11 @@ describe('response rules', () => {
     ['an empty itemIdentifier fails the whole batch', () => ({ batchItemFailures: [{ itemIdentifier: '' }] }), ['m1', 'm2', 'm3']],
     ['a null itemIdentifier fails the whole batch', () => ({ batchItemFailures: [{ itemIdentifier: null }] }), ['m1', 'm2', 'm3']],
     ['a misspelt itemIdentifier key fails the whole batch', (r) => ({ batchItemFailures: [{ itemIdentifer: second(r) }] }), ['m1', 'm2', 'm3']],
-    ['an unknown itemIdentifier fails the whole batch', (r) => ({ batchItemFailures: [{ itemIdentifier: second(r) }, { itemIdentifier: 'nope' }] }), ['m1', 'm2', 'm3']],
+    [
+      'an unknown itemIdentifier fails the whole batch',
+      (r) => ({ batchItemFailures: [{ itemIdentifier: second(r) }, { itemIdentifier: 'nope' }] }),
+      ['m1', 'm2', 'm3'],
+    ],
     ['a non-list batchItemFailures fails the whole batch', () => ({ batchItemFailures: 'm2' }), ['m1', 'm2', 'm3']],
     ['a response that is not an object fails the whole batch', () => 'ok', ['m1', 'm2', 'm3']],
   ];
@@ -264,7 +272,10 @@ describe('FIFO', () => {
 describe('concurrency and batching', () => {
   it('never runs more than maxConcurrency invocations at once, and reaches it under load', async () => {
     const s = setup('standard');
-    await sendAll(s, Array.from({ length: 30 }, (_, i) => `m${i}`));
+    await sendAll(
+      s,
+      Array.from({ length: 30 }, (_, i) => `m${i}`),
+    );
     const es = source(s, () => settle(3), { batchSize: 1, maxConcurrency: 3 });
     es.start();
     expect(await es.drain({ timeoutMs: 60_000 })).toBe(true);
@@ -280,7 +291,10 @@ describe('concurrency and batching', () => {
 
   it('invokes a full batch at once, and a partial one only when the batching window closes', async () => {
     const s = setup('standard');
-    await sendAll(s, Array.from({ length: 25 }, (_, i) => `m${i}`));
+    await sendAll(
+      s,
+      Array.from({ length: 25 }, (_, i) => `m${i}`),
+    );
     const sizes: number[] = [];
     const es = source(s, (event) => void sizes.push(event.Records.length), { batchSize: 12, maximumBatchingWindowMs: 2000, maxConcurrency: 2 });
     es.start();

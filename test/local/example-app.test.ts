@@ -31,7 +31,11 @@ describe('the example app (examples/esm-app)', () => {
 
   it('passes its own tests of each handler through the faults', async () => {
     // Each test file starts its own stack, on a database of the shared server.
-    const tested = await run('npx', ['vitest', 'run', '--config', 'test/support/example-app.vitest.config.ts', '--maxWorkers=3'], { DATABASE_URL: await freshDatabase('example_app'), CI: 'true', NO_COLOR: '1' });
+    const tested = await run('npx', ['vitest', 'run', '--config', 'test/support/example-app.vitest.config.ts', '--maxWorkers=3'], {
+      DATABASE_URL: await freshDatabase('example_app'),
+      CI: 'true',
+      NO_COLOR: '1',
+    });
     expect(tested.output).toMatch(/Tests\s+7 passed \(7\)/);
     expect(tested.code).toBe(0);
   }, 400_000);

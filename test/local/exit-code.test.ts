@@ -38,7 +38,8 @@ describe('a process that started embedded PostgreSQL keeps its exit code', () =>
   }, 120_000);
 
   it('a script that sets process.exitCode after startPostgres() exits with it', async () => {
-    const script = "const { startPostgres } = await import('./dist/local/postgres.js'); const s = await startPostgres(); await s.close(); process.exitCode = 3;";
+    const script =
+      "const { startPostgres } = await import('./dist/local/postgres.js'); const s = await startPostgres(); await s.close(); process.exitCode = 3;";
     expect((await exited(process.execPath, ['--input-type=module', '-e', script])).code).toBe(3);
   }, 120_000);
 });

@@ -106,7 +106,14 @@ describe('a testbed that cannot pass silently', () => {
     expect(report.exactlyOnce).toBe(false);
     // From the rates: 1 - (1 - rate)^n >= 0.99.
     const likely = Object.fromEntries(report.faultLikelihood.map((fault) => [fault.fault, fault.messagesFor99]));
-    expect(likely).toMatchObject({ 'duplicate-sends': 90, poison: 305, 'crash-after-commit': 305, 'visibility-expiry': 305, 'server-errors': 305, 'auto-pause': 1 });
+    expect(likely).toMatchObject({
+      'duplicate-sends': 90,
+      poison: 305,
+      'crash-after-commit': 305,
+      'visibility-expiry': 305,
+      'server-errors': 305,
+      'auto-pause': 1,
+    });
     // 152 commits make it 99% likely; about one commit per message: a little more when a commit failed and
     // came again, a little less when a message never committed (poison, dead-lettered).
     expect(likely['crash-in-transaction']).toBeGreaterThan(120);
@@ -131,7 +138,13 @@ describe('a testbed that cannot pass silently', () => {
   }, 180_000);
 
   it('reports what verify found, and what it threw, in problems', async () => {
-    const found = await runScenario(stack(), { ...ledger, handler: inTransaction, messages: 10, faults: [], verify: () => ['account-0 is frozen', 'account-1 is frozen'] });
+    const found = await runScenario(stack(), {
+      ...ledger,
+      handler: inTransaction,
+      messages: 10,
+      faults: [],
+      verify: () => ['account-0 is frozen', 'account-1 is frozen'],
+    });
     expect(found.problems).toEqual(['verify: account-0 is frozen', 'verify: account-1 is frozen']);
     const threw = await runScenario(stack(), {
       ...ledger,
@@ -145,7 +158,9 @@ describe('a testbed that cannot pass silently', () => {
     });
     expect(threw.problems).toEqual([expect.stringMatching(/^verify: expected 5 to be 6/)]);
     expect(threw.exactlyOnce).toBe(false);
-    await expect(runScenario(stack(), { ...ledger, handler: inTransaction, messages: 1, verify: 'SELECT 1' as never })).rejects.toThrow('verify must be a function');
+    await expect(runScenario(stack(), { ...ledger, handler: inTransaction, messages: 1, verify: 'SELECT 1' as never })).rejects.toThrow(
+      'verify must be a function',
+    );
   }, 60_000);
 
   it('decides the same faults for the same seed, run after run', async () => {

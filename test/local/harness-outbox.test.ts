@@ -6,7 +6,7 @@ import type { InboxMessage } from '../../lambda/inbox/index.js';
 import { sqsOutbox } from '../../lambda/inbox/outbox/index.js';
 import { createProducer } from '../../lambda/inbox/producer/producer.js';
 import { runScenario } from '../../local/index.js';
-import type { HandedOn, LocalStack, ScenarioConsumer, ScenarioEnvironment } from '../../local/index.js';
+import type { HandedOn, ScenarioConsumer, ScenarioEnvironment } from '../../local/index.js';
 import { localStackPerFile } from '../support/local-stack.js';
 import { park } from '../../lambda/inbox/parked/index.js';
 
@@ -54,7 +54,8 @@ const sendAfterCommit = ({ database }: ScenarioEnvironment) => {
     const response: SQSBatchResponse = await handler(event, context);
     const failed = new Set(response.batchItemFailures.map((failure) => failure.itemIdentifier));
     const done = event.Records.filter((record) => !failed.has(record.messageId)).map((record) => JSON.parse(record.body) as InboxMessage<Credit>['body']);
-    if (done.length > 0) await producer.send(done.map((body) => ({ key: `receipt-${body.creditId}`, body: { creditId: body.creditId }, groupId: body.account })));
+    if (done.length > 0)
+      await producer.send(done.map((body) => ({ key: `receipt-${body.creditId}`, body: { creditId: body.creditId }, groupId: body.account })));
     return response;
   };
 };
@@ -91,6 +92,8 @@ describe('runScenario with an outbox handler', () => {
   }, 180_000);
 
   it('refuses a destination name tx.send could not give', async () => {
-    await expect(runScenario(stack(), { ...credits, handler: withOutbox, destinations: ['re ceipts'] })).rejects.toThrow('destinations must be names of 1 to 40 letters');
+    await expect(runScenario(stack(), { ...credits, handler: withOutbox, destinations: ['re ceipts'] })).rejects.toThrow(
+      'destinations must be names of 1 to 40 letters',
+    );
   });
 });

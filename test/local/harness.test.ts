@@ -56,7 +56,10 @@ function naivePaymentsWorker({ session }: ScenarioEnvironment) {
         const payment = JSON.parse(record.body) as Payment;
         const seen = await session.execute('SELECT 1 FROM public.processed WHERE payment_id = :id', { id: payment.paymentId });
         if (seen.rows.length > 0) continue;
-        await session.execute('INSERT INTO public.payments (payment_id, amount_cents) VALUES (:id, :amount)', { id: payment.paymentId, amount: payment.amountCents });
+        await session.execute('INSERT INTO public.payments (payment_id, amount_cents) VALUES (:id, :amount)', {
+          id: payment.paymentId,
+          amount: payment.amountCents,
+        });
         await session.execute('INSERT INTO public.processed (payment_id) VALUES (:id) ON CONFLICT DO NOTHING', { id: payment.paymentId });
       } catch {
         batchItemFailures.push({ itemIdentifier: record.messageId });
@@ -182,7 +185,9 @@ describe('runScenario with your own handler', () => {
       faults,
     });
     expect(startsWith.faultsInjected).toEqual({});
-    expect(startsWith.problems).toEqual([`${never}; check commitPoint (inbox() single-statement SQL starts with "WITH claimed AS": match it with sql.includes(...), not sql.startsWith(...))`]);
+    expect(startsWith.problems).toEqual([
+      `${never}; check commitPoint (inbox() single-statement SQL starts with "WITH claimed AS": match it with sql.includes(...), not sql.startsWith(...))`,
+    ]);
     expect(startsWith.exactlyOnce).toBe(false);
 
     // Left at 'commit', the default: single-statement mode never commits a transaction.

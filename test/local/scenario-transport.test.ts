@@ -30,18 +30,31 @@ async function freshModuleHandler(seen: (pgHost: string | undefined) => void) {
 }
 
 describe('runScenario on either transport', () => {
-  it.each<ScenarioTransport>(['data-api', 'postgres'])('runs one handler module on %s through every fault: none doubled, none lost, in order', async (transport) => {
-    let pgHost: string | undefined = 'not loaded';
-    const result = await runScenario(local, { ...payments, handler: () => freshModuleHandler((host) => (pgHost = host)), transport, messages: 320 });
+  it.each<ScenarioTransport>(['data-api', 'postgres'])(
+    'runs one handler module on %s through every fault: none doubled, none lost, in order',
+    async (transport) => {
+      let pgHost: string | undefined = 'not loaded';
+      const result = await runScenario(local, { ...payments, handler: () => freshModuleHandler((host) => (pgHost = host)), transport, messages: 320 });
 
-    expect(result.problems).toEqual([]);
-    expect(result.extraEffects).toBe(0);
-    expect(result.lost).toBe(0);
-    expect(result.orderViolations).toBe(0);
-    // The module chose its transport from the run's environment: PGHOST (the wire proxy) only on the wire.
-    expect(pgHost === undefined).toBe(transport === 'data-api');
-    expect(Object.keys(result.faultsInjected).sort()).toEqual(['auto-pause', 'crash-after-commit', 'crash-in-transaction', 'drop-commit', 'duplicate-sends', 'poison', 'server-errors', 'visibility-expiry']);
-  }, 240_000);
+      expect(result.problems).toEqual([]);
+      expect(result.extraEffects).toBe(0);
+      expect(result.lost).toBe(0);
+      expect(result.orderViolations).toBe(0);
+      // The module chose its transport from the run's environment: PGHOST (the wire proxy) only on the wire.
+      expect(pgHost === undefined).toBe(transport === 'data-api');
+      expect(Object.keys(result.faultsInjected).sort()).toEqual([
+        'auto-pause',
+        'crash-after-commit',
+        'crash-in-transaction',
+        'drop-commit',
+        'duplicate-sends',
+        'poison',
+        'server-errors',
+        'visibility-expiry',
+      ]);
+    },
+    240_000,
+  );
 
   it("hands the factory the wire's database, and sends the handler's calls over the wire", async () => {
     let given: ScenarioEnvironment | undefined;
@@ -79,7 +92,7 @@ describe('runScenario on either transport', () => {
     expect(result.callsPerMessage).toBeGreaterThanOrEqual(3);
   }, 120_000);
 
-  it('relays an outbox handler\'s messages on the wire, its sweeper and outbox watch on the wire too', async () => {
+  it("relays an outbox handler's messages on the wire, its sweeper and outbox watch on the wire too", async () => {
     const result = await runScenario(local, {
       ...payments,
       handler: ({ database }) =>

@@ -61,7 +61,13 @@ async function errorName(promise: Promise<unknown>): Promise<string> {
 describe('FIFO groups', () => {
   it('returns as many messages of one group as it can, in order, before the next group', async () => {
     const url = await fifoQueue('order.fifo');
-    for (const [body, group] of [['a1', 'a'], ['b1', 'b'], ['a2', 'a'], ['b2', 'b'], ['a3', 'a']] as const) {
+    for (const [body, group] of [
+      ['a1', 'a'],
+      ['b1', 'b'],
+      ['a2', 'a'],
+      ['b2', 'b'],
+      ['a3', 'a'],
+    ] as const) {
       await send(url, body, group);
     }
     expect(bodies(await receive(url))).toEqual(['a1', 'a2', 'a3', 'b1', 'b2']);
@@ -178,7 +184,12 @@ describe('FIFO deduplication', () => {
     const url = await fifoQueue('content.fifo', { ContentBasedDeduplication: 'true' });
     const a = await client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'same', MessageGroupId: 'g' }));
     const b = await client.send(
-      new SendMessageCommand({ QueueUrl: url, MessageBody: 'same', MessageGroupId: 'g', MessageAttributes: { x: { DataType: 'String', StringValue: 'differs' } } }),
+      new SendMessageCommand({
+        QueueUrl: url,
+        MessageBody: 'same',
+        MessageGroupId: 'g',
+        MessageAttributes: { x: { DataType: 'String', StringValue: 'differs' } },
+      }),
     );
     expect(b.MessageId).toBe(a.MessageId);
     const explicit = await client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'same', MessageGroupId: 'g', MessageDeduplicationId: 'own' }));
@@ -203,7 +214,12 @@ describe('FIFO deduplication', () => {
     expect(await errorName(fifoQueue('tp.fifo', { FifoThroughputLimit: 'perMessageGroupId' }))).toBe('InvalidAttributeValue');
     const url = await fifoQueue('tp2.fifo', { DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId' });
     const { Attributes = {} } = await client.send(new GetQueueAttributesCommand({ QueueUrl: url, AttributeNames: ['All'] }));
-    expect(Attributes).toMatchObject({ FifoQueue: 'true', DeduplicationScope: 'messageGroup', FifoThroughputLimit: 'perMessageGroupId', ContentBasedDeduplication: 'false' });
+    expect(Attributes).toMatchObject({
+      FifoQueue: 'true',
+      DeduplicationScope: 'messageGroup',
+      FifoThroughputLimit: 'perMessageGroupId',
+      ContentBasedDeduplication: 'false',
+    });
   });
 });
 
@@ -217,7 +233,9 @@ describe('FIFO send rules', () => {
   it('refuses a per-message DelaySeconds, and applies the queue delay in order', async () => {
     const url = await fifoQueue('delay.fifo', { DelaySeconds: '5' });
     expect(
-      await errorName(client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x', MessageGroupId: 'g', MessageDeduplicationId: 'd', DelaySeconds: 3 }))),
+      await errorName(
+        client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x', MessageGroupId: 'g', MessageDeduplicationId: 'd', DelaySeconds: 3 })),
+      ),
     ).toBe('InvalidParameterValue');
     await send(url, 'late', 'g');
     expect(await receive(url)).toEqual([]);
@@ -227,9 +245,7 @@ describe('FIFO send rules', () => {
 
   it('refuses a MessageDeduplicationId on a standard queue', async () => {
     const { QueueUrl } = await client.send(new CreateQueueCommand({ QueueName: 'std' }));
-    expect(await errorName(client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'x', MessageDeduplicationId: 'd' })))).toBe(
-      'InvalidParameterValue',
-    );
+    expect(await errorName(client.send(new SendMessageCommand({ QueueUrl, MessageBody: 'x', MessageDeduplicationId: 'd' })))).toBe('InvalidParameterValue');
   });
 });
 

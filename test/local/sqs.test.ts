@@ -148,9 +148,7 @@ describe('MD5s the SDK checks', () => {
         category: { dataType: 'String', stringValue: 'test' },
       }),
     ).toBe('d21ae90c49061e927f57df5f5d72be1f');
-    expect(md5OfMessageAttributes({ SellerName: { dataType: 'String', stringValue: 'Example Store' } })).toBe(
-      'cd28f3b68aeee4b2eac9c66f2f694b58',
-    );
+    expect(md5OfMessageAttributes({ SellerName: { dataType: 'String', stringValue: 'Example Store' } })).toBe('cd28f3b68aeee4b2eac9c66f2f694b58');
   });
 });
 
@@ -268,9 +266,7 @@ describe('message limits', () => {
     const url = await createQueue('big');
     const attrs = { k: { DataType: 'String', StringValue: 'v' } }; // 1 + 6 + 1 = 8 bytes
     await client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x'.repeat(1_048_576 - 8), MessageAttributes: attrs }));
-    const error = await errorOf(
-      client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x'.repeat(1_048_576 - 7), MessageAttributes: attrs })),
-    );
+    const error = await errorOf(client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x'.repeat(1_048_576 - 7), MessageAttributes: attrs })));
     expect(error.name).toBe('InvalidParameterValue');
     expect(error.message).toMatch(/Message must be shorter than 1048576 bytes/);
   });
@@ -278,9 +274,7 @@ describe('message limits', () => {
   it('honours a lower MaximumMessageSize', async () => {
     const url = await createQueue('small', { MaximumMessageSize: '1024' });
     await client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x'.repeat(1024) }));
-    expect((await errorOf(client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x'.repeat(1025) })))).name).toBe(
-      'InvalidParameterValue',
-    );
+    expect((await errorOf(client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x'.repeat(1025) })))).name).toBe('InvalidParameterValue');
   });
 
   it('rejects characters outside the XML set, an empty body and bad attributes', async () => {
@@ -319,9 +313,21 @@ describe('batches', () => {
   it.each([
     ['EmptyBatchRequest', []],
     ['TooManyEntriesInBatchRequest', Array.from({ length: 11 }, (_, i) => ({ Id: `e${i}`, MessageBody: 'x' }))],
-    ['BatchEntryIdsNotDistinct', [{ Id: 'same', MessageBody: 'x' }, { Id: 'same', MessageBody: 'y' }]],
+    [
+      'BatchEntryIdsNotDistinct',
+      [
+        { Id: 'same', MessageBody: 'x' },
+        { Id: 'same', MessageBody: 'y' },
+      ],
+    ],
     ['InvalidBatchEntryId', [{ Id: 'has space', MessageBody: 'x' }]],
-    ['BatchRequestTooLong', [{ Id: 'a', MessageBody: 'x'.repeat(600_000) }, { Id: 'b', MessageBody: 'x'.repeat(600_000) }]],
+    [
+      'BatchRequestTooLong',
+      [
+        { Id: 'a', MessageBody: 'x'.repeat(600_000) },
+        { Id: 'b', MessageBody: 'x'.repeat(600_000) },
+      ],
+    ],
   ])('fails the whole SendMessageBatch with %s', async (name, Entries) => {
     const url = await createQueue('batch-errors');
     const error = await errorOf(client.send(new SendMessageBatchCommand({ QueueUrl: url, Entries })));

@@ -34,8 +34,13 @@ function handlerFor(source: StreamSourceName, write: Writer) {
   return ({ database, session }: { database: DatabaseTarget; session: DataApiSession }) => {
     const common = { consumer: 'credits', database, onPermanentError: park } as const;
     if (source === 'kinesis') return kinesisInbox<Credit>({ ...common, key: { field: 'creditId' }, apply: (tx, { body }) => credit(write(tx, session), body) });
-    if (source === 'kafka') return kafkaInbox<Credit>({ ...common, key: { header: 'idempotency-key' }, apply: (tx, { body }) => credit(write(tx, session), body) });
-    return dynamoDbInbox({ ...common, key: { field: 'newImage.creditId' }, apply: (tx, { body }) => credit(write(tx, session), body.newImage as unknown as Credit) });
+    if (source === 'kafka')
+      return kafkaInbox<Credit>({ ...common, key: { header: 'idempotency-key' }, apply: (tx, { body }) => credit(write(tx, session), body) });
+    return dynamoDbInbox({
+      ...common,
+      key: { field: 'newImage.creditId' },
+      apply: (tx, { body }) => credit(write(tx, session), body.newImage as unknown as Credit),
+    });
   };
 }
 
@@ -65,7 +70,11 @@ describe.each(STREAM_SOURCES)('runStreamScenario with your own %s handler', (sou
     expect(report.problems).toContainEqual(expect.stringMatching(/^\d+ message\(s\) applied more than once: credit-\d+/));
 
     const small = await runStreamScenario(stack(), { source, ...credits(source, outsideTransaction), messages: 20, seed: 3 });
-    expect(small.problems).toContainEqual(expect.stringMatching(/^[a-z-]+ was never injected, so this run proved nothing about it \(20 messages: at [\d.]+% of [a-z ]+, ~\d+ messages make it 99% likely\)/));
+    expect(small.problems).toContainEqual(
+      expect.stringMatching(
+        /^[a-z-]+ was never injected, so this run proved nothing about it \(20 messages: at [\d.]+% of [a-z ]+, ~\d+ messages make it 99% likely\)/,
+      ),
+    );
     expect(small.exactlyOnce).toBe(false);
   }, 120_000);
 });
@@ -82,7 +91,9 @@ it('sets the SQS endpoint variables for a handler that makes its own SQSClient, 
     messages: 5,
     faults: [],
   });
-  await expect(runStreamScenario(stack(), { source: 'kafka', ...streamDemoConsumer('kafka', 'inbox', 5), messages: 5 })).rejects.toThrow('another scenario (runStreamScenario) is running');
+  await expect(runStreamScenario(stack(), { source: 'kafka', ...streamDemoConsumer('kafka', 'inbox', 5), messages: 5 })).rejects.toThrow(
+    'another scenario (runStreamScenario) is running',
+  );
   expect((await first).problems).toEqual([]);
   expect(seen).toEqual({ endpoint: stack().sqs.endpoint, region: stack().sqs.region, database: expect.stringMatching(/^stream_kinesis_handler_/) });
   expect(process.env.AWS_ENDPOINT_URL_SQS).toBeUndefined();

@@ -90,7 +90,7 @@ describe('the public surface', () => {
     expect(sizes['sqs-inbox/local'], 'sqs-inbox/local: move what a scenario does not need to a subpath (npm run api:count)').toBeLessThanOrEqual(40);
   });
 
-  it('keeps every entry\'s API report as API Extractor writes it: the surface changes only with its report', () => {
+  it("keeps every entry's API report as API Extractor writes it: the surface changes only with its report", () => {
     expect(extracted.changedReports, 'The public surface changed: run `npm run api` and commit etc/*.api.md with the change').toEqual([]);
     expect(extracted.problems).toEqual([]);
   });
@@ -160,34 +160,47 @@ describe('the surface check', () => {
     rmSync(root, { recursive: true, force: true });
   });
 
-  it('names each export and each undocumented one, renders defaults and links, and fails a surface changed without its report', () => {
-    // Arrange: the report written once, as `npm run api` does.
-    const written = api.extract({ root });
-    expect(written.changedReports).toEqual(['etc/pkg.api.md']);
-    const report = readFileSync(join(root, 'etc/pkg.api.md'), 'utf8');
-    expect(report).toContain('export function documented(): void;');
+  it(
+    'names each export and each undocumented one, renders defaults and links, and fails a surface changed without its report',
+    () => {
+      // Arrange: the report written once, as `npm run api` does.
+      const written = api.extract({ root });
+      expect(written.changedReports).toEqual(['etc/pkg.api.md']);
+      const report = readFileSync(join(root, 'etc/pkg.api.md'), 'utf8');
+      expect(report).toContain('export function documented(): void;');
 
-    // Assess: the exports, their kinds and where they are declared; what lacks documentation.
-    const [entry] = written.entries;
-    expect(entry!.exports.map((item) => `${item.kind} ${item.name}`).sort()).toEqual(['class Thing', 'function documented', 'function renamed', 'interface Options', 'type Shape']);
-    expect(api.undocumented(written.entries).sort()).toEqual([
-      'pkg: Options.name (dist/a.d.ts) has no description',
-      'pkg: class Thing (dist/b/thing.d.ts) has no JSDoc',
-      'pkg: function renamed (dist/a.d.ts) has no JSDoc',
-    ]);
-    expect(api.counts(written.entries)).toEqual([{ specifier: 'pkg', exports: 5, values: 3, types: 2 }]);
-    const markdown = api.renderApi(written.entries);
-    expect(markdown).toContain('- `readonly size?: number`: The size. Default: `10`.');
-    expect(markdown).toContain('Options of [`documented`](#documented).');
+      // Assess: the exports, their kinds and where they are declared; what lacks documentation.
+      const [entry] = written.entries;
+      expect(entry!.exports.map((item) => `${item.kind} ${item.name}`).sort()).toEqual([
+        'class Thing',
+        'function documented',
+        'function renamed',
+        'interface Options',
+        'type Shape',
+      ]);
+      expect(api.undocumented(written.entries).sort()).toEqual([
+        'pkg: Options.name (dist/a.d.ts) has no description',
+        'pkg: class Thing (dist/b/thing.d.ts) has no JSDoc',
+        'pkg: function renamed (dist/a.d.ts) has no JSDoc',
+      ]);
+      expect(api.counts(written.entries)).toEqual([{ specifier: 'pkg', exports: 5, values: 3, types: 2 }]);
+      const markdown = api.renderApi(written.entries);
+      expect(markdown).toContain('- `readonly size?: number`: The size. Default: `10`.');
+      expect(markdown).toContain('Options of [`documented`](#documented).');
 
-    // Act: the surface grows by one export, the report stays as it was.
-    writeFileSync(join(root, 'dist/c.d.ts'), '/** A documented type. */\nexport type Shape = { readonly sides: number };\n/** New. */\nexport declare const added: 1;\n');
-    const checked = api.extract({ root, check: true });
+      // Act: the surface grows by one export, the report stays as it was.
+      writeFileSync(
+        join(root, 'dist/c.d.ts'),
+        '/** A documented type. */\nexport type Shape = { readonly sides: number };\n/** New. */\nexport declare const added: 1;\n',
+      );
+      const checked = api.extract({ root, check: true });
 
-    // Assess: the check names the report, and writes nothing.
-    expect(checked.changedReports).toEqual(['etc/pkg.api.md']);
-    expect(readFileSync(join(root, 'etc/pkg.api.md'), 'utf8')).toBe(report);
-    expect(api.extract({ root }).changedReports).toEqual(['etc/pkg.api.md']);
-    expect(api.extract({ root, check: true }).changedReports).toEqual([]);
-  }, EXTRACT_TIMEOUT_MS);
+      // Assess: the check names the report, and writes nothing.
+      expect(checked.changedReports).toEqual(['etc/pkg.api.md']);
+      expect(readFileSync(join(root, 'etc/pkg.api.md'), 'utf8')).toBe(report);
+      expect(api.extract({ root }).changedReports).toEqual(['etc/pkg.api.md']);
+      expect(api.extract({ root, check: true }).changedReports).toEqual([]);
+    },
+    EXTRACT_TIMEOUT_MS,
+  );
 });

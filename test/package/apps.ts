@@ -136,7 +136,9 @@ export function ownTypeErrors(output: string): string[] {
 
 /** The resources of the stack the app synthesized into cdk.out. */
 async function synthesizedResources<P>(app: string, stack: string): Promise<Array<{ Type: string; Properties?: P }>> {
-  const template = JSON.parse(await readFile(join(app, 'cdk.out', `${stack}.template.json`), 'utf8')) as { Resources: Record<string, { Type: string; Properties?: P }> };
+  const template = JSON.parse(await readFile(join(app, 'cdk.out', `${stack}.template.json`), 'utf8')) as {
+    Resources: Record<string, { Type: string; Properties?: P }>;
+  };
   return Object.values(template.Resources);
 }
 

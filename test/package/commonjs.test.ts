@@ -24,7 +24,23 @@ const ENTRIES = Object.entries(EXPORTS).flatMap(([subpath, target]) => (typeof t
 
 describe('the CommonJS build', () => {
   it('is the "require" target of every entry, beside the ES modules of its "import" target', () => {
-    expect(ENTRIES.map(({ subpath }) => subpath)).toEqual(['.', './batch', './producer', './outbox', './parked', './data-api', './operations', './postgres', './orm', './dsql', './cdk', './local', './local/data-api', './local/sqs', './local/streams']);
+    expect(ENTRIES.map(({ subpath }) => subpath)).toEqual([
+      '.',
+      './batch',
+      './producer',
+      './outbox',
+      './parked',
+      './data-api',
+      './operations',
+      './postgres',
+      './orm',
+      './dsql',
+      './cdk',
+      './local',
+      './local/data-api',
+      './local/sqs',
+      './local/streams',
+    ]);
     for (const { target } of ENTRIES) {
       // `import 'sqs-inbox/cdk'` goes through lib/cdk.ts, which names a missing peer with top-level await
       // (which require cannot load); `require` goes to the constructs themselves.

@@ -24,7 +24,8 @@ const RULES: readonly { readonly from: string; readonly forbidden: readonly stri
  * so the list only shrinks.
  */
 const KNOWN: Readonly<Record<string, string>> = {
-  'lambda/functions/migration/migrate.ts -> demo/functions/example-migrations.ts': "the migration function still carries the example app's set as a built-in one",
+  'lambda/functions/migration/migrate.ts -> demo/functions/example-migrations.ts':
+    "the migration function still carries the example app's set as a built-in one",
 };
 
 const SPECIFIER = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(['"])(\.{1,2}\/[^'"]+)\1/g;

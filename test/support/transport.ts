@@ -24,7 +24,9 @@ export type TransportName = keyof typeof TRANSPORTS;
 function transportFromEnv(value: string | undefined): TransportName {
   if (value === undefined || value === '') return 'data-api';
   if (Object.hasOwn(TRANSPORTS, value)) return value as TransportName;
-  throw new Error(`INBOX_TEST_TRANSPORT=${value} is not a transport the suites know; use one of: ${Object.keys(TRANSPORTS).join(', ')} (or leave it unset for data-api).`);
+  throw new Error(
+    `INBOX_TEST_TRANSPORT=${value} is not a transport the suites know; use one of: ${Object.keys(TRANSPORTS).join(', ')} (or leave it unset for data-api).`,
+  );
 }
 
 /** The transport under test. */

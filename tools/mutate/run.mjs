@@ -32,7 +32,11 @@ for (const signal of ['SIGINT', 'SIGTERM']) {
 
 try {
   // Tracked and untracked files (work in progress is what gets tested), without what .gitignore leaves out.
-  const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], { cwd: repo, encoding: 'utf8', maxBuffer: 64 * 1024 * 1024 })
+  const files = execFileSync('git', ['ls-files', '-z', '--cached', '--others', '--exclude-standard'], {
+    cwd: repo,
+    encoding: 'utf8',
+    maxBuffer: 64 * 1024 * 1024,
+  })
     .split('\0')
     .filter((file) => file !== '' && existsSync(join(repo, file)) && statSync(join(repo, file)).isFile());
   for (const file of files) {

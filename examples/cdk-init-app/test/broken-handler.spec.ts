@@ -13,7 +13,10 @@ const payments = {
       consumer: 'payments-worker',
       database,
       apply: async (_tx, message) => {
-        await session.execute('INSERT INTO public.payments (payment_id, amount_cents) VALUES (:id, :amount)', { id: message.body.paymentId, amount: message.body.amountCents });
+        await session.execute('INSERT INTO public.payments (payment_id, amount_cents) VALUES (:id, :amount)', {
+          id: message.body.paymentId,
+          amount: message.body.amountCents,
+        });
       },
     }),
   setup: 'CREATE TABLE public.payments (id bigserial PRIMARY KEY, payment_id text NOT NULL, amount_cents int NOT NULL)',

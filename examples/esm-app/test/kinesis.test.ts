@@ -2,7 +2,7 @@ import { expect, it } from 'vitest';
 import { runStreamScenario } from 'sqs-inbox/local';
 import { credits } from './credits-scenario.js';
 
-it('credits every Kinesis record exactly once, in each account\'s order, through crashes before the checkpoint, lost commits and re-sends', async () => {
+it("credits every Kinesis record exactly once, in each account's order, through crashes before the checkpoint, lost commits and re-sends", async () => {
   const report = await runStreamScenario({
     source: 'kinesis',
     ...credits,

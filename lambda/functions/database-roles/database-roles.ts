@@ -211,11 +211,15 @@ export function checkSpec(spec: RoleSpec): void {
     throw new DatabaseRoleError(`role "${spec.role}": purpose must be "consumer", "purge" or "outbox", got ${JSON.stringify(spec.purpose)}.`);
   }
   if (spec.consumer !== undefined && (spec.purpose !== 'consumer' || typeof spec.consumer !== 'string' || spec.consumer === '')) {
-    throw new DatabaseRoleError(`role "${spec.role}": \`consumer\` names the consumer a consumer role acts for, a non-empty string; the ${spec.purpose} role takes none.`);
+    throw new DatabaseRoleError(
+      `role "${spec.role}": \`consumer\` names the consumer a consumer role acts for, a non-empty string; the ${spec.purpose} role takes none.`,
+    );
   }
   const timeout = spec.statementTimeoutMs;
   if (timeout !== undefined && !(Number.isSafeInteger(timeout) && timeout >= 1)) {
-    throw new DatabaseRoleError(`role "${spec.role}": statementTimeoutMs must be a whole number of milliseconds >= 1, below the consumer's callTimeoutMs (e.g. 8000); got ${JSON.stringify(timeout)}.`);
+    throw new DatabaseRoleError(
+      `role "${spec.role}": statementTimeoutMs must be a whole number of milliseconds >= 1, below the consumer's callTimeoutMs (e.g. 8000); got ${JSON.stringify(timeout)}.`,
+    );
   }
   if (spec.purpose !== 'consumer' && spec.grants.length > 0) {
     throw new DatabaseRoleError(`role "${spec.role}": the ${spec.purpose} role takes no grants beyond the inbox tables.`);
@@ -239,9 +243,7 @@ export function checkSpec(spec: RoleSpec): void {
 
 function checkRoleName(role: string): void {
   if (typeof role !== 'string' || !IDENTIFIER.test(role) || role.length > 63 || /^(pg_|rds)/.test(role)) {
-    throw new DatabaseRoleError(
-      `role name ${JSON.stringify(role)} must match ${IDENTIFIER}, be at most 63 characters and not start with "pg_" or "rds".`,
-    );
+    throw new DatabaseRoleError(`role name ${JSON.stringify(role)} must match ${IDENTIFIER}, be at most 63 characters and not start with "pg_" or "rds".`);
   }
 }
 
@@ -280,7 +282,12 @@ async function roleState(tx: Pick<Transaction, 'execute'>, role: string): Promis
  * into a transaction-local setting, and a constant DO block formats it in: statement logs (log_statement = ddl)
  * show the DO block, never the verifier.
  */
-async function roleCommand(tx: Transaction, role: string, value: string, action: 'CREATE' | 'ALTER' | 'COMMENT' | 'SET_TIMEOUT' | 'RESET_TIMEOUT'): Promise<void> {
+async function roleCommand(
+  tx: Transaction,
+  role: string,
+  value: string,
+  action: 'CREATE' | 'ALTER' | 'COMMENT' | 'SET_TIMEOUT' | 'RESET_TIMEOUT',
+): Promise<void> {
   await tx.execute("SELECT set_config('sqs_inbox.role', :role, true), set_config('sqs_inbox.value', :value, true)", { role, value });
   const command = {
     CREATE: "'CREATE ROLE %I WITH LOGIN NOINHERIT NOCREATEDB NOCREATEROLE PASSWORD %L'",
@@ -290,9 +297,7 @@ async function roleCommand(tx: Transaction, role: string, value: string, action:
     // format() leaves an argument without a placeholder unused.
     RESET_TIMEOUT: "'ALTER ROLE %I RESET statement_timeout'",
   }[action];
-  await tx.execute(
-    `DO $sqs_inbox$ BEGIN EXECUTE format(${command}, current_setting('sqs_inbox.role'), current_setting('sqs_inbox.value')); END $sqs_inbox$`,
-  );
+  await tx.execute(`DO $sqs_inbox$ BEGIN EXECUTE format(${command}, current_setting('sqs_inbox.role'), current_setting('sqs_inbox.value')); END $sqs_inbox$`);
   await tx.execute("SELECT set_config('sqs_inbox.value', '', true)");
 }
 
@@ -319,7 +324,9 @@ async function databaseAccess(tx: Transaction, revokePublic: boolean): Promise<{
   const database = String(row.database);
   if (row.owner !== true) return { privileges: [], revokedFromPublic: [] };
   const revokedFromPublic: string[] = [];
-  const held = String(row.database_public).split(', ').filter((privilege) => privilege !== '');
+  const held = String(row.database_public)
+    .split(', ')
+    .filter((privilege) => privilege !== '');
   if (revokePublic && held.length > 0) {
     const statement = `${held.join(', ')} ON DATABASE ${quote(database)}`;
     await tx.execute(`REVOKE ${statement} FROM PUBLIC`);
@@ -382,12 +389,7 @@ function sequenceUsage(sequences: readonly Sequence[]): Privilege[] {
   return sequences.map((sequence) => ({ kind: 'sequence', schema: sequence.schema, name: sequence.name, column: null, privilege: 'USAGE' }));
 }
 
-function inboxPrivileges(
-  purpose: RolePurpose,
-  schema: string,
-  tables: InboxTables,
-  sequences: readonly Sequence[],
-): Privilege[] {
+function inboxPrivileges(purpose: RolePurpose, schema: string, tables: InboxTables, sequences: readonly Sequence[]): Privilege[] {
   const { consumed, parked, outbox } = tables;
   const table = tableName;
   const on = (name: string, privilege: string, column: string | null = null): Privilege => ({

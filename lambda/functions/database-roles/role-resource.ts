@@ -69,7 +69,10 @@ export function roleResourceHandler(dependencies: RoleResourceDependencies) {
       dependencies.env ?? process.env,
       'ResourceProperties',
     );
-    const session = new DataApiSession(target, { callTimeoutMs: 60_000, resumeDelaysMs: dependencies.resumeDelaysMs ?? [1000, 2000, 4000, 8000, 10_000, 10_000, 10_000] });
+    const session = new DataApiSession(target, {
+      callTimeoutMs: 60_000,
+      resumeDelaysMs: dependencies.resumeDelaysMs ?? [1000, 2000, 4000, 8000, 10_000, 10_000, 10_000],
+    });
     if (event.RequestType === 'Delete') {
       try {
         const { dropped } = await dropRole(session, properties.Role, properties.Schema ? { schema: properties.Schema } : {});
@@ -126,6 +129,7 @@ function parseGrants(text: string | undefined): RoleGrant[] {
 function parseMilliseconds(text: string | number | undefined): number | undefined {
   if (text === undefined || text === '') return undefined;
   const ms = Number(text);
-  if (!Number.isSafeInteger(ms) || ms < 1) throw new InboxConfigError('StatementTimeoutMs', `must be a whole number of milliseconds >= 1, e.g. "8000"; got ${JSON.stringify(text)}`);
+  if (!Number.isSafeInteger(ms) || ms < 1)
+    throw new InboxConfigError('StatementTimeoutMs', `must be a whole number of milliseconds >= 1, e.g. "8000"; got ${JSON.stringify(text)}`);
   return ms;
 }

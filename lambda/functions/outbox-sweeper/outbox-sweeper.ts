@@ -65,7 +65,8 @@ export function sweeperHandler(
     metrics.addMetric('OutboxSweepDeferred' satisfies OutboxSweeperMetric, 'Count', report.deferred);
     metrics.addMetric('OutboxSweepFailures' satisfies OutboxSweeperMetric, 'Count', report.failures.length);
     // Unknown when the age query failed: no data point rather than a reassuring 0.
-    if (report.oldestUnsentAgeSeconds !== undefined) metrics.addMetric('OutboxOldestUnsentAgeSeconds' satisfies OutboxSweeperMetric, 'Seconds', report.oldestUnsentAgeSeconds);
+    if (report.oldestUnsentAgeSeconds !== undefined)
+      metrics.addMetric('OutboxOldestUnsentAgeSeconds' satisfies OutboxSweeperMetric, 'Seconds', report.oldestUnsentAgeSeconds);
     metrics.publishStoredMetrics();
     const failures = report.failures.map((failure) => ({ step: failure.step, error: { name: failure.error.name, message: failure.error.message } }));
     console.log(JSON.stringify({ message: 'inbox outbox sweep', ...report, failures }));

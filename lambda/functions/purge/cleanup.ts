@@ -39,7 +39,9 @@ export function cleanupHandler(
   return async (_event?: unknown, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<PurgeReport> => {
     const remaining = context?.getRemainingTimeInMillis?.() ?? 60_000 + SAFETY_MARGIN_MS;
     if (remaining <= SAFETY_MARGIN_MS) {
-      console.warn(JSON.stringify({ message: 'inbox purge: the function timeout leaves no time to purge; give it at least 2 minutes', remainingMs: remaining }));
+      console.warn(
+        JSON.stringify({ message: 'inbox purge: the function timeout leaves no time to purge; give it at least 2 minutes', remainingMs: remaining }),
+      );
     }
     const report = await purge(session, {
       retentionSeconds,

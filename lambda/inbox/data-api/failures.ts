@@ -13,7 +13,6 @@ export function isConnectionReset(error: unknown): boolean {
   return code === 'ECONNRESET' || code === 'EPIPE';
 }
 
-
 const NOT_EXECUTED_5XX = new Set(['InternalServerErrorException', 'ServiceUnavailableError', 'DatabaseUnavailableException']);
 
 /** Sorts an SDK error into the taxonomy. Anything that may have taken effect is marked ambiguous. */

@@ -24,18 +24,7 @@ export const date = (value: string) => new HintedValue('DATE', value);
 export const time = (value: string) => new HintedValue('TIME', value);
 
 /** What `execute` accepts as a parameter value. */
-export type SqlValue =
-  | string
-  | number
-  | bigint
-  | boolean
-  | null
-  | undefined
-  | Uint8Array
-  | Date
-  | HintedValue
-  | Record<string, unknown>
-  | unknown[];
+export type SqlValue = string | number | bigint | boolean | null | undefined | Uint8Array | Date | HintedValue | Record<string, unknown> | unknown[];
 
 /** Named parameters: `{ orderId: 'order-417' }` binds `:orderId`. */
 export type SqlParams = Readonly<Record<string, SqlValue>>;

@@ -13,7 +13,6 @@ export interface StatementResult {
   readonly updated: number;
 }
 
-
 export function toResult(output: ExecuteStatementCommandOutput): StatementResult {
   const columns = output.columnMetadata ?? [];
   const rows = (output.records ?? []).map((record) => {

@@ -3,7 +3,7 @@ import {
   BeginTransactionCommand,
   CommitTransactionCommand,
   ExecuteStatementCommand,
-  RDSDataClient,
+  type RDSDataClient,
   RollbackTransactionCommand,
 } from '@aws-sdk/client-rds-data';
 import type { ExecuteStatementCommandOutput } from '@aws-sdk/client-rds-data';
@@ -97,17 +97,20 @@ export class DataApiSession implements InboxSession {
   }
 
   async #executeStatement(sql: string, params: SqlParams, transactionId: string | undefined, resendReset: boolean): Promise<StatementResult> {
-    const output = await this.#call('ExecuteStatement', { resume: true, reset: resendReset }, () =>
-      new ExecuteStatementCommand({
-        resourceArn: this.target.resourceArn,
-        secretArn: this.target.secretArn,
-        database: this.target.database,
-        sql,
-        parameters: toSqlParameters(params),
-        transactionId,
-        includeResultMetadata: true,
-        resultSetOptions: { longReturnType: 'STRING' },
-      }),
+    const output = await this.#call(
+      'ExecuteStatement',
+      { resume: true, reset: resendReset },
+      () =>
+        new ExecuteStatementCommand({
+          resourceArn: this.target.resourceArn,
+          secretArn: this.target.secretArn,
+          database: this.target.database,
+          sql,
+          parameters: toSqlParameters(params),
+          transactionId,
+          includeResultMetadata: true,
+          resultSetOptions: { longReturnType: 'STRING' },
+        }),
     );
     return toResult(output as ExecuteStatementCommandOutput);
   }
@@ -118,15 +121,18 @@ export class DataApiSession implements InboxSession {
    */
   async executeBatch(sql: string, paramSets: readonly SqlParams[], transactionId?: string): Promise<number> {
     if (paramSets.length === 0) return 0;
-    const output = await this.#call('BatchExecuteStatement', NOT_TWICE, () =>
-      new BatchExecuteStatementCommand({
-        resourceArn: this.target.resourceArn,
-        secretArn: this.target.secretArn,
-        database: this.target.database,
-        sql,
-        parameterSets: paramSets.map(toSqlParameters),
-        transactionId,
-      }),
+    const output = await this.#call(
+      'BatchExecuteStatement',
+      NOT_TWICE,
+      () =>
+        new BatchExecuteStatementCommand({
+          resourceArn: this.target.resourceArn,
+          secretArn: this.target.secretArn,
+          database: this.target.database,
+          sql,
+          parameterSets: paramSets.map(toSqlParameters),
+          transactionId,
+        }),
     );
     return (output as { updateResults?: unknown[] }).updateResults?.length ?? paramSets.length;
   }
@@ -137,12 +143,15 @@ export class DataApiSession implements InboxSession {
    * which holds no lock and expires after 3 minutes.
    */
   async begin(): Promise<string> {
-    const output = await this.#call('BeginTransaction', { resume: true, reset: true }, () =>
-      new BeginTransactionCommand({
-        resourceArn: this.target.resourceArn,
-        secretArn: this.target.secretArn,
-        database: this.target.database,
-      }),
+    const output = await this.#call(
+      'BeginTransaction',
+      { resume: true, reset: true },
+      () =>
+        new BeginTransactionCommand({
+          resourceArn: this.target.resourceArn,
+          secretArn: this.target.secretArn,
+          database: this.target.database,
+        }),
     );
     const id = (output as { transactionId?: string }).transactionId;
     // Stryker disable next-line StringLiteral,BooleanLiteral: unreachable: a successful BeginTransaction always returns a transactionId
@@ -156,12 +165,15 @@ export class DataApiSession implements InboxSession {
    */
   async commit(transactionId: string): Promise<void> {
     // Stryker disable next-line BooleanLiteral: a commit is never refused with DatabaseResumingException (its open transaction keeps the cluster awake), so retry.resume is never consulted
-    const output = await this.#call('CommitTransaction', { resume: false, reset: false }, () =>
-      new CommitTransactionCommand({
-        resourceArn: this.target.resourceArn,
-        secretArn: this.target.secretArn,
-        transactionId,
-      }),
+    const output = await this.#call(
+      'CommitTransaction',
+      { resume: false, reset: false },
+      () =>
+        new CommitTransactionCommand({
+          resourceArn: this.target.resourceArn,
+          secretArn: this.target.secretArn,
+          transactionId,
+        }),
     );
     const status = (output as { transactionStatus?: string }).transactionStatus;
     // Anything but the documented answer is treated as "maybe not committed": the record is reported
@@ -175,12 +187,15 @@ export class DataApiSession implements InboxSession {
   async rollback(transactionId: string): Promise<void> {
     try {
       // Stryker disable next-line BooleanLiteral: a rollback is never refused with DatabaseResumingException (its open transaction keeps the cluster awake), so retry.resume is never consulted
-      await this.#call('RollbackTransaction', { resume: false, reset: false }, () =>
-        new RollbackTransactionCommand({
-          resourceArn: this.target.resourceArn,
-          secretArn: this.target.secretArn,
-          transactionId,
-        }),
+      await this.#call(
+        'RollbackTransaction',
+        { resume: false, reset: false },
+        () =>
+          new RollbackTransactionCommand({
+            resourceArn: this.target.resourceArn,
+            secretArn: this.target.secretArn,
+            transactionId,
+          }),
       );
     } catch (error) {
       if (error instanceof DataApiError && error.failure === 'transaction-not-found') return;

@@ -131,7 +131,7 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
     if (lookUp && plan.mayStart()) {
       // Only an optimisation: when the lookup fails, each record's claim decides, as without it.
       await markKnownClaims(session, tables, resolved.consumer, prepared).catch((error: unknown) =>
-        logger.warn('the duplicate filter failed; each record\'s claim decides', { error: describe(error instanceof Error ? error : new Error(String(error))) }),
+        logger.warn("the duplicate filter failed; each record's claim decides", { error: describe(error instanceof Error ? error : new Error(String(error))) }),
       );
     }
     const timed = async (run: () => Promise<Outcome>) => {
@@ -191,7 +191,7 @@ function startConsumer<Body, Raw>(
   if (options.consumer !== undefined && deployed && deployed !== options.consumer) {
     // The construct names its alarms, dashboard and uniqueness check after INBOX_CONSUMER; the claims
     // and metrics carry the option. Both work, but they no longer describe the same consumer.
-    logger.warn('inbox consumer differs from INBOX_CONSUMER: claims and metrics use the option, the deployment\'s alarms watch the environment name', {
+    logger.warn("inbox consumer differs from INBOX_CONSUMER: claims and metrics use the option, the deployment's alarms watch the environment name", {
       consumer: options.consumer,
       [INBOX_ENV.CONSUMER]: deployed,
     });
@@ -245,7 +245,12 @@ async function refuseSdkRetries(mode: ResolvedMode<unknown>['kind'], client: Dat
   }
 }
 
-function logFailures(logger: InboxLogger, source: InboxSource<unknown, unknown, unknown>, records: readonly SourceRecord<unknown>[], outcomes: readonly Outcome[]): void {
+function logFailures(
+  logger: InboxLogger,
+  source: InboxSource<unknown, unknown, unknown>,
+  records: readonly SourceRecord<unknown>[],
+  outcomes: readonly Outcome[],
+): void {
   outcomes.forEach((outcome, index) => {
     const id = { [source.idName]: records[index]?.id };
     if (outcome.kind === 'failed') {

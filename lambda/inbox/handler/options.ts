@@ -295,7 +295,9 @@ export interface ResolvedOptions<Body, Raw = SQSRecord> {
   readonly resumeDelaysMs: readonly number[];
   readonly now: () => number;
   readonly sleep: (ms: number) => Promise<void>;
-  readonly outbox: { readonly transport: OutboxTransport; readonly destinations: Readonly<Record<string, string>>; readonly runtime: OutboxRuntime } | undefined;
+  readonly outbox:
+    | { readonly transport: OutboxTransport; readonly destinations: Readonly<Record<string, string>>; readonly runtime: OutboxRuntime }
+    | undefined;
 }
 
 /** How claimed records are applied. */
@@ -332,7 +334,14 @@ const CONSUMER_OPTIONS: Readonly<Record<keyof ConsumerOptions, true>> = {
 };
 /** The SQS options besides those of every consumer. */
 export const SQS_OPTIONS: Readonly<Record<Exclude<keyof InboxOptions, keyof ConsumerOptions>, true>> = { key: true, fifo: true };
-const DATABASE_OPTIONS: Readonly<Record<keyof DatabaseOptions, true>> = { resourceArn: true, secretArn: true, database: true, client: true, pool: true, idleCheckMs: true };
+const DATABASE_OPTIONS: Readonly<Record<keyof DatabaseOptions, true>> = {
+  resourceArn: true,
+  secretArn: true,
+  database: true,
+  client: true,
+  pool: true,
+  idleCheckMs: true,
+};
 const FIFO_OPTIONS: Readonly<Record<keyof NonNullable<InboxOptions['fifo']>, true>> = { onFailure: true };
 const STATEMENT_OPTIONS: Readonly<Record<'sql' | 'params', true>> = { sql: true, params: true };
 const NESTED_OPTIONS = { fifo: FIFO_OPTIONS, database: DATABASE_OPTIONS, statement: STATEMENT_OPTIONS, statementBatch: STATEMENT_OPTIONS };
@@ -344,7 +353,9 @@ export interface CheckedOptions<Body, Raw = SQSRecord> extends Omit<ResolvedOpti
   /** The database the code gave, its fields checked; resolveTarget fills in the rest from INBOX_*. */
   readonly database: DatabaseOptions;
   /** The outbox's transport, and its destinations when the code gave them (else INBOX_DESTINATIONS). */
-  readonly outbox: { readonly transport: OutboxTransport; readonly destinations: Readonly<Record<string, string>> | undefined; readonly runtime: OutboxRuntime } | undefined;
+  readonly outbox:
+    | { readonly transport: OutboxTransport; readonly destinations: Readonly<Record<string, string>> | undefined; readonly runtime: OutboxRuntime }
+    | undefined;
   /** `inbox`, `kinesisInbox`, ...: for the messages. */
   readonly handlerName: string;
 }
@@ -375,7 +386,10 @@ export function checkOptions<Body, Raw = SQSRecord>(
   const duplicateFilter = oneOf(options.duplicateFilter ?? 'auto', 'duplicateFilter', ['auto', 'always', 'never']);
   const claim = checkClaim(options.claim);
   if (options.claim !== undefined && (mode.kind === 'statement' || mode.kind === 'batch-statement')) {
-    throw new InboxConfigError('claim', 'places the claim of the transaction modes (apply, applyBatch); a single statement always carries its claim as the CTE `claimed`: remove it');
+    throw new InboxConfigError(
+      'claim',
+      'places the claim of the transaction modes (apply, applyBatch); a single statement always carries its claim as the CTE `claimed`: remove it',
+    );
   }
 
   const fifo: unknown = options.fifo;
@@ -446,7 +460,11 @@ export function settleEnvironment<Body, Raw>(checked: CheckedOptions<Body, Raw>,
     ...rest,
     consumer,
     target: resolveInboxTarget(database, env),
-    outbox: outbox && { transport: outbox.transport, destinations: outbox.destinations ?? outbox.runtime.environmentDestinations(env), runtime: outbox.runtime },
+    outbox: outbox && {
+      transport: outbox.transport,
+      destinations: outbox.destinations ?? outbox.runtime.environmentDestinations(env),
+      runtime: outbox.runtime,
+    },
   };
 }
 
@@ -470,17 +488,19 @@ function checkConsumer(consumer: unknown, handlerName: string): string {
     throw new InboxConfigError('consumer', `must be a string, e.g. 'order-worker'; got ${described(consumer)}`);
   }
   if (!CONSUMER_NAME_PATTERN.test(consumer)) {
-    throw new InboxConfigError(
-      'consumer',
-      `"${consumer}" must be ${CONSUMER_NAME_RULE}, e.g. 'order-worker'`,
-    );
+    throw new InboxConfigError('consumer', `"${consumer}" must be ${CONSUMER_NAME_RULE}, e.g. 'order-worker'`);
   }
   return consumer;
 }
 
 /** `claim` checked: undefined for `'before-apply'`, the riding claim's code for `withFirstStatement`. */
 const checkClaim = (given: unknown) =>
-  carriedCode<ClaimRuntime>(given, 'claim', CLAIM_RUNTIME, { otherwise: 'before-apply', value: 'withFirstStatement', entry: 'sqs-inbox', string: 'with-first-statement' });
+  carriedCode<ClaimRuntime>(given, 'claim', CLAIM_RUNTIME, {
+    otherwise: 'before-apply',
+    value: 'withFirstStatement',
+    entry: 'sqs-inbox',
+    string: 'with-first-statement',
+  });
 
 /** `onPermanentError` checked: undefined for `'retry'`, the parking code for `park`. */
 const checkOnPermanentError = (given: unknown) =>
@@ -491,18 +511,31 @@ function checkOutbox(outbox: unknown, mode: ResolvedMode<unknown>['kind']): Chec
   if (outbox === undefined || outbox === null) return undefined;
   const transport = (outbox as { transport?: { send?: unknown } }).transport;
   if (typeof outbox !== 'object' || typeof transport?.send !== 'function') {
-    throw new InboxConfigError('outbox', `must be { transport, destinations? }, e.g. sqsOutbox({ client: new SQSClient({}) }) from "sqs-inbox/outbox"; got ${described(outbox)}`);
+    throw new InboxConfigError(
+      'outbox',
+      `must be { transport, destinations? }, e.g. sqsOutbox({ client: new SQSClient({}) }) from "sqs-inbox/outbox"; got ${described(outbox)}`,
+    );
   }
   refuseUnknownKeys(outbox, { transport: true, destinations: true }, 'outbox');
   const runtime = (outbox as { [OUTBOX_RUNTIME]?: OutboxRuntime })[OUTBOX_RUNTIME];
   if (runtime === undefined) {
-    throw new InboxConfigError('outbox', 'make it with sqsOutbox({ client }) or, for your own transport, outbox({ transport, destinations? }), both from "sqs-inbox/outbox": they carry the outbox\'s code');
+    throw new InboxConfigError(
+      'outbox',
+      'make it with sqsOutbox({ client }) or, for your own transport, outbox({ transport, destinations? }), both from "sqs-inbox/outbox": they carry the outbox\'s code',
+    );
   }
   if (mode === 'statement' || mode === 'batch-statement') {
-    throw new InboxConfigError('outbox', 'works in the transaction modes (apply, applyBatch), where tx.send writes in the claim\'s transaction; a single statement has no tx.send');
+    throw new InboxConfigError(
+      'outbox',
+      "works in the transaction modes (apply, applyBatch), where tx.send writes in the claim's transaction; a single statement has no tx.send",
+    );
   }
   const destinations: unknown = (outbox as { destinations?: unknown }).destinations;
-  return { transport: transport as OutboxTransport, destinations: destinations === undefined ? undefined : runtime.checkDestinations(destinations ?? {}), runtime };
+  return {
+    transport: transport as OutboxTransport,
+    destinations: destinations === undefined ? undefined : runtime.checkDestinations(destinations ?? {}),
+    runtime,
+  };
 }
 
 /** The database object as given, its keys and field types checked; resolveTarget fills in the environment. */
@@ -530,14 +563,23 @@ function checkDatabase(database: unknown): DatabaseOptions {
 function resolveInboxTarget(database: DatabaseOptions, env: NodeJS.ProcessEnv): InboxTarget {
   if (database.pool === undefined) return resolveTarget(database, env);
   if (typeof (database.pool as { connect?: unknown })?.connect !== 'function') {
-    throw new InboxConfigError('database.pool', `must be a node-postgres Pool, e.g. postgres(new pg.Pool({ host, database, user, password })); got ${described(database.pool)}`);
+    throw new InboxConfigError(
+      'database.pool',
+      `must be a node-postgres Pool, e.g. postgres(new pg.Pool({ host, database, user, password })); got ${described(database.pool)}`,
+    );
   }
   if (!isWireTarget(database)) {
-    throw new InboxConfigError('database', "a pool goes through postgres(pool): import { postgres } from 'sqs-inbox/postgres' and pass database: postgres(pool)");
+    throw new InboxConfigError(
+      'database',
+      "a pool goes through postgres(pool): import { postgres } from 'sqs-inbox/postgres' and pass database: postgres(pool)",
+    );
   }
   for (const field of ['resourceArn', 'secretArn', 'client'] as const) {
     if (database[field] !== undefined) {
-      throw new InboxConfigError(`database.${field}`, 'is a Data API setting; with database.pool the inbox speaks the PostgreSQL wire protocol: remove one of them');
+      throw new InboxConfigError(
+        `database.${field}`,
+        'is a Data API setting; with database.pool the inbox speaks the PostgreSQL wire protocol: remove one of them',
+      );
     }
   }
   if (database.idleCheckMs !== undefined) nonNegativeInteger(database.idleCheckMs, 'database.idleCheckMs');

@@ -1,5 +1,14 @@
 import { INBOX_ENV } from '../contract.js';
-import type { DynamoDBBatchResponse, DynamoDBRecord, DynamoDBStreamEvent, KinesisStreamBatchResponse, KinesisStreamEvent, KinesisStreamRecord, MSKEvent, SelfManagedKafkaEvent } from 'aws-lambda';
+import type {
+  DynamoDBBatchResponse,
+  DynamoDBRecord,
+  DynamoDBStreamEvent,
+  KinesisStreamBatchResponse,
+  KinesisStreamEvent,
+  KinesisStreamRecord,
+  MSKEvent,
+  SelfManagedKafkaEvent,
+} from 'aws-lambda';
 import { consumerHandler } from './consumer.js';
 import type { ConsumerHandler } from './consumer.js';
 import { InboxConfigError } from '../errors.js';
@@ -62,7 +71,10 @@ export function kinesisInbox<Body = any>(options: KinesisInboxOptions<Body>): Co
 }
 
 /** `kinesisInbox()`, with the batch modes' code when it is given (by `sqs-inbox/batch`). */
-export function kinesisConsumer<Body>(options: KinesisInboxOptions<Body>, batchModes: BatchModes | undefined): ConsumerHandler<KinesisStreamEvent, KinesisStreamBatchResponse> {
+export function kinesisConsumer<Body>(
+  options: KinesisInboxOptions<Body>,
+  batchModes: BatchModes | undefined,
+): ConsumerHandler<KinesisStreamEvent, KinesisStreamBatchResponse> {
   return consumerHandler(kinesisSource, options, options?.key, KEY_OPTION, 'kinesisInbox', batchModes);
 }
 
@@ -85,7 +97,10 @@ export function dynamoDbInbox<Body = DynamoDbChange>(options: DynamoDbInboxOptio
 }
 
 /** `dynamoDbInbox()`, with the batch modes' code when it is given (by `sqs-inbox/batch`). */
-export function dynamoDbConsumer<Body>(options: DynamoDbInboxOptions<Body>, batchModes: BatchModes | undefined): ConsumerHandler<DynamoDBStreamEvent, DynamoDBBatchResponse> {
+export function dynamoDbConsumer<Body>(
+  options: DynamoDbInboxOptions<Body>,
+  batchModes: BatchModes | undefined,
+): ConsumerHandler<DynamoDBStreamEvent, DynamoDBBatchResponse> {
   return consumerHandler(dynamoDbSource, options, options?.key, KEY_OPTION, 'dynamoDbInbox', batchModes);
 }
 
@@ -111,10 +126,16 @@ export function kafkaInbox<Body = any>(options: KafkaInboxOptions<Body>): Consum
 }
 
 /** `kafkaInbox()`, with the batch modes' code when it is given (by `sqs-inbox/batch`). */
-export function kafkaConsumer<Body>(options: KafkaInboxOptions<Body>, batchModes: BatchModes | undefined): ConsumerHandler<MSKEvent | SelfManagedKafkaEvent, KafkaBatchResponse> {
+export function kafkaConsumer<Body>(
+  options: KafkaInboxOptions<Body>,
+  batchModes: BatchModes | undefined,
+): ConsumerHandler<MSKEvent | SelfManagedKafkaEvent, KafkaBatchResponse> {
   const partial: unknown = options?.reportBatchItemFailures ?? process.env[INBOX_ENV.REPORT_BATCH_ITEM_FAILURES] === 'true';
   if (typeof partial !== 'boolean') {
-    throw new InboxConfigError('reportBatchItemFailures', `must be true or false, matching the event source mapping's FunctionResponseTypes; got ${described(partial)}`);
+    throw new InboxConfigError(
+      'reportBatchItemFailures',
+      `must be true or false, matching the event source mapping's FunctionResponseTypes; got ${described(partial)}`,
+    );
   }
   return consumerHandler(kafkaSource(partial), options, options?.key, { key: true, reportBatchItemFailures: true }, 'kafkaInbox', batchModes);
 }

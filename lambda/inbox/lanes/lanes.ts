@@ -14,8 +14,7 @@ export type Outcome =
   | { readonly kind: 'deferred' };
 
 /** Whether the event source may consider the record done (SQS deletes it, a stream checkpoints past it). */
-export const succeeded = (outcome: Outcome) =>
-  outcome.kind === 'processed' || outcome.kind === 'duplicate' || outcome.kind === 'parked';
+export const succeeded = (outcome: Outcome) => outcome.kind === 'processed' || outcome.kind === 'duplicate' || outcome.kind === 'parked';
 
 /** How a batch is run. */
 export interface BatchPlan {
@@ -57,9 +56,13 @@ export async function runBatch<R extends { readonly lane: string | undefined }>(
   };
 
   if (!plan.ordered) {
-    await pool(records.map((_, index) => index), plan.concurrency, async (index) => {
-      outcomes[index] = await start(index);
-    });
+    await pool(
+      records.map((_, index) => index),
+      plan.concurrency,
+      async (index) => {
+        outcomes[index] = await start(index);
+      },
+    );
     return outcomes as Outcome[];
   }
 

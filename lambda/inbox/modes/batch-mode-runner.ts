@@ -45,16 +45,17 @@ export class BatchModeRunner<Body, Raw = unknown> implements SetRunner<Body, Raw
     // Stryker disable next-line ArrayDeclaration: every index is filled before it is returned, so the starting length never shows
     const outcomes: Outcome[] = new Array(prepared.length);
     const alone = async (list: readonly PreparedRecord<Body, Raw>[]) => {
-      const results = await runBatch(list.map((p) => p.record), plan, (_, index) => timed(() => this.consumer.consume(list[index]!, session, tally)));
+      const results = await runBatch(
+        list.map((p) => p.record),
+        plan,
+        (_, index) => timed(() => this.consumer.consume(list[index]!, session, tally)),
+      );
       list.forEach((p, index) => (outcomes[p.index] = results[index]!));
     };
     const joins = setMembership(prepared, plan);
     const members = prepared.filter((p) => joins[p.index]);
     const others = prepared.filter((p) => !joins[p.index]);
-    await Promise.all([
-      alone(others),
-      this.runSet(members, plan, session, tally, outcomes, alone),
-    ]);
+    await Promise.all([alone(others), this.runSet(members, plan, session, tally, outcomes, alone)]);
     if (plan.ordered && plan.onFailure === 'stop-batch') stopAfterFirstFailure(outcomes, others);
     return outcomes;
   }

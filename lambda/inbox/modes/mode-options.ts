@@ -53,12 +53,18 @@ function statement<Body, Raw>(given: unknown): ResolvedMode<Body, Raw> {
   refuseUnknownKeys(given, STATEMENT_OPTIONS, 'statement');
   const { sql, params } = given as { sql: string; params: unknown };
   if (typeof params !== 'function') {
-    throw new InboxConfigError('statement.params', `must be a function (message) => ({ name: value, ... }) giving the statement's parameters; got ${described(params)}`);
+    throw new InboxConfigError(
+      'statement.params',
+      `must be a function (message) => ({ name: value, ... }) giving the statement's parameters; got ${described(params)}`,
+    );
   }
   return { kind: 'statement', statement: (message) => ({ sql, params: params(message) as SqlParams }), constantSql: sql };
 }
 
 /** A batch mode given to a handler of `sqs-inbox`, whose bundle leaves the batch modes' code out. */
 function batchModeRefused(option: 'applyBatch' | 'statementBatch', handlerName: string): InboxConfigError {
-  return new InboxConfigError(option, `is a batch mode, whose code is in "sqs-inbox/batch": import { ${handlerName} } from 'sqs-inbox/batch' (the same handler, with the batch modes)`);
+  return new InboxConfigError(
+    option,
+    `is a batch mode, whose code is in "sqs-inbox/batch": import { ${handlerName} } from 'sqs-inbox/batch' (the same handler, with the batch modes)`,
+  );
 }

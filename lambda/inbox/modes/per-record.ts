@@ -113,7 +113,9 @@ export class RecordConsumer<Body, Raw = unknown> {
       case 'statement':
         return retryConflicts(session, () => this.#inOneStatement(session, message, sha256));
       case 'batch-statement': {
-        const claim = await retryConflicts(session, () => this.#batchModes!.statementAlone(session, this.#tables, this.#options.consumer, mode, message, sha256));
+        const claim = await retryConflicts(session, () =>
+          this.#batchModes!.statementAlone(session, this.#tables, this.#options.consumer, mode, message, sha256),
+        );
         return claim.claimed ? 'processed' : this.#duplicateOrCollision(session, message.key, claim, sha256);
       }
     }
@@ -213,16 +215,18 @@ export class RecordConsumer<Body, Raw = unknown> {
     const claim = key !== null && !(error instanceof KeyCollisionError);
     try {
       // One autocommit statement: a conflict (Aurora DSQL) rolled it back for certain, so it runs again.
-      const outcome = await retryConflicts(session, () => parking.insert(session, this.#tables, {
-        ...claimParams(this.#options.consumer, key, sha256),
-        inbox_claim: claim,
-        inbox_message_id: record.id ?? '',
-        inbox_body: record.body,
-        inbox_attributes: this.#source.parkedAttributes(record.raw),
-        inbox_error_class: error.name,
-        inbox_error_message: error.message,
-        inbox_attempt: record.attempt,
-      }));
+      const outcome = await retryConflicts(session, () =>
+        parking.insert(session, this.#tables, {
+          ...claimParams(this.#options.consumer, key, sha256),
+          inbox_claim: claim,
+          inbox_message_id: record.id ?? '',
+          inbox_body: record.body,
+          inbox_attributes: this.#source.parkedAttributes(record.raw),
+          inbox_error_class: error.name,
+          inbox_error_message: error.message,
+          inbox_attempt: record.attempt,
+        }),
+      );
       if (!claim || outcome.claimed) return { kind: 'parked', error };
       const verdict = await this.#duplicateOrCollision(session, key!, outcome, sha256);
       if (verdict === 'duplicate') return { kind: 'duplicate' };
@@ -267,7 +271,10 @@ export function inboxTransaction(tx: Transaction, outbox: TransactionOutbox, cla
 /** The outbox of a consumer without one. */
 const NO_OUTBOX: TransactionOutbox = {
   send() {
-    throw new InboxConfigError('outbox', 'tx.send needs an outbox: pass e.g. inbox({ outbox: sqsOutbox({ client: new SQSClient({}) }), ... }) (sqsOutbox from "sqs-inbox/outbox")');
+    throw new InboxConfigError(
+      'outbox',
+      'tx.send needs an outbox: pass e.g. inbox({ outbox: sqsOutbox({ client: new SQSClient({}) }), ... }) (sqsOutbox from "sqs-inbox/outbox")',
+    );
   },
   flush: async () => [],
 };

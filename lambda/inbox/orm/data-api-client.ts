@@ -65,7 +65,10 @@ class TransactionDataApiClient extends RDSData {
     const callback = rest.find((arg) => typeof arg === 'function') as ((error: unknown, output?: unknown) => void) | undefined;
     const sent = this.sendInTransaction(command);
     if (callback === undefined) return sent;
-    sent.then((output) => callback(null, output), (error: unknown) => callback(error));
+    sent.then(
+      (output) => callback(null, output),
+      (error: unknown) => callback(error),
+    );
     return undefined as never;
   }
 
@@ -75,11 +78,15 @@ class TransactionDataApiClient extends RDSData {
     const passed = PASSED[operation];
     if (passed === undefined) {
       if (TRANSACTION_CONTROL.has(operation)) throw new TransactionControlError(operation);
-      throw new OrmBindingError(`${operation} cannot run in the inbox's transaction: only ExecuteStatement and BatchExecuteStatement do. Fix: send the statement with ExecuteStatement.`);
+      throw new OrmBindingError(
+        `${operation} cannot run in the inbox's transaction: only ExecuteStatement and BatchExecuteStatement do. Fix: send the statement with ExecuteStatement.`,
+      );
     }
     if (typeof input.sql === 'string') refuseTransactionControl(input.sql);
     if (input.transactionId !== undefined) {
-      throw new OrmBindingError(`${operation} names a transaction of its own (${String(input.transactionId)}); the inbox's client fills in the inbox's. Fix: send without transactionId.`);
+      throw new OrmBindingError(
+        `${operation} names a transaction of its own (${String(input.transactionId)}); the inbox's client fills in the inbox's. Fix: send without transactionId.`,
+      );
     }
     const { resourceArn, secretArn, database } = this.passThrough.target;
     return (await this.channel.run((transactionId) =>

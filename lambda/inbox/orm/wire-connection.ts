@@ -20,7 +20,10 @@ export interface TransactionQueryResult<Row = any> {
 export interface TransactionConnection {
   /** Runs one statement in the inbox's transaction; `text` with `$1`-style `values`, or a node-postgres query config. */
   query<Row = any>(text: string, values?: readonly unknown[]): Promise<TransactionQueryResult<Row>>;
-  query<Row = any>(config: { readonly text: string; readonly values?: readonly unknown[] | undefined }, values?: readonly unknown[]): Promise<TransactionQueryResult<Row>>;
+  query<Row = any>(
+    config: { readonly text: string; readonly values?: readonly unknown[] | undefined },
+    values?: readonly unknown[],
+  ): Promise<TransactionQueryResult<Row>>;
   /** A cursor (streaming) is refused: its reads would interleave with the transaction's statements. */
   query(cursor: { read(rows: number): Promise<unknown[]>; close(): Promise<void> }): never;
   /** Does nothing: the inbox gives the connection back after its commit or rollback. */
@@ -56,7 +59,9 @@ export function transactionConnection<Client extends object = TransactionConnect
   const { channel, passThrough } = channelOf(tx, 'postgres');
   const held = passThrough.connection(tx.transactionId);
   if (held === undefined) {
-    throw new OrmBindingError('transactionConnection(tx) was called after the transaction ended. Fix: call it inside apply, and await every statement before apply returns.');
+    throw new OrmBindingError(
+      'transactionConnection(tx) was called after the transaction ended. Fix: call it inside apply, and await every statement before apply returns.',
+    );
   }
   const connection: TransactionConnection = Object.create(held, {
     query: { value: (query: unknown, values?: unknown) => run(channel, passThrough, query, values) },
@@ -73,7 +78,9 @@ export function transactionConnection<Client extends object = TransactionConnect
  */
 function run(channel: TransactionChannel, passThrough: WirePassThrough, query: unknown, values: unknown): Promise<never> {
   if (typeof query === 'object' && query !== null && typeof (query as { submit?: unknown }).submit === 'function') {
-    throw new OrmBindingError("a cursor or stream cannot run inside the inbox's transaction: its reads would interleave with the transaction's statements. Fix: read the rows with one query.");
+    throw new OrmBindingError(
+      "a cursor or stream cannot run inside the inbox's transaction: its reads would interleave with the transaction's statements. Fix: read the rows with one query.",
+    );
   }
   return send(channel, passThrough, query, values);
 }
@@ -84,7 +91,8 @@ async function send(channel: TransactionChannel, passThrough: WirePassThrough, q
   }
   const config: Record<string, unknown> = typeof query === 'string' ? { text: query } : { ...(query as Record<string, unknown>) };
   if (Array.isArray(values)) config.values = values;
-  if (typeof config.text !== 'string') throw new OrmBindingError('a query needs its SQL as text. Fix: pass client.query(text, values) or client.query({ text, values }).');
+  if (typeof config.text !== 'string')
+    throw new OrmBindingError('a query needs its SQL as text. Fix: pass client.query(text, values) or client.query({ text, values }).');
   refuseTransactionControl(config.text);
   return (await channel.run((transactionId) => passThrough.query(transactionId, config))) as never;
 }

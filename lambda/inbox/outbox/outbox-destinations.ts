@@ -7,8 +7,16 @@ import { INBOX_ENV } from '../contract.js';
  * so that a consumer without an outbox bundles none of it.
  */
 export function checkDestinations(destinations: unknown): Readonly<Record<string, string>> {
-  if (typeof destinations !== 'object' || destinations === null || Array.isArray(destinations) || Object.values(destinations).some((url) => typeof url !== 'string' || !/^https?:\/\//.test(url))) {
-    throw new InboxConfigError('outbox.destinations', `must map names to queue URLs, e.g. { invoices: 'https://sqs.eu-west-1.amazonaws.com/123456789012/invoices' }; got ${described(destinations)}`);
+  if (
+    typeof destinations !== 'object' ||
+    destinations === null ||
+    Array.isArray(destinations) ||
+    Object.values(destinations).some((url) => typeof url !== 'string' || !/^https?:\/\//.test(url))
+  ) {
+    throw new InboxConfigError(
+      'outbox.destinations',
+      `must map names to queue URLs, e.g. { invoices: 'https://sqs.eu-west-1.amazonaws.com/123456789012/invoices' }; got ${described(destinations)}`,
+    );
   }
   return { ...(destinations as Record<string, string>) };
 }

@@ -57,7 +57,7 @@ export function destinationUrl(to: unknown, destinations: Readonly<Record<string
     throw new InboxConfigError(
       'tx.send.to',
       `"${to}" is not a queue URL nor one of the outbox destinations (${known.length > 0 ? known.join(', ') : 'none are set'}); ` +
-        'pass outbox.destinations, or the InboxConsumer construct\'s `destinations`',
+        "pass outbox.destinations, or the InboxConsumer construct's `destinations`",
     );
   }
   return url;

@@ -37,11 +37,15 @@ export class OutboxWriter implements TransactionOutbox {
   send(message: OutboxSend, from?: { readonly key: string }): void {
     const source = from ?? this.only;
     if (source === undefined || typeof source.key !== 'string') {
-      throw new InboxConfigError('tx.send', 'in applyBatch, name the message the send belongs to: tx.send({ to, body }, message), so that its key stays stable');
+      throw new InboxConfigError(
+        'tx.send',
+        'in applyBatch, name the message the send belongs to: tx.send({ to, body }, message), so that its key stays stable',
+      );
     }
     if (message === null || typeof message !== 'object') throw new InboxConfigError('tx.send', 'pass { to, body, groupId?, attributes?, delaySeconds? }');
     const destination = destinationUrl(message.to, this.config.destinations);
-    const body = typeof message.body === 'string' ? message.body : message.body !== null && typeof message.body === 'object' ? JSON.stringify(message.body) : undefined;
+    const body =
+      typeof message.body === 'string' ? message.body : message.body !== null && typeof message.body === 'object' ? JSON.stringify(message.body) : undefined;
     if (body === undefined || body.length === 0) throw new InboxConfigError('tx.send.body', 'must be a non-empty string or a JSON-serialisable object');
     if (destination.endsWith('.fifo') && (typeof message.groupId !== 'string' || message.groupId.length === 0)) {
       throw new InboxConfigError('tx.send.groupId', `is required: ${destination} is a FIFO queue`);
@@ -52,7 +56,10 @@ export class OutboxWriter implements TransactionOutbox {
     }
     const delay = message.delaySeconds;
     if (delay !== undefined && (!Number.isInteger(delay) || delay < 0 || delay > 900 || destination.endsWith('.fifo'))) {
-      throw new InboxConfigError('tx.send.delaySeconds', 'must be a whole number of seconds from 0 to 900, on a standard queue (FIFO queues take no per-message delay)');
+      throw new InboxConfigError(
+        'tx.send.delaySeconds',
+        'must be a whole number of seconds from 0 to 900, on a standard queue (FIFO queues take no per-message delay)',
+      );
     }
     const position = this.positions.get(source.key) ?? 0;
     this.positions.set(source.key, position + 1);

@@ -77,15 +77,17 @@ export async function sendAndMark(
     results = rows.map((row) => ({ id: row.id, error: error instanceof Error ? error.message : String(error) }));
   }
   // An autocommit write: a conflict (Aurora DSQL) rolled it back for certain, so it runs again.
-  await retryConflicts(session, () => session.execute(
-    `UPDATE ${tables.outbox} o
+  await retryConflicts(session, () =>
+    session.execute(
+      `UPDATE ${tables.outbox} o
         SET sent_at = CASE WHEN r.error IS NULL THEN now() ELSE o.sent_at END,
             attempts = o.attempts + 1,
             last_error = r.error
        FROM jsonb_to_recordset(:results::jsonb) AS r(id bigint, error text)
       WHERE o.id = r.id`,
-    { results: results.map((result) => ({ id: result.id, error: result.error ?? null })) },
-  ));
+      { results: results.map((result) => ({ id: result.id, error: result.error ?? null })) },
+    ),
+  );
   const sent = results.filter((result) => result.error === undefined).length;
   return { sent, deferred: rows.length - sent, results };
 }

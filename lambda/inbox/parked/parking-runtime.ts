@@ -52,4 +52,3 @@ export interface ConsumerParts<Body = unknown, Raw = unknown> {
 export interface WithConsumerParts {
   readonly [CONSUMER_PARTS]: () => ConsumerParts;
 }
-

@@ -151,7 +151,10 @@ async function redriveOne(options: RedriveOptions, tables: InboxTables, id: numb
     tx = await session.transaction();
     // The row lock makes two redrives (or a redrive and a replay or discard) of one message take turns:
     // the second sees the first's decision and refuses.
-    const { rows } = await tx.execute(`SELECT ${PARKED_COLUMNS} FROM ${tables.parked} WHERE id = :id AND consumer_name = :consumer FOR UPDATE`, { id, consumer });
+    const { rows } = await tx.execute(`SELECT ${PARKED_COLUMNS} FROM ${tables.parked} WHERE id = :id AND consumer_name = :consumer FOR UPDATE`, {
+      id,
+      consumer,
+    });
     if (!rows[0]) return await refuse({ id, status: 'not-found' });
     const parked = toParked(rows[0]);
     const taken = refusalFor(parked);
@@ -245,7 +248,8 @@ export function planRedrive(parked: ParkedMessage, consumer: string, queueUrlOpt
   if (attributes.record !== undefined || (attributes.attributes === undefined && attributes.messageAttributes === undefined)) {
     return {
       refusal: 'stream-record',
-      message: 'it was parked by a stream consumer (Kinesis, DynamoDB Streams or Kafka), which has no queue to send it back to: replay it (parkedMessages(handler).replay) once its cause is fixed, or discard it',
+      message:
+        'it was parked by a stream consumer (Kinesis, DynamoDB Streams or Kafka), which has no queue to send it back to: replay it (parkedMessages(handler).replay) once its cause is fixed, or discard it',
     };
   }
   if (isKeyCollision(parked)) {
@@ -258,15 +262,21 @@ export function planRedrive(parked: ParkedMessage, consumer: string, queueUrlOpt
   if (queueUrl === undefined) {
     const arn = attributes.eventSourceARN;
     if (arn === undefined) {
-      return { refusal: 'no-queue', message: 'its source queue is unknown (it was parked before the record\'s eventSourceARN was stored): give the queue URL (--queue-url)' };
+      return {
+        refusal: 'no-queue',
+        message: "its source queue is unknown (it was parked before the record's eventSourceARN was stored): give the queue URL (--queue-url)",
+      };
     }
     queueUrl = queueUrlFromArn(arn);
-    if (queueUrl === undefined) return { refusal: 'no-queue', message: `its eventSourceARN "${arn}" is not an SQS queue ARN: give the queue URL (--queue-url)` };
+    if (queueUrl === undefined)
+      return { refusal: 'no-queue', message: `its eventSourceARN "${arn}" is not an SQS queue ARN: give the queue URL (--queue-url)` };
   }
   const unsendable = (why: string): Plan => ({ refusal: 'unsendable', message: `SQS would refuse it: ${why}` });
   const key = parked.key ?? outboxKey(consumer, `parked:${parked.id}`, 0);
   if (!FIFO_ID_PATTERN.test(key)) {
-    return unsendable(`its key ${JSON.stringify(key)} is not 1 to 128 ASCII letters, digits or punctuation, so it cannot travel as the idempotency-key attribute; replay it instead`);
+    return unsendable(
+      `its key ${JSON.stringify(key)} is not 1 to 128 ASCII letters, digits or punctuation, so it cannot travel as the idempotency-key attribute; replay it instead`,
+    );
   }
   if (parked.body.length === 0) return unsendable('its body is empty; discard it');
   const carried: Record<string, string> = {};
@@ -275,7 +285,9 @@ export function planRedrive(parked: ParkedMessage, consumer: string, queueUrlOpt
     const { dataType, stringValue } = (value ?? {}) as { dataType?: unknown; stringValue?: unknown };
     // The outbox sends String attributes; a Number's text travels unchanged, as a String.
     if (typeof stringValue !== 'string' || typeof dataType !== 'string' || !/^(String|Number)(\.|$)/.test(dataType)) {
-      return unsendable(`its message attribute "${name}" is ${typeof dataType === 'string' ? dataType : 'not a string'}; the outbox carries String and Number attributes only; replay it instead`);
+      return unsendable(
+        `its message attribute "${name}" is ${typeof dataType === 'string' ? dataType : 'not a string'}; the outbox carries String and Number attributes only; replay it instead`,
+      );
     }
     carried[name] = stringValue;
   }
@@ -306,7 +318,10 @@ function checkOptions(options: RedriveOptions): void {
     throw new InboxConfigError('consumer', `must be the consumer's name, as given to inbox({ consumer }); got ${described(options.consumer)}`);
   }
   if (typeof options.transport?.send !== 'function') {
-    throw new InboxConfigError('transport', 'must send outbox rows: pass sqsOutbox({ client: new SQSClient({}) }).transport (sqsOutbox from "sqs-inbox/outbox")');
+    throw new InboxConfigError(
+      'transport',
+      'must send outbox rows: pass sqsOutbox({ client: new SQSClient({}) }).transport (sqsOutbox from "sqs-inbox/outbox")',
+    );
   }
   if (options.queueUrl !== undefined && (typeof options.queueUrl !== 'string' || !/^https?:\/\/[^/]+\/\d+\/[^/]+$/.test(options.queueUrl))) {
     throw new InboxConfigError('queueUrl', `must be a queue URL, https://sqs.<region>.amazonaws.com/<account>/<name>; got ${described(options.queueUrl)}`);

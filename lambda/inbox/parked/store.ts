@@ -3,7 +3,7 @@ import { openSession } from '../transport/open-session.js';
 import type { InboxTarget } from '../transport/open-session.js';
 import type { InboxSession } from '../transport/session.js';
 import { retryConflicts } from '../transport/conflicts.js';
-import type { DatabaseTarget, Transaction } from '../data-api/session.js';
+import type { Transaction } from '../data-api/session.js';
 import { ParkedCollisionError } from '../errors.js';
 import { collisionKey, payloadHash } from '../prepare/keys.js';
 import { inboxTables } from '../sql/schema.js';
@@ -223,13 +223,17 @@ export function consumerParkedMessages(config: {
     },
   };
 
-  async function replayOnce(db: InboxSession, id: number, onCollision: 'refuse' | 'apply-under-new-key'): Promise<{ result: ReplayResult; outboxIds: readonly number[] }> {
+  async function replayOnce(
+    db: InboxSession,
+    id: number,
+    onCollision: 'refuse' | 'apply-under-new-key',
+  ): Promise<{ result: ReplayResult; outboxIds: readonly number[] }> {
     const tx = await db.transaction();
     try {
-      const { rows } = await tx.execute(
-        `SELECT ${PARKED_COLUMNS} FROM ${tables.parked} WHERE id = :id AND consumer_name = :consumer FOR UPDATE`,
-        { id, consumer },
-      );
+      const { rows } = await tx.execute(`SELECT ${PARKED_COLUMNS} FROM ${tables.parked} WHERE id = :id AND consumer_name = :consumer FOR UPDATE`, {
+        id,
+        consumer,
+      });
       const row = rows[0];
       if (!row) {
         await tx.rollback();

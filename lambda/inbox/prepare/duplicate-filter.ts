@@ -68,7 +68,11 @@ export async function markKnownClaims(
   // One lookup, or one per run of keys when they, or the rows that return them, would not fit in one call
   // (10,000 keys of 512 bytes).
   const fits = (run: readonly string[]) =>
-    fitsOneCall(sql, params(run), run.reduce((bytes, key) => bytes + Buffer.byteLength(key, 'utf8') + CLAIM_ROW_BYTES, 0));
+    fitsOneCall(
+      sql,
+      params(run),
+      run.reduce((bytes, key) => bytes + Buffer.byteLength(key, 'utf8') + CLAIM_ROW_BYTES, 0),
+    );
   for (const run of fittingRuns(keys, fits)) {
     const { rows } = await session.executeIdempotent(sql, params(run));
     for (const row of rows) stored.set(row.message_key as string, (row.existing_sha256 as Uint8Array | null | undefined) ?? null);

@@ -78,7 +78,9 @@ export function checkKey(key: unknown, source: string): string {
     throw new KeyError(`${source} gave an empty key; every message needs a non-empty idempotency key`);
   }
   if (Buffer.byteLength(key, 'utf8') > MAX_KEY_BYTES) {
-    throw new KeyError(`${source} gave a key of ${Buffer.byteLength(key, 'utf8')} bytes; the limit is ${MAX_KEY_BYTES}. Use a shorter key, e.g. a UUID or a hash`);
+    throw new KeyError(
+      `${source} gave a key of ${Buffer.byteLength(key, 'utf8')} bytes; the limit is ${MAX_KEY_BYTES}. Use a shorter key, e.g. a UUID or a hash`,
+    );
   }
   if (CONTROL.test(key)) {
     throw new KeyError(`${source} gave a key holding a control character; keys must be printable text`);

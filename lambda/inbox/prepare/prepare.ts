@@ -55,4 +55,3 @@ export function toMessage<Body, Raw>(record: SourceRecord<Raw>, key: string, par
   }
   return { key, body, record: record.raw, id: record.id, attempt: record.attempt, groupId: record.groupId };
 }
-

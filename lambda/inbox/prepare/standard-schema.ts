@@ -14,9 +14,7 @@ export interface StandardSchema<Output = unknown> {
 }
 
 /** A Standard Schema validation result: the value, or the issues that refused it. */
-export type StandardResult<Output> =
-  | { readonly value: Output; readonly issues?: undefined }
-  | { readonly issues: readonly StandardIssue[] };
+export type StandardResult<Output> = { readonly value: Output; readonly issues?: undefined } | { readonly issues: readonly StandardIssue[] };
 
 /** One reason a value was refused, with where in the value it was found. */
 export interface StandardIssue {

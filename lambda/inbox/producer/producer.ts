@@ -283,7 +283,10 @@ export function createProducer(options: ProducerOptions): Producer {
     attributes[keyAttribute] = { DataType: 'String', StringValue: key };
     const size = sqsSize(body, attributes);
     if (size > maxMessageBytes) {
-      return problem('body', `the message is ${size} bytes (body plus attributes), over the ${maxMessageBytes}-byte SQS limit; store the payload elsewhere (for example S3) and send a reference.`);
+      return problem(
+        'body',
+        `the message is ${size} bytes (body plus attributes), over the ${maxMessageBytes}-byte SQS limit; store the payload elsewhere (for example S3) and send a reference.`,
+      );
     }
     const entry: SendMessageBatchRequestEntry = {
       Id: `m${index}`,
@@ -313,7 +316,15 @@ export function createProducer(options: ProducerOptions): Producer {
       let pending: Prepared[] = [];
       for (const item of chunk) {
         if (fifo && item.groupId !== undefined && blockedGroups.has(item.groupId)) {
-          failures.push(failure(item, 'GroupBlocked', `not sent: an earlier message of group ${item.groupId} failed, and sending this one would reorder the group. Resend from the first failed message with the same keys.`, true, 0));
+          failures.push(
+            failure(
+              item,
+              'GroupBlocked',
+              `not sent: an earlier message of group ${item.groupId} failed, and sending this one would reorder the group. Resend from the first failed message with the same keys.`,
+              true,
+              0,
+            ),
+          );
         } else {
           pending.push(item);
         }
@@ -321,9 +332,7 @@ export function createProducer(options: ProducerOptions): Producer {
       for (let attempt = 1; pending.length > 0; attempt += 1) {
         const retry: { item: Prepared; code: string; message: string; senderFault: boolean }[] = [];
         try {
-          const output = await options.client.send(
-            new SendMessageBatchCommand({ QueueUrl: options.queueUrl, Entries: pending.map((p) => p.entry) }),
-          );
+          const output = await options.client.send(new SendMessageBatchCommand({ QueueUrl: options.queueUrl, Entries: pending.map((p) => p.entry) }));
           const byId = new Map(pending.map((p) => [p.entry.Id, p]));
           for (const ok of output.Successful ?? []) {
             const item = byId.get(ok.Id);

@@ -39,7 +39,9 @@ export function recordsArray(event: unknown, expected: ExpectedEvent): readonly 
         `Check the function's trigger (${expected.trigger}), or build test events as Lambda does.`,
     );
   }
-  records.forEach((record: unknown, index) => refuseForeign((record as { eventSource?: unknown } | null)?.eventSource, `Records[${index}].eventSource`, expected));
+  records.forEach((record: unknown, index) =>
+    refuseForeign((record as { eventSource?: unknown } | null)?.eventSource, `Records[${index}].eventSource`, expected),
+  );
   return records;
 }
 
@@ -66,5 +68,10 @@ export function shape(event: unknown, field = 'Records'): string {
   const keys = Object.keys(event);
   const value = (event as Record<string, unknown>)[field];
   if (value !== undefined) return `"${field}" of type ${value === null ? 'null' : Array.isArray(value) ? 'array' : typeof value}`;
-  return keys.length === 0 ? 'an empty object' : `an object with ${keys.slice(0, 5).map((key) => JSON.stringify(key)).join(', ')}`;
+  return keys.length === 0
+    ? 'an empty object'
+    : `an object with ${keys
+        .slice(0, 5)
+        .map((key) => JSON.stringify(key))
+        .join(', ')}`;
 }

@@ -49,7 +49,7 @@ const EXPECTED = {
 export function kafkaSource(partialResponse: boolean): InboxSource<KafkaRecord, KafkaBatchResponse, KafkaKeyStrategy> {
   return {
     name: 'kafka',
-      countsDeliveries: false,
+    countsDeliveries: false,
     idName: 'record',
     records: kafkaRecords,
     keyStrategy: (option) =>
@@ -79,7 +79,9 @@ export function kafkaSource(partialResponse: boolean): InboxSource<KafkaRecord, 
         );
       }
       if (firsts.some((record) => record.id === undefined)) {
-        throw new InboxError('a record that did not commit has no topic, partition or offset, so Lambda cannot resume from it; failing the whole batch so it is delivered again');
+        throw new InboxError(
+          'a record that did not commit has no topic, partition or offset, so Lambda cannot resume from it; failing the whole batch so it is delivered again',
+        );
       }
       return { batchItemFailures: firsts.map((record) => ({ itemIdentifier: { partition: record.lane!, offset: Number(record.raw.offset) } })) };
     },
@@ -102,7 +104,9 @@ function kafkaRecords(event: unknown): readonly SourceRecord<KafkaRecord>[] {
   const flat: SourceRecord<KafkaRecord>[] = [];
   for (const [partition, list] of Object.entries(records)) {
     if (!Array.isArray(list)) {
-      throw new UnexpectedEventError(`${EXPECTED.handler}: records[${JSON.stringify(partition)}] is ${list === null ? 'null' : typeof list}, not an array of records; build test events as Lambda does`);
+      throw new UnexpectedEventError(
+        `${EXPECTED.handler}: records[${JSON.stringify(partition)}] is ${list === null ? 'null' : typeof list}, not an array of records; build test events as Lambda does`,
+      );
     }
     for (const record of list as KafkaRecord[]) flat.push(sourceRecord(record, flat.length));
   }

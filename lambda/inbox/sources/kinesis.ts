@@ -52,7 +52,10 @@ function sourceRecord(record: KinesisStreamRecord, index: number): SourceRecord<
     index,
     id: sequenceNumber,
     body: typeof data === 'string' ? Buffer.from(data, 'base64').toString('utf8') : '',
-    bodyError: typeof data === 'string' ? undefined : new ParseError(`the record has no kinesis.data string (it is ${data === null ? 'null' : typeof data}); Kinesis records from Lambda always carry one`),
+    bodyError:
+      typeof data === 'string'
+        ? undefined
+        : new ParseError(`the record has no kinesis.data string (it is ${data === null ? 'null' : typeof data}); Kinesis records from Lambda always carry one`),
     lane: shard,
     groupId: shard,
     attempt: 1,

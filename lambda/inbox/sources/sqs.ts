@@ -53,7 +53,11 @@ export const sqsSource: InboxSource<SQSRecord, SQSBatchResponse, KeyStrategy> = 
     }
     return { batchItemFailures: failed.map((record) => ({ itemIdentifier: record.id! })) };
   },
-  parkedAttributes: (record) => ({ attributes: record.attributes ?? {}, messageAttributes: record.messageAttributes ?? {}, eventSourceARN: record.eventSourceARN }),
+  parkedAttributes: (record) => ({
+    attributes: record.attributes ?? {},
+    messageAttributes: record.messageAttributes ?? {},
+    eventSourceARN: record.eventSourceARN,
+  }),
   fromParked: (parked: ParkedMessage) =>
     sourceRecord(
       {
@@ -90,7 +94,9 @@ function sourceRecord(record: SQSRecord, index: number, fifo: boolean): SourceRe
 
 function bodyError(record: SQSRecord, body: string): Error | undefined {
   if (typeof record.body !== 'string') {
-    return new ParseError(`the record has no body string (body is ${record.body === null ? 'null' : typeof record.body}); SQS records from Lambda always carry one`);
+    return new ParseError(
+      `the record has no body string (body is ${record.body === null ? 'null' : typeof record.body}); SQS records from Lambda always carry one`,
+    );
   }
   try {
     checkBodySize(body);

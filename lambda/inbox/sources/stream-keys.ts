@@ -58,7 +58,9 @@ function fieldKey<Raw>(path: string, root: (record: SourceRecord<Raw>) => unknow
     // Number.isFinite is false for anything but a finite number.
     if (Number.isFinite(value)) value = String(value);
     if (typeof value !== 'string') {
-      throw new KeyError(`key field "${path}" is ${value === undefined ? 'missing' : described(value)} in the body; the producer must set it to a string on every message`);
+      throw new KeyError(
+        `key field "${path}" is ${value === undefined ? 'missing' : described(value)} in the body; the producer must set it to a string on every message`,
+      );
     }
     return checkKey(value, `body field "${path}"`);
   };

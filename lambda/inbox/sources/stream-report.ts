@@ -26,10 +26,15 @@ export function restartPoints<Raw>(records: readonly SourceRecord<Raw>[], outcom
  * first failed record of the shard; Lambda checkpoints before the lowest one reported and retries from it.
  * A restart point without a sequence number cannot be named: the whole invocation fails instead.
  */
-export function sequenceNumberReport<Raw>(records: readonly SourceRecord<Raw>[], outcomes: readonly Outcome[]): { batchItemFailures: { itemIdentifier: string }[] } {
+export function sequenceNumberReport<Raw>(
+  records: readonly SourceRecord<Raw>[],
+  outcomes: readonly Outcome[],
+): { batchItemFailures: { itemIdentifier: string }[] } {
   const firsts = restartPoints(records, outcomes);
   if (firsts.some((record) => record.id === undefined)) {
-    throw new InboxError('a record that did not commit has no sequence number, so Lambda cannot restart from it; failing the whole batch so it is delivered again');
+    throw new InboxError(
+      'a record that did not commit has no sequence number, so Lambda cannot restart from it; failing the whole batch so it is delivered again',
+    );
   }
   return { batchItemFailures: firsts.map((record) => ({ itemIdentifier: record.id! })) };
 }

@@ -82,12 +82,7 @@ const CTE_STATEMENTS = new Set(['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'MERGE',
  * (`ERROR: duplicate key value violates unique constraint "consumed_message_pkey"; ...; SQLState: 23505`).
  */
 export function isClaimTaken(error: unknown): boolean {
-  return (
-    error instanceof DatabaseCallError &&
-    error.failure === 'statement' &&
-    error.sqlState === '23505' &&
-    error.message.includes('"consumed_message_pkey"')
-  );
+  return error instanceof DatabaseCallError && error.failure === 'statement' && error.sqlState === '23505' && error.message.includes('"consumed_message_pkey"');
 }
 
 /** Reads the hash stored with a claim, for a duplicate whose claim statement could not see it. */

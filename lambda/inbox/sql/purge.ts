@@ -109,8 +109,6 @@ export async function purge(session: InboxSession, options: PurgeOptions): Promi
       break;
     }
   }
-  const { rows } = await session.execute(
-    `SELECT coalesce(extract(epoch FROM now() - min(processed_at)), 0)::float8 AS age FROM ${tables.consumed}`,
-  );
+  const { rows } = await session.execute(`SELECT coalesce(extract(epoch FROM now() - min(processed_at)), 0)::float8 AS age FROM ${tables.consumed}`);
   return { deleted, batches, moreRemaining, oldestRowAgeSeconds: Number(rows[0]?.age ?? 0) };
 }

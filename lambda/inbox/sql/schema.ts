@@ -220,11 +220,7 @@ export interface MigrationReport {
  * @example
  * await migrate(session, [INBOX_MIGRATIONS]);
  */
-export async function migrate(
-  session: InboxSession,
-  sets: readonly MigrationSet[] = [INBOX_MIGRATIONS],
-  schema = 'inbox',
-): Promise<MigrationReport> {
+export async function migrate(session: InboxSession, sets: readonly MigrationSet[] = [INBOX_MIGRATIONS], schema = 'inbox'): Promise<MigrationReport> {
   const tables = inboxTables(schema);
   for (const set of sets) checkSet(set);
   const applied: { set: string; version: number; name: string }[] = [];

@@ -61,8 +61,8 @@ export function scanSql(sql: string): ScannedSql {
       let depth = 1;
       let j = i + 2;
       while (j < sql.length && depth > 0) {
-        if (sql[j] === '/' && sql[j + 1] === '*') (depth++, (j += 2));
-        else if (sql[j] === '*' && sql[j + 1] === '/') (depth--, (j += 2));
+        if (sql[j] === '/' && sql[j + 1] === '*') depth++, (j += 2);
+        else if (sql[j] === '*' && sql[j + 1] === '/') depth--, (j += 2);
         else j++;
       }
       skipTo(j);

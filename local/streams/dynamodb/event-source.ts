@@ -50,12 +50,7 @@ export class DynamoDbEventSource extends StreamEventSource<DynamoDBRecord, Dynam
 }
 
 /** The DynamoDB Streams side of the stream poller: shards as lanes, the mapping's own checkpoints, Lambda's shapes. */
-function dynamoDbSource(
-  model: DynamoDbModel,
-  table: string,
-  streamArn: string,
-  shards: readonly string[],
-): StreamSource<DynamoDBRecord, DynamoDBStreamEvent> {
+function dynamoDbSource(model: DynamoDbModel, table: string, streamArn: string, shards: readonly string[]): StreamSource<DynamoDBRecord, DynamoDBStreamEvent> {
   const checkpoints = new Map<string, bigint>();
   const toLambda = (record: DynamoDbStreamRecord): LaneRecord<DynamoDBRecord> => ({
     lane: record.shardId,

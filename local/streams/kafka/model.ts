@@ -99,8 +99,7 @@ export class KafkaModel {
     this.accountId = options.accountId ?? '000000000000';
     const cluster = options.clusterName ?? 'local-cluster';
     this.clusterArn = this.kind === 'msk' ? `arn:aws:kafka:${this.region}:${this.accountId}:cluster/${cluster}/${randomUUID()}-1` : undefined;
-    this.bootstrapServers =
-      options.bootstrapServers ?? [1, 2].map((b) => `b-${b}.${cluster}.local.c1.kafka.${this.region}.amazonaws.com:9092`).join(',');
+    this.bootstrapServers = options.bootstrapServers ?? [1, 2].map((b) => `b-${b}.${cluster}.local.c1.kafka.${this.region}.amazonaws.com:9092`).join(',');
   }
 
   /** Creates a topic of `partitions` partitions (default 1). */
@@ -109,7 +108,8 @@ export class KafkaModel {
       throw new StreamModelError('INVALID_TOPIC_EXCEPTION', `topic name ${JSON.stringify(name)} must be 1 to 249 of a-z, A-Z, 0-9, . _ -`);
     }
     if (this.#topics.has(name)) throw new StreamModelError('TOPIC_ALREADY_EXISTS', `Topic '${name}' already exists.`);
-    if (!Number.isInteger(partitions) || partitions < 1) throw new StreamModelError('INVALID_PARTITIONS', `partitions must be a positive integer; got ${partitions}`);
+    if (!Number.isInteger(partitions) || partitions < 1)
+      throw new StreamModelError('INVALID_PARTITIONS', `partitions must be a positive integer; got ${partitions}`);
     this.#topics.set(name, {
       partitions: Array.from({ length: partitions }, () => new ShardLog<KafkaStoredRecord>(undefined)),
       changes: new ChangeSignal(),

@@ -33,7 +33,10 @@ function make(extra: Partial<DynamoDbInboxOptions> = {}) {
     },
     ...extra,
   });
-  const rows = async () => (await db.query<{ item_id: string; event_name: string }>('SELECT item_id, event_name FROM public.audit WHERE consumer = $1 ORDER BY seq', [consumer])).map((r) => `${r.event_name} ${r.item_id}`);
+  const rows = async () =>
+    (await db.query<{ item_id: string; event_name: string }>('SELECT item_id, event_name FROM public.audit WHERE consumer = $1 ORDER BY seq', [consumer])).map(
+      (r) => `${r.event_name} ${r.item_id}`,
+    );
   return { handler, seen, rows };
 }
 
@@ -73,7 +76,9 @@ describe('dynamoDbInbox', () => {
     big.dynamodb!.NewImage!.amount = { N: '123456789012345678901234567890' };
     expect(await handler(dynamoDbEvent([big, dynamoDbRecord({ id: 'next' })]), lambdaContext())).toEqual({ batchItemFailures: [] });
     const [parked] = await parkedMessages(handler).list();
-    expect(parked!.errorMessage).toMatch(/attribute amount is the number 123456789012345678901234567890, which a JavaScript number cannot hold exactly; give dynamoDbInbox a `parse`/);
+    expect(parked!.errorMessage).toMatch(
+      /attribute amount is the number 123456789012345678901234567890, which a JavaScript number cannot hold exactly; give dynamoDbInbox a `parse`/,
+    );
     expect(await rows()).toEqual(['INSERT next']);
   });
 

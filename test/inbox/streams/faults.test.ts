@@ -4,7 +4,16 @@ import type { ConsumerOptions } from '../../../lambda/inbox/index.js';
 import { inboxFixture, recordingLogger, recordingMetrics } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
 import { expectNoOpenTransaction, onTransport } from '../../support/transport.js';
-import { EFFECTS_DDL, STREAM_SOURCES, effectOptions, effectsByLane, laneIds, nextDelivery, restarts, skippedUncommitted } from '../../support/stream-sources.js';
+import {
+  EFFECTS_DDL,
+  STREAM_SOURCES,
+  effectOptions,
+  effectsByLane,
+  laneIds,
+  nextDelivery,
+  restarts,
+  skippedUncommitted,
+} from '../../support/stream-sources.js';
 import type { Mode, Report, StreamItem, StreamSource } from '../../support/stream-sources.js';
 
 // The SQS fault matrix, on each stream source. Every fault is injected through the local Data API server;
@@ -49,13 +58,45 @@ interface Fault {
 }
 
 const MATRIX: readonly Fault[] = [
-  { fault: '5xx before the claim (BeginTransaction unavailable)', stage: 'before-t2', arm: () => db.server.faults.serverError({ count: 1, operation: 'BeginTransaction', status: 503 }), firstFails: true, committed: false },
+  {
+    fault: '5xx before the claim (BeginTransaction unavailable)',
+    stage: 'before-t2',
+    arm: () => db.server.faults.serverError({ count: 1, operation: 'BeginTransaction', status: 503 }),
+    firstFails: true,
+    committed: false,
+  },
   // The lost answer reaches the client as a reset connection, and a BeginTransaction is safe to send again:
   // t2 runs in a second transaction; the first, never used, stays open until the idle expiry.
-  { fault: 'BeginTransaction answer lost (the transaction opened, its id never arrives)', stage: 'before-t2', arm: () => db.server.faults.dropResponse({ operation: 'BeginTransaction' }), firstFails: false, committed: true, leavesTransaction: true },
-  { fault: 'throw after the claim (the claim statement answers 500)', stage: 'before-t2', arm: () => db.server.faults.serverError({ count: 1, operation: 'ExecuteStatement', status: 500 }), firstFails: true, committed: false },
-  { fault: 'claim executed, its answer lost', stage: 'before-t2', arm: () => db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: CLAIM_SQL }), firstFails: true, committed: false },
-  { fault: 'crash inside the transaction (answer of the effect statement lost)', stage: 'before-t2', arm: () => db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: EFFECT_SQL }), losesSet: true, firstFails: true, committed: false },
+  {
+    fault: 'BeginTransaction answer lost (the transaction opened, its id never arrives)',
+    stage: 'before-t2',
+    arm: () => db.server.faults.dropResponse({ operation: 'BeginTransaction' }),
+    firstFails: false,
+    committed: true,
+    leavesTransaction: true,
+  },
+  {
+    fault: 'throw after the claim (the claim statement answers 500)',
+    stage: 'before-t2',
+    arm: () => db.server.faults.serverError({ count: 1, operation: 'ExecuteStatement', status: 500 }),
+    firstFails: true,
+    committed: false,
+  },
+  {
+    fault: 'claim executed, its answer lost',
+    stage: 'before-t2',
+    arm: () => db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: CLAIM_SQL }),
+    firstFails: true,
+    committed: false,
+  },
+  {
+    fault: 'crash inside the transaction (answer of the effect statement lost)',
+    stage: 'before-t2',
+    arm: () => db.server.faults.dropResponse({ operation: 'ExecuteStatement', match: EFFECT_SQL }),
+    losesSet: true,
+    firstFails: true,
+    committed: false,
+  },
   {
     fault: 'the function throws after the effect',
     stage: 'in-t2',
@@ -76,9 +117,33 @@ const MATRIX: readonly Fault[] = [
     committed: false,
     leavesTransaction: true,
   },
-  { fault: 'commit refused (5xx, not executed)', stage: 'in-t2', arm: () => db.server.faults.serverError({ count: 1, operation: 'CommitTransaction', status: 500 }), losesSet: true, firstFails: true, committed: false, failure: /CommitTransaction failed \(unavailable, outcome unknown\)/ },
-  { fault: 'commit fails with a network error (502 with no error type, not executed)', stage: 'in-t2', arm: () => db.server.faults.serverError({ count: 1, operation: 'CommitTransaction', status: 502 }), losesSet: true, firstFails: true, committed: false, failure: /CommitTransaction failed \(network, outcome unknown\)/ },
-  { fault: 'commit executed, the connection closed before its answer', stage: 'in-t2', arm: () => db.server.faults.dropResponse({ operation: 'CommitTransaction' }), losesSet: true, firstFails: true, committed: true, failure: /CommitTransaction failed \((network|timeout), outcome unknown\)/ },
+  {
+    fault: 'commit refused (5xx, not executed)',
+    stage: 'in-t2',
+    arm: () => db.server.faults.serverError({ count: 1, operation: 'CommitTransaction', status: 500 }),
+    losesSet: true,
+    firstFails: true,
+    committed: false,
+    failure: /CommitTransaction failed \(unavailable, outcome unknown\)/,
+  },
+  {
+    fault: 'commit fails with a network error (502 with no error type, not executed)',
+    stage: 'in-t2',
+    arm: () => db.server.faults.serverError({ count: 1, operation: 'CommitTransaction', status: 502 }),
+    losesSet: true,
+    firstFails: true,
+    committed: false,
+    failure: /CommitTransaction failed \(network, outcome unknown\)/,
+  },
+  {
+    fault: 'commit executed, the connection closed before its answer',
+    stage: 'in-t2',
+    arm: () => db.server.faults.dropResponse({ operation: 'CommitTransaction' }),
+    losesSet: true,
+    firstFails: true,
+    committed: true,
+    failure: /CommitTransaction failed \((network|timeout), outcome unknown\)/,
+  },
   {
     fault: 'commit times out (no answer within callTimeoutMs)',
     stage: 'in-t2',
@@ -88,11 +153,20 @@ const MATRIX: readonly Fault[] = [
     // On the wire the COMMIT, held on its way, reaches PostgreSQL after the transaction's idle expiry
     // (300 ms): the server ends the transaction and says so before the client's timeout, so the outcome is
     // known, not committed. (A COMMIT whose answer is lost: test/inbox/transport/wire-faults.test.ts.)
-    failure: onTransport({ 'data-api': /CommitTransaction failed \(timeout, outcome unknown\)/, wire: /CommitTransaction failed \(transaction-not-found\): terminating connection due to idle-in-transaction timeout/ }),
+    failure: onTransport({
+      'data-api': /CommitTransaction failed \(timeout, outcome unknown\)/,
+      wire: /CommitTransaction failed \(transaction-not-found\): terminating connection due to idle-in-transaction timeout/,
+    }),
     options: { callTimeoutMs: 1_000 },
   },
   { fault: 'transaction idle expiry: the effect outlives its transaction', stage: 'in-t2', arm: () => sleep(700), firstFails: true, committed: false },
-  { fault: 'auto-pause: Aurora resuming for 300 ms', stage: 'before-t2', arm: () => db.server.faults.autoPause({ resumeAfterMs: 300 }), firstFails: false, committed: true },
+  {
+    fault: 'auto-pause: Aurora resuming for 300 ms',
+    stage: 'before-t2',
+    arm: () => db.server.faults.autoPause({ resumeAfterMs: 300 }),
+    firstFails: false,
+    committed: true,
+  },
   { fault: 'latency on every call', stage: 'start', arm: () => db.server.faults.latency({ ms: 30 }), firstFails: false, committed: true },
 ];
 
@@ -123,7 +197,12 @@ function arrange(source: StreamSource, mode: Mode, fault: Fault) {
   const consumer = `faults-${run++}`;
   const [other, lane] = source.lanes.length > 1 ? [source.lanes[0]!, source.lanes[1]!] : [undefined, source.lanes[0]!];
   const items = source.build([
-    ...(other ? [{ lane: other, n: 1 }, { lane: other, n: 2 }] : []),
+    ...(other
+      ? [
+          { lane: other, n: 1 },
+          { lane: other, n: 2 },
+        ]
+      : []),
     { lane, n: 1 },
     { lane, n: 2 },
     { lane, n: 3 },
@@ -212,7 +291,9 @@ describe.each(STREAM_SOURCES)('stream fault matrix in batch mode, $name: a lost 
 
     // The set is one transaction: none of it, or (the commit answer lost) all of it, committed; either way
     // the outcome of each record is unknown, so each lane restarts at its first record.
-    const firsts = Object.fromEntries(source.lanes.filter((lane) => items.some((item) => item.lane === lane)).map((lane) => [lane, items.find((item) => item.lane === lane)!.id]));
+    const firsts = Object.fromEntries(
+      source.lanes.filter((lane) => items.some((item) => item.lane === lane)).map((lane) => [lane, items.find((item) => item.lane === lane)!.id]),
+    );
     expect(restarts(first)).toEqual(source.partial ? firsts : 'whole');
     expect(await effectsByLane(db.query, consumer)).toEqual(fault.committed ? laneIds(items) : {});
     await expectNoOpenTransaction(openTransactions);

@@ -39,14 +39,20 @@ function make(extra: Partial<KafkaInboxOptions<Payment>> = {}) {
   });
   /** The keys this consumer claimed: what committed. */
   const claimed = async () =>
-    (await db.query<{ message_id: string }>('SELECT message_id FROM inbox.consumed_message WHERE consumer_name = $1 ORDER BY message_id', [consumer])).map((row) => row.message_id);
+    (await db.query<{ message_id: string }>('SELECT message_id FROM inbox.consumed_message WHERE consumer_name = $1 ORDER BY message_id', [consumer])).map(
+      (row) => row.message_id,
+    );
   /** The warnings logged, each with its fields. */
   const warnings = () => logger.lines.filter((line) => line.level === 'warn').map((line) => ({ message: line.message, ...(line.extra[0] as object) }));
   return { handler, seen, claimed, warnings };
 }
 
 /** What a handler's promise rejected with; undefined if it resolved. */
-const rejection = (promise: Promise<unknown>) => promise.then(() => undefined, (error: unknown) => error as Error);
+const rejection = (promise: Promise<unknown>) =>
+  promise.then(
+    () => undefined,
+    (error: unknown) => error as Error,
+  );
 
 /** A Kafka record with `field` taken out, as a malformed test event would carry it. */
 function without(record: KafkaRecord, field: keyof KafkaRecord): KafkaRecord {
@@ -56,7 +62,14 @@ function without(record: KafkaRecord, field: keyof KafkaRecord): KafkaRecord {
 }
 
 /** What the parked table kept of a message, without its timestamps and row id. */
-const keptOf = ({ sqsMessageId, key, body, errorClass, errorMessage, attributes }: ParkedMessage) => ({ sqsMessageId, key, body, errorClass, errorMessage, attributes });
+const keptOf = ({ sqsMessageId, key, body, errorClass, errorMessage, attributes }: ParkedMessage) => ({
+  sqsMessageId,
+  key,
+  body,
+  errorClass,
+  errorMessage,
+  attributes,
+});
 
 const NO_PLACE_KEY_ERROR = { name: 'KeyError', message: 'the topic, partition and offset gave an empty key; every message needs a non-empty idempotency key' };
 const NO_PLACE_REFUSAL =
@@ -72,7 +85,11 @@ describe('kafkaInbox: events that are not Kafka events', () => {
     ['a string', 'records', 'got string.'],
     ['an empty object', {}, 'got an empty object.'],
     ['an SQS event', { Records: [sqsRecord()] }, 'got "Records" of type array.'],
-    ['an MSK event whose "records" is null', { eventSource: 'aws:kafka', records: null }, 'got "records" of type null. It looks like an event from an Amazon MSK topic.'],
+    [
+      'an MSK event whose "records" is null',
+      { eventSource: 'aws:kafka', records: null },
+      'got "records" of type null. It looks like an event from an Amazon MSK topic.',
+    ],
     ['"records" that is an array', { records: [kafkaRecord({ offset: 1 })] }, 'got "records" of type array.'],
     // Lambda's events are JSON; the check still does not let a callable through on its "records" alone.
     ['a function carrying "records"', Object.assign(() => {}, { records: {} }), 'got function.'],
@@ -91,7 +108,10 @@ describe('kafkaInbox: events that are not Kafka events', () => {
     ['an object', { offset: 1 }, 'object'],
   ])('refuses a topic-partition whose records are %s, applying none of the others', async (_, list, described) => {
     const { handler, seen, claimed } = make();
-    const event = { ...kafkaEvent([kafkaRecord({ partition: 0, offset: 1, body: { id: 'a' } })]), records: { 'orders-0': [kafkaRecord({ partition: 0, offset: 1, body: { id: 'a' } })], 'orders-1': list } };
+    const event = {
+      ...kafkaEvent([kafkaRecord({ partition: 0, offset: 1, body: { id: 'a' } })]),
+      records: { 'orders-0': [kafkaRecord({ partition: 0, offset: 1, body: { id: 'a' } })], 'orders-1': list },
+    };
     const error = await rejection(handler(event as never, lambdaContext()));
     expect(error).toBeInstanceOf(UnexpectedEventError);
     expect(error!.message).toBe(`kafkaInbox(): records["orders-1"] is ${described}, not an array of records; build test events as Lambda does`);
@@ -184,10 +204,16 @@ describe('kafkaInbox: record values', () => {
 
   it('fails alone a record whose value is not a base64 string, naming it by topic-partition@offset', async () => {
     const { handler, seen, warnings } = make();
-    const records = [kafkaRecord({ offset: 1, body: { id: 'a' } }), { ...kafkaRecord({ offset: 2 }), value: 42 as never }, kafkaRecord({ partition: 1, offset: 1, body: { id: 'x' } })];
+    const records = [
+      kafkaRecord({ offset: 1, body: { id: 'a' } }),
+      { ...kafkaRecord({ offset: 2 }), value: 42 as never },
+      kafkaRecord({ partition: 1, offset: 1, body: { id: 'x' } }),
+    ];
     expect(await handler(kafkaEvent(records), lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: { partition: 'orders-0', offset: 2 } }] });
     expect(seen.map((m) => m.body?.id).sort()).toEqual(['a', 'x']);
-    expect(warnings()).toEqual([{ message: 'record failed; Lambda will deliver it again', record: 'orders-0@2', error: { name: 'ParseError', message: NOT_BASE64 } }]);
+    expect(warnings()).toEqual([
+      { message: 'record failed; Lambda will deliver it again', record: 'orders-0@2', error: { name: 'ParseError', message: NOT_BASE64 } },
+    ]);
   });
 
   it('parks a record whose value is not a base64 string with an empty body', async () => {

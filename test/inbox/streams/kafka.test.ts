@@ -36,7 +36,10 @@ function make(extra: Partial<KafkaInboxOptions<Payment>> = {}) {
     },
     ...extra,
   });
-  const rows = async () => (await db.query<{ lane: string; payment: string | null }>('SELECT lane, payment FROM public.payments_seen WHERE consumer = $1 ORDER BY seq', [consumer])).map((r) => `${r.lane}:${r.payment}`);
+  const rows = async () =>
+    (
+      await db.query<{ lane: string; payment: string | null }>('SELECT lane, payment FROM public.payments_seen WHERE consumer = $1 ORDER BY seq', [consumer])
+    ).map((r) => `${r.lane}:${r.payment}`);
   return { handler, seen, rows };
 }
 
@@ -85,8 +88,15 @@ describe('kafkaInbox', () => {
         applied.push(message.body.id);
       },
     });
-    const records = [kafkaRecord({ offset: 1, body: { id: 'a' } }), kafkaRecord({ offset: 2, body: { id: 'b' } }), kafkaRecord({ offset: 3, body: { id: 'c' } })];
-    const error = await handler(kafkaEvent(records), lambdaContext()).then(() => undefined, (e: unknown) => e);
+    const records = [
+      kafkaRecord({ offset: 1, body: { id: 'a' } }),
+      kafkaRecord({ offset: 2, body: { id: 'b' } }),
+      kafkaRecord({ offset: 3, body: { id: 'c' } }),
+    ];
+    const error = await handler(kafkaEvent(records), lambdaContext()).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(error).toBeInstanceOf(InboxError);
     expect((error as Error).message).toMatch(/1 topic-partition\(s\) of the batch did not commit \(first: orders-0@2\); failing the invocation/);
     failB = false;
@@ -116,7 +126,7 @@ describe('kafkaInbox', () => {
     expect(await rows()).toEqual(['orders-0:p-9']);
   });
 
-  it('fails a record without its header alone, as its partition\'s restart point', async () => {
+  it("fails a record without its header alone, as its partition's restart point", async () => {
     const { handler } = make({ key: { header: 'idempotency-key' } });
     const records = [kafkaRecord({ offset: 1, body: { id: 'a' }, headers: { 'idempotency-key': 'a' } }), kafkaRecord({ offset: 2, body: { id: 'b' } })];
     expect(await handler(kafkaEvent(records), lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: { partition: 'orders-0', offset: 2 } }] });
@@ -127,7 +137,11 @@ describe('kafkaInbox', () => {
     await expect(handler({ Records: [sqsRecord()] } as never, lambdaContext())).rejects.toThrow(
       /kafkaInbox\(\) handles Kafka events \(Amazon MSK or self-managed\), which carry "records" keyed by topic-partition; got "Records" of type array\./,
     );
-    await expect(handler({ eventSource: 'aws:kinesis', records: {} } as never, lambdaContext())).rejects.toThrow(/eventSource is "aws:kinesis" \(a Kinesis stream\)/);
-    expect(() => make({ key: 'message-id' as never })).toThrow(/"message-id" is not a key strategy; use 'offset', \{ field: 'orderId' \}, \{ header: 'idempotency-key' \}, a function of the record/);
+    await expect(handler({ eventSource: 'aws:kinesis', records: {} } as never, lambdaContext())).rejects.toThrow(
+      /eventSource is "aws:kinesis" \(a Kinesis stream\)/,
+    );
+    expect(() => make({ key: 'message-id' as never })).toThrow(
+      /"message-id" is not a key strategy; use 'offset', \{ field: 'orderId' \}, \{ header: 'idempotency-key' \}, a function of the record/,
+    );
   });
 });

@@ -27,7 +27,8 @@ function make(extra: Partial<KinesisInboxOptions<Click>> = {}) {
   };
   const metrics = recordingMetrics();
   const handler = kinesisInbox<Click>({ consumer, database: db.target, logger: recordingLogger(), metrics, apply: effect, ...extra });
-  const pages = async () => (await db.query<{ page: string }>('SELECT page FROM public.clicks WHERE consumer = $1 ORDER BY seq', [consumer])).map((row) => row.page);
+  const pages = async () =>
+    (await db.query<{ page: string }>('SELECT page FROM public.clicks WHERE consumer = $1 ORDER BY seq', [consumer])).map((row) => row.page);
   return { handler, seen, pages, consumer, metrics };
 }
 
@@ -56,15 +57,18 @@ describe('kinesisInbox', () => {
       database: db.target,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      ...(mode === 'apply' ? { apply: effect } : { applyBatch: async (tx, messages) => { for (const m of messages) await effect(tx, m); } }),
+      ...(mode === 'apply'
+        ? { apply: effect }
+        : {
+            applyBatch: async (tx, messages) => {
+              for (const m of messages) await effect(tx, m);
+            },
+          }),
     });
-    const records = [
-      kinesisRecord({ body: { page: 'a' } }),
-      kinesisRecord({ body: { page: 'b', fail: true } }),
-      kinesisRecord({ body: { page: 'c' } }),
-    ];
+    const records = [kinesisRecord({ body: { page: 'a' } }), kinesisRecord({ body: { page: 'b', fail: true } }), kinesisRecord({ body: { page: 'c' } })];
     expect(await handler(kinesisEvent(records), lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: records[1]!.kinesis.sequenceNumber }] });
-    const pages = async () => (await db.query<{ page: string }>('SELECT page FROM public.clicks WHERE consumer = $1 ORDER BY seq', [current])).map((row) => row.page);
+    const pages = async () =>
+      (await db.query<{ page: string }>('SELECT page FROM public.clicks WHERE consumer = $1 ORDER BY seq', [current])).map((row) => row.page);
     expect(await pages()).toEqual(['a']);
     // Lambda restarts from b: a is not in the retry. b now succeeds (its cause fixed): b, c applied once.
     const retried = [{ ...records[1]!, kinesis: { ...records[1]!.kinesis, data: Buffer.from(JSON.stringify({ page: 'b' })).toString('base64') } }, records[2]!];
@@ -78,7 +82,12 @@ describe('kinesisInbox', () => {
     expect(await handler(kinesisEvent(records), lambdaContext())).toEqual({ batchItemFailures: [] });
     expect(await pages()).toEqual(['a', 'c']);
     const [parked] = await parkedMessages(handler).list();
-    expect(parked).toMatchObject({ sqsMessageId: records[1]!.kinesis.sequenceNumber, body: 'not json', errorClass: 'ParseError', attributes: { record: records[1] } });
+    expect(parked).toMatchObject({
+      sqsMessageId: records[1]!.kinesis.sequenceNumber,
+      body: 'not json',
+      errorClass: 'ParseError',
+      attributes: { record: records[1] },
+    });
   });
 
   it('takes a producer key from a body field', async () => {

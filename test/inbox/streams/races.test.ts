@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BatchSummary } from '../../../lambda/inbox/index.js';
-import { dataApiClient, inboxFixture, recordingLogger, recordingMetrics } from '../../support/inbox.js';
+import { inboxFixture, recordingLogger, recordingMetrics } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
 import {
   EFFECTS_DDL,
@@ -52,7 +52,12 @@ async function committedIds(consumer: string): Promise<Set<string>> {
 }
 
 /** Races the instances on the batch, then on what their answers ask to deliver again, until nothing is left. */
-async function raceUntilDone(handlers: readonly StreamHandler[], items: readonly StreamItem[], consumer: string, check: (reports: Report[], delivery: StreamItem[]) => Promise<void>) {
+async function raceUntilDone(
+  handlers: readonly StreamHandler[],
+  items: readonly StreamItem[],
+  consumer: string,
+  check: (reports: Report[], delivery: StreamItem[]) => Promise<void>,
+) {
   let deliveries: StreamItem[][] = [[...items]];
   for (let round = 1; deliveries.length > 0; round++) {
     expect(round).toBeLessThanOrEqual(2 * items.length + 1);

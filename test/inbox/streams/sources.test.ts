@@ -25,7 +25,8 @@ function dynamoDb() {
     apply: async (_, message) => void seen.push(message),
   });
   /** What the failed records' log lines say. */
-  const failures = () => logger.lines.filter((line) => line.message.startsWith('record failed')).map((line) => (line.extra[0] as { error: { message: string } }).error.message);
+  const failures = () =>
+    logger.lines.filter((line) => line.message.startsWith('record failed')).map((line) => (line.extra[0] as { error: { message: string } }).error.message);
   return { handler, seen, failures };
 }
 
@@ -67,20 +68,31 @@ describe('dynamoDbInbox: the images', () => {
     // One shard: the failed record is the restart point, and the record after it does not start.
     expect(await handler(dynamoDbEvent([good, bad]), lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: bad.dynamodb!.SequenceNumber }] });
     expect(seen.map((m) => m.body.keys.id)).toEqual(['good']);
-    expect(failures()).toEqual([`the body could not be parsed: ${message}, which a JavaScript number cannot hold exactly; give dynamoDbInbox a \`parse\` that reads record.dynamodb.NewImage itself (e.g. as BigInt)`]);
+    expect(failures()).toEqual([
+      `the body could not be parsed: ${message}, which a JavaScript number cannot hold exactly; give dynamoDbInbox a \`parse\` that reads record.dynamodb.NewImage itself (e.g. as BigInt)`,
+    ]);
   });
 
   it('refuses an attribute of a type DynamoDB Streams never sends, naming it and what it holds', async () => {
     const { handler, failures } = dynamoDb();
     const odd = withAttributes('odd', { when: { X: '2026-11-30' } });
     expect(await handler(dynamoDbEvent([odd]), lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: odd.dynamodb!.SequenceNumber }] });
-    expect(failures()).toEqual(['the body could not be parsed: attribute when has no type DynamoDB Streams sends (S, N, B, BOOL, NULL, M, L, SS, NS, BS): {"X":"2026-11-30"}']);
+    expect(failures()).toEqual([
+      'the body could not be parsed: attribute when has no type DynamoDB Streams sends (S, N, B, BOOL, NULL, M, L, SS, NS, BS): {"X":"2026-11-30"}',
+    ]);
   });
 });
 
 describe('kafkaInbox: refusals', () => {
   it('names both Kafka event sources it takes when an event names another', async () => {
-    const handler = kafkaInbox({ consumer: `sources-kafka-${run++}`, database: db.target, logger: recordingLogger(), metrics: recordingMetrics(), reportBatchItemFailures: true, apply: async () => {} });
+    const handler = kafkaInbox({
+      consumer: `sources-kafka-${run++}`,
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      reportBatchItemFailures: true,
+      apply: async () => {},
+    });
     await expect(handler({ eventSource: 'aws:sqs', records: {} } as never, lambdaContext())).rejects.toThrow(
       'kafkaInbox() handles Kafka events (Amazon MSK or self-managed); eventSource is "aws:sqs" (an SQS queue), not "aws:kafka" or "SelfManagedKafka". ' +
         "Check the function's trigger: it must be an MSK or self-managed Kafka event source mapping.",

@@ -58,13 +58,18 @@ let run = 0;
 function telemetry() {
   const logger = recordingLogger();
   /** What the `record failed` log lines say, each with the record's sequence number and its error. */
-  const failures = () => logger.lines.filter((line) => line.message.startsWith('record ')).map((line) => ({ level: line.level, message: line.message, ...(line.extra[0] as object) }));
+  const failures = () =>
+    logger.lines
+      .filter((line) => line.message.startsWith('record '))
+      .map((line) => ({ level: line.level, message: line.message, ...(line.extra[0] as object) }));
   return { logger, failures };
 }
 
 /** The keys the consumer claimed, as the inbox table holds them. */
 async function claimed(consumer: string): Promise<string[]> {
-  return (await db.query<{ message_id: string }>('SELECT message_id FROM inbox.consumed_message WHERE consumer_name = $1 ORDER BY message_id', [consumer])).map((row) => row.message_id);
+  return (await db.query<{ message_id: string }>('SELECT message_id FROM inbox.consumed_message WHERE consumer_name = $1 ORDER BY message_id', [consumer])).map(
+    (row) => row.message_id,
+  );
 }
 
 function kinesis(extra: Partial<KinesisInboxOptions<Page>> = {}) {
@@ -160,7 +165,9 @@ describe('kinesisInbox: a record Lambda would never send', () => {
 
     expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: bad.kinesis.sequenceNumber }] });
     expect(pages()).toEqual(['a']);
-    expect(failures()).toEqual([failedLine(bad.kinesis.sequenceNumber, 'KeyError', 'the shard and sequence number gave a key holding a control character; keys must be printable text')]);
+    expect(failures()).toEqual([
+      failedLine(bad.kinesis.sequenceNumber, 'KeyError', 'the shard and sequence number gave a key holding a control character; keys must be printable text'),
+    ]);
   });
 
   it.each([
@@ -235,11 +242,17 @@ describe('kinesisInbox: key options', () => {
     expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: bad.kinesis.sequenceNumber }] });
     expect(seen.map((message) => message.key)).toEqual(['customer-7']);
     expect(await claimed(consumer)).toEqual(['customer-7']);
-    expect(failures()).toEqual([failedLine(bad.kinesis.sequenceNumber, 'KeyError', 'the key function gave an empty key; every message needs a non-empty idempotency key')]);
+    expect(failures()).toEqual([
+      failedLine(bad.kinesis.sequenceNumber, 'KeyError', 'the key function gave an empty key; every message needs a non-empty idempotency key'),
+    ]);
   });
 
   it.each([
-    ['a name of another source', 'offset', `inbox option "key": the string "offset" is not a key strategy; use 'sequence-number', { field: 'orderId' }, a function of the record`],
+    [
+      'a name of another source',
+      'offset',
+      `inbox option "key": the string "offset" is not a key strategy; use 'sequence-number', { field: 'orderId' }, a function of the record`,
+    ],
     ['an array', ['page'], `inbox option "key": an array is not a key strategy; use 'sequence-number', { field: 'orderId' }, a function of the record`],
     ['a misspelt field', { fields: 'page' }, 'inbox option "key.fields": is not an option of key; did you mean "field"?'],
     ['an empty field name', { field: '' }, `inbox option "key.field": must be a non-empty name, e.g. { field: 'orderId' }`],
@@ -272,7 +285,12 @@ describe('kinesisInbox: key options', () => {
     ['an object', 'order', '{"page":"x","order":{"id":"o-1"}}', `key field "order" is an object ${MUST_BE_SET}`],
     ['a boolean', 'order.id', '{"page":"x","order":{"id":true}}', `key field "order.id" is the boolean true ${MUST_BE_SET}`],
     ['a number past the largest finite one', 'order.id', '{"page":"x","order":{"id":1e400}}', `key field "order.id" is the number Infinity ${MUST_BE_SET}`],
-    ['an empty string', 'order.id', '{"page":"x","order":{"id":""}}', 'body field "order.id" gave an empty key; every message needs a non-empty idempotency key'],
+    [
+      'an empty string',
+      'order.id',
+      '{"page":"x","order":{"id":""}}',
+      'body field "order.id" gave an empty key; every message needs a non-empty idempotency key',
+    ],
     ['in a body that is not JSON', 'order.id', 'page x', 'key field "order.id": the body is not JSON, so it has no fields'],
   ])('fails alone a record whose key field is %s, and applies the other shard', async (_, field, text, message) => {
     const { handler, seen, failures, consumer } = kinesis({ key: { field } });

@@ -64,7 +64,7 @@ type Order = { orderId: string };
 /** A seeded dice (a linear congruential generator), so that each run injects the same conflicts. */
 function seeded(seed: number): () => number {
   let state = seed >>> 0 || 1;
-  return () => ((state = (Math.imul(state, 1664525) + 1013904223) >>> 0) / 2 ** 32);
+  return () => (state = (Math.imul(state, 1664525) + 1013904223) >>> 0) / 2 ** 32;
 }
 const SHIP = `INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'shipped', 1)
   ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`;
@@ -77,13 +77,23 @@ const MODES: Record<string, Partial<InboxOptions<Order>>> = {
   transaction: { apply: async (tx, message) => void (await tx.execute(SHIP, { orderId: message.body.orderId })) },
   statement: { statement: (message) => ({ sql: SHIP_CLAIMED, params: { orderId: message.body.orderId } }) },
   applyBatch: {
-    applyBatch: async (tx, messages) => void (await tx.executeBatch(SHIP, messages.map((message) => ({ orderId: message.body.orderId })))),
+    applyBatch: async (tx, messages) =>
+      void (await tx.executeBatch(
+        SHIP,
+        messages.map((message) => ({ orderId: message.body.orderId })),
+      )),
   },
   statementBatch: { statementBatch: { sql: SHIP_BATCH } },
 };
 
 const handlerFor = (mode: string, database: DsqlTarget = target()) =>
-  inbox<Order>({ consumer: 'order-worker', database: database as never, logger: recordingLogger(), metrics: recordingMetrics(), ...MODES[mode] } as InboxOptions<Order>);
+  inbox<Order>({
+    consumer: 'order-worker',
+    database: database as never,
+    logger: recordingLogger(),
+    metrics: recordingMetrics(),
+    ...MODES[mode],
+  } as InboxOptions<Order>);
 
 const shippedCounts = async () => (await direct.query('SELECT shipped_count FROM public.orders')).rows.map((row) => row.shipped_count as number);
 
@@ -124,7 +134,9 @@ describe('dsql(): the target', () => {
     const credentials = { accessKeyId: 'AKIDEXAMPLE', secretAccessKey: 'secret' };
     const host = 'abcdefghijklmnopqrstuvwxyz.dsql.us-east-1.on.aws';
     const role = await (await tokenSource({ host, region: 'us-east-1', user: 'inbox_consumer', port: 5432, database: 'postgres' }, { credentials }))();
-    const admin = await (await tokenSource({ host, region: 'us-east-1', user: 'admin', port: 5432, database: 'postgres' }, { credentials, tokenExpiresInSeconds: 600 }))();
+    const admin = await (
+      await tokenSource({ host, region: 'us-east-1', user: 'admin', port: 5432, database: 'postgres' }, { credentials, tokenExpiresInSeconds: 600 })
+    )();
     expect(role).toMatch(new RegExp(`^${host.replace(/\./g, '\\.')}/\\?Action=DbConnect&`));
     expect(admin).toMatch(/Action=DbConnectAdmin&/);
     expect(admin).toMatch(/X-Amz-Expires=600/);
@@ -142,7 +154,10 @@ describe('dsql(): the target', () => {
 
     profile.proxy.connectionRefusals.count = 3;
     const strict = target({ connectAttempts: 3 });
-    await expect(new DsqlSession(strict.pool, { callTimeoutMs: 5000, resumeDelaysMs: [] }).execute('SELECT 1')).rejects.toMatchObject({ failure: 'unavailable', sqlState: '53400' });
+    await expect(new DsqlSession(strict.pool, { callTimeoutMs: 5000, resumeDelaysMs: [] }).execute('SELECT 1')).rejects.toMatchObject({
+      failure: 'unavailable',
+      sqlState: '53400',
+    });
     profile.proxy.connectionRefusals.count = 0;
   });
 });
@@ -159,7 +174,7 @@ describe('the DSQL profile', () => {
     ['CREATE TEMPORARY TABLE scratch (id int)', 'temporary-table'],
     ['SAVEPOINT before_effect', 'savepoint'],
     ['CREATE INDEX orders_status ON public.orders (status)', 'synchronous-index'],
-    ["DO $$ BEGIN PERFORM 1; END $$", 'procedural-language'],
+    ['DO $$ BEGIN PERFORM 1; END $$', 'procedural-language'],
   ])('refuses %s without running it, with SQLSTATE 0A000 naming the rule', async (sql, id) => {
     const session = new DsqlSession(target().pool, { callTimeoutMs: 5000, resumeDelaysMs: [] });
     await direct.query(`INSERT INTO public.orders (order_id, status, shipped_count) VALUES ('kept', 'shipped', 1)`);
@@ -170,7 +185,7 @@ describe('the DSQL profile', () => {
 
   it('keeps every rule with a source in DSQL user guide, and passes what DSQL supports', () => {
     for (const rule of DSQL_SQL_RULES) expect(rule.source, rule.id).toMatch(/^https:\/\/docs\.aws\.amazon\.com\/aurora-dsql\//);
-    expect(checkDsqlSql("CREATE INDEX ASYNC orders_status ON public.orders (status)")).toEqual([]);
+    expect(checkDsqlSql('CREATE INDEX ASYNC orders_status ON public.orders (status)')).toEqual([]);
     expect(checkDsqlSql("SELECT 'TRUNCATE t' AS word -- CREATE TRIGGER\n")).toEqual([]);
     expect(checkDsqlSql('CREATE SEQUENCE s CACHE 65536')).toEqual([]);
     expect(checkDsqlSql('CREATE SEQUENCE s CACHE 100').map((v) => v.rule.id)).toEqual(['sequence-cache']);
@@ -199,33 +214,39 @@ describe('the DSQL profile', () => {
 });
 
 describe('optimistic concurrency on the DSQL profile', () => {
-  it.each(Object.keys(MODES))('%s: a conflict runs the record (or the set) again in place; 0 double and 0 lost at 0, 1 and 10 per cent of commits', async (mode) => {
-    for (const rate of [0, 0.01, 0.1]) {
-      await direct.query('DELETE FROM public.orders');
-      const injectedBefore = profile.proxy.conflicts.injected;
-      profile.proxy.conflicts.rate = rate;
-      profile.proxy.conflicts.random = seeded(Math.round(rate * 1000) + mode.length);
-      const handler = handlerFor(mode);
-      const records = Array.from({ length: 60 }, (_, i) => sqsRecord({ body: { orderId: `${mode}-${rate}-${i}` } }));
-      // Each batch of 3 once, then again as a redelivery: every effect exactly once.
-      const failed = new Set<string>();
-      for (let round = 0; round < 2; round++) {
-        for (let i = 0; i < records.length; i += 3) {
-          const response = await handler({ Records: records.slice(i, i + 3) }, lambdaContext());
-          for (const failure of response.batchItemFailures) failed.add(failure.itemIdentifier);
+  it.each(Object.keys(MODES))(
+    '%s: a conflict runs the record (or the set) again in place; 0 double and 0 lost at 0, 1 and 10 per cent of commits',
+    async (mode) => {
+      for (const rate of [0, 0.01, 0.1]) {
+        await direct.query('DELETE FROM public.orders');
+        const injectedBefore = profile.proxy.conflicts.injected;
+        profile.proxy.conflicts.rate = rate;
+        profile.proxy.conflicts.random = seeded(Math.round(rate * 1000) + mode.length);
+        const handler = handlerFor(mode);
+        const records = Array.from({ length: 60 }, (_, i) => sqsRecord({ body: { orderId: `${mode}-${rate}-${i}` } }));
+        // Each batch of 3 once, then again as a redelivery: every effect exactly once.
+        const failed = new Set<string>();
+        for (let round = 0; round < 2; round++) {
+          for (let i = 0; i < records.length; i += 3) {
+            const response = await handler({ Records: records.slice(i, i + 3) }, lambdaContext());
+            for (const failure of response.batchItemFailures) failed.add(failure.itemIdentifier);
+          }
         }
+        // A record whose retries ran out is reported failed, so SQS redelivers it; until then it may be missing.
+        profile.proxy.conflicts.rate = 0;
+        const redelivery = await handler({ Records: records.filter((record) => failed.has(record.messageId)) }, lambdaContext());
+        expect(redelivery.batchItemFailures).toEqual([]);
+        const counts = await shippedCounts();
+        expect(counts.length, `lost at ${rate}`).toBe(records.length);
+        expect(
+          counts.filter((count) => count !== 1),
+          `double at ${rate}`,
+        ).toEqual([]);
+        if (rate === 0) expect(profile.proxy.conflicts.injected).toBe(injectedBefore);
+        if (rate === 0.1) expect(profile.proxy.conflicts.injected - injectedBefore, 'conflicts injected at 10%').toBeGreaterThan(0);
       }
-      // A record whose retries ran out is reported failed, so SQS redelivers it; until then it may be missing.
-      profile.proxy.conflicts.rate = 0;
-      const redelivery = await handler({ Records: records.filter((record) => failed.has(record.messageId)) }, lambdaContext());
-      expect(redelivery.batchItemFailures).toEqual([]);
-      const counts = await shippedCounts();
-      expect(counts.length, `lost at ${rate}`).toBe(records.length);
-      expect(counts.filter((count) => count !== 1), `double at ${rate}`).toEqual([]);
-      if (rate === 0) expect(profile.proxy.conflicts.injected).toBe(injectedBefore);
-      if (rate === 0.1) expect(profile.proxy.conflicts.injected - injectedBefore, 'conflicts injected at 10%').toBeGreaterThan(0);
-    }
-  });
+    },
+  );
 
   it('retries a conflicting transaction up to the policy, then reports the record failed with nothing applied', async () => {
     profile.proxy.conflicts.rate = 1;
@@ -333,7 +354,13 @@ describe('the migrations in DSQL form', () => {
   });
 
   it('holds only statements DSQL supports, one DDL statement per migration', () => {
-    const tables = { schema: '"inbox"', consumed: '"inbox"."consumed_message"', parked: '"inbox"."parked_message"', outbox: '"inbox"."outbox_message"', migrations: '"inbox"."schema_migration"' };
+    const tables = {
+      schema: '"inbox"',
+      consumed: '"inbox"."consumed_message"',
+      parked: '"inbox"."parked_message"',
+      outbox: '"inbox"."outbox_message"',
+      migrations: '"inbox"."schema_migration"',
+    };
     for (const migration of DSQL_INBOX_MIGRATIONS.migrations) {
       const statements = typeof migration.statements === 'function' ? migration.statements(tables) : migration.statements;
       expect(statements, migration.name).toHaveLength(1);
@@ -342,11 +369,20 @@ describe('the migrations in DSQL form', () => {
   });
 
   it('refuses the PostgreSQL form on the profile: its DDL in one transaction, its synchronous indexes', async () => {
-    await expect(migrate(session, [INBOX_MIGRATIONS])).rejects.toMatchObject({ sqlState: '0A000', message: expect.stringContaining('one DDL statement per transaction') });
-    await expect(session.execute('CREATE INDEX IF NOT EXISTS orders_status ON public.orders (status)')).rejects.toMatchObject({ sqlState: '0A000', message: expect.stringContaining('synchronous-index') });
+    await expect(migrate(session, [INBOX_MIGRATIONS])).rejects.toMatchObject({
+      sqlState: '0A000',
+      message: expect.stringContaining('one DDL statement per transaction'),
+    });
+    await expect(session.execute('CREATE INDEX IF NOT EXISTS orders_status ON public.orders (status)')).rejects.toMatchObject({
+      sqlState: '0A000',
+      message: expect.stringContaining('synchronous-index'),
+    });
     const tx = await session.transaction();
     await tx.execute('CREATE TABLE IF NOT EXISTS public.one (id int PRIMARY KEY)');
-    await expect(tx.execute('CREATE TABLE IF NOT EXISTS public.two (id int PRIMARY KEY)')).rejects.toMatchObject({ sqlState: '0A000', message: expect.stringContaining('one DDL statement per transaction') });
+    await expect(tx.execute('CREATE TABLE IF NOT EXISTS public.two (id int PRIMARY KEY)')).rejects.toMatchObject({
+      sqlState: '0A000',
+      message: expect.stringContaining('one DDL statement per transaction'),
+    });
     await tx.rollback();
   });
 
@@ -380,7 +416,10 @@ describe('the migrations in DSQL form', () => {
   });
 
   it('refuses a migration of two statements, naming the fix', async () => {
-    const set = { name: 'two', migrations: [{ version: 1, name: 'both', statements: ['CREATE TABLE public.x (id int PRIMARY KEY)', 'CREATE TABLE public.y (id int PRIMARY KEY)'] }] };
+    const set = {
+      name: 'two',
+      migrations: [{ version: 1, name: 'both', statements: ['CREATE TABLE public.x (id int PRIMARY KEY)', 'CREATE TABLE public.y (id int PRIMARY KEY)'] }],
+    };
     await expect(migrateDsql(session, [set])).rejects.toThrow(/one migration per statement/);
   });
 });

@@ -97,7 +97,11 @@ describe('postgresFromEnvironment: the consumer on the wire, configured by its e
     expect(refused({ ...host, INBOX_PG_IAM_AUTH: 'true', INBOX_PG_USER: 'r', INBOX_PG_SECRET_ARN: SECRET_ARN })).toMatch(/a connection signs in one way/);
     expect(() => readPostgresEnvironment({ ...host, INBOX_PG_IAM_AUTH: 'true', INBOX_PG_USER: 'r' })).toThrow(/"AWS_REGION": is not set/);
     expect(readPostgresEnvironment({ ...host, INBOX_PG_IAM_AUTH: 'TRUE', INBOX_PG_USER: 'inbox_consumer_orders', AWS_REGION: 'eu-west-1' })).toEqual({
-      host: 'proxy.example', port: 5432, database: 'inbox', user: 'inbox_consumer_orders', auth: { kind: 'iam', region: 'eu-west-1' },
+      host: 'proxy.example',
+      port: 5432,
+      database: 'inbox',
+      user: 'inbox_consumer_orders',
+      auth: { kind: 'iam', region: 'eu-west-1' },
     });
   });
 
@@ -157,7 +161,15 @@ describe('postgresFromEnvironment: the consumer on the wire, configured by its e
     const signedAt = token.searchParams.get('X-Amz-Date')!;
     const signer = new SignatureV4({ service: 'rds-db', region: 'eu-west-1', credentials: FAKE_CREDENTIALS, sha256: Sha256 });
     const presigned = await signer.presign(
-      { method: 'GET', protocol: 'https:', hostname: 'localhost', port: front.port, path: '/', headers: { host: `localhost:${front.port}` }, query: { Action: 'connect', DBUser: 'inbox_consumer_orders' } },
+      {
+        method: 'GET',
+        protocol: 'https:',
+        hostname: 'localhost',
+        port: front.port,
+        path: '/',
+        headers: { host: `localhost:${front.port}` },
+        query: { Action: 'connect', DBUser: 'inbox_consumer_orders' },
+      },
       { expiresIn: 900, signingDate: new Date(signedAt.replace(/^(\d{4})(\d{2})(\d{2})T(\d{2})(\d{2})(\d{2})Z$/, '$1-$2-$3T$4:$5:$6Z')) },
     );
     expect(token.searchParams.get('X-Amz-Signature')).toBe(presigned.query?.['X-Amz-Signature']);

@@ -107,9 +107,12 @@ describe('PostgresSession: the Data API session over the wire', () => {
 
   it('runs an autocommit batch all or nothing', async () => {
     expect(await session.executeBatch(SHIP, [{ orderId: 'b-1' }, { orderId: 'b-2' }])).toBe(2);
-    await expect(session.executeBatch('INSERT INTO public.orders (order_id, status) VALUES (:id, :status)', [{ id: 'b-3', status: 'x' }, { id: 'b-3', status: 'y' }])).rejects.toThrow(
-      PostgresError,
-    );
+    await expect(
+      session.executeBatch('INSERT INTO public.orders (order_id, status) VALUES (:id, :status)', [
+        { id: 'b-3', status: 'x' },
+        { id: 'b-3', status: 'y' },
+      ]),
+    ).rejects.toThrow(PostgresError);
     expect(Object.keys(await shippedCounts()).sort()).toEqual(['b-1', 'b-2']);
   });
 
@@ -125,7 +128,9 @@ describe('PostgresSession: the Data API session over the wire', () => {
   it('leaves a short call timeout a statement timeout its statements fit in', async () => {
     const short = new PostgresSession({ pool }, { callTimeoutMs: 1000 });
     const tx = await short.transaction();
-    expect((await tx.execute('SELECT pg_sleep(0.2) AS slept, current_setting(:name) AS limit', { name: 'statement_timeout' })).rows).toEqual([{ slept: '', limit: '750ms' }]);
+    expect((await tx.execute('SELECT pg_sleep(0.2) AS slept, current_setting(:name) AS limit', { name: 'statement_timeout' })).rows).toEqual([
+      { slept: '', limit: '750ms' },
+    ]);
     await tx.rollback();
   });
 
@@ -135,7 +140,9 @@ describe('PostgresSession: the Data API session over the wire', () => {
   });
 
   it('purges old claims over the wire', async () => {
-    await pool.query("INSERT INTO inbox.consumed_message (consumer_name, message_id, processed_at) VALUES ('c', 'old', now() - interval '3 days'), ('c', 'new', now())");
+    await pool.query(
+      "INSERT INTO inbox.consumed_message (consumer_name, message_id, processed_at) VALUES ('c', 'old', now() - interval '3 days'), ('c', 'new', now())",
+    );
     const report = await purge(session, { retentionSeconds: 86_400 });
     expect(report.deleted).toBe(1);
     expect((await pool.query('SELECT message_id FROM inbox.consumed_message')).rows).toEqual([{ message_id: 'new' }]);
@@ -144,7 +151,10 @@ describe('PostgresSession: the Data API session over the wire', () => {
 
 const modes: { name: string; options: Partial<InboxOptions<Order>> }[] = [
   { name: 'apply', options: { apply: async (tx, m) => void (await tx.execute(SHIP, { orderId: m.body.orderId })) } },
-  { name: 'apply, claim: withFirstStatement', options: { claim: withFirstStatement, apply: async (tx, m) => void (await tx.execute(SHIP, { orderId: m.body.orderId })) } },
+  {
+    name: 'apply, claim: withFirstStatement',
+    options: { claim: withFirstStatement, apply: async (tx, m) => void (await tx.execute(SHIP, { orderId: m.body.orderId })) },
+  },
   { name: 'statement', options: { statement: { sql: SHIP_CLAIMED, params: (m) => ({ orderId: m.body.orderId }) } } },
   {
     name: 'applyBatch',
@@ -159,7 +169,13 @@ const modes: { name: string; options: Partial<InboxOptions<Order>> }[] = [
 
 describe.each(modes)('inbox() over a node-postgres pool, $name', ({ options }) => {
   const handler = () =>
-    inbox<Order>({ consumer: 'wire-worker', database: postgres(pool), logger: recordingLogger(), metrics: recordingMetrics(), ...(options as InboxOptions<Order>) });
+    inbox<Order>({
+      consumer: 'wire-worker',
+      database: postgres(pool),
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      ...(options as InboxOptions<Order>),
+    });
 
   it('applies each message once, its redelivery and a second worker not at all', async () => {
     const records = [1, 2, 3].map((i) => sqsRecord({ body: { orderId: `w-${i}` } }));
@@ -186,7 +202,9 @@ describe('inbox() over a pool: options', () => {
     expect(() => inbox({ consumer: 'x', database: { ...postgres(pool), resourceArn: 'arn:aws:rds:x' }, apply: async () => {} })).toThrow(
       /inbox option "database.resourceArn": is a Data API setting; with database.pool the inbox speaks the PostgreSQL wire protocol/,
     );
-    expect(() => inbox({ consumer: 'x', database: postgres({} as pg.Pool), apply: async () => {} })).toThrow(/inbox option "database.pool": must be a node-postgres Pool/);
+    expect(() => inbox({ consumer: 'x', database: postgres({} as pg.Pool), apply: async () => {} })).toThrow(
+      /inbox option "database.pool": must be a node-postgres Pool/,
+    );
     // A bare pool carries no wire transport: the Data API consumer's bundle leaves it out.
     expect(() => inbox({ consumer: 'x', database: { pool }, apply: async () => {} })).toThrow(
       /inbox option "database": a pool goes through postgres\(pool\): import \{ postgres \} from 'sqs-inbox\/postgres'/,
@@ -210,7 +228,7 @@ describe('inbox() over a pool: options', () => {
     const [parked] = await parkedMessages(worker).list();
     expect(parked).toMatchObject({ sqsMessageId: record.messageId });
     // The effect is fixed: replay applies it (here: the same SQL, a different order id is not needed).
-    await pool.query("UPDATE inbox.parked_message SET body = '{\"orderId\":\"cured\"}' WHERE id = $1", [parked!.id]);
+    await pool.query('UPDATE inbox.parked_message SET body = \'{"orderId":"cured"}\' WHERE id = $1', [parked!.id]);
     expect(await parkedMessages(worker).replay(parked!.id)).toBe('replayed');
     expect(await parkedMessages(worker).replay(parked!.id)).not.toBe('replayed');
     expect(await shippedCounts()).toEqual({ cured: 1 });

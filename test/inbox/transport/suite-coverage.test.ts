@@ -26,7 +26,10 @@ describe('the wire run leaves out only what is listed, with its reason', () => {
   it('leaves out no file that goes through the transport switch but a Data API-only one', () => {
     for (const file of Object.keys(TRANSPORT_FREE_FILES)) expect(usesTheSwitch(file), `${file} uses inboxFixture: it reaches a transport`).toBe(false);
     const onTheWire = testFiles('test/inbox').filter((file) => !(file in DATA_API_ONLY_FILES) && !(file in TRANSPORT_FREE_FILES));
-    expect(onTheWire.filter((file) => !usesTheSwitch(file)), 'run on the wire, yet never use inboxFixture: list them in TRANSPORT_FREE_FILES').toEqual([]);
+    expect(
+      onTheWire.filter((file) => !usesTheSwitch(file)),
+      'run on the wire, yet never use inboxFixture: list them in TRANSPORT_FREE_FILES',
+    ).toEqual([]);
   });
 
   it('lists each Data API-only test where it is marked dataApiOnly, and marks none that is not listed', () => {

@@ -41,12 +41,24 @@ type Order = { orderId: string };
 const SHIP = `INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'shipped', 1)
   ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`;
 
-function worker(extra: Partial<InboxOptions<Order>> = {}, apply: InboxOptions<Order>['apply'] = async (tx, m) => void (await tx.execute(SHIP, { orderId: m.body.orderId }))) {
+function worker(
+  extra: Partial<InboxOptions<Order>> = {},
+  apply: InboxOptions<Order>['apply'] = async (tx, m) => void (await tx.execute(SHIP, { orderId: m.body.orderId })),
+) {
   const logger = recordingLogger();
-  const handler = inbox<Order>({ consumer: 'wire', database: postgres(pool, { idleCheckMs: 50 }), callTimeoutMs: 2000, logger, metrics: recordingMetrics(), apply, ...extra });
+  const handler = inbox<Order>({
+    consumer: 'wire',
+    database: postgres(pool, { idleCheckMs: 50 }),
+    callTimeoutMs: 2000,
+    logger,
+    metrics: recordingMetrics(),
+    apply,
+    ...extra,
+  });
   return { handler, logger };
 }
-const shipped = async (orderId: string) => (await direct.query('SELECT shipped_count FROM public.orders WHERE order_id = $1', [orderId])).rows[0]?.shipped_count as number | undefined;
+const shipped = async (orderId: string) =>
+  (await direct.query('SELECT shipped_count FROM public.orders WHERE order_id = $1', [orderId])).rows[0]?.shipped_count as number | undefined;
 const failedWith = (logger: ReturnType<typeof recordingLogger>) => JSON.stringify(logger.lines.filter((line) => line.level !== 'debug'));
 /** Each failed record's logged error message, by its messageId. */
 const failureOf = (logger: ReturnType<typeof recordingLogger>) =>
@@ -88,7 +100,10 @@ describe('wire failures, injected at the socket', () => {
   it('reports a single statement failed when its answer is lost after it ran, and applies nothing twice', async () => {
     const { handler } = worker({
       apply: undefined,
-      statement: { sql: `INSERT INTO public.orders (order_id, status, shipped_count) SELECT :orderId, 'shipped', 1 FROM claimed ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`, params: (m) => ({ orderId: m.body.orderId }) },
+      statement: {
+        sql: `INSERT INTO public.orders (order_id, status, shipped_count) SELECT :orderId, 'shipped', 1 FROM claimed ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`,
+        params: (m) => ({ orderId: m.body.orderId }),
+      },
     });
     const record = sqsRecord({ body: { orderId: 's-1' } });
     proxy.faults.dropResponse({ match: (sql) => sql.includes('INSERT INTO public.orders') });
@@ -111,7 +126,10 @@ describe('wire failures, injected at the socket', () => {
   it('detects a half-open connection before a single statement too, where nothing may be sent twice', async () => {
     const { handler } = worker({
       apply: undefined,
-      statement: { sql: `INSERT INTO public.orders (order_id, status, shipped_count) SELECT :orderId, 'shipped', 1 FROM claimed`, params: (m) => ({ orderId: m.body.orderId }) },
+      statement: {
+        sql: `INSERT INTO public.orders (order_id, status, shipped_count) SELECT :orderId, 'shipped', 1 FROM claimed`,
+        params: (m) => ({ orderId: m.body.orderId }),
+      },
     });
     expect((await handler({ Records: [sqsRecord({ body: { orderId: 'h-3' } })] }, lambdaContext())).batchItemFailures).toEqual([]);
     proxy.silenceOpenConnections();
@@ -122,7 +140,7 @@ describe('wire failures, injected at the socket', () => {
   });
 
   it('fails a transaction the server ended for idling (idle_in_transaction_session_timeout), applying nothing', async () => {
-    await direct.query("ALTER DATABASE " + new URL(url).pathname.slice(1) + " SET idle_in_transaction_session_timeout = '300ms'");
+    await direct.query(`ALTER DATABASE ${new URL(url).pathname.slice(1)} SET idle_in_transaction_session_timeout = '300ms'`);
     try {
       const fresh = new pg.Pool({ connectionString: proxy.url, max: 2 });
       fresh.on('error', () => {});
@@ -143,7 +161,7 @@ describe('wire failures, injected at the socket', () => {
       expect(await shipped('i-1')).toBeUndefined();
       await fresh.end();
     } finally {
-      await direct.query("ALTER DATABASE " + new URL(url).pathname.slice(1) + ' RESET idle_in_transaction_session_timeout');
+      await direct.query(`ALTER DATABASE ${new URL(url).pathname.slice(1)} RESET idle_in_transaction_session_timeout`);
     }
   });
 
@@ -153,7 +171,13 @@ describe('wire failures, injected at the socket', () => {
     try {
       const record = sqsRecord({ body: { orderId: 'p-1' } });
       const logger = recordingLogger();
-      const handler = inbox<Order>({ consumer: 'wire', database: postgres(tiny), logger, metrics: recordingMetrics(), apply: async (tx, m) => void (await tx.execute(SHIP, { orderId: m.body.orderId })) });
+      const handler = inbox<Order>({
+        consumer: 'wire',
+        database: postgres(tiny),
+        logger,
+        metrics: recordingMetrics(),
+        apply: async (tx, m) => void (await tx.execute(SHIP, { orderId: m.body.orderId })),
+      });
       expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
       expect(failedWith(logger)).toMatch(/failed \(unavailable\)/);
     } finally {
@@ -223,7 +247,11 @@ describe('wire failures, injected at the socket', () => {
     const holder = await direct.connect();
     await holder.query('BEGIN');
     await holder.query("SELECT 1 FROM public.orders WHERE order_id = 'st-1' FOR UPDATE");
-    const { handler, logger } = worker({}, async (tx, m) => void (await tx.execute('UPDATE public.orders SET shipped_count = shipped_count + 1 WHERE order_id = :orderId', { orderId: m.body.orderId })));
+    const { handler, logger } = worker(
+      {},
+      async (tx, m) =>
+        void (await tx.execute('UPDATE public.orders SET shipped_count = shipped_count + 1 WHERE order_id = :orderId', { orderId: m.body.orderId })),
+    );
     const record = sqsRecord({ body: { orderId: 'st-1' } });
     try {
       expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);

@@ -163,7 +163,12 @@ describe('local Data API: fault injection and retries', () => {
     await h.batch('SELECT 1', [[], []], { transactionId });
     await h.rollback(transactionId);
     expect(h.server.stats.calls).toEqual({
-      ExecuteStatement: 1, BatchExecuteStatement: 1, BeginTransaction: 2, CommitTransaction: 0, RollbackTransaction: 1, ExecuteSql: 0,
+      ExecuteStatement: 1,
+      BatchExecuteStatement: 1,
+      BeginTransaction: 2,
+      CommitTransaction: 0,
+      RollbackTransaction: 1,
+      ExecuteSql: 0,
     });
     expect(h.server.stats.total()).toBe(5);
     h.server.stats.reset();

@@ -26,7 +26,12 @@ export interface Harness {
   /** Direct PostgreSQL access, bypassing the Data API, to assert what was really committed. */
   readonly direct: pg.Pool;
   /** ExecuteStatement with the server's ARNs. */
-  execute(sql: string, parameters?: SqlParameter[], extra?: Partial<ExecuteStatementCommandInput>, client?: RDSDataClient): Promise<ExecuteStatementCommandOutput>;
+  execute(
+    sql: string,
+    parameters?: SqlParameter[],
+    extra?: Partial<ExecuteStatementCommandInput>,
+    client?: RDSDataClient,
+  ): Promise<ExecuteStatementCommandOutput>;
   batch(sql: string, parameterSets?: SqlParameter[][], extra?: Partial<BatchExecuteStatementCommandInput>): Promise<BatchExecuteStatementCommandOutput>;
   begin(extra?: { database?: string }): Promise<string>;
   commit(transactionId: string, client?: RDSDataClient): Promise<CommitTransactionCommandOutput>;
@@ -58,8 +63,7 @@ export async function startHarness(label: string, options: StartDataApiOptions =
     client,
     url,
     direct,
-    execute: (sql, parameters, extra, via = client) =>
-      via.send(new ExecuteStatementCommand({ ...arns, sql, ...(parameters && { parameters }), ...extra })),
+    execute: (sql, parameters, extra, via = client) => via.send(new ExecuteStatementCommand({ ...arns, sql, ...(parameters && { parameters }), ...extra })),
     batch: (sql, parameterSets, extra) => client.send(new BatchExecuteStatementCommand({ ...arns, sql, ...(parameterSets && { parameterSets }), ...extra })),
     begin: async (extra = {}) => (await client.send(new BeginTransactionCommand({ ...arns, ...extra }))).transactionId as string,
     commit: (transactionId, via = client) => via.send(new CommitTransactionCommand({ ...arns, transactionId })),

@@ -7,7 +7,7 @@ const names = (sql: string) => scanSql(sql).pieces.flatMap((piece) => ('name' in
 
 describe('local Data API: finding :name parameters', () => {
   it.each([
-    ["string literal", "SELECT ':a', 'it''s :b', :c", ['c']],
+    ['string literal', "SELECT ':a', 'it''s :b', :c", ['c']],
     ["E'' string with escaped quotes", "SELECT E'\\' :a \\\\', :b", ['b']],
     ['quoted identifier', 'SELECT 1 AS ":a"""":b", :c', ['c']],
     ['line comment', 'SELECT :a -- :b\n, :c', ['a', 'c']],
@@ -24,8 +24,8 @@ describe('local Data API: finding :name parameters', () => {
     expect(scanSql('SELECT 1;').endsWithSemicolon).toBe(true);
     expect(scanSql('SELECT 1; -- x').multipleStatements).toBe(false);
     expect(scanSql("SELECT ';' ; SELECT 2").multipleStatements).toBe(true);
-    expect(scanSql("SELECT ';', $$;$$, \"a;b\" /* ; */").multipleStatements).toBe(false);
-    expect(scanSql("SELECT ';', $$;$$, \"a;b\" /* ; */").endsWithSemicolon).toBe(false);
+    expect(scanSql('SELECT \';\', $$;$$, "a;b" /* ; */').multipleStatements).toBe(false);
+    expect(scanSql('SELECT \';\', $$;$$, "a;b" /* ; */').endsWithSemicolon).toBe(false);
   });
 });
 
@@ -49,9 +49,12 @@ describe('local Data API: binding parameters', () => {
   });
 
   it('binds names that start with a digit (Drizzle :1, kysely-data-api :0)', async () => {
-    expect(await value('SELECT :0 || :1 AS joined', [{ name: '0', value: { stringValue: 'a' } }, { name: '1', value: { stringValue: 'b' } }])).toEqual([
-      { stringValue: 'ab' },
-    ]);
+    expect(
+      await value('SELECT :0 || :1 AS joined', [
+        { name: '0', value: { stringValue: 'a' } },
+        { name: '1', value: { stringValue: 'b' } },
+      ]),
+    ).toEqual([{ stringValue: 'ab' }]);
   });
 
   it('binds an untyped stringValue as varchar, so a uuid column refuses it as on AWS', async () => {
@@ -76,19 +79,33 @@ describe('local Data API: binding parameters', () => {
     await h.execute('INSERT INTO typed (id, body, at, day, clock, amount) VALUES (:id, :body, :at, :day, :clock, :amount)', parameters);
     const { rows } = await h.direct.query('SELECT id::text, body::text, at::text, day::text, clock::text, amount::text FROM typed');
     expect(rows).toEqual([
-      { id: '6f1c5cbe-5e5d-4a53-9d0e-5a1f3b0d9a11', body: '{"b": [1, 2]}', at: '2024-02-29 23:59:58.123456', day: '2024-02-29', clock: '12:34:56.5', amount: '12345678.1234' },
+      {
+        id: '6f1c5cbe-5e5d-4a53-9d0e-5a1f3b0d9a11',
+        body: '{"b": [1, 2]}',
+        at: '2024-02-29 23:59:58.123456',
+        day: '2024-02-29',
+        clock: '12:34:56.5',
+        amount: '12345678.1234',
+      },
     ]);
     const types = await h.execute(
       'SELECT pg_typeof(:id)::text, pg_typeof(:body)::text, pg_typeof(:at)::text, pg_typeof(:day)::text, pg_typeof(:clock)::text, pg_typeof(:amount)::text',
       parameters,
     );
-    expect(types.records?.[0]?.map((field) => field.stringValue)).toEqual(['uuid', 'json', 'timestamp without time zone', 'date', 'time without time zone', 'numeric']);
+    expect(types.records?.[0]?.map((field) => field.stringValue)).toEqual([
+      'uuid',
+      'json',
+      'timestamp without time zone',
+      'date',
+      'time without time zone',
+      'numeric',
+    ]);
   });
 
   it('binds longValue as int8 without losing digits beyond 2^53, blob as bytea, boolean, double and NULL', async () => {
     const big = 9007199254740993n;
     const result = await h.execute(
-      'SELECT :n::text AS n, pg_typeof(:n)::text AS nt, encode(:b, \'hex\') AS b, pg_typeof(:t)::text AS tt, :d::text AS d, :nan::text AS nan, :z::int IS NULL AS z',
+      "SELECT :n::text AS n, pg_typeof(:n)::text AS nt, encode(:b, 'hex') AS b, pg_typeof(:t)::text AS tt, :d::text AS d, :nan::text AS nan, :z::int IS NULL AS z",
       [
         { name: 'n', value: { longValue: big as unknown as number } },
         { name: 'b', value: { blobValue: new Uint8Array([0, 1, 254, 255]) } },
@@ -141,7 +158,7 @@ describe('local Data API: binding parameters', () => {
     expect(unknown.message).toContain('is not one of DATE, TIME, TIMESTAMP, DECIMAL, JSON, UUID');
   });
 
-  it('refuses a TIMESTAMP hint on an ISO 8601 string, as JDBC\'s Timestamp.valueOf behind the Data API does', async () => {
+  it("refuses a TIMESTAMP hint on an ISO 8601 string, as JDBC's Timestamp.valueOf behind the Data API does", async () => {
     // The Data API guide gives the format "YYYY-MM-DD HH:MM:SS[.FFF]"; koxudaxi/local-data-api#85 reports
     // that the real service does not read ISO strings (Drizzle and kysely-data-api strip the T and Z for it).
     for (const iso of ['2024-02-29T23:59:58.123Z', '2024-02-29T23:59:58', '2024-02-29 23:59:58+00']) {
@@ -152,9 +169,12 @@ describe('local Data API: binding parameters', () => {
   });
 
   it('uses one placeholder for a name used twice, and ignores parameters the SQL does not use', async () => {
-    expect(await value('SELECT :a + :a AS twice', [{ name: 'a', value: { longValue: 2 } }, { name: 'unused', value: { longValue: 9 } }])).toEqual([
-      { longValue: 4 },
-    ]);
+    expect(
+      await value('SELECT :a + :a AS twice', [
+        { name: 'a', value: { longValue: 2 } },
+        { name: 'unused', value: { longValue: 9 } },
+      ]),
+    ).toEqual([{ longValue: 4 }]);
   });
 
   it('leaves a :name with no parameter to PostgreSQL, so array slices work', async () => {

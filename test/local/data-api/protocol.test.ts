@@ -43,9 +43,7 @@ describe('local Data API: wire protocol', () => {
   });
 
   it('reports the Position in the caller SQL, not in the rewritten $n text', async () => {
-    const error = await rejectionOf(
-      h.execute('SELECT :a_long_parameter_name, nope', [{ name: 'a_long_parameter_name', value: { longValue: 1 } }]),
-    );
+    const error = await rejectionOf(h.execute('SELECT :a_long_parameter_name, nope', [{ name: 'a_long_parameter_name', value: { longValue: 1 } }]));
     expect(error.message).toContain('Position: 32;');
   });
 
@@ -75,30 +73,32 @@ describe('local Data API: wire protocol', () => {
   });
 
   it('refuses a request without a required member with BadRequestException naming it (the SDK sends it anyway)', async () => {
-    const noSql = await rejectionOf(
-      h.client.send(new ExecuteStatementCommand({ resourceArn: h.server.resourceArn, secretArn: h.server.secretArn } as never)),
-    );
+    const noSql = await rejectionOf(h.client.send(new ExecuteStatementCommand({ resourceArn: h.server.resourceArn, secretArn: h.server.secretArn } as never)));
     expect(noSql).toBeInstanceOf(BadRequestException);
     expect(noSql.$metadata.httpStatusCode).toBe(400);
     expect(noSql.message).toContain('"sql"');
     const noArn = await rejectionOf(h.client.send(new ExecuteStatementCommand({ secretArn: h.server.secretArn, sql: 'SELECT 1' } as never)));
     expect(noArn.message).toContain('"resourceArn"');
-    const noId = await rejectionOf(
-      h.client.send(new CommitTransactionCommand({ resourceArn: h.server.resourceArn, secretArn: h.server.secretArn } as never)),
-    );
+    const noId = await rejectionOf(h.client.send(new CommitTransactionCommand({ resourceArn: h.server.resourceArn, secretArn: h.server.secretArn } as never)));
     expect(noId).toBeInstanceOf(BadRequestException);
     expect(noId.message).toContain('"transactionId"');
   });
 
   it('accepts only its own cluster and secret ARNs', async () => {
     const arns = { resourceArn: h.server.resourceArn, secretArn: h.server.secretArn };
-    const wrongCluster = await rejectionOf(h.client.send(new ExecuteStatementCommand({ ...arns, resourceArn: 'arn:aws:rds:us-east-1:1:cluster:other', sql: 'SELECT 1' })));
+    const wrongCluster = await rejectionOf(
+      h.client.send(new ExecuteStatementCommand({ ...arns, resourceArn: 'arn:aws:rds:us-east-1:1:cluster:other', sql: 'SELECT 1' })),
+    );
     expect(wrongCluster).toBeInstanceOf(BadRequestException);
     expect(wrongCluster.message).toContain(h.server.resourceArn);
-    const wrongSecret = await rejectionOf(h.client.send(new ExecuteStatementCommand({ ...arns, secretArn: 'arn:aws:secretsmanager:us-east-1:1:secret:other', sql: 'SELECT 1' })));
+    const wrongSecret = await rejectionOf(
+      h.client.send(new ExecuteStatementCommand({ ...arns, secretArn: 'arn:aws:secretsmanager:us-east-1:1:secret:other', sql: 'SELECT 1' })),
+    );
     expect(wrongSecret).toBeInstanceOf(SecretsErrorException);
     expect(wrongSecret.$metadata.httpStatusCode).toBe(400);
-    const commit = await rejectionOf(h.client.send(new CommitTransactionCommand({ ...arns, resourceArn: 'arn:aws:rds:us-east-1:1:cluster:other', transactionId: 'x' })));
+    const commit = await rejectionOf(
+      h.client.send(new CommitTransactionCommand({ ...arns, resourceArn: 'arn:aws:rds:us-east-1:1:cluster:other', transactionId: 'x' })),
+    );
     expect(commit).toBeInstanceOf(NotFoundException);
     expect(commit.$metadata.httpStatusCode).toBe(404);
   });

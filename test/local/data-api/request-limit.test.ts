@@ -10,7 +10,11 @@ const MiB = 1024 * 1024;
  * Streams up to `totalBytes` of a JSON body to the Execute route, honouring back-pressure, and stops when
  * the answer arrives. Returns the answer and how much had been written by then.
  */
-function streamBody(endpoint: string, totalBytes: number, headers: Record<string, string> = {}): Promise<{ response: IncomingMessage; body: string; written: number }> {
+function streamBody(
+  endpoint: string,
+  totalBytes: number,
+  headers: Record<string, string> = {},
+): Promise<{ response: IncomingMessage; body: string; written: number }> {
   return new Promise((resolve, reject) => {
     let written = 0;
     let answered = false;
@@ -72,12 +76,19 @@ describe('local Data API: request size limit', () => {
     );
   });
 
-  it.each(['content-length', 'chunked'] as const)('answers a client sending a 20 MB body (%s) with the refusal it can read, and no broken pipe', async (framing) => {
-    for (let i = 0; i < 3; i++) {
-      const outcome = await sendOversized(`${h.server.endpoint}/Execute`, { 'content-type': 'application/json' }, 20 * MiB, framing);
-      expect({ ...outcome, text: JSON.parse(outcome.text).message }).toEqual({ status: 400, text: expect.stringContaining('at most 4 MiB'), writeError: undefined });
-    }
-  });
+  it.each(['content-length', 'chunked'] as const)(
+    'answers a client sending a 20 MB body (%s) with the refusal it can read, and no broken pipe',
+    async (framing) => {
+      for (let i = 0; i < 3; i++) {
+        const outcome = await sendOversized(`${h.server.endpoint}/Execute`, { 'content-type': 'application/json' }, 20 * MiB, framing);
+        expect({ ...outcome, text: JSON.parse(outcome.text).message }).toEqual({
+          status: 400,
+          text: expect.stringContaining('at most 4 MiB'),
+          writeError: undefined,
+        });
+      }
+    },
+  );
 
   it('answers the SDK a BadRequestException, once, for a batch over 4 MiB, and serves the next call on the same client', async () => {
     const sets = Array.from({ length: 6 }, () => [{ name: 'v', value: { stringValue: 'x'.repeat(MiB) } }]);

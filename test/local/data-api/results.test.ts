@@ -90,10 +90,26 @@ describe('local Data API: results', () => {
       includeResultMetadata: true,
     });
     expect(result.columnMetadata?.[0]).toEqual({
-      arrayBaseColumnType: 0, isAutoIncrement: false, isCaseSensitive: false, isCurrency: false, isSigned: true,
-      label: '?column?', name: '?column?', nullable: 2, precision: 10, scale: 0, schemaName: '', tableName: '', type: 4, typeName: 'int4',
+      arrayBaseColumnType: 0,
+      isAutoIncrement: false,
+      isCaseSensitive: false,
+      isCurrency: false,
+      isSigned: true,
+      label: '?column?',
+      name: '?column?',
+      nullable: 2,
+      precision: 10,
+      scale: 0,
+      schemaName: '',
+      tableName: '',
+      type: 4,
+      typeName: 'int4',
     });
-    expect(result.columnMetadata?.slice(1).map(({ name, type, typeName, precision, scale, arrayBaseColumnType }) => ({ name, type, typeName, precision, scale, arrayBaseColumnType }))).toEqual([
+    expect(
+      result.columnMetadata
+        ?.slice(1)
+        .map(({ name, type, typeName, precision, scale, arrayBaseColumnType }) => ({ name, type, typeName, precision, scale, arrayBaseColumnType })),
+    ).toEqual([
       { name: 'v', type: 12, typeName: 'varchar', precision: 20, scale: 0, arrayBaseColumnType: 0 },
       { name: 'n', type: 2, typeName: 'numeric', precision: 10, scale: 4, arrayBaseColumnType: 0 },
       { name: 'a', type: 2003, typeName: '_int4', precision: 0, scale: 0, arrayBaseColumnType: 4 },
@@ -149,6 +165,6 @@ describe('local Data API: results', () => {
     expect(rows[0].n).toBe(100);
     // Just under the limit passes; the JSON format has a ten times larger limit.
     expect((await h.execute("SELECT repeat('x', 60000)")).records).toHaveLength(1);
-    expect((await h.execute("SELECT v FROM sized", undefined, { formatRecordsAs: 'JSON' })).formattedRecords).toHaveLength(100 * 1008 + 101);
+    expect((await h.execute('SELECT v FROM sized', undefined, { formatRecordsAs: 'JSON' })).formattedRecords).toHaveLength(100 * 1008 + 101);
   });
 });

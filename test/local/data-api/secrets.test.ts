@@ -75,8 +75,6 @@ describe('local Data API: secrets', () => {
     await expect(startDataApi({ databaseUrl: h.url, secrets: { [h.server.secretArn]: { username: role, password: 'x' } } })).rejects.toThrow(
       /is the default secretArn/,
     );
-    await expect(startDataApi({ databaseUrl: h.url, secrets: { [LIMITED]: { username: '', password: 'x' } } })).rejects.toThrow(
-      /non-empty username/,
-    );
+    await expect(startDataApi({ databaseUrl: h.url, secrets: { [LIMITED]: { username: '', password: 'x' } } })).rejects.toThrow(/non-empty username/);
   });
 });

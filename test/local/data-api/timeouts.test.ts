@@ -54,7 +54,7 @@ describe('local Data API: statement timeout', () => {
 
   it('times out a whole autocommit batch and applies none of its sets', async () => {
     const sets = ['b1', 'b2', 'b3'].map((id) => [{ name: 'id', value: { stringValue: id } }]);
-    const error = await rejectionOf(h.batch("INSERT INTO slow SELECT :id FROM pg_sleep(0.1)", sets));
+    const error = await rejectionOf(h.batch('INSERT INTO slow SELECT :id FROM pg_sleep(0.1)', sets));
     expect(error).toBeInstanceOf(StatementTimeoutException);
     await sleep(100);
     expect(await exists('b1')).toBe(false);
@@ -72,7 +72,9 @@ describe('local Data API: the slow-statement fault', () => {
   /** Sends the statement and gives up on it after `ms`, as a client with a call timeout does. */
   const giveUpAfter = (ms: number, sql: string) =>
     rejectionOf(
-      h.client.send(new ExecuteStatementCommand({ resourceArn: h.server.resourceArn, secretArn: h.server.secretArn, sql }), { abortSignal: AbortSignal.timeout(ms) }),
+      h.client.send(new ExecuteStatementCommand({ resourceArn: h.server.resourceArn, secretArn: h.server.secretArn, sql }), {
+        abortSignal: AbortSignal.timeout(ms),
+      }),
     );
 
   it('holds a matching statement inside the database, where it goes on after its client gave up: a late effect', async () => {

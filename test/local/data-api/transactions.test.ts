@@ -15,10 +15,14 @@ describe('local Data API: transactions', () => {
   const count = async (message: string) =>
     (await h.direct.query<{ n: number }>('SELECT count(*)::int AS n FROM claims WHERE message = $1', [message])).rows[0]?.n;
   const claim = (message: string, transactionId: string) =>
-    h.execute('INSERT INTO claims VALUES (:c, :m) ON CONFLICT DO NOTHING RETURNING message', [
-      { name: 'c', value: { stringValue: 'worker' } },
-      { name: 'm', value: { stringValue: message } },
-    ], { transactionId });
+    h.execute(
+      'INSERT INTO claims VALUES (:c, :m) ON CONFLICT DO NOTHING RETURNING message',
+      [
+        { name: 'c', value: { stringValue: 'worker' } },
+        { name: 'm', value: { stringValue: message } },
+      ],
+      { transactionId },
+    );
 
   it('commits with "Transaction Committed" and rolls back with "Rollback Complete"', async () => {
     const kept = await h.begin();

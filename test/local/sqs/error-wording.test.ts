@@ -48,7 +48,8 @@ const cases: Case[] = [
   {
     behaviour: 'a message over the size limit',
     source: `${SNAPSHOT}, test_send_oversized_message`,
-    act: async (client) => client.send(new SendMessageCommand({ QueueUrl: await createQueue(client, 'small', { MaximumMessageSize: '1024' }), MessageBody: 'x'.repeat(1025) })),
+    act: async (client) =>
+      client.send(new SendMessageCommand({ QueueUrl: await createQueue(client, 'small', { MaximumMessageSize: '1024' }), MessageBody: 'x'.repeat(1025) })),
     name: 'InvalidParameterValue',
     message: 'One or more parameters are invalid. Reason: Message must be shorter than 1024 bytes.',
   },
@@ -56,14 +57,23 @@ const cases: Case[] = [
     behaviour: 'a batch over the size limit',
     source: `${SNAPSHOT}, test_send_message_batch_with_oversized_contents`,
     act: async (client) =>
-      client.send(new SendMessageBatchCommand({ QueueUrl: await createQueue(client, 'batch'), Entries: [{ Id: 'a', MessageBody: big }, { Id: 'b', MessageBody: big }] })),
+      client.send(
+        new SendMessageBatchCommand({
+          QueueUrl: await createQueue(client, 'batch'),
+          Entries: [
+            { Id: 'a', MessageBody: big },
+            { Id: 'b', MessageBody: big },
+          ],
+        }),
+      ),
     name: 'BatchRequestTooLong',
     message: 'Batch requests cannot be longer than 1048576 bytes. You have sent 1200000 bytes.',
   },
   {
     behaviour: 'an invalid batch entry id',
     source: `${SNAPSHOT}, test_invalid_batch_id`,
-    act: async (client) => client.send(new SendMessageBatchCommand({ QueueUrl: await createQueue(client, 'ids'), Entries: [{ Id: 'message:1', MessageBody: 'x' }] })),
+    act: async (client) =>
+      client.send(new SendMessageBatchCommand({ QueueUrl: await createQueue(client, 'ids'), Entries: [{ Id: 'message:1', MessageBody: 'x' }] })),
     name: 'InvalidBatchEntryId',
     message: 'A batch entry id can only contain alphanumeric characters, hyphens and underscores. It can be at most 80 letters long.',
   },
@@ -71,7 +81,15 @@ const cases: Case[] = [
     behaviour: 'repeated batch entry ids',
     source: 'moto/sqs/exceptions.py (getmoto/moto), BatchEntryIdsNotDistinct',
     act: async (client) =>
-      client.send(new SendMessageBatchCommand({ QueueUrl: await createQueue(client, 'twice'), Entries: [{ Id: 'same', MessageBody: 'x' }, { Id: 'same', MessageBody: 'y' }] })),
+      client.send(
+        new SendMessageBatchCommand({
+          QueueUrl: await createQueue(client, 'twice'),
+          Entries: [
+            { Id: 'same', MessageBody: 'x' },
+            { Id: 'same', MessageBody: 'y' },
+          ],
+        }),
+      ),
     name: 'BatchEntryIdsNotDistinct',
     message: 'Id same repeated.',
   },
@@ -116,7 +134,11 @@ const cases: Case[] = [
     source: `${SNAPSHOT}, test_send_message_with_empty_string_attribute`,
     act: async (client) =>
       client.send(
-        new SendMessageCommand({ QueueUrl: await createQueue(client, 'attrs'), MessageBody: 'test', MessageAttributes: { ErrorDetails: { StringValue: '', DataType: 'String' } } }),
+        new SendMessageCommand({
+          QueueUrl: await createQueue(client, 'attrs'),
+          MessageBody: 'test',
+          MessageAttributes: { ErrorDetails: { StringValue: '', DataType: 'String' } },
+        }),
       ),
     name: 'InvalidParameterValue',
     message: "Message (user) attribute 'ErrorDetails' must contain a non-empty value of type 'String'.",
@@ -125,7 +147,13 @@ const cases: Case[] = [
     behaviour: 'a message attribute name with a reserved prefix',
     source: LOCAL_AWS_SQS,
     act: async (client) =>
-      client.send(new SendMessageCommand({ QueueUrl: await createQueue(client, 'reserved'), MessageBody: 'm', MessageAttributes: { 'AWS.Hello': { DataType: 'String', StringValue: 'World' } } })),
+      client.send(
+        new SendMessageCommand({
+          QueueUrl: await createQueue(client, 'reserved'),
+          MessageBody: 'm',
+          MessageAttributes: { 'AWS.Hello': { DataType: 'String', StringValue: 'World' } },
+        }),
+      ),
     name: 'InvalidParameterValue',
     message: "You can't use message attribute names beginning with 'AWS.' or 'Amazon'. These strings are reserved for internal use.",
   },
@@ -169,7 +197,10 @@ const cases: Case[] = [
     source: LOCAL_AWS_SQS,
     act: (client) =>
       client.send(
-        new CreateQueueCommand({ QueueName: 'src', Attributes: { RedrivePolicy: '{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:nope","maxReceiveCount":5}' } }),
+        new CreateQueueCommand({
+          QueueName: 'src',
+          Attributes: { RedrivePolicy: '{"deadLetterTargetArn":"arn:aws:sqs:us-east-1:000000000000:nope","maxReceiveCount":5}' },
+        }),
       ),
     name: 'InvalidParameterValue',
     message:
@@ -181,19 +212,21 @@ const cases: Case[] = [
     act: (client) =>
       client.send(new CreateQueueCommand({ QueueName: 'dummy', Attributes: { RedrivePolicy: '{"deadLetterTargetArn": "dummy", "maxReceiveCount": 42}' } })),
     name: 'InvalidParameterValue',
-    message: 'Value {"deadLetterTargetArn": "dummy", "maxReceiveCount": 42} for parameter RedrivePolicy is invalid. Reason: Invalid value for deadLetterTargetArn.',
+    message:
+      'Value {"deadLetterTargetArn": "dummy", "maxReceiveCount": 42} for parameter RedrivePolicy is invalid. Reason: Invalid value for deadLetterTargetArn.',
   },
   {
     behaviour: 'a malformed receipt handle, quoted whole',
     source: 'localstack tests/aws/services/sqs/test_sqs.py, test_delete_message_with_illegal_receipt_handle; SQS developer guide, troubleshooting-api-errors',
-    act: async (client) => client.send(new DeleteMessageCommand({ QueueUrl: await createQueue(client, 'garbage'), ReceiptHandle: `garbage-${'g'.repeat(200)}` })),
+    act: async (client) =>
+      client.send(new DeleteMessageCommand({ QueueUrl: await createQueue(client, 'garbage'), ReceiptHandle: `garbage-${'g'.repeat(200)}` })),
     name: 'ReceiptHandleIsInvalid',
     message: `The input receipt handle "garbage-${'g'.repeat(200)}" is not a valid receipt handle.`,
   },
 ];
 
 describe('error messages', () => {
-  it.each(cases)('answers $behaviour with AWS\'s text', async ({ act, name, message }) => {
+  it.each(cases)("answers $behaviour with AWS's text", async ({ act, name, message }) => {
     const error = await errorOf(act(sqs.client));
     expect([error.name, error.message]).toEqual([name, message]);
   });
@@ -207,7 +240,9 @@ describe('error messages', () => {
     try {
       const error = await errorOf(client.send(new GetQueueUrlCommand({ QueueName: 'missing' })));
       expect(error.message).toBe('The specified queue does not exist.');
-      expect(lines).toEqual([expect.stringMatching(/^\[sqs\] GetQueueUrl: QueueDoesNotExist: The specified queue does not exist\. \(no queue answers to "missing" here/)]);
+      expect(lines).toEqual([
+        expect.stringMatching(/^\[sqs\] GetQueueUrl: QueueDoesNotExist: The specified queue does not exist\. \(no queue answers to "missing" here/),
+      ]);
     } finally {
       client.destroy();
       await server.close();

@@ -32,7 +32,7 @@ describe('FIFO group availability', () => {
   });
 
   // test_fifo_message_group_visibility_after_change_message_visibility: AWS answered [g2-m1, g1-m1].
-  it('makes a group available when its head\'s shortened timeout runs out', async () => {
+  it("makes a group available when its head's shortened timeout runs out", async () => {
     const url = await queueWithTwoGroups('shorten.fifo');
     const first = await receive(sqs.client, url, { MaxNumberOfMessages: 2 });
     await sqs.client.send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: first[0]?.ReceiptHandle, VisibilityTimeout: 1 }));

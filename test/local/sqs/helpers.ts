@@ -43,7 +43,11 @@ export async function createQueue(client: SQSClient, name: string, attributes: R
   return QueueUrl;
 }
 
-export async function receive(client: SQSClient, QueueUrl: string, extra: { MaxNumberOfMessages?: number; VisibilityTimeout?: number } = {}): Promise<Message[]> {
+export async function receive(
+  client: SQSClient,
+  QueueUrl: string,
+  extra: { MaxNumberOfMessages?: number; VisibilityTimeout?: number } = {},
+): Promise<Message[]> {
   const out = await client.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10, MessageSystemAttributeNames: ['All'], ...extra }));
   return out.Messages ?? [];
 }

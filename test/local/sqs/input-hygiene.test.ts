@@ -59,7 +59,11 @@ describe('queue URLs', () => {
     const url = await createQueue(sqs.client, 'orders');
     const other = url.replace('/000000000000/', '/111111111111/');
     const error = await errorOf(sqs.client.send(new SendMessageCommand({ QueueUrl: other, MessageBody: 'm' })));
-    expect([error.name, error.Code, error.message]).toEqual(['QueueDoesNotExist', 'AWS.SimpleQueueService.NonExistentQueue', 'The specified queue does not exist.']);
+    expect([error.name, error.Code, error.message]).toEqual([
+      'QueueDoesNotExist',
+      'AWS.SimpleQueueService.NonExistentQueue',
+      'The specified queue does not exist.',
+    ]);
     expect(await receive(sqs.client, url)).toEqual([]);
   });
 
@@ -104,11 +108,14 @@ describe('member types', () => {
     }
   });
 
-  it('refuses a DelaySeconds that is not a number with the deserializer\'s SerializationException', async () => {
+  it("refuses a DelaySeconds that is not a number with the deserializer's SerializationException", async () => {
     const url = await createQueue(sqs.client, 'untyped');
     const raw = await post(sqs.f.sqs.endpoint, 'SendMessage', { QueueUrl: url, MessageBody: 'm', DelaySeconds: 'abc' });
     expect(raw.status).toBe(400);
-    expect(JSON.parse(raw.text)).toEqual({ __type: 'com.amazon.coral.service#SerializationException', message: 'STRING_VALUE can not be converted to an Integer' });
+    expect(JSON.parse(raw.text)).toEqual({
+      __type: 'com.amazon.coral.service#SerializationException',
+      message: 'STRING_VALUE can not be converted to an Integer',
+    });
     expect(await receive(sqs.client, url)).toEqual([]);
   });
 });
@@ -118,7 +125,7 @@ describe('error shapes', () => {
   // InvalidParameterValueException and MissingParameter as MissingRequiredParameterException, with the
   // query code in x-amzn-query-error (localstack test_sqs.snapshot.json, QueryErrorCode of
   // test_send_receive_max_number_of_messages and test_posting_to_fifo_requires_deduplicationid_group_id).
-  it('sends AWS\'s __type shapes, while the SDK still names the errors by their query code', async () => {
+  it("sends AWS's __type shapes, while the SDK still names the errors by their query code", async () => {
     const url = await createQueue(sqs.client, 'shapes');
     const invalid = await post(sqs.f.sqs.endpoint, 'ReceiveMessage', { QueueUrl: url, MaxNumberOfMessages: 11 });
     expect(JSON.parse(invalid.text).__type).toBe('com.amazonaws.sqs#InvalidParameterValueException');
@@ -135,7 +142,7 @@ describe('request size', () => {
   // <limit> bytes." (recorded by users: aws/aws-sdk-js#479, spring-attic/spring-cloud-aws#111).
   const tooLarge = `HTTP content length exceeded ${MAX_REQUEST_BYTES} bytes.`;
 
-  it('answers a SendMessage far over the limit with 413 and AWS\'s text, through the SDK', async () => {
+  it("answers a SendMessage far over the limit with 413 and AWS's text, through the SDK", async () => {
     const url = await createQueue(sqs.client, 'huge');
     const error = await errorOf(sqs.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'x'.repeat(3 * 1024 * 1024) })));
     expect(error.$metadata?.httpStatusCode).toBe(413);
@@ -143,15 +150,18 @@ describe('request size', () => {
     expect([raw.status, raw.text]).toEqual([413, tooLarge]);
   });
 
-  it.each(['content-length', 'chunked'] as const)('answers a client sending a 20 MB body (%s) with the 413 it can read, and no broken pipe', async (framing) => {
-    const headers = { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'AmazonSQS.SendMessage' };
-    for (let i = 0; i < 3; i++) {
-      expect(await sendOversized(sqs.f.sqs.endpoint, headers, 20 * 1024 * 1024, framing)).toEqual({ status: 413, text: tooLarge, writeError: undefined });
-    }
-    const url = await createQueue(sqs.client, 'after-abuse');
-    await sqs.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'after' }));
-    expect(bodies(await receive(sqs.client, url))).toEqual(['after']);
-  });
+  it.each(['content-length', 'chunked'] as const)(
+    'answers a client sending a 20 MB body (%s) with the 413 it can read, and no broken pipe',
+    async (framing) => {
+      const headers = { 'content-type': 'application/x-amz-json-1.0', 'x-amz-target': 'AmazonSQS.SendMessage' };
+      for (let i = 0; i < 3; i++) {
+        expect(await sendOversized(sqs.f.sqs.endpoint, headers, 20 * 1024 * 1024, framing)).toEqual({ status: 413, text: tooLarge, writeError: undefined });
+      }
+      const url = await createQueue(sqs.client, 'after-abuse');
+      await sqs.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'after' }));
+      expect(bodies(await receive(sqs.client, url))).toEqual(['after']);
+    },
+  );
 
   /** Sends headers and `bytes` of body, never ending the request, and resolves with the answer. */
   function answerBeforeTheEnd(headers: Record<string, string>, bytes: number): Promise<{ status: number; text: string }> {

@@ -20,7 +20,7 @@ describe('PurgeQueue', () => {
 
   // Recorded: localstack tests/aws/services/sqs/test_sqs.snapshot.json, test_successive_purge_calls_fail
   // (HTTP 403, AWS.SimpleQueueService.PurgeQueueInProgress).
-  it('refuses a second purge within 60 seconds with AWS\'s text', async () => {
+  it("refuses a second purge within 60 seconds with AWS's text", async () => {
     const url = await createQueue(sqs.client, 'twice');
     await sqs.client.send(new PurgeQueueCommand({ QueueUrl: url }));
     const error = await errorOf(sqs.client.send(new PurgeQueueCommand({ QueueUrl: url })));

@@ -23,7 +23,7 @@ async function fifoWithOne(visibility: string): Promise<string> {
 describe('FIFO receipt handles', () => {
   // Recorded against SQS: localstack tests/aws/services/sqs/test_sqs.snapshot.json,
   // test_fifo_delete_message_with_expired_receipt_handle (InvalidParameterValue, HTTP 400).
-  it('refuses DeleteMessage once the visibility timeout ran out, with AWS\'s text, and keeps the message', async () => {
+  it("refuses DeleteMessage once the visibility timeout ran out, with AWS's text, and keeps the message", async () => {
     const url = await fifoWithOne('1');
     const [m] = await receive(sqs.client, url);
     sqs.f.clock.advance(1000);
@@ -75,7 +75,13 @@ describe('FIFO receipt handles', () => {
     const [b] = await receive(sqs.client, url, { MaxNumberOfMessages: 1, VisibilityTimeout: 30 });
     sqs.f.clock.advance(1000);
     const out = await sqs.client.send(
-      new DeleteMessageBatchCommand({ QueueUrl: url, Entries: [{ Id: 'a', ReceiptHandle: a?.ReceiptHandle }, { Id: 'b', ReceiptHandle: b?.ReceiptHandle }] }),
+      new DeleteMessageBatchCommand({
+        QueueUrl: url,
+        Entries: [
+          { Id: 'a', ReceiptHandle: a?.ReceiptHandle },
+          { Id: 'b', ReceiptHandle: b?.ReceiptHandle },
+        ],
+      }),
     );
     expect(out.Successful?.map((s) => s.Id)).toEqual(['b']);
     expect(out.Failed).toEqual([{ Id: 'a', Code: 'ReceiptHandleIsInvalid', Message: 'The receipt handle has expired', SenderFault: true }]);
@@ -87,9 +93,7 @@ describe('FIFO receipt handles', () => {
     const url = await fifoWithOne('1');
     const [m] = await receive(sqs.client, url);
     sqs.f.clock.advance(1000);
-    const error = await errorOf(
-      sqs.client.send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: m?.ReceiptHandle, VisibilityTimeout: 30 })),
-    );
+    const error = await errorOf(sqs.client.send(new ChangeMessageVisibilityCommand({ QueueUrl: url, ReceiptHandle: m?.ReceiptHandle, VisibilityTimeout: 30 })));
     expect(error.name).toBe('InvalidParameterValue');
     expect(error.message).toBe(`Value ${m?.ReceiptHandle} for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired.`);
   });
@@ -121,7 +125,7 @@ describe('standard receipt handles', () => {
   });
 
   // localstack test_change_visibility_on_deleted_message_raises_invalid_parameter_value (validated against AWS).
-  it('refuses to change the visibility of a deleted message, with AWS\'s text, in a batch too', async () => {
+  it("refuses to change the visibility of a deleted message, with AWS's text, in a batch too", async () => {
     const url = await createQueue(sqs.client, 'deleted');
     await sqs.client.send(new SendMessageCommand({ QueueUrl: url, MessageBody: 'm' }));
     const [m] = await receive(sqs.client, url);

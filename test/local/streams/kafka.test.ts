@@ -30,7 +30,10 @@ function source(kafka: KafkaModel, options: Partial<KafkaEventSourceOptions> & P
   return es;
 }
 
-const valuesOf = (event: KafkaEvent): string[] => Object.values(event.records).flat().map((r) => text(r.value));
+const valuesOf = (event: KafkaEvent): string[] =>
+  Object.values(event.records)
+    .flat()
+    .map((r) => text(r.value));
 
 describe('murmur2 and the default partitioner', () => {
   it('matches the vectors of Kafka’s own UtilsTest.testMurmur2', () => {
@@ -85,7 +88,14 @@ describe('KafkaModel', () => {
 describe('KafkaEventSource: events', () => {
   it('delivers Lambda’s MSK event: records keyed by topic-partition, base64 key and value, headers as byte arrays', async () => {
     const { kafka } = setup(1);
-    kafka.produce('orders', { key: 'order-1', value: '{"id":1}', headers: [['trace', 'abc'], ['raw', new Uint8Array([0, 200])]] });
+    kafka.produce('orders', {
+      key: 'order-1',
+      value: '{"id":1}',
+      headers: [
+        ['trace', 'abc'],
+        ['raw', new Uint8Array([0, 200])],
+      ],
+    });
     const events: KafkaEvent[] = [];
     const es = source(kafka, { handler: (event) => void events.push(event) });
     es.start();
@@ -314,7 +324,9 @@ describe('KafkaEventSource: on-demand mode', () => {
 
   it('refuses more consumers than partitions, and an unknown topic', () => {
     const { kafka } = setup(2);
-    expect(() => source(kafka, { handler: () => undefined, consumers: 3 })).toThrow(/consumers must be an integer from 1 to the partition count of orders \(2\); got 3/);
+    expect(() => source(kafka, { handler: () => undefined, consumers: 3 })).toThrow(
+      /consumers must be an integer from 1 to the partition count of orders \(2\); got 3/,
+    );
     expect(() => source(kafka, { handler: () => undefined, topic: 'nope' })).toThrow(/topic "nope" does not exist in the Kafka model/);
   });
 });

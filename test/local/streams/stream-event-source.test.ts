@@ -63,15 +63,12 @@ describe.each(VARIANTS)('$name: ordering and checkpoints', (variant) => {
     let release = (): void => {};
     let calls = 0;
     const r = recorder(h);
-    const es = h.source(
-      async (records) => {
-        r.seen(records);
-        calls += 1;
-        if (calls === 1) throw new Error('first delivery fails');
-        await new Promise<void>((resolve) => (release = resolve));
-      },
-      r.options,
-    );
+    const es = h.source(async (records) => {
+      r.seen(records);
+      calls += 1;
+      if (calls === 1) throw new Error('first delivery fails');
+      await new Promise<void>((resolve) => (release = resolve));
+    }, r.options);
     es.start();
     await eventually(() => calls === 2, 2000, 'the retry');
     expect(r.outcomes[0]?.result).toBe('error');

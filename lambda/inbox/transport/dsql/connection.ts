@@ -58,23 +58,38 @@ export function resolveConnection(options: DsqlConnectionOptions): DsqlConnectio
     throw new InboxConfigError('dsql.region', `${JSON.stringify(region)} is not an AWS Region; pass the cluster's Region, e.g. "us-east-1"`);
   }
   if ((options.endpoint === undefined) === (options.clusterId === undefined)) {
-    throw new InboxConfigError('dsql.endpoint', 'pass exactly one of `endpoint` (e.g. "abcdefghijklmnopqrstuvwxyz.dsql.us-east-1.on.aws") and `clusterId` (e.g. "abcdefghijklmnopqrstuvwxyz")');
+    throw new InboxConfigError(
+      'dsql.endpoint',
+      'pass exactly one of `endpoint` (e.g. "abcdefghijklmnopqrstuvwxyz.dsql.us-east-1.on.aws") and `clusterId` (e.g. "abcdefghijklmnopqrstuvwxyz")',
+    );
   }
   if (options.clusterId !== undefined && (typeof options.clusterId !== 'string' || !CLUSTER_ID.test(options.clusterId))) {
-    throw new InboxConfigError('dsql.clusterId', `${JSON.stringify(options.clusterId)} is not a DSQL cluster id (lower-case letters and digits), e.g. "abcdefghijklmnopqrstuvwxyz"`);
+    throw new InboxConfigError(
+      'dsql.clusterId',
+      `${JSON.stringify(options.clusterId)} is not a DSQL cluster id (lower-case letters and digits), e.g. "abcdefghijklmnopqrstuvwxyz"`,
+    );
   }
   if (options.endpoint !== undefined && (typeof options.endpoint !== 'string' || options.endpoint.trim() === '' || /[/:\s]/.test(options.endpoint))) {
-    throw new InboxConfigError('dsql.endpoint', `${JSON.stringify(options.endpoint)} must be a host name without scheme or port, e.g. "abcdefghijklmnopqrstuvwxyz.dsql.us-east-1.on.aws"`);
+    throw new InboxConfigError(
+      'dsql.endpoint',
+      `${JSON.stringify(options.endpoint)} must be a host name without scheme or port, e.g. "abcdefghijklmnopqrstuvwxyz.dsql.us-east-1.on.aws"`,
+    );
   }
   const user = options.user ?? 'admin';
   if (typeof user !== 'string' || !USER.test(user)) {
-    throw new InboxConfigError('dsql.user', `${JSON.stringify(user)} is not a database role name; pass the role your IAM role is granted (AWS IAM GRANT), e.g. "inbox_consumer"`);
+    throw new InboxConfigError(
+      'dsql.user',
+      `${JSON.stringify(user)} is not a database role name; pass the role your IAM role is granted (AWS IAM GRANT), e.g. "inbox_consumer"`,
+    );
   }
   const port = options.port ?? 5432;
   positiveInteger('dsql.port', port, 5432);
   const maxLifetime = options.maxLifetimeSeconds;
   if (maxLifetime !== undefined && (!Number.isInteger(maxLifetime) || maxLifetime < 1 || maxLifetime >= DSQL_LIMITS.maxConnectionSeconds)) {
-    throw new InboxConfigError('dsql.maxLifetimeSeconds', `${String(maxLifetime)} must be a whole number of seconds below 3600 (DSQL closes a connection after 60 minutes), e.g. 3300`);
+    throw new InboxConfigError(
+      'dsql.maxLifetimeSeconds',
+      `${String(maxLifetime)} must be a whole number of seconds below 3600 (DSQL closes a connection after 60 minutes), e.g. 3300`,
+    );
   }
   for (const [name, value, example] of [
     ['dsql.maxConnections', options.maxConnections, 2],
@@ -112,7 +127,11 @@ interface Pool {
 export function dsqlPool(connection: DsqlConnection, options: DsqlConnectionOptions): PostgresPool & { end(): Promise<void> } {
   let pool: Promise<Pool> | undefined;
   const make = async (): Promise<Pool> => {
-    const pg = await importPeer('pg', () => import('pg'), (cause) => new PeerDependencyError('sqs-inbox/dsql', 'pg', 'npm install pg @aws-sdk/dsql-signer', cause));
+    const pg = await importPeer(
+      'pg',
+      () => import('pg'),
+      (cause) => new PeerDependencyError('sqs-inbox/dsql', 'pg', 'npm install pg @aws-sdk/dsql-signer', cause),
+    );
     const password = options.password ?? (await tokenSource(connection, options));
     const Pool = (pg.default ?? pg).Pool;
     const made = new Pool({

@@ -102,21 +102,31 @@ export class DsqlSession extends PostgresSession {
  */
 export function dsql(options: DsqlOptions): DsqlTarget {
   if (options === null || typeof options !== 'object') {
-    throw new InboxConfigError('dsql', 'pass { endpoint | clusterId, region, user }, e.g. dsql({ clusterId: "abcdefghijklmnopqrstuvwxyz", region: "us-east-1", user: "inbox_consumer" })');
+    throw new InboxConfigError(
+      'dsql',
+      'pass { endpoint | clusterId, region, user }, e.g. dsql({ clusterId: "abcdefghijklmnopqrstuvwxyz", region: "us-east-1", user: "inbox_consumer" })',
+    );
   }
   const connection = resolveConnection(options);
   const retries = options.conflictRetries ?? DSQL_CONFLICT_RETRIES;
   if (!Number.isInteger(retries.attempts) || retries.attempts < 0 || !(retries.baseDelayMs >= 0) || !(retries.maxDelayMs >= retries.baseDelayMs)) {
-    throw new InboxConfigError('dsql.conflictRetries', 'needs a whole `attempts` >= 0 and 0 <= `baseDelayMs` <= `maxDelayMs`, e.g. { attempts: 3, baseDelayMs: 20, maxDelayMs: 1000 }');
+    throw new InboxConfigError(
+      'dsql.conflictRetries',
+      'needs a whole `attempts` >= 0 and 0 <= `baseDelayMs` <= `maxDelayMs`, e.g. { attempts: 3, baseDelayMs: 20, maxDelayMs: 1000 }',
+    );
   }
   const perTransaction = options.maxRecordsPerTransaction ?? 1000;
   if (!Number.isInteger(perTransaction) || perTransaction < 1 || perTransaction > 3000) {
-    throw new InboxConfigError('dsql.maxRecordsPerTransaction', `${String(perTransaction)} must be a whole number from 1 to 3000 (DSQL modifies at most 3,000 rows per transaction), e.g. 1000`);
+    throw new InboxConfigError(
+      'dsql.maxRecordsPerTransaction',
+      `${String(perTransaction)} must be a whole number from 1 to 3000 (DSQL modifies at most 3,000 rows per transaction), e.g. 1000`,
+    );
   }
   const pool = dsqlPool(connection, options);
   return {
     pool,
-    [WIRE_SESSION]: (policy: SessionPolicy) => new DsqlSession(pool, policy, { conflictRetries: retries, maxRecordsPerTransaction: perTransaction }, options.idleCheckMs),
+    [WIRE_SESSION]: (policy: SessionPolicy) =>
+      new DsqlSession(pool, policy, { conflictRetries: retries, maxRecordsPerTransaction: perTransaction }, options.idleCheckMs),
   };
 }
 
@@ -134,9 +144,16 @@ export const DSQL_ENVIRONMENT = {
  * @example
  * export const handler = inbox({ database: dsqlFromEnvironment(), apply });
  */
-export function dsqlFromEnvironment(env: Readonly<Record<string, string | undefined>> = process.env, options: Omit<DsqlOptions, 'endpoint' | 'clusterId' | 'region' | 'user'> = {}): DsqlTarget {
+export function dsqlFromEnvironment(
+  env: Readonly<Record<string, string | undefined>> = process.env,
+  options: Omit<DsqlOptions, 'endpoint' | 'clusterId' | 'region' | 'user'> = {},
+): DsqlTarget {
   const endpoint = env[DSQL_ENVIRONMENT.endpoint];
-  if (!endpoint) throw new InboxConfigError(DSQL_ENVIRONMENT.endpoint, 'is not set; set it to the cluster endpoint, e.g. "abcdefghijklmnopqrstuvwxyz.dsql.us-east-1.on.aws"');
+  if (!endpoint)
+    throw new InboxConfigError(
+      DSQL_ENVIRONMENT.endpoint,
+      'is not set; set it to the cluster endpoint, e.g. "abcdefghijklmnopqrstuvwxyz.dsql.us-east-1.on.aws"',
+    );
   const region = env[DSQL_ENVIRONMENT.region] || env.AWS_REGION;
   if (!region) throw new InboxConfigError(DSQL_ENVIRONMENT.region, 'is not set, and neither is AWS_REGION; set it to the cluster\'s Region, e.g. "us-east-1"');
   const user = env[DSQL_ENVIRONMENT.user];

@@ -32,7 +32,11 @@ export const DSQL_INBOX_MIGRATIONS: MigrationSet = {
          )`,
       ],
     },
-    { version: 2, name: 'consumed_message_processed_at', statements: (t) => [`CREATE INDEX ASYNC IF NOT EXISTS consumed_message_processed_at ON ${t.consumed} (processed_at)`] },
+    {
+      version: 2,
+      name: 'consumed_message_processed_at',
+      statements: (t) => [`CREATE INDEX ASYNC IF NOT EXISTS consumed_message_processed_at ON ${t.consumed} (processed_at)`],
+    },
     {
       version: 3,
       name: 'parked_message',
@@ -57,7 +61,11 @@ export const DSQL_INBOX_MIGRATIONS: MigrationSet = {
          )`,
       ],
     },
-    { version: 4, name: 'parked_message_pending', statements: (t) => [`CREATE INDEX ASYNC IF NOT EXISTS parked_message_pending ON ${t.parked} (consumer_name, parked_at)`] },
+    {
+      version: 4,
+      name: 'parked_message_pending',
+      statements: (t) => [`CREATE INDEX ASYNC IF NOT EXISTS parked_message_pending ON ${t.parked} (consumer_name, parked_at)`],
+    },
     {
       version: 5,
       name: 'outbox_message',
@@ -81,13 +89,19 @@ export const DSQL_INBOX_MIGRATIONS: MigrationSet = {
          )`,
       ],
     },
-    { version: 6, name: 'outbox_message_unsent_group', statements: (t) => [`CREATE INDEX ASYNC IF NOT EXISTS outbox_message_unsent_group ON ${t.outbox} (destination, group_id, id)`] },
+    {
+      version: 6,
+      name: 'outbox_message_unsent_group',
+      statements: (t) => [`CREATE INDEX ASYNC IF NOT EXISTS outbox_message_unsent_group ON ${t.outbox} (destination, group_id, id)`],
+    },
     { version: 7, name: 'outbox_message_sent_at', statements: (t) => [`CREATE INDEX ASYNC IF NOT EXISTS outbox_message_sent_at ON ${t.outbox} (sent_at)`] },
     {
       version: 8,
       name: 'role_scope',
       // Read by nothing on DSQL (no row-level security), kept so that the role provisioning writes where it does on Aurora.
-      statements: (t) => [`CREATE TABLE IF NOT EXISTS ${t.schema}."role_scope" (role_name text NOT NULL, consumer_name text NOT NULL, PRIMARY KEY (role_name, consumer_name))`],
+      statements: (t) => [
+        `CREATE TABLE IF NOT EXISTS ${t.schema}."role_scope" (role_name text NOT NULL, consumer_name text NOT NULL, PRIMARY KEY (role_name, consumer_name))`,
+      ],
     },
   ],
 };
@@ -139,7 +153,10 @@ export async function migrateDsql(session: InboxSession, sets: readonly Migratio
         continue;
       }
       if (migration.version < current) {
-        throw new InboxConfigError(`migrations.${set.name}`, `version ${migration.version} ("${migration.name}") is not applied, but version ${current} is. Fix: give it a version above ${current}`);
+        throw new InboxConfigError(
+          `migrations.${set.name}`,
+          `version ${migration.version} ("${migration.name}") is not applied, but version ${current} is. Fix: give it a version above ${current}`,
+        );
       }
       if (statements.length !== 1) {
         throw new InboxConfigError(

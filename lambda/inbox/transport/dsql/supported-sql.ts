@@ -34,27 +34,141 @@ export interface DsqlSqlRule {
 const TABLE_DDL = String.raw`^\s*(?:CREATE|ALTER)\s+TABLE\b`;
 
 export const DSQL_SQL_RULES: readonly DsqlSqlRule[] = [
-  { id: 'truncate', status: 'unsupported', pattern: /^\s*TRUNCATE\b/, says: 'TRUNCATE is not supported: DELETE in batches of at most 3,000 rows', source: DSQL_SOURCES.unsupported },
-  { id: 'trigger', status: 'unsupported', pattern: /^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:CONSTRAINT\s+)?TRIGGER\b/, says: 'triggers are not supported', source: DSQL_SOURCES.unsupported },
-  { id: 'temporary-table', status: 'unsupported', pattern: /^\s*CREATE\s+(?:(?:GLOBAL|LOCAL)\s+)?(?:TEMP|TEMPORARY)\s+TABLE\b/, says: 'temporary tables are not supported', source: DSQL_SOURCES.unsupported },
-  { id: 'procedural-language', status: 'unsupported', pattern: /^\s*DO\b|\bLANGUAGE\s+PLPGSQL\b/, says: 'only functions written in SQL are supported: no PL/pgSQL, no DO blocks', source: DSQL_SOURCES.unsupported },
-  { id: 'savepoint', status: 'unsupported', pattern: /^\s*(?:SAVEPOINT|RELEASE)\b|^\s*ROLLBACK\s+(?:WORK\s+|TRANSACTION\s+)?TO\b/, says: 'SAVEPOINT is not supported', source: DSQL_SOURCES.unsupported },
+  {
+    id: 'truncate',
+    status: 'unsupported',
+    pattern: /^\s*TRUNCATE\b/,
+    says: 'TRUNCATE is not supported: DELETE in batches of at most 3,000 rows',
+    source: DSQL_SOURCES.unsupported,
+  },
+  {
+    id: 'trigger',
+    status: 'unsupported',
+    pattern: /^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:CONSTRAINT\s+)?TRIGGER\b/,
+    says: 'triggers are not supported',
+    source: DSQL_SOURCES.unsupported,
+  },
+  {
+    id: 'temporary-table',
+    status: 'unsupported',
+    pattern: /^\s*CREATE\s+(?:(?:GLOBAL|LOCAL)\s+)?(?:TEMP|TEMPORARY)\s+TABLE\b/,
+    says: 'temporary tables are not supported',
+    source: DSQL_SOURCES.unsupported,
+  },
+  {
+    id: 'procedural-language',
+    status: 'unsupported',
+    pattern: /^\s*DO\b|\bLANGUAGE\s+PLPGSQL\b/,
+    says: 'only functions written in SQL are supported: no PL/pgSQL, no DO blocks',
+    source: DSQL_SOURCES.unsupported,
+  },
+  {
+    id: 'savepoint',
+    status: 'unsupported',
+    pattern: /^\s*(?:SAVEPOINT|RELEASE)\b|^\s*ROLLBACK\s+(?:WORK\s+|TRANSACTION\s+)?TO\b/,
+    says: 'SAVEPOINT is not supported',
+    source: DSQL_SOURCES.unsupported,
+  },
   { id: 'vacuum', status: 'unsupported', pattern: /^\s*VACUUM\b/, says: 'VACUUM is not supported (nor needed)', source: DSQL_SOURCES.unsupported },
   { id: 'alter-system', status: 'unsupported', pattern: /^\s*ALTER\s+SYSTEM\b/, says: 'ALTER SYSTEM is not supported', source: DSQL_SOURCES.unsupported },
-  { id: 'create-database', status: 'unsupported', pattern: /^\s*CREATE\s+DATABASE\b/, says: 'a cluster has one database, postgres', source: DSQL_SOURCES.unsupported },
-  { id: 'synchronous-index', status: 'unsupported', pattern: /^\s*CREATE\s+(?:UNIQUE\s+)?INDEX\b(?!\s+ASYNC\b)/, says: 'indexes are created with CREATE INDEX ASYNC', source: DSQL_SOURCES.supportedSql },
-  { id: 'serial', status: 'unsupported', pattern: new RegExp(`${TABLE_DDL}[\\s\\S]*\\b(?:SMALL|BIG)?SERIAL\\b`), says: 'serial types create a sequence with the default cache; use an identity column with CACHE 1 or >= 65536, or a uuid', source: DSQL_SOURCES.unsupported },
-  { id: 'sequence-cache', status: 'unsupported', pattern: /^\s*CREATE\s+SEQUENCE\b(?![\s\S]*\bCACHE\s+(?:1|6553[6-9]|655[4-9]\d|65[6-9]\d\d|6[6-9]\d{3}|[7-9]\d{4}|\d{6,})\b)/, says: 'a sequence needs CACHE 1 or CACHE >= 65536', source: DSQL_SOURCES.unsupported },
-  { id: 'partition', status: 'unsupported', pattern: new RegExp(`${TABLE_DDL}[\\s\\S]*\\b(?:PARTITION\\s+(?:BY|OF)|INHERITS)\\b`), says: 'partitions and table inheritance are not supported', source: DSQL_SOURCES.unsupported },
-  { id: 'foreign-key', status: 'unsupported', pattern: new RegExp(`${TABLE_DDL}[\\s\\S]*\\b(?:REFERENCES|FOREIGN\\s+KEY)\\b`), says: 'foreign keys are not supported', source: DSQL_SOURCES.unsupported },
-  { id: 'exclusion-constraint', status: 'unsupported', pattern: /\bEXCLUDE\s+USING\b/, says: 'exclusion constraints are not supported', source: DSQL_SOURCES.unsupported },
-  { id: 'jsonb-column', status: 'unsupported', pattern: new RegExp(`${TABLE_DDL}[\\s\\S]*\\bJSONB\\b`), says: 'jsonb is a query runtime type only: store json or text, cast to jsonb in queries', source: DSQL_SOURCES.dataTypes },
-  { id: 'row-level-security', status: 'not-listed', pattern: /\b(?:ENABLE|DISABLE|FORCE)\s+ROW\s+LEVEL\s+SECURITY\b|^\s*CREATE\s+POLICY\b/, says: 'row-level security is not among the supported commands: scope roles with GRANT', source: DSQL_SOURCES.supportedSql },
-  { id: 'skip-locked', status: 'not-listed', pattern: /\bSKIP\s+LOCKED\b|\bNOWAIT\b/, says: 'only FOR UPDATE and FOR KEY SHARE are listed, with no SKIP LOCKED or NOWAIT (there are no locks to skip)', source: DSQL_SOURCES.supportedSql },
-  { id: 'advisory-lock', status: 'not-listed', pattern: /\bPG_(?:TRY_)?ADVISORY_(?:XACT_)?LOCK(?:_SHARED)?\s*\(/, says: 'advisory locks are not listed: DSQL is lock-free; serialise with a row both writers update instead', source: DSQL_SOURCES.concurrency },
-  { id: 'ctid', status: 'not-listed', pattern: /\bCTID\b/, says: 'system columns such as ctid are not listed: address rows by their primary key', source: DSQL_SOURCES.supportedSql },
-  { id: 'data-modifying-cte', status: 'not-listed', pattern: /^\s*WITH\b[\s\S]*\bAS\s*(?:NOT\s+)?(?:MATERIALIZED\s*)?\(\s*(?:INSERT|UPDATE|DELETE|MERGE)\b/, says: 'WITH is listed for SELECT; INSERT, UPDATE or DELETE inside WITH is not', source: DSQL_SOURCES.supportedSql },
-  { id: 'isolation-level', status: 'not-listed', pattern: /\bISOLATION\s+LEVEL\b/, says: 'DSQL runs every transaction at repeatable read; BEGIN takes only READ ONLY or READ WRITE', source: DSQL_SOURCES.supportedSql },
+  {
+    id: 'create-database',
+    status: 'unsupported',
+    pattern: /^\s*CREATE\s+DATABASE\b/,
+    says: 'a cluster has one database, postgres',
+    source: DSQL_SOURCES.unsupported,
+  },
+  {
+    id: 'synchronous-index',
+    status: 'unsupported',
+    pattern: /^\s*CREATE\s+(?:UNIQUE\s+)?INDEX\b(?!\s+ASYNC\b)/,
+    says: 'indexes are created with CREATE INDEX ASYNC',
+    source: DSQL_SOURCES.supportedSql,
+  },
+  {
+    id: 'serial',
+    status: 'unsupported',
+    pattern: new RegExp(`${TABLE_DDL}[\\s\\S]*\\b(?:SMALL|BIG)?SERIAL\\b`),
+    says: 'serial types create a sequence with the default cache; use an identity column with CACHE 1 or >= 65536, or a uuid',
+    source: DSQL_SOURCES.unsupported,
+  },
+  {
+    id: 'sequence-cache',
+    status: 'unsupported',
+    pattern: /^\s*CREATE\s+SEQUENCE\b(?![\s\S]*\bCACHE\s+(?:1|6553[6-9]|655[4-9]\d|65[6-9]\d\d|6[6-9]\d{3}|[7-9]\d{4}|\d{6,})\b)/,
+    says: 'a sequence needs CACHE 1 or CACHE >= 65536',
+    source: DSQL_SOURCES.unsupported,
+  },
+  {
+    id: 'partition',
+    status: 'unsupported',
+    pattern: new RegExp(`${TABLE_DDL}[\\s\\S]*\\b(?:PARTITION\\s+(?:BY|OF)|INHERITS)\\b`),
+    says: 'partitions and table inheritance are not supported',
+    source: DSQL_SOURCES.unsupported,
+  },
+  {
+    id: 'foreign-key',
+    status: 'unsupported',
+    pattern: new RegExp(`${TABLE_DDL}[\\s\\S]*\\b(?:REFERENCES|FOREIGN\\s+KEY)\\b`),
+    says: 'foreign keys are not supported',
+    source: DSQL_SOURCES.unsupported,
+  },
+  {
+    id: 'exclusion-constraint',
+    status: 'unsupported',
+    pattern: /\bEXCLUDE\s+USING\b/,
+    says: 'exclusion constraints are not supported',
+    source: DSQL_SOURCES.unsupported,
+  },
+  {
+    id: 'jsonb-column',
+    status: 'unsupported',
+    pattern: new RegExp(`${TABLE_DDL}[\\s\\S]*\\bJSONB\\b`),
+    says: 'jsonb is a query runtime type only: store json or text, cast to jsonb in queries',
+    source: DSQL_SOURCES.dataTypes,
+  },
+  {
+    id: 'row-level-security',
+    status: 'not-listed',
+    pattern: /\b(?:ENABLE|DISABLE|FORCE)\s+ROW\s+LEVEL\s+SECURITY\b|^\s*CREATE\s+POLICY\b/,
+    says: 'row-level security is not among the supported commands: scope roles with GRANT',
+    source: DSQL_SOURCES.supportedSql,
+  },
+  {
+    id: 'skip-locked',
+    status: 'not-listed',
+    pattern: /\bSKIP\s+LOCKED\b|\bNOWAIT\b/,
+    says: 'only FOR UPDATE and FOR KEY SHARE are listed, with no SKIP LOCKED or NOWAIT (there are no locks to skip)',
+    source: DSQL_SOURCES.supportedSql,
+  },
+  {
+    id: 'advisory-lock',
+    status: 'not-listed',
+    pattern: /\bPG_(?:TRY_)?ADVISORY_(?:XACT_)?LOCK(?:_SHARED)?\s*\(/,
+    says: 'advisory locks are not listed: DSQL is lock-free; serialise with a row both writers update instead',
+    source: DSQL_SOURCES.concurrency,
+  },
+  {
+    id: 'ctid',
+    status: 'not-listed',
+    pattern: /\bCTID\b/,
+    says: 'system columns such as ctid are not listed: address rows by their primary key',
+    source: DSQL_SOURCES.supportedSql,
+  },
+  {
+    id: 'data-modifying-cte',
+    status: 'not-listed',
+    pattern: /^\s*WITH\b[\s\S]*\bAS\s*(?:NOT\s+)?(?:MATERIALIZED\s*)?\(\s*(?:INSERT|UPDATE|DELETE|MERGE)\b/,
+    says: 'WITH is listed for SELECT; INSERT, UPDATE or DELETE inside WITH is not',
+    source: DSQL_SOURCES.supportedSql,
+  },
+  {
+    id: 'isolation-level',
+    status: 'not-listed',
+    pattern: /\bISOLATION\s+LEVEL\b/,
+    says: 'DSQL runs every transaction at repeatable read; BEGIN takes only READ ONLY or READ WRITE',
+    source: DSQL_SOURCES.supportedSql,
+  },
 ];
 
 /** A statement DSQL would refuse, and the rule that says so. */
@@ -82,7 +196,9 @@ export function checkDsqlSql(sql: string, strict = false): DsqlSqlViolation[] {
 
 /** Comments and string literals ('...', E'...', $tag$...$tag$) replaced by spaces, quoted identifiers kept. */
 function blankLiterals(sql: string): string {
-  return sql.replace(/--[^\n]*|\/\*[\s\S]*?\*\/|[Ee]?'(?:[^'\\]|''|\\.)*'|\$([A-Za-z_]\w*)?\$[\s\S]*?\$\1\$/g, (match) => (match.startsWith('$') ? `$$${' '.repeat(Math.max(0, match.length - 4))}$$` : ' '.repeat(match.length)));
+  return sql.replace(/--[^\n]*|\/\*[\s\S]*?\*\/|[Ee]?'(?:[^'\\]|''|\\.)*'|\$([A-Za-z_]\w*)?\$[\s\S]*?\$\1\$/g, (match) =>
+    match.startsWith('$') ? `$$${' '.repeat(Math.max(0, match.length - 4))}$$` : ' '.repeat(match.length),
+  );
 }
 
 function statementsOf(sql: string): string[] {

@@ -28,7 +28,10 @@ export function classifyWire(operation: WireOperation, error: unknown, inTransac
   const text = typeof message === 'string' ? message : String(error);
   const isCommit = operation === 'CommitTransaction';
   const make = (failure: DatabaseFailure, ambiguous: boolean, sqlState?: string) =>
-    new PostgresError(operation, failure, ambiguous || (isCommit && failure !== 'statement' && failure !== 'transaction-not-found'), text, { cause: error, sqlState });
+    new PostgresError(operation, failure, ambiguous || (isCommit && failure !== 'statement' && failure !== 'transaction-not-found'), text, {
+      cause: error,
+      sqlState,
+    });
   if (typeof code === 'string' && /^[0-9A-Z]{5}$/.test(code)) {
     if (code === '57014') return make('timeout', false, code);
     if (code === '25P03' || code === '25P02') return make('transaction-not-found', false, code);

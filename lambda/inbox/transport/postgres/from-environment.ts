@@ -124,7 +124,11 @@ export function readPostgresEnvironment(env: Readonly<Record<string, string | un
   if (iamText === 'true') {
     if (user === undefined) throw new InboxConfigError(names.user, `is not set: with ${names.iamAuth}=true set it to the database role the token signs in as`);
     const region = env.AWS_REGION?.trim();
-    if (!region) throw new InboxConfigError('AWS_REGION', `is not set: the RDS IAM token is signed for a region; Lambda sets it, elsewhere set it to the database's region`);
+    if (!region)
+      throw new InboxConfigError(
+        'AWS_REGION',
+        `is not set: the RDS IAM token is signed for a region; Lambda sets it, elsewhere set it to the database's region`,
+      );
     return { host, port, database, user, auth: { kind: 'iam', region } };
   }
   if (secretArn === undefined) {
@@ -140,7 +144,11 @@ export function readPostgresEnvironment(env: Readonly<Record<string, string | un
 function lazyPool(settings: PostgresEnvironmentSettings, ssl: ConnectionOptions, max: number, now: () => number): PostgresPool & { end(): Promise<void> } {
   let made: Promise<import('pg').Pool> | undefined;
   const make = async () => {
-    const pg = await importPeer('pg', () => import('pg'), (cause) => new PeerDependencyError('sqs-inbox/postgres', 'pg', 'npm install pg', cause));
+    const pg = await importPeer(
+      'pg',
+      () => import('pg'),
+      (cause) => new PeerDependencyError('sqs-inbox/postgres', 'pg', 'npm install pg', cause),
+    );
     const Pool = (pg.default ?? pg).Pool;
     const { user, password } = await credentials(settings, now);
     const pool = new Pool({
@@ -181,7 +189,14 @@ async function credentials(settings: PostgresEnvironmentSettings, now: () => num
     const { Signer } = await importPeer(
       '@aws-sdk/rds-signer',
       () => import('@aws-sdk/rds-signer'),
-      (cause) => new PeerDependencyError('sqs-inbox/postgres', '@aws-sdk/rds-signer', 'npm install @aws-sdk/rds-signer', cause, ` (${POSTGRES_ENVIRONMENT.iamAuth}=true signs in with it)`),
+      (cause) =>
+        new PeerDependencyError(
+          'sqs-inbox/postgres',
+          '@aws-sdk/rds-signer',
+          'npm install @aws-sdk/rds-signer',
+          cause,
+          ` (${POSTGRES_ENVIRONMENT.iamAuth}=true signs in with it)`,
+        ),
     );
     const signer = new Signer({ hostname: settings.host, port: settings.port, username: settings.user!, region: auth.region });
     // A token is good for 15 minutes and checked only when a connection opens: one per new connection.
@@ -191,7 +206,13 @@ async function credentials(settings: PostgresEnvironmentSettings, now: () => num
     '@aws-sdk/client-secrets-manager',
     () => import('@aws-sdk/client-secrets-manager'),
     (cause) =>
-      new PeerDependencyError('sqs-inbox/postgres', '@aws-sdk/client-secrets-manager', 'npm install @aws-sdk/client-secrets-manager', cause, ` (${POSTGRES_ENVIRONMENT.secretArn} is read with it)`),
+      new PeerDependencyError(
+        'sqs-inbox/postgres',
+        '@aws-sdk/client-secrets-manager',
+        'npm install @aws-sdk/client-secrets-manager',
+        cause,
+        ` (${POSTGRES_ENVIRONMENT.secretArn} is read with it)`,
+      ),
   );
   const client = new SecretsManagerClient({});
   const read = async () => {

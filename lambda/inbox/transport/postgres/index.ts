@@ -36,10 +36,14 @@ export interface PostgresOptions {
  * const pool = new pg.Pool({ host: process.env.PGHOST, database: 'inbox', max: 2, idleTimeoutMillis: 60_000, keepAlive: true });
  * export const handler = inbox({ database: postgres(pool), apply: async (tx, message) => { ... } });
  */
-export function postgres(pool: PostgresPool, options: PostgresOptions = {}): WireTarget & { readonly pool: PostgresPool; readonly idleCheckMs?: number | undefined } {
+export function postgres(
+  pool: PostgresPool,
+  options: PostgresOptions = {},
+): WireTarget & { readonly pool: PostgresPool; readonly idleCheckMs?: number | undefined } {
   return {
     pool,
     idleCheckMs: options.idleCheckMs,
-    [WIRE_SESSION]: (policy: SessionPolicy) => new PostgresSession({ pool, idleCheckMs: options.idleCheckMs }, { callTimeoutMs: policy.callTimeoutMs, timeLeftMs: policy.timeLeftMs }),
+    [WIRE_SESSION]: (policy: SessionPolicy) =>
+      new PostgresSession({ pool, idleCheckMs: options.idleCheckMs }, { callTimeoutMs: policy.callTimeoutMs, timeLeftMs: policy.timeLeftMs }),
   };
 }

@@ -214,7 +214,8 @@ export class PostgresSession implements InboxSession {
   private async onConnection<T>(operation: WireOperation, transactionId: string | undefined, work: (client: PostgresClient) => Promise<T>): Promise<T> {
     if (transactionId !== undefined) {
       const client = this.open.get(transactionId);
-      if (!client) throw new PostgresError(operation, 'transaction-not-found', false, `no open transaction ${transactionId}: it was committed, rolled back or lost`);
+      if (!client)
+        throw new PostgresError(operation, 'transaction-not-found', false, `no open transaction ${transactionId}: it was committed, rolled back or lost`);
       try {
         return await work(client);
       } catch (error) {
@@ -268,7 +269,8 @@ export class PostgresSession implements InboxSession {
 
   private take(transactionId: string, operation: WireOperation): PostgresClient {
     const client = this.open.get(transactionId);
-    if (!client) throw new PostgresError(operation, 'transaction-not-found', false, `no open transaction ${transactionId}: it was committed, rolled back or lost`);
+    if (!client)
+      throw new PostgresError(operation, 'transaction-not-found', false, `no open transaction ${transactionId}: it was committed, rolled back or lost`);
     this.open.delete(transactionId);
     return client;
   }
@@ -280,7 +282,14 @@ export class PostgresSession implements InboxSession {
    * (BEGIN with its SET LOCAL, COMMIT, ROLLBACK, the liveness check) go as simple queries.
    */
   private async query(client: PostgresClient, text: string, values?: unknown[], timeoutMs = this.policy.callTimeoutMs) {
-    const result = await client.query({ text, values, rowMode: 'array', types: TEXT_PARSERS, query_timeout: timeoutMs, ...(values ? { queryMode: 'extended' as const } : {}) });
+    const result = await client.query({
+      text,
+      values,
+      rowMode: 'array',
+      types: TEXT_PARSERS,
+      query_timeout: timeoutMs,
+      ...(values ? { queryMode: 'extended' as const } : {}),
+    });
     lastAnswered.set(client, this.now());
     // A multi-statement text (BEGIN; SET LOCAL ...) answers with one result per statement.
     return Array.isArray(result) ? (result.at(-1) as typeof result) : result;
