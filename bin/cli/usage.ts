@@ -83,7 +83,7 @@ ${DATABASE_FLAGS_USAGE}
 
 export const PARKED_USAGE = `Usage: sqs-inbox parked <subcommand> --consumer NAME [flags]
 
-The messages a consumer parked (its option onPermanentError is 'park'), through the Data API.
+The messages a consumer parked (its option onPermanentError is park, from sqs-inbox/parked), through the Data API.
 
 Subcommands:
   list              the messages still parked, oldest first
@@ -98,7 +98,7 @@ Subcommands:
 
 redrive and discard ask for confirmation on a terminal; --yes skips it, and is required when stdin
 is not a terminal. Stream-parked messages (Kinesis, DynamoDB Streams, Kafka) cannot be redriven:
-replay them with handler.parked.replay(id).
+replay them with parkedMessages(handler).replay(id).
 
 Flags:
   --consumer NAME        the consumer, as given to inbox({ consumer })      (required)

@@ -24,7 +24,7 @@ export class InboxConfigError extends InboxError {
 
 /**
  * This record can never succeed as it is: retrying it cannot help. With `onPermanentError: 'retry'` the
- * record is reported failed (SQS moves it to the dead-letter queue after maxReceiveCount); with 'park' it
+ * record is reported failed (SQS moves it to the dead-letter queue after maxReceiveCount); with `park` it
  * is stored in `inbox.parked_message` and reported succeeded.
  *
  * @example

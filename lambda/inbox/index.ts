@@ -15,6 +15,7 @@ export { kinesisInbox, dynamoDbInbox, kafkaInbox } from './handler/stream-handle
 export type { KinesisInboxOptions, DynamoDbInboxOptions, KafkaInboxOptions } from './handler/stream-handlers.js';
 export { kafkaHeaders } from './sources/kafka.js';
 export type { DynamoDbChange } from './sources/dynamodb.js';
+export { withFirstStatement } from './modes/record-claim.js';
 export { parseWith } from './prepare/standard-schema.js';
 export type { StandardSchema } from './prepare/standard-schema.js';
 export {
@@ -31,5 +32,4 @@ export {
 } from './errors.js';
 export { uuid, decimal, json, date, time } from './data-api/parameters.js';
 export type { SqlParams } from './data-api/parameters.js';
-export type { ParkedMessages } from './parked/store.js';
 export type { BatchSummary, InboxLogger, InboxMetrics } from './telemetry/telemetry.js';

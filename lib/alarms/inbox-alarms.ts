@@ -66,7 +66,7 @@ export interface InboxAlarmsProps {
    */
   readonly topicEncryptionKey?: kms.IKey | undefined;
   /**
-   * Alarm when more than this many records were parked in 5 minutes (`onPermanentError: 'park'`). A parked
+   * Alarm when more than this many records were parked in 5 minutes (`onPermanentError: park`). A parked
    * record is reported to SQS as succeeded and never reaches the dead-letter queue, so this alarm is what
    * tells anyone it needs a fix and a replay.
    * @default 0 (every parked record)
@@ -261,8 +261,8 @@ export class InboxAlarms extends Construct {
       threshold: parkedThreshold,
       description:
         `Inbox consumer ${name} parked ${parkedThreshold === 0 ? 'a record' : `more than ${parkedThreshold} records`} in 5 minutes ` +
-        "(a permanent error with onPermanentError: 'park'): it never reaches the dead-letter queue. Fix the cause, then replay it " +
-        '(handler.parked.list() and replay()).',
+        '(a permanent error with onPermanentError: park): it never reaches the dead-letter queue. Fix the cause, then replay it ' +
+        '(parkedMessages(handler).list() and replay(), from sqs-inbox/parked).',
     });
     const failurePercent = props.failureRatePercent ?? 10;
     const failureMinRecords = props.failureRateMinRecords ?? 10;

@@ -4,6 +4,7 @@ import { MAX_BODY_BYTES, MAX_KEY_BYTES } from '../../lambda/inbox/prepare/keys.j
 import type { InboxOptions } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
+import { park, parkedMessages } from '../../lambda/inbox/parked/index.js';
 
 let db: InboxFixture;
 beforeAll(async () => {
@@ -44,7 +45,7 @@ function make(onPermanentError: 'retry' | 'park', extra: Partial<InboxOptions<Or
     database: db.target,
     logger,
     metrics,
-    onPermanentError,
+    onPermanentError: onPermanentError === 'park' ? park : 'retry',
     ...effects[mode],
     ...extra,
   });
@@ -192,10 +193,10 @@ describe('parking never applies a key twice', () => {
       [1, 0],
       [0, 1],
     ]);
-    const parked = await handler.parked.list();
+    const parked = await parkedMessages(handler).list();
     expect(parked.map((p) => [p.sqsMessageId, p.ownsClaim])).toEqual([[first.messageId, true]]);
     strict = false;
-    for (const row of await handler.parked.list()) await handler.parked.replay(row.id);
+    for (const row of await parkedMessages(handler).list()) await parkedMessages(handler).replay(row.id);
     expect(await db.query("SELECT shipped_count FROM public.orders WHERE order_id = 'order-77'")).toEqual([{ shipped_count: 1 }]);
   });
 
@@ -212,7 +213,7 @@ describe('parking never applies a key twice', () => {
     strict = true;
     const copy = sqsRecord({ key: 'order-78', body: { orderId: 'order-78' } });
     expect((await handler({ Records: [copy] }, lambdaContext())).batchItemFailures).toEqual([]);
-    expect(await handler.parked.list()).toEqual([]);
+    expect(await parkedMessages(handler).list()).toEqual([]);
     expect(await db.query("SELECT shipped_count FROM public.orders WHERE order_id = 'order-78'")).toEqual([{ shipped_count: 1 }]);
   });
 });

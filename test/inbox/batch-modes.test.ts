@@ -9,6 +9,7 @@ import type { PreparedRecord } from '../../lambda/inbox/prepare/prepare.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 import { onTransport, TRANSPORT } from '../support/transport.js';
+import { park, parkedMessages } from '../../lambda/inbox/parked/index.js';
 
 // The batch modes against the local Data API and a real PostgreSQL. Calls are counted at the server.
 let db: InboxFixture;
@@ -146,7 +147,7 @@ describe('a poison message in a batch fails alone', () => {
             },
           }
         : {};
-    const { handler, metrics } = handlerFor(mode, { onPermanentError: 'park', ...options });
+    const { handler, metrics } = handlerFor(mode, { onPermanentError: park, ...options });
     const batch = orders(`park-${mode}`, 3);
     const poison = sqsRecord({ body: { orderId: `park-${mode}-x`, poison: true } });
     const response = await handler({ Records: [poison, ...batch] }, lambdaContext());
@@ -179,7 +180,7 @@ describe('keys in a batch', () => {
     async (mode) => {
       for (const onPermanentError of ['retry', 'park'] as const) {
         await db.query('TRUNCATE public.orders, inbox.consumed_message, inbox.parked_message');
-        const { handler, logger, metrics } = handlerFor(mode, { onPermanentError });
+        const { handler, logger, metrics } = handlerFor(mode, { onPermanentError: onPermanentError === 'park' ? park : 'retry' });
         await handler({ Records: [sqsRecord({ key: 'shared', body: { orderId: `first-${mode}` } })] }, lambdaContext());
         const reuse = sqsRecord({ key: 'shared', body: { orderId: `second-${mode}` } });
         const others = orders(`coll-${mode}`, 3);
@@ -320,7 +321,7 @@ describe('replaying a parked message in the batch modes', () => {
   it.each(BATCH_MODES)('%s: applies the effect once, through the same batch effect', async (mode) => {
     let strict = true;
     const { handler } = handlerFor(mode, {
-      onPermanentError: 'park',
+      onPermanentError: park,
       parse: (body) => {
         if (strict) throw new Error('unknown schema');
         return JSON.parse(body);
@@ -329,17 +330,17 @@ describe('replaying a parked message in the batch modes', () => {
     const record = sqsRecord({ body: { orderId: `replay-${mode}-0` } });
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
     strict = false;
-    const [parked] = await handler.parked.list();
-    expect(await handler.parked.replay(parked!.id)).toBe('replayed');
+    const [parked] = await parkedMessages(handler).list();
+    expect(await parkedMessages(handler).replay(parked!.id)).toBe('replayed');
     expect(await shippedCounts(`replay-${mode}`)).toEqual({ [`replay-${mode}-0`]: 1 });
-    expect(await handler.parked.replay(parked!.id)).toBe('already-replayed');
+    expect(await parkedMessages(handler).replay(parked!.id)).toBe('already-replayed');
     expect(await shippedCounts(`replay-${mode}`)).toEqual({ [`replay-${mode}-0`]: 1 });
   });
 
   it('batch-statement: the replay binds the params computed from the parked message itself', async () => {
     let strict = true;
     const { handler } = handlerFor('batch-statement', {
-      onPermanentError: 'park',
+      onPermanentError: park,
       parse: (body) => {
         if (strict) throw new Error('unknown schema');
         return JSON.parse(body);
@@ -353,8 +354,8 @@ describe('replaying a parked message in the batch modes', () => {
     const record = sqsRecord({ body: { orderId: 'replay-params-0' } });
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
     strict = false;
-    const [parked] = await handler.parked.list();
-    expect(await handler.parked.replay(parked!.id)).toBe('replayed');
+    const [parked] = await parkedMessages(handler).list();
+    expect(await parkedMessages(handler).replay(parked!.id)).toBe('replayed');
     expect(await shippedCounts('replay-params')).toEqual({ 'replay-params-0': 1 });
   });
 });
@@ -454,7 +455,7 @@ describe('the batch modes, the rest of their contract', () => {
   it.each(ALL_MODES)('%s: the duplicate filter catches a redelivered message that reuses a claimed key with another body', async (mode) => {
     for (const onPermanentError of ['retry', 'park'] as const) {
       await db.query('TRUNCATE public.orders, inbox.consumed_message, inbox.parked_message');
-      const { handler, logger, metrics } = handlerFor(mode, { onPermanentError, duplicateFilter: 'always' });
+      const { handler, logger, metrics } = handlerFor(mode, { onPermanentError: onPermanentError === 'park' ? park : 'retry', duplicateFilter: 'always' });
       await handler({ Records: [sqsRecord({ key: 'filtered', body: { orderId: `f-first-${mode}` } })] }, lambdaContext());
       const reuse = { ...sqsRecord({ key: 'filtered', body: { orderId: `f-second-${mode}` } }) };
       const response = await handler({ Records: redelivered([reuse]) }, lambdaContext());

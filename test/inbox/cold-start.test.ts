@@ -3,6 +3,7 @@ import { inbox, InboxConfigError } from '../../lambda/inbox/index.js';
 import { outbox } from '../../lambda/inbox/outbox/index.js';
 import { inboxFixture, lambdaContext, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
+import { parkedMessages } from '../../lambda/inbox/parked/index.js';
 
 /**
  * A handler module imports cleanly without its environment (a test importing a helper from it, a tool
@@ -69,7 +70,7 @@ describe('a handler built at module load', () => {
     clearEnvironment();
     const handler = inbox({ consumer: 'order-worker', apply });
     expect(((await failure(() => handler({ Records: [sqsRecord()] }, lambdaContext()))) as Error).message).toBe(NO_CLUSTER);
-    const parked = handler.parked;
+    const parked = parkedMessages(handler);
     expect(((await failure(() => parked.list())) as Error).message).toBe(NO_CLUSTER);
     process.env.INBOX_RESOURCE_ARN = db.server.resourceArn;
     expect(((await failure(() => parked.show(1))) as Error).message).toBe(

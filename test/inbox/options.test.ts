@@ -3,6 +3,7 @@ import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { inbox, InboxConfigError } from '../../lambda/inbox/index.js';
 import { inbox as batchInbox } from '../../lambda/inbox/handler/batch-handlers.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
+import { park } from '../../lambda/inbox/parked/index.js';
 
 const database = {
   resourceArn: 'arn:aws:rds:us-east-1:1:cluster:c',
@@ -49,7 +50,17 @@ const invalid: [string, Partial<InboxOptions>, RegExp][] = [
   ],
   ['duplicateFilter', { duplicateFilter: 'sometimes' as never }, /"duplicateFilter": "sometimes" must be 'auto' or 'always' or 'never'/],
   ['fifo.onFailure', { fifo: { onFailure: 'skip' as never } }, /"fifo\.onFailure".*'skip-group' or 'stop-batch'/],
-  ['onPermanentError', { onPermanentError: 'drop' as never }, /"onPermanentError".*'retry' or 'park'/],
+  [
+    'onPermanentError',
+    { onPermanentError: 'drop' as never },
+    /"onPermanentError": must be 'retry' or park \(import \{ park \} from 'sqs-inbox\/parked'\); got the string "drop"/,
+  ],
+  // The string of old: its code moved to its own entry, which the message names.
+  [
+    'onPermanentError',
+    { onPermanentError: 'park' as never },
+    /"onPermanentError": 'park' \(the string\) is no longer accepted: .* Write `import \{ park \} from 'sqs-inbox\/parked'` and pass onPermanentError: park/,
+  ],
   ['concurrency', { concurrency: 0 }, /"concurrency".*positive integer/],
   ['callTimeoutMs', { callTimeoutMs: 1.5 }, /"callTimeoutMs"/],
   ['deadlineMarginMs', { deadlineMarginMs: -1 }, /"deadlineMarginMs"/],
@@ -66,7 +77,7 @@ const sql = 'INSERT INTO shipments (order_id) SELECT :orderId FROM claimed';
 const wrongType: [string, Record<string, unknown>, RegExp][] = [
   ['fifo', { fifo: 'stop-batch' }, /"fifo": must be an object, e\.g\. fifo: \{ onFailure: 'stop-batch' \}; got the string "stop-batch"/],
   ['fifo.onFailure', { fifo: { onFailure: true } }, /"fifo\.onFailure": must be 'skip-group' or 'stop-batch'; got the boolean true/],
-  ['onPermanentError', { onPermanentError: 1 }, /"onPermanentError": must be 'retry' or 'park'; got the number 1/],
+  ['onPermanentError', { onPermanentError: 1 }, /"onPermanentError": must be 'retry' or park \(import \{ park \} from 'sqs-inbox\/parked'\); got the number 1/],
   [
     'resumeDelaysMs',
     { resumeDelaysMs: 'fast' },
@@ -200,7 +211,7 @@ describe('inbox() options, validated once at cold start', () => {
       parse: JSON.parse,
       fifo: { onFailure: 'stop-batch' },
       concurrency: 4,
-      onPermanentError: 'park',
+      onPermanentError: park,
       schema: 'inbox',
       callTimeoutMs: 5000,
       deadlineMarginMs: 0,

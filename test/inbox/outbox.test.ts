@@ -15,6 +15,7 @@ import { startSqsFixture } from '../support/sqs.js';
 import type { SqsFixture } from '../support/sqs.js';
 import { dataApiOnly } from '../support/data-api-only.js';
 import { CURRENT, onTransport } from '../support/transport.js';
+import { park, parkedMessages } from '../../lambda/inbox/parked/index.js';
 
 type Order = { orderId: string; customer?: string; fail?: boolean };
 
@@ -450,7 +451,7 @@ describe('the outbox', () => {
     const url = await queue('replayed');
     let fixed = false;
     const { handler, rows } = shipper(url, {
-      onPermanentError: 'park',
+      onPermanentError: park,
       apply: async (tx, message) => {
         if (!fixed) throw new PermanentError('warehouse unknown');
         tx.send({ to: 'invoices', body: { orderId: message.body.orderId } });
@@ -458,9 +459,9 @@ describe('the outbox', () => {
     });
     const id = `p-${run}`;
     await handler({ Records: [order(id)] }, lambdaContext());
-    const [parked] = await handler.parked.list();
+    const [parked] = await parkedMessages(handler).list();
     fixed = true;
-    expect(await handler.parked.replay(parked!.id)).toBe('replayed');
+    expect(await parkedMessages(handler).replay(parked!.id)).toBe('replayed');
     expect((await drain(f.client, url)).map((m) => JSON.parse(m.Body!))).toEqual([{ orderId: id }]);
     expect((await rows())[0]!.sent_at).toBeInstanceOf(Date);
   });

@@ -13,6 +13,7 @@ import type { InboxFixture } from '../support/inbox.js';
 import { startSqsFixture } from '../support/sqs.js';
 import type { SqsFixture } from '../support/sqs.js';
 import { kinesisEvent, kinesisRecord } from '../support/streams.js';
+import { park, parkedMessages } from '../../lambda/inbox/parked/index.js';
 
 type Order = { orderId: string };
 
@@ -51,7 +52,7 @@ function stage(kind: 'fifo' | 'standard') {
     database: db.target,
     logger: recordingLogger(),
     metrics: recordingMetrics(),
-    onPermanentError: 'park',
+    onPermanentError: park,
     apply: async (tx, message) => {
       if (rejecting) throw new PermanentError('warehouse code unknown');
       await tx.execute('INSERT INTO public.applied (order_id) VALUES (:id) ON CONFLICT (order_id) DO UPDATE SET n = applied.n + 1', {
@@ -103,7 +104,7 @@ describe('redriving a parked message', () => {
     const orderId = `o-${run}`;
     await s.send(orderId, `key-${orderId}`, { attributes: { tenant: 'acme' } });
     await s.deliver();
-    const [parked] = await s.handler.parked.list();
+    const [parked] = await parkedMessages(s.handler).list();
     expect(parked).toMatchObject({ key: `key-${orderId}`, ownsClaim: true, status: 'parked', attributes: { eventSourceARN: s.queue.arn } });
     expect(await applied(orderId)).toBe(0);
 
@@ -121,8 +122,8 @@ describe('redriving a parked message', () => {
     expect(back.body).toBe(JSON.stringify({ orderId }));
     expect(back.attributes.MessageGroupId).toBe('customer-1');
     expect(back.messageAttributes).toMatchObject({ 'idempotency-key': { stringValue: `key-${orderId}` }, tenant: { stringValue: 'acme' } });
-    expect(await s.handler.parked.list()).toEqual([]);
-    expect(await s.handler.parked.list({ includeRedriven: true })).toMatchObject([{ id: parked!.id, status: 'redriven', redrivenTo: queueUrl }]);
+    expect(await parkedMessages(s.handler).list()).toEqual([]);
+    expect(await parkedMessages(s.handler).list({ includeRedriven: true })).toMatchObject([{ id: parked!.id, status: 'redriven', redrivenTo: queueUrl }]);
 
     // Its key is claimed again: a later delivery of it is a duplicate.
     f.clock.advance(SIX_MINUTES);
@@ -136,7 +137,7 @@ describe('redriving a parked message', () => {
     const orderId = `o-${run}`;
     await s.send(orderId, `key-${orderId}`);
     await s.deliver();
-    const [parked] = await s.handler.parked.list();
+    const [parked] = await parkedMessages(s.handler).list();
     s.fix();
     // Each redrive holds its transaction open at the commit: without the row lock, both would read the
     // message as still parked.
@@ -161,7 +162,7 @@ describe('redriving a parked message', () => {
     const orderId = `o-${run}`;
     await s.send(orderId, `key-${orderId}`);
     await s.deliver();
-    const [parked] = await s.handler.parked.list();
+    const [parked] = await parkedMessages(s.handler).list();
     s.fix();
     f.sqs.faults.failRequests('SendMessageBatch', { error: 'InternalError', times: 100 });
     const [result] = await redriveParked(s.options(), [parked!.id]);
@@ -190,11 +191,11 @@ describe('redriving a parked message', () => {
     const orderId = `o-${run}`;
     await s.send(orderId, `key-${orderId}`);
     await s.deliver();
-    const [first] = await s.handler.parked.list();
+    const [first] = await parkedMessages(s.handler).list();
     expect((await redriveParked(s.options(), [first!.id]))[0]).toMatchObject({ status: 'redriven', sent: true });
     await s.deliver();
     // Its cause was not fixed: it is parked again, as a new row under the same key, owning the new claim.
-    const [second] = await s.handler.parked.list();
+    const [second] = await parkedMessages(s.handler).list();
     expect(second).toMatchObject({ key: `key-${orderId}`, ownsClaim: true, status: 'parked' });
     expect(second!.id).not.toBe(first!.id);
 
@@ -209,11 +210,11 @@ describe('redriving a parked message', () => {
     const orderId = `o-${run}`;
     await s.send(orderId, `key-${orderId}`);
     await s.deliver();
-    const [parked] = await s.handler.parked.list();
+    const [parked] = await parkedMessages(s.handler).list();
     s.fix();
     const [refused] = await redriveParked(s.options(), [parked!.id]);
     expect(refused).toMatchObject({ status: 'refused', refusal: 'deduplication-window', message: expect.stringMatching(/redrive it after \d{4}-/) });
-    expect(await s.handler.parked.list()).toHaveLength(1);
+    expect(await parkedMessages(s.handler).list()).toHaveLength(1);
     expect(await claims(s.consumer, `key-${orderId}`)).toBe(1);
 
     f.clock.advance(SIX_MINUTES);
@@ -227,7 +228,7 @@ describe('redriving a parked message', () => {
     const orderId = `o-${run}`;
     await s.send(orderId, `key-${orderId}`);
     await s.deliver();
-    const [parked] = await s.handler.parked.list();
+    const [parked] = await parkedMessages(s.handler).list();
     // As sqs-inbox stored an SQS record before it kept the eventSourceARN.
     await db.query("UPDATE inbox.parked_message SET attributes = attributes::jsonb - 'eventSourceARN' WHERE id = $1", [parked!.id]);
     s.fix();
@@ -252,15 +253,15 @@ describe('redriving a parked message', () => {
     await s.send(orderId, `key-${orderId}`);
     await s.deliver();
     await s.handler({ Records: [sqsRecord({ body: { orderId: 'another' }, key: `key-${orderId}` })] }, lambdaContext());
-    const collided = (await s.handler.parked.list()).find((message) => message.errorClass === 'KeyCollisionError')!;
+    const collided = (await parkedMessages(s.handler).list()).find((message) => message.errorClass === 'KeyCollisionError')!;
     expect(collided.ownsClaim).toBe(false);
     expect((await redriveParked(s.options(), [collided.id]))[0]).toMatchObject({
       status: 'refused',
       refusal: 'key-collision',
-      message: expect.stringContaining("replay it with handler.parked.replay(id, { collision: 'apply-under-new-key' })"),
+      message: expect.stringContaining("replay it with parkedMessages(handler).replay(id, { collision: 'apply-under-new-key' })"),
     });
     // One rule for both: the replay refuses it too, unless told how to apply it.
-    await expect(s.handler.parked.replay(collided.id)).rejects.toThrow(ParkedCollisionError);
+    await expect(parkedMessages(s.handler).replay(collided.id)).rejects.toThrow(ParkedCollisionError);
     expect(await claims(s.consumer, `key-${orderId}`)).toBe(1);
   });
 
@@ -271,19 +272,19 @@ describe('redriving a parked message', () => {
       database: db.target,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      onPermanentError: 'park',
+      onPermanentError: park,
       apply: async () => {
         throw new PermanentError('unknown page');
       },
     });
     await handler(kinesisEvent([kinesisRecord({ body: { page: '/' } })]), lambdaContext());
-    const [parked] = await handler.parked.list();
+    const [parked] = await parkedMessages(handler).list();
     const [result] = await redriveParked(
       { session: db.session, consumer, transport: sqsOutbox({ client: f.client }).transport, queueUrl: 'https://sqs.us-east-1.amazonaws.com/000000000000/x' },
       [parked!.id],
     );
     expect(result).toMatchObject({ status: 'refused', refusal: 'stream-record', message: expect.stringContaining('replay it') });
-    expect(await handler.parked.list()).toHaveLength(1);
+    expect(await parkedMessages(handler).list()).toHaveLength(1);
   });
 
   it('refuses a message whose key was claimed again after its parking claim was purged', async () => {
@@ -291,7 +292,7 @@ describe('redriving a parked message', () => {
     const orderId = `o-${run}`;
     await s.send(orderId, `key-${orderId}`);
     await s.deliver();
-    const [parked] = await s.handler.parked.list();
+    const [parked] = await parkedMessages(s.handler).list();
     // The purge took the parking claim; a later delivery of the key claimed (and applied) it.
     await db.query("UPDATE inbox.consumed_message SET processed_at = now() + interval '1 hour' WHERE consumer_name = $1", [s.consumer]);
     expect((await redriveParked(s.options(), [parked!.id]))[0]).toMatchObject({ status: 'refused', refusal: 'claimed-again' });
@@ -303,16 +304,16 @@ describe('redriving a parked message', () => {
     await s.send(`a-${run}`, `key-a-${run}`);
     await s.send(`b-${run}`, `key-b-${run}`);
     await s.deliver();
-    const [a, b] = await s.handler.parked.list();
+    const [a, b] = await parkedMessages(s.handler).list();
     s.fix();
-    expect(await s.handler.parked.replay(a!.id)).toBe('replayed');
+    expect(await parkedMessages(s.handler).replay(a!.id)).toBe('replayed');
     const results = await redriveParked(s.options(), [999_999, a!.id, b!.id]);
     expect(results.map((result) => [result.id, result.status])).toEqual([
       [999_999, 'not-found'],
       [a!.id, 'already-replayed'],
       [b!.id, 'redriven'],
     ]);
-    expect(await s.handler.parked.replay(b!.id)).toBe('already-redriven');
+    expect(await parkedMessages(s.handler).replay(b!.id)).toBe('already-redriven');
     await s.deliver();
     expect([await applied(`a-${run}`), await applied(`b-${run}`)]).toEqual([1, 1]);
   });
@@ -324,7 +325,7 @@ describe('discarding a parked message', () => {
     const orderId = `o-${run}`;
     await s.send(orderId, `key-${orderId}`);
     await s.deliver();
-    const [parked] = await s.handler.parked.list();
+    const [parked] = await parkedMessages(s.handler).list();
     const store = parkedMessageStore({ session: db.session, consumer: s.consumer });
 
     expect(await store.discard([parked!.id, 999_999])).toEqual([
@@ -332,14 +333,14 @@ describe('discarding a parked message', () => {
       { id: 999_999, status: 'not-found' },
     ]);
     expect(await store.list()).toEqual([]);
-    expect(await s.handler.parked.list()).toEqual([]);
+    expect(await parkedMessages(s.handler).list()).toEqual([]);
     const [shown] = await store.list({ includeDiscarded: true });
     expect(shown).toMatchObject({ id: parked!.id, status: 'discarded', discardedAt: expect.any(Date), replayedAt: null, redrivenAt: null });
     expect(await store.show(parked!.id)).toEqual(shown);
     expect(await store.show(999_999)).toBeUndefined();
 
     s.fix();
-    expect(await s.handler.parked.replay(parked!.id)).toBe('already-discarded');
+    expect(await parkedMessages(s.handler).replay(parked!.id)).toBe('already-discarded');
     expect((await redriveParked(s.options(), [parked!.id]))[0]!.status).toBe('already-discarded');
     expect(await store.discard([parked!.id])).toEqual([{ id: parked!.id, status: 'already-discarded' }]);
     // Its claim stays: a later delivery of its key is a duplicate, never applied.
@@ -353,10 +354,10 @@ describe('discarding a parked message', () => {
     const s = stage('standard');
     await s.send(`o-${run}`, `key-o-${run}`);
     await s.deliver();
-    const [parked] = await s.handler.parked.list();
+    const [parked] = await parkedMessages(s.handler).list();
     const other = parkedMessageStore({ session: db.session, consumer: 'someone-else' });
     expect(await other.discard([parked!.id])).toEqual([{ id: parked!.id, status: 'not-found' }]);
-    expect(await s.handler.parked.list()).toHaveLength(1);
+    expect(await parkedMessages(s.handler).list()).toHaveLength(1);
   });
 });
 

@@ -6,6 +6,7 @@ import type { InboxOptions } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 import type { GatedStatement, InboxMessage } from '../../lambda/inbox/index.js';
+import { park, parkedMessages } from '../../lambda/inbox/parked/index.js';
 
 let db: InboxFixture;
 beforeAll(async () => {
@@ -38,7 +39,7 @@ function parking(consumer: string, options: Partial<InboxOptions<Order>>) {
     database: db.target,
     logger: recordingLogger(),
     metrics: recordingMetrics(),
-    onPermanentError: 'park',
+    onPermanentError: park,
     ...options,
   } as InboxOptions<Order>);
 }
@@ -51,7 +52,7 @@ describe('parked messages', () => {
       database: db.target,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      onPermanentError: 'park',
+      onPermanentError: park,
       apply: async (tx, message) => {
         if (rejecting && message.body.orderId === 'order-2') throw new PermanentError('warehouse code unknown');
         await tx.execute(
@@ -67,7 +68,7 @@ describe('parked messages', () => {
     const shipped = await db.query('SELECT order_id FROM public.orders ORDER BY order_id');
     expect(shipped.map((r) => r.order_id)).toEqual(['order-1', 'order-3']);
 
-    const parked = await handler.parked.list();
+    const parked = await parkedMessages(handler).list();
     expect(parked).toHaveLength(1);
     expect(parked[0]).toMatchObject({
       sqsMessageId: records[1]!.messageId,
@@ -83,15 +84,15 @@ describe('parked messages', () => {
     rejecting = false;
     expect((await handler({ Records: [records[1]!] }, lambdaContext())).batchItemFailures).toEqual([]);
     expect(await db.query("SELECT 1 FROM public.orders WHERE order_id = 'order-2'")).toHaveLength(0);
-    expect(await handler.parked.list()).toHaveLength(1);
+    expect(await parkedMessages(handler).list()).toHaveLength(1);
 
-    expect(await handler.parked.replay(parked[0]!.id)).toBe('replayed');
-    expect(await handler.parked.replay(parked[0]!.id)).toBe('already-replayed');
-    expect(await handler.parked.replay(999_999)).toBe('not-found');
+    expect(await parkedMessages(handler).replay(parked[0]!.id)).toBe('replayed');
+    expect(await parkedMessages(handler).replay(parked[0]!.id)).toBe('already-replayed');
+    expect(await parkedMessages(handler).replay(999_999)).toBe('not-found');
     const after = await db.query("SELECT shipped_count FROM public.orders WHERE order_id = 'order-2'");
     expect(after).toEqual([{ shipped_count: 1 }]);
-    expect(await handler.parked.list()).toHaveLength(0);
-    expect(await handler.parked.list({ includeReplayed: true })).toHaveLength(1);
+    expect(await parkedMessages(handler).list()).toHaveLength(0);
+    expect(await parkedMessages(handler).list({ includeReplayed: true })).toHaveLength(1);
   });
 
   it('applies a message once when two replays of it race: one replayed, the other already-replayed', async () => {
@@ -101,7 +102,7 @@ describe('parked messages', () => {
       database: db.target,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      onPermanentError: 'park',
+      onPermanentError: park,
       apply: async (tx, message) => {
         if (rejecting) throw new PermanentError('warehouse code unknown');
         // Hold the replay's transaction open after it read the parked row, so the other replay reads it
@@ -115,15 +116,15 @@ describe('parked messages', () => {
       },
     });
     await handler({ Records: [sqsRecord({ body: { orderId: 'order-raced' } })] }, lambdaContext());
-    const [parked] = await handler.parked.list();
+    const [parked] = await parkedMessages(handler).list();
     rejecting = false;
 
-    const racing = [handler.parked.replay(parked!.id), handler.parked.replay(parked!.id)];
+    const racing = [parkedMessages(handler).replay(parked!.id), parkedMessages(handler).replay(parked!.id)];
     const results = await Promise.all(racing);
 
     expect(await db.query("SELECT shipped_count FROM public.orders WHERE order_id = 'order-raced'")).toEqual([{ shipped_count: 1 }]);
     expect(results.sort()).toEqual(['already-replayed', 'replayed']);
-    expect(await handler.parked.list()).toEqual([]);
+    expect(await parkedMessages(handler).list()).toEqual([]);
   });
 
   it('leaves a message parked when its replay still fails', async () => {
@@ -132,15 +133,15 @@ describe('parked messages', () => {
       database: db.target,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      onPermanentError: 'park',
+      onPermanentError: park,
       apply: async () => {
         throw new PermanentError('still wrong');
       },
     });
     await handler({ Records: [sqsRecord()] }, lambdaContext());
-    const [parked] = await handler.parked.list();
-    await expect(handler.parked.replay(parked!.id)).rejects.toThrow('still wrong');
-    expect(await handler.parked.list()).toHaveLength(1);
+    const [parked] = await parkedMessages(handler).list();
+    await expect(parkedMessages(handler).replay(parked!.id)).rejects.toThrow('still wrong');
+    expect(await parkedMessages(handler).list()).toHaveLength(1);
   });
 
   it('replays in single-statement mode: the gated statement runs once under the parked claim', async () => {
@@ -151,9 +152,9 @@ describe('parked messages', () => {
     }));
     const record = sqsRecord({ body: { orderId: 'order-single' }, key: 'order-single' });
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
-    const [parked] = await handler.parked.list();
+    const [parked] = await parkedMessages(handler).list();
     fix();
-    expect(await handler.parked.replay(parked!.id)).toBe('replayed');
+    expect(await parkedMessages(handler).replay(parked!.id)).toBe('replayed');
     expect(await handler({ Records: [record] }, lambdaContext())).toEqual({ batchItemFailures: [] });
     expect(await db.query("SELECT shipped_count FROM public.orders WHERE order_id = 'order-single'")).toEqual([{ shipped_count: 1 }]);
   });
@@ -164,9 +165,9 @@ describe('parked messages', () => {
       params: fixed() ? { inbox_order: message.body.orderId } : {},
     }));
     await handler({ Records: [sqsRecord()] }, lambdaContext());
-    const [parked] = await handler.parked.list();
+    const [parked] = await parkedMessages(handler).list();
     fix();
-    await expect(handler.parked.replay(parked!.id)).rejects.toThrow('inbox option "statement": parameter ":inbox_order" uses the prefix inbox_');
+    await expect(parkedMessages(handler).replay(parked!.id)).rejects.toThrow('inbox option "statement": parameter ":inbox_order" uses the prefix inbox_');
   });
 
   it('parks a record that came without a messageId under an empty id, losing nothing else', async () => {
@@ -175,14 +176,14 @@ describe('parked messages', () => {
       database: db.target,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      onPermanentError: 'park',
+      onPermanentError: park,
       apply: async () => {
         throw new PermanentError('warehouse code unknown');
       },
     });
     const record = { ...sqsRecord({ body: { orderId: 'order-u' }, key: 'key-u' }), messageId: '' };
     expect(await handler({ Records: [record] }, lambdaContext())).toEqual({ batchItemFailures: [] });
-    expect((await handler.parked.list()).map(({ sqsMessageId, key, body, errorMessage }) => ({ sqsMessageId, key, body, errorMessage }))).toEqual([
+    expect((await parkedMessages(handler).list()).map(({ sqsMessageId, key, body, errorMessage }) => ({ sqsMessageId, key, body, errorMessage }))).toEqual([
       { sqsMessageId: '', key: 'key-u', body: record.body, errorMessage: 'warehouse code unknown' },
     ]);
   });
@@ -195,7 +196,7 @@ describe('parked messages', () => {
       database: db.target,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      onPermanentError: 'park',
+      onPermanentError: park,
       apply: async (_, message) => {
         if (rejecting) throw new PermanentError('not yet');
         seen.push(message);
@@ -203,9 +204,9 @@ describe('parked messages', () => {
     });
     const record = sqsRecord({ body: { orderId: 'order-r' }, key: 'key-r', groupId: 'g-r', receiveCount: 2 });
     await handler({ Records: [record] }, lambdaContext());
-    const [parked] = await handler.parked.list();
+    const [parked] = await parkedMessages(handler).list();
     rejecting = false;
-    await handler.parked.replay(parked!.id);
+    await parkedMessages(handler).replay(parked!.id);
     expect(seen).toEqual([
       {
         key: 'key-r',
@@ -243,6 +244,29 @@ const COLLISION_MODES: Record<string, Partial<InboxOptions<Order>>> = {
   },
 };
 
+describe('parkedMessages(handler)', () => {
+  it('refuses what is not a handler an inbox made, naming what to pass', () => {
+    for (const given of [{}, () => {}, null]) {
+      expect(() => parkedMessages(given as object)).toThrow(
+        new TypeError('parkedMessages(handler): pass the handler that inbox() (or kinesisInbox(), dynamoDbInbox(), kafkaInbox()) returned'),
+      );
+    }
+  });
+
+  it("lists what the consumer parked, whichever handler of it asks: the parked rows are the consumer's", async () => {
+    const consumer = `asker-${Date.now()}`;
+    const parks = parking(consumer, {
+      apply: async () => {
+        throw new PermanentError('refused');
+      },
+    });
+    await parks({ Records: [sqsRecord({ key: 'asked', body: { orderId: 'asked' } })] }, lambdaContext());
+    // A handler of the same consumer that does not park still reads and replays what was parked.
+    const retrying = parking(consumer, { onPermanentError: 'retry', apply: async () => {} });
+    expect((await parkedMessages(retrying).list()).map((message) => message.key)).toEqual(['asked']);
+  });
+});
+
 describe('replaying a key collision', () => {
   let run = 0;
   /** Message one takes effect under `key`; message two, another body under the same key, is parked as a collision. */
@@ -253,7 +277,7 @@ describe('replaying a key collision', () => {
     const second = () => sqsRecord({ body: { orderId: `${consumer}-2` }, key });
     await handler({ Records: [sqsRecord({ body: { orderId: `${consumer}-1` }, key })] }, lambdaContext());
     expect(await handler({ Records: [second()] }, lambdaContext())).toEqual({ batchItemFailures: [] });
-    const [parked] = await handler.parked.list();
+    const [parked] = await parkedMessages(handler).list();
     expect(parked).toMatchObject({ errorClass: 'KeyCollisionError', key, ownsClaim: false });
     const shipped = async () =>
       db.query('SELECT order_id, shipped_count, last_key FROM public.orders WHERE order_id LIKE $1 ORDER BY order_id', [`${consumer}-%`]);
@@ -262,11 +286,11 @@ describe('replaying a key collision', () => {
 
   it.each(Object.keys(COLLISION_MODES))('%s: is refused by default, with the fix, and the message stays parked (as redriveParked refuses it)', async (mode) => {
     const { handler, consumer, key, parked, shipped } = await collided(mode);
-    const refusal = handler.parked.replay(parked.id);
+    const refusal = parkedMessages(handler).replay(parked.id);
     await expect(refusal).rejects.toThrow(ParkedCollisionError);
-    await expect(handler.parked.replay(parked.id)).rejects.toThrow("replay it with { collision: 'apply-under-new-key' }");
+    await expect(parkedMessages(handler).replay(parked.id)).rejects.toThrow("replay it with { collision: 'apply-under-new-key' }");
     expect(await shipped()).toEqual([{ order_id: `${consumer}-1`, shipped_count: 1, last_key: key }]);
-    expect((await handler.parked.list()).map((message) => message.id)).toEqual([parked.id]);
+    expect((await parkedMessages(handler).list()).map((message) => message.id)).toEqual([parked.id]);
   });
 
   it.each(Object.keys(COLLISION_MODES))(
@@ -274,7 +298,7 @@ describe('replaying a key collision', () => {
     async (mode) => {
       const { handler, consumer, key, parked, second, shipped } = await collided(mode);
       const ownKey = `${key}@sha256:${Buffer.from(payloadHash(parked.body)).toString('hex')}`;
-      expect(await handler.parked.replay(parked.id, { collision: 'apply-under-new-key' })).toBe('replayed');
+      expect(await parkedMessages(handler).replay(parked.id, { collision: 'apply-under-new-key' })).toBe('replayed');
       const both = [
         { order_id: `${consumer}-1`, shipped_count: 1, last_key: key },
         { order_id: `${consumer}-2`, shipped_count: 1, last_key: ownKey },
@@ -285,16 +309,16 @@ describe('replaying a key collision', () => {
       // The producer sends the second message again: it collides and parks again, and its replay finds its
       // own key claimed.
       expect(await handler({ Records: [second()] }, lambdaContext())).toEqual({ batchItemFailures: [] });
-      const [copy] = await handler.parked.list();
+      const [copy] = await parkedMessages(handler).list();
       expect(copy).toMatchObject({ errorClass: 'KeyCollisionError', key });
-      expect(await handler.parked.replay(copy!.id, { collision: 'apply-under-new-key' })).toBe('replayed');
+      expect(await parkedMessages(handler).replay(copy!.id, { collision: 'apply-under-new-key' })).toBe('replayed');
       expect(await shipped()).toEqual(both);
-      expect(await handler.parked.list()).toEqual([]);
+      expect(await parkedMessages(handler).list()).toEqual([]);
     },
   );
 
   it('refuses an unknown collision choice, naming the two', async () => {
     const { handler, parked } = await collided('apply');
-    await expect(handler.parked.replay(parked.id, { collision: 'apply' as never })).rejects.toThrow("must be 'refuse' or 'apply-under-new-key'");
+    await expect(parkedMessages(handler).replay(parked.id, { collision: 'apply' as never })).rejects.toThrow("must be 'refuse' or 'apply-under-new-key'");
   });
 });

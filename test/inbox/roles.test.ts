@@ -13,6 +13,7 @@ import { startDataApi } from '../../local/data-api/server.js';
 import type { DataApiServer } from '../../local/data-api/server.js';
 import { freshDatabase } from '../support/database.js';
 import { dataApiClient, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
+import { park, parkedMessages } from '../../lambda/inbox/parked/index.js';
 
 // Roles are per PostgreSQL server, which test files share: every name here is unique to this run.
 const run = randomBytes(3).toString('hex');
@@ -229,7 +230,7 @@ describe('database roles, signed in through the local Data API', () => {
     const handler = inbox<{ orderId: string }>({
       consumer: 'orders',
       database: { resourceArn: server.resourceArn, secretArn: SECRET.consumer, database: server.database, client },
-      onPermanentError: 'park',
+      onPermanentError: park,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
       apply: async (tx, message) => {
@@ -249,9 +250,9 @@ describe('database roles, signed in through the local Data API', () => {
       await handler({ Records: [first, parkedRecord] }, lambdaContext() as never),
       await handler({ Records: [first] }, lambdaContext() as never),
     ];
-    const [parked] = await handler.parked.list();
+    const [parked] = await parkedMessages(handler).list();
     rejecting = false;
-    const replay = await handler.parked.replay(parked!.id);
+    const replay = await parkedMessages(handler).replay(parked!.id);
 
     // Assess
     expect(results).toEqual([{ batchItemFailures: [] }, { batchItemFailures: [] }]);

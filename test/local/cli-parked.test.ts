@@ -10,6 +10,7 @@ import type { InboxFixture } from '../support/inbox.js';
 import { startSqsFixture } from '../support/sqs.js';
 import type { SqsFixture } from '../support/sqs.js';
 import { kinesisEvent, kinesisRecord } from '../support/streams.js';
+import { park as parkOnError, parkedMessages } from '../../lambda/inbox/parked/index.js';
 
 /** The installed bin: compiled JavaScript, as `npx sqs-inbox` runs it (`npm test` builds dist/ first). */
 const BIN = 'dist/bin/sqs-inbox.js';
@@ -89,7 +90,7 @@ function stage() {
     database: db.target,
     logger: recordingLogger(),
     metrics: recordingMetrics(),
-    onPermanentError: 'park',
+    onPermanentError: parkOnError,
     apply: async (tx, message) => {
       if (rejecting) throw new PermanentError('warehouse code unknown');
       await tx.execute('INSERT INTO public.applied (order_id) VALUES (:id) ON CONFLICT (order_id) DO UPDATE SET n = applied.n + 1', {
@@ -101,7 +102,7 @@ function stage() {
   const park = async (orderId: string): Promise<number> => {
     const record: SQSRecord = { ...sqsRecord({ body: { orderId }, key: `key-${orderId}` }), eventSourceARN: queue.arn };
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
-    return (await handler.parked.list({ limit: 1000 })).find((message) => message.key === `key-${orderId}`)!.id;
+    return (await parkedMessages(handler).list({ limit: 1000 })).find((message) => message.key === `key-${orderId}`)!.id;
   };
   /** Hands what is on the queue to the consumer, as Lambda would (attributes included). */
   const consume = async () => {
@@ -332,13 +333,13 @@ describe('npx sqs-inbox parked', () => {
       database: db.target,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      onPermanentError: 'park',
+      onPermanentError: parkOnError,
       apply: async () => {
         throw new PermanentError('unknown page');
       },
     });
     await kinesis(kinesisEvent([kinesisRecord({ body: { page: '/' } })]), lambdaContext());
-    const [streamParked] = await kinesis.parked.list();
+    const [streamParked] = await parkedMessages(kinesis).list();
     const stream = await cliRun(['parked', 'redrive', String(streamParked!.id), '--consumer', consumer, '--yes', '--sqs-endpoint', f.sqs.endpoint], env);
     expect(stream.code).toBe(1);
     expect(stream.stdout).toMatch(new RegExp(`\\n${streamParked!.id} +refused +- +stream-record: it was parked by a stream consumer .*replay it`));

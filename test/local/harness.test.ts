@@ -5,6 +5,7 @@ import type { InboxHandler, InboxOptions } from '../../lambda/inbox/index.js';
 import { FAULTS, runScenario } from '../../local/index.js';
 import type { ScenarioConsumer, ScenarioEnvironment } from '../../local/index.js';
 import { localStackPerFile } from '../support/local-stack.js';
+import { park } from '../../lambda/inbox/parked/index.js';
 
 // runScenario as a user drives their own handler: the local queue, the event source, the demo's seeded
 // faults, and exactly-once checked on the handler's own table with the user's effects query.
@@ -93,7 +94,7 @@ describe('runScenario with your own handler', () => {
     const report = await runScenario(stack(), {
       ...payments,
       label: 'payments',
-      handler: ({ database }) => inbox<Payment>({ consumer: 'payments-worker', database, onPermanentError: 'park', apply: applyPayment }),
+      handler: ({ database }) => inbox<Payment>({ consumer: 'payments-worker', database, onPermanentError: park, apply: applyPayment }),
       faults: FAULTS,
       messages: 300,
     });

@@ -29,6 +29,7 @@ describe('the CommonJS build', () => {
       './batch',
       './producer',
       './outbox',
+      './parked',
       './data-api',
       './operations',
       './postgres',

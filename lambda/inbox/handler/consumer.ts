@@ -13,8 +13,8 @@ import type { BatchModes, SetRunner } from '../modes/batch-modes.js';
 import { RecordConsumer } from '../modes/per-record.js';
 import { SQS_OPTIONS, awaitsEnvironment, checkOptions, settleEnvironment } from './options.js';
 import type { ConsumerOptions, InboxOptions, ResolvedMode, ResolvedOptions } from './options.js';
-import { parkedMessages } from '../parked/store.js';
-import type { ParkedMessages } from '../parked/store.js';
+import { CONSUMER_PARTS } from '../parked/parking-runtime.js';
+import type { ConsumerParts } from '../parked/parking-runtime.js';
 import { prepare } from '../prepare/prepare.js';
 import { inboxTables } from '../sql/schema.js';
 import type { InboxTables } from '../sql/schema.js';
@@ -25,12 +25,13 @@ import type { InboxSource, SourceName, SourceRecord } from '../sources/source.js
 import { BatchTally, defaultTelemetry, publishSummary } from '../telemetry/telemetry.js';
 import type { InboxLogger, InboxMetrics } from '../telemetry/telemetry.js';
 
-/** The handler `inbox()` returns: an SQS Lambda handler, plus access to its parked messages. */
+/** The handler `inbox()` returns: an SQS Lambda handler (its parked messages: `parkedMessages(handler)` from `sqs-inbox/parked`). */
 export interface InboxHandler extends ConsumerHandler<SQSEvent, SQSBatchResponse> {}
 
 /**
  * A Lambda handler made by `inbox()` or one of the stream inboxes: it resolves with the response its event
- * source mapping reads (the records to redeliver), plus access to its parked messages.
+ * source mapping reads (the records to redeliver). Its parked messages: `parkedMessages(handler)` from
+ * `sqs-inbox/parked`.
  */
 export interface ConsumerHandler<Event, Response> {
   /**
@@ -38,8 +39,6 @@ export interface ConsumerHandler<Event, Response> {
    * held back for the deadline.
    */
   (event: Event, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<Response>;
-  /** List and replay this consumer's parked messages. */
-  readonly parked: ParkedMessages;
 }
 
 /**
@@ -153,13 +152,19 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
     options.onBatch?.(summary);
     return source.respond(records, outcomes);
   };
-  // The parked messages are the consumer's: asking for them settles the environment, as an invocation does.
-  const parked: ParkedMessages = {
-    list: async (listOptions) => coldStart().parked.list(listOptions),
-    show: async (id) => coldStart().parked.show(id),
-    replay: async (id, replayOptions) => coldStart().parked.replay(id, replayOptions),
+  // What parkedMessages(handler) works with: asking for it settles the environment, as an invocation does.
+  const parts = (): ConsumerParts<Body, Raw> => {
+    const { resolved, records: recordConsumer, logger } = coldStart();
+    return {
+      resolved,
+      tables,
+      source: source as InboxSource<Raw, unknown, unknown>,
+      records: recordConsumer,
+      batchModes,
+      relay: (session, ids) => (resolved.outbox ? relay(resolved.outbox, session, tables, ids, true, logger) : Promise.resolve()),
+    };
   };
-  return Object.assign(handler, { parked });
+  return Object.assign(handler, { [CONSUMER_PARTS]: parts });
 }
 
 /** What a consumer runs with once its environment is settled. */
@@ -169,10 +174,9 @@ interface Consumer<Body, Raw> {
   readonly metrics: InboxMetrics;
   readonly records: RecordConsumer<Body, Raw>;
   readonly batchRunner: SetRunner<Body, Raw> | undefined;
-  readonly parked: ParkedMessages;
 }
 
-/** The consumer's telemetry, its runners and its parked messages, made once at cold start. */
+/** The consumer's telemetry and its runners, made once at cold start. */
 function startConsumer<Body, Raw>(
   source: InboxSource<Raw, unknown, unknown>,
   options: ConsumerOptions<Body, Raw>,
@@ -196,15 +200,7 @@ function startConsumer<Body, Raw>(
   // checkOptions refused a batch mode without the batch modes' code.
   const batch = resolved.mode.kind === 'batch-transaction' || resolved.mode.kind === 'batch-statement';
   const batchRunner = batch ? batchModes!.runner(resolved, tables, records, logger) : undefined;
-  const parked = parkedMessages({
-    target: resolved.target,
-    tables,
-    consumer: resolved.consumer,
-    callTimeoutMs: resolved.callTimeoutMs,
-    replayEffect: (tx, message) => records.replay(tx, message),
-    relay: (session, ids) => (resolved.outbox ? relay(resolved.outbox, session, tables, ids, true, logger) : Promise.resolve()),
-  });
-  return { resolved, logger, metrics: options.metrics ?? defaults!.metrics, records, batchRunner, parked };
+  return { resolved, logger, metrics: options.metrics ?? defaults!.metrics, records, batchRunner };
 }
 
 /**

@@ -27,6 +27,30 @@ export function described(value: unknown): string {
 }
 
 /**
+ * The code an option's value carries under `key` (`park`, `withFirstStatement`), so that a consumer that
+ * does not give it bundles none of it; undefined for the option's string default. The string that named
+ * the value before it carried its code is refused with the import that replaces it.
+ */
+export function carriedCode<Code>(
+  given: unknown,
+  option: string,
+  key: symbol,
+  names: { readonly otherwise: string; readonly value: string; readonly entry: string; readonly string: string },
+): Code | undefined {
+  if (given === undefined || given === null || given === names.otherwise) return undefined;
+  const code = typeof given === 'object' ? (given as Record<symbol, Code | undefined>)[key] : undefined;
+  if (code) return code;
+  const fix = `import { ${names.value} } from '${names.entry}'`;
+  if (given === names.string) {
+    throw new InboxConfigError(
+      option,
+      `'${names.string}' (the string) is no longer accepted: ${names.value} carries its code, which a consumer that does not use it leaves out of its bundle. Write \`${fix}\` and pass ${option}: ${names.value}`,
+    );
+  }
+  throw new InboxConfigError(option, `must be '${names.otherwise}' or ${names.value} (${fix}); got ${described(given)}`);
+}
+
+/**
  * Refuses keys that `known` does not list: a misspelt option would otherwise be ignored and its default
  * used in silence. Names the closest known key when one is a likely typo, else lists them all.
  *

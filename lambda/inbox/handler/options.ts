@@ -6,19 +6,22 @@ import type { SqlParams } from '../data-api/parameters.js';
 import { CONSUMER_NAME_PATTERN, CONSUMER_NAME_RULE, INBOX_ENV } from '../contract.js';
 import { InboxConfigError } from '../errors.js';
 import type { KeyStrategy } from '../prepare/keys.js';
-import { described, oneOf, refuseUnknownKeys } from './option-checks.js';
+import { carriedCode, described, oneOf, refuseUnknownKeys } from './option-checks.js';
 import { resolveMode } from '../modes/mode-options.js';
 import type { BatchModes } from '../modes/batch-modes.js';
 import type { InboxLogger, InboxMetrics, BatchSummary } from '../telemetry/telemetry.js';
 import type { OutboxSend } from '../outbox/outbox-message.js';
 import type { OutboxOptions, OutboxTransport } from '../outbox/relay.js';
-import type { ClaimPlacement } from '../modes/record-claim.js';
+import { CLAIM_RUNTIME } from '../modes/claim-runtime.js';
+import type { ClaimRuntime, WithFirstStatement } from '../modes/claim-runtime.js';
 import type { InboxTarget } from '../transport/open-session.js';
 import type { TRANSACTION_CHANNEL, TransactionChannel } from '../transport/pass-through.js';
 import { isWireTarget } from '../transport/wire-target.js';
 import type { PostgresPool } from '../transport/postgres/postgres-session.js';
 import { OUTBOX_RUNTIME } from '../outbox/outbox-runtime.js';
 import type { OutboxRuntime } from '../outbox/outbox-runtime.js';
+import { PARKING_RUNTIME } from '../parked/parking-runtime.js';
+import type { Park, ParkingRuntime } from '../parked/parking-runtime.js';
 
 /** The message `apply` and `statement` receive. */
 export interface InboxMessage<Body = unknown, Raw = SQSRecord> {
@@ -180,14 +183,17 @@ export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
   /**
    * Transaction modes: where a record's claim goes. `'before-apply'` claims in a statement of its own
    * before `apply` runs: k + 3 Data API calls for an effect of k statements, and nothing of `apply` runs for
-   * a duplicate. `'with-first-statement'` sends the claim with the effect's first statement (a
-   * data-modifying CTE, whose unique violation on the inbox key means a duplicate): k + 2 calls, one
-   * round trip less per message. The code of `apply` before its first statement then also runs for a
-   * duplicate the batch's duplicate filter did not settle (its statements never apply), and such a
-   * duplicate costs 4 calls instead of 3.
+   * a duplicate. `withFirstStatement` (from `sqs-inbox`, which carries its code) sends the claim with the
+   * effect's first statement (a data-modifying CTE, whose unique violation on the inbox key means a
+   * duplicate): k + 2 calls, one round trip less per message. The code of `apply` before its first
+   * statement then also runs for a duplicate the batch's duplicate filter did not settle (its statements
+   * never apply), and such a duplicate costs 4 calls instead of 3.
+   * @example
+   * import { inbox, withFirstStatement } from 'sqs-inbox';
+   * inbox({ consumer: 'order-worker', claim: withFirstStatement, apply });
    * @default 'before-apply'
    */
-  readonly claim?: ClaimPlacement | undefined;
+  readonly claim?: 'before-apply' | WithFirstStatement | undefined;
   /**
    * Records (standard queue) or lanes (FIFO message groups, shards, partitions) in flight at once. A FIFO
    * batch with `fifo: { onFailure: 'stop-batch' }` runs one record at a time whatever this says.
@@ -197,12 +203,15 @@ export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
   /**
    * What happens to a record that fails with a {@link PermanentError} (a throw of yours, or a
    * {@link ParseError}, {@link KeyError}, {@link BodyTooLargeError} or {@link KeyCollisionError}):
-   * `'retry'` reports it failed, so SQS redelivers it until it lands in the dead-letter queue; `'park'`
-   * stores it in the inbox's parked-message table, reports it succeeded, and lets you replay it later
-   * through `handler.parked`.
+   * `'retry'` reports it failed, so SQS redelivers it until it lands in the dead-letter queue; `park`
+   * (from `sqs-inbox/parked`, which holds the parking code) stores it in the inbox's parked-message table,
+   * reports it succeeded, and lets you replay it later through `parkedMessages(handler)`.
+   * @example
+   * import { park } from 'sqs-inbox/parked';
+   * inbox({ consumer: 'order-worker', onPermanentError: park, apply });
    * @default 'retry'
    */
-  readonly onPermanentError?: 'retry' | 'park' | undefined;
+  readonly onPermanentError?: 'retry' | Park | undefined;
   /** The inbox's PostgreSQL schema. @default 'inbox' */
   readonly schema?: string | undefined;
   /** Abort one Data API call after this long; the record then fails as ambiguous. @default 10_000 */
@@ -272,11 +281,13 @@ export interface ResolvedOptions<Body, Raw = SQSRecord> {
   readonly target: InboxTarget;
   readonly mode: ResolvedMode<Body, Raw>;
   readonly duplicateFilter: DuplicateFilter;
-  readonly claim: ClaimPlacement;
+  /** The code of the claim that rides on the effect's first statement; undefined: the claim goes before `apply`. */
+  readonly claim: ClaimRuntime | undefined;
   readonly parse: (body: string, record: Raw) => Body;
   readonly onFailure: 'skip-group' | 'stop-batch';
   readonly concurrency: number;
-  readonly onPermanentError: 'retry' | 'park';
+  /** The parking code when `onPermanentError` is `park`; undefined when it is `'retry'`. */
+  readonly parking: ParkingRuntime | undefined;
   readonly schema: string;
   readonly callTimeoutMs: number;
   /** Undefined: derived per invocation, see {@link InboxOptions.deadlineMarginMs}. */
@@ -373,7 +384,7 @@ export function checkOptions<Body, Raw = SQSRecord>(
   if (consumer !== undefined) checkConsumer(consumer, handlerName);
   const mode = resolveMode(options, batchModes, handlerName);
   const duplicateFilter = oneOf(options.duplicateFilter ?? 'auto', 'duplicateFilter', ['auto', 'always', 'never']);
-  const claim = oneOf(options.claim ?? 'before-apply', 'claim', ['before-apply', 'with-first-statement']);
+  const claim = checkClaim(options.claim);
   if (options.claim !== undefined && (mode.kind === 'statement' || mode.kind === 'batch-statement')) {
     throw new InboxConfigError(
       'claim',
@@ -391,7 +402,7 @@ export function checkOptions<Body, Raw = SQSRecord>(
     refuseUnknownKeys(fifo, FIFO_OPTIONS, 'fifo');
   }
   const onFailure = oneOf(options.fifo?.onFailure ?? 'skip-group', 'fifo.onFailure', ['skip-group', 'stop-batch']);
-  const onPermanentError = oneOf(options.onPermanentError ?? 'retry', 'onPermanentError', ['retry', 'park']);
+  const parking = checkOnPermanentError(options.onPermanentError);
   const concurrency = positiveInteger(options.concurrency ?? 10, 'concurrency', 'e.g. 10');
   const callTimeoutMs = positiveInteger(options.callTimeoutMs ?? 10_000, 'callTimeoutMs', 'e.g. 10000');
   const deadlineMarginMs = options.deadlineMarginMs === undefined ? undefined : nonNegativeInteger(options.deadlineMarginMs, 'deadlineMarginMs');
@@ -417,7 +428,7 @@ export function checkOptions<Body, Raw = SQSRecord>(
     parse: options.parse ?? (defaultParse as (body: string, record: Raw) => Body),
     onFailure,
     concurrency,
-    onPermanentError,
+    parking,
     schema: options.schema ?? 'inbox',
     callTimeoutMs,
     deadlineMarginMs,
@@ -481,6 +492,19 @@ function checkConsumer(consumer: unknown, handlerName: string): string {
   }
   return consumer;
 }
+
+/** `claim` checked: undefined for `'before-apply'`, the riding claim's code for `withFirstStatement`. */
+const checkClaim = (given: unknown) =>
+  carriedCode<ClaimRuntime>(given, 'claim', CLAIM_RUNTIME, {
+    otherwise: 'before-apply',
+    value: 'withFirstStatement',
+    entry: 'sqs-inbox',
+    string: 'with-first-statement',
+  });
+
+/** `onPermanentError` checked: undefined for `'retry'`, the parking code for `park`. */
+const checkOnPermanentError = (given: unknown) =>
+  carriedCode<ParkingRuntime>(given, 'onPermanentError', PARKING_RUNTIME, { otherwise: 'retry', value: 'park', entry: 'sqs-inbox/parked', string: 'park' });
 
 /** The outbox option checked: a transport, destinations when given, a transaction mode. */
 function checkOutbox(outbox: unknown, mode: ResolvedMode<unknown>['kind']): CheckedOptions<unknown>['outbox'] {

@@ -4,7 +4,7 @@ export type Outcome =
   | { readonly kind: 'processed' }
   /** The claim found the key already there with the same body: a redelivery, nothing applied. */
   | { readonly kind: 'duplicate' }
-  /** Stored in the parked table (a permanent error with onPermanentError 'park'), committed. */
+  /** Stored in the parked table (a permanent error with onPermanentError: park), committed. */
   | { readonly kind: 'parked'; readonly error: Error }
   /** Did not commit, or the outcome is unknown: the event source delivers it again. */
   | { readonly kind: 'failed'; readonly error: Error }

@@ -1,5 +1,5 @@
 import type { Outcome } from '../lanes/lanes.js';
-import { checkGatedStatement, claimParams, gatedSql, parkSql, readClaim, replayGatedSql, sameHash, statementBound, storedHashSql } from '../sql/claim.js';
+import { checkGatedStatement, claimParams, gatedSql, readClaim, sameHash, statementBound, storedHashSql } from '../sql/claim.js';
 import type { ClaimOutcome } from '../sql/claim.js';
 import type { Transaction } from '../data-api/session.js';
 import type { InboxSession } from '../transport/session.js';
@@ -7,16 +7,16 @@ import { retryConflicts } from '../transport/conflicts.js';
 import { InboxConfigError, KeyCollisionError, PermanentError } from '../errors.js';
 import { hex } from '../prepare/keys.js';
 import type { InboxMessage, InboxTransaction, ResolvedOptions } from '../handler/options.js';
-import type { ParkedMessage } from '../parked/store.js';
-import { toMessage } from '../prepare/prepare.js';
 import type { PreparedRecord } from '../prepare/prepare.js';
 import type { InboxTables } from '../sql/schema.js';
 import type { InboxSource, SourceRecord } from '../sources/source.js';
 import type { BatchTally, InboxLogger } from '../telemetry/telemetry.js';
-import { RecordClaim } from './record-claim.js';
+import { ClaimBeforeApply } from './claim-runtime.js';
 import type { OutboxConfig, TransactionOutbox } from '../outbox/outbox-runtime.js';
 import type { BatchModes } from './batch-modes.js';
 import { TRANSACTION_CHANNEL } from '../transport/pass-through.js';
+import type { ParkingRuntime } from '../parked/parking-runtime.js';
+import type { TransactionClaim } from './claim-runtime.js';
 
 /** What a claim came to: applied, a redelivery, or a different message under a claimed key. */
 export type ClaimVerdict = 'processed' | DuplicateVerdict;
@@ -93,37 +93,11 @@ export class RecordConsumer<Body, Raw = unknown> {
   /** A record's failure: parked when it is permanent and the consumer parks, else failed. */
   #failed(session: InboxSession, prepared: PreparedRecord<Body, Raw>, error: unknown, tally: BatchTally): Promise<Outcome> | Outcome {
     const failure = error instanceof Error ? error : new Error(String(error));
-    if (failure instanceof PermanentError && this.#options.onPermanentError === 'park') {
-      return this.#park(session, prepared.record, prepared.key, prepared.sha256, failure, tally);
+    const parking = this.#options.parking;
+    if (failure instanceof PermanentError && parking) {
+      return this.#park(parking, session, prepared.record, prepared.key, prepared.sha256, failure, tally);
     }
     return { kind: 'failed', error: failure };
-  }
-
-  /**
-   * Runs the effect of a parked message inside the replay's transaction, which already holds its claim;
-   * resolves with the ids of the outbox rows it wrote, for the replay to relay after its commit.
-   */
-  async replay(tx: Transaction, parked: ParkedMessage): Promise<readonly number[]> {
-    const message = toMessage(this.#source.fromParked(parked), parked.key ?? parked.sqsMessageId, this.#options.parse);
-    const mode = this.#options.mode;
-    switch (mode.kind) {
-      case 'transaction':
-      case 'batch-transaction': {
-        // The replay's sends commit with it, and go out right after.
-        const writer = this.outbox(message);
-        const inboxTx = inboxTransaction(tx, writer);
-        await (mode.kind === 'transaction' ? mode.apply(inboxTx, message) : mode.applyBatch(inboxTx, [message]));
-        return writer.flush(tx);
-      }
-      case 'statement': {
-        const { sql, params } = mode.statement(message);
-        const userSql = checkGatedStatement(sql, params, 'statement');
-        await tx.execute(replayGatedSql(userSql), { ...params, inbox_key: message.key });
-        return [];
-      }
-      case 'batch-statement':
-        return this.#batchModes!.replayStatement(tx, mode, message);
-    }
   }
 
   /** The record alone, in the consumer's mode. */
@@ -150,7 +124,7 @@ export class RecordConsumer<Body, Raw = unknown> {
   /**
    * Begin, claim, apply (only if claimed), commit. The claim goes alone before `apply` (k + 3 calls for an
    * effect of k statements), or rides on the effect's first statement (k + 2) with `claim:
-   * 'with-first-statement'`; one call more when the effect sends (its outbox rows, in one statement).
+   * withFirstStatement`; one call more when the effect sends (its outbox rows, in one statement).
    */
   async #inTransaction(
     session: InboxSession,
@@ -162,7 +136,8 @@ export class RecordConsumer<Body, Raw = unknown> {
     const tx = await session.transaction();
     const writer = this.outbox(message);
     const params = { ...claimParams(this.#options.consumer, message.key, sha256), ...statementBound(this.#options.callTimeoutMs) };
-    const claim = new RecordClaim(tx, this.#tables, params, this.#options.claim);
+    const rides = this.#options.claim;
+    const claim = rides ? rides(tx, this.#tables, params) : new ClaimBeforeApply(tx, this.#tables, params);
     let claimed = false;
     let sent: number[] = [];
     try {
@@ -229,6 +204,7 @@ export class RecordConsumer<Body, Raw = unknown> {
    * applied, or is parked under the claim's owner); with another body it is parked as a collision.
    */
   async #park(
+    parking: ParkingRuntime,
     session: InboxSession,
     record: SourceRecord<Raw>,
     key: string | null,
@@ -239,8 +215,8 @@ export class RecordConsumer<Body, Raw = unknown> {
     const claim = key !== null && !(error instanceof KeyCollisionError);
     try {
       // One autocommit statement: a conflict (Aurora DSQL) rolled it back for certain, so it runs again.
-      const { rows } = await retryConflicts(session, () =>
-        session.execute(parkSql(this.#tables), {
+      const outcome = await retryConflicts(session, () =>
+        parking.insert(session, this.#tables, {
           ...claimParams(this.#options.consumer, key, sha256),
           inbox_claim: claim,
           inbox_message_id: record.id ?? '',
@@ -251,12 +227,11 @@ export class RecordConsumer<Body, Raw = unknown> {
           inbox_attempt: record.attempt,
         }),
       );
-      const outcome = readClaim(rows);
       if (!claim || outcome.claimed) return { kind: 'parked', error };
       const verdict = await this.#duplicateOrCollision(session, key!, outcome, sha256);
       if (verdict === 'duplicate') return { kind: 'duplicate' };
       const collision = this.#collision(record, key!, verdict.collidesWith, sha256, tally);
-      return this.#park(session, record, key, sha256, collision, tally);
+      return this.#park(parking, session, record, key, sha256, collision, tally);
     } catch (parkError) {
       return { kind: 'failed', error: parkError instanceof Error ? parkError : new Error(String(parkError)) };
     }
@@ -282,7 +257,7 @@ export class RecordConsumer<Body, Raw = unknown> {
  * What `apply` and `applyBatch` may call on the transaction. With `claim` (a per-record transaction whose
  * claim is still to come), statements go through it, and an ORM's calls wait for it (`sqs-inbox/orm`).
  */
-export function inboxTransaction(tx: Transaction, outbox: TransactionOutbox, claim?: RecordClaim): InboxTransaction {
+export function inboxTransaction(tx: Transaction, outbox: TransactionOutbox, claim?: TransactionClaim): InboxTransaction {
   const statements: Pick<Transaction, 'execute' | 'executeBatch'> = claim ?? tx;
   return {
     execute: (sql, params) => statements.execute(sql, params),

@@ -249,13 +249,13 @@ export function planRedrive(parked: ParkedMessage, consumer: string, queueUrlOpt
     return {
       refusal: 'stream-record',
       message:
-        'it was parked by a stream consumer (Kinesis, DynamoDB Streams or Kafka), which has no queue to send it back to: replay it (handler.parked.replay) once its cause is fixed, or discard it',
+        'it was parked by a stream consumer (Kinesis, DynamoDB Streams or Kafka), which has no queue to send it back to: replay it (parkedMessages(handler).replay) once its cause is fixed, or discard it',
     };
   }
   if (isKeyCollision(parked)) {
     return {
       refusal: 'key-collision',
-      message: `it collided with another message under key "${parked.key}" and owns no claim: back on its queue it would collide again; discard it, or, if both must take effect, replay it with handler.parked.replay(id, { collision: 'apply-under-new-key' })`,
+      message: `it collided with another message under key "${parked.key}" and owns no claim: back on its queue it would collide again; discard it, or, if both must take effect, replay it with parkedMessages(handler).replay(id, { collision: 'apply-under-new-key' })`,
     };
   }
   let queueUrl = queueUrlOption;

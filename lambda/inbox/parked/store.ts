@@ -12,7 +12,7 @@ import type { InboxTables } from '../sql/schema.js';
 /** Where a parked message stands: still parked, or which one decision was taken on it. */
 export type ParkedStatus = 'parked' | 'replayed' | 'redriven' | 'discarded';
 
-/** A record parked by `onPermanentError: 'park'`. */
+/** A record parked by `onPermanentError: park` (`park` from `sqs-inbox/parked`). */
 export interface ParkedMessage {
   /** The parked row's id: what {@link ParkedMessages.replay} takes. */
   readonly id: number;
@@ -111,7 +111,7 @@ export interface ReplayOptions {
   readonly collision?: 'refuse' | 'apply-under-new-key' | undefined;
 }
 
-/** List and replay one consumer's parked messages: `handler.parked`. */
+/** List and replay one consumer's parked messages: `parkedMessages(handler)` from `sqs-inbox/parked`. */
 export interface ParkedMessages extends ParkedMessageReader {
   /**
    * Applies a parked message's effect now (after its cause was fixed), in one transaction that also marks
@@ -119,8 +119,8 @@ export interface ParkedMessages extends ParkedMessageReader {
    * discarded is not replayed. A throw rolls everything back and leaves the message parked. A key
    * collision is refused with {@link ParkedCollisionError} unless `options.collision` says otherwise.
    * @example
-   * await handler.parked.replay(7); // 'replayed'
-   * await handler.parked.replay(8, { collision: 'apply-under-new-key' }); // both messages of key 8 take effect
+   * await parkedMessages(handler).replay(7); // 'replayed'
+   * await parkedMessages(handler).replay(8, { collision: 'apply-under-new-key' }); // both messages of key 8 take effect
    */
   replay(id: number, options?: ReplayOptions): Promise<ReplayResult>;
 }
@@ -158,7 +158,7 @@ export const PARKED_COLUMNS =
 
 /**
  * The parked messages of one consumer, as an operator's script or the CLI works on them: list, show,
- * discard. (A replay runs the consumer's effect, so it is `handler.parked.replay`; a redrive sends, so
+ * discard. (A replay runs the consumer's effect, so it is `parkedMessages(handler).replay`; a redrive sends, so
  * it is `redriveParked`.)
  *
  * @example
@@ -195,7 +195,8 @@ export function parkedMessageStore(options: ParkedMessageStoreOptions): ParkedMe
   };
 }
 
-export function parkedMessages(config: {
+/** The parked messages of a consumer, with its replay: what `parkedMessages(handler)` gives. */
+export function consumerParkedMessages(config: {
   target: InboxTarget;
   tables: InboxTables;
   consumer: string;

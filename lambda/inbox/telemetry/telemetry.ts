@@ -46,7 +46,7 @@ export interface BatchSummary {
   readonly duplicates: number;
   /** Records whose key was claimed before by a different body ({@link KeyCollisionError}). */
   readonly collisions: number;
-  /** Records parked by `onPermanentError: 'park'`: reported succeeded. */
+  /** Records parked by `onPermanentError: park`: reported succeeded. */
   readonly parked: number;
   /** Records that ran and failed: reported failed. */
   readonly failures: number;

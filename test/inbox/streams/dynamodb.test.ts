@@ -4,6 +4,7 @@ import type { DynamoDbChange, DynamoDbInboxOptions, InboxMessage } from '../../.
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
 import { dynamoDbEvent, dynamoDbRecord } from '../../support/streams.js';
+import { park, parkedMessages } from '../../../lambda/inbox/parked/index.js';
 
 let db: InboxFixture;
 beforeAll(async () => {
@@ -70,11 +71,11 @@ describe('dynamoDbInbox', () => {
   });
 
   it('refuses a number a JavaScript number cannot hold, naming the fix; with park it is parked', async () => {
-    const { handler, rows } = make({ onPermanentError: 'park' });
+    const { handler, rows } = make({ onPermanentError: park });
     const big = dynamoDbRecord({ id: 'big' });
     big.dynamodb!.NewImage!.amount = { N: '123456789012345678901234567890' };
     expect(await handler(dynamoDbEvent([big, dynamoDbRecord({ id: 'next' })]), lambdaContext())).toEqual({ batchItemFailures: [] });
-    const [parked] = await handler.parked.list();
+    const [parked] = await parkedMessages(handler).list();
     expect(parked!.errorMessage).toMatch(
       /attribute amount is the number 123456789012345678901234567890, which a JavaScript number cannot hold exactly; give dynamoDbInbox a `parse`/,
     );
@@ -98,7 +99,7 @@ describe('dynamoDbInbox', () => {
       database: db.target,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      onPermanentError: 'park',
+      onPermanentError: park,
       apply: async (_, message) => {
         if (failing) throw new (await import('../../../lambda/inbox/index.js')).PermanentError('not yet');
         applied.push(`${message.body.eventName} ${String(message.body.keys.id)} ${message.id}`);
@@ -107,8 +108,8 @@ describe('dynamoDbInbox', () => {
     const record = dynamoDbRecord({ id: 'r-1' });
     await handler(dynamoDbEvent([record]), lambdaContext());
     failing = false;
-    const [parked] = await handler.parked.list();
-    expect(await handler.parked.replay(parked!.id)).toBe('replayed');
+    const [parked] = await parkedMessages(handler).list();
+    expect(await parkedMessages(handler).replay(parked!.id)).toBe('replayed');
     expect(applied).toEqual([`INSERT r-1 ${record.dynamodb!.SequenceNumber}`]);
   });
 });

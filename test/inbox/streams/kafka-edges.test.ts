@@ -6,6 +6,7 @@ import type { ParkedMessage } from '../../../lambda/inbox/parked/store.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
 import { kafkaEvent, kafkaRecord } from '../../support/streams.js';
+import { park, parkedMessages } from '../../../lambda/inbox/parked/index.js';
 
 // What kafkaInbox (and inbox(), through the event checks they share) makes of events and records Lambda
 // would not send as they are: hand-built test events, a misconfigured trigger, a record missing its place
@@ -175,11 +176,11 @@ describe('kafkaInbox: records without their place in the topic', () => {
   });
 
   it('parks a placeless record alone with the whole record, and the batch succeeds', async () => {
-    const { handler, claimed } = make({ onPermanentError: 'park' });
+    const { handler, claimed } = make({ onPermanentError: park });
     const bad = without(kafkaRecord({ offset: 1, body: { id: 'bad' } }), 'partition');
     expect(await handler(kafkaEvent([good(), bad]), lambdaContext())).toEqual({ batchItemFailures: [] });
     expect(await claimed()).toEqual(['orders-1@4']);
-    expect((await handler.parked.list()).map(keptOf)).toEqual([
+    expect((await parkedMessages(handler).list()).map(keptOf)).toEqual([
       { sqsMessageId: '', key: null, body: '{"id":"bad"}', errorClass: 'KeyError', errorMessage: NO_PLACE_KEY_ERROR.message, attributes: { record: bad } },
     ]);
   });
@@ -216,10 +217,10 @@ describe('kafkaInbox: record values', () => {
   });
 
   it('parks a record whose value is not a base64 string with an empty body', async () => {
-    const { handler } = make({ onPermanentError: 'park' });
+    const { handler } = make({ onPermanentError: park });
     const odd = { ...kafkaRecord({ offset: 2 }), value: 42 as never };
     expect(await handler(kafkaEvent([odd]), lambdaContext())).toEqual({ batchItemFailures: [] });
-    expect((await handler.parked.list()).map(keptOf)).toEqual([
+    expect((await parkedMessages(handler).list()).map(keptOf)).toEqual([
       { sqsMessageId: 'orders-0@2', key: 'orders-0@2', body: '', errorClass: 'ParseError', errorMessage: NOT_BASE64, attributes: { record: odd } },
     ]);
   });

@@ -5,6 +5,7 @@ import type { DynamoDbChange, DynamoDbInboxOptions, InboxMessage, KinesisInboxOp
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
 import { dynamoDbEvent, dynamoDbRecord, kinesisEvent, kinesisRecord } from '../../support/streams.js';
+import { park, parkedMessages } from '../../../lambda/inbox/parked/index.js';
 
 // Records no event source mapping sends (a hand-built or corrupted event), key options at their edges, and
 // the failure report of several shards: each malformed record fails alone, with the words of its fault.
@@ -185,14 +186,14 @@ describe('kinesisInbox: a record Lambda would never send', () => {
   });
 
   it('parks a record without data with an empty body, under the key it claimed', async () => {
-    const { handler, pages } = kinesis({ onPermanentError: 'park' });
+    const { handler, pages } = kinesis({ onPermanentError: park });
     const bad = edited(kinesisRecord({ shard: SHARD_0, body: { page: 'bad' } }), (record) => void delete record.kinesis.data);
 
     const response = await handler(kinesisEvent([bad, kinesisRecord({ shard: SHARD_0, body: { page: 'after' } })]), lambdaContext());
 
     expect(response).toEqual({ batchItemFailures: [] });
     expect(pages()).toEqual(['after']);
-    const parked = await handler.parked.list();
+    const parked = await parkedMessages(handler).list();
     expect(parked.map(({ sqsMessageId, key, body, errorClass, errorMessage }) => ({ sqsMessageId, key, body, errorClass, errorMessage }))).toEqual([
       { sqsMessageId: bad.kinesis.sequenceNumber, key: bad.eventID, body: '', errorClass: 'ParseError', errorMessage: noData('undefined') },
     ]);
@@ -370,14 +371,14 @@ describe('dynamoDbInbox: a record Lambda would never send', () => {
   });
 
   it('parks a change without a dynamodb object with an empty body, under the eventID it claimed', async () => {
-    const { handler, ids } = dynamoDb({ onPermanentError: 'park' });
+    const { handler, ids } = dynamoDb({ onPermanentError: park });
     const bad = edited(dynamoDbRecord({ id: 'bad' }), (record) => void delete record.dynamodb);
 
     const response = await handler(dynamoDbEvent([bad, dynamoDbRecord({ id: 'after' })]), lambdaContext());
 
     expect(response).toEqual({ batchItemFailures: [] });
     expect(ids()).toEqual(['after']);
-    const parked = await handler.parked.list();
+    const parked = await parkedMessages(handler).list();
     expect(parked.map(({ key, body, errorClass, errorMessage }) => ({ key, body, errorClass, errorMessage }))).toEqual([
       { key: bad.eventID, body: '', errorClass: 'ParseError', errorMessage: NO_DYNAMODB },
     ]);

@@ -14,6 +14,7 @@ import type { DsqlProfile } from '../../../local/dsql/profile.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../../demo/functions/example-migrations.js';
 import { freshDatabase } from '../../support/database.js';
 import { lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
+import { park } from '../../../lambda/inbox/parked/index.js';
 
 let url: string;
 let direct: pg.Pool;
@@ -324,7 +325,7 @@ describe('what the runtime sends that DSQL guide does not list either way', () =
       database: target() as never,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      onPermanentError: 'park',
+      onPermanentError: park,
       apply: async () => {
         throw new PermanentError('poison');
       },
@@ -402,7 +403,7 @@ describe('the migrations in DSQL form', () => {
       database: migrationTarget as never,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      onPermanentError: 'park',
+      onPermanentError: park,
       apply: async (tx, message) => {
         if (message.body.orderId === 'poison') throw new PermanentError('cannot ship');
         await tx.execute(SHIP, { orderId: message.body.orderId });

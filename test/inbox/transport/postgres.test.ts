@@ -1,6 +1,6 @@
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { decimal, json, uuid } from '../../../lambda/inbox/index.js';
+import { decimal, json, uuid, withFirstStatement } from '../../../lambda/inbox/index.js';
 import { INBOX_MIGRATIONS, migrate } from '../../../lambda/inbox/sql/schema.js';
 import { PostgresError } from '../../../lambda/inbox/errors.js';
 import { purge } from '../../../lambda/inbox/sql/purge.js';
@@ -10,6 +10,7 @@ import type { InboxOptions } from '../../../lambda/inbox/index.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../../demo/functions/example-migrations.js';
 import { freshDatabase } from '../../support/database.js';
 import { lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
+import { park, parkedMessages } from '../../../lambda/inbox/parked/index.js';
 
 let pool: pg.Pool;
 let session: PostgresSession;
@@ -151,8 +152,8 @@ describe('PostgresSession: the Data API session over the wire', () => {
 const modes: { name: string; options: Partial<InboxOptions<Order>> }[] = [
   { name: 'apply', options: { apply: async (tx, m) => void (await tx.execute(SHIP, { orderId: m.body.orderId })) } },
   {
-    name: "apply, claim: 'with-first-statement'",
-    options: { claim: 'with-first-statement', apply: async (tx, m) => void (await tx.execute(SHIP, { orderId: m.body.orderId })) },
+    name: 'apply, claim: withFirstStatement',
+    options: { claim: withFirstStatement, apply: async (tx, m) => void (await tx.execute(SHIP, { orderId: m.body.orderId })) },
   },
   { name: 'statement', options: { statement: { sql: SHIP_CLAIMED, params: (m) => ({ orderId: m.body.orderId }) } } },
   {
@@ -214,7 +215,7 @@ describe('inbox() over a pool: options', () => {
     const worker = inbox<Order>({
       consumer: 'wire-parker',
       database: postgres(pool),
-      onPermanentError: 'park',
+      onPermanentError: park,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
       apply: async (tx, m) => {
@@ -224,12 +225,12 @@ describe('inbox() over a pool: options', () => {
     });
     const record = sqsRecord({ body: { orderId: 'poison' } });
     expect((await worker({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
-    const [parked] = await worker.parked.list();
+    const [parked] = await parkedMessages(worker).list();
     expect(parked).toMatchObject({ sqsMessageId: record.messageId });
     // The effect is fixed: replay applies it (here: the same SQL, a different order id is not needed).
     await pool.query('UPDATE inbox.parked_message SET body = \'{"orderId":"cured"}\' WHERE id = $1', [parked!.id]);
-    expect(await worker.parked.replay(parked!.id)).toBe('replayed');
-    expect(await worker.parked.replay(parked!.id)).not.toBe('replayed');
+    expect(await parkedMessages(worker).replay(parked!.id)).toBe('replayed');
+    expect(await parkedMessages(worker).replay(parked!.id)).not.toBe('replayed');
     expect(await shippedCounts()).toEqual({ cured: 1 });
   });
 });

@@ -1,0 +1,84 @@
+import { claimSql, readClaim } from '../sql/claim.js';
+import type { ClaimOutcome } from '../sql/claim.js';
+import type { Transaction } from '../data-api/session.js';
+import type { SqlParams } from '../data-api/parameters.js';
+import type { StatementResult } from '../data-api/results.js';
+import type { InboxTables } from '../sql/schema.js';
+
+/** The claim of one record's transaction, as the per-record transaction drives it around `apply`. */
+export interface TransactionClaim {
+  /** Before `apply`; false when `apply` must not run: the key is taken. */
+  beforeApply(): Promise<boolean>;
+  /** After `apply` (returned or threw): true when the claim inserted the row, false when the key was taken. */
+  afterApply(): Promise<boolean>;
+  /** True once the claim found the key taken: whatever `apply` did next rolls back as a duplicate. */
+  readonly taken: boolean;
+  /** True when the statement that carried the claim failed: the key may be claimed already. */
+  readonly carrierFailed: boolean;
+  /** What a claim that found the key taken found. */
+  readonly outcome: ClaimOutcome;
+  /** One of `apply`'s statements. */
+  execute(sql: string, params?: SqlParams): Promise<StatementResult>;
+  /** One of `apply`'s batch calls. */
+  executeBatch(sql: string, paramSets: readonly SqlParams[]): Promise<number>;
+  /**
+   * Before a call that cannot carry the claim (an ORM's statement, `sqs-inbox/orm`): the claim goes first if it
+   * has not, and a taken claim refuses the call.
+   */
+  claimFirst(): Promise<void>;
+}
+
+/**
+ * Where `withFirstStatement` (package export `sqs-inbox`) keeps the code of its claim: a registered symbol,
+ * so that the value is still recognised when the package is loaded twice (its ESM and CommonJS builds).
+ */
+export const CLAIM_RUNTIME: unique symbol = Symbol.for('sqs-inbox.claim-runtime');
+
+/** Makes the claim of one record's transaction. */
+export type ClaimRuntime = (tx: Transaction, tables: InboxTables, params: SqlParams) => TransactionClaim;
+
+/** The value of `claim` that sends the claim with the effect's first statement: `withFirstStatement`. */
+export interface WithFirstStatement {
+  /** The code of that claim. */
+  readonly [CLAIM_RUNTIME]: ClaimRuntime;
+}
+
+/**
+ * The default claim (`claim: 'before-apply'`): alone, in a statement of its own before `apply` runs, which
+ * reads the stored hash of a duplicate in the same call; `apply` runs only when it inserted the row.
+ */
+export class ClaimBeforeApply implements TransactionClaim {
+  outcome: ClaimOutcome = { claimed: false, existingSha256: null };
+  readonly taken = false;
+  readonly carrierFailed = false;
+  readonly #tx: Transaction;
+  readonly #tables: InboxTables;
+  readonly #params: SqlParams;
+
+  constructor(tx: Transaction, tables: InboxTables, params: SqlParams) {
+    this.#tx = tx;
+    this.#tables = tables;
+    this.#params = params;
+  }
+
+  async beforeApply(): Promise<boolean> {
+    this.outcome = readClaim((await this.#tx.execute(claimSql(this.#tables), this.#params)).rows);
+    return this.outcome.claimed;
+  }
+
+  /** `apply` ran, so the claim inserted the row. */
+  async afterApply(): Promise<boolean> {
+    return true;
+  }
+
+  execute(sql: string, params?: SqlParams): Promise<StatementResult> {
+    return this.#tx.execute(sql, params);
+  }
+
+  executeBatch(sql: string, paramSets: readonly SqlParams[]): Promise<number> {
+    return this.#tx.executeBatch(sql, paramSets);
+  }
+
+  /** The claim went before `apply`, which runs only when it inserted the row. */
+  async claimFirst(): Promise<void> {}
+}

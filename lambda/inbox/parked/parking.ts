@@ -1,0 +1,58 @@
+import { parkSql, readClaim } from '../sql/claim.js';
+import { CONSUMER_PARTS, PARKING_RUNTIME } from './parking-runtime.js';
+import type { Park, WithConsumerParts } from './parking-runtime.js';
+import { replayEffect } from './replay.js';
+import { consumerParkedMessages } from './store.js';
+import type { ParkedMessages } from './store.js';
+
+/**
+ * The value of `onPermanentError` that parks: a record that fails with a `PermanentError` (yours, or a
+ * `ParseError`, `KeyError`, `BodyTooLargeError` or `KeyCollisionError`) is stored in the inbox's
+ * parked-message table with its key's claim, and reported succeeded, so it never blocks its FIFO group;
+ * {@link parkedMessages} lists and replays it once its cause is fixed.
+ *
+ * @example
+ * import { park } from 'sqs-inbox/parked';
+ * export const handler = inbox({ consumer: 'order-worker', onPermanentError: park, apply });
+ */
+export const park: Park = {
+  [PARKING_RUNTIME]: {
+    async insert(session, tables, params) {
+      return readClaim((await session.execute(parkSql(tables), params)).rows);
+    },
+  },
+};
+
+/**
+ * List and replay the parked messages of a consumer: `handler` is what `inbox()`, `kinesisInbox()`,
+ * `dynamoDbInbox()`, `kafkaInbox()` or their `sqs-inbox/batch` variants returned. Asking settles the
+ * consumer's INBOX_* environment, as its first invocation does. A replay runs the consumer's own effect,
+ * in its mode.
+ *
+ * @example
+ * const parked = parkedMessages(handler);
+ * for (const message of await parked.list()) console.log(message.id, message.errorClass);
+ * await parked.replay(7); // 'replayed'
+ */
+export function parkedMessages(handler: object): ParkedMessages {
+  const parts = (handler as Partial<WithConsumerParts> | null | undefined)?.[CONSUMER_PARTS];
+  if (typeof parts !== 'function') {
+    throw new TypeError('parkedMessages(handler): pass the handler that inbox() (or kinesisInbox(), dynamoDbInbox(), kafkaInbox()) returned');
+  }
+  const consumer = () => {
+    const given = parts();
+    return consumerParkedMessages({
+      target: given.resolved.target,
+      tables: given.tables,
+      consumer: given.resolved.consumer,
+      callTimeoutMs: given.resolved.callTimeoutMs,
+      replayEffect: (tx, message) => replayEffect(given, tx, message),
+      relay: (session, ids) => given.relay(session, ids),
+    });
+  };
+  return {
+    list: async (options) => consumer().list(options),
+    show: async (id) => consumer().show(id),
+    replay: async (id, options) => consumer().replay(id, options),
+  };
+}

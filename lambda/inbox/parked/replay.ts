@@ -1,0 +1,36 @@
+import type { Transaction } from '../data-api/session.js';
+import { inboxTransaction } from '../modes/per-record.js';
+import { toMessage } from '../prepare/prepare.js';
+import { checkGatedStatement, replayGatedSql } from '../sql/claim.js';
+import type { ConsumerParts } from './parking-runtime.js';
+import type { ParkedMessage } from './store.js';
+
+/**
+ * Runs the effect of a parked message inside the replay's transaction, which already holds its claim, in
+ * the consumer's mode; resolves with the ids of the outbox rows it wrote, for the replay to relay after its
+ * commit.
+ */
+export async function replayEffect<Body, Raw>(parts: ConsumerParts<Body, Raw>, tx: Transaction, parked: ParkedMessage): Promise<readonly number[]> {
+  const { resolved, source, records, batchModes } = parts;
+  const message = toMessage(source.fromParked(parked), parked.key ?? parked.sqsMessageId, resolved.parse);
+  const mode = resolved.mode;
+  switch (mode.kind) {
+    case 'transaction':
+    case 'batch-transaction': {
+      // The replay's sends commit with it, and go out right after.
+      const writer = records.outbox(message);
+      const inboxTx = inboxTransaction(tx, writer);
+      await (mode.kind === 'transaction' ? mode.apply(inboxTx, message) : mode.applyBatch(inboxTx, [message]));
+      return writer.flush(tx);
+    }
+    case 'statement': {
+      const { sql, params } = mode.statement(message);
+      const userSql = checkGatedStatement(sql, params, 'statement');
+      await tx.execute(replayGatedSql(userSql), { ...params, inbox_key: message.key });
+      return [];
+    }
+    case 'batch-statement':
+      // checkOptions refused a batch mode without the batch modes' code.
+      return batchModes!.replayStatement(tx, mode, message);
+  }
+}
