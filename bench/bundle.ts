@@ -287,7 +287,6 @@ function typescriptFiles(path: string): string[] {
   return readdirSync(path).flatMap((name) => typescriptFiles(join(path, name)));
 }
 
-
 /**
  * The bench copies InboxFunction's bundling options; this reads lib/consumer/inbox-function.ts and names every
  * one that no longer matches, so the two cannot drift apart silently.
