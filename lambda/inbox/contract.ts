@@ -6,58 +6,113 @@
  * without pulling any runtime code into a CDK app.
  */
 
-/** The environment variables the constructs set and the runtime's functions read. */
+/*
+ * The environment variables the constructs set and the runtime's functions read: one constant each, so a
+ * function bundles only the names it reads, and all of them in INBOX_ENV for the constructs.
+ */
+
+/** The Aurora cluster's ARN. */
+export const ENV_RESOURCE_ARN = 'INBOX_RESOURCE_ARN';
+
+/** The ARN of the secret the Data API signs in with. */
+export const ENV_SECRET_ARN = 'INBOX_SECRET_ARN';
+
+/** The database name (else the cluster's default database). */
+export const ENV_DATABASE = 'INBOX_DATABASE';
+
+/** A Data API endpoint to use instead of AWS's (the local Data API server). */
+export const ENV_DATA_API_ENDPOINT = 'INBOX_DATA_API_ENDPOINT';
+
+/** The schema holding the inbox tables (else `inbox`). */
+export const ENV_SCHEMA = 'INBOX_SCHEMA';
+
+/** The consumer name a handler claims under, when its `consumer` option is unset. */
+export const ENV_CONSUMER = 'INBOX_CONSUMER';
+
+/** The consumer's event source: `sqs`, `kinesis`, `dynamodb` or `kafka`. */
+export const ENV_SOURCE = 'INBOX_SOURCE';
+
+/** `true` when a Kafka mapping reports partial batch failures. */
+export const ENV_REPORT_BATCH_ITEM_FAILURES = 'INBOX_REPORT_BATCH_ITEM_FAILURES';
+
+/** JSON of outbox destination name -> queue URL. */
+export const ENV_DESTINATIONS = 'INBOX_DESTINATIONS';
+
+/** The purge's retention: rows older than this many seconds are deleted. */
+export const ENV_RETENTION_SECONDS = 'INBOX_RETENTION_SECONDS';
+
+/** Rows the purge deletes per statement. */
+export const ENV_PURGE_BATCH_SIZE = 'INBOX_PURGE_BATCH_SIZE';
+
+/** The sweeper leaves unsent outbox rows younger than this many seconds to the handler that wrote them. */
+export const ENV_OUTBOX_MIN_AGE_SECONDS = 'INBOX_OUTBOX_MIN_AGE_SECONDS';
+
+/** Unsent outbox rows the sweeper sends per run at most. */
+export const ENV_OUTBOX_SWEEP_LIMIT = 'INBOX_OUTBOX_SWEEP_LIMIT';
+
+/** How long, in seconds, the sweeper keeps a sent outbox row. */
+export const ENV_OUTBOX_SENT_RETENTION_SECONDS = 'INBOX_OUTBOX_SENT_RETENTION_SECONDS';
+
+/** On the PostgreSQL wire transport (`postgresFromEnvironment()`): the host (RDS Proxy's endpoint, or a server's). */
+export const ENV_PG_HOST = 'INBOX_PG_HOST';
+
+/** Its port (else 5432). */
+export const ENV_PG_PORT = 'INBOX_PG_PORT';
+
+/** Its database. */
+export const ENV_PG_DATABASE = 'INBOX_PG_DATABASE';
+
+/** The database role the consumer signs in as. */
+export const ENV_PG_USER = 'INBOX_PG_USER';
+
+/** `true`: sign in with an RDS IAM token, made fresh for each new connection. */
+export const ENV_PG_IAM_AUTH = 'INBOX_PG_IAM_AUTH';
+
+/** Or: the ARN of a Secrets Manager secret holding `username` and `password`. */
+export const ENV_PG_SECRET_ARN = 'INBOX_PG_SECRET_ARN';
+
+/** On Aurora DSQL (`dsqlFromEnvironment()`): the cluster's endpoint, `<id>.dsql.<region>.on.aws`. */
+export const ENV_DSQL_ENDPOINT = 'INBOX_DSQL_ENDPOINT';
+
+/** The cluster's Region (else AWS_REGION). */
+export const ENV_DSQL_REGION = 'INBOX_DSQL_REGION';
+
+/** The database role the function connects as (never admin). */
+export const ENV_DSQL_USER = 'INBOX_DSQL_USER';
+
+/** The metric namespace (Powertools' variable, read by every metrics writer of the package). */
+export const ENV_METRICS_NAMESPACE = 'POWERTOOLS_METRICS_NAMESPACE';
+
+/** The metrics' `service` dimension of the scheduled functions (Powertools' variable). */
+export const ENV_SERVICE_NAME = 'POWERTOOLS_SERVICE_NAME';
+
+/** The environment variables the constructs set and the runtime's functions read, by role. */
 export const INBOX_ENV = {
-  /** The Aurora cluster's ARN. */
-  RESOURCE_ARN: 'INBOX_RESOURCE_ARN',
-  /** The ARN of the secret the Data API signs in with. */
-  SECRET_ARN: 'INBOX_SECRET_ARN',
-  /** The database name (else the cluster's default database). */
-  DATABASE: 'INBOX_DATABASE',
-  /** A Data API endpoint to use instead of AWS's (the local Data API server). */
-  DATA_API_ENDPOINT: 'INBOX_DATA_API_ENDPOINT',
-  /** The schema holding the inbox tables (else `inbox`). */
-  SCHEMA: 'INBOX_SCHEMA',
-  /** The consumer name a handler claims under, when its `consumer` option is unset. */
-  CONSUMER: 'INBOX_CONSUMER',
-  /** The consumer's event source: `sqs`, `kinesis`, `dynamodb` or `kafka`. */
-  SOURCE: 'INBOX_SOURCE',
-  /** `true` when a Kafka mapping reports partial batch failures. */
-  REPORT_BATCH_ITEM_FAILURES: 'INBOX_REPORT_BATCH_ITEM_FAILURES',
-  /** JSON of outbox destination name -> queue URL. */
-  DESTINATIONS: 'INBOX_DESTINATIONS',
-  /** The purge's retention: rows older than this many seconds are deleted. */
-  RETENTION_SECONDS: 'INBOX_RETENTION_SECONDS',
-  /** Rows the purge deletes per statement. */
-  PURGE_BATCH_SIZE: 'INBOX_PURGE_BATCH_SIZE',
-  /** The sweeper leaves unsent outbox rows younger than this many seconds to the handler that wrote them. */
-  OUTBOX_MIN_AGE_SECONDS: 'INBOX_OUTBOX_MIN_AGE_SECONDS',
-  /** Unsent outbox rows the sweeper sends per run at most. */
-  OUTBOX_SWEEP_LIMIT: 'INBOX_OUTBOX_SWEEP_LIMIT',
-  /** How long, in seconds, the sweeper keeps a sent outbox row. */
-  OUTBOX_SENT_RETENTION_SECONDS: 'INBOX_OUTBOX_SENT_RETENTION_SECONDS',
-  /** On the PostgreSQL wire transport (`postgresFromEnvironment()`): the host (RDS Proxy's endpoint, or a server's). */
-  PG_HOST: 'INBOX_PG_HOST',
-  /** Its port (else 5432). */
-  PG_PORT: 'INBOX_PG_PORT',
-  /** Its database. */
-  PG_DATABASE: 'INBOX_PG_DATABASE',
-  /** The database role the consumer signs in as. */
-  PG_USER: 'INBOX_PG_USER',
-  /** `true`: sign in with an RDS IAM token, made fresh for each new connection. */
-  PG_IAM_AUTH: 'INBOX_PG_IAM_AUTH',
-  /** Or: the ARN of a Secrets Manager secret holding `username` and `password`. */
-  PG_SECRET_ARN: 'INBOX_PG_SECRET_ARN',
-  /** On Aurora DSQL (`dsqlFromEnvironment()`): the cluster's endpoint, `<id>.dsql.<region>.on.aws`. */
-  DSQL_ENDPOINT: 'INBOX_DSQL_ENDPOINT',
-  /** The cluster's Region (else AWS_REGION). */
-  DSQL_REGION: 'INBOX_DSQL_REGION',
-  /** The database role the function connects as (never admin). */
-  DSQL_USER: 'INBOX_DSQL_USER',
-  /** The metric namespace (Powertools' variable, read by every metrics writer of the package). */
-  METRICS_NAMESPACE: 'POWERTOOLS_METRICS_NAMESPACE',
-  /** The metrics' `service` dimension of the scheduled functions (Powertools' variable). */
-  SERVICE_NAME: 'POWERTOOLS_SERVICE_NAME',
+  RESOURCE_ARN: ENV_RESOURCE_ARN,
+  SECRET_ARN: ENV_SECRET_ARN,
+  DATABASE: ENV_DATABASE,
+  DATA_API_ENDPOINT: ENV_DATA_API_ENDPOINT,
+  SCHEMA: ENV_SCHEMA,
+  CONSUMER: ENV_CONSUMER,
+  SOURCE: ENV_SOURCE,
+  REPORT_BATCH_ITEM_FAILURES: ENV_REPORT_BATCH_ITEM_FAILURES,
+  DESTINATIONS: ENV_DESTINATIONS,
+  RETENTION_SECONDS: ENV_RETENTION_SECONDS,
+  PURGE_BATCH_SIZE: ENV_PURGE_BATCH_SIZE,
+  OUTBOX_MIN_AGE_SECONDS: ENV_OUTBOX_MIN_AGE_SECONDS,
+  OUTBOX_SWEEP_LIMIT: ENV_OUTBOX_SWEEP_LIMIT,
+  OUTBOX_SENT_RETENTION_SECONDS: ENV_OUTBOX_SENT_RETENTION_SECONDS,
+  PG_HOST: ENV_PG_HOST,
+  PG_PORT: ENV_PG_PORT,
+  PG_DATABASE: ENV_PG_DATABASE,
+  PG_USER: ENV_PG_USER,
+  PG_IAM_AUTH: ENV_PG_IAM_AUTH,
+  PG_SECRET_ARN: ENV_PG_SECRET_ARN,
+  DSQL_ENDPOINT: ENV_DSQL_ENDPOINT,
+  DSQL_REGION: ENV_DSQL_REGION,
+  DSQL_USER: ENV_DSQL_USER,
+  METRICS_NAMESPACE: ENV_METRICS_NAMESPACE,
+  SERVICE_NAME: ENV_SERVICE_NAME,
 } as const;
 
 /**
@@ -93,8 +148,11 @@ export const CONSUMER_LATENCY_METRICS = ['RecordLatency', 'BatchLatency'] as con
 export const CLEANUP_METRICS = ['PurgedRows', 'PurgeMoreRemaining', 'OldestRowAgeSeconds'] as const;
 /** Metrics the outbox sweeper emits (dimension `service` = the InboxOutboxRelay's `serviceName`) that the alarms watch; it also counts `OutboxSweepFailures`. */
 export const OUTBOX_RELAY_METRICS = ['OutboxSwept', 'OutboxSweepDeferred', 'OutboxOldestUnsentAgeSeconds'] as const;
-/** Every metric the outbox sweeper emits. */
-export const OUTBOX_SWEEPER_METRICS = [...OUTBOX_RELAY_METRICS, 'OutboxSweepFailures'] as const;
+/**
+ * Every metric the outbox sweeper emits: {@link OUTBOX_RELAY_METRICS} and `OutboxSweepFailures`. Spelt out, not
+ * spread: a spread is code a bundler keeps, so every consumer's bundle would carry both lists.
+ */
+export const OUTBOX_SWEEPER_METRICS = ['OutboxSwept', 'OutboxSweepDeferred', 'OutboxOldestUnsentAgeSeconds', 'OutboxSweepFailures'] as const;
 
 /** A consumer's count metric. */
 export type ConsumerCountMetric = (typeof CONSUMER_COUNT_METRICS)[number];

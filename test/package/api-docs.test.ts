@@ -55,6 +55,7 @@ const SOURCES: Readonly<Record<string, string>> = {
   'sqs-inbox/outbox': 'lambda/inbox/outbox/index.ts',
   'sqs-inbox/data-api': 'lambda/inbox/data-api/index.ts',
   'sqs-inbox/operations': 'lambda/inbox/operations.ts',
+  'sqs-inbox/parked': 'lambda/inbox/parked/index.ts',
   'sqs-inbox/postgres': 'lambda/inbox/transport/postgres/index.ts',
   'sqs-inbox/orm': 'lambda/inbox/orm/index.ts',
   'sqs-inbox/dsql': 'lambda/inbox/transport/dsql/index.ts',

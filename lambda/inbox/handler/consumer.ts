@@ -1,4 +1,4 @@
-import { INBOX_ENV } from '../contract.js';
+import { ENV_CONSUMER } from '../contract.js';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { runBatch, succeeded } from '../lanes/lanes.js';
 import type { BatchPlan, Outcome } from '../lanes/lanes.js';
@@ -187,13 +187,13 @@ function startConsumer<Body, Raw>(
   // Stryker disable next-line ConditionalExpression: making the defaults when both are given only wastes them
   const defaults = options.logger && options.metrics ? undefined : defaultTelemetry(resolved.consumer, source.name);
   const logger = options.logger ?? defaults!.logger;
-  const deployed = process.env[INBOX_ENV.CONSUMER];
+  const deployed = process.env[ENV_CONSUMER];
   if (options.consumer !== undefined && deployed && deployed !== options.consumer) {
     // The construct names its alarms, dashboard and uniqueness check after INBOX_CONSUMER; the claims
     // and metrics carry the option. Both work, but they no longer describe the same consumer.
     logger.warn("inbox consumer differs from INBOX_CONSUMER: claims and metrics use the option, the deployment's alarms watch the environment name", {
       consumer: options.consumer,
-      [INBOX_ENV.CONSUMER]: deployed,
+      [ENV_CONSUMER]: deployed,
     });
   }
   const records = new RecordConsumer<Body, Raw>(resolved, tables, logger, source, batchModes);

@@ -3,7 +3,7 @@ import { defaultDataApiClient } from '../data-api/client.js';
 import type { SQSRecord } from 'aws-lambda';
 import type { DatabaseTarget, Transaction } from '../data-api/session.js';
 import type { SqlParams } from '../data-api/parameters.js';
-import { CONSUMER_NAME_PATTERN, CONSUMER_NAME_RULE, INBOX_ENV } from '../contract.js';
+import { CONSUMER_NAME_PATTERN, CONSUMER_NAME_RULE, ENV_CONSUMER, ENV_DATABASE, ENV_DATA_API_ENDPOINT, ENV_RESOURCE_ARN, ENV_SECRET_ARN } from '../contract.js';
 import { InboxConfigError } from '../errors.js';
 import type { KeyStrategy } from '../prepare/keys.js';
 import { carriedCode, described, oneOf, refuseUnknownKeys } from './option-checks.js';
@@ -449,13 +449,13 @@ export function checkOptions<Body, Raw = SQSRecord>(
 export function awaitsEnvironment(checked: Pick<CheckedOptions<unknown>, 'consumer' | 'database'>, env: NodeJS.ProcessEnv = process.env): boolean {
   const { consumer, database } = checked;
   const location = database.pool === undefined && database.resourceArn === undefined && database.secretArn === undefined;
-  return (consumer === undefined && !env[INBOX_ENV.CONSUMER]) || (location && (!env[INBOX_ENV.RESOURCE_ARN] || !env[INBOX_ENV.SECRET_ARN]));
+  return (consumer === undefined && !env[ENV_CONSUMER]) || (location && (!env[ENV_RESOURCE_ARN] || !env[ENV_SECRET_ARN]));
 }
 
 /** Fills in, from the INBOX_* environment, what the code left to it, naming what is missing or wrong. */
 export function settleEnvironment<Body, Raw>(checked: CheckedOptions<Body, Raw>, env: NodeJS.ProcessEnv = process.env): ResolvedOptions<Body, Raw> {
   const { database, handlerName, outbox, ...rest } = checked;
-  const consumer = checked.consumer ?? checkConsumer(env[INBOX_ENV.CONSUMER], handlerName);
+  const consumer = checked.consumer ?? checkConsumer(env[ENV_CONSUMER], handlerName);
   return {
     ...rest,
     consumer,
@@ -591,16 +591,16 @@ function resolveInboxTarget(database: DatabaseOptions, env: NodeJS.ProcessEnv): 
  * the migrate and cleanup functions, and the CLI.
  */
 export function resolveTarget(database: DatabaseOptions, env: NodeJS.ProcessEnv = process.env, option = 'database'): DatabaseTarget {
-  const resourceArn = database.resourceArn ?? env[INBOX_ENV.RESOURCE_ARN];
-  const secretArn = database.secretArn ?? env[INBOX_ENV.SECRET_ARN];
-  const name = database.database ?? env[INBOX_ENV.DATABASE];
+  const resourceArn = database.resourceArn ?? env[ENV_RESOURCE_ARN];
+  const secretArn = database.secretArn ?? env[ENV_SECRET_ARN];
+  const name = database.database ?? env[ENV_DATABASE];
   if (!resourceArn) {
     throw new InboxConfigError(`${option}.resourceArn`, 'is not set: pass the Aurora cluster ARN, or set INBOX_RESOURCE_ARN');
   }
   if (!secretArn) {
     throw new InboxConfigError(`${option}.secretArn`, 'is not set: pass the database secret ARN, or set INBOX_SECRET_ARN');
   }
-  const endpoint = env[INBOX_ENV.DATA_API_ENDPOINT];
+  const endpoint = env[ENV_DATA_API_ENDPOINT];
   const client =
     database.client ??
     defaultDataApiClient({

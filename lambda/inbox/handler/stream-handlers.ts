@@ -1,4 +1,4 @@
-import { INBOX_ENV } from '../contract.js';
+import { ENV_REPORT_BATCH_ITEM_FAILURES } from '../contract.js';
 import type {
   DynamoDBBatchResponse,
   DynamoDBRecord,
@@ -130,7 +130,7 @@ export function kafkaConsumer<Body>(
   options: KafkaInboxOptions<Body>,
   batchModes: BatchModes | undefined,
 ): ConsumerHandler<MSKEvent | SelfManagedKafkaEvent, KafkaBatchResponse> {
-  const partial: unknown = options?.reportBatchItemFailures ?? process.env[INBOX_ENV.REPORT_BATCH_ITEM_FAILURES] === 'true';
+  const partial: unknown = options?.reportBatchItemFailures ?? process.env[ENV_REPORT_BATCH_ITEM_FAILURES] === 'true';
   if (typeof partial !== 'boolean') {
     throw new InboxConfigError(
       'reportBatchItemFailures',

@@ -1,5 +1,5 @@
 import type { Transaction } from '../data-api/session.js';
-import { conflictDelayMs, isSerializationFailure } from '../transport/conflicts.js';
+import { conflictDelayMs, isSerializationFailure } from '../transport/conflict-retry.js';
 import type { InboxSession } from '../transport/session.js';
 import { InboxConfigError } from '../errors.js';
 import { IDEMPOTENCY_KEY_ATTRIBUTE } from '../prepare/keys.js';

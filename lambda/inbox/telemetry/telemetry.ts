@@ -1,4 +1,4 @@
-import { CONSUMER_COUNT_METRICS, INBOX_ENV, METRIC_NAMESPACE } from '../contract.js';
+import { CONSUMER_COUNT_METRICS, ENV_METRICS_NAMESPACE, METRIC_NAMESPACE } from '../contract.js';
 import type { ConsumerCountMetric, ConsumerLatencyMetric } from '../contract.js';
 import type { Outcome } from '../lanes/lanes.js';
 import { EmfMetrics } from './emf-metrics.js';
@@ -124,7 +124,7 @@ export class BatchTally {
 export function defaultTelemetry(consumer: string, source: SourceName): { logger: InboxLogger; metrics: InboxMetrics } {
   return {
     logger: new JsonLogger(consumer),
-    metrics: new EmfMetrics(process.env[INBOX_ENV.METRICS_NAMESPACE] ?? METRIC_NAMESPACE, consumer, source),
+    metrics: new EmfMetrics(process.env[ENV_METRICS_NAMESPACE] ?? METRIC_NAMESPACE, consumer, source),
   };
 }
 

@@ -1,40 +1,11 @@
-import { DatabaseCallError } from '../errors.js';
-import type { ConflictRetryPolicy, InboxSession } from './session.js';
+import type { ConflictListener, InboxSession } from './session.js';
 
 /**
- * True for a serialization failure that the database answered (SQLSTATE 40001): the transaction was rolled
- * back, definitely, so running it again cannot apply anything twice. Aurora DSQL answers an
- * optimistic-concurrency conflict this way at COMMIT (OC000 for rows, OC001 for the catalog); PostgreSQL
- * under REPEATABLE READ answers a claim that raced a committed one this way at the INSERT.
+ * Runs `transaction` (a whole transaction: begin to commit) as the session's dialect runs one: on Aurora
+ * DSQL, again after each optimistic-concurrency conflict (transport/conflict-retry.ts); without a dialect,
+ * once.
  */
-export function isSerializationFailure(error: unknown): error is DatabaseCallError {
-  return error instanceof DatabaseCallError && error.sqlState === '40001' && !error.ambiguous;
-}
-
-/** The wait before retry `attempt` (1-based): full jitter below min(max, base * 2^(attempt-1)). */
-export function conflictDelayMs(policy: ConflictRetryPolicy, attempt: number, random: () => number = Math.random): number {
-  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));
-  return Math.floor(random() * ceiling);
-}
-
-/** What {@link retryConflicts} reports after each conflict it retried. */
-export type ConflictListener = (attempt: number, error: DatabaseCallError) => void;
-
-/**
- * Runs `transaction` (a whole transaction: begin to commit) and, on the session's dialect, runs it again
- * after each serialization failure, up to the dialect's attempts; the last failure is thrown. Without a
- * dialect it runs once.
- */
-export async function retryConflicts<T>(session: InboxSession, transaction: () => Promise<T>, onRetry?: ConflictListener): Promise<T> {
-  const policy = session.dialect?.conflictRetries;
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await transaction();
-    } catch (error) {
-      if (!policy || attempt > policy.attempts || !isSerializationFailure(error)) throw error;
-      onRetry?.(attempt, error);
-      const wait = conflictDelayMs(policy, attempt);
-      if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
-    }
-  }
+export function retryConflicts<T>(session: InboxSession, transaction: () => Promise<T>, onRetry?: ConflictListener): Promise<T> {
+  const run = session.dialect?.runTransaction;
+  return run ? run(transaction, onRetry) : transaction();
 }

@@ -1,3 +1,4 @@
+import type { DatabaseCallError } from '../errors.js';
 import type { Transaction } from '../data-api/session.js';
 import type { SqlParams } from '../data-api/parameters.js';
 import type { StatementResult } from '../data-api/results.js';
@@ -54,7 +55,15 @@ export interface SessionDialect {
   readonly maxModifiedRows?: number | undefined;
   /** A batch-mode set larger than this is claimed and applied as several transactions, in batch order. */
   readonly maxRecordsPerTransaction?: number | undefined;
+  /**
+   * Runs a whole transaction under {@link conflictRetries} (transport/conflict-retry.ts's `conflictRetrier`):
+   * carried by the dialect, so a consumer on a database without one bundles none of it.
+   */
+  readonly runTransaction?: (<T>(transaction: () => Promise<T>, onRetry?: ConflictListener) => Promise<T>) | undefined;
 }
+
+/** What `retryConflicts` reports after each conflict it retried. */
+export type ConflictListener = (attempt: number, error: DatabaseCallError) => void;
 
 /** How a transaction that lost an optimistic-concurrency conflict is run again. */
 export interface ConflictRetryPolicy {

@@ -15,6 +15,7 @@ import { WIRE_SESSION } from '../wire-target.js';
 import type { WireTarget } from '../wire-target.js';
 import { dsqlPool, resolveConnection } from './connection.js';
 import { INBOX_ENV } from '../../contract.js';
+import { conflictRetrier } from '../conflict-retry.js';
 
 export { DSQL_LIMITS } from './connection.js';
 export type { ConflictRetryPolicy } from '../session.js';
@@ -87,7 +88,8 @@ export class DsqlSession extends PostgresSession {
   readonly dialect: SessionDialect;
   constructor(pool: PostgresPool, policy: SessionPolicy, dialect: Partial<SessionDialect> = {}, idleCheckMs?: number) {
     super({ pool, idleCheckMs }, { callTimeoutMs: policy.callTimeoutMs, timeLeftMs: policy.timeLeftMs });
-    this.dialect = { ...DSQL_DIALECT, ...dialect };
+    const merged = { ...DSQL_DIALECT, ...dialect };
+    this.dialect = { ...merged, runTransaction: conflictRetrier(merged.conflictRetries) };
   }
 }
 

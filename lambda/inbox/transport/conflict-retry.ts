@@ -1,0 +1,38 @@
+import { DatabaseCallError } from '../errors.js';
+import type { ConflictListener, ConflictRetryPolicy } from './session.js';
+
+/**
+ * True for a serialization failure that the database answered (SQLSTATE 40001): the transaction was rolled
+ * back, definitely, so running it again cannot apply anything twice. Aurora DSQL answers an
+ * optimistic-concurrency conflict this way at COMMIT (OC000 for rows, OC001 for the catalog); PostgreSQL
+ * under REPEATABLE READ answers a claim that raced a committed one this way at the INSERT.
+ */
+export function isSerializationFailure(error: unknown): error is DatabaseCallError {
+  return error instanceof DatabaseCallError && error.sqlState === '40001' && !error.ambiguous;
+}
+
+/** The wait before retry `attempt` (1-based): full jitter below min(max, base * 2^(attempt-1)). */
+export function conflictDelayMs(policy: ConflictRetryPolicy, attempt: number, random: () => number = Math.random): number {
+  const ceiling = Math.min(policy.maxDelayMs, policy.baseDelayMs * 2 ** (attempt - 1));
+  return Math.floor(random() * ceiling);
+}
+
+/**
+ * How a dialect with optimistic concurrency (Aurora DSQL) runs a whole transaction (begin to commit): again
+ * after each serialization failure, up to the policy's attempts, after a jittered wait; the last failure is
+ * thrown. The session's dialect carries it, so a consumer on a database without one bundles none of it.
+ */
+export function conflictRetrier(policy: ConflictRetryPolicy) {
+  return async <T>(transaction: () => Promise<T>, onRetry?: ConflictListener): Promise<T> => {
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await transaction();
+      } catch (error) {
+        if (attempt > policy.attempts || !isSerializationFailure(error)) throw error;
+        onRetry?.(attempt, error);
+        const wait = conflictDelayMs(policy, attempt);
+        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+      }
+    }
+  };
+}
