@@ -29,6 +29,8 @@ import {
  * `cdk init app --language typescript` lays out). Each app type-checks under a strict tsconfig, loads
  * the package from plain JavaScript, synthesizes its stack with the README's constructs, and the
  * synthesized bundle of its own handler applies a message once against the local Data API.
+ * A third app holds the ORM recipes of docs/orm.md (examples/orm) with drizzle-orm, kysely and
+ * kysely-data-api from npm, and runs its own test of them on the local Data API and over the wire.
  * CI runs this file on Node 20 and again on Node 22 (the Lambda runtime).
  */
 

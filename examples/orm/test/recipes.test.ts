@@ -72,6 +72,8 @@ beforeAll(async () => {
     PGDATABASE: local.dataApi.database,
   });
   pool = new pg.Pool({ max: 2 });
+  // pool.end() resolves before its sockets have closed: the server stopping in afterAll may still end one.
+  pool.on('error', () => {});
   await migrate(new PostgresSession({ pool }, { callTimeoutMs: 60_000 }), [INBOX_MIGRATIONS, ORDERS]);
 }, 120_000);
 
@@ -118,7 +120,21 @@ describe.each(RECIPES)('$name ($file)', ({ file, transport }) => {
   it("its handler commits the ORM's write with the claim, and a redelivery applies nothing", async () => {
     const orderId = `${file}-commit`;
     const record = shipped(orderId);
-    expect(await recipe.handler({ Records: [record] })).toEqual({ batchItemFailures: [] });
+    // The transaction of the claim and of the ORM's insert, as the local Data API saw them (the wire has no such window).
+    const transactions = { claim: [] as (string | undefined)[], write: [] as (string | undefined)[] };
+    local.dataApi.faults.watch(({ sql, transactionId }) => {
+      if (sql?.includes('consumed_message')) transactions.claim.push(transactionId);
+      if (/insert into "orders"/i.test(sql ?? '')) transactions.write.push(transactionId);
+    });
+    try {
+      expect(await recipe.handler({ Records: [record] })).toEqual({ batchItemFailures: [] });
+    } finally {
+      local.dataApi.faults.clear();
+    }
+    if (transport === 'data-api') {
+      expect(transactions.write).toEqual([expect.any(String)]);
+      expect(transactions.claim).toEqual(transactions.write);
+    }
     expect(await order(orderId)).toEqual({ shipped_count: 1, last_key: record.messageId });
     expect(await claimed(record.messageId)).toBe(true);
 
