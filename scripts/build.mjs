@@ -132,8 +132,8 @@ function packageFunctions() {
 }
 
 /**
- * Each function as Lambda runs it: one minified ES module for Node.js 22 (the constructs' runtime) with its source
- * map, the AWS SDK left to Lambda's runtime, as InboxFunction bundles a user's `entry`.
+ * Each function as Lambda runs it: one minified ES module for Node.js 22 (the constructs' runtime), the AWS SDK's
+ * service clients left to Lambda's runtime, as InboxFunction bundles a user's `entry`.
  */
 async function buildFunctionAssets() {
   for (const { name, entry } of packageFunctions()) {
@@ -146,15 +146,25 @@ async function buildFunctionAssets() {
       target: 'node22',
       mainFields: ['module', 'main'],
       minify: true,
-      sourcemap: true,
-      sourcesContent: false,
-      external: ['@aws-sdk/*'],
+      // No source map: its sources do not ship, and each map would double the function's share of the install.
+      sourcemap: false,
+      // The AWS SDK is Lambda's, but for the signers (@aws-sdk/dsql-signer for the DSQL role function), which are
+      // not among what the runtime documents: they are bundled, their own SDK dependencies left to the runtime.
+      plugins: [sdkFromRuntime],
       // A bundled CommonJS dependency may still call require(); ESM has none without this shim.
       banner: { js: "import { createRequire as __inboxCreateRequire } from 'module';const require = __inboxCreateRequire(import.meta.url);" },
       logLevel: 'warning',
     });
   }
 }
+
+/** Leaves `@aws-sdk/*` to Lambda's runtime, but for the signers, which it does not document: those are bundled. */
+const sdkFromRuntime = {
+  name: 'sdk-from-runtime',
+  setup(build) {
+    build.onResolve({ filter: /^@aws-sdk\// }, (args) => (/^@aws-sdk\/(dsql|rds)-signer(\/|$)/.test(args.path) ? undefined : { path: args.path, external: true }));
+  },
+};
 
 const cjsEntries = commonJsEntries();
 

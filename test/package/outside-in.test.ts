@@ -47,12 +47,13 @@ process.stdout.write(JSON.stringify({ node: process.version, first, second }));
 /** A CDK app of the package's own functions only: the database (migration), the cleanup and the outbox relay. */
 const PACKAGE_ONLY_APP = `
 import { App, Duration, Stack } from 'aws-cdk-lib';
-import { InboxCleanup, InboxDatabase, InboxOutboxRelay } from 'sqs-inbox/cdk';
+import { InboxCleanup, InboxDatabase, InboxDsqlDatabase, InboxOutboxRelay } from 'sqs-inbox/cdk';
 const app = new App({ outdir: process.argv[2] });
 const stack = new Stack(app, 'PackageOnly', { env: { account: '123456789012', region: 'eu-west-1' } });
 const database = new InboxDatabase(stack, 'Inbox');
 new InboxCleanup(stack, 'Cleanup', { database, retention: Duration.days(30) });
 new InboxOutboxRelay(stack, 'Relay', { database, consumers: [] });
+new InboxDsqlDatabase(stack, 'Dsql');
 app.synth();
 `;
 
@@ -268,8 +269,13 @@ describe.each(APPS)('the packed package in $name ($module)', ({ name, module, st
       await Promise.all((await readdir(prebuilt)).map(async (asset) => [asset, await readFile(join(prebuilt, asset, 'index.mjs'), 'utf8')] as const)),
     );
     const deployed = await functionCodes(join(app, 'cdk.out.package-only'), 'PackageOnly');
-    expect(Object.keys(expected).sort()).toEqual(['migration', 'outbox-sweeper', 'purge']);
-    expect(deployed.map((code) => Object.keys(expected).find((asset) => expected[asset] === code)).sort()).toEqual(['migration', 'outbox-sweeper', 'purge']);
+    expect(Object.keys(expected).sort()).toEqual(['dsql-roles', 'migration', 'outbox-sweeper', 'purge']);
+    expect(deployed.map((code) => Object.keys(expected).find((asset) => expected[asset] === code)).sort()).toEqual([
+      'dsql-roles',
+      'migration',
+      'outbox-sweeper',
+      'purge',
+    ]);
   }, 300_000);
 
   // Only the ESM app has tests of its own; a test defined conditionally is not counted as skipped.
