@@ -24,7 +24,7 @@ export const STREAM_FAULT_NAMES = STREAM_FAULTS;
 export const DEMO_SOURCES = ['sqs', 'kinesis', 'dynamodb', 'kafka'] as const;
 
 /** What `sqs-inbox demo --transport` accepts: local/scenario-transport.ts's SCENARIO_TRANSPORTS (test/local/cli.test.ts checks), without loading it. */
-export const DEMO_TRANSPORTS = ['data-api', 'postgres'] as const;
+export const DEMO_TRANSPORTS = ['data-api', 'postgres', 'dsql'] as const;
 
 export const DEMO_USAGE = `Usage: sqs-inbox demo [flags]
 
@@ -45,6 +45,10 @@ consumer; the worker crashes after its commits and before the checkpoint (offset
 With --transport postgres, the consumers reach PostgreSQL over its wire protocol (node-postgres, as
 through RDS Proxy) instead of the local Data API: the same table and faults, injected by the testkit's
 wire proxy; the calls per message are then round trips. --pipeline and --source run on the Data API.
+With --transport dsql, they reach it through dsql() on the DSQL profile: PostgreSQL held to Aurora
+DSQL's rules (repeatable read, its supported SQL, 3,000 rows a transaction), the inbox's tables in their
+DSQL form, and 5% of COMMITs failing with DSQL's OCC conflict (40001, OC000), which the runtime runs
+again; the table adds the conflicts injected and retried.
 
 Flags:
   --messages N     orders to produce, at least 1                              (default: 2000)

@@ -11,7 +11,7 @@ import { startLocal } from '../local/stack.js';
 import { runStreamDemo } from './streams/demo.js';
 import { STREAM_SOURCES } from '../local/stream-scenario/sources.js';
 import type { StreamSourceName } from '../local/stream-scenario/sources.js';
-import { SCENARIO_TRANSPORTS } from '../local/scenario-transport.js';
+import { DEFAULT_DSQL_CONFLICT_RATE, SCENARIO_TRANSPORTS } from '../local/scenario-transport.js';
 import type { ScenarioTransport } from '../local/scenario-transport.js';
 
 /**
@@ -129,6 +129,9 @@ export const SCENARIO_ROWS: readonly (readonly [string, (result: ScenarioResult)
 
 const TRANSPORT_ROW = ['transport', (r: ScenarioResult) => r.transport] as const;
 
+/** On DSQL: the profile's conflicts at COMMIT, and the transactions the runtime ran again after one. */
+const CONFLICTS_ROW = ['OCC conflicts injected / retried', (r: ScenarioResult) => (r.conflicts ? `${r.conflicts.injected} / ${r.conflicts.retried}` : '-')] as const;
+
 const FAULTS_ROW = [
   'faults injected',
   (r: ScenarioResult) =>
@@ -139,8 +142,13 @@ const FAULTS_ROW = [
 
 function table(results: readonly ScenarioResult[], transport: ScenarioTransport): string {
   // On the wire a call is a statement's round trip, counted at the wire proxy.
-  const calls = (name: string) => (transport === 'postgres' && name === 'Data API calls per message sent' ? 'wire round trips per message sent' : name);
-  const rows = [TRANSPORT_ROW, ...SCENARIO_ROWS.map(([name, cell]) => [calls(name), cell] as const), FAULTS_ROW];
+  const calls = (name: string) => (transport !== 'data-api' && name === 'Data API calls per message sent' ? 'wire round trips per message sent' : name);
+  const rows = [
+    TRANSPORT_ROW,
+    ...SCENARIO_ROWS.map(([name, cell]) => [calls(name), cell] as const),
+    ...(transport === 'dsql' ? [CONFLICTS_ROW] : []),
+    FAULTS_ROW,
+  ];
   const header = ['', ...results.map((r) => r.pattern)];
   const lines = [header, ...rows.map(([name, cell]) => [name, ...results.map(cell)])];
   const widths = header.map((_, column) => Math.max(...lines.filter((_, i) => column === 0 || i < lines.length - 1).map((line) => line[column]!.length)));
@@ -151,15 +159,19 @@ function table(results: readonly ScenarioResult[], transport: ScenarioTransport)
   return [body[0], '-'.repeat(body[0]!.length), ...body.slice(1), '', ...faultLines].join('\n');
 }
 
+/** The DSQL profile's conflict rate in the demo: runScenario's default, 5% of COMMITs. */
+const DEMO_CONFLICT_PERCENT = DEFAULT_DSQL_CONFLICT_RATE * 100;
+
 const TRANSPORT_LABELS: Record<ScenarioTransport, string> = {
   'data-api': 'data-api (the local Data API over HTTP)',
   postgres: 'postgres (node-postgres over the PostgreSQL wire protocol, through the wire proxy)',
+  dsql: `dsql (dsql() on the DSQL profile: PostgreSQL held to Aurora DSQL's rules, ${DEMO_CONFLICT_PERCENT}% of COMMITs failing with an OCC conflict)`,
 };
 
 /** The `--transport` value; only the SQS demo (not `other`, the pipeline or a stream) runs on the wire. */
 function transportOf(text: string, other: string | undefined): ScenarioTransport {
   if (!(SCENARIO_TRANSPORTS as readonly string[]).includes(text))
-    throw new InboxConfigError('--transport', `"${text}" must be ${SCENARIO_TRANSPORTS.join(' or ')}`);
+    throw new InboxConfigError('--transport', `"${text}" must be one of ${SCENARIO_TRANSPORTS.join(', ')}`);
   if (text !== 'data-api' && other) throw new InboxConfigError('--transport', `${text} runs the SQS demo; ${other} runs on the Data API: give one of them`);
   return text as ScenarioTransport;
 }
