@@ -129,8 +129,14 @@ export const SCENARIO_ROWS: readonly (readonly [string, (result: ScenarioResult)
 
 const TRANSPORT_ROW = ['transport', (r: ScenarioResult) => r.transport] as const;
 
-/** On DSQL: the profile's conflicts at COMMIT, and the transactions the runtime ran again after one. */
-const CONFLICTS_ROW = ['OCC conflicts injected / retried', (r: ScenarioResult) => (r.conflicts ? `${r.conflicts.injected} / ${r.conflicts.retried}` : '-')] as const;
+/**
+ * On DSQL: the conflicts the profile injected at COMMIT, and the transactions the runtime ran again after a
+ * conflict (injected, or a racing claim that repeatable read failed with the same 40001); naive retries none.
+ */
+const CONFLICTS_ROW = [
+  'OCC conflicts injected / retried',
+  (r: ScenarioResult) => (r.conflicts ? `${r.conflicts.injected} / ${r.conflicts.retried}` : '-'),
+] as const;
 
 const FAULTS_ROW = [
   'faults injected',

@@ -183,22 +183,37 @@ function wireEnvironment(proxyUrl: string, database: string): Record<string, str
 /**
  * DSQL's retry policy, counting the retries it is asked for: the runtime reads a policy's `maxDelayMs` once
  * for each wait before a transaction runs again (conflictDelayMs in lambda/inbox/transport/conflicts.ts),
- * and only then, so each read once `armed` is one retry.
+ * so each read is one retry, except those made `quietly` (`dsql()` checks the policy it is given) and those
+ * before the run's conflicts are on (the migrations).
  */
-function countingRetries(policy: ConflictRetryPolicy): { policy: ConflictRetryPolicy; arm(): void; readonly retried: number } {
-  let armed = false;
+function countingRetries(policy: ConflictRetryPolicy): {
+  readonly policy: ConflictRetryPolicy;
+  quietly<T>(make: () => T): T;
+  arm(): void;
+  readonly retried: number;
+} {
+  let counting = false;
   let retried = 0;
   return {
     policy: {
       attempts: policy.attempts,
       baseDelayMs: policy.baseDelayMs,
       get maxDelayMs() {
-        if (armed) retried++;
+        if (counting) retried++;
         return policy.maxDelayMs;
       },
     },
+    quietly: (make) => {
+      const was = counting;
+      counting = false;
+      try {
+        return make();
+      } finally {
+        counting = was;
+      }
+    },
     arm: () => {
-      armed = true;
+      counting = true;
     },
     get retried() {
       return retried;
@@ -227,17 +242,19 @@ async function openDsqlTransport(local: LocalStack, database: string, conflictRa
   const retries = countingRetries(DSQL_CONFLICT_RETRIES);
   const targets: DsqlTarget[] = [];
   const target = () => {
-    const made = dsql({
-      endpoint: profile.host,
-      port: profile.port,
-      region: 'us-east-1',
-      user: 'postgres',
-      database,
-      ssl: false,
-      password: async () => decodeURIComponent(url.password) || 'postgres',
-      maxConnections: 10,
-      conflictRetries: retries.policy,
-    });
+    const made = retries.quietly(() =>
+      dsql({
+        endpoint: profile.host,
+        port: profile.port,
+        region: 'us-east-1',
+        user: 'postgres',
+        database,
+        ssl: false,
+        password: async () => decodeURIComponent(url.password) || 'postgres',
+        maxConnections: 10,
+        conflictRetries: retries.policy,
+      }),
+    );
     targets.push(made);
     return made;
   };

@@ -26,7 +26,9 @@ describe('the demo on either transport', () => {
     const out = textSink();
     const code = await runDemo([...FEW, '--transport', 'dsql'], out.stream);
     expect(code, out.text()).toBe(0);
-    expect(out.text()).toContain("transport: dsql (dsql() on the DSQL profile: PostgreSQL held to Aurora DSQL's rules, 5% of COMMITs failing with an OCC conflict)");
+    expect(out.text()).toContain(
+      "transport: dsql (dsql() on the DSQL profile: PostgreSQL held to Aurora DSQL's rules, 5% of COMMITs failing with an OCC conflict)",
+    );
     expect(out.text()).toMatch(/^transport\s+dsql\s+dsql\s+dsql$/m);
     expect(out.text()).toMatch(/^double effects\s+0\s+0\s+\d+$/m);
     expect(out.text()).toMatch(/^lost \(not shipped, parked or in DLQ\)\s+0\s+0\s+\d+$/m);
@@ -34,11 +36,14 @@ describe('the demo on either transport', () => {
     // Each inbox column met conflicts at COMMIT and ran those transactions again.
     const [, ...cells] = /^OCC conflicts injected \/ retried\s+(\d+) \/ (\d+)\s+(\d+) \/ (\d+)\s+(\d+) \/ (\d+)$/m.exec(out.text()) ?? [];
     expect(cells, out.text()).toHaveLength(6);
-    const [perRecordInjected, perRecordRetried, batchInjected, batchRetried] = cells.map(Number);
+    const [perRecordInjected, perRecordRetried, batchInjected, batchRetried, naiveInjected, naiveRetried] = cells.map(Number);
     expect(perRecordInjected).toBeGreaterThan(0);
     expect(perRecordRetried).toBeGreaterThan(0);
     expect(batchInjected).toBeGreaterThan(0);
     expect(batchRetried).toBeGreaterThan(0);
+    // The naive consumer's writes conflict too, and nothing runs them again.
+    expect(naiveInjected).toBeGreaterThan(0);
+    expect(naiveRetried).toBe(0);
   }, 180_000);
 
   it('stays on the Data API by default, and takes --transport data-api', async () => {
