@@ -315,7 +315,7 @@ export interface ScenarioResult {
   readonly unexpectedKeys: readonly string[];
   /**
    * Database calls the consumers made while they ran: calls the local Data API received, or on the wire
-   * (`transport: 'postgres'`) statements through the wire proxy, each a round trip.
+   * (`transport: 'postgres'` or `'dsql'`) statements through the wire proxy, each a round trip.
    */
   readonly dataApiCalls: number;
   /** `dataApiCalls` per message sent. */
