@@ -48,7 +48,7 @@ wire proxy; the calls per message are then round trips. --pipeline and --source 
 With --transport dsql, they reach it through dsql() on the DSQL profile: PostgreSQL held to Aurora
 DSQL's rules (repeatable read, its supported SQL, 3,000 rows a transaction), the inbox's tables in their
 DSQL form, and 5% of COMMITs failing with DSQL's OCC conflict (40001, OC000), which the runtime runs
-again; the table adds the conflicts injected and retried.
+again (--conflict-rate sets the share); the table adds the conflicts injected and retried.
 
 Flags:
   --messages N     orders to produce, at least 1                              (default: 2000)
@@ -63,6 +63,7 @@ Flags:
                    (kinesis, dynamodb, kafka: no --pipeline; --consumers is one per shard;
                    --faults from ${STREAM_FAULT_NAMES.join(', ')})
   --transport NAME how the consumers reach PostgreSQL: ${DEMO_TRANSPORTS.join(', ')}   (default: data-api)
+  --conflict-rate R with --transport dsql: the share of COMMITs, 0 to 1, failing with an OCC conflict (default: 0.05)
   -h, --help       this help
 `;
 
@@ -74,6 +75,7 @@ export async function demoCommand(values: {
   pipeline: boolean;
   source: string;
   transport: string;
+  'conflict-rate': string | undefined;
 }): Promise<number> {
   const source = values.source;
   if (!(DEMO_SOURCES as readonly string[]).includes(source)) throw new UsageError(`--source "${source}" is not one of: ${DEMO_SOURCES.join(', ')}`);
@@ -105,6 +107,8 @@ export async function demoCommand(values: {
     String(consumers),
     '--transport',
     transport,
+    // runDemo checks it: a share from 0 to 1, and only with --transport dsql.
+    ...(values['conflict-rate'] === undefined ? [] : ['--conflict-rate', values['conflict-rate']]),
     ...mode,
   ]);
 }
@@ -122,6 +126,8 @@ export const DEMO_COMMANDS = {
       pipeline: { type: 'boolean' },
       source: { type: 'string', example: 'kafka', default: 'sqs' },
       transport: { type: 'string', example: 'postgres', default: 'data-api' },
+      // No default: only --transport dsql takes it.
+      'conflict-rate': { type: 'string', example: '0.05' },
     },
     demoCommand,
   ),

@@ -33,12 +33,14 @@ export async function runDemo(args: string[], out: NodeJS.WritableStream = proce
       pipeline: { type: 'boolean', default: false },
       source: { type: 'string', default: 'sqs' },
       transport: { type: 'string', default: 'data-api' },
+      // No default here: only --transport dsql takes it (runScenario's DEFAULT_DSQL_CONFLICT_RATE otherwise).
+      'conflict-rate': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
   if (values.help) {
     out.write(
-      `Usage: sqs-inbox demo [--messages N] [--seed N] [--faults ${FAULTS.join(',')}|none] [--consumers N] [--pipeline | --source sqs|${STREAM_SOURCES.join('|')}] [--transport ${SCENARIO_TRANSPORTS.join('|')}]\n`,
+      `Usage: sqs-inbox demo [--messages N] [--seed N] [--faults ${FAULTS.join(',')}|none] [--consumers N] [--pipeline | --source sqs|${STREAM_SOURCES.join('|')}] [--transport ${SCENARIO_TRANSPORTS.join('|')}] [--conflict-rate 0..1, with dsql]\n`,
     );
     return 0;
   }
@@ -46,6 +48,7 @@ export async function runDemo(args: string[], out: NodeJS.WritableStream = proce
   const seed = wholeNumber(values.seed, '--seed', 0);
   const consumers = wholeNumber(values.consumers, '--consumers', 1);
   const transport = transportOf(values.transport, values.source !== 'sqs' ? '--source' : values.pipeline ? '--pipeline' : undefined);
+  const conflictRate = conflictRateOf(values['conflict-rate'], transport);
   if (values.source !== 'sqs') {
     if (!(STREAM_SOURCES as readonly string[]).includes(values.source))
       throw new InboxConfigError('--source', `"${values.source}" must be sqs, ${STREAM_SOURCES.join(', ')}`);
@@ -58,7 +61,7 @@ export async function runDemo(args: string[], out: NodeJS.WritableStream = proce
   out.write(
     `sqs-inbox demo: ${messages} orders over a FIFO queue, ${consumers} racing consumers, seed ${seed}\n` +
       `faults: ${faults.length ? faults.join(', ') : 'none'}\n` +
-      `transport: ${TRANSPORT_LABELS[transport]}\n` +
+      `transport: ${transportLabel(transport, conflictRate)}\n` +
       'Starting embedded PostgreSQL, the local Data API and the local SQS...\n',
   );
   const local = await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } });
@@ -73,6 +76,7 @@ export async function runDemo(args: string[], out: NodeJS.WritableStream = proce
         faults,
         consumers,
         transport,
+        ...(conflictRate === undefined ? {} : { conflictRate }),
         onProgress: (settled, total) => progress(out, label, settled, total),
       });
       if ((out as NodeJS.WriteStream).isTTY) out.write('\n');
@@ -165,14 +169,21 @@ function table(results: readonly ScenarioResult[], transport: ScenarioTransport)
   return [body[0], '-'.repeat(body[0]!.length), ...body.slice(1), '', ...faultLines].join('\n');
 }
 
-/** The DSQL profile's conflict rate in the demo: runScenario's default, 5% of COMMITs. */
-const DEMO_CONFLICT_PERCENT = DEFAULT_DSQL_CONFLICT_RATE * 100;
+function transportLabel(transport: ScenarioTransport, conflictRate = DEFAULT_DSQL_CONFLICT_RATE): string {
+  if (transport === 'data-api') return 'data-api (the local Data API over HTTP)';
+  if (transport === 'postgres') return 'postgres (node-postgres over the PostgreSQL wire protocol, through the wire proxy)';
+  return `dsql (dsql() on the DSQL profile: PostgreSQL held to Aurora DSQL's rules, ${Number((conflictRate * 100).toFixed(2))}% of COMMITs failing with an OCC conflict)`;
+}
 
-const TRANSPORT_LABELS: Record<ScenarioTransport, string> = {
-  'data-api': 'data-api (the local Data API over HTTP)',
-  postgres: 'postgres (node-postgres over the PostgreSQL wire protocol, through the wire proxy)',
-  dsql: `dsql (dsql() on the DSQL profile: PostgreSQL held to Aurora DSQL's rules, ${DEMO_CONFLICT_PERCENT}% of COMMITs failing with an OCC conflict)`,
-};
+/** `--conflict-rate`: the share of COMMITs the DSQL profile fails, 0 to 1; only with `--transport dsql`. */
+function conflictRateOf(text: string | undefined, transport: ScenarioTransport): number | undefined {
+  if (text === undefined) return undefined;
+  if (transport !== 'dsql') throw new InboxConfigError('--conflict-rate', `is the DSQL profile's: give it with --transport dsql, or leave it out`);
+  const rate = Number(text);
+  if (text.trim() === '' || !(rate >= 0 && rate <= 1))
+    throw new InboxConfigError('--conflict-rate', `"${text}" must be a share of COMMITs from 0 to 1, e.g. 0.05`);
+  return rate;
+}
 
 /** The `--transport` value; only the SQS demo (not `other`, the pipeline or a stream) runs on the wire. */
 function transportOf(text: string, other: string | undefined): ScenarioTransport {
