@@ -24,7 +24,7 @@ export const STREAM_FAULT_NAMES = STREAM_FAULTS;
 export const DEMO_SOURCES = ['sqs', 'kinesis', 'dynamodb', 'kafka'] as const;
 
 /** What `sqs-inbox demo --transport` accepts: local/scenario-transport.ts's SCENARIO_TRANSPORTS (test/local/cli.test.ts checks), without loading it. */
-export const DEMO_TRANSPORTS = ['data-api', 'postgres'] as const;
+export const DEMO_TRANSPORTS = ['data-api', 'postgres', 'dsql'] as const;
 
 export const DEMO_USAGE = `Usage: sqs-inbox demo [flags]
 
@@ -45,6 +45,10 @@ consumer; the worker crashes after its commits and before the checkpoint (offset
 With --transport postgres, the consumers reach PostgreSQL over its wire protocol (node-postgres, as
 through RDS Proxy) instead of the local Data API: the same table and faults, injected by the testkit's
 wire proxy; the calls per message are then round trips. --pipeline and --source run on the Data API.
+With --transport dsql, they reach it through dsql() on the DSQL profile: PostgreSQL held to Aurora
+DSQL's rules (repeatable read, its supported SQL, 3,000 rows a transaction), the inbox's tables in their
+DSQL form, and 5% of COMMITs failing with DSQL's OCC conflict (40001, OC000), which the runtime runs
+again (--conflict-rate sets the share); the table adds the conflicts injected and retried.
 
 Flags:
   --messages N     orders to produce, at least 1                              (default: 2000)
@@ -59,6 +63,7 @@ Flags:
                    (kinesis, dynamodb, kafka: no --pipeline; --consumers is one per shard;
                    --faults from ${STREAM_FAULT_NAMES.join(', ')})
   --transport NAME how the consumers reach PostgreSQL: ${DEMO_TRANSPORTS.join(', ')}   (default: data-api)
+  --conflict-rate R with --transport dsql: the share of COMMITs, 0 to 1, failing with an OCC conflict (default: 0.05)
   -h, --help       this help
 `;
 
@@ -70,6 +75,7 @@ export async function demoCommand(values: {
   pipeline: boolean;
   source: string;
   transport: string;
+  'conflict-rate': string | undefined;
 }): Promise<number> {
   const source = values.source;
   if (!(DEMO_SOURCES as readonly string[]).includes(source)) throw new UsageError(`--source "${source}" is not one of: ${DEMO_SOURCES.join(', ')}`);
@@ -101,6 +107,8 @@ export async function demoCommand(values: {
     String(consumers),
     '--transport',
     transport,
+    // runDemo checks it: a share from 0 to 1, and only with --transport dsql.
+    ...(values['conflict-rate'] === undefined ? [] : ['--conflict-rate', values['conflict-rate']]),
     ...mode,
   ]);
 }
@@ -118,6 +126,8 @@ export const DEMO_COMMANDS = {
       pipeline: { type: 'boolean' },
       source: { type: 'string', example: 'kafka', default: 'sqs' },
       transport: { type: 'string', example: 'postgres', default: 'data-api' },
+      // No default: only --transport dsql takes it.
+      'conflict-rate': { type: 'string', example: '0.05' },
     },
     demoCommand,
   ),

@@ -11,7 +11,7 @@ import { startLocal } from '../local/stack.js';
 import { runStreamDemo } from './streams/demo.js';
 import { STREAM_SOURCES } from '../local/stream-scenario/sources.js';
 import type { StreamSourceName } from '../local/stream-scenario/sources.js';
-import { SCENARIO_TRANSPORTS } from '../local/scenario-transport.js';
+import { DEFAULT_DSQL_CONFLICT_RATE, SCENARIO_TRANSPORTS } from '../local/scenario-transport.js';
 import type { ScenarioTransport } from '../local/scenario-transport.js';
 
 /**
@@ -33,12 +33,14 @@ export async function runDemo(args: string[], out: NodeJS.WritableStream = proce
       pipeline: { type: 'boolean', default: false },
       source: { type: 'string', default: 'sqs' },
       transport: { type: 'string', default: 'data-api' },
+      // No default here: only --transport dsql takes it (runScenario's DEFAULT_DSQL_CONFLICT_RATE otherwise).
+      'conflict-rate': { type: 'string' },
       help: { type: 'boolean', default: false },
     },
   });
   if (values.help) {
     out.write(
-      `Usage: sqs-inbox demo [--messages N] [--seed N] [--faults ${FAULTS.join(',')}|none] [--consumers N] [--pipeline | --source sqs|${STREAM_SOURCES.join('|')}] [--transport ${SCENARIO_TRANSPORTS.join('|')}]\n`,
+      `Usage: sqs-inbox demo [--messages N] [--seed N] [--faults ${FAULTS.join(',')}|none] [--consumers N] [--pipeline | --source sqs|${STREAM_SOURCES.join('|')}] [--transport ${SCENARIO_TRANSPORTS.join('|')}] [--conflict-rate 0..1, with dsql]\n`,
     );
     return 0;
   }
@@ -46,6 +48,7 @@ export async function runDemo(args: string[], out: NodeJS.WritableStream = proce
   const seed = wholeNumber(values.seed, '--seed', 0);
   const consumers = wholeNumber(values.consumers, '--consumers', 1);
   const transport = transportOf(values.transport, values.source !== 'sqs' ? '--source' : values.pipeline ? '--pipeline' : undefined);
+  const conflictRate = conflictRateOf(values['conflict-rate'], transport);
   if (values.source !== 'sqs') {
     if (!(STREAM_SOURCES as readonly string[]).includes(values.source))
       throw new InboxConfigError('--source', `"${values.source}" must be sqs, ${STREAM_SOURCES.join(', ')}`);
@@ -58,7 +61,7 @@ export async function runDemo(args: string[], out: NodeJS.WritableStream = proce
   out.write(
     `sqs-inbox demo: ${messages} orders over a FIFO queue, ${consumers} racing consumers, seed ${seed}\n` +
       `faults: ${faults.length ? faults.join(', ') : 'none'}\n` +
-      `transport: ${TRANSPORT_LABELS[transport]}\n` +
+      `transport: ${transportLabel(transport, conflictRate)}\n` +
       'Starting embedded PostgreSQL, the local Data API and the local SQS...\n',
   );
   const local = await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } });
@@ -73,6 +76,7 @@ export async function runDemo(args: string[], out: NodeJS.WritableStream = proce
         faults,
         consumers,
         transport,
+        ...(conflictRate === undefined ? {} : { conflictRate }),
         onProgress: (settled, total) => progress(out, label, settled, total),
       });
       if ((out as NodeJS.WriteStream).isTTY) out.write('\n');
@@ -129,6 +133,15 @@ export const SCENARIO_ROWS: readonly (readonly [string, (result: ScenarioResult)
 
 const TRANSPORT_ROW = ['transport', (r: ScenarioResult) => r.transport] as const;
 
+/**
+ * On DSQL: the conflicts the profile injected at COMMIT, and the transactions the runtime ran again after a
+ * conflict (injected, or a racing claim that repeatable read failed with the same 40001); naive retries none.
+ */
+const CONFLICTS_ROW = [
+  'OCC conflicts injected / retried',
+  (r: ScenarioResult) => (r.conflicts ? `${r.conflicts.injected} / ${r.conflicts.retried}` : '-'),
+] as const;
+
 const FAULTS_ROW = [
   'faults injected',
   (r: ScenarioResult) =>
@@ -139,8 +152,13 @@ const FAULTS_ROW = [
 
 function table(results: readonly ScenarioResult[], transport: ScenarioTransport): string {
   // On the wire a call is a statement's round trip, counted at the wire proxy.
-  const calls = (name: string) => (transport === 'postgres' && name === 'Data API calls per message sent' ? 'wire round trips per message sent' : name);
-  const rows = [TRANSPORT_ROW, ...SCENARIO_ROWS.map(([name, cell]) => [calls(name), cell] as const), FAULTS_ROW];
+  const calls = (name: string) => (transport !== 'data-api' && name === 'Data API calls per message sent' ? 'wire round trips per message sent' : name);
+  const rows = [
+    TRANSPORT_ROW,
+    ...SCENARIO_ROWS.map(([name, cell]) => [calls(name), cell] as const),
+    ...(transport === 'dsql' ? [CONFLICTS_ROW] : []),
+    FAULTS_ROW,
+  ];
   const header = ['', ...results.map((r) => r.pattern)];
   const lines = [header, ...rows.map(([name, cell]) => [name, ...results.map(cell)])];
   const widths = header.map((_, column) => Math.max(...lines.filter((_, i) => column === 0 || i < lines.length - 1).map((line) => line[column]!.length)));
@@ -151,15 +169,26 @@ function table(results: readonly ScenarioResult[], transport: ScenarioTransport)
   return [body[0], '-'.repeat(body[0]!.length), ...body.slice(1), '', ...faultLines].join('\n');
 }
 
-const TRANSPORT_LABELS: Record<ScenarioTransport, string> = {
-  'data-api': 'data-api (the local Data API over HTTP)',
-  postgres: 'postgres (node-postgres over the PostgreSQL wire protocol, through the wire proxy)',
-};
+function transportLabel(transport: ScenarioTransport, conflictRate = DEFAULT_DSQL_CONFLICT_RATE): string {
+  if (transport === 'data-api') return 'data-api (the local Data API over HTTP)';
+  if (transport === 'postgres') return 'postgres (node-postgres over the PostgreSQL wire protocol, through the wire proxy)';
+  return `dsql (dsql() on the DSQL profile: PostgreSQL held to Aurora DSQL's rules, ${Number((conflictRate * 100).toFixed(2))}% of COMMITs failing with an OCC conflict)`;
+}
+
+/** `--conflict-rate`: the share of COMMITs the DSQL profile fails, 0 to 1; only with `--transport dsql`. */
+function conflictRateOf(text: string | undefined, transport: ScenarioTransport): number | undefined {
+  if (text === undefined) return undefined;
+  if (transport !== 'dsql') throw new InboxConfigError('--conflict-rate', `is the DSQL profile's: give it with --transport dsql, or leave it out`);
+  const rate = Number(text);
+  if (text.trim() === '' || !(rate >= 0 && rate <= 1))
+    throw new InboxConfigError('--conflict-rate', `"${text}" must be a share of COMMITs from 0 to 1, e.g. 0.05`);
+  return rate;
+}
 
 /** The `--transport` value; only the SQS demo (not `other`, the pipeline or a stream) runs on the wire. */
 function transportOf(text: string, other: string | undefined): ScenarioTransport {
   if (!(SCENARIO_TRANSPORTS as readonly string[]).includes(text))
-    throw new InboxConfigError('--transport', `"${text}" must be ${SCENARIO_TRANSPORTS.join(' or ')}`);
+    throw new InboxConfigError('--transport', `"${text}" must be one of ${SCENARIO_TRANSPORTS.join(', ')}`);
   if (text !== 'data-api' && other) throw new InboxConfigError('--transport', `${text} runs the SQS demo; ${other} runs on the Data API: give one of them`);
   return text as ScenarioTransport;
 }

@@ -3,6 +3,10 @@ import type { DataApiSession } from '../lambda/inbox/data-api/session.js';
 import type { DatabaseTarget } from '../lambda/inbox/data-api/session.js';
 import type { InboxSession } from '../lambda/inbox/transport/session.js';
 import { postgres, PostgresSession } from '../lambda/inbox/transport/postgres/index.js';
+import { dsql, DSQL_CONFLICT_RETRIES, DSQL_INBOX_MIGRATIONS, DsqlSession, migrateDsql } from '../lambda/inbox/transport/dsql/index.js';
+import type { ConflictRetryPolicy, DsqlTarget } from '../lambda/inbox/transport/dsql/index.js';
+import { INBOX_MIGRATIONS, migrate } from '../lambda/inbox/sql/schema.js';
+import { startDsqlProfile } from './dsql/profile.js';
 import type { Faults } from './data-api/faults.js';
 import type { Stats } from './data-api/stats.js';
 import { loadPg } from './peer-loaders.js';
@@ -12,11 +16,15 @@ import { startWireProxy } from './wire/proxy.js';
 
 /**
  * How a scenario's handlers reach the run's database: `'data-api'` through the local Data API server (as
- * `inbox()` does on Aurora without a VPC), or `'postgres'` over the PostgreSQL wire protocol with a
+ * `inbox()` does on Aurora without a VPC), `'postgres'` over the PostgreSQL wire protocol with a
  * node-postgres pool (as through RDS Proxy, or to any PostgreSQL), through the testkit's wire proxy, which
- * injects the same faults.
+ * injects the same faults, or `'dsql'`: `dsql({ ... })` on the DSQL profile (local/dsql/profile.ts:
+ * PostgreSQL held to Aurora DSQL's rules, optimistic-concurrency conflicts injected at COMMIT).
  */
-export const SCENARIO_TRANSPORTS = ['data-api', 'postgres'] as const;
+export const SCENARIO_TRANSPORTS = ['data-api', 'postgres', 'dsql'] as const;
+
+/** The share of COMMITs the DSQL profile fails with DSQL's OC000 conflict when a run names none: 5%. */
+export const DEFAULT_DSQL_CONFLICT_RATE = 0.05;
 
 /** One of {@link SCENARIO_TRANSPORTS}. */
 export type ScenarioTransport = (typeof SCENARIO_TRANSPORTS)[number];
@@ -25,10 +33,11 @@ export type ScenarioTransport = (typeof SCENARIO_TRANSPORTS)[number];
 export type PostgresDatabase = ReturnType<typeof postgres>;
 
 /**
- * The `database` a handler factory gets: Data API settings (`'data-api'`), or `postgres(pool)` on a pool of
- * the handler's own (`'postgres'`). Either goes straight into `inbox({ database })`.
+ * The `database` a handler factory gets: Data API settings (`'data-api'`), `postgres(pool)` on a pool of
+ * the handler's own (`'postgres'`), or `dsql({ ... })` on the DSQL profile (`'dsql'`). Each goes straight
+ * into `inbox({ database })`.
  */
-export type ScenarioDatabase = DatabaseTarget | PostgresDatabase;
+export type ScenarioDatabase = DatabaseTarget | PostgresDatabase | DsqlTarget;
 
 /** The variables that point node-postgres (`new pg.Pool()` with no settings) at a server. */
 export const PG_VARIABLES = ['PGHOST', 'PGPORT', 'PGDATABASE', 'PGUSER', 'PGPASSWORD', 'PGOPTIONS'] as const;
@@ -72,6 +81,15 @@ export interface HandlerTransport {
    * on the local Data API server, both while the consumers ran.
    */
   problems(calls: number, dataApiCalls: number): string[];
+  /**
+   * Migrates the inbox's tables before the consumer's setup: INBOX_MIGRATIONS through the Data API, or
+   * on DSQL their DSQL form through the profile (one DDL per transaction, async indexes), conflicts off.
+   */
+  migrate(): Promise<void>;
+  /** After the consumer's setup: on DSQL the row limit on every table, then conflicts on. */
+  ready(): Promise<void>;
+  /** On DSQL: the conflicts the profile injected and the transactions the handlers ran again after one. */
+  conflicts(): { readonly injected: number; readonly retried: number } | undefined;
   /** Ends the pools and the proxy. */
   close(): Promise<void>;
 }
@@ -87,7 +105,13 @@ export async function openHandlerTransport(
   database: string,
   transport: ScenarioTransport,
   dataApi: { target: DatabaseTarget; session: DataApiSession },
+  conflictRate = DEFAULT_DSQL_CONFLICT_RATE,
 ): Promise<HandlerTransport> {
+  const migrateOverDataApi = async () => {
+    await migrate(dataApi.session, [INBOX_MIGRATIONS]);
+  };
+  const nothing = async () => {};
+  if (transport === 'dsql') return openDsqlTransport(local, database, conflictRate);
   if (transport === 'data-api') {
     return {
       calls: local.dataApi,
@@ -97,7 +121,10 @@ export async function openHandlerTransport(
       outboxWatch: dataApi.session,
       problems: () => [],
       env: Object.fromEntries(PG_VARIABLES.map((name) => [name, undefined])),
-      close: async () => {},
+      migrate: migrateOverDataApi,
+      ready: nothing,
+      conflicts: () => undefined,
+      close: nothing,
     };
   }
   const url = new URL(local.postgres.url);
@@ -112,7 +139,6 @@ export async function openHandlerTransport(
     pools.push(made);
     return made;
   };
-  const through = new URL(proxy.url);
   const session = new PostgresSession({ pool: pool() }, { callTimeoutMs: 10_000 });
   return {
     calls: proxy,
@@ -120,23 +146,144 @@ export async function openHandlerTransport(
     session,
     sweeper: session,
     outboxWatch: session,
-    problems: (calls, dataApiCalls) =>
-      [
-        ...(calls === 0 ? ["transport 'postgres', but the handlers made no call over the wire"] : []),
-        ...(dataApiCalls > 0 ? [`transport 'postgres', but the handlers made ${dataApiCalls} call(s) to the local Data API`] : []),
-      ].map((problem) => `${problem}: they ignored the transport. ${FOLLOW_THE_TRANSPORT}`),
-    env: {
-      PGHOST: through.hostname,
-      PGPORT: through.port,
-      PGDATABASE: database,
-      PGUSER: decodeURIComponent(through.username),
-      PGPASSWORD: decodeURIComponent(through.password),
-      PGOPTIONS: SERVER_OPTIONS,
-      ...Object.fromEntries(DATA_API_VARIABLES.map((name) => [name, undefined])),
-    },
+    problems: (calls, dataApiCalls) => ignoredTransport('postgres', calls, dataApiCalls),
+    env: wireEnvironment(proxy.url, database),
+    migrate: migrateOverDataApi,
+    ready: nothing,
+    conflicts: () => undefined,
     close: async () => {
       await Promise.all(pools.map((made) => made.end().catch(() => {})));
       await proxy.close();
+    },
+  };
+}
+
+/** A wire run's problems when its handlers made no call over the wire, or called the local Data API. */
+function ignoredTransport(transport: ScenarioTransport, calls: number, dataApiCalls: number): string[] {
+  return [
+    ...(calls === 0 ? [`transport '${transport}', but the handlers made no call over the wire`] : []),
+    ...(dataApiCalls > 0 ? [`transport '${transport}', but the handlers made ${dataApiCalls} call(s) to the local Data API`] : []),
+  ].map((problem) => `${problem}: they ignored the transport. ${FOLLOW_THE_TRANSPORT}`);
+}
+
+/** The `PG*` variables pointing at the wire proxy at `proxyUrl`, and no Data API ones. */
+function wireEnvironment(proxyUrl: string, database: string): Record<string, string | undefined> {
+  const through = new URL(proxyUrl);
+  return {
+    PGHOST: through.hostname,
+    PGPORT: through.port,
+    PGDATABASE: database,
+    PGUSER: decodeURIComponent(through.username),
+    PGPASSWORD: decodeURIComponent(through.password),
+    PGOPTIONS: SERVER_OPTIONS,
+    ...Object.fromEntries(DATA_API_VARIABLES.map((name) => [name, undefined])),
+  };
+}
+
+/**
+ * DSQL's retry policy, counting the retries it is asked for: the runtime reads a policy's `maxDelayMs` once
+ * for each wait before a transaction runs again (conflictDelayMs in lambda/inbox/transport/conflicts.ts),
+ * so each read is one retry, except those made `quietly` (`dsql()` checks the policy it is given) and those
+ * before the run's conflicts are on (the migrations).
+ */
+function countingRetries(policy: ConflictRetryPolicy): {
+  readonly policy: ConflictRetryPolicy;
+  quietly<T>(make: () => T): T;
+  arm(): void;
+  readonly retried: number;
+} {
+  let counting = false;
+  let retried = 0;
+  return {
+    policy: {
+      attempts: policy.attempts,
+      baseDelayMs: policy.baseDelayMs,
+      get maxDelayMs() {
+        if (counting) retried++;
+        return policy.maxDelayMs;
+      },
+    },
+    quietly: (make) => {
+      const was = counting;
+      counting = false;
+      try {
+        return make();
+      } finally {
+        counting = was;
+      }
+    },
+    arm: () => {
+      counting = true;
+    },
+    get retried() {
+      return retried;
+    },
+  };
+}
+
+/**
+ * The handlers on the DSQL profile: `dsql({ endpoint, port, ssl: false, password })` through the profile's
+ * proxy, a pool per handler as each Lambda instance has one, DSQL's migrations, its row limit, and
+ * conflicts at `conflictRate` of COMMITs once the tables are ready. A transaction left idle ends after 2 s
+ * (a database setting), as on the other transports: a crashed worker's claim must not hold its row lock.
+ */
+async function openDsqlTransport(local: LocalStack, database: string, conflictRate: number): Promise<HandlerTransport> {
+  const url = new URL(local.postgres.url);
+  url.pathname = `/${database}`;
+  const pgModule = await loadPg();
+  const admin = new pgModule.Client({ connectionString: url.toString() });
+  await admin.connect();
+  try {
+    await admin.query(`ALTER DATABASE "${database.replace(/"/g, '""')}" SET idle_in_transaction_session_timeout = ${IDLE_IN_TRANSACTION_MS}`);
+  } finally {
+    await admin.end();
+  }
+  const profile = await startDsqlProfile(url.toString(), { conflictRate: 0 });
+  const retries = countingRetries(DSQL_CONFLICT_RETRIES);
+  const targets: DsqlTarget[] = [];
+  const target = () => {
+    const made = retries.quietly(() =>
+      dsql({
+        endpoint: profile.host,
+        port: profile.port,
+        region: 'us-east-1',
+        user: 'postgres',
+        database,
+        ssl: false,
+        password: async () => decodeURIComponent(url.password) || 'postgres',
+        maxConnections: 10,
+        conflictRetries: retries.policy,
+      }),
+    );
+    targets.push(made);
+    return made;
+  };
+  const session = new DsqlSession(target().pool, { callTimeoutMs: 10_000, resumeDelaysMs: [] }, { conflictRetries: retries.policy });
+  return {
+    calls: profile.proxy,
+    database: target,
+    session,
+    sweeper: session,
+    outboxWatch: session,
+    problems: (calls, dataApiCalls) => [
+      ...ignoredTransport('dsql', calls, dataApiCalls),
+      ...profile.violations.map(
+        (violation) => `the DSQL profile refused a statement DSQL does not support (${violation.rule.id}): ${violation.statement.slice(0, 120)}`,
+      ),
+    ],
+    env: wireEnvironment(profile.proxy.url, database),
+    migrate: async () => {
+      await migrateDsql(session, [DSQL_INBOX_MIGRATIONS]);
+    },
+    ready: async () => {
+      await profile.enforceRowLimit();
+      profile.proxy.conflicts.rate = conflictRate;
+      retries.arm();
+    },
+    conflicts: () => ({ injected: profile.proxy.conflicts.injected, retried: retries.retried }),
+    close: async () => {
+      await Promise.all(targets.map((made) => made.pool.end().catch(() => {})));
+      await profile.close();
     },
   };
 }

@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import type { DataApiSession } from '../lambda/inbox/data-api/session.js';
-import { INBOX_MIGRATIONS, migrate } from '../lambda/inbox/sql/schema.js';
 import type { InboxSession } from '../lambda/inbox/transport/session.js';
 import { notesOf, problemsOf } from './effects.js';
 import type { DoubleEffect, OutOfOrderEffect } from './effects.js';
@@ -30,7 +29,7 @@ import {
 } from './scenario-steps.js';
 import { startSweeper, unsentRows } from './outbox-sweeper.js';
 import type { PeriodicSweeper } from './outbox-sweeper.js';
-import { openHandlerTransport, SCENARIO_TRANSPORTS } from './scenario-transport.js';
+import { DEFAULT_DSQL_CONFLICT_RATE, openHandlerTransport, SCENARIO_TRANSPORTS } from './scenario-transport.js';
 import type { HandlerTransport, ScenarioDatabase, ScenarioTransport } from './scenario-transport.js';
 import type { LocalStack } from './stack.js';
 import { INBOX_ENV } from '../lambda/inbox/contract.js';
@@ -201,10 +200,21 @@ export interface ScenarioRunOptions {
    * sets `PGHOST`, `PGPORT`, `PGDATABASE`, `PGUSER`, `PGPASSWORD` and `PGOPTIONS` to it instead of the
    * Data API's `INBOX_*` variables, so that `new pg.Pool()` in a module connects there. The run's `setup`,
    * `effects` and `verify` use the Data API on the same database either way. A run on `'postgres'`
-   * whose handlers made no call over the wire reports it in `problems`.
+   * whose handlers made no call over the wire reports it in `problems`. `'dsql'`: the factory's `database`
+   * is `dsql({ ... })` on the DSQL profile (local/dsql/profile.ts; docs/dsql.md), the inbox's tables in
+   * their DSQL form, the same faults, every statement checked against DSQL's supported SQL (a refused one
+   * is in `problems`), at most 3,000 modified rows a transaction, and COMMITs failing with DSQL's OC000
+   * conflict at `conflictRate`.
    * @default 'data-api'
    */
   readonly transport?: ScenarioTransport | undefined;
+  /**
+   * With `transport: 'dsql'`: the share of COMMITs (and autocommit writes) that fail with DSQL's
+   * optimistic-concurrency conflict (SQLSTATE 40001, OC000), 0 to 1; the runtime runs such a transaction
+   * again. Counted in the result's `conflicts`. Only for `'dsql'`.
+   * @default 0.05
+   */
+  readonly conflictRate?: number | undefined;
   /** Event source mappings polling the queue at once, each with its own handler from the factory. @default 3 */
   readonly consumers?: number | undefined;
   /** FIFO message groups for messages that name none. @default max(4, messages / 10) */
@@ -305,13 +315,19 @@ export interface ScenarioResult {
   readonly unexpectedKeys: readonly string[];
   /**
    * Database calls the consumers made while they ran: calls the local Data API received, or on the wire
-   * (`transport: 'postgres'`) statements through the wire proxy, each a round trip.
+   * (`transport: 'postgres'` or `'dsql'`) statements through the wire proxy, each a round trip.
    */
   readonly dataApiCalls: number;
   /** `dataApiCalls` per message sent. */
   readonly callsPerMessage: number;
   /** How many times each fault was injected, by fault name. */
   readonly faultsInjected: Readonly<Record<string, number>>;
+  /**
+   * On `transport: 'dsql'`: the optimistic-concurrency conflicts the DSQL profile injected at COMMIT (or
+   * on an autocommit write), and the transactions the handlers ran again after one; `undefined` on the
+   * other transports.
+   */
+  readonly conflicts: { readonly injected: number; readonly retried: number } | undefined;
   /**
    * Each fault asked for: its rate, what the rate counts, how often it struck, and how many messages
    * make it 99% likely to strike at least once. A fault that never struck is also named in `problems`.
@@ -390,6 +406,7 @@ interface Settings {
   readonly timeoutMs: number;
   readonly database: string | undefined;
   readonly transport: ScenarioTransport;
+  readonly conflictRate: number;
   readonly env: Readonly<Record<string, string>> | undefined;
   readonly destinations: readonly string[];
   readonly onProgress: ((settled: number, sent: number) => void) | undefined;
@@ -435,6 +452,13 @@ function resolve(options: ScenarioOptions): Settings {
   if (!(SCENARIO_TRANSPORTS as readonly unknown[]).includes(transport)) {
     problems.push(`transport must be ${SCENARIO_TRANSPORTS.map((name) => `'${name}'`).join(' or ')}; got ${JSON.stringify(transport)}.`);
   }
+  const conflictRate = options.conflictRate ?? DEFAULT_DSQL_CONFLICT_RATE;
+  if (options.conflictRate !== undefined && transport !== 'dsql') {
+    problems.push(`conflictRate is the DSQL profile's: give it with transport: 'dsql', or leave it out; got transport ${JSON.stringify(transport)}.`);
+  }
+  if (typeof conflictRate !== 'number' || !(conflictRate >= 0 && conflictRate <= 1)) {
+    problems.push(`conflictRate must be a share of COMMITs from 0 to 1, e.g. 0.05; got ${JSON.stringify(conflictRate)}.`);
+  }
   const faults = options.faults ?? FAULTS;
   const unknown = faults.filter((fault) => !(FAULTS as readonly string[]).includes(fault));
   if (unknown.length > 0) problems.push(`faults: unknown ${unknown.map((f) => JSON.stringify(f)).join(', ')}; choose from ${FAULTS.join(', ')}.`);
@@ -451,6 +475,7 @@ function resolve(options: ScenarioOptions): Settings {
     timeoutMs,
     database: options.database,
     transport,
+    conflictRate,
     env: options.env,
     destinations: options.destinations ?? [],
     onProgress: options.onProgress,
@@ -501,10 +526,11 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: SetEnv, prep
   let sweeper: PeriodicSweeper | undefined;
   let swept = 0;
   try {
-    await migrate(session, [INBOX_MIGRATIONS]);
-    await runSetup('runScenario', session, consumer.setup);
-    const opened = await openHandlerTransport(local, database, settings.transport, { target, session });
+    const opened = await openHandlerTransport(local, database, settings.transport, { target, session }, settings.conflictRate);
     handlers = opened;
+    await opened.migrate();
+    await runSetup('runScenario', session, consumer.setup);
+    await opened.ready();
     const { calls } = opened;
     const schedule = new FaultSchedule(settings.seed, settings.faults, calls, consumer.commitPoint ?? 'commit');
 
@@ -612,6 +638,7 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: SetEnv, prep
       dataApiCalls,
       callsPerMessage: dataApiCalls / sends,
       faultsInjected: schedule.injected,
+      conflicts: opened.conflicts(),
       faultLikelihood: schedule.likelihood(settings.messages),
       destinations,
       outboxSwept: swept,

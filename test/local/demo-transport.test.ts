@@ -4,7 +4,7 @@ import { InboxConfigError } from '../../lambda/inbox/index.js';
 import { textSink } from '../support/text-sink.js';
 
 // `npm start -- --transport postgres`: the demo's three consumers on the wire, same orders, table and
-// faults; the Data API stays the default.
+// faults; `--transport dsql` the same on the DSQL profile, with its conflicts; the Data API stays the default.
 
 const FEW = ['--messages', '60', '--seed', '5', '--faults', 'duplicate-sends,drop-commit,auto-pause', '--consumers', '2'];
 
@@ -22,18 +22,52 @@ describe('the demo on either transport', () => {
     expect(out.text()).toMatch(/^wire round trips per message sent\s+[\d.]+\s+[\d.]+\s+[\d.]+$/m);
   }, 180_000);
 
+  it('runs its inbox columns on the DSQL profile with --transport dsql, conflicts injected and retried, exactly once', async () => {
+    const out = textSink();
+    const code = await runDemo([...FEW, '--transport', 'dsql'], out.stream);
+    expect(code, out.text()).toBe(0);
+    expect(out.text()).toContain(
+      "transport: dsql (dsql() on the DSQL profile: PostgreSQL held to Aurora DSQL's rules, 5% of COMMITs failing with an OCC conflict)",
+    );
+    expect(out.text()).toMatch(/^transport\s+dsql\s+dsql\s+dsql$/m);
+    expect(out.text()).toMatch(/^double effects\s+0\s+0\s+\d+$/m);
+    expect(out.text()).toMatch(/^lost \(not shipped, parked or in DLQ\)\s+0\s+0\s+\d+$/m);
+    expect(out.text()).toMatch(/^wire round trips per message sent\s+[\d.]+\s+[\d.]+\s+[\d.]+$/m);
+    // The inbox met conflicts at COMMIT and ran those transactions again.
+    const [, ...cells] = /^OCC conflicts injected \/ retried\s+(\d+) \/ (\d+)\s+(\d+) \/ (\d+)\s+(\d+) \/ (\d+)$/m.exec(out.text()) ?? [];
+    expect(cells, out.text()).toHaveLength(6);
+    const [perRecordInjected, perRecordRetried, , , naiveInjected, naiveRetried] = cells.map(Number);
+    // Some 70 commits per record: a column with none of them failed would be a conflict rate not applied.
+    // (The batch column commits once per batch, a dozen times here: it may meet none.)
+    expect(perRecordInjected).toBeGreaterThan(0);
+    expect(perRecordRetried).toBeGreaterThan(0);
+    // The naive consumer's writes conflict too, and nothing runs them again.
+    expect(naiveInjected).toBeGreaterThan(0);
+    expect(naiveRetried).toBe(0);
+  }, 180_000);
+
   it('stays on the Data API by default, and takes --transport data-api', async () => {
     for (const transport of [[], ['--transport', 'data-api']]) {
       const out = textSink();
       expect(await runDemo([...FEW.slice(0, 4), '--faults', 'none', '--consumers', '1', ...transport], out.stream)).toBe(0);
       expect(out.text()).toMatch(/^transport\s+data-api\s+data-api\s+data-api$/m);
       expect(out.text()).toMatch(/^Data API calls per message sent\s/m);
+      expect(out.text()).not.toContain('OCC conflicts');
     }
   }, 180_000);
 
   it('refuses an unknown transport, naming the accepted ones, and the wire with the pipeline', async () => {
     await expect(runDemo(['--transport', 'wire'], textSink().stream)).rejects.toThrow(InboxConfigError);
-    await expect(runDemo(['--transport', 'wire'], textSink().stream)).rejects.toThrow('"wire" must be data-api or postgres');
+    await expect(runDemo(['--transport', 'wire'], textSink().stream)).rejects.toThrow('"wire" must be one of data-api, postgres, dsql');
+    await expect(runDemo(['--transport', 'dsql', '--source', 'kafka'], textSink().stream)).rejects.toThrow(
+      'dsql runs the SQS demo; --source runs on the Data API',
+    );
+    await expect(runDemo(['--transport', 'postgres', '--conflict-rate', '0.1'], textSink().stream)).rejects.toThrow(
+      '"--conflict-rate": is the DSQL profile\'s: give it with --transport dsql',
+    );
+    await expect(runDemo(['--transport', 'dsql', '--conflict-rate', '5%'], textSink().stream)).rejects.toThrow(
+      '"5%" must be a share of COMMITs from 0 to 1, e.g. 0.05',
+    );
     await expect(runDemo(['--transport', 'postgres', '--pipeline'], textSink().stream)).rejects.toThrow(
       'postgres runs the SQS demo; --pipeline runs on the Data API',
     );
@@ -42,6 +76,6 @@ describe('the demo on either transport', () => {
   it('names the transports in its usage', async () => {
     const out = textSink();
     expect(await runDemo(['--help'], out.stream)).toBe(0);
-    expect(out.text()).toContain('[--transport data-api|postgres]');
+    expect(out.text()).toContain('[--transport data-api|postgres|dsql] [--conflict-rate 0..1, with dsql]');
   });
 });

@@ -6,7 +6,8 @@ import { runScenario, startLocal } from '../../local/index.js';
 import type { LocalStack, ScenarioConsumer, ScenarioEnvironment, ScenarioTransport } from '../../local/index.js';
 
 // runScenario({ transport }): one user's handler through the same faults over the Data API and over the
-// PostgreSQL wire protocol (a node-postgres pool through the testkit's wire proxy), judged on one table.
+// PostgreSQL wire protocol (a node-postgres pool through the testkit's wire proxy), judged on one table;
+// and inbox() on the DSQL profile (dsql() through the profile's proxy, conflicts injected at COMMIT).
 let local: LocalStack;
 beforeAll(async () => {
   local = await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } });
@@ -142,9 +143,82 @@ describe('runScenario on either transport', () => {
     ]);
   }, 60_000);
 
-  it('refuses an unknown transport, naming the accepted ones', async () => {
-    await expect(runScenario(local, { ...payments, handler: () => async () => ({ batchItemFailures: [] }), transport: 'wire' as never })).rejects.toThrow(
-      "runScenario: transport must be 'data-api' or 'postgres'; got \"wire\".",
+  it("runs inbox() on the DSQL profile through every fault, with DSQL's conflicts at COMMIT retried: none doubled, none lost, in order", async () => {
+    let given: ScenarioEnvironment | undefined;
+    let attributesType: unknown;
+    const result = await runScenario(local, {
+      ...payments,
+      handler: (environment) => {
+        given = environment;
+        return inbox<{ paymentId: string; amountCents: number }>({
+          consumer: 'payments-worker',
+          database: environment.database,
+          apply: async (tx, { body }) => {
+            await tx.execute(INSERT, { id: body.paymentId, amount: body.amountCents });
+          },
+        });
+      },
+      // The inbox's tables in their DSQL form: json, not jsonb, where DSQL has no jsonb column.
+      verify: async (session) => {
+        const { rows } = await session.execute(
+          "SELECT data_type FROM information_schema.columns WHERE table_schema = 'inbox' AND table_name = 'parked_message' AND column_name = 'attributes'",
+        );
+        attributesType = rows[0]?.data_type;
+        return [];
+      },
+      transport: 'dsql',
+      conflictRate: 0.1,
+      messages: 200,
+      seed: 3,
+    });
+    expect(result.problems.filter((problem) => !problem.includes('was never injected'))).toEqual([]);
+    expect(result.extraEffects).toBe(0);
+    expect(result.lost).toBe(0);
+    expect(result.orderViolations).toBe(0);
+    expect(result.transport).toBe('dsql');
+    expect(given?.transport).toBe('dsql');
+    expect(given?.database).toHaveProperty('pool');
+    expect(attributesType).toBe('json');
+    // One COMMIT in ten failed with DSQL's OC000, and the runtime ran those transactions again.
+    expect(result.conflicts?.injected).toBeGreaterThan(10);
+    expect(result.conflicts?.retried).toBeGreaterThanOrEqual(result.conflicts!.injected * 0.9);
+  }, 180_000);
+
+  it('names a statement the DSQL profile refused among the problems', async () => {
+    const result = await runScenario(local, {
+      ...payments,
+      handler: ({ database }) =>
+        inbox<{ paymentId: string; amountCents: number }>({
+          consumer: 'payments-worker',
+          database,
+          apply: async (tx, { body }) => {
+            // DSQL has no savepoints.
+            await tx.execute('SAVEPOINT before_payment');
+            await tx.execute(INSERT, { id: body.paymentId, amount: body.amountCents });
+          },
+        }),
+      transport: 'dsql',
+      conflictRate: 0,
+      messages: 3,
+      faults: [],
+      timeoutMs: 15_000,
+    });
+    expect(result.exactlyOnce).toBe(false);
+    expect(result.conflicts).toEqual({ injected: 0, retried: 0 });
+    expect(result.problems).toContainEqual(
+      expect.stringMatching(/^the DSQL profile refused a statement DSQL does not support \(savepoint\): SAVEPOINT before_payment/),
     );
+  }, 60_000);
+
+  it('refuses an unknown transport, naming the accepted ones, and a conflict rate off DSQL or out of range', async () => {
+    await expect(runScenario(local, { ...payments, handler: () => async () => ({ batchItemFailures: [] }), transport: 'wire' as never })).rejects.toThrow(
+      "runScenario: transport must be 'data-api' or 'postgres' or 'dsql'; got \"wire\".",
+    );
+    await expect(
+      runScenario(local, { ...payments, handler: () => async () => ({ batchItemFailures: [] }), transport: 'postgres', conflictRate: 0.1 }),
+    ).rejects.toThrow("runScenario: conflictRate is the DSQL profile's: give it with transport: 'dsql', or leave it out; got transport \"postgres\".");
+    await expect(
+      runScenario(local, { ...payments, handler: () => async () => ({ batchItemFailures: [] }), transport: 'dsql', conflictRate: 5 }),
+    ).rejects.toThrow('runScenario: conflictRate must be a share of COMMITs from 0 to 1, e.g. 0.05; got 5.');
   });
 });
