@@ -162,7 +162,9 @@ async function buildFunctionAssets() {
 const sdkFromRuntime = {
   name: 'sdk-from-runtime',
   setup(build) {
-    build.onResolve({ filter: /^@aws-sdk\// }, (args) => (/^@aws-sdk\/(dsql|rds)-signer(\/|$)/.test(args.path) ? undefined : { path: args.path, external: true }));
+    build.onResolve({ filter: /^@aws-sdk\// }, (args) =>
+      /^@aws-sdk\/(dsql|rds)-signer(\/|$)/.test(args.path) ? undefined : { path: args.path, external: true },
+    );
   },
 };
 
