@@ -1,6 +1,7 @@
 import { InboxConfigError } from '../../errors.js';
 import { importPeer, PeerDependencyError } from '../../peers.js';
 import type { PostgresClient, PostgresPool } from '../postgres/postgres-session.js';
+import type { DsqlOptions } from './index.js';
 
 /**
  * Aurora DSQL's connection rules, from its user guide (Cluster quotas and database limits,
@@ -29,23 +30,26 @@ export interface DsqlConnection {
   readonly database: string;
 }
 
-/** The options {@link dsqlPool} reads. */
-export interface DsqlConnectionOptions {
-  readonly endpoint?: string | undefined;
-  readonly clusterId?: string | undefined;
-  readonly region?: string | undefined;
-  readonly user?: string | undefined;
-  readonly port?: number | undefined;
-  readonly database?: string | undefined;
-  readonly maxConnections?: number | undefined;
-  readonly maxLifetimeSeconds?: number | undefined;
-  readonly idleTimeoutMs?: number | undefined;
-  readonly tokenExpiresInSeconds?: number | undefined;
-  readonly connectAttempts?: number | undefined;
-  readonly ssl?: boolean | Readonly<Record<string, unknown>> | undefined;
-  readonly credentials?: unknown;
-  readonly password?: (() => Promise<string>) | undefined;
-}
+/** The options {@link dsqlPool} reads: those of `dsql()` that say where, as whom and how the pool connects. */
+export type DsqlConnectionOptions = Partial<
+  Pick<
+    DsqlOptions,
+    | 'endpoint'
+    | 'clusterId'
+    | 'region'
+    | 'user'
+    | 'port'
+    | 'database'
+    | 'maxConnections'
+    | 'maxLifetimeSeconds'
+    | 'idleTimeoutMs'
+    | 'tokenExpiresInSeconds'
+    | 'connectAttempts'
+    | 'ssl'
+    | 'credentials'
+    | 'password'
+  >
+>;
 
 const CLUSTER_ID = /^[a-z0-9]{1,63}$/;
 const REGION = /^[a-z]{2}(-[a-z]+)+-\d$/;
