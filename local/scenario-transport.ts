@@ -3,10 +3,10 @@ import type { DataApiSession } from '../lambda/inbox/data-api/session.js';
 import type { DatabaseTarget } from '../lambda/inbox/data-api/session.js';
 import type { InboxSession } from '../lambda/inbox/transport/session.js';
 import { postgres, PostgresSession } from '../lambda/inbox/transport/postgres/index.js';
-import { dsql, DSQL_CONFLICT_RETRIES, DSQL_INBOX_MIGRATIONS, DsqlSession, migrateDsql } from '../lambda/inbox/transport/dsql/index.js';
+import { DSQL_CONFLICT_RETRIES, DSQL_INBOX_MIGRATIONS, DsqlSession, migrateDsql } from '../lambda/inbox/transport/dsql/index.js';
 import type { ConflictRetryPolicy, DsqlTarget } from '../lambda/inbox/transport/dsql/index.js';
 import { INBOX_MIGRATIONS, migrate } from '../lambda/inbox/sql/schema.js';
-import { startDsqlProfile } from './dsql/profile.js';
+import { dsqlOnProfile, startDsqlProfile } from './dsql/profile.js';
 import type { Faults } from './data-api/faults.js';
 import type { Stats } from './data-api/stats.js';
 import { loadPg } from './peer-loaders.js';
@@ -242,19 +242,7 @@ async function openDsqlTransport(local: LocalStack, database: string, conflictRa
   const retries = countingRetries(DSQL_CONFLICT_RETRIES);
   const targets: DsqlTarget[] = [];
   const target = () => {
-    const made = retries.quietly(() =>
-      dsql({
-        endpoint: profile.host,
-        port: profile.port,
-        region: 'us-east-1',
-        user: 'postgres',
-        database,
-        ssl: false,
-        password: async () => decodeURIComponent(url.password) || 'postgres',
-        maxConnections: 10,
-        conflictRetries: retries.policy,
-      }),
-    );
+    const made = retries.quietly(() => dsqlOnProfile(profile, { database, password: decodeURIComponent(url.password), conflictRetries: retries.policy }));
     targets.push(made);
     return made;
   };

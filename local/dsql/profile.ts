@@ -2,6 +2,8 @@ import { checkDsqlSql, DSQL_SOURCES } from '../../lambda/inbox/transport/dsql/su
 import type { DsqlSqlViolation } from '../../lambda/inbox/transport/dsql/supported-sql.js';
 import { loadPg } from '../peer-loaders.js';
 import { startWireProxy } from '../wire/proxy.js';
+import { dsql } from '../../lambda/inbox/transport/dsql/index.js';
+import type { DsqlOptions, DsqlTarget } from '../../lambda/inbox/transport/dsql/index.js';
 import type { WireProxy, WireRefusal } from '../wire/proxy.js';
 
 /**
@@ -157,4 +159,25 @@ async function enforceRowLimit(databaseUrl: string, schemas: readonly string[]):
   } finally {
     await client.end();
   }
+}
+
+/**
+ * A `dsql()` target that reaches the profile as it would reach a cluster: the profile's host and port for the
+ * endpoint, no TLS, the local server's password in place of a signed token, `database` as the one database.
+ */
+export function dsqlOnProfile(
+  profile: Pick<DsqlProfile, 'host' | 'port'>,
+  options: { readonly database: string; readonly password?: string | undefined } & Pick<DsqlOptions, 'conflictRetries'>,
+): DsqlTarget {
+  return dsql({
+    endpoint: profile.host,
+    port: profile.port,
+    region: 'us-east-1',
+    user: 'postgres',
+    database: options.database,
+    ssl: false,
+    password: async () => options.password || 'postgres',
+    maxConnections: 10,
+    ...(options.conflictRetries === undefined ? {} : { conflictRetries: options.conflictRetries }),
+  });
 }

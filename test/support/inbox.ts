@@ -9,9 +9,9 @@ import { postgres, PostgresSession } from '../../lambda/inbox/transport/postgres
 import type { DatabaseTarget } from '../../lambda/inbox/data-api/session.js';
 import type { InboxSession } from '../../lambda/inbox/transport/session.js';
 import { startWireProxy } from '../../local/wire/proxy.js';
-import { DSQL_PROFILE_EXEMPT, startDsqlProfile } from '../../local/dsql/profile.js';
+import { DSQL_PROFILE_EXEMPT, dsqlOnProfile, startDsqlProfile } from '../../local/dsql/profile.js';
 import type { DsqlProfile } from '../../local/dsql/profile.js';
-import { dsql, DSQL_INBOX_MIGRATIONS, DsqlSession, migrateDsql } from '../../lambda/inbox/transport/dsql/index.js';
+import { DSQL_INBOX_MIGRATIONS, DsqlSession, migrateDsql } from '../../lambda/inbox/transport/dsql/index.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';
 import { freshDatabase } from './database.js';
 import { TRANSPORT } from './transport.js';
@@ -90,16 +90,7 @@ const openDsql: OpenTransport = async (url, server, options) => {
   const database = new URL(url).pathname.slice(1);
   const closers: (() => Promise<void>)[] = [() => profile.close()];
   const dsqlTarget = () => {
-    const made = dsql({
-      endpoint: profile.host,
-      port: profile.port,
-      region: 'us-east-1',
-      user: 'postgres',
-      database,
-      ssl: false,
-      password: async () => 'postgres',
-      maxConnections: 10,
-    });
+    const made = dsqlOnProfile(profile, { database });
     closers.push(() => made.pool.end());
     return made;
   };
