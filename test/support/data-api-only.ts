@@ -32,6 +32,7 @@ export const TRANSPORT_FREE_FILES: Readonly<Record<string, string>> = {
   'test/inbox/transport/suite-coverage.test.ts': 'checks these lists against the files',
   'test/inbox/transport/postgres-environment.test.ts': "postgresFromEnvironment's settings, through its own TLS front and pools",
   'test/inbox/dsql-roles.test.ts': "the DSQL role function's SQL, on its own connection",
+  'test/inbox/transport/dsql.test.ts': 'the DSQL target and its profile themselves, on their own profile and pools',
 };
 
 /** Tests, by file and name, that exercise a Data API feature the wire does not have. */

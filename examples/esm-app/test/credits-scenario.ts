@@ -15,7 +15,7 @@ export const credits = {
   verify: async (session: DataApiSession) => {
     const { rows } = await session.execute(`SELECT a.account FROM public.accounts a
       JOIN (SELECT account, sum(amount_cents) AS total FROM public.credits GROUP BY 1) c USING (account) WHERE a.balance_cents <> c.total`);
-    return rows.map((row) => `${String(row.account)}: balance is not the sum of its credits`);
+    return rows.map((row) => `${String(row['account'])}: balance is not the sum of its credits`);
   },
   env: { INBOX_CONSUMER: 'credits', POWERTOOLS_METRICS_DISABLED: 'true', POWERTOOLS_LOG_LEVEL: 'SILENT' },
 };

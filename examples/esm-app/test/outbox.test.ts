@@ -9,11 +9,11 @@ it('hands one receipt on for every credit, through every fault, with the outbox 
     destinations: ['receipts'],
     handler: () => import('../src/receipts-worker.js').then((m) => m.handler),
     verify: async (session, handedOn) => {
-      const receipted = new Set((handedOn.receipts ?? []).map((message) => (JSON.parse(message.body) as { creditId: string }).creditId));
+      const receipted = new Set((handedOn['receipts'] ?? []).map((message) => (JSON.parse(message.body) as { creditId: string }).creditId));
       const { rows } = await session.execute('SELECT DISTINCT credit_id FROM public.credits');
       return [
         ...(await credits.verify(session)),
-        ...rows.filter((row) => !receipted.has(String(row.credit_id))).map((row) => `${String(row.credit_id)}: no receipt`),
+        ...rows.filter((row) => !receipted.has(String(row['credit_id']))).map((row) => `${String(row['credit_id'])}: no receipt`),
       ];
     },
   });
