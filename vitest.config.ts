@@ -2,8 +2,8 @@ import { defineConfig } from 'vitest/config';
 import type { TestProjectInlineConfiguration } from 'vitest/config';
 import { DATA_API_ONLY_FILES, TRANSPORT_FREE_FILES } from './test/support/data-api-only.js';
 
-/** What both projects share. The root's global setup (one embedded PostgreSQL) serves both. */
-const shared = {
+/** What the projects share (and `npm run mutate`'s config). The root's global setup (one embedded PostgreSQL) serves them all. */
+export const shared = {
   testTimeout: 30_000,
   hookTimeout: 60_000,
   // Each test file gets its own database; files run in parallel on the shared server.

@@ -43,6 +43,9 @@ try {
     mkdirSync(dirname(join(snapshot, file)), { recursive: true });
     cpSync(join(repo, file), join(snapshot, file));
   }
+  // The built package (dist/) is copied too: the ORM recipes under test import `sqs-inbox` by name, which
+  // resolves through package.json's exports to dist/ (`npm run mutate` builds it first).
+  if (existsSync(join(repo, 'dist'))) cpSync(join(repo, 'dist'), join(snapshot, 'dist'), { recursive: true });
   // Dependencies are not copied: they do not change during a run (Stryker's own sandbox links them too).
   for (const modules of ['node_modules', 'tools/mutate/node_modules', 'tools/node22/node_modules']) {
     if (existsSync(join(repo, modules))) symlinkSync(join(repo, modules), join(snapshot, modules), 'dir');

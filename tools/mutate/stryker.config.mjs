@@ -4,7 +4,7 @@
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
 export default {
   testRunner: 'vitest',
-  vitest: { configFile: 'tools/mutate/vitest.config.ts' },
+  vitest: { configFile: 'tools/mutate/vitest.config.mts' },
   // Mutants that do not compile are reported as CompileError and left out of the score.
   checkers: ['typescript'],
   tsconfigFile: 'tools/mutate/tsconfig.json',

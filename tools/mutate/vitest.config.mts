@@ -1,0 +1,17 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+import { shared } from '../../vitest.config.js';
+
+// Mutation runs need only the runtime library's tests: test/inbox holds the tests of the correctness core,
+// on the Data API (the root config's `default` project; its `wire` and `dsql` projects are not run here).
+// Stryker's vitest runner runs one worker per test runner process and starts globalSetup (embedded
+// PostgreSQL) once per process, so each of Stryker's test runners has its own server.
+// `.mts`: tools/mutate/package.json has no "type": "module", and vite would load a `.ts` config as CommonJS.
+export default defineConfig({
+  root: fileURLToPath(new URL('../..', import.meta.url)),
+  test: {
+    ...shared,
+    globalSetup: ['test/support/global-setup.ts'],
+    include: ['test/inbox/**/*.test.ts'],
+  },
+});
