@@ -184,6 +184,6 @@ export const OUTBOX_SWEEP_DEFAULTS = {
   minAgeSeconds: 60,
   /** Unsent rows sent per run at most, oldest first. */
   limit: 500,
-  /** How long a sent row is kept: 7 days. */
-  sentRetentionSeconds: 7 * 24 * 3600,
+  /** How long a sent row is kept: 7 days (a literal, not 7 * 24 * 3600, so that bundlers drop it from a consumer that does not use it). */
+  sentRetentionSeconds: 604_800,
 } as const;

@@ -15,7 +15,6 @@ import { ClaimBeforeApply } from './claim-runtime.js';
 import type { OutboxConfig, TransactionOutbox } from '../outbox/outbox-runtime.js';
 import type { BatchModes } from './batch-modes.js';
 import { TRANSACTION_CHANNEL } from '../transport/pass-through.js';
-import type { ParkingRuntime } from '../parked/parking-runtime.js';
 import type { TransactionClaim } from './claim-runtime.js';
 
 /** What a claim came to: applied, a redelivery, or a different message under a claimed key. */
@@ -95,7 +94,19 @@ export class RecordConsumer<Body, Raw = unknown> {
     const failure = error instanceof Error ? error : new Error(String(error));
     const parking = this.#options.parking;
     if (failure instanceof PermanentError && parking) {
-      return this.#park(parking, session, prepared.record, prepared.key, prepared.sha256, failure, tally);
+      const { record, key, sha256 } = prepared;
+      return parking.park({
+        session,
+        tables: this.#tables,
+        consumer: this.#options.consumer,
+        record,
+        attributes: this.#source.parkedAttributes(record.raw),
+        key,
+        sha256,
+        error: failure,
+        verdictOf: (claim) => this.#duplicateOrCollision(session, key!, claim, sha256),
+        collision: (stored) => this.#collision(record, key!, stored, sha256, tally),
+      });
     }
     return { kind: 'failed', error: failure };
   }
@@ -196,45 +207,6 @@ export class RecordConsumer<Body, Raw = unknown> {
   async #claimOf(session: InboxSession, key: string): Promise<ClaimOutcome | undefined> {
     const { rows } = await session.executeIdempotent(storedHashSql(this.#tables), { inbox_consumer: this.#options.consumer, inbox_key: key });
     return rows[0] && { claimed: false, existingSha256: (rows[0].existing_sha256 as Uint8Array | null | undefined) ?? null };
-  }
-
-  /**
-   * Stores the record with its claim, so it succeeds without blocking its FIFO group. A record whose key
-   * turns out to be claimed already is not parked: with the same body it is a duplicate (its effect was
-   * applied, or is parked under the claim's owner); with another body it is parked as a collision.
-   */
-  async #park(
-    parking: ParkingRuntime,
-    session: InboxSession,
-    record: SourceRecord<Raw>,
-    key: string | null,
-    sha256: Uint8Array,
-    error: PermanentError,
-    tally: BatchTally,
-  ): Promise<Outcome> {
-    const claim = key !== null && !(error instanceof KeyCollisionError);
-    try {
-      // One autocommit statement: a conflict (Aurora DSQL) rolled it back for certain, so it runs again.
-      const outcome = await retryConflicts(session, () =>
-        parking.insert(session, this.#tables, {
-          ...claimParams(this.#options.consumer, key, sha256),
-          inbox_claim: claim,
-          inbox_message_id: record.id ?? '',
-          inbox_body: record.body,
-          inbox_attributes: this.#source.parkedAttributes(record.raw),
-          inbox_error_class: error.name,
-          inbox_error_message: error.message,
-          inbox_attempt: record.attempt,
-        }),
-      );
-      if (!claim || outcome.claimed) return { kind: 'parked', error };
-      const verdict = await this.#duplicateOrCollision(session, key!, outcome, sha256);
-      if (verdict === 'duplicate') return { kind: 'duplicate' };
-      const collision = this.#collision(record, key!, verdict.collidesWith, sha256, tally);
-      return this.#park(parking, session, record, key, sha256, collision, tally);
-    } catch (parkError) {
-      return { kind: 'failed', error: parkError instanceof Error ? parkError : new Error(String(parkError)) };
-    }
   }
 
   /** Counts and logs a key collision, and returns it as the record's permanent error. */

@@ -1,8 +1,9 @@
-import type { SqlParams } from '../data-api/parameters.js';
+import type { PermanentError } from '../errors.js';
 import type { ResolvedOptions } from '../handler/options.js';
+import type { Outcome } from '../lanes/lanes.js';
 import type { BatchModes } from '../modes/batch-modes.js';
 import type { RecordConsumer } from '../modes/per-record.js';
-import type { InboxSource } from '../sources/source.js';
+import type { InboxSource, SourceRecord } from '../sources/source.js';
 import type { ClaimOutcome } from '../sql/claim.js';
 import type { InboxTables } from '../sql/schema.js';
 import type { InboxSession } from '../transport/session.js';
@@ -13,10 +14,29 @@ import type { InboxSession } from '../transport/session.js';
  */
 export interface ParkingRuntime {
   /**
-   * Stores a record in the parked table, claiming its key in the same statement when `inbox_claim` says so;
-   * resolves with how that claim came out.
+   * Parks one record that failed with a permanent error: stores it in the parked table, claiming its key in
+   * the same statement when it has one (not for a collision, whose key belongs to another message). A key
+   * found claimed already makes it a duplicate, or a collision that is parked in its turn. Never throws: a
+   * record that cannot be parked is failed.
    */
-  insert(session: InboxSession, tables: InboxTables, params: SqlParams): Promise<ClaimOutcome>;
+  park(request: ParkRequest): Promise<Outcome>;
+}
+
+/** A record to park, and what the consumer that parks it knows. */
+export interface ParkRequest {
+  readonly session: InboxSession;
+  readonly tables: InboxTables;
+  readonly consumer: string;
+  readonly record: SourceRecord<unknown>;
+  /** The record's source-specific attributes, as stored with it. */
+  readonly attributes: Record<string, unknown>;
+  readonly key: string | null;
+  readonly sha256: Uint8Array;
+  readonly error: PermanentError;
+  /** A taken claim's verdict: a redelivery, or a different message under the key (with its stored hash). */
+  verdictOf(claim: ClaimOutcome): Promise<'duplicate' | { readonly collidesWith: Uint8Array }>;
+  /** Counts and logs a key collision, and returns it as the record's error. */
+  collision(stored: Uint8Array): PermanentError;
 }
 
 /**

@@ -1,6 +1,9 @@
-import { parkSql, readClaim } from '../sql/claim.js';
+import { KeyCollisionError } from '../errors.js';
+import type { Outcome } from '../lanes/lanes.js';
+import { claimParams, parkSql, readClaim } from '../sql/claim.js';
+import { retryConflicts } from '../transport/conflicts.js';
 import { CONSUMER_PARTS, PARKING_RUNTIME } from './parking-runtime.js';
-import type { Park, WithConsumerParts } from './parking-runtime.js';
+import type { Park, ParkRequest, WithConsumerParts } from './parking-runtime.js';
 import { replayEffect } from './replay.js';
 import { consumerParkedMessages } from './store.js';
 import type { ParkedMessages } from './store.js';
@@ -15,13 +18,42 @@ import type { ParkedMessages } from './store.js';
  * import { park } from 'sqs-inbox/parked';
  * export const handler = inbox({ consumer: 'order-worker', onPermanentError: park, apply });
  */
-export const park: Park = {
-  [PARKING_RUNTIME]: {
-    async insert(session, tables, params) {
-      return readClaim((await session.execute(parkSql(tables), params)).rows);
-    },
-  },
-};
+export const park: Park = { [PARKING_RUNTIME]: { park: parkRecord } };
+
+/**
+ * Stores the record with its claim, so it succeeds without blocking its FIFO group. A record whose key
+ * turns out to be claimed already is not parked: with the same body it is a duplicate (its effect was
+ * applied, or is parked under the claim's owner); with another body it is parked as a collision.
+ */
+async function parkRecord(request: ParkRequest): Promise<Outcome> {
+  const { session, tables, record, key, sha256, error } = request;
+  const claim = key !== null && !(error instanceof KeyCollisionError);
+  try {
+    // One autocommit statement: a conflict (Aurora DSQL) rolled it back for certain, so it runs again.
+    const outcome = await retryConflicts(session, async () =>
+      readClaim(
+        (
+          await session.execute(parkSql(tables), {
+            ...claimParams(request.consumer, key, sha256),
+            inbox_claim: claim,
+            inbox_message_id: record.id ?? '',
+            inbox_body: record.body,
+            inbox_attributes: request.attributes,
+            inbox_error_class: error.name,
+            inbox_error_message: error.message,
+            inbox_attempt: record.attempt,
+          })
+        ).rows,
+      ),
+    );
+    if (!claim || outcome.claimed) return { kind: 'parked', error };
+    const verdict = await request.verdictOf(outcome);
+    if (verdict === 'duplicate') return { kind: 'duplicate' };
+    return parkRecord({ ...request, error: request.collision(verdict.collidesWith) });
+  } catch (parkError) {
+    return { kind: 'failed', error: parkError instanceof Error ? parkError : new Error(String(parkError)) };
+  }
+}
 
 /**
  * List and replay the parked messages of a consumer: `handler` is what `inbox()`, `kinesisInbox()`,
