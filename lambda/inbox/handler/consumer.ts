@@ -4,7 +4,6 @@ import { runBatch, succeeded } from '../lanes/lanes.js';
 import type { BatchPlan, Outcome } from '../lanes/lanes.js';
 import { checkGatedStatement } from '../sql/claim.js';
 import { isPostgresTarget, openSession } from '../transport/open-session.js';
-import type { InboxSession } from '../transport/session.js';
 import type { DatabaseTarget } from '../data-api/session.js';
 import { RecentKeys, filterPays, markKnownClaims } from '../prepare/duplicate-filter.js';
 import { InboxConfigError } from '../errors.js';
@@ -18,11 +17,9 @@ import type { ConsumerParts } from '../parked/parking-runtime.js';
 import { prepare } from '../prepare/prepare.js';
 import { inboxTables } from '../sql/schema.js';
 import type { InboxTables } from '../sql/schema.js';
-import type { OutboxRuntime } from '../outbox/outbox-runtime.js';
-import type { OutboxTransport, RelayReport } from '../outbox/relay.js';
 import { sqsSource } from '../sources/sqs.js';
 import type { InboxSource, SourceName, SourceRecord } from '../sources/source.js';
-import { BatchTally, defaultTelemetry, publishSummary } from '../telemetry/telemetry.js';
+import { BatchTally, defaultTelemetry, errorFields, publishSummary } from '../telemetry/telemetry.js';
 import type { InboxLogger, InboxMetrics } from '../telemetry/telemetry.js';
 
 /** The handler `inbox()` returns: an SQS Lambda handler (its parked messages: `parkedMessages(handler)` from `sqs-inbox/parked`). */
@@ -131,7 +128,7 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
     if (lookUp && plan.mayStart()) {
       // Only an optimisation: when the lookup fails, each record's claim decides, as without it.
       await markKnownClaims(session, tables, resolved.consumer, prepared).catch((error: unknown) =>
-        logger.warn("the duplicate filter failed; each record's claim decides", { error: describe(error instanceof Error ? error : new Error(String(error))) }),
+        logger.warn("the duplicate filter failed; each record's claim decides", { error: errorFields(error) }),
       );
     }
     const timed = async (run: () => Promise<Outcome>) => {
@@ -143,7 +140,9 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
     const outcomes = batchRunner
       ? await batchRunner.run(prepared, plan, session, tally, timed)
       : await runBatch(records, plan, (_, index) => timed(() => recordConsumer.consume(prepared[index]!, session, tally)));
-    const relayed = resolved.outbox ? await relay(resolved.outbox, session, tables, tally.outboxIds, plan.mayStart(), logger) : { sent: 0, deferred: 0 };
+    const relayed = resolved.outbox
+      ? await resolved.outbox.runtime.relay(session, tables, resolved.outbox.transport, tally.outboxIds, plan.mayStart(), logger)
+      : { sent: 0, deferred: 0 };
     const failedIds = records.filter((_, index) => !succeeded(outcomes[index]!)).map((record) => record.id ?? '');
     const summary = tally.summarise(outcomes, failedIds, resolved.now() - started, relayed);
     logFailures(logger, source as InboxSource<unknown, unknown, unknown>, records, outcomes);
@@ -161,7 +160,8 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
       source: source as InboxSource<Raw, unknown, unknown>,
       records: recordConsumer,
       batchModes,
-      relay: (session, ids) => (resolved.outbox ? relay(resolved.outbox, session, tables, ids, true, logger) : Promise.resolve()),
+      relay: (session, ids) =>
+        resolved.outbox ? resolved.outbox.runtime.relay(session, tables, resolved.outbox.transport, ids, true, logger) : Promise.resolve(),
     };
   };
   return Object.assign(handler, { [CONSUMER_PARTS]: parts });
@@ -204,29 +204,6 @@ function startConsumer<Body, Raw>(
 }
 
 /**
- * Sends what the invocation's committed transactions wrote to the outbox, when time is left. Never throws:
- * the records committed, so they succeed whatever happens here; what is not sent stays for the sweeper.
- */
-async function relay(
-  outbox: { readonly transport: OutboxTransport; readonly runtime: OutboxRuntime },
-  session: InboxSession,
-  tables: InboxTables,
-  ids: readonly number[],
-  timeLeft: boolean,
-  logger: InboxLogger,
-): Promise<RelayReport> {
-  if (!timeLeft) return { sent: 0, deferred: ids.length };
-  try {
-    const report = await outbox.runtime.relay(session, tables, outbox.transport, ids);
-    if (report.deferred > 0) logger.warn('outbox messages left for the sweeper', { deferred: report.deferred });
-    return report;
-  } catch (error) {
-    logger.warn('the outbox relay failed; the sweeper sends its messages', { error: describe(error instanceof Error ? error : new Error(String(error))) });
-    return { sent: 0, deferred: ids.length };
-  }
-}
-
-/**
  * In transaction mode the SDK's own retries would re-send a statement whose response was lost, running it
  * twice inside one transaction. A client that retries is refused, with the fix.
  */
@@ -254,14 +231,12 @@ function logFailures(
   outcomes.forEach((outcome, index) => {
     const id = { [source.idName]: records[index]?.id };
     if (outcome.kind === 'failed') {
-      logger.warn(`record failed; ${REDELIVERS[source.name]} will deliver it again`, { ...id, error: describe(outcome.error) });
+      logger.warn(`record failed; ${REDELIVERS[source.name]} will deliver it again`, { ...id, error: errorFields(outcome.error) });
     } else if (outcome.kind === 'parked') {
-      logger.warn('record parked', { ...id, error: describe(outcome.error) });
+      logger.warn('record parked', { ...id, error: errorFields(outcome.error) });
     }
   });
 }
 
 /** Who delivers a failed record again, for the log line. */
 const REDELIVERS: Record<SourceName, string> = { sqs: 'SQS', kinesis: 'Lambda', dynamodb: 'Lambda', kafka: 'Lambda' };
-
-const describe = (error: Error) => ({ name: error.name, message: error.message });

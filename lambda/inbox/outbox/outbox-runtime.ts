@@ -1,6 +1,7 @@
 import type { Transaction } from '../data-api/session.js';
 import type { InboxSession } from '../transport/session.js';
 import type { InboxTables } from '../sql/schema.js';
+import type { InboxLogger } from '../telemetry/telemetry.js';
 import type { OutboxSend } from './outbox-message.js';
 import type { OutboxTransport, RelayReport } from './relay.js';
 
@@ -26,8 +27,19 @@ export interface TransactionOutbox {
 export interface OutboxRuntime {
   /** The outbox of one transaction; `only` is the message a send belongs to when it names none. */
   writer(config: OutboxConfig, only: { readonly key: string } | undefined): TransactionOutbox;
-  /** Sends the rows `ids` that committed transactions wrote, and marks them sent. */
-  relay(session: InboxSession, tables: InboxTables, transport: OutboxTransport, ids: readonly number[]): Promise<RelayReport>;
+  /**
+   * Sends the rows `ids` that committed transactions wrote, and marks them sent, when `timeLeft`. Never
+   * throws: the records committed, so they succeed whatever happens here; what is not sent stays for the
+   * sweeper, and `logger` says so.
+   */
+  relay(
+    session: InboxSession,
+    tables: InboxTables,
+    transport: OutboxTransport,
+    ids: readonly number[],
+    timeLeft: boolean,
+    logger: InboxLogger,
+  ): Promise<RelayReport>;
   /** The option's `destinations`, checked at cold start: names mapped to queue URLs. */
   checkDestinations(destinations: unknown): Readonly<Record<string, string>>;
   /** The destinations INBOX_DESTINATIONS names, when the option gives none. */

@@ -155,3 +155,9 @@ export function publishSummary(metrics: InboxMetrics, summary: BatchSummary, sou
   metrics.addMetric('BatchLatency' satisfies ConsumerLatencyMetric, 'Milliseconds', summary.batchLatencyMs);
   metrics.publishStoredMetrics();
 }
+
+/** An error as a log line's `error` field: its name and message (a thrown non-Error as a message). */
+export function errorFields(error: unknown): { readonly name: string; readonly message: string } {
+  const failure = error instanceof Error ? error : new Error(String(error));
+  return { name: failure.name, message: failure.message };
+}
