@@ -69,6 +69,8 @@ export class InboxDsqlConsumer extends Construct {
   public readonly logGroup: logs.LogGroup;
   /** The consumer name. */
   public readonly consumerName: string;
+  /** The DSQL cluster it claims in. */
+  public readonly database: InboxDsqlDatabase;
   /** Its database role. */
   public readonly databaseRole: string;
   /** The custom resource that maps its role; the function depends on it. */
@@ -86,6 +88,7 @@ export class InboxDsqlConsumer extends Construct {
     super(scope, id);
     validateConsumerName(this.node.path, props.consumerName);
     this.consumerName = props.consumerName;
+    this.database = props.database;
     this.queue = props.queue;
     this.databaseRole = props.databaseRole ?? defaultConsumerRole(props.consumerName);
     const fn = new InboxFunction(this, 'Handler', {
@@ -96,9 +99,7 @@ export class InboxDsqlConsumer extends Construct {
       description: `sqs-inbox consumer ${props.consumerName} (Aurora DSQL)`,
       environment: {
         ...props.environment,
-        [INBOX_ENV.DSQL_ENDPOINT]: props.database.endpoint,
-        [INBOX_ENV.DSQL_REGION]: props.database.region,
-        [INBOX_ENV.DSQL_USER]: this.databaseRole,
+        ...props.database.connectionEnvironment(this.databaseRole),
         [INBOX_ENV.CONSUMER]: props.consumerName,
         [INBOX_ENV.SOURCE]: 'sqs',
         [INBOX_ENV.METRICS_NAMESPACE]: INBOX_METRICS_NAMESPACE,
