@@ -11,6 +11,7 @@ import type { InboxDatabase } from '../database/inbox-database.js';
 import { InboxDatabaseRole } from '../database/inbox-database-role.js';
 import { InboxFunction } from '../consumer/inbox-function.js';
 import { InboxDsqlDatabase } from '../dsql/inbox-dsql-database.js';
+import { InboxDsqlConsumer } from '../dsql/inbox-dsql-consumer.js';
 import { addInvariants, checkRetentionCoversRedelivery, describeSeconds, durationSeconds } from '../invariants.js';
 import type { InvariantViolation } from '../invariants.js';
 import { functionCode } from '../function-assets.js';
@@ -214,7 +215,10 @@ export class InboxCleanup extends Construct {
   #retentionViolations(retentionSeconds: number | undefined): ReturnType<typeof checkRetentionCoversRedelivery> {
     return this.node.root.node
       .findAll()
-      .filter((c): c is InboxConsumer => c instanceof InboxConsumer && c.database.tableKey === this.database.tableKey)
+      .filter(
+        (c): c is InboxConsumer | InboxDsqlConsumer =>
+          (c instanceof InboxConsumer || c instanceof InboxDsqlConsumer) && c.database.tableKey === this.database.tableKey,
+      )
       .flatMap((consumer) =>
         checkRetentionCoversRedelivery({
           retentionSeconds,

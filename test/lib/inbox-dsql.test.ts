@@ -145,6 +145,19 @@ describe('InboxDsqlDatabase and InboxDsqlConsumer: the inbox on Aurora DSQL', ()
     new InboxCleanup(mine, 'Fits', { database, purgeBatchSize: 3000 });
   });
 
+  it("refuses a purge retention shorter than a DSQL consumer's redelivery window, as on Aurora", () => {
+    const mine = testStack('Retention');
+    const database = new InboxDsqlDatabase(mine, 'Dsql');
+    new InboxDsqlConsumer(mine, 'Worker', {
+      database,
+      queue: new sqs.Queue(mine, 'Q', { visibilityTimeout: Duration.minutes(3), retentionPeriod: Duration.days(4) }),
+      consumerName: 'short-lived',
+      entry: FIXTURE_HANDLER,
+    });
+    new InboxCleanup(mine, 'Cleanup', { database, retention: Duration.days(1) });
+    expect(synthError(mine)).toMatch(/short-lived[\s\S]*(4 days|345600)/);
+  });
+
   it('refuses at synth an own migration of more than one statement, which DSQL cannot run in one transaction', () => {
     const mine = testStack('Sets');
     new InboxDsqlDatabase(mine, 'Dsql', {
