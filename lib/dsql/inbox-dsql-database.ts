@@ -85,7 +85,7 @@ export interface InboxDsqlDatabaseProps {
   readonly logRetention?: logs.RetentionDays | undefined;
 }
 
-/** A role the DSQL role function maps to an IAM role, with its privileges. */
+/** A role the DSQL schema function maps to an IAM role, with its privileges. */
 export interface InboxDsqlRoleOptions {
   /** The PostgreSQL role: lower-case letters, digits and `_`, at most 63 characters. Unique per cluster. */
   readonly roleName: string;
@@ -102,10 +102,10 @@ export interface InboxDsqlRoleOptions {
 
 /**
  * An Aurora DSQL cluster for the inbox (`AWS::DSQL::Cluster`): IAM authentication only, no VPC, no Data API. Each
- * function signs in as its own PostgreSQL role, mapped to its IAM role by the DSQL role function
+ * function signs in as its own PostgreSQL role, mapped to its IAM role by the DSQL schema function
  * (`CREATE ROLE ... WITH LOGIN; AWS IAM GRANT <role> TO '<iam role arn>'`), and may `dsql:DbConnect`, never
- * `dsql:DbConnectAdmin`: only the role function signs in as `admin`. Alarms on the cluster's OCC conflicts and
- * query timeouts (`AWS/AuroraDSQL`).
+ * `dsql:DbConnectAdmin`: only the schema function signs in as `admin`, to apply the schema (`migrations`) at
+ * deploy and map the roles. Alarms on the cluster's OCC conflicts and query timeouts (`AWS/AuroraDSQL`).
  *
  * @example
  * const database = new InboxDsqlDatabase(this, 'Dsql');
@@ -220,7 +220,7 @@ export class InboxDsqlDatabase extends Construct {
     return iam.Grant.addToPrincipal({ grantee, actions: ['dsql:DbConnect'], resourceArns: [this.clusterArn] });
   }
 
-  /** Grants `dsql:DbConnectAdmin`: signing in as `admin`. For the role function alone; never give it to a consumer. */
+  /** Grants `dsql:DbConnectAdmin`: signing in as `admin`. For the schema function alone; never give it to a consumer. */
   public grantConnectAdmin(grantee: iam.IGrantable): iam.Grant {
     return iam.Grant.addToPrincipal({ grantee, actions: ['dsql:DbConnectAdmin'], resourceArns: [this.clusterArn] });
   }
