@@ -16,8 +16,10 @@ export const PACKAGE_FUNCTIONS = {
   purge: '../lambda/functions/purge/cleanup.ts',
   /** The scheduled outbox sweeper. */
   'outbox-sweeper': '../lambda/functions/outbox-sweeper/outbox-sweeper.ts',
-  /** The Aurora DSQL role-mapping custom resource (the one function that connects as DSQL's admin). */
-  'dsql-roles': '../lambda/functions/dsql-roles/dsql-roles.ts',
+  /** The Aurora DSQL schema and role-mapping custom resources (the one function that connects as DSQL's admin). */
+  'dsql-schema': '../lambda/functions/dsql-schema/dsql-schema.ts',
+  /** The scheduled purge and outbox sweeper on Aurora DSQL, one bundle (node-postgres and the signer once): handlers `purge` and `sweep`. */
+  'dsql-maintenance': '../lambda/functions/dsql-maintenance/dsql-maintenance.ts',
 } as const;
 
 /** The name of one of the package's own functions. */

@@ -9,6 +9,8 @@ import type { InboxDsqlMultiRegion } from '../../lib/dsql/inbox-dsql-database.js
 import { createAlarmTopic } from '../../lib/alarms/alarm-topic.js';
 import { InboxAlarms } from '../../lib/alarms/inbox-alarms.js';
 import { InboxQueue } from '../../lib/queue/inbox-queue.js';
+import { InboxCleanup } from '../../lib/purge/inbox-cleanup.js';
+import { InboxOutboxRelay } from '../../lib/outbox/inbox-outbox-relay.js';
 
 /** Props for {@link InboxDsqlStack}. */
 export interface InboxDsqlStackProps extends StackProps {
@@ -27,8 +29,10 @@ export interface InboxDsqlStackProps extends StackProps {
 }
 
 /**
- * The example on Aurora DSQL: the order queue, a DSQL cluster, the order worker signing in as its own role
- * (mapped to its IAM role at deploy, `dsql:DbConnect` only), and the cluster's alarms on an encrypted topic.
+ * The example on Aurora DSQL: the order queue, a DSQL cluster whose schema (the inbox's tables and the example's
+ * `orders`) is applied at deploy, the order worker, the hourly purge and the outbox sweeper, each signing in as its
+ * own role (mapped to its IAM role at deploy, `dsql:DbConnect` only; only the schema function holds
+ * `dsql:DbConnectAdmin`), and their alarms and the cluster's on an encrypted topic.
  *
  * @example
  * new InboxDsqlStack(new App(), 'InboxDsqlStack', { entry: 'src/order-worker-dsql.ts' });
@@ -40,7 +44,11 @@ export class InboxDsqlStack extends Stack {
   public readonly database: InboxDsqlDatabase;
   /** The order worker. */
   public readonly consumer: InboxDsqlConsumer;
-  /** The consumer's alarms and dashboard. */
+  /** The hourly purge of old inbox rows. */
+  public readonly cleanup: InboxCleanup;
+  /** The outbox sweeper. */
+  public readonly outboxRelay: InboxOutboxRelay;
+  /** The consumer's, the purge's and the sweeper's alarms, and their dashboard. */
   public readonly alarms: InboxAlarms;
   /** The alarm topic: encrypted, TLS only, publishable by this account's alarms. */
   public readonly alarmTopic: sns.Topic;
@@ -51,6 +59,8 @@ export class InboxDsqlStack extends Stack {
     this.database = new InboxDsqlDatabase(this, 'Dsql', {
       ...(props.deletionProtection === undefined ? {} : { deletionProtection: props.deletionProtection }),
       ...(props.multiRegion === undefined ? {} : { multiRegion: props.multiRegion }),
+      // The worker's `orders` table, applied before its grant on it.
+      migrations: ['example-orders'],
     });
     this.consumer = new InboxDsqlConsumer(this, 'OrderWorker', {
       database: this.database,
@@ -60,9 +70,18 @@ export class InboxDsqlStack extends Stack {
       entry: props.entry,
       databaseGrants: [{ table: 'public.orders', privileges: ['SELECT', 'INSERT', 'UPDATE'] }],
     });
+    this.cleanup = new InboxCleanup(this, 'Cleanup', { database: this.database });
+    this.outboxRelay = new InboxOutboxRelay(this, 'OutboxRelay', { database: this.database, consumers: [] });
     this.alarmTopic = createAlarmTopic(this).topic;
-    // The consumer's alarms as on Aurora (its queue, dead-letter queue, function and inbox metrics), and the cluster's.
-    this.alarms = new InboxAlarms(this, 'ConsumerAlarms', { consumers: [this.consumer], topic: this.alarmTopic, dashboardName: `${this.stackName}-inbox` });
+    // The alarms as on Aurora: the consumer's (its queue, dead-letter queue, function and inbox metrics), the purge's,
+    // the sweeper's; and the cluster's.
+    this.alarms = new InboxAlarms(this, 'ConsumerAlarms', {
+      consumers: [this.consumer],
+      cleanup: this.cleanup,
+      outboxRelay: this.outboxRelay,
+      topic: this.alarmTopic,
+      dashboardName: `${this.stackName}-inbox`,
+    });
     for (const alarm of [this.database.occConflictsAlarm, this.database.queryTimeoutsAlarm])
       alarm.addAlarmAction(new cloudwatchActions.SnsAction(this.alarmTopic));
     new CfnOutput(this, 'QueueUrl', { value: this.queue.queue.queueUrl, description: 'Send orders here (FIFO).' });

@@ -456,11 +456,11 @@ function validateProps(path: string, props: InboxDatabaseProps): void {
 /**
  * SHA-256 over the migration function's code (its prebuilt bundle; in this repository, the sources of its built-in
  * sets) and the app's own sets, so the custom resource re-runs when a built-in migration changes, and each role is
- * reconciled again when any table may have.
+ * reconciled again when any table may have. `sources` are relative to lib/database/.
  */
-function migrationsFingerprint(code: FunctionCode, ownSets: readonly InboxMigrationSet[]): string {
+export function migrationsFingerprint(code: FunctionCode, ownSets: readonly InboxMigrationSet[], sources: readonly string[] = MIGRATION_SOURCES): string {
   const hash = createHash('sha256');
-  const files = code.prebuilt ? [code.file] : MIGRATION_SOURCES.map((file) => fileURLToPath(new URL(file, import.meta.url)));
+  const files = code.prebuilt ? [code.file] : sources.map((file) => fileURLToPath(new URL(file, import.meta.url)));
   for (const file of files) hash.update(readFileSync(file));
   if (ownSets.length > 0) hash.update(JSON.stringify(ownSets));
   return hash.digest('hex');

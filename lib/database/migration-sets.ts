@@ -127,26 +127,26 @@ export function ownMigrationSets(migrations: readonly (string | InboxMigrationSe
 }
 
 /** Every problem of InboxDatabase `migrations`, found at synth, so the deploy never meets them. */
-export function migrationProblems(migrations: readonly (string | InboxMigrationSet)[]): InvariantViolation[] {
+export function migrationProblems(migrations: readonly (string | InboxMigrationSet)[], owner = 'InboxDatabase'): InvariantViolation[] {
   const problems: InvariantViolation[] = [];
   const names = migrations.map((entry) => (typeof entry === 'string' ? entry : entry?.name));
   for (const entry of migrations) {
     if (typeof entry === 'string') {
       if (!BUILT_IN_MIGRATION_SETS.includes(entry) && !Token.isUnresolved(entry)) {
         problems.push({
-          problem: `InboxDatabase \`migrations\` names '${entry}', which is not a built-in migration set (those are: ${BUILT_IN_MIGRATION_SETS.join(', ')}).`,
+          problem: `${owner} \`migrations\` names '${entry}', which is not a built-in migration set (those are: ${BUILT_IN_MIGRATION_SETS.join(', ')}).`,
           fix: "pass your own set as a value instead of its name: `{ name, migrations: [{ version, name, statements }] }` or MigrationSet.fromDirectory('migrations/...').",
         });
       }
     } else {
-      problems.push(...setProblems(entry));
+      problems.push(...setProblems(entry, owner));
     }
   }
   const twice = [...new Set(names.filter((name, index) => typeof name === 'string' && names.indexOf(name) !== index))];
   for (const name of twice) {
     if (name === 'inbox') continue; // listed or not, the inbox's set runs once, first
     problems.push({
-      problem: `InboxDatabase \`migrations\` lists the migration set '${name}' more than once.`,
+      problem: `${owner} \`migrations\` lists the migration set '${name}' more than once.`,
       fix: 'list each set once; give two sets of your own distinct names.',
     });
   }
@@ -154,7 +154,7 @@ export function migrationProblems(migrations: readonly (string | InboxMigrationS
   if (bytes > MAX_MIGRATION_SET_BYTES) {
     problems.push({
       problem:
-        `InboxDatabase \`migrations\` carries ${bytes} bytes of SQL to the deploy, more than ${MAX_MIGRATION_SET_BYTES} ` +
+        `${owner} \`migrations\` carries ${bytes} bytes of SQL to the deploy, more than ${MAX_MIGRATION_SET_BYTES} ` +
         "(a custom resource's update sends its old and new properties in one Lambda invocation of at most 256 KB).",
       fix: 'keep schema changes in the migrations and load data from your own code; a set may drop its oldest migrations once every database has applied them.',
     });
@@ -162,9 +162,9 @@ export function migrationProblems(migrations: readonly (string | InboxMigrationS
   return problems;
 }
 
-function setProblems(set: InboxMigrationSet): InvariantViolation[] {
+function setProblems(set: InboxMigrationSet, owner: string): InvariantViolation[] {
   const problems: InvariantViolation[] = [];
-  const label = `InboxDatabase \`migrations\`: the set '${set?.name}'`;
+  const label = `${owner} \`migrations\`: the set '${set?.name}'`;
   if (typeof set?.name !== 'string' || !SET_NAME.test(set.name)) {
     problems.push({
       problem: `${label} has a name that is not 1 to 63 lower-case letters, digits, '_' or '-', starting with a letter or digit.`,

@@ -11,6 +11,8 @@ import { InboxFunction } from '../consumer/inbox-function.js';
 import { defaultConsumerRole } from '../database/database-grants.js';
 import type { InboxDsqlDatabase } from './inbox-dsql-database.js';
 import { addInvariants } from '../invariants.js';
+import type { RedeliveryWindowSource } from '../invariants.js';
+import type { ConsumerSource } from '../sources/source.js';
 import { sqsSource } from '../sources/sqs.js';
 import { INBOX_ENV } from '../../lambda/inbox/contract.js';
 
@@ -69,6 +71,8 @@ export class InboxDsqlConsumer extends Construct {
   public readonly logGroup: logs.LogGroup;
   /** The consumer name. */
   public readonly consumerName: string;
+  /** The DSQL cluster it claims in. */
+  public readonly database: InboxDsqlDatabase;
   /** Its database role. */
   public readonly databaseRole: string;
   /** The custom resource that maps its role; the function depends on it. */
@@ -81,11 +85,13 @@ export class InboxDsqlConsumer extends Construct {
   public readonly queue: sqs.IQueue;
   /** The dead-letter queue of `queue`, when known. */
   public readonly deadLetterQueue?: sqs.IQueue;
+  readonly #source: ConsumerSource;
 
   constructor(scope: Construct, id: string, props: InboxDsqlConsumerProps) {
     super(scope, id);
     validateConsumerName(this.node.path, props.consumerName);
     this.consumerName = props.consumerName;
+    this.database = props.database;
     this.queue = props.queue;
     this.databaseRole = props.databaseRole ?? defaultConsumerRole(props.consumerName);
     const fn = new InboxFunction(this, 'Handler', {
@@ -96,9 +102,7 @@ export class InboxDsqlConsumer extends Construct {
       description: `sqs-inbox consumer ${props.consumerName} (Aurora DSQL)`,
       environment: {
         ...props.environment,
-        [INBOX_ENV.DSQL_ENDPOINT]: props.database.endpoint,
-        [INBOX_ENV.DSQL_REGION]: props.database.region,
-        [INBOX_ENV.DSQL_USER]: this.databaseRole,
+        ...props.database.connectionEnvironment(this.databaseRole),
         [INBOX_ENV.CONSUMER]: props.consumerName,
         [INBOX_ENV.SOURCE]: 'sqs',
         [INBOX_ENV.METRICS_NAMESPACE]: INBOX_METRICS_NAMESPACE,
@@ -118,16 +122,26 @@ export class InboxDsqlConsumer extends Construct {
     // The first batch must find the role mapped to the function's IAM role.
     this.function.node.addDependency(this.roleMapping);
     // The queue's invariants (FIFO limits, visibility timeout, a FIFO dead-letter queue) as on Aurora, at synth.
-    const source = sqsSource(this.function, {
+    const source = (this.#source = sqsSource(this.function, {
       path: this.node.path,
       queue: props.queue,
       deadLetterQueue: props.deadLetterQueue,
       batchSize: props.batchSize,
       maxConcurrency: props.maxConcurrency,
       timeout: props.timeout ?? Duration.seconds(30),
-    });
+    }));
     this.eventSource = source.eventSource as SqsEventSource;
     if (source.deadLetterQueue !== undefined) this.deadLetterQueue = source.deadLetterQueue;
     addInvariants(this, () => source.violations());
+  }
+
+  /** How long SQS may still redeliver a message after its first delivery, in seconds: for the cleanup's retention check. */
+  public get redeliveryWindowSeconds(): number | undefined {
+    return this.#source.redeliveryWindowSeconds();
+  }
+
+  /** What makes up the redelivery window, and how to shorten it: for the cleanup's retention check. */
+  public get redeliveryWindowSource(): RedeliveryWindowSource {
+    return this.#source.window;
   }
 }

@@ -7,13 +7,18 @@ import type * as logs from 'aws-cdk-lib/aws-logs';
 import type * as cr from 'aws-cdk-lib/custom-resources';
 import { Construct } from 'constructs';
 import { InboxFunction } from '../consumer/inbox-function.js';
-import { migrationProvider } from '../database/inbox-database.js';
+import { migrationProvider, migrationsFingerprint } from '../database/inbox-database.js';
+import { migrationProblems, ownMigrationSets } from '../database/migration-sets.js';
+import type { InboxMigrationSet } from '../database/migration-sets.js';
+import { addInvariants } from '../invariants.js';
+import type { InvariantViolation } from '../invariants.js';
 import { grantProblems, roleNameProblem } from '../database/database-grants.js';
 import type { InboxTableGrant } from '../database/database-grants.js';
 import type { InboxRolePurpose } from '../database/inbox-database-role.js';
 import { functionCode } from '../function-assets.js';
 import { dsqlRoleStatements } from './dsql-role-sql.js';
 import { InboxConstructError } from '../errors.js';
+import { INBOX_ENV } from '../../lambda/inbox/contract.js';
 
 /** The namespace Aurora DSQL publishes its metrics in, per cluster (dimension `ClusterId`). */
 export const DSQL_METRICS_NAMESPACE = 'AWS/AuroraDSQL';
@@ -64,13 +69,23 @@ export interface InboxDsqlDatabaseProps {
    */
   readonly occConflictsThreshold?: number | undefined;
   /**
-   * Retention of the role function's log groups.
+   * Migration sets to apply after `inbox` (always first, in its DSQL form), in this order: your own sets as values
+   * (`{ name, migrations: [{ version, name, statements }] }`, or `MigrationSet.fromDirectory(folder)`), or the name of
+   * a built-in set (`example-orders`). As on InboxDatabase, but each migration holds ONE statement, in DSQL's dialect
+   * (one DDL per transaction; `CREATE INDEX ASYNC`; no `serial`, foreign keys or triggers). The schema function
+   * applies them before it maps any role, so `databaseGrants` on your tables work on the first deploy; a migration
+   * changed after it was applied fails the deploy, naming its version.
+   * @default []
+   */
+  readonly migrations?: readonly (string | InboxMigrationSet)[] | undefined;
+  /**
+   * Retention of the schema function's log groups.
    * @default logs.RetentionDays.ONE_MONTH
    */
   readonly logRetention?: logs.RetentionDays | undefined;
 }
 
-/** A role the DSQL role function maps to an IAM role, with its privileges. */
+/** A role the DSQL schema function maps to an IAM role, with its privileges. */
 export interface InboxDsqlRoleOptions {
   /** The PostgreSQL role: lower-case letters, digits and `_`, at most 63 characters. Unique per cluster. */
   readonly roleName: string;
@@ -87,10 +102,10 @@ export interface InboxDsqlRoleOptions {
 
 /**
  * An Aurora DSQL cluster for the inbox (`AWS::DSQL::Cluster`): IAM authentication only, no VPC, no Data API. Each
- * function signs in as its own PostgreSQL role, mapped to its IAM role by the DSQL role function
+ * function signs in as its own PostgreSQL role, mapped to its IAM role by the DSQL schema function
  * (`CREATE ROLE ... WITH LOGIN; AWS IAM GRANT <role> TO '<iam role arn>'`), and may `dsql:DbConnect`, never
- * `dsql:DbConnectAdmin`: only the role function signs in as `admin`. Alarms on the cluster's OCC conflicts and
- * query timeouts (`AWS/AuroraDSQL`).
+ * `dsql:DbConnectAdmin`: only the schema function signs in as `admin`, to apply the schema (`migrations`) at
+ * deploy and map the roles. Alarms on the cluster's OCC conflicts and query timeouts (`AWS/AuroraDSQL`).
  *
  * @example
  * const database = new InboxDsqlDatabase(this, 'Dsql');
@@ -110,10 +125,17 @@ export class InboxDsqlDatabase extends Construct {
   public readonly region: string;
   /** The schema of the inbox tables. */
   public readonly schema: string;
-  /** The function that maps roles, signed in as `admin`: the only holder of `dsql:DbConnectAdmin`. */
+  /**
+   * The schema function (lambda/functions/dsql-schema/), signed in as `admin`: the only holder of
+   * `dsql:DbConnectAdmin`. It applies the migrations (`schemaMigration`) and maps each role (`roles`).
+   */
   public readonly roleFunction: InboxFunction;
   /** The Provider framework around it. */
   public readonly roleProvider: cr.Provider;
+  /** The `Custom::InboxDsqlSchema` that applies the migrations; every role mapping depends on it. */
+  public readonly schemaMigration: CustomResource;
+  /** SHA-256 of the DSQL migrations and your own sets: a role is mapped again whenever the schema changes. */
+  public readonly migrationsFingerprint: string;
   /** Fires when OCC conflicts exceed `occConflictsThreshold` in 5 minutes. */
   public readonly occConflictsAlarm: cloudwatch.Alarm;
   /** Fires when a query hits DSQL's transaction time limit. */
@@ -138,15 +160,36 @@ export class InboxDsqlDatabase extends Construct {
     this.region = Stack.of(this).region;
     this.endpoint = Fn.join('', [this.clusterId, '.dsql.', this.region, '.on.aws']);
 
+    const code = functionCode('dsql-schema');
     this.roleFunction = new InboxFunction(this, 'RoleFunction', {
-      ...functionCode('dsql-roles').source,
+      ...code.source,
       environment: {},
-      timeout: Duration.minutes(2),
-      description: 'sqs-inbox Aurora DSQL role mapping (CloudFormation custom resource)',
+      // Each migration is a DDL transaction of its own, and DSQL builds an index asynchronously: minutes at most.
+      timeout: Duration.minutes(5),
+      description: 'sqs-inbox Aurora DSQL schema and role mapping (CloudFormation custom resources)',
       ...(props.logRetention === undefined ? {} : { logRetention: props.logRetention }),
     });
     this.grantConnectAdmin(this.roleFunction.function);
     this.roleProvider = migrationProvider(this, this.roleFunction.function, props.logRetention);
+
+    const migrations = props.migrations ?? [];
+    const ownSets = ownMigrationSets(migrations);
+    addInvariants(this, () => [...migrationProblems(migrations, 'InboxDsqlDatabase'), ...oneStatementEach(ownSets)]);
+    this.migrationsFingerprint = migrationsFingerprint(code, ownSets, DSQL_MIGRATION_SOURCES);
+    this.schemaMigration = new CustomResource(this, 'Schema', {
+      serviceToken: this.roleProvider.serviceToken,
+      resourceType: 'Custom::InboxDsqlSchema',
+      properties: {
+        Endpoint: this.endpoint,
+        Region: this.region,
+        Schema: this.schema,
+        Migrations: ['inbox', ...migrations.map((entry) => (typeof entry === 'string' ? entry : entry?.name)).filter((name) => name !== 'inbox')].join(','),
+        // The app's own SQL travels in the template: a deploy's diff shows it.
+        ...(ownSets.length === 0 ? {} : { Sets: ownSets }),
+        Fingerprint: this.migrationsFingerprint,
+      },
+    });
+    this.schemaMigration.node.addDependency(this.cluster);
 
     const metric = (metricName: string) =>
       new cloudwatch.Metric({
@@ -177,9 +220,27 @@ export class InboxDsqlDatabase extends Construct {
     return iam.Grant.addToPrincipal({ grantee, actions: ['dsql:DbConnect'], resourceArns: [this.clusterArn] });
   }
 
-  /** Grants `dsql:DbConnectAdmin`: signing in as `admin`. For the role function alone; never give it to a consumer. */
+  /** Grants `dsql:DbConnectAdmin`: signing in as `admin`. For the schema function alone; never give it to a consumer. */
   public grantConnectAdmin(grantee: iam.IGrantable): iam.Grant {
     return iam.Grant.addToPrincipal({ grantee, actions: ['dsql:DbConnectAdmin'], resourceArns: [this.clusterArn] });
+  }
+
+  /** Identifies the inbox table across the app (one per cluster and schema), as InboxDatabase's does. */
+  public get tableKey(): string {
+    return `dsql:${this.cluster.node.path}/${this.schema}`;
+  }
+
+  /** "the inbox table of schema 'inbox' on DSQL cluster X", for messages. */
+  public get tableDescription(): string {
+    return `the inbox table of schema '${this.schema}' on Aurora DSQL cluster ${this.cluster.node.path}`;
+  }
+
+  /**
+   * Where a function signing in as `role` connects: `INBOX_DSQL_ENDPOINT`, `INBOX_DSQL_REGION` and `INBOX_DSQL_USER`,
+   * which `dsqlFromEnvironment()` reads.
+   */
+  public connectionEnvironment(role: string): Record<string, string> {
+    return { [INBOX_ENV.DSQL_ENDPOINT]: this.endpoint, [INBOX_ENV.DSQL_REGION]: this.region, [INBOX_ENV.DSQL_USER]: role };
   }
 
   /**
@@ -215,13 +276,31 @@ export class InboxDsqlDatabase extends Construct {
         Role: options.roleName,
         IamRoleArn: iamRole!.roleArn,
         Statements: Stack.of(this).toJsonString(statements),
+        // Mapped again when the schema changes: a grant on a table a new migration made.
+        SchemaFingerprint: this.migrationsFingerprint,
       },
     });
-    resource.node.addDependency(this.cluster);
+    // The grants name the inbox tables and yours: they must exist first.
+    resource.node.addDependency(this.schemaMigration);
     this.roles.set(options.roleName, resource);
     this.grantConnect(options.grantee);
     return resource;
   }
+}
+
+/** The sources of the schema function's built-in sets (relative to lib/database/, as migrationsFingerprint reads them). */
+const DSQL_MIGRATION_SOURCES = ['../../lambda/inbox/transport/dsql/migrations.ts', '../../demo/functions/example-migrations.ts'];
+
+/** DSQL runs one DDL statement per transaction, and migrateDsql one migration per transaction: one statement each. */
+function oneStatementEach(sets: readonly InboxMigrationSet[]): InvariantViolation[] {
+  return sets.flatMap((set) =>
+    (Array.isArray(set.migrations) ? set.migrations : [])
+      .filter((migration) => Array.isArray(migration?.statements) && migration.statements.length > 1)
+      .map((migration) => ({
+        problem: `InboxDsqlDatabase \`migrations\`: the set '${set.name}', version ${migration.version} ("${migration.name}"), holds ${migration.statements.length} statements; Aurora DSQL runs one DDL statement per transaction.`,
+        fix: 'split it into one migration per statement, each with its own version.',
+      })),
+  );
 }
 
 function validateProps(path: string, props: InboxDsqlDatabaseProps): void {

@@ -1,4 +1,5 @@
 import { Annotations, Duration, Names, Stack, Token } from 'aws-cdk-lib';
+import type { CustomResource } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -12,6 +13,7 @@ import type { InboxConsumer } from '../consumer/inbox-consumer.js';
 import type { InboxDatabase } from '../database/inbox-database.js';
 import { InboxDatabaseRole } from '../database/inbox-database-role.js';
 import { InboxFunction } from '../consumer/inbox-function.js';
+import { InboxDsqlDatabase } from '../dsql/inbox-dsql-database.js';
 import { addInvariants, describeSeconds, durationSeconds, rateSeconds } from '../invariants.js';
 import type { InvariantViolation } from '../invariants.js';
 import { distinctQueues, grantSendMessage, OUTBOX_RELAY } from './outbox-destinations.js';
@@ -41,8 +43,12 @@ const MAX_SCHEDULE_INTERVAL_SECONDS = 24 * 3600;
 
 /** Props for {@link InboxOutboxRelay}. */
 export interface InboxOutboxRelayProps {
-  /** The database whose outbox table (`inbox.outbox_message`) is swept. */
-  readonly database: InboxDatabase;
+  /**
+   * The database whose outbox table (`inbox.outbox_message`) is swept: an Aurora cluster through the Data API, or an
+   * Aurora DSQL cluster (the sweeper then signs in with `dsql:DbConnect` as its own role, mapped by the DSQL schema
+   * function; list no consumers, and give it the queues it sends to with `addDestination`).
+   */
+  readonly database: InboxDatabase | InboxDsqlDatabase;
   /**
    * The consumers whose outbox rows this relay sends: it may send to every queue in their `destinations`, read
    * from the consumers themselves, so a destination added to a consumer is never missing here. Each must use
@@ -121,7 +127,7 @@ export class InboxOutboxRelay extends Construct implements OutboxRelayMark {
   /** When the sweeper runs. */
   public readonly schedule: events.Schedule;
   /** The database whose outbox table is swept. */
-  public readonly database: InboxDatabase;
+  public readonly database: InboxDatabase | InboxDsqlDatabase;
   /** The consumers whose destinations it may send to. */
   public readonly consumers: readonly InboxConsumer[];
   /** Rows younger than this are left to the invocation that wrote them. */
@@ -130,8 +136,10 @@ export class InboxOutboxRelay extends Construct implements OutboxRelayMark {
   public readonly sweepLimit: number;
   /** How long a sent row is kept. */
   public readonly sentRetention: Duration;
-  /** The sweeper's own database role and its secret. */
-  public readonly databaseRole: InboxDatabaseRole;
+  /** The sweeper's own database role and its secret; on Aurora DSQL none (see `roleMapping`). */
+  public readonly databaseRole?: InboxDatabaseRole;
+  /** On Aurora DSQL: the mapping of the sweeper's own role to its function's IAM role (`Custom::InboxDsqlRole`). */
+  public readonly roleMapping?: CustomResource;
   /**
    * The `service` dimension of this relay's metrics (`POWERTOOLS_SERVICE_NAME`), unique per InboxOutboxRelay:
    * `inbox-outbox-<construct path>-<hash of the path>`.
@@ -156,35 +164,58 @@ export class InboxOutboxRelay extends Construct implements OutboxRelayMark {
       allowedSpecialCharacters: '-_.',
     })}`;
 
-    this.databaseRole = new InboxDatabaseRole(this, 'DatabaseRole', {
-      database: props.database,
-      roleName: props.databaseRole ?? 'inbox_outbox_relay',
-      // Exactly the sweep: read unsent rows, mark them sent, delete old sent ones; no claim.
-      purpose: 'outbox',
-      label: `outbox relay ${this.serviceName}`,
-    });
-
-    const fn = new InboxFunction(this, 'Sweeper', {
-      ...functionCode('outbox-sweeper').source,
-      timeout,
-      description: 'sqs-inbox outbox sweeper: sends the outbox rows left unsent',
-      environment: {
-        [INBOX_ENV.RESOURCE_ARN]: props.database.cluster.clusterArn,
-        [INBOX_ENV.SECRET_ARN]: this.databaseRole.secret.secretArn,
-        [INBOX_ENV.DATABASE]: props.database.databaseName,
-        [INBOX_ENV.OUTBOX_MIN_AGE_SECONDS]: secondsString(this.minAge),
-        [INBOX_ENV.OUTBOX_SWEEP_LIMIT]: Token.isUnresolved(this.sweepLimit) ? Token.asString(this.sweepLimit) : String(this.sweepLimit),
-        [INBOX_ENV.OUTBOX_SENT_RETENTION_SECONDS]: secondsString(this.sentRetention),
-        [INBOX_ENV.METRICS_NAMESPACE]: METRIC_NAMESPACE,
-        [INBOX_ENV.SERVICE_NAME]: this.serviceName,
-      },
-      ...(props.logRetention === undefined ? {} : { logRetention: props.logRetention }),
-    });
-    this.function = fn.function;
-    this.logGroup = fn.logGroup;
-    // The sweep sends single autocommit statements: no transaction calls.
-    this.databaseRole.grantDataApi(this.function, STATEMENT_ACTIONS);
-    this.function.node.addDependency(this.databaseRole.resource);
+    const roleName = props.databaseRole ?? 'inbox_outbox_relay';
+    const environment = {
+      [INBOX_ENV.OUTBOX_MIN_AGE_SECONDS]: secondsString(this.minAge),
+      [INBOX_ENV.OUTBOX_SWEEP_LIMIT]: Token.isUnresolved(this.sweepLimit) ? Token.asString(this.sweepLimit) : String(this.sweepLimit),
+      [INBOX_ENV.OUTBOX_SENT_RETENTION_SECONDS]: secondsString(this.sentRetention),
+      [INBOX_ENV.METRICS_NAMESPACE]: METRIC_NAMESPACE,
+      [INBOX_ENV.SERVICE_NAME]: this.serviceName,
+    };
+    const description = 'sqs-inbox outbox sweeper: sends the outbox rows left unsent';
+    const logRetention = props.logRetention === undefined ? {} : { logRetention: props.logRetention };
+    const database = props.database;
+    if (database instanceof InboxDsqlDatabase) {
+      const fn = new InboxFunction(this, 'Sweeper', {
+        ...functionCode('dsql-maintenance').source,
+        handler: 'sweep',
+        timeout,
+        description: `${description} (Aurora DSQL)`,
+        environment: { ...database.connectionEnvironment(roleName), ...environment },
+        ...logRetention,
+      });
+      this.function = fn.function;
+      this.logGroup = fn.logGroup;
+      // Its own role, `dsql:DbConnect` only: read unsent rows, mark them sent, delete old sent ones; no claim.
+      this.roleMapping = database.addRole(`Outbox${Names.uniqueId(this)}`, { roleName, grantee: fn.function, purpose: 'outbox' });
+      this.function.node.addDependency(this.roleMapping);
+    } else {
+      const databaseRole = new InboxDatabaseRole(this, 'DatabaseRole', {
+        database,
+        roleName,
+        // Exactly the sweep: read unsent rows, mark them sent, delete old sent ones; no claim.
+        purpose: 'outbox',
+        label: `outbox relay ${this.serviceName}`,
+      });
+      this.databaseRole = databaseRole;
+      const fn = new InboxFunction(this, 'Sweeper', {
+        ...functionCode('outbox-sweeper').source,
+        timeout,
+        description,
+        environment: {
+          [INBOX_ENV.RESOURCE_ARN]: database.cluster.clusterArn,
+          [INBOX_ENV.SECRET_ARN]: databaseRole.secret.secretArn,
+          [INBOX_ENV.DATABASE]: database.databaseName,
+          ...environment,
+        },
+        ...logRetention,
+      });
+      this.function = fn.function;
+      this.logGroup = fn.logGroup;
+      // The sweep sends single autocommit statements: no transaction calls.
+      databaseRole.grantDataApi(this.function, STATEMENT_ACTIONS);
+      this.function.node.addDependency(databaseRole.resource);
+    }
     for (const queue of distinctQueues(this.consumers.flatMap((consumer) => Object.values(consumer.destinations)))) {
       this.addDestination(queue);
     }
@@ -337,7 +368,9 @@ function checkRelayTimeout(timeoutSeconds: number | undefined): InvariantViolati
 }
 
 /** The idle time after which a cluster created here pauses; `undefined` when it does not auto-pause or is not known. */
-function autoPauseSeconds(database: InboxDatabase): number | undefined {
+function autoPauseSeconds(database: InboxDatabase | InboxDsqlDatabase): number | undefined {
+  // Aurora DSQL is serverless without a pause: nothing to keep awake.
+  if (database instanceof InboxDsqlDatabase) return undefined;
   const cluster = database.cluster.node.findAll().find((c): c is rds.CfnDBCluster => c instanceof rds.CfnDBCluster);
   if (cluster === undefined) return undefined;
   // DatabaseCluster sets the scaling configuration lazily; its values are plain numbers once resolved.

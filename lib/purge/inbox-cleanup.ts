@@ -1,4 +1,5 @@
 import { Duration, Names, Token } from 'aws-cdk-lib';
+import type { CustomResource } from 'aws-cdk-lib';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as targets from 'aws-cdk-lib/aws-events-targets';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
@@ -9,6 +10,8 @@ import { STATEMENT_ACTIONS } from '../database/data-api-access.js';
 import type { InboxDatabase } from '../database/inbox-database.js';
 import { InboxDatabaseRole } from '../database/inbox-database-role.js';
 import { InboxFunction } from '../consumer/inbox-function.js';
+import { InboxDsqlDatabase } from '../dsql/inbox-dsql-database.js';
+import { InboxDsqlConsumer } from '../dsql/inbox-dsql-consumer.js';
 import { addInvariants, checkRetentionCoversRedelivery, describeSeconds, durationSeconds } from '../invariants.js';
 import type { InvariantViolation } from '../invariants.js';
 import { functionCode } from '../function-assets.js';
@@ -29,8 +32,11 @@ export const MIN_CLEANUP_TIMEOUT = Duration.minutes(2);
 
 /** Props for {@link InboxCleanup}. */
 export interface InboxCleanupProps {
-  /** The database whose inbox table is purged. */
-  readonly database: InboxDatabase;
+  /**
+   * The database whose inbox table is purged: an Aurora cluster through the Data API, or an Aurora DSQL cluster
+   * (its function then signs in with `dsql:DbConnect` as its own role, mapped by the DSQL schema function).
+   */
+  readonly database: InboxDatabase | InboxDsqlDatabase;
   /**
    * How long an inbox row is kept. It must exceed the longest redelivery window of every consumer of the
    * table (queue retention plus dead-letter queue retention; a stream's or topic's retention); synth fails otherwise.
@@ -43,8 +49,9 @@ export interface InboxCleanupProps {
    */
   readonly schedule?: events.Schedule | undefined;
   /**
-   * Rows deleted per statement (`INBOX_PURGE_BATCH_SIZE`).
-   * @default 5000 (the cleanup function's own default; the variable is then left unset)
+   * Rows deleted per statement (`INBOX_PURGE_BATCH_SIZE`). On Aurora DSQL at most 3,000, the rows one transaction
+   * may modify (synth fails above it).
+   * @default 5000 (the cleanup function's own default; the variable is then left unset); on DSQL 3000
    */
   readonly purgeBatchSize?: number | undefined;
   /**
@@ -85,11 +92,13 @@ export class InboxCleanup extends Construct {
   /** How long an inbox row is kept. */
   public readonly retention: Duration;
   /** The database whose inbox table is purged. */
-  public readonly database: InboxDatabase;
+  public readonly database: InboxDatabase | InboxDsqlDatabase;
   /** When the purge runs. */
   public readonly schedule: events.Schedule;
-  /** The purge's own database role and its secret. */
-  public readonly databaseRole: InboxDatabaseRole;
+  /** The purge's own database role and its secret; on Aurora DSQL none (see `roleMapping`). */
+  public readonly databaseRole?: InboxDatabaseRole;
+  /** On Aurora DSQL: the mapping of the purge's own role to its function's IAM role (`Custom::InboxDsqlRole`). */
+  public readonly roleMapping?: CustomResource;
   /**
    * The `service` dimension of this cleanup's metrics (`POWERTOOLS_SERVICE_NAME`), unique per InboxCleanup
    * so that two cleanups (other tables, other retentions) never share one metric:
@@ -133,33 +142,66 @@ export class InboxCleanup extends Construct {
     })}`;
     this.schedule = props.schedule ?? events.Schedule.rate(Duration.hours(1));
 
-    this.databaseRole = new InboxDatabaseRole(this, 'DatabaseRole', {
-      database: props.database,
-      roleName: props.databaseRole ?? 'inbox_purge',
-      purpose: 'purge',
-      label: `purge ${this.serviceName}`,
-    });
-
-    const fn = new InboxFunction(this, 'Purge', {
-      ...functionCode('purge').source,
-      timeout,
-      description: 'sqs-inbox scheduled purge of old inbox rows',
-      environment: {
-        [INBOX_ENV.RESOURCE_ARN]: props.database.cluster.clusterArn,
-        [INBOX_ENV.SECRET_ARN]: this.databaseRole.secret.secretArn,
-        [INBOX_ENV.DATABASE]: props.database.databaseName,
-        [INBOX_ENV.RETENTION_SECONDS]: secondsString(this.retention),
-        ...(props.purgeBatchSize === undefined ? {} : { [INBOX_ENV.PURGE_BATCH_SIZE]: props.purgeBatchSize.toString() }),
-        [INBOX_ENV.METRICS_NAMESPACE]: METRIC_NAMESPACE,
-        [INBOX_ENV.SERVICE_NAME]: this.serviceName,
-      },
-      ...(props.logRetention === undefined ? {} : { logRetention: props.logRetention }),
-    });
-    this.function = fn.function;
-    this.logGroup = fn.logGroup;
-    // The purge sends single autocommit statements: no transaction calls.
-    this.databaseRole.grantDataApi(this.function, STATEMENT_ACTIONS);
-    this.function.node.addDependency(this.databaseRole.resource);
+    const roleName = props.databaseRole ?? 'inbox_purge';
+    const environment = {
+      [INBOX_ENV.RETENTION_SECONDS]: secondsString(this.retention),
+      ...(props.purgeBatchSize === undefined ? {} : { [INBOX_ENV.PURGE_BATCH_SIZE]: props.purgeBatchSize.toString() }),
+      [INBOX_ENV.METRICS_NAMESPACE]: METRIC_NAMESPACE,
+      [INBOX_ENV.SERVICE_NAME]: this.serviceName,
+    };
+    const description = 'sqs-inbox scheduled purge of old inbox rows';
+    const logRetention = props.logRetention === undefined ? {} : { logRetention: props.logRetention };
+    const database = props.database;
+    if (database instanceof InboxDsqlDatabase) {
+      if (props.purgeBatchSize !== undefined && !Token.isUnresolved(props.purgeBatchSize) && props.purgeBatchSize > DSQL_MAX_MODIFIED_ROWS) {
+        throw InboxConstructError.of(
+          `InboxCleanup ${this.node.path}`,
+          [
+            `\`purgeBatchSize\` ${props.purgeBatchSize} is above the ${DSQL_MAX_MODIFIED_ROWS} rows one Aurora DSQL transaction may modify. ` +
+              `Fix: pass at most ${DSQL_MAX_MODIFIED_ROWS}, or leave it unset.`,
+          ],
+          'line',
+        );
+      }
+      const fn = new InboxFunction(this, 'Purge', {
+        ...functionCode('dsql-maintenance').source,
+        handler: 'purge',
+        timeout,
+        description: `${description} (Aurora DSQL)`,
+        environment: { ...database.connectionEnvironment(roleName), ...environment },
+        ...logRetention,
+      });
+      this.function = fn.function;
+      this.logGroup = fn.logGroup;
+      // Its own role, `dsql:DbConnect` only: SELECT and DELETE on the inbox table.
+      this.roleMapping = database.addRole(`Purge${Names.uniqueId(this)}`, { roleName, grantee: fn.function, purpose: 'purge' });
+      this.function.node.addDependency(this.roleMapping);
+    } else {
+      const databaseRole = new InboxDatabaseRole(this, 'DatabaseRole', {
+        database,
+        roleName,
+        purpose: 'purge',
+        label: `purge ${this.serviceName}`,
+      });
+      this.databaseRole = databaseRole;
+      const fn = new InboxFunction(this, 'Purge', {
+        ...functionCode('purge').source,
+        timeout,
+        description,
+        environment: {
+          [INBOX_ENV.RESOURCE_ARN]: database.cluster.clusterArn,
+          [INBOX_ENV.SECRET_ARN]: databaseRole.secret.secretArn,
+          [INBOX_ENV.DATABASE]: database.databaseName,
+          ...environment,
+        },
+        ...logRetention,
+      });
+      this.function = fn.function;
+      this.logGroup = fn.logGroup;
+      // The purge sends single autocommit statements: no transaction calls.
+      databaseRole.grantDataApi(this.function, STATEMENT_ACTIONS);
+      this.function.node.addDependency(databaseRole.resource);
+    }
 
     this.rule = new events.Rule(this, 'Schedule', {
       description: 'Runs the sqs-inbox purge',
@@ -173,7 +215,10 @@ export class InboxCleanup extends Construct {
   #retentionViolations(retentionSeconds: number | undefined): ReturnType<typeof checkRetentionCoversRedelivery> {
     return this.node.root.node
       .findAll()
-      .filter((c): c is InboxConsumer => c instanceof InboxConsumer && c.database.tableKey === this.database.tableKey)
+      .filter(
+        (c): c is InboxConsumer | InboxDsqlConsumer =>
+          (c instanceof InboxConsumer || c instanceof InboxDsqlConsumer) && c.database.tableKey === this.database.tableKey,
+      )
       .flatMap((consumer) =>
         checkRetentionCoversRedelivery({
           retentionSeconds,
@@ -198,6 +243,9 @@ function checkCleanupTimeout(timeoutSeconds: number | undefined): InvariantViola
     },
   ];
 }
+
+/** Aurora DSQL modifies at most this many rows in one transaction (its quotas page): a purge batch is one. */
+const DSQL_MAX_MODIFIED_ROWS = 3000;
 
 function secondsString(duration: Duration): string {
   const seconds = duration.toSeconds();

@@ -7,7 +7,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { createInboxApp } from '../../bin/inbox-app.js';
 import { InboxStack } from '../../demo/stacks/inbox-stack.js';
 import { InboxStreamsStack } from '../../demo/stacks/inbox-streams-stack.js';
-import { synthError, testApp, testAppProps } from './support.js';
+import { FIXTURE_HANDLER, synthError, testApp, testAppProps } from './support.js';
 
 describe('the deployable app (bin/inbox-app.ts, synthesized by bin/app.ts)', () => {
   const outdirs: string[] = [];
@@ -63,6 +63,15 @@ describe('the deployable app (bin/inbox-app.ts, synthesized by bin/app.ts)', () 
       (r) => r.Type === 'AWS::SecretsManager::RotationSchedule',
     );
     expect(schedules).toHaveLength(4);
+  });
+
+  it('adds InboxDsqlStack only when asked (-c dsqlEntry=<worker>), synthesized with nothing unacknowledged by cdk-nag', () => {
+    expect(createInboxApp({ ...testAppProps(), outdir: outdir() }).dsql).toBeUndefined();
+    const { app, dsql } = createInboxApp({ ...testAppProps({ dsqlEntry: FIXTURE_HANDLER }), outdir: outdir() });
+    // The app's cdk-nag aspects fail the synth on any finding left unacknowledged.
+    const template = app.synth().getStackByName(dsql!.stackName).template as { Resources: Record<string, { Type: string }> };
+    const types = Object.values(template.Resources).map((resource) => resource.Type);
+    expect(types).toEqual(expect.arrayContaining(['AWS::DSQL::Cluster', 'Custom::InboxDsqlSchema', 'Custom::InboxDsqlRole', 'AWS::Events::Rule']));
   });
 
   it('passes the Kafka clusters through -c context', () => {

@@ -37,7 +37,7 @@ describe('InboxCleanup', () => {
     const env = template.toJSON().Resources[logicalId(stack, cleanup.function)].Properties.Environment.Variables;
     expect(env).toEqual({
       INBOX_RESOURCE_ARN: expect.objectContaining({ 'Fn::Join': expect.anything() }),
-      INBOX_SECRET_ARN: { Ref: stack.getLogicalId(cleanup.databaseRole.secret.node.defaultChild as never) },
+      INBOX_SECRET_ARN: { Ref: stack.getLogicalId(cleanup.databaseRole!.secret.node.defaultChild as never) },
       INBOX_DATABASE: 'inbox',
       INBOX_RETENTION_SECONDS: String(45 * 86400),
       INBOX_PURGE_BATCH_SIZE: '500',

@@ -95,7 +95,7 @@ describe('InboxDatabaseRole (through InboxConsumer and InboxCleanup)', () => {
     const migration = roleOf(database.migrationFunction);
     expect(readersOf(template, ref(database.secret))).toEqual([migration]);
     expect(readersOf(template, ref(consumer.databaseRole.secret))).toEqual([migration, roleOf(consumer.function)].sort());
-    expect(readersOf(template, ref(cleanup.databaseRole.secret))).toEqual([migration, roleOf(cleanup.function)].sort());
+    expect(readersOf(template, ref(cleanup.databaseRole!.secret))).toEqual([migration, roleOf(cleanup.function)].sort());
   });
 
   it('lets the purge call ExecuteStatement only', () => {
@@ -118,7 +118,7 @@ describe('InboxDatabaseRole (through InboxConsumer and InboxCleanup)', () => {
     });
     template.hasResource('AWS::SecretsManager::RotationSchedule', {
       Properties: Match.objectLike({ SecretId: { Ref: id(database.secret) } }),
-      DependsOn: [id(cleanup.databaseRole.resource), id(database.migration), id(consumer.databaseRole.resource)].sort(),
+      DependsOn: [id(cleanup.databaseRole!.resource), id(database.migration), id(consumer.databaseRole.resource)].sort(),
     });
   });
 

@@ -3,7 +3,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Duration } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
-import { InboxDsqlConsumer, InboxDsqlDatabase } from '../../lib/index.js';
+import { InboxCleanup, InboxDsqlConsumer, InboxDsqlDatabase } from '../../lib/index.js';
 import { InboxDsqlStack } from '../../demo/stacks/inbox-dsql-stack.js';
 import { FIXTURE_HANDLER, synthError, testApp, testStack } from './support.js';
 
@@ -12,7 +12,7 @@ type Resource = { Properties: Record<string, any>; DeletionPolicy?: string };
 let app: ReturnType<typeof testApp>;
 let stack: InboxDsqlStack;
 let template: Template;
-const ids = { cluster: '', consumerRole: '', roleFunctionRole: '' };
+const ids = { cluster: '', consumerRole: '', roleFunctionRole: '', purgeRole: '', sweeperRole: '', schema: '' };
 beforeAll(() => {
   app = testApp();
   stack = new InboxDsqlStack(app, 'InboxDsqlStack', { entry: FIXTURE_HANDLER });
@@ -20,7 +20,24 @@ beforeAll(() => {
   ids.cluster = stack.getLogicalId(stack.database.cluster);
   ids.consumerRole = stack.getLogicalId(stack.consumer.function.role!.node.defaultChild as never);
   ids.roleFunctionRole = stack.getLogicalId(stack.database.roleFunction.role.node.defaultChild as never);
+  ids.purgeRole = stack.getLogicalId(stack.cleanup.function.role!.node.defaultChild as never);
+  ids.sweeperRole = stack.getLogicalId(stack.outboxRelay.function.role!.node.defaultChild as never);
+  ids.schema = stack.getLogicalId(stack.database.schemaMigration.node.defaultChild as never);
 });
+
+/** The role mappings by database role. */
+const mappings = () =>
+  Object.fromEntries(
+    Object.entries(template.findResources('Custom::InboxDsqlRole') as Record<string, Resource & { DependsOn?: string[] }>).map(([id, resource]) => [
+      resource.Properties.Role as string,
+      { id, ...resource },
+    ]),
+  );
+/** The function whose environment has `variable` = `value`. */
+const functionWith = (variable: string, value: string) =>
+  Object.values(template.findResources('AWS::Lambda::Function') as Record<string, Resource & { DependsOn?: string[] }>).find(
+    (resource) => resource.Properties.Environment?.Variables?.[variable] === value,
+  )!;
 
 /** Every IAM statement, with the roles its policy is attached to. */
 const statements = () =>
@@ -38,40 +55,54 @@ describe('InboxDsqlDatabase and InboxDsqlConsumer: the inbox on Aurora DSQL', ()
     expect(cluster.DeletionPolicy).toBe('Retain');
   });
 
-  it('lets the consumer dsql:DbConnect on its cluster only, and nothing but the role function DbConnectAdmin', () => {
+  it('gives dsql:DbConnectAdmin to the schema function alone, and every other function dsql:DbConnect on its cluster only', () => {
     const all = statements();
-    const connect = all.filter(({ statement }) => JSON.stringify(statement.Action).includes('dsql:'));
-    expect(
-      connect.map(({ statement, roles }) => [
-        statement.Action,
-        statement.Resource,
-        roles.includes(ids.consumerRole) ? 'consumer' : roles.includes(ids.roleFunctionRole) ? 'role function' : roles,
-      ]),
-    ).toEqual(
-      expect.arrayContaining([
-        ['dsql:DbConnect', { 'Fn::GetAtt': [ids.cluster, 'ResourceArn'] }, 'consumer'],
-        ['dsql:DbConnectAdmin', { 'Fn::GetAtt': [ids.cluster, 'ResourceArn'] }, 'role function'],
-      ]),
-    );
-    expect(connect).toHaveLength(2);
-    expect(JSON.stringify(all.filter(({ roles }) => roles.includes(ids.consumerRole)).map(({ statement }) => statement))).not.toMatch(
+    const owner = (roles: string) =>
+      ([
+        [ids.consumerRole, 'consumer'],
+        [ids.purgeRole, 'purge'],
+        [ids.sweeperRole, 'sweeper'],
+        [ids.roleFunctionRole, 'schema function'],
+      ].find(([id]) => roles.includes(`"${id}"`)) ?? [undefined, roles])[1];
+    const dsqlActions = all
+      .filter(({ statement }) => JSON.stringify(statement.Action).includes('dsql:'))
+      .map(({ statement, roles }) => [statement.Action, statement.Resource, owner(roles)]);
+    const onCluster = { 'Fn::GetAtt': [ids.cluster, 'ResourceArn'] };
+    expect(dsqlActions.sort((a, b) => String(a[2]).localeCompare(String(b[2])))).toEqual([
+      ['dsql:DbConnect', onCluster, 'consumer'],
+      ['dsql:DbConnect', onCluster, 'purge'],
+      ['dsql:DbConnectAdmin', onCluster, 'schema function'],
+      ['dsql:DbConnect', onCluster, 'sweeper'],
+    ]);
+    // Every statement that names DbConnectAdmin, in any form (a list, a wildcard), is the schema function's.
+    const admin = all.filter(({ statement }) => /DbConnectAdmin|"dsql:\*"|"\*"/.test(JSON.stringify(statement.Action)));
+    expect(admin.map(({ roles }) => owner(roles))).toEqual(['schema function']);
+    expect(JSON.stringify(all.filter(({ roles }) => !roles.includes(ids.roleFunctionRole)).map(({ statement }) => statement))).not.toMatch(
       /DbConnectAdmin|rds-data:|secretsmanager:/,
     );
   });
 
+  it('applies the schema at deploy (the inbox tables, then the app sets), before any role is mapped', () => {
+    const schema = template.findResources('Custom::InboxDsqlSchema')[ids.schema] as Resource & { DependsOn?: string[] };
+    expect(schema.Properties).toMatchObject({ Schema: 'inbox', Migrations: 'inbox,example-orders', Fingerprint: expect.stringMatching(/^[0-9a-f]{64}$/) });
+    expect(schema.DependsOn).toEqual(expect.arrayContaining([ids.cluster]));
+    const roles = mappings();
+    expect(Object.keys(roles).sort()).toEqual(['inbox_consumer_order_worker', 'inbox_outbox_relay', 'inbox_purge']);
+    for (const mapping of Object.values(roles)) {
+      expect(mapping.DependsOn).toEqual(expect.arrayContaining([ids.schema]));
+      expect(mapping.Properties.SchemaFingerprint).toBe(schema.Properties.Fingerprint);
+    }
+  });
+
   it('maps the consumer role to the function IAM role at deploy, before the function exists', () => {
-    const mapping = Object.values(template.findResources('Custom::InboxDsqlRole') as Record<string, Resource>);
-    expect(mapping).toHaveLength(1);
-    const properties = mapping[0]!.Properties;
-    expect(properties.Role).toBe('inbox_consumer_order_worker');
+    const mapping = mappings().inbox_consumer_order_worker!;
+    const properties = mapping.Properties;
     expect(properties.IamRoleArn).toEqual({ 'Fn::GetAtt': [ids.consumerRole, 'Arn'] });
     const sql = JSON.stringify(properties.Statements);
     expect(sql).toContain('CREATE ROLE \\\\\\"inbox_consumer_order_worker\\\\\\" WITH LOGIN');
     expect(sql).toContain('AWS IAM GRANT \\\\\\"inbox_consumer_order_worker\\\\\\" TO \'');
     expect(sql).toContain('GRANT SELECT, INSERT, UPDATE ON \\\\\\"public\\\\\\".\\\\\\"orders\\\\\\"');
-    const fn = Object.entries(template.findResources('AWS::Lambda::Function') as Record<string, Resource & { DependsOn?: string[] }>).find(
-      ([, resource]) => resource.Properties.Environment?.Variables?.INBOX_CONSUMER === 'order-worker',
-    )![1];
+    const fn = functionWith('INBOX_CONSUMER', 'order-worker');
     expect(fn.DependsOn).toEqual(expect.arrayContaining([stack.getLogicalId(stack.consumer.roleMapping.node.defaultChild as never)]));
     expect(fn.Properties.Environment.Variables).toMatchObject({
       INBOX_DSQL_ENDPOINT: { 'Fn::Join': ['', [{ 'Fn::GetAtt': [ids.cluster, 'Identifier'] }, '.dsql.', { Ref: 'AWS::Region' }, '.on.aws']] },
@@ -79,6 +110,68 @@ describe('InboxDsqlDatabase and InboxDsqlConsumer: the inbox on Aurora DSQL', ()
       INBOX_DSQL_USER: 'inbox_consumer_order_worker',
     });
     expect(fn.Properties.VpcConfig).toBeUndefined();
+  });
+
+  it('runs the purge and the outbox sweeper on a schedule, each as its own role with its own privileges', () => {
+    const roles = mappings();
+    const purge = functionWith('INBOX_DSQL_USER', 'inbox_purge');
+    expect(purge.Properties.Handler).toBe('index.purge');
+    expect(purge.Properties.Environment.Variables).toMatchObject({
+      INBOX_RETENTION_SECONDS: String(30 * 24 * 3600),
+      INBOX_DSQL_REGION: { Ref: 'AWS::Region' },
+    });
+    expect(purge.DependsOn).toEqual(expect.arrayContaining([roles.inbox_purge!.id]));
+    expect(roles.inbox_purge!.Properties.IamRoleArn).toEqual({ 'Fn::GetAtt': [ids.purgeRole, 'Arn'] });
+    expect(JSON.stringify(roles.inbox_purge!.Properties.Statements)).toMatch(/GRANT SELECT, DELETE ON [^,]*consumed_message/);
+    const sweeper = functionWith('INBOX_DSQL_USER', 'inbox_outbox_relay');
+    expect(sweeper.Properties.Handler).toBe('index.sweep');
+    expect(sweeper.DependsOn).toEqual(expect.arrayContaining([roles.inbox_outbox_relay!.id]));
+    expect(roles.inbox_outbox_relay!.Properties.IamRoleArn).toEqual({ 'Fn::GetAtt': [ids.sweeperRole, 'Arn'] });
+    expect(JSON.stringify(roles.inbox_outbox_relay!.Properties.Statements)).toMatch(/GRANT SELECT, UPDATE, DELETE ON [^,]*outbox_message/);
+    expect(JSON.stringify(roles.inbox_outbox_relay!.Properties.Statements)).not.toContain('consumed_message');
+    for (const fn of [stack.cleanup.function, stack.outboxRelay.function]) {
+      template.hasResourceProperties('AWS::Events::Rule', {
+        Targets: [Match.objectLike({ Arn: { 'Fn::GetAtt': [stack.getLogicalId(fn.node.defaultChild as never), 'Arn'] } })],
+      });
+    }
+  });
+
+  it('keeps each purge batch within the 3,000 rows a DSQL transaction may modify', () => {
+    const mine = testStack('Batch');
+    const database = new InboxDsqlDatabase(mine, 'Dsql');
+    expect(() => new InboxCleanup(mine, 'Cleanup', { database, purgeBatchSize: 5000 })).toThrow(
+      /`purgeBatchSize` 5000 is above the 3000 rows one Aurora DSQL transaction may modify\. Fix: pass at most 3000/,
+    );
+    new InboxCleanup(mine, 'Fits', { database, purgeBatchSize: 3000 });
+  });
+
+  it("refuses a purge retention shorter than a DSQL consumer's redelivery window, as on Aurora", () => {
+    const mine = testStack('Retention');
+    const database = new InboxDsqlDatabase(mine, 'Dsql');
+    new InboxDsqlConsumer(mine, 'Worker', {
+      database,
+      queue: new sqs.Queue(mine, 'Q', { visibilityTimeout: Duration.minutes(3), retentionPeriod: Duration.days(4) }),
+      consumerName: 'short-lived',
+      entry: FIXTURE_HANDLER,
+    });
+    new InboxCleanup(mine, 'Cleanup', { database, retention: Duration.days(1) });
+    expect(synthError(mine)).toMatch(/short-lived[\s\S]*(4 days|345600)/);
+  });
+
+  it('refuses at synth an own migration of more than one statement, which DSQL cannot run in one transaction', () => {
+    const mine = testStack('Sets');
+    new InboxDsqlDatabase(mine, 'Dsql', {
+      migrations: [
+        {
+          name: 'credits',
+          migrations: [{ version: 1, name: 'two', statements: ['CREATE TABLE public.a (id text PRIMARY KEY)', 'CREATE TABLE public.b (id text PRIMARY KEY)'] }],
+        },
+      ],
+    });
+    expect(synthError(mine)).toMatch(/the set 'credits', version 1 \("two"\), holds 2 statements[\s\S]*split it into one migration per statement/);
+    const unknown = testStack('Unknown');
+    new InboxDsqlDatabase(unknown, 'Dsql', { migrations: ['nope'] });
+    expect(synthError(unknown)).toMatch(/InboxDsqlDatabase `migrations` names 'nope', which is not a built-in migration set/);
   });
 
   it("alarms on the consumer as on Aurora: its dead-letter queue, its function's errors and its inbox metrics", () => {
@@ -94,6 +187,17 @@ describe('InboxDsqlDatabase and InboxDsqlConsumer: the inbox on Aurora DSQL', ()
         { Name: 'service', Value: 'order-worker' },
         { Name: 'source', Value: 'sqs' },
       ]),
+    });
+  });
+
+  it('alarms on the purge and the sweeper as on Aurora: the oldest inbox row and the oldest unsent outbox row', () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'OldestRowAgeSeconds',
+      Dimensions: [{ Name: 'service', Value: stack.cleanup.serviceName }],
+    });
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      MetricName: 'OutboxOldestUnsentAgeSeconds',
+      Dimensions: [{ Name: 'service', Value: stack.outboxRelay.serviceName }],
     });
   });
 

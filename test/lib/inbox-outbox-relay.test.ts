@@ -110,7 +110,7 @@ describe('InboxOutboxRelay', () => {
     const env = template.toJSON().Resources[logicalId(stack, relay.function)].Properties.Environment.Variables;
     expect(env).toEqual({
       INBOX_RESOURCE_ARN: expect.objectContaining({ 'Fn::Join': expect.anything() }),
-      INBOX_SECRET_ARN: { Ref: stack.getLogicalId(relay.databaseRole.secret.node.defaultChild as never) },
+      INBOX_SECRET_ARN: { Ref: stack.getLogicalId(relay.databaseRole!.secret.node.defaultChild as never) },
       INBOX_DATABASE: 'inbox',
       INBOX_OUTBOX_MIN_AGE_SECONDS: '60',
       INBOX_OUTBOX_SWEEP_LIMIT: '500',
@@ -142,13 +142,13 @@ describe('InboxOutboxRelay', () => {
       [
         `logs:CreateLogStream logs:PutLogEvents -> ${arn(stack, relay.logGroup)}`,
         'rds-data:ExecuteStatement -> cluster',
-        `secretsmanager:DescribeSecret secretsmanager:GetSecretValue -> ${stack.getLogicalId(relay.databaseRole.secret.node.defaultChild as never)}`,
+        `secretsmanager:DescribeSecret secretsmanager:GetSecretValue -> ${stack.getLogicalId(relay.databaseRole!.secret.node.defaultChild as never)}`,
         `sqs:SendMessage -> ${arn(stack, invoices.queue)}`,
       ].sort(),
     );
     // The first run must find the role with its password and privileges.
     const fn = template.toJSON().Resources[logicalId(stack, relay.function)];
-    expect(fn.DependsOn).toContain(stack.getLogicalId(relay.databaseRole.resource.node.defaultChild as never));
+    expect(fn.DependsOn).toContain(stack.getLogicalId(relay.databaseRole!.resource.node.defaultChild as never));
   });
 
   it('takes another role name', () => {

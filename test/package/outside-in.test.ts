@@ -53,7 +53,8 @@ const stack = new Stack(app, 'PackageOnly', { env: { account: '123456789012', re
 const database = new InboxDatabase(stack, 'Inbox');
 new InboxCleanup(stack, 'Cleanup', { database, retention: Duration.days(30) });
 new InboxOutboxRelay(stack, 'Relay', { database, consumers: [] });
-new InboxDsqlDatabase(stack, 'Dsql');
+const dsql = new InboxDsqlDatabase(stack, 'Dsql');
+new InboxCleanup(stack, 'DsqlCleanup', { database: dsql, retention: Duration.days(30) });
 app.synth();
 `;
 
@@ -105,7 +106,8 @@ describe('the tarball', () => {
         'dist/lib/assets/migration/index.mjs',
         'dist/lib/assets/purge/index.mjs',
         'dist/lib/assets/outbox-sweeper/index.mjs',
-        'dist/lib/assets/dsql-roles/index.mjs',
+        'dist/lib/assets/dsql-schema/index.mjs',
+        'dist/lib/assets/dsql-maintenance/index.mjs',
       ]),
     );
     // The demo never ships: of demo/ only the example set the migration function still carries as a built-in.
@@ -269,9 +271,10 @@ describe.each(APPS)('the packed package in $name ($module)', ({ name, module, st
       await Promise.all((await readdir(prebuilt)).map(async (asset) => [asset, await readFile(join(prebuilt, asset, 'index.mjs'), 'utf8')] as const)),
     );
     const deployed = await functionCodes(join(app, 'cdk.out.package-only'), 'PackageOnly');
-    expect(Object.keys(expected).sort()).toEqual(['dsql-roles', 'migration', 'outbox-sweeper', 'purge']);
+    expect(Object.keys(expected).sort()).toEqual(['dsql-maintenance', 'dsql-schema', 'migration', 'outbox-sweeper', 'purge']);
     expect(deployed.map((code) => Object.keys(expected).find((asset) => expected[asset] === code)).sort()).toEqual([
-      'dsql-roles',
+      'dsql-maintenance',
+      'dsql-schema',
       'migration',
       'outbox-sweeper',
       'purge',

@@ -31,7 +31,8 @@ export const TRANSPORT_FREE_FILES: Readonly<Record<string, string>> = {
   'test/inbox/transport/wire-faults.test.ts': "the wire's own failures, on its own pools and proxy",
   'test/inbox/transport/suite-coverage.test.ts': 'checks these lists against the files',
   'test/inbox/transport/postgres-environment.test.ts': "postgresFromEnvironment's settings, through its own TLS front and pools",
-  'test/inbox/dsql-roles.test.ts': "the DSQL role function's SQL, on its own connection",
+  'test/inbox/dsql-maintenance.test.ts': 'the DSQL purge function, on its own profile and pool',
+  'test/inbox/dsql-schema.test.ts': "the DSQL schema function's SQL, on its own profile",
   'test/inbox/transport/dsql.test.ts': 'the DSQL target and its profile themselves, on their own profile and pools',
 };
 

@@ -38,7 +38,35 @@ function isRecord(value: unknown): value is Record<string, unknown> {
 function refused(at: string, rule: string, value: unknown): InboxConfigError {
   return new InboxConfigError(
     at,
-    `${rule}, got ${JSON.stringify(value)?.slice(0, 200)}. Fix: pass the migration sets to InboxDatabase \`migrations\` ` +
+    `${rule}, got ${JSON.stringify(value)?.slice(0, 200)}. Fix: pass the migration sets to InboxDatabase (or InboxDsqlDatabase) \`migrations\` ` +
       'rather than writing the custom resource by hand.',
   );
+}
+
+/**
+ * Resolves `inbox,example-orders,credits` to migration sets, in that order: one of `builtIns` by its name (the
+ * function's own: the migration function's Aurora sets, the DSQL schema function's DSQL sets), or one of the app's
+ * own `sets` (carried in the `Sets` property). Names any unknown one.
+ */
+export function resolveMigrationSets(names: string, sets: readonly MigrationSet[], builtIns: Readonly<Record<string, MigrationSet>>): MigrationSet[] {
+  const own = new Map(sets.map((set) => [set.name, set]));
+  const listed = names
+    .split(',')
+    .map((name) => name.trim())
+    .filter(Boolean);
+  const twice = sets.find((set, index) => sets.findIndex((other) => other.name === set.name) !== index);
+  if (twice) throw new InboxConfigError('Sets', `defines "${twice.name}" twice; give each set its own name`);
+  const taken = [...own.keys()].filter((name) => Object.hasOwn(builtIns, name));
+  if (taken.length > 0) throw new InboxConfigError('Sets', `defines "${taken[0]}", the name of a built-in set; give the app's set another name`);
+  const unlisted = [...own.keys()].filter((name) => !listed.includes(name));
+  if (unlisted.length > 0) {
+    throw new InboxConfigError('Sets', `defines ${unlisted.map((name) => `"${name}"`).join(', ')}, which \`Migrations\` does not list`);
+  }
+  return listed.map((name) => {
+    const set = Object.hasOwn(builtIns, name) ? builtIns[name] : own.get(name);
+    if (!set) {
+      throw new InboxConfigError('Migrations', `unknown migration set "${name}"; known sets: ${[...Object.keys(builtIns), ...own.keys()].join(', ')}`);
+    }
+    return set;
+  });
 }

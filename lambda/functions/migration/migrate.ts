@@ -1,10 +1,9 @@
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
-import { InboxConfigError } from '../../inbox/index.js';
 import { DataApiSession } from '../../inbox/data-api/session.js';
 import { INBOX_MIGRATIONS, migrate } from '../../inbox/sql/schema.js';
 import { resolveTarget } from '../../inbox/handler/options.js';
 import type { MigrationSet } from '../../inbox/sql/schema.js';
-import { deployedMigrationSets } from './deployed-migrations.js';
+import { deployedMigrationSets, resolveMigrationSets } from './deployed-migrations.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../../demo/functions/example-migrations.js';
 import { ROLE_RESOURCE_TYPE, roleResourceHandler } from '../database-roles/role-resource.js';
 import { readSecretWithRuntimeSdk } from '../database-roles/secret-values.js';
@@ -20,26 +19,7 @@ export const MIGRATION_SETS: Readonly<Record<string, MigrationSet>> = {
  * one of the app's own `sets` (InboxDatabase carries them in the `Sets` property). Names any unknown one.
  */
 export function migrationSets(names: string, sets: readonly MigrationSet[] = []): MigrationSet[] {
-  const own = new Map(sets.map((set) => [set.name, set]));
-  const listed = names
-    .split(',')
-    .map((name) => name.trim())
-    .filter(Boolean);
-  const twice = sets.find((set, index) => sets.findIndex((other) => other.name === set.name) !== index);
-  if (twice) throw new InboxConfigError('Sets', `defines "${twice.name}" twice; give each set its own name`);
-  const taken = [...own.keys()].filter((name) => Object.hasOwn(MIGRATION_SETS, name));
-  if (taken.length > 0) throw new InboxConfigError('Sets', `defines "${taken[0]}", the name of a built-in set; give the app's set another name`);
-  const unlisted = [...own.keys()].filter((name) => !listed.includes(name));
-  if (unlisted.length > 0) {
-    throw new InboxConfigError('Sets', `defines ${unlisted.map((name) => `"${name}"`).join(', ')}, which \`Migrations\` does not list`);
-  }
-  return listed.map((name) => {
-    const set = Object.hasOwn(MIGRATION_SETS, name) ? MIGRATION_SETS[name] : own.get(name);
-    if (!set) {
-      throw new InboxConfigError('Migrations', `unknown migration set "${name}"; known sets: ${[...Object.keys(MIGRATION_SETS), ...own.keys()].join(', ')}`);
-    }
-    return set;
-  });
+  return resolveMigrationSets(names, sets, MIGRATION_SETS);
 }
 
 // Aurora resuming from auto-pause takes about 15 s; a deploy should wait it out, not fail.

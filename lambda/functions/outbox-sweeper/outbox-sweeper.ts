@@ -3,15 +3,12 @@ import type { Context } from 'aws-lambda';
 import { INBOX_ENV, METRIC_NAMESPACE, OUTBOX_SERVICE_NAME, OUTBOX_SWEEP_DEFAULTS } from '../../inbox/contract.js';
 import type { OutboxSweeperMetric } from '../../inbox/contract.js';
 import { InboxConfigError } from '../../inbox/index.js';
-import { DataApiSession } from '../../inbox/data-api/session.js';
-import { resolveTarget } from '../../inbox/handler/options.js';
+import { CALL_TIMEOUT_MS, dataApiSession } from '../scheduled-session.js';
+import type { ScheduledSession } from '../scheduled-session.js';
 import { EmfMetrics } from '../../inbox/telemetry/emf-metrics.js';
 import { OutboxSweepError, sqsOutbox, sweepOutbox } from '../../inbox/outbox/index.js';
 import type { SweepReport } from '../../inbox/outbox/index.js';
 import type { InboxMetrics } from '../../inbox/index.js';
-
-/** One Data API call of the sweep may take this long. */
-const CALL_TIMEOUT_MS = 30_000;
 
 /**
  * Makes the scheduled outbox sweeper: sends the unsent outbox rows older than INBOX_OUTBOX_MIN_AGE_SECONDS
@@ -22,13 +19,15 @@ const CALL_TIMEOUT_MS = 30_000;
  * OutboxSweepDeferred, OutboxSweepFailures and OutboxOldestUnsentAgeSeconds (namespace SqsInbox, service
  * POWERTOOLS_SERVICE_NAME or inbox-outbox), which the InboxOutboxRelay construct alarms on. A failed step
  * (reading, sending, deleting, the age query) is counted and logged, the metrics still go out, and the
- * invocation then fails with the OutboxSweepError.
+ * invocation then fails with the OutboxSweepError. `session` says how it reaches the database: through the Data
+ * API by default; the DSQL function (lambda/functions/dsql-maintenance/) passes its own.
  */
 export function sweeperHandler(
   env: NodeJS.ProcessEnv = process.env,
   // The consumers' writer; its on/off switches come from process.env, as Powertools' did.
   metrics: InboxMetrics = new EmfMetrics(env[INBOX_ENV.METRICS_NAMESPACE] ?? METRIC_NAMESPACE, env[INBOX_ENV.SERVICE_NAME] ?? OUTBOX_SERVICE_NAME, undefined),
   client = new SQSClient({}),
+  session: ScheduledSession = dataApiSession,
 ) {
   const seconds = (name: string, fallback: number) => {
     const value = env[name] === undefined || env[name] === '' ? fallback : Number(env[name]);
@@ -38,7 +37,7 @@ export function sweeperHandler(
   const minAgeSeconds = seconds(INBOX_ENV.OUTBOX_MIN_AGE_SECONDS, OUTBOX_SWEEP_DEFAULTS.minAgeSeconds);
   const limit = seconds(INBOX_ENV.OUTBOX_SWEEP_LIMIT, OUTBOX_SWEEP_DEFAULTS.limit);
   const sentRetentionSeconds = seconds(INBOX_ENV.OUTBOX_SENT_RETENTION_SECONDS, OUTBOX_SWEEP_DEFAULTS.sentRetentionSeconds);
-  const session = new DataApiSession(resolveTarget({}, env), { callTimeoutMs: CALL_TIMEOUT_MS, resumeDelaysMs: [1000, 2000, 4000, 8000, 10_000] });
+  const database = session(env);
   const { transport } = sqsOutbox({ client });
   return async (_event?: unknown, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<SweepReport> => {
     // Lambda's clock when it gives one; else no deadline.
@@ -46,7 +45,7 @@ export function sweeperHandler(
     let report: SweepReport;
     let failed: OutboxSweepError | undefined;
     try {
-      report = await sweepOutbox(session, {
+      report = await sweepOutbox(database, {
         transport,
         minAgeMs: minAgeSeconds * 1000,
         limit,
