@@ -1,6 +1,7 @@
 import { defineConfig } from 'vitest/config';
 import type { TestProjectInlineConfiguration } from 'vitest/config';
 import { DATA_API_ONLY_FILES, TRANSPORT_FREE_FILES } from './test/support/data-api-only.js';
+import { DSQL_CONFLICT_FILES, DSQL_CONFLICT_RATE } from './test/support/dsql-conflicts.js';
 
 /** What the projects share (and `npm run mutate`'s config). The root's global setup (one embedded PostgreSQL) serves them all. */
 export const shared = {
@@ -44,6 +45,17 @@ export default defineConfig({
           exclude: [...Object.keys(DATA_API_ONLY_FILES), ...Object.keys(TRANSPORT_FREE_FILES)],
           env: { ...shared.env, INBOX_TEST_TRANSPORT: 'dsql' },
           globalSetup: ['test/support/wire-setup.ts'],
+        },
+      },
+      // The core correctness suites on the DSQL profile again, with 10% of commits failing with DSQL's
+      // conflict and retried: 0 double and 0 lost effects there too (test/support/dsql-conflicts.ts).
+      {
+        test: {
+          ...shared,
+          name: 'dsql-conflicts',
+          include: Object.keys(DSQL_CONFLICT_FILES),
+          env: { ...shared.env, INBOX_TEST_TRANSPORT: 'dsql', INBOX_TEST_DSQL_CONFLICT_RATE: String(DSQL_CONFLICT_RATE) },
+          globalSetup: ['test/support/dsql-conflicts-setup.ts'],
         },
       },
     ],

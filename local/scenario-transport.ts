@@ -3,8 +3,8 @@ import type { DataApiSession } from '../lambda/inbox/data-api/session.js';
 import type { DatabaseTarget } from '../lambda/inbox/data-api/session.js';
 import type { InboxSession } from '../lambda/inbox/transport/session.js';
 import { postgres, PostgresSession } from '../lambda/inbox/transport/postgres/index.js';
-import { DSQL_CONFLICT_RETRIES, DSQL_INBOX_MIGRATIONS, DsqlSession, migrateDsql } from '../lambda/inbox/transport/dsql/index.js';
-import type { ConflictRetryPolicy, DsqlTarget } from '../lambda/inbox/transport/dsql/index.js';
+import { DSQL_INBOX_MIGRATIONS, DsqlSession, migrateDsql } from '../lambda/inbox/transport/dsql/index.js';
+import type { DsqlConflict, DsqlTarget } from '../lambda/inbox/transport/dsql/index.js';
 import { INBOX_MIGRATIONS, migrate } from '../lambda/inbox/sql/schema.js';
 import { dsqlOnProfile, startDsqlProfile } from './dsql/profile.js';
 import type { Faults } from './data-api/faults.js';
@@ -181,47 +181,6 @@ function wireEnvironment(proxyUrl: string, database: string): Record<string, str
 }
 
 /**
- * DSQL's retry policy, counting the retries it is asked for: the runtime reads a policy's `maxDelayMs` once
- * for each wait before a transaction runs again (conflictDelayMs in lambda/inbox/transport/conflicts.ts),
- * so each read is one retry, except those made `quietly` (`dsql()` checks the policy it is given) and those
- * before the run's conflicts are on (the migrations).
- */
-function countingRetries(policy: ConflictRetryPolicy): {
-  readonly policy: ConflictRetryPolicy;
-  quietly<T>(make: () => T): T;
-  arm(): void;
-  readonly retried: number;
-} {
-  let counting = false;
-  let retried = 0;
-  return {
-    policy: {
-      attempts: policy.attempts,
-      baseDelayMs: policy.baseDelayMs,
-      get maxDelayMs() {
-        if (counting) retried++;
-        return policy.maxDelayMs;
-      },
-    },
-    quietly: (make) => {
-      const was = counting;
-      counting = false;
-      try {
-        return make();
-      } finally {
-        counting = was;
-      }
-    },
-    arm: () => {
-      counting = true;
-    },
-    get retried() {
-      return retried;
-    },
-  };
-}
-
-/**
  * The handlers on the DSQL profile: `dsql({ endpoint, port, ssl: false, password })` through the profile's
  * proxy, a pool per handler as each Lambda instance has one, DSQL's migrations, its row limit, and
  * conflicts at `conflictRate` of COMMITs once the tables are ready. A transaction left idle ends after 2 s
@@ -239,14 +198,18 @@ async function openDsqlTransport(local: LocalStack, database: string, conflictRa
     await admin.end();
   }
   const profile = await startDsqlProfile(url.toString(), { conflictRate: 0 });
-  const retries = countingRetries(DSQL_CONFLICT_RETRIES);
+  // The transactions the handlers (and the run's own sessions) ran again after a conflict, as dsql() reports them.
+  let retried = 0;
+  const onConflict = (conflict: DsqlConflict) => {
+    if (conflict.retried) retried++;
+  };
   const targets: DsqlTarget[] = [];
   const target = () => {
-    const made = retries.quietly(() => dsqlOnProfile(profile, { database, password: decodeURIComponent(url.password), conflictRetries: retries.policy }));
+    const made = dsqlOnProfile(profile, { database, password: decodeURIComponent(url.password), onConflict });
     targets.push(made);
     return made;
   };
-  const session = new DsqlSession(target().pool, { callTimeoutMs: 10_000, resumeDelaysMs: [] }, { conflictRetries: retries.policy });
+  const session = new DsqlSession(target().pool, { callTimeoutMs: 10_000, resumeDelaysMs: [] }, { onConflict });
   return {
     calls: profile.proxy,
     database: target,
@@ -266,9 +229,8 @@ async function openDsqlTransport(local: LocalStack, database: string, conflictRa
     ready: async () => {
       await profile.enforceRowLimit();
       profile.proxy.conflicts.rate = conflictRate;
-      retries.arm();
     },
-    conflicts: () => ({ injected: profile.proxy.conflicts.injected, retried: retries.retried }),
+    conflicts: () => ({ injected: profile.proxy.conflicts.injected, retried }),
     close: async () => {
       await Promise.all(targets.map((made) => made.pool.end().catch(() => {})));
       await profile.close();

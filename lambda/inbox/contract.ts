@@ -153,6 +153,13 @@ export const OUTBOX_RELAY_METRICS = ['OutboxSwept', 'OutboxSweepDeferred', 'Outb
  * spread: a spread is code a bundler keeps, so every consumer's bundle would carry both lists.
  */
 export const OUTBOX_SWEEPER_METRICS = ['OutboxSwept', 'OutboxSweepDeferred', 'OutboxOldestUnsentAgeSeconds', 'OutboxSweepFailures'] as const;
+/**
+ * Count metrics a consumer on Aurora DSQL adds (same dimensions as {@link CONSUMER_COUNT_METRICS}), one value of 1
+ * per event, so their Sum is the events' number: `ConflictRetries`, a transaction run again after an
+ * optimistic-concurrency conflict (SQLSTATE 40001); `ConflictsExhausted`, a conflict after the retries ran out,
+ * which failed its record. The DSQL transport (`sqs-inbox/dsql`) counts them, so no other consumer bundles it.
+ */
+export const DSQL_CONFLICT_METRICS = ['ConflictRetries', 'ConflictsExhausted'] as const;
 
 /** A consumer's count metric. */
 export type ConsumerCountMetric = (typeof CONSUMER_COUNT_METRICS)[number];
@@ -162,6 +169,8 @@ export type ConsumerLatencyMetric = (typeof CONSUMER_LATENCY_METRICS)[number];
 export type CleanupMetric = (typeof CLEANUP_METRICS)[number];
 /** A metric of the outbox sweeper. */
 export type OutboxSweeperMetric = (typeof OUTBOX_SWEEPER_METRICS)[number];
+/** A metric of a consumer on Aurora DSQL. */
+export type DsqlConflictMetric = (typeof DSQL_CONFLICT_METRICS)[number];
 
 /**
  * SQS's rule for a FIFO MessageGroupId and MessageDeduplicationId (and so for the producer's idempotency key):

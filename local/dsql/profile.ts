@@ -167,7 +167,7 @@ async function enforceRowLimit(databaseUrl: string, schemas: readonly string[]):
  */
 export function dsqlOnProfile(
   profile: Pick<DsqlProfile, 'host' | 'port'>,
-  options: { readonly database: string; readonly password?: string | undefined } & Pick<DsqlOptions, 'conflictRetries'>,
+  options: { readonly database: string; readonly password?: string | undefined } & Pick<DsqlOptions, 'conflictRetries' | 'onConflict'>,
 ): DsqlTarget {
   return dsql({
     endpoint: profile.host,
@@ -179,5 +179,6 @@ export function dsqlOnProfile(
     password: async () => options.password || 'postgres',
     maxConnections: 10,
     ...(options.conflictRetries === undefined ? {} : { conflictRetries: options.conflictRetries }),
+    ...(options.onConflict === undefined ? {} : { onConflict: options.onConflict }),
   });
 }

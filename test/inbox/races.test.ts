@@ -3,6 +3,7 @@ import { inbox } from '../../lambda/inbox/handler/batch-handlers.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
+import { rolledBackRuns } from '../support/dsql-conflicts.js';
 
 let db: InboxFixture;
 beforeAll(async () => {
@@ -17,15 +18,17 @@ describe('racing consumers', () => {
     const orderId = `race-${n}`;
     const record = sqsRecord({ body: { orderId } });
     let applied = 0;
-    // Separate handlers with separate clients: separate Lambda instances.
-    const handlers = Array.from({ length: n }, () =>
+    // Separate handlers with separate clients: separate Lambda instances, each counting its rolled-back runs.
+    const runs = Array.from({ length: n }, () => rolledBackRuns());
+    const handlers = runs.map((run) =>
       inbox<Order>({
         consumer: 'order-worker',
-        database: db.instance(),
+        database: db.instance({ onConflict: run.onConflict }),
         logger: recordingLogger(),
         metrics: recordingMetrics(),
         apply: async (tx, message) => {
           applied++;
+          run.ran();
           // Hold the claim a moment so the others pile up behind its row lock.
           await tx.execute('SELECT pg_sleep(0.05)');
           await tx.execute(
@@ -37,7 +40,8 @@ describe('racing consumers', () => {
       }),
     );
     const responses = await Promise.all(handlers.map((handler) => handler({ Records: [record] }, lambdaContext())));
-    expect(applied).toBe(1);
+    // Once, and once more for each run a conflict rolled back (the DSQL profile's injected conflicts).
+    expect(applied).toBe(1 + runs.reduce((sum, run) => sum + run.rolledBack, 0));
     const rows = await db.query('SELECT shipped_count FROM public.orders WHERE order_id = $1', [orderId]);
     expect(rows[0]?.shipped_count).toBe(1);
     // The losers waited for the winner's commit and then saw a duplicate: every delivery succeeds.
@@ -49,9 +53,10 @@ describe('racing consumers in the batch modes', () => {
   const SHIP_CLAIMED = `INSERT INTO public.orders (order_id, status, shipped_count) SELECT body->>'orderId', 'shipped', 1 FROM claimed
     ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`;
   const modes = {
-    applyBatch: (applied: { n: number }): Partial<InboxOptions<Order>> => ({
+    applyBatch: (applied: { n: number }, run: ReturnType<typeof rolledBackRuns>): Partial<InboxOptions<Order>> => ({
       applyBatch: async (tx, messages) => {
         applied.n += messages.length;
+        run.ran(messages.length);
         // Hold the claims a moment so the others pile up behind their row locks.
         await tx.execute('SELECT pg_sleep(0.05)');
         await tx.execute(
@@ -74,20 +79,21 @@ describe('racing consumers in the batch modes', () => {
     const prefix = `race-${mode}-${n}`;
     const records = Array.from({ length: 6 }, (_, i) => sqsRecord({ body: { orderId: `${prefix}-${i}` } }));
     const applied = { n: 0 };
-    const handlers = Array.from({ length: n }, () =>
+    const runs = Array.from({ length: n }, () => rolledBackRuns());
+    const handlers = runs.map((run) =>
       inbox<Order>({
         consumer: 'order-worker',
-        database: db.instance(),
+        database: db.instance({ onConflict: run.onConflict }),
         logger: recordingLogger(),
         metrics: recordingMetrics(),
-        ...modes[mode](applied),
+        ...modes[mode](applied, run),
       }),
     );
     // Each handler gets the batch in another order: claims in key order keep them from deadlocking.
     const responses = await Promise.all(handlers.map((handler, h) => handler({ Records: h % 2 ? [...records].reverse() : records }, lambdaContext())));
     const rows = await db.query('SELECT shipped_count FROM public.orders WHERE order_id LIKE $1', [`${prefix}-%`]);
     expect(rows.map((row) => row.shipped_count)).toEqual(Array(6).fill(1));
-    if (mode === 'applyBatch') expect(applied.n).toBe(6);
+    if (mode === 'applyBatch') expect(applied.n).toBe(6 + runs.reduce((sum, run) => sum + run.rolledBack, 0));
     for (const response of responses) expect(response.batchItemFailures).toEqual([]);
   });
 });

@@ -3,6 +3,8 @@ import type { SQSRecord } from 'aws-lambda';
 import pg from 'pg';
 import { startDataApi } from '../../local/data-api/server.js';
 import type { DataApiServer } from '../../local/data-api/server.js';
+import type { Stats } from '../../local/data-api/stats.js';
+import type { DsqlConflict } from '../../lambda/inbox/transport/dsql/index.js';
 import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
 import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
 import { postgres, PostgresSession } from '../../lambda/inbox/transport/postgres/index.js';
@@ -10,6 +12,7 @@ import type { DatabaseTarget } from '../../lambda/inbox/data-api/session.js';
 import type { InboxSession } from '../../lambda/inbox/transport/session.js';
 import { startWireProxy } from '../../local/wire/proxy.js';
 import { DSQL_PROFILE_EXEMPT, dsqlOnProfile, startDsqlProfile } from '../../local/dsql/profile.js';
+import { CONFLICT_RUN_RETRIES } from './dsql-conflicts.js';
 import type { DsqlProfile } from '../../local/dsql/profile.js';
 import { DSQL_INBOX_MIGRATIONS, DsqlSession, migrateDsql } from '../../lambda/inbox/transport/dsql/index.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';
@@ -33,11 +36,24 @@ export interface InboxFixture {
   readonly url: string;
   /** On the dsql transport: the DSQL profile (its proxy, its conflicts, the statements it refused). */
   readonly dsql?: DsqlProfile | undefined;
-  /** A second, independent target for the same database: another Lambda instance with its own client. */
-  instance(): DatabaseTarget;
+  /**
+   * The conflicts the DSQL profile injected since `server.stats` was last reset (0 off the profile, or at a
+   * rate of 0): a count of calls states its expectation with them (test/support/dsql-conflicts.ts `withConflicts`).
+   */
+  conflictsInjected(): number;
+  /**
+   * A second, independent target for the same database: another Lambda instance with its own client. On the
+   * DSQL profile `onConflict` hears of each conflict its transactions lost (elsewhere there are none).
+   */
+  instance(options?: InstanceOptions): DatabaseTarget;
   /** Runs SQL directly on PostgreSQL, beside the transport, for assertions and setup. */
   query<Row extends Record<string, unknown> = Record<string, any>>(sql: string, params?: unknown[]): Promise<Row[]>;
   close(): Promise<void>;
+}
+
+/** What {@link InboxFixture.instance} takes. */
+export interface InstanceOptions {
+  readonly onConflict?: ((conflict: DsqlConflict) => void) | undefined;
 }
 
 /** A client configured as `inbox()` configures its own: no SDK retries. */
@@ -57,12 +73,14 @@ type OpenTransport = (
   options: NonNullable<Parameters<typeof startDataApi>[0]>,
 ) => Promise<{
   target: DatabaseTarget;
-  instance: () => DatabaseTarget;
+  instance: (options?: InstanceOptions) => DatabaseTarget;
   session: InboxSession;
   server: DataApiServer;
   closers: (() => Promise<void>)[];
   /** The DSQL profile the transport runs on, when it is dsql. */
   dsql?: DsqlProfile;
+  /** Its conflicts injected since the stats were reset. */
+  conflictsInjected?: () => number;
   /** True when the transport applied the migrations in its own form (DSQL's). */
   migrated?: boolean;
 }>;
@@ -82,31 +100,45 @@ async function serverSettings(url: string, options: NonNullable<Parameters<typeo
 /**
  * The `dsql()` target on the DSQL profile (local/dsql/profile.ts: repeatable read, DSQL's supported SQL, its
  * row limit, and OCC conflicts at COMMIT at the rate in `INBOX_TEST_DSQL_CONFLICT_RATE`, default 0), with
- * the migrations in their DSQL form.
+ * the migrations in their DSQL form. With conflicts on, every target retries them with
+ * CONFLICT_RUN_RETRIES (test/support/dsql-conflicts.ts).
  */
 const openDsql: OpenTransport = async (url, server, options) => {
   await serverSettings(url, options);
-  const profile = await startDsqlProfile(url, { conflictRate: Number(process.env.INBOX_TEST_DSQL_CONFLICT_RATE ?? 0) });
+  const conflictRate = Number(process.env.INBOX_TEST_DSQL_CONFLICT_RATE ?? 0);
+  const profile = await startDsqlProfile(url, { conflictRate });
   const database = new URL(url).pathname.slice(1);
   const closers: (() => Promise<void>)[] = [() => profile.close()];
-  const dsqlTarget = () => {
-    const made = dsqlOnProfile(profile, { database });
+  const conflictRetries = conflictRate > 0 ? CONFLICT_RUN_RETRIES : undefined;
+  const dsqlTarget = (options: InstanceOptions = {}) => {
+    const made = dsqlOnProfile(profile, { database, conflictRetries, onConflict: options.onConflict });
     closers.push(() => made.pool.end());
     return made;
   };
   const own = dsqlTarget();
-  const session = new DsqlSession(own.pool, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
+  const session = new DsqlSession(own.pool, { callTimeoutMs: 10_000, resumeDelaysMs: [] }, conflictRetries ? { conflictRetries } : {});
   // The migrations in their DSQL form, through the profile, with conflicts off while they run.
   const rate = profile.proxy.conflicts.rate;
   profile.proxy.conflicts.rate = 0;
   await migrateDsql(session, [DSQL_INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
   profile.proxy.conflicts.rate = rate;
   await profile.enforceRowLimit();
+  // The stats' reset also marks the conflicts injected so far, so that a test counts both from the same moment.
+  let injectedAtReset = 0;
+  const stats = Object.create(profile.proxy.stats, {
+    reset: {
+      value() {
+        injectedAtReset = profile.proxy.conflicts.injected;
+        profile.proxy.stats.reset();
+      },
+    },
+  }) as Stats;
   return {
     target: own as unknown as DatabaseTarget,
-    instance: () => dsqlTarget() as unknown as DatabaseTarget,
+    instance: (options) => dsqlTarget(options) as unknown as DatabaseTarget,
     session,
-    server: Object.create(server, { faults: { value: profile.proxy.faults }, stats: { value: profile.proxy.stats } }) as DataApiServer,
+    server: Object.create(server, { faults: { value: profile.proxy.faults }, stats: { value: stats } }) as DataApiServer,
+    conflictsInjected: () => profile.proxy.conflicts.injected - injectedAtReset,
     closers,
     dsql: profile,
     migrated: true,
@@ -165,6 +197,7 @@ export async function inboxFixture(label: string, options: Parameters<typeof sta
     session: opened.session,
     url,
     dsql: opened.dsql,
+    conflictsInjected: opened.conflictsInjected ?? (() => 0),
     instance: opened.instance,
     query: async (sql, params) => (await pool.query(sql, params)).rows,
     close: async () => {

@@ -15,6 +15,7 @@ import { toSqlParameters } from './parameters.js';
 import type { SqlParams } from './parameters.js';
 import { toResult } from './results.js';
 import type { StatementResult } from './results.js';
+import type { InboxMetrics } from '../telemetry/telemetry.js';
 
 /** Where the database is: an Aurora cluster with the Data API enabled, and the secret to sign in with. */
 export interface DatabaseTarget {
@@ -38,6 +39,11 @@ export interface SessionPolicy {
   readonly timeLeftMs?: (() => number) | undefined;
   /** Told about each resume retry, for the metrics. */
   readonly onResumeRetry?: (() => void) | undefined;
+  /**
+   * The invocation's metrics, for what only a transport sees: the DSQL session adds its conflict retries
+   * (contract.ts `DSQL_CONFLICT_METRICS`) here, and they go out with the invocation's summary.
+   */
+  readonly metrics?: InboxMetrics | undefined;
   /** @default setTimeout */
   readonly sleep?: ((ms: number) => Promise<void>) | undefined;
 }

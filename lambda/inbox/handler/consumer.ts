@@ -114,6 +114,7 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
       timeLeftMs: () => remaining() - margin,
       onResumeRetry: () => tally.resumeRetries++,
       sleep: resolved.sleep,
+      metrics,
     });
     const plan: BatchPlan = {
       // Stryker disable next-line MethodExpression: a source gives a lane to every record of an event or to none (one queue is FIFO or not; every stream record has its shard or partition), so some and every agree

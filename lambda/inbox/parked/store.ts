@@ -173,24 +173,28 @@ export function parkedMessageStore(options: ParkedMessageStoreOptions): ParkedMe
     ...reader(() => session, tables, consumer),
     async discard(ids) {
       if (ids.length === 0) return [];
-      const tx = await session.transaction();
-      try {
-        // Locked in id order, so two discards of overlapping ids wait for each other, never in a cycle;
-        // a concurrent replay or redrive of one of them is either done (and named here) or waits.
-        const { rows } = await tx.execute(
-          `SELECT id, replayed_at, redriven_at, discarded_at FROM ${tables.parked}
-            WHERE consumer_name = :consumer AND id = ANY(:ids::bigint[]) ORDER BY id FOR UPDATE`,
-          { ids: idArray(ids), consumer },
-        );
-        const found = new Map(rows.map((row) => [Number(row.id), refusalOf(row.replayed_at !== null, row.redriven_at !== null, row.discarded_at !== null)]));
-        const open = [...found].filter(([, refusal]) => refusal === undefined).map(([id]) => id);
-        if (open.length > 0) await tx.execute(`UPDATE ${tables.parked} SET discarded_at = now() WHERE id = ANY(:ids::bigint[])`, { ids: idArray(open) });
-        await tx.commit();
-        return ids.map((id) => ({ id, status: found.has(id) ? (found.get(id) ?? 'discarded') : 'not-found' }));
-      } catch (error) {
-        await tx.rollback().catch(() => {});
-        throw error;
-      }
+      // On Aurora DSQL a conflict at COMMIT rolled the discard back for certain: it runs again, and reads again.
+      const found = await retryConflicts(session, async () => {
+        const tx = await session.transaction();
+        try {
+          // Locked in id order, so two discards of overlapping ids wait for each other, never in a cycle;
+          // a concurrent replay or redrive of one of them is either done (and named here) or waits.
+          const { rows } = await tx.execute(
+            `SELECT id, replayed_at, redriven_at, discarded_at FROM ${tables.parked}
+              WHERE consumer_name = :consumer AND id = ANY(:ids::bigint[]) ORDER BY id FOR UPDATE`,
+            { ids: idArray(ids), consumer },
+          );
+          const read = new Map(rows.map((row) => [Number(row.id), refusalOf(row.replayed_at !== null, row.redriven_at !== null, row.discarded_at !== null)]));
+          const open = [...read].filter(([, refusal]) => refusal === undefined).map(([id]) => id);
+          if (open.length > 0) await tx.execute(`UPDATE ${tables.parked} SET discarded_at = now() WHERE id = ANY(:ids::bigint[])`, { ids: idArray(open) });
+          await tx.commit();
+          return read;
+        } catch (error) {
+          await tx.rollback().catch(() => {});
+          throw error;
+        }
+      });
+      return ids.map((id) => ({ id, status: found.has(id) ? (found.get(id) ?? 'discarded') : 'not-found' }));
     },
   };
 }

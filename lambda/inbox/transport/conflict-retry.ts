@@ -1,5 +1,5 @@
 import { DatabaseCallError } from '../errors.js';
-import type { ConflictListener, ConflictRetryPolicy } from './session.js';
+import type { ConflictRetryPolicy } from './session.js';
 
 /**
  * True for a serialization failure that the database answered (SQLSTATE 40001): the transaction was rolled
@@ -17,21 +17,39 @@ export function conflictDelayMs(policy: ConflictRetryPolicy, attempt: number, ra
   return Math.floor(random() * ceiling);
 }
 
+/** One optimistic-concurrency conflict a transaction lost, as `dsql({ onConflict })` is told of it. */
+export interface DsqlConflict {
+  /** Which run of the transaction conflicted: 1 for the first. */
+  readonly attempt: number;
+  /**
+   * `true`: the transaction runs again after `delayMs`. `false`: the policy's attempts are spent, and
+   * this conflict is the transaction's failure (a record's: it is reported failed and SQS delivers it again).
+   */
+  readonly retried: boolean;
+  /** The jittered wait before the next run, in milliseconds; 0 when `retried` is false. */
+  readonly delayMs: number;
+  /** The database's answer: SQLSTATE 40001, with DSQL's OC000 or OC001 in its message. */
+  readonly error: DatabaseCallError;
+}
+
 /**
  * How a dialect with optimistic concurrency (Aurora DSQL) runs a whole transaction (begin to commit): again
  * after each serialization failure, up to the policy's attempts, after a jittered wait; the last failure is
- * thrown. The session's dialect carries it, so a consumer on a database without one bundles none of it.
+ * thrown. `onConflict` hears of each conflict, retried or not. The session's dialect carries it, so a
+ * consumer on a database without one bundles none of it.
  */
-export function conflictRetrier(policy: ConflictRetryPolicy) {
-  return async <T>(transaction: () => Promise<T>, onRetry?: ConflictListener): Promise<T> => {
+export function conflictRetrier(policy: ConflictRetryPolicy, onConflict: (conflict: DsqlConflict) => void = () => {}) {
+  return async <T>(transaction: () => Promise<T>): Promise<T> => {
     for (let attempt = 1; ; attempt++) {
       try {
         return await transaction();
       } catch (error) {
-        if (attempt > policy.attempts || !isSerializationFailure(error)) throw error;
-        onRetry?.(attempt, error);
-        const wait = conflictDelayMs(policy, attempt);
-        if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+        if (!isSerializationFailure(error)) throw error;
+        const retried = attempt <= policy.attempts;
+        const delayMs = retried ? conflictDelayMs(policy, attempt) : 0;
+        onConflict({ attempt, retried, delayMs, error });
+        if (!retried) throw error;
+        if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
       }
     }
   };

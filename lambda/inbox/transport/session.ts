@@ -1,4 +1,3 @@
-import type { DatabaseCallError } from '../errors.js';
 import type { Transaction } from '../data-api/session.js';
 import type { SqlParams } from '../data-api/parameters.js';
 import type { StatementResult } from '../data-api/results.js';
@@ -10,7 +9,7 @@ import type { PassThrough } from './pass-through.js';
  * run unchanged on the Data API ({@link DataApiSession}) and on the PostgreSQL wire protocol
  * ({@link PostgresSession}). SQL uses `:name` parameters on both.
  *
- * Every failure is a {@link DatabaseCallError} whose `failure` and `ambiguous` say how the call left things;
+ * Every failure is a `DatabaseCallError` whose `failure` and `ambiguous` say how the call left things;
  * a transport classifies its own failures (a Data API 5xx, a socket reset while COMMIT was in flight).
  * A session never retries a call that may have run.
  */
@@ -57,13 +56,11 @@ export interface SessionDialect {
   readonly maxRecordsPerTransaction?: number | undefined;
   /**
    * Runs a whole transaction under {@link conflictRetries} (transport/conflict-retry.ts's `conflictRetrier`):
-   * carried by the dialect, so a consumer on a database without one bundles none of it.
+   * carried by the dialect, so a consumer on a database without one bundles none of it. The dialect counts
+   * the conflicts it retries itself (the DSQL session: `ConflictRetries`, `ConflictsExhausted`).
    */
-  readonly runTransaction?: (<T>(transaction: () => Promise<T>, onRetry?: ConflictListener) => Promise<T>) | undefined;
+  readonly runTransaction?: (<T>(transaction: () => Promise<T>) => Promise<T>) | undefined;
 }
-
-/** What `retryConflicts` reports after each conflict it retried. */
-export type ConflictListener = (attempt: number, error: DatabaseCallError) => void;
 
 /** How a transaction that lost an optimistic-concurrency conflict is run again. */
 export interface ConflictRetryPolicy {

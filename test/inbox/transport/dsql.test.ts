@@ -5,7 +5,7 @@ import { INBOX_MIGRATIONS, migrate, purge } from '../../../lambda/inbox/operatio
 import { inbox } from '../../../lambda/inbox/handler/batch-handlers.js';
 import type { InboxOptions } from '../../../lambda/inbox/index.js';
 import { dsql, DSQL_DIALECT, DSQL_INBOX_MIGRATIONS, dsqlFromEnvironment, DsqlSession, migrateDsql } from '../../../lambda/inbox/transport/dsql/index.js';
-import type { DsqlTarget } from '../../../lambda/inbox/transport/dsql/index.js';
+import type { DsqlConflict, DsqlTarget } from '../../../lambda/inbox/transport/dsql/index.js';
 import { tokenSource } from '../../../lambda/inbox/transport/dsql/connection.js';
 import { checkDsqlSql, DSQL_SQL_RULES } from '../../../lambda/inbox/transport/dsql/supported-sql.js';
 import { PostgresSession } from '../../../lambda/inbox/transport/postgres/index.js';
@@ -15,6 +15,7 @@ import { EXAMPLE_ORDER_MIGRATIONS } from '../../../demo/functions/example-migrat
 import { freshDatabase } from '../../support/database.js';
 import { lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
 import { park } from '../../../lambda/inbox/parked/index.js';
+import { parkedMessageStore } from '../../../lambda/inbox/parked/store.js';
 
 let url: string;
 let direct: pg.Pool;
@@ -95,6 +96,19 @@ const handlerFor = (mode: string, database: DsqlTarget = target()) =>
     ...MODES[mode],
   } as InboxOptions<Order>);
 
+/** A handler whose every message is a poison one, parked (`onPermanentError: park`). */
+const parkingHandler = () =>
+  inbox<Order>({
+    consumer: 'order-worker',
+    database: target() as never,
+    logger: recordingLogger(),
+    metrics: recordingMetrics(),
+    onPermanentError: park,
+    apply: async () => {
+      throw new PermanentError('poison');
+    },
+  });
+
 const shippedCounts = async () => (await direct.query('SELECT shipped_count FROM public.orders')).rows.map((row) => row.shipped_count as number);
 
 describe('dsql(): the target', () => {
@@ -110,6 +124,7 @@ describe('dsql(): the target', () => {
       [{ clusterId: 'abc', region: 'us-east-1', maxConnections: 0 }, 'dsql.maxConnections'],
       [{ clusterId: 'abc', region: 'us-east-1', maxRecordsPerTransaction: 3001 }, 'dsql.maxRecordsPerTransaction'],
       [{ clusterId: 'abc', region: 'us-east-1', conflictRetries: { attempts: -1, baseDelayMs: 1, maxDelayMs: 2 } }, 'dsql.conflictRetries'],
+      [{ clusterId: 'abc', region: 'us-east-1', onConflict: 'log' }, 'dsql.onConflict'],
     ];
     for (const [options, option] of cases) {
       expect(() => dsql(options as never), JSON.stringify(options)).toThrow(expect.objectContaining({ option }));
@@ -181,6 +196,34 @@ describe('the DSQL profile', () => {
     await expect(session.execute(sql)).rejects.toMatchObject({ failure: 'statement', sqlState: '0A000', message: expect.stringContaining(id) });
     expect(await shippedCounts()).toEqual([1]);
     expect(profile.violations.map((violation) => violation.rule.id)).toContain(id);
+  });
+
+  it('records what the guide says of the constructs issue 24 asked about, and refuses each (strictly, where it is open)', () => {
+    const asked = {
+      'data-modifying-cte':
+        "WITH claim AS (INSERT INTO inbox.consumed_message (consumer_name, message_id) VALUES ('c', 'm') RETURNING message_id) SELECT * FROM claim",
+      ctid: 'DELETE FROM inbox.consumed_message WHERE ctid = ANY (ARRAY(SELECT ctid FROM inbox.consumed_message LIMIT 10))',
+      'skip-locked': 'SELECT message_id FROM inbox.consumed_message LIMIT 10 FOR UPDATE SKIP LOCKED',
+      'temporary-table': 'CREATE TEMP TABLE scratch (id int)',
+      trigger: 'CREATE TRIGGER t AFTER INSERT ON public.orders FOR EACH ROW EXECUTE FUNCTION f()',
+    };
+    for (const [id, sql] of Object.entries(asked)) {
+      const rule = DSQL_SQL_RULES.find((candidate) => candidate.id === id)!;
+      expect(rule.checked, id).toMatchObject({ on: expect.stringMatching(/^\d{4}-\d{2}-\d{2}$/), found: expect.any(String) });
+      for (const source of rule.checked!.sources) expect(source, id).toMatch(/^https:\/\/docs\.aws\.amazon\.com\/aurora-dsql\//);
+      // Confirmed unsupported: refused always; open: refused by the strict check, and recorded as unverified.
+      expect(rule.checked!.confirmed, id).toBe(rule.status === 'unsupported');
+      expect(
+        checkDsqlSql(sql, true).map((violation) => violation.rule.id),
+        id,
+      ).toContain(id);
+      expect(
+        checkDsqlSql(sql)
+          .map((violation) => violation.rule.id)
+          .includes(id),
+        id,
+      ).toBe(rule.checked!.confirmed);
+    }
   });
 
   it('keeps every rule with a source in DSQL user guide, and passes what DSQL supports', () => {
@@ -261,6 +304,35 @@ describe('optimistic concurrency on the DSQL profile', () => {
     expect((await direct.query('SELECT count(*)::int AS n FROM inbox.consumed_message')).rows[0].n).toBe(0);
   });
 
+  it("counts each retry (ConflictRetries) and the conflict past the retries (ConflictsExhausted) in the invocation's metrics, and tells onConflict", async () => {
+    profile.proxy.conflicts.rate = 1;
+    const heard: DsqlConflict[] = [];
+    const metrics = recordingMetrics();
+    const handler = inbox<Order>({
+      consumer: 'order-worker',
+      database: target({ conflictRetries: { attempts: 2, baseDelayMs: 1, maxDelayMs: 2 }, onConflict: (conflict) => heard.push(conflict) }) as never,
+      logger: recordingLogger(),
+      metrics,
+      ...MODES.transaction,
+    } as InboxOptions<Order>);
+    await handler({ Records: [sqsRecord({ body: { orderId: 'counted' } })] }, lambdaContext());
+    // One EMF record for the invocation: its two retries, the conflict that failed the record, the failure.
+    expect(metrics.published).toHaveLength(1);
+    expect(metrics.published[0]).toMatchObject({ ConflictRetries: [1, 1], ConflictsExhausted: [1], Failures: [1] });
+    expect(heard.map(({ attempt, retried }) => ({ attempt, retried }))).toEqual([
+      { attempt: 1, retried: true },
+      { attempt: 2, retried: true },
+      { attempt: 3, retried: false },
+    ]);
+    expect(heard.map((conflict) => conflict.error.sqlState)).toEqual(['40001', '40001', '40001']);
+    expect(heard[2]!.delayMs).toBe(0);
+    // Without a conflict, neither metric: the Sum over an invocation is its conflicts.
+    profile.proxy.conflicts.rate = 0;
+    await handler({ Records: [sqsRecord({ body: { orderId: 'not-counted' } })] }, lambdaContext());
+    expect(Object.keys(metrics.published[1]!)).not.toContain('ConflictRetries');
+    expect(Object.keys(metrics.published[1]!)).not.toContain('ConflictsExhausted');
+  });
+
   it('keeps the connection after a conflict at COMMIT: a retry opens no new connection (DSQL allows 100 a second)', async () => {
     profile.proxy.conflicts.rate = 1;
     let opened = 0;
@@ -286,6 +358,22 @@ describe('optimistic concurrency on the DSQL profile', () => {
     await tx.execute(SHIP, { orderId: 'o-1' });
     await expect(tx.commit()).rejects.toMatchObject({ sqlState: '40001', ambiguous: false, message: expect.stringContaining(DSQL_ROW_CONFLICT.message) });
     expect(await shippedCounts()).toEqual([]);
+  });
+
+  it('discards a parked message through a conflict at its COMMIT: the discard runs again, whole', async () => {
+    await direct.query('DELETE FROM inbox.parked_message');
+    const parking = parkingHandler();
+    await parking({ Records: [sqsRecord({ body: { orderId: 'to-discard' } })] }, lambdaContext());
+    const store = parkedMessageStore({ session: new DsqlSession(target().pool, { callTimeoutMs: 5000, resumeDelaysMs: [] }), consumer: 'order-worker' });
+    const [parked] = await store.list();
+    // The discard's COMMIT (the first write the dice are asked about) conflicts; its second run's does not.
+    const dice = [0];
+    profile.proxy.conflicts.rate = 0.5;
+    profile.proxy.conflicts.random = () => dice.shift() ?? 0.99;
+    const before = profile.proxy.conflicts.injected;
+    expect(await store.discard([parked!.id])).toEqual([{ id: parked!.id, status: 'discarded' }]);
+    expect(profile.proxy.conflicts.injected - before).toBe(1);
+    expect(await store.list()).toEqual([]);
   });
 
   it('two deliveries racing on one claim end as one winner and one duplicate, the effect once', async () => {
@@ -320,16 +408,7 @@ describe('what the runtime sends that DSQL guide does not list either way', () =
       await handlerFor(mode)({ Records: records }, lambdaContext());
       await handlerFor(mode)({ Records: records }, lambdaContext());
     }
-    const parking = inbox<Order>({
-      consumer: 'order-worker',
-      database: target() as never,
-      logger: recordingLogger(),
-      metrics: recordingMetrics(),
-      onPermanentError: park,
-      apply: async () => {
-        throw new PermanentError('poison');
-      },
-    });
+    const parking = parkingHandler();
     await parking({ Records: [sqsRecord({ body: { orderId: 'parked' } })] }, lambdaContext());
     await purge(new DsqlSession(target().pool, { callTimeoutMs: 10_000, resumeDelaysMs: [] }), { retentionSeconds: 3600 });
     expect([...new Set(profile.unverified.slice(before).map((violation) => violation.rule.id))].sort()).toEqual(['ctid', 'data-modifying-cte', 'skip-locked']);

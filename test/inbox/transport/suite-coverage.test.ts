@@ -2,6 +2,7 @@ import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DATA_API_ONLY_FILES, DATA_API_ONLY_TESTS, TRANSPORT_FREE_FILES } from '../../support/data-api-only.js';
+import { DSQL_CONFLICT_FILES, NOT_UNDER_CONFLICTS } from '../../support/dsql-conflicts.js';
 
 // The wire project runs every test/inbox file but those test/support/data-api-only.ts lists with a reason.
 // These checks keep the lists true, so that nothing is left out of the wire run silently.
@@ -38,6 +39,30 @@ describe('the wire run leaves out only what is listed, with its reason', () => {
       for (const name of Object.keys(names)) expect(calls, `${file} > ${name}`).toContain(name);
     }
     const marked = testFiles('test/inbox').flatMap((file) => [...source(file).matchAll(/dataApiOnly\(\s*'([^']+)'/g)].map((match) => [file, match[1]]));
+    for (const [file, named] of marked) expect(named, `${file} marks a test of another file`).toBe(file);
+  });
+});
+
+describe('the dsql-conflicts run holds the core suites, and leaves out only what is listed, with its reason', () => {
+  it('names files that exist and go through the transport switch, each with what it proves', () => {
+    for (const [file, what] of Object.entries(DSQL_CONFLICT_FILES)) {
+      expect(existsSync(join(root, file)), file).toBe(true);
+      expect(what, file).toBeTruthy();
+      expect(usesTheSwitch(file), `${file} never uses inboxFixture: it would not run on the DSQL profile`).toBe(true);
+      expect(file in DATA_API_ONLY_FILES || file in TRANSPORT_FREE_FILES, `${file} is left out of the wire projects`).toBe(false);
+    }
+  });
+
+  it('lists each test left out under conflicts where it is marked notUnderConflicts, in a file the run holds', () => {
+    for (const [file, names] of Object.entries(NOT_UNDER_CONFLICTS)) {
+      expect(file in DSQL_CONFLICT_FILES, `${file} is not run under conflicts at all`).toBe(true);
+      const calls = [...source(file).matchAll(/notUnderConflicts\(\s*'([^']+)',\s*'([^']+)'/g)].map((match) => match[2]);
+      for (const [name, why] of Object.entries(names)) {
+        expect(calls, `${file} > ${name}`).toContain(name);
+        expect(why, `${file} > ${name}`).toBeTruthy();
+      }
+    }
+    const marked = testFiles('test/inbox').flatMap((file) => [...source(file).matchAll(/notUnderConflicts\(\s*'([^']+)'/g)].map((match) => [file, match[1]]));
     for (const [file, named] of marked) expect(named, `${file} marks a test of another file`).toBe(file);
   });
 });

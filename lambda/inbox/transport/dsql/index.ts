@@ -15,10 +15,13 @@ import { WIRE_SESSION } from '../wire-target.js';
 import type { WireTarget } from '../wire-target.js';
 import { dsqlPool, resolveConnection } from './connection.js';
 import { INBOX_ENV } from '../../contract.js';
+import type { DsqlConflictMetric } from '../../contract.js';
 import { conflictRetrier } from '../conflict-retry.js';
+import type { DsqlConflict } from '../conflict-retry.js';
 
 export { DSQL_LIMITS } from './connection.js';
 export type { ConflictRetryPolicy } from '../session.js';
+export type { DsqlConflict } from '../conflict-retry.js';
 
 /** Options of {@link dsql}. Pass exactly one of `endpoint` and `clusterId`. */
 export interface DsqlOptions {
@@ -52,6 +55,15 @@ export interface DsqlOptions {
   /** An optimistic-concurrency conflict (SQLSTATE 40001) runs the record's transaction again this way. @default DSQL_CONFLICT_RETRIES */
   readonly conflictRetries?: ConflictRetryPolicy | undefined;
   /**
+   * Told of each optimistic-concurrency conflict a transaction lost, retried or not, after the consumer's
+   * metrics counted it (`ConflictRetries`, `ConflictsExhausted`): for a log line or a test's tally. It must not
+   * throw.
+   * @default none
+   * @example
+   * dsql({ clusterId, region, user, onConflict: (conflict) => console.log(conflict.attempt, conflict.retried) })
+   */
+  readonly onConflict?: ((conflict: DsqlConflict) => void) | undefined;
+  /**
    * The batch modes claim and apply at most this many records per transaction, so that the claims and the
    * effect stay within DSQL's 3,000 modified rows: lower it when your `applyBatch` writes more than two rows
    * per record.
@@ -83,13 +95,25 @@ export interface DsqlTarget extends WireTarget {
 /** DSQL's dialect: conflicts retried, at most 3,000 modified rows a transaction, 1,000 records per batch transaction. */
 export const DSQL_DIALECT: SessionDialect = { conflictRetries: DSQL_CONFLICT_RETRIES, maxModifiedRows: 3000, maxRecordsPerTransaction: 1000 };
 
-/** The session on a DSQL target: the wire session, with DSQL's optimistic concurrency and row limit as its dialect. */
+/** What a {@link DsqlSession} takes beside its pool and policy: DSQL's rules to change, and who hears of conflicts. */
+export type DsqlSessionOptions = Partial<SessionDialect> & Pick<DsqlOptions, 'onConflict'>;
+
+/**
+ * The session on a DSQL target: the wire session, with DSQL's optimistic concurrency and row limit as its
+ * dialect. Each conflict counts in the policy's `metrics` (the invocation's): `ConflictRetries` when the
+ * transaction runs again, `ConflictsExhausted` when the retries ran out.
+ */
 export class DsqlSession extends PostgresSession {
   readonly dialect: SessionDialect;
-  constructor(pool: PostgresPool, policy: SessionPolicy, dialect: Partial<SessionDialect> = {}, idleCheckMs?: number) {
+  constructor(pool: PostgresPool, policy: SessionPolicy, options: DsqlSessionOptions = {}, idleCheckMs?: number) {
     super({ pool, idleCheckMs }, { callTimeoutMs: policy.callTimeoutMs, timeLeftMs: policy.timeLeftMs });
+    const { onConflict, ...dialect } = options;
     const merged = { ...DSQL_DIALECT, ...dialect };
-    this.dialect = { ...merged, runTransaction: conflictRetrier(merged.conflictRetries) };
+    const counted = (conflict: DsqlConflict) => {
+      policy.metrics?.addMetric((conflict.retried ? 'ConflictRetries' : 'ConflictsExhausted') satisfies DsqlConflictMetric, 'Count', 1);
+      onConflict?.(conflict);
+    };
+    this.dialect = { ...merged, runTransaction: conflictRetrier(merged.conflictRetries, counted) };
   }
 }
 
@@ -117,6 +141,12 @@ export function dsql(options: DsqlOptions): DsqlTarget {
       'needs a whole `attempts` >= 0 and 0 <= `baseDelayMs` <= `maxDelayMs`, e.g. { attempts: 3, baseDelayMs: 20, maxDelayMs: 1000 }',
     );
   }
+  if (options.onConflict !== undefined && typeof options.onConflict !== 'function') {
+    throw new InboxConfigError(
+      'dsql.onConflict',
+      'must be a function of one conflict, e.g. (conflict) => console.log(conflict.attempt, conflict.retried), or left out',
+    );
+  }
   const perTransaction = options.maxRecordsPerTransaction ?? 1000;
   if (!Number.isInteger(perTransaction) || perTransaction < 1 || perTransaction > 3000) {
     throw new InboxConfigError(
@@ -128,7 +158,12 @@ export function dsql(options: DsqlOptions): DsqlTarget {
   return {
     pool,
     [WIRE_SESSION]: (policy: SessionPolicy) =>
-      new DsqlSession(pool, policy, { conflictRetries: retries, maxRecordsPerTransaction: perTransaction }, options.idleCheckMs),
+      new DsqlSession(
+        pool,
+        policy,
+        { conflictRetries: retries, maxRecordsPerTransaction: perTransaction, onConflict: options.onConflict },
+        options.idleCheckMs,
+      ),
   };
 }
 

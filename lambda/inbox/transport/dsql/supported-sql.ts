@@ -7,6 +7,8 @@
  * - `unsupported`: DSQL's user guide says so;
  * - `not-listed`: the guide's supported-SQL page (which calls itself "not exhaustive") does not list it, and
  *   no primary source was found either way; refused by the profile's strict check only.
+ *
+ * The constructs issue 24 asked about carry `checked`: what the pages said on the day they were read.
  */
 
 const GUIDE = 'https://docs.aws.amazon.com/aurora-dsql/latest/userguide';
@@ -18,6 +20,8 @@ export const DSQL_SOURCES = {
   ddl: `${GUIDE}/working-with-ddl.html`,
   quotas: `${GUIDE}/CHAP_quotas.html`,
   concurrency: `${GUIDE}/working-with-concurrency-control.html`,
+  /** The markdown edition of the supported-SQL page, which is newer than some HTML translations (`FOR { UPDATE | KEY SHARE }`). */
+  supportedSqlMarkdown: `${GUIDE}/working-with-postgresql-compatibility-supported-sql-features.md`,
 } as const;
 
 /** One thing DSQL refuses, and how to recognise it in a statement's text. */
@@ -29,7 +33,23 @@ export interface DsqlSqlRule {
   /** What DSQL does instead, or what to write instead. */
   readonly says: string;
   readonly source: string;
+  /** For a construct the inbox was asked to check (issue 24): what the pages said when read, and what stays open. */
+  readonly checked?: DsqlSqlCheck | undefined;
 }
+
+/** What the guide's pages said of one construct when they were read, with each page read. */
+export interface DsqlSqlCheck {
+  /** The day the pages were read (UTC). */
+  readonly on: string;
+  /** What they say, and whether the runtime sends the construct on DSQL. */
+  readonly found: string;
+  /** `true` when a page settles it; `false` when only a real cluster can. */
+  readonly confirmed: boolean;
+  readonly sources: readonly string[];
+}
+
+/** When the constructs of issue 24 were looked up. */
+const CHECKED_ON = '2026-12-02';
 
 const TABLE_DDL = String.raw`^\s*(?:CREATE|ALTER)\s+TABLE\b`;
 
@@ -47,6 +67,14 @@ export const DSQL_SQL_RULES: readonly DsqlSqlRule[] = [
     pattern: /^\s*CREATE\s+(?:OR\s+REPLACE\s+)?(?:CONSTRAINT\s+)?TRIGGER\b/,
     says: 'triggers are not supported',
     source: DSQL_SOURCES.unsupported,
+    checked: {
+      on: CHECKED_ON,
+      found:
+        'Unsupported: the unsupported-features page lists triggers among the unsupported objects and CREATE TRIGGER among the unsupported ' +
+        "expressions. The runtime creates none; the DSQL profile's own row-limit trigger is installed beside it, on a connection of its own.",
+      confirmed: true,
+      sources: [DSQL_SOURCES.unsupported],
+    },
   },
   {
     id: 'temporary-table',
@@ -54,6 +82,14 @@ export const DSQL_SQL_RULES: readonly DsqlSqlRule[] = [
     pattern: /^\s*CREATE\s+(?:(?:GLOBAL|LOCAL)\s+)?(?:TEMP|TEMPORARY)\s+TABLE\b/,
     says: 'temporary tables are not supported',
     source: DSQL_SOURCES.unsupported,
+    checked: {
+      on: CHECKED_ON,
+      found:
+        'Unsupported: the unsupported-features page lists temporary tables among the unsupported objects and CREATE TEMPORARY TABLES ' +
+        'among the unsupported expressions. The runtime creates none: batch inputs are jsonb_to_recordset in the statement.',
+      confirmed: true,
+      sources: [DSQL_SOURCES.unsupported],
+    },
   },
   {
     id: 'procedural-language',
@@ -140,6 +176,15 @@ export const DSQL_SQL_RULES: readonly DsqlSqlRule[] = [
     pattern: /\bSKIP\s+LOCKED\b|\bNOWAIT\b/,
     says: 'only FOR UPDATE and FOR KEY SHARE are listed, with no SKIP LOCKED or NOWAIT (there are no locks to skip)',
     source: DSQL_SOURCES.supportedSql,
+    checked: {
+      on: CHECKED_ON,
+      found:
+        'Not confirmed either way. The supported-SQL page lists `FOR { UPDATE | KEY SHARE }` (older editions: FOR UPDATE) with "transaction ' +
+        'limits apply", and no SKIP LOCKED or NOWAIT; the unsupported-features page does not name them; the concurrency page says DSQL is ' +
+        "lock-free. The purge's DELETE sends FOR UPDATE SKIP LOCKED on DSQL.",
+      confirmed: false,
+      sources: [DSQL_SOURCES.supportedSqlMarkdown, DSQL_SOURCES.unsupported, DSQL_SOURCES.concurrency],
+    },
   },
   {
     id: 'advisory-lock',
@@ -154,6 +199,15 @@ export const DSQL_SQL_RULES: readonly DsqlSqlRule[] = [
     pattern: /\bCTID\b/,
     says: 'system columns such as ctid are not listed: address rows by their primary key',
     source: DSQL_SOURCES.supportedSql,
+    checked: {
+      on: CHECKED_ON,
+      found:
+        'Not confirmed either way: no page of the guide mentions ctid or system columns, in the supported SQL or in the unsupported ' +
+        "features (DSQL's storage is its own, so a row's ctid may not mean what it means on PostgreSQL). The purge's DELETE finds its rows " +
+        'by ctid on DSQL.',
+      confirmed: false,
+      sources: [DSQL_SOURCES.supportedSqlMarkdown, DSQL_SOURCES.unsupported],
+    },
   },
   {
     id: 'data-modifying-cte',
@@ -161,6 +215,16 @@ export const DSQL_SQL_RULES: readonly DsqlSqlRule[] = [
     pattern: /^\s*WITH\b[\s\S]*\bAS\s*(?:NOT\s+)?(?:MATERIALIZED\s*)?\(\s*(?:INSERT|UPDATE|DELETE|MERGE)\b/,
     says: 'WITH is listed for SELECT; INSERT, UPDATE or DELETE inside WITH is not',
     source: DSQL_SOURCES.supportedSql,
+    checked: {
+      on: CHECKED_ON,
+      found:
+        'Not confirmed either way. The supported-SQL page lists WITH (common table expressions) as a clause of SELECT and WITH as a clause ' +
+        'of UPDATE; of INSERT it lists INTO, VALUES and SELECT (not RETURNING or ON CONFLICT, which AWS itself uses), of DELETE USING and ' +
+        'WHERE; it calls itself "not exhaustive". The unsupported-features page does not name data-modifying WITH. Every claim on DSQL is ' +
+        '`WITH claim AS (INSERT ... ON CONFLICT DO NOTHING RETURNING ...)`: if a cluster refuses it, every mode needs its claim in two statements.',
+      confirmed: false,
+      sources: [DSQL_SOURCES.supportedSqlMarkdown, DSQL_SOURCES.unsupported],
+    },
   },
   {
     id: 'isolation-level',
