@@ -16,10 +16,11 @@ export const PACKAGE_FUNCTIONS = {
   purge: '../lambda/functions/purge/cleanup.ts',
   /** The scheduled outbox sweeper. */
   'outbox-sweeper': '../lambda/functions/outbox-sweeper/outbox-sweeper.ts',
-  /** The Aurora DSQL schema and role-mapping custom resources (the one function that connects as DSQL's admin). */
-  'dsql-schema': '../lambda/functions/dsql-schema/dsql-schema.ts',
-  /** The scheduled purge and outbox sweeper on Aurora DSQL, one bundle (node-postgres and the signer once): handlers `purge` and `sweep`. */
-  'dsql-maintenance': '../lambda/functions/dsql-maintenance/dsql-maintenance.ts',
+  /**
+   * The Aurora DSQL functions, one bundle (node-postgres and the signer once): handlers `schema` (the schema and
+   * role-mapping custom resources, the one function that connects as DSQL's admin), `purge` and `sweep`.
+   */
+  dsql: '../lambda/functions/dsql/index.ts',
 } as const;
 
 /** The name of one of the package's own functions. */

@@ -126,7 +126,7 @@ export class InboxDsqlDatabase extends Construct {
   /** The schema of the inbox tables. */
   public readonly schema: string;
   /**
-   * The schema function (lambda/functions/dsql-schema/), signed in as `admin`: the only holder of
+   * The schema function (lambda/functions/dsql-schema/, handler `schema` of the `dsql` bundle), signed in as `admin`: the only holder of
    * `dsql:DbConnectAdmin`. It applies the migrations (`schemaMigration`) and maps each role (`roles`).
    */
   public readonly roleFunction: InboxFunction;
@@ -160,9 +160,10 @@ export class InboxDsqlDatabase extends Construct {
     this.region = Stack.of(this).region;
     this.endpoint = Fn.join('', [this.clusterId, '.dsql.', this.region, '.on.aws']);
 
-    const code = functionCode('dsql-schema');
+    const code = functionCode('dsql');
     this.roleFunction = new InboxFunction(this, 'RoleFunction', {
       ...code.source,
+      handler: 'schema',
       environment: {},
       // Each migration is a DDL transaction of its own, and DSQL builds an index asynchronously: minutes at most.
       timeout: Duration.minutes(5),

@@ -177,7 +177,7 @@ export class InboxOutboxRelay extends Construct implements OutboxRelayMark {
     const database = props.database;
     if (database instanceof InboxDsqlDatabase) {
       const fn = new InboxFunction(this, 'Sweeper', {
-        ...functionCode('dsql-maintenance').source,
+        ...functionCode('dsql').source,
         handler: 'sweep',
         timeout,
         description: `${description} (Aurora DSQL)`,

@@ -164,7 +164,7 @@ export class InboxCleanup extends Construct {
         );
       }
       const fn = new InboxFunction(this, 'Purge', {
-        ...functionCode('dsql-maintenance').source,
+        ...functionCode('dsql').source,
         handler: 'purge',
         timeout,
         description: `${description} (Aurora DSQL)`,

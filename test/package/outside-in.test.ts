@@ -106,8 +106,7 @@ describe('the tarball', () => {
         'dist/lib/assets/migration/index.mjs',
         'dist/lib/assets/purge/index.mjs',
         'dist/lib/assets/outbox-sweeper/index.mjs',
-        'dist/lib/assets/dsql-schema/index.mjs',
-        'dist/lib/assets/dsql-maintenance/index.mjs',
+        'dist/lib/assets/dsql/index.mjs',
       ]),
     );
     // The demo never ships: of demo/ only the example set the migration function still carries as a built-in.
@@ -271,10 +270,11 @@ describe.each(APPS)('the packed package in $name ($module)', ({ name, module, st
       await Promise.all((await readdir(prebuilt)).map(async (asset) => [asset, await readFile(join(prebuilt, asset, 'index.mjs'), 'utf8')] as const)),
     );
     const deployed = await functionCodes(join(app, 'cdk.out.package-only'), 'PackageOnly');
-    expect(Object.keys(expected).sort()).toEqual(['dsql-maintenance', 'dsql-schema', 'migration', 'outbox-sweeper', 'purge']);
+    expect(Object.keys(expected).sort()).toEqual(['dsql', 'migration', 'outbox-sweeper', 'purge']);
     expect(deployed.map((code) => Object.keys(expected).find((asset) => expected[asset] === code)).sort()).toEqual([
-      'dsql-maintenance',
-      'dsql-schema',
+      // The DSQL schema function and the DSQL purge: one bundle, two functions (each with a role of its own).
+      'dsql',
+      'dsql',
       'migration',
       'outbox-sweeper',
       'purge',
