@@ -17,7 +17,7 @@ import type { ConsumerParts } from '../parked/parking-runtime.js';
 import { prepare } from '../prepare/prepare.js';
 import { inboxTables } from '../sql/schema.js';
 import type { InboxTables } from '../sql/schema.js';
-import { sqsSource } from '../sources/sqs.js';
+import { sqsInboxSource } from '../sources/sqs.js';
 import type { InboxSource, SourceName, SourceRecord } from '../sources/source.js';
 import { BatchTally, defaultTelemetry, errorFields, publishSummary } from '../telemetry/telemetry.js';
 import type { InboxLogger, InboxMetrics } from '../telemetry/telemetry.js';
@@ -63,7 +63,7 @@ export function inbox<Body = any>(options: InboxOptions<Body>): InboxHandler {
 
 /** `inbox()`, with the batch modes' code when it is given (by `sqs-inbox/batch`). */
 export function sqsConsumer<Body>(options: InboxOptions<Body>, batchModes: BatchModes | undefined): InboxHandler {
-  return consumerHandler<Body, SQSRecord, SQSBatchResponse, KeyStrategy, SQSEvent>(sqsSource, options, options?.key, SQS_OPTIONS, 'inbox', batchModes);
+  return consumerHandler<Body, SQSRecord, SQSBatchResponse, KeyStrategy, SQSEvent>(sqsInboxSource, options, options?.key, SQS_OPTIONS, 'inbox', batchModes);
 }
 
 /**

@@ -36,7 +36,7 @@ const EXPECTED = {
 };
 
 /** DynamoDB Streams: records named by sequence number, the shard as lane, failures reported as the first failed sequence number. */
-export const dynamoDbSource: InboxSource<DynamoDBRecord, DynamoDBBatchResponse, DynamoDbKeyStrategy> = {
+export const dynamoDbInboxSource: InboxSource<DynamoDBRecord, DynamoDBBatchResponse, DynamoDbKeyStrategy> = {
   name: 'dynamodb',
   countsDeliveries: false,
   idName: 'sequenceNumber',

@@ -46,7 +46,7 @@ const EXPECTED = {
  * reported as the offset to resume each failed partition from; without it any failure fails the whole
  * invocation, and the inbox turns the redelivered committed records into no-ops.
  */
-export function kafkaSource(partialResponse: boolean): InboxSource<KafkaRecord, KafkaBatchResponse, KafkaKeyStrategy> {
+export function kafkaInboxSource(partialResponse: boolean): InboxSource<KafkaRecord, KafkaBatchResponse, KafkaKeyStrategy> {
   return {
     name: 'kafka',
     countsDeliveries: false,

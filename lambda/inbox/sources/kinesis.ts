@@ -22,7 +22,7 @@ const EXPECTED = {
 };
 
 /** Kinesis: records named by sequence number, the shard as lane, failures reported as the first failed sequence number. */
-export const kinesisSource: InboxSource<KinesisStreamRecord, KinesisStreamBatchResponse, KinesisKeyStrategy> = {
+export const kinesisInboxSource: InboxSource<KinesisStreamRecord, KinesisStreamBatchResponse, KinesisKeyStrategy> = {
   name: 'kinesis',
   countsDeliveries: false,
   idName: 'sequenceNumber',

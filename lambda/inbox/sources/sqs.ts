@@ -30,7 +30,7 @@ const EXPECTED = {
 };
 
 /** SQS: records named by messageId, FIFO message groups as lanes, failures reported by messageId. */
-export const sqsSource: InboxSource<SQSRecord, SQSBatchResponse, KeyStrategy> = {
+export const sqsInboxSource: InboxSource<SQSRecord, SQSBatchResponse, KeyStrategy> = {
   name: 'sqs',
   countsDeliveries: true,
   idName: 'messageId',
