@@ -10,7 +10,7 @@ import { InboxConfigError } from '../errors.js';
 import type { KeyStrategy } from '../prepare/keys.js';
 import type { BatchModes, SetRunner } from '../modes/batch-modes.js';
 import { RecordConsumer } from '../modes/per-record.js';
-import { SQS_OPTIONS, awaitsEnvironment, checkOptions, settleEnvironment } from './options.js';
+import { awaitsEnvironment, checkOptions, settleEnvironment } from './options.js';
 import type { ConsumerOptions, InboxOptions, ResolvedMode, ResolvedOptions } from './options.js';
 import { CONSUMER_PARTS } from '../parked/parking-runtime.js';
 import type { ConsumerParts } from '../parked/parking-runtime.js';
@@ -18,7 +18,7 @@ import { prepare } from '../prepare/prepare.js';
 import { inboxTables } from '../sql/schema.js';
 import type { InboxTables } from '../sql/schema.js';
 import { sqsInboxSource } from '../sources/sqs.js';
-import type { InboxSource, SourceName, SourceRecord } from '../sources/source.js';
+import type { InboxSource, SourceRecord } from '../sources/source.js';
 import { BatchTally, defaultTelemetry, errorFields, publishSummary } from '../telemetry/telemetry.js';
 import type { InboxLogger, InboxMetrics } from '../telemetry/telemetry.js';
 
@@ -63,26 +63,27 @@ export function inbox<Body = any>(options: InboxOptions<Body>): InboxHandler {
 
 /** `inbox()`, with the batch modes' code when it is given (by `sqs-inbox/batch`). */
 export function sqsConsumer<Body>(options: InboxOptions<Body>, batchModes: BatchModes | undefined): InboxHandler {
-  return consumerHandler<Body, SQSRecord, SQSBatchResponse, KeyStrategy, SQSEvent>(sqsInboxSource, options, options?.key, SQS_OPTIONS, 'inbox', batchModes);
+  return consumerHandler<Body, SQSRecord, SQSBatchResponse, KeyStrategy, SQSEvent>(sqsInboxSource, options, batchModes);
 }
+
+/** The options a source's handler takes: those of every consumer, the source's key, and SQS's `fifo`. */
+export type HandlerOptions<Body, Raw, Key> = ConsumerOptions<Body, Raw> & { readonly key?: Key | undefined; readonly fifo?: InboxOptions['fifo'] };
 
 /**
  * The consumer core every source shares: validates the options the code gives at once, settles the
  * INBOX_* environment at cold start, then per event turns the source's records into messages, claims and
  * applies them in the options' mode (lanes, concurrency, deadline), and answers with the source's failure
- * report.
+ * report. The source names its handler and its own options; `batchModes` is the batch modes' code, which
+ * the handlers of `sqs-inbox/batch` give: not an option of the user's, and kept out of the plain handler's bundle.
  */
 export function consumerHandler<Body, Raw, Response, Key, Event>(
   source: InboxSource<Raw, Response, Key>,
-  options: ConsumerOptions<Body, Raw> & { readonly fifo?: InboxOptions['fifo'] },
-  key: Key | undefined,
-  sourceOptions: Readonly<Record<string, true>>,
-  handlerName: string,
+  options: HandlerOptions<Body, Raw, Key>,
   batchModes: BatchModes | undefined,
 ): ConsumerHandler<Event, Response> {
-  const checked = checkOptions<Body, Raw>(options, sourceOptions, source.parse, handlerName, batchModes);
+  const checked = checkOptions<Body, Raw>(options, source, batchModes);
   const tables = inboxTables(checked.schema);
-  const rules = { keyOf: source.keyStrategy(key), parse: checked.parse };
+  const rules = { keyOf: source.keyStrategy(options.key), parse: checked.parse };
   if (checked.mode.kind === 'statement' && checked.mode.constantSql !== undefined) {
     checkGatedStatement(checked.mode.constantSql, undefined, 'statement.sql');
   }
@@ -232,12 +233,9 @@ function logFailures(
   outcomes.forEach((outcome, index) => {
     const id = { [source.idName]: records[index]?.id };
     if (outcome.kind === 'failed') {
-      logger.warn(`record failed; ${REDELIVERS[source.name]} will deliver it again`, { ...id, error: errorFields(outcome.error) });
+      logger.warn(`record failed; ${source.redeliveredBy} will deliver it again`, { ...id, error: errorFields(outcome.error) });
     } else if (outcome.kind === 'parked') {
       logger.warn('record parked', { ...id, error: errorFields(outcome.error) });
     }
   });
 }
-
-/** Who delivers a failed record again, for the log line. */
-const REDELIVERS: Record<SourceName, string> = { sqs: 'SQS', kinesis: 'Lambda', dynamodb: 'Lambda', kafka: 'Lambda' };

@@ -49,8 +49,6 @@ export interface KafkaInboxOptions<Body = unknown> extends ConsumerOptions<Body,
   readonly reportBatchItemFailures?: boolean | undefined;
 }
 
-const KEY_OPTION = { key: true } as const;
-
 /**
  * Makes a Kinesis Data Streams handler that applies each record's effect exactly once, as `inbox()` does
  * for SQS: the same modes and options. Records of the shard are applied in order, one at a time; after a
@@ -75,7 +73,7 @@ export function kinesisConsumer<Body>(
   options: KinesisInboxOptions<Body>,
   batchModes: BatchModes | undefined,
 ): ConsumerHandler<KinesisStreamEvent, KinesisStreamBatchResponse> {
-  return consumerHandler(kinesisInboxSource, options, options?.key, KEY_OPTION, 'kinesisInbox', batchModes);
+  return consumerHandler(kinesisInboxSource, options, batchModes);
 }
 
 /**
@@ -101,7 +99,7 @@ export function dynamoDbConsumer<Body>(
   options: DynamoDbInboxOptions<Body>,
   batchModes: BatchModes | undefined,
 ): ConsumerHandler<DynamoDBStreamEvent, DynamoDBBatchResponse> {
-  return consumerHandler(dynamoDbInboxSource, options, options?.key, KEY_OPTION, 'dynamoDbInbox', batchModes);
+  return consumerHandler(dynamoDbInboxSource, options, batchModes);
 }
 
 /**
@@ -137,5 +135,5 @@ export function kafkaConsumer<Body>(
       `must be true or false, matching the event source mapping's FunctionResponseTypes; got ${described(partial)}`,
     );
   }
-  return consumerHandler(kafkaInboxSource(partial), options, options?.key, { key: true, reportBatchItemFailures: true }, 'kafkaInbox', batchModes);
+  return consumerHandler(kafkaInboxSource(partial), options, batchModes);
 }

@@ -40,6 +40,9 @@ const EXPECTED = {
   trigger: 'an MSK or self-managed Kafka event source mapping',
 };
 
+/** The options kafkaInbox() takes besides those of every consumer. */
+const KAFKA_OPTIONS = { key: true, reportBatchItemFailures: true } as const;
+
 /**
  * Kafka: records named `topic-partition@offset`, each topic-partition a lane. With `partialResponse`
  * (ReportBatchItemFailures, which only a provisioned-mode event source mapping reads), failures are
@@ -49,7 +52,10 @@ const EXPECTED = {
 export function kafkaInboxSource(partialResponse: boolean): InboxSource<KafkaRecord, KafkaBatchResponse, KafkaKeyStrategy> {
   return {
     name: 'kafka',
+    handlerName: 'kafkaInbox',
+    options: KAFKA_OPTIONS,
     countsDeliveries: false,
+    redeliveredBy: 'Lambda',
     idName: 'record',
     records: kafkaRecords,
     keyStrategy: (option) =>
