@@ -4,6 +4,7 @@ import { runBatch, succeeded } from '../lanes/lanes.js';
 import type { BatchPlan, Outcome } from '../lanes/lanes.js';
 import { checkGatedStatement } from '../sql/claim.js';
 import { isPostgresTarget, openSession } from '../transport/open-session.js';
+import type { InboxSession } from '../transport/session.js';
 import type { DatabaseTarget } from '../data-api/session.js';
 import { RecentKeys, filterPays, markKnownClaims } from '../prepare/duplicate-filter.js';
 import { InboxConfigError } from '../errors.js';
@@ -15,6 +16,7 @@ import type { ConsumerOptions, InboxOptions, ResolvedMode, ResolvedOptions } fro
 import { CONSUMER_PARTS } from '../parked/parking-runtime.js';
 import type { ConsumerParts } from '../parked/parking-runtime.js';
 import { prepare } from '../prepare/prepare.js';
+import type { MessageRules, PreparedRecord } from '../prepare/prepare.js';
 import { inboxTables } from '../sql/schema.js';
 import type { InboxTables } from '../sql/schema.js';
 import { sqsInboxSource } from '../sources/sqs.js';
@@ -83,11 +85,8 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
 ): ConsumerHandler<Event, Response> {
   const checked = checkOptions<Body, Raw>(options, source, batchModes);
   const tables = inboxTables(checked.schema);
-  const rules = { keyOf: source.keyStrategy(options.key), parse: checked.parse };
-  if (checked.mode.kind === 'statement' && checked.mode.constantSql !== undefined) {
-    checkGatedStatement(checked.mode.constantSql, undefined, 'statement.sql');
-  }
-  if (checked.mode.kind === 'batch-statement') checkGatedStatement(checked.mode.sql, undefined, 'statementBatch.sql');
+  const rules: MessageRules<Body, Raw> = { keyOf: source.keyStrategy(options.key), parse: checked.parse };
+  checkClaimGates(checked.mode);
 
   // The environment is read now when it is there, so that a wrong value fails at once; when it is not (a
   // test or a tool importing the handler's module), at the first invocation: Lambda's cold start.
@@ -100,58 +99,20 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
   // Streams count no deliveries: the keys this instance met stand in for a redelivery count.
   const recent = source.countsDeliveries ? undefined : new RecentKeys();
 
-  const handler = async (event: Event, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<Response> => {
-    const { resolved, logger, metrics, records: recordConsumer, batchRunner } = coldStart();
+  const handler = async (event: Event, context?: LambdaClock): Promise<Response> => {
+    const running = coldStart();
+    const { resolved, logger } = running;
     await (clientChecked ??= isPostgresTarget(resolved.target) ? Promise.resolve() : refuseSdkRetries(resolved.mode.kind, resolved.target.client));
     const started = resolved.now();
     const records = source.records(event);
-    // Lambda's clock when it gives one; else the margin never stops a record.
-    const remaining = () => context?.getRemainingTimeInMillis?.() ?? Number.POSITIVE_INFINITY;
-    const margin = resolved.deadlineMarginMs ?? Math.min(resolved.callTimeoutMs * 2, remaining() / 2);
     const tally = new BatchTally();
-    const session = openSession(resolved.target, {
-      callTimeoutMs: resolved.callTimeoutMs,
-      resumeDelaysMs: resolved.resumeDelaysMs,
-      timeLeftMs: () => remaining() - margin,
-      onResumeRetry: () => tally.resumeRetries++,
-      sleep: resolved.sleep,
-      metrics,
-    });
-    const plan: BatchPlan = {
-      // Stryker disable next-line MethodExpression: a source gives a lane to every record of an event or to none (one queue is FIFO or not; every stream record has its shard or partition), so some and every agree
-      ordered: records.some((record) => record.lane !== undefined),
-      onFailure: resolved.onFailure,
-      concurrency: resolved.concurrency,
-      mayStart: () => remaining() >= margin,
-    };
-    const prepared = records.map((record) => prepare(record, rules));
-    const lookUp = filterPays(resolved.duplicateFilter, resolved.mode.kind, prepared, recent);
-    recent?.remember(prepared);
-    if (lookUp && plan.mayStart()) {
-      // Only an optimisation: when the lookup fails, each record's claim decides, as without it.
-      await markKnownClaims(session, tables, resolved.consumer, prepared).catch((error: unknown) =>
-        logger.warn("the duplicate filter failed; each record's claim decides", { error: errorFields(error) }),
-      );
-    }
-    const timed = async (run: () => Promise<Outcome>) => {
-      const begun = resolved.now();
-      const outcome = await run();
-      tally.recordLatenciesMs.push(resolved.now() - begun);
-      return outcome;
-    };
-    const outcomes = batchRunner
-      ? await batchRunner.run(prepared, plan, session, tally, timed)
-      : await runBatch(records, plan, (_, index) => timed(() => recordConsumer.consume(prepared[index]!, session, tally)));
+    const [session, plan] = openInvocation(running, records, tally, context);
+    const prepared = await prepareRecords(running, records, rules, recent, session, plan, tables);
+    const outcomes = await runRecords(running, records, prepared, session, plan, tally);
     const relayed = resolved.outbox
       ? await resolved.outbox.runtime.relay(session, tables, resolved.outbox.transport, tally.outboxIds, plan.mayStart(), logger)
       : { sent: 0, deferred: 0 };
-    const failedIds = records.filter((_, index) => !succeeded(outcomes[index]!)).map((record) => record.id ?? '');
-    const summary = tally.summarise(outcomes, failedIds, resolved.now() - started, relayed);
-    logFailures(logger, source as InboxSource<unknown, unknown, unknown>, records, outcomes);
-    // Before the response: a source that fails the whole invocation (no partial response) still counts.
-    publishSummary(metrics, summary, source.name);
-    options.onBatch?.(summary);
-    return source.respond(records, outcomes);
+    return report(running, source, options, records, outcomes, relayed, tally, started);
   };
   // What parkedMessages(handler) works with: asking for it settles the environment, as an invocation does.
   const parts = (): ConsumerParts<Body, Raw> => {
@@ -167,6 +128,15 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
     };
   };
   return Object.assign(handler, { [CONSUMER_PARTS]: parts });
+}
+
+/** Lambda's clock, when the invocation has one. */
+type LambdaClock = Pick<Context, 'getRemainingTimeInMillis'>;
+
+/** A constant statement must carry the claim: checked once, when the handler is made. */
+function checkClaimGates<Body, Raw>(mode: ResolvedMode<Body, Raw>): void {
+  if (mode.kind === 'statement' && mode.constantSql !== undefined) checkGatedStatement(mode.constantSql, undefined, 'statement.sql');
+  if (mode.kind === 'batch-statement') checkGatedStatement(mode.sql, undefined, 'statementBatch.sql');
 }
 
 /** What a consumer runs with once its environment is settled. */
@@ -203,6 +173,96 @@ function startConsumer<Body, Raw>(
   const batch = resolved.mode.kind === 'batch-transaction' || resolved.mode.kind === 'batch-statement';
   const batchRunner = batch ? batchModes!.runner(resolved, tables, records, logger) : undefined;
   return { resolved, logger, metrics: options.metrics ?? defaults!.metrics, records, batchRunner };
+}
+
+/** Opens the invocation's session on Lambda's clock, and plans its lanes: no record starts, and no call runs, past the deadline's margin. */
+function openInvocation<Body, Raw>(
+  { resolved, metrics }: Consumer<Body, Raw>,
+  records: readonly SourceRecord<Raw>[],
+  tally: BatchTally,
+  context: LambdaClock | undefined,
+): [InboxSession, BatchPlan] {
+  // Lambda's clock when it gives one; else the margin never stops a record.
+  const remaining = () => context?.getRemainingTimeInMillis?.() ?? Number.POSITIVE_INFINITY;
+  const margin = resolved.deadlineMarginMs ?? Math.min(resolved.callTimeoutMs * 2, remaining() / 2);
+  const session = openSession(resolved.target, {
+    callTimeoutMs: resolved.callTimeoutMs,
+    resumeDelaysMs: resolved.resumeDelaysMs,
+    timeLeftMs: () => remaining() - margin,
+    onResumeRetry: () => tally.resumeRetries++,
+    sleep: resolved.sleep,
+    metrics,
+  });
+  const plan: BatchPlan = {
+    // Stryker disable next-line MethodExpression: a source gives a lane to every record of an event or to none (one queue is FIFO or not; every stream record has its shard or partition), so some and every agree
+    ordered: records.some((record) => record.lane !== undefined),
+    onFailure: resolved.onFailure,
+    concurrency: resolved.concurrency,
+    mayStart: () => remaining() >= margin,
+  };
+  return [session, plan];
+}
+
+/** Keys, hashes and parses the records, and settles the known duplicates in one lookup when that pays. */
+async function prepareRecords<Body, Raw>(
+  { resolved, logger }: Consumer<Body, Raw>,
+  records: readonly SourceRecord<Raw>[],
+  rules: MessageRules<Body, Raw>,
+  recent: RecentKeys | undefined,
+  session: InboxSession,
+  plan: BatchPlan,
+  tables: InboxTables,
+): Promise<PreparedRecord<Body, Raw>[]> {
+  const prepared = records.map((record) => prepare(record, rules));
+  const lookUp = filterPays(resolved.duplicateFilter, resolved.mode.kind, prepared, recent);
+  recent?.remember(prepared);
+  if (lookUp && plan.mayStart()) {
+    // Only an optimisation: when the lookup fails, each record's claim decides, as without it.
+    await markKnownClaims(session, tables, resolved.consumer, prepared).catch((error: unknown) =>
+      logger.warn("the duplicate filter failed; each record's claim decides", { error: errorFields(error) }),
+    );
+  }
+  return prepared;
+}
+
+/** Runs the records in the options' mode, lane by lane: each record alone, or in sets by the batch modes. */
+function runRecords<Body, Raw>(
+  { resolved, records: recordConsumer, batchRunner }: Consumer<Body, Raw>,
+  records: readonly SourceRecord<Raw>[],
+  prepared: PreparedRecord<Body, Raw>[],
+  session: InboxSession,
+  plan: BatchPlan,
+  tally: BatchTally,
+): Promise<Outcome[]> {
+  const timed = async (run: () => Promise<Outcome>) => {
+    const begun = resolved.now();
+    const outcome = await run();
+    tally.recordLatenciesMs.push(resolved.now() - begun);
+    return outcome;
+  };
+  return batchRunner
+    ? batchRunner.run(prepared, plan, session, tally, timed)
+    : runBatch(records, plan, (_, index) => timed(() => recordConsumer.consume(prepared[index]!, session, tally)));
+}
+
+/** Relays the outbox, logs the failures, publishes the summary, and answers with the source's failure report. */
+async function report<Body, Raw, Response>(
+  { resolved, logger, metrics }: Consumer<Body, Raw>,
+  source: InboxSource<Raw, Response, unknown>,
+  options: ConsumerOptions<Body, Raw>,
+  records: readonly SourceRecord<Raw>[],
+  outcomes: readonly Outcome[],
+  relayed: Parameters<BatchTally['summarise']>[3],
+  tally: BatchTally,
+  started: number,
+): Promise<Response> {
+  const failedIds = records.filter((_, index) => !succeeded(outcomes[index]!)).map((record) => record.id ?? '');
+  const summary = tally.summarise(outcomes, failedIds, resolved.now() - started, relayed);
+  logFailures(logger, source as InboxSource<unknown, unknown, unknown>, records, outcomes);
+  // Before the response: a source that fails the whole invocation (no partial response) still counts.
+  publishSummary(metrics, summary, source.name);
+  options.onBatch?.(summary);
+  return source.respond(records, outcomes);
 }
 
 /**
