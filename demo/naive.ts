@@ -2,7 +2,7 @@ import type { SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { runBatch } from '../lambda/inbox/lanes/lanes.js';
 import type { Outcome } from '../lambda/inbox/lanes/lanes.js';
 import type { InboxSession } from '../lambda/inbox/transport/session.js';
-import { sqsSource } from '../lambda/inbox/sources/sqs.js';
+import { sqsInboxSource } from '../lambda/inbox/sources/sqs.js';
 import type { InboxSource } from '../lambda/inbox/sources/source.js';
 
 /**
@@ -57,7 +57,7 @@ export function batchHandler(
   consume: (record: never) => Promise<Outcome>,
   options: { concurrency: number; mayStart?: (context?: RemainingTime) => boolean },
   // The overloads tie the source's types together; here it is any source.
-  source: InboxSource<any, any, any> = sqsSource,
+  source: InboxSource<any, any, any> = sqsInboxSource,
 ): (event: never, context?: RemainingTime) => Promise<any> {
   return async (event, context) => {
     const records = source.records(event);

@@ -39,7 +39,7 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
     },
     dataApiCommand,
   ),
-  migrate: command(MIGRATE_USAGE, { ...DATABASE_FLAGS, sets: { type: 'string', example: 'inbox,example-orders', default: 'inbox' } }, migrateCommand),
+  migrate: command(MIGRATE_USAGE, { ...DATABASE_FLAGS, sets: { type: 'string', example: 'inbox', default: 'inbox' } }, migrateCommand),
   purge: command(
     PURGE_USAGE,
     {

@@ -2,12 +2,12 @@
 // parked-commands.ts, shares their session). Each checks its flags first and imports the library (and
 // with it the AWS SDK) only then.
 import { UsageError, atLeast, databaseTarget, namesFrom } from './flags.js';
-import type { DatabaseTarget, DatabaseValues } from './flags.js';
+import type { FlagsTarget, DatabaseValues } from './flags.js';
 import { MIGRATION_SET_NAMES } from './usage.js';
 import { INBOX_ENV } from '../../lambda/inbox/contract.js';
 
 /** A Data API session for a person or a pipeline: long call timeouts, and waits out an auto-paused cluster. */
-export async function session(target: DatabaseTarget) {
+export async function session(target: FlagsTarget) {
   const { DataApiSession, resolveTarget } = await import('../../lambda/inbox/data-api/index.js');
   const { endpoint, ...database } = target;
   const env = { ...process.env, [INBOX_ENV.DATA_API_ENDPOINT]: endpoint };

@@ -102,7 +102,8 @@ export function databaseTarget(values: DatabaseValues, env: NodeJS.ProcessEnv) {
   return { resourceArn, secretArn, ...(database ? { database } : {}), ...(endpoint ? { endpoint } : {}) };
 }
 
-export type DatabaseTarget = ReturnType<typeof databaseTarget>;
+/** The database the flags name, with the local endpoint if any: not the runtime's `DatabaseTarget`, which resolveTarget makes of it. */
+export type FlagsTarget = ReturnType<typeof databaseTarget>;
 
 /** A library option error, said in flags: `inbox option "batchSize": ...` becomes `--batch-size ...`. */
 export function inFlags(error: InboxConfigError): string {

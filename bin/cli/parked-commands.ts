@@ -7,7 +7,7 @@ import type { ParkedMessage } from '../../lambda/inbox/parked/store.js';
 import type { RedriveResult } from '../../lambda/inbox/parked/redrive.js';
 import { session } from './database-commands.js';
 import { DATABASE_FLAGS, UsageError, databaseTarget, parseFlags, wholeNumber } from './flags.js';
-import type { DatabaseTarget, FlagSpecs, Values } from './flags.js';
+import type { FlagsTarget, FlagSpecs, Values } from './flags.js';
 import { PARKED_USAGE } from './usage.js';
 
 export const PARKED_FLAGS = {
@@ -41,7 +41,7 @@ interface Request {
   readonly ids: readonly number[];
   readonly consumer: string;
   readonly values: ParkedValues;
-  readonly target: DatabaseTarget;
+  readonly target: FlagsTarget;
 }
 
 export async function parkedCommand(args: string[]): Promise<number> {

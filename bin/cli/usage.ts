@@ -1,7 +1,7 @@
 // The texts the CLI prints for --help and with a misuse: constants only, so printing them loads nothing.
 
 /** What `sqs-inbox migrate --sets` accepts; test/local/cli.test.ts checks it against lambda/functions/migration/migrate.ts. */
-export const MIGRATION_SET_NAMES = ['inbox', 'example-orders'] as const;
+export const MIGRATION_SET_NAMES = ['inbox'] as const;
 
 export const USAGE = `sqs-inbox: exactly-once SQS consumers on Aurora PostgreSQL over the RDS Data API
 

@@ -11,6 +11,7 @@ import { InboxAlarms } from '../../lib/alarms/inbox-alarms.js';
 import { InboxQueue } from '../../lib/queue/inbox-queue.js';
 import { InboxCleanup } from '../../lib/purge/inbox-cleanup.js';
 import { InboxOutboxRelay } from '../../lib/outbox/inbox-outbox-relay.js';
+import { EXAMPLE_ORDER_MIGRATIONS } from '../functions/example-migrations.js';
 
 /** Props for {@link InboxDsqlStack}. */
 export interface InboxDsqlStackProps extends StackProps {
@@ -60,7 +61,7 @@ export class InboxDsqlStack extends Stack {
       ...(props.deletionProtection === undefined ? {} : { deletionProtection: props.deletionProtection }),
       ...(props.multiRegion === undefined ? {} : { multiRegion: props.multiRegion }),
       // The worker's `orders` table, applied before its grant on it.
-      migrations: ['example-orders'],
+      migrations: [EXAMPLE_ORDER_MIGRATIONS],
     });
     this.consumer = new InboxDsqlConsumer(this, 'OrderWorker', {
       database: this.database,

@@ -9,6 +9,7 @@ import { InboxDatabase } from '../../lib/database/inbox-database.js';
 import { InboxDatabaseProxy } from '../../lib/database/inbox-database-proxy.js';
 import { InboxQueue } from '../../lib/queue/inbox-queue.js';
 import { runtimeFile } from '../../lib/runtime-files.js';
+import { EXAMPLE_ORDER_MIGRATIONS } from '../functions/example-migrations.js';
 
 /** Props for {@link InboxProxyStack}. */
 export interface InboxProxyStackProps extends StackProps {
@@ -48,7 +49,7 @@ export class InboxProxyStack extends Stack {
     this.queue = new InboxQueue(this, 'Orders');
     // No auto-pause: RDS Proxy holds connections to the cluster, which would keep it awake anyway.
     this.database = new InboxDatabase(this, 'Database', {
-      migrations: ['example-orders'],
+      migrations: [EXAMPLE_ORDER_MIGRATIONS],
       ...(props.deletionProtection === undefined ? {} : { deletionProtection: props.deletionProtection }),
     });
     this.proxy = new InboxDatabaseProxy(this, 'Proxy', { database: this.database });

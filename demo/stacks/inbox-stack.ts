@@ -10,6 +10,7 @@ import { InboxDatabase } from '../../lib/database/inbox-database.js';
 import { InboxOutboxRelay } from '../../lib/outbox/inbox-outbox-relay.js';
 import { InboxQueue } from '../../lib/queue/inbox-queue.js';
 import { runtimeFile } from '../../lib/runtime-files.js';
+import { EXAMPLE_ORDER_MIGRATIONS } from '../functions/example-migrations.js';
 
 /** Props for {@link InboxStack}. */
 export interface InboxStackProps extends StackProps {
@@ -86,7 +87,7 @@ export class InboxStack extends Stack {
     if (props.invoices === true) this.invoices = new InboxQueue(this, 'Invoices');
     this.database = new InboxDatabase(this, 'Database', {
       autoPause: props.autoPause ?? Duration.minutes(10),
-      migrations: ['example-orders'],
+      migrations: [EXAMPLE_ORDER_MIGRATIONS],
       ...(props.deletionProtection === undefined ? {} : { deletionProtection: props.deletionProtection }),
       ...(props.databaseRemovalPolicy === undefined ? {} : { removalPolicy: props.databaseRemovalPolicy }),
     });

@@ -10,6 +10,7 @@ import { InboxAlarms } from '../../lib/alarms/inbox-alarms.js';
 import { InboxConsumer } from '../../lib/consumer/inbox-consumer.js';
 import { InboxDatabase } from '../../lib/database/inbox-database.js';
 import { runtimeFile } from '../../lib/runtime-files.js';
+import { EXAMPLE_ORDER_MIGRATIONS } from '../functions/example-migrations.js';
 
 /** A placeholder ARN in this stack's account and region; deploying needs the real cluster's (`mskClusterArn`). */
 const PLACEHOLDER_MSK_CLUSTER = `arn:${Aws.PARTITION}:kafka:${Aws.REGION}:${Aws.ACCOUNT_ID}:cluster/sqs-inbox-example/00000000-0000-0000-0000-000000000000-1`;
@@ -89,7 +90,7 @@ export class InboxStreamsStack extends Stack {
       cluster: props.database.cluster,
       secret: secretsmanager.Secret.fromSecretCompleteArn(this, 'MasterSecret', props.database.secret.secretArn),
       databaseName: props.database.databaseName,
-      migrations: ['example-orders'],
+      migrations: [EXAMPLE_ORDER_MIGRATIONS],
       // The consumers' role secrets rotate like InboxStack's, in the cluster's VPC.
       ...(props.database.rotation === undefined ? {} : { rotation: props.database.rotation }),
     });

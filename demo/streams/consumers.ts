@@ -4,10 +4,10 @@ import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
 import { migrate } from '../../lambda/inbox/sql/schema.js';
 import type { InboxTransaction } from '../../lambda/inbox/index.js';
 import type { DatabaseTarget } from '../../lambda/inbox/data-api/session.js';
-import { dynamoDbSource } from '../../lambda/inbox/sources/dynamodb.js';
-import { kafkaSource } from '../../lambda/inbox/sources/kafka.js';
+import { dynamoDbInboxSource } from '../../lambda/inbox/sources/dynamodb.js';
+import { kafkaInboxSource } from '../../lambda/inbox/sources/kafka.js';
 import type { KafkaRecord } from '../../lambda/inbox/sources/kafka.js';
-import { kinesisSource } from '../../lambda/inbox/sources/kinesis.js';
+import { kinesisInboxSource } from '../../lambda/inbox/sources/kinesis.js';
 import type { StreamConsumer } from '../../local/stream-scenario/run.js';
 import type { StreamSourceName } from '../../local/stream-scenario/sources.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../functions/example-migrations.js';
@@ -75,7 +75,7 @@ function kinesis(): Record<StreamPattern, StreamHandlerOf> {
     naive: (_, session) =>
       naive(
         session,
-        kinesisSource,
+        kinesisInboxSource,
         (record: KinesisStreamRecord) => String(orderOf(record).orderId),
         (record) => orderOf(record).orderId,
       ),
@@ -97,7 +97,8 @@ function dynamodb(): Record<StreamPattern, StreamHandlerOf> {
           if (body.eventName !== 'REMOVE') await shipOrder(tx, body.newImage?.orderId, key);
         },
       }) as never,
-    naive: (_, session) => naive(session, dynamoDbSource, keyOf, (record: DynamoDBRecord) => (record.eventName === 'REMOVE' ? undefined : orderIdOf(record))),
+    naive: (_, session) =>
+      naive(session, dynamoDbInboxSource, keyOf, (record: DynamoDBRecord) => (record.eventName === 'REMOVE' ? undefined : orderIdOf(record))),
   };
 }
 
@@ -113,7 +114,7 @@ function kafka(): Record<StreamPattern, StreamHandlerOf> {
         reportBatchItemFailures: true,
         apply: (tx, m) => shipOrder(tx, m.body.orderId, m.key),
       }) as never,
-    naive: (_, session) => naive(session, kafkaSource(true), keyOf, (record: KafkaRecord) => orderOf(record).orderId),
+    naive: (_, session) => naive(session, kafkaInboxSource(true), keyOf, (record: KafkaRecord) => orderOf(record).orderId),
   };
 }
 

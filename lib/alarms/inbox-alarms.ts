@@ -149,6 +149,21 @@ export interface InboxAlarmsProps {
   readonly dashboardName?: string | undefined;
 }
 
+/** A metric the consumer's runtime publishes: namespace SqsInbox, dimensions service and source. */
+type InboxMetric = (metricName: string, statistic?: string, period?: Duration) => cloudwatch.Metric;
+
+/** The consumer's own metrics, by name. */
+function consumerMetric(consumer: InboxWatchedConsumer): InboxMetric {
+  return (metricName, statistic = 'Sum', period = Duration.minutes(5)) =>
+    new cloudwatch.Metric({
+      namespace: METRIC_NAMESPACE,
+      metricName,
+      dimensionsMap: { service: consumer.consumerName, source: consumer.source },
+      statistic,
+      period,
+    });
+}
+
 /**
  * Alarms and a dashboard for inbox consumers and their cleanup.
  *
@@ -205,21 +220,30 @@ export class InboxAlarms extends Construct {
     }
   }
 
+  /** Watches one consumer: one alarm family after the other, then its row of the dashboard. */
   #watchConsumer(consumer: InboxWatchedConsumer, props: InboxAlarmsProps): void {
-    const name = consumer.consumerName;
+    const scope = this.#consumerScope(consumer.consumerName);
+    const inboxMetric = consumerMetric(consumer);
+    this.#deadLetterAlarm(scope, consumer);
+    const lag = this.#lagAlarm(scope, consumer, props);
+    this.alarms.push(lag.alarm);
+    const duplicateRate = this.#duplicateAlarms(scope, consumer, props, inboxMetric);
+    const failureRate = this.#failureAlarms(scope, consumer, props, inboxMetric);
+    const fallbackRate = this.#batchFallbackAlarm(scope, consumer, props, inboxMetric);
+    this.#consumerDashboard(consumer, inboxMetric, lag.metric, { duplicateRate, failureRate, fallbackRate });
+  }
+
+  /** The consumer's own scope, named after it; a second consumer of the same name gets a numbered one. */
+  #consumerScope(name: string): Construct {
     const base = `Consumer${sanitize(name)}`;
     let scopeId = base;
     for (let n = 2; this.node.tryFindChild(scopeId) !== undefined; n++) scopeId = `${base}${n}`;
-    const scope = new Construct(this, scopeId);
-    const inboxMetric = (metricName: string, statistic = 'Sum', period = Duration.minutes(5)) =>
-      new cloudwatch.Metric({
-        namespace: METRIC_NAMESPACE,
-        metricName,
-        dimensionsMap: { service: name, source: consumer.source },
-        statistic,
-        period,
-      });
+    return new Construct(this, scopeId);
+  }
 
+  /** Messages in the dead-letter queue (SQS), or records the mapping sent to its on-failure destination (streams). */
+  #deadLetterAlarm(scope: Construct, consumer: InboxWatchedConsumer): void {
+    const name = consumer.consumerName;
     if (consumer.deadLetterQueue !== undefined) {
       this.#alarm(scope, 'DeadLetterQueueNotEmpty', {
         metric: queueMetric(consumer.deadLetterQueue, 'ApproximateNumberOfMessagesVisible', Duration.minutes(1)),
@@ -231,8 +255,11 @@ export class InboxAlarms extends Construct {
               'queue says which. Fix the cause, then replay them from the stream while it still holds them (the inbox skips any already applied).',
       });
     }
-    const lag = this.#lagAlarm(scope, consumer, props);
-    this.alarms.push(lag.alarm);
+  }
+
+  /** Key collisions (a producer reuses keys) and the duplicate rate (an upstream retry storm). */
+  #duplicateAlarms(scope: Construct, consumer: InboxWatchedConsumer, props: InboxAlarmsProps, inboxMetric: InboxMetric): cloudwatch.MathExpression {
+    const name = consumer.consumerName;
     this.#alarm(scope, 'KeyCollisions', {
       metric: inboxMetric('KeyCollisions'),
       threshold: 0,
@@ -250,6 +277,12 @@ export class InboxAlarms extends Construct {
       threshold: props.duplicateRatePercent ?? 20,
       description: `More than ${props.duplicateRatePercent ?? 20}% of the records inbox consumer ${name} saw were duplicates: an upstream retry storm.`,
     });
+    return duplicateRate;
+  }
+
+  /** Failed invocations, parked records, and the rate of failed records. */
+  #failureAlarms(scope: Construct, consumer: InboxWatchedConsumer, props: InboxAlarmsProps, inboxMetric: InboxMetric): cloudwatch.MathExpression {
+    const name = consumer.consumerName;
     this.#alarm(scope, 'Errors', {
       metric: functionMetric(consumer.function, 'Errors'),
       threshold: 0,
@@ -284,6 +317,12 @@ export class InboxAlarms extends Construct {
         'retried (partial batch failures are not Lambda Errors), and reach the dead-letter queue only after ' +
         `${consumer.queue !== undefined ? 'maxReceiveCount' : 'retryAttempts'}. See its logs for the failed records.`,
     });
+    return failureRate;
+  }
+
+  /** The batch modes' sets that fell back to running each record alone. */
+  #batchFallbackAlarm(scope: Construct, consumer: InboxWatchedConsumer, props: InboxAlarmsProps, inboxMetric: InboxMetric): cloudwatch.MathExpression {
+    const name = consumer.consumerName;
     const fallbackPercent = props.batchFallbackRatePercent ?? 10;
     const fallbackMinSets = props.batchFallbackRateMinSets ?? 10;
     const fallbackPeriods = 3;
@@ -304,7 +343,17 @@ export class InboxAlarms extends Construct {
         'say why ("the batch failed as a whole"): a record the set statement refuses, a key collision, an effect that throws for ' +
         'one record. Fix the cause, or use the per-record mode (apply, statement) if such records are common.',
     });
+    return fallbackRate;
+  }
 
+  /** The consumer's row of the dashboard: outcomes, anomalies and rates, latency, its queue or stream, its function. */
+  #consumerDashboard(
+    consumer: InboxWatchedConsumer,
+    inboxMetric: InboxMetric,
+    lagMetric: cloudwatch.Metric,
+    { duplicateRate, failureRate, fallbackRate }: Readonly<Record<'duplicateRate' | 'failureRate' | 'fallbackRate', cloudwatch.MathExpression>>,
+  ): void {
+    const name = consumer.consumerName;
     const counts = (names: readonly string[]) => names.map((metricName) => inboxMetric(metricName));
     this.dashboard.addWidgets(
       new cloudwatch.TextWidget({ markdown: `## Inbox consumer \`${name}\``, width: 24, height: 1 }),
@@ -334,7 +383,7 @@ export class InboxAlarms extends Construct {
             ? []
             : [queueMetric(consumer.deadLetterQueue, 'ApproximateNumberOfMessagesVisible', Duration.minutes(1), 'Dead-letter queue')]),
         ],
-        right: [lag.metric],
+        right: [lagMetric],
         width: 12,
       }),
       new cloudwatch.GraphWidget({

@@ -22,9 +22,8 @@ import type { FunctionCode } from '../function-assets.js';
 import { InboxSecretRotation } from './secret-rotation.js';
 import { InboxConstructError } from '../errors.js';
 
-/** The files whose contents decide whether the migration custom resource runs again. */
-/** In this repository's sources, the files the migration function's built-in sets come from. */
-const MIGRATION_SOURCES = ['../../lambda/inbox/sql/schema.ts', '../../demo/functions/example-migrations.ts'];
+/** In this repository's sources, the file the migration function's built-in set comes from. */
+const MIGRATION_SOURCES = ['../../lambda/inbox/sql/schema.ts'];
 
 /** Props for {@link InboxDatabase}. */
 export interface InboxDatabaseProps {
@@ -145,7 +144,7 @@ export interface InboxDatabaseProps {
   /**
    * Migration sets to apply after `inbox`, which is always applied first, in this order: your own sets as
    * values (`{ name, migrations: [{ version, name, statements }] }`, or `MigrationSet.fromDirectory(folder)`),
-   * or the name of a built-in set (`example-orders`, the example's `orders` table). The migration function
+   * or the name of the built-in set (`inbox`, applied first whether listed or not). The migration function
    * applies them before it provisions any database role, so `databaseGrants` on your tables work on the
    * first deploy. A migration changed after it was applied fails the deploy, naming its version.
    * @example [MigrationSet.fromDirectory('migrations/credits')]

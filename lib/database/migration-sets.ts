@@ -6,9 +6,9 @@ import { splitSqlStatements } from './sql-statements.js';
 
 /**
  * The migration sets the bundled migration handler holds (lambda/functions/migration/migrate.ts), which
- * InboxDatabase `migrations` may name: the inbox's own, always applied first, and the example's `orders`.
+ * InboxDatabase `migrations` may name: the inbox's own, always applied first.
  */
-export const BUILT_IN_MIGRATION_SETS: readonly string[] = ['inbox', 'example-orders'];
+export const BUILT_IN_MIGRATION_SETS: readonly string[] = ['inbox'];
 
 /**
  * The most SQL (UTF-8 bytes of the sets as JSON) InboxDatabase carries to the deploy. The sets travel in the

@@ -71,7 +71,7 @@ export interface InboxDsqlDatabaseProps {
   /**
    * Migration sets to apply after `inbox` (always first, in its DSQL form), in this order: your own sets as values
    * (`{ name, migrations: [{ version, name, statements }] }`, or `MigrationSet.fromDirectory(folder)`), or the name of
-   * a built-in set (`example-orders`). As on InboxDatabase, but each migration holds ONE statement, in DSQL's dialect
+   * the built-in set (`inbox`, applied first whether listed or not). As on InboxDatabase, but each migration holds ONE statement, in DSQL's dialect
    * (one DDL per transaction; `CREATE INDEX ASYNC`; no `serial`, foreign keys or triggers). The schema function
    * applies them before it maps any role, so `databaseGrants` on your tables work on the first deploy; a migration
    * changed after it was applied fails the deploy, naming its version.
@@ -290,7 +290,7 @@ export class InboxDsqlDatabase extends Construct {
 }
 
 /** The sources of the schema function's built-in sets (relative to lib/database/, as migrationsFingerprint reads them). */
-const DSQL_MIGRATION_SOURCES = ['../../lambda/inbox/transport/dsql/migrations.ts', '../../demo/functions/example-migrations.ts'];
+const DSQL_MIGRATION_SOURCES = ['../../lambda/inbox/transport/dsql/migrations.ts'];
 
 /** DSQL runs one DDL statement per transaction, and migrateDsql one migration per transaction: one statement each. */
 function oneStatementEach(sets: readonly InboxMigrationSet[]): InvariantViolation[] {

@@ -8,6 +8,7 @@ import { dsqlRoleStatements } from '../../lib/dsql/dsql-role-sql.js';
 import { DSQL_PROFILE_EXEMPT, dsqlOnProfile, startDsqlProfile } from '../../local/dsql/profile.js';
 import type { DsqlProfile } from '../../local/dsql/profile.js';
 import { freshDatabase } from '../support/database.js';
+import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';
 
 const IAM_ROLE = 'arn:aws:iam::123456789012:role/InboxDsqlStack-OrderWorkerRole-AbC123';
 const ROLE = 'inbox_consumer_dsql_test';
@@ -51,7 +52,7 @@ const credits = {
     { version: '1', name: 'create_credits', statements: ['CREATE TABLE IF NOT EXISTS public.credits (id text PRIMARY KEY, cents bigint NOT NULL)'] },
   ],
 };
-const SCHEMA = { Schema: 'inbox', Migrations: 'inbox,example-orders,credits', Sets: [credits] };
+const SCHEMA = { Schema: 'inbox', Migrations: 'inbox,example-orders,credits', Sets: [EXAMPLE_ORDER_MIGRATIONS, credits] };
 const tables = async () =>
   (
     await direct.query<{ name: string }>(
@@ -87,8 +88,8 @@ describe('the DSQL schema function: the migrations, then the role mapping, one s
       ...credits,
       migrations: [{ ...credits.migrations[0]!, statements: ['CREATE TABLE IF NOT EXISTS public.credits (id text PRIMARY KEY)'] }],
     };
-    await expect(handler(schemaEvent({ ...SCHEMA, Sets: [changed] }, 'Update'))).rejects.toThrow(MigrationChangedError);
-    await expect(handler(schemaEvent({ ...SCHEMA, Migrations: 'inbox,credits,unknown' }))).rejects.toThrow(/unknown migration set "unknown"/);
+    await expect(handler(schemaEvent({ ...SCHEMA, Sets: [EXAMPLE_ORDER_MIGRATIONS, changed] }, 'Update'))).rejects.toThrow(MigrationChangedError);
+    await expect(handler(schemaEvent({ ...SCHEMA, Migrations: 'inbox,example-orders,credits,unknown' }))).rejects.toThrow(/unknown migration set "unknown"/);
   });
 
   it('maps a role with the consumer privileges once the tables exist, and a rerun (an Update) changes nothing', async () => {

@@ -14,6 +14,7 @@ import type { DataApiServer } from '../../local/data-api/server.js';
 import { freshDatabase } from '../support/database.js';
 import { dataApiClient, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import { park, parkedMessages } from '../../lambda/inbox/parked/index.js';
+import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';
 
 // Roles are per PostgreSQL server, which test files share: every name here is unique to this run.
 const run = randomBytes(3).toString('hex');
@@ -169,6 +170,7 @@ describe('database roles, signed in through the local Data API', () => {
       SecretArn: SECRET.admin,
       Database: server.database,
       Migrations: 'inbox,example-orders',
+      Sets: [EXAMPLE_ORDER_MIGRATIONS],
     };
     await migrationResource({
       ServiceToken: 'x',
@@ -538,6 +540,7 @@ describe('database roles, signed in through the local Data API', () => {
       SecretArn: SECRET.admin,
       Database: server.database,
       Migrations: 'inbox,example-orders',
+      Sets: [EXAMPLE_ORDER_MIGRATIONS],
     };
     const grants = JSON.stringify([...JSON.parse(ORDERS_GRANT), { on: 'public.journal', privileges: ['SELECT', 'INSERT'] }]);
 
@@ -551,7 +554,7 @@ describe('database roles, signed in through the local Data API', () => {
       ResourceType: 'Custom::InboxMigration',
       RequestType: 'Update',
       PhysicalResourceId: `sqs-inbox-schema:${server.database}:inbox`,
-      ResourceProperties: { ...before, Migrations: 'inbox,example-orders,ledger', Sets: ledger },
+      ResourceProperties: { ...before, Migrations: 'inbox,example-orders,ledger', Sets: [EXAMPLE_ORDER_MIGRATIONS, ...ledger] },
       OldResourceProperties: before,
     });
     await roleResource(roleEvent('Update', { Grants: grants }, { Grants: ORDERS_GRANT }));

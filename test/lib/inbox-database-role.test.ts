@@ -9,7 +9,7 @@ import { FIXTURE_HANDLER, synthError, testStack } from './support.js';
 
 function consumerStack(overrides: Partial<InboxConsumerProps> = {}) {
   const stack = testStack();
-  const database = new InboxDatabase(stack, 'Db', { migrations: ['example-orders'] });
+  const database = new InboxDatabase(stack, 'Db');
   const consumer = new InboxConsumer(stack, 'Worker', {
     database,
     queue: new InboxQueue(stack, 'Orders').queue,

@@ -22,7 +22,15 @@ describe('InboxStack', () => {
       Environment: { Variables: Match.objectLike({ INBOX_CONSUMER: 'order-worker', POWERTOOLS_SERVICE_NAME: 'order-worker' }) },
     });
     template.hasResourceProperties('AWS::SQS::Queue', { FifoQueue: true, RedrivePolicy: Match.objectLike({ maxReceiveCount: 5 }) });
-    template.hasResourceProperties('Custom::InboxMigration', { Migrations: 'inbox,example-orders' });
+    template.hasResourceProperties('Custom::InboxMigration', {
+      Migrations: 'inbox,example-orders',
+      Sets: [
+        {
+          name: 'example-orders',
+          migrations: [{ version: 1, name: 'orders', statements: [Match.stringLikeRegexp('^CREATE TABLE IF NOT EXISTS public.orders')] }],
+        },
+      ],
+    });
   });
 
   it("grants the order worker's role what its upsert of public.orders needs, and outputs that role's secret", () => {

@@ -50,9 +50,9 @@ function databaseStack(migrations: InboxDatabaseProps['migrations']) {
 
 describe('InboxDatabase `migrations` of your own', () => {
   it("carries the app's SQL to the migration function, after the inbox's sets, in the order given", () => {
-    const { stack } = databaseStack(['example-orders', CREDITS]);
+    const { stack } = databaseStack(['inbox', CREDITS]);
     Template.fromStack(stack).hasResourceProperties('Custom::InboxMigration', {
-      Migrations: 'inbox,example-orders,credits',
+      Migrations: 'inbox,credits',
       Sets: [
         {
           name: 'credits',
@@ -66,8 +66,8 @@ describe('InboxDatabase `migrations` of your own', () => {
   });
 
   it('leaves the template of a database without sets of its own as it was', () => {
-    const { stack } = databaseStack(['example-orders']);
-    Template.fromStack(stack).hasResourceProperties('Custom::InboxMigration', { Migrations: 'inbox,example-orders', Sets: Match.absent() });
+    const { stack } = databaseStack(['inbox']);
+    Template.fromStack(stack).hasResourceProperties('Custom::InboxMigration', { Migrations: 'inbox', Sets: Match.absent() });
   });
 
   it('grants the roles only after the migration that creates the tables, and reconciles them when a set changes', () => {
@@ -112,7 +112,7 @@ describe('InboxDatabase `migrations` of your own', () => {
   it('refuses at synth a name that is no built-in set, listing the built-in ones and how to pass your own', () => {
     const { stack } = databaseStack(['payments']);
     const message = synthError(stack);
-    expect(message).toContain("InboxDatabase `migrations` names 'payments', which is not a built-in migration set (those are: inbox, example-orders).");
+    expect(message).toContain("InboxDatabase `migrations` names 'payments', which is not a built-in migration set (those are: inbox).");
     expect(message).toContain(
       "Fix: pass your own set as a value instead of its name: `{ name, migrations: [{ version, name, statements }] }` or MigrationSet.fromDirectory('migrations/...').",
     );

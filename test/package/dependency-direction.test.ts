@@ -19,17 +19,6 @@ const RULES: readonly { readonly from: string; readonly forbidden: readonly stri
   { from: 'bin/sqs-inbox.ts', forbidden: ['demo/', 'bench/', 'examples/'] },
 ];
 
-/**
- * Imports against the rule that the tree still holds, each with why; an entry no longer needed fails the test,
- * so the list only shrinks.
- */
-const KNOWN: Readonly<Record<string, string>> = {
-  'lambda/functions/migration/migrate.ts -> demo/functions/example-migrations.ts':
-    "the migration function still carries the example app's set as a built-in one",
-  'lambda/functions/dsql-schema/dsql-schema.ts -> demo/functions/example-migrations.ts':
-    "the DSQL schema function carries the same example set as a built-in one (the example DSQL stack's `orders`)",
-};
-
 const SPECIFIER = /(?:\bfrom\s*|\bimport\s*\(\s*|\bimport\s+)(['"])(\.{1,2}\/[^'"]+)\1/g;
 
 function sources(path: string): string[] {
@@ -56,13 +45,8 @@ describe('the dependency direction', () => {
   const files = ['lambda', 'lib', 'local', 'bin'].flatMap(sources);
   const read = (file: string) => readFileSync(file, 'utf8');
 
-  it('holds for every import of the shipped sources, but the known exceptions', () => {
-    expect(violations(files, read).filter((edge) => KNOWN[edge] === undefined)).toEqual([]);
-  });
-
-  it('lists no exception the tree no longer needs', () => {
-    const found = new Set(violations(files, read));
-    expect(Object.keys(KNOWN).filter((edge) => !found.has(edge))).toEqual([]);
+  it('holds for every import of the shipped sources, without exceptions', () => {
+    expect(violations(files, read)).toEqual([]);
   });
 
   it('fails an import against the direction, static, type-only or dynamic', () => {
@@ -75,6 +59,9 @@ describe('the dependency direction', () => {
     for (const line of wrong) {
       expect(violations(['lambda/inbox/handler/consumer.ts'], () => line)).toHaveLength(1);
     }
+    expect(
+      violations(['lambda/functions/migration/migrate.ts'], () => "import { EXAMPLE_ORDER_MIGRATIONS } from '../../../demo/functions/example-migrations.js';"),
+    ).toEqual(['lambda/functions/migration/migrate.ts -> demo/functions/example-migrations.ts']);
     expect(violations(['lib/consumer/inbox-consumer.ts'], () => "import { claimSql } from '../../lambda/inbox/sql/claim.js';")).toEqual([
       'lib/consumer/inbox-consumer.ts -> lambda/inbox/sql/claim.ts',
     ]);

@@ -7,7 +7,6 @@ import { dsql, DSQL_INBOX_MIGRATIONS, migrateDsql } from '../../inbox/transport/
 import type { DsqlTarget } from '../../inbox/transport/dsql/index.js';
 import { WIRE_SESSION } from '../../inbox/transport/wire-target.js';
 import { deployedMigrationSets, resolveMigrationSets } from '../migration/deployed-migrations.js';
-import { EXAMPLE_ORDER_MIGRATIONS } from '../../../demo/functions/example-migrations.js';
 
 /** The custom resource that applies the DSQL schema: the inbox's tables in their DSQL form, then the app's own sets. */
 export const DSQL_SCHEMA_RESOURCE_TYPE = 'Custom::InboxDsqlSchema';
@@ -17,7 +16,6 @@ export const DSQL_ROLE_RESOURCE_TYPE = 'Custom::InboxDsqlRole';
 /** The migration sets a `Custom::InboxDsqlSchema` can name in `Migrations`, in their DSQL form. */
 export const DSQL_MIGRATION_SETS: Readonly<Record<string, MigrationSet>> = {
   [DSQL_INBOX_MIGRATIONS.name]: DSQL_INBOX_MIGRATIONS,
-  [EXAMPLE_ORDER_MIGRATIONS.name]: EXAMPLE_ORDER_MIGRATIONS,
 };
 
 /** A statement of the role mapping, as InboxDsqlDatabase writes it (lib/dsql/dsql-role-sql.ts). */
@@ -38,7 +36,7 @@ export interface DsqlClusterProperties {
 export interface DsqlSchemaProperties extends DsqlClusterProperties {
   /** The inbox schema. */
   readonly Schema: string;
-  /** `inbox,example-orders,credits`: the sets to apply, in order. */
+  /** `inbox,credits`: the sets to apply, in order. */
   readonly Migrations: string;
   /** The app's own sets, with their statements (see `deployedMigrationSets`). */
   readonly Sets?: unknown;

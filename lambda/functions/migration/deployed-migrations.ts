@@ -44,7 +44,7 @@ function refused(at: string, rule: string, value: unknown): InboxConfigError {
 }
 
 /**
- * Resolves `inbox,example-orders,credits` to migration sets, in that order: one of `builtIns` by its name (the
+ * Resolves `inbox,credits` to migration sets, in that order: one of `builtIns` by its name (the
  * function's own: the migration function's Aurora sets, the DSQL schema function's DSQL sets), or one of the app's
  * own `sets` (carried in the `Sets` property). Names any unknown one.
  */

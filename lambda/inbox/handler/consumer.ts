@@ -4,21 +4,23 @@ import { runBatch, succeeded } from '../lanes/lanes.js';
 import type { BatchPlan, Outcome } from '../lanes/lanes.js';
 import { checkGatedStatement } from '../sql/claim.js';
 import { isPostgresTarget, openSession } from '../transport/open-session.js';
+import type { InboxSession } from '../transport/session.js';
 import type { DatabaseTarget } from '../data-api/session.js';
 import { RecentKeys, filterPays, markKnownClaims } from '../prepare/duplicate-filter.js';
 import { InboxConfigError } from '../errors.js';
 import type { KeyStrategy } from '../prepare/keys.js';
 import type { BatchModes, SetRunner } from '../modes/batch-modes.js';
 import { RecordConsumer } from '../modes/per-record.js';
-import { SQS_OPTIONS, awaitsEnvironment, checkOptions, settleEnvironment } from './options.js';
+import { awaitsEnvironment, checkOptions, settleEnvironment } from './options.js';
 import type { ConsumerOptions, InboxOptions, ResolvedMode, ResolvedOptions } from './options.js';
 import { CONSUMER_PARTS } from '../parked/parking-runtime.js';
 import type { ConsumerParts } from '../parked/parking-runtime.js';
 import { prepare } from '../prepare/prepare.js';
+import type { MessageRules, PreparedRecord } from '../prepare/prepare.js';
 import { inboxTables } from '../sql/schema.js';
 import type { InboxTables } from '../sql/schema.js';
-import { sqsSource } from '../sources/sqs.js';
-import type { InboxSource, SourceName, SourceRecord } from '../sources/source.js';
+import { sqsInboxSource } from '../sources/sqs.js';
+import type { InboxSource, SourceRecord } from '../sources/source.js';
 import { BatchTally, defaultTelemetry, errorFields, publishSummary } from '../telemetry/telemetry.js';
 import type { InboxLogger, InboxMetrics } from '../telemetry/telemetry.js';
 
@@ -63,30 +65,28 @@ export function inbox<Body = any>(options: InboxOptions<Body>): InboxHandler {
 
 /** `inbox()`, with the batch modes' code when it is given (by `sqs-inbox/batch`). */
 export function sqsConsumer<Body>(options: InboxOptions<Body>, batchModes: BatchModes | undefined): InboxHandler {
-  return consumerHandler<Body, SQSRecord, SQSBatchResponse, KeyStrategy, SQSEvent>(sqsSource, options, options?.key, SQS_OPTIONS, 'inbox', batchModes);
+  return consumerHandler<Body, SQSRecord, SQSBatchResponse, KeyStrategy, SQSEvent>(sqsInboxSource, options, batchModes);
 }
+
+/** The options a source's handler takes: those of every consumer, the source's key, and SQS's `fifo`. */
+export type HandlerOptions<Body, Raw, Key> = ConsumerOptions<Body, Raw> & { readonly key?: Key | undefined; readonly fifo?: InboxOptions['fifo'] };
 
 /**
  * The consumer core every source shares: validates the options the code gives at once, settles the
  * INBOX_* environment at cold start, then per event turns the source's records into messages, claims and
  * applies them in the options' mode (lanes, concurrency, deadline), and answers with the source's failure
- * report.
+ * report. The source names its handler and its own options; `batchModes` is the batch modes' code, which
+ * the handlers of `sqs-inbox/batch` give: not an option of the user's, and kept out of the plain handler's bundle.
  */
 export function consumerHandler<Body, Raw, Response, Key, Event>(
   source: InboxSource<Raw, Response, Key>,
-  options: ConsumerOptions<Body, Raw> & { readonly fifo?: InboxOptions['fifo'] },
-  key: Key | undefined,
-  sourceOptions: Readonly<Record<string, true>>,
-  handlerName: string,
+  options: HandlerOptions<Body, Raw, Key>,
   batchModes: BatchModes | undefined,
 ): ConsumerHandler<Event, Response> {
-  const checked = checkOptions<Body, Raw>(options, sourceOptions, source.parse, handlerName, batchModes);
+  const checked = checkOptions<Body, Raw>(options, source, batchModes);
   const tables = inboxTables(checked.schema);
-  const rules = { keyOf: source.keyStrategy(key), parse: checked.parse };
-  if (checked.mode.kind === 'statement' && checked.mode.constantSql !== undefined) {
-    checkGatedStatement(checked.mode.constantSql, undefined, 'statement.sql');
-  }
-  if (checked.mode.kind === 'batch-statement') checkGatedStatement(checked.mode.sql, undefined, 'statementBatch.sql');
+  const rules: MessageRules<Body, Raw> = { keyOf: source.keyStrategy(options.key), parse: checked.parse };
+  checkClaimGates(checked.mode);
 
   // The environment is read now when it is there, so that a wrong value fails at once; when it is not (a
   // test or a tool importing the handler's module), at the first invocation: Lambda's cold start.
@@ -99,58 +99,20 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
   // Streams count no deliveries: the keys this instance met stand in for a redelivery count.
   const recent = source.countsDeliveries ? undefined : new RecentKeys();
 
-  const handler = async (event: Event, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<Response> => {
-    const { resolved, logger, metrics, records: recordConsumer, batchRunner } = coldStart();
+  const handler = async (event: Event, context?: LambdaClock): Promise<Response> => {
+    const running = coldStart();
+    const { resolved, logger } = running;
     await (clientChecked ??= isPostgresTarget(resolved.target) ? Promise.resolve() : refuseSdkRetries(resolved.mode.kind, resolved.target.client));
     const started = resolved.now();
     const records = source.records(event);
-    // Lambda's clock when it gives one; else the margin never stops a record.
-    const remaining = () => context?.getRemainingTimeInMillis?.() ?? Number.POSITIVE_INFINITY;
-    const margin = resolved.deadlineMarginMs ?? Math.min(resolved.callTimeoutMs * 2, remaining() / 2);
     const tally = new BatchTally();
-    const session = openSession(resolved.target, {
-      callTimeoutMs: resolved.callTimeoutMs,
-      resumeDelaysMs: resolved.resumeDelaysMs,
-      timeLeftMs: () => remaining() - margin,
-      onResumeRetry: () => tally.resumeRetries++,
-      sleep: resolved.sleep,
-      metrics,
-    });
-    const plan: BatchPlan = {
-      // Stryker disable next-line MethodExpression: a source gives a lane to every record of an event or to none (one queue is FIFO or not; every stream record has its shard or partition), so some and every agree
-      ordered: records.some((record) => record.lane !== undefined),
-      onFailure: resolved.onFailure,
-      concurrency: resolved.concurrency,
-      mayStart: () => remaining() >= margin,
-    };
-    const prepared = records.map((record) => prepare(record, rules));
-    const lookUp = filterPays(resolved.duplicateFilter, resolved.mode.kind, prepared, recent);
-    recent?.remember(prepared);
-    if (lookUp && plan.mayStart()) {
-      // Only an optimisation: when the lookup fails, each record's claim decides, as without it.
-      await markKnownClaims(session, tables, resolved.consumer, prepared).catch((error: unknown) =>
-        logger.warn("the duplicate filter failed; each record's claim decides", { error: errorFields(error) }),
-      );
-    }
-    const timed = async (run: () => Promise<Outcome>) => {
-      const begun = resolved.now();
-      const outcome = await run();
-      tally.recordLatenciesMs.push(resolved.now() - begun);
-      return outcome;
-    };
-    const outcomes = batchRunner
-      ? await batchRunner.run(prepared, plan, session, tally, timed)
-      : await runBatch(records, plan, (_, index) => timed(() => recordConsumer.consume(prepared[index]!, session, tally)));
+    const [session, plan] = openInvocation(running, records, tally, context);
+    const prepared = await prepareRecords(running, records, rules, recent, session, plan, tables);
+    const outcomes = await runRecords(running, records, prepared, session, plan, tally);
     const relayed = resolved.outbox
       ? await resolved.outbox.runtime.relay(session, tables, resolved.outbox.transport, tally.outboxIds, plan.mayStart(), logger)
       : { sent: 0, deferred: 0 };
-    const failedIds = records.filter((_, index) => !succeeded(outcomes[index]!)).map((record) => record.id ?? '');
-    const summary = tally.summarise(outcomes, failedIds, resolved.now() - started, relayed);
-    logFailures(logger, source as InboxSource<unknown, unknown, unknown>, records, outcomes);
-    // Before the response: a source that fails the whole invocation (no partial response) still counts.
-    publishSummary(metrics, summary, source.name);
-    options.onBatch?.(summary);
-    return source.respond(records, outcomes);
+    return report(running, source, options, records, outcomes, relayed, tally, started);
   };
   // What parkedMessages(handler) works with: asking for it settles the environment, as an invocation does.
   const parts = (): ConsumerParts<Body, Raw> => {
@@ -166,6 +128,15 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
     };
   };
   return Object.assign(handler, { [CONSUMER_PARTS]: parts });
+}
+
+/** Lambda's clock, when the invocation has one. */
+type LambdaClock = Pick<Context, 'getRemainingTimeInMillis'>;
+
+/** A constant statement must carry the claim: checked once, when the handler is made. */
+function checkClaimGates<Body, Raw>(mode: ResolvedMode<Body, Raw>): void {
+  if (mode.kind === 'statement' && mode.constantSql !== undefined) checkGatedStatement(mode.constantSql, undefined, 'statement.sql');
+  if (mode.kind === 'batch-statement') checkGatedStatement(mode.sql, undefined, 'statementBatch.sql');
 }
 
 /** What a consumer runs with once its environment is settled. */
@@ -204,6 +175,96 @@ function startConsumer<Body, Raw>(
   return { resolved, logger, metrics: options.metrics ?? defaults!.metrics, records, batchRunner };
 }
 
+/** Opens the invocation's session on Lambda's clock, and plans its lanes: no record starts, and no call runs, past the deadline's margin. */
+function openInvocation<Body, Raw>(
+  { resolved, metrics }: Consumer<Body, Raw>,
+  records: readonly SourceRecord<Raw>[],
+  tally: BatchTally,
+  context: LambdaClock | undefined,
+): [InboxSession, BatchPlan] {
+  // Lambda's clock when it gives one; else the margin never stops a record.
+  const remaining = () => context?.getRemainingTimeInMillis?.() ?? Number.POSITIVE_INFINITY;
+  const margin = resolved.deadlineMarginMs ?? Math.min(resolved.callTimeoutMs * 2, remaining() / 2);
+  const session = openSession(resolved.target, {
+    callTimeoutMs: resolved.callTimeoutMs,
+    resumeDelaysMs: resolved.resumeDelaysMs,
+    timeLeftMs: () => remaining() - margin,
+    onResumeRetry: () => tally.resumeRetries++,
+    sleep: resolved.sleep,
+    metrics,
+  });
+  const plan: BatchPlan = {
+    // Stryker disable next-line MethodExpression: a source gives a lane to every record of an event or to none (one queue is FIFO or not; every stream record has its shard or partition), so some and every agree
+    ordered: records.some((record) => record.lane !== undefined),
+    onFailure: resolved.onFailure,
+    concurrency: resolved.concurrency,
+    mayStart: () => remaining() >= margin,
+  };
+  return [session, plan];
+}
+
+/** Keys, hashes and parses the records, and settles the known duplicates in one lookup when that pays. */
+async function prepareRecords<Body, Raw>(
+  { resolved, logger }: Consumer<Body, Raw>,
+  records: readonly SourceRecord<Raw>[],
+  rules: MessageRules<Body, Raw>,
+  recent: RecentKeys | undefined,
+  session: InboxSession,
+  plan: BatchPlan,
+  tables: InboxTables,
+): Promise<PreparedRecord<Body, Raw>[]> {
+  const prepared = records.map((record) => prepare(record, rules));
+  const lookUp = filterPays(resolved.duplicateFilter, resolved.mode.kind, prepared, recent);
+  recent?.remember(prepared);
+  if (lookUp && plan.mayStart()) {
+    // Only an optimisation: when the lookup fails, each record's claim decides, as without it.
+    await markKnownClaims(session, tables, resolved.consumer, prepared).catch((error: unknown) =>
+      logger.warn("the duplicate filter failed; each record's claim decides", { error: errorFields(error) }),
+    );
+  }
+  return prepared;
+}
+
+/** Runs the records in the options' mode, lane by lane: each record alone, or in sets by the batch modes. */
+function runRecords<Body, Raw>(
+  { resolved, records: recordConsumer, batchRunner }: Consumer<Body, Raw>,
+  records: readonly SourceRecord<Raw>[],
+  prepared: PreparedRecord<Body, Raw>[],
+  session: InboxSession,
+  plan: BatchPlan,
+  tally: BatchTally,
+): Promise<Outcome[]> {
+  const timed = async (run: () => Promise<Outcome>) => {
+    const begun = resolved.now();
+    const outcome = await run();
+    tally.recordLatenciesMs.push(resolved.now() - begun);
+    return outcome;
+  };
+  return batchRunner
+    ? batchRunner.run(prepared, plan, session, tally, timed)
+    : runBatch(records, plan, (_, index) => timed(() => recordConsumer.consume(prepared[index]!, session, tally)));
+}
+
+/** Relays the outbox, logs the failures, publishes the summary, and answers with the source's failure report. */
+async function report<Body, Raw, Response>(
+  { resolved, logger, metrics }: Consumer<Body, Raw>,
+  source: InboxSource<Raw, Response, unknown>,
+  options: ConsumerOptions<Body, Raw>,
+  records: readonly SourceRecord<Raw>[],
+  outcomes: readonly Outcome[],
+  relayed: Parameters<BatchTally['summarise']>[3],
+  tally: BatchTally,
+  started: number,
+): Promise<Response> {
+  const failedIds = records.filter((_, index) => !succeeded(outcomes[index]!)).map((record) => record.id ?? '');
+  const summary = tally.summarise(outcomes, failedIds, resolved.now() - started, relayed);
+  logFailures(logger, source as InboxSource<unknown, unknown, unknown>, records, outcomes);
+  // Before the response: a source that fails the whole invocation (no partial response) still counts.
+  publishSummary(metrics, summary, source.name);
+  options.onBatch?.(summary);
+  return source.respond(records, outcomes);
+}
+
 /**
  * In transaction mode the SDK's own retries would re-send a statement whose response was lost, running it
  * twice inside one transaction. A client that retries is refused, with the fix.
@@ -232,12 +293,9 @@ function logFailures(
   outcomes.forEach((outcome, index) => {
     const id = { [source.idName]: records[index]?.id };
     if (outcome.kind === 'failed') {
-      logger.warn(`record failed; ${REDELIVERS[source.name]} will deliver it again`, { ...id, error: errorFields(outcome.error) });
+      logger.warn(`record failed; ${source.redeliveredBy} will deliver it again`, { ...id, error: errorFields(outcome.error) });
     } else if (outcome.kind === 'parked') {
       logger.warn('record parked', { ...id, error: errorFields(outcome.error) });
     }
   });
 }
-
-/** Who delivers a failed record again, for the log line. */
-const REDELIVERS: Record<SourceName, string> = { sqs: 'SQS', kinesis: 'Lambda', dynamodb: 'Lambda', kafka: 'Lambda' };

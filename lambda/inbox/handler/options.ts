@@ -22,6 +22,7 @@ import { OUTBOX_RUNTIME } from '../outbox/outbox-runtime.js';
 import type { OutboxRuntime } from '../outbox/outbox-runtime.js';
 import { PARKING_RUNTIME } from '../parked/parking-runtime.js';
 import type { Park, ParkingRuntime } from '../parked/parking-runtime.js';
+import type { InboxSource } from '../sources/source.js';
 
 /** The message `apply` and `statement` receive. */
 export interface InboxMessage<Body = unknown, Raw = SQSRecord> {
@@ -332,8 +333,6 @@ const CONSUMER_OPTIONS: Readonly<Record<keyof ConsumerOptions, true>> = {
   now: true,
   sleep: true,
 };
-/** The SQS options besides those of every consumer. */
-export const SQS_OPTIONS: Readonly<Record<Exclude<keyof InboxOptions, keyof ConsumerOptions>, true>> = { key: true, fifo: true };
 const DATABASE_OPTIONS: Readonly<Record<keyof DatabaseOptions, true>> = {
   resourceArn: true,
   secretArn: true,
@@ -362,23 +361,22 @@ export interface CheckedOptions<Body, Raw = SQSRecord> extends Omit<ResolvedOpti
 
 /**
  * Validates the options the code gives once, when `inbox(options)` is called, with errors that name the
- * option and the fix. `sourceOptions` are the options the source takes besides those of every consumer;
- * `defaultParse` is the source's; `batchModes` is the batch modes' code, which the handlers of
+ * option and the fix. The source gives the handler's name, the options it takes besides those of every
+ * consumer and the default `parse`; `batchModes` is the batch modes' code, which the handlers of
  * `sqs-inbox/batch` give (without it the batch modes are refused). The INBOX_* environment is
  * {@link settleEnvironment}'s.
  */
 export function checkOptions<Body, Raw = SQSRecord>(
   options: ConsumerOptions<Body, Raw> & { readonly fifo?: InboxOptions['fifo'] },
-  sourceOptions: Readonly<Record<string, true>> = SQS_OPTIONS,
-  defaultParse: (body: string, record: Raw) => unknown = (body) => JSON.parse(body) as unknown,
-  handlerName = 'inbox',
-  batchModes?: BatchModes,
+  source: Pick<InboxSource<Raw, unknown, unknown>, 'handlerName' | 'options' | 'parse'>,
+  batchModes: BatchModes | undefined,
 ): CheckedOptions<Body, Raw> {
+  const { handlerName } = source;
   if (!options || typeof options !== 'object' || Array.isArray(options)) {
     throw new InboxConfigError('options', `pass an object, e.g. ${handlerName}({ consumer: 'order-worker', apply })`);
   }
   // First: a misspelt `consumr` is better named as a typo than reported as a missing `consumer`.
-  refuseUnknownKeys(options, { ...CONSUMER_OPTIONS, ...sourceOptions }, undefined, NESTED_OPTIONS, `${handlerName}()`);
+  refuseUnknownKeys(options, { ...CONSUMER_OPTIONS, ...source.options }, undefined, NESTED_OPTIONS, `${handlerName}()`);
   // null, like undefined, means "the default": INBOX_CONSUMER.
   const consumer = options.consumer ?? undefined;
   if (consumer !== undefined) checkConsumer(consumer, handlerName);
@@ -425,7 +423,7 @@ export function checkOptions<Body, Raw = SQSRecord>(
     mode,
     duplicateFilter,
     claim,
-    parse: options.parse ?? (defaultParse as (body: string, record: Raw) => Body),
+    parse: options.parse ?? (source.parse as (body: string, record: Raw) => Body),
     onFailure,
     concurrency,
     parking,
@@ -466,18 +464,6 @@ export function settleEnvironment<Body, Raw>(checked: CheckedOptions<Body, Raw>,
       runtime: outbox.runtime,
     },
   };
-}
-
-/** The options from the code and the environment together: {@link checkOptions}, then {@link settleEnvironment}. */
-export function resolveOptions<Body, Raw = SQSRecord>(
-  options: ConsumerOptions<Body, Raw> & { readonly fifo?: InboxOptions['fifo'] },
-  env: NodeJS.ProcessEnv = process.env,
-  sourceOptions: Readonly<Record<string, true>> = SQS_OPTIONS,
-  defaultParse: (body: string, record: Raw) => unknown = (body) => JSON.parse(body) as unknown,
-  handlerName = 'inbox',
-  batchModes?: BatchModes,
-): ResolvedOptions<Body, Raw> {
-  return settleEnvironment(checkOptions(options, sourceOptions, defaultParse, handlerName, batchModes), env);
 }
 
 function checkConsumer(consumer: unknown, handlerName: string): string {

@@ -15,11 +15,11 @@ import { InboxConfigError } from '../errors.js';
 import { described } from './option-checks.js';
 import type { ConsumerOptions } from './options.js';
 import type { BatchModes } from '../modes/batch-modes.js';
-import { dynamoDbSource } from '../sources/dynamodb.js';
+import { dynamoDbInboxSource } from '../sources/dynamodb.js';
 import type { DynamoDbChange, DynamoDbKeyStrategy } from '../sources/dynamodb.js';
-import { kafkaSource } from '../sources/kafka.js';
+import { kafkaInboxSource } from '../sources/kafka.js';
 import type { KafkaBatchResponse, KafkaKeyStrategy, KafkaRecord } from '../sources/kafka.js';
-import { kinesisSource } from '../sources/kinesis.js';
+import { kinesisInboxSource } from '../sources/kinesis.js';
 import type { KinesisKeyStrategy } from '../sources/kinesis.js';
 
 /** Options of {@link kinesisInbox}: those of every consumer, and the key. */
@@ -49,8 +49,6 @@ export interface KafkaInboxOptions<Body = unknown> extends ConsumerOptions<Body,
   readonly reportBatchItemFailures?: boolean | undefined;
 }
 
-const KEY_OPTION = { key: true } as const;
-
 /**
  * Makes a Kinesis Data Streams handler that applies each record's effect exactly once, as `inbox()` does
  * for SQS: the same modes and options. Records of the shard are applied in order, one at a time; after a
@@ -75,7 +73,7 @@ export function kinesisConsumer<Body>(
   options: KinesisInboxOptions<Body>,
   batchModes: BatchModes | undefined,
 ): ConsumerHandler<KinesisStreamEvent, KinesisStreamBatchResponse> {
-  return consumerHandler(kinesisSource, options, options?.key, KEY_OPTION, 'kinesisInbox', batchModes);
+  return consumerHandler(kinesisInboxSource, options, batchModes);
 }
 
 /**
@@ -101,7 +99,7 @@ export function dynamoDbConsumer<Body>(
   options: DynamoDbInboxOptions<Body>,
   batchModes: BatchModes | undefined,
 ): ConsumerHandler<DynamoDBStreamEvent, DynamoDBBatchResponse> {
-  return consumerHandler(dynamoDbSource, options, options?.key, KEY_OPTION, 'dynamoDbInbox', batchModes);
+  return consumerHandler(dynamoDbInboxSource, options, batchModes);
 }
 
 /**
@@ -137,5 +135,5 @@ export function kafkaConsumer<Body>(
       `must be true or false, matching the event source mapping's FunctionResponseTypes; got ${described(partial)}`,
     );
   }
-  return consumerHandler(kafkaSource(partial), options, options?.key, { key: true, reportBatchItemFailures: true }, 'kafkaInbox', batchModes);
+  return consumerHandler(kafkaInboxSource(partial), options, batchModes);
 }

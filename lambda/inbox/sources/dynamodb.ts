@@ -5,7 +5,7 @@ import { unmarshallImage } from './dynamodb-image.js';
 import type { PlainItem } from './dynamodb-image.js';
 import { recordsArray } from './event-shape.js';
 import type { InboxSource, SourceRecord } from './source.js';
-import { streamKeyStrategy } from './stream-keys.js';
+import { KEY_OPTION, streamKeyStrategy } from './stream-keys.js';
 import type { StreamKeyStrategy } from './stream-keys.js';
 import { sequenceNumberReport } from './stream-report.js';
 
@@ -36,9 +36,12 @@ const EXPECTED = {
 };
 
 /** DynamoDB Streams: records named by sequence number, the shard as lane, failures reported as the first failed sequence number. */
-export const dynamoDbSource: InboxSource<DynamoDBRecord, DynamoDBBatchResponse, DynamoDbKeyStrategy> = {
+export const dynamoDbInboxSource: InboxSource<DynamoDBRecord, DynamoDBBatchResponse, DynamoDbKeyStrategy> = {
   name: 'dynamodb',
+  handlerName: 'dynamoDbInbox',
+  options: KEY_OPTION,
   countsDeliveries: false,
+  redeliveredBy: 'Lambda',
   idName: 'sequenceNumber',
   records: (event) => (recordsArray(event, EXPECTED) as readonly DynamoDBRecord[]).map(sourceRecord),
   keyStrategy: (option) =>

@@ -40,16 +40,22 @@ const EXPECTED = {
   trigger: 'an MSK or self-managed Kafka event source mapping',
 };
 
+/** The options kafkaInbox() takes besides those of every consumer. */
+const KAFKA_OPTIONS = { key: true, reportBatchItemFailures: true } as const;
+
 /**
  * Kafka: records named `topic-partition@offset`, each topic-partition a lane. With `partialResponse`
  * (ReportBatchItemFailures, which only a provisioned-mode event source mapping reads), failures are
  * reported as the offset to resume each failed partition from; without it any failure fails the whole
  * invocation, and the inbox turns the redelivered committed records into no-ops.
  */
-export function kafkaSource(partialResponse: boolean): InboxSource<KafkaRecord, KafkaBatchResponse, KafkaKeyStrategy> {
+export function kafkaInboxSource(partialResponse: boolean): InboxSource<KafkaRecord, KafkaBatchResponse, KafkaKeyStrategy> {
   return {
     name: 'kafka',
+    handlerName: 'kafkaInbox',
+    options: KAFKA_OPTIONS,
     countsDeliveries: false,
+    redeliveredBy: 'Lambda',
     idName: 'record',
     records: kafkaRecords,
     keyStrategy: (option) =>

@@ -3,7 +3,7 @@ import { ParseError } from '../errors.js';
 import { checkKey } from '../prepare/keys.js';
 import { recordsArray } from './event-shape.js';
 import type { InboxSource, SourceRecord } from './source.js';
-import { streamKeyStrategy } from './stream-keys.js';
+import { KEY_OPTION, streamKeyStrategy } from './stream-keys.js';
 import type { StreamKeyStrategy } from './stream-keys.js';
 import { sequenceNumberReport } from './stream-report.js';
 
@@ -22,9 +22,12 @@ const EXPECTED = {
 };
 
 /** Kinesis: records named by sequence number, the shard as lane, failures reported as the first failed sequence number. */
-export const kinesisSource: InboxSource<KinesisStreamRecord, KinesisStreamBatchResponse, KinesisKeyStrategy> = {
+export const kinesisInboxSource: InboxSource<KinesisStreamRecord, KinesisStreamBatchResponse, KinesisKeyStrategy> = {
   name: 'kinesis',
+  handlerName: 'kinesisInbox',
+  options: KEY_OPTION,
   countsDeliveries: false,
+  redeliveredBy: 'Lambda',
   idName: 'sequenceNumber',
   records: (event) => (recordsArray(event, EXPECTED) as readonly KinesisStreamRecord[]).map(sourceRecord),
   keyStrategy: (option) =>

@@ -36,8 +36,14 @@ export interface SourceRecord<Raw> {
  */
 export interface InboxSource<Raw, Response, Key> {
   readonly name: SourceName;
+  /** The function that makes this source's handler, as its option errors name it: `inbox`, `kinesisInbox`. */
+  readonly handlerName: string;
+  /** The options that handler takes besides those of every consumer (`key`, ...): any other is refused. */
+  readonly options: Readonly<Record<string, true>>;
   /** Whether records carry their delivery count (SQS does; the streams do not). */
   readonly countsDeliveries: boolean;
+  /** Who delivers a failed record again, for the log line: SQS, or Lambda (the streams). */
+  readonly redeliveredBy: string;
   /** What the metrics and logs call the message's identifier. */
   readonly idName: string;
   /** The records of an event; an event from another source is refused with {@link UnexpectedEventError}. */

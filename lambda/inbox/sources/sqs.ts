@@ -4,6 +4,7 @@ import { InboxError, ParseError } from '../errors.js';
 import { checkBodySize, keyStrategy } from '../prepare/keys.js';
 import type { KeyStrategy } from '../prepare/keys.js';
 import type { ParkedMessage } from '../parked/store.js';
+import type { ConsumerOptions, InboxOptions } from '../handler/options.js';
 import { recordsArray } from './event-shape.js';
 import type { InboxSource, SourceRecord } from './source.js';
 
@@ -22,6 +23,9 @@ export function receiveCount(record: SQSRecord): number {
   return Number.isInteger(count) && count > 0 ? count : 1;
 }
 
+/** The SQS options besides those of every consumer. */
+export const SQS_OPTIONS: Readonly<Record<Exclude<keyof InboxOptions, keyof ConsumerOptions>, true>> = { key: true, fifo: true };
+
 const EXPECTED = {
   handler: 'inbox()',
   sources: ['aws:sqs'],
@@ -30,9 +34,12 @@ const EXPECTED = {
 };
 
 /** SQS: records named by messageId, FIFO message groups as lanes, failures reported by messageId. */
-export const sqsSource: InboxSource<SQSRecord, SQSBatchResponse, KeyStrategy> = {
+export const sqsInboxSource: InboxSource<SQSRecord, SQSBatchResponse, KeyStrategy> = {
   name: 'sqs',
+  handlerName: 'inbox',
+  options: SQS_OPTIONS,
   countsDeliveries: true,
+  redeliveredBy: 'SQS',
   idName: 'messageId',
   records(event) {
     const records = recordsArray(event, EXPECTED) as readonly SQSRecord[];

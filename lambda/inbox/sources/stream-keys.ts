@@ -3,6 +3,9 @@ import { checkKey } from '../prepare/keys.js';
 import { described, refuseUnknownKeys } from '../handler/option-checks.js';
 import type { SourceRecord } from './source.js';
 
+/** The one option Kinesis and DynamoDB Streams handlers take besides those of every consumer. */
+export const KEY_OPTION = { key: true } as const;
+
 /**
  * How a stream record's idempotency key is chosen: the source's default (its position in the stream:
  * redeliveries of one record are caught, a producer's re-send is a new record), a field of the JSON body
