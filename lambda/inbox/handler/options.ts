@@ -7,7 +7,7 @@ import { CONSUMER_NAME_PATTERN, CONSUMER_NAME_RULE, ENV_CONSUMER, ENV_DATABASE, 
 import { InboxConfigError } from '../errors.js';
 import type { KeyStrategy } from '../prepare/keys.js';
 import { carriedCode, described, oneOf, refuseUnknownKeys } from './option-checks.js';
-import { resolveMode } from '../modes/mode-options.js';
+import { STATEMENT_OPTIONS, resolveMode } from '../modes/mode-options.js';
 import type { BatchModes } from '../modes/batch-modes.js';
 import type { InboxLogger, InboxMetrics, BatchSummary } from '../telemetry/telemetry.js';
 import type { OutboxSend } from '../outbox/outbox-message.js';
@@ -342,7 +342,6 @@ const DATABASE_OPTIONS: Readonly<Record<keyof DatabaseOptions, true>> = {
   idleCheckMs: true,
 };
 const FIFO_OPTIONS: Readonly<Record<keyof NonNullable<InboxOptions['fifo']>, true>> = { onFailure: true };
-const STATEMENT_OPTIONS: Readonly<Record<'sql' | 'params', true>> = { sql: true, params: true };
 const NESTED_OPTIONS = { fifo: FIFO_OPTIONS, database: DATABASE_OPTIONS, statement: STATEMENT_OPTIONS, statementBatch: STATEMENT_OPTIONS };
 
 /** The options as the code gave them, checked, with defaults filled in: all but what the environment settles. */
