@@ -14,11 +14,22 @@ import type { InboxConsumer } from '../consumer/inbox-consumer.js';
 /**
  * What the alarms read of a consumer: an InboxConsumer, or any consumer that exposes the same (InboxDsqlConsumer).
  */
-export type InboxWatchedConsumer = Pick<InboxConsumer, 'consumerName' | 'source' | 'queue' | 'deadLetterQueue' | 'function'>;
+export type InboxWatchedConsumer = Pick<InboxConsumer, 'consumerName' | 'source' | 'queue' | 'deadLetterQueue' | 'function'> & {
+  /** The consumer's database: on Aurora DSQL, the records that lost their optimistic-concurrency retries are watched too. */
+  readonly database?: unknown;
+};
 import type { InboxOutboxRelay } from '../outbox/inbox-outbox-relay.js';
 import { describeSeconds, durationSeconds, rateSeconds } from '../invariants.js';
-import { CLEANUP_METRICS, CONSUMER_COUNT_METRICS, CONSUMER_LATENCY_METRICS, METRIC_NAMESPACE, OUTBOX_RELAY_METRICS } from '../../lambda/inbox/contract.js';
+import {
+  CLEANUP_METRICS,
+  CONSUMER_COUNT_METRICS,
+  CONSUMER_LATENCY_METRICS,
+  DSQL_CONFLICT_METRICS,
+  METRIC_NAMESPACE,
+  OUTBOX_RELAY_METRICS,
+} from '../../lambda/inbox/contract.js';
 import { InboxConstructError } from '../errors.js';
+import { InboxDsqlDatabase } from '../dsql/inbox-dsql-database.js';
 
 /** The metrics each function emits, as the runtime writes them (lambda/inbox/contract.ts). */
 export { CLEANUP_METRICS, CONSUMER_COUNT_METRICS, CONSUMER_LATENCY_METRICS, OUTBOX_RELAY_METRICS };
@@ -230,6 +241,7 @@ export class InboxAlarms extends Construct {
     const duplicateRate = this.#duplicateAlarms(scope, consumer, props, inboxMetric);
     const failureRate = this.#failureAlarms(scope, consumer, props, inboxMetric);
     const fallbackRate = this.#batchFallbackAlarm(scope, consumer, props, inboxMetric);
+    if (consumer.database instanceof InboxDsqlDatabase) this.#conflictAlarm(scope, consumer, inboxMetric);
     this.#consumerDashboard(consumer, inboxMetric, lag.metric, { duplicateRate, failureRate, fallbackRate });
   }
 
@@ -318,6 +330,22 @@ export class InboxAlarms extends Construct {
         `${consumer.queue !== undefined ? 'maxReceiveCount' : 'retryAttempts'}. See its logs for the failed records.`,
     });
     return failureRate;
+  }
+
+  /**
+   * Aurora DSQL: transactions that lost an optimistic-concurrency conflict after every retry (the runtime's
+   * `ConflictsExhausted`, lambda/inbox/contract.ts `DSQL_CONFLICT_METRICS`). Each such record was reported failed and
+   * comes back; a steady count means contention the retries cannot absorb (hot keys, or writers touching the same rows).
+   */
+  #conflictAlarm(scope: Construct, consumer: InboxWatchedConsumer, inboxMetric: InboxMetric): void {
+    const [, exhausted] = DSQL_CONFLICT_METRICS;
+    this.#alarm(scope, exhausted, {
+      metric: inboxMetric(exhausted),
+      threshold: 0,
+      description:
+        `Transactions of inbox consumer ${consumer.consumerName} on Aurora DSQL lost an optimistic-concurrency conflict (40001) after every retry: ` +
+        'their records were reported failed and are redelivered. Look for writers touching the same rows, or raise dsql({ conflictRetries }).',
+    });
   }
 
   /** The batch modes' sets that fell back to running each record alone. */

@@ -5,6 +5,7 @@ import { Duration } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { InboxCleanup, InboxDsqlConsumer, InboxDsqlDatabase } from '../../lib/index.js';
 import { InboxDsqlStack } from '../../demo/stacks/inbox-dsql-stack.js';
+import { InboxStack } from '../../demo/stacks/inbox-stack.js';
 import { FIXTURE_HANDLER, synthError, testApp, testStack } from './support.js';
 
 type Resource = { Properties: Record<string, any>; DeletionPolicy?: string };
@@ -188,6 +189,18 @@ describe('InboxDsqlDatabase and InboxDsqlConsumer: the inbox on Aurora DSQL', ()
         { Name: 'source', Value: 'sqs' },
       ]),
     });
+  });
+
+  it("alarms when a DSQL consumer's transactions lose their conflict retries (ConflictsExhausted), which an Aurora consumer has none of", () => {
+    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
+      Namespace: 'SqsInbox',
+      MetricName: 'ConflictsExhausted',
+      Dimensions: Match.arrayWith([{ Name: 'service', Value: 'order-worker' }]),
+      Threshold: 0,
+      AlarmActions: [Match.anyValue()],
+    });
+    const aurora = Template.fromStack(new InboxStack(testApp(), 'AuroraAlarms'));
+    expect(Object.keys(aurora.findResources('AWS::CloudWatch::Alarm', { Properties: { MetricName: 'ConflictsExhausted' } }))).toEqual([]);
   });
 
   it('alarms on the purge and the sweeper as on Aurora: the oldest inbox row and the oldest unsent outbox row', () => {
