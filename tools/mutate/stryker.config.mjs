@@ -31,6 +31,10 @@ export default {
   // reported as Ignored: the vitest runner cannot re-activate a module-level mutant after the first import,
   // so they would survive although the tests catch them (breaking uuid() by hand fails "binds uuid()").
   ignoreStatic: true,
+  // Equivalent mutants (no test can kill them) are listed, each with its reason, in equivalent-mutants.mjs; this
+  // ignorer reports them as Ignored. Paths of plugins are relative to the directory Stryker runs in, the root.
+  appendPlugins: ['./tools/mutate/equivalent-ignorer.mjs'],
+  ignorers: ['equivalent-mutants'],
   concurrency: 2,
   timeoutMS: 10_000,
   ignorePatterns: ['/dist', '/cdk.out', '/coverage', '/.tmp', '/reports', '/bench', '/docs', '/examples'],

@@ -18,9 +18,7 @@ const NOT_EXECUTED_5XX = new Set(['InternalServerErrorException', 'ServiceUnavai
 /** Sorts an SDK error into the taxonomy. Anything that may have taken effect is marked ambiguous. */
 export function classify(operation: string, error: unknown): DataApiError {
   if (error instanceof DataApiError) return error;
-  // Stryker disable next-line OptionalChaining,StringLiteral: the SDK never throws null or undefined
   const name = (error as { name?: string })?.name ?? 'Error';
-  // Stryker disable next-line OptionalChaining: the SDK never throws null or undefined
   const message = (error as { message?: string })?.message ?? String(error);
   const isCommit = operation === 'CommitTransaction';
   const make = (failure: DataApiFailure, ambiguous: boolean) =>
@@ -35,21 +33,15 @@ export function classify(operation: string, error: unknown): DataApiError {
     case 'TransactionNotFoundException':
     case 'NotFoundException':
       return make('transaction-not-found', false);
-    // Stryker disable next-line ConditionalExpression: emptied, this case falls through to the next one, which returns the same timeout
-    case 'StatementTimeoutException':
-      return make('timeout', true);
+    // StatementTimeoutException: the statement ran out of time in the database, which may have run part of it.
     // AbortError: a call aborted after callTimeoutMs (AbortSignal.timeout), on Node 20 and 22 alike.
     // TimeoutError: the SDK's name for a socket that timed out or was reset mid-call ("read ECONNRESET").
-    // Stryker disable next-line StringLiteral: without this case a reset falls to 'network', just as ambiguous
+    case 'StatementTimeoutException':
     case 'TimeoutError':
     case 'AbortError':
       return make('timeout', true);
-    // Stryker disable next-line ConditionalExpression: the default case only breaks, so emptying it changes nothing
-    default:
-      break;
   }
   if (NOT_EXECUTED_5XX.has(name)) return make('unavailable', true);
-  // Stryker disable next-line OptionalChaining: the SDK never throws null or undefined
   const status = (error as { $metadata?: { httpStatusCode?: number } })?.$metadata?.httpStatusCode;
   // Stryker disable next-line ConditionalExpression: without a status the comparisons are false anyway
   if (status !== undefined && status >= 400 && status < 500) return make('rejected', false);

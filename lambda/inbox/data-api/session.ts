@@ -160,7 +160,6 @@ export class DataApiSession implements InboxSession {
         }),
     );
     const id = (output as { transactionId?: string }).transactionId;
-    // Stryker disable next-line StringLiteral,BooleanLiteral: unreachable: a successful BeginTransaction always returns a transactionId
     if (!id) throw new DataApiError('BeginTransaction', 'rejected', false, 'the response held no transactionId');
     return id;
   }
@@ -170,7 +169,6 @@ export class DataApiSession implements InboxSession {
    * the same id only says the transaction is gone. Every failure here is ambiguous.
    */
   async commit(transactionId: string): Promise<void> {
-    // Stryker disable next-line BooleanLiteral: a commit is never refused with DatabaseResumingException (its open transaction keeps the cluster awake), so retry.resume is never consulted
     const output = await this.#call(
       'CommitTransaction',
       { resume: false, reset: false },
@@ -192,7 +190,6 @@ export class DataApiSession implements InboxSession {
   /** Rolls back. A transaction that is already gone counts as rolled back. */
   async rollback(transactionId: string): Promise<void> {
     try {
-      // Stryker disable next-line BooleanLiteral: a rollback is never refused with DatabaseResumingException (its open transaction keeps the cluster awake), so retry.resume is never consulted
       await this.#call(
         'RollbackTransaction',
         { resume: false, reset: false },

@@ -273,7 +273,6 @@ async function refuseSdkRetries(mode: ResolvedMode<unknown>['kind'], client: Dat
   // A gated statement sent twice claims once: its retry is harmless.
   if (mode === 'statement' || mode === 'batch-statement') return;
   const provider = (client.config as { maxAttempts?: unknown }).maxAttempts;
-  // Stryker disable next-line LogicalOperator: an RDSDataClient's resolved config always holds maxAttempts as a provider function (resolveRetryConfig), so this branch never runs
   const attempts = typeof provider === 'function' ? Number(await provider()) : Number(provider ?? 1);
   if (attempts > 1) {
     throw new InboxConfigError(

@@ -40,7 +40,6 @@ export async function runBatch<R extends { readonly lane: string | undefined }>(
   plan: BatchPlan,
   run: (record: R, index: number) => Promise<Outcome>,
 ): Promise<Outcome[]> {
-  // Stryker disable next-line ArrayDeclaration: every index of outcomes is assigned before it is returned, so its initial length does not matter
   const outcomes: (Outcome | undefined)[] = new Array(records.length);
 
   const start = async (index: number): Promise<Outcome> => {
@@ -89,7 +88,6 @@ export async function runBatch<R extends { readonly lane: string | undefined }>(
 function lanesOf(records: readonly { readonly lane: string | undefined }[]): number[][] {
   const lanes = new Map<string, number[]>();
   records.forEach((record, index) => {
-    // Stryker disable next-line StringLiteral: the fallback lane name is only a Map key
     const lane = record.lane ?? '';
     const members = lanes.get(lane) ?? [];
     members.push(index);

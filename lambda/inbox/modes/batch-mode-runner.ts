@@ -42,7 +42,6 @@ export class BatchModeRunner<Body, Raw = unknown> implements SetRunner<Body, Raw
     tally: BatchTally,
     timed: (run: () => Promise<Outcome>) => Promise<Outcome>,
   ): Promise<Outcome[]> {
-    // Stryker disable next-line ArrayDeclaration: every index is filled before it is returned, so the starting length never shows
     const outcomes: Outcome[] = new Array(prepared.length);
     const alone = async (list: readonly PreparedRecord<Body, Raw>[]) => {
       const results = await runBatch(
@@ -126,7 +125,6 @@ export class BatchModeRunner<Body, Raw = unknown> implements SetRunner<Body, Raw
       const claims = await statementSet(session, this.tables, this.options.consumer, mode, set, true);
       return Promise.all(members.map((p, index) => this.consumer.settle(p, claims[index]!, session, tally)));
     }
-    // Stryker disable next-line StringLiteral: the message of an unreachable error
     if (mode.kind !== 'batch-transaction') throw new Error('unreachable');
     const tx = await session.transaction();
     let claimed: boolean[];
@@ -158,7 +156,6 @@ export class BatchModeRunner<Body, Raw = unknown> implements SetRunner<Body, Raw
         await commitOrRollBack(tx);
       } catch (error) {
         // Ambiguous: every record of the set fails; the redelivery of each finds its claim if the commit happened.
-        // Stryker disable next-line ObjectLiteral: the cause is kept for a debugger; the log and the outcome show only name and message
         throw error instanceof DatabaseCallError ? error : new DataApiError('CommitTransaction', 'network', true, String(error), { cause: error });
       }
       tally.outboxIds.push(...sent);
@@ -211,10 +208,8 @@ function setMembership(prepared: readonly PreparedRecord<unknown>[], plan: Batch
   let joins = prepared.map(ready);
   if (plan.ordered) {
     const blocked = new Set<string>();
-    // Stryker disable next-line StringLiteral: an ordered batch has a lane on every record (a source gives lanes to all or none), so the fallbacks never run
     for (const p of prepared) if (!ready(p) && !settled(p)) blocked.add(p.record.lane ?? '');
     if (plan.onFailure === 'stop-batch' && blocked.size > 0) return prepared.map(() => false);
-    // Stryker disable next-line StringLiteral: as above
     joins = prepared.map((p, index) => joins[index]! && !blocked.has(p.record.lane ?? ''));
   }
   return joins.filter(Boolean).length >= 2 ? joins : prepared.map(() => false);

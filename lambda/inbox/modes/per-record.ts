@@ -6,7 +6,7 @@ import type { InboxSession } from '../transport/session.js';
 import { retryConflicts } from '../transport/conflicts.js';
 import { InboxConfigError, KeyCollisionError, PermanentError } from '../errors.js';
 import { hex } from '../prepare/keys.js';
-import type { InboxMessage, InboxTransaction, ResolvedOptions } from '../handler/options.js';
+import type { InboxMessage, InboxTransaction, ResolvedMode, ResolvedOptions } from '../handler/options.js';
 import type { PreparedRecord } from '../prepare/prepare.js';
 import type { InboxTables } from '../sql/schema.js';
 import type { InboxSource, SourceRecord } from '../sources/source.js';
@@ -122,7 +122,7 @@ export class RecordConsumer<Body, Raw = unknown> {
       case 'batch-transaction':
         return retryConflicts(session, () => this.#inTransaction(session, message, sha256, tally, (tx) => mode.applyBatch(tx, [message])));
       case 'statement':
-        return retryConflicts(session, () => this.#inOneStatement(session, message, sha256));
+        return retryConflicts(session, () => this.#inOneStatement(session, mode, message, sha256));
       case 'batch-statement': {
         const claim = await retryConflicts(session, () =>
           this.#batchModes!.statementAlone(session, this.#tables, this.#options.consumer, mode, message, sha256),
@@ -179,10 +179,12 @@ export class RecordConsumer<Body, Raw = unknown> {
   }
 
   /** One autocommit statement that claims and applies. */
-  async #inOneStatement(session: InboxSession, message: InboxMessage<Body, Raw>, sha256: Uint8Array): Promise<ClaimVerdict> {
-    const mode = this.#options.mode;
-    // Stryker disable next-line StringLiteral: the message of an unreachable error
-    if (mode.kind !== 'statement') throw new Error('unreachable');
+  async #inOneStatement(
+    session: InboxSession,
+    mode: Extract<ResolvedMode<Body, Raw>, { kind: 'statement' }>,
+    message: InboxMessage<Body, Raw>,
+    sha256: Uint8Array,
+  ): Promise<ClaimVerdict> {
     const { sql, params } = mode.statement(message);
     const result = await session.executeIdempotent(gatedSql(this.#tables, checkGatedStatement(sql, params, 'statement')), {
       ...params,

@@ -50,7 +50,6 @@ export function toMessage<Body, Raw>(record: SourceRecord<Raw>, key: string, par
   try {
     body = parse(record.body, record.raw);
   } catch (error) {
-    // Stryker disable next-line ObjectLiteral: the cause is for a debugger; the message already carries its text
     throw new ParseError(`the body could not be parsed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   }
   return { key, body, record: record.raw, id: record.id, attempt: record.attempt, groupId: record.groupId };

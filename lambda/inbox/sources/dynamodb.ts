@@ -47,7 +47,6 @@ export const dynamoDbInboxSource: InboxSource<DynamoDBRecord, DynamoDBBatchRespo
   keyStrategy: (option) =>
     streamKeyStrategy<DynamoDBRecord>(
       option,
-      // Stryker disable next-line OptionalChaining: a null record also has no dynamodb object, and prepare() reports that in place of any key error
       { name: 'event-id', keyOf: (record) => checkKey(record.raw?.eventID, 'eventID') },
       undefined,
       // `{ field: 'newImage.requestId' }` reads the change as apply sees it, images unmarshalled.
@@ -82,7 +81,6 @@ function sourceRecord(record: DynamoDBRecord, index: number): SourceRecord<Dynam
     body: described ? JSON.stringify({ eventName: record.eventName, Keys: change.Keys, NewImage: change.NewImage, OldImage: change.OldImage }) : '',
     bodyError: described ? undefined : new ParseError('the record has no dynamodb object; DynamoDB Streams records from Lambda always carry one'),
     // One batch comes from one shard, which the record does not name: the whole batch is one lane.
-    // Stryker disable next-line StringLiteral: every record of the batch gets the same lane, so its name never shows
     lane: 'shard',
     groupId: undefined,
     attempt: 1,

@@ -79,7 +79,6 @@ export const sqsInboxSource: InboxSource<SQSRecord, SQSBatchResponse, KeyStrateg
         awsRegion: '',
       },
       0,
-      // Stryker disable next-line BooleanLiteral: fifo only sets the record's lane, and a replay runs one record and never reads it
       false,
     ),
 };
@@ -92,7 +91,6 @@ function sourceRecord(record: SQSRecord, index: number, fifo: boolean): SourceRe
     id: typeof record.messageId === 'string' && record.messageId.length > 0 ? record.messageId : undefined,
     body,
     bodyError: bodyError(record, body),
-    // Stryker disable next-line OptionalChaining,StringLiteral: Lambda's SQS records always carry attributes, and the fallback group name is only a Map key
     lane: fifo ? (record.attributes?.MessageGroupId ?? '') : undefined,
     groupId: record.attributes?.MessageGroupId,
     attempt: receiveCount(record),

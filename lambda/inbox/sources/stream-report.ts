@@ -12,7 +12,6 @@ export function restartPoints<Raw>(records: readonly SourceRecord<Raw>[], outcom
   const lanes = new Set<string>();
   const firsts: SourceRecord<Raw>[] = [];
   records.forEach((record, index) => {
-    // Stryker disable next-line StringLiteral: stream sources give every record a lane; the fallback is only a Set key
     const lane = record.lane ?? '';
     if (succeeded(outcomes[index]!) || lanes.has(lane)) return;
     lanes.add(lane);
