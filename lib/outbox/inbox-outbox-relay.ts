@@ -8,17 +8,15 @@ import * as rds from 'aws-cdk-lib/aws-rds';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import type { IConstruct } from 'constructs';
-import { STATEMENT_ACTIONS } from '../database/data-api-access.js';
 import type { InboxConsumer } from '../consumer/inbox-consumer.js';
 import type { InboxDatabase } from '../database/inbox-database.js';
-import { InboxDatabaseRole } from '../database/inbox-database-role.js';
-import { InboxFunction } from '../consumer/inbox-function.js';
+import type { InboxDatabaseRole } from '../database/inbox-database-role.js';
 import { InboxDsqlDatabase } from '../dsql/inbox-dsql-database.js';
 import { addInvariants, describeSeconds, durationSeconds, rateSeconds } from '../invariants.js';
 import type { InvariantViolation } from '../invariants.js';
 import { distinctQueues, grantSendMessage, OUTBOX_RELAY } from './outbox-destinations.js';
 import type { OutboxRelayMark } from './outbox-destinations.js';
-import { functionCode } from '../function-assets.js';
+import { maintenanceFunction } from '../database/maintenance-function.js';
 import { INBOX_ENV, METRIC_NAMESPACE, OUTBOX_SERVICE_NAME, OUTBOX_SWEEP_DEFAULTS } from '../../lambda/inbox/contract.js';
 import { InboxConstructError } from '../errors.js';
 
@@ -173,49 +171,25 @@ export class InboxOutboxRelay extends Construct implements OutboxRelayMark {
       [INBOX_ENV.SERVICE_NAME]: this.serviceName,
     };
     const description = 'sqs-inbox outbox sweeper: sends the outbox rows left unsent';
-    const logRetention = props.logRetention === undefined ? {} : { logRetention: props.logRetention };
-    const database = props.database;
-    if (database instanceof InboxDsqlDatabase) {
-      const fn = new InboxFunction(this, 'Sweeper', {
-        ...functionCode('dsql').source,
-        handler: 'sweep',
-        timeout,
-        description: `${description} (Aurora DSQL)`,
-        environment: { ...database.connectionEnvironment(roleName), ...environment },
-        ...logRetention,
-      });
-      this.function = fn.function;
-      this.logGroup = fn.logGroup;
-      // Its own role, `dsql:DbConnect` only: read unsent rows, mark them sent, delete old sent ones; no claim.
-      this.roleMapping = database.addRole(`Outbox${Names.uniqueId(this)}`, { roleName, grantee: fn.function, purpose: 'outbox' });
-      this.function.node.addDependency(this.roleMapping);
-    } else {
-      const databaseRole = new InboxDatabaseRole(this, 'DatabaseRole', {
-        database,
-        roleName,
-        // Exactly the sweep: read unsent rows, mark them sent, delete old sent ones; no claim.
-        purpose: 'outbox',
-        label: `outbox relay ${this.serviceName}`,
-      });
-      this.databaseRole = databaseRole;
-      const fn = new InboxFunction(this, 'Sweeper', {
-        ...functionCode('outbox-sweeper').source,
-        timeout,
-        description,
-        environment: {
-          [INBOX_ENV.RESOURCE_ARN]: database.cluster.clusterArn,
-          [INBOX_ENV.SECRET_ARN]: databaseRole.secret.secretArn,
-          [INBOX_ENV.DATABASE]: database.databaseName,
-          ...environment,
-        },
-        ...logRetention,
-      });
-      this.function = fn.function;
-      this.logGroup = fn.logGroup;
-      // The sweep sends single autocommit statements: no transaction calls.
-      databaseRole.grantDataApi(this.function, STATEMENT_ACTIONS);
-      this.function.node.addDependency(databaseRole.resource);
-    }
+    const made = maintenanceFunction(this, {
+      database: props.database,
+      roleName,
+      // Exactly the sweep: read unsent rows, mark them sent, delete old sent ones; no claim.
+      purpose: 'outbox',
+      aurora: 'outbox-sweeper',
+      dsqlHandler: 'sweep',
+      id: 'Sweeper',
+      mappingPrefix: 'Outbox',
+      label: `outbox relay ${this.serviceName}`,
+      description,
+      timeout,
+      environment,
+      logRetention: props.logRetention,
+    });
+    this.function = made.function;
+    this.logGroup = made.logGroup;
+    this.databaseRole = made.databaseRole;
+    this.roleMapping = made.roleMapping;
     for (const queue of distinctQueues(this.consumers.flatMap((consumer) => Object.values(consumer.destinations)))) {
       this.addDestination(queue);
     }

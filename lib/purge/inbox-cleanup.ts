@@ -6,15 +6,13 @@ import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { InboxConsumer } from '../consumer/inbox-consumer.js';
-import { STATEMENT_ACTIONS } from '../database/data-api-access.js';
 import type { InboxDatabase } from '../database/inbox-database.js';
-import { InboxDatabaseRole } from '../database/inbox-database-role.js';
-import { InboxFunction } from '../consumer/inbox-function.js';
+import type { InboxDatabaseRole } from '../database/inbox-database-role.js';
 import { InboxDsqlDatabase } from '../dsql/inbox-dsql-database.js';
 import { InboxDsqlConsumer } from '../dsql/inbox-dsql-consumer.js';
 import { addInvariants, checkRetentionCoversRedelivery, describeSeconds, durationSeconds } from '../invariants.js';
 import type { InvariantViolation } from '../invariants.js';
-import { functionCode } from '../function-assets.js';
+import { maintenanceFunction } from '../database/maintenance-function.js';
 import { CLEANUP_SERVICE_NAME, INBOX_ENV, METRIC_NAMESPACE } from '../../lambda/inbox/contract.js';
 import { InboxConstructError } from '../errors.js';
 
@@ -150,58 +148,37 @@ export class InboxCleanup extends Construct {
       [INBOX_ENV.SERVICE_NAME]: this.serviceName,
     };
     const description = 'sqs-inbox scheduled purge of old inbox rows';
-    const logRetention = props.logRetention === undefined ? {} : { logRetention: props.logRetention };
     const database = props.database;
-    if (database instanceof InboxDsqlDatabase) {
-      if (props.purgeBatchSize !== undefined && !Token.isUnresolved(props.purgeBatchSize) && props.purgeBatchSize > DSQL_MAX_MODIFIED_ROWS) {
-        throw InboxConstructError.of(
-          `InboxCleanup ${this.node.path}`,
-          [
-            `\`purgeBatchSize\` ${props.purgeBatchSize} is above the ${DSQL_MAX_MODIFIED_ROWS} rows one Aurora DSQL transaction may modify. ` +
-              `Fix: pass at most ${DSQL_MAX_MODIFIED_ROWS}, or leave it unset.`,
-          ],
-          'line',
-        );
-      }
-      const fn = new InboxFunction(this, 'Purge', {
-        ...functionCode('dsql').source,
-        handler: 'purge',
-        timeout,
-        description: `${description} (Aurora DSQL)`,
-        environment: { ...database.connectionEnvironment(roleName), ...environment },
-        ...logRetention,
-      });
-      this.function = fn.function;
-      this.logGroup = fn.logGroup;
-      // Its own role, `dsql:DbConnect` only: SELECT and DELETE on the inbox table.
-      this.roleMapping = database.addRole(`Purge${Names.uniqueId(this)}`, { roleName, grantee: fn.function, purpose: 'purge' });
-      this.function.node.addDependency(this.roleMapping);
-    } else {
-      const databaseRole = new InboxDatabaseRole(this, 'DatabaseRole', {
-        database,
-        roleName,
-        purpose: 'purge',
-        label: `purge ${this.serviceName}`,
-      });
-      this.databaseRole = databaseRole;
-      const fn = new InboxFunction(this, 'Purge', {
-        ...functionCode('purge').source,
-        timeout,
-        description,
-        environment: {
-          [INBOX_ENV.RESOURCE_ARN]: database.cluster.clusterArn,
-          [INBOX_ENV.SECRET_ARN]: databaseRole.secret.secretArn,
-          [INBOX_ENV.DATABASE]: database.databaseName,
-          ...environment,
-        },
-        ...logRetention,
-      });
-      this.function = fn.function;
-      this.logGroup = fn.logGroup;
-      // The purge sends single autocommit statements: no transaction calls.
-      databaseRole.grantDataApi(this.function, STATEMENT_ACTIONS);
-      this.function.node.addDependency(databaseRole.resource);
+    const batchSize = props.purgeBatchSize;
+    if (database instanceof InboxDsqlDatabase && batchSize !== undefined && !Token.isUnresolved(batchSize) && batchSize > DSQL_MAX_MODIFIED_ROWS) {
+      throw InboxConstructError.of(
+        `InboxCleanup ${this.node.path}`,
+        [
+          `\`purgeBatchSize\` ${batchSize} is above the ${DSQL_MAX_MODIFIED_ROWS} rows one Aurora DSQL transaction may modify. ` +
+            `Fix: pass at most ${DSQL_MAX_MODIFIED_ROWS}, or leave it unset.`,
+        ],
+        'line',
+      );
     }
+    const made = maintenanceFunction(this, {
+      database,
+      roleName,
+      // SELECT and DELETE on the inbox table.
+      purpose: 'purge',
+      aurora: 'purge',
+      dsqlHandler: 'purge',
+      id: 'Purge',
+      mappingPrefix: 'Purge',
+      label: `purge ${this.serviceName}`,
+      description,
+      timeout,
+      environment,
+      logRetention: props.logRetention,
+    });
+    this.function = made.function;
+    this.logGroup = made.logGroup;
+    this.databaseRole = made.databaseRole;
+    this.roleMapping = made.roleMapping;
 
     this.rule = new events.Rule(this, 'Schedule', {
       description: 'Runs the sqs-inbox purge',
