@@ -3,41 +3,29 @@ import { checkDestinations, environmentDestinations } from './outbox-destination
 import { OUTBOX_RUNTIME } from './outbox-runtime.js';
 import type { OutboxRuntime } from './outbox-runtime.js';
 import { errorFields } from '../telemetry/telemetry.js';
-import type { InboxLogger } from '../telemetry/telemetry.js';
-import type { InboxSession } from '../transport/session.js';
-import type { InboxTables } from '../sql/schema.js';
 import { relayRows } from './relay.js';
-import type { OutboxOptions, OutboxTransport, RelayReport } from './relay.js';
+import type { OutboxOptions } from './relay.js';
 
 const RUNTIME: OutboxRuntime = {
   writer: (config, only) => new OutboxWriter(config, only),
-  relay: relayCommitted,
+  /**
+   * Sends what an invocation's committed transactions wrote to the outbox, when time is left. Never throws:
+   * the records committed, so they succeed whatever happens here; what is not sent stays for the sweeper.
+   */
+  async relay(session, tables, transport, ids, timeLeft, logger) {
+    if (!timeLeft) return { sent: 0, deferred: ids.length };
+    try {
+      const report = await relayRows(session, tables, transport, ids);
+      if (report.deferred > 0) logger.warn('outbox messages left for the sweeper', { deferred: report.deferred });
+      return report;
+    } catch (error) {
+      logger.warn('the outbox relay failed; the sweeper sends its messages', { error: errorFields(error) });
+      return { sent: 0, deferred: ids.length };
+    }
+  },
   checkDestinations,
   environmentDestinations,
 };
-
-/**
- * Sends what an invocation's committed transactions wrote to the outbox, when time is left. Never throws:
- * the records committed, so they succeed whatever happens here; what is not sent stays for the sweeper.
- */
-async function relayCommitted(
-  session: InboxSession,
-  tables: InboxTables,
-  transport: OutboxTransport,
-  ids: readonly number[],
-  timeLeft: boolean,
-  logger: InboxLogger,
-): Promise<RelayReport> {
-  if (!timeLeft) return { sent: 0, deferred: ids.length };
-  try {
-    const report = await relayRows(session, tables, transport, ids);
-    if (report.deferred > 0) logger.warn('outbox messages left for the sweeper', { deferred: report.deferred });
-    return report;
-  } catch (error) {
-    logger.warn('the outbox relay failed; the sweeper sends its messages', { error: errorFields(error) });
-    return { sent: 0, deferred: ids.length };
-  }
-}
 
 /**
  * The `outbox` option of a consumer over your own transport (for SQS, {@link sqsOutbox} makes it): the
