@@ -130,14 +130,20 @@ export class FaultSchedule {
   readonly #crashed = new Set<string>();
   /** Calls at the commit point seen, by their content: the occurrence of each. */
   readonly #occurrences = new Map<string, number>();
+  /** Strings new every run (the run's queue URLs: a random tag, the endpoint's port) to their stable names. */
+  readonly #runOwn: ReadonlyMap<string, string>;
 
   constructor(
     private readonly seed: number,
     faults: readonly FaultName[],
     private readonly dataApi: Pick<DataApiServer, 'faults'>,
     private readonly commitPoint: CommitPoint,
+    /** What a statement may carry that is new every run, by a stable name: an outbox row's destination URL. */
+    runOwn: Readonly<Record<string, string>> = {},
   ) {
     this.#faults = new Set(faults);
+    // Longest first, so that a URL is named whole before any shorter one inside it.
+    this.#runOwn = new Map(Object.entries(runOwn).sort(([a], [b]) => b.length - a.length));
   }
 
   /**
@@ -344,9 +350,15 @@ export class FaultSchedule {
     return identity;
   }
 
-  /** A statement and its parameters, with SQS message ids (new every run) replaced by their messages' names. */
+  /**
+   * A statement and its parameters, with what is new every run named stably: SQS message ids by their
+   * messages' names, the run's own strings (queue URLs) by theirs. Else the same seed would strike other
+   * commits each run, and a fault could go unfired in one run of many.
+   */
   #fingerprint(call: FaultCall): string {
-    return `${call.sql ?? ''}\u0000${JSON.stringify(call.parameters ?? null)}`.replace(UUID, (id) => this.#names.get(id) ?? id);
+    let text = `${call.sql ?? ''}\u0000${JSON.stringify(call.parameters ?? null)}`.replace(UUID, (id) => this.#names.get(id) ?? id);
+    for (const [own, name] of this.#runOwn) text = text.replaceAll(own, name);
+    return text;
   }
 
   /**

@@ -532,7 +532,8 @@ async function runIn(local: LocalStack, settings: Settings, setEnv: SetEnv, prep
     await runSetup('runScenario', session, consumer.setup);
     await opened.ready();
     const { calls } = opened;
-    const schedule = new FaultSchedule(settings.seed, settings.faults, calls, consumer.commitPoint ?? 'commit');
+    const destinationUrls = Object.fromEntries(handOff.map(({ name, queue: q }) => [q.url, `<queue ${name}>`]));
+    const schedule = new FaultSchedule(settings.seed, settings.faults, calls, consumer.commitPoint ?? 'commit', destinationUrls);
 
     // Produce: every message once through the producer (its key as the idempotency key), duplicates
     // with the same key but a fresh deduplication id, and a few poison bodies.

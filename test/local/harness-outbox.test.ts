@@ -91,6 +91,23 @@ describe('runScenario with an outbox handler', () => {
     expect(report.problems).toContainEqual(expect.stringMatching(/^verify: credit-\d+ applied, no receipt$/));
   }, 180_000);
 
+  it('decides the same commits to strike for the same seed, though each run has queues of its own', async () => {
+    // An outbox row carries its destination's URL, new every run; the schedule names it stably.
+    const run = () =>
+      runScenario(stack(), {
+        ...credits,
+        handler: withOutbox,
+        destinations: ['receipts'],
+        messages: 150,
+        seed: 7,
+        faults: ['drop-commit', 'crash-in-transaction'],
+      });
+    const runs = [await run(), await run(), await run()];
+    expect(runs[0]!.problems).toEqual([]);
+    expect(runs[0]!.faultsInjected['drop-commit']).toBeGreaterThan(0);
+    expect(runs.map((report) => report.faultsInjected)).toEqual([runs[0]!.faultsInjected, runs[0]!.faultsInjected, runs[0]!.faultsInjected]);
+  }, 180_000);
+
   it('refuses a destination name tx.send could not give', async () => {
     await expect(runScenario(stack(), { ...credits, handler: withOutbox, destinations: ['re ceipts'] })).rejects.toThrow(
       'destinations must be names of 1 to 40 letters',
