@@ -8,7 +8,7 @@
  * import { INBOX_MIGRATIONS, migrate, purge } from 'sqs-inbox/operations';
  */
 export { migrate, INBOX_MIGRATIONS, inboxTables } from './sql/schema.js';
-export type { Migration, MigrationSet, MigrationReport, InboxTables } from './sql/schema.js';
+export type { Migration, InboxMigrationSet, MigrationReport, InboxTables } from './sql/schema.js';
 export { MigrationChangedError, ParkedCollisionError } from './errors.js';
 export { purge } from './sql/purge.js';
 export type { PurgeOptions, PurgeReport } from './sql/purge.js';

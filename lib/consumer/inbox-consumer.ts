@@ -20,7 +20,7 @@ import { PROXY_PORT } from '../database/inbox-database-proxy.js';
 import { InboxFunction } from './inbox-function.js';
 import { addInvariants, checkConsumerNameUnique, durationSeconds } from '../invariants.js';
 import type { InvariantViolation, RedeliveryWindowSource } from '../invariants.js';
-import { destinationProblems, destinationsJson, distinctQueues, grantSendMessage, outboxRelaysIn } from '../outbox/outbox-destinations.js';
+import { destinationEnvironment, distinctQueues, grantSendMessage, outboxRelayViolations, validateDestinations } from '../outbox/outbox-destinations.js';
 import type { OutboxDestinations } from '../outbox/outbox-destinations.js';
 import { dynamoDbSource } from '../sources/dynamodb.js';
 import { kafkaMode, kafkaSource } from '../sources/kafka.js';
@@ -368,7 +368,7 @@ export class InboxConsumer extends Construct {
   constructor(scope: Construct, id: string, props: InboxConsumerProps) {
     super(scope, id);
     validateConsumerName(this.node.path, props.consumerName);
-    validateDestinations(this.node.path, props);
+    validateDestinations(`InboxConsumer ${this.node.path}`, props.destinations, props.environment);
     this.source = validateSourceProps(this.node.path, props);
     validateProxy(this.node.path, props);
     this.consumerName = props.consumerName;
@@ -428,7 +428,7 @@ export class InboxConsumer extends Construct {
         [INBOX_ENV.CONSUMER]: props.consumerName,
         [INBOX_ENV.SOURCE]: this.source,
         ...(this.source === 'kafka' ? { [INBOX_ENV.REPORT_BATCH_ITEM_FAILURES]: String(this.reportBatchItemFailures) } : {}),
-        ...(Object.keys(this.destinations).length > 0 ? { [INBOX_ENV.DESTINATIONS]: destinationsJson(this, this.destinations) } : {}),
+        ...destinationEnvironment(this, this.destinations),
         [INBOX_ENV.METRICS_NAMESPACE]: INBOX_METRICS_NAMESPACE,
         [INBOX_ENV.SERVICE_NAME]: props.consumerName,
       },
@@ -469,7 +469,7 @@ export class InboxConsumer extends Construct {
         ...checkBatchFitsTimeout({ source: this.source, batchSize: facts.batchSize, timeoutSeconds: durationSeconds(timeout), recordSeconds }),
         ...this.#nameViolations(),
         ...this.#consumerGroupViolations(),
-        ...this.#outboxRelayViolations(),
+        ...outboxRelayViolations(`InboxConsumer ${this.node.path}`, this),
       ];
     });
   }
@@ -539,37 +539,6 @@ export class InboxConsumer extends Construct {
     });
   }
 
-  /**
-   * A consumer that sends needs a relay over its table that may send to its destinations: the handler sends its
-   * rows after its commits, but the rows an invocation that crashed or timed out left behind are sent by the
-   * relay's sweeper only, and without one they would never be.
-   */
-  #outboxRelayViolations(): InvariantViolation[] {
-    const names = Object.keys(this.destinations);
-    if (names.length === 0) return [];
-    const overTable = outboxRelaysIn(this).filter((relay) => relay.tableKey === this.database.tableKey);
-    if (overTable.some((relay) => relay.relays(this))) return [];
-    const sends = `InboxConsumer ${this.node.path} sends to ${names.map((name) => `'${name}'`).join(', ')} through its outbox`;
-    if (overTable.length === 0) {
-      return [
-        {
-          problem:
-            `${sends}, but no InboxOutboxRelay sweeps ${this.database.tableDescription}: the messages an invocation that crashed ` +
-            'or timed out after its commit left unsent would never be sent.',
-          fix: "add `new InboxOutboxRelay(this, 'OutboxRelay', { database, consumers: [consumer] })` (InboxStack does this for its consumers).",
-        },
-      ];
-    }
-    return [
-      {
-        problem:
-          `${sends}, but the InboxOutboxRelay over its table (${overTable.map((relay) => relay.node.path).join(', ')}) does not list it ` +
-          "in `consumers`, so its sweeper may not send to this consumer's destinations: what it leaves unsent would fail to send.",
-        fix: "add the consumer to that relay's `consumers`.",
-      },
-    ];
-  }
-
   /** Kafka consumer group ids are unique among all Kafka event sources; the later of a clashing pair reports. */
   #consumerGroupViolations(): InvariantViolation[] {
     const group = this.kafkaConsumerGroupId;
@@ -632,22 +601,6 @@ function validateSourceProps(path: string, props: InboxConsumerProps): InboxSour
   }
   if (problems.length > 0) throw InboxConstructError.of(`InboxConsumer ${path}`, problems);
   return source;
-}
-
-/**
- * Destination names the runtime could never look up, values that are not queues, and `INBOX_DESTINATIONS` set by
- * hand (its queues would be neither granted nor known to the relay), all at once.
- */
-function validateDestinations(path: string, props: InboxConsumerProps): void {
-  const problems = destinationProblems(props.destinations);
-  if (props.environment?.[INBOX_ENV.DESTINATIONS] !== undefined) {
-    problems.push(
-      '`environment.INBOX_DESTINATIONS` is set by the construct from `destinations`. Fix: remove it and pass the queues as ' +
-        '`destinations: { name: queue }` (import one with sqs.Queue.fromQueueArn()), so that the function and the outbox ' +
-        'relay may send to them.',
-    );
-  }
-  if (problems.length > 0) throw InboxConstructError.of(`InboxConsumer ${path}`, problems);
 }
 
 /** The runtime refuses other names at cold start; refusing them here moves that failure to synth. */

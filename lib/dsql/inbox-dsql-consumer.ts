@@ -14,6 +14,8 @@ import { addInvariants } from '../invariants.js';
 import type { RedeliveryWindowSource } from '../invariants.js';
 import type { ConsumerSource } from '../sources/source.js';
 import { sqsSource } from '../sources/sqs.js';
+import { destinationEnvironment, distinctQueues, grantSendMessage, outboxRelayViolations, validateDestinations } from '../outbox/outbox-destinations.js';
+import type { OutboxDestinations } from '../outbox/outbox-destinations.js';
 import { INBOX_ENV } from '../../lambda/inbox/contract.js';
 
 /** What an InboxDsqlConsumer takes as InboxConsumer does, with the same meaning and defaults. */
@@ -28,6 +30,7 @@ type SharedConsumerProps = Pick<
   | 'batchSize'
   | 'maxConcurrency'
   | 'databaseGrants'
+  | 'destinations'
   | 'environment'
   | 'logRetention'
 >;
@@ -35,7 +38,8 @@ type SharedConsumerProps = Pick<
 /**
  * Props for {@link InboxDsqlConsumer}: the DSQL cluster and the queue, and what InboxConsumer also takes
  * (`consumerName`, `entry`, `handler`, `timeout`, `memorySize`, `runtime`, `batchSize`, `maxConcurrency`,
- * `databaseGrants`, `environment`, `logRetention`), with the same defaults.
+ * `databaseGrants`, `destinations`, `environment`, `logRetention`), with the same defaults. A consumer with
+ * `destinations` needs an InboxOutboxRelay over the same cluster that lists it in `consumers`, as on Aurora.
  */
 export interface InboxDsqlConsumerProps extends SharedConsumerProps {
   /** The DSQL cluster whose inbox table records what this consumer has applied. */
@@ -85,11 +89,15 @@ export class InboxDsqlConsumer extends Construct {
   public readonly queue: sqs.IQueue;
   /** The dead-letter queue of `queue`, when known. */
   public readonly deadLetterQueue?: sqs.IQueue;
+  /** The queues its outbox may send to, by name (`INBOX_DESTINATIONS`); empty when it sends nothing. */
+  public readonly destinations: OutboxDestinations;
   readonly #source: ConsumerSource;
 
   constructor(scope: Construct, id: string, props: InboxDsqlConsumerProps) {
     super(scope, id);
     validateConsumerName(this.node.path, props.consumerName);
+    validateDestinations(`InboxDsqlConsumer ${this.node.path}`, props.destinations, props.environment);
+    this.destinations = { ...props.destinations };
     this.consumerName = props.consumerName;
     this.database = props.database;
     this.queue = props.queue;
@@ -107,6 +115,7 @@ export class InboxDsqlConsumer extends Construct {
         [INBOX_ENV.SOURCE]: 'sqs',
         [INBOX_ENV.METRICS_NAMESPACE]: INBOX_METRICS_NAMESPACE,
         [INBOX_ENV.SERVICE_NAME]: props.consumerName,
+        ...destinationEnvironment(this, this.destinations),
       },
       ...(props.runtime === undefined ? {} : { runtime: props.runtime }),
       ...(props.logRetention === undefined ? {} : { logRetention: props.logRetention }),
@@ -132,7 +141,8 @@ export class InboxDsqlConsumer extends Construct {
     }));
     this.eventSource = source.eventSource as SqsEventSource;
     if (source.deadLetterQueue !== undefined) this.deadLetterQueue = source.deadLetterQueue;
-    addInvariants(this, () => source.violations());
+    for (const queue of distinctQueues(Object.values(this.destinations))) grantSendMessage(this.function, queue);
+    addInvariants(this, () => [...source.violations(), ...outboxRelayViolations(`InboxDsqlConsumer ${this.node.path}`, this)]);
   }
 
   /** How long SQS may still redeliver a message after its first delivery, in seconds: for the cleanup's retention check. */

@@ -11,6 +11,7 @@ import type { IConstruct } from 'constructs';
 import type { InboxConsumer } from '../consumer/inbox-consumer.js';
 import type { InboxDatabase } from '../database/inbox-database.js';
 import type { InboxDatabaseRole } from '../database/inbox-database-role.js';
+import type { InboxDsqlConsumer } from '../dsql/inbox-dsql-consumer.js';
 import { InboxDsqlDatabase } from '../dsql/inbox-dsql-database.js';
 import { addInvariants, describeSeconds, durationSeconds, rateSeconds } from '../invariants.js';
 import type { InvariantViolation } from '../invariants.js';
@@ -44,15 +45,16 @@ export interface InboxOutboxRelayProps {
   /**
    * The database whose outbox table (`inbox.outbox_message`) is swept: an Aurora cluster through the Data API, or an
    * Aurora DSQL cluster (the sweeper then signs in with `dsql:DbConnect` as its own role, mapped by the DSQL schema
-   * function; list no consumers, and give it the queues it sends to with `addDestination`).
+   * function).
    */
   readonly database: InboxDatabase | InboxDsqlDatabase;
   /**
    * The consumers whose outbox rows this relay sends: it may send to every queue in their `destinations`, read
    * from the consumers themselves, so a destination added to a consumer is never missing here. Each must use
-   * `database`. Synth fails when a consumer with `destinations` on this database is not listed.
+   * `database`: InboxConsumers on an InboxDatabase, InboxDsqlConsumers on an InboxDsqlDatabase. Synth fails when a
+   * consumer with `destinations` on this database is not listed.
    */
-  readonly consumers: readonly InboxConsumer[];
+  readonly consumers: readonly (InboxConsumer | InboxDsqlConsumer)[];
   /**
    * When the sweeper runs. Every run reads the outbox table, so it wakes an auto-paused database: a schedule
    * shorter than the database's `autoPause` keeps it from ever pausing (synth warns).
@@ -127,7 +129,7 @@ export class InboxOutboxRelay extends Construct implements OutboxRelayMark {
   /** The database whose outbox table is swept. */
   public readonly database: InboxDatabase | InboxDsqlDatabase;
   /** The consumers whose destinations it may send to. */
-  public readonly consumers: readonly InboxConsumer[];
+  public readonly consumers: readonly (InboxConsumer | InboxDsqlConsumer)[];
   /** Rows younger than this are left to the invocation that wrote them. */
   public readonly minAge: Duration;
   /** Unsent rows per run at most. */
@@ -315,7 +317,7 @@ function validateProps(path: string, props: InboxOutboxRelayProps): void {
 }
 
 /** The longest function timeout of the consumers, in seconds; `undefined` when there is none or one is a token. */
-function longestConsumerTimeout(consumers: readonly InboxConsumer[]): number | undefined {
+function longestConsumerTimeout(consumers: readonly (InboxConsumer | InboxDsqlConsumer)[]): number | undefined {
   const seconds = consumers.map((consumer) => durationSeconds(consumer.function.timeout));
   if (seconds.length === 0 || seconds.some((s) => s === undefined)) return undefined;
   return Math.max(...(seconds as number[]));

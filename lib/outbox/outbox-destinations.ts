@@ -2,6 +2,9 @@ import { Stack, Token } from 'aws-cdk-lib';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { IConstruct } from 'constructs';
+import { INBOX_ENV } from '../../lambda/inbox/contract.js';
+import { InboxConstructError } from '../errors.js';
+import type { InvariantViolation } from '../invariants.js';
 
 /**
  * The queues a consumer's `tx.send({ to: name })` may name, by name. The function gets them as `INBOX_DESTINATIONS`
@@ -84,4 +87,64 @@ export interface OutboxRelayMark {
 /** Every InboxOutboxRelay in the app of `scope`. */
 export function outboxRelaysIn(scope: IConstruct): Array<OutboxRelayMark & IConstruct> {
   return scope.node.root.node.findAll().filter((c): c is OutboxRelayMark & IConstruct => (c as Partial<OutboxRelayMark>)[OUTBOX_RELAY] === true);
+}
+
+/**
+ * A consumer's `destinations` and `environment` as synth must refuse them, all at once: names the runtime could
+ * never look up, values that are not queues, and `INBOX_DESTINATIONS` set by hand (its queues would be neither
+ * granted nor known to the relay). `owner` names the construct, e.g. `InboxConsumer App/Worker`.
+ */
+export function validateDestinations(owner: string, destinations: unknown, environment: Readonly<Record<string, string>> | undefined): void {
+  const problems = destinationProblems(destinations);
+  if (environment?.[INBOX_ENV.DESTINATIONS] !== undefined) {
+    problems.push(
+      '`environment.INBOX_DESTINATIONS` is set by the construct from `destinations`. Fix: remove it and pass the queues as ' +
+        '`destinations: { name: queue }` (import one with sqs.Queue.fromQueueArn()), so that the function and the outbox ' +
+        'relay may send to them.',
+    );
+  }
+  if (problems.length > 0) throw InboxConstructError.of(owner, problems);
+}
+
+/** The consumer function's `INBOX_DESTINATIONS`, or nothing when it sends nowhere. */
+export function destinationEnvironment(scope: IConstruct, destinations: OutboxDestinations): Record<string, string> {
+  return Object.keys(destinations).length > 0 ? { [INBOX_ENV.DESTINATIONS]: destinationsJson(scope, destinations) } : {};
+}
+
+/** A consumer that may send through its outbox: InboxConsumer or InboxDsqlConsumer. */
+export interface OutboxSender extends IConstruct {
+  readonly consumerName: string;
+  readonly destinations: OutboxDestinations;
+  readonly database: { readonly tableKey: string; readonly tableDescription: string };
+}
+
+/**
+ * A consumer that sends needs a relay over its table that may send to its destinations: the handler sends its
+ * rows after its commits, but the rows an invocation that crashed or timed out left behind are sent by the
+ * relay's sweeper only, and without one they would never be. `owner` names the consumer, e.g. `InboxConsumer App/Worker`.
+ */
+export function outboxRelayViolations(owner: string, consumer: OutboxSender): InvariantViolation[] {
+  const names = Object.keys(consumer.destinations);
+  if (names.length === 0) return [];
+  const overTable = outboxRelaysIn(consumer).filter((relay) => relay.tableKey === consumer.database.tableKey);
+  if (overTable.some((relay) => relay.relays(consumer))) return [];
+  const sends = `${owner} sends to ${names.map((name) => `'${name}'`).join(', ')} through its outbox`;
+  if (overTable.length === 0) {
+    return [
+      {
+        problem:
+          `${sends}, but no InboxOutboxRelay sweeps ${consumer.database.tableDescription}: the messages an invocation that crashed ` +
+          'or timed out after its commit left unsent would never be sent.',
+        fix: "add `new InboxOutboxRelay(this, 'OutboxRelay', { database, consumers: [consumer] })` (InboxStack does this for its consumers).",
+      },
+    ];
+  }
+  return [
+    {
+      problem:
+        `${sends}, but the InboxOutboxRelay over its table (${overTable.map((relay) => relay.node.path).join(', ')}) does not list it ` +
+        "in `consumers`, so its sweeper may not send to this consumer's destinations: what it leaves unsent would fail to send.",
+      fix: "add the consumer to that relay's `consumers`.",
+    },
+  ];
 }

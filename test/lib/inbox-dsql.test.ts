@@ -3,7 +3,7 @@ import { AwsSolutionsChecks } from 'cdk-nag';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Duration } from 'aws-cdk-lib';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
-import { InboxCleanup, InboxDsqlConsumer, InboxDsqlDatabase } from '../../lib/index.js';
+import { InboxCleanup, InboxDsqlConsumer, InboxDsqlDatabase, InboxOutboxRelay } from '../../lib/index.js';
 import { InboxDsqlStack } from '../../demo/stacks/inbox-dsql-stack.js';
 import { InboxStack } from '../../demo/stacks/inbox-stack.js';
 import { FIXTURE_HANDLER, synthError, testApp, testStack } from './support.js';
@@ -157,6 +157,47 @@ describe('InboxDsqlDatabase and InboxDsqlConsumer: the inbox on Aurora DSQL', ()
     });
     new InboxCleanup(mine, 'Cleanup', { database, retention: Duration.days(1) });
     expect(synthError(mine)).toMatch(/short-lived[\s\S]*(4 days|345600)/);
+  });
+
+  it('hands a DSQL consumer its outbox destinations as on Aurora: named, granted, and swept by a relay that lists it', () => {
+    const consumerIn = (name: string, props: Partial<ConstructorParameters<typeof InboxDsqlConsumer>[2]> = {}) => {
+      const mine = testStack(name);
+      const database = new InboxDsqlDatabase(mine, 'Dsql');
+      const receipts = new sqs.Queue(mine, 'Receipts');
+      const consumer = new InboxDsqlConsumer(mine, 'Worker', {
+        database,
+        queue: new sqs.Queue(mine, 'Q', { visibilityTimeout: Duration.minutes(3) }),
+        consumerName: 'credits',
+        entry: FIXTURE_HANDLER,
+        destinations: { receipts },
+        ...props,
+      });
+      return { mine, database, receipts, consumer };
+    };
+    // Without a relay, what a crashed invocation left unsent would never be sent.
+    const alone = consumerIn('Alone');
+    expect(synthError(alone.mine)).toMatch(/InboxDsqlConsumer Alone\/Worker sends to 'receipts' through its outbox, but no InboxOutboxRelay sweeps/);
+    // With one that lists it: the consumer is told the queue's URL, and it and the sweeper may send there.
+    const { mine, database, receipts, consumer } = consumerIn('Relayed');
+    const relay = new InboxOutboxRelay(mine, 'Relay', { database, consumers: [consumer] });
+    expect(relay.destinations).toEqual([receipts]);
+    const synthesized = Template.fromStack(mine);
+    const queueId = mine.getLogicalId(receipts.node.defaultChild as never);
+    synthesized.hasResourceProperties('AWS::Lambda::Function', {
+      Environment: { Variables: Match.objectLike({ INBOX_DSQL_USER: 'inbox_consumer_credits', INBOX_DESTINATIONS: Match.anyValue() }) },
+    });
+    for (const fn of [consumer.function, relay.function]) {
+      synthesized.hasResourceProperties('AWS::IAM::Policy', {
+        Roles: [{ Ref: mine.getLogicalId(fn.role!.node.defaultChild as never) }],
+        PolicyDocument: {
+          Statement: Match.arrayWith([Match.objectLike({ Action: 'sqs:SendMessage', Resource: { 'Fn::GetAtt': [queueId, 'Arn'] } })]),
+        },
+      });
+    }
+    // INBOX_DESTINATIONS by hand would be neither granted nor known to the relay.
+    expect(() => consumerIn('ByHand', { environment: { INBOX_DESTINATIONS: '{}' } })).toThrow(
+      /InboxDsqlConsumer ByHand\/Worker[\s\S]*`environment.INBOX_DESTINATIONS` is set by the construct from `destinations`/,
+    );
   });
 
   it('refuses at synth an own migration of more than one statement, which DSQL cannot run in one transaction', () => {

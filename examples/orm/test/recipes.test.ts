@@ -6,7 +6,7 @@ import type { InboxHandler, InboxMessage, InboxTransaction } from 'sqs-inbox';
 import { startLocal } from 'sqs-inbox/local';
 import type { LocalStack } from 'sqs-inbox/local';
 import { INBOX_MIGRATIONS, migrate } from 'sqs-inbox/operations';
-import type { MigrationSet } from 'sqs-inbox/operations';
+import type { InboxMigrationSet } from 'sqs-inbox/operations';
 import { PostgresSession, postgres } from 'sqs-inbox/postgres';
 import type { OrderShipped } from '../src/schema.js';
 
@@ -28,7 +28,7 @@ const RECIPES = [
 ] as const;
 
 /** The app's own table, applied after the inbox's migrations as a deploy applies them. */
-const ORDERS: MigrationSet = {
+const ORDERS: InboxMigrationSet = {
   name: 'orders',
   migrations: [
     {

@@ -1,6 +1,6 @@
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
 import { DatabaseCallError } from '../../inbox/errors.js';
-import type { MigrationSet } from '../../inbox/sql/schema.js';
+import type { InboxMigrationSet } from '../../inbox/sql/schema.js';
 import { retryConflicts } from '../../inbox/transport/conflicts.js';
 import type { InboxSession } from '../../inbox/transport/session.js';
 import { dsql, DSQL_INBOX_MIGRATIONS, migrateDsql } from '../../inbox/transport/dsql/index.js';
@@ -14,7 +14,7 @@ export const DSQL_SCHEMA_RESOURCE_TYPE = 'Custom::InboxDsqlSchema';
 export const DSQL_ROLE_RESOURCE_TYPE = 'Custom::InboxDsqlRole';
 
 /** The migration sets a `Custom::InboxDsqlSchema` can name in `Migrations`, in their DSQL form. */
-export const DSQL_MIGRATION_SETS: Readonly<Record<string, MigrationSet>> = {
+export const DSQL_MIGRATION_SETS: Readonly<Record<string, InboxMigrationSet>> = {
   [DSQL_INBOX_MIGRATIONS.name]: DSQL_INBOX_MIGRATIONS,
 };
 

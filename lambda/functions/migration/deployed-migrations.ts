@@ -1,5 +1,5 @@
 import { InboxConfigError } from '../../inbox/index.js';
-import type { Migration, MigrationSet } from '../../inbox/sql/schema.js';
+import type { Migration, InboxMigrationSet } from '../../inbox/sql/schema.js';
 
 /**
  * Reads the app's own migration sets from the `Sets` property of `Custom::InboxMigration`, where
@@ -7,7 +7,7 @@ import type { Migration, MigrationSet } from '../../inbox/sql/schema.js';
  * CloudFormation hands every scalar of a custom resource's properties over as a string, so a version
  * arrives as `"1"`; anything else that is not the shape InboxDatabase writes is refused, naming the entry.
  */
-export function deployedMigrationSets(property: unknown): MigrationSet[] {
+export function deployedMigrationSets(property: unknown): InboxMigrationSet[] {
   if (property === undefined) return [];
   if (!Array.isArray(property)) throw refused('Sets', 'must be a list of migration sets', property);
   return property.map((set: unknown, index) => {
@@ -48,7 +48,11 @@ function refused(at: string, rule: string, value: unknown): InboxConfigError {
  * function's own: the migration function's Aurora sets, the DSQL schema function's DSQL sets), or one of the app's
  * own `sets` (carried in the `Sets` property). Names any unknown one.
  */
-export function resolveMigrationSets(names: string, sets: readonly MigrationSet[], builtIns: Readonly<Record<string, MigrationSet>>): MigrationSet[] {
+export function resolveMigrationSets(
+  names: string,
+  sets: readonly InboxMigrationSet[],
+  builtIns: Readonly<Record<string, InboxMigrationSet>>,
+): InboxMigrationSet[] {
   const own = new Map(sets.map((set) => [set.name, set]));
   const listed = names
     .split(',')

@@ -2,13 +2,13 @@ import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
 import { DataApiSession } from '../../inbox/data-api/session.js';
 import { INBOX_MIGRATIONS, migrate } from '../../inbox/sql/schema.js';
 import { resolveTarget } from '../../inbox/handler/options.js';
-import type { MigrationSet } from '../../inbox/sql/schema.js';
+import type { InboxMigrationSet } from '../../inbox/sql/schema.js';
 import { deployedMigrationSets, resolveMigrationSets } from './deployed-migrations.js';
 import { ROLE_RESOURCE_TYPE, roleResourceHandler } from '../database-roles/role-resource.js';
 import { readSecretWithRuntimeSdk } from '../database-roles/secret-values.js';
 
 /** The migration sets a deployment can name in its `Migrations` property: the inbox's own; an app passes its sets in `Sets`. */
-export const MIGRATION_SETS: Readonly<Record<string, MigrationSet>> = {
+export const MIGRATION_SETS: Readonly<Record<string, InboxMigrationSet>> = {
   [INBOX_MIGRATIONS.name]: INBOX_MIGRATIONS,
 };
 
@@ -16,7 +16,7 @@ export const MIGRATION_SETS: Readonly<Record<string, MigrationSet>> = {
  * Resolves `inbox,credits` to migration sets, in that order: a built-in set by its name, or
  * one of the app's own `sets` (InboxDatabase carries them in the `Sets` property). Names any unknown one.
  */
-export function migrationSets(names: string, sets: readonly MigrationSet[] = []): MigrationSet[] {
+export function migrationSets(names: string, sets: readonly InboxMigrationSet[] = []): InboxMigrationSet[] {
   return resolveMigrationSets(names, sets, MIGRATION_SETS);
 }
 

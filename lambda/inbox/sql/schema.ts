@@ -61,7 +61,7 @@ export interface Migration {
 }
 
 /** A named, independently versioned list of migrations: the inbox's own, or an application's. */
-export interface MigrationSet {
+export interface InboxMigrationSet {
   /** The set's name, under which its versions are recorded; never rename a set that has shipped. */
   readonly name: string;
   /** The migrations, in version order. */
@@ -78,7 +78,7 @@ function inScope(t: InboxTables): string {
 }
 
 /** The inbox's DDL. Append new migrations; never edit one that has shipped. */
-export const INBOX_MIGRATIONS: MigrationSet = {
+export const INBOX_MIGRATIONS: InboxMigrationSet = {
   name: 'inbox',
   migrations: [
     {
@@ -220,7 +220,7 @@ export interface MigrationReport {
  * @example
  * await migrate(session, [INBOX_MIGRATIONS]);
  */
-export async function migrate(session: InboxSession, sets: readonly MigrationSet[] = [INBOX_MIGRATIONS], schema = 'inbox'): Promise<MigrationReport> {
+export async function migrate(session: InboxSession, sets: readonly InboxMigrationSet[] = [INBOX_MIGRATIONS], schema = 'inbox'): Promise<MigrationReport> {
   const tables = inboxTables(schema);
   for (const set of sets) checkSet(set);
   const applied: { set: string; version: number; name: string }[] = [];
@@ -312,7 +312,7 @@ export async function checkApplied(
   }
 }
 
-export function checkSet(set: MigrationSet): void {
+export function checkSet(set: InboxMigrationSet): void {
   if (typeof set?.name !== 'string' || set.name === '' || !Array.isArray(set.migrations)) {
     throw new InboxConfigError('migrations', `a migration set needs a non-empty \`name\` and a \`migrations\` array; got ${described(set)}`);
   }

@@ -199,3 +199,4 @@ export function dsqlFromEnvironment(
 }
 
 export { DSQL_INBOX_MIGRATIONS, migrateDsql } from './migrations.js';
+export type { InboxMigrationSet, MigrationReport } from '../../sql/schema.js';

@@ -2,7 +2,7 @@ import { retryConflicts } from '../conflicts.js';
 import type { InboxSession } from '../session.js';
 import { InboxConfigError } from '../../errors.js';
 import { checkApplied, checkSet, inboxTables, migrationChecksum, migrationStatements } from '../../sql/schema.js';
-import type { MigrationReport, MigrationSet } from '../../sql/schema.js';
+import type { MigrationReport, InboxMigrationSet } from '../../sql/schema.js';
 
 /**
  * The inbox's tables in Aurora DSQL's form: the same tables, columns and names as INBOX_MIGRATIONS (the
@@ -16,7 +16,7 @@ import type { MigrationReport, MigrationSet } from '../../sql/schema.js';
  * - no row-level security (not among DSQL's supported commands): consumers that must not see each other's
  *   claims get a schema each (`inbox({ schema })`) and database roles granted on their schema only.
  */
-export const DSQL_INBOX_MIGRATIONS: MigrationSet = {
+export const DSQL_INBOX_MIGRATIONS: InboxMigrationSet = {
   name: 'inbox',
   migrations: [
     {
@@ -117,7 +117,11 @@ export const DSQL_INBOX_MIGRATIONS: MigrationSet = {
  * @example
  * await migrateDsql(new DsqlSession(pool, policy), [DSQL_INBOX_MIGRATIONS]);
  */
-export async function migrateDsql(session: InboxSession, sets: readonly MigrationSet[] = [DSQL_INBOX_MIGRATIONS], schema = 'inbox'): Promise<MigrationReport> {
+export async function migrateDsql(
+  session: InboxSession,
+  sets: readonly InboxMigrationSet[] = [DSQL_INBOX_MIGRATIONS],
+  schema = 'inbox',
+): Promise<MigrationReport> {
   const tables = inboxTables(schema);
   for (const set of sets) checkSet(set);
   const alone = (sql: string, params?: Record<string, string | number>) => retryConflicts(session, () => session.execute(sql, params));
