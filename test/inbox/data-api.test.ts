@@ -4,6 +4,7 @@ import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DataApiError, date, decimal, json, time, uuid } from '../../lambda/inbox/index.js';
 import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import { classify, isConnectionReset } from '../../lambda/inbox/data-api/failures.js';
 import type { SqlParams } from '../../lambda/inbox/index.js';
 import { inboxFixture } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
@@ -396,12 +397,30 @@ async function foreignEndpoint(answer: (path: string) => { status: number; heade
   };
 }
 
+describe('Data API failures: what a reset is, and an error classified once', () => {
+  it('calls ECONNRESET and EPIPE a reset connection, and nothing else', () => {
+    expect(['ECONNRESET', 'EPIPE', 'ETIMEDOUT', undefined].map((code) => isConnectionReset(Object.assign(new Error('x'), { code })))).toEqual([
+      true,
+      true,
+      false,
+      false,
+    ]);
+    expect(isConnectionReset(null)).toBe(false);
+  });
+
+  it('returns an error it classified before as it is, not wrapped again', () => {
+    const first = classify('ExecuteStatement', Object.assign(new Error('gone'), { name: 'TransactionNotFoundException' }));
+    expect(classify('CommitTransaction', first)).toBe(first);
+  });
+});
+
 describe('Data API session: answers from something that is not the Data API', () => {
   const answers = [
     { name: 'a 500 with no error type (a proxy failing after forwarding)', status: 500, failure: 'network', ambiguous: true },
     { name: 'a 503 with no error type', status: 503, failure: 'network', ambiguous: true },
     { name: 'a 404 with no error type (a wrong path prefix): refused before anything ran', status: 404, failure: 'rejected', ambiguous: false },
     { name: 'a 400 with no error type', status: 400, failure: 'rejected', ambiguous: false },
+    { name: 'a 302 (a redirect the SDK does not follow): not a refusal, so maybe run', status: 302, failure: 'network', ambiguous: true },
     {
       name: 'a NotFoundException (a gone transaction, as the Data API words it in some regions)',
       status: 404,

@@ -130,6 +130,45 @@ describe('the first call after an idle spell', () => {
   });
 });
 
+describe('a network that resets every connection', () => {
+  let always: IdleDropProxy;
+  beforeAll(async () => {
+    always = await startIdleDropProxy(db.server.endpoint, 0);
+  });
+  afterAll(() => always?.close());
+  const through = (policy: Partial<DataApiSession['policy']> = {}) =>
+    new DataApiSession(throughProxy(new RDSDataClient({ ...local, endpoint: always.endpoint, maxAttempts: 1 })), {
+      callTimeoutMs: 5_000,
+      resumeDelaysMs: [],
+      ...policy,
+    });
+  const failureOf = (promise: Promise<unknown>) =>
+    promise.then(
+      () => expect.fail('the call succeeded through a proxy that resets every connection'),
+      (error: unknown) => error,
+    );
+
+  it('sends a call that is safe to send twice once more, on a new connection, then fails it', async () => {
+    const before = always.resets;
+    expect(await failureOf(through().begin())).toMatchObject({ operation: 'BeginTransaction' });
+    expect(always.resets - before).toBe(2);
+    expect(db.server.stats.calls.BeginTransaction ?? 0).toBe(0);
+  });
+
+  it('sends it no more once the deadline has passed', async () => {
+    const before = always.resets;
+    expect(await failureOf(through({ timeLeftMs: () => 0 }).begin())).toMatchObject({ operation: 'BeginTransaction' });
+    expect(always.resets - before).toBe(1);
+  });
+
+  it('never sends a rollback or a commit twice', async () => {
+    const before = always.resets;
+    expect(await failureOf(through().rollback('00000000-0000-0000-0000-000000000000'))).toMatchObject({ operation: 'RollbackTransaction' });
+    expect(await failureOf(through().commit('00000000-0000-0000-0000-000000000000'))).toMatchObject({ operation: 'CommitTransaction', ambiguous: true });
+    expect(always.resets - before).toBe(2);
+  });
+});
+
 describe("inbox()'s default client", () => {
   it('does not reuse a connection idle past its limit, even when no timer ran (a frozen Lambda)', async () => {
     // A limit below the proxy's, as IDLE_SOCKET_TIMEOUT_MS is below the AWS network's.

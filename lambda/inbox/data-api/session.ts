@@ -58,6 +58,9 @@ const RESET_RETRIES = 1;
 /** A statement that may have run when its connection reset: retried only when refused while resuming. */
 const NOT_TWICE = { resume: true, reset: false } as const;
 
+/** A commit or a rollback: never sent again, since its first attempt may have done its work. */
+const ONCE = { resume: false, reset: false } as const;
+
 /** CommitTransaction's transactionStatus when the transaction committed. */
 const COMMITTED = 'Transaction Committed';
 
@@ -127,7 +130,7 @@ export class DataApiSession implements InboxSession {
    */
   async executeBatch(sql: string, paramSets: readonly SqlParams[], transactionId?: string): Promise<number> {
     if (paramSets.length === 0) return 0;
-    const output = await this.#call(
+    await this.#call(
       'BatchExecuteStatement',
       NOT_TWICE,
       () =>
@@ -140,7 +143,8 @@ export class DataApiSession implements InboxSession {
           transactionId,
         }),
     );
-    return (output as { updateResults?: unknown[] }).updateResults?.length ?? paramSets.length;
+    // The call runs every parameter set or fails (its updateResults hold one entry per set).
+    return paramSets.length;
   }
 
   /**
@@ -171,7 +175,7 @@ export class DataApiSession implements InboxSession {
   async commit(transactionId: string): Promise<void> {
     const output = await this.#call(
       'CommitTransaction',
-      { resume: false, reset: false },
+      ONCE,
       () =>
         new CommitTransactionCommand({
           resourceArn: this.target.resourceArn,
@@ -192,7 +196,7 @@ export class DataApiSession implements InboxSession {
     try {
       await this.#call(
         'RollbackTransaction',
-        { resume: false, reset: false },
+        ONCE,
         () =>
           new RollbackTransactionCommand({
             resourceArn: this.target.resourceArn,
@@ -241,8 +245,9 @@ export class DataApiSession implements InboxSession {
           resets++;
           continue;
         }
-        const delay = this.policy.resumeDelaysMs[resumes];
-        if (retry.resume && classified.failure === 'resuming' && delay !== undefined && delay < timeLeft) {
+        // With its delays spent, a resume retry could never finish in time.
+        const delay = this.policy.resumeDelaysMs[resumes] ?? Number.POSITIVE_INFINITY;
+        if (retry.resume && classified.failure === 'resuming' && delay < timeLeft) {
           resumes++;
           this.policy.onResumeRetry?.();
           await sleep(delay);
