@@ -205,6 +205,17 @@ describe('claim: withFirstStatement', () => {
     expect(await claims()).toEqual([record.messageId]);
   });
 
+  it("before-apply (the default): tx.executeBatch runs in the claim's transaction, once", async () => {
+    const record = sqsRecord({ body: { orderId: `o-before-${Math.random()}` } });
+    const orders = (orderId: string) => [{ orderId }, { orderId: `${orderId}-b` }];
+    const { handler } = riding((tx, m) => tx.executeBatch(SHIP, orders(m.body.orderId)).then(() => undefined), { claim: 'before-apply' });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(db.server.stats.calls).toMatchObject({ BeginTransaction: 1, CommitTransaction: 1 });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    const orderId = JSON.parse(record.body).orderId as string;
+    expect([await shipped(orderId), await shipped(`${orderId}-b`)]).toEqual([1, 1]);
+  });
+
   it('is refused with the single-statement modes, naming the option', () => {
     expect(() =>
       inbox<Order>({ consumer: 'x', database: db.target, claim: withFirstStatement, statement: { sql: 'SELECT 1 FROM claimed', params: () => ({}) } }),

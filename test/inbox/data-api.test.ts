@@ -444,6 +444,17 @@ describe('Data API session: answers from something that is not the Data API', ()
     }
   });
 
+  it('refuses a BeginTransaction answer without a transactionId, naming it, before any statement is sent', async () => {
+    const endpoint = await foreignEndpoint(() => ({ status: 200, body: '{}' }));
+    try {
+      const error = await failureOf(endpoint.session.begin());
+      expect(error).toMatchObject({ operation: 'BeginTransaction', failure: 'rejected', ambiguous: false });
+      expect(error.message).toContain('the response held no transactionId');
+    } finally {
+      await endpoint.close();
+    }
+  });
+
   const commitAnswers = [
     { name: 'another status', body: { transactionStatus: 'Rollback Complete' }, said: 'Rollback Complete' },
     { name: 'no status at all', body: {}, said: '(no status)' },

@@ -15,6 +15,12 @@ const apply = async () => {};
 // The batch modes' options, checked by the handlers of sqs-inbox/batch (those of sqs-inbox refuse the batch modes).
 const invalidBatch: [string, Partial<InboxOptions>, RegExp][] = [
   [
+    'statementBatch',
+    { apply: undefined, statementBatch: 'INSERT INTO shipments SELECT 1' as never },
+    /"statementBatch": must be \{ sql, params\?: \(messages\) => params \}/,
+  ],
+  ['statementBatch.sql', { apply: undefined, statementBatch: { sql: 5 as never } }, /"statementBatch\.sql": must be a string; got the number 5/],
+  [
     'statementBatch.sql',
     { apply: undefined, statementBatch: { sql: 'INSERT INTO shipments SELECT 1' } },
     /"statementBatch\.sql": the statement never mentions `claimed`/,

@@ -11,6 +11,7 @@ const MUTATORS = new Set([
   'AssignmentOperator',
   'BlockStatement',
   'BooleanLiteral',
+  'CallExpression',
   'ConditionalExpression',
   'EqualityOperator',
   'LogicalOperator',

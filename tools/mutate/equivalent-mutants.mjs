@@ -21,13 +21,6 @@
 export const EQUIVALENT_MUTANTS = [
   {
     file: 'lambda/inbox/sql/claim.ts',
-    scope: 'export function readClaim(',
-    code: "'the claim statement returned no row'",
-    mutators: ['StringLiteral'],
-    reason: 'unreachable: every claim statement ends in a SELECT without FROM, which returns exactly one row',
-  },
-  {
-    file: 'lambda/inbox/sql/claim.ts',
     scope: '.replace(/--[^\\n]*/g, ',
     code: "' '",
     mutators: ['StringLiteral'],
@@ -89,13 +82,6 @@ export const EQUIVALENT_MUTANTS = [
     code: 'new Array(prepared.length)',
     mutators: ['ArrayDeclaration'],
     reason: 'every index is filled before it is returned, so the starting length never shows',
-  },
-  {
-    file: 'lambda/inbox/modes/batch-mode-runner.ts',
-    scope: "if (mode.kind !== 'batch-transaction')",
-    code: "'unreachable'",
-    mutators: ['StringLiteral'],
-    reason: 'the message of an unreachable error: a BatchModeRunner runs only in the two batch modes',
   },
   {
     file: 'lambda/inbox/modes/batch-mode-runner.ts',
@@ -177,20 +163,6 @@ export const EQUIVALENT_MUTANTS = [
     reason: 'unreachable: a successful BeginTransaction always returns a transactionId',
   },
   {
-    file: 'lambda/inbox/data-api/session.ts',
-    scope: 'async commit(transactionId: string)',
-    code: 'resume: false',
-    mutators: ['BooleanLiteral'],
-    reason: 'a commit is never refused with DatabaseResumingException (its open transaction keeps the cluster awake), so retry.resume is never consulted',
-  },
-  {
-    file: 'lambda/inbox/data-api/session.ts',
-    scope: 'async rollback(transactionId: string)',
-    code: 'resume: false',
-    mutators: ['BooleanLiteral'],
-    reason: 'a rollback is never refused with DatabaseResumingException (its open transaction keeps the cluster awake), so retry.resume is never consulted',
-  },
-  {
     file: 'lambda/inbox/data-api/failures.ts',
     code: '(error as { name?: string })?.name',
     mutators: ['OptionalChaining'],
@@ -253,6 +225,25 @@ export const EQUIVALENT_MUTANTS = [
     code: "'bigserial'",
     mutators: ['StringLiteral'],
     reason: 'PostgreSQL reports a bigserial column as int8; the typeName is never bigserial, nor empty',
+  },
+  {
+    file: 'lambda/inbox/sql/claim.ts',
+    scope: 'export function readClaim(',
+    code: "throw new Error('the claim statement returned no row');",
+    mutators: ['CallExpression', 'StringLiteral'],
+    reason: 'unreachable: every claim statement ends in a SELECT without FROM, which returns exactly one row',
+  },
+  {
+    file: 'lambda/inbox/modes/batch-mode-runner.ts',
+    code: "throw new Error('unreachable');",
+    mutators: ['CallExpression', 'StringLiteral'],
+    reason: 'a BatchModeRunner runs only in the two batch modes, so the one left after batch-statement is batch-transaction',
+  },
+  {
+    file: 'lambda/inbox/data-api/results.ts',
+    code: 'column?.name',
+    mutators: ['OptionalChaining'],
+    reason: 'includeResultMetadata is set, so every column has metadata with a non-empty label, and the name is never read',
   },
 ];
 

@@ -236,7 +236,7 @@ function batchInput(tables: InboxTables, columns: string): string {
  * Per record of the batch, in batch order: its position, whether this statement claimed it, and the hash
  * stored by an earlier claim (NULL for a claim this statement made, or one it waited for, as in {@link claimSql}).
  */
-function batchVerdicts(tables: InboxTables, extra = ''): string {
+function batchVerdicts(tables: InboxTables, extra: string): string {
   return `SELECT i.position, c.message_id IS NOT NULL AS claimed, e.payload_sha256 AS existing_sha256${extra}
       FROM inbox_input i
       LEFT JOIN inbox_claim c ON c.message_id = i.message_key
