@@ -199,4 +199,4 @@ export function dsqlFromEnvironment(
 }
 
 export { DSQL_INBOX_MIGRATIONS, migrateDsql } from './migrations.js';
-export type { InboxMigrationSet, MigrationReport } from '../../sql/schema.js';
+export type { InboxMigrationSet, Migration, MigrationReport } from '../../sql/schema.js';
