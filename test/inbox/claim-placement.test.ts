@@ -156,6 +156,21 @@ describe('claim: withFirstStatement', () => {
     ]);
   });
 
+  it('fails the record when the claim going alone (before a statement that takes no CTE) fails, and applies it once on redelivery', async () => {
+    const record = sqsRecord({ body: { orderId: 'o-alone' } });
+    const { handler } = riding((tx, m) =>
+      tx
+        .execute("SET LOCAL application_name = 'x'")
+        .then(() => tx.execute(SHIP, { orderId: m.body.orderId }))
+        .then(() => undefined),
+    );
+    db.server.faults.serverError({ count: 1, status: 500, operation: 'ExecuteStatement', select: (call) => call.sql?.includes('WITH claim AS') === true });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(await shipped('o-alone')).toBeUndefined();
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await shipped('o-alone')).toBe(1);
+  });
+
   it('reports a commit whose answer was lost as failed, and its redelivery as a duplicate', async () => {
     const record = sqsRecord({ body: { orderId: 'o-4' } });
     const { handler } = riding();
