@@ -109,9 +109,10 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
     const [session, plan] = openInvocation(running, records, tally, context);
     const prepared = await prepareRecords(running, records, rules, recent, session, plan, tables);
     const outcomes = await runRecords(running, records, prepared, session, plan, tally);
+    // Without an outbox, nothing was sent or deferred: the summary's own default.
     const relayed = resolved.outbox
       ? await resolved.outbox.runtime.relay(session, tables, resolved.outbox.transport, tally.outboxIds, plan.mayStart(), logger)
-      : { sent: 0, deferred: 0 };
+      : undefined;
     return report(running, source, options, records, outcomes, relayed, tally, started);
   };
   // What parkedMessages(handler) works with: asking for it settles the environment, as an invocation does.
