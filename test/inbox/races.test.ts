@@ -1,3 +1,4 @@
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inbox } from '../../lambda/inbox/handler/batch-handlers.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
@@ -95,5 +96,42 @@ describe('racing consumers in the batch modes', () => {
     expect(rows.map((row) => row.shipped_count)).toEqual(Array(6).fill(1));
     if (mode === 'applyBatch') expect(applied.n).toBe(6 + runs.reduce((sum, run) => sum + run.rolledBack, 0));
     for (const response of responses) expect(response.batchItemFailures).toEqual([]);
+  });
+});
+
+describe('a claim that waited for a racing one', () => {
+  it('statementBatch: a key a racing transaction claimed with another body while the batch waited is a collision, found after the statement', async () => {
+    const key = `raced-${Math.random().toString(36).slice(2)}`;
+    const record = sqsRecord({ key, body: { orderId: key } });
+    const others = [1, 2].map((i) => sqsRecord({ body: { orderId: `${key}-other-${i}` } }));
+    const logger = recordingLogger();
+    const handler = inbox<Order>({
+      consumer: 'order-worker',
+      database: db.target,
+      logger,
+      metrics: recordingMetrics(),
+      statementBatch: {
+        sql: `INSERT INTO public.orders (order_id, status, shipped_count) SELECT body->>'orderId', 'shipped', 1 FROM claimed`,
+      },
+    });
+    // Another consumer's transaction holds the key, claimed for another body, while the batch's statement starts.
+    const holder = new pg.Client({ connectionString: db.url });
+    await holder.connect();
+    try {
+      await holder.query('BEGIN');
+      await holder.query("INSERT INTO inbox.consumed_message (consumer_name, message_id, payload_sha256) VALUES ('order-worker', $1, '\\x00')", [key]);
+      const running = handler({ Records: [others[0]!, record, others[1]!] }, lambdaContext());
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      await holder.query('COMMIT');
+      // Its statement's snapshot predates that commit: the claim sees no hash, the read after it sees the other body.
+      expect((await running).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    } finally {
+      await holder.end();
+    }
+    expect(await db.query('SELECT order_id FROM public.orders WHERE order_id LIKE $1 ORDER BY 1', [`${key}%`])).toEqual([
+      { order_id: `${key}-other-1` },
+      { order_id: `${key}-other-2` },
+    ]);
+    expect(JSON.stringify(logger.lines)).toMatch(/key collision/);
   });
 });
