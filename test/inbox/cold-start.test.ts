@@ -1,4 +1,4 @@
-import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { inbox, InboxConfigError } from '../../lambda/inbox/index.js';
 import { outbox } from '../../lambda/inbox/outbox/index.js';
 import { inboxFixture, lambdaContext, sqsRecord } from '../support/inbox.js';
@@ -80,9 +80,12 @@ describe('a handler built at module load', () => {
 
   it('reads the environment set after the import, at its first invocation, and applies the message', async () => {
     clearEnvironment();
-    // A fresh copy of the module: one whose handler no invocation has started yet.
-    vi.resetModules();
-    const { handler } = await import('../fixtures/handler-module/shipments.js');
+    // A fresh copy of the handler's module, one whose handler no invocation has started yet: the query makes
+    // it a module of its own. Not vi.resetModules(), which would load the whole runtime again inside this test:
+    // the mutation run would then take every module-level constant of the core as reached by this test alone,
+    // and run only this test against their mutants.
+    const fresh = '../fixtures/handler-module/shipments.js?fresh';
+    const { handler } = (await import(/* @vite-ignore */ fresh)) as typeof import('../fixtures/handler-module/shipments.js');
     process.env.INBOX_CONSUMER = 'shipments';
     process.env.INBOX_RESOURCE_ARN = db.server.resourceArn;
     process.env.INBOX_SECRET_ARN = db.server.secretArn;
