@@ -99,6 +99,14 @@ describe('a missing key attribute', () => {
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
     expect(JSON.stringify(logger.lines)).toMatch(/message attribute \\"order-key\\" is missing/);
   });
+
+  it('makes no call for a redelivered batch whose every record lacks its key: nothing to look up', async () => {
+    const { handler } = make('retry', { key: { attribute: 'order-key' } });
+    const records = [sqsRecord({ receiveCount: 2 }), sqsRecord({ receiveCount: 3 })];
+    db.server.stats.reset();
+    expect((await handler({ Records: records }, lambdaContext())).batchItemFailures).toHaveLength(2);
+    expect(db.server.stats.total()).toBe(0);
+  });
 });
 
 // calls: what detecting the collision costs (Begin, claim, Rollback; or the one gated statement).

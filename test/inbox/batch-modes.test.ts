@@ -407,7 +407,7 @@ describe('the batch modes, the rest of their contract', () => {
     ['stop-batch', 0],
   ] as const)('FIFO, %s: the groups a malformed record does not block still go in one batch (%i calls for them)', async (onFailure, calls) => {
     // One group at a time, so the order in which stop-batch sees the failure is the batch's.
-    const { handler } = handlerFor('batch-transaction', { fifo: { onFailure }, concurrency: 1 });
+    const { handler, metrics } = handlerFor('batch-transaction', { fifo: { onFailure }, concurrency: 1 });
     const malformed = sqsRecord({ groupId: 'g1', body: 'not json' });
     const records = [
       malformed,
@@ -416,6 +416,10 @@ describe('the batch modes, the rest of their contract', () => {
     await handler({ Records: records }, lambdaContext());
     // stop-batch: the malformed record comes first, so nothing after it starts.
     expect(db.server.stats.total()).toBe(withConflicts(db, calls, RERUN['batch-transaction']));
+    // The malformed record is the failure; under stop-batch the four after it are short-circuited, not failed.
+    expect(metrics.published[0]).toMatchObject(
+      onFailure === 'stop-batch' ? { Failures: [1], ShortCircuited: [4], Processed: [0] } : { Failures: [1], ShortCircuited: [0], Processed: [4] },
+    );
   });
 
   it.each(BATCH_MODES)('%s: records one latency per record, and a whole batch deferred by the deadline makes no call', async (mode) => {
@@ -430,7 +434,9 @@ describe('the batch modes, the rest of their contract', () => {
     );
     expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(late.map((r) => r.messageId));
     expect(db.server.stats.total()).toBe(0);
-    expect(metrics.published.at(-1)!.DeferredByDeadline).toEqual([3]);
+    // No set started: none counted, and no latency recorded for records that never ran.
+    expect(metrics.published.at(-1)).toMatchObject({ DeferredByDeadline: [3], BatchSets: [0] });
+    expect(metrics.published.at(-1)!.RecordLatency ?? []).toHaveLength(0);
   });
 
   it("batch-statement: `claimed` carries each message's group, id, attempt and position", async () => {
@@ -536,6 +542,16 @@ describe('batch sets over the Data API request limit (4 MiB)', () => {
   // About 700 KB each: eight fit in one Lambda invocation (6 MB) but not in one Data API request.
   const large = (prefix: string, n: number, extra: (i: number) => Partial<Parameters<typeof sqsRecord>[0]> = () => ({})) =>
     Array.from({ length: n }, (_, i) => sqsRecord({ body: { orderId: `${prefix}-${i}`, pad: 'x'.repeat(700_000) }, ...extra(i) }));
+
+  // Not on the DSQL profile: there the runs are set by its 1,000 records a transaction (dsql.test.ts).
+  it.skipIf(TRANSPORT === 'dsql')('batch-statement: 7,000 small messages go in two statements, whose answers (a claim row each) fit in 1 MiB', async () => {
+    const { handler } = handlerFor('batch-statement');
+    // Each statement is well within 4 MiB; 7,000 claim rows of up to 160 bytes are not within 1 MiB.
+    const batch = orders('answers', 7_000);
+    expect((await handler({ Records: batch }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: withConflicts(db, 2, 1) });
+    expect(await db.query("SELECT count(*)::int AS n FROM public.orders WHERE order_id LIKE 'answers-%' AND shipped_count = 1")).toEqual([{ n: 7_000 }]);
+  });
 
   it('batch-statement: eight 700 KB messages go in two statements that fit, not one refused statement and eight alone', async () => {
     const { handler, metrics } = handlerFor('batch-statement');

@@ -72,13 +72,17 @@ describe('claim: withFirstStatement', () => {
   it('refuses every later statement of a duplicate, even when apply catches the first refusal', async () => {
     const record = sqsRecord({ body: { orderId: 'o-2' } });
     await riding().handler({ Records: [record] }, lambdaContext());
-    const seen: string[] = [];
+    const seen: Error[] = [];
     const { handler } = riding(async (tx, m) => {
-      await tx.execute(SHIP, { orderId: m.body.orderId }).catch((error: Error) => void seen.push(error.name));
-      await tx.execute(SHIP, { orderId: m.body.orderId }).catch((error: Error) => void seen.push(error.name));
+      await tx.execute(SHIP, { orderId: m.body.orderId }).catch((error: Error) => void seen.push(error));
+      await tx.execute(SHIP, { orderId: m.body.orderId }).catch((error: Error) => void seen.push(error));
     });
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
-    expect(seen).toEqual(['ClaimTakenError', 'ClaimTakenError']);
+    expect(seen.map((error) => error.name)).toEqual(['ClaimTakenError', 'ClaimTakenError']);
+    // What apply sees says what happened; the first refusal carries the database's unique violation.
+    expect(seen[0]!.message).toBe("this message's key is claimed already (a duplicate): nothing ran, and the inbox rolls the transaction back");
+    expect(seen[0]!.cause).toMatchObject({ sqlState: '23505' });
+    expect(seen[1]!.cause).toBeUndefined();
     expect(await shipped('o-2')).toBe(1);
   });
 
@@ -125,6 +129,44 @@ describe('claim: withFirstStatement', () => {
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
     expect(await shipped('o-3')).toBeUndefined();
     expect(await claims()).toEqual([]);
+    // Begin, the statement with the claim, Rollback: the carrier succeeded, so no lookup of an earlier claim.
+    expect(db.server.stats.total()).toBe(3);
+  });
+
+  it('fails, not settles as a duplicate, a record whose apply caught the failure of the statement carrying its claim', async () => {
+    await db.query("INSERT INTO public.orders (order_id, status, shipped_count) VALUES ('caught', 'new', 0)");
+    const record = sqsRecord({ body: { orderId: 'caught' } });
+    const { handler, metrics } = riding(async (tx, m) => {
+      // The effect's own unique violation, caught: the claim it carried did not happen either.
+      await tx
+        .execute("INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'shipped', 1)", { orderId: m.body.orderId })
+        .catch(() => {});
+    });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(metrics.published[0]).toMatchObject({ Duplicates: [0], Failures: [1] });
+    expect(await claims()).toEqual([]);
+  });
+
+  it("fails, not settles as a duplicate, a statement error that only mentions the inbox key's constraint", async () => {
+    const record = sqsRecord({ body: { orderId: 'o-mention' } });
+    // 22P02, whose message quotes the input: "consumed_message_pkey", but the claim did not find its key taken.
+    const { handler, metrics } = riding((tx) => tx.execute(`SELECT CAST('"consumed_message_pkey"' AS int) AS n`).then(() => undefined));
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(metrics.published[0]).toMatchObject({ Duplicates: [0], Failures: [1] });
+    expect(await claims()).toEqual([]);
+  });
+
+  it('sends the claim once when apply makes several batch calls, and runs each of them', async () => {
+    const record = sqsRecord({ body: { orderId: 'o-batches' } });
+    const { handler, metrics } = riding(async (tx, m) => {
+      await tx.executeBatch(SHIP, [{ orderId: m.body.orderId }]);
+      await tx.executeBatch(SHIP, [{ orderId: `${m.body.orderId}-b` }]);
+    });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(metrics.published[0]).toMatchObject({ Processed: [1], Duplicates: [0] });
+    expect([await shipped('o-batches'), await shipped('o-batches-b')]).toEqual([1, 1]);
+    // Begin, the claim alone, the two batch calls, Commit.
+    expect(db.server.stats.total()).toBe(5);
   });
 
   it("fails, not settles as a duplicate, a unique violation of the effect's own table", async () => {
@@ -167,6 +209,9 @@ describe('claim: withFirstStatement', () => {
     db.server.faults.serverError({ count: 1, status: 500, operation: 'ExecuteStatement', select: (call) => call.sql?.includes('WITH claim AS') === true });
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
     expect(await shipped('o-alone')).toBeUndefined();
+    // Begin, the failed claim, Rollback: apply's statements are not sent after it, and a claim that went
+    // alone hides no earlier one (no lookup).
+    expect(db.server.stats.total()).toBe(3);
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
     expect(await shipped('o-alone')).toBe(1);
   });
@@ -206,6 +251,12 @@ describe('claim: withFirstStatement', () => {
       calls: 5,
       apply: async (tx, m) => tx.execute("SET LOCAL application_name = 'x'").then(() => tx.execute(SHIP, { orderId: m.body.orderId })),
     },
+    // A statement that does not begin with a keyword of its own (a parenthesised query) is not given a CTE.
+    {
+      name: 'a parenthesised query',
+      calls: 5,
+      apply: async (tx, m) => tx.execute('(SELECT 1 AS one)').then(() => tx.execute(SHIP, { orderId: m.body.orderId })),
+    },
     { name: 'parameters named inbox_', calls: 4, apply: (tx, m) => tx.execute(SHIP.replaceAll(':orderId', ':inbox_order'), { inbox_order: m.body.orderId }) },
   ];
 
@@ -219,6 +270,37 @@ describe('claim: withFirstStatement', () => {
     expect(await db.query('SELECT count(*)::int AS n FROM public.orders WHERE order_id = $1', [orderId])).toEqual([{ n: 1 }]);
     expect(await claims()).toEqual([record.messageId]);
   });
+
+  it('before-apply (the default): an apply that throws costs Begin, the claim, its statement and Rollback, no lookup', async () => {
+    const record = sqsRecord({ body: { orderId: 'o-before-boom' } });
+    const { handler } = riding(
+      async (tx, m) => {
+        await tx.execute(SHIP, { orderId: m.body.orderId });
+        throw new Error('boom');
+      },
+      { claim: 'before-apply' },
+    );
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(db.server.stats.total()).toBe(4);
+    expect(await shipped('o-before-boom')).toBeUndefined();
+  });
+
+  it.each(['before-apply', 'withFirstStatement'] as const)(
+    "%s: apply's statements after the claim run under a server statement_timeout of four fifths of callTimeoutMs",
+    async (placement) => {
+      const seen: unknown[] = [];
+      const { handler } = riding(
+        async (tx, m) => {
+          await tx.execute(SHIP, { orderId: m.body.orderId });
+          seen.push((await tx.execute("SELECT current_setting('statement_timeout') AS limit")).rows[0]!.limit);
+        },
+        { callTimeoutMs: 5_000, ...(placement === 'before-apply' ? { claim: 'before-apply' } : {}) },
+      );
+      const record = sqsRecord({ body: { orderId: `o-bound-${placement}` } });
+      expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+      expect(seen).toEqual(['4s']);
+    },
+  );
 
   it("before-apply (the default): tx.executeBatch runs in the claim's transaction, once", async () => {
     const record = sqsRecord({ body: { orderId: `o-before-${Math.random()}` } });

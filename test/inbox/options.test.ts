@@ -30,6 +30,16 @@ const invalidBatch: [string, Partial<InboxOptions>, RegExp][] = [
     { apply: undefined, statementBatch: { sql: 'SELECT 1 FROM claimed', params: 5 as never } },
     /"statementBatch\.params": must be a function \(messages\)/,
   ],
+  [
+    'statementBatch.params',
+    { apply: undefined, statementBatch: { sql: 'SELECT 1 FROM claimed', params: null as never } },
+    /"statementBatch\.params": must be a function \(messages\) => \(\{ name: value, \.\.\. \}\); got null/,
+  ],
+  [
+    'statementBatch.param',
+    { apply: undefined, statementBatch: { sql: 'SELECT 1 FROM claimed', param: () => ({}) } as never },
+    /"statementBatch\.param": is not an option of statementBatch; did you mean "params"\?$/,
+  ],
 ];
 
 const invalid: [string, Partial<InboxOptions>, RegExp][] = [

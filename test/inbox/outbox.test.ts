@@ -2,7 +2,7 @@ import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand } from 
 import type { Message, SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { InboxConfigError, PermanentError } from '../../lambda/inbox/index.js';
+import { InboxConfigError, PermanentError, withFirstStatement } from '../../lambda/inbox/index.js';
 import { inbox } from '../../lambda/inbox/handler/batch-handlers.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
 import { OutboxSweepError, outbox, outboxKey, sqsOutbox, sweepOutbox } from '../../lambda/inbox/outbox/index.js';
@@ -154,6 +154,27 @@ describe('the outbox', () => {
       expect(relayWarnings()).toEqual([]);
     },
   );
+
+  it('claim: withFirstStatement, a duplicate whose apply sent before its first statement: settled as a duplicate, nothing written or sent again', async () => {
+    const url = await queue('riding');
+    const { handler, rows } = shipper(url, {
+      claim: withFirstStatement,
+      apply: async (tx, message) => {
+        tx.send({ to: 'invoices', body: { orderId: message.body.orderId } });
+        await tx.execute('INSERT INTO public.shipped (order_id) VALUES (:id) ON CONFLICT (order_id) DO UPDATE SET n = shipped.n + 1', {
+          id: message.body.orderId,
+        });
+      },
+    });
+    const id = `o-${run}`;
+    const record = order(id);
+    expect(await handler({ Records: [record] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+    // The same message again: its first statement finds the claim taken, so the send before it is dropped.
+    expect(await handler({ Records: [record] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+    expect(await rows()).toHaveLength(1);
+    expect(await drain(f.client, url)).toHaveLength(1);
+    expect(await db.query('SELECT n FROM public.shipped WHERE order_id = $1', [id])).toEqual([{ n: 1 }]);
+  });
 
   it('sends nothing when the transaction rolls back after tx.send (no phantom message); the retry sends under the same key', async () => {
     const url = await queue('phantom');

@@ -245,6 +245,20 @@ export const EQUIVALENT_MUTANTS = [
     mutators: ['OptionalChaining'],
     reason: 'includeResultMetadata is set, so every column has metadata with a non-empty label, and the name is never read',
   },
+  {
+    file: 'lambda/inbox/sql/claim.ts',
+    code: '/^WITH\\s+(?:RECURSIVE\\s+)?/i',
+    mutators: ['Regex'],
+    reason:
+      'the keyword check found WITH at the start already (so ^ changes nothing), and whitespace the head leaves behind stays between the claim and the rest of the statement, where PostgreSQL ignores it',
+  },
+  {
+    file: 'lambda/inbox/modes/statement-set.ts',
+    code: 'true',
+    mutators: ['BooleanLiteral'],
+    reason:
+      'the fit check measures the set statement as it is sent (inbox_strict true); false is one byte longer in the request, inside the 16 KiB the budget keeps below 4 MiB, so no set fits one way and not the other',
+  },
 ];
 
 /**

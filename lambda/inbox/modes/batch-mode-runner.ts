@@ -113,7 +113,7 @@ export class BatchModeRunner<Body, Raw = unknown> implements SetRunner<Body, Raw
     const mode = this.options.mode;
     // A database that bounds the rows of a transaction (Aurora DSQL) gets the set in runs it can take.
     const bounded = (run: readonly PreparedRecord<Body, Raw>[]) => run.length <= maxRecords;
-    if (mode.kind !== 'batch-statement') return maxRecords < members.length ? fittingRuns(members, bounded) : [members];
+    if (mode.kind !== 'batch-statement') return fittingRuns(members, bounded);
     return fittingRuns(members, (run) => bounded(run) && statementSetFits(this.tables, this.options.consumer, mode, run.map(setMember)));
   }
 

@@ -78,7 +78,7 @@ function batchStatement<Body, Raw>(given: unknown): ResolvedMode<Body, Raw> {
   }
   refuseUnknownKeys(given, STATEMENT_OPTIONS, 'statementBatch');
   const { sql, params } = given as { sql: unknown; params: unknown };
-  if (params !== undefined && params !== null && typeof params !== 'function') {
+  if (params !== undefined && typeof params !== 'function') {
     throw new InboxConfigError('statementBatch.params', `must be a function (messages) => ({ name: value, ... }); got ${described(params)}`);
   }
   if (typeof sql !== 'string') {

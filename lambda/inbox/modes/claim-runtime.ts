@@ -1,5 +1,4 @@
 import { claimSql, readClaim } from '../sql/claim.js';
-import type { ClaimOutcome } from '../sql/claim.js';
 import type { Transaction } from '../data-api/session.js';
 import type { SqlParams } from '../data-api/parameters.js';
 import type { StatementResult } from '../data-api/results.js';
@@ -15,8 +14,8 @@ export interface TransactionClaim {
   readonly taken: boolean;
   /** True when the statement that carried the claim failed: the key may be claimed already. */
   readonly carrierFailed: boolean;
-  /** What a claim that found the key taken found. */
-  readonly outcome: ClaimOutcome;
+  /** The stored hash a claim that found the key taken read with it (null when it read none: look it up). */
+  readonly existingSha256: Uint8Array | null;
   /** One of `apply`'s statements. */
   execute(sql: string, params?: SqlParams): Promise<StatementResult>;
   /** One of `apply`'s batch calls. */
@@ -48,7 +47,7 @@ export interface WithFirstStatement {
  * reads the stored hash of a duplicate in the same call; `apply` runs only when it inserted the row.
  */
 export class ClaimBeforeApply implements TransactionClaim {
-  outcome: ClaimOutcome = { claimed: false, existingSha256: null };
+  existingSha256: Uint8Array | null = null;
   readonly taken = false;
   readonly carrierFailed = false;
   readonly #tx: Transaction;
@@ -62,8 +61,9 @@ export class ClaimBeforeApply implements TransactionClaim {
   }
 
   async beforeApply(): Promise<boolean> {
-    this.outcome = readClaim((await this.#tx.execute(claimSql(this.#tables), this.#params)).rows);
-    return this.outcome.claimed;
+    const found = readClaim((await this.#tx.execute(claimSql(this.#tables), this.#params)).rows);
+    this.existingSha256 = found.existingSha256;
+    return found.claimed;
   }
 
   /** `apply` ran, so the claim inserted the row. */

@@ -81,7 +81,7 @@ export class RecordConsumer<Body, Raw = unknown> {
   async settle(prepared: PreparedRecord<Body, Raw>, claim: ClaimOutcome, session: InboxSession, tally: BatchTally): Promise<Outcome> {
     try {
       if (claim.claimed) return { kind: 'processed' };
-      const verdict = await this.#duplicateOrCollision(session, prepared.key!, claim, prepared.sha256);
+      const verdict = await this.#duplicateOrCollision(session, prepared.key!, claim.existingSha256, prepared.sha256);
       if (verdict === 'duplicate') return { kind: 'duplicate' };
       throw this.#collision(prepared.record, prepared.key!, verdict.collidesWith, prepared.sha256, tally);
     } catch (error) {
@@ -104,7 +104,7 @@ export class RecordConsumer<Body, Raw = unknown> {
         key,
         sha256,
         error: failure,
-        verdictOf: (claim) => this.#duplicateOrCollision(session, key!, claim, sha256),
+        verdictOf: (claim) => this.#duplicateOrCollision(session, key!, claim.existingSha256, sha256),
         collision: (stored) => this.#collision(record, key!, stored, sha256, tally),
       });
     }
@@ -127,7 +127,7 @@ export class RecordConsumer<Body, Raw = unknown> {
         const claim = await retryConflicts(session, () =>
           this.#batchModes!.statementAlone(session, this.#tables, this.#options.consumer, mode, message, sha256),
         );
-        return claim.claimed ? 'processed' : this.#duplicateOrCollision(session, message.key, claim, sha256);
+        return claim.claimed ? 'processed' : this.#duplicateOrCollision(session, message.key, claim.existingSha256, sha256);
       }
     }
   }
@@ -165,12 +165,12 @@ export class RecordConsumer<Body, Raw = unknown> {
       await tx.rollback().catch(() => {});
       // The carrier statement failed: a claim made before (a duplicate) may hide behind the effect's own error.
       const earlier = claim.carrierFailed ? await this.#claimOf(session, message.key).catch(() => undefined) : undefined;
-      if (earlier) return this.#duplicateOrCollision(session, message.key, earlier, sha256);
+      if (earlier) return this.#duplicateOrCollision(session, message.key, earlier.existingSha256, sha256);
       throw error;
     }
     if (!claimed) {
       await tx.rollback().catch(() => {});
-      return this.#duplicateOrCollision(session, message.key, claim.outcome, sha256);
+      return this.#duplicateOrCollision(session, message.key, claim.existingSha256, sha256);
     }
     await commitOrRollBack(tx);
     // Committed: the relay sends these after the batch.
@@ -191,11 +191,12 @@ export class RecordConsumer<Body, Raw = unknown> {
       ...claimParams(this.#options.consumer, message.key, sha256),
     });
     const claim = readClaim(result.rows);
-    return claim.claimed ? 'processed' : this.#duplicateOrCollision(session, message.key, claim, sha256);
+    return claim.claimed ? 'processed' : this.#duplicateOrCollision(session, message.key, claim.existingSha256, sha256);
   }
 
-  async #duplicateOrCollision(session: InboxSession, key: string, claim: ClaimOutcome, sha256: Uint8Array): Promise<DuplicateVerdict> {
-    const stored = claim.existingSha256 ?? (await this.#storedHash(session, key));
+  /** A claim that found its key taken: a duplicate, or a collision. `existing`: the hash the claim read, if any. */
+  async #duplicateOrCollision(session: InboxSession, key: string, existing: Uint8Array | null, sha256: Uint8Array): Promise<DuplicateVerdict> {
+    const stored = existing ?? (await this.#storedHash(session, key));
     // A claim without a stored hash (made by an older writer) cannot be compared: treat it as a redelivery.
     if (stored && !sameHash(stored, sha256)) return { collidesWith: stored };
     return 'duplicate';
@@ -205,10 +206,10 @@ export class RecordConsumer<Body, Raw = unknown> {
     return (await this.#claimOf(session, key))?.existingSha256 ?? null;
   }
 
-  /** The committed claim of a key, if there is one. */
-  async #claimOf(session: InboxSession, key: string): Promise<ClaimOutcome | undefined> {
+  /** The committed claim of a key, if there is one: its stored hash (null for a claim stored without one). */
+  async #claimOf(session: InboxSession, key: string): Promise<{ existingSha256: Uint8Array | null } | undefined> {
     const { rows } = await session.executeIdempotent(storedHashSql(this.#tables), { inbox_consumer: this.#options.consumer, inbox_key: key });
-    return rows[0] && { claimed: false, existingSha256: (rows[0].existing_sha256 as Uint8Array | null | undefined) ?? null };
+    return rows[0] && { existingSha256: (rows[0].existing_sha256 as Uint8Array | null | undefined) ?? null };
   }
 
   /** Counts and logs a key collision, and returns it as the record's permanent error. */

@@ -1,5 +1,4 @@
 import { claimRidingSql, claimSql, isClaimTaken, readClaim } from '../sql/claim.js';
-import type { ClaimOutcome } from '../sql/claim.js';
 import type { Transaction } from '../data-api/session.js';
 import type { SqlParams } from '../data-api/parameters.js';
 import type { StatementResult } from '../data-api/results.js';
@@ -48,7 +47,7 @@ export class RecordClaim implements TransactionClaim {
   #carrier: Promise<void> = Promise.resolve();
   #failure: unknown;
   #carried = false;
-  #found: ClaimOutcome = { claimed: false, existingSha256: null };
+  #existingSha256: Uint8Array | null = null;
 
   readonly #tx: Transaction;
   readonly #tables: InboxTables;
@@ -60,9 +59,12 @@ export class RecordClaim implements TransactionClaim {
     this.#params = params;
   }
 
-  /** The key was claimed already (a duplicate, or a collision): what the claim found. */
-  get outcome(): ClaimOutcome {
-    return this.#found;
+  /**
+   * The key was claimed already (a duplicate, or a collision): the stored hash the claim read, when it went
+   * alone. A claim carried by a statement reads none (the statement failed): null, and the caller looks it up.
+   */
+  get existingSha256(): Uint8Array | null {
+    return this.#existingSha256;
   }
 
   /** Before `apply`: nothing yet, the claim goes with its first statement; `apply` runs. */
@@ -141,8 +143,9 @@ export class RecordClaim implements TransactionClaim {
     this.#state = 'riding';
     this.#carrier = this.#tx.execute(claimSql(this.#tables), this.#params).then(
       ({ rows }) => {
-        this.#found = readClaim(rows);
-        this.#state = this.#found.claimed ? 'claimed' : 'taken';
+        const found = readClaim(rows);
+        this.#existingSha256 = found.existingSha256;
+        this.#state = found.claimed ? 'claimed' : 'taken';
       },
       (error: unknown) => this.#fail(error, false),
     );

@@ -59,8 +59,8 @@ export async function markKnownClaims(
   records: readonly PreparedRecord<unknown>[],
 ): Promise<void> {
   // prepare() keeps an error on every record whose key could not be chosen: the others all have a key.
+  // Without candidates there are no keys, so no run and no call.
   const candidates = records.filter((prepared) => prepared.error === undefined);
-  if (candidates.length === 0) return;
   const keys = [...new Set(candidates.map((prepared) => prepared.key!))];
   const sql = knownClaimsSql(tables);
   const params = (run: readonly string[]) => ({ inbox_consumer: consumer, inbox_keys: [...run] });

@@ -82,7 +82,8 @@ const CTE_STATEMENTS = new Set(['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'MERGE',
  * (`ERROR: duplicate key value violates unique constraint "consumed_message_pkey"; ...; SQLState: 23505`).
  */
 export function isClaimTaken(error: unknown): boolean {
-  return error instanceof DatabaseCallError && error.failure === 'statement' && error.sqlState === '23505' && error.message.includes('"consumed_message_pkey"');
+  // PostgreSQL reports a SQLSTATE only for an error of the statement itself, so 23505 implies a `statement` failure.
+  return error instanceof DatabaseCallError && error.sqlState === '23505' && error.message.includes('"consumed_message_pkey"');
 }
 
 /** Reads the hash stored with a claim, for a duplicate whose claim statement could not see it. */

@@ -120,6 +120,14 @@ describe('kafkaInbox: events that are not Kafka events', () => {
   });
 });
 
+describe('kafkaInbox: its options', () => {
+  it('refuses the SQS-only options, naming kafkaInbox() in the error', () => {
+    expect(() => kafkaInbox({ consumer: 'k', database: db.target, apply: async () => {}, fifo: { onFailure: 'stop-batch' } } as never)).toThrow(
+      /inbox option "fifo": is not an option of kafkaInbox\(\)/,
+    );
+  });
+});
+
 describe('kafkaInbox: records without their place in the topic', () => {
   const good = () => kafkaRecord({ partition: 1, offset: 4, body: { id: 'good' } });
   const placeless: [string, () => KafkaRecord][] = [

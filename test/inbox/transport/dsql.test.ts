@@ -256,6 +256,18 @@ describe('the DSQL profile', () => {
   });
 });
 
+describe('batches past maxRecordsPerTransaction', () => {
+  it.each(['applyBatch', 'statementBatch'])('%s: splits the set into transactions of at most that many records, each applied once', async (mode) => {
+    const handler = handlerFor(mode, target({ maxRecordsPerTransaction: 2 }));
+    const records = Array.from({ length: 5 }, (_, i) => sqsRecord({ body: { orderId: `split-${mode}-${i}` } }));
+    expect(await handler({ Records: records }, lambdaContext())).toEqual({ batchItemFailures: [] });
+    expect(await shippedCounts()).toEqual([1, 1, 1, 1, 1]);
+    // Each claim row carries the id of the transaction that inserted it: 5 records at 2 a transaction are 3.
+    const { rows } = await direct.query('SELECT count(DISTINCT xmin::text)::int AS transactions FROM inbox.consumed_message');
+    expect(rows[0].transactions).toBe(3);
+  });
+});
+
 describe('optimistic concurrency on the DSQL profile', () => {
   it.each(Object.keys(MODES))(
     '%s: a conflict runs the record (or the set) again in place; 0 double and 0 lost at 0, 1 and 10 per cent of commits',
