@@ -81,9 +81,9 @@ describe('a handler built at module load', () => {
   it('reads the environment set after the import, at its first invocation, and applies the message', async () => {
     clearEnvironment();
     // A fresh copy of the handler's module, one whose handler no invocation has started yet: the query makes
-    // it a module of its own. Not vi.resetModules(), which would load the whole runtime again inside this test:
-    // the mutation run would then take every module-level constant of the core as reached by this test alone,
-    // and run only this test against their mutants.
+    // it a module of its own. Not by resetting every module (vitest's resetModules), which would load the whole
+    // runtime again inside this test: the mutation run would then take every module-level constant of the core
+    // as reached by this test alone, and run only this test against their mutants.
     const fresh = '../fixtures/handler-module/shipments.js?fresh';
     const { handler } = (await import(/* @vite-ignore */ fresh)) as typeof import('../fixtures/handler-module/shipments.js');
     process.env.INBOX_CONSUMER = 'shipments';

@@ -72,4 +72,16 @@ describe('the equivalent mutants of `npm run mutate` (tools/mutate/equivalent-mu
     // A new equivalent mutant is an entry of tools/mutate/equivalent-mutants.mjs, not a comment.
     expect(comments.sort()).toEqual([...KEPT_COMMENTS].sort());
   });
+
+  it('has no test of the core that loads the runtime again (vi.resetModules), which would hide its module-level mutants', () => {
+    // The mutation run ignores a mutant that only module loading reaches (ignoreStatic). A test that reloads the
+    // runtime reaches every such mutant itself, so Stryker runs that one test alone against each of them, and
+    // reports survivors a full run of the tests would kill (42 on 3 Dec 2026). Import a fresh copy of one module
+    // with a query instead (test/inbox/cold-start.test.ts).
+    const files = execFileSync('git', ['ls-files', '--cached', '--others', '--exclude-standard', 'test/inbox', 'test/support'], { encoding: 'utf8' })
+      .split('\n')
+      .filter((file) => file.endsWith('.ts') && existsSync(file));
+    expect(files.length).toBeGreaterThan(20);
+    expect(files.filter((file) => /\bvi\.(resetModules|doMock)\(/.test(readFileSync(file, 'utf8')))).toEqual([]);
+  });
 });
