@@ -1,5 +1,5 @@
 import type { Transaction } from '../data-api/session.js';
-import { conflictDelayMs, isSerializationFailure } from '../transport/conflict-retry.js';
+import { retryConflicts } from '../transport/conflicts.js';
 import type { InboxSession } from '../transport/session.js';
 import { InboxConfigError } from '../errors.js';
 import { IDEMPOTENCY_KEY_ATTRIBUTE } from '../prepare/keys.js';
@@ -139,10 +139,34 @@ export async function redriveParked(options: RedriveOptions, ids: readonly numbe
   return ids.map((id) => results.get(id)!);
 }
 
-async function redriveOne(options: RedriveOptions, tables: InboxTables, id: number, now: () => number, attempt = 1): Promise<RedriveResult> {
+/** One message redriven, or why not; a failure is its result, never thrown. */
+async function redriveOne(options: RedriveOptions, tables: InboxTables, id: number, now: () => number): Promise<RedriveResult> {
+  const state = { committing: false };
+  try {
+    // A conflict (Aurora DSQL at COMMIT, or a racing redrive under repeatable read) rolled it back for
+    // certain: the session's dialect runs it again, and counts it, as it does a record's transaction.
+    return await retryConflicts(options.session, () => redriveTransaction(options, tables, id, now, state));
+  } catch (error) {
+    const text = error instanceof Error ? error.message : String(error);
+    return {
+      id,
+      status: 'failed',
+      message: state.committing ? `${text}; the commit may have happened all the same: look at the message before trying again` : text,
+    };
+  }
+}
+
+/** The redrive's transaction: rolled back and thrown on failure; `state.committing` once its COMMIT is sent. */
+async function redriveTransaction(
+  options: RedriveOptions,
+  tables: InboxTables,
+  id: number,
+  now: () => number,
+  state: { committing: boolean },
+): Promise<RedriveResult> {
   const { session, consumer } = options;
   let tx: Transaction | undefined;
-  let committing = false;
+  state.committing = false;
   const refuse = async (result: RedriveResult) => {
     await tx!.rollback();
     return result;
@@ -200,22 +224,12 @@ async function redriveOne(options: RedriveOptions, tables: InboxTables, id: numb
         attributes: JSON.stringify(plan.attributes),
       },
     );
-    committing = true;
+    state.committing = true;
     await tx.commit();
     return { id, status: 'redriven', queueUrl: plan.queueUrl, key: plan.key, outboxId: Number(inserted.rows[0]!.id), sent: false };
   } catch (error) {
     await tx?.rollback().catch(() => {});
-    // A conflict (Aurora DSQL at COMMIT, or a racing redrive under repeatable read) rolled it back for certain: run it again.
-    if (isSerializationFailure(error) && attempt <= (session.dialect?.conflictRetries.attempts ?? 0)) {
-      await sleep(conflictDelayMs(session.dialect!.conflictRetries, attempt));
-      return redriveOne(options, tables, id, now, attempt + 1);
-    }
-    const text = error instanceof Error ? error.message : String(error);
-    return {
-      id,
-      status: 'failed',
-      message: committing ? `${text}; the commit may have happened all the same: look at the message before trying again` : text,
-    };
+    throw error;
   }
 }
 
@@ -332,5 +346,3 @@ function checkId(id: number): number {
   if (!Number.isSafeInteger(id) || id < 1) throw new InboxConfigError('ids', `must be parked message ids (positive whole numbers); got ${described(id)}`);
   return id;
 }
-
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));

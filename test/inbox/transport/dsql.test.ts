@@ -16,6 +16,9 @@ import { freshDatabase } from '../../support/database.js';
 import { lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
 import { park } from '../../../lambda/inbox/parked/index.js';
 import { parkedMessageStore } from '../../../lambda/inbox/parked/store.js';
+import { redriveParked } from '../../../lambda/inbox/parked/redrive.js';
+import { sqsOutbox } from '../../../lambda/inbox/outbox/index.js';
+import { startSqsFixture } from '../../support/sqs.js';
 
 let url: string;
 let direct: pg.Pool;
@@ -386,6 +389,35 @@ describe('optimistic concurrency on the DSQL profile', () => {
     expect(await store.discard([parked!.id])).toEqual([{ id: parked!.id, status: 'discarded' }]);
     expect(profile.proxy.conflicts.injected - before).toBe(1);
     expect(await store.list()).toEqual([]);
+  });
+
+  it('redrives a parked message through a conflict at its COMMIT: the redrive runs again, whole, and onConflict hears of it', async () => {
+    await direct.query('DELETE FROM inbox.parked_message');
+    const parking = parkingHandler();
+    await parking({ Records: [sqsRecord({ body: { orderId: 'to-redrive' } })] }, lambdaContext());
+    const sqs = await startSqsFixture();
+    try {
+      const queue = sqs.sqs.model.createQueue('redriven', {});
+      const conflicts: DsqlConflict[] = [];
+      const session = new DsqlSession(target().pool, { callTimeoutMs: 5000, resumeDelaysMs: [] }, { onConflict: (c) => void conflicts.push(c) });
+      const store = parkedMessageStore({ session, consumer: 'order-worker' });
+      const [parked] = await store.list();
+      // The redrive's COMMIT (the first write the dice are asked about) conflicts; its second run's does not.
+      const dice = [0];
+      profile.proxy.conflicts.rate = 0.5;
+      profile.proxy.conflicts.random = () => dice.shift() ?? 0.99;
+      const results = await redriveParked({ session, consumer: 'order-worker', transport: sqsOutbox({ client: sqs.client }).transport, queueUrl: queue.url }, [
+        parked!.id,
+      ]);
+      profile.proxy.conflicts.rate = 0;
+      expect(results).toMatchObject([{ id: parked!.id, status: 'redriven', sent: true }]);
+      expect(conflicts.map(({ attempt, retried }) => ({ attempt, retried }))).toEqual([{ attempt: 1, retried: true }]);
+      expect((await direct.query("SELECT count(*)::int AS n FROM inbox.outbox_message WHERE consumer_name LIKE 'order-worker:redrive:%'")).rows).toEqual([
+        { n: 1 },
+      ]);
+    } finally {
+      await sqs.close();
+    }
   });
 
   it('two deliveries racing on one claim end as one winner and one duplicate, the effect once', async () => {
