@@ -206,8 +206,14 @@ describe('parked messages', () => {
     await handler({ Records: [record] }, lambdaContext());
     const [parked] = await parkedMessages(handler).list();
     rejecting = false;
+    db.server.stats.reset();
     await parkedMessages(handler).replay(parked!.id);
-    expect(seen).toEqual([
+    // Once; where a conflict rolls the replay back (the dsql-conflicts project), once more per conflict, the
+    // same record each time.
+    expect(seen.length).toBeGreaterThanOrEqual(1);
+    expect(seen.length).toBeLessThanOrEqual(1 + db.conflictsInjected());
+    expect(new Set(seen.map((message) => JSON.stringify(message))).size).toBe(1);
+    expect(seen.slice(0, 1)).toEqual([
       {
         key: 'key-r',
         body: { orderId: 'order-r' },
