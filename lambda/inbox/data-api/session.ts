@@ -9,6 +9,7 @@ import {
 import type { ExecuteStatementCommandOutput } from '@aws-sdk/client-rds-data';
 import { DataApiError } from '../errors.js';
 import type { InboxSession } from '../transport/session.js';
+import { refuseTransactionControl } from '../transport/transaction-control.js';
 import type { DataApiPassThrough, TransactionChannel } from '../transport/pass-through.js';
 import { classify, isConnectionReset } from './failures.js';
 import { toSqlParameters } from './parameters.js';
@@ -233,9 +234,12 @@ export class DataApiSession implements InboxSession {
     let resumes = 0;
     let resets = 0;
     for (;;) {
+      // One command object per attempt: the SDK's middleware must not see a reused input.
+      const request = command() as { readonly input: { readonly sql?: unknown } };
+      // Every caller's SQL passes here (the statements, the batches, an ORM's): none may end the transaction.
+      refuseTransactionControl(request.input.sql);
       try {
-        // One command object per attempt: the SDK's middleware must not see a reused input.
-        return await this.target.client.send(command() as never, {
+        return await this.target.client.send(request as never, {
           abortSignal: AbortSignal.timeout(this.policy.callTimeoutMs),
         });
       } catch (error) {
