@@ -58,8 +58,10 @@ export function statementBound(callTimeoutMs: number): SqlParams {
  */
 export function claimRidingSql(tables: InboxTables, userSql: string): string | undefined {
   const [first] = scanSql(userSql).statements;
+  // A text of comments alone is no statement to carry it.
   if (first === undefined) return undefined;
-  const [keyword, second] = first.parts[0]!.words;
+  const leading = first.parts[0]!.words;
+  const [keyword, second] = leading.map(({ word }) => word);
   // The source row also bounds the transaction's later statements, as the claim alone does (set_config
   // runs once, for the one row; the carrying statement itself started under the old timeout).
   const claim = `inbox_claim AS (
@@ -68,12 +70,12 @@ export function claimRidingSql(tables: InboxTables, userSql: string): string | u
         FROM (SELECT set_config('statement_timeout', :inbox_statement_timeout, true)) AS inbox_bound
       RETURNING message_id
     )`;
-  if (keyword?.word === 'with') {
+  if (keyword === 'with') {
     // The claim goes first in the statement's own WITH list (after RECURSIVE, which applies to the whole list).
-    const head = second?.word === 'recursive' ? second : keyword;
-    return `${userSql.slice(first.start, head.end)} ${claim}, ${userSql.slice(head.end)}`;
+    const { end } = leading[second === 'recursive' ? 1 : 0]!;
+    return `${userSql.slice(first.start, end)} ${claim}, ${userSql.slice(end)}`;
   }
-  return keyword !== undefined && CTE_STATEMENTS.has(keyword.word) ? `WITH ${claim} ${userSql.slice(first.start)}` : undefined;
+  return CTE_STATEMENTS.has(keyword ?? '') ? `WITH ${claim} ${userSql.slice(first.start)}` : undefined;
 }
 
 const CTE_STATEMENTS = new Set(['select', 'insert', 'update', 'delete', 'merge', 'values', 'table']);
