@@ -347,10 +347,15 @@ describe('statements of a script: BEGIN ATOMIC bodies', () => {
     ).toHaveLength(2);
   });
 
-  it('tells where a statement starts past its comments, and the words it starts with', () => {
-    const [first, second] = scanSql('/* a */ -- b\n  WITH /* c */ RECURSIVE x AS (SELECT 1) SELECT * FROM x; Rollback To sp').statements;
-    expect(first!.start).toBe('/* a */ -- b\n  '.length);
-    expect(first!.parts[0]!.words.map(({ word }) => word)).toEqual(['with', 'recursive', 'x', 'as']);
+  it('tells the words a statement starts with, past its comments', () => {
+    const sql = '/* a */ -- b\n  WITH /* c */ RECURSIVE x AS (SELECT 1) SELECT * FROM x; Rollback To sp';
+    const [first, second] = scanSql(sql).statements;
+    expect(first!.parts[0]!.words).toEqual([
+      { word: 'with', end: sql.indexOf(' /* c */') },
+      { word: 'recursive', end: sql.indexOf(' x AS') },
+      { word: 'x', end: sql.indexOf(' AS') },
+      { word: 'as', end: sql.indexOf(' (SELECT') },
+    ]);
     expect(second!.parts[0]!.words.map(({ word }) => word)).toEqual(['rollback', 'to', 'sp']);
     expect(scanSql('SELECT 1;;').endsWithSemicolon).toBe(true);
     expect(scanSql(';SELECT 1').endsWithSemicolon).toBe(false);

@@ -32,6 +32,13 @@ const shipped = async (orderId: string) =>
   ((await db.query('SELECT shipped_count FROM public.orders WHERE order_id = $1', [orderId]))[0]?.shipped_count as number | undefined) ?? 0;
 const claims = async () => (await db.query('SELECT count(*)::int AS n FROM inbox.consumed_message'))[0]!.n as number;
 
+/** A consumer of this file, with `options` for its mode; its logger keeps what it is told. */
+function worker(options: Partial<InboxOptions<Order>>) {
+  const logger = recordingLogger();
+  const handler = inbox<Order>({ consumer: 'control-worker', database: db.target, logger, metrics: recordingMetrics(), ...options } as InboxOptions<Order>);
+  return { handler, logger };
+}
+
 /** The failed records' logged errors, by messageId. */
 function failures(logger: ReturnType<typeof recordingLogger>): Record<string, { name: string; message: string }> {
   return Object.fromEntries(
@@ -119,16 +126,8 @@ describe.each(ENTRIES)(`transaction control sent as SQL: $name (${TRANSPORT})`, 
   it.each(CONTROLS)(
     'refuses $sql before it is sent: the records fail (not parked), nothing of them commits, and once fixed their redelivery applies each once',
     async ({ sql, refused }) => {
-      const logger = recordingLogger();
-      const handler = inbox<Order>({
-        consumer: 'control-worker',
-        database: db.target,
-        logger,
-        metrics: recordingMetrics(),
-        // A bug in the code, not in the message: it is not parked.
-        onPermanentError: park,
-        ...options(sql),
-      } as InboxOptions<Order>);
+      // A bug in the code, not in the message: it is not parked.
+      const { handler, logger } = worker({ onPermanentError: park, ...options(sql) });
       const records = [sqsRecord({ body: { orderId: 'tc-1' } }), sqsRecord({ body: { orderId: 'tc-2' } })];
       const sent = sentSql();
       const response = await handler({ Records: records }, lambdaContext());
@@ -139,13 +138,7 @@ describe.each(ENTRIES)(`transaction control sent as SQL: $name (${TRANSPORT})`, 
       expect([await shipped('tc-1'), await shipped('tc-2'), await claims()]).toEqual([0, 0, 0]);
       expect(await db.query('SELECT count(*)::int AS n FROM inbox.parked_message')).toEqual([{ n: 0 }]);
 
-      const fixed = inbox<Order>({
-        consumer: 'control-worker',
-        database: db.target,
-        logger: recordingLogger(),
-        metrics: recordingMetrics(),
-        ...options('SELECT 1'),
-      } as InboxOptions<Order>);
+      const fixed = worker(options('SELECT 1')).handler;
       expect((await fixed({ Records: records }, lambdaContext())).batchItemFailures).toEqual([]);
       expect([await shipped('tc-1'), await shipped('tc-2'), await claims()]).toEqual([1, 1, 2]);
     },
@@ -168,14 +161,7 @@ describe(`transaction control in a statement mode's SQL (${TRANSPORT})`, () => {
   });
 
   it('refuses it in a statement made per message, before it is sent, and fails the record', async () => {
-    const logger = recordingLogger();
-    const handler = inbox<Order>({
-      consumer: 'control-worker',
-      database: db.target,
-      logger,
-      metrics: recordingMetrics(),
-      statement: (m) => ({ sql: `${gated} -- hidden\r; ROLLBACK`, params: { orderId: m.body.orderId } }),
-    });
+    const { handler, logger } = worker({ statement: (m) => ({ sql: `${gated} -- hidden\r; ROLLBACK`, params: { orderId: m.body.orderId } }) });
     const record = sqsRecord({ body: { orderId: 'st-1' } });
     const sent = sentSql();
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
@@ -185,15 +171,8 @@ describe(`transaction control in a statement mode's SQL (${TRANSPORT})`, () => {
   });
 
   it('keeps a gated statement that only mentions transaction control in literals and comments', async () => {
-    const handler = inbox<Order>({
-      consumer: 'control-worker',
-      database: db.target,
-      logger: recordingLogger(),
-      metrics: recordingMetrics(),
-      statement: {
-        sql: `${gated.replace("'shipped'", "'shipped; COMMIT'")} /* ; ROLLBACK */ -- ; END`,
-        params: (m) => ({ orderId: m.body.orderId }),
-      },
+    const { handler } = worker({
+      statement: { sql: `${gated.replace("'shipped'", "'shipped; COMMIT'")} /* ; ROLLBACK */ -- ; END`, params: (m) => ({ orderId: m.body.orderId }) },
     });
     const record = sqsRecord({ body: { orderId: 'st-2' } });
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);

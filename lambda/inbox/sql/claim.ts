@@ -73,12 +73,13 @@ export function claimRidingSql(tables: InboxTables, userSql: string): string | u
   if (keyword === 'with') {
     // The claim goes first in the statement's own WITH list (after RECURSIVE, which applies to the whole list).
     const { end } = leading[second === 'recursive' ? 1 : 0]!;
-    return `${userSql.slice(first.start, end)} ${claim}, ${userSql.slice(end)}`;
+    return `${userSql.slice(0, end)} ${claim}, ${userSql.slice(end)}`;
   }
-  return CTE_STATEMENTS.has(keyword ?? '') ? `WITH ${claim} ${userSql.slice(first.start)}` : undefined;
+  // Comments before the statement stay where they are: between WITH's list and the statement, as anywhere.
+  return CTE_STATEMENTS.has(keyword) ? `WITH ${claim} ${userSql}` : undefined;
 }
 
-const CTE_STATEMENTS = new Set(['select', 'insert', 'update', 'delete', 'merge', 'values', 'table']);
+const CTE_STATEMENTS = new Set<string | undefined>(['select', 'insert', 'update', 'delete', 'merge', 'values', 'table']);
 
 /**
  * True when a statement failed because its riding claim found the key claimed: PostgreSQL's unique

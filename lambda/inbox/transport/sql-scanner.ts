@@ -35,8 +35,6 @@ export type SqlPiece = { readonly text: string } | { readonly name: string; read
 export interface ScannedStatement {
   /** Its text, without the `;` that ends it and the white space around it; comments before it stay. */
   readonly text: string;
-  /** Where its first word or other token starts in the scanned text (past the comments that lead it). */
-  readonly start: number;
   /**
    * The statement cut at each top-level `;` inside it (only a `BEGIN ATOMIC` body holds one), each with its
    * first words: the first part's are the statement's own (`['rollback', 'to', 'savepoint']`).
@@ -75,9 +73,9 @@ export function scanSql(sql: string): ScannedSql {
   const words = new Set<string>();
   let textStart = 0;
   let i = 0;
-  // The statement being read: where its text starts, where its first token is, its parts.
+  // The statement being read: where its text starts, whether it holds a token (or only comments), its parts.
   let statementFrom = 0;
-  let first = -1;
+  let tokens = false;
   let parts: { words: LeadingWord[]; open: boolean }[] = [{ words: [], open: true }];
   // psql's rule for a routine body, made stricter: in CREATE [OR REPLACE] FUNCTION or PROCEDURE, outside
   // parentheses, BEGIN ATOMIC opens a block (BEGIN alone may be a column), a CASE inside one opens a CASE, and
@@ -92,9 +90,9 @@ export function scanSql(sql: string): ScannedSql {
 
   const part = () => parts[parts.length - 1]!;
   const endStatement = (end: number) => {
-    if (first >= 0) statements.push({ text: trimSpace(sql.slice(statementFrom, end)), start: first, parts: parts.map(({ words }) => ({ words })) });
+    if (tokens) statements.push({ text: trimSpace(sql.slice(statementFrom, end)), parts: parts.map(({ words }) => ({ words })) });
     statementFrom = end + 1;
-    first = -1;
+    tokens = false;
     parts = [{ words: [], open: true }];
     parens = 0;
     blocks = 0;
@@ -102,9 +100,9 @@ export function scanSql(sql: string): ScannedSql {
     afterBegin = false;
     afterAs = false;
   };
-  /** A token other than a word starts at `at`: the current part's leading words end. */
-  const token = (at: number) => {
-    if (first < 0) first = at;
+  /** A token other than a word: the current part's leading words end. */
+  const token = () => {
+    tokens = true;
     part().open = false;
     afterBegin = false;
     afterAs = false;
@@ -121,14 +119,14 @@ export function scanSql(sql: string): ScannedSql {
     } else if (c === '/' && next === '*') {
       i = endOfBlockComment(sql, i);
     } else if (c === "'") {
-      token(i);
+      token();
       // E'...' strings honour backslash escapes; standard ones only double a quote.
       i = endOfQuoted(sql, i, "'", (sql[i - 1] === 'E' || sql[i - 1] === 'e') && !isWordChar(sql[i - 2]));
     } else if (c === '"') {
-      token(i);
+      token();
       i = endOfQuoted(sql, i, '"', false);
     } else if (c === '$' && !isWordChar(sql[i - 1]) && dollarTag(sql, i) !== undefined) {
-      token(i);
+      token();
       const tag = dollarTag(sql, i)!;
       const end = sql.indexOf(tag, i + tag.length);
       i = end < 0 ? sql.length : end + tag.length;
@@ -137,7 +135,7 @@ export function scanSql(sql: string): ScannedSql {
       while (isWordChar(sql[i])) i++;
       const word = folded(sql.slice(start, i));
       words.add(word);
-      if (first < 0) first = start;
+      tokens = true;
       const current = part();
       if (current.open && current.words.length < LEADING_WORDS) current.words.push({ word, end: i });
       else current.open = false;
@@ -145,7 +143,7 @@ export function scanSql(sql: string): ScannedSql {
       semicolonLast = false;
     } else if (c === ';') {
       if (blocks > 0) {
-        token(i);
+        token();
         cases = 0;
         parts.push({ words: [], open: true });
       } else {
@@ -154,7 +152,7 @@ export function scanSql(sql: string): ScannedSql {
       }
       i++;
     } else {
-      token(i);
+      token();
       if (c === '(') parens++;
       else if (c === ')') parens = Math.max(0, parens - 1);
       if (c === ':' && next === ':') {

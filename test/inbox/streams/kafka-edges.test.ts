@@ -294,7 +294,11 @@ describe('kafkaInbox: header keys that are not UTF-8 text', () => {
     const bom = withHeaderBytes(1, [0xef, 0xbb, 0xbf, ...Buffer.from('é-1', 'utf8')]);
     const twice = {
       ...kafkaRecord({ offset: 2, body: { id: 'h2' } }),
-      headers: [{ 'idempotency-key': [...Buffer.from('first')] }, { 'idempotency-key': [...Buffer.from('last')] }],
+      headers: [
+        { 'idempotency-key': [...Buffer.from('first')] },
+        { 'idempotency-key': [...Buffer.from('last')] },
+        { 'trace-id': [...Buffer.from('t-2')] },
+      ] as Record<string, number[]>[],
     };
     expect(await handler(kafkaEvent([bom, twice]), lambdaContext())).toEqual({ batchItemFailures: [] });
     expect(seen.map((m) => m.key)).toEqual(['\ufeffé-1', 'last']);
