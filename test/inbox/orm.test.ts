@@ -3,7 +3,7 @@ import { drizzle as drizzleDataApi } from 'drizzle-orm/aws-data-api/pg';
 import { drizzle as drizzlePostgres } from 'drizzle-orm/node-postgres';
 import { Kysely, PostgresDialect, sql as kyselySql } from 'kysely';
 import { DataApiDialect } from 'kysely-data-api';
-import { CommitTransactionCommand, ExecuteSqlCommand, RollbackTransactionCommand } from '@aws-sdk/client-rds-data';
+import { BatchExecuteStatementCommand, CommitTransactionCommand, ExecuteSqlCommand, RollbackTransactionCommand } from '@aws-sdk/client-rds-data';
 import type { SQSRecord } from 'aws-lambda';
 import type { PoolClient } from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
@@ -417,6 +417,37 @@ describe('binding an ORM to something else than the transaction of apply', () =>
     ]);
     expect(db.server.stats.calls).toMatchObject({ CommitTransaction: 1, RollbackTransaction: 0, ExecuteSql: 0 });
   });
+
+  it.skipIf(ON_WIRE)(
+    "sends a BatchExecuteStatement of the bound client in the inbox's transaction, and refuses one that holds transaction control",
+    async () => {
+      let refused: unknown;
+      const { handler } = handlerWith(async (tx, message) => {
+        const { client, resourceArn, secretArn } = transactionDataApi(tx);
+        const insert = "INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:id, 'shipped', 1)";
+        const parameterSets = ['-a', '-b'].map((suffix) => [{ name: 'id', value: { stringValue: `${message.body.orderId}${suffix}` } }]);
+        await client.send(new BatchExecuteStatementCommand({ resourceArn, secretArn, sql: insert, parameterSets }));
+        await client
+          .send(new BatchExecuteStatementCommand({ resourceArn, secretArn, sql: 'ROLLBACK', parameterSets: [[]] }))
+          .catch((error: unknown) => void (refused = error));
+      });
+      const record = sqsRecord({ body: { orderId: 'o-batch-call' } });
+      const transactions = watchTransactions();
+      const batches: (string | undefined)[] = [];
+      db.server.faults.watch(({ operation, transactionId }) => void (operation === 'BatchExecuteStatement' && batches.push(transactionId)));
+      expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+      expect(refused).toMatchObject({ name: 'TransactionControlError', refused: 'ROLLBACK' });
+      // The batch went in the claim's transaction, which the refusal then rolled back with it.
+      expect(batches).toEqual([expect.any(String)]);
+      expect(batches).toEqual(transactions.claim);
+      expect(db.server.stats.calls).toMatchObject({ BatchExecuteStatement: 1, CommitTransaction: 0, RollbackTransaction: 1 });
+      expect([await shippedCount('o-batch-call-a'), await shippedCount('o-batch-call-b'), await claimed(record.messageId)]).toEqual([
+        undefined,
+        undefined,
+        false,
+      ]);
+    },
+  );
 
   it.skipIf(!ON_WIRE)("refuses a cursor on the transaction's connection at once, before its caller reads from it", async () => {
     let refused: unknown;

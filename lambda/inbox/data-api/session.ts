@@ -110,6 +110,7 @@ export class DataApiSession implements InboxSession {
     const output = await this.#call(
       'ExecuteStatement',
       { resume: true, reset: resendReset },
+      sql,
       () =>
         new ExecuteStatementCommand({
           resourceArn: this.target.resourceArn,
@@ -134,6 +135,7 @@ export class DataApiSession implements InboxSession {
     await this.#call(
       'BatchExecuteStatement',
       NOT_TWICE,
+      sql,
       () =>
         new BatchExecuteStatementCommand({
           resourceArn: this.target.resourceArn,
@@ -157,6 +159,7 @@ export class DataApiSession implements InboxSession {
     const output = await this.#call(
       'BeginTransaction',
       { resume: true, reset: true },
+      undefined,
       () =>
         new BeginTransactionCommand({
           resourceArn: this.target.resourceArn,
@@ -177,6 +180,7 @@ export class DataApiSession implements InboxSession {
     const output = await this.#call(
       'CommitTransaction',
       ONCE,
+      undefined,
       () =>
         new CommitTransactionCommand({
           resourceArn: this.target.resourceArn,
@@ -198,6 +202,7 @@ export class DataApiSession implements InboxSession {
       await this.#call(
         'RollbackTransaction',
         ONCE,
+        undefined,
         () =>
           new RollbackTransactionCommand({
             resourceArn: this.target.resourceArn,
@@ -222,24 +227,31 @@ export class DataApiSession implements InboxSession {
    * @internal `sqs-inbox/orm` sends through it.
    */
   get passThrough(): DataApiPassThrough {
-    return { transport: 'data-api', target: this.target, send: (operation, command) => this.#call(operation, NOT_TWICE, command) };
+    return {
+      transport: 'data-api',
+      target: this.target,
+      send: (operation, input) =>
+        this.#call(operation, NOT_TWICE, input.sql, () =>
+          operation === 'ExecuteStatement' ? new ExecuteStatementCommand(input as never) : new BatchExecuteStatementCommand(input as never),
+        ),
+    };
   }
 
   /**
-   * Sends one call. `retry.resume`: a DatabaseResumingException is retried after the policy's delays.
-   * `retry.reset`: a reset connection is sent once more; only for a call that is safe to run twice.
+   * Sends one call, after refusing transaction control in its `sql`: every caller's SQL passes here (the
+   * statements, the batches, an ORM's), and none may end the transaction. `retry.resume`: a
+   * DatabaseResumingException is retried after the policy's delays. `retry.reset`: a reset connection is
+   * sent once more; only for a call that is safe to run twice.
    */
-  async #call(operation: string, retry: { readonly resume: boolean; readonly reset: boolean }, command: () => object): Promise<unknown> {
+  async #call(operation: string, retry: { readonly resume: boolean; readonly reset: boolean }, sql: unknown, command: () => object): Promise<unknown> {
+    refuseTransactionControl(sql);
     const sleep = this.policy.sleep ?? defaultSleep;
     let resumes = 0;
     let resets = 0;
     for (;;) {
-      // One command object per attempt: the SDK's middleware must not see a reused input.
-      const request = command() as { readonly input: { readonly sql?: unknown } };
-      // Every caller's SQL passes here (the statements, the batches, an ORM's): none may end the transaction.
-      refuseTransactionControl(request.input.sql);
       try {
-        return await this.target.client.send(request as never, {
+        // One command object per attempt: the SDK's middleware must not see a reused input.
+        return await this.target.client.send(command() as never, {
           abortSignal: AbortSignal.timeout(this.policy.callTimeoutMs),
         });
       } catch (error) {

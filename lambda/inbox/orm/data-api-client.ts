@@ -1,4 +1,4 @@
-import { BatchExecuteStatementCommand, ExecuteStatementCommand, RDSData } from '@aws-sdk/client-rds-data';
+import { RDSData } from '@aws-sdk/client-rds-data';
 import type { InboxTransaction } from '../handler/options.js';
 import type { DataApiPassThrough, PassThroughOperation, TransactionChannel } from '../transport/pass-through.js';
 import { channelOf } from './channel.js';
@@ -90,13 +90,8 @@ class TransactionDataApiClient extends RDSData {
       );
     }
     const { resourceArn, secretArn, database } = this.passThrough.target;
-    return (await this.channel.run((transactionId) =>
-      this.passThrough.send(passed, () => {
-        // The inbox's transaction, cluster, secret and database, whatever the ORM was configured with.
-        const request = { ...input, resourceArn, secretArn, database, transactionId } as never;
-        return passed === 'ExecuteStatement' ? new ExecuteStatementCommand(request) : new BatchExecuteStatementCommand(request);
-      }),
-    )) as never;
+    // The inbox's transaction, cluster, secret and database, whatever the ORM was configured with.
+    return (await this.channel.run((transactionId) => this.passThrough.send(passed, { ...input, resourceArn, secretArn, database, transactionId }))) as never;
   }
 }
 
