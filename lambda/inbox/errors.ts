@@ -104,6 +104,31 @@ export class ParkedCollisionError extends InboxError {
   }
 }
 
+/**
+ * A statement that would begin, end or replace the inbox's transaction was refused before it was sent: BEGIN,
+ * START TRANSACTION, COMMIT, END, ABORT, ROLLBACK, SAVEPOINT, RELEASE, ROLLBACK TO, PREPARE TRANSACTION,
+ * COMMIT or ROLLBACK PREPARED in the SQL (`tx.execute`, `tx.executeBatch`, a statement mode's SQL, an ORM
+ * bound to the transaction), or an ORM's `db.transaction()`. The inbox owns the transaction: it commits the
+ * claim and the effect together after `apply` returns, and rolls both back when it throws; a COMMIT in the
+ * SQL would commit half an effect, and a ROLLBACK would drop the claim while later statements commit on
+ * their own. A bug in the code, not in the message: the record fails and is delivered again (it is not
+ * parked, and not acknowledged), so it applies once the code is fixed. Nothing of the statement was sent.
+ */
+export class TransactionControlError extends InboxError {
+  override name = 'TransactionControlError';
+  constructor(
+    /** What was refused: `ROLLBACK`, `SAVEPOINT`, `BeginTransaction`, ... */
+    readonly refused: string,
+    fix = 'leave BEGIN, COMMIT, ROLLBACK and SAVEPOINT out of the SQL, and drop db.transaction() inside apply: write through tx (or the ORM bound to it), ' +
+      'and the inbox commits for you; to undo the effect, throw from apply',
+  ) {
+    super(
+      `${refused} refused inside the inbox's transaction: the inbox commits the claim and your writes together when apply returns, ` +
+        `and rolls both back when it throws. Fix: ${fix}.`,
+    );
+  }
+}
+
 /** How a failed database call left things, on every transport (the Data API, the PostgreSQL wire protocol). */
 export type DatabaseFailure =
   /** Aurora Serverless v2 is resuming from auto-pause; nothing ran. Retry after a short wait. */

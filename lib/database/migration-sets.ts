@@ -2,7 +2,8 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { Token } from 'aws-cdk-lib';
 import type { InvariantViolation } from '../invariants.js';
-import { splitSqlStatements } from './sql-statements.js';
+import { scanSql, transactionControlIn } from '../../lambda/inbox/transport/sql-scanner.js';
+import type { LeadingWord } from '../../lambda/inbox/transport/sql-scanner.js';
 
 /**
  * The migration sets the bundled migration handler holds (lambda/functions/migration/migrate.ts), which
@@ -71,7 +72,9 @@ const MIGRATION_FILE = /^(\d+)_(.+)\.sql$/;
 export class MigrationSet {
   /**
    * Reads a migration set from a folder of SQL files named `<version>_<name>.sql` (`001_create_credits.sql`),
-   * ordered by version. A file may hold several statements, each ended by `;`. Read at synth: the SQL
+   * ordered by version. A file may hold several statements, each ended by `;`, split as psql splits a script:
+   * a `;` in a string, a quoted identifier, a comment, a dollar-quoted body or a `BEGIN ATOMIC ... END`
+   * function body ends no statement. Read at synth: the SQL
    * travels to the deploy in the template, and the same set serves `migrate()` in your tests.
    *
    * @param directory - the folder, relative to the current directory or absolute
@@ -98,7 +101,7 @@ export class MigrationSet {
         const [, version, name] = MIGRATION_FILE.exec(entry)!;
         // Line endings as git checks the file out on Windows must not count as a change of the migration.
         const sql = readFileSync(join(folder, entry), 'utf8').replace(/\r\n/g, '\n');
-        const statements = splitSqlStatements(sql);
+        const statements = scanSql(sql).statements.map((statement) => statement.text);
         if (statements.length === 0) throw fail(`${entry} holds no SQL statement.`, 'write the migration in it, or remove the file.');
         return { version: Number(version), name: name!, statements, file: entry };
       })
@@ -196,7 +199,7 @@ function setProblems(set: InboxMigrationSet, owner: string): InvariantViolation[
       });
       continue;
     }
-    const outside = statements.find((statement) => !Token.isUnresolved(statement) && OUTSIDE_A_TRANSACTION.test(statement.replace(LEADING_COMMENTS, '')));
+    const outside = statements.find((statement) => !Token.isUnresolved(statement) && cannotRunInATransaction(statement));
     if (outside !== undefined) {
       problems.push({
         problem: `${label}, version ${version}: '${outside.slice(0, 60)}' cannot run inside the transaction each migration runs in.`,
@@ -207,6 +210,13 @@ function setProblems(set: InboxMigrationSet, owner: string): InvariantViolation[
   return problems;
 }
 
-const LEADING_COMMENTS = /^(\s|--[^\n]*\n?|\/\*[\s\S]*?\*\/)*/;
-const OUTSIDE_A_TRANSACTION =
-  /^(BEGIN|START\s+TRANSACTION|COMMIT|END|ROLLBACK|SAVEPOINT|RELEASE|VACUUM)\b|^CREATE\s+(UNIQUE\s+)?INDEX\s+CONCURRENTLY\b|^(DROP|REINDEX)\s+INDEX\s+CONCURRENTLY\b/i;
+/**
+ * A statement that ends the migration's transaction (transaction control, read as the runtime reads it:
+ * a `BEGIN ATOMIC` function body is none), or that PostgreSQL refuses inside one.
+ */
+function cannotRunInATransaction(sql: string): boolean {
+  return transactionControlIn(sql) !== undefined || scanSql(sql).statements.some(({ parts }) => NOT_IN_A_TRANSACTION.test(phrase(parts[0]!.words)));
+}
+
+const phrase = (words: readonly LeadingWord[]) => words.map(({ word }) => word).join(' ');
+const NOT_IN_A_TRANSACTION = /^(vacuum|create (unique )?index concurrently|(drop|reindex) index concurrently)\b/;

@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { inbox, UnexpectedEventError } from '../../lambda/inbox/index.js';
 import { MAX_BODY_BYTES, MAX_KEY_BYTES } from '../../lambda/inbox/prepare/keys.js';
@@ -106,6 +107,56 @@ describe('a missing key attribute', () => {
     db.server.stats.reset();
     expect((await handler({ Records: records }, lambdaContext())).batchItemFailures).toHaveLength(2);
     expect(db.server.stats.total()).toBe(0);
+  });
+});
+
+describe('keys that are not well-formed Unicode', () => {
+  /** A key function that keeps the first `length` UTF-16 units of the body's orderKey, as `.slice()` does. */
+  const cutKey = (length: number) => (record: { body: string }) => (JSON.parse(record.body) as { orderKey: string }).orderKey.slice(0, length);
+
+  it('refuses two keys cut through different emoji, which PostgreSQL would have stored as one claim: neither is applied as the other', async () => {
+    const { handler } = make('park', { key: cutKey(7) as never });
+    // "order-" and the first half of two different emoji: two lone surrogates, both U+FFFD once stored.
+    const first = sqsRecord({ body: { orderId: 'emoji-1', orderKey: 'order-\u{1F600}' } });
+    const second = sqsRecord({ body: { orderId: 'emoji-2', orderKey: 'order-\u{1F916}' } });
+    expect((await handler({ Records: [first] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect((await handler({ Records: [second] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await db.query('SELECT sqs_message_id, error_class, owns_claim FROM inbox.parked_message ORDER BY id')).toEqual([
+      { sqs_message_id: first.messageId, error_class: 'KeyError', owns_claim: false },
+      { sqs_message_id: second.messageId, error_class: 'KeyError', owns_claim: false },
+    ]);
+    expect(await db.query('SELECT message_id FROM inbox.consumed_message')).toEqual([]);
+    expect(await db.query('SELECT order_id FROM public.orders')).toEqual([]);
+  });
+
+  /** Code units a key function may return: lone and paired surrogates, U+FFFD itself, combining marks, controls, ASCII. */
+  const unit = fc.oneof(
+    fc.constantFrom('a', 'b', '-', '\ud83d', '\ude00', '\ud83e', '\udd16', '\ufffd', '\u0301', 'é', '\u0000', '\u{1F600}', '\u{10FFFF}'),
+    fc.integer({ min: 0xd800, max: 0xdfff }).map((code) => String.fromCharCode(code)),
+  );
+  const keys = fc.uniqueArray(
+    fc.array(unit, { minLength: 1, maxLength: 6 }).map((units) => `k${units.join('')}`),
+    { minLength: 1, maxLength: 5 },
+  );
+
+  it('keeps every well-formed key as it is, and refuses every other: no two keys ever become one claim (fast-check, seeded)', async () => {
+    await fc.assert(
+      fc.asyncProperty(keys, async (orderKeys) => {
+        await db.query('TRUNCATE public.orders, inbox.consumed_message');
+        const { handler, logger } = make('retry', { key: cutKey(64) as never });
+        const records = orderKeys.map((orderKey, index) => sqsRecord({ body: { orderId: `p-${index}`, orderKey } }));
+        const failed = new Set((await handler({ Records: records }, lambdaContext())).batchItemFailures.map((f) => f.itemIdentifier));
+        const wellFormed = (key: string) => !/\p{Cs}/u.test(key) && !/\u0000/.test(key);
+        for (const [index, record] of records.entries()) {
+          expect(failed.has(record.messageId), JSON.stringify(orderKeys[index])).toBe(!wellFormed(orderKeys[index]!));
+        }
+        const stored = (await db.query<{ message_id: string }>('SELECT message_id FROM inbox.consumed_message')).map((row) => row.message_id);
+        expect(stored.sort()).toEqual(orderKeys.filter(wellFormed).sort());
+        const refusals = JSON.stringify(logger.lines.filter((line) => line.message.startsWith('record failed')));
+        expect(refusals.match(/KeyError/g)?.length ?? 0).toBe(orderKeys.filter((key) => !wellFormed(key)).length);
+      }),
+      { seed: 33, numRuns: 30 },
+    );
   });
 });
 
@@ -232,7 +283,18 @@ describe('key strategies', () => {
     const record = sqsRecord();
     return { ...record, messageAttributes: { [name]: { dataType: 'String', stringValue: value } } } as typeof record;
   }
+  /** A record carrying a Binary message attribute, as Lambda delivers one: base64 in binaryValue, no stringValue. */
+  function withBinaryAttribute(name: string) {
+    const record = sqsRecord();
+    return { ...record, messageAttributes: { [name]: { dataType: 'Binary', binaryValue: Buffer.from('order-7').toString('base64') } } } as typeof record;
+  }
+  const binaryKey = (name: string) =>
+    `message attribute "${name}" holds no text (its dataType is Binary), and a key is text. Fix: send the key as a String attribute ` +
+    "(createProducer from 'sqs-inbox/producer' does), or choose it with key: (record) => ... from what the record holds";
   const long = 'k'.repeat(600);
+  const loneSurrogate = (source: string, index: number) =>
+    `${source} gave a key holding a lone UTF-16 surrogate (at index ${index}), which PostgreSQL would store as U+FFFD: two different keys ` +
+    'would become one claim. Fix: cut keys at whole characters (Array.from(text).slice(0, n).join(""), not text.slice(0, n)), or hash them';
   const tooLong = (source: string) => `${source} gave a key of 600 bytes; the limit is 512. Use a shorter key, e.g. a UUID or a hash`;
 
   // message: the parked error names where the bad key came from, so the producer knows what to fix.
@@ -261,7 +323,20 @@ describe('key strategies', () => {
       name: '{ attribute } on a record with no message attributes at all',
       key: { attribute: 'order-key' },
       record: () => ({ ...sqsRecord(), messageAttributes: undefined as never }),
-      message: 'message attribute "order-key" is missing or not a String; the producer must set it on every message',
+      message: 'message attribute "order-key" is missing; the producer must set it on every message',
+    },
+    {
+      name: '{ attribute } with a Binary attribute',
+      key: { attribute: 'order-key' },
+      record: () => withBinaryAttribute('order-key'),
+      message: binaryKey('order-key'),
+    },
+    {
+      // Before, 'auto' took the messageId: a producer's re-send under a new messageId was applied twice.
+      name: "'auto' with a Binary idempotency-key attribute",
+      key: 'auto',
+      record: () => withBinaryAttribute('idempotency-key'),
+      message: binaryKey('idempotency-key'),
     },
     {
       name: '{ attribute } with an over-long value',
@@ -275,6 +350,33 @@ describe('key strategies', () => {
       key: () => '',
       record: () => sqsRecord(),
       message: 'the key function gave an empty key; every message needs a non-empty idempotency key',
+    },
+    {
+      // Before, it was told it "gave an empty key".
+      name: 'a key function that returns a number',
+      key: (() => 42) as never,
+      record: () => sqsRecord(),
+      message: 'the key function gave the number 42, not a string. Fix: give every message a non-empty string key, e.g. String(value)',
+    },
+    {
+      name: 'a key function that returns a promise',
+      key: (async () => 'k') as never,
+      record: () => sqsRecord(),
+      message:
+        'the key function gave a Promise (a key function runs synchronously: return the key itself), not a string. Fix: give every message a non-empty string key, e.g. String(value)',
+    },
+    {
+      name: 'a key function that returns an object',
+      key: (() => ({ id: 1 })) as never,
+      record: () => sqsRecord(),
+      message: 'the key function gave an object, not a string. Fix: give every message a non-empty string key, e.g. String(value)',
+    },
+    {
+      // Before, PostgreSQL stored it as U+FFFD: another key cut through another emoji became the same claim.
+      name: 'a key function that cuts a key through an emoji',
+      key: () => 'order-\u{1F600}'.slice(0, 7),
+      record: () => sqsRecord(),
+      message: loneSurrogate('the key function', 6),
     },
   ];
 

@@ -245,7 +245,22 @@ describe('claim: withFirstStatement', () => {
           orderId: m.body.orderId,
         }),
     },
+    {
+      name: 'a recursive CTE with a comment between its keywords',
+      calls: 3,
+      apply: (tx, m) =>
+        tx.execute(
+          `/* numbers */ WITH /* all of them */ RECURSIVE n(i) AS (SELECT 1) INSERT INTO public.orders (order_id, status, shipped_count) SELECT :orderId, 'shipped', i FROM n`,
+          { orderId: m.body.orderId },
+        ),
+    },
     { name: 'a batch call', calls: 4, apply: (tx, m) => tx.executeBatch(SHIP, [{ orderId: m.body.orderId }]) },
+    // Comments alone make no statement to carry the claim: it goes alone, before them.
+    {
+      name: 'a text of comments alone',
+      calls: 5,
+      apply: async (tx, m) => tx.execute('-- nothing to run yet\n/* ; */').then(() => tx.execute(SHIP, { orderId: m.body.orderId })),
+    },
     {
       name: 'a statement that takes no CTE',
       calls: 5,

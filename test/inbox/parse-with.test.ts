@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { inbox, InboxConfigError, parseWith } from '../../lambda/inbox/index.js';
+import { inbox, InboxConfigError, parseWith, PermanentError } from '../../lambda/inbox/index.js';
 import type { StandardSchema } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
@@ -69,12 +69,89 @@ describe('parseWith(schema): a Standard Schema validator (zod) as parse', () => 
     expect(JSON.stringify(logger.lines)).toMatch(/ParseError/);
   });
 
-  it('fails a record whose schema validates asynchronously, saying parse must be synchronous', async () => {
-    const asyncOrder = Order.refine(async () => true);
-    const { handler, logger } = worker('retry', asyncOrder);
-    const record = sqsRecord({ body: { orderId: 'a', quantity: 1 } });
+  it("applies a body an async schema accepts and parks one it refuses, the refusal's issues as its ParseError", async () => {
+    // Before, every record of an async schema was parked ("validated asynchronously"), and the batch reported successful.
+    const known = new Set(['sku-1']);
+    const asyncOrder = Order.extend({ sku: z.string() }).refine(async (order) => known.has(order.sku), { message: 'unknown sku', path: ['sku'] });
+    const { handler } = worker('park', asyncOrder as never);
+    const good = sqsRecord({ body: { orderId: 'async-good', quantity: 3, sku: 'sku-1' } });
+    const bad = sqsRecord({ body: { orderId: 'async-bad', quantity: 1, sku: 'sku-9' } });
+    expect((await handler({ Records: [good, bad] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await db.query('SELECT order_id, shipped_count FROM public.orders')).toEqual([{ order_id: 'async-good', shipped_count: 3 }]);
+    expect(await db.query('SELECT sqs_message_id, error_class, error_message FROM inbox.parked_message')).toEqual([
+      { sqs_message_id: bad.messageId, error_class: 'ParseError', error_message: 'the body could not be parsed: body.sku: unknown sku' },
+    ]);
+  });
+
+  it('fails, and does not park, a record whose async validator rejects: no verdict on the body; delivered again, it applies once the validator answers', async () => {
+    // A validator of its own: zod runs an async refinement twice (a synchronous attempt first), and leaves the
+    // first run's rejection unhandled.
+    let lookups = 0;
+    const lookedUp: StandardSchema<z.infer<typeof Order>> = {
+      '~standard': {
+        version: 1,
+        vendor: 'sku-service',
+        validate: async (value) => {
+          lookups++;
+          if (lookups === 1) throw new Error('the sku service timed out');
+          return { value: value as z.infer<typeof Order> };
+        },
+      },
+    };
+    const { handler, logger } = worker('park', lookedUp);
+    const record = sqsRecord({ body: { orderId: 'async-retry', quantity: 1 } });
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
-    expect(JSON.stringify(logger.lines)).toMatch(/validated asynchronously; parse must be synchronous/);
+    expect(await db.query('SELECT count(*)::int AS n FROM inbox.parked_message')).toEqual([{ n: 0 }]);
+    expect(logger.lines.filter((line) => line.message.startsWith('record failed')).map((line) => (line.extra[0] as { error: unknown }).error)).toEqual([
+      {
+        name: 'SchemaValidatorError',
+        message: "the sku-service schema's validator failed instead of answering (the sku service timed out); the body was not judged",
+      },
+    ]);
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await db.query('SELECT order_id FROM public.orders')).toEqual([{ order_id: 'async-retry' }]);
+  });
+
+  it('fails a record whose validator throws at once the same way, and parks one whose refinement throws a PermanentError', async () => {
+    const throwing: StandardSchema<z.infer<typeof Order>> = {
+      '~standard': {
+        version: 1,
+        vendor: 'hand-made',
+        validate: (value) => {
+          if ((value as { orderId: string }).orderId === 'permanent') throw new PermanentError('orders of this shop are closed');
+          throw 'a thrown string';
+        },
+      },
+    };
+    const { handler, logger } = worker('park', throwing);
+    const temporary = sqsRecord({ body: { orderId: 'temporary', quantity: 1 } });
+    const permanent = sqsRecord({ body: { orderId: 'permanent', quantity: 1 } });
+    expect((await handler({ Records: [temporary, permanent] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: temporary.messageId }]);
+    expect(JSON.stringify(logger.lines)).toContain("the hand-made schema's validator failed instead of answering (a thrown string)");
+    expect(await db.query('SELECT sqs_message_id, error_class, error_message FROM inbox.parked_message')).toEqual([
+      { sqs_message_id: permanent.messageId, error_class: 'ParseError', error_message: 'the body could not be parsed: orders of this shop are closed' },
+    ]);
+  });
+
+  it("awaits a parse of the user's own that returns a promise, and takes its rejection for a ParseError", async () => {
+    const logger = recordingLogger();
+    const handler = inbox<{ orderId: string }>({
+      consumer: 'order-worker',
+      database: db.target,
+      logger,
+      parse: async (body) => {
+        const order = JSON.parse(body) as { orderId: string };
+        if (order.orderId === 'refused') throw new Error('refused by the async parse');
+        return order;
+      },
+      apply: async (tx, message) =>
+        void (await tx.execute("INSERT INTO public.orders (order_id, status) VALUES (:id, 'shipped')", { id: message.body.orderId })),
+    });
+    const good = sqsRecord({ body: { orderId: 'async-parse' } });
+    const bad = sqsRecord({ body: { orderId: 'refused' } });
+    expect((await handler({ Records: [good, bad] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: bad.messageId }]);
+    expect(await db.query('SELECT order_id FROM public.orders')).toEqual([{ order_id: 'async-parse' }]);
+    expect(JSON.stringify(logger.lines)).toContain('"name":"ParseError","message":"the body could not be parsed: refused by the async parse"');
   });
 
   it('refuses, when the handler is built, something that is not a Standard Schema', () => {

@@ -85,6 +85,8 @@ describe('keys', () => {
     expect(entriesOf(0)[0]).not.toHaveProperty('MessageDeduplicationId');
     const [m] = await drain(url);
     expect(m?.MessageAttributes?.['idempotency-key']?.StringValue).toBe('order-42');
+    // A String attribute: what the consumer's key 'auto' reads (it refuses a Binary one as no key).
+    expect(m?.MessageAttributes?.['idempotency-key']?.DataType).toBe('String');
   });
 
   it('makes version-7 UUIDs whose first 48 bits are the time', () => {

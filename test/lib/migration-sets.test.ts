@@ -8,7 +8,7 @@ import { MIGRATION_SETS } from '../../lambda/functions/migration/migrate.js';
 import { InboxCleanup, InboxConsumer, InboxDatabase, InboxQueue, MigrationSet } from '../../lib/index.js';
 import { BUILT_IN_MIGRATION_SETS, MAX_MIGRATION_SET_BYTES } from '../../lib/database/migration-sets.js';
 import type { InboxDatabaseProps, InboxMigrationSet } from '../../lib/index.js';
-import { splitSqlStatements } from '../../lib/database/sql-statements.js';
+import { scanSql } from '../../lambda/inbox/transport/sql-scanner.js';
 import { FIXTURE_HANDLER, synthError, testStack } from './support.js';
 
 const CREDITS: InboxMigrationSet = {
@@ -206,7 +206,19 @@ describe('MigrationSet.fromDirectory', () => {
   });
 });
 
-describe('splitSqlStatements', () => {
+/** The statements MigrationSet.fromDirectory reads from one file holding `sql`. */
+function statementsOf(sql: string): readonly string[] {
+  return MigrationSet.fromDirectory(migrationFolder('split', { '1_a.sql': sql })).migrations[0]!.statements;
+}
+
+/** A BEGIN ATOMIC function (PostgreSQL 14+): its body's semicolons, CASE ... END and comments end no statement. */
+const ATOMIC_FUNCTION = `CREATE OR REPLACE FUNCTION public.grade(score int) RETURNS text LANGUAGE sql
+BEGIN ATOMIC
+  -- the body's statements end with ; but the function does not
+  SELECT CASE WHEN score >= 90 THEN 'a' /* ; END; */ WHEN score >= 50 THEN 'b' ELSE $$c; END$$ END;
+END`;
+
+describe('MigrationSet.fromDirectory: splitting a file into statements', () => {
   it.each([
     ['ends statements at top-level semicolons', 'SELECT 1; SELECT 2;', ['SELECT 1', 'SELECT 2']],
     ['keeps a last statement without a semicolon', 'SELECT 1;\nSELECT 2', ['SELECT 1', 'SELECT 2']],
@@ -216,6 +228,7 @@ describe('splitSqlStatements', () => {
       ["INSERT INTO t VALUES ('a;b', 'it''s; fine')", 'SELECT 1'],
     ],
     ['ignores semicolons in E-strings with backslash escapes', "SELECT E'a\\';b'; SELECT 2", ["SELECT E'a\\';b'", 'SELECT 2']],
+    ['ends a standard string at its quote, a backslash before it notwithstanding', "SELECT 'a\\'; SELECT 2", ["SELECT 'a\\'", 'SELECT 2']],
     ['ignores semicolons in quoted identifiers', 'CREATE TABLE "a;b" (id int); SELECT 1', ['CREATE TABLE "a;b" (id int)', 'SELECT 1']],
     [
       'ignores semicolons in dollar-quoted bodies, tagged or not',
@@ -223,13 +236,58 @@ describe('splitSqlStatements', () => {
       ['CREATE FUNCTION f() RETURNS int AS $$ SELECT 1; $$ LANGUAGE sql', 'DO $body$ BEGIN PERFORM 1; END $body$', 'SELECT 3'],
     ],
     ['does not take a parameter for a dollar quote', 'SELECT $1; SELECT 2', ['SELECT $1', 'SELECT 2']],
+    ['does not take the dollars inside a word for a dollar quote', 'SELECT 1 AS a$$; SELECT 2 AS b$$', ['SELECT 1 AS a$$', 'SELECT 2 AS b$$']],
     [
       'ignores semicolons in line and nested block comments',
       'SELECT 1 -- a; b\n; /* c; /* d; */ e; */ SELECT 2',
       ['SELECT 1 -- a; b', '/* c; /* d; */ e; */ SELECT 2'],
     ],
+    ['ends a line comment at a carriage return too, as PostgreSQL does', 'SELECT 1 -- a\r; SELECT 2', ['SELECT 1 -- a', 'SELECT 2']],
     ['drops pieces of only comments and white space', '-- header\n;\n  ;/* note */', []],
+    [
+      'keeps a BEGIN ATOMIC function body whole, CASE ... END and all',
+      `${ATOMIC_FUNCTION};\nSELECT public.grade(95);`,
+      [ATOMIC_FUNCTION, 'SELECT public.grade(95)'],
+    ],
+    [
+      'keeps a BEGIN ATOMIC procedure whole, with several statements in its body',
+      'CREATE PROCEDURE public.log2() LANGUAGE sql BEGIN ATOMIC INSERT INTO public.t VALUES (1); INSERT INTO public.t VALUES (2); END; SELECT 1',
+      ['CREATE PROCEDURE public.log2() LANGUAGE sql BEGIN ATOMIC INSERT INTO public.t VALUES (1); INSERT INTO public.t VALUES (2); END', 'SELECT 1'],
+    ],
+    [
+      'does not take a column named begin for a block, outside a routine or inside one',
+      'SELECT begin FROM t; CREATE FUNCTION public.f() RETURNS int LANGUAGE sql RETURN (SELECT begin FROM t); SELECT 2',
+      ['SELECT begin FROM t', 'CREATE FUNCTION public.f() RETURNS int LANGUAGE sql RETURN (SELECT begin FROM t)', 'SELECT 2'],
+    ],
   ])('%s', (_name, sql, statements) => {
-    expect(splitSqlStatements(sql)).toEqual(statements);
+    if (statements.length === 0) expect(() => statementsOf(sql)).toThrow(/holds no SQL statement/);
+    else expect(statementsOf(sql)).toEqual(statements);
+  });
+
+  it('splits as the runtime reads SQL: one scanner', () => {
+    expect(scanSql(`${ATOMIC_FUNCTION}; SELECT 1`).statements.map((statement) => statement.text)).toEqual([ATOMIC_FUNCTION, 'SELECT 1']);
+  });
+
+  it('does not blame transaction control for a BEGIN ATOMIC body, and still finds it after one', () => {
+    const atomic = MigrationSet.fromDirectory(migrationFolder('atomic', { '1_grade.sql': `${ATOMIC_FUNCTION};\n` }));
+    expect(atomic.migrations[0]!.statements).toEqual([ATOMIC_FUNCTION]);
+    expect(() => Template.fromStack(databaseStack([atomic]).stack)).not.toThrow();
+    const { stack } = databaseStack([
+      {
+        name: 'atomic',
+        migrations: [
+          { version: 1, name: 'after', statements: [`${ATOMIC_FUNCTION}; COMMIT`] },
+          { version: 2, name: 'inside', statements: ['CREATE FUNCTION public.f() RETURNS int LANGUAGE sql BEGIN ATOMIC SELECT 1 AS case; END; ROLLBACK; END'] },
+          { version: 3, name: 'hidden', statements: ['SELECT 1 /* ; */ -- x\rROLLBACK'] },
+          { version: 4, name: 'vacuum', statements: ['/* maintenance */ VACUUM public.t'] },
+        ],
+      },
+    ]);
+    const message = synthError(stack);
+    expect(message).toContain("the set 'atomic', version 1: 'CREATE OR REPLACE FUNCTION");
+    expect(message).toContain("the set 'atomic', version 2: 'CREATE FUNCTION public.f()");
+    expect(message).toContain("the set 'atomic', version 4: '/* maintenance */ VACUUM public.t' cannot run inside");
+    // A ROLLBACK after `-- x\r` starts the statement's next line: it is no statement of its own.
+    expect(message).not.toContain("the set 'atomic', version 3");
   });
 });

@@ -192,8 +192,8 @@ describe('runScenario on either transport', () => {
           consumer: 'payments-worker',
           database,
           apply: async (tx, { body }) => {
-            // DSQL has no savepoints.
-            await tx.execute('SAVEPOINT before_payment');
+            // DSQL has no temporary tables.
+            await tx.execute('CREATE TEMPORARY TABLE payment_scratch (id text)');
             await tx.execute(INSERT, { id: body.paymentId, amount: body.amountCents });
           },
         }),
@@ -206,7 +206,7 @@ describe('runScenario on either transport', () => {
     expect(result.exactlyOnce).toBe(false);
     expect(result.conflicts).toEqual({ injected: 0, retried: 0 });
     expect(result.problems).toContainEqual(
-      expect.stringMatching(/^the DSQL profile refused a statement DSQL does not support \(savepoint\): SAVEPOINT before_payment/),
+      expect.stringMatching(/^the DSQL profile refused a statement DSQL does not support \(temporary-table\): CREATE TEMPORARY TABLE payment_scratch/),
     );
   }, 60_000);
 

@@ -20,26 +20,6 @@
 /** @type {readonly import('./equivalent-mutants.d.mts').EquivalentMutant[]} */
 export const EQUIVALENT_MUTANTS = [
   {
-    file: 'lambda/inbox/sql/claim.ts',
-    scope: '.replace(/--[^\\n]*/g, ',
-    code: "' '",
-    mutators: ['StringLiteral'],
-    reason: 'a line comment ends before its newline, which stays and keeps the neighbours apart anyway',
-  },
-  {
-    file: 'lambda/inbox/sql/claim.ts',
-    scope: "return sql.trim().replace(/;\\s*$/, '');",
-    code: 'sql.trim()',
-    mutators: ['MethodExpression'],
-    reason: 'the statement is embedded on lines of its own, so surrounding whitespace is harmless; trim only tidies the logged SQL',
-  },
-  {
-    file: 'lambda/inbox/sql/claim.ts',
-    code: '/;\\s*$/',
-    mutators: ['Regex'],
-    reason: 'the statement is embedded on lines of its own, so whitespace around a trailing semicolon is harmless',
-  },
-  {
     file: 'lambda/inbox/handler/consumer.ts',
     code: 'provider ?? 1',
     mutators: ['LogicalOperator'],
@@ -244,13 +224,6 @@ export const EQUIVALENT_MUTANTS = [
     code: 'column?.name',
     mutators: ['OptionalChaining'],
     reason: 'includeResultMetadata is set, so every column has metadata with a non-empty label, and the name is never read',
-  },
-  {
-    file: 'lambda/inbox/sql/claim.ts',
-    code: '/^WITH\\s+(?:RECURSIVE\\s+)?/i',
-    mutators: ['Regex'],
-    reason:
-      'the keyword check found WITH at the start already (so ^ changes nothing), and whitespace the head leaves behind stays between the claim and the rest of the statement, where PostgreSQL ignores it',
   },
   {
     file: 'lambda/inbox/modes/statement-set.ts',

@@ -9,6 +9,7 @@ import {
 import type { ExecuteStatementCommandOutput } from '@aws-sdk/client-rds-data';
 import { DataApiError } from '../errors.js';
 import type { InboxSession } from '../transport/session.js';
+import { refuseTransactionControl } from '../transport/transaction-control.js';
 import type { DataApiPassThrough, TransactionChannel } from '../transport/pass-through.js';
 import { classify, isConnectionReset } from './failures.js';
 import { toSqlParameters } from './parameters.js';
@@ -109,6 +110,7 @@ export class DataApiSession implements InboxSession {
     const output = await this.#call(
       'ExecuteStatement',
       { resume: true, reset: resendReset },
+      sql,
       () =>
         new ExecuteStatementCommand({
           resourceArn: this.target.resourceArn,
@@ -133,6 +135,7 @@ export class DataApiSession implements InboxSession {
     await this.#call(
       'BatchExecuteStatement',
       NOT_TWICE,
+      sql,
       () =>
         new BatchExecuteStatementCommand({
           resourceArn: this.target.resourceArn,
@@ -156,6 +159,7 @@ export class DataApiSession implements InboxSession {
     const output = await this.#call(
       'BeginTransaction',
       { resume: true, reset: true },
+      undefined,
       () =>
         new BeginTransactionCommand({
           resourceArn: this.target.resourceArn,
@@ -176,6 +180,7 @@ export class DataApiSession implements InboxSession {
     const output = await this.#call(
       'CommitTransaction',
       ONCE,
+      undefined,
       () =>
         new CommitTransactionCommand({
           resourceArn: this.target.resourceArn,
@@ -197,6 +202,7 @@ export class DataApiSession implements InboxSession {
       await this.#call(
         'RollbackTransaction',
         ONCE,
+        undefined,
         () =>
           new RollbackTransactionCommand({
             resourceArn: this.target.resourceArn,
@@ -221,14 +227,24 @@ export class DataApiSession implements InboxSession {
    * @internal `sqs-inbox/orm` sends through it.
    */
   get passThrough(): DataApiPassThrough {
-    return { transport: 'data-api', target: this.target, send: (operation, command) => this.#call(operation, NOT_TWICE, command) };
+    return {
+      transport: 'data-api',
+      target: this.target,
+      send: (operation, input) =>
+        this.#call(operation, NOT_TWICE, input.sql, () =>
+          operation === 'ExecuteStatement' ? new ExecuteStatementCommand(input as never) : new BatchExecuteStatementCommand(input as never),
+        ),
+    };
   }
 
   /**
-   * Sends one call. `retry.resume`: a DatabaseResumingException is retried after the policy's delays.
-   * `retry.reset`: a reset connection is sent once more; only for a call that is safe to run twice.
+   * Sends one call, after refusing transaction control in its `sql`: every caller's SQL passes here (the
+   * statements, the batches, an ORM's), and none may end the transaction. `retry.resume`: a
+   * DatabaseResumingException is retried after the policy's delays. `retry.reset`: a reset connection is
+   * sent once more; only for a call that is safe to run twice.
    */
-  async #call(operation: string, retry: { readonly resume: boolean; readonly reset: boolean }, command: () => object): Promise<unknown> {
+  async #call(operation: string, retry: { readonly resume: boolean; readonly reset: boolean }, sql: unknown, command: () => object): Promise<unknown> {
+    refuseTransactionControl(sql);
     const sleep = this.policy.sleep ?? defaultSleep;
     let resumes = 0;
     let resets = 0;

@@ -214,7 +214,8 @@ async function prepareRecords<Body, Raw>(
   plan: BatchPlan,
   tables: InboxTables,
 ): Promise<PreparedRecord<Body, Raw>[]> {
-  const prepared = records.map((record) => prepare(record, rules));
+  // Every record's parse settles before the first call: an async validator's lookups run side by side.
+  const prepared = await Promise.all(records.map((record) => prepare(record, rules)));
   const lookUp = filterPays(resolved.duplicateFilter, resolved.mode.kind, prepared, recent);
   recent?.remember(prepared);
   if (lookUp && plan.mayStart()) {

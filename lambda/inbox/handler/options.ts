@@ -177,10 +177,12 @@ export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
   readonly duplicateFilter?: DuplicateFilter | undefined;
   /**
    * Parses the body (SQS: the body; Kinesis: the decoded `data`; Kafka: the decoded `value`; DynamoDB
-   * Streams: the change as JSON). A throw is a permanent error.
+   * Streams: the change as JSON). A throw (or a rejected promise: an async parse is awaited) is a
+   * permanent `ParseError`, unless it is a temporary error of the inbox's own classes (parseWith's
+   * `SchemaValidatorError`), which keeps its class: the record fails and is delivered again.
    * @default JSON.parse (DynamoDB Streams: the change with its images unmarshalled; Kafka: null for a tombstone)
    */
-  readonly parse?: ((body: string, record: Raw) => Body) | undefined;
+  readonly parse?: ((body: string, record: Raw) => Body | Promise<Body>) | undefined;
   /**
    * Transaction modes: where a record's claim goes. `'before-apply'` claims in a statement of its own
    * before `apply` runs: k + 3 Data API calls for an effect of k statements, and nothing of `apply` runs for
@@ -284,7 +286,7 @@ export interface ResolvedOptions<Body, Raw = SQSRecord> {
   readonly duplicateFilter: DuplicateFilter;
   /** The code of the claim that rides on the effect's first statement; undefined: the claim goes before `apply`. */
   readonly claim: ClaimRuntime | undefined;
-  readonly parse: (body: string, record: Raw) => Body;
+  readonly parse: (body: string, record: Raw) => Body | Promise<Body>;
   readonly onFailure: 'skip-group' | 'stop-batch';
   readonly concurrency: number;
   /** The parking code when `onPermanentError` is `park`; undefined when it is `'retry'`. */

@@ -1,9 +1,9 @@
-import { BatchExecuteStatementCommand, ExecuteStatementCommand, RDSData } from '@aws-sdk/client-rds-data';
+import { RDSData } from '@aws-sdk/client-rds-data';
 import type { InboxTransaction } from '../handler/options.js';
 import type { DataApiPassThrough, PassThroughOperation, TransactionChannel } from '../transport/pass-through.js';
 import { channelOf } from './channel.js';
-import { refuseTransactionControl } from './control-statements.js';
-import { OrmBindingError, TransactionControlError } from './errors.js';
+import { TransactionControlError } from '../errors.js';
+import { OrmBindingError } from './errors.js';
 
 /** What Drizzle's `drizzle-orm/aws-data-api/pg` and kysely-data-api's `DataApiDialect` take as their driver's settings. */
 export interface TransactionDataApi {
@@ -23,7 +23,9 @@ export interface TransactionDataApi {
  * sends every ExecuteStatement and BatchExecuteStatement in the transaction that holds the message's
  * claim (its `transactionId`, cluster, secret and database filled in), through the inbox's session, so
  * the ORM's writes commit with the claim, or roll back with it. BeginTransaction, CommitTransaction and
- * RollbackTransaction (an ORM's `db.transaction()`) are refused with a {@link TransactionControlError}.
+ * RollbackTransaction (an ORM's `db.transaction()`) are refused with a {@link TransactionControlError},
+ * and so is transaction control in its SQL (BEGIN, COMMIT, ROLLBACK, SAVEPOINT and the like): the session
+ * refuses it, as it refuses it in `tx.execute`.
  *
  * @example
  * import { drizzle } from 'drizzle-orm/aws-data-api/pg';
@@ -82,20 +84,14 @@ class TransactionDataApiClient extends RDSData {
         `${operation} cannot run in the inbox's transaction: only ExecuteStatement and BatchExecuteStatement do. Fix: send the statement with ExecuteStatement.`,
       );
     }
-    if (typeof input.sql === 'string') refuseTransactionControl(input.sql);
     if (input.transactionId !== undefined) {
       throw new OrmBindingError(
         `${operation} names a transaction of its own (${String(input.transactionId)}); the inbox's client fills in the inbox's. Fix: send without transactionId.`,
       );
     }
     const { resourceArn, secretArn, database } = this.passThrough.target;
-    return (await this.channel.run((transactionId) =>
-      this.passThrough.send(passed, () => {
-        // The inbox's transaction, cluster, secret and database, whatever the ORM was configured with.
-        const request = { ...input, resourceArn, secretArn, database, transactionId } as never;
-        return passed === 'ExecuteStatement' ? new ExecuteStatementCommand(request) : new BatchExecuteStatementCommand(request);
-      }),
-    )) as never;
+    // The inbox's transaction, cluster, secret and database, whatever the ORM was configured with.
+    return (await this.channel.run((transactionId) => this.passThrough.send(passed, { ...input, resourceArn, secretArn, database, transactionId }))) as never;
   }
 }
 

@@ -20,4 +20,5 @@ export { transactionDataApi } from './data-api-client.js';
 export type { TransactionDataApi } from './data-api-client.js';
 export { transactionConnection } from './wire-connection.js';
 export type { TransactionConnection, TransactionQueryResult } from './wire-connection.js';
-export { TransactionControlError, OrmBindingError } from './errors.js';
+export { OrmBindingError } from './errors.js';
+export { TransactionControlError } from '../errors.js';

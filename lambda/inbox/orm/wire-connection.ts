@@ -1,7 +1,6 @@
 import type { InboxTransaction } from '../handler/options.js';
 import type { TransactionChannel, WirePassThrough } from '../transport/pass-through.js';
 import { channelOf } from './channel.js';
-import { refuseTransactionControl } from './control-statements.js';
 import { OrmBindingError } from './errors.js';
 
 /** A node-postgres query result, as far as the ORMs read it. */
@@ -39,8 +38,9 @@ export interface TransactionConnection {
  * postgres(pool)`): pass it as Drizzle's `client` (`drizzle-orm/node-postgres`) or as Kysely's
  * `PostgresDialect` `pool`. Its statements run on the connection that holds the message's claim, through
  * the inbox's session, so the ORM's writes commit with the claim or roll back with it. BEGIN, COMMIT,
- * ROLLBACK (an ORM's `db.transaction()`) and texts of several statements are refused with a
- * {@link TransactionControlError}.
+ * ROLLBACK, SAVEPOINT and the like (an ORM's `db.transaction()`) are refused with a
+ * {@link TransactionControlError} before they are sent, as in `tx.execute`; every query goes by the extended
+ * protocol, so a text of several statements is refused by PostgreSQL, as the Data API refuses it.
  *
  * The object inherits from your pool's client (its `escapeIdentifier` and the rest are there), with
  * `query`, `release`, `connect` and `end` bound to the transaction; name that client's type as `Client` to
@@ -73,8 +73,8 @@ export function transactionConnection<Client extends object = TransactionConnect
 }
 
 /**
- * One query of the ORM's, refused before it is sent when it would end the transaction or stream. A cursor
- * is refused at once (node-postgres returns it, not a promise, so its caller reads from it right away).
+ * One query of the ORM's, refused before it is sent when it would stream (the session refuses one that would
+ * end the transaction). A cursor is refused at once (node-postgres returns it, not a promise, so its caller reads from it right away).
  */
 function run(channel: TransactionChannel, passThrough: WirePassThrough, query: unknown, values: unknown): Promise<never> {
   if (typeof query === 'object' && query !== null && typeof (query as { submit?: unknown }).submit === 'function') {
@@ -93,6 +93,5 @@ async function send(channel: TransactionChannel, passThrough: WirePassThrough, q
   if (Array.isArray(values)) config.values = values;
   if (typeof config.text !== 'string')
     throw new OrmBindingError('a query needs its SQL as text. Fix: pass client.query(text, values) or client.query({ text, values }).');
-  refuseTransactionControl(config.text);
   return (await channel.run((transactionId) => passThrough.query(transactionId, config))) as never;
 }

@@ -12,7 +12,7 @@ import type { ParkedMessage } from './store.js';
  */
 export async function replayEffect<Body, Raw>(parts: ConsumerParts<Body, Raw>, tx: Transaction, parked: ParkedMessage): Promise<readonly number[]> {
   const { resolved, source, records, batchModes } = parts;
-  const message = toMessage(source.fromParked(parked), parked.key ?? parked.sqsMessageId, resolved.parse);
+  const message = await toMessage(source.fromParked(parked), parked.key ?? parked.sqsMessageId, resolved.parse);
   const mode = resolved.mode;
   switch (mode.kind) {
     case 'transaction':

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { SQSRecord } from 'aws-lambda';
+import type { SQSMessageAttribute, SQSRecord } from 'aws-lambda';
 import { BodyTooLargeError, InboxConfigError, KeyError } from '../errors.js';
 import { described, refuseUnknownKeys } from '../handler/option-checks.js';
 
@@ -7,11 +7,12 @@ import { described, refuseUnknownKeys } from '../handler/option-checks.js';
  * How a record's idempotency key is chosen.
  *
  * - `'auto'`: the message attribute `idempotency-key` when present (the producer's stable key), else the
- *   SQS messageId.
+ *   SQS messageId. The attribute must be a String one (a Binary one fails with {@link KeyError}).
  * - `'message-id'`: the SQS messageId. A producer that retries a send gets a new messageId, so a retried
  *   send is not caught; prefer a producer key.
  * - `'deduplication-id'`: the FIFO MessageDeduplicationId.
- * - `{ attribute: 'name' }`: a String message attribute; a record without it fails with {@link KeyError}.
+ * - `{ attribute: 'name' }`: a String message attribute; a record without it, or with a Binary one, fails with
+ *   {@link KeyError}.
  * - a function of the record.
  */
 export type KeyStrategy = 'auto' | 'message-id' | 'deduplication-id' | { readonly attribute: string } | ((record: SQSRecord) => string);
@@ -27,6 +28,8 @@ export const MAX_BODY_BYTES = 1024 * 1024;
 
 // Control characters in a key are nearly always a producer bug (a stray newline from a file or header).
 const CONTROL = /[\u0000-\u001f\u007f]/;
+// In a string taken as code points (the u flag), a surrogate is one without its pair.
+const LONE_SURROGATE = /\p{Cs}/u;
 
 /** Validates a key strategy once, at cold start, and returns the function that applies it. */
 export function keyStrategy(strategy: KeyStrategy | undefined): (record: SQSRecord) => string {
@@ -39,18 +42,16 @@ export function keyStrategy(strategy: KeyStrategy | undefined): (record: SQSReco
       throw new InboxConfigError('key.attribute', 'must be a non-empty message attribute name, e.g. { attribute: "order-key" }');
     }
     return (record) => {
-      const value = record.messageAttributes?.[name]?.stringValue;
-      if (value === undefined) {
-        throw new KeyError(`message attribute "${name}" is missing or not a String; the producer must set it on every message`);
-      }
-      return checkKey(value, `message attribute "${name}"`);
+      const attribute = record.messageAttributes?.[name];
+      if (attribute === undefined) throw new KeyError(`message attribute "${name}" is missing; the producer must set it on every message`);
+      return attributeKey(attribute, name);
     };
   }
   switch (chosen) {
     case 'auto':
       return (record) => {
-        const value = record.messageAttributes?.[IDEMPOTENCY_KEY_ATTRIBUTE]?.stringValue;
-        return value === undefined ? checkKey(record.messageId, 'messageId') : checkKey(value, `message attribute "${IDEMPOTENCY_KEY_ATTRIBUTE}"`);
+        const attribute = record.messageAttributes?.[IDEMPOTENCY_KEY_ATTRIBUTE];
+        return attribute === undefined ? checkKey(record.messageId, 'messageId') : attributeKey(attribute, IDEMPOTENCY_KEY_ATTRIBUTE);
       };
     case 'message-id':
       return (record) => checkKey(record.messageId, 'messageId');
@@ -70,10 +71,35 @@ export function keyStrategy(strategy: KeyStrategy | undefined): (record: SQSReco
   }
 }
 
-/** Checks a chosen key: non-empty, at most {@link MAX_KEY_BYTES}, printable. */
+/**
+ * The key a message attribute holds: a String (or Number) attribute's text. A Binary one is refused rather
+ * than read in some text form of ours: the sqs-inbox producer sends its keys as String attributes, and a key
+ * sent as bytes by one producer and as text by another would be two keys, applied twice.
+ */
+function attributeKey(attribute: SQSMessageAttribute, name: string): string {
+  if (typeof attribute.stringValue !== 'string') {
+    throw new KeyError(
+      `message attribute "${name}" holds no text (its dataType is ${attribute.dataType}), and a key is text. Fix: send the key as a String attribute ` +
+        "(createProducer from 'sqs-inbox/producer' does), or choose it with key: (record) => ... from what the record holds",
+    );
+  }
+  return checkKey(attribute.stringValue, `message attribute "${name}"`);
+}
+
+/**
+ * Checks a chosen key: a non-empty string, at most {@link MAX_KEY_BYTES}, printable, and well-formed
+ * Unicode. PostgreSQL stores text as UTF-8, in which a lone UTF-16 surrogate becomes U+FFFD: two keys that
+ * differ only there would become one claim.
+ */
 export function checkKey(key: unknown, source: string): string {
-  if (typeof key !== 'string' || key.length === 0) {
+  // A record without its id (a hand-built event) gives no key at all: as empty as ''.
+  if (key === undefined || key === '') {
     throw new KeyError(`${source} gave an empty key; every message needs a non-empty idempotency key`);
+  }
+  if (typeof key !== 'string') {
+    // An async key function's promise is the likeliest object here: say so.
+    const what = key instanceof Promise ? 'a Promise (a key function runs synchronously: return the key itself)' : described(key);
+    throw new KeyError(`${source} gave ${what}, not a string. Fix: give every message a non-empty string key, e.g. String(value)`);
   }
   if (Buffer.byteLength(key, 'utf8') > MAX_KEY_BYTES) {
     throw new KeyError(
@@ -82,6 +108,13 @@ export function checkKey(key: unknown, source: string): string {
   }
   if (CONTROL.test(key)) {
     throw new KeyError(`${source} gave a key holding a control character; keys must be printable text`);
+  }
+  const lone = LONE_SURROGATE.exec(key);
+  if (lone !== null) {
+    throw new KeyError(
+      `${source} gave a key holding a lone UTF-16 surrogate (at index ${lone.index}), which PostgreSQL would store as U+FFFD: two different keys ` +
+        'would become one claim. Fix: cut keys at whole characters (Array.from(text).slice(0, n).join(""), not text.slice(0, n)), or hash them',
+    );
   }
   return key;
 }

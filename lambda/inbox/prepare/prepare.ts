@@ -1,4 +1,4 @@
-import { ParseError } from '../errors.js';
+import { InboxError, ParseError, PermanentError } from '../errors.js';
 import { payloadHash } from './keys.js';
 import type { InboxMessage } from '../handler/options.js';
 import type { SourceRecord } from '../sources/source.js';
@@ -25,18 +25,18 @@ export interface PreparedRecord<Body, Raw = unknown> {
 /** How records become messages: the key strategy and `parse`. */
 export interface MessageRules<Body, Raw> {
   readonly keyOf: (record: SourceRecord<Raw>) => string;
-  readonly parse: (body: string, record: Raw) => Body;
+  readonly parse: (body: string, record: Raw) => Body | Promise<Body>;
 }
 
-/** Chooses the key, hashes the body and parses it. Never throws: a failure is kept on the record. */
-export function prepare<Body, Raw>(record: SourceRecord<Raw>, rules: MessageRules<Body, Raw>): PreparedRecord<Body, Raw> {
+/** Chooses the key, hashes the body and parses it (awaiting an async `parse`). Never rejects: a failure is kept on the record. */
+export async function prepare<Body, Raw>(record: SourceRecord<Raw>, rules: MessageRules<Body, Raw>): Promise<PreparedRecord<Body, Raw>> {
   const { index, body } = record;
   const sha256 = payloadHash(body);
   let key: string | null = null;
   try {
     key = rules.keyOf(record);
     if (record.bodyError) throw record.bodyError;
-    return { index, record, key, sha256, message: toMessage(record, key, rules.parse) };
+    return { index, record, key, sha256, message: await toMessage(record, key, rules.parse) };
   } catch (error) {
     // A record without its body fails for that, even when a key read from the body failed first.
     const cause = record.bodyError ?? error;
@@ -44,12 +44,17 @@ export function prepare<Body, Raw>(record: SourceRecord<Raw>, rules: MessageRule
   }
 }
 
-/** The message `apply` receives. A throw of `parse` is a {@link ParseError}. */
-export function toMessage<Body, Raw>(record: SourceRecord<Raw>, key: string, parse: MessageRules<Body, Raw>['parse']): InboxMessage<Body, Raw> {
+/**
+ * The message `apply` receives. A throw (or rejection) of `parse` is a {@link ParseError}, unless it is a
+ * temporary error of the inbox's own classes (parseWith's SchemaValidatorError: no verdict on the body),
+ * which keeps its class: made a ParseError, it would be taken for a permanent fault of the body.
+ */
+export async function toMessage<Body, Raw>(record: SourceRecord<Raw>, key: string, parse: MessageRules<Body, Raw>['parse']): Promise<InboxMessage<Body, Raw>> {
   let body: Body;
   try {
-    body = parse(record.body, record.raw);
+    body = await parse(record.body, record.raw);
   } catch (error) {
+    if (error instanceof InboxError && !(error instanceof PermanentError)) throw error;
     throw new ParseError(`the body could not be parsed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
   }
   return { key, body, record: record.raw, id: record.id, attempt: record.attempt, groupId: record.groupId };

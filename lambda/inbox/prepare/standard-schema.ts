@@ -1,4 +1,4 @@
-import { InboxConfigError } from '../errors.js';
+import { InboxConfigError, InboxError, PermanentError } from '../errors.js';
 
 /**
  * What `parseWith` needs of a validator: the Standard Schema interface (https://standardschema.dev), which
@@ -23,13 +23,26 @@ export interface StandardIssue {
 }
 
 /**
+ * The schema's validator threw or rejected instead of answering: it gave no verdict on the body (an async
+ * refinement whose lookup failed, a bug in a refinement), so the body is not at fault and the record is not
+ * a {@link ParseError}. The record fails and is delivered again; if the validator keeps failing, the
+ * retries take it to the dead-letter queue (or, on a stream, until the event source mapping gives up).
+ * To make a refinement's failure permanent, throw a `PermanentError` from it: the record then fails with a
+ * `ParseError`, as for a body the schema refused.
+ */
+export class SchemaValidatorError extends InboxError {
+  override name = 'SchemaValidatorError';
+}
+
+/**
  * Builds a `parse` option from a Standard Schema validator: the body is decoded (`JSON.parse` by default),
- * then validated. A refused body throws, and the inbox turns the throw into a `ParseError`: permanent, so
- * `onPermanentError` decides whether it is retried into the dead-letter queue or parked. The message
- * names each field at fault: `body.amountCents: Invalid input: expected number, received string`.
+ * then validated. A body the schema refuses is a `ParseError`: permanent, so `onPermanentError` decides
+ * whether it is retried into the dead-letter queue or parked. The message names each field at fault:
+ * `body.amountCents: Invalid input: expected number, received string`.
  *
- * The inbox parses synchronously (before any database call, so a bad body costs nothing): a schema that
- * validates asynchronously (zod's async refinements) is refused at the first record that meets it.
+ * A schema that validates asynchronously (zod's async refinements) is awaited: the inbox parses every
+ * record of the batch before its first database call. A validator that throws or rejects instead of
+ * answering fails the record with a {@link SchemaValidatorError} (delivered again), not a `ParseError`.
  *
  * @example
  * import { z } from 'zod';
@@ -45,7 +58,7 @@ export function parseWith<Output>(
      */
     readonly decode?: ((body: string) => unknown) | undefined;
   } = {},
-): (body: string) => Output {
+): (body: string) => Output | Promise<Output> {
   if (typeof schema?.['~standard']?.validate !== 'function') {
     throw new InboxConfigError(
       'parse',
@@ -54,15 +67,29 @@ export function parseWith<Output>(
   }
   const decode = options.decode ?? ((body: string): unknown => JSON.parse(body));
   const standard = schema['~standard'];
-  return (body) => {
-    const result = standard.validate(decode(body));
-    if (result instanceof Promise) {
-      result.catch(() => undefined); // never awaited: its rejection must not become an unhandled one
-      throw new Error(`the ${standard.vendor} schema validated asynchronously; parse must be synchronous: drop the async refinements`);
-    }
-    if (result.issues !== undefined) throw new Error(result.issues.map(describeIssue).join('; '));
-    return result.value;
+  const failed = (error: unknown): never => {
+    if (error instanceof PermanentError) throw error;
+    throw new SchemaValidatorError(
+      `the ${standard.vendor} schema's validator failed instead of answering (${error instanceof Error ? error.message : String(error)}); the body was not judged`,
+      { cause: error },
+    );
   };
+  return (body) => {
+    const value = decode(body);
+    let result: ReturnType<typeof standard.validate>;
+    try {
+      result = standard.validate(value);
+    } catch (error) {
+      return failed(error);
+    }
+    return result instanceof Promise ? result.then(verdict, failed) : verdict(result);
+  };
+}
+
+/** The value the schema gave, or the issues it found, thrown: `parse`'s throw is the record's ParseError. */
+function verdict<Output>(result: StandardResult<Output>): Output {
+  if (result.issues !== undefined) throw new Error(result.issues.map(describeIssue).join('; '));
+  return result.value;
 }
 
 function describeIssue(issue: StandardIssue): string {

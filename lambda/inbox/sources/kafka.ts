@@ -27,10 +27,29 @@ export type KafkaKeyStrategy = StreamKeyStrategy<KafkaRecord, 'offset'> | { read
 /** A Kafka record's headers, decoded as UTF-8 (a header sent twice keeps its last value). */
 export function kafkaHeaders(record: KafkaRecord): Record<string, string> {
   const headers: Record<string, string> = {};
-  for (const header of Array.isArray(record.headers) ? record.headers : []) {
-    for (const [name, bytes] of Object.entries(header)) headers[name] = Buffer.from(bytes).toString('utf8');
-  }
+  for (const [name, bytes] of headerBytes(record)) headers[name] = Buffer.from(bytes).toString('utf8');
   return headers;
+}
+
+/** Each header's bytes, in the order the record carries them. */
+function headerBytes(record: KafkaRecord): [string, number[]][] {
+  return (Array.isArray(record.headers) ? record.headers : []).flatMap((header) => Object.entries(header));
+}
+
+/**
+ * The key a header holds, decoded strictly: bytes that are not UTF-8 would decode to U+FFFD, and two
+ * different keys to one claim. A leading byte order mark is kept, as any other character of the key.
+ */
+function headerKey(record: KafkaRecord, name: string): string {
+  const bytes = headerBytes(record).findLast(([header]) => header === name)?.[1];
+  if (bytes === undefined) throw new KeyError(`header "${name}" is missing; the producer must set it on every record`);
+  let value: string;
+  try {
+    value = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(Uint8Array.from(bytes));
+  } catch {
+    throw new KeyError(`header "${name}" is not UTF-8 text, so it is no key. Fix: have the producer send the key as UTF-8 text, e.g. its hex or base64`);
+  }
+  return checkKey(value, `header "${name}"`);
 }
 
 const EXPECTED = {
@@ -65,11 +84,7 @@ export function kafkaInboxSource(partialResponse: boolean): InboxSource<KafkaRec
         {
           property: 'header',
           example: "{ header: 'idempotency-key' }",
-          keyOf: (name) => (record) => {
-            const value = kafkaHeaders(record.raw)[name];
-            if (value === undefined) throw new KeyError(`header "${name}" is missing; the producer must set it on every record`);
-            return checkKey(value, `header "${name}"`);
-          },
+          keyOf: (name) => (record) => headerKey(record.raw, name),
         },
       ),
     // A record without a value is a tombstone (a delete, on a compacted topic): its body is null.

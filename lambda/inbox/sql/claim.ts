@@ -1,6 +1,7 @@
 import type { SqlParams } from '../data-api/parameters.js';
 import type { Row } from '../data-api/results.js';
 import { DatabaseCallError, InboxConfigError } from '../errors.js';
+import { scanSql } from '../transport/sql-scanner.js';
 import type { InboxTables } from './schema.js';
 
 /**
@@ -56,8 +57,11 @@ export function statementBound(callTimeoutMs: number): SqlParams {
  * TABLE or WITH ...): the claim then goes alone, before it.
  */
 export function claimRidingSql(tables: InboxTables, userSql: string): string | undefined {
-  const statement = userSql.replace(LEADING_COMMENTS, '');
-  const keyword = /^[A-Za-z]+/.exec(statement)?.[0].toUpperCase();
+  const [first] = scanSql(userSql).statements;
+  // A text of comments alone is no statement to carry it.
+  if (first === undefined) return undefined;
+  const leading = first.parts[0]!.words;
+  const [keyword, second] = leading.map(({ word }) => word);
   // The source row also bounds the transaction's later statements, as the claim alone does (set_config
   // runs once, for the one row; the carrying statement itself started under the old timeout).
   const claim = `inbox_claim AS (
@@ -66,15 +70,16 @@ export function claimRidingSql(tables: InboxTables, userSql: string): string | u
         FROM (SELECT set_config('statement_timeout', :inbox_statement_timeout, true)) AS inbox_bound
       RETURNING message_id
     )`;
-  if (keyword === 'WITH') {
-    const [head] = /^WITH\s+(?:RECURSIVE\s+)?/i.exec(statement)!;
-    return `${head}${claim}, ${statement.slice(head.length)}`;
+  if (keyword === 'with') {
+    // The claim goes first in the statement's own WITH list (after RECURSIVE, which applies to the whole list).
+    const { end } = leading[second === 'recursive' ? 1 : 0]!;
+    return `${userSql.slice(0, end)} ${claim}, ${userSql.slice(end)}`;
   }
-  return keyword !== undefined && CTE_STATEMENTS.has(keyword) ? `WITH ${claim} ${statement}` : undefined;
+  // Comments before the statement stay where they are: between WITH's list and the statement, as anywhere.
+  return CTE_STATEMENTS.has(keyword) ? `WITH ${claim} ${userSql}` : undefined;
 }
 
-const LEADING_COMMENTS = /^(?:\s+|--[^\n]*(?:\n|$)|\/\*[\s\S]*?\*\/)*/;
-const CTE_STATEMENTS = new Set(['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'MERGE', 'VALUES', 'TABLE']);
+const CTE_STATEMENTS = new Set<string | undefined>(['select', 'insert', 'update', 'delete', 'merge', 'values', 'table']);
 
 /**
  * True when a statement failed because its riding claim found the key claimed: PostgreSQL's unique
@@ -189,15 +194,9 @@ export function checkGatedStatement(sql: unknown, params: SqlParams | undefined,
   if (typeof sql !== 'string' || sql.trim().length === 0) {
     throw new InboxConfigError(option, 'must give a non-empty `sql` string');
   }
-  // Look for `claimed` outside string literals, quoted identifiers and comments: `status = 'claimed'`
-  // gates nothing.
-  // Each is replaced by something that keeps its neighbours apart: `clai'x'med` must not read as `claimed`.
-  const code = sql
-    .replace(/--[^\n]*/g, ' ')
-    .replace(/\/\*[\s\S]*?\*\//g, ' ')
-    .replace(/'(?:[^']|'')*'/g, "''")
-    .replace(/"(?:[^"]|"")*"/g, '""');
-  if (!/\bclaimed\b/.test(code)) {
+  // `claimed` as a word, outside string literals, quoted identifiers and comments: `status = 'claimed'` gates nothing.
+  const scanned = scanSql(sql);
+  if (!scanned.words.has('claimed')) {
     throw new InboxConfigError(
       option,
       'the statement never mentions `claimed`, so it would apply its effect to duplicates too. Gate it on the claim, ' +
@@ -205,7 +204,7 @@ export function checkGatedStatement(sql: unknown, params: SqlParams | undefined,
         'or `INSERT INTO shipments (order_id) SELECT :orderId FROM claimed`',
     );
   }
-  if (/;\s*\S/.test(code)) {
+  if (scanned.multipleStatements) {
     throw new InboxConfigError(option, 'holds more than one statement; the Data API runs one statement per call');
   }
   for (const name of Object.keys(params ?? {})) {
@@ -213,7 +212,8 @@ export function checkGatedStatement(sql: unknown, params: SqlParams | undefined,
       throw new InboxConfigError(option, `parameter ":${name}" uses the prefix inbox_, which the claim reserves; rename it`);
     }
   }
-  return sql.trim().replace(/;\s*$/, '');
+  // Without the `;` that may end it, and what follows that: the statement goes inside a CTE.
+  return scanned.statements[0]!.text;
 }
 
 /**

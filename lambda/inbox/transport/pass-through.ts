@@ -16,8 +16,12 @@ export interface DataApiPassThrough {
   readonly transport: 'data-api';
   /** The cluster, secret and database every call goes to. */
   readonly target: Pick<DatabaseTarget, 'resourceArn' | 'secretArn' | 'database'>;
-  /** Sends the command `command()` makes (one per attempt) with the session's timeout and failure classification; resolves with the SDK's output. */
-  send(operation: PassThroughOperation, command: () => object): Promise<unknown>;
+  /**
+   * Sends the operation with this input (the ORM's, with the inbox's transaction, cluster, secret and
+   * database filled in) as the session sends its own: one command per attempt, the session's timeout,
+   * transaction control in its `sql` refused, failures classified. Resolves with the SDK's output.
+   */
+  send(operation: PassThroughOperation, input: Readonly<Record<string, unknown>>): Promise<unknown>;
 }
 
 /** The wire's: node-postgres queries, run on the connection that holds the transaction. */

@@ -263,6 +263,48 @@ describe('kafkaInbox: header keys', () => {
   });
 });
 
+describe('kafkaInbox: header keys that are not UTF-8 text', () => {
+  /** A record whose idempotency-key header holds these bytes, as Lambda delivers Java's signed bytes. */
+  const withHeaderBytes = (offset: number, bytes: number[]) => ({
+    ...kafkaRecord({ offset, body: { id: `h${offset}` } }),
+    headers: [{ 'idempotency-key': bytes.map((byte) => (byte > 127 ? byte - 256 : byte)) }],
+  });
+
+  it('refuses bytes that are not UTF-8 as a KeyError, where they decoded to U+FFFD and two keys became one claim', async () => {
+    const { handler, seen, claimed, warnings } = make({ key: { header: 'idempotency-key' } });
+    // 'k' then 0xFF, and 'k' then 0xFE: two keys, both "k\uFFFD" once decoded leniently.
+    const records = [withHeaderBytes(1, [0x6b, 0xff]), withHeaderBytes(2, [0x6b, 0xfe])];
+    expect(await handler(kafkaEvent(records), lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: { partition: 'orders-0', offset: 1 } }] });
+    expect(seen).toEqual([]);
+    expect(await claimed()).toEqual([]);
+    expect(warnings()).toEqual([
+      {
+        message: 'record failed; Lambda will deliver it again',
+        record: 'orders-0@1',
+        error: {
+          name: 'KeyError',
+          message: 'header "idempotency-key" is not UTF-8 text, so it is no key. Fix: have the producer send the key as UTF-8 text, e.g. its hex or base64',
+        },
+      },
+    ]);
+  });
+
+  it('takes a key of UTF-8 bytes as it is, a leading byte order mark included, and the last of a header sent twice', async () => {
+    const { handler, seen } = make({ key: { header: 'idempotency-key' } });
+    const bom = withHeaderBytes(1, [0xef, 0xbb, 0xbf, ...Buffer.from('é-1', 'utf8')]);
+    const twice = {
+      ...kafkaRecord({ offset: 2, body: { id: 'h2' } }),
+      headers: [
+        { 'idempotency-key': [...Buffer.from('first')] },
+        { 'idempotency-key': [...Buffer.from('last')] },
+        { 'trace-id': [...Buffer.from('t-2')] },
+      ] as Record<string, number[]>[],
+    };
+    expect(await handler(kafkaEvent([bom, twice]), lambdaContext())).toEqual({ batchItemFailures: [] });
+    expect(seen.map((m) => m.key)).toEqual(['\ufeffé-1', 'last']);
+  });
+});
+
 describe('kafkaInbox: redeliveries', () => {
   it('looks a redelivered batch up in one call when this instance met its offsets, since Kafka counts no deliveries', async () => {
     const { handler } = make();

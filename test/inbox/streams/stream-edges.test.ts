@@ -292,6 +292,14 @@ describe('kinesisInbox: key options', () => {
       'body field "order.id" gave an empty key; every message needs a non-empty idempotency key',
     ],
     ['in a body that is not JSON', 'order.id', 'page x', 'key field "order.id": the body is not JSON, so it has no fields'],
+    [
+      // JSON may escape a lone surrogate, which PostgreSQL would store as U+FFFD: another such key would be the same claim.
+      'a lone surrogate, escaped in the JSON',
+      'order.id',
+      '{"page":"x","order":{"id":"o-\\ud83d"}}',
+      'body field "order.id" gave a key holding a lone UTF-16 surrogate (at index 2), which PostgreSQL would store as U+FFFD: two different keys would become one claim. ' +
+        'Fix: cut keys at whole characters (Array.from(text).slice(0, n).join(""), not text.slice(0, n)), or hash them',
+    ],
   ])('fails alone a record whose key field is %s, and applies the other shard', async (_, field, text, message) => {
     const { handler, seen, failures, consumer } = kinesis({ key: { field } });
     const bad = kinesisRecord({ shard: SHARD_1, body: text });

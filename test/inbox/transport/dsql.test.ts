@@ -190,7 +190,6 @@ describe('the DSQL profile', () => {
     ['TRUNCATE public.orders', 'truncate'],
     ['CREATE TRIGGER t AFTER INSERT ON public.orders FOR EACH ROW EXECUTE FUNCTION f()', 'trigger'],
     ['CREATE TEMPORARY TABLE scratch (id int)', 'temporary-table'],
-    ['SAVEPOINT before_effect', 'savepoint'],
     ['CREATE INDEX orders_status ON public.orders (status)', 'synchronous-index'],
     ['DO $$ BEGIN PERFORM 1; END $$', 'procedural-language'],
   ])('refuses %s without running it, with SQLSTATE 0A000 naming the rule', async (sql, id) => {
@@ -199,6 +198,17 @@ describe('the DSQL profile', () => {
     await expect(session.execute(sql)).rejects.toMatchObject({ failure: 'statement', sqlState: '0A000', message: expect.stringContaining(id) });
     expect(await shippedCounts()).toEqual([1]);
     expect(profile.violations.map((violation) => violation.rule.id)).toContain(id);
+  });
+
+  it("refuses SAVEPOINT from any client with SQLSTATE 0A000; the inbox's session refuses it before it is sent, as transaction control", async () => {
+    const client = await target().pool.connect();
+    await expect(client.query({ text: 'SAVEPOINT before_effect' })).rejects.toMatchObject({ code: '0A000', message: expect.stringContaining('savepoint') });
+    client.release();
+    expect(profile.violations.map((violation) => violation.rule.id)).toContain('savepoint');
+    const refusals = profile.violations.length;
+    const session = new DsqlSession(target().pool, { callTimeoutMs: 5000, resumeDelaysMs: [] });
+    await expect(session.execute('SAVEPOINT before_effect')).rejects.toMatchObject({ name: 'TransactionControlError', refused: 'SAVEPOINT' });
+    expect(profile.violations).toHaveLength(refusals);
   });
 
   it('records what the guide says of the constructs issue 24 asked about, and refuses each (strictly, where it is open)', () => {

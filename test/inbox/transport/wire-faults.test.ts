@@ -278,4 +278,41 @@ describe('wire failures, injected at the socket', () => {
     // The connection died with the transaction open: PostgreSQL rolled it back.
     expect(await shipped('r-1')).toBeUndefined();
   });
+
+  // Transaction control is refused before it is sent (test/inbox/transaction-control.test.ts). Should one get
+  // past that scan, the session still never takes a transaction a statement ended for one that committed: the
+  // proxy turns a harmless statement into a ROLLBACK at the socket, which the scan cannot see.
+  const ENDS_IT = '/* the proxy ends the transaction here */';
+  const endingApply: InboxOptions<Order>['apply'] = async (tx, m) => {
+    await tx.execute(`SELECT 1 ${ENDS_IT}`);
+    await tx.execute(SHIP, { orderId: m.body.orderId });
+  };
+
+  it('fails the record at the statement that ended its transaction, and sends nothing after it, so nothing commits on its own', async () => {
+    const { handler, logger } = worker({}, endingApply);
+    proxy.rewriteWith((sql) => (sql.includes(ENDS_IT) ? 'ROLLBACK' : sql));
+    const record = sqsRecord({ body: { orderId: 'tx-ended' } });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(failureOf(logger)[record.messageId]).toMatch(
+      /^ExecuteStatement failed \(transaction-not-found, outcome unknown\): the statement ended the transaction/,
+    );
+    expect(proxy.statements.filter((sql) => sql.includes('INSERT INTO public.orders'))).toEqual([]);
+    expect([await shipped('tx-ended'), await claimed(record.messageId)]).toEqual([undefined, 0]);
+    proxy.rewriteWith(undefined);
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
+    expect(await shipped('tx-ended')).toBe(1);
+  });
+
+  it('fails the record when its COMMIT found no transaction in progress, with a node-postgres that reports no transaction status', async () => {
+    // node-postgres before getTransactionStatus(): only the COMMIT's warning (25P01) tells that nothing was left to commit.
+    pool.on('connect', (client) => Object.defineProperty(client, 'getTransactionStatus', { value: undefined }));
+    const { handler, logger } = worker({}, endingApply);
+    proxy.rewriteWith((sql) => (sql.includes(ENDS_IT) ? 'ROLLBACK' : sql));
+    const record = sqsRecord({ body: { orderId: 'tx-no-commit' } });
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(failureOf(logger)[record.messageId]).toMatch(
+      /^CommitTransaction failed \(transaction-not-found, outcome unknown\): PostgreSQL warned that there was no transaction in progress \(25P01\)/,
+    );
+    expect(await claimed(record.messageId)).toBe(0);
+  });
 });

@@ -5,6 +5,7 @@ import type { StatementResult } from '../../data-api/results.js';
 import { PostgresError } from '../../errors.js';
 import type { InboxSession } from '../session.js';
 import type { WirePassThrough } from '../pass-through.js';
+import { refuseTransactionControl } from '../transaction-control.js';
 import { classifyWire } from './failures.js';
 import type { WireOperation } from './failures.js';
 import { TEXT_PARSERS, toPositional, toRows } from './values.js';
@@ -27,8 +28,16 @@ export interface PostgresClient {
   }): Promise<{ command: string; rowCount: number | null; fields: FieldDescription[]; rows: unknown[] }>;
   /** Gives the connection back; `true` (or an error) destroys it instead. */
   release(destroy?: boolean | Error): void;
-  /** node-postgres emits a checked-out connection's socket errors here, and crashes the process if none listens. */
-  on?(event: 'error', listener: (error: Error) => void): unknown;
+  /**
+   * node-postgres emits a checked-out connection's socket errors here (and crashes the process if none
+   * listens), and the server's notices (`NoticeResponse`: a warning's SQLSTATE is its `code`).
+   */
+  on?(event: 'error' | 'notice', listener: (message: Error & { readonly code?: string | undefined }) => void): unknown;
+  /**
+   * 'I' (idle), 'T' (in a transaction block) or 'E' (in a failed one), as the server's last ReadyForQuery
+   * said: node-postgres 8.2x and newer (`getTransactionStatus`); older ones have none.
+   */
+  getTransactionStatus?(): string | null;
 }
 
 /** A PostgreSQL reached over its own protocol: RDS Proxy, RDS or Aurora in a VPC, any PostgreSQL. */
@@ -71,9 +80,15 @@ export interface PostgresPolicy {
 
 /** When each connection last answered: a connection not seen for `idleCheckMs` is checked before use. */
 const lastAnswered = new WeakMap<PostgresClient, number>();
-/** Connections that have our error listener: their failures reach the call that uses them instead. */
+/** Connections that have our listeners: their failures reach the call that uses them instead. */
 const listened = new WeakSet<PostgresClient>();
 const ignore = () => {};
+/**
+ * Connections whose server warned "there is no transaction in progress" (SQLSTATE 25P01) since the mark was
+ * last cleared: PostgreSQL's answer to a COMMIT outside a transaction block, which is otherwise a success.
+ */
+const noTransactionWarned = new WeakSet<PostgresClient>();
+const NO_TRANSACTION_IN_PROGRESS = '25P01';
 
 /**
  * The transport over the PostgreSQL wire protocol, on a node-postgres pool: the same `:name` parameters,
@@ -101,7 +116,7 @@ export class PostgresSession implements InboxSession {
 
   async execute(sql: string, params: SqlParams = {}, transactionId?: string): Promise<StatementResult> {
     const { text, values } = toPositional(sql, params);
-    return this.onConnection('ExecuteStatement', transactionId, async (client) => {
+    return this.onConnection('ExecuteStatement', transactionId, sql, async (client) => {
       const result = await this.query(client, text, values);
       return { rows: toRows(result.fields, result.rows as (string | null)[][]), updated: WRITES.has(result.command) ? (result.rowCount ?? 0) : 0 };
     });
@@ -116,7 +131,7 @@ export class PostgresSession implements InboxSession {
     if (paramSets.length === 0) return 0;
     const statements = paramSets.map((params) => toPositional(sql, params));
     if (transactionId !== undefined) {
-      return this.onConnection('BatchExecuteStatement', transactionId, async (client) => {
+      return this.onConnection('BatchExecuteStatement', transactionId, sql, async (client) => {
         for (const { text, values } of statements) await this.query(client, text, values);
         return statements.length;
       });
@@ -156,6 +171,7 @@ export class PostgresSession implements InboxSession {
   async commit(transactionId: string): Promise<void> {
     const client = this.take(transactionId, 'CommitTransaction');
     let command: string;
+    noTransactionWarned.delete(client);
     try {
       ({ command } = await this.query(client, 'COMMIT'));
     } catch (error) {
@@ -167,6 +183,17 @@ export class PostgresSession implements InboxSession {
       throw failure;
     }
     client.release();
+    // A COMMIT with no transaction to end answers COMMIT too, with a warning: a statement had ended the
+    // transaction before it (a COMMIT or ROLLBACK in the SQL), and what ran after that committed on its own.
+    if (noTransactionWarned.has(client)) {
+      throw new PostgresError(
+        'CommitTransaction',
+        'transaction-not-found',
+        true,
+        'PostgreSQL warned that there was no transaction in progress (25P01): a statement had ended the transaction before the COMMIT, ' +
+          'so what ran after it committed without the claim, or not at all',
+      );
+    }
     // PostgreSQL answers COMMIT of an aborted transaction with ROLLBACK: definitely not committed.
     if (command !== 'COMMIT') {
       throw new PostgresError('CommitTransaction', 'rejected', false, `the commit answered ${command}: the transaction had failed and was rolled back`);
@@ -201,8 +228,10 @@ export class PostgresSession implements InboxSession {
     return {
       transport: 'postgres',
       query: (transactionId: string, query: Readonly<Record<string, unknown>>) =>
-        this.onConnection('ExecuteStatement', transactionId, async (client) => {
-          const result = await client.query({ query_timeout: this.policy.callTimeoutMs, ...query } as never);
+        this.onConnection('ExecuteStatement', transactionId, query.text, async (client) => {
+          // By the extended protocol, as the session's own statements go: a text of several statements is
+          // refused by PostgreSQL, as by the Data API, instead of running each.
+          const result = await client.query({ query_timeout: this.policy.callTimeoutMs, ...query, queryMode: 'extended' } as never);
           lastAnswered.set(client, this.now());
           return result;
         }),
@@ -210,14 +239,25 @@ export class PostgresSession implements InboxSession {
     };
   }
 
-  /** Runs `work` on the transaction's connection, or on a connection borrowed for this one call. */
-  private async onConnection<T>(operation: WireOperation, transactionId: string | undefined, work: (client: PostgresClient) => Promise<T>): Promise<T> {
+  /**
+   * Runs `work`, which sends `sql` for a caller, on the transaction's connection, or on a connection
+   * borrowed for this one call. Every caller's SQL passes here (statements, batches, an ORM's queries):
+   * transaction control in it is refused before anything is sent.
+   */
+  private async onConnection<T>(
+    operation: WireOperation,
+    transactionId: string | undefined,
+    sql: unknown,
+    work: (client: PostgresClient) => Promise<T>,
+  ): Promise<T> {
+    refuseTransactionControl(sql);
     if (transactionId !== undefined) {
       const client = this.open.get(transactionId);
       if (!client)
         throw new PostgresError(operation, 'transaction-not-found', false, `no open transaction ${transactionId}: it was committed, rolled back or lost`);
+      let result: T;
       try {
-        return await work(client);
+        result = await work(client);
       } catch (error) {
         const failure = classifyWire(operation, error, true);
         // A connection that lost its answer, or that the server closed (idle-in-transaction timeout), cannot
@@ -229,6 +269,19 @@ export class PostgresSession implements InboxSession {
         }
         throw failure;
       }
+      // Whatever the scan could not see: a statement that left its connection outside a transaction block
+      // ended the inbox's transaction, and the next statement would commit on its own. It goes no further.
+      if (client.getTransactionStatus?.() === 'I') {
+        this.open.delete(transactionId);
+        client.release();
+        throw new PostgresError(
+          operation,
+          'transaction-not-found',
+          true,
+          'the statement ended the transaction (the connection is outside a transaction block after it): what it committed, if anything, committed without the rest',
+        );
+      }
+      return result;
     }
     const client = await this.checkout();
     try {
@@ -254,6 +307,9 @@ export class PostgresSession implements InboxSession {
       if (!listened.has(client)) {
         listened.add(client);
         client.on?.('error', ignore);
+        client.on?.('notice', (notice) => {
+          if (notice.code === NO_TRANSACTION_IN_PROGRESS) noTransactionWarned.add(client);
+        });
       }
       const last = lastAnswered.get(client);
       if (last === undefined || this.now() - last < this.idleCheckMs) return client;
