@@ -26,6 +26,7 @@ export {
   KeyError,
   BodyTooLargeError,
   KeyCollisionError,
+  UnstorableTextError,
   DatabaseCallError,
   DataApiError,
   UnexpectedEventError,

@@ -6,6 +6,7 @@ import { IDEMPOTENCY_KEY_ATTRIBUTE } from '../prepare/keys.js';
 import { described } from '../handler/option-checks.js';
 import { outboxKey } from '../outbox/outbox-message.js';
 import { relayRows } from '../outbox/relay.js';
+import { SQS_TEXT_RULE, sqsRefusal } from '../outbox/sqs-text.js';
 import type { OutboxTransport } from '../outbox/relay.js';
 import { PARKED_COLUMNS, idArray, isKeyCollision, refusalFor, toParked } from './store.js';
 import type { ParkedMessage, ParkedRefusal } from './store.js';
@@ -293,6 +294,8 @@ export function planRedrive(parked: ParkedMessage, consumer: string, queueUrlOpt
     );
   }
   if (parked.body.length === 0) return unsendable('its body is empty; discard it');
+  const inBody = sqsRefusal(parked.body);
+  if (inBody) return unsendable(`its body holds ${inBody} (${SQS_TEXT_RULE}); replay it instead`);
   const carried: Record<string, string> = {};
   for (const [name, value] of Object.entries(attributes.messageAttributes ?? {})) {
     if (name === IDEMPOTENCY_KEY_ATTRIBUTE) continue;
@@ -303,6 +306,8 @@ export function planRedrive(parked: ParkedMessage, consumer: string, queueUrlOpt
         `its message attribute "${name}" is ${typeof dataType === 'string' ? dataType : 'not a string'}; the outbox carries String and Number attributes only; replay it instead`,
       );
     }
+    const inValue = sqsRefusal(stringValue);
+    if (inValue) return unsendable(`its message attribute "${name}" holds ${inValue} (${SQS_TEXT_RULE}); replay it instead`);
     carried[name] = stringValue;
   }
   if (Object.keys(carried).length > MAX_ATTRIBUTES) {

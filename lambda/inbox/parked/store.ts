@@ -6,6 +6,7 @@ import { retryConflicts } from '../transport/conflicts.js';
 import type { Transaction } from '../data-api/session.js';
 import { ParkedCollisionError } from '../errors.js';
 import { collisionKey, payloadHash } from '../prepare/keys.js';
+import { bytesText, textBytes } from '../sources/text-bytes.js';
 import { inboxTables } from '../sql/schema.js';
 import type { InboxTables } from '../sql/schema.js';
 
@@ -20,12 +21,21 @@ export interface ParkedMessage {
   readonly sqsMessageId: string;
   /** The idempotency key, or null when the record had no usable key. */
   readonly key: string | null;
-  /** The record's body, as received. */
+  /**
+   * The record's payload as text: an SQS body as received; Kinesis data and a Kafka value read as UTF-8
+   * (bytes that are not UTF-8 read as U+FFFD: `payload` has them); a DynamoDB change as its JSON.
+   */
   readonly body: string;
+  /**
+   * The record's payload, byte for byte, as it was hashed with its claim: what a replay hands the
+   * record back with. (Rows parked before the inbox's migration 6 kept only their body: its UTF-8.)
+   */
+  readonly payload: Uint8Array;
   /**
    * What the record carried besides its body: `{ attributes, messageAttributes, eventSourceARN }` of an SQS
    * record (no `eventSourceARN` on records parked before it was stored: a redrive then needs a queue URL),
-   * `{ record }` (the whole record) of a stream record.
+   * `{ record }` of a stream record: the whole record but its payload (Kinesis data and a Kafka value left
+   * empty, a DynamoDB change without its key and images), which `payload` holds.
    */
   readonly attributes: {
     readonly attributes?: Record<string, string>;
@@ -154,7 +164,7 @@ export type ReplayEffect = (tx: Transaction, parked: ParkedMessage) => Promise<r
 
 /** Every column {@link toParked} reads, for `SELECT ${PARKED_COLUMNS} FROM parked_message`. */
 export const PARKED_COLUMNS =
-  'id, sqs_message_id, message_key, body, attributes, error_class, error_message, attempt, parked_at, replayed_at, redriven_at, redriven_to, discarded_at, owns_claim';
+  'id, sqs_message_id, message_key, body, payload, attributes, error_class, error_message, attempt, parked_at, replayed_at, redriven_at, redriven_to, discarded_at, owns_claim';
 
 /**
  * The parked messages of one consumer, as an operator's script or the CLI works on them: list, show,
@@ -256,7 +266,7 @@ export function consumerParkedMessages(config: {
       let outboxIds: readonly number[] = [];
       if (isKeyCollision(parked)) {
         if (onCollision === 'refuse') throw new ParkedCollisionError(parked.id, parked.key!);
-        const sha256 = payloadHash(parked.body);
+        const sha256 = payloadHash(parked.payload);
         const key = collisionKey(parked.key!, sha256);
         const claim = readClaim((await tx.execute(claimSql(tables), { ...claimParams(consumer, key, sha256), ...statementBound(config.callTimeoutMs) })).rows);
         // Not claimed: another parked copy of this message was applied under that key already.
@@ -335,6 +345,14 @@ export function idArray(ids: readonly number[]): string {
   return `{${ids.map(checkedId).join(',')}}`;
 }
 
+/** The payload and its text: a row parked before migration 6 has its body's text, and no bytes. */
+function payloadOf(row: Record<string, unknown>): Pick<ParkedMessage, 'body' | 'payload'> {
+  // A plain Uint8Array, as the payload of a later row is: a Buffer would write itself as an object in JSON.
+  if (row.payload === null) return { body: String(row.body), payload: new Uint8Array(textBytes(String(row.body))) };
+  const payload = row.payload as Uint8Array;
+  return { body: bytesText(payload), payload };
+}
+
 /** A parked row as read with {@link PARKED_COLUMNS}. */
 export function toParked(row: Record<string, unknown>): ParkedMessage {
   const date = (value: unknown) => (value as Date | null | undefined) ?? null;
@@ -345,7 +363,7 @@ export function toParked(row: Record<string, unknown>): ParkedMessage {
     id: Number(row.id),
     sqsMessageId: String(row.sqs_message_id),
     key: (row.message_key as string | null) ?? null,
-    body: String(row.body),
+    ...payloadOf(row),
     attributes: row.attributes as ParkedMessage['attributes'],
     errorClass: String(row.error_class),
     errorMessage: String(row.error_message),
