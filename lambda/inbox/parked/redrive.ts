@@ -8,7 +8,8 @@ import { outboxKey } from '../outbox/outbox-message.js';
 import { relayRows } from '../outbox/relay.js';
 import { SQS_TEXT_RULE, sqsRefusal } from '../outbox/sqs-text.js';
 import type { OutboxTransport } from '../outbox/relay.js';
-import { PARKED_COLUMNS, idArray, isKeyCollision, refusalFor, toParked } from './store.js';
+import { PARKED_COLUMNS, readParked } from './parked-rows.js';
+import { idArray, isKeyCollision, refusalFor } from './store.js';
 import type { ParkedMessage, ParkedRefusal } from './store.js';
 import { inboxTables } from '../sql/schema.js';
 import type { InboxTables } from '../sql/schema.js';
@@ -176,12 +177,13 @@ async function redriveTransaction(
     tx = await session.transaction();
     // The row lock makes two redrives (or a redrive and a replay or discard) of one message take turns:
     // the second sees the first's decision and refuses.
-    const { rows } = await tx.execute(`SELECT ${PARKED_COLUMNS} FROM ${tables.parked} WHERE id = :id AND consumer_name = :consumer FOR UPDATE`, {
-      id,
-      consumer,
-    });
-    if (!rows[0]) return await refuse({ id, status: 'not-found' });
-    const parked = toParked(rows[0]);
+    const [parked] = await readParked(
+      (sql, params) => tx!.execute(sql, params),
+      tables,
+      `SELECT ${PARKED_COLUMNS} FROM ${tables.parked} WHERE id = :id AND consumer_name = :consumer FOR UPDATE`,
+      { id, consumer },
+    );
+    if (!parked) return await refuse({ id, status: 'not-found' });
     const taken = refusalFor(parked);
     if (taken) return await refuse({ id, status: taken });
     const plan = planRedrive(parked, consumer, options.queueUrl, now());

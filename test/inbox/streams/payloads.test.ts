@@ -1,0 +1,207 @@
+import { randomBytes } from 'node:crypto';
+import type { DynamoDBRecord, KinesisStreamRecord } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dynamoDbInbox, kafkaInbox, kinesisInbox } from '../../../lambda/inbox/handler/batch-handlers.js';
+import { PermanentError } from '../../../lambda/inbox/index.js';
+import type { ConsumerOptions, InboxMessage } from '../../../lambda/inbox/index.js';
+import type { KafkaRecord } from '../../../lambda/inbox/sources/kafka.js';
+import { park, parkedMessages } from '../../../lambda/inbox/parked/index.js';
+import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics } from '../../support/inbox.js';
+import type { InboxFixture } from '../../support/inbox.js';
+import { CURRENT, onTransport } from '../../support/transport.js';
+import { dynamoDbEvent, dynamoDbRecord, kafkaEvent, kafkaRecord, kinesisEvent, kinesisRecord } from '../../support/streams.js';
+
+// What a stream record carries, whatever it is: bytes that are not UTF-8 and as large as the stream takes,
+// text PostgreSQL refuses (U+0000), a payload a log must not show, and a second record under the id of the
+// first. Each is applied, or parked with its cause and handed back exactly by a replay, or failed with its
+// permanent cause: never acknowledged and lost.
+
+let db: InboxFixture;
+beforeAll(async () => {
+  db = await inboxFixture('stream_payloads');
+});
+afterAll(async () => db.close());
+
+/** One stream source: its handler, and records of it carrying given bytes. */
+interface Source {
+  readonly handler: (options: ConsumerOptions<any, any>) => (event: unknown, context: ReturnType<typeof lambdaContext>) => Promise<unknown>;
+  readonly event: (records: unknown[]) => unknown;
+  /** A record whose payload is `bytes` (Kinesis data, a Kafka value). */
+  readonly record: (bytes: Buffer, offset?: number) => unknown;
+  /** The base64 payload of a record as `apply` gets it. */
+  readonly data: (raw: any) => string;
+}
+
+let offsets = 0;
+const SOURCES: Record<'kinesis' | 'kafka', Source> = {
+  kinesis: {
+    handler: (options) => kinesisInbox(options) as never,
+    event: (records) => kinesisEvent(records as KinesisStreamRecord[]),
+    record: (bytes) => {
+      const record = kinesisRecord();
+      return { ...record, kinesis: { ...record.kinesis, data: bytes.toString('base64') } } satisfies KinesisStreamRecord;
+    },
+    data: (raw: KinesisStreamRecord) => raw.kinesis.data,
+  },
+  kafka: {
+    handler: (options) => kafkaInbox({ ...options, reportBatchItemFailures: true }) as never,
+    event: (records) => kafkaEvent(records as KafkaRecord[]),
+    record: (bytes, offset = offsets++) => ({ ...kafkaRecord({ offset }), value: bytes.toString('base64') }) satisfies KafkaRecord,
+    data: (raw: KafkaRecord) => raw.value,
+  },
+};
+
+/** Modes whose replay runs the parked record's effect: a transaction, and a batch statement that reads no body. */
+const MODES = {
+  apply: (consumer: string, seen: string[]) => ({
+    apply: async (_: unknown, message: InboxMessage<unknown, unknown>) => void seen.push(`${consumer}:${message.id}`),
+  }),
+  statementBatch: (consumer: string) => ({
+    statementBatch: { sql: 'INSERT INTO public.stream_seen (consumer, id) SELECT :consumer, sqs_message_id FROM claimed', params: () => ({ consumer }) },
+  }),
+} as const;
+
+let run = 0;
+/**
+ * A consumer of `source` in `mode` that parks: its parse refuses every payload that is not JSON until
+ * `fix()`, after which it takes any payload, and keeps the record it was handed.
+ */
+function parking(source: Source, mode: keyof typeof MODES) {
+  const consumer = `payloads-${run++}`;
+  const seen: string[] = [];
+  const parsed: unknown[] = [];
+  const logger = recordingLogger();
+  let strict = true;
+  const handler = source.handler({
+    consumer,
+    database: db.target,
+    logger,
+    metrics: recordingMetrics(),
+    onPermanentError: park,
+    parse: (body: string, raw: unknown) => {
+      if (strict) return JSON.parse(body) as unknown;
+      parsed.push(raw);
+      return 'taken';
+    },
+    ...MODES[mode](consumer, seen),
+  });
+  const applied = async () =>
+    mode === 'apply'
+      ? seen
+      : (await db.query('SELECT consumer, id FROM public.stream_seen WHERE consumer = $1', [consumer])).map((r) => `${r.consumer}:${r.id}`);
+  return { consumer, handler, logger, parsed, applied, fix: () => void (strict = false) };
+}
+
+beforeAll(async () => {
+  await db.query('CREATE TABLE public.stream_seen (consumer text NOT NULL, id text NOT NULL)');
+});
+
+describe.each(Object.keys(SOURCES) as (keyof typeof SOURCES)[])('%s: a payload of bytes', (name) => {
+  const source = SOURCES[name];
+
+  it.each(Object.keys(MODES) as (keyof typeof MODES)[])('of 1 MiB that is not UTF-8 is parked once, as its bytes, and replayed exactly (%s)', async (mode) => {
+    const { consumer, handler, parsed, applied, fix } = parking(source, mode);
+    const bytes = randomBytes(1024 * 1024);
+    const record = source.record(bytes);
+
+    expect(await handler(source.event([record]), lambdaContext())).toEqual({ batchItemFailures: [] });
+
+    // Stored once: the payload column holds the bytes, the record beside it keeps no second copy.
+    const [row] = await db.query('SELECT payload, length(attributes::text) AS attributes_length FROM inbox.parked_message WHERE consumer_name = $1', [
+      consumer,
+    ]);
+    expect(Buffer.from(row!.payload).equals(bytes)).toBe(true);
+    expect(row!.attributes_length).toBeLessThan(2000);
+    const [parked] = await parkedMessages(handler).list();
+    expect(Buffer.from(parked!.payload).equals(bytes)).toBe(true);
+
+    fix();
+    expect(await parkedMessages(handler).replay(parked!.id)).toBe('replayed');
+    expect(parsed.map(source.data)).toEqual([source.data(record)]);
+    expect(await applied()).toHaveLength(1);
+  });
+
+  it('that holds a secret and is not JSON never reaches a log line or the parked row', async () => {
+    const { consumer, handler, logger } = parking(source, 'apply');
+    await handler(source.event([source.record(Buffer.from('password=hunter2 and more'))]), lambdaContext());
+    expect(JSON.stringify(logger.lines)).not.toContain('hunter2');
+    const [row] = await db.query('SELECT error_message FROM inbox.parked_message WHERE consumer_name = $1', [consumer]);
+    expect(row!.error_message).toBe('the body could not be parsed: not JSON: unexpected character at position 0 of 25');
+  });
+});
+
+describe('kafkaInbox: the same topic-partition@offset twice, as a topic deleted and created again gives it', () => {
+  it('parks both records: the second collides with the first one’s key and is stored beside it, never acknowledged and lost', async () => {
+    const { consumer, handler } = parking(SOURCES.kafka, 'apply');
+    const first = SOURCES.kafka.record(Buffer.from('first, not JSON'), 7);
+    const second = SOURCES.kafka.record(Buffer.from('second, not JSON'), 7);
+
+    expect(await handler(SOURCES.kafka.event([first]), lambdaContext())).toEqual({ batchItemFailures: [] });
+    expect(await handler(SOURCES.kafka.event([second]), lambdaContext())).toEqual({ batchItemFailures: [] });
+
+    const rows = await db.query(
+      "SELECT sqs_message_id, convert_from(payload, 'UTF8') AS payload, error_class, owns_claim FROM inbox.parked_message WHERE consumer_name = $1 ORDER BY id",
+      [consumer],
+    );
+    expect(rows).toEqual([
+      { sqs_message_id: 'orders-0@7', payload: 'first, not JSON', error_class: 'ParseError', owns_claim: true },
+      { sqs_message_id: 'orders-0@7', payload: 'second, not JSON', error_class: 'KeyCollisionError', owns_claim: false },
+    ]);
+  });
+});
+
+describe('kafkaInbox: a value larger than one Data API request', () => {
+  it('is parked over the wire; over the Data API it fails with its own error, and says why it could not be parked', async () => {
+    const { consumer, handler, logger } = parking(SOURCES.kafka, 'apply');
+    const bytes = randomBytes(3.2 * 1024 * 1024);
+    const record = SOURCES.kafka.record(bytes) as KafkaRecord;
+
+    const response = await handler(SOURCES.kafka.event([record]), lambdaContext());
+
+    const stored = await db.query('SELECT octet_length(payload) AS bytes FROM inbox.parked_message WHERE consumer_name = $1', [consumer]);
+    expect({ response, stored }).toEqual(
+      onTransport({
+        'data-api': { response: { batchItemFailures: [{ itemIdentifier: { partition: 'orders-0', offset: record.offset } }] }, stored: [] },
+        wire: { response: { batchItemFailures: [] }, stored: [{ bytes: bytes.length }] },
+      }),
+    );
+    if (CURRENT.protocol === 'data-api') {
+      const [warning] = logger.lines.filter((line) => line.level === 'warn');
+      expect(warning).toMatchObject({
+        message: 'record failed, and could not be parked; Lambda will deliver it again',
+        extra: [{ error: { name: 'ParseError' }, parkError: { name: 'DataApiError', message: expect.stringContaining('at most 4 MiB') } }],
+      });
+    }
+  });
+});
+
+describe('dynamoDbInbox: a string holding U+0000 in an image', () => {
+  it('is parked with its business rejection, and the replay hands back the very same string', async () => {
+    let rejecting = true;
+    const seen: unknown[] = [];
+    const consumer = `payloads-ddb-${run++}`;
+    const handler = dynamoDbInbox({
+      consumer,
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      onPermanentError: park,
+      apply: async (_, message) => {
+        if (rejecting) throw new PermanentError(`note ${String(message.body.newImage?.note)} refused`);
+        seen.push(message.body.newImage?.note, (message.record as DynamoDBRecord).dynamodb?.NewImage);
+      },
+    });
+    const record = dynamoDbRecord({ id: 'nul', newImage: { note: 'a\u0000b\ud800' } });
+
+    expect(await handler(dynamoDbEvent([record]), lambdaContext())).toEqual({ batchItemFailures: [] });
+
+    const [row] = await db.query('SELECT error_message, attributes::text AS attributes FROM inbox.parked_message WHERE consumer_name = $1', [consumer]);
+    expect(row!.error_message).toBe('note a\\u0000b\\ud800 refused');
+    // The images are the payload: the record beside it keeps none of them.
+    expect(row!.attributes).not.toContain('note');
+    rejecting = false;
+    const [parked] = await parkedMessages(handler).list();
+    expect(await parkedMessages(handler).replay(parked!.id)).toBe('replayed');
+    expect(seen).toEqual(['a\u0000b\ud800', record.dynamodb!.NewImage]);
+  });
+});
