@@ -64,7 +64,8 @@ export class BodyTooLargeError extends PermanentError {
 /**
  * A record holds text PostgreSQL cannot store (U+0000, which neither `text` nor `jsonb` takes, or a lone
  * UTF-16 surrogate, which `jsonb` refuses), and a statement that read it was refused for that: as it is,
- * the record can never be applied. Its `cause` is the refused statement's error.
+ * the record can never be applied. Its `cause` is the refused statement's error. A `PermanentError` to
+ * callers (kept off the runtime entry, whose names are budgeted): its name says which in logs and parked rows.
  */
 export class UnstorableTextError extends PermanentError {
   override name = 'UnstorableTextError';

@@ -26,7 +26,6 @@ export {
   KeyError,
   BodyTooLargeError,
   KeyCollisionError,
-  UnstorableTextError,
   DatabaseCallError,
   DataApiError,
   UnexpectedEventError,
