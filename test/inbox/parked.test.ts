@@ -367,6 +367,11 @@ describe('a record is its id and its payload', () => {
     expect(await handler({ Records: [first] }, lambdaContext())).toEqual({ batchItemFailures: [] });
     expect(await handler({ Records: [second] }, lambdaContext())).toEqual({ batchItemFailures: [] });
 
+    // Both reported parked: both must be in the table.
+    expect(await db.query('SELECT sqs_message_id FROM inbox.parked_message WHERE consumer_name = $1', [consumer])).toEqual([
+      { sqs_message_id: 'reused-id' },
+      { sqs_message_id: 'reused-id' },
+    ]);
     expect(await rowsOf(consumer)).toEqual([
       { sqs_message_id: 'reused-id', body: first.body },
       { sqs_message_id: 'reused-id', body: second.body },
