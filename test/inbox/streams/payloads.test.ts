@@ -211,3 +211,71 @@ describe('dynamoDbInbox: a string holding U+0000 in an image', () => {
     expect(seen).toEqual(['a\u0000b\ud800', record.dynamodb!.NewImage]);
   });
 });
+
+describe('a record Lambda would never send is parked whole, and its replay meets the same fault', () => {
+  /** A handler of `source` that parks, whose parse keeps the record it is handed; its `apply` is never reached. */
+  function keeping(handler: (options: ConsumerOptions<any, any>) => any, parse?: (body: string) => unknown) {
+    const consumer = `payloads-whole-${run++}`;
+    const handed: unknown[] = [];
+    return {
+      handed,
+      handler: handler({
+        consumer,
+        database: db.target,
+        logger: recordingLogger(),
+        metrics: recordingMetrics(),
+        onPermanentError: park,
+        ...(parse ? { parse: (body: string, raw: unknown) => (handed.push(raw), parse(body)) } : {}),
+        apply: async () => {},
+      }),
+    };
+  }
+
+  it.each([
+    ['without a kinesis object', (record: any) => void delete record.kinesis],
+    ['with null data', (record: any) => void (record.kinesis.data = null)],
+    ['with numeric data', (record: any) => void (record.kinesis.data = 42)],
+  ])('kinesis: a record %s', async (_, edit) => {
+    const { handler } = keeping((options) => kinesisInbox(options));
+    const record = structuredClone(kinesisRecord()) as any;
+    edit(record);
+    expect(await handler(kinesisEvent([record]), lambdaContext())).toEqual({ batchItemFailures: [] });
+    const [parked] = await parkedMessages(handler).list();
+    expect(parked!.attributes).toEqual({ record });
+    await expect(parkedMessages(handler).replay(parked!.id)).rejects.toThrow(/the body could not be parsed: not JSON: unexpected end of the text/);
+  });
+
+  it.each([
+    ['no dynamodb object', (record: any) => void delete record.dynamodb],
+    ['a null dynamodb', (record: any) => void (record.dynamodb = null)],
+    ['a string for dynamodb', (record: any) => void (record.dynamodb = 'INSERT')],
+  ])('dynamodb: a change with %s', async (_, edit) => {
+    const { handler } = keeping((options) => dynamoDbInbox(options));
+    const record = structuredClone(dynamoDbRecord({ id: 'whole' })) as any;
+    edit(record);
+    expect(await handler(dynamoDbEvent([record]), lambdaContext())).toEqual({ batchItemFailures: [] });
+    const [parked] = await parkedMessages(handler).list();
+    expect(parked!.attributes).toEqual({ record });
+    await expect(parkedMessages(handler).replay(parked!.id)).rejects.toThrow(
+      /^the body could not be parsed: not JSON: unexpected end of the text at position 0 of 0$/,
+    );
+  });
+});
+
+describe('a stream record parked before the inbox kept its payload as bytes (migration 6)', () => {
+  it.each(['kinesis', 'kafka'] as const)('%s: its replay hands back the record it kept whole, not its body text', async (name) => {
+    const source = SOURCES[name];
+    const { consumer, handler, parsed, fix } = parking(source, 'apply');
+    // Bytes that are not UTF-8: the body text of such a row lost them; the record it kept has them.
+    const record = source.record(Buffer.from([0xff, 0xfe, 0x00, 0x41]));
+    await db.query(
+      `INSERT INTO inbox.parked_message (consumer_name, sqs_message_id, message_key, body, attributes, error_class, error_message, attempt, owns_claim)
+       VALUES ($1, 'old', 'old-key', $2, $3, 'ParseError', 'old', 1, true)`,
+      [consumer, '\ufffd\ufffdA', JSON.stringify({ record })],
+    );
+    fix();
+    const [parked] = await parkedMessages(handler).list();
+    expect(await parkedMessages(handler).replay(parked!.id)).toBe('replayed');
+    expect(parsed.map(source.data)).toEqual([source.data(record)]);
+  });
+});
