@@ -213,19 +213,15 @@ describe('dynamoDbInbox: a string holding U+0000 in an image', () => {
 });
 
 describe('a record Lambda would never send is parked whole, and its replay meets the same fault', () => {
-  /** A handler of `source` that parks, whose parse keeps the record it is handed; its `apply` is never reached. */
-  function keeping(handler: (options: ConsumerOptions<any, any>) => any, parse?: (body: string) => unknown) {
-    const consumer = `payloads-whole-${run++}`;
-    const handed: unknown[] = [];
+  /** A handler that parks, whose `apply` is never reached. */
+  function keeping(handler: (options: ConsumerOptions<any, any>) => any) {
     return {
-      handed,
       handler: handler({
-        consumer,
+        consumer: `payloads-whole-${run++}`,
         database: db.target,
         logger: recordingLogger(),
         metrics: recordingMetrics(),
         onPermanentError: park,
-        ...(parse ? { parse: (body: string, raw: unknown) => (handed.push(raw), parse(body)) } : {}),
         apply: async () => {},
       }),
     };
