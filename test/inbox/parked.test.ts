@@ -490,13 +490,7 @@ describe('the payload a parked SQS record keeps', () => {
       fc.asyncProperty(anyText, async (body) => {
         let rejecting = true;
         const seen: string[] = [];
-        const consumer = `payload-${n++}`;
-        const handler = inbox<Order>({
-          consumer,
-          database: db.target,
-          logger: recordingLogger(),
-          metrics: recordingMetrics(),
-          onPermanentError: park,
+        const { handler } = parkingEverything(`payload-${n++}`, {
           parse: (text) => text as never,
           apply: async (_, message) => {
             if (rejecting) throw new PermanentError('not yet');
