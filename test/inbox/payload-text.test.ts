@@ -124,6 +124,8 @@ describe('textBytes and bytesText: a text as bytes, losing nothing', () => {
 
   it('reads bytes that are not UTF-8 as U+FFFD, as Node does, and the three-byte form of a surrogate as it', () => {
     expect(bytesText(new Uint8Array([0x61, 0xff, 0xed, 0xa0, 0x80, 0xed, 0x9f, 0xbf, 0xed, 0xa0, 0x41, 0xed]))).toBe('a\ufffd\ud800\ud7ff\ufffd\ufffdA\ufffd');
+    // 0xED before a byte that is no surrogate's second: below 0xA0 and not a continuation, or past 0xBF.
+    expect(bytesText(new Uint8Array([0xed, 0x41, 0x80, 0xed, 0xc0, 0x80]))).toBe('\ufffdA\ufffd\ufffd\ufffd\ufffd');
   });
 });
 

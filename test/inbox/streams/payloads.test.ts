@@ -242,13 +242,13 @@ describe('a record Lambda would never send is parked whole, and its replay meets
   });
 
   it.each([
-    ['no dynamodb object', (record: any) => void delete record.dynamodb],
-    ['a null dynamodb', (record: any) => void (record.dynamodb = null)],
-    ['a string for dynamodb', (record: any) => void (record.dynamodb = 'INSERT')],
+    ['no dynamodb object', ({ dynamodb: _, ...record }: any) => record],
+    ['a null dynamodb', (record: any) => ({ ...record, dynamodb: null })],
+    ['a string for dynamodb', (record: any) => ({ ...record, dynamodb: 'INSERT' })],
+    ['nothing at all (a null record)', () => null],
   ])('dynamodb: a change with %s', async (_, edit) => {
     const { handler } = keeping((options) => dynamoDbInbox(options));
-    const record = structuredClone(dynamoDbRecord({ id: 'whole' })) as any;
-    edit(record);
+    const record = edit(dynamoDbRecord({ id: 'whole' }));
     expect(await handler(dynamoDbEvent([record]), lambdaContext())).toEqual({ batchItemFailures: [] });
     const [parked] = await parkedMessages(handler).list();
     expect(parked!.attributes).toEqual({ record });
@@ -273,5 +273,28 @@ describe('a stream record parked before the inbox kept its payload as bytes (mig
     const [parked] = await parkedMessages(handler).list();
     expect(await parkedMessages(handler).replay(parked!.id)).toBe('replayed');
     expect(parsed.map(source.data)).toEqual([source.data(record)]);
+  });
+});
+
+describe('kafkaInbox: a tombstone in statementBatch', () => {
+  it("reads as a body that IS NULL in claimed, as a record without a value's body is null", async () => {
+    const consumer = `payloads-tombstone-${run++}`;
+    const handler = kafkaInbox({
+      consumer,
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      reportBatchItemFailures: true,
+      statementBatch: {
+        sql: "INSERT INTO public.stream_seen (consumer, id) SELECT :consumer, CASE WHEN body IS NULL THEN 'tombstone' ELSE body::text END FROM claimed",
+        params: () => ({ consumer }),
+      },
+    });
+    const records = [kafkaRecord({ offset: offsets++, body: null }), kafkaRecord({ offset: offsets++, body: { id: 'p' } })];
+
+    expect(await handler(kafkaEvent(records), lambdaContext())).toEqual({ batchItemFailures: [] });
+
+    const seen = await db.query('SELECT id FROM public.stream_seen WHERE consumer = $1', [consumer]);
+    expect(seen.map((row) => row.id).sort()).toEqual(['tombstone', '{"id": "p"}'].sort());
   });
 });
