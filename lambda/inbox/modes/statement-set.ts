@@ -29,7 +29,7 @@ export function batchInputRow(message: InboxMessage<unknown, unknown>, sha256: U
 
 /** The base64 of a text's UTF-8; null for none. */
 function base64(text: string | undefined): string | null {
-  return text === undefined ? null : Buffer.from(text, 'utf8').toString('base64');
+  return text === undefined ? null : Buffer.from(text).toString('base64');
 }
 
 /**

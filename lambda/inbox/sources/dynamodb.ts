@@ -100,7 +100,7 @@ function sourceRecord(record: DynamoDBRecord, index: number): SourceRecord<Dynam
     index,
     id: sequenceNumber,
     body,
-    payload: Buffer.from(body, 'utf8'),
+    payload: Buffer.from(body),
     bodyError: described ? undefined : new ParseError('the record has no dynamodb object; DynamoDB Streams records from Lambda always carry one'),
     // One batch comes from one shard, which the record does not name: the whole batch is one lane.
     lane: 'shard',

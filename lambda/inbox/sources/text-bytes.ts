@@ -13,10 +13,10 @@ export function textBytes(text: string): Buffer {
   let start = 0;
   for (const { index } of text.matchAll(LONE_SURROGATE)) {
     const unit = text.charCodeAt(index);
-    parts.push(Buffer.from(text.slice(start, index), 'utf8'), Buffer.from([0xe0 | (unit >> 12), 0x80 | ((unit >> 6) & 0x3f), 0x80 | (unit & 0x3f)]));
+    parts.push(Buffer.from(text.slice(start, index)), Buffer.from([0xe0 | (unit >> 12), 0x80 | ((unit >> 6) & 0x3f), 0x80 | (unit & 0x3f)]));
     start = index + 1;
   }
-  parts.push(Buffer.from(text.slice(start), 'utf8'));
+  parts.push(Buffer.from(text.slice(start)));
   return Buffer.concat(parts);
 }
 
