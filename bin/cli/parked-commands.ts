@@ -255,7 +255,9 @@ function declined(): number {
 }
 
 function printJson(document: unknown, code: number): number {
-  process.stdout.write(`${JSON.stringify(document)}\n`);
+  // A parked message's payload is bytes: base64 in JSON (its text is `body`).
+  const bytes = (_: string, value: unknown) => (value instanceof Uint8Array ? Buffer.from(value).toString('base64') : value);
+  process.stdout.write(`${JSON.stringify(document, bytes)}\n`);
   return code;
 }
 

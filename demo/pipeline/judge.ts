@@ -67,7 +67,13 @@ export async function judgePipeline(
     .map(({ key, groupId }, position) => ({ key, groupId, position, poison: false }));
   // Its records' keys are the senders' idempotency keys; the order is in the body.
   const invoiceDeadLettered = new Set(model.peekMessages(deadLetterQueues.invoices.url).map((message) => orderOf(message.body)));
-  const invoiceVerdict = await readVerdict(session, INVOICES, handedOn, parkedBy(INVOICE_CONSUMER, "(body::jsonb)->>'orderId'"), invoiceDeadLettered);
+  const invoiceVerdict = await readVerdict(
+    session,
+    INVOICES,
+    handedOn,
+    parkedBy(INVOICE_CONSUMER, "(convert_from(payload, 'UTF8')::jsonb)->>'orderId'"),
+    invoiceDeadLettered,
+  );
   const phantomKeys = (await selectByKey(session, PHANTOMS)).map((row) => String(row.key));
   const ship = stage(shipVerdict, sent.length);
   const invoice = { ...stage(invoiceVerdict, handedOn.length), phantomKeys };

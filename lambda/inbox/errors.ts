@@ -62,6 +62,29 @@ export class BodyTooLargeError extends PermanentError {
 }
 
 /**
+ * A record holds text PostgreSQL cannot store (U+0000, which neither `text` nor `jsonb` takes, or a lone
+ * UTF-16 surrogate, which `jsonb` refuses), and a statement that read it was refused for that: as it is,
+ * the record can never be applied. Its `cause` is the refused statement's error. A `PermanentError` to
+ * callers (kept off the runtime entry, whose names are budgeted): its name says which in logs and parked rows.
+ */
+export class UnstorableTextError extends PermanentError {
+  override name = 'UnstorableTextError';
+  constructor(
+    /** Where in the message it is: `body.items[2].sku`, `groupId`. */
+    readonly path: string,
+    /** What it is: `U+0000`, `a lone surrogate`. */
+    readonly kind: string,
+    options: { cause: unknown; sqlState: string },
+  ) {
+    super(
+      `${path} holds ${kind}, which PostgreSQL cannot store in text or jsonb, and a statement that reads it was refused ` +
+        `(SQLState ${options.sqlState}): the message can never be applied as it is. Fix the producer, or have parse drop or replace the character`,
+      { cause: options.cause },
+    );
+  }
+}
+
+/**
  * A record's key was claimed before by a message whose body hash differs: two different messages share
  * one key, a producer bug. The second one is not applied.
  */

@@ -1,8 +1,9 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { inbox, UnexpectedEventError } from '../../lambda/inbox/index.js';
+import { z } from 'zod';
+import { inbox, ParseError, parseWith, PermanentError, UnexpectedEventError } from '../../lambda/inbox/index.js';
 import { MAX_BODY_BYTES, MAX_KEY_BYTES } from '../../lambda/inbox/prepare/keys.js';
-import type { InboxOptions } from '../../lambda/inbox/index.js';
+import type { InboxMessage, InboxOptions } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 import { park, parkedMessages } from '../../lambda/inbox/parked/index.js';
@@ -83,7 +84,9 @@ describe.each(cases)('a record with $problem', ({ record: makeRecord, error, tex
     const bad = makeRecord();
     const response = await handler({ Records: [bad] }, lambdaContext());
     expect(response.batchItemFailures).toEqual([]);
-    const parked = await db.query('SELECT sqs_message_id, body, error_class, error_message, attempt, attributes FROM inbox.parked_message');
+    const parked = await db.query(
+      "SELECT sqs_message_id, convert_from(payload, 'UTF8') AS body, error_class, error_message, attempt, attributes FROM inbox.parked_message",
+    );
     expect(parked).toHaveLength(1);
     expect(parked[0]).toMatchObject({ sqs_message_id: bad.messageId, body: bad.body, attempt: 1 });
     expect(parked[0]!.error_class).toMatch(error);
@@ -384,8 +387,10 @@ describe('key strategies', () => {
     const { handler, logger } = make('park', { key });
     const bad = makeRecord();
     expect((await handler({ Records: [bad] }, lambdaContext())).batchItemFailures).toEqual([]);
+    // An id is kept to its first 512 characters: the over-long messageId is cut, and says so.
+    const storedId = bad.messageId.length > 512 ? `${bad.messageId.slice(0, 512)} [cut: ${bad.messageId.length} characters]` : bad.messageId;
     expect(await db.query('SELECT sqs_message_id, error_class, error_message FROM inbox.parked_message')).toEqual([
-      { sqs_message_id: bad.messageId, error_class: 'KeyError', error_message: message },
+      { sqs_message_id: storedId, error_class: 'KeyError', error_message: message },
     ]);
     expect(await db.query('SELECT message_id FROM inbox.consumed_message')).toEqual([]);
     expect(logger.lines.filter((l) => l.level === 'warn')).toEqual([
@@ -397,7 +402,7 @@ describe('key strategies', () => {
     const { handler } = make('park');
     const record = { ...sqsRecord({ key: 'no-body', attributes: { AWSTraceHeader: 'Root=1-abc' } }), body: undefined as never };
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
-    expect(await db.query('SELECT body, error_class, message_key, attributes FROM inbox.parked_message')).toEqual([
+    expect(await db.query("SELECT convert_from(payload, 'UTF8') AS body, error_class, message_key, attributes FROM inbox.parked_message")).toEqual([
       {
         body: '',
         error_class: 'ParseError',
@@ -522,7 +527,9 @@ describe('events that are not SQS events', () => {
     expect(JSON.stringify(logger.lines)).toMatch(/ParseError.*the record has no body string \(body is undefined\)/);
     expect(await db.query("SELECT order_id FROM public.orders WHERE order_id = 'bodied'")).toHaveLength(1);
     if (mode === 'park') {
-      expect(await db.query('SELECT sqs_message_id, body FROM inbox.parked_message')).toEqual([{ sqs_message_id: bodiless.messageId, body: '' }]);
+      expect(await db.query("SELECT sqs_message_id, convert_from(payload, 'UTF8') AS body FROM inbox.parked_message")).toEqual([
+        { sqs_message_id: bodiless.messageId, body: '' },
+      ]);
     }
   });
 
@@ -544,6 +551,177 @@ describe('events that are not SQS events', () => {
     expect(await db.query("SELECT 1 FROM public.orders WHERE order_id = 'hand-built'")).toHaveLength(1);
     await expect(handler({ Records: [{ eventSource: 'aws:custom' } as never] }, lambdaContext())).rejects.toThrow(
       'inbox() handles SQS events; Records[0].eventSource is "aws:custom", not "aws:sqs". Check the function\'s trigger: it must be an SQS event source mapping with ReportBatchItemFailures.',
+    );
+  });
+});
+
+// A body that PostgreSQL cannot store as it is: U+0000 in a string (the JSON escape, which SQS delivers).
+const skuOf = (message: InboxMessage<Order>) => (message.body as { sku?: string }).sku ?? message.body.orderId;
+const nulBody = () => sqsRecord({ key: `nul-${Math.random()}`, body: `{"orderId":"nul-order","sku":"ab\\u0000c"}` });
+/** Each way a message's own text can meet PostgreSQL: a rejection that quotes it, and statements that write it. */
+const nulModes = {
+  'apply throws a PermanentError quoting the sku': {
+    options: {
+      apply: async (_, message) => {
+        const { sku } = message.body as { sku?: string };
+        if (sku !== undefined) throw new PermanentError(`sku ${sku} is unknown`);
+      },
+    },
+    mode: 'transaction',
+    errorClass: 'PermanentError',
+    stored: 'sku ab\\u0000c is unknown',
+  },
+  'apply writes the sku': {
+    options: {
+      apply: async (tx, message) => void (await tx.execute("INSERT INTO public.orders (order_id, status) VALUES (:sku, 'shipped')", { sku: skuOf(message) })),
+    },
+    mode: 'transaction',
+    errorClass: 'UnstorableTextError',
+    stored: /^message\.body\.sku holds U\+0000, which PostgreSQL cannot store in text or jsonb, and a statement that reads it was refused \(SQLState 22021\)/,
+  },
+  'a single statement writes the sku': {
+    options: {
+      statement: {
+        sql: "INSERT INTO public.orders (order_id, status) SELECT :sku, 'shipped' FROM claimed",
+        params: (message: InboxMessage<Order>) => ({ sku: skuOf(message) }),
+      },
+    },
+    mode: 'statement',
+    errorClass: 'UnstorableTextError',
+    stored: /^message\.body\.sku holds U\+0000/,
+  },
+} satisfies Record<string, { options: Partial<InboxOptions<Order>>; mode: keyof typeof effects; errorClass: string; stored: string | RegExp }>;
+
+describe('a body holding text PostgreSQL cannot store (U+0000)', () => {
+  it.each(Object.keys(nulModes))('is parked when %s, its error stored escaped and its body byte for byte', async (name) => {
+    const { options, mode, errorClass, stored } = nulModes[name as keyof typeof nulModes];
+    const { handler, metrics } = make('park', options, mode);
+    const record = nulBody();
+    const good = sqsRecord({ body: { orderId: 'beside-it' } });
+
+    const response = await handler({ Records: [record, good] }, lambdaContext());
+
+    expect(response.batchItemFailures).toEqual([]);
+    expect(metrics.published[0]).toMatchObject({ Parked: [1], Failures: [0] });
+    const [row] = await db.query('SELECT error_class, error_message, payload FROM inbox.parked_message');
+    expect(row!.error_class).toBe(errorClass);
+    expect(row!.error_message).toEqual(typeof stored === 'string' ? stored : expect.stringMatching(stored));
+    expect(Buffer.from(row!.payload).equals(Buffer.from(record.body, 'utf8'))).toBe(true);
+  });
+
+  it.each(Object.keys(nulModes))('fails as the permanent error it is when %s and the consumer retries, logged with its class', async (name) => {
+    const { options, mode, errorClass } = nulModes[name as keyof typeof nulModes];
+    const { handler, logger } = make('retry', options, mode);
+    const record = nulBody();
+
+    const response = await handler({ Records: [record] }, lambdaContext());
+
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    const [warning] = logger.lines.filter((line) => line.level === 'warn');
+    expect((warning!.extra[0] as { error: { name: string } }).error.name).toBe(errorClass);
+  });
+
+  it('leaves such a refusal temporary for a message that holds no such text: the text came from elsewhere', async () => {
+    const { handler, logger } = make('park', {
+      apply: async (tx) => void (await tx.execute("SELECT convert_from(:bytes, 'UTF8')", { bytes: new Uint8Array([0x61, 0]) })),
+    });
+    const record = sqsRecord({ body: { orderId: 'clean' } });
+
+    expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: record.messageId }]);
+    expect(JSON.stringify(logger.lines)).toMatch(/"name":"(DataApiError|PostgresError)"/);
+    expect(await db.query('SELECT 1 FROM inbox.parked_message')).toEqual([]);
+  });
+
+  it('bounds the error message it parks to 4000 characters, and says how long it was', async () => {
+    const long = `refused: ${'x'.repeat(100_000)}`;
+    const { handler } = make('park', {
+      apply: async () => {
+        throw new PermanentError(long);
+      },
+    });
+    await handler({ Records: [sqsRecord()] }, lambdaContext());
+    const [row] = await db.query('SELECT error_message FROM inbox.parked_message');
+    expect(row!.error_message).toBe(`${long.slice(0, 4000)} [cut: ${long.length} characters]`);
+  });
+});
+
+/** A body that is not JSON, with a secret in its first characters: what JSON.parse's message quotes (Node 20+). */
+const SECRET = 'card=4111111111111111';
+const secretive = () => sqsRecord({ body: `${SECRET} is not JSON` });
+const parsers = {
+  'the default parse': {},
+  'a parse of its own that calls JSON.parse': { parse: (body: string) => JSON.parse(body) },
+  'parseWith a schema': { parse: parseWith(z.object({ orderId: z.string() })) },
+  'a parse that throws a message quoting the body': {
+    parse: (body: string) => {
+      throw new Error(`cannot read ${body}`);
+    },
+  },
+} satisfies Record<string, Partial<InboxOptions<Order>>>;
+
+describe.each(['retry', 'park'] as const)('a malformed body (%s) never reaches a log line or the parked row', (onPermanentError) => {
+  it.each(Object.keys(parsers))('with %s', async (name) => {
+    const { handler, logger } = make(onPermanentError, parsers[name as keyof typeof parsers]);
+    const record = secretive();
+
+    await handler({ Records: [record] }, lambdaContext());
+
+    const logged = JSON.stringify(logger.lines);
+    expect(logged).toMatch(/ParseError/);
+    expect(logged).not.toContain('4111');
+    const parked = await db.query('SELECT error_message FROM inbox.parked_message');
+    expect(parked).toHaveLength(onPermanentError === 'park' ? 1 : 0);
+    for (const row of parked) expect(row.error_message).not.toContain('4111');
+  });
+});
+
+describe('what a ParseError says instead of the body', () => {
+  const said = async (options: Partial<InboxOptions<Order>>, body: string) => {
+    const { handler, logger } = make('retry', options);
+    await handler({ Records: [sqsRecord({ body })] }, lambdaContext());
+    return (logger.lines.find((line) => line.level === 'warn')!.extra[0] as { error: { message: string } }).error.message;
+  };
+
+  it('names where and how a body stops being JSON', async () => {
+    expect(await said({}, '{"orderId": "x"')).toBe('the body could not be parsed: not JSON: unexpected end of the text at position 15 of 15');
+    expect(await said({ parse: (body) => JSON.parse(body) }, '{"orderId": x}')).toBe(
+      'the body could not be parsed: not JSON: unexpected character at position 12 of 14',
+    );
+  });
+
+  it('keeps the words of a PermanentError that parse throws, since its author chose them', async () => {
+    const parse = () => {
+      throw new ParseError('schema version 3 is not supported');
+    };
+    expect(await said({ parse }, '{}')).toBe('the body could not be parsed: schema version 3 is not supported');
+  });
+
+  it('names only the class of anything else parse throws, and how to choose the words', async () => {
+    const parse = () => {
+      throw new RangeError('quoting the body');
+    };
+    const syntaxOverJson = () => {
+      throw new SyntaxError('quoting the body');
+    };
+    const string = () => {
+      throw 'quoting the body';
+    };
+    const generic = (thrown: string) =>
+      `the body could not be parsed: parse threw ${thrown}, whose message is left out of logs and the parked row because it may quote the body; throw a ParseError from parse to choose what is said`;
+    expect(await said({ parse }, '{}')).toBe(generic('RangeError'));
+    // A SyntaxError over a body that is JSON is not JSON's: it is named, not placed.
+    expect(await said({ parse: syntaxOverJson }, '{}')).toBe(generic('SyntaxError'));
+    expect(await said({ parse: string }, '{}')).toBe(generic('a string'));
+  });
+
+  it('names the fields a schema refused, and its messages only when asked to', async () => {
+    const Strict = z.object({ orderId: z.string(), quantity: z.number() });
+    const body = JSON.stringify({ orderId: 7, quantity: 'seven-4111' });
+    expect(await said({ parse: parseWith(Strict) }, body)).toBe(
+      'the body could not be parsed: the zod schema refused the body at body.orderId, body.quantity; its messages are left out, as they can quote the body (parseWith(schema, { issueMessages: true }) keeps them)',
+    );
+    expect(await said({ parse: parseWith(Strict, { issueMessages: true }) }, body)).toMatch(
+      /^the body could not be parsed: body\.orderId: .+; body\.quantity: .+/,
     );
   });
 });

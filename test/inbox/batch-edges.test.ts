@@ -10,6 +10,7 @@ import { startSqsFixture } from '../support/sqs.js';
 import type { SqsFixture } from '../support/sqs.js';
 import { kinesisEvent, kinesisRecord } from '../support/streams.js';
 import { CURRENT, onTransport } from '../support/transport.js';
+import { park } from '../../lambda/inbox/parked/index.js';
 
 // The edges of the batch modes' set (which records join it, what a failed set turns into) and of the
 // duplicate filter, through the public handlers, the local Data API (which counts calls and injects
@@ -401,5 +402,71 @@ describe('the duplicate filter', () => {
     expect(await db.query("SELECT count(*)::int AS n, max(shipped_count) AS most FROM public.orders WHERE order_id LIKE 'recent-%'")).toEqual([
       { n: 10_001, most: 1 },
     ]);
+  });
+});
+
+describe('statementBatch and a record holding text PostgreSQL cannot store (U+0000)', () => {
+  /** A statementBatch consumer running `sql`; records are keyed by their order id. */
+  function statementHandler(sql: string, onPermanentError: 'retry' | 'park' = 'park') {
+    const logger = recordingLogger();
+    const handler = inbox<Order>({
+      consumer: 'order-worker',
+      database: db.target,
+      logger,
+      metrics: recordingMetrics(),
+      onPermanentError: onPermanentError === 'park' ? park : 'retry',
+      statementBatch: { sql },
+    } as InboxOptions<Order>);
+    return { handler, logger };
+  }
+  const keyed = (orderId: string, body = JSON.stringify({ orderId }), extra: Partial<Parameters<typeof sqsRecord>[0]> = {}) =>
+    sqsRecord({ key: orderId, body, ...extra });
+  const withNul = () => keyed('nul', '{"orderId":"nul","note":"a\\u0000b"}');
+
+  it('applies every record in the one statement when it never reads body, the one holding U+0000 too', async () => {
+    const { handler } = statementHandler("INSERT INTO public.orders (order_id, status, shipped_count) SELECT message_key, 'shipped', 1 FROM claimed");
+    const records = [keyed('a'), withNul(), keyed('b')];
+
+    expect(await handler({ Records: records }, lambdaContext())).toEqual({ batchItemFailures: [] });
+
+    expect(await shipped()).toEqual({ a: 1, b: 1, nul: 1 });
+    expect(db.server.stats.total()).toBe(1);
+  });
+
+  it.each([
+    ['its body', "SELECT body->>'orderId', 'shipped', 1 FROM claimed", withNul, 'message.body.note'],
+    [
+      'its group',
+      "SELECT message_key, coalesce(group_id, 'none'), 1 FROM claimed",
+      () => keyed('nul', undefined, { attributes: { MessageGroupId: 'g\u0000' } }),
+      'message.groupId',
+    ],
+  ])('parks it as an UnstorableTextError, alone, when the statement reads %s; the others are applied', async (_, select, record, path) => {
+    const { handler } = statementHandler(`INSERT INTO public.orders (order_id, status, shipped_count) ${select}`);
+    const records = [keyed('a'), record(), keyed('b')];
+
+    expect(await handler({ Records: records }, lambdaContext())).toEqual({ batchItemFailures: [] });
+
+    expect(await shipped()).toEqual({ a: 1, b: 1 });
+    expect(await db.query('SELECT message_key, error_class, error_message FROM inbox.parked_message')).toEqual([
+      {
+        message_key: 'nul',
+        error_class: 'UnstorableTextError',
+        error_message: expect.stringMatching(new RegExp(`^${path.replace('.', '\\.')} holds U\\+0000`)),
+      },
+    ]);
+  });
+
+  it('fails it with its permanent error when the consumer retries', async () => {
+    const { handler, logger } = statementHandler(
+      "INSERT INTO public.orders (order_id, status, shipped_count) SELECT body->>'orderId', 'shipped', 1 FROM claimed",
+      'retry',
+    );
+    const bad = withNul();
+
+    expect(await handler({ Records: [keyed('a'), bad] }, lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: bad.messageId }] });
+
+    const failed = logger.lines.find((line) => line.message.startsWith('record failed'));
+    expect((failed!.extra[0] as { error: { name: string } }).error.name).toBe('UnstorableTextError');
   });
 });

@@ -73,7 +73,7 @@ describe('the DSQL schema function: the migrations, then the role mapping, one s
       'public.credits',
       'public.orders',
     ]);
-    expect(created.Data).toMatchObject({ Applied: 8 + 1 + 1, Versions: JSON.stringify({ inbox: 8, 'example-orders': 1, credits: 1 }) });
+    expect(created.Data).toMatchObject({ Applied: 13 + 1 + 1, Versions: JSON.stringify({ inbox: 13, 'example-orders': 1, credits: 1 }) });
     const { rows: indexes } = await direct.query(`SELECT indexname FROM pg_indexes WHERE schemaname = 'inbox' AND indexname = 'consumed_message_processed_at'`);
     expect(indexes).toHaveLength(1);
 

@@ -515,3 +515,30 @@ describe('the outbox', () => {
     expect(await drain(f.client, url)).toHaveLength(1);
   });
 });
+
+describe('tx.send of text SQS refuses', () => {
+  it.each([
+    ['a body holding U+0000', { body: 'ab\u0000c' }, 'tx.send.body holds U+0000 at character 2'],
+    ['an attribute holding U+0001', { body: 'fine', attributes: { note: 'a\u0001' } }, 'tx.send.attributes["note"] holds U+0001 at character 1'],
+    ['a group holding U+FFFF', { body: 'fine', groupId: 'g\uffff' }, 'tx.send.groupId holds U+FFFF at character 1'],
+    ['a body holding a lone surrogate', { body: 'a\ud800' }, 'tx.send.body holds U+D800 at character 1'],
+  ])('fails the record as permanent, naming where (%s): with park it is parked, and nothing is written to send', async (_, send, where) => {
+    const url = await queue('refused');
+    const consumer = `unsendable-${run++}`;
+    const handler = inbox<Order>({
+      consumer,
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      onPermanentError: park,
+      outbox: sqsOutbox({ client: f.client }),
+      apply: async (tx) => tx.send({ to: url, ...send }),
+    });
+
+    expect(await handler({ Records: [order(`u-${run}`)] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+
+    const [parked] = await parkedMessages(handler).list();
+    expect(parked).toMatchObject({ errorClass: 'PermanentError', errorMessage: expect.stringContaining(`${where}, which SQS refuses`) });
+    expect(await db.query('SELECT 1 FROM inbox.outbox_message WHERE consumer_name = $1', [consumer])).toEqual([]);
+  });
+});

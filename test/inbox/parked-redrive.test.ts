@@ -247,6 +247,46 @@ describe('redriving a parked message', () => {
     expect(await applied(orderId)).toBe(1);
   });
 
+  it('sends its body back byte for byte, whatever text it holds', async () => {
+    const s = stage('standard');
+    const orderId = `o-${run}`;
+    const body = `{"orderId":"${orderId}",\r\n\t"note":"😀 é \ufffd \\u0000 \\ud800 \u{10ffff}"}`;
+    await s.handler({ Records: [sqsRecord({ body, key: `key-${orderId}` })] }, lambdaContext());
+    const [parked] = await parkedMessages(s.handler).list();
+    expect(parked!.body).toBe(body);
+    s.fix();
+
+    expect((await redriveParked(s.options({ queueUrl: s.queue.url }), [parked!.id]))[0]).toMatchObject({ status: 'redriven', sent: true });
+    await s.deliver();
+
+    expect(s.delivered.at(-1)!.body).toBe(body);
+    expect(await applied(orderId)).toBe(1);
+  });
+
+  it('refuses a body or a message attribute holding text SQS never carries, naming the character', async () => {
+    const s = stage('standard');
+    const inBody = sqsRecord({ body: `{"orderId":"o-${run}"}\u0001`, key: `body-${run}` });
+    const inAttribute = sqsRecord({ body: { orderId: `o-${run}` }, key: `attribute-${run}` });
+    inAttribute.messageAttributes.note = { dataType: 'String', stringValue: 'a\u0002' };
+    await s.handler({ Records: [inBody, inAttribute] }, lambdaContext());
+    const ids = (await parkedMessages(s.handler).list()).map((message) => message.id);
+
+    const results = await redriveParked(s.options({ queueUrl: s.queue.url }), ids);
+
+    expect(results.map(({ status, refusal, message }) => ({ status, refusal, message }))).toEqual([
+      {
+        status: 'refused',
+        refusal: 'unsendable',
+        message: expect.stringContaining(`SQS would refuse it: its body holds U+0001 at character ${inBody.body.length - 1} (SQS takes `),
+      },
+      {
+        status: 'refused',
+        refusal: 'unsendable',
+        message: expect.stringMatching(/^SQS would refuse it: its message attribute "note" holds U\+0002 at character 1 \(SQS takes /),
+      },
+    ]);
+  });
+
   it("refuses a key collision (it owns no claim), and leaves its key's claim alone", async () => {
     const s = stage('standard');
     const orderId = `o-${run}`;

@@ -1,9 +1,13 @@
+import fc from 'fast-check';
+import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inbox, PermanentError } from '../../lambda/inbox/index.js';
 import { ParkedCollisionError } from '../../lambda/inbox/errors.js';
 import { payloadHash } from '../../lambda/inbox/prepare/keys.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
-import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
+import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord, TRANSPORT } from '../support/inbox.js';
+import { CURRENT } from '../support/transport.js';
+import { textBytes } from '../../lambda/inbox/sources/text-bytes.js';
 import type { InboxFixture } from '../support/inbox.js';
 import type { GatedStatement, InboxMessage } from '../../lambda/inbox/index.js';
 import { park, parkedMessages } from '../../lambda/inbox/parked/index.js';
@@ -303,7 +307,7 @@ describe('replaying a key collision', () => {
     "%s: with { collision: 'apply-under-new-key' } applies it once, under its key and body hash; a parked copy of it then applies nothing",
     async (mode) => {
       const { handler, consumer, key, parked, second, shipped } = await collided(mode);
-      const ownKey = `${key}@sha256:${Buffer.from(payloadHash(parked.body)).toString('hex')}`;
+      const ownKey = `${key}@sha256:${Buffer.from(payloadHash(parked.payload)).toString('hex')}`;
       expect(await parkedMessages(handler).replay(parked.id, { collision: 'apply-under-new-key' })).toBe('replayed');
       const both = [
         { order_id: `${consumer}-1`, shipped_count: 1, last_key: key },
@@ -326,5 +330,196 @@ describe('replaying a key collision', () => {
   it('refuses an unknown collision choice, naming the two', async () => {
     const { handler, parked } = await collided('apply');
     await expect(parkedMessages(handler).replay(parked.id, { collision: 'apply' as never })).rejects.toThrow("must be 'refuse' or 'apply-under-new-key'");
+  });
+});
+
+/** A consumer that parks every record it gets, keyless ones included: `key` gives no key, so each parks without a claim. */
+function parkingEverything(consumer: string, extra: Partial<InboxOptions<Order>> = {}) {
+  const logger = recordingLogger();
+  const metrics = recordingMetrics();
+  const handler = inbox<Order>({
+    consumer,
+    database: db.target,
+    logger,
+    metrics,
+    onPermanentError: park,
+    apply: async () => {
+      throw new PermanentError('warehouse code unknown');
+    },
+    ...extra,
+  } as InboxOptions<Order>);
+  return { handler, logger, metrics };
+}
+const rowsOf = (consumer: string) =>
+  db.query('SELECT sqs_message_id, convert_from(payload, $2) AS body FROM inbox.parked_message WHERE consumer_name = $1 ORDER BY id', [consumer, 'UTF8']);
+
+describe('a record is its id and its payload', () => {
+  let n = 0;
+  it.each([
+    ['without a key (a KeyError parks it without a claim)', { key: () => '' }],
+    ['with a key of its own', {}],
+  ] as const)('stores a second, different record under the same id too, %s, and reports neither parked before it is stored', async (_, extra) => {
+    const consumer = `same-id-${n++}`;
+    const { handler } = parkingEverything(consumer, extra);
+    const first = sqsRecord({ messageId: 'reused-id', body: { orderId: 'first' } });
+    const second = sqsRecord({ messageId: 'reused-id', body: { orderId: 'second' } });
+
+    expect(await handler({ Records: [first] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+    expect(await handler({ Records: [second] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+
+    // Both reported parked: both must be in the table.
+    expect(await db.query('SELECT sqs_message_id FROM inbox.parked_message WHERE consumer_name = $1', [consumer])).toEqual([
+      { sqs_message_id: 'reused-id' },
+      { sqs_message_id: 'reused-id' },
+    ]);
+    expect(await rowsOf(consumer)).toEqual([
+      { sqs_message_id: 'reused-id', body: first.body },
+      { sqs_message_id: 'reused-id', body: second.body },
+    ]);
+  });
+
+  it('stores the same record once, however often it is parked', async () => {
+    const consumer = `same-record-${n++}`;
+    const { handler, metrics } = parkingEverything(consumer, { key: () => '' });
+    const record = sqsRecord({ body: { orderId: 'again' } });
+    for (const attempt of [1, 2, 3]) {
+      const delivery = { ...record, attributes: { ...record.attributes, ApproximateReceiveCount: String(attempt) } };
+      expect(await handler({ Records: [delivery] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+    }
+    expect(await rowsOf(consumer)).toEqual([{ sqs_message_id: record.messageId, body: record.body }]);
+    expect(metrics.published.map((m) => m.Parked![0])).toEqual([1, 1, 1]);
+  });
+});
+
+describe('a parking that another parking of the same record overtakes', () => {
+  let n = 0;
+  /**
+   * Holds a transaction that stores the record's row, lets the handler's parking wait on it, then commits:
+   * the parking then finds the row stored by a transaction that began after its statement did.
+   */
+  async function overtaken(consumer: string, record: ReturnType<typeof sqsRecord>, handler: ReturnType<typeof parkingEverything>['handler']) {
+    const other = new pg.Client({ connectionString: db.url });
+    await other.connect();
+    try {
+      await other.query('BEGIN');
+      await other.query(
+        `INSERT INTO inbox.parked_message (consumer_name, sqs_message_id, payload, payload_sha256, attributes, error_class, error_message, attempt)
+         VALUES ($1, $2, $3, $4, '{}', 'PermanentError', 'parked by the other', 1)`,
+        [consumer, record.messageId, Buffer.from(record.body), Buffer.from(payloadHash(record.body))],
+      );
+      const response = handler({ Records: [record] }, lambdaContext());
+      await expect
+        .poll(async () => (await db.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'")).length, {
+          timeout: 5000,
+        })
+        .toBe(1);
+      await other.query('COMMIT');
+      return await response;
+    } finally {
+      await other.end();
+    }
+  }
+
+  it.each([
+    ['without a claim', { key: () => '' }],
+    ['that claimed its key: the claim is undone with it, for the stored row owns none', {}],
+  ] as const)('%s: fails the record with its own error and why it was not parked, and its redelivery finds it parked', async (_, extra) => {
+    const consumer = `overtaken-${n++}`;
+    const { handler, logger } = parkingEverything(consumer, extra);
+    const record = sqsRecord({ key: `key-${consumer}`, body: { orderId: consumer } });
+
+    const response = await overtaken(consumer, record, handler);
+
+    // On the DSQL profile (repeatable read) the insert meets the other's row as a conflict: the parking runs again and finds it.
+    if (TRANSPORT === 'dsql') {
+      expect(response).toEqual({ batchItemFailures: [] });
+    } else {
+      expect(response).toEqual({ batchItemFailures: [{ itemIdentifier: record.messageId }] });
+      const [warning] = logger.lines.filter((line) => line.level === 'warn');
+      expect(warning!.message).toBe('record failed, and could not be parked; SQS will deliver it again');
+      expect(warning!.extra[0]).toMatchObject({ messageId: record.messageId, error: { name: expect.stringMatching(/^(PermanentError|KeyError)$/) } });
+    }
+    expect(await db.query('SELECT 1 FROM inbox.consumed_message WHERE consumer_name = $1', [consumer])).toEqual([]);
+    expect(await handler({ Records: [record] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+    expect(await db.query('SELECT error_message, owns_claim FROM inbox.parked_message WHERE consumer_name = $1', [consumer])).toEqual([
+      { error_message: 'parked by the other', owns_claim: false },
+    ]);
+  });
+});
+
+describe('a parking that fails', () => {
+  it('leaves the record failed with its own error, and logs why it could not be parked', async () => {
+    const { handler, logger } = parkingEverything(`park-fails-${Date.now()}`);
+    const record = sqsRecord({ body: 'not json' });
+    db.server.faults.serverError({ count: 1, select: (call) => call.sql?.includes('INSERT INTO "inbox"."parked_message"') === true });
+
+    expect(await handler({ Records: [record] }, lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: record.messageId }] });
+
+    expect(logger.lines.filter((line) => line.level === 'warn')).toEqual([
+      {
+        level: 'warn',
+        message: 'record failed, and could not be parked; SQS will deliver it again',
+        extra: [
+          {
+            messageId: record.messageId,
+            error: { name: 'ParseError', message: 'the body could not be parsed: not JSON: unexpected character at position 0 of 8' },
+            parkError: { name: CURRENT.errorName, message: expect.stringContaining('(unavailable') },
+          },
+        ],
+      },
+    ]);
+  });
+});
+
+/** Bodies SQS could carry, and text it could not (a lone surrogate, U+0000): each is stored and handed back as it came. */
+const anyText = fc
+  .array(
+    fc.oneof(
+      fc.string({ unit: 'binary', maxLength: 6 }),
+      fc.integer({ min: 0xd800, max: 0xdfff }).map((unit) => String.fromCharCode(unit)),
+      fc.constantFrom('\u0000', '\ufffd', '\r\n', '"', '\\'),
+    ),
+    { maxLength: 8 },
+  )
+  .map((parts) => parts.join(''));
+
+describe('the payload a parked SQS record keeps', () => {
+  it('is its body byte for byte, which the replay hands back exactly (generated bodies, seeded)', async () => {
+    let n = 0;
+    await fc.assert(
+      fc.asyncProperty(anyText, async (body) => {
+        let rejecting = true;
+        const seen: string[] = [];
+        const { handler } = parkingEverything(`payload-${n++}`, {
+          parse: (text) => text as never,
+          apply: async (_, message) => {
+            if (rejecting) throw new PermanentError('not yet');
+            seen.push(message.record.body);
+          },
+        });
+        const record = sqsRecord({ body });
+        expect(await handler({ Records: [record] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+        const [parked] = await parkedMessages(handler).list();
+        expect(parked!.body).toBe(body);
+        expect(Buffer.from(parked!.payload).equals(textBytes(body))).toBe(true);
+        rejecting = false;
+        expect(await parkedMessages(handler).replay(parked!.id)).toBe('replayed');
+        expect(seen[0]).toBe(body);
+      }),
+      { seed: 33, numRuns: 25 },
+    );
+  });
+
+  it('reads a row parked before migration 6, which kept its body as text, as that text', async () => {
+    const consumer = `before-6-${Date.now()}`;
+    const { handler } = parkingEverything(consumer);
+    await db.query(
+      `INSERT INTO inbox.parked_message (consumer_name, sqs_message_id, body, attributes, error_class, error_message, attempt)
+       VALUES ($1, 'old-1', '{"orderId":"old"}', '{}', 'PermanentError', 'old', 1)`,
+      [consumer],
+    );
+    const [parked] = await parkedMessages(handler).list();
+    expect(parked!.body).toBe('{"orderId":"old"}');
+    expect(parked!.payload).toEqual(new Uint8Array(Buffer.from('{"orderId":"old"}')));
   });
 });

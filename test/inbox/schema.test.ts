@@ -22,8 +22,8 @@ afterAll(async () => server.close());
 describe('migrations', () => {
   it('apply once through the Data API, then do nothing, also when two run at once', async () => {
     const [first, second] = await Promise.all([migrate(session), migrate(session)]);
-    expect([...first.applied, ...second.applied].map((m) => m.version)).toEqual([1, 2, 3, 4, 5]);
-    expect(first.versions).toEqual({ inbox: 5 });
+    expect([...first.applied, ...second.applied].map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6]);
+    expect(first.versions).toEqual({ inbox: 6 });
     const again = await migrate(session);
     expect(again.applied).toEqual([]);
     const { rows } = await session.execute(
@@ -66,7 +66,7 @@ describe('migrations', () => {
       };
       const base = { ServiceToken: 'x', ResponseURL: 'x', StackId: 'x', RequestId: 'x', LogicalResourceId: 'Schema', ResourceType: 'Custom::InboxSchema' };
       const result = await migrateHandler({ ...base, RequestType: 'Create', ResourceProperties: properties });
-      expect(JSON.parse(result.Data!.Versions)).toEqual({ inbox: 5 });
+      expect(JSON.parse(result.Data!.Versions)).toEqual({ inbox: 6 });
       await expect(
         migrateHandler({
           ...base,
@@ -82,6 +82,6 @@ describe('migrations', () => {
       if (previous === undefined) delete process.env.INBOX_DATA_API_ENDPOINT;
       else process.env.INBOX_DATA_API_ENDPOINT = previous;
     }
-    expect(INBOX_MIGRATIONS.migrations).toHaveLength(5);
+    expect(INBOX_MIGRATIONS.migrations).toHaveLength(6);
   });
 });

@@ -224,6 +224,8 @@ describe('npx sqs-inbox parked', () => {
       sqsMessageId: expect.any(String),
       key: `key-o-${run}-1`,
       body: JSON.stringify({ orderId: `o-${run}-1` }),
+      // The payload's bytes, base64: the body is their text.
+      payload: Buffer.from(JSON.stringify({ orderId: `o-${run}-1` })).toString('base64'),
       attributes: {
         attributes: expect.objectContaining({ ApproximateReceiveCount: '1' }),
         messageAttributes: { 'idempotency-key': { dataType: 'String', stringValue: `key-o-${run}-1` } },
@@ -347,7 +349,7 @@ describe('npx sqs-inbox parked', () => {
     const s = stage();
     const orderId = `o-${run}`;
     const id = await s.park(orderId);
-    await db.query("UPDATE inbox.parked_message SET attributes = attributes - 'eventSourceARN' WHERE id = $1", [id]);
+    await db.query("UPDATE inbox.parked_message SET attributes = (attributes::jsonb - 'eventSourceARN')::json WHERE id = $1", [id]);
     s.fix();
     const unknown = await cliRun(['parked', 'redrive', String(id), '--consumer', s.consumer, '--yes', '--json', '--sqs-endpoint', f.sqs.endpoint], env);
     expect(unknown.code).toBe(1);

@@ -25,6 +25,7 @@ export const TRANSPORT_FREE_FILES: Readonly<Record<string, string>> = {
   'test/inbox/emf-metrics.test.ts': 'metrics only, no database',
   'test/inbox/logger.test.ts': 'the logger only, no database',
   'test/inbox/lanes.test.ts': "runBatch's own contract, no database",
+  'test/inbox/payload-text.test.ts': "a record's text as bytes, as storable text and as SQS takes it: pure functions, no database",
   'test/inbox/options.test.ts': "inbox()'s option checks, refused before any call",
   'test/inbox/producer.test.ts': 'the producer sends to SQS only',
   'test/inbox/target.test.ts': 'resolves a target from the environment, no call',

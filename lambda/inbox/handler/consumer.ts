@@ -293,7 +293,13 @@ function logFailures(
 ): void {
   outcomes.forEach((outcome, index) => {
     const id = { [source.idName]: records[index]?.id };
-    if (outcome.kind === 'failed') {
+    if (outcome.kind === 'failed' && outcome.parkError) {
+      logger.warn(`record failed, and could not be parked; ${source.redeliveredBy} will deliver it again`, {
+        ...id,
+        error: errorFields(outcome.error),
+        parkError: errorFields(outcome.parkError),
+      });
+    } else if (outcome.kind === 'failed') {
       logger.warn(`record failed; ${source.redeliveredBy} will deliver it again`, { ...id, error: errorFields(outcome.error) });
     } else if (outcome.kind === 'parked') {
       logger.warn('record parked', { ...id, error: errorFields(outcome.error) });

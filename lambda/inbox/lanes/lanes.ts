@@ -6,8 +6,11 @@ export type Outcome =
   | { readonly kind: 'duplicate' }
   /** Stored in the parked table (a permanent error with onPermanentError: park), committed. */
   | { readonly kind: 'parked'; readonly error: Error }
-  /** Did not commit, or the outcome is unknown: the event source delivers it again. */
-  | { readonly kind: 'failed'; readonly error: Error }
+  /**
+   * Did not commit, or the outcome is unknown: the event source delivers it again. `parkError`: why a
+   * record that failed with a permanent error could not be parked (its `error` stays its own).
+   */
+  | { readonly kind: 'failed'; readonly error: Error; readonly parkError?: Error }
   /** Not run: an earlier record of its lane (FIFO group, shard, partition; or batch, with stop-batch) failed. */
   | { readonly kind: 'short-circuited' }
   /** Not run: the Lambda's remaining time was below the safety margin. */

@@ -4,11 +4,12 @@ import type { ClaimOutcome } from '../sql/claim.js';
 import type { Transaction } from '../data-api/session.js';
 import type { InboxSession } from '../transport/session.js';
 import { retryConflicts } from '../transport/conflicts.js';
-import { InboxConfigError, KeyCollisionError, PermanentError } from '../errors.js';
+import { DatabaseCallError, InboxConfigError, KeyCollisionError, PermanentError, UnstorableTextError } from '../errors.js';
 import { hex } from '../prepare/keys.js';
 import type { InboxMessage, InboxTransaction, ResolvedMode, ResolvedOptions } from '../handler/options.js';
 import type { PreparedRecord } from '../prepare/prepare.js';
 import type { InboxTables } from '../sql/schema.js';
+import { UNSTORABLE_TEXT_STATES, unstorableTextIn } from '../sql/storable-text.js';
 import type { InboxSource, SourceRecord } from '../sources/source.js';
 import type { BatchTally, InboxLogger } from '../telemetry/telemetry.js';
 import { ClaimBeforeApply } from './claim-runtime.js';
@@ -70,7 +71,7 @@ export class RecordConsumer<Body, Raw = unknown> {
       if (typeof verdict === 'object') throw this.#collision(record, key!, verdict.collidesWith, sha256, tally);
       return { kind: verdict };
     } catch (error) {
-      return this.#failed(session, prepared, error, tally);
+      return this.#failed(session, prepared, refusedText(prepared, error) ?? error, tally);
     }
   }
 
@@ -226,6 +227,19 @@ export class RecordConsumer<Body, Raw = unknown> {
     });
     return error;
   }
+}
+
+/**
+ * A statement PostgreSQL refused for text it cannot store, run for a message that holds such text: the
+ * message's own permanent failure, which no redelivery can change (not the database's temporary one).
+ * Undefined for any other failure, or for a message without such text (the text came from elsewhere).
+ */
+function refusedText(prepared: PreparedRecord<unknown, unknown>, error: unknown): UnstorableTextError | undefined {
+  const sqlState = error instanceof DatabaseCallError ? error.sqlState : undefined;
+  if (sqlState === undefined || !UNSTORABLE_TEXT_STATES.has(sqlState)) return undefined;
+  const { body, groupId, id } = prepared.message!;
+  const found = unstorableTextIn({ body, groupId, id }, 'message');
+  return found && new UnstorableTextError(found.path, found.kind, { cause: error, sqlState });
 }
 
 /**

@@ -13,17 +13,23 @@ export interface SetMember<Body, Raw = unknown> {
   readonly sha256: Uint8Array;
 }
 
-/** One record of the claim's JSON input: the columns the batch SQL declares. */
+/** One record of the claim's JSON input: the columns the batch SQL declares, its text as base64 (see batchGatedSql). */
 export function batchInputRow(message: InboxMessage<unknown, unknown>, sha256: Uint8Array, position: number) {
   return {
     position,
     message_key: message.key,
     sha256: hex(sha256),
-    body: message.body ?? null,
-    group_id: message.groupId ?? null,
-    sqs_message_id: message.id ?? null,
+    // SQL NULL for a body of null (a Kafka tombstone) or none; JSON.stringify gives undefined for the latter.
+    body: base64(message.body === null ? undefined : (JSON.stringify(message.body) as string | undefined)),
+    group_id: base64(message.groupId),
+    sqs_message_id: base64(message.id),
     attempt: message.attempt,
   };
+}
+
+/** The base64 of a text's UTF-8; null for none. */
+function base64(text: string | undefined): string | null {
+  return text === undefined ? null : Buffer.from(text).toString('base64');
 }
 
 /**

@@ -1,8 +1,9 @@
 import type { Transaction } from '../data-api/session.js';
-import { InboxConfigError } from '../errors.js';
+import { InboxConfigError, PermanentError } from '../errors.js';
 import { destinationUrl, outboxKey } from './outbox-message.js';
 import type { OutboxSend } from './outbox-message.js';
 import type { OutboxConfig, TransactionOutbox } from './outbox-runtime.js';
+import { SQS_TEXT_RULE, sqsRefusal } from './sqs-text.js';
 
 const MAX_ATTRIBUTES = 9;
 
@@ -61,6 +62,9 @@ export class OutboxWriter implements TransactionOutbox {
         'must be a whole number of seconds from 0 to 900, on a standard queue (FIFO queues take no per-message delay)',
       );
     }
+    refuseUnsendable('tx.send.body', body);
+    refuseUnsendable('tx.send.groupId', String(message.groupId ?? ''));
+    for (const [name, value] of Object.entries(attributes)) refuseUnsendable(`tx.send.attributes["${name}"]`, value);
     const position = this.positions.get(source.key) ?? 0;
     this.positions.set(source.key, position + 1);
     this.pending.push({
@@ -95,4 +99,13 @@ export class OutboxWriter implements TransactionOutbox {
     );
     return rows.map((row) => Number(row.id)).sort((a, b) => a - b);
   }
+}
+
+/**
+ * Refuses text SQS would refuse. It comes from the message being applied, most likely, so the same message
+ * always fails: it fails as permanent (and parks), instead of leaving a row no relay can ever send.
+ */
+function refuseUnsendable(where: string, text: string): void {
+  const refused = sqsRefusal(text);
+  if (refused) throw new PermanentError(`${where} holds ${refused}, which SQS refuses (${SQS_TEXT_RULE}): this message can never be sent`);
 }

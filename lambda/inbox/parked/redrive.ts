@@ -6,8 +6,10 @@ import { IDEMPOTENCY_KEY_ATTRIBUTE } from '../prepare/keys.js';
 import { described } from '../handler/option-checks.js';
 import { outboxKey } from '../outbox/outbox-message.js';
 import { relayRows } from '../outbox/relay.js';
+import { SQS_TEXT_RULE, sqsRefusal } from '../outbox/sqs-text.js';
 import type { OutboxTransport } from '../outbox/relay.js';
-import { PARKED_COLUMNS, idArray, isKeyCollision, refusalFor, toParked } from './store.js';
+import { PARKED_COLUMNS, readParked } from './parked-rows.js';
+import { idArray, isKeyCollision, refusalFor } from './store.js';
 import type { ParkedMessage, ParkedRefusal } from './store.js';
 import { inboxTables } from '../sql/schema.js';
 import type { InboxTables } from '../sql/schema.js';
@@ -175,12 +177,13 @@ async function redriveTransaction(
     tx = await session.transaction();
     // The row lock makes two redrives (or a redrive and a replay or discard) of one message take turns:
     // the second sees the first's decision and refuses.
-    const { rows } = await tx.execute(`SELECT ${PARKED_COLUMNS} FROM ${tables.parked} WHERE id = :id AND consumer_name = :consumer FOR UPDATE`, {
-      id,
-      consumer,
-    });
-    if (!rows[0]) return await refuse({ id, status: 'not-found' });
-    const parked = toParked(rows[0]);
+    const [parked] = await readParked(
+      (sql, params) => tx!.execute(sql, params),
+      tables,
+      `SELECT ${PARKED_COLUMNS} FROM ${tables.parked} WHERE id = :id AND consumer_name = :consumer FOR UPDATE`,
+      { id, consumer },
+    );
+    if (!parked) return await refuse({ id, status: 'not-found' });
     const taken = refusalFor(parked);
     if (taken) return await refuse({ id, status: taken });
     const plan = planRedrive(parked, consumer, options.queueUrl, now());
@@ -293,6 +296,8 @@ export function planRedrive(parked: ParkedMessage, consumer: string, queueUrlOpt
     );
   }
   if (parked.body.length === 0) return unsendable('its body is empty; discard it');
+  const inBody = sqsRefusal(parked.body);
+  if (inBody) return unsendable(`its body holds ${inBody} (${SQS_TEXT_RULE}); replay it instead`);
   const carried: Record<string, string> = {};
   for (const [name, value] of Object.entries(attributes.messageAttributes ?? {})) {
     if (name === IDEMPOTENCY_KEY_ATTRIBUTE) continue;
@@ -303,6 +308,8 @@ export function planRedrive(parked: ParkedMessage, consumer: string, queueUrlOpt
         `its message attribute "${name}" is ${typeof dataType === 'string' ? dataType : 'not a string'}; the outbox carries String and Number attributes only; replay it instead`,
       );
     }
+    const inValue = sqsRefusal(stringValue);
+    if (inValue) return unsendable(`its message attribute "${name}" holds ${inValue} (${SQS_TEXT_RULE}); replay it instead`);
     carried[name] = stringValue;
   }
   if (Object.keys(carried).length > MAX_ATTRIBUTES) {

@@ -6,6 +6,7 @@ import { retryConflicts } from '../transport/conflicts.js';
 import type { Transaction } from '../data-api/session.js';
 import { ParkedCollisionError } from '../errors.js';
 import { collisionKey, payloadHash } from '../prepare/keys.js';
+import { PARKED_COLUMNS, readParked } from './parked-rows.js';
 import { inboxTables } from '../sql/schema.js';
 import type { InboxTables } from '../sql/schema.js';
 
@@ -20,12 +21,21 @@ export interface ParkedMessage {
   readonly sqsMessageId: string;
   /** The idempotency key, or null when the record had no usable key. */
   readonly key: string | null;
-  /** The record's body, as received. */
+  /**
+   * The record's payload as text: an SQS body as received; Kinesis data and a Kafka value read as UTF-8
+   * (bytes that are not UTF-8 read as U+FFFD: `payload` has them); a DynamoDB change as its JSON.
+   */
   readonly body: string;
+  /**
+   * The record's payload, byte for byte, as it was hashed with its claim: what a replay hands the
+   * record back with. (Rows parked before the inbox's migration 6 kept only their body: its UTF-8.)
+   */
+  readonly payload: Uint8Array;
   /**
    * What the record carried besides its body: `{ attributes, messageAttributes, eventSourceARN }` of an SQS
    * record (no `eventSourceARN` on records parked before it was stored: a redrive then needs a queue URL),
-   * `{ record }` (the whole record) of a stream record.
+   * `{ record }` of a stream record: the whole record but its payload (Kinesis data and a Kafka value left
+   * empty, a DynamoDB change without its key and images), which `payload` holds.
    */
   readonly attributes: {
     readonly attributes?: Record<string, string>;
@@ -152,10 +162,6 @@ export interface ParkedMessageStoreOptions {
  */
 export type ReplayEffect = (tx: Transaction, parked: ParkedMessage) => Promise<readonly number[]>;
 
-/** Every column {@link toParked} reads, for `SELECT ${PARKED_COLUMNS} FROM parked_message`. */
-export const PARKED_COLUMNS =
-  'id, sqs_message_id, message_key, body, attributes, error_class, error_message, attempt, parked_at, replayed_at, redriven_at, redriven_to, discarded_at, owns_claim';
-
 /**
  * The parked messages of one consumer, as an operator's script or the CLI works on them: list, show,
  * discard. (A replay runs the consumer's effect, so it is `parkedMessages(handler).replay`; a redrive sends, so
@@ -234,16 +240,16 @@ export function consumerParkedMessages(config: {
   ): Promise<{ result: ReplayResult; outboxIds: readonly number[] }> {
     const tx = await db.transaction();
     try {
-      const { rows } = await tx.execute(`SELECT ${PARKED_COLUMNS} FROM ${tables.parked} WHERE id = :id AND consumer_name = :consumer FOR UPDATE`, {
-        id,
-        consumer,
-      });
-      const row = rows[0];
-      if (!row) {
+      const [parked] = await readParked(
+        (sql, params) => tx.execute(sql, params),
+        tables,
+        `SELECT ${PARKED_COLUMNS} FROM ${tables.parked} WHERE id = :id AND consumer_name = :consumer FOR UPDATE`,
+        { id, consumer },
+      );
+      if (!parked) {
         await tx.rollback();
         return { result: 'not-found', outboxIds: [] };
       }
-      const parked = toParked(row);
       const refusal = refusalFor(parked);
       if (refusal) {
         await tx.rollback();
@@ -256,7 +262,7 @@ export function consumerParkedMessages(config: {
       let outboxIds: readonly number[] = [];
       if (isKeyCollision(parked)) {
         if (onCollision === 'refuse') throw new ParkedCollisionError(parked.id, parked.key!);
-        const sha256 = payloadHash(parked.body);
+        const sha256 = payloadHash(parked.payload);
         const key = collisionKey(parked.key!, sha256);
         const claim = readClaim((await tx.execute(claimSql(tables), { ...claimParams(consumer, key, sha256), ...statementBound(config.callTimeoutMs) })).rows);
         // Not claimed: another parked copy of this message was applied under that key already.
@@ -277,7 +283,10 @@ export function consumerParkedMessages(config: {
 function reader(session: () => InboxSession, tables: InboxTables, consumer: string): ParkedMessageReader {
   return {
     async list(options = {}) {
-      const { rows } = await session().execute(
+      const db = session();
+      return readParked(
+        (sql, params) => db.execute(sql, params),
+        tables,
         `SELECT ${PARKED_COLUMNS} FROM ${tables.parked}
           WHERE consumer_name = :consumer
             AND (:includeReplayed OR replayed_at IS NULL)
@@ -292,14 +301,16 @@ function reader(session: () => InboxSession, tables: InboxTables, consumer: stri
           limit: options.limit ?? 100,
         },
       );
-      return rows.map(toParked);
     },
     async show(id) {
-      const { rows } = await session().execute(`SELECT ${PARKED_COLUMNS} FROM ${tables.parked} WHERE id = :id AND consumer_name = :consumer`, {
-        id: checkedId(id),
-        consumer,
-      });
-      return rows[0] ? toParked(rows[0]) : undefined;
+      const db = session();
+      const [parked] = await readParked(
+        (sql, params) => db.execute(sql, params),
+        tables,
+        `SELECT ${PARKED_COLUMNS} FROM ${tables.parked} WHERE id = :id AND consumer_name = :consumer`,
+        { id: checkedId(id), consumer },
+      );
+      return parked;
     },
   };
 }
@@ -333,29 +344,4 @@ function checkedId(id: number): number {
 /** A `bigint[]` parameter: the Data API binds no arrays, so it travels as PostgreSQL's array literal. */
 export function idArray(ids: readonly number[]): string {
   return `{${ids.map(checkedId).join(',')}}`;
-}
-
-/** A parked row as read with {@link PARKED_COLUMNS}. */
-export function toParked(row: Record<string, unknown>): ParkedMessage {
-  const date = (value: unknown) => (value as Date | null | undefined) ?? null;
-  const replayedAt = date(row.replayed_at);
-  const redrivenAt = date(row.redriven_at);
-  const discardedAt = date(row.discarded_at);
-  return {
-    id: Number(row.id),
-    sqsMessageId: String(row.sqs_message_id),
-    key: (row.message_key as string | null) ?? null,
-    body: String(row.body),
-    attributes: row.attributes as ParkedMessage['attributes'],
-    errorClass: String(row.error_class),
-    errorMessage: String(row.error_message),
-    attempt: Number(row.attempt),
-    parkedAt: row.parked_at as Date,
-    replayedAt,
-    redrivenAt,
-    redrivenTo: (row.redriven_to as string | null | undefined) ?? null,
-    discardedAt,
-    status: replayedAt ? 'replayed' : redrivenAt ? 'redriven' : discardedAt ? 'discarded' : 'parked',
-    ownsClaim: row.owns_claim === true,
-  };
 }

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { SQSMessageAttribute, SQSRecord } from 'aws-lambda';
 import { BodyTooLargeError, InboxConfigError, KeyError } from '../errors.js';
 import { described, refuseUnknownKeys } from '../handler/option-checks.js';
+import { textBytes } from '../sources/text-bytes.js';
 
 /**
  * How a record's idempotency key is chosen.
@@ -127,9 +128,18 @@ export function checkBodySize(body: string): void {
   }
 }
 
-/** SHA-256 of the body as sent, stored with the claim to tell a redelivery from a key collision. */
-export function payloadHash(body: string): Uint8Array {
-  return createHash('sha256').update(body, 'utf8').digest();
+/**
+ * SHA-256 of a record's payload as sent, stored with the claim to tell a redelivery from a key collision:
+ * its bytes (a Kinesis record's data, a Kafka value), or a body's text as UTF-8 (a lone surrogate in its
+ * three-byte form, sources/text-bytes.ts, so that no two bodies hash alike).
+ *
+ * @example
+ * payloadHash('{"orderId":"order-417"}'); // the hash the claim of that SQS body stores
+ */
+export function payloadHash(payload: string | Uint8Array): Uint8Array {
+  return createHash('sha256')
+    .update(typeof payload === 'string' ? textBytes(payload) : payload)
+    .digest();
 }
 
 /**

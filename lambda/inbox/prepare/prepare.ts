@@ -1,4 +1,5 @@
 import { InboxError, ParseError, PermanentError } from '../errors.js';
+import { jsonFault, notJson } from './json-body.js';
 import { payloadHash } from './keys.js';
 import type { InboxMessage } from '../handler/options.js';
 import type { SourceRecord } from '../sources/source.js';
@@ -28,10 +29,10 @@ export interface MessageRules<Body, Raw> {
   readonly parse: (body: string, record: Raw) => Body | Promise<Body>;
 }
 
-/** Chooses the key, hashes the body and parses it (awaiting an async `parse`). Never rejects: a failure is kept on the record. */
+/** Chooses the key, hashes the payload and parses the body (awaiting an async `parse`). Never rejects: a failure is kept on the record. */
 export async function prepare<Body, Raw>(record: SourceRecord<Raw>, rules: MessageRules<Body, Raw>): Promise<PreparedRecord<Body, Raw>> {
-  const { index, body } = record;
-  const sha256 = payloadHash(body);
+  const { index } = record;
+  const sha256 = payloadHash(record.payload);
   let key: string | null = null;
   try {
     key = rules.keyOf(record);
@@ -55,7 +56,22 @@ export async function toMessage<Body, Raw>(record: SourceRecord<Raw>, key: strin
     body = await parse(record.body, record.raw);
   } catch (error) {
     if (error instanceof InboxError && !(error instanceof PermanentError)) throw error;
-    throw new ParseError(`the body could not be parsed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+    throw new ParseError(`the body could not be parsed: ${parseFailure(record.body, error)}`, { cause: error });
   }
   return { key, body, record: record.raw, id: record.id, attempt: record.attempt, groupId: record.groupId };
+}
+
+/**
+ * What a ParseError says of a throw of `parse`, which goes to the log and the parked row: never the
+ * thrown message of an error the inbox does not know, since `JSON.parse` (Node 20 and newer) and many
+ * validators quote the body in theirs. A `PermanentError` (a `ParseError` of the default parse or of
+ * `parseWith`, or one of yours) chose its words, and is kept; a `SyntaxError` over a body that is not JSON
+ * is said as where and how; of anything else, only its class. The error itself is the ParseError's `cause`.
+ */
+function parseFailure(body: string, error: unknown): string {
+  if (error instanceof PermanentError) return error.message;
+  const fault = error instanceof SyntaxError ? jsonFault(body) : undefined;
+  if (fault) return notJson(body, fault);
+  const thrown = error instanceof Error ? error.name : `a ${typeof error}`;
+  return `parse threw ${thrown}, whose message is left out of logs and the parked row because it may quote the body; throw a ParseError from parse to choose what is said`;
 }

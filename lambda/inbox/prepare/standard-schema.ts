@@ -1,4 +1,5 @@
-import { InboxConfigError, InboxError, PermanentError } from '../errors.js';
+import { InboxConfigError, InboxError, ParseError, PermanentError } from '../errors.js';
+import { parseJson } from './json-body.js';
 
 /**
  * What `parseWith` needs of a validator: the Standard Schema interface (https://standardschema.dev), which
@@ -36,9 +37,11 @@ export class SchemaValidatorError extends InboxError {
 
 /**
  * Builds a `parse` option from a Standard Schema validator: the body is decoded (`JSON.parse` by default),
- * then validated. A body the schema refuses is a `ParseError`: permanent, so `onPermanentError` decides
- * whether it is retried into the dead-letter queue or parked. The message names each field at fault:
- * `body.amountCents: Invalid input: expected number, received string`.
+ * then validated. A refused body throws a `ParseError`: permanent, so `onPermanentError` decides whether it
+ * is retried into the dead-letter queue or parked. Its message names each field at fault, `the zod schema
+ * refused the body at body.amountCents`, and leaves the schema's own messages out, since validators quote
+ * the values they refuse (`expected 5 but received 7`), and the message goes to the log and the parked row;
+ * `{ issueMessages: true }` adds them: `body.amountCents: Invalid input: expected number, received string`.
  *
  * A schema that validates asynchronously (zod's async refinements) is awaited: the inbox parses every
  * record of the batch before its first database call. A validator that throws or rejects instead of
@@ -57,6 +60,12 @@ export function parseWith<Output>(
      * @default JSON.parse
      */
     readonly decode?: ((body: string) => unknown) | undefined;
+    /**
+     * Adds each issue's message to the ParseError, which the log and the parked row keep: validators' messages
+     * can quote the body's values, so this is for bodies that may be logged.
+     * @default false
+     */
+    readonly issueMessages?: boolean | undefined;
   } = {},
 ): (body: string) => Output | Promise<Output> {
   if (typeof schema?.['~standard']?.validate !== 'function') {
@@ -65,14 +74,20 @@ export function parseWith<Output>(
       "parseWith() needs a Standard Schema validator (an object with '~standard'.validate), such as a zod 3.24+, valibot 1 or ArkType 2 schema",
     );
   }
-  const decode = options.decode ?? ((body: string): unknown => JSON.parse(body));
+  const decode = options.decode ?? parseJson;
   const standard = schema['~standard'];
   const failed = (error: unknown): never => {
     if (error instanceof PermanentError) throw error;
+    // The thrown message is left out, as a ParseError's is: a validator's own error can quote the body.
     throw new SchemaValidatorError(
-      `the ${standard.vendor} schema's validator failed instead of answering (${error instanceof Error ? error.message : String(error)}); the body was not judged`,
+      `the ${standard.vendor} schema's validator threw ${error instanceof Error ? error.name : `a ${typeof error}`} instead of answering; the body was not judged`,
       { cause: error },
     );
+  };
+  /** The value the schema gave, or the issues it found, thrown as the record's ParseError. */
+  const verdict = (result: StandardResult<Output>): Output => {
+    if (result.issues !== undefined) throw new ParseError(refusal(standard.vendor, result.issues, options.issueMessages === true));
+    return result.value;
   };
   return (body) => {
     const value = decode(body);
@@ -86,13 +101,16 @@ export function parseWith<Output>(
   };
 }
 
-/** The value the schema gave, or the issues it found, thrown: `parse`'s throw is the record's ParseError. */
-function verdict<Output>(result: StandardResult<Output>): Output {
-  if (result.issues !== undefined) throw new Error(result.issues.map(describeIssue).join('; '));
-  return result.value;
+function refusal(vendor: string, issues: readonly StandardIssue[], withMessages: boolean): string {
+  if (withMessages) return issues.map((issue) => `${issuePath(issue)}: ${issue.message}`).join('; ');
+  return (
+    `the ${vendor} schema refused the body at ${issues.map(issuePath).join(', ')}; ` +
+    'its messages are left out, as they can quote the body (parseWith(schema, { issueMessages: true }) keeps them)'
+  );
 }
 
-function describeIssue(issue: StandardIssue): string {
+/** Where in the body an issue is, as `body.items.0.sku`: the names, never the values. */
+function issuePath(issue: StandardIssue): string {
   const path = (issue.path ?? []).map((step) => String(typeof step === 'object' ? step.key : step));
-  return `${['body', ...path].join('.')}: ${issue.message}`;
+  return ['body', ...path].join('.');
 }

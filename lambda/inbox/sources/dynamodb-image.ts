@@ -26,14 +26,15 @@ function plain(value: AttributeValue, path: string): unknown {
   if (value.SS !== undefined) return [...value.SS];
   if (value.NS !== undefined) return value.NS.map((item, index) => number(item, `${path}[${index}]`));
   if (value.BS !== undefined) return value.BS.map((item) => new Uint8Array(Buffer.from(item, 'base64')));
-  throw new ParseError(`attribute ${path} has no type DynamoDB Streams sends (S, N, B, BOOL, NULL, M, L, SS, NS, BS): ${JSON.stringify(value)}`);
+  // Named by its place only: its value is the item's content, which never goes to a log.
+  throw new ParseError(`attribute ${path} has no type DynamoDB Streams sends (S, N, B, BOOL, NULL, M, L, SS, NS, BS)`);
 }
 
 function number(text: string, path: string): number {
   const value = Number(text);
   if (!Number.isFinite(value) || (Number.isInteger(value) && !Number.isSafeInteger(value) && !/[.eE]/.test(text))) {
     throw new ParseError(
-      `attribute ${path} is the number ${text}, which a JavaScript number cannot hold exactly; ` +
+      `attribute ${path} is a number of ${text.length} characters that a JavaScript number cannot hold exactly; ` +
         'give dynamoDbInbox a `parse` that reads record.dynamodb.NewImage itself (e.g. as BigInt)',
     );
   }

@@ -54,9 +54,28 @@ export const dynamoDbInboxSource: InboxSource<DynamoDBRecord, DynamoDBBatchRespo
     ),
   parse: (body) => parseChange(body),
   respond: sequenceNumberReport,
-  parkedAttributes: (record) => ({ record }),
-  fromParked: (parked) => sourceRecord(parked.attributes.record as DynamoDBRecord, 0),
+  parkedAttributes: (record) => ({ record: withoutImages(record) }),
+  fromParked: (parked) => sourceRecord(withImages(parked.attributes.record as DynamoDBRecord, parked.body), 0),
 };
+
+/**
+ * The record as the parked table keeps it: without its key and images, which the payload column holds as
+ * the change's JSON, so that a change of two 400 KB images is not stored twice.
+ */
+function withoutImages(record: DynamoDBRecord): DynamoDBRecord {
+  const change = record?.dynamodb;
+  if (typeof change !== 'object' || change === null) return record;
+  const { Keys: _keys, NewImage: _new, OldImage: _old, ...rest } = change;
+  return { ...record, dynamodb: rest };
+}
+
+/** The parked record with its key and images put back from the change it was parked with. */
+function withImages(record: DynamoDBRecord, body: string): DynamoDBRecord {
+  const change = record?.dynamodb;
+  if (typeof change !== 'object' || change === null) return record;
+  const { Keys, NewImage, OldImage } = JSON.parse(body) as NonNullable<DynamoDBRecord['dynamodb']>;
+  return { ...record, dynamodb: { ...change, Keys, NewImage, OldImage } };
+}
 
 /** The change as `apply` gets it by default: its images unmarshalled. */
 function parseChange(body: string): DynamoDbChange {
@@ -73,12 +92,15 @@ function sourceRecord(record: DynamoDBRecord, index: number): SourceRecord<Dynam
   const change = record?.dynamodb;
   const sequenceNumber = typeof change?.SequenceNumber === 'string' && change.SequenceNumber !== '' ? change.SequenceNumber : undefined;
   const described = typeof change === 'object' && change !== null;
+  // The change as the body: what is hashed with the claim and what the default parse unmarshalls. JSON
+  // escapes U+0000 and lone surrogates, so its text is always well-formed and its bytes UTF-8.
+  const body = described ? JSON.stringify({ eventName: record.eventName, Keys: change.Keys, NewImage: change.NewImage, OldImage: change.OldImage }) : '';
   return {
     raw: record,
     index,
     id: sequenceNumber,
-    // The change as the body: what is hashed with the claim and what the default parse unmarshalls.
-    body: described ? JSON.stringify({ eventName: record.eventName, Keys: change.Keys, NewImage: change.NewImage, OldImage: change.OldImage }) : '',
+    body,
+    payload: Buffer.from(body),
     bodyError: described ? undefined : new ParseError('the record has no dynamodb object; DynamoDB Streams records from Lambda always carry one'),
     // One batch comes from one shard, which the record does not name: the whole batch is one lane.
     lane: 'shard',

@@ -1,7 +1,10 @@
 import type { MSKRecord, SelfManagedKafkaRecord } from 'aws-lambda';
 import { InboxError, KeyError, ParseError, UnexpectedEventError } from '../errors.js';
 import { checkKey } from '../prepare/keys.js';
+import { parseJson } from '../prepare/json-body.js';
 import { looksLike, refuseForeign, shape } from './event-shape.js';
+import { withPayload, withoutPayload } from './parked-record.js';
+import type { PayloadPath } from './parked-record.js';
 import type { InboxSource, SourceRecord } from './source.js';
 import { restartPoints } from './stream-report.js';
 import { streamKeyStrategy } from './stream-keys.js';
@@ -88,7 +91,7 @@ export function kafkaInboxSource(partialResponse: boolean): InboxSource<KafkaRec
         },
       ),
     // A record without a value is a tombstone (a delete, on a compacted topic): its body is null.
-    parse: (body, record) => (record.value === null || record.value === undefined ? null : (JSON.parse(body) as unknown)),
+    parse: (body, record) => (record.value === null || record.value === undefined ? null : parseJson(body)),
     respond(records, outcomes) {
       const firsts = restartPoints(records, outcomes);
       if (firsts.length === 0) return { batchItemFailures: [] };
@@ -106,10 +109,13 @@ export function kafkaInboxSource(partialResponse: boolean): InboxSource<KafkaRec
       }
       return { batchItemFailures: firsts.map((record) => ({ itemIdentifier: { partition: record.lane!, offset: Number(record.raw.offset) } })) };
     },
-    parkedAttributes: (record) => ({ record }),
-    fromParked: (parked) => sourceRecord(parked.attributes.record as KafkaRecord, 0),
+    parkedAttributes: (record) => ({ record: withoutPayload(record, VALUE) }),
+    fromParked: (parked) => sourceRecord(withPayload<KafkaRecord>(parked, VALUE), 0),
   };
 }
+
+/** Where a Kafka record keeps its payload, base64. */
+const VALUE: PayloadPath = ['value'];
 
 /** The records of a Kafka event, partition by partition in the order Lambda gives them. */
 function kafkaRecords(event: unknown): readonly SourceRecord<KafkaRecord>[] {
@@ -138,11 +144,13 @@ function sourceRecord(record: KafkaRecord, index: number): SourceRecord<KafkaRec
   const placed = typeof record?.topic === 'string' && record.topic !== '' && Number.isInteger(record.partition) && Number.isInteger(record.offset);
   const lane = placed ? `${record.topic}-${record.partition}` : '';
   const value = record?.value;
+  const bytes = Buffer.from(typeof value === 'string' ? value : '', 'base64');
   return {
     raw: record,
     index,
     id: placed ? `${lane}@${record.offset}` : undefined,
-    body: typeof value === 'string' ? Buffer.from(value, 'base64').toString('utf8') : '',
+    body: bytes.toString('utf8'),
+    payload: bytes,
     bodyError:
       value === null || value === undefined || typeof value === 'string'
         ? undefined

@@ -1,7 +1,10 @@
 import type { KinesisStreamBatchResponse, KinesisStreamRecord } from 'aws-lambda';
 import { ParseError } from '../errors.js';
 import { checkKey } from '../prepare/keys.js';
+import { parseJson } from '../prepare/json-body.js';
 import { recordsArray } from './event-shape.js';
+import { withPayload, withoutPayload } from './parked-record.js';
+import type { PayloadPath } from './parked-record.js';
 import type { InboxSource, SourceRecord } from './source.js';
 import { KEY_OPTION, streamKeyStrategy } from './stream-keys.js';
 import type { StreamKeyStrategy } from './stream-keys.js';
@@ -38,23 +41,28 @@ export const kinesisInboxSource: InboxSource<KinesisStreamRecord, KinesisStreamB
         return checkKey(record.lane ? `${record.lane}:${record.id}` : record.id, 'the shard and sequence number');
       },
     }),
-  parse: (body) => JSON.parse(body) as unknown,
+  parse: (body) => parseJson(body),
   respond: sequenceNumberReport,
-  parkedAttributes: (record) => ({ record }),
-  fromParked: (parked) => sourceRecord(parked.attributes.record as KinesisStreamRecord, 0),
+  parkedAttributes: (record) => ({ record: withoutPayload(record, DATA) }),
+  fromParked: (parked) => sourceRecord(withPayload<KinesisStreamRecord>(parked, DATA), 0),
 };
 
+/** Where a Kinesis record keeps its payload, base64. */
+const DATA: PayloadPath = ['kinesis', 'data'];
+
 function sourceRecord(record: KinesisStreamRecord, index: number): SourceRecord<KinesisStreamRecord> {
-  const payload = record?.kinesis;
-  const sequenceNumber = typeof payload?.sequenceNumber === 'string' && payload.sequenceNumber !== '' ? payload.sequenceNumber : undefined;
+  const kinesis = record?.kinesis;
+  const sequenceNumber = typeof kinesis?.sequenceNumber === 'string' && kinesis.sequenceNumber !== '' ? kinesis.sequenceNumber : undefined;
   // eventID is `shardId-000000000000:<sequence number>`; one batch comes from one shard.
   const shard = typeof record?.eventID === 'string' && record.eventID.includes(':') ? record.eventID.slice(0, record.eventID.lastIndexOf(':')) : '';
-  const data = payload?.data;
+  const data = kinesis?.data;
+  const bytes = Buffer.from(typeof data === 'string' ? data : '', 'base64');
   return {
     raw: record,
     index,
     id: sequenceNumber,
-    body: typeof data === 'string' ? Buffer.from(data, 'base64').toString('utf8') : '',
+    body: bytes.toString('utf8'),
+    payload: bytes,
     bodyError:
       typeof data === 'string'
         ? undefined

@@ -15,8 +15,17 @@ export interface SourceRecord<Raw> {
    * number, Kafka's `topic-partition@offset`. Undefined when the record lacks it.
    */
   readonly id: string | undefined;
-  /** The payload as text: hashed with the claim, and what `parse` reads. Empty when the record has none. */
+  /**
+   * The payload as text: what `parse` reads. Kinesis data and a Kafka value are bytes, read as UTF-8 (bytes
+   * that are not UTF-8 read as U+FFFD: `payload` keeps them). Empty when the record has none.
+   */
   readonly body: string;
+  /**
+   * The payload, byte for byte: what is hashed with the claim and kept by the parked table. Kinesis data
+   * and a Kafka value as delivered (base64-decoded); an SQS body or a DynamoDB change as the bytes of its
+   * text (sources/text-bytes.ts). Empty when the record has none.
+   */
+  readonly payload: Uint8Array;
   /** Why the record cannot be consumed as it is (no body, too large): it fails, or parks, alone. */
   readonly bodyError?: Error | undefined;
   /**
@@ -54,8 +63,11 @@ export interface InboxSource<Raw, Response, Key> {
   parse(body: string, record: Raw): unknown;
   /** The response that makes the event source mapping redeliver exactly what did not succeed; or a throw. */
   respond(records: readonly SourceRecord<Raw>[], outcomes: readonly Outcome[]): Response;
-  /** What the parked table keeps beside the body, enough for {@link fromParked} to rebuild the record. */
+  /**
+   * What the parked table keeps beside the payload, enough for {@link fromParked} to rebuild the record
+   * with it: never the payload a second time.
+   */
   parkedAttributes(record: Raw): Record<string, unknown>;
-  /** The record a parked message came from, for its replay. */
+  /** The record a parked message came from, its payload put back, for its replay. */
   fromParked(parked: ParkedMessage): SourceRecord<Raw>;
 }

@@ -5,8 +5,10 @@ import { checkBodySize, keyStrategy } from '../prepare/keys.js';
 import type { KeyStrategy } from '../prepare/keys.js';
 import type { ParkedMessage } from '../parked/store.js';
 import type { ConsumerOptions, InboxOptions } from '../handler/options.js';
+import { parseJson } from '../prepare/json-body.js';
 import { recordsArray } from './event-shape.js';
 import type { InboxSource, SourceRecord } from './source.js';
+import { textBytes } from './text-bytes.js';
 
 /**
  * True when the batch comes from a FIFO queue, which only its ARN tells: a standard queue's records carry
@@ -50,7 +52,7 @@ export const sqsInboxSource: InboxSource<SQSRecord, SQSBatchResponse, KeyStrateg
     const keyOf = keyStrategy(option);
     return (record) => keyOf(record.raw);
   },
-  parse: (body) => JSON.parse(body) as unknown,
+  parse: (body) => parseJson(body),
   respond(records, outcomes) {
     const failed = records.filter((_, index) => !succeeded(outcomes[index]!));
     if (failed.some((record) => record.id === undefined)) {
@@ -90,6 +92,7 @@ function sourceRecord(record: SQSRecord, index: number, fifo: boolean): SourceRe
     index,
     id: typeof record.messageId === 'string' && record.messageId.length > 0 ? record.messageId : undefined,
     body,
+    payload: textBytes(body),
     bodyError: bodyError(record, body),
     lane: fifo ? (record.attributes?.MessageGroupId ?? '') : undefined,
     groupId: record.attributes?.MessageGroupId,

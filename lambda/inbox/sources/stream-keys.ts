@@ -61,10 +61,18 @@ function fieldKey<Raw>(path: string, root: (record: SourceRecord<Raw>) => unknow
     // Number.isFinite is false for anything but a finite number.
     if (Number.isFinite(value)) value = String(value);
     if (typeof value !== 'string') {
-      throw new KeyError(
-        `key field "${path}" is ${value === undefined ? 'missing' : described(value)} in the body; the producer must set it to a string on every message`,
-      );
+      throw new KeyError(`key field "${path}" is ${fieldKind(value)} in the body; the producer must set it to a string on every message`);
     }
     return checkKey(value, `body field "${path}"`);
   };
+}
+
+/** What a key field holds instead of a string, by its kind only: its value is the body's, which no log line quotes. */
+function fieldKind(value: unknown): string {
+  if (value === undefined) return 'missing';
+  if (value === null) return 'null';
+  if (Array.isArray(value)) return 'an array';
+  // A finite number was taken as the key already: JSON's numbers too large to be finite are left.
+  if (typeof value === 'number') return 'a number that is not finite';
+  return typeof value === 'object' ? 'an object' : `a ${typeof value}`;
 }

@@ -132,28 +132,39 @@ export function replayGatedSql(userSql: string): string {
 /**
  * Parking: claim the key and store the record in one statement, so a parked record and its claim commit
  * together, and the parked row that made the claim is the only one whose replay may apply the key's effect.
- * When `:inbox_claim` is true and the key was already claimed, nothing is parked: the caller reads the
- * stored hash and decides between a duplicate and a collision. With `:inbox_claim` false (no usable key,
- * or a collision) the record is parked without a claim. Parking one SQS message twice stores it once.
+ * A record is its id and its payload's hash: one stored already (a redelivery of a record parked without a
+ * claim) is not stored again, and claims nothing. When `:inbox_claim` is true and the key was already
+ * claimed, nothing is parked: the caller reads the stored hash and decides between a duplicate and a
+ * collision. With `:inbox_claim` false (no usable key, or a collision) the record is parked without a claim.
+ * `stored` says whether the record is in the table now: a concurrent parking of the same record, committed
+ * after this statement began, can make the insert store nothing. A claim made without its row would keep
+ * the key's effect from ever applying, so the guard then fails the statement, claim and all.
  */
 export function parkSql(tables: InboxTables): string {
-  return `WITH claimed AS (
+  return `WITH earlier AS (
+      SELECT id FROM ${tables.parked}
+       WHERE consumer_name = :inbox_consumer AND sqs_message_id = :inbox_message_id AND payload_sha256 = :inbox_sha256
+    ), claimed AS (
       INSERT INTO ${tables.consumed} (consumer_name, message_id, payload_sha256)
-      SELECT :inbox_consumer, :inbox_key, :inbox_sha256 WHERE :inbox_claim
+      SELECT :inbox_consumer, :inbox_key, :inbox_sha256 WHERE :inbox_claim AND NOT EXISTS (SELECT 1 FROM earlier)
       ON CONFLICT DO NOTHING
       RETURNING message_id
     ), parked AS (
       INSERT INTO ${tables.parked}
-        (consumer_name, sqs_message_id, message_key, body, attributes, error_class, error_message, attempt, owns_claim)
-      SELECT :inbox_consumer, :inbox_message_id, :inbox_key, :inbox_body, :inbox_attributes, :inbox_error_class,
+        (consumer_name, sqs_message_id, message_key, payload, payload_sha256, attributes, error_class, error_message, attempt, owns_claim)
+      SELECT :inbox_consumer, :inbox_message_id, :inbox_key, :inbox_payload, :inbox_sha256, :inbox_attributes, :inbox_error_class,
              :inbox_error_message, :inbox_attempt, EXISTS (SELECT 1 FROM claimed)
-      WHERE EXISTS (SELECT 1 FROM claimed) OR NOT :inbox_claim
-      ON CONFLICT (consumer_name, sqs_message_id) DO NOTHING
+      WHERE NOT EXISTS (SELECT 1 FROM earlier) AND (EXISTS (SELECT 1 FROM claimed) OR NOT :inbox_claim)
+      ON CONFLICT DO NOTHING
       RETURNING id
     )
     SELECT EXISTS (SELECT 1 FROM claimed) AS claimed,
+           EXISTS (SELECT 1 FROM earlier) OR EXISTS (SELECT 1 FROM parked) AS stored,
            (SELECT payload_sha256 FROM ${tables.consumed}
-             WHERE consumer_name = :inbox_consumer AND message_id = :inbox_key::text) AS existing_sha256`;
+             WHERE consumer_name = :inbox_consumer AND message_id = :inbox_key::text) AS existing_sha256,
+           -- A scalar subquery is not folded at plan time, so the failing cast runs only when the claim lost its row.
+           CASE WHEN EXISTS (SELECT 1 FROM claimed) AND NOT EXISTS (SELECT 1 FROM parked)
+                THEN (SELECT 'sqs-inbox: a parking claim without its parked row')::int END AS inbox_guard`;
 }
 
 /** The claim's parameters. */
@@ -255,6 +266,27 @@ export function batchClaimSql(tables: InboxTables): string {
 export const BATCH_CLAIMED_COLUMNS = 'message_key, body, group_id, sqs_message_id, attempt, position';
 
 /**
+ * The batch statement's input: one row per record. The record's own text (its parsed body as JSON, its
+ * group and its id) travels as base64 of its UTF-8, and `claimed` decodes it: a text PostgreSQL cannot
+ * store (U+0000, a lone surrogate escaped in JSON) then fails only the statement that reads it, where a
+ * `jsonb` input would refuse the whole batch, and base64 keeps a body's size the same whatever it holds.
+ */
+const BATCH_INPUT_COLUMNS = 'position int, message_key text, sha256 text, body text, group_id text, sqs_message_id text, attempt int';
+
+/**
+ * `claimed` over the input rows `from`: NOT MATERIALIZED, so that PostgreSQL decodes a column only for the
+ * rows and columns the user's statement reads (a statement that never reads `body` never decodes one).
+ */
+function claimedFrom(from: string): string {
+  const text = (column: string) => `convert_from(decode(i.${column}, 'base64'), 'UTF8')`;
+  return `claimed AS NOT MATERIALIZED (
+      SELECT i.message_key, ${text('body')}::jsonb AS body, ${text('group_id')} AS group_id, ${text('sqs_message_id')} AS sqs_message_id,
+             i.attempt, i.position
+        FROM ${from}
+    )`;
+}
+
+/**
  * Batch single-statement mode: the claim of every record and the user's set-based statement, in ONE
  * autocommit statement. The statement reads `claimed` (the records this statement claimed). With
  * `:inbox_strict`, a record whose key an earlier claim holds with another body (a collision) makes the
@@ -262,11 +294,8 @@ export const BATCH_CLAIMED_COLUMNS = 'message_key, body, group_id, sqs_message_i
  * collision fails alone and, on a FIFO queue, nothing after it in its group is applied.
  */
 export function batchGatedSql(tables: InboxTables, userSql: string): string {
-  return `WITH ${batchInput(tables, 'position int, message_key text, sha256 text, body jsonb, group_id text, sqs_message_id text, attempt int')},
-    claimed AS (
-      SELECT i.message_key, i.body, i.group_id, i.sqs_message_id, i.attempt, i.position
-        FROM inbox_input i JOIN inbox_claim c ON c.message_id = i.message_key
-    ), effect AS (
+  return `WITH ${batchInput(tables, BATCH_INPUT_COLUMNS)},
+    ${claimedFrom('inbox_input i JOIN inbox_claim c ON c.message_id = i.message_key')}, effect AS (
       ${userSql}
     ), inbox_collision AS (
       SELECT i.message_key FROM inbox_input i
@@ -284,11 +313,7 @@ export function batchGatedSql(tables: InboxTables, userSql: string): string {
 
 /** Replaying a parked message in batch single-statement mode: `claimed` is that one message. */
 export function replayBatchGatedSql(userSql: string): string {
-  return `WITH claimed AS (
-      SELECT i.message_key, i.body, i.group_id, i.sqs_message_id, i.attempt, i.position
-        FROM jsonb_to_recordset(:inbox_batch::jsonb)
-          AS i(position int, message_key text, sha256 text, body jsonb, group_id text, sqs_message_id text, attempt int)
-    ), effect AS (
+  return `WITH ${claimedFrom(`jsonb_to_recordset(:inbox_batch::jsonb) AS i(${BATCH_INPUT_COLUMNS})`)}, effect AS (
       ${userSql}
     )
     SELECT true AS claimed`;

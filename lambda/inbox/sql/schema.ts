@@ -194,6 +194,24 @@ export const INBOX_MIGRATIONS: InboxMigrationSet = {
         `CREATE POLICY outbox_remove ON ${t.outbox} FOR DELETE USING (true)`,
       ],
     },
+    {
+      version: 6,
+      name: 'parked_message_payload',
+      statements: (t) => [
+        // A parked record's payload, byte for byte (Kinesis data and Kafka values are bytes; a body's text is
+        // kept as its UTF-8), and its SHA-256, as the claim stores it. Rows parked before keep their body text.
+        `ALTER TABLE ${t.parked} ADD COLUMN IF NOT EXISTS payload bytea`,
+        `ALTER TABLE ${t.parked} ADD COLUMN IF NOT EXISTS payload_sha256 bytea`,
+        `ALTER TABLE ${t.parked} ALTER COLUMN body DROP NOT NULL`,
+        // json keeps any JSON text, U+0000 and lone surrogates included (jsonb refuses both, and a record's
+        // attributes, a DynamoDB image, can hold them), so storing what a record carries never fails.
+        `ALTER TABLE ${t.parked} ALTER COLUMN attributes TYPE json USING attributes::json`,
+        // A record is its id and its payload: parking it again stores nothing more, while another record
+        // under the same id (a Kafka topic recreated, its offsets restarting) is stored beside it.
+        `ALTER TABLE ${t.parked} DROP CONSTRAINT IF EXISTS parked_message_consumer_name_sqs_message_id_key`,
+        `CREATE UNIQUE INDEX IF NOT EXISTS parked_message_record ON ${t.parked} (consumer_name, sqs_message_id, payload_sha256)`,
+      ],
+    },
   ],
 };
 

@@ -86,8 +86,10 @@ describe('kinesisInbox', () => {
       sqsMessageId: records[1]!.kinesis.sequenceNumber,
       body: 'not json',
       errorClass: 'ParseError',
-      attributes: { record: records[1] },
+      // The data is stored once, as the payload: the record keeps an empty string in its place.
+      attributes: { record: { ...records[1], kinesis: { ...records[1]!.kinesis, data: '' } } },
     });
+    expect(Buffer.from(parked!.payload).toString('base64')).toBe(records[1]!.kinesis.data);
   });
 
   it('takes a producer key from a body field', async () => {

@@ -57,10 +57,11 @@ describe('dynamoDbInbox: the images', () => {
   });
 
   it.each([
-    ['a map', { address: { M: { zip: { N: '123456789012345678901' } } } }, 'attribute address.zip is the number 123456789012345678901'],
-    ['a list', { items: { L: [{ S: 'fine' }, { N: '98765432109876543210' }] } }, 'attribute items[1] is the number 98765432109876543210'],
-    ['a number set', { sizes: { NS: ['1', '11111111111111111111111'] } }, 'attribute sizes[1] is the number 11111111111111111111111'],
-    ['a map in a list', { lines: { L: [{ M: { qty: { N: '1e400' } } }] } }, 'attribute lines[0].qty is the number 1e400'],
+    // The path and the number's length, never its digits: the item's values stay out of the log.
+    ['a map', { address: { M: { zip: { N: '123456789012345678901' } } } }, 'attribute address.zip is a number of 21 characters'],
+    ['a list', { items: { L: [{ S: 'fine' }, { N: '98765432109876543210' }] } }, 'attribute items[1] is a number of 20 characters'],
+    ['a number set', { sizes: { NS: ['1', '11111111111111111111111'] } }, 'attribute sizes[1] is a number of 23 characters'],
+    ['a map in a list', { lines: { L: [{ M: { qty: { N: '1e400' } } }] } }, 'attribute lines[0].qty is a number of 5 characters'],
   ])('names the path of a number it cannot hold inside %s, and fails that record alone', async (_, attributes, message) => {
     const { handler, seen, failures } = dynamoDb();
     const bad = withAttributes('bad', attributes);
@@ -69,17 +70,15 @@ describe('dynamoDbInbox: the images', () => {
     expect(await handler(dynamoDbEvent([good, bad]), lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: bad.dynamodb!.SequenceNumber }] });
     expect(seen.map((m) => m.body.keys.id)).toEqual(['good']);
     expect(failures()).toEqual([
-      `the body could not be parsed: ${message}, which a JavaScript number cannot hold exactly; give dynamoDbInbox a \`parse\` that reads record.dynamodb.NewImage itself (e.g. as BigInt)`,
+      `the body could not be parsed: ${message} that a JavaScript number cannot hold exactly; give dynamoDbInbox a \`parse\` that reads record.dynamodb.NewImage itself (e.g. as BigInt)`,
     ]);
   });
 
-  it('refuses an attribute of a type DynamoDB Streams never sends, naming it and what it holds', async () => {
+  it('refuses an attribute of a type DynamoDB Streams never sends, naming it but not what it holds', async () => {
     const { handler, failures } = dynamoDb();
     const odd = withAttributes('odd', { when: { X: '2026-11-30' } });
     expect(await handler(dynamoDbEvent([odd]), lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: odd.dynamodb!.SequenceNumber }] });
-    expect(failures()).toEqual([
-      'the body could not be parsed: attribute when has no type DynamoDB Streams sends (S, N, B, BOOL, NULL, M, L, SS, NS, BS): {"X":"2026-11-30"}',
-    ]);
+    expect(failures()).toEqual(['the body could not be parsed: attribute when has no type DynamoDB Streams sends (S, N, B, BOOL, NULL, M, L, SS, NS, BS)']);
   });
 });
 

@@ -283,8 +283,14 @@ describe('kinesisInbox: key options', () => {
     ['under a string', 'order.length', '{"page":"x","order":"o-1"}', `key field "order.length" is missing ${MUST_BE_SET}`],
     ['null', 'order.id', '{"page":"x","order":{"id":null}}', `key field "order.id" is null ${MUST_BE_SET}`],
     ['an object', 'order', '{"page":"x","order":{"id":"o-1"}}', `key field "order" is an object ${MUST_BE_SET}`],
-    ['a boolean', 'order.id', '{"page":"x","order":{"id":true}}', `key field "order.id" is the boolean true ${MUST_BE_SET}`],
-    ['a number past the largest finite one', 'order.id', '{"page":"x","order":{"id":1e400}}', `key field "order.id" is the number Infinity ${MUST_BE_SET}`],
+    ['a boolean', 'order.id', '{"page":"x","order":{"id":true}}', `key field "order.id" is a boolean ${MUST_BE_SET}`],
+    [
+      'a number past the largest finite one',
+      'order.id',
+      '{"page":"x","order":{"id":1e400}}',
+      `key field "order.id" is a number that is not finite ${MUST_BE_SET}`,
+    ],
+    ['an array', 'order.id', '{"page":"x","order":{"id":["o-1"]}}', `key field "order.id" is an array ${MUST_BE_SET}`],
     [
       'an empty string',
       'order.id',

@@ -228,7 +228,7 @@ describe('inbox() over a pool: options', () => {
     const [parked] = await parkedMessages(worker).list();
     expect(parked).toMatchObject({ sqsMessageId: record.messageId });
     // The effect is fixed: replay applies it (here: the same SQL, a different order id is not needed).
-    await pool.query('UPDATE inbox.parked_message SET body = \'{"orderId":"cured"}\' WHERE id = $1', [parked!.id]);
+    await pool.query('UPDATE inbox.parked_message SET payload = convert_to(\'{"orderId":"cured"}\', \'UTF8\') WHERE id = $1', [parked!.id]);
     expect(await parkedMessages(worker).replay(parked!.id)).toBe('replayed');
     expect(await parkedMessages(worker).replay(parked!.id)).not.toBe('replayed');
     expect(await shippedCounts()).toEqual({ cured: 1 });

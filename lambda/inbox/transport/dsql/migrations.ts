@@ -103,6 +103,20 @@ export const DSQL_INBOX_MIGRATIONS: InboxMigrationSet = {
         `CREATE TABLE IF NOT EXISTS ${t.schema}."role_scope" (role_name text NOT NULL, consumer_name text NOT NULL, PRIMARY KEY (role_name, consumer_name))`,
       ],
     },
+    // INBOX_MIGRATIONS' parked_message_payload, a statement each. Its attributes are json already.
+    { version: 9, name: 'parked_message_payload', statements: (t) => [`ALTER TABLE ${t.parked} ADD COLUMN IF NOT EXISTS payload bytea`] },
+    { version: 10, name: 'parked_message_payload_sha256', statements: (t) => [`ALTER TABLE ${t.parked} ADD COLUMN IF NOT EXISTS payload_sha256 bytea`] },
+    { version: 11, name: 'parked_message_body_nullable', statements: (t) => [`ALTER TABLE ${t.parked} ALTER COLUMN body DROP NOT NULL`] },
+    {
+      version: 12,
+      name: 'parked_message_record_unique',
+      statements: (t) => [`ALTER TABLE ${t.parked} DROP CONSTRAINT IF EXISTS parked_message_consumer_name_sqs_message_id_key`],
+    },
+    {
+      version: 13,
+      name: 'parked_message_record',
+      statements: (t) => [`CREATE UNIQUE INDEX ASYNC IF NOT EXISTS parked_message_record ON ${t.parked} (consumer_name, sqs_message_id, payload_sha256)`],
+    },
   ],
 };
 
