@@ -85,7 +85,12 @@ describe('parseWith(schema): a Standard Schema validator (zod) as parse', () => 
     expect((await handler({ Records: [good, bad] }, lambdaContext())).batchItemFailures).toEqual([]);
     expect(await db.query('SELECT order_id, shipped_count FROM public.orders')).toEqual([{ order_id: 'async-good', shipped_count: 3 }]);
     expect(await db.query('SELECT sqs_message_id, error_class, error_message FROM inbox.parked_message')).toEqual([
-      { sqs_message_id: bad.messageId, error_class: 'ParseError', error_message: 'the body could not be parsed: body.sku: unknown sku' },
+      {
+        sqs_message_id: bad.messageId,
+        error_class: 'ParseError',
+        error_message:
+          'the body could not be parsed: the zod schema refused the body at body.sku; its messages are left out, as they can quote the body (parseWith(schema, { issueMessages: true }) keeps them)',
+      },
     ]);
   });
 
@@ -111,7 +116,7 @@ describe('parseWith(schema): a Standard Schema validator (zod) as parse', () => 
     expect(logger.lines.filter((line) => line.message.startsWith('record failed')).map((line) => (line.extra[0] as { error: unknown }).error)).toEqual([
       {
         name: 'SchemaValidatorError',
-        message: "the sku-service schema's validator failed instead of answering (the sku service timed out); the body was not judged",
+        message: "the sku-service schema's validator threw Error instead of answering; the body was not judged",
       },
     ]);
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
@@ -133,7 +138,7 @@ describe('parseWith(schema): a Standard Schema validator (zod) as parse', () => 
     const temporary = sqsRecord({ body: { orderId: 'temporary', quantity: 1 } });
     const permanent = sqsRecord({ body: { orderId: 'permanent', quantity: 1 } });
     expect((await handler({ Records: [temporary, permanent] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: temporary.messageId }]);
-    expect(JSON.stringify(logger.lines)).toContain("the hand-made schema's validator failed instead of answering (a thrown string)");
+    expect(JSON.stringify(logger.lines)).toContain("the hand-made schema's validator threw a string instead of answering; the body was not judged");
     expect(await db.query('SELECT sqs_message_id, error_class, error_message FROM inbox.parked_message')).toEqual([
       { sqs_message_id: permanent.messageId, error_class: 'ParseError', error_message: 'the body could not be parsed: orders of this shop are closed' },
     ]);
@@ -157,7 +162,7 @@ describe('parseWith(schema): a Standard Schema validator (zod) as parse', () => 
     const bad = sqsRecord({ body: { orderId: 'refused' } });
     expect((await handler({ Records: [good, bad] }, lambdaContext())).batchItemFailures).toEqual([{ itemIdentifier: bad.messageId }]);
     expect(await db.query('SELECT order_id FROM public.orders')).toEqual([{ order_id: 'async-parse' }]);
-    expect(JSON.stringify(logger.lines)).toContain('"name":"ParseError","message":"the body could not be parsed: refused by the async parse"');
+    expect(JSON.stringify(logger.lines)).toContain('"name":"ParseError","message":"the body could not be parsed: parse threw Error, whose message is left out');
   });
 
   it('refuses, when the handler is built, something that is not a Standard Schema', () => {
