@@ -1,7 +1,7 @@
 import type { MSKRecord, SelfManagedKafkaRecord } from 'aws-lambda';
 import { InboxError, KeyError, ParseError, UnexpectedEventError } from '../errors.js';
 import { checkKey } from '../prepare/keys.js';
-import { looksLike, refuseForeign, shape } from './event-shape.js';
+import { looksLike, notARecord, refuseForeign, shape } from './event-shape.js';
 import type { InboxSource, SourceRecord } from './source.js';
 import { restartPoints } from './stream-report.js';
 import { streamKeyStrategy } from './stream-keys.js';
@@ -128,10 +128,12 @@ function sourceRecord(record: KafkaRecord, index: number): SourceRecord<KafkaRec
     index,
     id: placed ? `${lane}@${record.offset}` : undefined,
     body: typeof value === 'string' ? Buffer.from(value, 'base64').toString('utf8') : '',
+    // Not a tombstone: a record that is null has no value because it is no record.
     bodyError:
-      value === null || value === undefined || typeof value === 'string'
+      notARecord(record, 'Kafka') ??
+      (value === null || value === undefined || typeof value === 'string'
         ? undefined
-        : new ParseError(`the record's value is ${typeof value}, not a base64 string; Kafka records from Lambda always carry one (or none, for a tombstone)`),
+        : new ParseError(`the record's value is ${typeof value}, not a base64 string; Kafka records from Lambda always carry one (or none, for a tombstone)`)),
     lane,
     groupId: lane,
     attempt: 1,

@@ -1,7 +1,7 @@
 import type { KinesisStreamBatchResponse, KinesisStreamRecord } from 'aws-lambda';
 import { ParseError } from '../errors.js';
 import { checkKey } from '../prepare/keys.js';
-import { recordsArray } from './event-shape.js';
+import { notARecord, recordsArray } from './event-shape.js';
 import type { InboxSource, SourceRecord } from './source.js';
 import { KEY_OPTION, streamKeyStrategy } from './stream-keys.js';
 import type { StreamKeyStrategy } from './stream-keys.js';
@@ -56,9 +56,12 @@ function sourceRecord(record: KinesisStreamRecord, index: number): SourceRecord<
     id: sequenceNumber,
     body: typeof data === 'string' ? Buffer.from(data, 'base64').toString('utf8') : '',
     bodyError:
-      typeof data === 'string'
+      notARecord(record, 'Kinesis') ??
+      (typeof data === 'string'
         ? undefined
-        : new ParseError(`the record has no kinesis.data string (it is ${data === null ? 'null' : typeof data}); Kinesis records from Lambda always carry one`),
+        : new ParseError(
+            `the record has no kinesis.data string (it is ${data === null ? 'null' : typeof data}); Kinesis records from Lambda always carry one`,
+          )),
     lane: shard,
     groupId: shard,
     attempt: 1,
