@@ -412,7 +412,7 @@ describe.each(['transaction', 'statement'] as const)('a record that is not an ob
   });
 });
 
-describe('a FIFO batch whose first record names no queue', () => {
+describe('a FIFO batch of records Lambda would never send', () => {
   it('keeps a FIFO batch ordered when its first record is null: a failed group stops there', async () => {
     const { handler } = make(
       'park',
@@ -428,6 +428,20 @@ describe('a FIFO batch whose first record names no queue', () => {
     const failing = sqsRecord({ groupId: 'g', body: { orderId: 'g-1' } });
     const later = sqsRecord({ groupId: 'g', body: { orderId: 'g-2' } });
     const response = await handler({ Records: [null as never, failing, later] }, lambdaContext());
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: failing.messageId }, { itemIdentifier: later.messageId }]);
+    expect(await db.query('SELECT order_id FROM public.orders')).toEqual([]);
+  });
+
+  it('runs its records without attributes as one group: after a failure, the rest of them wait', async () => {
+    const { handler } = make('retry', {
+      apply: async (tx, message) => {
+        if (message.body.orderId === 'bare-1') throw new Error('warehouse down');
+        await tx.execute("INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'shipped', 1)", { orderId: message.body.orderId });
+      },
+    });
+    const bare = (orderId: string) => ({ ...sqsRecord({ groupId: 'g', body: { orderId } }), attributes: undefined as never });
+    const [failing, later] = [bare('bare-1'), bare('bare-2')];
+    const response = await handler({ Records: [failing, later] }, lambdaContext());
     expect(response.batchItemFailures).toEqual([{ itemIdentifier: failing.messageId }, { itemIdentifier: later.messageId }]);
     expect(await db.query('SELECT order_id FROM public.orders')).toEqual([]);
   });
