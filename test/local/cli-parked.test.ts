@@ -5,7 +5,7 @@ import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { inbox, kinesisInbox, PermanentError } from '../../lambda/inbox/index.js';
-import type { InboxHandler } from '../../lambda/inbox/index.js';
+import type { InboxHandler, InboxOptions } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 import { startSqsFixture } from '../support/sqs.js';
@@ -423,15 +423,23 @@ describe('npx sqs-inbox parked, on records that carry terminal escapes', () => {
   });
   type Hostile = typeof hostileRecord extends fc.Arbitrary<infer T> ? T : never;
 
-  /** Parks each record with a PermanentError that quotes its note (or a ParseError, for a body that is not JSON). */
-  async function parkHostile(hostile: readonly Hostile[]) {
-    const consumer = `cli-hostile-${++run}`;
+  /** A consumer of its own that parks what `apply` refuses. */
+  function parkingConsumer(name: string, options: Pick<InboxOptions<unknown>, 'apply' | 'parse'>) {
+    const consumer = `${name}-${++run}`;
     const handler = inbox<unknown>({
       consumer,
       database: db.target,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
       onPermanentError: parkOnError,
+      ...options,
+    });
+    return { consumer, handler };
+  }
+
+  /** Parks each record with a PermanentError that quotes its note (or a ParseError, for a body that is not JSON). */
+  async function parkHostile(hostile: readonly Hostile[]) {
+    const { consumer, handler } = parkingConsumer('cli-hostile', {
       apply: async (_, message) => {
         throw new PermanentError(`note rejected: ${String((message.body as { note?: unknown } | null)?.note)}`);
       },
@@ -452,13 +460,7 @@ describe('npx sqs-inbox parked, on records that carry terminal escapes', () => {
   }
 
   it("prints a record's escape sequences as visible escapes: show, list, and the prompt before a discard", async () => {
-    const consumer = `cli-escapes-${++run}`;
-    const handler = inbox<unknown>({
-      consumer,
-      database: db.target,
-      logger: recordingLogger(),
-      metrics: recordingMetrics(),
-      onPermanentError: parkOnError,
+    const { consumer, handler } = parkingConsumer('cli-escapes', {
       // The body is text, not JSON: parse takes it as it is.
       parse: (body) => body,
       apply: async () => {

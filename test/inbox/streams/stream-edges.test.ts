@@ -412,19 +412,19 @@ describe('a stream record that is null, parked', () => {
   const sources = [
     {
       name: 'kinesisInbox',
-      make: (options: object) => kinesisInbox<Page>({ ...(options as KinesisInboxOptions<Page>) }),
+      make: (options: object) => kinesisInbox(options as KinesisInboxOptions<Page>),
       event: () => kinesisEvent([kinesisRecord({ shard: SHARD_0, body: { page: 'good' } }), null as never]),
       words: 'Kinesis',
     },
     {
       name: 'dynamoDbInbox',
-      make: (options: object) => dynamoDbInbox({ ...(options as DynamoDbInboxOptions) }),
+      make: (options: object) => dynamoDbInbox(options as DynamoDbInboxOptions),
       event: () => dynamoDbEvent([dynamoDbRecord({ id: 'good' }), null as never]),
       words: 'DynamoDB Streams',
     },
     {
       name: 'kafkaInbox',
-      make: (options: object) => kafkaInbox({ ...(options as KafkaInboxOptions<unknown>) }),
+      make: (options: object) => kafkaInbox(options as KafkaInboxOptions<unknown>),
       event: () => ({
         ...kafkaEvent([kafkaRecord({ offset: 1, body: { id: 'good' } })]),
         records: { 'orders-0': [kafkaRecord({ offset: 1, body: { id: 'good' } })], 'orders-1': [null] },
