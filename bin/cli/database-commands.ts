@@ -3,6 +3,7 @@
 // with it the AWS SDK) only then.
 import { UsageError, atLeast, databaseTarget, namesFrom } from './flags.js';
 import type { FlagsTarget, DatabaseValues } from './flags.js';
+import { printableJson } from './printable.js';
 import { MIGRATION_SET_NAMES } from './usage.js';
 import { INBOX_ENV } from '../../lambda/inbox/contract.js';
 
@@ -24,7 +25,7 @@ export async function migrateCommand(values: DatabaseValues & { sets: string }):
     import('../../lambda/functions/migration/migrate.js'),
   ]);
   const report = await migrate(await session(target), migrationSets(names.join(',')), values.schema);
-  process.stdout.write(`${JSON.stringify(report)}\n`);
+  process.stdout.write(`${printableJson(report)}\n`);
   return 0;
 }
 
@@ -53,6 +54,6 @@ export async function purgeCommand(
   const target = databaseTarget(values, process.env);
   const { purge } = await import('../../lambda/inbox/operations.js');
   const report = await purge(await session(target), { retentionSeconds, batchSize, schema: values.schema });
-  process.stdout.write(`${JSON.stringify(report)}\n`);
+  process.stdout.write(`${printableJson(report)}\n`);
   return 0;
 }

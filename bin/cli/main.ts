@@ -3,11 +3,12 @@
 import { InboxConfigError } from '../../lambda/inbox/errors.js';
 import type { Command } from './commands.js';
 import { UsageError, inFlags } from './flags.js';
+import { printable, printableLines } from './printable.js';
 import { version } from './version.js';
 
 /** Prints what is wrong and the usage on stderr; misuse exits 2. */
 function misuse(name: string | undefined, problem: string, usage: string): number {
-  process.stderr.write(`sqs-inbox${name ? ` ${name}` : ''}: ${problem}\n\n${usage}`);
+  process.stderr.write(`${said(name, problem)}\n\n${usage}`);
   return 2;
 }
 
@@ -15,8 +16,16 @@ function misuse(name: string | undefined, problem: string, usage: string): numbe
 export function failed(name: string | undefined, error: unknown): number {
   // Some errors carry only a code (an AggregateError of refused connections has an empty message).
   const message = error instanceof Error ? error.message || `failed (${(error as NodeJS.ErrnoException).code ?? 'no message'})` : String(error);
-  process.stderr.write(`sqs-inbox${name ? ` ${name}` : ''}: ${message}\n`);
+  process.stderr.write(`${said(name, message)}\n`);
   return 1;
+}
+
+/**
+ * `sqs-inbox <command>: <message>`, safe for the terminal: a message may quote stored text or what the
+ * operator typed. Its further lines (a log it carries) are indented, so none can pass for a line of ours.
+ */
+function said(name: string | undefined, message: string): string {
+  return `sqs-inbox${name ? ` ${printable(name)}` : ''}: ${printableLines(message).join('\n  ')}`;
 }
 
 /** Runs the command `argv` names from `commands`, with `usage` as the CLI's help; resolves with the exit code. */

@@ -8,6 +8,7 @@ import type { RedriveResult } from '../../lambda/inbox/parked/redrive.js';
 import { session } from './database-commands.js';
 import { DATABASE_FLAGS, UsageError, databaseTarget, parseFlags, wholeNumber } from './flags.js';
 import type { FlagsTarget, FlagSpecs, Values } from './flags.js';
+import { printable, printableCell, printableJson, printableLines } from './printable.js';
 import { PARKED_USAGE } from './usage.js';
 
 export const PARKED_FLAGS = {
@@ -135,13 +136,13 @@ async function list(request: Request): Promise<number> {
   const messages = await (await store(request)).list({ includeReplayed: all, includeRedriven: all, includeDiscarded: all, limit });
   if (request.values.json) return printJson({ consumer: request.consumer, messages }, 0);
   if (messages.length === 0) {
-    process.stdout.write(`No ${all ? '' : 'still '}parked messages for consumer "${request.consumer}".\n`);
+    process.stdout.write(`No ${all ? '' : 'still '}parked messages for consumer "${printable(request.consumer)}".\n`);
     return 0;
   }
   process.stdout.write(listTable(messages));
   const more = messages.length === limit ? `; the oldest ${limit} shown, --limit shows more` : '';
   process.stdout.write(
-    `\n${messages.length} ${all ? '' : 'still '}parked message${messages.length === 1 ? '' : 's'} for consumer "${request.consumer}"${more}.\n`,
+    `\n${messages.length} ${all ? '' : 'still '}parked message${messages.length === 1 ? '' : 's'} for consumer "${printable(request.consumer)}"${more}.\n`,
   );
   return 0;
 }
@@ -151,7 +152,7 @@ async function show(request: Request): Promise<number> {
   const message = await (await store(request)).show(id);
   if (request.values.json) printJson({ consumer: request.consumer, message: message ?? null }, 0);
   else if (message) process.stdout.write(details(message, request.consumer));
-  if (!message) process.stderr.write(`sqs-inbox parked: consumer "${request.consumer}" has no parked message ${id}\n`);
+  if (!message) process.stderr.write(`sqs-inbox parked: consumer "${printable(request.consumer)}" has no parked message ${id}\n`);
   return message ? 0 : 1;
 }
 
@@ -231,8 +232,8 @@ async function confirmed(request: Request, messages: readonly (ParkedMessage | n
           : [
               String(message.id),
               message.status,
-              clip(`${message.errorClass}: ${message.errorMessage}`, 50),
-              verb === 'Redrive' ? destination(message, request.values['queue-url']) : '',
+              printableCell(`${message.errorClass}: ${message.errorMessage}`, 50),
+              verb === 'Redrive' ? shown(destination(message, request.values['queue-url'])) : '',
             ],
       ),
     ),
@@ -243,7 +244,7 @@ async function confirmed(request: Request, messages: readonly (ParkedMessage | n
   const what = verb === 'Redrive' ? (one ? 'back to its queue' : 'back to their queues') : 'for good';
   const answer = await new Promise<string>((resolve) => {
     prompt.once('close', () => resolve(''));
-    prompt.question(`${verb} ${messages.length} parked message${one ? '' : 's'} of consumer "${request.consumer}" ${what}? [y/N] `, resolve);
+    prompt.question(`${verb} ${messages.length} parked message${one ? '' : 's'} of consumer "${printable(request.consumer)}" ${what}? [y/N] `, resolve);
   });
   prompt.close();
   return /^y(es)?$/i.test(answer.trim());
@@ -255,9 +256,7 @@ function declined(): number {
 }
 
 function printJson(document: unknown, code: number): number {
-  // A parked message's payload is bytes: base64 in JSON (its text is `body`).
-  const bytes = (_: string, value: unknown) => (value instanceof Uint8Array ? Buffer.from(value).toString('base64') : value);
-  process.stdout.write(`${JSON.stringify(document, bytes)}\n`);
+  process.stdout.write(`${printableJson(document)}\n`);
   return code;
 }
 
@@ -269,39 +268,47 @@ function listTable(messages: readonly ParkedMessage[]): string {
       m.status,
       m.parkedAt.toISOString(),
       String(m.attempt),
-      clip(m.key ?? '-', 36),
-      clip(`${m.errorClass}: ${m.errorMessage}`, 60),
+      printableCell(m.key ?? '-', 36),
+      printableCell(`${m.errorClass}: ${m.errorMessage}`, 60),
     ]),
   );
 }
 
+/** One message, a field a line; the error and the body may take several, indented under their first. */
 function details(m: ParkedMessage, consumer: string): string {
   const at = (date: Date | null) => date?.toISOString() ?? '-';
   const sqs = m.attributes.record === undefined;
-  const attributes = Object.entries(m.attributes.messageAttributes ?? {}).map(
-    ([name, value]) => `${name}=${(value as { stringValue?: string }).stringValue ?? `(${(value as { dataType?: string }).dataType ?? '?'})`}`,
-  );
-  const lines: [string, string][] = [
+  const attributes = Object.entries(m.attributes.messageAttributes ?? {}).map(([name, value]) => {
+    const { stringValue, dataType } = (value ?? {}) as { stringValue?: unknown; dataType?: unknown };
+    return `${printable(name)}=${stringValue === undefined ? `(${shown(dataType ?? '?')})` : shown(stringValue)}`;
+  });
+  const lines: [string, string | string[]][] = [
     ['id', String(m.id)],
-    ['consumer', consumer],
+    ['consumer', printable(consumer)],
     ['status', m.status],
-    ['message id', m.sqsMessageId],
-    ['key', m.key ?? '- (none usable)'],
+    ['message id', printable(m.sqsMessageId)],
+    ['key', m.key === null ? '- (none usable)' : printable(m.key)],
     ['owns claim', m.ownsClaim ? 'yes (a delivery of its key is a duplicate until it is redriven)' : 'no'],
-    ['error', `${m.errorClass}: ${m.errorMessage}`],
+    ['error', printableLines(`${m.errorClass}: ${m.errorMessage}`)],
     ['attempt', String(m.attempt)],
     ['parked at', at(m.parkedAt)],
     ['replayed at', at(m.replayedAt)],
-    ['redriven at', m.redrivenAt ? `${at(m.redrivenAt)} to ${m.redrivenTo ?? '?'}` : '-'],
+    ['redriven at', m.redrivenAt ? `${at(m.redrivenAt)} to ${printable(m.redrivenTo ?? '?')}` : '-'],
     ['discarded at', at(m.discardedAt)],
-    ['source', sqs ? (m.attributes.eventSourceARN ?? '- (not stored: redrive needs --queue-url)') : 'a stream record (replay it; it cannot be redriven)'],
+    ['source', sqs ? shown(m.attributes.eventSourceARN ?? '- (not stored: redrive needs --queue-url)') : 'a stream record (replay it; it cannot be redriven)'],
   ];
   if (sqs) {
-    lines.push(['group id', m.attributes.attributes?.MessageGroupId ?? '-']);
+    lines.push(['group id', shown(m.attributes.attributes?.MessageGroupId ?? '-')]);
     lines.push(['attributes', attributes.length > 0 ? attributes.join(', ') : '-']);
   }
   const width = Math.max(...lines.map(([label]) => label.length)) + 2;
-  return `${lines.map(([label, value]) => `${label.padEnd(width)}${value}`).join('\n')}\nbody\n${indent(prettyBody(m.body))}\n`;
+  const field = ([label, value]: [string, string | string[]]) => `${label.padEnd(width)}${[value].flat().join(`\n${' '.repeat(width)}`)}`;
+  return `${lines.map(field).join('\n')}\nbody\n${indent(prettyBody(m.body))}\n`;
+}
+
+/** A value of the stored attributes, which hold whatever the record held: a string as it is, else as JSON. */
+function shown(value: unknown): string {
+  return printable(typeof value === 'string' ? value : String(JSON.stringify(value)));
 }
 
 function redriveRow(result: RedriveResult): string[] {
@@ -313,7 +320,7 @@ function redriveRow(result: RedriveResult): string[] {
       : result.refusal
         ? `${result.refusal}: ${result.message}`
         : (result.message ?? '');
-  return [String(result.id), result.status, result.queueUrl ?? '-', detail];
+  return [String(result.id), result.status, printable(result.queueUrl ?? '-'), printable(detail)];
 }
 
 function destination(message: ParkedMessage, queueUrl: string | undefined): string {
@@ -322,24 +329,17 @@ function destination(message: ParkedMessage, queueUrl: string | undefined): stri
   return message.attributes.eventSourceARN ?? '(unknown: refused without --queue-url)';
 }
 
-function prettyBody(body: string): string {
+/** The body as JSON indented, when it is JSON; else its lines. */
+function prettyBody(body: string): string[] {
   try {
-    return JSON.stringify(JSON.parse(body), null, 2);
+    return printableJson(JSON.parse(body), 2).split('\n');
   } catch {
-    return body;
+    return printableLines(body);
   }
 }
 
-function indent(text: string): string {
-  return text
-    .split('\n')
-    .map((line) => `  ${line}`)
-    .join('\n');
-}
-
-function clip(text: string, width: number): string {
-  const line = text.replace(/\s+/g, ' ');
-  return line.length > width ? `${line.slice(0, width - 3)}...` : line;
+function indent(lines: readonly string[]): string {
+  return lines.map((line) => `  ${line}`).join('\n');
 }
 
 function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {

@@ -102,7 +102,7 @@ const TIMESTAMP_TEXT = /^\d{4}-\d{1,2}-\d{1,2} \d{1,2}:\d{2}:\d{2}(\.\d{1,9})?$/
 
 function convertValue(parameter: { [key: string]: JsonValue }, where: string): { value: unknown; type: number } {
   const hint = parameter.typeHint;
-  if (hint !== undefined && (typeof hint !== 'string' || !(hint in TYPE_HINT_OIDS))) {
+  if (hint !== undefined && (typeof hint !== 'string' || !Object.hasOwn(TYPE_HINT_OIDS, hint))) {
     throw badRequest(`${where}.typeHint "${String(hint)}" is not one of ${Object.keys(TYPE_HINT_OIDS).join(', ')}.`);
   }
   const field = parameter.value;

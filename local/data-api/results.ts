@@ -124,14 +124,15 @@ export function executeResponse(
     if (duplicate !== undefined) {
       throw badRequest(`The result has two columns named "${duplicate}", which formatRecordsAs JSON cannot key a row by. Give each column a distinct alias.`);
     }
-    const rows = result.rows.map((row) => {
-      const object: Record<string, unknown> = {};
-      row.forEach((text, index) => {
-        const value = decode(text, index);
-        object[labels[index] as string] = Array.isArray(value) ? value.map((item) => item?.value ?? null) : (value?.value ?? null);
-      });
-      return object;
-    });
+    // fromEntries defines own properties: assigning a column named "__proto__" would drop it.
+    const rows = result.rows.map((row) =>
+      Object.fromEntries(
+        row.map((text, index) => {
+          const value = decode(text, index);
+          return [labels[index] as string, Array.isArray(value) ? value.map((item) => item?.value ?? null) : (value?.value ?? null)];
+        }),
+      ),
+    );
     return { formattedRecords: stringifyJson(rows), numberOfRecordsUpdated };
   }
   const records = result.rows.map((row) =>

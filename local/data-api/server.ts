@@ -116,15 +116,18 @@ export interface DataApiServer {
   close(): Promise<void>;
 }
 
-/** The REST path of each operation (§1.2); the last path segment decides, so an endpoint may have a path prefix. */
-const ROUTES: Record<string, CountedOperation> = {
-  Execute: 'ExecuteStatement',
-  BatchExecute: 'BatchExecuteStatement',
-  BeginTransaction: 'BeginTransaction',
-  CommitTransaction: 'CommitTransaction',
-  RollbackTransaction: 'RollbackTransaction',
-  ExecuteSql: 'ExecuteSql',
-};
+/**
+ * The REST path of each operation (§1.2); the last path segment decides, so an endpoint may have a path prefix.
+ * A Map, not an object: the segment is the client's, and `/constructor` must not find Object.prototype's.
+ */
+const ROUTES: ReadonlyMap<string, CountedOperation> = new Map([
+  ['Execute', 'ExecuteStatement'],
+  ['BatchExecute', 'BatchExecuteStatement'],
+  ['BeginTransaction', 'BeginTransaction'],
+  ['CommitTransaction', 'CommitTransaction'],
+  ['RollbackTransaction', 'RollbackTransaction'],
+  ['ExecuteSql', 'ExecuteSql'],
+]);
 
 /**
  * Starts an HTTP server that speaks the RDS Data API (restJson1) over a real PostgreSQL, so that
@@ -271,7 +274,7 @@ async function handle(request: IncomingMessage, response: ServerResponse, { cont
   });
   try {
     const path = new URL(request.url ?? '/', 'http://localhost').pathname;
-    const operation = ROUTES[path.slice(path.lastIndexOf('/') + 1)];
+    const operation = ROUTES.get(path.slice(path.lastIndexOf('/') + 1));
     if (!operation || request.method !== 'POST') {
       throw new DataApiErrorResponse(
         'UnknownOperationException',

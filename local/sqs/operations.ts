@@ -18,9 +18,10 @@ export type Handler = (input: Json, context: RequestContext) => Promise<Json> | 
 
 /**
  * The SQS operations of the AWS JSON 1.0 front, by name (`x-amz-target: AmazonSQS.<name>`): each reads
- * its members as AWS does (wire-input.ts), calls the model, and shapes the answer as AWS does.
+ * its members as AWS does (wire-input.ts), calls the model, and shapes the answer as AWS does. A Map, since
+ * the name is the client's: on an object, `AmazonSQS.constructor` would find Object.prototype's.
  */
-export function createHandlers(model: SqsModel, faults: SqsFaults): Record<string, Handler> {
+export function createHandlers(model: SqsModel, faults: SqsFaults): ReadonlyMap<string, Handler> {
   // A queue URL carrying the host the client reached this front by names this front's queue, whatever
   // the address the URL was made with (localhost or 127.0.0.1, a container name); other hosts and other
   // accounts name queues that are not here (queue-ref.ts).
@@ -36,7 +37,7 @@ export function createHandlers(model: SqsModel, faults: SqsFaults): Record<strin
       return url;
     }
   };
-  return {
+  const handlers: Record<string, Handler> = {
     CreateQueue: (input) => ({ QueueUrl: model.createQueue(requiredString(input, 'QueueName'), stringMap(input, 'Attributes')).url }),
     GetQueueUrl: (input) => ({ QueueUrl: model.getQueue(requiredString(input, 'QueueName')).url }),
     ListQueues: (input) => {
@@ -135,6 +136,7 @@ export function createHandlers(model: SqsModel, faults: SqsFaults): Record<strin
       return { Successful: result.successful.map((s) => ({ Id: s.id })), Failed: result.failed.map(failedEntry) };
     },
   };
+  return new Map(Object.entries(handlers));
 }
 
 /** Applies an injected entry fault around a batch call: rejected entries never reach the model. */

@@ -43,7 +43,7 @@ export const COMPUTED_ATTRIBUTES = [
 ] as const;
 
 export function isKnownAttributeName(name: string): boolean {
-  return name in INTEGER_RANGES || OTHER.includes(name) || (COMPUTED_ATTRIBUTES as readonly string[]).includes(name);
+  return Object.hasOwn(INTEGER_RANGES, name) || OTHER.includes(name) || (COMPUTED_ATTRIBUTES as readonly string[]).includes(name);
 }
 
 /** `Unknown Attribute <name>.`: AWS's InvalidAttributeName text (recorded in localstack's test_sqs.snapshot.json). */
@@ -82,7 +82,7 @@ export function parseQueueAttributes(
   const raw: Record<string, string> = { ...(options.base ?? {}) };
   const fifo = options.fifo;
   for (const [name, value] of Object.entries(attributes)) {
-    if (!(name in INTEGER_RANGES) && !OTHER.includes(name)) throw unknownAttribute(name);
+    if (!Object.hasOwn(INTEGER_RANGES, name) && !OTHER.includes(name)) throw unknownAttribute(name);
     if (!fifo && (name === 'DeduplicationScope' || name === 'FifoThroughputLimit')) {
       // localstack's StandardQueue.validate_queue_attributes (localstack-core/localstack/services/sqs/models.py).
       throw new SqsError('InvalidAttributeName', `You can specify the ${name} only when FifoQueue is set to true.`);

@@ -99,7 +99,7 @@ export async function startSqs(options: StartSqsOptions = {}): Promise<SqsServer
       log(`${operation || target}: answered 413, the request body is larger than ${MAX_REQUEST_BYTES} bytes`);
       return refuseBody(req, res, 413, {}, `HTTP content length exceeded ${MAX_REQUEST_BYTES} bytes.`);
     }
-    const handler = operation ? handlers[operation] : undefined;
+    const handler = handlers.get(operation);
     if (!handler) {
       log(`${target || '(no x-amz-target)'}: answered UnknownOperationException${operation ? ` (${operation} is not supported by this local SQS)` : ''}`);
       return sendCoralError(res, 'UnknownOperationException');

@@ -74,14 +74,15 @@ export function stringMap(input: Json, name: string): Record<string, string> {
     // local-aws-sqs: Attributes sent as a list or a string reach AWS as "Unknown Attribute 0.".
     throw new SqsError('InvalidAttributeName', 'Unknown Attribute 0.');
   }
-  const result: Record<string, string> = {};
+  const entries: [string, string][] = [];
   for (const [key, raw] of Object.entries(value as Record<string, unknown>)) {
     if (raw === null || raw === undefined) continue;
-    if (typeof raw === 'string' || typeof raw === 'number' || typeof raw === 'boolean') result[key] = String(raw);
+    if (typeof raw === 'string' || typeof raw === 'number' || typeof raw === 'boolean') entries.push([key, String(raw)]);
     else if (Array.isArray(raw)) throw serialization('Unrecognized collection type class java.lang.String', `${name}.${key} must be a string`);
     else throw serialization(STRUCTURE_NOT_EXPECTED, `${name}.${key} must be a string`);
   }
-  return result;
+  // fromEntries defines own properties: assigning result["__proto__"] would drop the client's key unseen.
+  return Object.fromEntries(entries);
 }
 
 /** The entries of a batch request: MissingParameter when absent. */

@@ -468,6 +468,92 @@ describe('key strategies', () => {
   });
 });
 
+describe.each(['transaction', 'statement'] as const)('a record that is not an object, in %s mode', (mode) => {
+  const notARecord = (what: string) => `the record is ${what}, not an object; SQS records from Lambda are always objects`;
+  const NO_MESSAGE_ID = 'a record that did not commit has no messageId, so it cannot be reported alone; failing the whole batch so SQS delivers it again';
+
+  it.each([
+    ['null', null],
+    ['a number', 42],
+    ['a string', 'orders'],
+    ['undefined', undefined],
+  ])('is %s: fails alone with a ParseError naming it, its batch mates apply once, and the batch fails whole (retry)', async (_, record) => {
+    const { handler, logger } = make('retry', {}, mode);
+    const first = sqsRecord({ body: { orderId: 'before' } });
+    const last = sqsRecord({ body: { orderId: 'after' } });
+    // Without a messageId the record cannot be reported alone, and reporting it succeeded would lose it.
+    await expect(handler({ Records: [first, record as never, last] }, lambdaContext())).rejects.toThrow(NO_MESSAGE_ID);
+    expect(JSON.stringify(logger.lines)).toContain(`"name":"ParseError","message":"${notARecord(record === null ? 'null' : typeof record)}"`);
+    expect(await db.query('SELECT order_id, shipped_count FROM public.orders ORDER BY order_id')).toEqual([
+      { order_id: 'after', shipped_count: 1 },
+      { order_id: 'before', shipped_count: 1 },
+    ]);
+    // The redelivery of the whole batch applies nothing twice.
+    await expect(handler({ Records: [first, record as never, last] }, lambdaContext())).rejects.toThrow(NO_MESSAGE_ID);
+    expect(await db.query('SELECT sum(shipped_count)::int AS n FROM public.orders')).toEqual([{ n: 2 }]);
+  });
+
+  it('is parked with its ParseError when it is null (park), and its batch mates succeed', async () => {
+    const { handler } = make('park', {}, mode);
+    const first = sqsRecord({ body: { orderId: 'before' } });
+    const response = await handler({ Records: [first, null as never] }, lambdaContext());
+    expect(response).toEqual({ batchItemFailures: [] });
+    expect(await db.query('SELECT sqs_message_id, message_key, body, error_class, error_message, attributes FROM inbox.parked_message')).toEqual([
+      {
+        sqs_message_id: '',
+        message_key: null,
+        body: '',
+        error_class: 'ParseError',
+        error_message: notARecord('null'),
+        attributes: { attributes: {}, messageAttributes: {} },
+      },
+    ]);
+    expect(await db.query('SELECT order_id FROM public.orders')).toEqual([{ order_id: 'before' }]);
+  });
+
+  it('takes a record whose eventSourceARN is not a string as naming no queue', async () => {
+    const { handler } = make('retry', {}, mode);
+    const record = { ...sqsRecord({ body: { orderId: 'odd-arn' } }), eventSourceARN: 42 as never };
+    expect(await handler({ Records: [record] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+    expect(await db.query('SELECT order_id FROM public.orders')).toEqual([{ order_id: 'odd-arn' }]);
+  });
+});
+
+describe('a FIFO batch of records Lambda would never send', () => {
+  it('keeps a FIFO batch ordered when its first record is null: a failed group stops there', async () => {
+    const { handler } = make(
+      'park',
+      {
+        apply: async (tx, message) => {
+          if (message.body.orderId === 'g-1') throw new Error('warehouse down');
+          await tx.execute("INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'shipped', 1)", { orderId: message.body.orderId });
+        },
+        statement: undefined,
+      },
+      'transaction',
+    );
+    const failing = sqsRecord({ groupId: 'g', body: { orderId: 'g-1' } });
+    const later = sqsRecord({ groupId: 'g', body: { orderId: 'g-2' } });
+    const response = await handler({ Records: [null as never, failing, later] }, lambdaContext());
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: failing.messageId }, { itemIdentifier: later.messageId }]);
+    expect(await db.query('SELECT order_id FROM public.orders')).toEqual([]);
+  });
+
+  it('runs its records without attributes as one group: after a failure, the rest of them wait', async () => {
+    const { handler } = make('retry', {
+      apply: async (tx, message) => {
+        if (message.body.orderId === 'bare-1') throw new Error('warehouse down');
+        await tx.execute("INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'shipped', 1)", { orderId: message.body.orderId });
+      },
+    });
+    const bare = (orderId: string) => ({ ...sqsRecord({ groupId: 'g', body: { orderId } }), attributes: undefined as never });
+    const [failing, later] = [bare('bare-1'), bare('bare-2')];
+    const response = await handler({ Records: [failing, later] }, lambdaContext());
+    expect(response.batchItemFailures).toEqual([{ itemIdentifier: failing.messageId }, { itemIdentifier: later.messageId }]);
+    expect(await db.query('SELECT order_id FROM public.orders')).toEqual([]);
+  });
+});
+
 describe('events that are not SQS events', () => {
   const foreign: [string, unknown, RegExp][] = [
     ['an empty object', {}, /inbox\(\) handles SQS events, which carry a "Records" array; got an empty object\. Check the function's trigger/],

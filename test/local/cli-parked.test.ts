@@ -2,14 +2,16 @@ import { spawn } from 'node:child_process';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import type { SQSRecord } from 'aws-lambda';
+import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { inbox, kinesisInbox, PermanentError } from '../../lambda/inbox/index.js';
-import type { InboxHandler } from '../../lambda/inbox/index.js';
+import type { InboxHandler, InboxOptions } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 import { startSqsFixture } from '../support/sqs.js';
 import type { SqsFixture } from '../support/sqs.js';
 import { kinesisEvent, kinesisRecord } from '../support/streams.js';
+import { rawControls, storableHostileText } from '../support/hostile-text.js';
 import { park as parkOnError, parkedMessages } from '../../lambda/inbox/parked/index.js';
 
 /** The installed bin: compiled JavaScript, as `npx sqs-inbox` runs it (`npm test` builds dist/ first). */
@@ -39,7 +41,10 @@ async function cliRun(args: string[], env: NodeJS.ProcessEnv = {}) {
   return { code, stdout, stderr };
 }
 
-/** Runs the CLI on a pseudo-terminal (util-linux `script`), typing `answer` at its prompt. */
+/**
+ * Runs the CLI on a pseudo-terminal (util-linux `script`), typing `answer` at its prompt. `output` has the
+ * terminal's CRs taken out; `raw` is every byte the terminal got.
+ */
 async function cliOnTerminal(args: string[], env: NodeJS.ProcessEnv, answer: string) {
   const command = [process.execPath, BIN, ...args].map((arg) => `'${arg.replace(/'/g, "'\\''")}'`).join(' ');
   const child = spawn('script', ['-qec', command, '/dev/null'], { env: { ...process.env, ...NO_TARGET, ...env } });
@@ -54,7 +59,7 @@ async function cliOnTerminal(args: string[], env: NodeJS.ProcessEnv, answer: str
     }
   });
   const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
-  return { code, output: output.replace(/\r/g, '') };
+  return { code, output: output.replace(/\r/g, ''), raw: output };
 }
 
 let db: InboxFixture;
@@ -389,4 +394,154 @@ describe('npx sqs-inbox parked', () => {
     expect(accepted.code).toBe(0);
     expect((await status(id))!.discarded_at).toBeInstanceOf(Date);
   });
+});
+
+describe('npx sqs-inbox parked, on records that carry terminal escapes', () => {
+  const SEED = 20_261_204;
+  /** The prompt and the answer's echo run on the terminal's own line discipline: readline writes no cursor moves on a dumb terminal. */
+  const DUMB = { TERM: 'dumb' };
+
+  /** Everything a run printed holds no character a terminal acts on, but the layout's line breaks. */
+  function expectPrintable(run: { stdout: string; stderr: string }) {
+    expect(rawControls(run.stdout, { lineBreaks: true }), `stdout: ${JSON.stringify(run.stdout)}`).toEqual([]);
+    expect(rawControls(run.stderr, { lineBreaks: true }), `stderr: ${JSON.stringify(run.stderr)}`).toEqual([]);
+  }
+
+  /**
+   * What a terminal got, its line discipline's CR LF read as the line break it stands for, and the CR
+   * readline writes itself after the answer it echoes.
+   */
+  const onTerminal = (raw: string) => raw.replace(/\r\n/g, '\n').replace('[y/N] n\r\n', '[y/N] n\n');
+
+  /** What a hostile producer controls in a record: its body, key, an attribute, its group, the text its failure quotes; and a forged queue ARN. */
+  const hostileRecord = fc.record({
+    note: storableHostileText({ minLength: 1 }),
+    rawBody: fc.boolean(),
+    key: storableHostileText({ minLength: 1, maxLength: 8 }),
+    attributeName: storableHostileText({ minLength: 1, maxLength: 6 }),
+    attributeValue: storableHostileText({ minLength: 1, maxLength: 10 }),
+    group: storableHostileText({ maxLength: 6 }),
+    queue: storableHostileText({ maxLength: 8 }),
+  });
+  type Hostile = typeof hostileRecord extends fc.Arbitrary<infer T> ? T : never;
+
+  /** A consumer of its own that parks what `apply` refuses. */
+  function parkingConsumer(name: string, options: Pick<InboxOptions<unknown>, 'apply' | 'parse'>) {
+    const consumer = `${name}-${++run}`;
+    const handler = inbox<unknown>({
+      consumer,
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      onPermanentError: parkOnError,
+      ...options,
+    });
+    return { consumer, handler };
+  }
+
+  /** Parks each record with a PermanentError that quotes its note (or a ParseError, for a body that is not JSON). */
+  async function parkHostile(hostile: readonly Hostile[]) {
+    const { consumer, handler } = parkingConsumer('cli-hostile', {
+      apply: async (_, message) => {
+        throw new PermanentError(`note rejected: ${String((message.body as { note?: unknown } | null)?.note)}`);
+      },
+    });
+    const records = hostile.map((h): SQSRecord => {
+      const record = sqsRecord({ body: h.rawBody ? h.note : { note: h.note }, key: h.key });
+      return {
+        ...record,
+        attributes: { ...record.attributes, MessageGroupId: h.group },
+        messageAttributes: { ...record.messageAttributes, [h.attributeName]: { dataType: 'String', stringValue: h.attributeValue } },
+        eventSourceARN: `arn:aws:sqs:us-east-1:000000000000:${h.queue}`,
+      };
+    });
+    expect((await handler({ Records: records }, lambdaContext())).batchItemFailures).toEqual([]);
+    const stored = await parkedMessages(handler).list({ limit: 1000 });
+    expect(stored).toHaveLength(hostile.length);
+    return { consumer, stored };
+  }
+
+  it("prints a record's escape sequences as visible escapes: show, list, and the prompt before a discard", async () => {
+    const { consumer, handler } = parkingConsumer('cli-escapes', {
+      // The body is text, not JSON: parse takes it as it is.
+      parse: (body) => body,
+      apply: async () => {
+        throw new PermanentError('warehouse \x1b]0;owned\x07\x1b[2J\rstatus  discarded \u202eevil\u009b31m');
+      },
+    });
+    const record = {
+      ...sqsRecord({ body: 'plain \x1b[31mred\u2066 text', key: 'key-\u202e' }),
+      eventSourceARN: 'arn:aws:sqs:us-east-1:000000000000:orders\u200f',
+    };
+    await handler({ Records: [record] }, lambdaContext());
+    const [parked] = await parkedMessages(handler).list();
+    const error = 'PermanentError: warehouse \\x1b]0;owned\\x07\\x1b[2J\\rstatus  discarded \\u202eevil\\x9b31m';
+
+    const show = await cliRun(['parked', 'show', String(parked!.id), '--consumer', consumer], env);
+    expect(show.stdout).toContain(`\nkey           key-\\u202e\n`);
+    expect(show.stdout).toContain(`\nerror         ${error}\n`);
+    expect(show.stdout).toContain(`\nsource        arn:aws:sqs:us-east-1:000000000000:orders\\u200f\n`);
+    expect(show.stdout).toContain('\nbody\n  plain \\x1b[31mred\\u2066 text\n');
+    expectPrintable(show);
+
+    const list = await cliRun(['parked', 'list', '--consumer', consumer], env);
+    expect(list.stdout.split('\n')[1]).toMatch(/ key-\\u202e +PermanentError: warehouse \\x1b]0;owned\\x07\\x1b\[2J\\rstatus\.\.\.$/);
+    expectPrintable(list);
+
+    const json = await cliRun(['parked', 'show', String(parked!.id), '--consumer', consumer, '--json'], env);
+    expect(json.stdout).toContain('"errorMessage":"warehouse \\u001b]0;owned\\u0007\\u001b[2J\\rstatus  discarded \\u202eevil\\u009b31m"');
+    expect(JSON.parse(json.stdout).message.errorMessage).toBe(parked!.errorMessage);
+    expectPrintable(json);
+
+    if (existsSync('/usr/bin/script')) {
+      const prompt = await cliOnTerminal(['parked', 'redrive', String(parked!.id), '--consumer', consumer], { ...env, ...DUMB }, 'n');
+      expect(prompt.output).toContain(
+        `\n${String(parked!.id).padEnd(2)}  parked  PermanentError: warehouse \\x1b]0;owned\\x07\\x1b[...  arn:aws:sqs:us-east-1:000000000000:orders\\u200f\n`,
+      );
+      expect(rawControls(onTerminal(prompt.raw), { lineBreaks: true })).toEqual([]);
+    }
+  }, 60_000);
+
+  it('prints nothing of theirs a terminal acts on, over generated hostile records: list, show, their --json (which reads back to the stored values), the prompts, redrive and misuse', async () => {
+    const hostile = fc.sample(hostileRecord, { seed: SEED, numRuns: 6 });
+    const { consumer, stored } = await parkHostile(hostile);
+    const ids = stored.map((message) => String(message.id));
+
+    for (const args of [['list'], ['list', '--all']]) {
+      const printed = await cliRun(['parked', ...args, '--consumer', consumer], env);
+      expect(printed.code).toBe(0);
+      expectPrintable(printed);
+      const json = await cliRun(['parked', ...args, '--consumer', consumer, '--json'], env);
+      expectPrintable(json);
+      expect(JSON.parse(json.stdout)).toEqual({ consumer, messages: JSON.parse(JSON.stringify(stored)) });
+    }
+    for (const message of stored) {
+      const printed = await cliRun(['parked', 'show', String(message.id), '--consumer', consumer], env);
+      expect(printed.code).toBe(0);
+      expectPrintable(printed);
+      const json = await cliRun(['parked', 'show', String(message.id), '--consumer', consumer, '--json'], env);
+      expectPrintable(json);
+      expect(JSON.parse(json.stdout)).toEqual({ consumer, message: JSON.parse(JSON.stringify(message)) });
+    }
+    if (existsSync('/usr/bin/script')) {
+      for (const subcommand of ['discard', 'redrive']) {
+        const prompt = await cliOnTerminal(['parked', subcommand, ...ids, '--consumer', consumer], { ...env, ...DUMB }, 'n');
+        expect(prompt.code).toBe(1);
+        expect(rawControls(onTerminal(prompt.raw), { lineBreaks: true }), JSON.stringify(prompt.raw)).toEqual([]);
+      }
+    }
+    // Their queue ARNs are quoted by the refusals, or name queues this SQS does not have.
+    const redriven = await cliRun(['parked', 'redrive', ...ids, '--consumer', consumer, '--yes', '--sqs-endpoint', f.sqs.endpoint], env);
+    expect(redriven.code).toBe(1);
+    expectPrintable(redriven);
+    // Misuse quotes what it was given; a consumer that has none of these ids is named.
+    const misuse = await cliRun(['parked', 'redrive', ids[0]!, '--consumer', consumer, '--yes', '--queue-url', `q${hostile[0]!.note}`], env);
+    expect(misuse.code).toBe(2);
+    expect(misuse.stderr).toMatch(/^sqs-inbox parked: --queue-url "q.*" is not a queue URL/);
+    expectPrintable(misuse);
+    const nobody = await cliRun(['parked', 'show', ids[0]!, '--consumer', `x${hostile[0]!.note}`], env);
+    expect(nobody.code).toBe(1);
+    expectPrintable(nobody);
+    // Some twenty runs of the CLI, each loading the AWS SDK.
+  }, 180_000);
 });

@@ -112,13 +112,6 @@ export const EQUIVALENT_MUTANTS = [
   {
     file: 'lambda/inbox/sources/sqs.ts',
     scope: 'lane: fifo ?',
-    code: 'record.attributes?.MessageGroupId',
-    mutators: ['OptionalChaining'],
-    reason: "Lambda's SQS records always carry attributes",
-  },
-  {
-    file: 'lambda/inbox/sources/sqs.ts',
-    scope: 'lane: fifo ?',
     code: "''",
     mutators: ['StringLiteral'],
     reason: 'the fallback group name is only a Map key',

@@ -3,7 +3,7 @@ import { ParseError } from '../errors.js';
 import { checkKey } from '../prepare/keys.js';
 import { unmarshallImage } from './dynamodb-image.js';
 import type { PlainItem } from './dynamodb-image.js';
-import { recordsArray } from './event-shape.js';
+import { notARecord, recordsArray } from './event-shape.js';
 import type { InboxSource, SourceRecord } from './source.js';
 import { KEY_OPTION, streamKeyStrategy } from './stream-keys.js';
 import type { StreamKeyStrategy } from './stream-keys.js';
@@ -101,7 +101,9 @@ function sourceRecord(record: DynamoDBRecord, index: number): SourceRecord<Dynam
     id: sequenceNumber,
     body,
     payload: Buffer.from(body),
-    bodyError: described ? undefined : new ParseError('the record has no dynamodb object; DynamoDB Streams records from Lambda always carry one'),
+    bodyError:
+      notARecord(record, 'DynamoDB Streams') ??
+      (described ? undefined : new ParseError('the record has no dynamodb object; DynamoDB Streams records from Lambda always carry one')),
     // One batch comes from one shard, which the record does not name: the whole batch is one lane.
     lane: 'shard',
     groupId: undefined,

@@ -1,4 +1,4 @@
-import { UnexpectedEventError } from '../errors.js';
+import { ParseError, UnexpectedEventError } from '../errors.js';
 
 /** What Lambda puts in `eventSource` for each of the event sources a function can be triggered by. */
 const SOURCES: Record<string, string> = {
@@ -43,6 +43,15 @@ export function recordsArray(event: unknown, expected: ExpectedEvent): readonly 
     refuseForeign((record as { eventSource?: unknown } | null)?.eventSource, `Records[${index}].eventSource`, expected);
   }
   return records;
+}
+
+/**
+ * Why a record is no record at all (null, a number, a string): it fails, or parks, alone with this, as a
+ * record without a body does, and its batch mates go on. Undefined for an object, whose fields its source checks.
+ */
+export function notARecord(record: unknown, source: string): ParseError | undefined {
+  if (typeof record === 'object' && record !== null) return undefined;
+  return new ParseError(`the record is ${record === null ? 'null' : typeof record}, not an object; ${source} records from Lambda are always objects`);
 }
 
 /** Refuses an `eventSource` the handler does not take; an absent one is accepted (hand-built events). */

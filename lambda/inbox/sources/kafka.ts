@@ -2,7 +2,7 @@ import type { MSKRecord, SelfManagedKafkaRecord } from 'aws-lambda';
 import { InboxError, KeyError, ParseError, UnexpectedEventError } from '../errors.js';
 import { checkKey } from '../prepare/keys.js';
 import { parseJson } from '../prepare/json-body.js';
-import { looksLike, refuseForeign, shape } from './event-shape.js';
+import { looksLike, notARecord, refuseForeign, shape } from './event-shape.js';
 import { withPayload, withoutPayload } from './parked-record.js';
 import type { PayloadPath } from './parked-record.js';
 import type { InboxSource, SourceRecord } from './source.js';
@@ -151,10 +151,12 @@ function sourceRecord(record: KafkaRecord, index: number): SourceRecord<KafkaRec
     id: placed ? `${lane}@${record.offset}` : undefined,
     body: bytes.toString('utf8'),
     payload: bytes,
+    // Not a tombstone: a record that is null has no value because it is no record.
     bodyError:
-      value === null || value === undefined || typeof value === 'string'
+      notARecord(record, 'Kafka') ??
+      (value === null || value === undefined || typeof value === 'string'
         ? undefined
-        : new ParseError(`the record's value is ${typeof value}, not a base64 string; Kafka records from Lambda always carry one (or none, for a tombstone)`),
+        : new ParseError(`the record's value is ${typeof value}, not a base64 string; Kafka records from Lambda always carry one (or none, for a tombstone)`)),
     lane,
     groupId: lane,
     attempt: 1,

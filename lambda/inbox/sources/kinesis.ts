@@ -2,7 +2,7 @@ import type { KinesisStreamBatchResponse, KinesisStreamRecord } from 'aws-lambda
 import { ParseError } from '../errors.js';
 import { checkKey } from '../prepare/keys.js';
 import { parseJson } from '../prepare/json-body.js';
-import { recordsArray } from './event-shape.js';
+import { notARecord, recordsArray } from './event-shape.js';
 import { withPayload, withoutPayload } from './parked-record.js';
 import type { PayloadPath } from './parked-record.js';
 import type { InboxSource, SourceRecord } from './source.js';
@@ -64,9 +64,12 @@ function sourceRecord(record: KinesisStreamRecord, index: number): SourceRecord<
     body: bytes.toString('utf8'),
     payload: bytes,
     bodyError:
-      typeof data === 'string'
+      notARecord(record, 'Kinesis') ??
+      (typeof data === 'string'
         ? undefined
-        : new ParseError(`the record has no kinesis.data string (it is ${data === null ? 'null' : typeof data}); Kinesis records from Lambda always carry one`),
+        : new ParseError(
+            `the record has no kinesis.data string (it is ${data === null ? 'null' : typeof data}); Kinesis records from Lambda always carry one`,
+          )),
     lane: shard,
     groupId: shard,
     attempt: 1,

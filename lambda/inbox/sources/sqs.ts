@@ -6,22 +6,26 @@ import type { KeyStrategy } from '../prepare/keys.js';
 import type { ParkedMessage } from '../parked/store.js';
 import type { ConsumerOptions, InboxOptions } from '../handler/options.js';
 import { parseJson } from '../prepare/json-body.js';
-import { recordsArray } from './event-shape.js';
+import { notARecord, recordsArray } from './event-shape.js';
 import type { InboxSource, SourceRecord } from './source.js';
 import { textBytes } from './text-bytes.js';
 
 /**
  * True when the batch comes from a FIFO queue, which only its ARN tells: a standard queue's records carry
  * a MessageGroupId too when it is a fair queue, and their groups are not ordered. One batch comes from one
- * queue, so its first record decides.
+ * queue, so any record that names a FIFO queue decides, not only the first: that one may be null or
+ * hand-built, and a FIFO batch taken for a standard one would run its groups out of order.
  */
 export function isFifo(records: readonly SQSRecord[]): boolean {
-  return records[0]?.eventSourceARN?.endsWith('.fifo') === true;
+  return records.some((record) => {
+    const arn: unknown = record?.eventSourceARN;
+    return typeof arn === 'string' && arn.endsWith('.fifo');
+  });
 }
 
 /** ApproximateReceiveCount: 1 on the first delivery. */
 export function receiveCount(record: SQSRecord): number {
-  const count = Number(record.attributes?.ApproximateReceiveCount);
+  const count = Number(record?.attributes?.ApproximateReceiveCount);
   return Number.isInteger(count) && count > 0 ? count : 1;
 }
 
@@ -63,9 +67,9 @@ export const sqsInboxSource: InboxSource<SQSRecord, SQSBatchResponse, KeyStrateg
     return { batchItemFailures: failed.map((record) => ({ itemIdentifier: record.id! })) };
   },
   parkedAttributes: (record) => ({
-    attributes: record.attributes ?? {},
-    messageAttributes: record.messageAttributes ?? {},
-    eventSourceARN: record.eventSourceARN,
+    attributes: record?.attributes ?? {},
+    messageAttributes: record?.messageAttributes ?? {},
+    eventSourceARN: record?.eventSourceARN,
   }),
   fromParked: (parked: ParkedMessage) =>
     sourceRecord(
@@ -85,17 +89,18 @@ export const sqsInboxSource: InboxSource<SQSRecord, SQSBatchResponse, KeyStrateg
     ),
 };
 
+/** `record` is what the event holds, which need not be an object (see notARecord). */
 function sourceRecord(record: SQSRecord, index: number, fifo: boolean): SourceRecord<SQSRecord> {
-  const body = typeof record.body === 'string' ? record.body : '';
+  const body = typeof record?.body === 'string' ? record.body : '';
   return {
     raw: record,
     index,
-    id: typeof record.messageId === 'string' && record.messageId.length > 0 ? record.messageId : undefined,
+    id: typeof record?.messageId === 'string' && record.messageId.length > 0 ? record.messageId : undefined,
     body,
     payload: textBytes(body),
-    bodyError: bodyError(record, body),
-    lane: fifo ? (record.attributes?.MessageGroupId ?? '') : undefined,
-    groupId: record.attributes?.MessageGroupId,
+    bodyError: notARecord(record, 'SQS') ?? bodyError(record, body),
+    lane: fifo ? (record?.attributes?.MessageGroupId ?? '') : undefined,
+    groupId: record?.attributes?.MessageGroupId,
     attempt: receiveCount(record),
   };
 }

@@ -149,14 +149,24 @@ describe('kafkaInbox: records without their place in the topic', () => {
     expect(warnings()).toEqual([{ message: 'record failed; Lambda will deliver it again', record: undefined, error: NO_PLACE_KEY_ERROR }]);
   });
 
-  it('takes a null record as a record without its place', async () => {
+  it.each([
+    ['null', null],
+    ['a number', 7],
+  ])('fails a record that is %s for what it is, not as a tombstone, and the whole batch, since it has no place', async (_, record) => {
     const { handler, seen, warnings } = make();
-    const event = { ...kafkaEvent([good()]), records: { 'orders-1': [good()], 'orders-0': [null] } };
+    const event = { ...kafkaEvent([good()]), records: { 'orders-1': [good()], 'orders-0': [record] } };
     const error = await rejection(handler(event as never, lambdaContext()));
     expect(error).toBeInstanceOf(InboxError);
     expect(error!.message).toBe(NO_PLACE_REFUSAL);
     expect(seen.map((m) => m.body?.id)).toEqual(['good']);
-    expect(warnings()).toEqual([{ message: 'record failed; Lambda will deliver it again', record: undefined, error: NO_PLACE_KEY_ERROR }]);
+    const what = record === null ? 'null' : typeof record;
+    expect(warnings()).toEqual([
+      {
+        message: 'record failed; Lambda will deliver it again',
+        record: undefined,
+        error: { name: 'ParseError', message: `the record is ${what}, not an object; Kafka records from Lambda are always objects` },
+      },
+    ]);
   });
 
   it('fails the whole batch when one failed partition has no place, though another failed partition could be resumed', async () => {

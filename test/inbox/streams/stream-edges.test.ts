@@ -1,10 +1,10 @@
 import type { DynamoDBRecord, KinesisStreamRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dynamoDbInbox, kinesisInbox } from '../../../lambda/inbox/index.js';
-import type { DynamoDbChange, DynamoDbInboxOptions, InboxMessage, KinesisInboxOptions } from '../../../lambda/inbox/index.js';
+import { dynamoDbInbox, kafkaInbox, kinesisInbox } from '../../../lambda/inbox/index.js';
+import type { DynamoDbChange, DynamoDbInboxOptions, InboxMessage, KafkaInboxOptions, KinesisInboxOptions } from '../../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
-import { dynamoDbEvent, dynamoDbRecord, kinesisEvent, kinesisRecord } from '../../support/streams.js';
+import { dynamoDbEvent, dynamoDbRecord, kafkaEvent, kafkaRecord, kinesisEvent, kinesisRecord } from '../../support/streams.js';
 import { park, parkedMessages } from '../../../lambda/inbox/parked/index.js';
 
 // Records no event source mapping sends (a hand-built or corrupted event), key options at their edges, and
@@ -145,7 +145,8 @@ describe('kinesisInbox: a record Lambda would never send', () => {
     ['no sequence number', (record: Loose) => void delete record.kinesis.sequenceNumber, NO_SEQUENCE_NUMBER],
     ['an empty sequence number', (record: Loose) => void (record.kinesis.sequenceNumber = ''), NO_SEQUENCE_NUMBER],
     ['a numeric sequence number', (record: Loose) => void (record.kinesis.sequenceNumber = 123), NO_SEQUENCE_NUMBER],
-    ['nothing at all (null)', () => null, noData('undefined')],
+    ['nothing at all (null)', () => null, 'the record is null, not an object; Kinesis records from Lambda are always objects'],
+    ['a number instead of a record', () => 7, 'the record is number, not an object; Kinesis records from Lambda are always objects'],
   ])('fails a record with %s, and the whole invocation after the other shard ran, since Lambda cannot restart from it', async (_, edit, message) => {
     const { handler, pages, failures } = kinesis();
     const bad = edited(kinesisRecord({ shard: SHARD_1, body: { page: 'bad' } }), edit);
@@ -354,7 +355,9 @@ describe('dynamoDbInbox: a record Lambda would never send', () => {
 
     expect(outcome).toEqual({ name: 'InboxError', message: NO_RESTART });
     expect(ids()).toEqual(['a']);
-    expect(failures()).toEqual([failedLine(undefined, 'ParseError', NO_DYNAMODB)]);
+    expect(failures()).toEqual([
+      failedLine(undefined, 'ParseError', 'the record is null, not an object; DynamoDB Streams records from Lambda are always objects'),
+    ]);
   });
 
   it('fails a change without an eventID, reporting its sequence number', async () => {
@@ -414,5 +417,62 @@ describe('dynamoDbInbox: key options', () => {
       name: 'InboxConfigError',
       message: `inbox option "key": the string "sequence-number" is not a key strategy; use 'event-id', { field: 'orderId' }, a function of the record`,
     });
+  });
+});
+
+describe('a stream record that is null, parked', () => {
+  // Parking stores a record that is no record with its cause, as it stores one without data; it has no
+  // sequence number to report, but a parked record needs no report: it succeeded.
+  const sources = [
+    {
+      name: 'kinesisInbox',
+      make: (options: object) => kinesisInbox(options as KinesisInboxOptions<Page>),
+      event: () => kinesisEvent([kinesisRecord({ shard: SHARD_0, body: { page: 'good' } }), null as never]),
+      words: 'Kinesis',
+    },
+    {
+      name: 'dynamoDbInbox',
+      make: (options: object) => dynamoDbInbox(options as DynamoDbInboxOptions),
+      event: () => dynamoDbEvent([dynamoDbRecord({ id: 'good' }), null as never]),
+      words: 'DynamoDB Streams',
+    },
+    {
+      name: 'kafkaInbox',
+      make: (options: object) => kafkaInbox(options as KafkaInboxOptions<unknown>),
+      event: () => ({
+        ...kafkaEvent([kafkaRecord({ offset: 1, body: { id: 'good' } })]),
+        records: { 'orders-0': [kafkaRecord({ offset: 1, body: { id: 'good' } })], 'orders-1': [null] },
+      }),
+      words: 'Kafka',
+    },
+  ];
+
+  it.each(sources)('$name parks it with a ParseError naming it, and applies its batch mates', async ({ make, event, words }) => {
+    let applied = 0;
+    const handler = make({
+      consumer: `edges-null-${run++}`,
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      onPermanentError: park,
+      apply: async () => void applied++,
+    }) as (event: unknown, context: unknown) => Promise<{ batchItemFailures: unknown[] }>;
+
+    expect(await handler(event(), lambdaContext())).toEqual({ batchItemFailures: [] });
+
+    expect(applied).toBe(1);
+    const parked = await parkedMessages(handler as never).list();
+    expect(
+      parked.map(({ sqsMessageId, key, body, errorClass, errorMessage, attributes }) => ({ sqsMessageId, key, body, errorClass, errorMessage, attributes })),
+    ).toEqual([
+      {
+        sqsMessageId: '',
+        key: null,
+        body: '',
+        errorClass: 'ParseError',
+        errorMessage: `the record is null, not an object; ${words} records from Lambda are always objects`,
+        attributes: { record: null },
+      },
+    ]);
   });
 });

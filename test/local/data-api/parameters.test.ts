@@ -158,6 +158,12 @@ describe('local Data API: binding parameters', () => {
     expect(unknown.message).toContain('is not one of DATE, TIME, TIMESTAMP, DECIMAL, JSON, UUID');
   });
 
+  it.each(['constructor', 'toString', '__proto__'])('refuses the typeHint %s, which only a JavaScript object inherits', async (hint) => {
+    const error = await rejectionOf(h.execute('SELECT :d', [{ name: 'd', value: { stringValue: '1' }, typeHint: hint as never }]));
+    expect(error).toBeInstanceOf(BadRequestException);
+    expect(error.message).toBe(`parameters[0] ("d").typeHint "${hint}" is not one of DATE, TIME, TIMESTAMP, DECIMAL, JSON, UUID.`);
+  });
+
   it("refuses a TIMESTAMP hint on an ISO 8601 string, as JDBC's Timestamp.valueOf behind the Data API does", async () => {
     // The Data API guide gives the format "YYYY-MM-DD HH:MM:SS[.FFF]"; koxudaxi/local-data-api#85 reports
     // that the real service does not read ISO strings (Drizzle and kysely-data-api strip the T and Z for it).

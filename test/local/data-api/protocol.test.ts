@@ -122,6 +122,18 @@ describe('local Data API: wire protocol', () => {
     expect(big.message).toContain('4 MiB');
   });
 
+  // The last path segment names the operation; a name the route table inherits from Object.prototype is none.
+  it.each(['constructor', 'toString', '__proto__', 'hasOwnProperty'])('answers POST /%s with 404 UnknownOperationException, counting no call', async (name) => {
+    h.server.stats.reset();
+    const response = await fetch(`${h.server.endpoint}/${name}`, { method: 'POST', body: '{}' });
+    expect(response.status).toBe(404);
+    expect(response.headers.get('x-amzn-errortype')).toBe('UnknownOperationException:http://internal.amazon.com/coral/com.amazon.rdsdataservice/');
+    expect(((await response.json()) as { message: string }).message).toBe(
+      `No Data API operation at POST /${name}. Operations are POST /Execute, /BatchExecute, /BeginTransaction, /CommitTransaction and /RollbackTransaction.`,
+    );
+    expect(h.server.stats.total()).toBe(0);
+  });
+
   it('sends the error type header in the Coral form and a JSON message body', async () => {
     const response = await fetch(`${h.server.endpoint}/Execute`, {
       method: 'POST',

@@ -134,6 +134,11 @@ describe('local Data API: results', () => {
     expect(JSON.parse(typed.formattedRecords as string)).toEqual([{ d: 1.5, l: '7' }]);
   });
 
+  it('keys formattedRecords by any column name, __proto__ and constructor included', async () => {
+    const result = await h.execute('SELECT 1 AS "__proto__", 2 AS "constructor"', undefined, { formatRecordsAs: 'JSON' });
+    expect(result.formattedRecords).toBe('[{"__proto__":1,"constructor":2}]');
+  });
+
   it('refuses duplicate column names with formatRecordsAs JSON, naming the column', async () => {
     const error = await rejectionOf(h.execute('SELECT 1 AS a, 2 AS a', undefined, { formatRecordsAs: 'JSON' }));
     expect(error).toBeInstanceOf(BadRequestException);

@@ -51,6 +51,21 @@ describe('content type', () => {
   });
 });
 
+describe('operation names', () => {
+  // The JSON front answers a target it does not know as AWS's coral front does: 400 with only
+  // {"__type":"com.amazon.coral.service#UnknownOperationException"} (dynalite test/connection.js recorded
+  // the same front of DynamoDB). A name the handler table inherits from Object.prototype is not an operation.
+  it.each(['Nope', 'constructor', 'toString', '__proto__', 'hasOwnProperty', 'valueOf', '__defineGetter__'])(
+    'answers AmazonSQS.%s with 400 UnknownOperationException and changes nothing',
+    async (operation) => {
+      const url = await createQueue(sqs.client, 'names');
+      const raw = await post(sqs.f.sqs.endpoint, operation, { QueueUrl: url });
+      expect([raw.status, JSON.parse(raw.text)]).toEqual([400, { __type: 'com.amazon.coral.service#UnknownOperationException' }]);
+      expect(await receive(sqs.client, url)).toEqual([]);
+    },
+  );
+});
+
 describe('queue URLs', () => {
   // A URL names one account's queue at one endpoint; another account or another host names a queue
   // that is not here: QueueDoesNotExist (getmoto/moto#3657, checked against AWS with an arbitrary address;

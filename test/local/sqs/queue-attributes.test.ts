@@ -1,6 +1,6 @@
 import { GetQueueAttributesCommand, SendMessageCommand, SetQueueAttributesCommand } from '@aws-sdk/client-sqs';
 import { describe, expect, it } from 'vitest';
-import { createQueue, errorOf, useSqs } from './helpers.js';
+import { createQueue, errorOf, post, useSqs } from './helpers.js';
 
 const sqs = useSqs();
 
@@ -72,4 +72,23 @@ describe('queue attributes', () => {
       'You can use one type of server-side encryption (SSE) at one time. You can either enable KMS SSE or SQS SSE.',
     ]);
   });
+
+  // A name is an attribute only if SQS has it, not because a JavaScript object inherits it: AWS answers
+  // "Unknown Attribute <name>." (InvalidAttributeName, recorded in localstack's test_sqs.snapshot.json).
+  // Raw requests: the SDK's own serializer drops an attribute named __proto__ before sending it.
+  it.each(['constructor', 'toString', '__proto__', 'hasOwnProperty'])(
+    'refuses the attribute name %s as unknown, in every call that takes names',
+    async (name) => {
+      const unknown = { __type: 'com.amazonaws.sqs#InvalidAttributeName', message: `Unknown Attribute ${name}.` };
+      const attributesNamed = `{${JSON.stringify(name)}:"1"}`;
+      const created = await post(sqs.f.sqs.endpoint, 'CreateQueue', `{"QueueName":"inherited-names","Attributes":${attributesNamed}}`);
+      expect([created.status, JSON.parse(created.text)]).toEqual([400, unknown]);
+      const url = await createQueue(sqs.client, 'inherited');
+      const set = await post(sqs.f.sqs.endpoint, 'SetQueueAttributes', `{"QueueUrl":${JSON.stringify(url)},"Attributes":${attributesNamed}}`);
+      expect([set.status, JSON.parse(set.text)]).toEqual([400, unknown]);
+      const got = await post(sqs.f.sqs.endpoint, 'GetQueueAttributes', { QueueUrl: url, AttributeNames: [name] });
+      expect([got.status, JSON.parse(got.text)]).toEqual([400, unknown]);
+      expect(Object.keys(await attributes(url))).not.toContain(name);
+    },
+  );
 });
