@@ -498,11 +498,11 @@ describe.each(['transaction', 'statement'] as const)('a record that is not an ob
     const first = sqsRecord({ body: { orderId: 'before' } });
     const response = await handler({ Records: [first, null as never] }, lambdaContext());
     expect(response).toEqual({ batchItemFailures: [] });
-    expect(await db.query('SELECT sqs_message_id, message_key, body, error_class, error_message, attributes FROM inbox.parked_message')).toEqual([
+    expect(await db.query('SELECT sqs_message_id, message_key, payload, error_class, error_message, attributes FROM inbox.parked_message')).toEqual([
       {
         sqs_message_id: '',
         message_key: null,
-        body: '',
+        payload: Buffer.alloc(0),
         error_class: 'ParseError',
         error_message: notARecord('null'),
         attributes: { attributes: {}, messageAttributes: {} },
