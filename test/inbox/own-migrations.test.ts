@@ -235,6 +235,7 @@ async function migrateWithoutChecksums(session: DataApiSession, sets: readonly R
     parked: '"inbox"."parked_message"',
     outbox: '"inbox"."outbox_message"',
     migrations: '"inbox"."schema_migration"',
+    outboxOrder: '"inbox"."outbox_older_unsent"',
   };
   for (const set of sets) {
     for (const migration of set.migrations) {

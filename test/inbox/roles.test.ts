@@ -27,6 +27,8 @@ const ROLES = {
   credits: `inbox_consumer_credits_${run}`,
   foreign: `someone_${run}`,
   bounded: `inbox_bounded_${run}`,
+  // What consumers 'order-worker' and 'order_worker' both map to by default.
+  shared: `inbox_consumer_order_worker_${run}`,
 };
 const ARN = (name: string) => `arn:aws:secretsmanager:us-east-1:123456789012:secret:${name}-${run}`;
 const SECRET = {
@@ -37,6 +39,8 @@ const SECRET = {
   credits: ARN('credits'),
   previous: ARN('previous'),
   bounded: ARN('bounded'),
+  firstApp: ARN('first-app'),
+  secondApp: ARN('second-app'),
 };
 // As Secrets Manager generates them: printable ASCII.
 const PASSWORD = {
@@ -46,6 +50,8 @@ const PASSWORD = {
   outbox: randomBytes(18).toString('base64'),
   credits: randomBytes(18).toString('base64'),
   bounded: randomBytes(18).toString('base64'),
+  firstApp: randomBytes(18).toString('base64'),
+  secondApp: randomBytes(18).toString('base64'),
 };
 const ORDERS_GRANT = JSON.stringify([{ on: 'public.orders', privileges: ['SELECT', 'INSERT', 'UPDATE'] }]);
 
@@ -56,6 +62,8 @@ const secretsManager: Record<string, DatabaseCredentials> = {
   [SECRET.outbox]: { username: ROLES.outbox, password: PASSWORD.outbox },
   [SECRET.credits]: { username: ROLES.credits, password: PASSWORD.credits },
   [SECRET.bounded]: { username: ROLES.bounded, password: PASSWORD.bounded },
+  [SECRET.firstApp]: { username: ROLES.shared, password: PASSWORD.firstApp },
+  [SECRET.secondApp]: { username: ROLES.shared, password: PASSWORD.secondApp },
 };
 
 let server: DataApiServer;
@@ -375,7 +383,7 @@ describe('database roles, signed in through the local Data API', () => {
     await bystander.end().catch(() => {});
   });
 
-  it("scopes the consumer to its own claims and parked messages: another consumer's are neither seen nor written", async () => {
+  it("scopes the consumer to its own claims, parked messages and outbox rows: another consumer's are neither seen nor written", async () => {
     // Arrange: a neighbour consumer on the same database, with a claim, a parked message and an unsent outbox row.
     await superuser.query(`INSERT INTO inbox.consumed_message (consumer_name, message_id) VALUES ('neighbour', 'secret-${run}')`);
     await superuser.query(
@@ -389,9 +397,14 @@ describe('database roles, signed in through the local Data API', () => {
     const consumer = sessionAs(SECRET.consumer);
     const count = async (sql: string) => Number((await consumer.execute(sql)).rows[0]!.n);
 
-    // Act + Assess: reads see none of the neighbour's claims or parked bodies.
+    // Act + Assess: reads see none of the neighbour's claims, parked bodies or outbox bodies.
     expect(await count("SELECT count(*) AS n FROM inbox.consumed_message WHERE consumer_name = 'neighbour'")).toBe(0);
     expect(await count("SELECT count(*) AS n FROM inbox.parked_message WHERE consumer_name = 'neighbour'")).toBe(0);
+    expect(await count(`SELECT count(*) AS n FROM inbox.outbox_message WHERE idempotency_key = 'n-${run}'`)).toBe(0);
+    // Marking the neighbour's unsent row sent (so that it is never delivered) changes nothing.
+    const marked = await consumer.execute(`UPDATE inbox.outbox_message SET sent_at = now() WHERE idempotency_key = 'n-${run}'`);
+    expect(marked.updated).toBe(0);
+    expect((await superuser.query(`SELECT sent_at FROM inbox.outbox_message WHERE idempotency_key = 'n-${run}'`)).rows).toEqual([{ sent_at: null }]);
     // Writes under another consumer's name are refused: no claim that would make the neighbour skip a message.
     for (const sql of [
       `INSERT INTO inbox.consumed_message (consumer_name, message_id) VALUES ('neighbour', 'forged-${run}')`,
@@ -402,10 +415,9 @@ describe('database roles, signed in through the local Data API', () => {
     ]) {
       await expect(consumer.execute(sql), sql).rejects.toThrow(/violates row-level security policy/);
     }
-    // Its own name works; unsent outbox rows of every consumer stay visible, for the relay's FIFO group order.
+    // Its own name works (the relay's FIFO check across consumers: test/inbox/isolation.test.ts).
     await consumer.execute(`INSERT INTO inbox.consumed_message (consumer_name, message_id) VALUES ('orders', 'own-${run}')`);
     expect(await count(`SELECT count(*) AS n FROM inbox.consumed_message WHERE consumer_name = 'orders' AND message_id = 'own-${run}'`)).toBe(1);
-    expect(await count(`SELECT count(*) AS n FROM inbox.outbox_message WHERE idempotency_key = 'n-${run}'`)).toBe(1);
     // The purge is not scoped: it still sees every consumer's claims.
     expect(
       Number((await sessionAs(SECRET.purge).execute(`SELECT count(*) AS n FROM inbox.consumed_message WHERE message_id = 'secret-${run}'`)).rows[0]!.n),
@@ -587,8 +599,55 @@ describe('database roles, signed in through the local Data API', () => {
     expect(foreign.rows).toEqual([{ rolpassword: null }]);
   });
 
+  it("refuses a second deploy's role made for another consumer under the same name (order-worker, then order_worker), and keeps the first one's password and scope", async () => {
+    // Arrange: two apps on one database, each with its own secret, whose consumer names map to one role.
+    const firstApp = { Role: ROLES.shared, RoleSecretArn: SECRET.firstApp, Label: 'consumer order-worker', Consumer: 'order-worker', Grants: '[]' };
+    const secondApp = { Role: ROLES.shared, RoleSecretArn: SECRET.secondApp, Label: 'consumer order_worker', Consumer: 'order_worker', Grants: '[]' };
+    await roleResource(roleEvent('Create', firstApp));
+
+    // Act
+    const second = roleResource(roleEvent('Create', secondApp));
+    // An update that renames its role onto the taken one is a new role for that resource, refused alike.
+    const renamed = roleResource(roleEvent('Update', secondApp, { ...secondApp, Role: `inbox_consumer_order_worker_2_${run}` }));
+
+    // Assess: both refused, naming the fix; the first app still signs in, scoped as it was.
+    const refusal = `role "${ROLES.shared}" was created by sqs-inbox for "consumer order-worker", not for "consumer order_worker"`;
+    await expect(second).rejects.toThrow(refusal);
+    await expect(second).rejects.toThrow(/Fix: give this one a `databaseRole` of its own/);
+    await expect(renamed).rejects.toThrow(refusal);
+    expect(await signsIn(ROLES.shared, PASSWORD.firstApp)).toBe(true);
+    expect(await signsIn(ROLES.shared, PASSWORD.secondApp)).toBe(false);
+    const scope = await superuser.query('SELECT consumer_name FROM inbox.role_scope WHERE role_name = $1', [ROLES.shared]);
+    expect(scope.rows).toEqual([{ consumer_name: 'order-worker' }]);
+
+    // Act + Assess: the second app's stack deleted (as a stack whose role two deploys shared before this check): the role stays.
+    await roleResource(roleEvent('Delete', secondApp));
+    expect(JSON.parse(logLines.at(-1)!)).toMatchObject({ message: 'database role left: it was created for another deploy', dropped: false });
+    expect(await signsIn(ROLES.shared, PASSWORD.firstApp)).toBe(true);
+  });
+
+  it('lets the resource that made a role rename the consumer it serves, and then refuses the old name to another deploy', async () => {
+    // Arrange: the role of the test above, made for 'order-worker'.
+    const before = { Role: ROLES.shared, RoleSecretArn: SECRET.firstApp, Label: 'consumer order-worker', Consumer: 'order-worker', Grants: '[]' };
+    const after = { ...before, Label: 'consumer order-worker-v2', Consumer: 'order-worker-v2' };
+
+    // Act
+    await roleResource(roleEvent('Update', after, before));
+
+    // Assess
+    const scope = await superuser.query('SELECT consumer_name FROM inbox.role_scope WHERE role_name = $1', [ROLES.shared]);
+    expect(scope.rows).toEqual([{ consumer_name: 'order-worker-v2' }]);
+    const comment = await superuser.query("SELECT shobj_description(oid, 'pg_authid') AS comment FROM pg_roles WHERE rolname = $1", [ROLES.shared]);
+    expect(comment.rows).toEqual([{ comment: 'sqs-inbox: consumer order-worker-v2' }]);
+    await expect(roleResource(roleEvent('Create', before))).rejects.toThrow(
+      /was created by sqs-inbox for "consumer order-worker-v2", not for "consumer order-worker"/,
+    );
+    await roleResource(roleEvent('Delete', after));
+    expect((await superuser.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [ROLES.shared])).rows).toEqual([]);
+  });
+
   it('drops the role on delete, and never fails a delete', async () => {
-    await roleResource(roleEvent('Delete', { Role: ROLES.purge, RoleSecretArn: SECRET.purge, Purpose: 'purge', Grants: '[]' }));
+    await roleResource(roleEvent('Delete', { Role: ROLES.purge, RoleSecretArn: SECRET.purge, Purpose: 'purge', Label: 'purge', Grants: '[]' }));
     const gone = await superuser.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [ROLES.purge]);
     expect(gone.rows).toEqual([]);
     // Gone already, and a database that cannot be reached: both still succeed, so the stack can be deleted.
