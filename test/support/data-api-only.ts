@@ -36,6 +36,7 @@ export const TRANSPORT_FREE_FILES: Readonly<Record<string, string>> = {
   'test/inbox/transport/postgres-environment.test.ts': "postgresFromEnvironment's settings, through its own TLS front and pools",
   'test/inbox/dsql-maintenance.test.ts': 'the DSQL purge function, on its own profile and pool',
   'test/inbox/dsql-schema.test.ts': "the DSQL schema function's SQL, on its own profile",
+  'test/inbox/dsql-isolation.test.ts': 'the DSQL isolation matrix, with roles the DSQL schema function maps, on its own profile',
   'test/inbox/transport/dsql.test.ts': 'the DSQL target and its profile themselves, on their own profile and pools',
 };
 

@@ -1,0 +1,179 @@
+import { randomBytes } from 'node:crypto';
+import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
+import pg from 'pg';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { DSQL_ROLE_RESOURCE_TYPE, DSQL_SCHEMA_RESOURCE_TYPE, dsqlSchemaHandler } from '../../lambda/functions/dsql-schema/dsql-schema.js';
+import { dsql } from '../../lambda/inbox/transport/dsql/index.js';
+import type { DsqlTarget } from '../../lambda/inbox/transport/dsql/index.js';
+import type { InboxSession } from '../../lambda/inbox/transport/session.js';
+import { WIRE_SESSION } from '../../lambda/inbox/transport/wire-target.js';
+import { dsqlRoleStatements } from '../../lib/dsql/dsql-role-sql.js';
+import type { InboxRolePurpose } from '../../lib/database/inbox-database-role.js';
+import { DSQL_PROFILE_EXEMPT, dsqlOnProfile, startDsqlProfile } from '../../local/dsql/profile.js';
+import type { DsqlProfile } from '../../local/dsql/profile.js';
+import { freshDatabase } from '../support/database.js';
+import { checkCell, disagreements, readMatrix } from '../support/isolation-matrix.js';
+import type { Actor, MatrixDatabase } from '../support/isolation-matrix.js';
+
+// The DSQL isolation matrix of docs/stack.md, cell by cell, on the DSQL profile: the schema and every role made by the
+// DSQL schema function's own code from the statements InboxDsqlDatabase writes (lib/dsql/dsql-role-sql.ts), each role
+// signing in as itself. PostgreSQL has no `AWS IAM GRANT`: a password stands in for the IAM token, set by the test.
+
+const run = randomBytes(3).toString('hex');
+const ROLE = {
+  alpha: `inbox_consumer_alpha_${run}`,
+  beta: `inbox_consumer_beta_${run}`,
+  gamma: `inbox_consumer_gamma_${run}`,
+  purge: `inbox_purge_${run}`,
+  sweeper: `inbox_outbox_relay_${run}`,
+};
+const PASSWORD = randomBytes(18).toString('base64');
+const CLUSTER = { Endpoint: 'abcdefghijklmnopqrstuvwxyz.dsql.eu-west-1.on.aws', Region: 'eu-west-1' };
+const IAM_ROLE = 'arn:aws:iam::123456789012:role/InboxDsqlStack-Function-AbC123';
+const FIFO = 'https://sqs.us-east-1.amazonaws.com/123456789012/isolation.fifo';
+
+let url: string;
+let direct: pg.Pool;
+let profile: DsqlProfile;
+const targets: DsqlTarget[] = [];
+
+const event = (resourceType: string, properties: object) =>
+  ({
+    RequestType: 'Create',
+    ResourceType: resourceType,
+    ResourceProperties: { ServiceToken: 'arn:aws:lambda:eu-west-1:123456789012:function:x', ...CLUSTER, ...properties },
+  }) as unknown as CloudFormationCustomResourceEvent;
+
+const handler = dsqlSchemaHandler(() => dsqlOnProfile(profile, { database: new URL(url).pathname.slice(1) }));
+
+/** Maps a role as InboxDsqlDatabase would, but for the IAM grant PostgreSQL lacks; then gives it the test's password. */
+async function mapRole(role: string, purpose: InboxRolePurpose, schema: string, consumer?: string): Promise<void> {
+  const statements = dsqlRoleStatements({ role, iamRoleArn: IAM_ROLE, purpose, grants: [], schema }).filter(
+    (statement) => !statement.sql.startsWith('AWS IAM'),
+  );
+  await handler(
+    event(DSQL_ROLE_RESOURCE_TYPE, {
+      Role: role,
+      IamRoleArn: IAM_ROLE,
+      Statements: JSON.stringify(statements),
+      ...(consumer === undefined ? {} : { Consumer: consumer, Schema: schema }),
+    }),
+  );
+  await direct.query(`ALTER ROLE ${role} PASSWORD '${PASSWORD}'`);
+}
+
+function sessionAs(user: string, password = PASSWORD): InboxSession {
+  const target = dsql({
+    endpoint: profile.host,
+    port: profile.port,
+    region: 'us-east-1',
+    user,
+    database: new URL(url).pathname.slice(1),
+    ssl: false,
+    password: async () => password,
+    maxConnections: 2,
+  });
+  targets.push(target);
+  return target[WIRE_SESSION]({ callTimeoutMs: 10_000, resumeDelaysMs: [] });
+}
+
+beforeAll(async () => {
+  url = await freshDatabase('dsql_isolation');
+  direct = new pg.Pool({ connectionString: url, max: 2, options: DSQL_PROFILE_EXEMPT });
+  // Strict: every statement the schema function sends, held to DSQL's supported SQL, the listed and the unlisted alike.
+  profile = await startDsqlProfile(url, { strict: true });
+  for (const schema of ['inbox', 'other']) await handler(event(DSQL_SCHEMA_RESOURCE_TYPE, { Schema: schema, Migrations: 'inbox' }));
+  await mapRole(ROLE.alpha, 'consumer', 'inbox', 'alpha');
+  await mapRole(ROLE.beta, 'consumer', 'inbox', 'beta');
+  await mapRole(ROLE.gamma, 'consumer', 'other', 'gamma');
+  await mapRole(ROLE.purge, 'purge', 'inbox');
+  await mapRole(ROLE.sweeper, 'outbox', 'inbox');
+  for (const consumer of ['alpha', 'beta']) {
+    await direct.query('INSERT INTO inbox.consumed_message (consumer_name, message_id) VALUES ($1, $2)', [consumer, `m-${consumer}`]);
+    await direct.query(
+      `INSERT INTO inbox.parked_message (consumer_name, sqs_message_id, body, attributes, error_class, error_message, attempt)
+       VALUES ($1, $2, $3, '{}', 'PermanentError', 'no', 1)`,
+      [consumer, `p-${consumer}`, `${consumer}'s parked body`],
+    );
+    await direct.query(
+      `INSERT INTO inbox.outbox_message (consumer_name, message_key, position, idempotency_key, destination, body, group_id)
+       VALUES ($1, 'm', 0, $2, $3, $4, 'seed')`,
+      [consumer, `o-${consumer}`, FIFO, `${consumer}'s outbox body`],
+    );
+  }
+}, 60_000);
+
+afterAll(async () => {
+  for (const target of targets) await target.pool.end().catch(() => {});
+  await profile?.close();
+  for (const role of Object.values(ROLE)) {
+    await direct.query(`DROP OWNED BY ${role}`).catch(() => {});
+    await direct.query(`DROP ROLE IF EXISTS ${role}`).catch(() => {});
+  }
+  await direct?.end();
+});
+
+const matrix = readMatrix('dsql');
+const ACTORS: Record<string, () => Actor> = {
+  'consumer A': () => ({ session: sessionAs(ROLE.alpha), consumer: 'alpha' }),
+  'consumer B': () => ({ session: sessionAs(ROLE.beta), consumer: 'beta' }),
+  'consumer C (its own schema)': () => ({ session: sessionAs(ROLE.gamma), consumer: 'gamma' }),
+  purge: () => ({ session: sessionAs(ROLE.purge) }),
+  'sweeper / relay (InboxOutboxRelay)': () => ({ session: sessionAs(ROLE.sweeper) }),
+  // DSQL's admin, which the schema function signs in as: the profile's superuser plays it.
+  migration: () => ({
+    session: dsqlOnProfile(profile, { database: new URL(url).pathname.slice(1) })[WIRE_SESSION]({ callTimeoutMs: 10_000, resumeDelaysMs: [] }),
+  }),
+};
+
+async function matrixDatabase(): Promise<MatrixDatabase> {
+  const { rows } = await direct.query<{ table_name: string; column_name: string }>(
+    "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'inbox' ORDER BY table_name, ordinal_position",
+  );
+  const columns: Record<string, string[]> = {};
+  for (const row of rows) (columns[row.table_name] ??= []).push(row.column_name);
+  return { schema: 'inbox', consumers: ['alpha', 'beta'], columns, call: (fn) => `SELECT "inbox"."${fn}"('${FIFO}', 'seed', 1, '{}'::bigint[]) AS held` };
+}
+
+describe('the isolation matrix of docs/stack.md, on the DSQL profile', () => {
+  it('names every role, and every table and function of the inbox schema with each of its operations', async () => {
+    expect(matrix.roles).toEqual(Object.keys(ACTORS));
+    const { rows } = await direct.query<{ object: string; kind: string }>(
+      `SELECT table_name AS object, 'table' AS kind FROM information_schema.tables WHERE table_schema = 'inbox'
+       UNION ALL
+       SELECT p.proname, 'function' FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'inbox'`,
+    );
+    const inCatalog = rows.flatMap((row) =>
+      row.kind === 'function' ? [`${row.object} EXECUTE`] : ['SELECT', 'INSERT', 'UPDATE', 'DELETE'].map((op) => `${row.object} ${op}`),
+    );
+    expect(matrix.rows.map((row) => `${row.object} ${row.operation}`).sort()).toEqual(inCatalog.sort());
+  });
+
+  const cells = matrix.rows.flatMap((row) => matrix.roles.map((role) => [row.object, row.operation, role, row] as const));
+  it.each(cells)('%s %s as %s', async (_object, _operation, role, row) => {
+    const results = await checkCell(await matrixDatabase(), row, row.cells[role]!, ACTORS[role]!());
+    expect(results.length).toBeGreaterThan(0);
+    expect(disagreements(results)).toEqual([]);
+  });
+
+  it("keeps consumer C to its own schema, where it claims, parks and sends as on Aurora, and records each consumer's role", async () => {
+    const gamma = sessionAs(ROLE.gamma);
+    await gamma.execute("INSERT INTO other.consumed_message (consumer_name, message_id) VALUES ('gamma', 'm-1')");
+    await gamma.execute(
+      `INSERT INTO other.outbox_message (consumer_name, message_key, position, idempotency_key, destination, body, group_id)
+       VALUES ('gamma', 'm-1', 0, 'k-1', :destination, 'b', 'g')`,
+      { destination: FIFO },
+    );
+    const held = await gamma.execute(`SELECT other.outbox_older_unsent(:destination, 'g', 9223372036854775807, '{}'::bigint[]) AS held`, {
+      destination: FIFO,
+    });
+    expect(held.rows).toEqual([{ held: true }]);
+    const { rows } = await direct.query("SELECT 'inbox' AS schema, * FROM inbox.role_scope UNION ALL SELECT 'other', * FROM other.role_scope ORDER BY 3");
+    expect(rows).toEqual([
+      { schema: 'inbox', role_name: ROLE.alpha, consumer_name: 'alpha' },
+      { schema: 'inbox', role_name: ROLE.beta, consumer_name: 'beta' },
+      { schema: 'other', role_name: ROLE.gamma, consumer_name: 'gamma' },
+    ]);
+    expect(profile.violations).toEqual([]);
+  });
+});
