@@ -12,8 +12,8 @@ import type { InboxRolePurpose } from '../../lib/database/inbox-database-role.js
 import { DSQL_PROFILE_EXEMPT, dsqlOnProfile, startDsqlProfile } from '../../local/dsql/profile.js';
 import type { DsqlProfile } from '../../local/dsql/profile.js';
 import { freshDatabase } from '../support/database.js';
-import { checkCell, disagreements, readMatrix } from '../support/isolation-matrix.js';
-import type { Actor, MatrixDatabase } from '../support/isolation-matrix.js';
+import { MATRIX_FIFO, matrixTests, readMatrix, seedConsumerRows } from '../support/isolation-matrix.js';
+import type { Actor } from '../support/isolation-matrix.js';
 
 // The DSQL isolation matrix of docs/stack.md, cell by cell, on the DSQL profile: the schema and every role made by the
 // DSQL schema function's own code from the statements InboxDsqlDatabase writes (lib/dsql/dsql-role-sql.ts), each role
@@ -30,7 +30,6 @@ const ROLE = {
 const PASSWORD = randomBytes(18).toString('base64');
 const CLUSTER = { Endpoint: 'abcdefghijklmnopqrstuvwxyz.dsql.eu-west-1.on.aws', Region: 'eu-west-1' };
 const IAM_ROLE = 'arn:aws:iam::123456789012:role/InboxDsqlStack-Function-AbC123';
-const FIFO = 'https://sqs.us-east-1.amazonaws.com/123456789012/isolation.fifo';
 
 let url: string;
 let direct: pg.Pool;
@@ -88,19 +87,7 @@ beforeAll(async () => {
   await mapRole(ROLE.gamma, 'consumer', 'other', 'gamma');
   await mapRole(ROLE.purge, 'purge', 'inbox');
   await mapRole(ROLE.sweeper, 'outbox', 'inbox');
-  for (const consumer of ['alpha', 'beta']) {
-    await direct.query('INSERT INTO inbox.consumed_message (consumer_name, message_id) VALUES ($1, $2)', [consumer, `m-${consumer}`]);
-    await direct.query(
-      `INSERT INTO inbox.parked_message (consumer_name, sqs_message_id, body, attributes, error_class, error_message, attempt)
-       VALUES ($1, $2, $3, '{}', 'PermanentError', 'no', 1)`,
-      [consumer, `p-${consumer}`, `${consumer}'s parked body`],
-    );
-    await direct.query(
-      `INSERT INTO inbox.outbox_message (consumer_name, message_key, position, idempotency_key, destination, body, group_id)
-       VALUES ($1, 'm', 0, $2, $3, $4, 'seed')`,
-      [consumer, `o-${consumer}`, FIFO, `${consumer}'s outbox body`],
-    );
-  }
+  await seedConsumerRows((sql, params) => direct.query(sql, params), ['alpha', 'beta']);
 }, 60_000);
 
 afterAll(async () => {
@@ -113,47 +100,23 @@ afterAll(async () => {
   await direct?.end();
 });
 
-const matrix = readMatrix('dsql');
-const ACTORS: Record<string, () => Actor> = {
-  'consumer A': () => ({ session: sessionAs(ROLE.alpha), consumer: 'alpha' }),
-  'consumer B': () => ({ session: sessionAs(ROLE.beta), consumer: 'beta' }),
-  'consumer C (its own schema)': () => ({ session: sessionAs(ROLE.gamma), consumer: 'gamma' }),
-  purge: () => ({ session: sessionAs(ROLE.purge) }),
-  'sweeper / relay (InboxOutboxRelay)': () => ({ session: sessionAs(ROLE.sweeper) }),
-  // DSQL's admin, which the schema function signs in as: the profile's superuser plays it.
-  migration: () => ({
-    session: dsqlOnProfile(profile, { database: new URL(url).pathname.slice(1) })[WIRE_SESSION]({ callTimeoutMs: 10_000, resumeDelaysMs: [] }),
-  }),
-};
-
-async function matrixDatabase(): Promise<MatrixDatabase> {
-  const { rows } = await direct.query<{ table_name: string; column_name: string }>(
-    "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'inbox' ORDER BY table_name, ordinal_position",
-  );
-  const columns: Record<string, string[]> = {};
-  for (const row of rows) (columns[row.table_name] ??= []).push(row.column_name);
-  return { schema: 'inbox', consumers: ['alpha', 'beta'], columns, call: (fn) => `SELECT "inbox"."${fn}"('${FIFO}', 'seed', 1, '{}'::bigint[]) AS held` };
-}
+const migrationSession = () =>
+  dsqlOnProfile(profile, { database: new URL(url).pathname.slice(1) })[WIRE_SESSION]({ callTimeoutMs: 10_000, resumeDelaysMs: [] });
 
 describe('the isolation matrix of docs/stack.md, on the DSQL profile', () => {
-  it('names every role, and every table and function of the inbox schema with each of its operations', async () => {
-    expect(matrix.roles).toEqual(Object.keys(ACTORS));
-    const { rows } = await direct.query<{ object: string; kind: string }>(
-      `SELECT table_name AS object, 'table' AS kind FROM information_schema.tables WHERE table_schema = 'inbox'
-       UNION ALL
-       SELECT p.proname, 'function' FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'inbox'`,
-    );
-    const inCatalog = rows.flatMap((row) =>
-      row.kind === 'function' ? [`${row.object} EXECUTE`] : ['SELECT', 'INSERT', 'UPDATE', 'DELETE'].map((op) => `${row.object} ${op}`),
-    );
-    expect(matrix.rows.map((row) => `${row.object} ${row.operation}`).sort()).toEqual(inCatalog.sort());
-  });
-
-  const cells = matrix.rows.flatMap((row) => matrix.roles.map((role) => [row.object, row.operation, role, row] as const));
-  it.each(cells)('%s %s as %s', async (_object, _operation, role, row) => {
-    const results = await checkCell(await matrixDatabase(), row, row.cells[role]!, ACTORS[role]!());
-    expect(results.length).toBeGreaterThan(0);
-    expect(disagreements(results)).toEqual([]);
+  matrixTests(readMatrix('dsql'), {
+    // The matrix's columns, as the roles they name.
+    actors: {
+      'consumer A': (): Actor => ({ session: sessionAs(ROLE.alpha), consumer: 'alpha' }),
+      'consumer B': (): Actor => ({ session: sessionAs(ROLE.beta), consumer: 'beta' }),
+      'consumer C (its own schema)': (): Actor => ({ session: sessionAs(ROLE.gamma), consumer: 'gamma' }),
+      purge: (): Actor => ({ session: sessionAs(ROLE.purge) }),
+      'sweeper / relay (InboxOutboxRelay)': (): Actor => ({ session: sessionAs(ROLE.sweeper) }),
+      // DSQL's admin, which the schema function signs in as: the profile's superuser plays it.
+      migration: (): Actor => ({ session: migrationSession() }),
+    },
+    query: () => (sql, params) => direct.query(sql, params),
+    consumers: ['alpha', 'beta'],
   });
 
   it("keeps consumer C to its own schema, where it claims, parks and sends as on Aurora, and records each consumer's role", async () => {
@@ -162,10 +125,10 @@ describe('the isolation matrix of docs/stack.md, on the DSQL profile', () => {
     await gamma.execute(
       `INSERT INTO other.outbox_message (consumer_name, message_key, position, idempotency_key, destination, body, group_id)
        VALUES ('gamma', 'm-1', 0, 'k-1', :destination, 'b', 'g')`,
-      { destination: FIFO },
+      { destination: MATRIX_FIFO },
     );
     const held = await gamma.execute(`SELECT other.outbox_older_unsent(:destination, 'g', 9223372036854775807, '{}'::bigint[]) AS held`, {
-      destination: FIFO,
+      destination: MATRIX_FIFO,
     });
     expect(held.rows).toEqual([{ held: true }]);
     const { rows } = await direct.query("SELECT 'inbox' AS schema, * FROM inbox.role_scope UNION ALL SELECT 'other', * FROM other.role_scope ORDER BY 3");

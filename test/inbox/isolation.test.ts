@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { CreateQueueCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handler as migrationResource } from '../../lambda/functions/migration/migrate.js';
@@ -13,10 +12,11 @@ import { inboxTables } from '../../lambda/inbox/sql/schema.js';
 import { purge } from '../../lambda/inbox/sql/purge.js';
 import { startDataApi } from '../../local/data-api/server.js';
 import type { DataApiServer } from '../../local/data-api/server.js';
+import { customResourceEvent, MIGRATION_RESOURCE, ROLE_RESOURCE } from '../support/custom-resource.js';
 import { freshDatabase } from '../support/database.js';
 import { dataApiClient } from '../support/inbox.js';
-import { checkCell, disagreements, readMatrix } from '../support/isolation-matrix.js';
-import type { Actor, MatrixDatabase } from '../support/isolation-matrix.js';
+import { matrixTests, readMatrix, seedConsumerRows } from '../support/isolation-matrix.js';
+import type { Actor } from '../support/isolation-matrix.js';
 import { startSqsFixture } from '../support/sqs.js';
 import type { SqsFixture } from '../support/sqs.js';
 
@@ -32,15 +32,17 @@ const ROLE = {
   purge: `inbox_purge_${run}`,
   sweeper: `inbox_outbox_relay_${run}`,
 };
-const secretOf = (name: keyof typeof ROLE) => `arn:aws:secretsmanager:us-east-1:123456789012:secret:${name}-${run}`;
-const password = Object.fromEntries(Object.keys(ROLE).map((name) => [name, randomBytes(18).toString('base64')])) as Record<keyof typeof ROLE, string>;
+type Name = keyof typeof ROLE;
+const NAMES = Object.keys(ROLE) as Name[];
+const secretOf = (name: Name) => `arn:aws:secretsmanager:us-east-1:123456789012:secret:${name}-${run}`;
+const password = Object.fromEntries(NAMES.map((name) => [name, randomBytes(18).toString('base64')])) as Record<Name, string>;
 const CONSUMERS = ['alpha', 'beta'] as const;
 
 let superuser: pg.Pool;
 let server: DataApiServer;
 let client: ReturnType<typeof dataApiClient>;
 let sqs: SqsFixture;
-const sessionOf = (name: keyof typeof ROLE) =>
+const sessionOf = (name: Name) =>
   new DataApiSession(
     { client, resourceArn: server.resourceArn, secretArn: secretOf(name), database: server.database },
     { callTimeoutMs: 10_000, resumeDelaysMs: [] },
@@ -48,52 +50,25 @@ const sessionOf = (name: keyof typeof ROLE) =>
 
 const roleResource = roleResourceHandler({
   readSecret: async (arn) => {
-    const name = (Object.keys(ROLE) as (keyof typeof ROLE)[]).find((candidate) => secretOf(candidate) === arn)!;
+    const name = NAMES.find((candidate) => secretOf(candidate) === arn)!;
     return { username: ROLE[name], password: password[name] };
   },
   log: () => {},
   resumeDelaysMs: [],
 });
 
-function create(name: keyof typeof ROLE, properties: Partial<RoleResourceProperties>): CloudFormationCustomResourceEvent {
-  return {
-    ServiceToken: 'x',
-    ResponseURL: 'x',
-    StackId: 'x',
-    RequestId: 'x',
-    LogicalResourceId: name,
-    ResourceType: 'Custom::InboxDatabaseRole',
-    RequestType: 'Create',
-    ResourceProperties: {
-      ServiceToken: 'x',
-      ResourceArn: server.resourceArn,
-      SecretArn: secretOf('admin'),
-      Database: server.database,
-      Role: ROLE[name],
-      RoleSecretArn: secretOf(name),
-      Grants: '[]',
-      PublicDefaults: 'revoke',
-      ...properties,
-    } as RoleResourceProperties & { ServiceToken: string },
-  };
-}
-
-const FIFO = 'https://sqs.us-east-1.amazonaws.com/123456789012/isolation.fifo';
-
-/** One claim, one parked message and one unsent outbox row of `consumer`, written as the superuser. */
-async function rowsOf(consumer: string): Promise<void> {
-  await superuser.query('INSERT INTO inbox.consumed_message (consumer_name, message_id) VALUES ($1, $2)', [consumer, `m-${consumer}`]);
-  await superuser.query(
-    `INSERT INTO inbox.parked_message (consumer_name, sqs_message_id, body, attributes, error_class, error_message, attempt)
-     VALUES ($1, $2, $3, '{}', 'PermanentError', 'no', 1)`,
-    [consumer, `p-${consumer}`, `${consumer}'s parked body`],
-  );
-  await superuser.query(
-    `INSERT INTO inbox.outbox_message (consumer_name, message_key, position, idempotency_key, destination, body, group_id)
-     VALUES ($1, 'm', 0, $2, $3, $4, 'seed')`,
-    [consumer, `o-${consumer}`, FIFO, `${consumer}'s outbox body`],
-  );
-}
+/** The Create of a role's custom resource, as InboxDatabaseRole writes it. */
+const create = (name: Name, properties: Partial<RoleResourceProperties>) =>
+  customResourceEvent(ROLE_RESOURCE, 'Create', {
+    ResourceArn: server.resourceArn,
+    SecretArn: secretOf('admin'),
+    Database: server.database,
+    Role: ROLE[name],
+    RoleSecretArn: secretOf(name),
+    Grants: '[]',
+    PublicDefaults: 'revoke',
+    ...properties,
+  });
 
 beforeAll(async () => {
   const url = await freshDatabase('isolation');
@@ -102,30 +77,16 @@ beforeAll(async () => {
   // Aurora's master user: not a superuser, may create roles, owns the database it was created with.
   await superuser.query(`CREATE ROLE ${ROLE.admin} LOGIN CREATEROLE PASSWORD '${password.admin}'`);
   await superuser.query(`ALTER DATABASE ${database} OWNER TO ${ROLE.admin}`);
-  server = await startDataApi({
-    databaseUrl: url,
-    secrets: Object.fromEntries(
-      (Object.keys(ROLE) as (keyof typeof ROLE)[]).map((name) => [secretOf(name), { username: ROLE[name], password: password[name] }]),
-    ),
-  });
+  const secrets = Object.fromEntries(NAMES.map((name) => [secretOf(name), { username: ROLE[name], password: password[name] }]));
+  server = await startDataApi({ databaseUrl: url, secrets });
   client = dataApiClient(server);
   process.env.INBOX_DATA_API_ENDPOINT = server.endpoint;
-  await migrationResource({
-    ServiceToken: 'x',
-    ResponseURL: 'x',
-    StackId: 'x',
-    RequestId: 'x',
-    LogicalResourceId: 'Migration',
-    ResourceType: 'Custom::InboxMigration',
-    RequestType: 'Create',
-    ResourceProperties: { ServiceToken: 'x', ResourceArn: server.resourceArn, SecretArn: secretOf('admin'), Database: server.database, Migrations: 'inbox' },
-  });
-  for (const consumer of CONSUMERS) {
-    await roleResource(create(consumer, { Purpose: 'consumer', Label: `consumer ${consumer}`, Consumer: consumer }));
-  }
+  const migration = { ResourceArn: server.resourceArn, SecretArn: secretOf('admin'), Database: server.database, Migrations: 'inbox' };
+  await migrationResource(customResourceEvent(MIGRATION_RESOURCE, 'Create', migration));
+  for (const consumer of CONSUMERS) await roleResource(create(consumer, { Purpose: 'consumer', Label: `consumer ${consumer}`, Consumer: consumer }));
   await roleResource(create('purge', { Purpose: 'purge', Label: 'purge' }));
   await roleResource(create('sweeper', { Purpose: 'outbox', Label: 'outbox relay' }));
-  for (const consumer of CONSUMERS) await rowsOf(consumer);
+  await seedConsumerRows((sql, params) => superuser.query(sql, params), CONSUMERS);
   sqs = await startSqsFixture();
 }, 60_000);
 
@@ -141,50 +102,18 @@ afterAll(async () => {
   await superuser?.end();
 });
 
-const matrix = readMatrix('aurora');
-/** The matrix's columns, as the roles they name. */
-const ACTORS: Record<string, () => Actor> = {
-  'consumer A': () => ({ session: sessionOf('alpha'), consumer: 'alpha' }),
-  'consumer B': () => ({ session: sessionOf('beta'), consumer: 'beta' }),
-  purge: () => ({ session: sessionOf('purge') }),
-  'sweeper / relay (InboxOutboxRelay)': () => ({ session: sessionOf('sweeper') }),
-  migration: () => ({ session: sessionOf('admin') }),
-};
-
-async function matrixDatabase(): Promise<MatrixDatabase> {
-  const { rows } = await superuser.query<{ table_name: string; column_name: string }>(
-    "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'inbox' ORDER BY table_name, ordinal_position",
-  );
-  const columns: Record<string, string[]> = {};
-  for (const row of rows) (columns[row.table_name] ??= []).push(row.column_name);
-  return {
-    schema: 'inbox',
-    consumers: CONSUMERS,
-    columns,
-    call: (fn) => `SELECT "inbox"."${fn}"('${FIFO}', 'seed', 1, '{}'::bigint[]) AS held`,
-  };
-}
-
 describe('the isolation matrix of docs/stack.md, on Aurora (signed in through the local Data API)', () => {
-  it('names every role, and every table and function of the inbox schema with each of its operations', async () => {
-    expect(matrix.roles).toEqual(Object.keys(ACTORS));
-    const { rows } = await superuser.query<{ object: string; kind: string }>(
-      `SELECT table_name AS object, 'table' AS kind FROM information_schema.tables WHERE table_schema = 'inbox'
-       UNION ALL
-       SELECT p.proname, 'function' FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'inbox'`,
-    );
-    const inCatalog = rows.flatMap((row) =>
-      row.kind === 'function' ? [`${row.object} EXECUTE`] : ['SELECT', 'INSERT', 'UPDATE', 'DELETE'].map((op) => `${row.object} ${op}`),
-    );
-    expect(matrix.rows.map((row) => `${row.object} ${row.operation}`).sort()).toEqual(inCatalog.sort());
-  });
-
-  const cells = matrix.rows.flatMap((row) => matrix.roles.map((role) => [row.object, row.operation, role, row] as const));
-  it.each(cells)('%s %s as %s', async (_object, _operation, role, row) => {
-    const cell = row.cells[role]!;
-    const results = await checkCell(await matrixDatabase(), row, cell, ACTORS[role]!());
-    expect(results.length).toBeGreaterThan(0);
-    expect(disagreements(results)).toEqual([]);
+  matrixTests(readMatrix('aurora'), {
+    // The matrix's columns, as the roles they name.
+    actors: {
+      'consumer A': (): Actor => ({ session: sessionOf('alpha'), consumer: 'alpha' }),
+      'consumer B': (): Actor => ({ session: sessionOf('beta'), consumer: 'beta' }),
+      purge: (): Actor => ({ session: sessionOf('purge') }),
+      'sweeper / relay (InboxOutboxRelay)': (): Actor => ({ session: sessionOf('sweeper') }),
+      migration: (): Actor => ({ session: sessionOf('admin') }),
+    },
+    query: () => (sql, params) => superuser.query(sql, params),
+    consumers: CONSUMERS,
   });
 });
 

@@ -11,6 +11,7 @@ import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
 import { purge } from '../../lambda/inbox/sql/purge.js';
 import { startDataApi } from '../../local/data-api/server.js';
 import type { DataApiServer } from '../../local/data-api/server.js';
+import { customResourceEvent, MIGRATION_RESOURCE, ROLE_RESOURCE } from '../support/custom-resource.js';
 import { freshDatabase } from '../support/database.js';
 import { dataApiClient, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import { park, parkedMessages } from '../../lambda/inbox/parked/index.js';
@@ -124,12 +125,10 @@ function roleEvent(
     Consumer: 'orders',
     ...overrides,
   };
-  const base = { ServiceToken: 'x', ResponseURL: 'x', StackId: 'x', RequestId: 'x', LogicalResourceId: 'Role', ResourceType: 'Custom::InboxDatabaseRole' };
-  const resourceProperties = { ServiceToken: 'x', ...properties };
-  if (requestType === 'Create') return { ...base, RequestType: 'Create', ResourceProperties: resourceProperties };
-  const physical = { PhysicalResourceId: `sqs-inbox-role:${server.database}:${properties.Role}` };
-  if (requestType === 'Delete') return { ...base, ...physical, RequestType: 'Delete', ResourceProperties: resourceProperties };
-  return { ...base, ...physical, RequestType: 'Update', ResourceProperties: resourceProperties, OldResourceProperties: { ...resourceProperties, ...old } };
+  return customResourceEvent(ROLE_RESOURCE, requestType, properties, {
+    physicalId: `sqs-inbox-role:${server.database}:${properties.Role}`,
+    old: { ...properties, ...old },
+  });
 }
 
 /** The statement must be refused by PostgreSQL's privilege checks, not fail for another reason. */
@@ -173,23 +172,13 @@ describe('database roles, signed in through the local Data API', () => {
     client = dataApiClient(server);
     process.env.INBOX_DATA_API_ENDPOINT = server.endpoint;
     const migration = {
-      ServiceToken: 'x',
       ResourceArn: server.resourceArn,
       SecretArn: SECRET.admin,
       Database: server.database,
       Migrations: 'inbox,example-orders',
       Sets: [EXAMPLE_ORDER_MIGRATIONS],
     };
-    await migrationResource({
-      ServiceToken: 'x',
-      ResponseURL: 'x',
-      StackId: 'x',
-      RequestId: 'x',
-      LogicalResourceId: 'Migration',
-      ResourceType: 'Custom::InboxMigration',
-      RequestType: 'Create',
-      ResourceProperties: migration,
-    });
+    await migrationResource(customResourceEvent(MIGRATION_RESOURCE, 'Create', migration));
     // A table of the application that no inbox role was granted.
     await sessionAs(SECRET.admin).execute('CREATE TABLE public.payroll (employee text PRIMARY KEY, salary integer)');
     await roleResource(roleEvent('Create'));
@@ -547,7 +536,6 @@ describe('database roles, signed in through the local Data API', () => {
       },
     ];
     const before = {
-      ServiceToken: 'x',
       ResourceArn: server.resourceArn,
       SecretArn: SECRET.admin,
       Database: server.database,
@@ -557,18 +545,14 @@ describe('database roles, signed in through the local Data API', () => {
     const grants = JSON.stringify([...JSON.parse(ORDERS_GRANT), { on: 'public.journal', privileges: ['SELECT', 'INSERT'] }]);
 
     // Act: in the order the template's DependsOn gives them, the migration first, then the role.
-    await migrationResource({
-      ServiceToken: 'x',
-      ResponseURL: 'x',
-      StackId: 'x',
-      RequestId: 'x',
-      LogicalResourceId: 'Migration',
-      ResourceType: 'Custom::InboxMigration',
-      RequestType: 'Update',
-      PhysicalResourceId: `sqs-inbox-schema:${server.database}:inbox`,
-      ResourceProperties: { ...before, Migrations: 'inbox,example-orders,ledger', Sets: [EXAMPLE_ORDER_MIGRATIONS, ...ledger] },
-      OldResourceProperties: before,
-    });
+    await migrationResource(
+      customResourceEvent(
+        MIGRATION_RESOURCE,
+        'Update',
+        { ...before, Migrations: 'inbox,example-orders,ledger', Sets: [EXAMPLE_ORDER_MIGRATIONS, ...ledger] },
+        { physicalId: `sqs-inbox-schema:${server.database}:inbox`, old: before },
+      ),
+    );
     await roleResource(roleEvent('Update', { Grants: grants }, { Grants: ORDERS_GRANT }));
 
     // Assess

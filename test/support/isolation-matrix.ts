@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { expect } from 'vitest';
+import { expect, it } from 'vitest';
 import type { InboxSession } from '../../lambda/inbox/transport/session.js';
 
 /**
@@ -199,4 +199,71 @@ export async function checkCell(db: MatrixDatabase, row: MatrixRow, cell: Cell, 
 /** The disagreements of a cell's probes, as lines to read in a failure. */
 export function disagreements(results: readonly [string, Outcome, Outcome][]): string[] {
   return results.filter(([, want, got]) => want !== got).map(([what, want, got]) => `${what}: expected ${want}, got ${got}`);
+}
+
+/** The FIFO queue the seeded outbox rows, and the function's probe, name. */
+export const MATRIX_FIFO = 'https://sqs.us-east-1.amazonaws.com/123456789012/isolation.fifo';
+
+/** Runs a statement as the superuser (or DSQL's stand-in for admin), outside every role under test. */
+export type Query = (sql: string, params?: unknown[]) => Promise<{ rows: Record<string, unknown>[] }>;
+
+/**
+ * The rows the cells are checked against: for each consumer, one claim, one parked message and one unsent outbox row
+ * of the FIFO group `seed`, each with a body naming the consumer.
+ */
+export async function seedConsumerRows(query: Query, consumers: readonly string[]): Promise<void> {
+  for (const consumer of consumers) {
+    await query('INSERT INTO inbox.consumed_message (consumer_name, message_id) VALUES ($1, $2)', [consumer, `m-${consumer}`]);
+    await query(
+      `INSERT INTO inbox.parked_message (consumer_name, sqs_message_id, body, attributes, error_class, error_message, attempt)
+       VALUES ($1, $2, $3, '{}', 'PermanentError', 'no', 1)`,
+      [consumer, `p-${consumer}`, `${consumer}'s parked body`],
+    );
+    await query(
+      `INSERT INTO inbox.outbox_message (consumer_name, message_key, position, idempotency_key, destination, body, group_id)
+       VALUES ($1, 'm', 0, $2, $3, $4, 'seed')`,
+      [consumer, `o-${consumer}`, MATRIX_FIFO, `${consumer}'s outbox body`],
+    );
+  }
+}
+
+/**
+ * The tests of one matrix, inside the caller's `describe`: that it names exactly the roles of `actors` and every table
+ * and function of the inbox schema with each of its operations (so a new one cannot go unlisted), then one test per
+ * cell. The consumers' rows must be seeded ({@link seedConsumerRows}).
+ */
+export function matrixTests(
+  matrix: Matrix,
+  options: { readonly actors: Readonly<Record<string, () => Actor>>; readonly query: () => Query; readonly consumers: readonly string[] },
+): void {
+  it('names every role, and every table and function of the inbox schema with each of its operations', async () => {
+    expect(matrix.roles).toEqual(Object.keys(options.actors));
+    const { rows } = await options.query()(
+      `SELECT table_name AS object, 'table' AS kind FROM information_schema.tables WHERE table_schema = 'inbox'
+       UNION ALL
+       SELECT p.proname, 'function' FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace WHERE n.nspname = 'inbox'`,
+    );
+    const inCatalog = rows.flatMap((row) =>
+      row.kind === 'function' ? [`${row.object} EXECUTE`] : ['SELECT', 'INSERT', 'UPDATE', 'DELETE'].map((op) => `${row.object} ${op}`),
+    );
+    expect(matrix.rows.map((row) => `${row.object} ${row.operation}`).sort()).toEqual(inCatalog.sort());
+  });
+
+  const cells = matrix.rows.flatMap((row) => matrix.roles.map((role) => [row.object, row.operation, role, row] as const));
+  it.each(cells)('%s %s as %s', async (_object, _operation, role, row) => {
+    const { rows } = await options.query()(
+      "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'inbox' ORDER BY table_name, ordinal_position",
+    );
+    const columns: Record<string, string[]> = {};
+    for (const column of rows) (columns[String(column.table_name)] ??= []).push(String(column.column_name));
+    const db: MatrixDatabase = {
+      schema: 'inbox',
+      consumers: options.consumers,
+      columns,
+      call: (fn) => `SELECT "inbox"."${fn}"('${MATRIX_FIFO}', 'seed', 1, '{}'::bigint[]) AS held`,
+    };
+    const results = await checkCell(db, row, row.cells[role]!, options.actors[role]!());
+    expect(results.length).toBeGreaterThan(0);
+    expect(disagreements(results)).toEqual([]);
+  });
 }
