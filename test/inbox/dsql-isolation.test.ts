@@ -11,6 +11,9 @@ import { dsqlRoleStatements } from '../../lib/dsql/dsql-role-sql.js';
 import type { InboxRolePurpose } from '../../lib/database/inbox-database-role.js';
 import { DSQL_PROFILE_EXEMPT, dsqlOnProfile, startDsqlProfile } from '../../local/dsql/profile.js';
 import type { DsqlProfile } from '../../local/dsql/profile.js';
+import { CreateQueueCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { sqsOutbox, sweepOutbox } from '../../lambda/inbox/outbox/index.js';
+import { startSqsFixture } from '../support/sqs.js';
 import { freshDatabase } from '../support/database.js';
 import { MATRIX_FIFO, matrixTests, readMatrix, seedConsumerRows } from '../support/isolation-matrix.js';
 import type { Actor } from '../support/isolation-matrix.js';
@@ -138,5 +141,27 @@ describe('the isolation matrix of docs/stack.md, on the DSQL profile', () => {
       { schema: 'other', role_name: ROLE.gamma, consumer_name: 'gamma' },
     ]);
     expect(profile.violations).toEqual([]);
+  });
+
+  it("lets the sweeper, signed in as its DSQL role, send every consumer's unsent rows of the schema, in order", async () => {
+    // Arrange: the seeded rows of both consumers, old enough for the sweep, bound for a local FIFO queue.
+    const sqs = await startSqsFixture();
+    try {
+      const { QueueUrl } = await sqs.client.send(new CreateQueueCommand({ QueueName: `sweep-${run}.fifo`, Attributes: { FifoQueue: 'true' } }));
+      await direct.query(
+        "UPDATE inbox.outbox_message SET destination = $1, created_at = now() - interval '1 hour' WHERE idempotency_key IN ('o-alpha', 'o-beta')",
+        [QueueUrl],
+      );
+
+      // Act
+      const swept = await sweepOutbox(sessionAs(ROLE.sweeper), { transport: sqsOutbox({ client: sqs.client }).transport });
+
+      // Assess
+      expect(swept).toMatchObject({ sent: 2, failures: [] });
+      const { Messages } = await sqs.client.send(new ReceiveMessageCommand({ QueueUrl, MaxNumberOfMessages: 10 }));
+      expect(Messages?.map((message) => message.Body)).toEqual(["alpha's outbox body", "beta's outbox body"]);
+    } finally {
+      await sqs.close();
+    }
   });
 });
