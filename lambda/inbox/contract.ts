@@ -196,3 +196,10 @@ export const OUTBOX_SWEEP_DEFAULTS = {
   /** How long a sent row is kept: 7 days (a literal, not 7 * 24 * 3600, so that bundlers drop it from a consumer that does not use it). */
   sentRetentionSeconds: 604_800,
 } as const;
+
+/**
+ * The function (inbox migration 7) the relay asks whether an older unsent outbox row of a FIFO group exists, whoever's
+ * it is: its name in the inbox schema, and its argument types as GRANT names them. It answers for rows the caller's
+ * row-level security hides, and tells nothing of them but that; the constructs grant it to consumer roles only.
+ */
+export const OUTBOX_ORDER_FUNCTION = { name: 'outbox_older_unsent', args: 'text, text, bigint, bigint[]' } as const;

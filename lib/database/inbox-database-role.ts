@@ -27,7 +27,10 @@ export interface InboxDatabaseRoleProps {
    * `purge`: SELECT and DELETE on the inbox table.
    */
   readonly purpose: InboxRolePurpose;
-  /** What the role serves, recorded as its comment in the database, e.g. `consumer order-worker`. */
+  /**
+   * What the role serves, recorded as its comment in the database, e.g. `consumer order-worker`. A deploy that finds the
+   * role made for another label (another deploy's, on the same cluster) is refused, and a delete leaves such a role.
+   */
   readonly label: string;
   /**
    * A consumer's privileges for its own effect.
@@ -74,6 +77,8 @@ export class InboxDatabaseRole extends Construct {
   public readonly rotation?: secretsmanager.RotationSchedule;
   /** The database. */
   public readonly database: InboxDatabase;
+  /** What the role serves, as its comment in the database records it. */
+  public readonly label: string;
 
   constructor(scope: Construct, id: string, props: InboxDatabaseRoleProps) {
     super(scope, id);
@@ -92,6 +97,7 @@ export class InboxDatabaseRole extends Construct {
     if (problems.length > 0) throw InboxConstructError.of(`${scope.node.path}`, problems);
     this.roleName = props.roleName;
     this.database = props.database;
+    this.label = props.label;
 
     const secret = new rds.DatabaseSecret(this, 'Secret', { username: props.roleName, dbname: props.database.databaseName });
     // Attached, the secret also holds host, port and engine: what the hosted rotation function signs in with.
@@ -156,14 +162,15 @@ export class InboxDatabaseRole extends Construct {
     for (const other of this.node.root.node.findAll()) {
       if (other === this) break;
       if (other instanceof InboxDatabaseRole && other.roleName === this.roleName && other.database.clusterKey === this.database.clusterKey) {
-        earlier.push(other.node.path);
+        earlier.push(`${other.node.path} (${other.label})`);
       }
     }
     if (earlier.length > 0) {
       violations.push({
         problem:
-          `\`databaseRole\` '${this.roleName}' of ${this.node.path} is also the role of ${earlier.join(', ')} on the same cluster: ` +
-          "one would take over the other's password and privileges.",
+          `\`databaseRole\` '${this.roleName}' of ${this.node.path} (${this.label}) is also the role of ${earlier.join(', ')} on the same cluster: ` +
+          "one would take over the other's password and privileges (two consumer names that map to one role name, such as 'order-worker' and " +
+          "'order_worker', do this; a deploy of the other in another app is refused).",
         fix: 'give each consumer and cleanup on one cluster its own `databaseRole`.',
       });
     }

@@ -127,6 +127,7 @@ export class InboxDsqlConsumer extends Construct {
       grantee: fn.function,
       purpose: 'consumer',
       grants: props.databaseGrants ?? [],
+      consumer: props.consumerName,
     });
     // The first batch must find the role mapped to the function's IAM role.
     this.function.node.addDependency(this.roleMapping);

@@ -98,6 +98,12 @@ export interface InboxDsqlRoleOptions {
    * @default []
    */
   readonly grants?: readonly InboxTableGrant[] | undefined;
+  /**
+   * The consumer a consumer's role serves, recorded in the inbox schema's `role_scope` at deploy: mapping the role for
+   * another consumer later is refused (InboxDsqlConsumer passes its `consumerName`).
+   * @default none
+   */
+  readonly consumer?: string | undefined;
 }
 
 /**
@@ -142,6 +148,8 @@ export class InboxDsqlDatabase extends Construct {
   public readonly queryTimeoutsAlarm: cloudwatch.Alarm;
   /** The role mappings, by role name. */
   public readonly roles = new Map<string, CustomResource>();
+  /** What each role was mapped for, for the message that refuses a second mapping of it. */
+  readonly #mappedFor = new Map<string, string>();
 
   constructor(scope: Construct, id: string, props: InboxDsqlDatabaseProps = {}) {
     super(scope, id);
@@ -257,7 +265,13 @@ export class InboxDsqlDatabase extends Construct {
         : [`\`roleName\` ${roleNameProblem(options.roleName)}. Fix: pass e.g. 'inbox_consumer_orders'.`]),
       ...grantProblems(options.grants ?? []),
       ...(iamRole === undefined ? ['the grantee has no IAM role to map the database role to. Fix: pass a function or a role.'] : []),
-      ...(this.roles.has(options.roleName) ? [`role '${options.roleName}' is already mapped on this cluster. Fix: give each function its own role.`] : []),
+      ...(this.roles.has(options.roleName)
+        ? [
+            `role '${options.roleName}' is already mapped on this cluster, for ${this.#mappedFor.get(options.roleName)}: both functions would sign in as it ` +
+              "(two consumer names that map to one role name, such as 'order-worker' and 'order_worker', do this). Fix: give each function its own " +
+              'role (`databaseRole`).',
+          ]
+        : []),
       ...(options.roleName === 'admin' ? ["'admin' is DSQL's own administrator. Fix: give the function a role of its own."] : []),
     ];
     if (problems.length > 0) throw InboxConstructError.of(`InboxDsqlDatabase ${this.node.path} (${id})`, problems);
@@ -268,7 +282,10 @@ export class InboxDsqlDatabase extends Construct {
       grants: options.grants ?? [],
       schema: this.schema,
     });
-    const resource = new CustomResource(this, `Role${id}`, {
+    // Ids come from names that need not map one to one ('order.worker' and 'orderworker' both give 'orderworker'): the
+    // later of two such mappings takes the role's name too, so that the first keeps its logical id.
+    const childId = this.node.tryFindChild(`Role${id}`) === undefined ? `Role${id}` : `Role${id}${options.roleName.replace(/_/g, '')}`;
+    const resource = new CustomResource(this, childId, {
       serviceToken: this.roleProvider.serviceToken,
       resourceType: 'Custom::InboxDsqlRole',
       properties: {
@@ -276,6 +293,7 @@ export class InboxDsqlDatabase extends Construct {
         Region: this.region,
         Role: options.roleName,
         IamRoleArn: iamRole!.roleArn,
+        ...(options.consumer === undefined ? {} : { Consumer: options.consumer, Schema: this.schema }),
         Statements: Stack.of(this).toJsonString(statements),
         // Mapped again when the schema changes: a grant on a table a new migration made.
         SchemaFingerprint: this.migrationsFingerprint,
@@ -284,6 +302,7 @@ export class InboxDsqlDatabase extends Construct {
     // The grants name the inbox tables and yours: they must exist first.
     resource.node.addDependency(this.schemaMigration);
     this.roles.set(options.roleName, resource);
+    this.#mappedFor.set(options.roleName, options.consumer === undefined ? `the ${options.purpose} (${id})` : `consumer '${options.consumer}'`);
     this.grantConnect(options.grantee);
     return resource;
   }

@@ -92,9 +92,9 @@ export interface InboxOutboxRelayProps {
    */
   readonly logRetention?: logs.RetentionDays | undefined;
   /**
-   * The sweeper's own PostgreSQL role, which its function signs in as. It has the purge's privileges (SELECT and
-   * DELETE on the inbox table, UPDATE of its `processed_at`; SELECT, DELETE and UPDATE of `sent_at`, `attempts`,
-   * `last_error` on the outbox table) and nothing else, under its own name and secret. Unique per cluster.
+   * The sweeper's own PostgreSQL role, which its function signs in as: SELECT, DELETE and UPDATE of `sent_at`,
+   * `attempts`, `last_error` on the outbox table, every consumer's rows (row-level security does not scope it), and
+   * nothing on the claims or parked messages, under its own name and secret. Unique per cluster.
    * @default 'inbox_outbox_relay'
    */
   readonly databaseRole?: string | undefined;

@@ -4,6 +4,7 @@ import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
 import { DSQL_ROLE_RESOURCE_TYPE, DSQL_SCHEMA_RESOURCE_TYPE, dsqlSchemaHandler } from '../../lambda/functions/dsql-schema/dsql-schema.js';
 import type { DsqlRoleProperties, DsqlSchemaProperties } from '../../lambda/functions/dsql-schema/dsql-schema.js';
 import { MigrationChangedError } from '../../lambda/inbox/errors.js';
+import { DSQL_INBOX_MIGRATIONS } from '../../lambda/inbox/transport/dsql/migrations.js';
 import { dsqlRoleStatements } from '../../lib/dsql/dsql-role-sql.js';
 import { DSQL_PROFILE_EXEMPT, dsqlOnProfile, startDsqlProfile } from '../../local/dsql/profile.js';
 import type { DsqlProfile } from '../../local/dsql/profile.js';
@@ -12,6 +13,8 @@ import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migration
 
 const IAM_ROLE = 'arn:aws:iam::123456789012:role/InboxDsqlStack-OrderWorkerRole-AbC123';
 const ROLE = 'inbox_consumer_dsql_test';
+// What consumers 'order-worker' and 'order_worker' both map to by default; per run, since roles are the server's.
+const SHARED = `inbox_consumer_order_worker_${Math.random().toString(36).slice(2, 8)}`;
 let url: string;
 let direct: pg.Pool;
 let profile: DsqlProfile;
@@ -22,8 +25,10 @@ beforeAll(async () => {
   profile = await startDsqlProfile(url, { strict: true });
 });
 afterAll(async () => {
-  await direct.query(`DROP OWNED BY ${ROLE}`).catch(() => {});
-  await direct.query(`DROP ROLE IF EXISTS ${ROLE}`).catch(() => {});
+  for (const role of [ROLE, SHARED]) {
+    await direct.query(`DROP OWNED BY ${role}`).catch(() => {});
+    await direct.query(`DROP ROLE IF EXISTS ${role}`).catch(() => {});
+  }
   await profile.close();
   await direct.end();
 });
@@ -73,7 +78,11 @@ describe('the DSQL schema function: the migrations, then the role mapping, one s
       'public.credits',
       'public.orders',
     ]);
-    expect(created.Data).toMatchObject({ Applied: 13 + 1 + 1, Versions: JSON.stringify({ inbox: 13, 'example-orders': 1, credits: 1 }) });
+    const inbox = DSQL_INBOX_MIGRATIONS.migrations;
+    expect(created.Data).toMatchObject({
+      Applied: inbox.length + 1 + 1,
+      Versions: JSON.stringify({ inbox: inbox.at(-1)!.version, 'example-orders': 1, credits: 1 }),
+    });
     const { rows: indexes } = await direct.query(`SELECT indexname FROM pg_indexes WHERE schemaname = 'inbox' AND indexname = 'consumed_message_processed_at'`);
     expect(indexes).toHaveLength(1);
 
@@ -116,5 +125,38 @@ describe('the DSQL schema function: the migrations, then the role mapping, one s
       /role mapping statement 2 of \d+ failed: AWS IAM GRANT "inbox_consumer_dsql_test" TO 'arn:aws:iam::123456789012:role\//,
     );
     await expect(handler(roleEvent(statements, 'Create', 'arn:aws:iam::123456789012:user/me'))).rejects.toThrow(/is not an IAM role ARN/);
+  });
+
+  it('refuses a role mapped before for another consumer (order-worker, then order_worker) before it runs a statement, and lets the resource that mapped it rename its consumer', async () => {
+    // Arrange: the first app's consumer, mapped and recorded; the second's asks for the same role with a grant of its own.
+    await handler(schemaEvent(SCHEMA));
+    const mapping = (consumer: string, grants: { table: string; privileges: 'SELECT'[] }[] = []) => ({
+      Role: SHARED,
+      IamRoleArn: IAM_ROLE,
+      Consumer: consumer,
+      Schema: 'inbox',
+      Statements: JSON.stringify(
+        dsqlRoleStatements({ role: SHARED, iamRoleArn: IAM_ROLE, purpose: 'consumer', grants, schema: 'inbox' }).filter((s) => !s.sql.startsWith('AWS IAM')),
+      ),
+    });
+    await handler(event(DSQL_ROLE_RESOURCE_TYPE, mapping('order-worker')));
+    const second = mapping('order_worker', [{ table: 'public.credits', privileges: ['SELECT'] }]);
+
+    // Act + Assess: refused, naming the fix, with nothing of the second mapping run.
+    await expect(handler(event(DSQL_ROLE_RESOURCE_TYPE, second))).rejects.toThrow(
+      new RegExp(
+        `role "${SHARED}" is mapped for consumer "order-worker" on this cluster, not for "order_worker"[\\s\\S]*Fix: give this consumer a \`databaseRole\` of its own`,
+      ),
+    );
+    const { rows: credits } = await direct.query(`SELECT has_table_privilege('${SHARED}', 'public.credits', 'SELECT') AS granted`);
+    expect(credits).toEqual([{ granted: false }]);
+
+    // Act + Assess: an Update of the same resource renames the consumer it serves; the old name is then refused in turn.
+    const renamed = mapping('order-worker-v2');
+    await handler({ ...event(DSQL_ROLE_RESOURCE_TYPE, renamed, 'Update'), OldResourceProperties: { ...CLUSTER, ...mapping('order-worker') } } as never);
+    const { rows } = await direct.query('SELECT consumer_name FROM inbox.role_scope WHERE role_name = $1', [SHARED]);
+    expect(rows).toEqual([{ consumer_name: 'order-worker-v2' }]);
+    await expect(handler(event(DSQL_ROLE_RESOURCE_TYPE, mapping('order-worker')))).rejects.toThrow(/is mapped for consumer "order-worker-v2"/);
+    expect(profile.violations).toEqual([]);
   });
 });

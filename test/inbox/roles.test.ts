@@ -11,6 +11,7 @@ import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
 import { purge } from '../../lambda/inbox/sql/purge.js';
 import { startDataApi } from '../../local/data-api/server.js';
 import type { DataApiServer } from '../../local/data-api/server.js';
+import { customResourceEvent, MIGRATION_RESOURCE, ROLE_RESOURCE } from '../support/custom-resource.js';
 import { freshDatabase } from '../support/database.js';
 import { dataApiClient, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import { park, parkedMessages } from '../../lambda/inbox/parked/index.js';
@@ -27,6 +28,8 @@ const ROLES = {
   credits: `inbox_consumer_credits_${run}`,
   foreign: `someone_${run}`,
   bounded: `inbox_bounded_${run}`,
+  // What consumers 'order-worker' and 'order_worker' both map to by default.
+  shared: `inbox_consumer_order_worker_${run}`,
 };
 const ARN = (name: string) => `arn:aws:secretsmanager:us-east-1:123456789012:secret:${name}-${run}`;
 const SECRET = {
@@ -37,6 +40,8 @@ const SECRET = {
   credits: ARN('credits'),
   previous: ARN('previous'),
   bounded: ARN('bounded'),
+  firstApp: ARN('first-app'),
+  secondApp: ARN('second-app'),
 };
 // As Secrets Manager generates them: printable ASCII.
 const PASSWORD = {
@@ -46,6 +51,8 @@ const PASSWORD = {
   outbox: randomBytes(18).toString('base64'),
   credits: randomBytes(18).toString('base64'),
   bounded: randomBytes(18).toString('base64'),
+  firstApp: randomBytes(18).toString('base64'),
+  secondApp: randomBytes(18).toString('base64'),
 };
 const ORDERS_GRANT = JSON.stringify([{ on: 'public.orders', privileges: ['SELECT', 'INSERT', 'UPDATE'] }]);
 
@@ -56,6 +63,8 @@ const secretsManager: Record<string, DatabaseCredentials> = {
   [SECRET.outbox]: { username: ROLES.outbox, password: PASSWORD.outbox },
   [SECRET.credits]: { username: ROLES.credits, password: PASSWORD.credits },
   [SECRET.bounded]: { username: ROLES.bounded, password: PASSWORD.bounded },
+  [SECRET.firstApp]: { username: ROLES.shared, password: PASSWORD.firstApp },
+  [SECRET.secondApp]: { username: ROLES.shared, password: PASSWORD.secondApp },
 };
 
 let server: DataApiServer;
@@ -116,12 +125,10 @@ function roleEvent(
     Consumer: 'orders',
     ...overrides,
   };
-  const base = { ServiceToken: 'x', ResponseURL: 'x', StackId: 'x', RequestId: 'x', LogicalResourceId: 'Role', ResourceType: 'Custom::InboxDatabaseRole' };
-  const resourceProperties = { ServiceToken: 'x', ...properties };
-  if (requestType === 'Create') return { ...base, RequestType: 'Create', ResourceProperties: resourceProperties };
-  const physical = { PhysicalResourceId: `sqs-inbox-role:${server.database}:${properties.Role}` };
-  if (requestType === 'Delete') return { ...base, ...physical, RequestType: 'Delete', ResourceProperties: resourceProperties };
-  return { ...base, ...physical, RequestType: 'Update', ResourceProperties: resourceProperties, OldResourceProperties: { ...resourceProperties, ...old } };
+  return customResourceEvent(ROLE_RESOURCE, requestType, properties, {
+    physicalId: `sqs-inbox-role:${server.database}:${properties.Role}`,
+    old: { ...properties, ...old },
+  });
 }
 
 /** The statement must be refused by PostgreSQL's privilege checks, not fail for another reason. */
@@ -165,23 +172,13 @@ describe('database roles, signed in through the local Data API', () => {
     client = dataApiClient(server);
     process.env.INBOX_DATA_API_ENDPOINT = server.endpoint;
     const migration = {
-      ServiceToken: 'x',
       ResourceArn: server.resourceArn,
       SecretArn: SECRET.admin,
       Database: server.database,
       Migrations: 'inbox,example-orders',
       Sets: [EXAMPLE_ORDER_MIGRATIONS],
     };
-    await migrationResource({
-      ServiceToken: 'x',
-      ResponseURL: 'x',
-      StackId: 'x',
-      RequestId: 'x',
-      LogicalResourceId: 'Migration',
-      ResourceType: 'Custom::InboxMigration',
-      RequestType: 'Create',
-      ResourceProperties: migration,
-    });
+    await migrationResource(customResourceEvent(MIGRATION_RESOURCE, 'Create', migration));
     // A table of the application that no inbox role was granted.
     await sessionAs(SECRET.admin).execute('CREATE TABLE public.payroll (employee text PRIMARY KEY, salary integer)');
     await roleResource(roleEvent('Create'));
@@ -375,7 +372,7 @@ describe('database roles, signed in through the local Data API', () => {
     await bystander.end().catch(() => {});
   });
 
-  it("scopes the consumer to its own claims and parked messages: another consumer's are neither seen nor written", async () => {
+  it("scopes the consumer to its own claims, parked messages and outbox rows: another consumer's are neither seen nor written", async () => {
     // Arrange: a neighbour consumer on the same database, with a claim, a parked message and an unsent outbox row.
     await superuser.query(`INSERT INTO inbox.consumed_message (consumer_name, message_id) VALUES ('neighbour', 'secret-${run}')`);
     await superuser.query(
@@ -389,9 +386,14 @@ describe('database roles, signed in through the local Data API', () => {
     const consumer = sessionAs(SECRET.consumer);
     const count = async (sql: string) => Number((await consumer.execute(sql)).rows[0]!.n);
 
-    // Act + Assess: reads see none of the neighbour's claims or parked bodies.
+    // Act + Assess: reads see none of the neighbour's claims, parked bodies or outbox bodies.
     expect(await count("SELECT count(*) AS n FROM inbox.consumed_message WHERE consumer_name = 'neighbour'")).toBe(0);
     expect(await count("SELECT count(*) AS n FROM inbox.parked_message WHERE consumer_name = 'neighbour'")).toBe(0);
+    expect(await count(`SELECT count(*) AS n FROM inbox.outbox_message WHERE idempotency_key = 'n-${run}'`)).toBe(0);
+    // Marking the neighbour's unsent row sent (so that it is never delivered) changes nothing.
+    const marked = await consumer.execute(`UPDATE inbox.outbox_message SET sent_at = now() WHERE idempotency_key = 'n-${run}'`);
+    expect(marked.updated).toBe(0);
+    expect((await superuser.query(`SELECT sent_at FROM inbox.outbox_message WHERE idempotency_key = 'n-${run}'`)).rows).toEqual([{ sent_at: null }]);
     // Writes under another consumer's name are refused: no claim that would make the neighbour skip a message.
     for (const sql of [
       `INSERT INTO inbox.consumed_message (consumer_name, message_id) VALUES ('neighbour', 'forged-${run}')`,
@@ -402,10 +404,9 @@ describe('database roles, signed in through the local Data API', () => {
     ]) {
       await expect(consumer.execute(sql), sql).rejects.toThrow(/violates row-level security policy/);
     }
-    // Its own name works; unsent outbox rows of every consumer stay visible, for the relay's FIFO group order.
+    // Its own name works (the relay's FIFO check across consumers: test/inbox/isolation.test.ts).
     await consumer.execute(`INSERT INTO inbox.consumed_message (consumer_name, message_id) VALUES ('orders', 'own-${run}')`);
     expect(await count(`SELECT count(*) AS n FROM inbox.consumed_message WHERE consumer_name = 'orders' AND message_id = 'own-${run}'`)).toBe(1);
-    expect(await count(`SELECT count(*) AS n FROM inbox.outbox_message WHERE idempotency_key = 'n-${run}'`)).toBe(1);
     // The purge is not scoped: it still sees every consumer's claims.
     expect(
       Number((await sessionAs(SECRET.purge).execute(`SELECT count(*) AS n FROM inbox.consumed_message WHERE message_id = 'secret-${run}'`)).rows[0]!.n),
@@ -535,7 +536,6 @@ describe('database roles, signed in through the local Data API', () => {
       },
     ];
     const before = {
-      ServiceToken: 'x',
       ResourceArn: server.resourceArn,
       SecretArn: SECRET.admin,
       Database: server.database,
@@ -545,18 +545,14 @@ describe('database roles, signed in through the local Data API', () => {
     const grants = JSON.stringify([...JSON.parse(ORDERS_GRANT), { on: 'public.journal', privileges: ['SELECT', 'INSERT'] }]);
 
     // Act: in the order the template's DependsOn gives them, the migration first, then the role.
-    await migrationResource({
-      ServiceToken: 'x',
-      ResponseURL: 'x',
-      StackId: 'x',
-      RequestId: 'x',
-      LogicalResourceId: 'Migration',
-      ResourceType: 'Custom::InboxMigration',
-      RequestType: 'Update',
-      PhysicalResourceId: `sqs-inbox-schema:${server.database}:inbox`,
-      ResourceProperties: { ...before, Migrations: 'inbox,example-orders,ledger', Sets: [EXAMPLE_ORDER_MIGRATIONS, ...ledger] },
-      OldResourceProperties: before,
-    });
+    await migrationResource(
+      customResourceEvent(
+        MIGRATION_RESOURCE,
+        'Update',
+        { ...before, Migrations: 'inbox,example-orders,ledger', Sets: [EXAMPLE_ORDER_MIGRATIONS, ...ledger] },
+        { physicalId: `sqs-inbox-schema:${server.database}:inbox`, old: before },
+      ),
+    );
     await roleResource(roleEvent('Update', { Grants: grants }, { Grants: ORDERS_GRANT }));
 
     // Assess
@@ -587,8 +583,55 @@ describe('database roles, signed in through the local Data API', () => {
     expect(foreign.rows).toEqual([{ rolpassword: null }]);
   });
 
+  it("refuses a second deploy's role made for another consumer under the same name (order-worker, then order_worker), and keeps the first one's password and scope", async () => {
+    // Arrange: two apps on one database, each with its own secret, whose consumer names map to one role.
+    const firstApp = { Role: ROLES.shared, RoleSecretArn: SECRET.firstApp, Label: 'consumer order-worker', Consumer: 'order-worker', Grants: '[]' };
+    const secondApp = { Role: ROLES.shared, RoleSecretArn: SECRET.secondApp, Label: 'consumer order_worker', Consumer: 'order_worker', Grants: '[]' };
+    await roleResource(roleEvent('Create', firstApp));
+
+    // Act
+    const second = roleResource(roleEvent('Create', secondApp));
+    // An update that renames its role onto the taken one is a new role for that resource, refused alike.
+    const renamed = roleResource(roleEvent('Update', secondApp, { ...secondApp, Role: `inbox_consumer_order_worker_2_${run}` }));
+
+    // Assess: both refused, naming the fix; the first app still signs in, scoped as it was.
+    const refusal = `role "${ROLES.shared}" was created by sqs-inbox for "consumer order-worker", not for "consumer order_worker"`;
+    await expect(second).rejects.toThrow(refusal);
+    await expect(second).rejects.toThrow(/Fix: give this one a `databaseRole` of its own/);
+    await expect(renamed).rejects.toThrow(refusal);
+    expect(await signsIn(ROLES.shared, PASSWORD.firstApp)).toBe(true);
+    expect(await signsIn(ROLES.shared, PASSWORD.secondApp)).toBe(false);
+    const scope = await superuser.query('SELECT consumer_name FROM inbox.role_scope WHERE role_name = $1', [ROLES.shared]);
+    expect(scope.rows).toEqual([{ consumer_name: 'order-worker' }]);
+
+    // Act + Assess: the second app's stack deleted (as a stack whose role two deploys shared before this check): the role stays.
+    await roleResource(roleEvent('Delete', secondApp));
+    expect(JSON.parse(logLines.at(-1)!)).toMatchObject({ message: 'database role left: it was created for another deploy', dropped: false });
+    expect(await signsIn(ROLES.shared, PASSWORD.firstApp)).toBe(true);
+  });
+
+  it('lets the resource that made a role rename the consumer it serves, and then refuses the old name to another deploy', async () => {
+    // Arrange: the role of the test above, made for 'order-worker'.
+    const before = { Role: ROLES.shared, RoleSecretArn: SECRET.firstApp, Label: 'consumer order-worker', Consumer: 'order-worker', Grants: '[]' };
+    const after = { ...before, Label: 'consumer order-worker-v2', Consumer: 'order-worker-v2' };
+
+    // Act
+    await roleResource(roleEvent('Update', after, before));
+
+    // Assess
+    const scope = await superuser.query('SELECT consumer_name FROM inbox.role_scope WHERE role_name = $1', [ROLES.shared]);
+    expect(scope.rows).toEqual([{ consumer_name: 'order-worker-v2' }]);
+    const comment = await superuser.query("SELECT shobj_description(oid, 'pg_authid') AS comment FROM pg_roles WHERE rolname = $1", [ROLES.shared]);
+    expect(comment.rows).toEqual([{ comment: 'sqs-inbox: consumer order-worker-v2' }]);
+    await expect(roleResource(roleEvent('Create', before))).rejects.toThrow(
+      /was created by sqs-inbox for "consumer order-worker-v2", not for "consumer order-worker"/,
+    );
+    await roleResource(roleEvent('Delete', after));
+    expect((await superuser.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [ROLES.shared])).rows).toEqual([]);
+  });
+
   it('drops the role on delete, and never fails a delete', async () => {
-    await roleResource(roleEvent('Delete', { Role: ROLES.purge, RoleSecretArn: SECRET.purge, Purpose: 'purge', Grants: '[]' }));
+    await roleResource(roleEvent('Delete', { Role: ROLES.purge, RoleSecretArn: SECRET.purge, Purpose: 'purge', Label: 'purge', Grants: '[]' }));
     const gone = await superuser.query('SELECT 1 FROM pg_roles WHERE rolname = $1', [ROLES.purge]);
     expect(gone.rows).toEqual([]);
     // Gone already, and a database that cannot be reached: both still succeed, so the stack can be deleted.

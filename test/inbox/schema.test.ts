@@ -8,6 +8,8 @@ import type { DataApiServer } from '../../local/data-api/server.js';
 import { dataApiClient } from '../support/inbox.js';
 import { freshDatabase } from '../support/database.js';
 
+// The inbox's versions: 1 to 5, then 7 (6 is another change's; the lead merges them).
+const VERSIONS = [1, 2, 3, 4, 5, 6, 7];
 let server: DataApiServer;
 let session: DataApiSession;
 beforeAll(async () => {
@@ -22,8 +24,8 @@ afterAll(async () => server.close());
 describe('migrations', () => {
   it('apply once through the Data API, then do nothing, also when two run at once', async () => {
     const [first, second] = await Promise.all([migrate(session), migrate(session)]);
-    expect([...first.applied, ...second.applied].map((m) => m.version)).toEqual([1, 2, 3, 4, 5, 6]);
-    expect(first.versions).toEqual({ inbox: 6 });
+    expect([...first.applied, ...second.applied].map((m) => m.version)).toEqual(VERSIONS);
+    expect(first.versions).toEqual({ inbox: VERSIONS.at(-1) });
     const again = await migrate(session);
     expect(again.applied).toEqual([]);
     const { rows } = await session.execute(
@@ -66,7 +68,7 @@ describe('migrations', () => {
       };
       const base = { ServiceToken: 'x', ResponseURL: 'x', StackId: 'x', RequestId: 'x', LogicalResourceId: 'Schema', ResourceType: 'Custom::InboxSchema' };
       const result = await migrateHandler({ ...base, RequestType: 'Create', ResourceProperties: properties });
-      expect(JSON.parse(result.Data!.Versions)).toEqual({ inbox: 6 });
+      expect(JSON.parse(result.Data!.Versions)).toEqual({ inbox: VERSIONS.at(-1) });
       await expect(
         migrateHandler({
           ...base,
@@ -82,6 +84,6 @@ describe('migrations', () => {
       if (previous === undefined) delete process.env.INBOX_DATA_API_ENDPOINT;
       else process.env.INBOX_DATA_API_ENDPOINT = previous;
     }
-    expect(INBOX_MIGRATIONS.migrations).toHaveLength(6);
+    expect(INBOX_MIGRATIONS.migrations.map((m) => m.version)).toEqual(VERSIONS);
   });
 });

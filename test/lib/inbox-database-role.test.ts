@@ -176,9 +176,26 @@ describe('InboxDatabaseRole (through InboxConsumer and InboxCleanup)', () => {
     });
     new InboxCleanup(stack, 'Cleanup', { database, databaseRole: 'inbox_admin' });
     const message = synthError(stack);
-    expect(message).toContain("`databaseRole` 'shared_role' of Test/B/DatabaseRole is also the role of Test/A/DatabaseRole on the same cluster");
+    expect(message).toContain(
+      "`databaseRole` 'shared_role' of Test/B/DatabaseRole (consumer b) is also the role of Test/A/DatabaseRole (consumer a) on the same cluster",
+    );
     expect(message).toContain("`databaseRole` 'inbox_admin' of Test/Cleanup/DatabaseRole is the master user");
     expect(message.match(/shared_role/g)).toHaveLength(1); // reported once, by the later role
+  });
+
+  it('refuses at synth two consumer names that map to one default role (order-worker and order_worker), naming both', () => {
+    const stack = testStack();
+    const database = new InboxDatabase(stack, 'Db');
+    for (const [id, consumerName] of [
+      ['Dashed', 'order-worker'],
+      ['Underscored', 'order_worker'],
+    ] as const) {
+      new InboxConsumer(stack, id, { database, queue: new InboxQueue(stack, `${id}Queue`).queue, consumerName, entry: FIXTURE_HANDLER });
+    }
+    expect(synthError(stack)).toContain(
+      "`databaseRole` 'inbox_consumer_order_worker' of Test/Underscored/DatabaseRole (consumer order_worker) is also the role of " +
+        'Test/Dashed/DatabaseRole (consumer order-worker) on the same cluster',
+    );
   });
 
   it("provisions a role on an imported cluster, leaving PUBLIC's privileges there and acknowledging that its secret is not rotated here", () => {

@@ -137,6 +137,33 @@ describe('InboxDsqlDatabase and InboxDsqlConsumer: the inbox on Aurora DSQL', ()
     }
   });
 
+  it('records the consumer a role is mapped for, and refuses at synth two consumer names that map to one role (order-worker and order_worker)', () => {
+    const consumerIn = (mine: ReturnType<typeof testStack>, database: InboxDsqlDatabase, id: string, consumerName: string) =>
+      new InboxDsqlConsumer(mine, id, {
+        database,
+        queue: new sqs.Queue(mine, `${id}Queue`, { visibilityTimeout: Duration.minutes(3) }),
+        consumerName,
+        entry: FIXTURE_HANDLER,
+      });
+    const mine = testStack('Names');
+    const database = new InboxDsqlDatabase(mine, 'Dsql');
+    consumerIn(mine, database, 'Dotted', 'order.worker');
+    // 'orderworker' strips to the same construct id as 'order.worker', under another role: both are mapped.
+    consumerIn(mine, database, 'Plain', 'orderworker');
+    const roles = Object.values(Template.fromStack(mine).findResources('Custom::InboxDsqlRole') as Record<string, Resource>).map((resource) => [
+      resource.Properties.Role,
+      resource.Properties.Consumer,
+      resource.Properties.Schema,
+    ]);
+    expect(roles).toEqual([
+      ['inbox_consumer_order_worker', 'order.worker', 'inbox'],
+      ['inbox_consumer_orderworker', 'orderworker', 'inbox'],
+    ]);
+    expect(() => consumerIn(mine, database, 'Underscored', 'order_worker')).toThrow(
+      /role 'inbox_consumer_order_worker' is already mapped on this cluster, for consumer 'order\.worker': both functions would sign in as it[\s\S]*Fix: give each function its own role/,
+    );
+  });
+
   it('keeps each purge batch within the 3,000 rows a DSQL transaction may modify', () => {
     const mine = testStack('Batch');
     const database = new InboxDsqlDatabase(mine, 'Dsql');

@@ -188,7 +188,7 @@ describe('synth-time invariants', () => {
       '[Test/Worker] InboxConsumer `maxBatchingWindow` is set',
       "[Test/Worker] the queue's visibility timeout (1 minute)",
       "[Test/Again] InboxConsumer `consumerName` 'w' is already used",
-      "[Test/Again/DatabaseRole] `databaseRole` 'inbox_consumer_w' of Test/Again/DatabaseRole is also the role of Test/Worker/DatabaseRole",
+      "[Test/Again/DatabaseRole] `databaseRole` 'inbox_consumer_w' of Test/Again/DatabaseRole (consumer w) is also the role of Test/Worker/DatabaseRole (consumer w)",
       "[Test/Cleanup] InboxCleanup `retention` (1 day) does not exceed the redelivery window of consumer 'w'",
     ]) {
       expect(message).toContain(expected);

@@ -110,7 +110,7 @@ describe('npx sqs-inbox', () => {
     };
     const migrate = cli(['migrate', '--sets', 'inbox'], env);
     const report = JSON.parse(await migrate.firstLine);
-    expect(report.versions).toEqual({ inbox: 6 });
+    expect(report.versions).toEqual({ inbox: 7 });
     expect(await migrate.exited).toBe(0);
     // The example app's set is the demo's own, not one the shipped migration function holds.
     const example = cli(['migrate', '--sets', 'inbox,example-orders'], env);

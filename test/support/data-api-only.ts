@@ -18,6 +18,8 @@ export const DATA_API_ONLY_FILES: Readonly<Record<string, string>> = {
     'tests the migration custom resource, which speaks the Data API (lambda/functions/migration); every wire fixture migrates over the wire',
   'test/inbox/own-migrations.test.ts': "tests the migration custom resource with an app's own sets, over the Data API (lambda/functions/migration)",
   'test/inbox/roles.test.ts': 'tests the database-roles custom resource and its secrets, which speak the Data API (lambda/functions/database-roles)',
+  'test/inbox/isolation.test.ts':
+    "checks the isolation matrix with roles the database-roles custom resource makes, which speaks the Data API (lambda/functions/database-roles); the policies it checks are the database's, the same on every transport",
 };
 
 /** Files that never reach a transport (no database, or the wire transport directly): the default project runs them once. */
@@ -36,6 +38,7 @@ export const TRANSPORT_FREE_FILES: Readonly<Record<string, string>> = {
   'test/inbox/transport/postgres-environment.test.ts': "postgresFromEnvironment's settings, through its own TLS front and pools",
   'test/inbox/dsql-maintenance.test.ts': 'the DSQL purge function, on its own profile and pool',
   'test/inbox/dsql-schema.test.ts': "the DSQL schema function's SQL, on its own profile",
+  'test/inbox/dsql-isolation.test.ts': 'the DSQL isolation matrix, with roles the DSQL schema function maps, on its own profile',
   'test/inbox/transport/dsql.test.ts': 'the DSQL target and its profile themselves, on their own profile and pools',
 };
 

@@ -2,6 +2,7 @@ import type { InboxSession } from '../../inbox/transport/session.js';
 import type { InboxTables } from '../../inbox/sql/schema.js';
 import type { Transaction } from '../../inbox/data-api/session.js';
 import { inboxTables } from '../../inbox/sql/schema.js';
+import { OUTBOX_ORDER_FUNCTION } from '../../inbox/contract.js';
 import { scramSha256Verifier } from './scram.js';
 
 /** What a role is for: it decides the role's privileges on the inbox tables. */
@@ -72,7 +73,7 @@ const SEQUENCE_PRIVILEGES = new Set(['USAGE', 'SELECT', 'UPDATE']);
 /** pg_class.relkind of what a user grant may name: tables (plain, partitioned, foreign), views, materialized views. */
 const TABLE_KINDS = new Set(['r', 'p', 'f', 'v', 'm']);
 
-type ObjectKind = 'database' | 'schema' | 'table' | 'sequence' | 'column';
+type ObjectKind = 'database' | 'schema' | 'table' | 'sequence' | 'column' | 'function';
 
 /** One privilege on one object, as granted or found in the catalog. */
 interface Privilege {
@@ -80,6 +81,7 @@ interface Privilege {
   /** The schema; for a database privilege, the database's name. */
   readonly schema: string;
   readonly name: string | null;
+  /** The column; for a function, its argument types as the catalog formats them (`text, bigint[]`). */
   readonly column: string | null;
   readonly privilege: string;
 }
@@ -98,7 +100,8 @@ interface Privilege {
  * - consumer: USAGE on the inbox schema; SELECT, INSERT on consumed_message, parked_message and
  *   outbox_message; USAGE on the id sequences of parked_message and outbox_message; UPDATE (replayed_at) on
  *   parked_message, which `parked.replay()` sets and which its `SELECT ... FOR UPDATE` needs; UPDATE
- *   (sent_at, attempts, last_error) on outbox_message, which the relay sets after the commit; plus
+ *   (sent_at, attempts, last_error) on outbox_message, which the relay sets after the commit; EXECUTE on
+ *   outbox_older_unsent (inbox migration 7), the relay's FIFO check across consumers; plus
  *   `spec.grants` and USAGE on their schemas, and with an INSERT grant USAGE on the sequences the table's column
  *   defaults draw from (serial, bigserial), without which the INSERT is refused.
  * - purge: USAGE on the inbox schema; SELECT, DELETE on consumed_message; UPDATE (processed_at) on it, because
@@ -121,6 +124,12 @@ export async function provisionRole(
     readonly resetPassword?: boolean;
     readonly password: () => Promise<string>;
     /**
+     * The label this same resource provisioned the role under before (an Update that keeps the role's name): a role
+     * created for it may take `spec.label`. Without it, a role that exists must have been created for `spec.label`.
+     * @default none: a role created for another label is refused
+     */
+    readonly previousLabel?: string | undefined;
+    /**
      * Revoke PUBLIC's CONNECT and TEMPORARY on this database, and its CREATE on the `public` schema (PostgreSQL
      * 14 and older), when the migration user owns the database: then every role needs its own CONNECT, and the
      * roles sqs-inbox provisions get exactly that. For a database that is the inbox's own; other roles that
@@ -136,26 +145,28 @@ export async function provisionRole(
   // Checked, and the password read, before the transaction opens: Secrets Manager may be slow, and the
   // transaction holds a lock. Checked again inside it, in case another deploy got there in between.
   const before = await roleState(session, spec.role);
-  refuseUnmanaged(spec.role, before);
-  const password = before === 'missing' || options.resetPassword === true ? await options.password() : undefined;
+  refuseOthers(spec, before, options.previousLabel);
+  const password = before.state === 'missing' || options.resetPassword === true ? await options.password() : undefined;
   const tx = await session.transaction();
   try {
     await tx.execute('SELECT pg_advisory_xact_lock(hashtext(:lock))', { lock: 'sqs-inbox-roles' });
-    const state = await roleState(tx, spec.role);
-    refuseUnmanaged(spec.role, state);
-    const created = state === 'missing';
+    const found = await roleState(tx, spec.role);
+    refuseOthers(spec, found, options.previousLabel);
+    const created = found.state === 'missing';
     if (created) {
       if (password === undefined) throw new DatabaseRoleError(`role "${spec.role}" appeared while its password was not read; deploy again.`);
       await roleCommand(tx, spec.role, scramSha256Verifier(password), 'CREATE');
-      await roleCommand(tx, spec.role, `${ROLE_COMMENT_PREFIX}${spec.label}`, 'COMMENT');
     } else if (password !== undefined) {
       await roleCommand(tx, spec.role, scramSha256Verifier(password), 'ALTER');
     }
+    // The comment records what the role is for: the next deploy that asks for the role compares its own label with it.
+    if (found.label !== spec.label) await roleCommand(tx, spec.role, `${ROLE_COMMENT_PREFIX}${spec.label}`, 'COMMENT');
     await roleCommand(tx, spec.role, String(spec.statementTimeoutMs ?? ''), spec.statementTimeoutMs === undefined ? 'RESET_TIMEOUT' : 'SET_TIMEOUT');
     const sequences = [...(await defaultSequences(tx, schema, tableName(tables.parked))), ...(await defaultSequences(tx, schema, tableName(tables.outbox)))];
+    const functions = await inboxFunctions(tx, schema);
     const access = await databaseAccess(tx, options.revokePublic === true);
-    const desired = [...access.privileges, ...inboxPrivileges(spec.purpose, schema, tables, sequences), ...(await userPrivileges(tx, spec))];
-    const { granted, revoked } = await reconcile(tx, spec.role, desired);
+    const desired = [...access.privileges, ...inboxPrivileges(spec.purpose, schema, tables, sequences, functions), ...(await userPrivileges(tx, spec))];
+    const { granted, revoked } = await reconcile(tx, spec.role, schema, desired);
     const scope = await setScope(tx, tables, spec.role, spec.purpose === 'consumer' && spec.consumer !== undefined ? [spec.consumer] : []);
     await tx.commit();
     return {
@@ -176,16 +187,21 @@ export async function provisionRole(
 }
 
 /**
- * Revokes every privilege of a role sqs-inbox created and drops it; does nothing when the role is gone.
- * Refuses a role it did not create.
+ * Revokes every privilege of a role sqs-inbox created and drops it; does nothing when the role is gone, or when
+ * `label` is given and the role is now another's (its comment records another label: a role that two deploys
+ * shared before that was refused is left to the one it was created for). Refuses a role it did not create.
  */
-export async function dropRole(session: InboxSession, role: string, options: { readonly schema?: string } = {}): Promise<{ readonly dropped: boolean }> {
+export async function dropRole(
+  session: InboxSession,
+  role: string,
+  options: { readonly schema?: string; readonly label?: string | undefined } = {},
+): Promise<{ readonly dropped: boolean; readonly createdFor?: string }> {
   checkRoleName(role);
   const tables = inboxTables(options.schema ?? 'inbox');
   const tx = await session.transaction();
   try {
     await tx.execute('SELECT pg_advisory_xact_lock(hashtext(:lock))', { lock: 'sqs-inbox-roles' });
-    const state = await roleState(tx, role);
+    const { state, label } = await roleState(tx, role);
     if (state === 'missing') {
       await tx.rollback();
       return { dropped: false };
@@ -193,7 +209,11 @@ export async function dropRole(session: InboxSession, role: string, options: { r
     if (state !== 'managed') {
       throw new DatabaseRoleError(`role "${role}" was not created by sqs-inbox (or is the master user); it is left as it is.`);
     }
-    await reconcile(tx, role, []);
+    if (options.label !== undefined && label !== options.label) {
+      await tx.rollback();
+      return { dropped: false, createdFor: label };
+    }
+    await reconcile(tx, role, options.schema ?? 'inbox', []);
     await setScope(tx, tables, role, []);
     await tx.execute(`DROP ROLE ${quote(role)}`);
     await tx.commit();
@@ -247,8 +267,23 @@ function checkRoleName(role: string): void {
   }
 }
 
-/** Refuses the master user and a role someone else created: neither is ever adopted or changed. */
-function refuseUnmanaged(role: string, state: RoleState): void {
+/**
+ * Refuses the master user and a role someone else created: neither is ever adopted or changed. And a role sqs-inbox
+ * created for another label: two consumer names that map to one role name (`order-worker` and `order_worker`), or
+ * one role name given twice, deployed apart on one cluster. Provisioning it would reset the other's password and
+ * scope, and the other's function could no longer sign in.
+ */
+function refuseOthers(spec: RoleSpec, found: RoleRecord, previousLabel: string | undefined): void {
+  const role = spec.role;
+  const state = found.state;
+  if (state === 'managed' && found.label !== spec.label && found.label !== previousLabel) {
+    throw new DatabaseRoleError(
+      `role "${role}" was created by sqs-inbox for "${found.label}", not for "${spec.label}": provisioning it here would reset its ` +
+        "password and scope, and that function could no longer sign in. Two consumer names that map to one role name (such as 'order-worker' " +
+        "and 'order_worker') do this. Fix: give this one a `databaseRole` of its own; if the role is left over from a deploy that is " +
+        `gone, drop it first; if it is this one's under an earlier label, record that: COMMENT ON ROLE "${role}" IS '${ROLE_COMMENT_PREFIX}${spec.label}'.`,
+    );
+  }
   if (state === 'current-user') {
     throw new DatabaseRoleError(
       `role "${role}" is the user the migration signs in as (the master user). Fix: give the consumer or ` +
@@ -265,16 +300,23 @@ function refuseUnmanaged(role: string, state: RoleState): void {
 
 type RoleState = 'missing' | 'managed' | 'foreign' | 'current-user';
 
-async function roleState(tx: Pick<Transaction, 'execute'>, role: string): Promise<RoleState> {
+/** A role as found: whose it is, and for a role sqs-inbox created, the label its comment records. */
+interface RoleRecord {
+  readonly state: RoleState;
+  readonly label?: string | undefined;
+}
+
+async function roleState(tx: Pick<Transaction, 'execute'>, role: string): Promise<RoleRecord> {
   const { rows } = await tx.execute(
     `SELECT r.rolname = current_user AS is_current, coalesce(shobj_description(r.oid, 'pg_authid'), '') AS comment
        FROM pg_roles r WHERE r.rolname = :role`,
     { role },
   );
   const row = rows[0];
-  if (!row) return 'missing';
-  if (row.is_current === true) return 'current-user';
-  return String(row.comment).startsWith(ROLE_COMMENT_PREFIX) ? 'managed' : 'foreign';
+  if (!row) return { state: 'missing' };
+  if (row.is_current === true) return { state: 'current-user' };
+  const comment = String(row.comment);
+  return comment.startsWith(ROLE_COMMENT_PREFIX) ? { state: 'managed', label: comment.slice(ROLE_COMMENT_PREFIX.length) } : { state: 'foreign' };
 }
 
 /**
@@ -385,11 +427,31 @@ async function defaultSequences(tx: Transaction, schema: string, table: string):
   return rows.map((row) => ({ schema: String(row.schema), name: String(row.name) }));
 }
 
+/**
+ * The inbox's functions a consumer calls, as the catalog names them: the relay's FIFO check (inbox migration 7), whose
+ * EXECUTE the migration took from PUBLIC. Empty before that migration ran.
+ */
+async function inboxFunctions(tx: Transaction, schema: string): Promise<Privilege[]> {
+  const { rows } = await tx.execute(
+    `SELECT p.proname AS name, oidvectortypes(p.proargtypes) AS args
+       FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace
+      WHERE n.nspname = :schema AND p.proname = :name`,
+    { schema, name: OUTBOX_ORDER_FUNCTION.name },
+  );
+  return rows.map((row) => ({ kind: 'function', schema, name: String(row.name), column: String(row.args), privilege: 'EXECUTE' }));
+}
+
 function sequenceUsage(sequences: readonly Sequence[]): Privilege[] {
   return sequences.map((sequence) => ({ kind: 'sequence', schema: sequence.schema, name: sequence.name, column: null, privilege: 'USAGE' }));
 }
 
-function inboxPrivileges(purpose: RolePurpose, schema: string, tables: InboxTables, sequences: readonly Sequence[]): Privilege[] {
+function inboxPrivileges(
+  purpose: RolePurpose,
+  schema: string,
+  tables: InboxTables,
+  sequences: readonly Sequence[],
+  functions: readonly Privilege[],
+): Privilege[] {
   const { consumed, parked, outbox } = tables;
   const table = tableName;
   const on = (name: string, privilege: string, column: string | null = null): Privilege => ({
@@ -420,6 +482,7 @@ function inboxPrivileges(purpose: RolePurpose, schema: string, tables: InboxTabl
     on(table(outbox), 'INSERT'),
     ...relay,
     ...sequenceUsage(sequences),
+    ...functions,
   ];
 }
 
@@ -463,8 +526,11 @@ async function userPrivileges(tx: Transaction, spec: RoleSpec): Promise<Privileg
   return privileges;
 }
 
-/** Every privilege the role holds on this database, or on a schema, table, column or sequence of it. */
-async function currentPrivileges(tx: Transaction, role: string): Promise<Privilege[]> {
+/**
+ * Every privilege the role holds on this database, or on a schema, table, column or sequence of it, or on a function
+ * of the inbox schema (functions elsewhere are the user's, which `databaseGrants` does not name).
+ */
+async function currentPrivileges(tx: Transaction, role: string, schema: string): Promise<Privilege[]> {
   const { rows } = await tx.execute(
     `WITH grantee AS (SELECT oid FROM pg_roles WHERE rolname = :role)
      SELECT 'database' AS kind, d.datname AS schema, NULL::text AS name, NULL::text AS column_name, a.privilege_type AS privilege
@@ -480,8 +546,12 @@ async function currentPrivileges(tx: Transaction, role: string): Promise<Privile
      SELECT 'column', n.nspname, c.relname, att.attname, a.privilege_type
        FROM pg_attribute att JOIN pg_class c ON c.oid = att.attrelid JOIN pg_namespace n ON n.oid = c.relnamespace,
             aclexplode(att.attacl) a
-      WHERE a.grantee = (SELECT oid FROM grantee) AND NOT att.attisdropped`,
-    { role },
+      WHERE a.grantee = (SELECT oid FROM grantee) AND NOT att.attisdropped
+     UNION ALL
+     SELECT 'function', n.nspname, p.proname, oidvectortypes(p.proargtypes), a.privilege_type
+       FROM pg_proc p JOIN pg_namespace n ON n.oid = p.pronamespace, aclexplode(p.proacl) a
+      WHERE a.grantee = (SELECT oid FROM grantee) AND n.nspname = :schema`,
+    { role, schema },
   );
   return rows.map((row) => ({
     kind: row.kind as ObjectKind,
@@ -493,9 +563,9 @@ async function currentPrivileges(tx: Transaction, role: string): Promise<Privile
 }
 
 /** Revokes what the role holds beyond `desired`, then grants `desired` (GRANT is idempotent). */
-async function reconcile(tx: Transaction, role: string, desired: readonly Privilege[]): Promise<{ granted: string[]; revoked: string[] }> {
+async function reconcile(tx: Transaction, role: string, schema: string, desired: readonly Privilege[]): Promise<{ granted: string[]; revoked: string[] }> {
   const wanted = new Set(desired.map(statementOf));
-  const held = await currentPrivileges(tx, role);
+  const held = await currentPrivileges(tx, role, schema);
   const heldSet = new Set(held.map(statementOf));
   const revoked: string[] = [];
   for (const privilege of held) {
@@ -517,7 +587,10 @@ function uniqueStatements(privileges: readonly Privilege[]): string[] {
   return [...new Set(privileges.map(statementOf))];
 }
 
-/** `SELECT ON TABLE "inbox"."consumed_message"`, `UPDATE ("replayed_at") ON TABLE ...`, `USAGE ON SCHEMA "inbox"`. */
+/**
+ * `SELECT ON TABLE "inbox"."consumed_message"`, `UPDATE ("replayed_at") ON TABLE ...`, `USAGE ON SCHEMA "inbox"`,
+ * `EXECUTE ON FUNCTION "inbox"."outbox_older_unsent"(text, text, bigint, bigint[])`.
+ */
 function statementOf(p: Privilege): string {
   switch (p.kind) {
     case 'database':
@@ -528,6 +601,8 @@ function statementOf(p: Privilege): string {
       return `${p.privilege} ON SEQUENCE ${quote(p.schema)}.${quote(p.name!)}`;
     case 'column':
       return `${p.privilege} (${quote(p.column!)}) ON TABLE ${quote(p.schema)}.${quote(p.name!)}`;
+    case 'function':
+      return `${p.privilege} ON FUNCTION ${quote(p.schema)}.${quote(p.name!)}(${p.column})`;
     default:
       return `${p.privilege} ON TABLE ${quote(p.schema)}.${quote(p.name!)}`;
   }

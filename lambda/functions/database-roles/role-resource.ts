@@ -55,7 +55,9 @@ export interface RoleResourceDependencies {
  * purge's own login role through the Data API as the migration user. Create sets the role's password from
  * its secret; Update sets it again only when the role or its secret changed (after that, rotation owns it)
  * and always brings the privileges to what the properties say; Delete revokes and drops the role, and only
- * logs a failure, so a database that is already gone never blocks deleting the stack.
+ * logs a failure, so a database that is already gone never blocks deleting the stack. The role's comment records
+ * its `Label`: a Create (or an Update that changes `Role`) refuses a role created for another label, which is
+ * another deploy's, and a Delete leaves it.
  *
  * Logs names and privileges, never the password or its verifier.
  */
@@ -73,22 +75,31 @@ export function roleResourceHandler(dependencies: RoleResourceDependencies) {
       callTimeoutMs: 60_000,
       resumeDelaysMs: dependencies.resumeDelaysMs ?? [1000, 2000, 4000, 8000, 10_000, 10_000, 10_000],
     });
+    const label = properties.Label ?? properties.Purpose;
     if (event.RequestType === 'Delete') {
       try {
-        const { dropped } = await dropRole(session, properties.Role, properties.Schema ? { schema: properties.Schema } : {});
-        log(JSON.stringify({ message: 'database role dropped', role: properties.Role, dropped }));
+        const { dropped, createdFor } = await dropRole(session, properties.Role, { ...(properties.Schema ? { schema: properties.Schema } : {}), label });
+        log(
+          JSON.stringify(
+            createdFor === undefined
+              ? { message: 'database role dropped', role: properties.Role, dropped }
+              : { message: 'database role left: it was created for another deploy', role: properties.Role, dropped, createdFor, label },
+          ),
+        );
       } catch (error) {
         log(JSON.stringify({ message: 'database role not dropped; drop it by hand if it is unused', role: properties.Role, error: (error as Error).message }));
       }
       return { PhysicalResourceId: event.PhysicalResourceId };
     }
     const old = event.RequestType === 'Update' ? (event.OldResourceProperties as unknown as Partial<RoleResourceProperties>) : undefined;
+    // The same resource, keeping its role on the same cluster and database: what it served before may be renamed.
+    const same = old !== undefined && old.Role === properties.Role && old.ResourceArn === properties.ResourceArn && old.Database === properties.Database;
     const report = await provisionRole(
       session,
       {
         role: properties.Role,
         purpose: properties.Purpose,
-        label: properties.Label ?? properties.Purpose,
+        label,
         grants: parseGrants(properties.Grants),
         ...(properties.Consumer ? { consumer: properties.Consumer } : {}),
         statementTimeoutMs: parseMilliseconds(properties.StatementTimeoutMs),
@@ -96,6 +107,7 @@ export function roleResourceHandler(dependencies: RoleResourceDependencies) {
       {
         ...(properties.Schema ? { schema: properties.Schema } : {}),
         resetPassword: old === undefined || old.Role !== properties.Role || old.RoleSecretArn !== properties.RoleSecretArn,
+        ...(same ? { previousLabel: old.Label ?? old.Purpose } : {}),
         revokePublic: properties.PublicDefaults === 'revoke',
         password: async () => {
           const credentials = await dependencies.readSecret(properties.RoleSecretArn);

@@ -3,6 +3,7 @@ import { DatabaseCallError } from '../../inbox/errors.js';
 import type { InboxMigrationSet } from '../../inbox/sql/schema.js';
 import { retryConflicts } from '../../inbox/transport/conflicts.js';
 import type { InboxSession } from '../../inbox/transport/session.js';
+import { inboxTables } from '../../inbox/sql/schema.js';
 import { dsql, DSQL_INBOX_MIGRATIONS, migrateDsql } from '../../inbox/transport/dsql/index.js';
 import type { DsqlTarget } from '../../inbox/transport/dsql/index.js';
 import { WIRE_SESSION } from '../../inbox/transport/wire-target.js';
@@ -48,6 +49,19 @@ export interface DsqlRoleProperties extends DsqlClusterProperties {
   readonly IamRoleArn: string;
   /** JSON of {@link DsqlStatement}[]. */
   readonly Statements: string;
+  /**
+   * The consumer a consumer's role is mapped for, recorded in the inbox schema's `role_scope`: a role recorded there
+   * for another consumer is refused (two consumer names that map to one role name would share it). None for the
+   * purge's and the sweeper's roles.
+   */
+  readonly Consumer?: string;
+  /** The inbox schema, whose `role_scope` records the consumer. @default 'inbox' */
+  readonly Schema?: string;
+}
+
+/** A role cannot be mapped as asked; the message names the role, the cause and the fix. */
+export class DsqlRoleError extends Error {
+  override readonly name = 'DsqlRoleError';
 }
 
 const IAM_ROLE_ARN = /^arn:aws[a-z-]*:iam::\d{12}:role\/[\w+=,.@/-]+$/;
@@ -100,7 +114,12 @@ export function dsqlSchemaHandler(connect: (properties: DsqlClusterProperties) =
     const session = target[WIRE_SESSION]({ callTimeoutMs: CALL_TIMEOUT_MS, resumeDelaysMs: [] });
     try {
       if (isRole) {
+        const old = event.RequestType === 'Update' ? (event.OldResourceProperties as unknown as Partial<DsqlRoleProperties>) : undefined;
+        // The same resource keeping its role on the same cluster may rename the consumer it serves.
+        const previous = old?.Role === properties.Role && old.Endpoint === properties.Endpoint ? old.Consumer : undefined;
+        if (properties.Consumer) await refuseOtherConsumer(session, properties, previous);
         const report = await applyDsqlStatements(session, JSON.parse(properties.Statements) as DsqlStatement[]);
+        if (properties.Consumer) await recordConsumer(session, properties);
         console.log(JSON.stringify({ message: 'dsql role mapped', role: properties.Role, iamRoleArn: properties.IamRoleArn, ...report }));
         return {
           PhysicalResourceId: `sqs-inbox-dsql-role:${properties.Endpoint}:${properties.Role}`,
@@ -117,6 +136,46 @@ export function dsqlSchemaHandler(connect: (properties: DsqlClusterProperties) =
       await target.pool.end().catch(() => {});
     }
   };
+}
+
+/** `role_scope` of the resource's schema, whose rows say which consumer each consumer's role was mapped for. */
+function scopeTable(properties: DsqlRoleProperties): string {
+  return `${inboxTables(properties.Schema ?? 'inbox').schema}."role_scope"`;
+}
+
+/**
+ * Refuses a role mapped before for another consumer: its function would sign in as this consumer's role, and this one's
+ * as that consumer's, with both consumers' grants (DSQL's mapping only adds). Checked before any statement runs.
+ */
+async function refuseOtherConsumer(session: InboxSession, properties: DsqlRoleProperties, previous: string | undefined): Promise<void> {
+  const { rows } = await session.execute(`SELECT consumer_name FROM ${scopeTable(properties)} WHERE role_name = :role`, { role: properties.Role });
+  const others = rows.map((row) => String(row.consumer_name)).filter((consumer) => consumer !== properties.Consumer && consumer !== previous);
+  if (others.length > 0) {
+    throw new DsqlRoleError(
+      `role "${properties.Role}" is mapped for consumer "${others.join('", "')}" on this cluster, not for "${properties.Consumer}": mapping it here ` +
+        "would let each consumer's function sign in as the other's role. Two consumer names that map to one role name (such as 'order-worker' " +
+        "and 'order_worker') do this. Fix: give this consumer a `databaseRole` of its own; if that consumer is gone, delete its row " +
+        `(DELETE FROM ${scopeTable(properties)} WHERE role_name = '${properties.Role}') and revoke its IAM role (AWS IAM REVOKE).`,
+    );
+  }
+}
+
+/** Records the consumer the role is now mapped for, in one transaction (DML only: DSQL keeps DDL apart). */
+async function recordConsumer(session: InboxSession, properties: DsqlRoleProperties): Promise<void> {
+  await retryConflicts(session, async () => {
+    const tx = await session.transaction();
+    try {
+      await tx.execute(`DELETE FROM ${scopeTable(properties)} WHERE role_name = :role`, { role: properties.Role });
+      await tx.execute(`INSERT INTO ${scopeTable(properties)} (role_name, consumer_name) VALUES (:role, :consumer)`, {
+        role: properties.Role,
+        consumer: properties.Consumer!,
+      });
+      await tx.commit();
+    } catch (error) {
+      await tx.rollback().catch(() => {});
+      throw error;
+    }
+  });
 }
 
 /**

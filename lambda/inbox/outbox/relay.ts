@@ -44,17 +44,15 @@ const COLUMNS = 'o.id, o.idempotency_key, o.destination, o.body, o.group_id, o.a
  * Sends the rows `ids` (written by this invocation's committed transactions) and marks them sent: one
  * statement to read them, the transport's calls, one statement to record the results. A row of a FIFO
  * destination waits (for the sweeper) while its group has an older unsent row from elsewhere, so the
- * group's order holds.
+ * group's order holds. That row may be another consumer's, which the consumer's role cannot read (row-level
+ * security, inbox migration 7): the check asks `outboxOrder`, which answers for it without showing it.
  */
 export async function relayRows(session: InboxSession, tables: InboxTables, transport: OutboxTransport, ids: readonly number[]): Promise<RelayReport> {
   if (ids.length === 0) return { sent: 0, deferred: 0 };
   const { rows } = await session.execute(
     `SELECT ${COLUMNS} FROM ${tables.outbox} o
       WHERE o.id = ANY(:ids::bigint[]) AND o.sent_at IS NULL
-        AND NOT (o.destination LIKE '%.fifo' AND EXISTS (
-          SELECT 1 FROM ${tables.outbox} p
-           WHERE p.sent_at IS NULL AND p.destination = o.destination AND p.group_id = o.group_id
-             AND p.id < o.id AND NOT (p.id = ANY(:ids::bigint[]))))
+        AND NOT (o.destination LIKE '%.fifo' AND ${tables.outboxOrder}(o.destination, o.group_id, o.id, :ids::bigint[]))
       ORDER BY o.id`,
     { ids: `{${ids.join(',')}}` },
   );

@@ -3,6 +3,7 @@ import type { Transaction } from '../data-api/session.js';
 import type { InboxSession } from '../transport/session.js';
 import { InboxConfigError, MigrationChangedError } from '../errors.js';
 import { described } from '../handler/option-checks.js';
+import { OUTBOX_ORDER_FUNCTION } from '../contract.js';
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 
@@ -18,6 +19,8 @@ export interface InboxTables {
   readonly outbox: string;
   /** Applied migrations: `"inbox"."schema_migration"`. */
   readonly migrations: string;
+  /** Whether a FIFO group has an older unsent outbox row, of any consumer: `"inbox"."outbox_older_unsent"`. */
+  readonly outboxOrder: string;
 }
 
 /**
@@ -36,6 +39,7 @@ export function inboxTables(schema = 'inbox', option = 'schema'): InboxTables {
     parked: `${quoted}."parked_message"`,
     outbox: `${quoted}."outbox_message"`,
     migrations: `${quoted}."schema_migration"`,
+    outboxOrder: `${quoted}."${OUTBOX_ORDER_FUNCTION.name}"`,
   };
 }
 
@@ -75,6 +79,26 @@ export interface InboxMigrationSet {
  */
 function inScope(t: InboxTables): string {
   return `coalesce(consumer_name = ANY ((SELECT array_agg(s.consumer_name) FROM ${t.schema}."role_scope" s WHERE s.role_name = current_user)::text[]), true)`;
+}
+
+/**
+ * The relay's FIFO check, as a function of the table owner's (SECURITY DEFINER): an unsent row of `destination` and
+ * `group_id` older than `before_id` that is not among `relaying` holds the caller's row back, whichever consumer wrote
+ * it, though the caller's row-level security hides that row. It answers yes or no, never a body or a key; its search
+ * path is fixed, so no object of the caller's can stand in for one it names. A NULL group matches nothing, as in the
+ * relay's own comparison. One statement, written to run again, so DSQL's migrations share it.
+ */
+export function outboxOrderFunction(t: InboxTables): string {
+  return `CREATE OR REPLACE FUNCTION ${t.outboxOrder}(destination text, group_id text, before_id bigint, relaying bigint[])
+     RETURNS boolean LANGUAGE sql STABLE SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+     AS $sqs_inbox$ SELECT EXISTS (
+          SELECT 1 FROM ${t.outbox} p
+           WHERE p.sent_at IS NULL AND p.destination = $1 AND p.group_id = $2 AND p.id < $3 AND NOT (p.id = ANY ($4))) $sqs_inbox$`;
+}
+
+/** PostgreSQL grants EXECUTE on a new function to PUBLIC: the relay's check goes to the consumer roles alone. */
+export function outboxOrderRevoke(t: InboxTables): string {
+  return `REVOKE EXECUTE ON FUNCTION ${t.outboxOrder}(${OUTBOX_ORDER_FUNCTION.args}) FROM PUBLIC`;
 }
 
 /** The inbox's DDL. Append new migrations; never edit one that has shipped. */
@@ -210,6 +234,25 @@ export const INBOX_MIGRATIONS: InboxMigrationSet = {
         // under the same id (a Kafka topic recreated, its offsets restarting) is stored beside it.
         `ALTER TABLE ${t.parked} DROP CONSTRAINT IF EXISTS parked_message_consumer_name_sqs_message_id_key`,
         `CREATE UNIQUE INDEX IF NOT EXISTS parked_message_record ON ${t.parked} (consumer_name, sqs_message_id, payload_sha256)`,
+      ],
+    },
+    {
+      version: 7,
+      name: 'outbox_scope',
+      statements: (t) => [
+        // Migration 5 left every outbox row readable, markable and deletable by every role: a consumer could read
+        // another's bodies, or mark its unsent rows sent so that they were never delivered. The outbox is scoped as
+        // the claims and parked messages are; the relay's FIFO check, which must see other consumers' unsent rows,
+        // asks the function below instead of reading them.
+        `DROP POLICY IF EXISTS outbox_read ON ${t.outbox}`,
+        `DROP POLICY IF EXISTS outbox_mark ON ${t.outbox}`,
+        `DROP POLICY IF EXISTS outbox_remove ON ${t.outbox}`,
+        `DROP POLICY IF EXISTS consumer_scope_insert ON ${t.outbox}`,
+        `CREATE POLICY consumer_scope ON ${t.outbox}
+           USING (${inScope(t)})
+           WITH CHECK (${inScope(t)})`,
+        outboxOrderFunction(t),
+        outboxOrderRevoke(t),
       ],
     },
   ],

@@ -500,6 +500,7 @@ describe('the migrations in DSQL form', () => {
       parked: '"inbox"."parked_message"',
       outbox: '"inbox"."outbox_message"',
       migrations: '"inbox"."schema_migration"',
+      outboxOrder: '"inbox"."outbox_older_unsent"',
     };
     for (const migration of DSQL_INBOX_MIGRATIONS.migrations) {
       const statements = typeof migration.statements === 'function' ? migration.statements(tables) : migration.statements;

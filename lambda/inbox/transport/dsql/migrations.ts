@@ -1,7 +1,7 @@
 import { retryConflicts } from '../conflicts.js';
 import type { InboxSession } from '../session.js';
 import { InboxConfigError } from '../../errors.js';
-import { checkApplied, checkSet, inboxTables, migrationChecksum, migrationStatements } from '../../sql/schema.js';
+import { checkApplied, checkSet, inboxTables, migrationChecksum, migrationStatements, outboxOrderFunction, outboxOrderRevoke } from '../../sql/schema.js';
 import type { MigrationReport, InboxMigrationSet } from '../../sql/schema.js';
 
 /**
@@ -14,7 +14,9 @@ import type { MigrationReport, InboxMigrationSet } from '../../sql/schema.js';
  *   sends (a cache of 65,536 per connection would number them out of time order), `CACHE 65536` for parked rows;
  * - `json` instead of `jsonb`, a query runtime type only on DSQL;
  * - no row-level security (not among DSQL's supported commands): consumers that must not see each other's
- *   claims get a schema each (`inbox({ schema })`) and database roles granted on their schema only.
+ *   claims, parked messages or outbox rows get a schema each (`inbox({ schema })`) and database roles granted on
+ *   their schema only. The relay's FIFO check is the same function as on Aurora (SQL, SECURITY DEFINER, both of
+ *   which DSQL's CREATE FUNCTION takes), so the runtime's SQL runs unchanged.
  */
 export const DSQL_INBOX_MIGRATIONS: InboxMigrationSet = {
   name: 'inbox',
@@ -117,6 +119,8 @@ export const DSQL_INBOX_MIGRATIONS: InboxMigrationSet = {
       name: 'parked_message_record',
       statements: (t) => [`CREATE UNIQUE INDEX ASYNC IF NOT EXISTS parked_message_record ON ${t.parked} (consumer_name, sqs_message_id, payload_sha256)`],
     },
+    { version: 14, name: 'outbox_older_unsent', statements: (t) => [outboxOrderFunction(t)] },
+    { version: 15, name: 'outbox_older_unsent_grant', statements: (t) => [outboxOrderRevoke(t)] },
   ],
 };
 
