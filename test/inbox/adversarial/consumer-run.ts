@@ -1,0 +1,225 @@
+import { PermanentError, withFirstStatement } from '../../../lambda/inbox/index.js';
+import type { ConsumerOptions, InboxMessage, InboxTransaction } from '../../../lambda/inbox/index.js';
+import { park } from '../../../lambda/inbox/parked/index.js';
+import type { InboxFixture } from '../../support/inbox.js';
+import { recordingLogger, recordingMetrics } from '../../support/inbox.js';
+import { expectations } from './expectations.js';
+import type { CaseContext, Expected, Mode, Policy } from './expectations.js';
+import { EXCLUDED } from './known-defects.js';
+import type { KnownDefect, LogLine } from './known-defects.js';
+import { tokenOf } from './lambda-sources.js';
+import type { Answer, Built, LambdaSource } from './lambda-sources.js';
+import { producerKey } from './hostile-values.js';
+import type { CasePlan, Effect, Entry } from './planned-case.js';
+
+// One case, end to end: the planned generations built as their source delivers them, the known defects
+// taken out, each generation delivered to a real handler on the real database and delivered again as its
+// event source mapping would (a bounded number of times), and what the database and the answers show.
+
+/** The effects table: one row per application of a message's effect. */
+export const EFFECTS_DDL = 'CREATE TABLE public.fuzz_effects (seq bigserial PRIMARY KEY, consumer text NOT NULL, token text NOT NULL)';
+
+/** A business rule's refusal, thrown by the effect: permanent. Its message holds nothing of the body. */
+export class RejectedOrder extends PermanentError {
+  override name = 'RejectedOrder';
+}
+
+/** A passing hiccup, thrown by the effect: the record is retried. */
+export class TransientHiccup extends Error {
+  override name = 'TransientHiccup';
+}
+
+/** One invocation and what it left in the log. */
+export interface Delivery {
+  readonly generation: number;
+  readonly batch: readonly Built[];
+  readonly answer: Answer;
+  readonly lines: readonly LogLine[];
+}
+
+/** A parked row, as the judge reads it. */
+export interface ParkedRow {
+  readonly token: string | undefined;
+  readonly id: string;
+  readonly errorClass: string;
+}
+
+/** A case after its known defects were taken out: the records to deliver and what may become of each. */
+export interface MaterialCase {
+  readonly context: CaseContext;
+  readonly generations: readonly (readonly Built[])[];
+  readonly expected: ReadonlyMap<Built, Expected>;
+  /** The known defects that took records out, by reference. */
+  readonly excluded: readonly string[];
+  /** Per token, what its effect does. */
+  readonly effects: ReadonlyMap<string, Effect>;
+}
+
+/**
+ * Builds the planned generations. A re-send is one only with producer keys (the same key, the same body, a
+ * new record); without them it is a message of its own that happens to have the same body. A record reuses
+ * the id of a record of the first generation, once.
+ */
+export function materialise(plan: CasePlan, source: LambdaSource, mode: Mode, policy: Policy, caseId: string): MaterialCase {
+  const { producerKeys } = plan.options;
+  const context: CaseContext = { source, mode, policy, producerKeys, stopBatch: plan.options.stopBatch && source.ordered };
+  const made: Built[] = [];
+  const first: Built[] = [];
+  const shared = new Set<Built>();
+  const effects = new Map<string, Effect>();
+  const make = (entry: Entry, inSecond: boolean): Built => {
+    const copy = made.length;
+    const of = entry.kind === 'fresh' || made.length === 0 ? undefined : made[entry.of % made.length]!;
+    const request = { copy, caseId, entry: entry.kind };
+    if (entry.kind === 'resend' && producerKeys) return source.build({ ...request, plan: of!.plan, token: of!.token, key: of!.producerKey });
+    const token = `t${caseId}-${copy}`;
+    const sharer = entry.kind === 'shares-id' && inSecond && of !== undefined && first.includes(of) && of.id !== undefined && !shared.has(of);
+    const planned = entry.kind === 'resend' ? of!.plan : entry.plan;
+    effects.set(token, planned.effect);
+    const key = producerKeys ? producerKey(planned.key, copy) : undefined;
+    if (!sharer) return source.build({ ...request, entry: 'fresh', plan: planned, token, key });
+    shared.add(of);
+    // Its own body, which no other record has: a different message under the same id, not a re-send.
+    const payload = planned.payload.kind === 'object' ? { kind: 'object' as const, value: { sharer: token, v: planned.payload.value } } : planned.payload;
+    return source.build({ ...request, plan: { ...planned, payload }, token, key, shared: of });
+  };
+  for (const entry of plan.first) made.push(make(entry, false));
+  first.push(...made);
+  const second = plan.second.map((entry) => {
+    const record = make(entry, true);
+    made.push(record);
+    return record;
+  });
+  return withoutKnownDefects(context, [source.order(first), source.order(second)], effects);
+}
+
+/** Takes out the records a known defect covers (with their token's other copies), until none is left. */
+function withoutKnownDefects(context: CaseContext, generations: Built[][], effects: Map<string, Effect>): MaterialCase {
+  const excluded: string[] = [];
+  for (;;) {
+    const expected = expectations(generations, context);
+    const ordered = generations.flat();
+    const hit = ordered
+      .map((record, index) => ({ record, defect: defectOf(EXCLUDED, context, record, expected, ordered.slice(0, index)) }))
+      .find((found) => found.defect !== undefined);
+    if (!hit) return { context, generations, expected, excluded, effects };
+    excluded.push(hit.defect!.reference);
+    generations = generations.map((generation) => generation.filter((record) => record.token !== hit.record.token));
+  }
+}
+
+function defectOf(list: readonly KnownDefect[], context: CaseContext, record: Built, expected: ReadonlyMap<Built, Expected>, earlier: readonly Built[]) {
+  const scene = {
+    ...context,
+    record,
+    expected: expected.get(record)!,
+    earlier: earlier.map((before) => ({ record: before, expected: expected.get(before)! })),
+  };
+  return list.find((defect) => defect.record?.(scene));
+}
+
+/** The consumer options of a mode whose effect records each message's token, and fails as the message's plan says. */
+export function modeOptions(mode: Mode, consumer: string, effects: ReadonlyMap<string, Effect>): Partial<ConsumerOptions<any, any>> {
+  const failuresLeft = new Map([...effects].map(([token, effect]) => [token, typeof effect === 'object' ? effect.transient : 0]));
+  /** What the effect does for this message now: run, refuse for good, or fail this once. */
+  const verdict = (token: string): 'run' | 'refuse' | 'hiccup' => {
+    if (effects.get(token) === 'permanent') return 'refuse';
+    const left = failuresLeft.get(token) ?? 0;
+    if (left === 0) return 'run';
+    failuresLeft.set(token, left - 1);
+    return 'hiccup';
+  };
+  const effect = async (tx: InboxTransaction, message: InboxMessage<unknown, unknown>) => {
+    const token = tokenOf(message.record);
+    // The row is written first, so a refusal after it proves that the claim and the effect roll back together.
+    await tx.execute('INSERT INTO public.fuzz_effects (consumer, token) VALUES (:consumer, :token)', { consumer, token });
+    const now = verdict(token);
+    if (now === 'refuse') throw new RejectedOrder('the order was rejected');
+    if (now === 'hiccup') throw new TransientHiccup('a passing hiccup');
+  };
+  switch (mode) {
+    case 'apply':
+      return { apply: effect };
+    case 'applyBatch':
+      return {
+        applyBatch: async (tx: InboxTransaction, messages: readonly InboxMessage<unknown, unknown>[]) => {
+          for (const message of messages) await effect(tx, message);
+        },
+      };
+    case 'statement':
+      return {
+        statement: {
+          // A hiccup is a NULL token: PostgreSQL refuses it, so the statement fails as a database error would.
+          sql: 'INSERT INTO public.fuzz_effects (consumer, token) SELECT :consumer, CASE WHEN :hiccup THEN NULL ELSE :token END FROM claimed',
+          params: (message: InboxMessage<unknown, unknown>) => {
+            const token = tokenOf(message.record);
+            const now = verdict(token);
+            if (now === 'refuse') throw new RejectedOrder('the order was rejected');
+            return { consumer, token, hiccup: now === 'hiccup' };
+          },
+        },
+      };
+    case 'statementBatch':
+      return {
+        statementBatch: {
+          // The statement never reads `body`: the tokens come by position, from the messages the set holds.
+          sql: `INSERT INTO public.fuzz_effects (consumer, token)
+                SELECT :consumer, CASE WHEN jsonb_exists(:hiccups::jsonb, (:tokens::jsonb)->>position) THEN NULL ELSE (:tokens::jsonb)->>position END
+                  FROM claimed ORDER BY position`,
+          params: (messages: readonly InboxMessage<unknown, unknown>[]) => {
+            const tokens = messages.map((message) => tokenOf(message.record));
+            const verdicts = tokens.map(verdict);
+            if (verdicts.includes('refuse')) throw new RejectedOrder('an order of the set was rejected');
+            return { consumer, tokens, hiccups: tokens.filter((_, index) => verdicts[index] === 'hiccup') };
+          },
+        },
+      };
+  }
+}
+
+/** What a case left: every delivery, and the database's effect counts and parked rows. */
+export interface Observed {
+  readonly deliveries: readonly Delivery[];
+  readonly effects: ReadonlyMap<string, number>;
+  readonly parked: readonly ParkedRow[];
+}
+
+/** Delivers each generation until its source is done with it, or its deliveries run out. */
+export async function deliver(db: InboxFixture, material: MaterialCase, plan: CasePlan, consumer: string): Promise<Observed> {
+  const { source, mode, policy } = material.context;
+  const logger = recordingLogger();
+  const options: ConsumerOptions<any, any> & Record<string, unknown> = {
+    consumer,
+    database: db.target,
+    logger,
+    metrics: recordingMetrics(),
+    onPermanentError: policy === 'park' ? park : 'retry',
+    duplicateFilter: plan.options.duplicateFilter,
+    concurrency: plan.options.concurrency,
+    ...(plan.options.ridingClaim && (mode === 'apply' || mode === 'applyBatch') ? { claim: withFirstStatement } : {}),
+    ...(source.service === 'sqs' && material.context.stopBatch ? { fifo: { onFailure: 'stop-batch' } } : {}),
+    ...(source.keyOption(plan.options.producerKeys) !== undefined ? { key: source.keyOption(plan.options.producerKeys) } : {}),
+    ...modeOptions(mode, consumer, material.effects),
+  };
+  const invoke = source.handler(options);
+  const deliveries: Delivery[] = [];
+  for (const [generation, records] of material.generations.entries()) {
+    // Each failure takes one delivery to clear; a record that fails for good keeps failing to the end.
+    const budget = 2 + records.reduce((sum, record) => sum + (typeof record.plan.effect === 'object' ? record.plan.effect.transient : 0), 0);
+    let batch: readonly Built[] = records;
+    for (let round = 0; round < budget && batch.length > 0; round++) {
+      const seen = logger.lines.length;
+      const answer = await invoke(batch);
+      deliveries.push({ generation, batch, answer, lines: logger.lines.slice(seen) });
+      batch = source.next(batch, answer);
+    }
+  }
+  const effects = new Map<string, number>();
+  for (const row of await db.query('SELECT token, count(*)::int AS n FROM public.fuzz_effects WHERE consumer = $1 GROUP BY token', [consumer])) {
+    effects.set(row.token, row.n);
+  }
+  const parked = (await db.query('SELECT sqs_message_id, attributes, error_class FROM inbox.parked_message WHERE consumer_name = $1', [consumer])).map(
+    (row): ParkedRow => ({ token: source.tokenOfParked(row.attributes), id: row.sqs_message_id, errorClass: row.error_class }),
+  );
+  return { deliveries, effects, parked };
+}
