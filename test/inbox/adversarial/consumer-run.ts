@@ -44,6 +44,9 @@ export interface ParkedRow {
   readonly errorClass: string;
 }
 
+/** Numbers keys are made of: distinct for the whole run, as two cases may share one consumer. */
+let serials = 0;
+
 /** A case after its known defects were taken out: the records to deliver and what may become of each. */
 export interface MaterialCase {
   readonly context: CaseContext;
@@ -61,8 +64,15 @@ export interface MaterialCase {
  * the id of a record of the first generation, once.
  */
 export function materialise(plan: CasePlan, source: LambdaSource, mode: Mode, policy: Policy, caseId: string): MaterialCase {
+  return materialiseFor(plan, source, mode, [policy], caseId)[0]!;
+}
+
+/** The same records for consumers of several policies, with the known defects of any of them taken out of all. */
+export function materialiseFor(plan: CasePlan, source: LambdaSource, mode: Mode, policies: readonly Policy[], caseId: string): MaterialCase[] {
   const { producerKeys } = plan.options;
-  const context: CaseContext = { source, mode, policy, producerKeys, stopBatch: plan.options.stopBatch && source.ordered };
+  // `fifo.onFailure` is an option of SQS FIFO queues only.
+  const stopBatch = plan.options.stopBatch && source.service === 'sqs' && source.ordered;
+  const contexts = policies.map((policy): CaseContext => ({ source, mode, policy, producerKeys, stopBatch }));
   const made: Built[] = [];
   const first: Built[] = [];
   const shared = new Set<Built>();
@@ -76,7 +86,7 @@ export function materialise(plan: CasePlan, source: LambdaSource, mode: Mode, po
     const sharer = entry.kind === 'shares-id' && inSecond && of !== undefined && first.includes(of) && of.id !== undefined && !shared.has(of);
     const planned = entry.kind === 'resend' ? of!.plan : entry.plan;
     effects.set(token, planned.effect);
-    const key = producerKeys ? producerKey(planned.key, copy) : undefined;
+    const key = producerKeys ? producerKey(planned.key, `${caseId}-${copy}`, serials++) : undefined;
     if (!sharer) return source.build({ ...request, entry: 'fresh', plan: planned, token, key });
     shared.add(of);
     // Its own body, which no other record has: a different message under the same id, not a re-send.
@@ -90,19 +100,16 @@ export function materialise(plan: CasePlan, source: LambdaSource, mode: Mode, po
     made.push(record);
     return record;
   });
-  return withoutKnownDefects(context, [source.order(first), source.order(second)], effects);
-}
-
-/** Takes out the records a known defect covers (with their token's other copies), until none is left. */
-function withoutKnownDefects(context: CaseContext, generations: Built[][], effects: Map<string, Effect>): MaterialCase {
+  let generations = [source.order(first), source.order(second)];
   const excluded: string[] = [];
+  // Takes out the records a known defect covers (with their message's other copies), until none is left.
   for (;;) {
-    const expected = expectations(generations, context);
     const ordered = generations.flat();
+    const expected = contexts.map((context) => expectations(generations, context));
     const hit = ordered
-      .map((record, index) => ({ record, defect: defectOf(EXCLUDED, context, record, expected, ordered.slice(0, index)) }))
+      .flatMap((record, index) => contexts.map((context, at) => ({ record, defect: defectOf(EXCLUDED, context, record, expected[at]!, ordered.slice(0, index)) })))
       .find((found) => found.defect !== undefined);
-    if (!hit) return { context, generations, expected, excluded, effects };
+    if (!hit) return contexts.map((context, at) => ({ context, generations, expected: expected[at]!, excluded, effects }));
     excluded.push(hit.defect!.reference);
     generations = generations.map((generation) => generation.filter((record) => record.token !== hit.record.token));
   }
@@ -184,23 +191,30 @@ export interface Observed {
   readonly parked: readonly ParkedRow[];
 }
 
-/** Delivers each generation until its source is done with it, or its deliveries run out. */
-export async function deliver(db: InboxFixture, material: MaterialCase, plan: CasePlan, consumer: string): Promise<Observed> {
+/** The handler options of a case: its consumer, its policy, the options it varies, and its mode's effect. */
+export function handlerOptions(material: MaterialCase, plan: CasePlan, consumer: string, db: InboxFixture): ConsumerOptions<any, any> {
   const { source, mode, policy } = material.context;
-  const logger = recordingLogger();
-  const options: ConsumerOptions<any, any> & Record<string, unknown> = {
+  const key = source.keyOption(plan.options.producerKeys);
+  return {
     consumer,
     database: db.target,
-    logger,
+    logger: recordingLogger(),
     metrics: recordingMetrics(),
     onPermanentError: policy === 'park' ? park : 'retry',
     duplicateFilter: plan.options.duplicateFilter,
     concurrency: plan.options.concurrency,
     ...(plan.options.ridingClaim && (mode === 'apply' || mode === 'applyBatch') ? { claim: withFirstStatement } : {}),
     ...(source.service === 'sqs' && material.context.stopBatch ? { fifo: { onFailure: 'stop-batch' } } : {}),
-    ...(source.keyOption(plan.options.producerKeys) !== undefined ? { key: source.keyOption(plan.options.producerKeys) } : {}),
+    ...(key !== undefined ? { key } : {}),
     ...modeOptions(mode, consumer, material.effects),
-  };
+  } as ConsumerOptions<any, any>;
+}
+
+/** Delivers each generation until its source is done with it, or its deliveries run out. */
+export async function deliver(db: InboxFixture, material: MaterialCase, plan: CasePlan, consumer: string): Promise<Observed> {
+  const { source } = material.context;
+  const options = handlerOptions(material, plan, consumer, db);
+  const logger = options.logger as ReturnType<typeof recordingLogger>;
   const invoke = source.handler(options);
   const deliveries: Delivery[] = [];
   for (const [generation, records] of material.generations.entries()) {

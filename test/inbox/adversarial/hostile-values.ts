@@ -89,22 +89,22 @@ export const keyVariant: fc.Arbitrary<KeyVariant> = fc.oneof(
   { weight: 1, arbitrary: fc.constantFrom<KeyVariant>('unicode', 'control', 'long', 'surrogate', 'empty', 'number') },
 );
 
-/** The key of `variant` for a message, distinct per `seed`: a string, or a number for the `number` variant. */
-export function producerKey(variant: KeyVariant, seed: number): string | number {
+/** The key of `variant` for a message: distinct per `unique` text (and `serial`, the number a `number` key is). */
+export function producerKey(variant: KeyVariant, unique: string, serial: number): string | number {
   switch (variant) {
     case 'plain':
-      return `key-${seed}`;
+      return `key-${unique}`;
     case 'unicode':
-      return `clé-${seed}-日本-😀`;
+      return `clé-${unique}-日本-😀`;
     case 'control':
-      return `key-${seed}\n`;
+      return `key-${unique}\n`;
     case 'long':
-      return `key-${seed}-${'é'.repeat(260)}`;
+      return `key-${unique}-${'é'.repeat(260)}`;
     case 'surrogate':
-      return `key-${seed}-\ud800`;
+      return `key-${unique}-\ud800`;
     case 'empty':
       return '';
     case 'number':
-      return 100_000 + seed;
+      return 100_000 + serial;
   }
 }

@@ -25,8 +25,11 @@ function aboutRecord(line: LogLine): { id: string | undefined; error: { name: st
 /** The violations of the invariant the case shows; none when it holds. */
 export function violations(material: MaterialCase, observed: Observed): string[] {
   const found: string[] = [];
-  const { expected, context } = material;
+  const { context } = material;
   const records = material.generations.flat();
+  // By copy: SQS delivers a record again as a new object (its receive count one higher).
+  const byCopy = new Map(records.map((record) => [record.copy, material.expected.get(record)!]));
+  const expected = { get: (record: Built) => byCopy.get(record.copy) };
   const describe = (record: Built) =>
     `record ${record.copy} (${record.entry}, token ${record.token}, id ${record.id ?? 'none'}, ${record.plan.shape}, ${record.plan.payload.kind}, effect ${JSON.stringify(record.plan.effect)})`;
 

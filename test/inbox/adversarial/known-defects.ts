@@ -24,6 +24,14 @@ export interface DefectScene extends CaseContext {
   readonly earlier: readonly { readonly record: Built; readonly expected: Expected }[];
 }
 
+/** A send of tx.send, as the outbox property plans it. */
+export interface SendPlan {
+  readonly fifo: boolean;
+  readonly body: string;
+  readonly groupId: string;
+  readonly attributes: Readonly<Record<string, string>>;
+}
+
 export interface KnownDefect {
   /** Where the defect is written down: the issue's item, or the `it.fails` test that shows it. */
   readonly reference: string;
@@ -33,6 +41,8 @@ export interface KnownDefect {
   readonly record?: (scene: DefectScene) => boolean;
   /** The log lines it takes out of the check that no body bytes are logged. */
   readonly logLine?: (line: LogLine) => boolean;
+  /** The sends of tx.send it takes out of the outbox property; `deliverable`: whether SQS would take the send. */
+  readonly send?: (send: SendPlan, deliverable: boolean) => boolean;
 }
 
 /** Whether the record may end refused for good (and so, under `park`, stored in the parked table). */
@@ -140,7 +150,23 @@ export const FOUND_DEFECTS: readonly KnownDefect[] = [
     what: 'a null Kafka record keyed by a header throws a raw TypeError while its key is read: a temporary failure of no id, so the whole batch fails, every delivery',
     record: (scene) => scene.source.service === 'kafka' && scene.producerKeys && scene.record.plan.shape === 'null',
   },
+  {
+    reference: 'new-defects.test.ts: tx.send with U+0000 or a lone surrogate',
+    what: "a send whose body, group id or attributes hold U+0000 or a lone surrogate fails the outbox's insert (jsonb refuses it): its record fails as temporary on every delivery",
+    send: (send) => sendTexts(send).some((text) => text.includes('\u0000') || LONE_SURROGATE.test(text)),
+  },
+  {
+    reference: 'new-defects.test.ts: tx.send takes what SQS refuses',
+    what: 'tx.send takes a send SQS refuses for good (a character SQS does not carry, a group id it refuses, an attribute name it refuses or the key attribute, an empty attribute value, more than 1 MiB): the record commits, the send never arrives, and on a FIFO queue it holds back its group',
+    send: (send, deliverable) =>
+      !deliverable && send.body.length > 0 && !sendTexts(send).some((text) => text.includes('\u0000') || LONE_SURROGATE.test(text)),
+  },
 ];
+
+/** Every text of a send that reaches the outbox's row. */
+function sendTexts(send: SendPlan): string[] {
+  return [send.body, ...(send.fifo ? [send.groupId] : []), ...Object.entries(send.attributes).flat()];
+}
 
 /** Whether the run generates the known defects' cases anyway: `INBOX_FUZZ_KNOWN=include`. */
 export const INCLUDE_KNOWN = process.env.INBOX_FUZZ_KNOWN === 'include';

@@ -65,6 +65,8 @@ export interface LambdaSource {
   readonly service: 'sqs' | 'kinesis' | 'dynamodb' | 'kafka';
   /** Records of one lane are applied in order, and a failure holds back the rest of its lane. */
   readonly ordered: boolean;
+  /** A failure fails the whole invocation (Kafka without a partial batch response). */
+  readonly failsWhole: boolean;
   readonly rules: PlanRules;
   /** A payload a healthy message has: for records that reuse an id. */
   readonly healthyPayload: fc.Arbitrary<Payload>;
@@ -288,6 +290,7 @@ function sqs(fifo: boolean): LambdaSource {
     name: fifo ? 'sqs fifo' : 'sqs standard',
     service: 'sqs',
     ordered: fifo,
+    failsWhole: false,
     rules,
     healthyPayload: healthyObject(true),
     limitBytes: MAX_BODY_BYTES,
@@ -385,6 +388,7 @@ const kinesis: LambdaSource = {
   name: 'kinesis',
   service: 'kinesis',
   ordered: true,
+  failsWhole: false,
   rules: { lanes: 1, payload: payloads({ sqs: false, streams: true, limit: true }), brokenShapes: ['no-id', 'null', 'wrong-type'] },
   healthyPayload: healthyObject(false),
   limitBytes: STREAM_LIMIT,
@@ -490,6 +494,7 @@ const dynamodb: LambdaSource = {
   name: 'dynamodb',
   service: 'dynamodb',
   ordered: true,
+  failsWhole: false,
   rules: {
     lanes: 1,
     payload: change(fc.oneof({ weight: 20, arbitrary: fc.constant(false) }, { weight: 1, arbitrary: fc.constant(true) })),
@@ -580,6 +585,7 @@ function kafka(partial: boolean): LambdaSource {
     name: partial ? 'kafka' : 'kafka without partial response',
     service: 'kafka',
     ordered: true,
+    failsWhole: !partial,
     rules: {
       lanes: KAFKA_LANES.length,
       payload: fc.oneof(
@@ -593,9 +599,9 @@ function kafka(partial: boolean): LambdaSource {
     build(request) {
       const { plan, shared, token, key } = request;
       const lane = shared?.lane || KAFKA_LANES[plan.lane]!;
-      const counter = `${request.caseId}/${lane}`;
-      const offset = shared?.raw?.offset ?? offsets.get(counter) ?? FIRST_OFFSET;
-      if (shared === undefined) offsets.set(counter, offset + 1);
+      // Offsets grow for the whole run: two cases (two events of one handler) never share one by chance.
+      const offset = shared?.raw?.offset ?? offsets.get(lane) ?? FIRST_OFFSET;
+      if (shared === undefined) offsets.set(lane, offset + 1);
       const placed = plan.shape !== 'no-id' && plan.shape !== 'null';
       const record = skeleton(request, placed ? `${lane}@${offset}` : undefined, placed ? lane : '');
       if (plan.shape === 'null') return { ...record, raw: null };
