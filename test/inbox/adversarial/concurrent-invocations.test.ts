@@ -91,22 +91,30 @@ describe.each(LAMBDA_SOURCES)('$name: concurrent invocations of one handler (pro
                 const first = model.get(record)!;
                 const acked = answer.kind === 'answered' && answer.acked.has(record);
                 if (first !== 'either' && acked !== (first === 'acked')) {
-                  found.push(`event ${index}, record ${record.copy} (${JSON.stringify(record.plan.effect)}): ${acked ? 'acknowledged' : 'reported failed'}, expected ${first}`);
+                  found.push(
+                    `event ${index}, record ${record.copy} (${JSON.stringify(record.plan.effect)}): ${acked ? 'acknowledged' : 'reported failed'}, expected ${first}`,
+                  );
                 }
               }
-              if (answer.kind === 'answered' && answer.foreign.length > 0) found.push(`event ${index}: its answer names ${answer.foreign.join(', ')}, no record of it`);
+              if (answer.kind === 'answered' && answer.foreign.length > 0)
+                found.push(`event ${index}: its answer names ${answer.foreign.join(', ')}, no record of it`);
             }
             // Each summary is one invocation's: its failed ids are those of one event, and every event has one.
             expect(summaries).toHaveLength(batches.length);
             for (const summary of summaries) {
-              const owner = batches.find((batch) => summary.failedMessageIds.every((id) => batch.some((record) => record.id === id)) && summary.records === batch.length);
+              const owner = batches.find(
+                (batch) => summary.failedMessageIds.every((id) => batch.some((record) => record.id === id)) && summary.records === batch.length,
+              );
               if (!owner) found.push(`a summary of no single invocation: ${JSON.stringify(summary.failedMessageIds)}`);
             }
             const applied = await db.query('SELECT token, count(*)::int AS n FROM public.fuzz_effects WHERE consumer = $1 GROUP BY token HAVING count(*) > 1', [
               consumer,
             ]);
             for (const row of applied) found.push(`message ${row.token} applied ${row.n} times`);
-            expect(found, events.map((event, index) => `event ${index}: ${account(event, { deliveries: [], effects: new Map(), parked: [] })}`).join('\n')).toEqual([]);
+            expect(
+              found,
+              events.map((event, index) => `event ${index}: ${account(event, { deliveries: [], effects: new Map(), parked: [] })}`).join('\n'),
+            ).toEqual([]);
           },
         ),
         fuzzParameters(RUNS),

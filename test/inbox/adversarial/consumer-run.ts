@@ -2,11 +2,11 @@ import { PermanentError, withFirstStatement } from '../../../lambda/inbox/index.
 import type { ConsumerOptions, InboxMessage, InboxTransaction } from '../../../lambda/inbox/index.js';
 import { park } from '../../../lambda/inbox/parked/index.js';
 import type { InboxFixture } from '../../support/inbox.js';
-import { recordingLogger, recordingMetrics } from '../../support/inbox.js';
+import { TRANSPORT, recordingLogger, recordingMetrics } from '../../support/inbox.js';
 import { expectations } from './expectations.js';
 import type { CaseContext, Expected, Mode, Policy } from './expectations.js';
 import { EXCLUDED } from './known-defects.js';
-import type { KnownDefect, LogLine } from './known-defects.js';
+import type { DefectScene, LogLine } from './known-defects.js';
 import { tokenOf } from './lambda-sources.js';
 import type { Answer, Built, LambdaSource } from './lambda-sources.js';
 import { producerKey } from './hostile-values.js';
@@ -63,12 +63,22 @@ export interface MaterialCase {
  * new record); without them it is a message of its own that happens to have the same body. A record reuses
  * the id of a record of the first generation, once.
  */
-export function materialise(plan: CasePlan, source: LambdaSource, mode: Mode, policy: Policy, caseId: string): MaterialCase {
-  return materialiseFor(plan, source, mode, [policy], caseId)[0]!;
+export function materialise(plan: CasePlan, source: LambdaSource, mode: Mode, policy: Policy, caseId: string, operated = false): MaterialCase {
+  return materialiseFor(plan, source, mode, [policy], caseId, operated)[0]!;
 }
 
-/** The same records for consumers of several policies, with the known defects of any of them taken out of all. */
-export function materialiseFor(plan: CasePlan, source: LambdaSource, mode: Mode, policies: readonly Policy[], caseId: string): MaterialCase[] {
+/**
+ * The same records for consumers of several policies, with the known defects of any of them taken out of
+ * all. `operated`: an operator reads the parked rows back (list, replay, redrive).
+ */
+export function materialiseFor(
+  plan: CasePlan,
+  source: LambdaSource,
+  mode: Mode,
+  policies: readonly Policy[],
+  caseId: string,
+  operated = false,
+): MaterialCase[] {
   const { producerKeys } = plan.options;
   // `fifo.onFailure` is an option of SQS FIFO queues only.
   const stopBatch = plan.options.stopBatch && source.service === 'sqs' && source.ordered;
@@ -107,7 +117,12 @@ export function materialiseFor(plan: CasePlan, source: LambdaSource, mode: Mode,
     const ordered = generations.flat();
     const expected = contexts.map((context) => expectations(generations, context));
     const hit = ordered
-      .flatMap((record, index) => contexts.map((context, at) => ({ record, defect: defectOf(EXCLUDED, context, record, expected[at]!, ordered.slice(0, index)) })))
+      .flatMap((record, index) =>
+        contexts.map((context, at) => ({
+          record,
+          defect: defectOf({ ...context, transport: TRANSPORT, operated }, record, expected[at]!, ordered.slice(0, index)),
+        })),
+      )
       .find((found) => found.defect !== undefined);
     if (!hit) return contexts.map((context, at) => ({ context, generations, expected: expected[at]!, excluded, effects }));
     excluded.push(hit.defect!.reference);
@@ -115,14 +130,19 @@ export function materialiseFor(plan: CasePlan, source: LambdaSource, mode: Mode,
   }
 }
 
-function defectOf(list: readonly KnownDefect[], context: CaseContext, record: Built, expected: ReadonlyMap<Built, Expected>, earlier: readonly Built[]) {
-  const scene = {
+function defectOf(
+  context: Omit<DefectScene, 'record' | 'expected' | 'earlier'>,
+  record: Built,
+  expected: ReadonlyMap<Built, Expected>,
+  earlier: readonly Built[],
+) {
+  const scene: DefectScene = {
     ...context,
     record,
     expected: expected.get(record)!,
     earlier: earlier.map((before) => ({ record: before, expected: expected.get(before)! })),
   };
-  return list.find((defect) => defect.record?.(scene));
+  return EXCLUDED.find((defect) => defect.record?.(scene));
 }
 
 /** The consumer options of a mode whose effect records each message's token, and fails as the message's plan says. */

@@ -78,6 +78,8 @@ export interface LambdaSource {
   redelivered(record: Built): Built;
   /** The `key` option of the handler: undefined for the source's default, or what reads the producer's key. */
   keyOption(producerKeys: boolean): unknown;
+  /** The source's handler with these options, as its factory makes it (what `parkedMessages(handler)` takes). */
+  make(options: ConsumerOptions<any, any>): object;
   /** The handler with these options, invoked on a batch. */
   handler(options: ConsumerOptions<any, any>): (batch: readonly Built[]) => Promise<Answer>;
   /** The records of `batch` the mapping delivers next after `answer`. */
@@ -96,13 +98,20 @@ export interface LambdaSource {
   tokenOfParked(attributes: any): string | undefined;
 }
 
-/** The token of a raw record, as every mode's effect reads it from `message.record`. */
-const tokens = new WeakMap<object, string>();
+/**
+ * The logical message a raw record carries, where each source lets a record carry it besides its body: an
+ * SQS message attribute, a Kinesis partition key, a DynamoDB key attribute, a Kafka key. A parked row keeps
+ * it (in its attributes), and so does a record rebuilt for a replay or sent back by a redrive.
+ */
+export function carriedToken(raw: any): string | undefined {
+  const kafkaKey = typeof raw?.key === 'string' ? Buffer.from(raw.key, 'base64').toString('utf8') : undefined;
+  return raw?.messageAttributes?.['fuzz-token']?.stringValue ?? raw?.kinesis?.partitionKey ?? raw?.dynamodb?.Keys?.token?.S ?? kafkaKey;
+}
 
 /** The logical message a raw record carries: what the effects record. */
 export function tokenOf(raw: unknown): string {
-  const token = typeof raw === 'object' && raw !== null ? tokens.get(raw) : undefined;
-  if (token === undefined) throw new Error('the effect ran for a record the case never built');
+  const token = carriedToken(raw);
+  if (token === undefined) throw new Error('the effect ran for a record that carries no message token');
   return token;
 }
 
@@ -110,11 +119,6 @@ export function tokenOf(raw: unknown): string {
 function skeleton(request: BuildRequest, id: string | undefined, lane: string): Built {
   const { token, copy, entry, plan, key, shared } = request;
   return { token, copy, entry, plan, raw: undefined, id, lane, producerKey: key, sharesIdWith: shared, receiveCount: 1 };
-}
-
-function registered<R>(raw: R, token: string): R {
-  if (typeof raw === 'object' && raw !== null) tokens.set(raw, token);
-  return raw;
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -282,7 +286,7 @@ function sqs(fifo: boolean): LambdaSource {
   };
   const withRaw = (record: Omit<Built, 'raw'>, receiveCount: number): Built => {
     const partial = { ...record, raw: undefined } as Built;
-    return { ...partial, raw: registered(raw(partial, receiveCount), record.token) };
+    return { ...partial, raw: raw(partial, receiveCount) };
   };
   // SQS counts the deliveries: the same message, its ApproximateReceiveCount one higher.
   const redelivered = (record: Built): Built => withRaw({ ...record, receiveCount: record.receiveCount + 1 }, record.receiveCount + 1);
@@ -303,6 +307,7 @@ function sqs(fifo: boolean): LambdaSource {
     redelivered,
     // 'auto' (the default) reads the idempotency-key attribute when there is one.
     keyOption: () => undefined,
+    make: (options) => inbox(options),
     handler(options) {
       const handler = inbox(options);
       return async (batch) => {
@@ -340,7 +345,7 @@ function sqs(fifo: boolean): LambdaSource {
       return Buffer.byteLength(body, 'utf8') > MAX_BODY_BYTES ? 'BodyTooLargeError' : undefined;
     },
     parses: (record) => (isJson(record.raw.body) ? 'yes' : 'no'),
-    tokenOfParked: (attributes) => attributes?.messageAttributes?.['fuzz-token']?.stringValue,
+    tokenOfParked: (attributes) => carriedToken(attributes),
   };
 }
 
@@ -401,10 +406,11 @@ const kinesis: LambdaSource = {
     raw.kinesis.data = payloadBytes(plan.payload, STREAM_LIMIT, request.key)!.toString('base64');
     if (plan.shape === 'no-id') delete raw.kinesis.sequenceNumber;
     if (plan.shape === 'wrong-type') raw.kinesis.data = plan.lane % 2 === 0 ? 42 : null;
-    return { ...record, raw: registered(raw, token) };
+    return { ...record, raw: raw };
   },
   redelivered: (record) => record,
   keyOption: (producerKeys) => (producerKeys ? { field: 'key' } : undefined),
+  make: (options) => kinesisInbox(options),
   handler(options) {
     const handler = kinesisInbox(options);
     return async (batch) => {
@@ -431,7 +437,7 @@ const kinesis: LambdaSource = {
   },
   bodyError: (record) => (typeof record.raw?.kinesis?.data === 'string' ? undefined : 'ParseError'),
   parses: (record) => streamParses(Buffer.from(record.raw.kinesis.data, 'base64')),
-  tokenOfParked: (attributes) => attributes?.record?.kinesis?.partitionKey,
+  tokenOfParked: (attributes) => carriedToken(attributes?.record),
 };
 
 // ---------------------------------------------------------------------------------------------------------
@@ -533,10 +539,11 @@ const dynamodb: LambdaSource = {
     };
     if (plan.shape === 'no-id') delete raw.dynamodb.SequenceNumber;
     if (plan.shape === 'wrong-type') raw.dynamodb.NewImage = { ...keys, odd: { X: 'a type DynamoDB never sends' } };
-    return { ...record, raw: registered(raw, token) };
+    return { ...record, raw: raw };
   },
   redelivered: (record) => record,
   keyOption: (producerKeys) => (producerKeys ? { field: 'keys.key' } : undefined),
+  make: (options) => dynamoDbInbox(options),
   handler(options) {
     const handler = dynamoDbInbox(options);
     return async (batch) => {
@@ -567,7 +574,7 @@ const dynamodb: LambdaSource = {
     const change = record.raw.dynamodb;
     return [change.Keys, change.NewImage, change.OldImage].some(holdsUnsafeNumber) ? 'no' : 'yes';
   },
-  tokenOfParked: (attributes) => attributes?.record?.dynamodb?.Keys?.token?.S,
+  tokenOfParked: (attributes) => carriedToken(attributes?.record),
 };
 
 // ---------------------------------------------------------------------------------------------------------
@@ -622,10 +629,11 @@ function kafka(partial: boolean): LambdaSource {
       };
       if (plan.shape === 'no-id') delete raw.offset;
       if (plan.shape === 'wrong-type') raw.value = 42;
-      return { ...record, raw: registered(raw, token) };
+      return { ...record, raw: raw };
     },
     redelivered: (record) => record,
     keyOption: (producerKeys) => (producerKeys ? { header: 'idempotency-key' } : undefined),
+    make: (options) => kafkaInbox({ ...options, reportBatchItemFailures: partial }),
     handler(options) {
       const handler = kafkaInbox({ ...options, reportBatchItemFailures: partial });
       return async (batch) => {
@@ -665,10 +673,7 @@ function kafka(partial: boolean): LambdaSource {
       return value === null || value === undefined || typeof value === 'string' ? undefined : 'ParseError';
     },
     parses: (record) => (record.raw?.value === null || record.raw?.value === undefined ? 'yes' : streamParses(Buffer.from(record.raw.value, 'base64'))),
-    tokenOfParked: (attributes) => {
-      const key = attributes?.record?.key;
-      return typeof key === 'string' ? Buffer.from(key, 'base64').toString('utf8') : undefined;
-    },
+    tokenOfParked: (attributes) => carriedToken(attributes?.record),
   };
   return source;
 }

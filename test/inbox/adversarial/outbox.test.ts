@@ -46,10 +46,7 @@ const ATTRIBUTE_NAME = /^(?!aws\.|amazon\.)(?!\.)(?!.*\.\.)(?!.*\.$)[A-Za-z0-9_.
 
 const groupIds = fc.constantFrom('customer-7', 'g!#$%&()*+,-./:;<=>?@[]^_`{|}~', 'x'.repeat(128), 'has space', 'é-unicode', 'x'.repeat(129), 'nul\u0000');
 const attributeNames = fc.constantFrom('trace', 'a.b-c_d', 'idempotency-key', 'AWS.trace', 'has space', '.dot', 'x'.repeat(257));
-const attributeValues = fc.oneof(
-  { weight: 3, arbitrary: hostileText(8).map((text) => `v${text}`) },
-  { weight: 1, arbitrary: fc.constant('') },
-);
+const attributeValues = fc.oneof({ weight: 3, arbitrary: hostileText(8).map((text) => `v${text}`) }, { weight: 1, arbitrary: fc.constant('') });
 
 const sendPlan: fc.Arbitrary<SendPlan> = fc.record({
   fifo: fc.boolean(),
@@ -89,7 +86,9 @@ const toSend = (send: SendPlan): OutboxSend => ({
 async function drain(url: string): Promise<Message[]> {
   const all: Message[] = [];
   for (;;) {
-    const { Messages } = await sqs.client.send(new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], AttributeNames: ['All'] }));
+    const { Messages } = await sqs.client.send(
+      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], AttributeNames: ['All'] }),
+    );
     if (!Messages?.length) return all;
     for (const message of Messages) {
       all.push(message);
@@ -105,76 +104,87 @@ it(
   `tx.send on ${TRANSPORT}: each send of a committed record arrives once, as sent; one that cannot arrive is refused by tx.send`,
   async () => {
     await fc.assert(
-      fc.asyncProperty(fc.array(fc.array(sendPlan, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 4 }), fc.boolean(), async (planned, batchMode) => {
-        const consumer = `fz-outbox-${cases++}`;
-        // The known defects' sends are left out, as the records of the other properties are.
-        const records = planned.map((sends) => sends.filter((send) => !EXCLUDED.some((defect) => defect.send?.(send, deliverable(send)))));
-        const built = records.map((_, index) => sqsRecord({ messageId: `${consumer}-${index}`, body: { index } }));
-        const sendsOf = (message: InboxMessage<{ index: number }, unknown>) => records[message.body.index]!;
-        const effect = async (tx: InboxTransaction, message: InboxMessage<{ index: number }, unknown>) => {
-          await tx.execute('INSERT INTO public.fuzz_sends (consumer, message_key) VALUES (:consumer, :key)', { consumer, key: message.key });
-          for (const send of sendsOf(message)) tx.send(toSend(send), message);
-        };
-        const handler = inbox<{ index: number }>({
-          consumer,
-          database: db.target,
-          logger: recordingLogger(),
-          metrics: recordingMetrics(),
-          outbox: sqsOutbox({ client: sqs.client }),
-          ...(batchMode
-            ? {
-                applyBatch: async (tx: InboxTransaction, messages: readonly InboxMessage<{ index: number }, unknown>[]) => {
-                  for (const message of messages) await effect(tx, message);
-                },
-              }
-            : { apply: effect }),
-        });
-        let pending = built;
-        for (let round = 0; round < 3 && pending.length > 0; round++) {
-          const { batchItemFailures } = await handler({ Records: pending }, lambdaContext());
-          const failed = new Set(batchItemFailures.map((failure) => failure.itemIdentifier));
-          pending = pending.filter((record) => failed.has(record.messageId));
-        }
-        for (let sweep = 0; sweep < 2; sweep++) await sweepOutbox(db.session, { transport: sqsOutbox({ client: sqs.client }).transport, minAgeMs: 0 }).catch(() => {});
+      fc.asyncProperty(
+        fc.array(fc.array(sendPlan, { minLength: 1, maxLength: 3 }), { minLength: 1, maxLength: 4 }),
+        fc.boolean(),
+        async (planned, batchMode) => {
+          const consumer = `fz-outbox-${cases++}`;
+          // The known defects' sends are left out, as the records of the other properties are.
+          const records = planned.map((sends) => sends.filter((send) => !EXCLUDED.some((defect) => defect.send?.(send, deliverable(send)))));
+          const built = records.map((_, index) => sqsRecord({ messageId: `${consumer}-${index}`, body: { index } }));
+          const sendsOf = (message: InboxMessage<{ index: number }, unknown>) => records[message.body.index]!;
+          const effect = async (tx: InboxTransaction, message: InboxMessage<{ index: number }, unknown>) => {
+            await tx.execute('INSERT INTO public.fuzz_sends (consumer, message_key) VALUES (:consumer, :key)', { consumer, key: message.key });
+            for (const send of sendsOf(message)) tx.send(toSend(send), message);
+          };
+          const handler = inbox<{ index: number }>({
+            consumer,
+            database: db.target,
+            logger: recordingLogger(),
+            metrics: recordingMetrics(),
+            outbox: sqsOutbox({ client: sqs.client }),
+            ...(batchMode
+              ? {
+                  applyBatch: async (tx: InboxTransaction, messages: readonly InboxMessage<{ index: number }, unknown>[]) => {
+                    for (const message of messages) await effect(tx, message);
+                  },
+                }
+              : { apply: effect }),
+          });
+          let pending = built;
+          for (let round = 0; round < 3 && pending.length > 0; round++) {
+            const { batchItemFailures } = await handler({ Records: pending }, lambdaContext());
+            const failed = new Set(batchItemFailures.map((failure) => failure.itemIdentifier));
+            pending = pending.filter((record) => failed.has(record.messageId));
+          }
+          for (let sweep = 0; sweep < 2; sweep++)
+            await sweepOutbox(db.session, { transport: sqsOutbox({ client: sqs.client }).transport, minAgeMs: 0 }).catch(() => {});
 
-        const applied = new Map<string, number>();
-        for (const row of await db.query('SELECT message_key, count(*)::int AS n FROM public.fuzz_sends WHERE consumer = $1 GROUP BY message_key', [consumer])) {
-          applied.set(row.message_key, row.n);
-        }
-        const received = [...(await drain(queues.standard)), ...(await drain(queues.fifo))];
-        const byKey = new Map<string, Message[]>();
-        for (const message of received) {
-          const key = message.MessageAttributes?.['idempotency-key']?.StringValue ?? '';
-          byKey.set(key, [...(byKey.get(key) ?? []), message]);
-        }
-        const found: string[] = [];
-        for (const [index, sends] of records.entries()) {
-          const key = built[index]!.messageId;
-          const refused = sends.some(refusedAtSend);
-          const times = applied.get(key) ?? 0;
-          if (refused && times > 0) found.push(`record ${index}: applied although tx.send refused one of its sends`);
-          if (!refused && times !== 1) found.push(`record ${index}: applied ${times} times`);
-          if (refused) continue;
-          for (const [position, send] of sends.entries()) {
-            const arrived = byKey.get(outboxKey(consumer, key, position)) ?? [];
-            if (!deliverable(send)) {
-              found.push(`record ${index}, send ${position}: tx.send took a message SQS cannot take (${JSON.stringify(send).slice(0, 200)}); it committed and never arrives`);
-              continue;
-            }
-            if (arrived.length !== 1) found.push(`record ${index}, send ${position}: arrived ${arrived.length} times`);
-            const message = arrived[0];
-            if (message === undefined) continue;
-            if (message.Body !== send.body) found.push(`record ${index}, send ${position}: its body arrived altered`);
-            if (send.fifo && message.Attributes?.MessageGroupId !== send.groupId) found.push(`record ${index}, send ${position}: its group id arrived altered`);
-            for (const [name, value] of Object.entries(send.attributes)) {
-              if (message.MessageAttributes?.[name]?.StringValue !== value) found.push(`record ${index}, send ${position}: attribute ${name} arrived altered`);
+          const applied = new Map<string, number>();
+          for (const row of await db.query('SELECT message_key, count(*)::int AS n FROM public.fuzz_sends WHERE consumer = $1 GROUP BY message_key', [
+            consumer,
+          ])) {
+            applied.set(row.message_key, row.n);
+          }
+          const received = [...(await drain(queues.standard)), ...(await drain(queues.fifo))];
+          const byKey = new Map<string, Message[]>();
+          for (const message of received) {
+            const key = message.MessageAttributes?.['idempotency-key']?.StringValue ?? '';
+            byKey.set(key, [...(byKey.get(key) ?? []), message]);
+          }
+          const found: string[] = [];
+          for (const [index, sends] of records.entries()) {
+            const key = built[index]!.messageId;
+            const refused = sends.some(refusedAtSend);
+            const times = applied.get(key) ?? 0;
+            if (refused && times > 0) found.push(`record ${index}: applied although tx.send refused one of its sends`);
+            if (!refused && times !== 1) found.push(`record ${index}: applied ${times} times`);
+            if (refused) continue;
+            for (const [position, send] of sends.entries()) {
+              const arrived = byKey.get(outboxKey(consumer, key, position)) ?? [];
+              if (!deliverable(send)) {
+                found.push(
+                  `record ${index}, send ${position}: tx.send took a message SQS cannot take (${JSON.stringify(send).slice(0, 200)}); it committed and never arrives`,
+                );
+                continue;
+              }
+              if (arrived.length !== 1) found.push(`record ${index}, send ${position}: arrived ${arrived.length} times`);
+              const message = arrived[0];
+              if (message === undefined) continue;
+              if (message.Body !== send.body) found.push(`record ${index}, send ${position}: its body arrived altered`);
+              if (send.fifo && message.Attributes?.MessageGroupId !== send.groupId)
+                found.push(`record ${index}, send ${position}: its group id arrived altered`);
+              for (const [name, value] of Object.entries(send.attributes)) {
+                if (message.MessageAttributes?.[name]?.StringValue !== value)
+                  found.push(`record ${index}, send ${position}: attribute ${name} arrived altered`);
+              }
             }
           }
-        }
-        const unsent = await db.query('SELECT id, last_error FROM inbox.outbox_message WHERE consumer_name = $1 AND sent_at IS NULL', [consumer]);
-        if (unsent.length > 0) found.push(`${unsent.length} outbox rows unsent after two sweeps: ${JSON.stringify(unsent).slice(0, 300)}`);
-        expect(found, JSON.stringify(records).slice(0, 2000)).toEqual([]);
-      }),
+          const unsent = await db.query('SELECT id, last_error FROM inbox.outbox_message WHERE consumer_name = $1 AND sent_at IS NULL', [consumer]);
+          if (unsent.length > 0) found.push(`${unsent.length} outbox rows unsent after two sweeps: ${JSON.stringify(unsent).slice(0, 300)}`);
+          expect(found, JSON.stringify(records).slice(0, 2000)).toEqual([]);
+        },
+      ),
       fuzzParameters(RUNS),
     );
   },

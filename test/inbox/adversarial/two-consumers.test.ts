@@ -39,8 +39,14 @@ it(
           const caseId = `${cases++}`;
           // The same records, judged per consumer with its own policy.
           const [material, other] = materialiseFor(planned, chosen, mode, [first, second], caseId) as [MaterialCase, MaterialCase];
-          const [observedA, observedB] = await Promise.all([deliver(db, material, planned, `fz-two-${caseId}-a`), deliver(db, other, planned, `fz-two-${caseId}-b`)]);
-          const found = [...violations(material, observedA).map((text) => `consumer a: ${text}`), ...violations(other, observedB).map((text) => `consumer b: ${text}`)];
+          const [observedA, observedB] = await Promise.all([
+            deliver(db, material, planned, `fz-two-${caseId}-a`),
+            deliver(db, other, planned, `fz-two-${caseId}-b`),
+          ]);
+          const found = [
+            ...violations(material, observedA).map((text) => `consumer a: ${text}`),
+            ...violations(other, observedB).map((text) => `consumer b: ${text}`),
+          ];
           expect(found, `${account(material, observedA)}\n---\n${account(other, observedB)}`).toEqual([]);
         },
       ),
