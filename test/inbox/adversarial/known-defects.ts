@@ -169,6 +169,16 @@ export const FOUND_DEFECTS: readonly KnownDefect[] = [
         (scene.record.plan.payload.kind === 'change' && scene.record.plan.payload.atLimit)),
   },
   {
+    reference: 'new-defects.test.ts: redriveParked sends back what SQS can no longer take',
+    what: "a parked SQS message of 1 MiB is redriven with the idempotency-key attribute added, over SQS's limit: marked redriven, its claim released, it is never sent, and on a FIFO queue it holds back its group",
+    record: (scene) =>
+      scene.operated &&
+      scene.source.service === 'sqs' &&
+      scene.policy === 'park' &&
+      mayBeRefused(scene.expected) &&
+      ['at-limit', 'over-limit'].includes(scene.record.plan.payload.kind),
+  },
+  {
     reference: 'new-defects.test.ts: tx.send with U+0000 or a lone surrogate',
     what: "a send whose body, group id or attributes hold U+0000 or a lone surrogate fails the outbox's insert (jsonb refuses it): its record fails as temporary on every delivery",
     send: (send) => sendTexts(send).some((text) => text.includes('\u0000') || LONE_SURROGATE.test(text)),

@@ -6,6 +6,7 @@ import { dynamoDbInbox, inbox, kafkaInbox, kinesisInbox } from '../../../lambda/
 import { sqsOutbox } from '../../../lambda/inbox/outbox/index.js';
 import type { OutboxSend } from '../../../lambda/inbox/outbox/index.js';
 import { park, parkedMessages } from '../../../lambda/inbox/parked/index.js';
+import { redriveParked } from '../../../lambda/inbox/parked/redrive.js';
 import { MAX_BODY_BYTES } from '../../../lambda/inbox/prepare/keys.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
@@ -275,6 +276,35 @@ describe('parked rows near 1 MiB, read back on the Data API', () => {
     const [message] = await parked.list();
     expect(await parked.replay(message!.id)).toBe('replayed');
     expect(await appliedIds(consumer)).toEqual(['big']);
+  });
+});
+
+describe('redriveParked: a message SQS can no longer take', () => {
+  // A redrive sends the parked body back with the idempotency-key attribute added. A message parked with a
+  // body of 1 MiB (as SQS delivers it: SQS counts body and attributes together) is then over SQS's limit:
+  // the redrive marks it redriven and releases its claim, and its outbox row can never be sent; on a FIFO
+  // queue the relay and the sweeper hold every later message of its group behind it, whichever consumer
+  // sends them. planRedrive refuses an empty body or a bad key as `unsendable`; not this.
+  it.fails('refuses, as unsendable, a parked message whose body and key attribute exceed 1 MiB', async () => {
+    const consumer = consumerName('big-redrive');
+    const handler = inbox({
+      consumer,
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      onPermanentError: park,
+      apply: async () => {
+        throw new PermanentError('the order was rejected');
+      },
+    });
+    const body = JSON.stringify({ pad: 'x'.repeat(MAX_BODY_BYTES - 10) });
+    await handler({ Records: [sqsRecord({ messageId: 'big', body, groupId: 'g1' })] }, lambdaContext());
+    const [row] = await db.query('SELECT id FROM inbox.parked_message WHERE consumer_name = $1', [consumer]);
+    const queueUrl = (await sqs.client.send(new CreateQueueCommand({ QueueName: 'nd-redrive.fifo', Attributes: { FifoQueue: 'true' } }))).QueueUrl!;
+    const transport = sqsOutbox({ client: sqs.client }).transport;
+    const [result] = await redriveParked({ session: db.session, consumer, transport, queueUrl, now: () => Date.now() + 3_600_000 }, [Number(row!.id)]);
+    // Today: { status: 'redriven', sent: false } (on the Data API: 'failed', the parked row cannot be read back).
+    expect(result).toMatchObject({ status: 'refused', refusal: 'unsendable' });
   });
 });
 

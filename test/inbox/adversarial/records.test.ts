@@ -22,7 +22,7 @@ afterAll(async () => db.close());
 
 const MODES: readonly Mode[] = ['apply', 'statement', 'applyBatch', 'statementBatch'];
 const POLICIES: readonly Policy[] = ['retry', 'park'];
-const RUNS = 6;
+const RUNS = 4;
 
 let cases = 0;
 
