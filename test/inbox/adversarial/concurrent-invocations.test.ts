@@ -108,7 +108,8 @@ describe.each(LAMBDA_SOURCES)('$name: concurrent invocations of one handler (pro
               if (!owner) found.push(`a summary of no single invocation: ${JSON.stringify(summary.failedMessageIds)}`);
               // What it counted besides the outcomes is its own too: a latency per record that ran (twice for a
               // member of a set that fell back to running alone), one set at most.
-              if (summary.recordLatenciesMs.length > 2 * summary.records) found.push(`a summary of ${summary.records} records holds ${summary.recordLatenciesMs.length} latencies`);
+              if (summary.recordLatenciesMs.length > 2 * summary.records)
+                found.push(`a summary of ${summary.records} records holds ${summary.recordLatenciesMs.length} latencies`);
               if (summary.batchSets > 1) found.push(`a summary counts ${summary.batchSets} batch sets`);
             }
             const applied = await db.query('SELECT token, count(*)::int AS n FROM public.fuzz_effects WHERE consumer = $1 GROUP BY token HAVING count(*) > 1', [

@@ -173,7 +173,8 @@ describe.each(LAMBDA_SOURCES.filter((source) => source.service === 'sqs'))('$nam
             const token = record.messageAttributes['fuzz-token']?.stringValue;
             const times = after.get(token ?? '') ?? 0;
             const allowed = timesAllowed(token ?? '', observed.parked);
-            if (causeFixed(token) ? times < 1 || times > allowed : times !== 0) found.push(`${token} (parked as ${causeOf.get(token)}): redriven, applied ${times} times`);
+            if (causeFixed(token) ? times < 1 || times > allowed : times !== 0)
+              found.push(`${token} (parked as ${causeOf.get(token)}): redriven, applied ${times} times`);
             if (!causeFixed(token) && !parkedAgain.has(record.messageId))
               found.push(`${token}: redriven with its cause standing, and neither applied nor parked again`);
           }
