@@ -3,6 +3,7 @@ import type { ConsumerOptions, InboxMessage, InboxTransaction } from '../../../l
 import { park } from '../../../lambda/inbox/parked/index.js';
 import type { InboxFixture } from '../../support/inbox.js';
 import { TRANSPORT, recordingLogger, recordingMetrics } from '../../support/inbox.js';
+import { applyEach } from '../../support/stream-sources.js';
 import { expectations } from './expectations.js';
 import type { CaseContext, Expected, Mode, Policy } from './expectations.js';
 import { EXCLUDED } from './known-defects.js';
@@ -164,44 +165,37 @@ export function modeOptions(mode: Mode, consumer: string, effects: ReadonlyMap<s
     if (now === 'refuse') throw new RejectedOrder('the order was rejected');
     if (now === 'hiccup') throw new TransientHiccup('a passing hiccup');
   };
-  switch (mode) {
-    case 'apply':
-      return { apply: effect };
-    case 'applyBatch':
-      return {
-        applyBatch: async (tx: InboxTransaction, messages: readonly InboxMessage<unknown, unknown>[]) => {
-          for (const message of messages) await effect(tx, message);
+  const byMode: Record<Mode, Partial<ConsumerOptions<any, any>>> = {
+    apply: { apply: effect },
+    applyBatch: { applyBatch: applyEach(effect) },
+    statement: {
+      statement: {
+        // A hiccup is a NULL token: PostgreSQL refuses it, so the statement fails as a database error would.
+        sql: 'INSERT INTO public.fuzz_effects (consumer, token) SELECT :consumer, CASE WHEN :hiccup THEN NULL ELSE :token END FROM claimed',
+        params: (message: InboxMessage<unknown, unknown>) => {
+          const token = tokenOf(message.record);
+          const now = verdict(token);
+          if (now === 'refuse') throw new RejectedOrder('the order was rejected');
+          return { consumer, token, hiccup: now === 'hiccup' };
         },
-      };
-    case 'statement':
-      return {
-        statement: {
-          // A hiccup is a NULL token: PostgreSQL refuses it, so the statement fails as a database error would.
-          sql: 'INSERT INTO public.fuzz_effects (consumer, token) SELECT :consumer, CASE WHEN :hiccup THEN NULL ELSE :token END FROM claimed',
-          params: (message: InboxMessage<unknown, unknown>) => {
-            const token = tokenOf(message.record);
-            const now = verdict(token);
-            if (now === 'refuse') throw new RejectedOrder('the order was rejected');
-            return { consumer, token, hiccup: now === 'hiccup' };
-          },
+      },
+    },
+    statementBatch: {
+      statementBatch: {
+        // The statement never reads `body`: the tokens come by position, from the messages the set holds.
+        sql: `INSERT INTO public.fuzz_effects (consumer, token)
+              SELECT :consumer, CASE WHEN jsonb_exists(:hiccups::jsonb, (:tokens::jsonb)->>position) THEN NULL ELSE (:tokens::jsonb)->>position END
+                FROM claimed ORDER BY position`,
+        params: (messages: readonly InboxMessage<unknown, unknown>[]) => {
+          const tokens = messages.map((message) => tokenOf(message.record));
+          const verdicts = tokens.map(verdict);
+          if (verdicts.includes('refuse')) throw new RejectedOrder('an order of the set was rejected');
+          return { consumer, tokens, hiccups: tokens.filter((_, index) => verdicts[index] === 'hiccup') };
         },
-      };
-    case 'statementBatch':
-      return {
-        statementBatch: {
-          // The statement never reads `body`: the tokens come by position, from the messages the set holds.
-          sql: `INSERT INTO public.fuzz_effects (consumer, token)
-                SELECT :consumer, CASE WHEN jsonb_exists(:hiccups::jsonb, (:tokens::jsonb)->>position) THEN NULL ELSE (:tokens::jsonb)->>position END
-                  FROM claimed ORDER BY position`,
-          params: (messages: readonly InboxMessage<unknown, unknown>[]) => {
-            const tokens = messages.map((message) => tokenOf(message.record));
-            const verdicts = tokens.map(verdict);
-            if (verdicts.includes('refuse')) throw new RejectedOrder('an order of the set was rejected');
-            return { consumer, tokens, hiccups: tokens.filter((_, index) => verdicts[index] === 'hiccup') };
-          },
-        },
-      };
-  }
+      },
+    },
+  };
+  return byMode[mode];
 }
 
 /** What a case left: every delivery, and the database's effect counts and parked rows. */

@@ -382,6 +382,17 @@ function sequenceNumberAnswer(batch: readonly Built[], response: { batchItemFail
   return { kind: 'answered', acked: new Set(restart === -1 ? batch : batch.slice(0, restart)), foreign };
 }
 
+/** Invokes a Kinesis or DynamoDB Streams handler on a batch, as one event of one shard, and reads its answer. */
+function sequenceNumberHandler(handler: (event: any, context: ReturnType<typeof lambdaContext>) => Promise<any>) {
+  return async (batch: readonly Built[]): Promise<Answer> => {
+    try {
+      return sequenceNumberAnswer(batch, await handler({ Records: batch.map((record) => record.raw) }, lambdaContext()));
+    } catch (error) {
+      return { kind: 'thrown', error };
+    }
+  };
+}
+
 const STREAM_LIMIT = 1024 * 1024;
 
 // ---------------------------------------------------------------------------------------------------------
@@ -411,16 +422,7 @@ const kinesis: LambdaSource = {
   redelivered: (record) => record,
   keyOption: (producerKeys) => (producerKeys ? { field: 'key' } : undefined),
   make: (options) => kinesisInbox(options),
-  handler(options) {
-    const handler = kinesisInbox(options);
-    return async (batch) => {
-      try {
-        return sequenceNumberAnswer(batch, await handler({ Records: batch.map((record) => record.raw) }, lambdaContext()));
-      } catch (error) {
-        return { kind: 'thrown', error };
-      }
-    };
-  },
+  handler: (options) => sequenceNumberHandler(kinesisInbox(options)),
   next: fromRestartPoints,
   order: (records) => bySequenceNumber(records, (record) => record.raw?.kinesis?.sequenceNumber),
   bodyText(record) {
@@ -544,16 +546,7 @@ const dynamodb: LambdaSource = {
   redelivered: (record) => record,
   keyOption: (producerKeys) => (producerKeys ? { field: 'keys.key' } : undefined),
   make: (options) => dynamoDbInbox(options),
-  handler(options) {
-    const handler = dynamoDbInbox(options);
-    return async (batch) => {
-      try {
-        return sequenceNumberAnswer(batch, await handler({ Records: batch.map((record) => record.raw) }, lambdaContext()));
-      } catch (error) {
-        return { kind: 'thrown', error };
-      }
-    };
-  },
+  handler: (options) => sequenceNumberHandler(dynamoDbInbox(options)),
   next: fromRestartPoints,
   order: (records) => bySequenceNumber(records, (record) => record.raw?.dynamodb?.SequenceNumber),
   bodyText(record) {

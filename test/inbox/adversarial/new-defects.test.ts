@@ -48,6 +48,24 @@ const loggedCauses = (logger: ReturnType<typeof recordingLogger>) =>
 
 const PERMANENT = ['PermanentError', 'ParseError', 'KeyError', 'BodyTooLargeError', 'KeyCollisionError'];
 
+/** An SQS handler that parks what its effect refuses, and applies it once `refuses()` is false. */
+function parkingHandler(consumer: string, refuses: () => boolean) {
+  return inbox({
+    consumer,
+    database: db.target,
+    logger: recordingLogger(),
+    metrics: recordingMetrics(),
+    onPermanentError: park,
+    apply: async (tx: InboxTransaction, message: InboxMessage) => {
+      if (refuses()) throw new PermanentError('the order was rejected');
+      await tx.execute('INSERT INTO public.applied (consumer, id) VALUES (:consumer, :id)', { consumer, id: message.id! });
+    },
+  });
+}
+
+/** A body of 1 MiB, as SQS delivers it at its limit. */
+const BODY_AT_LIMIT = JSON.stringify({ pad: 'x'.repeat(MAX_BODY_BYTES - 10) });
+
 /** The change with an `amount` of 23 digits in its new image, as DynamoDB writes it: more than a JavaScript number holds. */
 function withLargeAmount<R extends { dynamodb?: { NewImage?: Record<string, unknown> } }>(record: R): R {
   record.dynamodb!.NewImage = { ...record.dynamodb!.NewImage, amount: { N: '12345678901234567890123' } };
@@ -256,20 +274,8 @@ describe('parked rows near 1 MiB, read back on the Data API', () => {
   failsOnTheDataApi('lists and replays a parked SQS message whose body is 1 MiB', async () => {
     const consumer = consumerName('big-parked');
     let refuse = true;
-    const options = {
-      consumer,
-      database: db.target,
-      logger: recordingLogger(),
-      metrics: recordingMetrics(),
-      onPermanentError: park,
-      apply: async (tx: InboxTransaction, message: InboxMessage) => {
-        if (refuse) throw new PermanentError('the order was rejected');
-        await tx.execute('INSERT INTO public.applied (consumer, id) VALUES (:consumer, :id)', { consumer, id: message.id! });
-      },
-    };
-    const body = JSON.stringify({ pad: 'x'.repeat(MAX_BODY_BYTES - 10) });
-    const handler = inbox(options);
-    expect(await handler({ Records: [sqsRecord({ messageId: 'big', body })] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+    const handler = parkingHandler(consumer, () => refuse);
+    expect(await handler({ Records: [sqsRecord({ messageId: 'big', body: BODY_AT_LIMIT })] }, lambdaContext())).toEqual({ batchItemFailures: [] });
     refuse = false;
     const parked = parkedMessages(handler);
     // Today, on the Data API: "BadRequestException: Database response exceeded size limit".
@@ -287,18 +293,8 @@ describe('redriveParked: a message SQS can no longer take', () => {
   // sends them. planRedrive refuses an empty body or a bad key as `unsendable`; not this.
   it.fails('refuses, as unsendable, a parked message whose body and key attribute exceed 1 MiB', async () => {
     const consumer = consumerName('big-redrive');
-    const handler = inbox({
-      consumer,
-      database: db.target,
-      logger: recordingLogger(),
-      metrics: recordingMetrics(),
-      onPermanentError: park,
-      apply: async () => {
-        throw new PermanentError('the order was rejected');
-      },
-    });
-    const body = JSON.stringify({ pad: 'x'.repeat(MAX_BODY_BYTES - 10) });
-    await handler({ Records: [sqsRecord({ messageId: 'big', body, groupId: 'g1' })] }, lambdaContext());
+    const handler = parkingHandler(consumer, () => true);
+    await handler({ Records: [sqsRecord({ messageId: 'big', body: BODY_AT_LIMIT, groupId: 'g1' })] }, lambdaContext());
     const [row] = await db.query('SELECT id FROM inbox.parked_message WHERE consumer_name = $1', [consumer]);
     const queueUrl = (await sqs.client.send(new CreateQueueCommand({ QueueName: 'nd-redrive.fifo', Attributes: { FifoQueue: 'true' } }))).QueueUrl!;
     const transport = sqsOutbox({ client: sqs.client }).transport;

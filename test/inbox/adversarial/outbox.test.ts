@@ -1,4 +1,4 @@
-import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import type { Message } from '@aws-sdk/client-sqs';
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -8,8 +8,9 @@ import { outboxKey, sqsOutbox, sweepOutbox } from '../../../lambda/inbox/outbox/
 import type { OutboxSend } from '../../../lambda/inbox/outbox/index.js';
 import { TRANSPORT, inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
-import { startSqsFixture } from '../../support/sqs.js';
+import { drain, startSqsFixture } from '../../support/sqs.js';
 import type { SqsFixture } from '../../support/sqs.js';
+import { applyEach } from '../../support/stream-sources.js';
 import { fuzzParameters, fuzzTimeout } from './fuzz-settings.js';
 import { MARKER, hostileJson, hostileText, isSqsText } from './hostile-values.js';
 import { EXCLUDED } from './known-defects.js';
@@ -83,20 +84,6 @@ const toSend = (send: SendPlan): OutboxSend => ({
   attributes: send.attributes,
 });
 
-async function drain(url: string): Promise<Message[]> {
-  const all: Message[] = [];
-  for (;;) {
-    const { Messages } = await sqs.client.send(
-      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], AttributeNames: ['All'] }),
-    );
-    if (!Messages?.length) return all;
-    for (const message of Messages) {
-      all.push(message);
-      await sqs.client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: message.ReceiptHandle! }));
-    }
-  }
-}
-
 let cases = 0;
 const RUNS = 5;
 
@@ -123,13 +110,7 @@ it(
             logger: recordingLogger(),
             metrics: recordingMetrics(),
             outbox: sqsOutbox({ client: sqs.client }),
-            ...(batchMode
-              ? {
-                  applyBatch: async (tx: InboxTransaction, messages: readonly InboxMessage<{ index: number }, unknown>[]) => {
-                    for (const message of messages) await effect(tx, message);
-                  },
-                }
-              : { apply: effect }),
+            ...(batchMode ? { applyBatch: applyEach(effect) } : { apply: effect }),
           });
           let pending = built;
           for (let round = 0; round < 3 && pending.length > 0; round++) {
@@ -146,7 +127,7 @@ it(
           ])) {
             applied.set(row.message_key, row.n);
           }
-          const received = [...(await drain(queues.standard)), ...(await drain(queues.fifo))];
+          const received = [...(await drain(sqs.client, queues.standard)), ...(await drain(sqs.client, queues.fifo))];
           const byKey = new Map<string, Message[]>();
           for (const message of received) {
             const key = message.MessageAttributes?.['idempotency-key']?.StringValue ?? '';

@@ -1,5 +1,4 @@
-import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import type { Message } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InboxError, PermanentError } from '../../../lambda/inbox/index.js';
@@ -8,7 +7,7 @@ import { parkedMessages } from '../../../lambda/inbox/parked/index.js';
 import { redriveParked } from '../../../lambda/inbox/parked/redrive.js';
 import { TRANSPORT, inboxFixture, lambdaContext } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
-import { startSqsFixture } from '../../support/sqs.js';
+import { drain, lambdaRecordOf, startSqsFixture } from '../../support/sqs.js';
 import type { SqsFixture } from '../../support/sqs.js';
 import { EFFECTS_DDL, deliver, handlerOptions, materialise } from './consumer-run.js';
 import type { MaterialCase, ParkedRow } from './consumer-run.js';
@@ -143,7 +142,7 @@ describe.each(LAMBDA_SOURCES.filter((source) => source.service === 'sqs'))('$nam
             now: () => Date.now() + 3_600_000,
           };
           const results = await redriveParked(options, ids);
-          const received = await drain(queueUrl);
+          const received = await drain(sqs.client, queueUrl);
           const found: string[] = [];
           const redriven = results.filter((result) => result.status === 'redriven');
           for (const result of results) {
@@ -152,7 +151,8 @@ describe.each(LAMBDA_SOURCES.filter((source) => source.service === 'sqs'))('$nam
           }
           if (received.length !== redriven.length) found.push(`${redriven.length} redriven, ${received.length} on the queue`);
           // Delivered twice, as SQS may: the key the redrive carried makes the second a duplicate.
-          const records = received.map((message, index) => lambdaRecord(message, `${caseId}-${index}`, source.ordered));
+          const arn = `arn:aws:sqs:us-east-1:123456789012:fuzz-redrive${source.ordered ? '.fifo' : ''}`;
+          const records = received.map((message, index) => lambdaRecordOf(message, `redriven-${caseId}-${index}`, arn));
           const handler = source.make(handlerOptions(repaired, plan, consumer, db)) as (
             event: unknown,
             context: unknown,
@@ -192,36 +192,3 @@ describe.each(LAMBDA_SOURCES.filter((source) => source.service === 'sqs'))('$nam
     fuzzTimeout(RUNS, 5_000),
   );
 });
-
-async function drain(url: string): Promise<Message[]> {
-  const all: Message[] = [];
-  for (;;) {
-    const { Messages } = await sqs.client.send(
-      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], AttributeNames: ['All'] }),
-    );
-    if (!Messages?.length) return all;
-    for (const message of Messages) {
-      all.push(message);
-      await sqs.client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: message.ReceiptHandle! }));
-    }
-  }
-}
-
-/** A message received from the queue, as Lambda hands it to the handler. */
-function lambdaRecord(message: Message, id: string, fifo: boolean) {
-  const messageAttributes = Object.fromEntries(
-    Object.entries(message.MessageAttributes ?? {}).map(([name, value]) => [name, { dataType: value.DataType!, stringValue: value.StringValue }]),
-  ) as Record<string, { dataType: string; stringValue: string | undefined }>;
-  const record = {
-    messageId: `redriven-${id}`,
-    receiptHandle: `rh-${id}`,
-    body: message.Body!,
-    attributes: { ApproximateReceiveCount: '1', ...message.Attributes },
-    messageAttributes,
-    md5OfBody: '',
-    eventSource: 'aws:sqs',
-    eventSourceARN: `arn:aws:sqs:us-east-1:123456789012:fuzz-redrive${fifo ? '.fifo' : ''}`,
-    awsRegion: 'us-east-1',
-  };
-  return record;
-}

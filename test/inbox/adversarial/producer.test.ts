@@ -1,4 +1,4 @@
-import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import type { Message } from '@aws-sdk/client-sqs';
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -8,7 +8,7 @@ import { InvalidMessagesError, SendFailedError, createProducer } from '../../../
 import type { OutgoingMessage } from '../../../lambda/inbox/producer/producer.js';
 import { TRANSPORT, inboxFixture, lambdaContext, recordingLogger, recordingMetrics } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
-import { startSqsFixture } from '../../support/sqs.js';
+import { drain, lambdaRecordOf, startSqsFixture } from '../../support/sqs.js';
 import type { SqsFixture } from '../../support/sqs.js';
 import { fuzzParameters, fuzzTimeout } from './fuzz-settings.js';
 import { MARKER, hostileJson, hostileText, isSqsText } from './hostile-values.js';
@@ -67,20 +67,6 @@ const takenBySqs = (message: OutgoingMessage) =>
 /** The body text the producer sends for a message. */
 const bodyText = (message: OutgoingMessage) => (typeof message.body === 'string' ? message.body : JSON.stringify(message.body));
 
-async function drain(url: string): Promise<Message[]> {
-  const all: Message[] = [];
-  for (;;) {
-    const { Messages } = await sqs.client.send(
-      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], AttributeNames: ['All'] }),
-    );
-    if (!Messages?.length) return all;
-    for (const message of Messages) {
-      all.push(message);
-      await sqs.client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: message.ReceiptHandle! }));
-    }
-  }
-}
-
 let cases = 0;
 const RUNS = 6;
 
@@ -113,7 +99,7 @@ it(
           }
         };
         const first = await sendAll();
-        const received = await drain(queueUrl);
+        const received = await drain(sqs.client, queueUrl);
         if ('invalid' in first) {
           if (received.length > 0) found.push(`the producer refused the batch, yet ${received.length} messages are on the queue`);
           if (first.invalid!.length === 0) found.push('the producer refused the batch naming no message');
@@ -148,27 +134,16 @@ it(
           },
           parse: (body: string) => body,
         });
+        const arn = `arn:aws:sqs:us-east-1:123456789012:${name}`;
         const asRecords = (list: readonly Message[], round: number) =>
-          list.map((message, index) => ({
-            messageId: `${consumer}-${round}-${index}`,
-            receiptHandle: 'rh',
-            body: message.Body!,
-            attributes: { ApproximateReceiveCount: '1', ...message.Attributes },
-            messageAttributes: Object.fromEntries(
-              Object.entries(message.MessageAttributes ?? {}).map(([name, value]) => [name, { dataType: value.DataType!, stringValue: value.StringValue }]),
-            ),
-            md5OfBody: '',
-            eventSource: 'aws:sqs',
-            eventSourceARN: `arn:aws:sqs:us-east-1:123456789012:fuzz-produced${fifo ? '.fifo' : ''}`,
-            awsRegion: 'us-east-1',
-          }));
+          list.map((message, index) => lambdaRecordOf(message, `${consumer}-${round}-${index}`, arn));
         for (let round = 0; round < 2; round++) {
-          const { batchItemFailures } = await handler({ Records: asRecords(received, round) as never }, lambdaContext());
+          const { batchItemFailures } = await handler({ Records: asRecords(received, round) }, lambdaContext());
           if (batchItemFailures.length > 0) found.push(`the inbox failed ${batchItemFailures.length} produced messages`);
         }
         // A resend is a send of the same messages under the keys they were sent with.
         await sendAll(first.sent!.map((sent) => ({ ...planned[sent.index]!, key: sent.key })));
-        await handler({ Records: asRecords(await drain(queueUrl), 2) as never }, lambdaContext());
+        await handler({ Records: asRecords(await drain(sqs.client, queueUrl), 2) }, lambdaContext());
         const applied = await db.query('SELECT message_key AS key, count(*)::int AS n FROM public.fuzz_received WHERE consumer = $1 GROUP BY message_key', [
           consumer,
         ]);
