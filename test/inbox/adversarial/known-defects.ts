@@ -1,4 +1,4 @@
-import { MARKER } from './hostile-values.js';
+import { MARKER, isWellFormed } from './hostile-values.js';
 import type { CaseContext, Expected } from './expectations.js';
 import type { Built } from './lambda-sources.js';
 import type { TransportName } from '../../support/transport.js';
@@ -66,8 +66,6 @@ function strings(value: unknown): string[] {
   return found;
 }
 
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
-
 /** The record's body text, parsed as JSON when it is JSON. */
 function parsedBody(scene: DefectScene): unknown {
   const text = scene.source.bodyText(scene.record);
@@ -115,7 +113,7 @@ export const ISSUE_33_DEFECTS: readonly KnownDefect[] = [
   {
     reference: 'issue 33, item 1 (statementBatch passes every body as jsonb)',
     what: 'in statementBatch, a body whose parsed value holds U+0000 or a lone surrogate fails the statement (jsonb refuses it) though the SQL never reads body',
-    record: (scene) => reachesBatchStatement(scene) && strings(parsedBody(scene)).some((text) => text.includes('\u0000') || LONE_SURROGATE.test(text)),
+    record: (scene) => reachesBatchStatement(scene) && strings(parsedBody(scene)).some((text) => text.includes('\u0000') || !isWellFormed(text)),
   },
   {
     reference: 'issue 33, item 2 (a second parked record with the same record id is dropped)',
@@ -181,12 +179,12 @@ export const FOUND_DEFECTS: readonly KnownDefect[] = [
   {
     reference: 'new-defects.test.ts: tx.send with U+0000 or a lone surrogate',
     what: "a send whose body, group id or attributes hold U+0000 or a lone surrogate fails the outbox's insert (jsonb refuses it): its record fails as temporary on every delivery",
-    send: (send) => sendTexts(send).some((text) => text.includes('\u0000') || LONE_SURROGATE.test(text)),
+    send: (send) => sendTexts(send).some((text) => text.includes('\u0000') || !isWellFormed(text)),
   },
   {
     reference: 'new-defects.test.ts: tx.send takes what SQS refuses',
     what: 'tx.send takes a send SQS refuses for good (a character SQS does not carry, a group id it refuses, an attribute name it refuses or the key attribute, an empty attribute value, more than 1 MiB): the record commits, the send never arrives, and on a FIFO queue it holds back its group',
-    send: (send, deliverable) => !deliverable && send.body.length > 0 && !sendTexts(send).some((text) => text.includes('\u0000') || LONE_SURROGATE.test(text)),
+    send: (send, deliverable) => !deliverable && send.body.length > 0 && !sendTexts(send).some((text) => text.includes('\u0000') || !isWellFormed(text)),
   },
 ];
 
