@@ -147,7 +147,7 @@ export const ISSUE_33_DEFECTS: readonly KnownDefect[] = [
 export const FOUND_DEFECTS: readonly KnownDefect[] = [
   {
     reference: 'new-defects.test.ts: statementBatch, a body its JSON parameter cannot encode',
-    what: 'in statementBatch, a deeply nested body overflows the stack while the batch parameter is encoded; the transport takes the throw for a network failure of unknown outcome, and every record of the set fails, every delivery',
+    what: 'in statementBatch, a deeply nested body overflows the stack while the batch parameter is encoded (the Data API transport takes the throw for a network failure of unknown outcome): the record fails as temporary on every delivery, never applied nor parked',
     record: (scene) => reachesBatchStatement(scene) && scene.record.plan.payload.kind === 'deep' && scene.record.plan.payload.depth >= 5_000,
   },
   {
