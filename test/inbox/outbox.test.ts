@@ -1,5 +1,4 @@
-import { CreateQueueCommand, DeleteMessageCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
-import type { Message, SQSClient } from '@aws-sdk/client-sqs';
+import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { InboxConfigError, PermanentError, withFirstStatement } from '../../lambda/inbox/index.js';
@@ -11,7 +10,7 @@ import { inboxTables } from '../../lambda/inbox/sql/schema.js';
 import { sweeperHandler } from '../../lambda/functions/outbox-sweeper/outbox-sweeper.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
-import { startSqsFixture } from '../support/sqs.js';
+import { drain, startSqsFixture } from '../support/sqs.js';
 import type { SqsFixture } from '../support/sqs.js';
 import { dataApiOnly } from '../support/data-api-only.js';
 import { notUnderConflicts } from '../support/dsql-conflicts.js';
@@ -44,20 +43,6 @@ async function queue(name: string): Promise<string> {
     }),
   );
   return QueueUrl!;
-}
-
-async function drain(client: SQSClient, url: string): Promise<Message[]> {
-  const all: Message[] = [];
-  for (;;) {
-    const { Messages } = await client.send(
-      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], AttributeNames: ['All'] }),
-    );
-    if (!Messages?.length) return all;
-    for (const m of Messages) {
-      all.push(m);
-      await client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle! }));
-    }
-  }
 }
 
 /** The "ship" stage: ships the order and hands "invoice" on through the outbox. */

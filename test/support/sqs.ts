@@ -1,4 +1,6 @@
-import { SQSClient } from '@aws-sdk/client-sqs';
+import { DeleteMessageCommand, ReceiveMessageCommand, SQSClient } from '@aws-sdk/client-sqs';
+import type { Message } from '@aws-sdk/client-sqs';
+import type { SQSRecord } from 'aws-lambda';
 import { ManualClock } from '../../local/sqs/clock.js';
 import { startSqs } from '../../local/sqs/server.js';
 import type { SqsServer, StartSqsOptions } from '../../local/sqs/server.js';
@@ -47,4 +49,36 @@ export async function eventually(condition: () => boolean, timeoutMs = 2000, wha
 /** Lets pending promise callbacks and I/O run. */
 export function settle(ms = 5): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** Receives and deletes every message on the queue, with all their attributes. */
+export async function drain(client: SQSClient, url: string): Promise<Message[]> {
+  const all: Message[] = [];
+  for (;;) {
+    const { Messages } = await client.send(
+      new ReceiveMessageCommand({ QueueUrl: url, MaxNumberOfMessages: 10, MessageAttributeNames: ['All'], AttributeNames: ['All'] }),
+    );
+    if (!Messages?.length) return all;
+    for (const m of Messages) {
+      all.push(m);
+      await client.send(new DeleteMessageCommand({ QueueUrl: url, ReceiptHandle: m.ReceiptHandle! }));
+    }
+  }
+}
+
+/** A received message as Lambda's SQS event source hands it over, under `messageId`, from the queue `eventSourceARN`. */
+export function lambdaRecordOf(message: Message, messageId: string, eventSourceARN: string): SQSRecord {
+  return {
+    messageId,
+    receiptHandle: `rh-${messageId}`,
+    body: message.Body!,
+    attributes: { ApproximateReceiveCount: '1', ...message.Attributes } as SQSRecord['attributes'],
+    messageAttributes: Object.fromEntries(
+      Object.entries(message.MessageAttributes ?? {}).map(([name, value]) => [name, { dataType: value.DataType!, stringValue: value.StringValue }]),
+    ) as SQSRecord['messageAttributes'],
+    md5OfBody: '',
+    eventSource: 'aws:sqs',
+    eventSourceARN,
+    awsRegion: 'us-east-1',
+  };
 }

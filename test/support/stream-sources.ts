@@ -241,6 +241,13 @@ export async function effectsByLane(
   return lanes;
 }
 
+/** An `applyBatch` that applies each message of the batch in turn, in the batch's transaction. */
+export function applyEach<Message>(effect: (tx: InboxTransaction, message: Message) => Promise<void>) {
+  return async (tx: InboxTransaction, messages: readonly Message[]) => {
+    for (const message of messages) await effect(tx, message);
+  };
+}
+
 /** The ways to write a consumer. */
 export type Mode = 'apply' | 'applyBatch' | 'statement' | 'statementBatch';
 
@@ -273,11 +280,7 @@ export function effectOptions(mode: Mode, source: StreamSource, consumer: string
     case 'apply':
       return { apply: effect };
     case 'applyBatch':
-      return {
-        applyBatch: async (tx: InboxTransaction, messages: readonly InboxMessage<unknown, unknown>[]) => {
-          for (const message of messages) await effect(tx, message);
-        },
-      };
+      return { applyBatch: applyEach(effect) };
     case 'statement':
       return {
         statement: {
