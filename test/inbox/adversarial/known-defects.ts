@@ -91,54 +91,7 @@ function reachesBatchStatement(scene: DefectScene): boolean {
 }
 
 /** Issue 33's numbered defects (/work/wt/briefs/issue-33.md), as the cases of the generators they cover. */
-export const ISSUE_33_DEFECTS: readonly KnownDefect[] = [
-  {
-    reference: 'issue 33, item 1 (NUL under park)',
-    what: 'a stream record whose body text or attributes hold U+0000 cannot be parked (22021, 22P05): it fails as temporary, its cause lost',
-    record: (scene) =>
-      scene.policy === 'park' &&
-      mayBeRefused(scene.expected) &&
-      [scene.source.bodyText(scene.record) ?? '', ...strings(scene.record.raw)].some((text) => text.includes('\u0000')),
-  },
-  {
-    reference: 'issue 33, item 1 (1 MiB binary stream payload under park)',
-    what: 'a stream payload of 1 MiB that is not UTF-8 grows three times as lossy text and is stored twice: the park call exceeds 4 MiB',
-    record: (scene) =>
-      scene.policy === 'park' &&
-      scene.source.service !== 'sqs' &&
-      mayBeRefused(scene.expected) &&
-      scene.record.plan.payload.kind === 'at-limit' &&
-      scene.record.plan.payload.binary,
-  },
-  {
-    reference: 'issue 33, item 1 (statementBatch passes every body as jsonb)',
-    what: 'in statementBatch, a body whose parsed value holds U+0000 or a lone surrogate fails the statement (jsonb refuses it) though the SQL never reads body',
-    record: (scene) => reachesBatchStatement(scene) && strings(parsedBody(scene)).some((text) => text.includes('\u0000') || !isWellFormed(text)),
-  },
-  {
-    reference: 'issue 33, item 2 (a second parked record with the same record id is dropped)',
-    what: 'two records that park under one record id (a reused id, or none: the empty id): the second is reported parked and stored nowhere',
-    record: (scene) =>
-      scene.policy === 'park' &&
-      mayBeRefused(scene.expected) &&
-      scene.earlier.some((before) => mayBeRefused(before.expected) && (before.record.id ?? '') === (scene.record.id ?? '')),
-  },
-  {
-    reference: 'issue 33, item 5 (keys that are not well-formed Unicode; a Binary idempotency-key)',
-    what: "a key holding a lone surrogate is stored as U+FFFD instead of refused; key 'auto' ignores a Binary idempotency-key attribute",
-    record: (scene) => scene.producerKeys && scene.record.plan.key === 'surrogate' && (scene.source.service === 'sqs' || scene.source.service === 'kinesis'),
-  },
-  {
-    reference: 'issue 33, item 9 (bodies in logs)',
-    what: "JSON.parse's message quotes the body's first characters, and the ParseError carries it to the log line",
-    logLine: (line) => JSON.stringify(line.extra).includes(MARKER) && /"name":"ParseError"/.test(JSON.stringify(line.extra)),
-  },
-  {
-    reference: 'issue 33, item 10 (a null SQS record)',
-    what: 'a null SQS record throws a raw TypeError from the handler: the whole batch fails, every time',
-    record: (scene) => scene.source.service === 'sqs' && scene.record.plan.shape === 'null',
-  },
-];
+export const ISSUE_33_DEFECTS: readonly KnownDefect[] = [];
 
 /**
  * Defects this suite found beyond the issue's list. Each has an `it.fails` test in new-defects.test.ts that
