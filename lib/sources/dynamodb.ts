@@ -3,7 +3,7 @@ import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import { DynamoEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { durationSeconds } from '../invariants.js';
 import type { AttachedSource, SourceTarget } from './source.js';
-import { StreamSource } from './stream.js';
+import { StreamSource, streamEventSourceProps } from './stream.js';
 import type { InboxStreamSourceOptions, StreamSettings } from './stream.js';
 import { InboxConstructError } from '../errors.js';
 
@@ -39,17 +39,9 @@ export class DynamoDbSource extends StreamSource {
 
   protected attachStream(target: SourceTarget, settings: StreamSettings): Omit<AttachedSource, 'deadLetterQueue'> {
     const fn = target.fn;
-    const eventSource = new DynamoEventSource(this.table, {
-      batchSize: settings.batchSize,
-      startingPosition: settings.startingPosition,
-      ...(settings.maxBatchingWindow === undefined ? {} : { maxBatchingWindow: settings.maxBatchingWindow }),
-      reportBatchItemFailures: true,
-      ...(settings.bisectBatchOnError === undefined ? {} : { bisectBatchOnError: settings.bisectBatchOnError }),
-      ...(settings.retryAttempts === undefined ? {} : { retryAttempts: settings.retryAttempts }),
-      ...(settings.maxRecordAge === undefined ? {} : { maxRecordAge: settings.maxRecordAge }),
-      ...(settings.parallelizationFactor === undefined ? {} : { parallelizationFactor: settings.parallelizationFactor }),
-      onFailure: settings.onFailure,
-    });
+    // DynamoDB Streams cannot start at a timestamp: its options type has none, and none reaches the mapping.
+    const { startingPositionTimestamp: _none, ...props } = streamEventSourceProps(settings);
+    const eventSource = new DynamoEventSource(this.table, props);
     fn.addEventSource(eventSource);
     if (fn.role !== undefined) {
       Validations.of(fn.role).acknowledge({

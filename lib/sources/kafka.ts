@@ -8,7 +8,7 @@ import type { ProvisionedPollerConfig } from 'aws-cdk-lib/aws-lambda-event-sourc
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { durationSeconds } from '../invariants.js';
 import type { AttachedSource, SourceTarget } from './source.js';
-import { StreamSource } from './stream.js';
+import { StreamSource, streamEventSourceProps } from './stream.js';
 import type { InboxStreamSourceOptions, StreamSettings } from './stream.js';
 import { INBOX_ENV } from '../../lambda/inbox/contract.js';
 import { InboxConstructError } from '../errors.js';
@@ -146,18 +146,11 @@ export class KafkaSource extends StreamSource {
     const kafka = this.#kafka;
     const fn = target.fn;
     const consumerGroupId = kafka.consumerGroupId ?? target.consumerName;
-    const common = {
-      batchSize: settings.batchSize,
-      startingPosition: settings.startingPosition,
-      ...(settings.startingPositionTimestamp === undefined ? {} : { startingPositionTimestamp: settings.startingPositionTimestamp }),
-      ...(settings.maxBatchingWindow === undefined ? {} : { maxBatchingWindow: settings.maxBatchingWindow }),
-      ...(this.#pollers === undefined ? {} : { provisionedPollerConfig: this.#pollers }),
+    // A topic runs one batch per partition at a time: its options type has no parallelizationFactor, and none reaches the mapping.
+    const { parallelizationFactor: _none, ...common } = streamEventSourceProps(settings, {
+      pollers: this.#pollers,
       reportBatchItemFailures: this.reportBatchItemFailures,
-      ...(settings.bisectBatchOnError === undefined ? {} : { bisectBatchOnError: settings.bisectBatchOnError }),
-      ...(settings.retryAttempts === undefined ? {} : { retryAttempts: settings.retryAttempts }),
-      ...(settings.maxRecordAge === undefined ? {} : { maxRecordAge: settings.maxRecordAge }),
-      onFailure: settings.onFailure,
-    };
+    });
     let eventSource: lambda.IEventSource;
     if ('clusterArn' in this.#brokers) {
       eventSource = new MskEventSource({

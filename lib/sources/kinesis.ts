@@ -3,7 +3,7 @@ import * as kinesis from 'aws-cdk-lib/aws-kinesis';
 import { KinesisEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { durationSeconds } from '../invariants.js';
 import type { AttachedSource, SourceTarget } from './source.js';
-import { StreamSource } from './stream.js';
+import { StreamSource, streamEventSourceProps } from './stream.js';
 import type { InboxStreamSourceOptions, StreamSettings } from './stream.js';
 
 /** Kinesis keeps records 24 hours unless the stream says otherwise, and at most 8760 hours (365 days). */
@@ -28,18 +28,7 @@ export class KinesisSource extends StreamSource {
   }
 
   protected attachStream(target: SourceTarget, settings: StreamSettings): Omit<AttachedSource, 'deadLetterQueue'> {
-    const eventSource = new KinesisEventSource(this.stream, {
-      batchSize: settings.batchSize,
-      startingPosition: settings.startingPosition,
-      ...(settings.startingPositionTimestamp === undefined ? {} : { startingPositionTimestamp: settings.startingPositionTimestamp }),
-      ...(settings.maxBatchingWindow === undefined ? {} : { maxBatchingWindow: settings.maxBatchingWindow }),
-      reportBatchItemFailures: true,
-      ...(settings.bisectBatchOnError === undefined ? {} : { bisectBatchOnError: settings.bisectBatchOnError }),
-      ...(settings.retryAttempts === undefined ? {} : { retryAttempts: settings.retryAttempts }),
-      ...(settings.maxRecordAge === undefined ? {} : { maxRecordAge: settings.maxRecordAge }),
-      ...(settings.parallelizationFactor === undefined ? {} : { parallelizationFactor: settings.parallelizationFactor }),
-      onFailure: settings.onFailure,
-    });
+    const eventSource = new KinesisEventSource(this.stream, streamEventSourceProps(settings));
     target.fn.addEventSource(eventSource);
     const given = this.options.redeliveryWindow;
     return {

@@ -1,6 +1,7 @@
 import { Duration, Validations } from 'aws-cdk-lib';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
+import type { ProvisionedPollerConfig } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct } from 'constructs';
 import { durationSeconds } from '../invariants.js';
@@ -114,6 +115,29 @@ export interface StreamSettings {
   readonly onFailure: lambda.IEventSourceDlq;
   /** The on-failure queue, when the destination is one (the one created here, or the queue given as `onFailure`). */
   readonly deadLetterQueue?: sqs.IQueue | undefined;
+}
+
+/**
+ * The settings as aws-cdk-lib's stream event sources take them: partial batch responses unless `mode` says otherwise,
+ * and a Kafka mapping's provisioned pollers.
+ */
+export function streamEventSourceProps(
+  settings: StreamSettings,
+  mode: { readonly pollers?: ProvisionedPollerConfig | undefined; readonly reportBatchItemFailures: boolean } = { reportBatchItemFailures: true },
+) {
+  return {
+    batchSize: settings.batchSize,
+    startingPosition: settings.startingPosition,
+    ...(settings.startingPositionTimestamp === undefined ? {} : { startingPositionTimestamp: settings.startingPositionTimestamp }),
+    ...(settings.maxBatchingWindow === undefined ? {} : { maxBatchingWindow: settings.maxBatchingWindow }),
+    ...(mode.pollers === undefined ? {} : { provisionedPollerConfig: mode.pollers }),
+    reportBatchItemFailures: mode.reportBatchItemFailures,
+    ...(settings.bisectBatchOnError === undefined ? {} : { bisectBatchOnError: settings.bisectBatchOnError }),
+    ...(settings.retryAttempts === undefined ? {} : { retryAttempts: settings.retryAttempts }),
+    ...(settings.maxRecordAge === undefined ? {} : { maxRecordAge: settings.maxRecordAge }),
+    ...(settings.parallelizationFactor === undefined ? {} : { parallelizationFactor: settings.parallelizationFactor }),
+    onFailure: settings.onFailure,
+  };
 }
 
 /**

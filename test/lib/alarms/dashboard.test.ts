@@ -1,10 +1,10 @@
 import { Duration } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { describe, expect, it } from 'vitest';
-import { InboxAlarms, InboxConsumer, InboxDatabase, InboxOutboxRelay, InboxQueue, InboxSources } from '../../../lib/index.js';
+import { InboxAlarms } from '../../../lib/index.js';
 import { CLEANUP_METRICS, CONSUMER_COUNT_METRICS, CONSUMER_LATENCY_METRICS } from '../../../lib/alarms/inbox-alarms.js';
-import { FIXTURE_HANDLER, testStack } from '../support.js';
-import { alarmsStack } from './support.js';
+import { testStack } from '../support.js';
+import { alarmsStack, relayStack } from './support.js';
 import { streamConsumer } from '../stream-support.js';
 
 /** The dashboard's widgets, as CloudWatch reads its body. */
@@ -54,16 +54,7 @@ describe('the dashboard', () => {
   });
 
   it('puts the sweep on the dashboard, with the alarm threshold', () => {
-    const stack = testStack();
-    const database = new InboxDatabase(stack, 'Db');
-    const worker = new InboxConsumer(stack, 'Worker', {
-      database,
-      source: InboxSources.sqs(new InboxQueue(stack, 'Orders').queue),
-      consumerName: 'worker',
-      entry: FIXTURE_HANDLER,
-      destinations: { invoices: new InboxQueue(stack, 'Invoices').queue },
-    });
-    const relay = new InboxOutboxRelay(stack, 'OutboxRelay', { database, consumers: [worker] });
+    const { stack, worker, relay } = relayStack();
     new InboxAlarms(stack, 'Alarms', { consumers: [worker], outboxRelay: relay, maxOutboxAge: Duration.minutes(20) });
     const widgets = widgetsOf(Template.fromStack(stack));
     const body = JSON.stringify(widgets);

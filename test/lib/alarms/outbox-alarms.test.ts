@@ -3,25 +3,10 @@ import { Template } from 'aws-cdk-lib/assertions';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import { describe, expect, it } from 'vitest';
-import { InboxAlarms, InboxConsumer, InboxDatabase, InboxOutboxRelay, InboxQueue, InboxSources } from '../../../lib/index.js';
+import { InboxAlarms } from '../../../lib/index.js';
 import type { InboxOutboxRelayProps } from '../../../lib/index.js';
-import { FIXTURE_HANDLER, logicalId, testStack } from '../support.js';
-import { refOf } from './support.js';
-
-/** A consumer sending to `invoices`, and the relay that sweeps what it leaves unsent. */
-function relayStack(props: Partial<InboxOutboxRelayProps> = {}) {
-  const stack = testStack();
-  const database = new InboxDatabase(stack, 'Db');
-  const worker = new InboxConsumer(stack, 'Worker', {
-    database,
-    source: InboxSources.sqs(new InboxQueue(stack, 'Orders').queue),
-    consumerName: 'worker',
-    entry: FIXTURE_HANDLER,
-    destinations: { invoices: new InboxQueue(stack, 'Invoices').queue },
-  });
-  const relay = new InboxOutboxRelay(stack, 'OutboxRelay', { database, consumers: [worker], ...props });
-  return { stack, worker, relay };
-}
+import { logicalId } from '../support.js';
+import { refOf, relayStack } from './support.js';
 
 /** The relay's stack watched by InboxAlarms, paging a topic; its relay alarms by name. */
 function watched(props: { relay?: Partial<InboxOutboxRelayProps>; maxOutboxAge?: Duration } = {}) {

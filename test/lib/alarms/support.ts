@@ -2,8 +2,8 @@ import { Duration } from 'aws-cdk-lib';
 import type { Stack } from 'aws-cdk-lib';
 import { Template } from 'aws-cdk-lib/assertions';
 import { expect } from 'vitest';
-import { InboxAlarms, InboxCleanup, InboxConsumer, InboxDatabase, InboxQueue, InboxSources } from '../../../lib/index.js';
-import type { InboxAlarmsProps } from '../../../lib/index.js';
+import { InboxAlarms, InboxCleanup, InboxConsumer, InboxDatabase, InboxOutboxRelay, InboxQueue, InboxSources } from '../../../lib/index.js';
+import type { InboxAlarmsProps, InboxOutboxRelayProps } from '../../../lib/index.js';
 import { FIXTURE_HANDLER, testStack } from '../support.js';
 import type { StreamKind } from '../stream-support.js';
 import { streamConsumer } from '../stream-support.js';
@@ -33,6 +33,21 @@ export function alarmsStack(props: Partial<InboxAlarmsProps> = {}) {
   const alarms = new InboxAlarms(stack, 'Alarms', { consumers: [consumer], cleanup, ...props });
   const template = Template.fromStack(stack);
   return { stack, inboxQueue, consumer, cleanup, alarms, template, byId: (suffix: string) => alarmIn(template, suffix) };
+}
+
+/** A consumer sending to `invoices`, and the relay that sweeps what it leaves unsent. */
+export function relayStack(props: Partial<InboxOutboxRelayProps> = {}) {
+  const stack = testStack();
+  const database = new InboxDatabase(stack, 'Db');
+  const worker = new InboxConsumer(stack, 'Worker', {
+    database,
+    source: InboxSources.sqs(new InboxQueue(stack, 'Orders').queue),
+    consumerName: 'worker',
+    entry: FIXTURE_HANDLER,
+    destinations: { invoices: new InboxQueue(stack, 'Invoices').queue },
+  });
+  const relay = new InboxOutboxRelay(stack, 'OutboxRelay', { database, consumers: [worker], ...props });
+  return { stack, worker, relay };
 }
 
 /** A consumer of a stream of `kind`, watched by InboxAlarms with `props`; its alarms, by logical id. */
