@@ -31,6 +31,7 @@ export const {
   InboxOutboxRelay,
   InboxQueue,
   InboxSecretRotation,
+  InboxSources,
   MigrationSet,
   connectToPostgres,
 } = cdk;

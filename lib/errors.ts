@@ -14,6 +14,7 @@ import type { InvariantViolation } from './invariants.js';
  * }
  */
 export class InboxConstructError extends Error {
+  /** `InboxConstructError`, for a log that prints only an error's name and message. */
   override name = 'InboxConstructError';
 
   constructor(

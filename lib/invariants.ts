@@ -88,7 +88,7 @@ export interface RedeliveryWindowSource {
 /** An SQS consumer's window: what a message can still be delivered in after it was sent. */
 export const QUEUE_REDELIVERY_WINDOW: RedeliveryWindowSource = {
   description: 'queue retention plus dead-letter queue retention',
-  shorten: "shorten the queues' retention periods (or pass the consumer's real `redeliveryWindow` if its queue is imported)",
+  shorten: "shorten the queues' retention periods (or pass the SQS source's real `redeliveryWindow` if its queue is imported)",
 };
 
 /** Inbox retention must exceed the redelivery window, or a late redelivery finds no row and runs twice. */
@@ -161,7 +161,7 @@ export function checkFifoBatchSize(input: { readonly fifo: boolean; readonly bat
   if (!input.fifo || Token.isUnresolved(input.batchSize) || input.batchSize <= FIFO_MAX_BATCH_SIZE) return [];
   return [
     {
-      problem: `InboxConsumer \`batchSize\` is ${input.batchSize}, but a FIFO queue delivers at most ${FIFO_MAX_BATCH_SIZE} records per batch.`,
+      problem: `the SQS source's \`batchSize\` is ${input.batchSize}, but a FIFO queue delivers at most ${FIFO_MAX_BATCH_SIZE} records per batch.`,
       fix: `set \`batchSize\` to ${FIFO_MAX_BATCH_SIZE} or less.`,
     },
   ];
@@ -172,7 +172,7 @@ export function checkFifoBatchingWindow(input: { readonly fifo: boolean; readonl
   if (!input.fifo || input.maxBatchingWindow === undefined) return [];
   return [
     {
-      problem: 'InboxConsumer `maxBatchingWindow` is set, but Lambda does not support a batching window on a FIFO queue.',
+      problem: "the SQS source's `maxBatchingWindow` is set, but Lambda does not support a batching window on a FIFO queue.",
       fix: 'remove `maxBatchingWindow` (FIFO batches are filled without waiting).',
     },
   ];

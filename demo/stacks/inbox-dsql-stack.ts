@@ -7,8 +7,9 @@ import { InboxDsqlConsumer } from '../../lib/dsql/inbox-dsql-consumer.js';
 import { InboxDsqlDatabase } from '../../lib/dsql/inbox-dsql-database.js';
 import type { InboxDsqlMultiRegion } from '../../lib/dsql/inbox-dsql-database.js';
 import { createAlarmTopic } from '../../lib/alarms/alarm-topic.js';
-import { InboxAlarms } from '../../lib/alarms/inbox-alarms.js';
+import { InboxAlarms } from '../../lib/alarms/index.js';
 import { InboxQueue } from '../../lib/queue/inbox-queue.js';
+import { InboxSources } from '../../lib/sources/inbox-sources.js';
 import { InboxCleanup } from '../../lib/purge/inbox-cleanup.js';
 import { InboxOutboxRelay } from '../../lib/outbox/inbox-outbox-relay.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../functions/example-migrations.js';
@@ -65,8 +66,7 @@ export class InboxDsqlStack extends Stack {
     });
     this.consumer = new InboxDsqlConsumer(this, 'OrderWorker', {
       database: this.database,
-      queue: this.queue.queue,
-      deadLetterQueue: this.queue.deadLetterQueue,
+      source: InboxSources.sqs(this.queue.queue, { deadLetterQueue: this.queue.deadLetterQueue }),
       consumerName: 'order-worker',
       entry: props.entry,
       databaseGrants: [{ table: 'public.orders', privileges: ['SELECT', 'INSERT', 'UPDATE'] }],

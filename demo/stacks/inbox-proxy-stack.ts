@@ -2,12 +2,13 @@ import { CfnOutput, Stack } from 'aws-cdk-lib';
 import type { StackProps } from 'aws-cdk-lib';
 import { SnsAction } from 'aws-cdk-lib/aws-cloudwatch-actions';
 import type { Construct } from 'constructs';
-import { InboxAlarms } from '../../lib/alarms/inbox-alarms.js';
+import { InboxAlarms } from '../../lib/alarms/index.js';
 import { InboxCleanup } from '../../lib/purge/inbox-cleanup.js';
 import { InboxConsumer } from '../../lib/consumer/inbox-consumer.js';
 import { InboxDatabase } from '../../lib/database/inbox-database.js';
 import { InboxDatabaseProxy } from '../../lib/database/inbox-database-proxy.js';
 import { InboxQueue } from '../../lib/queue/inbox-queue.js';
+import { InboxSources } from '../../lib/sources/inbox-sources.js';
 import { runtimeFile } from '../../lib/runtime-files.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../functions/example-migrations.js';
 
@@ -56,13 +57,10 @@ export class InboxProxyStack extends Stack {
     this.consumer = new InboxConsumer(this, 'OrderWorker', {
       database: this.database,
       proxy: this.proxy,
-      queue: this.queue.queue,
-      deadLetterQueue: this.queue.deadLetterQueue,
+      source: InboxSources.sqs(this.queue.queue, { deadLetterQueue: this.queue.deadLetterQueue, batchSize: 10, maxConcurrency: 5 }),
       consumerName: 'order-worker',
       entry: runtimeFile('../demo/functions/order-worker-wire', 'the example order worker on the wire'),
       databaseGrants: [{ table: 'public.orders', privileges: ['SELECT', 'INSERT', 'UPDATE'] }],
-      batchSize: 10,
-      maxConcurrency: 5,
     });
     this.cleanup = new InboxCleanup(this, 'Cleanup', { database: this.database });
     this.alarms = new InboxAlarms(this, 'Alarms', {

@@ -3,12 +3,13 @@ import type { RemovalPolicy, StackProps } from 'aws-cdk-lib';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
 import type { Construct } from 'constructs';
-import { InboxAlarms } from '../../lib/alarms/inbox-alarms.js';
+import { InboxAlarms } from '../../lib/alarms/index.js';
 import { InboxCleanup } from '../../lib/purge/inbox-cleanup.js';
 import { InboxConsumer } from '../../lib/consumer/inbox-consumer.js';
 import { InboxDatabase } from '../../lib/database/inbox-database.js';
 import { InboxOutboxRelay } from '../../lib/outbox/inbox-outbox-relay.js';
 import { InboxQueue } from '../../lib/queue/inbox-queue.js';
+import { InboxSources } from '../../lib/sources/inbox-sources.js';
 import { runtimeFile } from '../../lib/runtime-files.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../functions/example-migrations.js';
 
@@ -93,15 +94,12 @@ export class InboxStack extends Stack {
     });
     this.consumer = new InboxConsumer(this, 'OrderWorker', {
       database: this.database,
-      queue: this.queue.queue,
-      deadLetterQueue: this.queue.deadLetterQueue,
+      source: InboxSources.sqs(this.queue.queue, { deadLetterQueue: this.queue.deadLetterQueue, batchSize: 10, maxConcurrency: 5 }),
       consumerName: 'order-worker',
       entry: runtimeFile('../demo/functions/order-worker', 'the example order worker'),
       // The upsert of demo/functions/order-worker.ts: INSERT ... ON CONFLICT DO UPDATE reads and updates the row.
       databaseGrants: [{ table: 'public.orders', privileges: ['SELECT', 'INSERT', 'UPDATE'] }],
       timeout: Duration.seconds(30),
-      batchSize: 10,
-      maxConcurrency: 5,
       ...(this.invoices === undefined ? {} : { destinations: { invoices: this.invoices.queue } }),
     });
     this.cleanup = new InboxCleanup(this, 'Cleanup', {

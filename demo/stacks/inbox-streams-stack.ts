@@ -6,10 +6,11 @@ import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import type * as sns from 'aws-cdk-lib/aws-sns';
 import type { Construct } from 'constructs';
 import type { InboxTableGrant } from '../../lib/database/database-grants.js';
-import { InboxAlarms } from '../../lib/alarms/inbox-alarms.js';
+import { InboxAlarms } from '../../lib/alarms/index.js';
 import { InboxConsumer } from '../../lib/consumer/inbox-consumer.js';
 import { InboxDatabase } from '../../lib/database/inbox-database.js';
 import { runtimeFile } from '../../lib/runtime-files.js';
+import { InboxSources } from '../../lib/sources/inbox-sources.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../functions/example-migrations.js';
 
 /** A placeholder ARN in this stack's account and region; deploying needs the real cluster's (`mskClusterArn`). */
@@ -112,30 +113,29 @@ export class InboxStreamsStack extends Stack {
     this.consumers = [
       new InboxConsumer(this, 'KinesisWorker', {
         ...common,
-        stream: this.stream,
+        source: InboxSources.kinesis(this.stream),
         consumerName: 'kinesis-worker',
         entry: runtimeFile('../demo/functions/kinesis-worker', 'the example Kinesis consumer'),
       }),
       new InboxConsumer(this, 'DynamoDbWorker', {
         ...common,
-        table: this.table,
+        source: InboxSources.dynamoDb(this.table),
         consumerName: 'dynamodb-worker',
         entry: runtimeFile('../demo/functions/dynamodb-worker', 'the example DynamoDB Streams consumer'),
       }),
       new InboxConsumer(this, 'MskWorker', {
         ...common,
-        kafka: { clusterArn: props.mskClusterArn ?? PLACEHOLDER_MSK_CLUSTER, topic, topicRetention },
+        source: InboxSources.msk(props.mskClusterArn ?? PLACEHOLDER_MSK_CLUSTER, { topic, topicRetention }),
         consumerName: 'msk-worker',
         entry: kafkaWorker,
       }),
       new InboxConsumer(this, 'KafkaWorker', {
         ...common,
-        kafka: {
-          bootstrapServers: [...(props.kafkaBootstrapServers ?? ['kafka-1.example.com:9096'])],
+        source: InboxSources.selfManagedKafka(props.kafkaBootstrapServers ?? ['kafka-1.example.com:9096'], {
           topic,
           topicRetention,
           secret: secretsmanager.Secret.fromSecretNameV2(this, 'KafkaCredentials', props.kafkaSecretName ?? 'sqs-inbox/kafka'),
-        },
+        }),
         consumerName: 'kafka-worker',
         entry: kafkaWorker,
       }),

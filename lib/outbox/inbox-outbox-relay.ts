@@ -15,8 +15,8 @@ import type { InboxDsqlConsumer } from '../dsql/inbox-dsql-consumer.js';
 import { InboxDsqlDatabase } from '../dsql/inbox-dsql-database.js';
 import { addInvariants, describeSeconds, durationSeconds, rateSeconds } from '../invariants.js';
 import type { InvariantViolation } from '../invariants.js';
-import { distinctQueues, grantSendMessage, OUTBOX_RELAY } from './outbox-destinations.js';
-import type { OutboxRelayMark } from './outbox-destinations.js';
+import { distinctQueues, grantSendMessage } from './outbox-destinations.js';
+import type { OutboxDestinations } from './outbox-destinations.js';
 import { maintenanceFunction } from '../database/maintenance-function.js';
 import { INBOX_ENV, METRIC_NAMESPACE, OUTBOX_SERVICE_NAME, OUTBOX_SWEEP_DEFAULTS } from '../../lambda/inbox/contract.js';
 import { InboxConstructError } from '../errors.js';
@@ -116,8 +116,7 @@ export interface InboxOutboxRelayProps {
  * const relay = new InboxOutboxRelay(this, 'OutboxRelay', { database, consumers: [shipper] });
  * new InboxAlarms(this, 'Alarms', { consumers: [shipper], outboxRelay: relay, createTopic: true });
  */
-export class InboxOutboxRelay extends Construct implements OutboxRelayMark {
-  public readonly [OUTBOX_RELAY] = true as const;
+export class InboxOutboxRelay extends Construct {
   /** The sweeper function. */
   public readonly function: lambda.Function;
   /** The function's log group. */
@@ -207,7 +206,7 @@ export class InboxOutboxRelay extends Construct implements OutboxRelayMark {
     addInvariants(this, () => [...checkRelayTimeout(durationSeconds(timeout)), ...this.#tableViolations()]);
   }
 
-  /** The queues the sweeper may send to: its consumers' destinations and any added with {@link addDestination}. */
+  /** The queues the sweeper may send to: its consumers' destinations and any added with {@link InboxOutboxRelay.addDestination}. */
   public get destinations(): readonly sqs.IQueue[] {
     return [...this.#destinations];
   }
@@ -275,6 +274,46 @@ export class InboxOutboxRelay extends Construct implements OutboxRelayMark {
       );
     }
   }
+}
+
+/** A consumer that may send through its outbox: InboxConsumer or InboxDsqlConsumer. */
+export interface OutboxSender extends IConstruct {
+  readonly consumerName: string;
+  readonly destinations: OutboxDestinations;
+  readonly database: { readonly tableKey: string; readonly tableDescription: string };
+}
+
+/**
+ * A consumer that sends needs a relay over its table that may send to its destinations: the handler sends its
+ * rows after its commits, but the rows an invocation that crashed or timed out left behind are sent by the
+ * relay's sweeper only, and without one they would never be. `owner` names the consumer, e.g. `InboxConsumer App/Worker`.
+ */
+export function outboxRelayViolations(owner: string, consumer: OutboxSender): InvariantViolation[] {
+  const names = Object.keys(consumer.destinations);
+  if (names.length === 0) return [];
+  const overTable = consumer.node.root.node
+    .findAll()
+    .filter((c): c is InboxOutboxRelay => c instanceof InboxOutboxRelay && c.tableKey === consumer.database.tableKey);
+  if (overTable.some((relay) => relay.relays(consumer))) return [];
+  const sends = `${owner} sends to ${names.map((name) => `'${name}'`).join(', ')} through its outbox`;
+  if (overTable.length === 0) {
+    return [
+      {
+        problem:
+          `${sends}, but no InboxOutboxRelay sweeps ${consumer.database.tableDescription}: the messages an invocation that crashed ` +
+          'or timed out after its commit left unsent would never be sent.',
+        fix: "add `new InboxOutboxRelay(this, 'OutboxRelay', { database, consumers: [consumer] })` (InboxStack does this for its consumers).",
+      },
+    ];
+  }
+  return [
+    {
+      problem:
+        `${sends}, but the InboxOutboxRelay over its table (${overTable.map((relay) => relay.node.path).join(', ')}) does not list it ` +
+        "in `consumers`, so its sweeper may not send to this consumer's destinations: what it leaves unsent would fail to send.",
+      fix: "add the consumer to that relay's `consumers`.",
+    },
+  ];
 }
 
 /** Props that cannot work, all at once. */

@@ -4,7 +4,6 @@ import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { IConstruct } from 'constructs';
 import { INBOX_ENV } from '../../lambda/inbox/contract.js';
 import { InboxConstructError } from '../errors.js';
-import type { InvariantViolation } from '../invariants.js';
 
 /**
  * The queues a consumer's `tx.send({ to: name })` may name, by name. The function gets them as `INBOX_DESTINATIONS`
@@ -72,23 +71,6 @@ export function grantSendMessage(grantee: iam.IGrantable, queue: sqs.IQueue): vo
   queue.encryptionMasterKey?.grant(grantee, 'kms:GenerateDataKey', 'kms:Decrypt');
 }
 
-/** Marks an InboxOutboxRelay without importing it, so that the consumer's invariant can find relays. */
-export const OUTBOX_RELAY = Symbol.for('sqs-inbox.InboxOutboxRelay');
-
-/** What a consumer's invariant needs to know of a relay. */
-export interface OutboxRelayMark {
-  readonly [OUTBOX_RELAY]: true;
-  /** The inbox table (and its outbox) the relay sweeps: `InboxDatabase.tableKey`. */
-  readonly tableKey: string;
-  /** Whether the relay may send to every destination of `consumer` (it lists it in `consumers`). */
-  relays(consumer: IConstruct): boolean;
-}
-
-/** Every InboxOutboxRelay in the app of `scope`. */
-export function outboxRelaysIn(scope: IConstruct): Array<OutboxRelayMark & IConstruct> {
-  return scope.node.root.node.findAll().filter((c): c is OutboxRelayMark & IConstruct => (c as Partial<OutboxRelayMark>)[OUTBOX_RELAY] === true);
-}
-
 /**
  * A consumer's `destinations` and `environment` as synth must refuse them, all at once: names the runtime could
  * never look up, values that are not queues, and `INBOX_DESTINATIONS` set by hand (its queues would be neither
@@ -109,42 +91,4 @@ export function validateDestinations(owner: string, destinations: unknown, envir
 /** The consumer function's `INBOX_DESTINATIONS`, or nothing when it sends nowhere. */
 export function destinationEnvironment(scope: IConstruct, destinations: OutboxDestinations): Record<string, string> {
   return Object.keys(destinations).length > 0 ? { [INBOX_ENV.DESTINATIONS]: destinationsJson(scope, destinations) } : {};
-}
-
-/** A consumer that may send through its outbox: InboxConsumer or InboxDsqlConsumer. */
-export interface OutboxSender extends IConstruct {
-  readonly consumerName: string;
-  readonly destinations: OutboxDestinations;
-  readonly database: { readonly tableKey: string; readonly tableDescription: string };
-}
-
-/**
- * A consumer that sends needs a relay over its table that may send to its destinations: the handler sends its
- * rows after its commits, but the rows an invocation that crashed or timed out left behind are sent by the
- * relay's sweeper only, and without one they would never be. `owner` names the consumer, e.g. `InboxConsumer App/Worker`.
- */
-export function outboxRelayViolations(owner: string, consumer: OutboxSender): InvariantViolation[] {
-  const names = Object.keys(consumer.destinations);
-  if (names.length === 0) return [];
-  const overTable = outboxRelaysIn(consumer).filter((relay) => relay.tableKey === consumer.database.tableKey);
-  if (overTable.some((relay) => relay.relays(consumer))) return [];
-  const sends = `${owner} sends to ${names.map((name) => `'${name}'`).join(', ')} through its outbox`;
-  if (overTable.length === 0) {
-    return [
-      {
-        problem:
-          `${sends}, but no InboxOutboxRelay sweeps ${consumer.database.tableDescription}: the messages an invocation that crashed ` +
-          'or timed out after its commit left unsent would never be sent.',
-        fix: "add `new InboxOutboxRelay(this, 'OutboxRelay', { database, consumers: [consumer] })` (InboxStack does this for its consumers).",
-      },
-    ];
-  }
-  return [
-    {
-      problem:
-        `${sends}, but the InboxOutboxRelay over its table (${overTable.map((relay) => relay.node.path).join(', ')}) does not list it ` +
-        "in `consumers`, so its sweeper may not send to this consumer's destinations: what it leaves unsent would fail to send.",
-      fix: "add the consumer to that relay's `consumers`.",
-    },
-  ];
 }

@@ -10,6 +10,7 @@ import type { InboxDatabase } from '../database/inbox-database.js';
 import type { InboxDatabaseRole } from '../database/inbox-database-role.js';
 import { InboxDsqlDatabase } from '../dsql/inbox-dsql-database.js';
 import { InboxDsqlConsumer } from '../dsql/inbox-dsql-consumer.js';
+import { redeliveryWindowSource } from '../sources/source.js';
 import { addInvariants, checkRetentionCoversRedelivery, describeSeconds, durationSeconds } from '../invariants.js';
 import type { InvariantViolation } from '../invariants.js';
 import { maintenanceFunction } from '../database/maintenance-function.js';
@@ -201,7 +202,7 @@ export class InboxCleanup extends Construct {
           retentionSeconds,
           consumerName: consumer.consumerName,
           windowSeconds: consumer.redeliveryWindowSeconds,
-          window: consumer.redeliveryWindowSource,
+          window: redeliveryWindowSource(consumer.source),
         }),
       );
   }

@@ -7,29 +7,25 @@ import { type AuthenticationMethod, SelfManagedKafkaEventSource } from 'aws-cdk-
 import type { ProvisionedPollerConfig } from 'aws-cdk-lib/aws-lambda-event-sources';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { durationSeconds } from '../invariants.js';
-import type { ConsumerSource, StreamSettings } from './source.js';
+import type { AttachedSource, SourceTarget } from './source.js';
+import { StreamSource, streamEventSourceProps } from './stream.js';
+import type { InboxStreamSourceOptions, StreamSettings } from './stream.js';
+import { INBOX_ENV } from '../../lambda/inbox/contract.js';
 import { InboxConstructError } from '../errors.js';
 
 /**
- * A Kafka topic to consume: on an Amazon MSK cluster (`clusterArn`) or on self-managed brokers
- * (`bootstrapServers`), exactly one of them.
+ * Options of a Kafka topic as a source: {@link InboxSources.selfManagedKafka} takes them all,
+ * {@link InboxSources.msk} all but the self-managed brokers' own (`authenticationMethod`, `rootCACertificate`, `vpc`,
+ * `vpcSubnets`, `securityGroup`: Lambda reaches an MSK cluster through the cluster's own network settings). The
+ * stream options apply as to every stream, but for `parallelizationFactor` (a topic runs one batch per partition at
+ * a time) and `redeliveryWindow` (a topic's is `topicRetention`).
  *
  * @example
- * { clusterArn: cluster.attrArn, topic: 'orders', topicRetention: Duration.days(7) }
+ * InboxSources.msk(cluster.attrArn, { topic: 'orders', topicRetention: Duration.days(7) })
  * @example
- * { bootstrapServers: ['broker-1.example.com:9096'], topic: 'orders', topicRetention: Duration.days(7), secret }
+ * InboxSources.selfManagedKafka(['broker-1.example.com:9096'], { topic: 'orders', topicRetention: Duration.days(7), secret })
  */
-export interface InboxKafkaSource {
-  /**
-   * ARN of the Amazon MSK cluster (provisioned or serverless).
-   * @default - none: `bootstrapServers` names self-managed brokers
-   */
-  readonly clusterArn?: string | undefined;
-  /**
-   * `host:port` of the self-managed bootstrap brokers.
-   * @default - none: `clusterArn` names an MSK cluster
-   */
-  readonly bootstrapServers?: readonly string[] | undefined;
+export interface InboxKafkaSourceOptions extends Omit<InboxStreamSourceOptions, 'parallelizationFactor' | 'redeliveryWindow'> {
   /** The topic. */
   readonly topic: string;
   /**
@@ -53,25 +49,6 @@ export interface InboxKafkaSource {
    */
   readonly secret?: secretsmanager.ISecret | undefined;
   /**
-   * Self-managed brokers only: how `secret` signs in.
-   * @default AuthenticationMethod.SASL_SCRAM_512_AUTH
-   */
-  readonly authenticationMethod?: AuthenticationMethod | undefined;
-  /**
-   * Self-managed brokers only: the root CA certificate of brokers whose TLS certificates a private CA signed.
-   * @default - none
-   */
-  readonly rootCACertificate?: secretsmanager.ISecret | undefined;
-  /**
-   * Self-managed brokers only: the VPC they are reachable in (with `vpcSubnets` and `securityGroup`).
-   * @default - reached over the internet (then `secret` is required)
-   */
-  readonly vpc?: ec2.IVpc | undefined;
-  /** Self-managed brokers only: subnets in `vpc`. @default - none (required with `vpc`) */
-  readonly vpcSubnets?: ec2.SubnetSelection | undefined;
-  /** Self-managed brokers only: the security group in `vpc`. @default - none (required with `vpc`) */
-  readonly securityGroup?: ec2.ISecurityGroup | undefined;
-  /**
    * Provisioned mode's event pollers, or `false` for on-demand mode. Lambda supports partial batch responses,
    * bounded retries, bisect on error and a maximum record age for Kafka only in provisioned mode; on demand, a
    * failing record is retried until the topic drops it, and the handler fails whole invocations.
@@ -86,50 +63,38 @@ export interface InboxKafkaSource {
    * @default true in provisioned mode; false on demand (Lambda would ignore the response)
    */
   readonly reportBatchItemFailures?: boolean | undefined;
+  /**
+   * Self-managed brokers only: how `secret` signs in.
+   * @default AuthenticationMethod.SASL_SCRAM_512_AUTH
+   */
+  readonly authenticationMethod?: AuthenticationMethod | undefined;
+  /**
+   * Self-managed brokers only: the root CA certificate of brokers whose TLS certificates a private CA signed.
+   * @default - none
+   */
+  readonly rootCACertificate?: secretsmanager.ISecret | undefined;
+  /**
+   * Self-managed brokers only: the VPC they are reachable in (with `vpcSubnets` and `securityGroup`).
+   * @default - reached over the internet (then `secret` is required)
+   */
+  readonly vpc?: ec2.IVpc | undefined;
+  /**
+   * Self-managed brokers only: subnets in `vpc`.
+   * @default - none (required with `vpc`)
+   */
+  readonly vpcSubnets?: ec2.SubnetSelection | undefined;
+  /**
+   * Self-managed brokers only: the security group in `vpc`.
+   * @default - none (required with `vpc`)
+   */
+  readonly securityGroup?: ec2.ISecurityGroup | undefined;
 }
 
-/** Provisioned mode unless told otherwise: see {@link InboxKafkaSource.provisionedPollers}. */
+/** Provisioned mode unless told otherwise: see {@link InboxKafkaSourceOptions.provisionedPollers}. */
 export const KAFKA_DEFAULT_POLLERS: ProvisionedPollerConfig = { minimumPollers: 1, maximumPollers: 1 };
 
-/** The Kafka settings that decide the handler's environment, resolved before the function exists. */
-export interface KafkaMode {
-  readonly pollers: ProvisionedPollerConfig | undefined;
-  readonly reportBatchItemFailures: boolean;
-  readonly consumerGroupId: string;
-}
-
-/** Refuses a Kafka source that names no brokers, or both kinds; resolves the mode. */
-export function kafkaMode(path: string, kafka: InboxKafkaSource, consumerName: string): KafkaMode {
-  const problems: string[] = [];
-  if ((kafka.clusterArn === undefined) === (kafka.bootstrapServers === undefined)) {
-    problems.push(
-      'name exactly one of `kafka.clusterArn` (Amazon MSK) and `kafka.bootstrapServers` (self-managed brokers). ' +
-        "Fix: pass the MSK cluster ARN, or the brokers' host:port list.",
-    );
-  }
-  if (kafka.clusterArn !== undefined) {
-    const selfManagedOnly = (['authenticationMethod', 'rootCACertificate', 'vpc', 'vpcSubnets', 'securityGroup'] as const).filter(
-      (key) => kafka[key] !== undefined,
-    );
-    if (selfManagedOnly.length > 0) {
-      problems.push(
-        `${selfManagedOnly.map((key) => `\`kafka.${key}\``).join(', ')} only apply to self-managed brokers, but \`kafka.clusterArn\` ` +
-          "names an MSK cluster. Fix: remove them (Lambda reaches an MSK cluster through the cluster's own network settings).",
-      );
-    }
-  }
-  const retention = durationSeconds(kafka.topicRetention);
-  if (retention !== undefined && !(retention > 0)) {
-    problems.push("`kafka.topicRetention` must be the topic's retention.ms as a positive Duration. Fix: pass e.g. Duration.days(7).");
-  }
-  if (problems.length > 0) throw InboxConstructError.of(`InboxConsumer ${path}`, problems);
-  const pollers = kafka.provisionedPollers === false ? undefined : (kafka.provisionedPollers ?? KAFKA_DEFAULT_POLLERS);
-  return {
-    pollers,
-    reportBatchItemFailures: kafka.reportBatchItemFailures ?? pollers !== undefined,
-    consumerGroupId: kafka.consumerGroupId ?? consumerName,
-  };
-}
+/** Where the brokers are: an MSK cluster, or self-managed brokers. */
+export type KafkaBrokers = { readonly clusterArn: string } | { readonly bootstrapServers: readonly string[] };
 
 /**
  * A Kafka topic as the consumer's source, on MSK or self-managed brokers: provisioned mode with partial batch
@@ -137,57 +102,88 @@ export function kafkaMode(path: string, kafka: InboxKafkaSource, consumerName: s
  * role gets exactly what the event source mapping needs on this cluster (no AWSLambdaMSKExecutionRole, whose
  * grants span every cluster and log group).
  */
-export function kafkaSource(fn: lambda.Function, kafka: InboxKafkaSource, mode: KafkaMode, settings: StreamSettings): ConsumerSource {
-  const common = {
-    batchSize: settings.batchSize,
-    startingPosition: settings.startingPosition,
-    ...(settings.startingPositionTimestamp === undefined ? {} : { startingPositionTimestamp: settings.startingPositionTimestamp }),
-    ...(settings.maxBatchingWindow === undefined ? {} : { maxBatchingWindow: settings.maxBatchingWindow }),
-    ...(mode.pollers === undefined ? {} : { provisionedPollerConfig: mode.pollers }),
-    reportBatchItemFailures: mode.reportBatchItemFailures,
-    ...(settings.bisectBatchOnError === undefined ? {} : { bisectBatchOnError: settings.bisectBatchOnError }),
-    ...(settings.retryAttempts === undefined ? {} : { retryAttempts: settings.retryAttempts }),
-    ...(settings.maxRecordAge === undefined ? {} : { maxRecordAge: settings.maxRecordAge }),
-    onFailure: settings.onFailure,
+export class KafkaSource extends StreamSource {
+  readonly kind = 'kafka' as const;
+  readonly window = {
+    description: "the topic's retention (`topicRetention`): a consumer group that starts over from the earliest offset re-reads every record the topic holds",
+    shorten: "lower the topic's retention.ms, and the source's `topicRetention` with it",
   };
-  let eventSource: lambda.IEventSource;
-  if (kafka.clusterArn !== undefined) {
-    eventSource = new MskEventSource({
-      ...common,
-      clusterArn: kafka.clusterArn,
-      topic: kafka.topic,
-      consumerGroupId: mode.consumerGroupId,
-      secret: kafka.secret,
-    });
-  } else {
-    eventSource = new SelfManagedKafkaEventSource({
-      ...common,
-      bootstrapServers: [...kafka.bootstrapServers!],
-      topic: kafka.topic,
-      consumerGroupId: mode.consumerGroupId,
-      ...(kafka.secret === undefined ? {} : { secret: kafka.secret }),
-      ...(kafka.authenticationMethod === undefined ? {} : { authenticationMethod: kafka.authenticationMethod }),
-      ...(kafka.rootCACertificate === undefined ? {} : { rootCACertificate: kafka.rootCACertificate }),
-      ...(kafka.vpc === undefined ? {} : { vpc: kafka.vpc }),
-      ...(kafka.vpcSubnets === undefined ? {} : { vpcSubnets: kafka.vpcSubnets }),
-      ...(kafka.securityGroup === undefined ? {} : { securityGroup: kafka.securityGroup }),
-    });
-    // Lambda reaches brokers in a VPC through network interfaces it creates there with the function's role.
-    if (kafka.vpc !== undefined) grantNetworkInterfaces(fn);
+  readonly #brokers: KafkaBrokers;
+  readonly #kafka: InboxKafkaSourceOptions;
+  /** `undefined`: on-demand mode. */
+  readonly #pollers: ProvisionedPollerConfig | undefined;
+
+  /** Refuses a topic retention that is not one; resolves the mode. */
+  constructor(factory: string, brokers: KafkaBrokers, options: InboxKafkaSourceOptions) {
+    super(options);
+    const retention = durationSeconds(options.topicRetention);
+    if (retention !== undefined && !(retention > 0)) {
+      throw InboxConstructError.of(
+        factory,
+        ["`topicRetention` must be the topic's retention.ms as a positive Duration. Fix: pass e.g. Duration.days(7)."],
+        'line',
+      );
+    }
+    this.#brokers = brokers;
+    this.#kafka = options;
+    this.#pollers = options.provisionedPollers === false ? undefined : (options.provisionedPollers ?? KAFKA_DEFAULT_POLLERS);
   }
-  fn.addEventSource(eventSource);
-  return {
-    kind: 'kafka',
-    eventSource,
-    deadLetterQueue: settings.deadLetterQueue,
-    window: {
-      description:
-        "the topic's retention (`kafka.topicRetention`): a consumer group that starts over from the earliest offset re-reads every record the topic holds",
-      shorten: "lower the topic's retention.ms, and `kafka.topicRetention` with it",
-    },
-    redeliveryWindowSeconds: () => durationSeconds(kafka.topicRetention),
-    violations: () => [],
-  };
+
+  override get reportBatchItemFailures(): boolean {
+    return this.#kafka.reportBatchItemFailures ?? this.#pollers !== undefined;
+  }
+
+  /** Kafka tells the handler whether the mapping reads its partial batch responses; every other source always does. */
+  override environment(): Record<string, string> {
+    return { ...super.environment(), [INBOX_ENV.REPORT_BATCH_ITEM_FAILURES]: String(this.reportBatchItemFailures) };
+  }
+
+  protected override get takesErrorHandling(): boolean {
+    return this.#pollers !== undefined;
+  }
+
+  protected attachStream(target: SourceTarget, settings: StreamSettings): Omit<AttachedSource, 'deadLetterQueue'> {
+    const kafka = this.#kafka;
+    const fn = target.fn;
+    const consumerGroupId = kafka.consumerGroupId ?? target.consumerName;
+    // A topic runs one batch per partition at a time: its options type has no parallelizationFactor, and none reaches the mapping.
+    const { parallelizationFactor: _none, ...common } = streamEventSourceProps(settings, {
+      pollers: this.#pollers,
+      reportBatchItemFailures: this.reportBatchItemFailures,
+    });
+    let eventSource: lambda.IEventSource;
+    if ('clusterArn' in this.#brokers) {
+      eventSource = new MskEventSource({
+        ...common,
+        clusterArn: this.#brokers.clusterArn,
+        topic: kafka.topic,
+        consumerGroupId,
+        secret: kafka.secret,
+      });
+    } else {
+      eventSource = new SelfManagedKafkaEventSource({
+        ...common,
+        bootstrapServers: [...this.#brokers.bootstrapServers],
+        topic: kafka.topic,
+        consumerGroupId,
+        ...(kafka.secret === undefined ? {} : { secret: kafka.secret }),
+        ...(kafka.authenticationMethod === undefined ? {} : { authenticationMethod: kafka.authenticationMethod }),
+        ...(kafka.rootCACertificate === undefined ? {} : { rootCACertificate: kafka.rootCACertificate }),
+        ...(kafka.vpc === undefined ? {} : { vpc: kafka.vpc }),
+        ...(kafka.vpcSubnets === undefined ? {} : { vpcSubnets: kafka.vpcSubnets }),
+        ...(kafka.securityGroup === undefined ? {} : { securityGroup: kafka.securityGroup }),
+      });
+      // Lambda reaches brokers in a VPC through network interfaces it creates there with the function's role.
+      if (kafka.vpc !== undefined) grantNetworkInterfaces(fn);
+    }
+    fn.addEventSource(eventSource);
+    return {
+      eventSource,
+      kafkaConsumerGroupId: consumerGroupId,
+      redeliveryWindowSeconds: () => durationSeconds(kafka.topicRetention),
+      violations: () => [],
+    };
+  }
 }
 
 interface MskEventSourceProps {

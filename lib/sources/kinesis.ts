@@ -1,9 +1,10 @@
 import { Duration, Token } from 'aws-cdk-lib';
 import * as kinesis from 'aws-cdk-lib/aws-kinesis';
-import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import { KinesisEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import { durationSeconds } from '../invariants.js';
-import type { ConsumerSource, StreamSettings } from './source.js';
+import type { AttachedSource, SourceTarget } from './source.js';
+import { StreamSource, streamEventSourceProps } from './stream.js';
+import type { InboxStreamSourceOptions, StreamSettings } from './stream.js';
 
 /** Kinesis keeps records 24 hours unless the stream says otherwise, and at most 8760 hours (365 days). */
 const KINESIS_DEFAULT_RETENTION_HOURS = 24;
@@ -13,31 +14,29 @@ export const KINESIS_MAX_RETENTION_SECONDS = 8760 * 3600;
  * A Kinesis data stream as the consumer's source: partial batch responses (the runtime names the first failed
  * sequence number), bisect on error, bounded retries and an on-failure destination.
  */
-export function kinesisSource(fn: lambda.Function, stream: kinesis.IStream, settings: StreamSettings, redeliveryWindow: Duration | undefined): ConsumerSource {
-  const eventSource = new KinesisEventSource(stream, {
-    batchSize: settings.batchSize,
-    startingPosition: settings.startingPosition,
-    ...(settings.startingPositionTimestamp === undefined ? {} : { startingPositionTimestamp: settings.startingPositionTimestamp }),
-    ...(settings.maxBatchingWindow === undefined ? {} : { maxBatchingWindow: settings.maxBatchingWindow }),
-    reportBatchItemFailures: true,
-    ...(settings.bisectBatchOnError === undefined ? {} : { bisectBatchOnError: settings.bisectBatchOnError }),
-    ...(settings.retryAttempts === undefined ? {} : { retryAttempts: settings.retryAttempts }),
-    ...(settings.maxRecordAge === undefined ? {} : { maxRecordAge: settings.maxRecordAge }),
-    ...(settings.parallelizationFactor === undefined ? {} : { parallelizationFactor: settings.parallelizationFactor }),
-    onFailure: settings.onFailure,
-  });
-  fn.addEventSource(eventSource);
-  return {
-    kind: 'kinesis',
-    eventSource,
-    deadLetterQueue: settings.deadLetterQueue,
-    window: {
-      description: "the Kinesis stream's retention period: a replay from the trim horizon delivers every record the stream still holds",
-      shorten: "shorten the stream's `retentionPeriod` (or pass the consumer's real `redeliveryWindow` if the stream is imported)",
-    },
-    redeliveryWindowSeconds: () => (redeliveryWindow !== undefined ? durationSeconds(redeliveryWindow) : kinesisRetentionSeconds(stream)),
-    violations: () => [],
+export class KinesisSource extends StreamSource {
+  readonly kind = 'kinesis' as const;
+  readonly window = {
+    description: "the Kinesis stream's retention period: a replay from the trim horizon delivers every record the stream still holds",
+    shorten: "shorten the stream's `retentionPeriod` (or pass the source's real `redeliveryWindow` if the stream is imported)",
   };
+  override readonly stream: kinesis.IStream;
+
+  constructor(stream: kinesis.IStream, options: InboxStreamSourceOptions) {
+    super(options);
+    this.stream = stream;
+  }
+
+  protected attachStream(target: SourceTarget, settings: StreamSettings): Omit<AttachedSource, 'deadLetterQueue'> {
+    const eventSource = new KinesisEventSource(this.stream, streamEventSourceProps(settings));
+    target.fn.addEventSource(eventSource);
+    const given = this.options.redeliveryWindow;
+    return {
+      eventSource,
+      redeliveryWindowSeconds: () => (given !== undefined ? durationSeconds(given) : kinesisRetentionSeconds(this.stream)),
+      violations: () => [],
+    };
+  }
 }
 
 /**

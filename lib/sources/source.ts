@@ -1,110 +1,145 @@
-import { Duration, Validations } from 'aws-cdk-lib';
+import type { Duration } from 'aws-cdk-lib';
+import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import type * as kinesis from 'aws-cdk-lib/aws-kinesis';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
-import { SqsDlq } from 'aws-cdk-lib/aws-lambda-event-sources';
-import * as sqs from 'aws-cdk-lib/aws-sqs';
+import type * as rds from 'aws-cdk-lib/aws-rds';
+import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import type { Construct, IConstruct } from 'constructs';
+import { durationSeconds } from '../invariants.js';
 import type { InvariantViolation, RedeliveryWindowSource } from '../invariants.js';
-import type { InboxSourceKind } from './stream-invariants.js';
+import { mappingViolations } from './stream-invariants.js';
+import { INBOX_ENV } from '../../lambda/inbox/contract.js';
 import { InboxConstructError } from '../errors.js';
 
+/** The sources a consumer reads: the value of `INBOX_SOURCE` and of the metrics' `source` dimension. */
+export type InboxSourceKind = 'sqs' | 'kinesis' | 'dynamodb' | 'kafka';
+
 /**
- * One source of an InboxConsumer, wired to its function: the event source, what the handler is told about it,
- * and what can be known at synth about how long a record may come back.
+ * What a consumer reads (InboxConsumer's and InboxDsqlConsumer's `source`), made by {@link InboxSources}: an SQS
+ * queue, a Kinesis stream, a DynamoDB table's stream or a Kafka topic, with the settings of that source and no other.
+ * It describes the event source; each consumer it is given to binds its own.
+ *
+ * @example
+ * new InboxConsumer(this, 'Worker', { database, source: InboxSources.sqs(queue.queue), consumerName: 'orders', entry: 'src/worker.ts' });
  */
-export interface ConsumerSource {
+export interface InboxSource {
+  /** What it reads: the handler's `INBOX_SOURCE` and its metrics' `source` dimension. */
   readonly kind: InboxSourceKind;
-  /** The event source added to the function. */
+}
+
+/** What a source needs of the consumer it is bound to. */
+export interface SourceTarget {
+  /** The consumer: the scope of what the source creates (a stream's on-failure queue). */
+  readonly consumer: Construct;
+  /** The consumer as errors name it: `InboxConsumer App/Worker`. */
+  readonly subject: string;
+  readonly fn: lambda.Function;
+  readonly consumerName: string;
+  readonly timeout: Duration;
+  /**
+   * The inbox's Aurora cluster, whose capacity bounds the connections SQS provisioned pollers may need; none on
+   * Aurora DSQL, which has no instance size to bound them.
+   */
+  readonly cluster?: rds.IDatabaseCluster | undefined;
+}
+
+/** What a source adds to its consumer's function: its event source, and what it knows about its records. */
+export interface AttachedSource {
   readonly eventSource: lambda.IEventSource;
   /** Where records that fail past the retries go, when it is a queue (alarmed): SQS's dead-letter queue, or a stream's on-failure queue. */
   readonly deadLetterQueue?: sqs.IQueue | undefined;
-  /** How the redelivery window is made up, for the retention check. */
-  readonly window: RedeliveryWindowSource;
+  /** The Kafka consumer group the mapping joins. */
+  readonly kafkaConsumerGroupId?: string | undefined;
   /** The longest time a record can still be delivered after it was written, in seconds; `undefined` for a token. */
   redeliveryWindowSeconds(): number | undefined;
-  /** Source-specific invariants, checked at synth. */
+  /** The source's own invariants (its queue's, its pollers'), checked at synth. */
   violations(): InvariantViolation[];
 }
 
-/** The stream options of InboxConsumerProps, resolved. */
-export interface StreamSettings {
-  readonly batchSize: number;
-  readonly maxBatchingWindow?: Duration | undefined;
-  readonly startingPosition: lambda.StartingPosition;
-  readonly startingPositionTimestamp?: number | undefined;
-  /** `undefined`: left unset (on-demand Kafka, which takes no error handling controls). */
-  readonly retryAttempts?: number | undefined;
-  /** `undefined`: left unset (on-demand Kafka). */
-  readonly bisectBatchOnError?: boolean | undefined;
-  readonly maxRecordAge?: Duration | undefined;
-  readonly parallelizationFactor?: number | undefined;
-  /** The on-failure destination. */
-  readonly onFailure: lambda.IEventSourceDlq;
-  /** The on-failure queue, when the destination is one (the one created here, or `deadLetterQueue`). */
-  readonly deadLetterQueue?: sqs.IQueue | undefined;
+/** A source bound to its consumer's function: what the consumer exposes, and what is checked at synth. */
+export interface BoundSource extends AttachedSource {
+  /** The one event source mapping of the function (the invariants read it at synth, escape hatches included). */
+  readonly eventSourceMapping: lambda.CfnEventSourceMapping;
 }
 
-/** The stream options InboxConsumer takes, as given. */
-export interface StreamOptions {
-  readonly batchSize?: number | undefined;
-  readonly maxBatchingWindow?: Duration | undefined;
-  readonly startingPosition?: lambda.StartingPosition | undefined;
-  readonly startingPositionTimestamp?: number | undefined;
-  readonly retryAttempts?: number | undefined;
-  readonly bisectBatchOnError?: boolean | undefined;
-  readonly maxRecordAge?: Duration | undefined;
-  readonly parallelizationFactor?: number | undefined;
-  readonly deadLetterQueue?: sqs.IQueue | undefined;
-  readonly onFailure?: lambda.IEventSourceDlq | undefined;
-}
-
-/** Lambda's default batch size for stream sources. */
-export const STREAM_DEFAULT_BATCH_SIZE = 100;
 /**
- * Retries of a failing batch before its records go to the on-failure destination. Lambda retries without bound by
- * default; 10 is the bound Lambda itself applies to a Kafka mapping with an on-failure destination and unbounded
- * retries (https://docs.aws.amazon.com/lambda/latest/dg/kafka-on-failure-destination.html). A discarded record is
- * kept by the destination and can be replayed while the stream holds it: the inbox makes that replay safe.
+ * Every source {@link InboxSources} makes: what the handler is told before its function exists, and how it binds to
+ * that function once it does. One object may be given to several consumers: each binds its own event source.
  */
-export const STREAM_DEFAULT_RETRY_ATTEMPTS = 10;
+export abstract class SourceBinder implements InboxSource {
+  abstract readonly kind: InboxSourceKind;
+  /** How the redelivery window is made up, and how to shorten it: for the cleanup's retention check. */
+  abstract readonly window: RedeliveryWindowSource;
+  /** The queue it reads, for the consumer to expose. */
+  declare readonly queue?: sqs.IQueue | undefined;
+  /** The Kinesis stream it reads. */
+  declare readonly stream?: kinesis.IStream | undefined;
+  /** The DynamoDB table whose stream it reads. */
+  declare readonly table?: dynamodb.ITable | undefined;
 
-/**
- * Resolves the stream options with their defaults, creating the on-failure queue when no destination is given:
- * encrypted, TLS only, 14 days (SQS's longest), acknowledged for cdk-nag as what it is, a dead-letter queue.
- */
-export function streamSettings(scope: Construct, options: StreamOptions, forKafkaOnDemand = false): StreamSettings {
-  let deadLetterQueue = options.deadLetterQueue;
-  if (deadLetterQueue === undefined && options.onFailure === undefined) {
-    const created = new sqs.Queue(scope, 'DeadLetterQueue', {
-      encryption: sqs.QueueEncryption.SQS_MANAGED,
-      enforceSSL: true,
-      retentionPeriod: Duration.days(14),
-    });
-    acknowledgeDeadLetterQueue(created);
-    deadLetterQueue = created;
+  /** Whether the handler reports failed records in its response: every source does, Kafka on demand does not. */
+  get reportBatchItemFailures(): boolean {
+    return true;
   }
-  return {
-    batchSize: options.batchSize ?? STREAM_DEFAULT_BATCH_SIZE,
-    ...(options.maxBatchingWindow === undefined ? {} : { maxBatchingWindow: options.maxBatchingWindow }),
-    startingPosition: options.startingPosition ?? lambda.StartingPosition.TRIM_HORIZON,
-    ...(options.startingPositionTimestamp === undefined ? {} : { startingPositionTimestamp: options.startingPositionTimestamp }),
-    // On-demand Kafka takes no error handling controls: left unset unless given (and then refused at synth).
-    ...(options.retryAttempts !== undefined || !forKafkaOnDemand ? { retryAttempts: options.retryAttempts ?? STREAM_DEFAULT_RETRY_ATTEMPTS } : {}),
-    ...(options.bisectBatchOnError !== undefined || !forKafkaOnDemand ? { bisectBatchOnError: options.bisectBatchOnError ?? true } : {}),
-    ...(options.maxRecordAge === undefined ? {} : { maxRecordAge: options.maxRecordAge }),
-    ...(options.parallelizationFactor === undefined ? {} : { parallelizationFactor: options.parallelizationFactor }),
-    onFailure: options.onFailure ?? new SqsDlq(deadLetterQueue!),
-    ...(deadLetterQueue === undefined ? {} : { deadLetterQueue }),
-  };
+
+  /** What the handler reads about its source: `INBOX_SOURCE`, and for Kafka `INBOX_REPORT_BATCH_ITEM_FAILURES`. */
+  environment(): Record<string, string> {
+    return { [INBOX_ENV.SOURCE]: this.kind };
+  }
+
+  /**
+   * Adds the event source to the consumer's function. Its invariants, and those of the mapping as synthesized, are
+   * checked at synth, not now, so that later changes (escape hatches on the queue or the mapping) are seen too.
+   */
+  bind(target: SourceTarget): BoundSource {
+    const attached = this.attach(target);
+    const eventSourceMapping = mappingOf(target.fn);
+    return {
+      eventSource: attached.eventSource,
+      deadLetterQueue: attached.deadLetterQueue,
+      kafkaConsumerGroupId: attached.kafkaConsumerGroupId,
+      eventSourceMapping,
+      redeliveryWindowSeconds: () => attached.redeliveryWindowSeconds(),
+      violations: () => [
+        ...attached.violations(),
+        ...mappingViolations({
+          source: this.kind,
+          mapping: eventSourceMapping,
+          handlerReports: this.reportBatchItemFailures,
+          redeliveryWindowSeconds: attached.redeliveryWindowSeconds(),
+          timeoutSeconds: durationSeconds(target.timeout),
+          recordSeconds: this.recordSeconds,
+        }),
+      ],
+    };
+  }
+
+  /** The least time one record takes, for the check that a batch of one shard fits the timeout; none for SQS. */
+  protected get recordSeconds(): number | undefined {
+    return undefined;
+  }
+
+  /** Creates the event source and adds it to `target.fn`. */
+  protected abstract attach(target: SourceTarget): AttachedSource;
 }
 
-/** cdk-nag's SQS3 counts only queues named in a redrive policy or a function's DLQ config as dead-letter queues. */
-function acknowledgeDeadLetterQueue(queue: sqs.Queue): void {
-  Validations.of(queue).acknowledge({
-    id: 'AwsSolutions-SQS3',
-    reason:
-      "This queue is the on-failure destination of the consumer's event source mapping: it is itself the dead-letter queue " +
-      '(cdk-nag recognises only redrive policies and function DLQ configs as such).',
-  });
+/** The source a consumer was given, refused with the fix unless {@link InboxSources} made it. */
+export function sourceBinder(subject: string, source: InboxSource | undefined): SourceBinder {
+  if (source instanceof SourceBinder) return source;
+  throw InboxConstructError.of(
+    subject,
+    [
+      `\`source\` ${source === undefined ? 'is missing' : 'was not made by InboxSources'}: a consumer reads one source, made with its settings. ` +
+        'Fix: pass e.g. `source: InboxSources.sqs(queue)`, `InboxSources.kinesis(stream)`, `InboxSources.dynamoDb(table)`, ' +
+        '`InboxSources.msk(clusterArn, { topic, topicRetention })` or `InboxSources.selfManagedKafka(bootstrapServers, { topic, topicRetention })`.',
+    ],
+    'line',
+  );
+}
+
+/** What makes up the redelivery window of a source a consumer accepted, and how to shorten it. */
+export function redeliveryWindowSource(source: InboxSource): RedeliveryWindowSource {
+  return sourceBinder('InboxCleanup', source).window;
 }
 
 /** The one event source mapping of a consumer's function. */

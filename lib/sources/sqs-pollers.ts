@@ -44,7 +44,7 @@ export function checkSqsProvisionedPollers(facts: SqsPollerFacts): InvariantViol
     const ceiling = facts.maxConcurrency;
     violations.push({
       problem:
-        `InboxConsumer \`maxConcurrency\` (${ceiling}) and \`provisionedPollers\` are both set, but Lambda takes one or the other: ` +
+        `the SQS source's \`maxConcurrency\` (${ceiling}) and \`provisionedPollers\` are both set, but Lambda takes one or the other: ` +
         `in provisioned mode the ceiling is \`maximumPollers\` x ${INVOCATIONS_PER_POLLER} concurrent invocations.`,
       fix:
         ceiling >= SQS_POLLERS.maximum.least * INVOCATIONS_PER_POLLER

@@ -1,13 +1,8 @@
 import { Token } from 'aws-cdk-lib';
-import type * as lambda from 'aws-cdk-lib/aws-lambda';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
 import { describeSeconds } from '../invariants.js';
 import type { InvariantViolation } from '../invariants.js';
-
-/** The sources an InboxConsumer reads: the value of `INBOX_SOURCE` and of the metrics' `source` dimension. */
-export type InboxSourceKind = 'sqs' | 'kinesis' | 'dynamodb' | 'kafka';
-
-/** Stream sources: records of one shard or partition arrive in order, one batch after another. */
-export type StreamSourceKind = Exclude<InboxSourceKind, 'sqs'>;
+import type { InboxSourceKind } from './source.js';
 
 /**
  * Lambda runs event source mappings for Amazon MSK and self-managed Kafka only with functions whose timeout is
@@ -69,7 +64,7 @@ export function checkPartialBatchResponse(facts: MappingFacts, handlerReports: b
         problem:
           "the consumer's event source mapping does not have ReportBatchItemFailures in `FunctionResponseTypes`, but its handler " +
           'reports failed records in its response: Lambda would take such a response for a full success, and the failed records would be lost.',
-        fix: 'keep `FunctionResponseTypes: [ReportBatchItemFailures]` on the mapping (InboxConsumer sets it; do not remove it through an escape hatch).',
+        fix: 'keep `FunctionResponseTypes: [ReportBatchItemFailures]` on the mapping (the consumer sets it; do not remove it through an escape hatch).',
       },
     ];
   }
@@ -78,7 +73,7 @@ export function checkPartialBatchResponse(facts: MappingFacts, handlerReports: b
       problem:
         "the consumer's Kafka event source mapping has ReportBatchItemFailures, but its handler was told " +
         '(INBOX_REPORT_BATCH_ITEM_FAILURES=false) to fail the whole invocation instead: the environment and the mapping disagree.',
-      fix: 'set `kafka.reportBatchItemFailures` on InboxConsumer instead of changing the mapping, so both follow it.',
+      fix: "set the Kafka source's `reportBatchItemFailures` instead of changing the mapping, so both follow it.",
     },
   ];
 }
@@ -96,7 +91,7 @@ export function checkFailedRecordsKept(facts: MappingFacts): InvariantViolation[
         problem:
           "the consumer's event source mapping retries without bound (`retryAttempts` -1) and has no on-failure destination: " +
           `a record that keeps failing blocks its ${lane(facts.source)} until the ${holder(facts.source)} drops it, and then it is gone without a trace.`,
-        fix: 'bound `retryAttempts` (InboxConsumer defaults to 10) and keep an on-failure destination (`deadLetterQueue` or `onFailure`).',
+        fix: "bound the source's `retryAttempts` (the default is 10) and keep an on-failure destination (`onFailure`).",
       },
     ];
   }
@@ -105,7 +100,7 @@ export function checkFailedRecordsKept(facts: MappingFacts): InvariantViolation[
       problem:
         "the consumer's event source mapping has no on-failure destination: a record discarded after its retries or past " +
         '`maxRecordAge` is gone without a trace, so nobody can replay it.',
-      fix: 'keep an on-failure destination: `deadLetterQueue` (InboxConsumer creates one by default) or `onFailure`.',
+      fix: "keep an on-failure destination: the source's `onFailure` (a queue is created by default).",
     },
   ];
 }
@@ -148,8 +143,8 @@ export function checkKafkaProvisionedMode(facts: MappingFacts): InvariantViolati
         `the consumer's Kafka event source mapping sets ${controls.join(', ')} in on-demand mode, but Lambda supports partial batch ` +
         'responses and the other error handling controls for Kafka only in provisioned mode: a partial batch response would be ignored and its failed records lost.',
       fix:
-        'keep provisioned mode (`kafka.provisionedPollers`, the default), or for on-demand mode set `kafka.reportBatchItemFailures: false` ' +
-        'and leave `retryAttempts`, `bisectBatchOnError` and `maxRecordAge` unset.',
+        "keep provisioned mode (the Kafka source's `provisionedPollers`, the default), or for on-demand mode set its " +
+        '`reportBatchItemFailures: false` and leave `retryAttempts`, `bisectBatchOnError` and `maxRecordAge` unset.',
     },
   ];
 }
@@ -160,7 +155,7 @@ export function checkKafkaTimeout(source: InboxSourceKind, timeoutSeconds: numbe
   return [
     {
       problem:
-        `InboxConsumer \`timeout\` is ${describeSeconds(timeoutSeconds)}, but Lambda's Kafka event source mappings support functions ` +
+        `the consumer's \`timeout\` is ${describeSeconds(timeoutSeconds)}, but Lambda's Kafka event source mappings support functions ` +
         `with a timeout of at most ${describeSeconds(KAFKA_MAX_TIMEOUT_SECONDS)}.`,
       fix: `set \`timeout\` to ${describeSeconds(KAFKA_MAX_TIMEOUT_SECONDS)} or less.`,
     },
@@ -199,24 +194,67 @@ export function checkBatchFitsTimeout(input: {
         'and be discarded without ever running.',
       fix:
         `lower \`batchSize\` to ${fitting} or less, or raise \`timeout\` to at least ${describeSeconds(timeout)}, ` +
-        'or set `minRecordDuration` if your handler claims records faster (e.g. a batch mode).',
+        "or set the source's `minRecordDuration` if your handler claims records faster (e.g. a batch mode).",
     },
   ];
 }
 
-/** Lambda requires a Kafka consumer group id to be unique among all Kafka event sources. */
-export function checkKafkaConsumerGroupUnique(input: {
-  readonly consumerGroupId: string;
-  readonly otherConsumerPaths: readonly string[];
-}): InvariantViolation[] {
-  if (input.otherConsumerPaths.length === 0) return [];
+/**
+ * Lambda requires a Kafka consumer group id to be unique among all Kafka event sources, and two mappings in one group
+ * would each get only part of the topic. Read from every mapping of the app, whichever construct made it; the later of
+ * a clashing pair reports, so each clash appears once.
+ */
+export function checkKafkaConsumerGroupUnique(mapping: lambda.CfnEventSourceMapping): InvariantViolation[] {
+  const group = consumerGroupOf(mapping);
+  if (group === undefined) return [];
+  const earlier: string[] = [];
+  for (const other of mapping.node.root.node.findAll()) {
+    if (other === mapping) break;
+    // The L2 mapping around the L1, as the user wrote it (`<function>/KafkaEventSource:<topic>`).
+    if (other instanceof lambda.CfnEventSourceMapping && consumerGroupOf(other) === group) earlier.push((other.node.scope ?? other).node.path);
+  }
+  if (earlier.length === 0) return [];
   return [
     {
       problem:
-        `the Kafka consumer group '${input.consumerGroupId}' is already used by ${input.otherConsumerPaths.join(', ')}: ` +
+        `the Kafka consumer group '${group}' is already used by the event source mapping ${earlier.join(', ')}: ` +
         'Lambda requires a consumer group id to be unique among all Kafka event sources, and two mappings in one group would each get only part of the topic.',
-      fix: 'give each Kafka InboxConsumer its own `kafka.consumerGroupId` (the default is its `consumerName`).',
+      fix: "give each Kafka consumer its own consumer group: the source's `consumerGroupId` (the default is the consumer's `consumerName`).",
     },
+  ];
+}
+
+/** The consumer group a Kafka mapping joins, as synthesized; `undefined` for other sources and for a token. */
+function consumerGroupOf(mapping: lambda.CfnEventSourceMapping): string | undefined {
+  const configs = [mapping.amazonManagedKafkaEventSourceConfig, mapping.selfManagedKafkaEventSourceConfig] as unknown[];
+  for (const config of configs) {
+    if (config === undefined || Token.isUnresolved(config)) continue;
+    const group = (config as { consumerGroupId?: string }).consumerGroupId;
+    if (group !== undefined && !Token.isUnresolved(group)) return group;
+  }
+  return undefined;
+}
+
+/** Every check of a consumer's event source mapping, as synthesized. */
+export function mappingViolations(input: {
+  readonly source: InboxSourceKind;
+  readonly mapping: lambda.CfnEventSourceMapping;
+  /** Whether the handler reports failed records in its response. */
+  readonly handlerReports: boolean;
+  readonly redeliveryWindowSeconds: number | undefined;
+  readonly timeoutSeconds: number | undefined;
+  /** The least time one record takes; `undefined` for SQS, whose batches are not one shard's. */
+  readonly recordSeconds: number | undefined;
+}): InvariantViolation[] {
+  const facts = mappingFacts(input.source, input.mapping);
+  return [
+    ...checkPartialBatchResponse(facts, input.handlerReports),
+    ...checkFailedRecordsKept(facts),
+    ...checkUnboundedStreamRetries(facts, input.redeliveryWindowSeconds),
+    ...checkKafkaProvisionedMode(facts),
+    ...checkKafkaTimeout(input.source, input.timeoutSeconds),
+    ...checkBatchFitsTimeout({ source: input.source, batchSize: facts.batchSize, timeoutSeconds: input.timeoutSeconds, recordSeconds: input.recordSeconds }),
+    ...checkKafkaConsumerGroupUnique(input.mapping),
   ];
 }
 

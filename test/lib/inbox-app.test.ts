@@ -48,7 +48,7 @@ describe('the deployable app (bin/inbox-app.ts, synthesized by bin/app.ts)', () 
 
     // Assess: one consumer per stream source, on InboxStack's database, alarming to its topic.
     expect(streams).toBeDefined();
-    expect(streams!.consumers.map((c) => [c.consumerName, c.source])).toEqual([
+    expect(streams!.consumers.map((c) => [c.consumerName, c.source.kind])).toEqual([
       ['kinesis-worker', 'kinesis'],
       ['dynamodb-worker', 'dynamodb'],
       ['msk-worker', 'kafka'],
@@ -85,9 +85,11 @@ describe('the deployable app (bin/inbox-app.ts, synthesized by bin/app.ts)', () 
       outdir: outdir(),
     });
     const [, , msk, kafka] = streams!.consumers;
-    expect(msk!.kafka!.clusterArn).toBe('arn:aws:kafka:eu-west-1:123456789012:cluster/orders/abc-1');
-    expect(kafka!.kafka!.bootstrapServers).toEqual(['b-1.example.com:9096', 'b-2.example.com:9096']);
-    expect(kafka!.kafka!.secret!.secretName).toBe('orders/kafka');
+    expect(msk!.eventSourceMapping.eventSourceArn).toBe('arn:aws:kafka:eu-west-1:123456789012:cluster/orders/abc-1');
+    expect(kafka!.eventSourceMapping.selfManagedEventSource).toEqual({
+      endpoints: { kafkaBootstrapServers: ['b-1.example.com:9096', 'b-2.example.com:9096'] },
+    });
+    expect(JSON.stringify(streams!.resolve(kafka!.eventSourceMapping.sourceAccessConfigurations))).toContain('secret:orders/kafka');
   });
 
   it("checks the shared cleanup's retention against the streams of the other stack", () => {

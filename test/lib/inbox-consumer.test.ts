@@ -5,17 +5,17 @@ import * as kms from 'aws-cdk-lib/aws-kms';
 import * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
-import { InboxConsumer, InboxDatabase, InboxOutboxRelay, InboxQueue } from '../../lib/index.js';
-import { InboxAlarms } from '../../lib/index.js';
+import { InboxAlarms, InboxConsumer, InboxDatabase, InboxOutboxRelay, InboxQueue, InboxSources } from '../../lib/index.js';
+import type { InboxSqsSourceOptions } from '../../lib/index.js';
 import { FIXTURE_HANDLER, logicalId, policyStatements, synthError, testStack } from './support.js';
 
-function consumerStack(overrides: Partial<ConstructorParameters<typeof InboxConsumer>[2]> = {}) {
+function consumerStack(overrides: Partial<ConstructorParameters<typeof InboxConsumer>[2]> = {}, options: InboxSqsSourceOptions = {}) {
   const stack = testStack();
   const inboxQueue = new InboxQueue(stack, 'Orders');
   const database = new InboxDatabase(stack, 'Db');
   const consumer = new InboxConsumer(stack, 'Worker', {
     database,
-    queue: inboxQueue.queue,
+    source: InboxSources.sqs(inboxQueue.queue, options),
     consumerName: 'order-worker',
     entry: FIXTURE_HANDLER,
     ...overrides,
@@ -54,7 +54,7 @@ describe('InboxConsumer', () => {
   });
 
   it('subscribes to the queue with partial batch responses, a batch size and a maximum concurrency', () => {
-    const { template, stack, inboxQueue } = consumerStack({ batchSize: 7, maxConcurrency: 12 });
+    const { template, stack, inboxQueue } = consumerStack({}, { batchSize: 7, maxConcurrency: 12 });
     template.hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       EventSourceArn: { 'Fn::GetAtt': [stack.getLogicalId(inboxQueue.queue.node.defaultChild as never), 'Arn'] },
       FunctionResponseTypes: ['ReportBatchItemFailures'],
@@ -74,11 +74,9 @@ describe('InboxConsumer', () => {
     const queue = new sqs.Queue(stack, 'Events', { visibilityTimeout: Duration.seconds(185) }); // 6 x 30 s + the window
     new InboxConsumer(stack, 'Worker', {
       database: new InboxDatabase(stack, 'Db'),
-      queue,
+      source: InboxSources.sqs(queue, { maxBatchingWindow: Duration.seconds(5), batchSize: 50 }),
       consumerName: 'events',
       entry: FIXTURE_HANDLER,
-      maxBatchingWindow: Duration.seconds(5),
-      batchSize: 50,
     });
     Template.fromStack(stack).hasResourceProperties('AWS::Lambda::EventSourceMapping', {
       BatchSize: 50,
@@ -139,7 +137,7 @@ describe('InboxConsumer', () => {
     const stack = testStack('Batching');
     const batching = new InboxConsumer(stack, 'Worker', {
       database: new InboxDatabase(stack, 'Db'),
-      queue: new InboxQueue(stack, 'Orders').queue,
+      source: InboxSources.sqs(new InboxQueue(stack, 'Orders').queue),
       consumerName: 'w',
       entry: FIXTURE_HANDLER,
       batchExecute: true,
@@ -175,13 +173,12 @@ describe('InboxConsumer', () => {
     const stack = testStack();
     const database = new InboxDatabase(stack, 'Db');
     const queue = sqs.Queue.fromQueueArn(stack, 'Q', 'arn:aws:sqs:eu-west-1:123456789012:orders.fifo');
-    const guessed = new InboxConsumer(stack, 'A', { database, queue, consumerName: 'a', entry: FIXTURE_HANDLER });
+    const guessed = new InboxConsumer(stack, 'A', { database, source: InboxSources.sqs(queue), consumerName: 'a', entry: FIXTURE_HANDLER });
     const told = new InboxConsumer(stack, 'B', {
       database,
-      queue,
+      source: InboxSources.sqs(queue, { redeliveryWindow: Duration.days(5) }),
       consumerName: 'b',
       entry: FIXTURE_HANDLER,
-      redeliveryWindow: Duration.days(5),
     });
     expect(guessed.redeliveryWindowSeconds).toBe(28 * 86400);
     expect(told.redeliveryWindowSeconds).toBe(5 * 86400);
@@ -191,7 +188,7 @@ describe('InboxConsumer', () => {
     const stack = testStack();
     const database = new InboxDatabase(stack, 'Db');
     const queue = new InboxQueue(stack, 'Q').queue;
-    expect(() => new InboxConsumer(stack, 'W', { database, queue, consumerName: '', entry: FIXTURE_HANDLER })).toThrow(
+    expect(() => new InboxConsumer(stack, 'W', { database, source: InboxSources.sqs(queue), consumerName: '', entry: FIXTURE_HANDLER })).toThrow(
       /`consumerName` is empty: .* Fix: use e\.g\. 'order-worker'\./,
     );
   });
@@ -205,7 +202,7 @@ describe('InboxConsumer', () => {
     const stack = testStack();
     const database = new InboxDatabase(stack, 'Db');
     const queue = new InboxQueue(stack, 'Q').queue;
-    expect(() => new InboxConsumer(stack, 'W', { database, queue, consumerName, entry: FIXTURE_HANDLER })).toThrow(
+    expect(() => new InboxConsumer(stack, 'W', { database, source: InboxSources.sqs(queue), consumerName, entry: FIXTURE_HANDLER })).toThrow(
       `\`consumerName\` '${consumerName}' is not a valid consumer name: it must be 1 to 128 letters, digits, '.', '_', ':' or '-', ` +
         `starting with a letter or digit. Fix: use e.g. '${suggestion}'.`,
     );
@@ -216,10 +213,10 @@ describe('InboxConsumer', () => {
     const database = new InboxDatabase(stack, 'Db');
     const queue = new InboxQueue(stack, 'Q').queue;
     for (const [i, consumerName] of ['a', 'Orders.v2:eu_west-1', '9'.repeat(128)].entries()) {
-      expect(() => new InboxConsumer(stack, `W${i}`, { database, queue, consumerName, entry: FIXTURE_HANDLER })).not.toThrow();
+      expect(() => new InboxConsumer(stack, `W${i}`, { database, source: InboxSources.sqs(queue), consumerName, entry: FIXTURE_HANDLER })).not.toThrow();
     }
     const token = Token.asString({ Ref: 'ConsumerNameParameter' });
-    expect(() => new InboxConsumer(stack, 'T', { database, queue, consumerName: token, entry: FIXTURE_HANDLER })).not.toThrow();
+    expect(() => new InboxConsumer(stack, 'T', { database, source: InboxSources.sqs(queue), consumerName: token, entry: FIXTURE_HANDLER })).not.toThrow();
   });
 
   it('watches the dead-letter queue of an existing queue passed with it', () => {
@@ -233,8 +230,7 @@ describe('InboxConsumer', () => {
     // Act
     const consumer = new InboxConsumer(stack, 'Worker', {
       database: new InboxDatabase(stack, 'Db'),
-      queue: existing.queue,
-      deadLetterQueue: existing.deadLetterQueue,
+      source: InboxSources.sqs(existing.queue, { deadLetterQueue: existing.deadLetterQueue }),
       consumerName: 'order-worker',
       entry: FIXTURE_HANDLER,
     });
@@ -252,8 +248,9 @@ describe('InboxConsumer', () => {
     const stack = testStack();
     new InboxConsumer(stack, 'Worker', {
       database: new InboxDatabase(stack, 'Db'),
-      queue: sqs.Queue.fromQueueArn(stack, 'Q', 'arn:aws:sqs:eu-west-1:123456789012:orders.fifo'),
-      deadLetterQueue: sqs.Queue.fromQueueArn(stack, 'Dlq', 'arn:aws:sqs:eu-west-1:123456789012:orders-dlq'),
+      source: InboxSources.sqs(sqs.Queue.fromQueueArn(stack, 'Q', 'arn:aws:sqs:eu-west-1:123456789012:orders.fifo'), {
+        deadLetterQueue: sqs.Queue.fromQueueArn(stack, 'Dlq', 'arn:aws:sqs:eu-west-1:123456789012:orders-dlq'),
+      }),
       consumerName: 'order-worker',
       entry: FIXTURE_HANDLER,
     });
@@ -266,16 +263,10 @@ describe('InboxConsumer', () => {
     const stack = testStack();
     const inboxQueue = new InboxQueue(stack, 'Orders');
     const other = sqs.Queue.fromQueueArn(stack, 'Dlq', 'arn:aws:sqs:eu-west-1:123456789012:other-dlq.fifo');
-    expect(
-      () =>
-        new InboxConsumer(stack, 'Worker', {
-          database: new InboxDatabase(stack, 'Db'),
-          queue: inboxQueue.queue,
-          deadLetterQueue: other,
-          consumerName: 'w',
-          entry: FIXTURE_HANDLER,
-        }),
-    ).toThrow(/`deadLetterQueue` is not the dead-letter queue configured on `queue`\. Fix: /);
+    expect(() => InboxSources.sqs(inboxQueue.queue, { deadLetterQueue: other })).toThrow(
+      /^InboxSources\.sqs: `deadLetterQueue` is not the dead-letter queue configured on the queue\. Fix: /,
+    );
+    expect(() => InboxSources.sqs(inboxQueue.queue, { deadLetterQueue: inboxQueue.deadLetterQueue })).not.toThrow();
   });
 });
 
@@ -286,7 +277,7 @@ describe('InboxConsumer destinations (the outbox)', () => {
     const orders = new InboxQueue(stack, 'Orders');
     const consumer = new InboxConsumer(stack, 'Worker', {
       database,
-      queue: orders.queue,
+      source: InboxSources.sqs(orders.queue),
       consumerName: 'order-worker',
       entry: FIXTURE_HANDLER,
       destinations: destinations(stack),
@@ -423,7 +414,7 @@ describe('InboxConsumer destinations (the outbox)', () => {
       () =>
         new InboxConsumer(stack, 'Worker', {
           database,
-          queue,
+          source: InboxSources.sqs(queue),
           consumerName: 'w',
           entry: FIXTURE_HANDLER,
           destinations: { '': queue, 'https://sqs.eu-west-1.amazonaws.com/123456789012/invoices': queue, missing: undefined as never },
@@ -440,7 +431,14 @@ describe('InboxConsumer destinations (the outbox)', () => {
       ),
     );
     expect(
-      () => new InboxConsumer(stack, 'Hand', { database, queue, consumerName: 'h', entry: FIXTURE_HANDLER, environment: { INBOX_DESTINATIONS: '{}' } }),
+      () =>
+        new InboxConsumer(stack, 'Hand', {
+          database,
+          source: InboxSources.sqs(queue),
+          consumerName: 'h',
+          entry: FIXTURE_HANDLER,
+          environment: { INBOX_DESTINATIONS: '{}' },
+        }),
     ).toThrow(/`environment\.INBOX_DESTINATIONS` is set by the construct from `destinations`/);
   });
 
@@ -450,7 +448,7 @@ describe('InboxConsumer destinations (the outbox)', () => {
     const queue = new InboxQueue(stack, 'Orders').queue;
     const consumer = new InboxConsumer(stack, 'Worker', {
       database,
-      queue,
+      source: InboxSources.sqs(queue),
       consumerName: 'w',
       entry: FIXTURE_HANDLER,
       destinations: { invoices: queue, 'eu/refunds v2': queue, 'sqs.eu-west-1.amazonaws.com': queue },

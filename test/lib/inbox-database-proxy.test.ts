@@ -6,7 +6,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { Duration } from 'aws-cdk-lib';
 import * as rds from 'aws-cdk-lib/aws-rds';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
-import { connectToPostgres, InboxConsumer, InboxDatabase, InboxDatabaseProxy, InboxFunction } from '../../lib/index.js';
+import { connectToPostgres, InboxConsumer, InboxDatabase, InboxDatabaseProxy, InboxFunction, InboxSources } from '../../lib/index.js';
 import { InboxProxyStack } from '../../demo/stacks/inbox-proxy-stack.js';
 import { FIXTURE_HANDLER, policyStatements, synthError, testApp, testStack } from './support.js';
 
@@ -143,9 +143,10 @@ describe('InboxDatabaseProxy: the consumer on the wire through RDS Proxy', () =>
     const other = new InboxDatabase(mine, 'Other');
     const proxy = new InboxDatabaseProxy(mine, 'Proxy', { database: other });
     const queue = new sqs.Queue(mine, 'Q');
-    expect(() => new InboxConsumer(mine, 'Worker', { database, proxy, queue, consumerName: 'w', entry: FIXTURE_HANDLER, batchExecute: true })).toThrow(
-      /`proxy` Refused\/Proxy fronts the cluster of Refused\/Other[\s\S]*`batchExecute` grants a Data API action/,
-    );
+    expect(
+      () =>
+        new InboxConsumer(mine, 'Worker', { database, proxy, source: InboxSources.sqs(queue), consumerName: 'w', entry: FIXTURE_HANDLER, batchExecute: true }),
+    ).toThrow(/`proxy` Refused\/Proxy fronts the cluster of Refused\/Other[\s\S]*`batchExecute` grants a Data API action/);
     expect(synthError(mine as Stack)).toMatch(/InboxDatabaseProxy Refused\/Proxy: no consumer uses this proxy[\s\S]*Fix: pass it as `proxy`/);
     const imported = testStack('Imported');
     const importedDatabase = new InboxDatabase(imported, 'Db', {

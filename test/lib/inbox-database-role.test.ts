@@ -3,7 +3,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as rds from 'aws-cdk-lib/aws-rds';
 import * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { describe, expect, it } from 'vitest';
-import { InboxCleanup, InboxConsumer, InboxDatabase, InboxDatabaseRole, InboxQueue } from '../../lib/index.js';
+import { InboxCleanup, InboxConsumer, InboxDatabase, InboxDatabaseRole, InboxQueue, InboxSources } from '../../lib/index.js';
 import type { InboxConsumerProps } from '../../lib/index.js';
 import { FIXTURE_HANDLER, synthError, testStack } from './support.js';
 
@@ -12,7 +12,7 @@ function consumerStack(overrides: Partial<InboxConsumerProps> = {}) {
   const database = new InboxDatabase(stack, 'Db');
   const consumer = new InboxConsumer(stack, 'Worker', {
     database,
-    queue: new InboxQueue(stack, 'Orders').queue,
+    source: InboxSources.sqs(new InboxQueue(stack, 'Orders').queue),
     consumerName: 'Order.Worker-2',
     entry: FIXTURE_HANDLER,
     ...overrides,
@@ -162,14 +162,14 @@ describe('InboxDatabaseRole (through InboxConsumer and InboxCleanup)', () => {
     const database = new InboxDatabase(stack, 'Db');
     new InboxConsumer(stack, 'A', {
       database,
-      queue: new InboxQueue(stack, 'Q1').queue,
+      source: InboxSources.sqs(new InboxQueue(stack, 'Q1').queue),
       consumerName: 'a',
       entry: FIXTURE_HANDLER,
       databaseRole: 'shared_role',
     });
     new InboxConsumer(stack, 'B', {
       database,
-      queue: new InboxQueue(stack, 'Q2').queue,
+      source: InboxSources.sqs(new InboxQueue(stack, 'Q2').queue),
       consumerName: 'b',
       entry: FIXTURE_HANDLER,
       databaseRole: 'shared_role',
@@ -190,7 +190,7 @@ describe('InboxDatabaseRole (through InboxConsumer and InboxCleanup)', () => {
       ['Dashed', 'order-worker'],
       ['Underscored', 'order_worker'],
     ] as const) {
-      new InboxConsumer(stack, id, { database, queue: new InboxQueue(stack, `${id}Queue`).queue, consumerName, entry: FIXTURE_HANDLER });
+      new InboxConsumer(stack, id, { database, source: InboxSources.sqs(new InboxQueue(stack, `${id}Queue`).queue), consumerName, entry: FIXTURE_HANDLER });
     }
     expect(synthError(stack)).toContain(
       "`databaseRole` 'inbox_consumer_order_worker' of Test/Underscored/DatabaseRole (consumer order_worker) is also the role of " +

@@ -2,10 +2,14 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { Duration } from 'aws-cdk-lib';
+import * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
+import * as kinesis from 'aws-cdk-lib/aws-kinesis';
+import * as lambda from 'aws-cdk-lib/aws-lambda';
+import { ManagedKafkaEventSource } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
-import { InboxCleanup, InboxDsqlConsumer, InboxDsqlDatabase, InboxOutboxRelay } from '../../lib/index.js';
+import { InboxCleanup, InboxConsumer, InboxDatabase, InboxDsqlConsumer, InboxDsqlDatabase, InboxOutboxRelay, InboxSources } from '../../lib/index.js';
+import { MSK_CLUSTER_ARN } from './stream-support.js';
 import { InboxDsqlStack } from '../../demo/stacks/inbox-dsql-stack.js';
-import { InboxStack } from '../../demo/stacks/inbox-stack.js';
 import { FIXTURE_HANDLER, synthError, testApp, testStack } from './support.js';
 
 type Resource = { Properties: Record<string, any>; DeletionPolicy?: string };
@@ -141,7 +145,7 @@ describe('InboxDsqlDatabase and InboxDsqlConsumer: the inbox on Aurora DSQL', ()
     const consumerIn = (mine: ReturnType<typeof testStack>, database: InboxDsqlDatabase, id: string, consumerName: string) =>
       new InboxDsqlConsumer(mine, id, {
         database,
-        queue: new sqs.Queue(mine, `${id}Queue`, { visibilityTimeout: Duration.minutes(3) }),
+        source: InboxSources.sqs(new sqs.Queue(mine, `${id}Queue`, { visibilityTimeout: Duration.minutes(3) })),
         consumerName,
         entry: FIXTURE_HANDLER,
       });
@@ -178,7 +182,7 @@ describe('InboxDsqlDatabase and InboxDsqlConsumer: the inbox on Aurora DSQL', ()
     const database = new InboxDsqlDatabase(mine, 'Dsql');
     new InboxDsqlConsumer(mine, 'Worker', {
       database,
-      queue: new sqs.Queue(mine, 'Q', { visibilityTimeout: Duration.minutes(3), retentionPeriod: Duration.days(4) }),
+      source: InboxSources.sqs(new sqs.Queue(mine, 'Q', { visibilityTimeout: Duration.minutes(3), retentionPeriod: Duration.days(4) })),
       consumerName: 'short-lived',
       entry: FIXTURE_HANDLER,
     });
@@ -193,7 +197,7 @@ describe('InboxDsqlDatabase and InboxDsqlConsumer: the inbox on Aurora DSQL', ()
       const receipts = new sqs.Queue(mine, 'Receipts');
       const consumer = new InboxDsqlConsumer(mine, 'Worker', {
         database,
-        queue: new sqs.Queue(mine, 'Q', { visibilityTimeout: Duration.minutes(3) }),
+        source: InboxSources.sqs(new sqs.Queue(mine, 'Q', { visibilityTimeout: Duration.minutes(3) })),
         consumerName: 'credits',
         entry: FIXTURE_HANDLER,
         destinations: { receipts },
@@ -259,18 +263,6 @@ describe('InboxDsqlDatabase and InboxDsqlConsumer: the inbox on Aurora DSQL', ()
     });
   });
 
-  it("alarms when a DSQL consumer's transactions lose their conflict retries (ConflictsExhausted), which an Aurora consumer has none of", () => {
-    template.hasResourceProperties('AWS::CloudWatch::Alarm', {
-      Namespace: 'SqsInbox',
-      MetricName: 'ConflictsExhausted',
-      Dimensions: Match.arrayWith([{ Name: 'service', Value: 'order-worker' }]),
-      Threshold: 0,
-      AlarmActions: [Match.anyValue()],
-    });
-    const aurora = Template.fromStack(new InboxStack(testApp(), 'AuroraAlarms'));
-    expect(Object.keys(aurora.findResources('AWS::CloudWatch::Alarm', { Properties: { MetricName: 'ConflictsExhausted' } }))).toEqual([]);
-  });
-
   it('alarms on the purge and the sweeper as on Aurora: the oldest inbox row and the oldest unsent outbox row', () => {
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {
       MetricName: 'OldestRowAgeSeconds',
@@ -300,6 +292,109 @@ describe('InboxDsqlDatabase and InboxDsqlConsumer: the inbox on Aurora DSQL', ()
     expect(violations).toEqual([]);
   });
 
+  it('takes any source InboxConsumer takes, bound and checked the same way: a stream, a Kafka topic', () => {
+    // Arrange
+    const mine = testStack('Streams');
+    const database = new InboxDsqlDatabase(mine, 'Dsql');
+    const stream = new kinesis.Stream(mine, 'ClickStream', { retentionPeriod: Duration.hours(48) });
+    const clicks = new InboxDsqlConsumer(mine, 'Clicks', { database, source: InboxSources.kinesis(stream), consumerName: 'clicks', entry: FIXTURE_HANDLER });
+    const onDemand = new InboxDsqlConsumer(mine, 'Orders', {
+      database,
+      source: InboxSources.msk(MSK_CLUSTER_ARN, { topic: 'orders', topicRetention: Duration.days(3), provisionedPollers: false }),
+      consumerName: 'orders',
+      entry: FIXTURE_HANDLER,
+    });
+
+    // Act
+    const synthesized = Template.fromStack(mine);
+    const environment = (consumer: InboxDsqlConsumer) =>
+      synthesized.toJSON().Resources[mine.getLogicalId(consumer.function.node.defaultChild as never)].Properties.Environment.Variables;
+
+    // Assess: the stream's defaults (trim horizon, partial batch responses, bisect, 10 retries, an on-failure queue).
+    expect(clicks.source.kind).toBe('kinesis');
+    expect(clicks.stream).toBe(stream);
+    synthesized.resourcePropertiesCountIs(
+      'AWS::Lambda::EventSourceMapping',
+      { StartingPosition: 'TRIM_HORIZON', FunctionResponseTypes: ['ReportBatchItemFailures'], BisectBatchOnFunctionError: true, MaximumRetryAttempts: 10 },
+      1,
+    );
+    expect(clicks.deadLetterQueue).toBeDefined();
+    expect(clicks.redeliveryWindowSeconds).toBe(48 * 3600);
+    expect(environment(clicks)).toMatchObject({ INBOX_SOURCE: 'kinesis', INBOX_CONSUMER: 'clicks' });
+    expect(environment(clicks).INBOX_REPORT_BATCH_ITEM_FAILURES).toBeUndefined();
+    // Kafka on demand: the handler is told to fail whole invocations, as on Aurora.
+    expect(onDemand.reportBatchItemFailures).toBe(false);
+    expect(onDemand.kafkaConsumerGroupId).toBe('orders');
+    expect(environment(onDemand)).toMatchObject({ INBOX_SOURCE: 'kafka', INBOX_REPORT_BATCH_ITEM_FAILURES: 'false' });
+  });
+
+  it("checks a DSQL consumer's stream as on Aurora: its mapping at synth, and the purge's retention against the stream's", () => {
+    const mine = testStack('Checked');
+    const database = new InboxDsqlDatabase(mine, 'Dsql');
+    const table = new dynamodb.Table(mine, 'ItemTable', {
+      partitionKey: { name: 'id', type: dynamodb.AttributeType.STRING },
+      stream: dynamodb.StreamViewType.NEW_IMAGE,
+    });
+    const consumer = new InboxDsqlConsumer(mine, 'Items', { database, source: InboxSources.dynamoDb(table), consumerName: 'items', entry: FIXTURE_HANDLER });
+    consumer.eventSourceMapping.destinationConfig = undefined;
+    new InboxCleanup(mine, 'Cleanup', { database, retention: Duration.hours(12) });
+
+    const message = synthError(mine);
+
+    expect(message).toContain("[Checked/Items] the consumer's event source mapping has no on-failure destination");
+    expect(message).toContain(
+      "[Checked/Cleanup] InboxCleanup `retention` (12 hours) does not exceed the redelivery window of consumer 'items' (1 day: DynamoDB Streams",
+    );
+  });
+
+  it('refuses a Kafka consumer group another Kafka event source of the app joins, whichever construct made it', () => {
+    // Arrange: an InboxConsumer, then an InboxDsqlConsumer and a function of the user's own on the same group.
+    const mine = testStack('Groups');
+    const source = InboxSources.msk(MSK_CLUSTER_ARN, { topic: 'orders', topicRetention: Duration.days(3), consumerGroupId: 'shared' });
+    new InboxConsumer(mine, 'Aurora', { database: new InboxDatabase(mine, 'Db'), source, consumerName: 'aurora', entry: FIXTURE_HANDLER });
+    new InboxDsqlConsumer(mine, 'Dsql', { database: new InboxDsqlDatabase(mine, 'Cluster'), source, consumerName: 'dsql', entry: FIXTURE_HANDLER });
+    const own = new lambda.Function(mine, 'Own', {
+      runtime: lambda.Runtime.NODEJS_22_X,
+      handler: 'index.handler',
+      code: lambda.Code.fromInline('export const handler = () => {};'),
+    });
+    own.addEventSource(
+      new ManagedKafkaEventSource({
+        clusterArn: MSK_CLUSTER_ARN,
+        topic: 'orders',
+        consumerGroupId: 'shared',
+        startingPosition: lambda.StartingPosition.LATEST,
+      }),
+    );
+    const ownFirst = testStack('OwnFirst');
+    const theirs = new lambda.Function(ownFirst, 'Own', {
+      runtime: lambda.Runtime.NODEJS_22_X,
+      handler: 'index.handler',
+      code: lambda.Code.fromInline('export const handler = () => {};'),
+    });
+    theirs.addEventSource(
+      new ManagedKafkaEventSource({
+        clusterArn: MSK_CLUSTER_ARN,
+        topic: 'orders',
+        consumerGroupId: 'shared',
+        startingPosition: lambda.StartingPosition.LATEST,
+      }),
+    );
+    new InboxDsqlConsumer(ownFirst, 'Dsql', { database: new InboxDsqlDatabase(ownFirst, 'Cluster'), source, consumerName: 'dsql', entry: FIXTURE_HANDLER });
+
+    // Act
+    const message = synthError(mine);
+
+    // Assess: the later of each pair reports, naming the mapping that joined first.
+    expect(message).toContain(
+      "[Groups/Dsql] the Kafka consumer group 'shared' is already used by the event source mapping Groups/Aurora/Handler/Function/KafkaEventSource:orders:",
+    );
+    expect(message.match(/is already used by/g)).toHaveLength(1);
+    expect(synthError(ownFirst)).toContain(
+      "[OwnFirst/Dsql] the Kafka consumer group 'shared' is already used by the event source mapping OwnFirst/Own/KafkaEventSource:",
+    );
+  });
+
   it('makes one cluster of a multi-Region pair, and refuses what DSQL would', () => {
     const mine = testStack('Peered');
     new InboxDsqlDatabase(mine, 'Dsql', { multiRegion: { witnessRegion: 'us-west-2', peerClusterArns: ['arn:aws:dsql:us-east-2:123456789012:cluster/abc'] } });
@@ -313,7 +408,7 @@ describe('InboxDsqlDatabase and InboxDsqlConsumer: the inbox on Aurora DSQL', ()
     const short = testStack('Short');
     new InboxDsqlConsumer(short, 'Worker', {
       database: new InboxDsqlDatabase(short, 'Dsql'),
-      queue: new sqs.Queue(short, 'Q', { visibilityTimeout: Duration.seconds(60) }),
+      source: InboxSources.sqs(new sqs.Queue(short, 'Q', { visibilityTimeout: Duration.seconds(60) })),
       consumerName: 'w',
       entry: FIXTURE_HANDLER,
     });

@@ -2,11 +2,10 @@ import { Annotations as CdkAnnotations, Duration, Stack } from 'aws-cdk-lib';
 import { Annotations, Match, Template } from 'aws-cdk-lib/assertions';
 import * as events from 'aws-cdk-lib/aws-events';
 import * as kms from 'aws-cdk-lib/aws-kms';
-import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
 import { createInboxApp } from '../../bin/inbox-app.js';
-import { InboxAlarms, InboxConsumer, InboxDatabase, InboxOutboxRelay, InboxQueue } from '../../lib/index.js';
+import { InboxConsumer, InboxDatabase, InboxOutboxRelay, InboxQueue, InboxSources } from '../../lib/index.js';
 import type { InboxConsumerProps, InboxOutboxRelayProps } from '../../lib/index.js';
 import { FIXTURE_HANDLER, logicalId, synthError, testAppProps, testStack } from './support.js';
 
@@ -16,8 +15,14 @@ function sendingStack(id = 'Test') {
   const database = new InboxDatabase(stack, 'Db');
   const orders = new InboxQueue(stack, 'Orders');
   const invoices = new InboxQueue(stack, 'Invoices');
-  const consumer = (name: string, overrides: Partial<InboxConsumerProps> = {}) =>
-    new InboxConsumer(stack, name, { database, queue: orders.queue, consumerName: name.toLowerCase(), entry: FIXTURE_HANDLER, ...overrides });
+  const consumer = (name: string, overrides: Partial<InboxConsumerProps> = {}, queue: sqs.IQueue = orders.queue) =>
+    new InboxConsumer(stack, name, {
+      database,
+      source: InboxSources.sqs(queue),
+      consumerName: name.toLowerCase(),
+      entry: FIXTURE_HANDLER,
+      ...overrides,
+    });
   return { stack, database, orders, invoices, consumer };
 }
 
@@ -194,7 +199,7 @@ describe('InboxOutboxRelay', () => {
 
   it('leaves rows to their writer for the longest consumer timeout when it exceeds the runtime default of 60 seconds', () => {
     const s = sendingStack();
-    const slow = s.consumer('Slow', { destinations: { invoices: s.invoices.queue }, timeout: Duration.seconds(90), queue: slowQueue(s.stack) });
+    const slow = s.consumer('Slow', { destinations: { invoices: s.invoices.queue }, timeout: Duration.seconds(90) }, slowQueue(s.stack));
     const fast = s.consumer('Fast', { destinations: { invoices: s.invoices.queue } });
     const relay = new InboxOutboxRelay(s.stack, 'OutboxRelay', { database: s.database, consumers: [fast, slow] });
     const env = Template.fromStack(s.stack).toJSON().Resources[logicalId(s.stack, relay.function)].Properties.Environment.Variables;
@@ -204,7 +209,7 @@ describe('InboxOutboxRelay', () => {
 
   it('warns when minAge is shorter than a consumer timeout: the sweeper would send rows their writer is about to send', () => {
     const s = sendingStack();
-    const slow = s.consumer('Slow', { destinations: { invoices: s.invoices.queue }, timeout: Duration.seconds(90), queue: slowQueue(s.stack) });
+    const slow = s.consumer('Slow', { destinations: { invoices: s.invoices.queue }, timeout: Duration.seconds(90) }, slowQueue(s.stack));
     new InboxOutboxRelay(s.stack, 'OutboxRelay', { database: s.database, consumers: [slow], minAge: Duration.seconds(30) });
     Annotations.fromStack(s.stack).hasWarning(
       '/Test/OutboxRelay',
@@ -218,7 +223,7 @@ describe('InboxOutboxRelay', () => {
       const database = new InboxDatabase(stack, 'Db', { autoPause: Duration.minutes(10) });
       const worker = new InboxConsumer(stack, 'Worker', {
         database,
-        queue: new InboxQueue(stack, 'Orders').queue,
+        source: InboxSources.sqs(new InboxQueue(stack, 'Orders').queue),
         consumerName: 'w',
         entry: FIXTURE_HANDLER,
         destinations: { invoices: new InboxQueue(stack, 'Invoices').queue },
@@ -244,7 +249,7 @@ describe('InboxOutboxRelay', () => {
     const other = new InboxDatabase(s.stack, 'OtherDb', { databaseName: 'billing' });
     const elsewhere = new InboxConsumer(s.stack, 'Elsewhere', {
       database: other,
-      queue: s.orders.queue,
+      source: InboxSources.sqs(s.orders.queue),
       consumerName: 'billing',
       entry: FIXTURE_HANDLER,
     });
@@ -344,81 +349,6 @@ describe('a consumer that sends, and its relay', () => {
     const s = sendingStack();
     s.consumer('Worker');
     expect(() => Template.fromStack(s.stack)).not.toThrow();
-  });
-});
-
-describe('InboxAlarms outboxRelay', () => {
-  function watched(props: { relay?: Partial<InboxOutboxRelayProps>; maxOutboxAge?: Duration } = {}) {
-    const s = relayStack(props.relay);
-    const topic = new sns.Topic(s.stack, 'Pager', { enforceSSL: true });
-    const alarms = new InboxAlarms(s.stack, 'Alarms', {
-      consumers: [s.worker],
-      outboxRelay: s.relay,
-      topic,
-      ...(props.maxOutboxAge === undefined ? {} : { maxOutboxAge: props.maxOutboxAge }),
-    });
-    const template = Template.fromStack(s.stack);
-    const alarm = (name: string) => {
-      const found = Object.entries(template.findResources('AWS::CloudWatch::Alarm')).filter(([id]) => id.startsWith(`AlarmsOutboxRelay${name}`));
-      expect(found, name).toHaveLength(1);
-      return found[0]![1].Properties as Record<string, any>;
-    };
-    return { ...s, alarms, topic, template, alarm };
-  }
-
-  it('pages when the oldest unsent message is older than 15 minutes, or the sweeper reports nothing for a 5-minute period', () => {
-    const { alarm, relay, stack, topic } = watched();
-    expect(alarm('OldestUnsentAge')).toMatchObject({
-      Namespace: 'SqsInbox',
-      MetricName: 'OutboxOldestUnsentAgeSeconds',
-      Dimensions: [{ Name: 'service', Value: relay.serviceName }],
-      Statistic: 'Maximum',
-      Period: 300,
-      EvaluationPeriods: 1,
-      Threshold: 900,
-      ComparisonOperator: 'GreaterThanThreshold',
-      TreatMissingData: 'breaching',
-      AlarmActions: [{ Ref: stack.getLogicalId(topic.node.defaultChild as never) }],
-      OKActions: [{ Ref: stack.getLogicalId(topic.node.defaultChild as never) }],
-    });
-  });
-
-  it('pages when the sweeper failed in each of 3 consecutive 5-minute periods', () => {
-    const { alarm, relay, stack } = watched();
-    expect(alarm('Errors')).toMatchObject({
-      Namespace: 'AWS/Lambda',
-      MetricName: 'Errors',
-      Dimensions: [{ Name: 'FunctionName', Value: { Ref: logicalId(stack, relay.function) } }],
-      Statistic: 'Sum',
-      Period: 300,
-      EvaluationPeriods: 3,
-      DatapointsToAlarm: 3,
-      Threshold: 0,
-      TreatMissingData: 'notBreaching',
-    });
-  });
-
-  it('puts the sweep on the dashboard, with the alarm threshold', () => {
-    const { template } = watched();
-    const body = JSON.stringify(Object.values(template.findResources('AWS::CloudWatch::Dashboard'))[0]);
-    for (const text of ['## Outbox relay', 'OutboxSwept', 'OutboxSweepDeferred', 'OutboxOldestUnsentAgeSeconds', 'outbox: sweeper']) {
-      expect(body).toContain(text);
-    }
-  });
-
-  it('takes another maximum age, and follows a slower schedule with its period and a later default', () => {
-    expect(watched({ maxOutboxAge: Duration.minutes(30) }).alarm('OldestUnsentAge').Threshold).toBe(1800);
-    const slow = watched({ relay: { schedule: events.Schedule.rate(Duration.minutes(20)) } }).alarm('OldestUnsentAge');
-    // 60 s of minAge + 20 minutes between runs + 5 minutes; one run per 20-minute period.
-    expect(slow).toMatchObject({ Threshold: 60 + 1200 + 300, Period: 1200 });
-  });
-
-  it('refuses a maximum age that a row reaches while it normally waits for the sweeper', () => {
-    const s = relayStack({ schedule: events.Schedule.rate(Duration.minutes(10)) });
-    expect(() => new InboxAlarms(s.stack, 'Alarms', { outboxRelay: s.relay, maxOutboxAge: Duration.minutes(11) })).toThrow(
-      /`maxOutboxAge` \(11 minutes\) does not exceed .* `minAge` \(1 minute\) plus its schedule's interval \(rate\(10 minutes\)\)\. .* Fix: set `maxOutboxAge` above 11 minutes, or run the sweeper more often\./,
-    );
-    expect(() => new InboxAlarms(s.stack, 'Alarms2', { outboxRelay: s.relay, maxOutboxAge: Duration.seconds(661) })).not.toThrow();
   });
 });
 

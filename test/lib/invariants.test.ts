@@ -3,15 +3,16 @@ import { Template } from 'aws-cdk-lib/assertions';
 import * as rds from 'aws-cdk-lib/aws-rds';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
-import { InboxCleanup, InboxConsumer, InboxDatabase, InboxQueue } from '../../lib/index.js';
-import type { InboxConsumerProps } from '../../lib/index.js';
+import { InboxCleanup, InboxConsumer, InboxDatabase, InboxQueue, InboxSources } from '../../lib/index.js';
+import type { InboxSqsSourceOptions } from '../../lib/index.js';
 import { FIXTURE_HANDLER, synthError, testStack } from './support.js';
 
-function withConsumer(props: Partial<InboxConsumerProps> & { queue?: sqs.IQueue } = {}) {
+/** A consumer of an InboxQueue, with the SQS source's `options`. */
+function withConsumer(options: InboxSqsSourceOptions = {}) {
   const stack = testStack();
   const database = new InboxDatabase(stack, 'Db');
-  const queue = props.queue ?? new InboxQueue(stack, 'Orders').queue;
-  new InboxConsumer(stack, 'Worker', { database, consumerName: 'order-worker', entry: FIXTURE_HANDLER, ...props, queue });
+  const queue = new InboxQueue(stack, 'Orders').queue;
+  new InboxConsumer(stack, 'Worker', { database, consumerName: 'order-worker', entry: FIXTURE_HANDLER, source: InboxSources.sqs(queue, options) });
   return { stack, database };
 }
 
@@ -41,7 +42,7 @@ describe('synth-time invariants', () => {
     const stack = testStack();
     const database = new InboxDatabase(stack, 'Db');
     const queue = new sqs.Queue(stack, 'Plain', { retentionPeriod: Duration.days(4), visibilityTimeout: Duration.minutes(3) });
-    new InboxConsumer(stack, 'Worker', { database, queue, consumerName: 'w', entry: FIXTURE_HANDLER });
+    new InboxConsumer(stack, 'Worker', { database, source: InboxSources.sqs(queue), consumerName: 'w', entry: FIXTURE_HANDLER });
     new InboxCleanup(stack, 'Cleanup', { database, retention: Duration.days(5) });
     expect(() => Template.fromStack(stack)).not.toThrow();
   });
@@ -53,9 +54,14 @@ describe('synth-time invariants', () => {
       const other = new InboxDatabase(stack, 'Other');
       // Cleanup first: the check must still see consumers declared after it.
       new InboxCleanup(stack, 'Cleanup', { database, retention: Duration.days(2) });
-      new InboxConsumer(stack, 'Elsewhere', { database: other, queue: new InboxQueue(stack, 'Q1').queue, consumerName: 'x', entry: FIXTURE_HANDLER });
+      new InboxConsumer(stack, 'Elsewhere', {
+        database: other,
+        source: InboxSources.sqs(new InboxQueue(stack, 'Q1').queue),
+        consumerName: 'x',
+        entry: FIXTURE_HANDLER,
+      });
       if (withConsumerOnThisTable) {
-        new InboxConsumer(stack, 'Here', { database, queue: new InboxQueue(stack, 'Q2').queue, consumerName: 'y', entry: FIXTURE_HANDLER });
+        new InboxConsumer(stack, 'Here', { database, source: InboxSources.sqs(new InboxQueue(stack, 'Q2').queue), consumerName: 'y', entry: FIXTURE_HANDLER });
       }
       return stack;
     };
@@ -67,7 +73,7 @@ describe('synth-time invariants', () => {
     const stack = testStack();
     const database = new InboxDatabase(stack, 'Db');
     const queue = new InboxQueue(stack, 'Orders', { visibilityTimeout: Duration.minutes(2) }).queue;
-    new InboxConsumer(stack, 'Worker', { database, queue, consumerName: 'w', entry: FIXTURE_HANDLER, timeout: Duration.seconds(30) });
+    new InboxConsumer(stack, 'Worker', { database, source: InboxSources.sqs(queue), consumerName: 'w', entry: FIXTURE_HANDLER, timeout: Duration.seconds(30) });
     expect(synthError(stack)).toContain(
       "[Test/Worker] the queue's visibility timeout (2 minutes) is less than 6 x the consumer's `timeout` (30 seconds). " +
         'A message could become visible again while it is still being processed, or be moved to the dead-letter queue early. ' +
@@ -79,7 +85,7 @@ describe('synth-time invariants', () => {
     const stack = testStack();
     const database = new InboxDatabase(stack, 'Db');
     const queue = new InboxQueue(stack, 'Orders').queue;
-    new InboxConsumer(stack, 'Worker', { database, queue, consumerName: 'w', entry: FIXTURE_HANDLER });
+    new InboxConsumer(stack, 'Worker', { database, source: InboxSources.sqs(queue), consumerName: 'w', entry: FIXTURE_HANDLER });
     (queue.node.defaultChild as sqs.CfnQueue).visibilityTimeout = 60;
     expect(synthError(stack)).toContain("[Test/Worker] the queue's visibility timeout (1 minute) is less than 6 x");
   });
@@ -93,7 +99,7 @@ describe('synth-time invariants', () => {
       deadLetterQueue: { queue: deadLetterQueue, maxReceiveCount: 5 },
     });
     const database = new InboxDatabase(stack, 'Db');
-    new InboxConsumer(stack, 'Worker', { database, queue, consumerName: 'w', entry: FIXTURE_HANDLER });
+    new InboxConsumer(stack, 'Worker', { database, source: InboxSources.sqs(queue), consumerName: 'w', entry: FIXTURE_HANDLER });
     expect(synthError(stack)).toContain(
       "[Test/Worker] the consumer's queue is a FIFO queue but its dead-letter queue is a standard queue. " +
         'Fix: create the dead-letter queue with `fifo: true` (InboxQueue does this for you).',
@@ -103,14 +109,14 @@ describe('synth-time invariants', () => {
   it('refuses a batch size above 10 on a FIFO queue', () => {
     const { stack } = withConsumer({ batchSize: 25 });
     expect(synthError(stack)).toContain(
-      '[Test/Worker] InboxConsumer `batchSize` is 25, but a FIFO queue delivers at most 10 records per batch. ' + 'Fix: set `batchSize` to 10 or less.',
+      "[Test/Worker] the SQS source's `batchSize` is 25, but a FIFO queue delivers at most 10 records per batch. Fix: set `batchSize` to 10 or less.",
     );
   });
 
   it('refuses a batching window on a FIFO queue', () => {
     const { stack } = withConsumer({ maxBatchingWindow: Duration.seconds(10) });
     expect(synthError(stack)).toContain(
-      '[Test/Worker] InboxConsumer `maxBatchingWindow` is set, but Lambda does not support a batching window on a FIFO queue. ' +
+      "[Test/Worker] the SQS source's `maxBatchingWindow` is set, but Lambda does not support a batching window on a FIFO queue. " +
         'Fix: remove `maxBatchingWindow` (FIFO batches are filled without waiting).',
     );
   });
@@ -118,8 +124,18 @@ describe('synth-time invariants', () => {
   it('refuses two consumers with the same name on one table, and reports the clash once', () => {
     const stack = testStack();
     const database = new InboxDatabase(stack, 'Db');
-    new InboxConsumer(stack, 'First', { database, queue: new InboxQueue(stack, 'Q1').queue, consumerName: 'orders', entry: FIXTURE_HANDLER });
-    new InboxConsumer(stack, 'Second', { database, queue: new InboxQueue(stack, 'Q2').queue, consumerName: 'orders', entry: FIXTURE_HANDLER });
+    new InboxConsumer(stack, 'First', {
+      database,
+      source: InboxSources.sqs(new InboxQueue(stack, 'Q1').queue),
+      consumerName: 'orders',
+      entry: FIXTURE_HANDLER,
+    });
+    new InboxConsumer(stack, 'Second', {
+      database,
+      source: InboxSources.sqs(new InboxQueue(stack, 'Q2').queue),
+      consumerName: 'orders',
+      entry: FIXTURE_HANDLER,
+    });
 
     const message = synthError(stack);
 
@@ -139,11 +155,16 @@ describe('synth-time invariants', () => {
       const a = new InboxDatabase(stack, 'A', { cluster: cluster('CA'), secret });
       const b = new InboxDatabase(stack, 'B', { cluster: cluster('CB'), secret });
       const c = new InboxDatabase(stack, 'C', { cluster: cluster('CC'), secret, databaseName: 'other' });
-      new InboxConsumer(stack, 'One', { database: a, queue: new InboxQueue(stack, 'Q1').queue, consumerName: 'dup', entry: FIXTURE_HANDLER });
+      new InboxConsumer(stack, 'One', {
+        database: a,
+        source: InboxSources.sqs(new InboxQueue(stack, 'Q1').queue),
+        consumerName: 'dup',
+        entry: FIXTURE_HANDLER,
+      });
       // Another database of the same cluster: another table, but roles are per cluster, so another role name.
       new InboxConsumer(stack, 'Three', {
         database: c,
-        queue: new InboxQueue(stack, 'Q3').queue,
+        source: InboxSources.sqs(new InboxQueue(stack, 'Q3').queue),
         consumerName: 'dup',
         entry: FIXTURE_HANDLER,
         databaseRole: 'inbox_consumer_dup_other',
@@ -151,7 +172,7 @@ describe('synth-time invariants', () => {
       if (clash) {
         new InboxConsumer(stack, 'Two', {
           database: b,
-          queue: new InboxQueue(stack, 'Q2').queue,
+          source: InboxSources.sqs(new InboxQueue(stack, 'Q2').queue),
           consumerName: 'dup',
           entry: FIXTURE_HANDLER,
           databaseRole: 'inbox_consumer_dup_two',
@@ -171,21 +192,19 @@ describe('synth-time invariants', () => {
     const queue = new InboxQueue(stack, 'Orders', { visibilityTimeout: Duration.seconds(60) }).queue;
     new InboxConsumer(stack, 'Worker', {
       database,
-      queue,
+      source: InboxSources.sqs(queue, { batchSize: 20, maxBatchingWindow: Duration.seconds(1) }),
       consumerName: 'w',
       entry: FIXTURE_HANDLER,
-      batchSize: 20,
-      maxBatchingWindow: Duration.seconds(1),
     });
-    new InboxConsumer(stack, 'Again', { database, queue, consumerName: 'w', entry: FIXTURE_HANDLER, timeout: Duration.seconds(10) });
+    new InboxConsumer(stack, 'Again', { database, source: InboxSources.sqs(queue), consumerName: 'w', entry: FIXTURE_HANDLER, timeout: Duration.seconds(10) });
     new InboxCleanup(stack, 'Cleanup', { database, retention: Duration.days(1) });
 
     const message = synthError(stack);
 
     expect(message).toMatch(/^Validation failed with the following errors:/);
     for (const expected of [
-      '[Test/Worker] InboxConsumer `batchSize` is 20',
-      '[Test/Worker] InboxConsumer `maxBatchingWindow` is set',
+      "[Test/Worker] the SQS source's `batchSize` is 20",
+      "[Test/Worker] the SQS source's `maxBatchingWindow` is set",
       "[Test/Worker] the queue's visibility timeout (1 minute)",
       "[Test/Again] InboxConsumer `consumerName` 'w' is already used",
       "[Test/Again/DatabaseRole] `databaseRole` 'inbox_consumer_w' of Test/Again/DatabaseRole (consumer w) is also the role of Test/Worker/DatabaseRole (consumer w)",
@@ -205,7 +224,7 @@ describe('synth-time invariants', () => {
       visibilityTimeout: Duration.seconds(visibility.valueAsNumber),
       retentionPeriod: Duration.seconds(retention.valueAsNumber),
     }).queue;
-    new InboxConsumer(stack, 'Worker', { database, queue, consumerName: 'w', entry: FIXTURE_HANDLER });
+    new InboxConsumer(stack, 'Worker', { database, source: InboxSources.sqs(queue), consumerName: 'w', entry: FIXTURE_HANDLER });
     new InboxCleanup(stack, 'Cleanup', { database, retention: Duration.days(1) });
     expect(() => Template.fromStack(stack)).not.toThrow();
   });

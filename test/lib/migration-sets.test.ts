@@ -5,7 +5,7 @@ import { Match, Template } from 'aws-cdk-lib/assertions';
 import type * as secretsmanager from 'aws-cdk-lib/aws-secretsmanager';
 import { afterAll, describe, expect, it } from 'vitest';
 import { MIGRATION_SETS } from '../../lambda/functions/migration/migrate.js';
-import { InboxCleanup, InboxConsumer, InboxDatabase, InboxQueue, MigrationSet } from '../../lib/index.js';
+import { InboxCleanup, InboxConsumer, InboxDatabase, InboxQueue, MigrationSet, InboxSources } from '../../lib/index.js';
 import { BUILT_IN_MIGRATION_SETS, MAX_MIGRATION_SET_BYTES } from '../../lib/database/migration-sets.js';
 import type { InboxDatabaseProps, InboxMigrationSet } from '../../lib/index.js';
 import { scanSql } from '../../lambda/inbox/transport/sql-scanner.js';
@@ -74,7 +74,7 @@ describe('InboxDatabase `migrations` of your own', () => {
     const { stack, database } = databaseStack([CREDITS]);
     const consumer = new InboxConsumer(stack, 'Worker', {
       database,
-      queue: new InboxQueue(stack, 'Credits').queue,
+      source: InboxSources.sqs(new InboxQueue(stack, 'Credits').queue),
       consumerName: 'credits',
       entry: FIXTURE_HANDLER,
       databaseGrants: [{ table: 'public.credits', privileges: ['INSERT'] }],
@@ -95,7 +95,12 @@ describe('InboxDatabase `migrations` of your own', () => {
 
   it('keeps the master secret to the migration function: no consumer or purge may read it', () => {
     const { stack, database } = databaseStack([CREDITS]);
-    new InboxConsumer(stack, 'Worker', { database, queue: new InboxQueue(stack, 'Credits').queue, consumerName: 'credits', entry: FIXTURE_HANDLER });
+    new InboxConsumer(stack, 'Worker', {
+      database,
+      source: InboxSources.sqs(new InboxQueue(stack, 'Credits').queue),
+      consumerName: 'credits',
+      entry: FIXTURE_HANDLER,
+    });
     new InboxCleanup(stack, 'Cleanup', { database });
     const template = Template.fromStack(stack);
     const master = JSON.stringify({ Ref: stack.getLogicalId((database.secret as secretsmanager.ISecret).node.defaultChild as never) });

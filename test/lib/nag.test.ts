@@ -6,7 +6,7 @@ import * as sns from 'aws-cdk-lib/aws-sns';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { AwsSolutionsChecks } from 'cdk-nag';
 import { describe, expect, it } from 'vitest';
-import { InboxAlarms, InboxCleanup, InboxConsumer, InboxDatabase, InboxOutboxRelay, InboxQueue } from '../../lib/index.js';
+import { InboxAlarms, InboxCleanup, InboxConsumer, InboxDatabase, InboxOutboxRelay, InboxQueue, InboxSources } from '../../lib/index.js';
 import { InboxStack } from '../../demo/stacks/inbox-stack.js';
 import { InboxStreamsStack } from '../../demo/stacks/inbox-streams-stack.js';
 import { FIXTURE_HANDLER, testApp, testStack } from './support.js';
@@ -32,10 +32,9 @@ describe('cdk-nag AwsSolutions', () => {
     const queue = new InboxQueue(stack, 'Events', { fifo: false, visibilityTimeout: Duration.minutes(4) });
     const consumer = new InboxConsumer(stack, 'Worker', {
       database,
-      queue: queue.queue,
+      source: InboxSources.sqs(queue.queue, { maxBatchingWindow: Duration.seconds(2) }),
       consumerName: 'events',
       entry: FIXTURE_HANDLER,
-      maxBatchingWindow: Duration.seconds(2),
     });
     const cleanup = new InboxCleanup(stack, 'Cleanup', { database });
     new InboxAlarms(stack, 'Alarms', { consumers: [consumer], cleanup, topic: new sns.Topic(stack, 'Pager', { enforceSSL: true }) });
@@ -118,7 +117,7 @@ describe('cdk-nag AwsSolutions', () => {
     });
     const consumer = new InboxConsumer(stack, 'Worker', {
       database,
-      queue: orders.queue,
+      source: InboxSources.sqs(orders.queue),
       consumerName: 'orders',
       entry: FIXTURE_HANDLER,
       destinations: { invoices: invoices.queue, audit },

@@ -1,22 +1,20 @@
 import { Duration } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
-import * as kinesis from 'aws-cdk-lib/aws-kinesis';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
-import { InboxConsumer, InboxDatabase, InboxQueue } from '../../lib/index.js';
-import type { InboxConsumerProps, InboxDatabaseProps } from '../../lib/index.js';
+import { InboxConsumer, InboxDatabase, InboxQueue, InboxSources } from '../../lib/index.js';
+import type { InboxDatabaseProps, InboxSqsSourceOptions } from '../../lib/index.js';
 import { FIXTURE_HANDLER, synthError, testStack } from './support.js';
 
-/** An SQS consumer on a queue whose visibility timeout fits the default 30-second timeout. */
-function sqsConsumer(props: Partial<InboxConsumerProps> = {}, database: InboxDatabaseProps = {}) {
+/** An SQS consumer with the source's `options`, on a queue whose visibility timeout fits the default 30-second timeout. */
+function sqsConsumer(options: InboxSqsSourceOptions = {}, database: InboxDatabaseProps = {}) {
   const stack = testStack();
   const consumer = new InboxConsumer(stack, 'Worker', {
     database: new InboxDatabase(stack, 'Db', database),
-    queue: new InboxQueue(stack, 'Orders').queue,
+    source: InboxSources.sqs(new InboxQueue(stack, 'Orders').queue, options),
     consumerName: 'order-worker',
     entry: FIXTURE_HANDLER,
-    ...props,
   });
   return { stack, consumer };
 }
@@ -44,7 +42,7 @@ describe('SQS provisioned pollers', () => {
 
   it('refuses `maxConcurrency` beside provisioned pollers, with the pollers that keep its ceiling', () => {
     expect(synthError(sqsConsumer({ maxConcurrency: 50, provisionedPollers: { maximumPollers: 8 } }).stack)).toContain(
-      '[Test/Worker] InboxConsumer `maxConcurrency` (50) and `provisionedPollers` are both set, but Lambda takes one or the other: ' +
+      "[Test/Worker] the SQS source's `maxConcurrency` (50) and `provisionedPollers` are both set, but Lambda takes one or the other: " +
         'in provisioned mode the ceiling is `maximumPollers` x 10 concurrent invocations. ' +
         'Fix: remove `maxConcurrency` and set `provisionedPollers.maximumPollers` to 5 for at most 50 concurrent invocations.',
     );
@@ -107,10 +105,9 @@ describe('SQS provisioned pollers', () => {
     const queue = new sqs.Queue(stack, 'Events', { visibilityTimeout: Duration.minutes(3) });
     new InboxConsumer(stack, 'Worker', {
       database: new InboxDatabase(stack, 'Db'),
-      queue,
+      source: InboxSources.sqs(queue, { maxBatchingWindow: Duration.seconds(20) }),
       consumerName: 'events',
       entry: FIXTURE_HANDLER,
-      maxBatchingWindow: Duration.seconds(20),
     });
 
     // Assess
@@ -119,23 +116,6 @@ describe('SQS provisioned pollers', () => {
         '`maxBatchingWindow` (20 seconds). A message could become visible again while it is still being processed, or be moved to ' +
         "the dead-letter queue early. Fix: set the queue's `visibilityTimeout` to at least 200 seconds, or lower InboxConsumer " +
         '`timeout` to at most 26 seconds (or shorten `maxBatchingWindow`).',
-    );
-  });
-
-  it('refuses provisioned pollers on a stream, pointing Kafka to its own', () => {
-    const stack = testStack();
-    const stream = new kinesis.Stream(stack, 'S', { encryption: kinesis.StreamEncryption.MANAGED });
-    expect(
-      () =>
-        new InboxConsumer(stack, 'Kinesis', {
-          database: new InboxDatabase(stack, 'Db'),
-          stream,
-          consumerName: 'k',
-          entry: FIXTURE_HANDLER,
-          provisionedPollers: { maximumPollers: 2 },
-        }),
-    ).toThrow(
-      "`provisionedPollers` only applies to `queue`: a stream's concurrency is its shards x `parallelizationFactor` (Kafka: the topic's partitions, and its pollers `kafka.provisionedPollers`). Fix: remove it.",
     );
   });
 });

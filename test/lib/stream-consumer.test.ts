@@ -7,7 +7,8 @@ import { S3OnFailureDestination } from 'aws-cdk-lib/aws-lambda-event-sources';
 import * as s3 from 'aws-cdk-lib/aws-s3';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
-import { InboxAlarms, InboxConsumer, InboxDatabase, InboxQueue } from '../../lib/index.js';
+import { InboxConsumer, InboxDatabase, InboxSources } from '../../lib/index.js';
+import type { InboxSource } from '../../lib/index.js';
 import { FIXTURE_HANDLER, logicalId, policyStatements, testStack } from './support.js';
 import { MSK_CLUSTER_ARN, STREAM_KINDS, streamConsumer } from './stream-support.js';
 
@@ -44,7 +45,7 @@ describe('InboxConsumer on a stream', () => {
       DestinationConfig: { OnFailure: { Destination: queueArn } },
     });
     expect(mapping.ScalingConfig).toBeUndefined();
-    expect(consumer.source).toBe(SOURCE_OF[kind]);
+    expect(consumer.source.kind).toBe(SOURCE_OF[kind]);
     expect(consumer.queue).toBeUndefined();
     // The on-failure queue: encrypted, TLS only, 14 days.
     template.hasResourceProperties('AWS::SQS::Queue', { SqsManagedSseEnabled: true, MessageRetentionPeriod: 14 * 86400 });
@@ -135,7 +136,7 @@ describe('InboxConsumer on a stream', () => {
       database: new InboxDatabase(stack, 'Db'),
       consumerName: 'w',
       entry: FIXTURE_HANDLER,
-      kafka: { clusterArn, topic: 'orders', topicRetention: Duration.days(1) },
+      source: InboxSources.msk(clusterArn, { topic: 'orders', topicRetention: Duration.days(1) }),
     });
     const part = (index: number) => ({ 'Fn::Select': [index, { 'Fn::Split': [':cluster/', { Ref: 'ClusterArnParameter' }] }] });
     const statements = policyStatements(Template.fromStack(stack));
@@ -165,16 +166,22 @@ describe('InboxConsumer on a stream', () => {
   });
 
   it('takes the stream options it is given', () => {
-    const { template } = streamConsumer('kinesis', {
-      batchSize: 50,
-      maxBatchingWindow: Duration.seconds(5),
-      startingPosition: lambda.StartingPosition.LATEST,
-      retryAttempts: 3,
-      bisectBatchOnError: false,
-      maxRecordAge: Duration.hours(1),
-      parallelizationFactor: 2,
+    const stack = testStack();
+    new InboxConsumer(stack, 'Worker', {
+      database: new InboxDatabase(stack, 'Db'),
+      consumerName: 'w',
+      entry: FIXTURE_HANDLER,
+      source: InboxSources.kinesis(new kinesis.Stream(stack, 'Events'), {
+        batchSize: 50,
+        maxBatchingWindow: Duration.seconds(5),
+        startingPosition: lambda.StartingPosition.LATEST,
+        retryAttempts: 3,
+        bisectBatchOnError: false,
+        maxRecordAge: Duration.hours(1),
+        parallelizationFactor: 2,
+      }),
     });
-    expect(mappingOf(template())).toMatchObject({
+    expect(mappingOf(Template.fromStack(stack))).toMatchObject({
       BatchSize: 50,
       MaximumBatchingWindowInSeconds: 5,
       StartingPosition: 'LATEST',
@@ -185,19 +192,23 @@ describe('InboxConsumer on a stream', () => {
     });
   });
 
-  it('sends discarded records to the deadLetterQueue given, or to another onFailure destination (then no queue is made)', () => {
+  it('sends discarded records to the onFailure queue given, which it watches, or to another destination (then no queue is made)', () => {
     const stack = testStack();
     const mine = new sqs.Queue(stack, 'Mine', { enforceSSL: true });
     const database = new InboxDatabase(stack, 'Db');
     const stream = new kinesis.Stream(stack, 'Events');
-    const withQueue = new InboxConsumer(stack, 'A', { database, stream, consumerName: 'a', entry: FIXTURE_HANDLER, deadLetterQueue: mine });
+    const withQueue = new InboxConsumer(stack, 'A', {
+      database,
+      source: InboxSources.kinesis(stream, { onFailure: mine }),
+      consumerName: 'a',
+      entry: FIXTURE_HANDLER,
+    });
     const bucket = new s3.Bucket(stack, 'Failed');
     const withBucket = new InboxConsumer(stack, 'B', {
       database,
-      stream,
+      source: InboxSources.kinesis(stream, { onFailure: new S3OnFailureDestination(bucket) }),
       consumerName: 'b',
       entry: FIXTURE_HANDLER,
-      onFailure: new S3OnFailureDestination(bucket),
     });
     const template = Template.fromStack(stack);
     expect(withQueue.deadLetterQueue).toBe(mine);
@@ -217,136 +228,49 @@ describe('InboxConsumer on a stream', () => {
   it('knows how long each source can deliver a record again: the stream or topic retention', () => {
     const stack = testStack();
     const database = new InboxDatabase(stack, 'Db');
-    const make = (id: string, props: Record<string, unknown>) =>
-      new InboxConsumer(stack, id, { database, consumerName: id.toLowerCase(), entry: FIXTURE_HANDLER, ...props });
-    const kept = make('Kept', { stream: new kinesis.Stream(stack, 'S1', { retentionPeriod: Duration.hours(48) }) });
-    const imported = make('Imported', { stream: kinesis.Stream.fromStreamArn(stack, 'S2', 'arn:aws:kinesis:eu-west-1:123456789012:stream/clicks') });
-    const told = make('Told', {
-      stream: kinesis.Stream.fromStreamArn(stack, 'S3', 'arn:aws:kinesis:eu-west-1:123456789012:stream/views'),
-      redeliveryWindow: Duration.days(3),
+    const make = (id: string, source: InboxSource) =>
+      new InboxConsumer(stack, id, { database, consumerName: id.toLowerCase(), entry: FIXTURE_HANDLER, source });
+    const kept = make('Kept', InboxSources.kinesis(new kinesis.Stream(stack, 'S1', { retentionPeriod: Duration.hours(48) })));
+    const imported = make('Imported', InboxSources.kinesis(kinesis.Stream.fromStreamArn(stack, 'S2', 'arn:aws:kinesis:eu-west-1:123456789012:stream/clicks')));
+    const told = make(
+      'Told',
+      InboxSources.kinesis(kinesis.Stream.fromStreamArn(stack, 'S3', 'arn:aws:kinesis:eu-west-1:123456789012:stream/views'), {
+        redeliveryWindow: Duration.days(3),
+      }),
+    );
+    const table = new dynamodb.Table(stack, 'T', {
+      partitionKey: { name: 'id', type: dynamodb.AttributeType.STRING },
+      stream: dynamodb.StreamViewType.KEYS_ONLY,
     });
-    const table = make('Table', {
-      table: new dynamodb.Table(stack, 'T', { partitionKey: { name: 'id', type: dynamodb.AttributeType.STRING }, stream: dynamodb.StreamViewType.KEYS_ONLY }),
-    });
-    const topic = make('Topic', { kafka: { clusterArn: MSK_CLUSTER_ARN, topic: 't', topicRetention: Duration.days(5) } });
-    expect([kept, imported, told, table, topic].map((c) => c.redeliveryWindowSeconds)).toEqual([48 * 3600, 365 * 86400, 3 * 86400, 24 * 3600, 5 * 86400]);
-  });
-
-  it('refuses no source, and two, naming the props', () => {
-    const stack = testStack();
-    const database = new InboxDatabase(stack, 'Db');
-    const stream = new kinesis.Stream(stack, 'S');
-    const queue = new InboxQueue(stack, 'Q').queue;
-    expect(() => new InboxConsumer(stack, 'None', { database, consumerName: 'n', entry: FIXTURE_HANDLER })).toThrow(
-      'InboxConsumer Test/None: no source was given; a consumer reads exactly one of `queue`, `stream`, `table`, `kafka`. Fix: pass exactly one',
-    );
-    expect(() => new InboxConsumer(stack, 'Two', { database, queue, stream, consumerName: 't', entry: FIXTURE_HANDLER })).toThrow(
-      'InboxConsumer Test/Two: `queue` and `stream` were both given; a consumer reads exactly one of `queue`, `stream`, `table`, `kafka`.',
-    );
-  });
-
-  it('refuses the props of another kind of source, naming each and the fix, all at once', () => {
-    const stack = testStack();
-    const database = new InboxDatabase(stack, 'Db');
-    const queue = new InboxQueue(stack, 'Q').queue;
-    const stream = new kinesis.Stream(stack, 'S');
-    expect(
-      () =>
-        new InboxConsumer(stack, 'Sqs', {
-          database,
-          queue,
-          consumerName: 'a',
-          entry: FIXTURE_HANDLER,
-          retryAttempts: 3,
-          startingPosition: lambda.StartingPosition.LATEST,
-        }),
-    ).toThrow('`startingPosition`, `retryAttempts` only apply to a stream (`stream`, `table` or `kafka`), but `queue` was given. Fix: remove them.');
-    expect(() => new InboxConsumer(stack, 'Kinesis', { database, stream, consumerName: 'b', entry: FIXTURE_HANDLER, maxConcurrency: 5 })).toThrow(
-      "`maxConcurrency` only applies to `queue`: a stream's concurrency is its shards x `parallelizationFactor`",
-    );
-    let message = '';
-    try {
-      new InboxConsumer(stack, 'Kafka', {
-        database,
-        consumerName: 'c',
-        entry: FIXTURE_HANDLER,
-        parallelizationFactor: 2,
-        redeliveryWindow: Duration.days(1),
-        deadLetterQueue: queue,
-        onFailure: new S3OnFailureDestination(new s3.Bucket(stack, 'B')),
-        kafka: { clusterArn: MSK_CLUSTER_ARN, bootstrapServers: ['b:9092'], topic: 't', topicRetention: Duration.days(1) },
-      });
-    } catch (error) {
-      message = (error as Error).message;
-    }
-    for (const expected of [
-      '`deadLetterQueue` and `onFailure` both name the on-failure destination. Fix:',
-      '`parallelizationFactor` applies to Kinesis and DynamoDB Streams only',
-      '`redeliveryWindow` is `kafka.topicRetention` for a Kafka source. Fix:',
-    ]) {
-      expect(message).toContain(expected);
-    }
-    expect(
-      () =>
-        new InboxConsumer(stack, 'Both', {
-          database,
-          consumerName: 'd',
-          entry: FIXTURE_HANDLER,
-          kafka: { clusterArn: MSK_CLUSTER_ARN, bootstrapServers: ['b:9092'], topic: 't', topicRetention: Duration.days(1) },
-        }),
-    ).toThrow('name exactly one of `kafka.clusterArn` (Amazon MSK) and `kafka.bootstrapServers` (self-managed brokers).');
+    const fromTable = make('Table', InboxSources.dynamoDb(table));
+    const toldTable = make('ToldTable', InboxSources.dynamoDb(table, { redeliveryWindow: Duration.hours(30) }));
+    const topic = make('Topic', InboxSources.msk(MSK_CLUSTER_ARN, { topic: 't', topicRetention: Duration.days(5) }));
+    expect([kept, imported, told, fromTable, toldTable, topic].map((c) => c.redeliveryWindowSeconds)).toEqual([
+      48 * 3600,
+      365 * 86400,
+      3 * 86400,
+      24 * 3600,
+      30 * 3600,
+      5 * 86400,
+    ]);
   });
 
   it('refuses a table without a stream, naming the fix', () => {
     const stack = testStack();
     const table = new dynamodb.Table(stack, 'Plain', { partitionKey: { name: 'id', type: dynamodb.AttributeType.STRING } });
-    expect(() => new InboxConsumer(stack, 'W', { database: new InboxDatabase(stack, 'Db'), table, consumerName: 'w', entry: FIXTURE_HANDLER })).toThrow(
-      '`table` Test/Plain has no stream. Fix: create it with `stream: dynamodb.StreamViewType.NEW_AND_OLD_IMAGES`',
+    expect(() => InboxSources.dynamoDb(table)).toThrow(
+      'InboxSources.dynamoDb: the table Test/Plain has no stream. Fix: create it with `stream: dynamodb.StreamViewType.NEW_AND_OLD_IMAGES`',
     );
   });
-});
 
-describe('InboxAlarms on stream consumers', () => {
-  function alarmsOf(kind: (typeof STREAM_KINDS)[number]) {
-    const { stack, consumer } = streamConsumer(kind);
-    new InboxAlarms(stack, 'Alarms', { consumers: [consumer], maxMessageAge: Duration.minutes(10), maxOffsetLag: 500 });
-    const alarms = Template.fromStack(stack).findResources('AWS::CloudWatch::Alarm') as Record<string, { Properties: Record<string, any> }>;
-    return { stack, consumer, alarms: Object.entries(alarms).map(([id, alarm]) => ({ id, ...alarm.Properties })) };
-  }
-
-  it('watches the iterator age of a Kinesis or DynamoDB consumer, and the offset lag of a Kafka consumer', () => {
-    for (const kind of ['kinesis', 'dynamodb'] as const) {
-      const { alarms, stack, consumer } = alarmsOf(kind);
-      const iteratorAge = alarms.filter((a) => a.id.includes('IteratorAge'));
-      expect(iteratorAge).toHaveLength(1);
-      expect(iteratorAge[0]).toMatchObject({
-        Namespace: 'AWS/Lambda',
-        MetricName: 'IteratorAge',
-        Dimensions: [{ Name: 'FunctionName', Value: { Ref: logicalId(stack, consumer.function) } }],
-        Statistic: 'Maximum',
-        Threshold: 10 * 60 * 1000,
-        EvaluationPeriods: 5,
-      });
-      expect(alarms.some((a) => a.id.includes('OldestMessageAge') || a.id.includes('OffsetLag'))).toBe(false);
+  it("refuses a Kafka topic retention that is not one: the cleanup's retention check needs it", () => {
+    for (const topicRetention of [Duration.seconds(0), Duration.millis(0)]) {
+      expect(() => InboxSources.msk(MSK_CLUSTER_ARN, { topic: 't', topicRetention })).toThrow(
+        "InboxSources.msk: `topicRetention` must be the topic's retention.ms as a positive Duration. Fix: pass e.g. Duration.days(7).",
+      );
+      expect(() => InboxSources.selfManagedKafka(['b:9092'], { topic: 't', topicRetention })).toThrow(
+        /^InboxSources\.selfManagedKafka: `topicRetention` must be/,
+      );
     }
-    const { alarms } = alarmsOf('msk');
-    expect(alarms.filter((a) => a.id.includes('OffsetLag'))).toEqual([
-      expect.objectContaining({ Namespace: 'AWS/Lambda', MetricName: 'OffsetLag', Statistic: 'Maximum', Threshold: 500, EvaluationPeriods: 15 }),
-    ]);
-  });
-
-  it('alarms when the on-failure queue holds a discarded record, and watches the inbox metrics of the source', () => {
-    const { alarms, stack, consumer } = alarmsOf('kinesis');
-    expect(alarms.find((a) => a.id.includes('DeadLetterQueueNotEmpty'))).toMatchObject({
-      Dimensions: [{ Name: 'QueueName', Value: { 'Fn::GetAtt': [stack.getLogicalId(consumer.deadLetterQueue!.node.defaultChild as never), 'QueueName'] } }],
-      Threshold: 0,
-    });
-    expect(alarms.find((a) => a.id.includes('KeyCollisions'))).toMatchObject({
-      Namespace: 'SqsInbox',
-      Dimensions: [
-        { Name: 'service', Value: 'stream-worker' },
-        { Name: 'source', Value: 'kinesis' },
-      ],
-    });
   });
 });

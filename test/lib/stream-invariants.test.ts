@@ -3,7 +3,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import * as kinesis from 'aws-cdk-lib/aws-kinesis';
 import * as sqs from 'aws-cdk-lib/aws-sqs';
 import { describe, expect, it } from 'vitest';
-import { InboxCleanup, InboxConsumer, InboxDatabase } from '../../lib/index.js';
+import { InboxCleanup, InboxConsumer, InboxDatabase, InboxSources } from '../../lib/index.js';
 import { MSK_CLUSTER_ARN, STREAM_KINDS, streamConsumer } from './stream-support.js';
 import { FIXTURE_HANDLER, synthError, testStack } from './support.js';
 
@@ -19,7 +19,12 @@ describe('synth-time invariants of stream consumers', () => {
     const kinesisStack = testStack();
     const kinesisDatabase = new InboxDatabase(kinesisStack, 'Db');
     const retained = new kinesis.Stream(kinesisStack, 'Week', { retentionPeriod: Duration.days(7) });
-    new InboxConsumer(kinesisStack, 'Clicks', { database: kinesisDatabase, stream: retained, consumerName: 'clicks', entry: FIXTURE_HANDLER });
+    new InboxConsumer(kinesisStack, 'Clicks', {
+      database: kinesisDatabase,
+      source: InboxSources.kinesis(retained),
+      consumerName: 'clicks',
+      entry: FIXTURE_HANDLER,
+    });
     new InboxCleanup(kinesisStack, 'Cleanup', { database: kinesisDatabase, retention: Duration.days(5) });
     const dynamoCase = streamConsumer('dynamodb');
     new InboxCleanup(dynamoCase.stack, 'Cleanup', { database: dynamoCase.database, retention: Duration.hours(12) });
@@ -39,9 +44,9 @@ describe('synth-time invariants of stream consumers', () => {
     );
     expect(synthError(kafkaCase.stack)).toContain(
       "InboxCleanup `retention` (7 days) does not exceed the redelivery window of consumer 'stream-worker' (7 days: the topic's retention " +
-        '(`kafka.topicRetention`): a consumer group that starts over from the earliest offset re-reads every record the topic holds). ' +
+        '(`topicRetention`): a consumer group that starts over from the earliest offset re-reads every record the topic holds). ' +
         'A message redelivered after its inbox row was purged would be applied a second time. Fix: set InboxCleanup `retention` to more ' +
-        "than 7 days, or lower the topic's retention.ms, and `kafka.topicRetention` with it.",
+        "than 7 days, or lower the topic's retention.ms, and the source's `topicRetention` with it.",
     );
   });
 
@@ -57,7 +62,12 @@ describe('synth-time invariants of stream consumers', () => {
   it('refuses an SQS mapping without partial batch responses too', () => {
     const stack = testStack();
     const queue = new sqs.Queue(stack, 'Q', { visibilityTimeout: Duration.minutes(3) });
-    const consumer = new InboxConsumer(stack, 'Queue', { database: new InboxDatabase(stack, 'Db'), queue, consumerName: 'q', entry: FIXTURE_HANDLER });
+    const consumer = new InboxConsumer(stack, 'Queue', {
+      database: new InboxDatabase(stack, 'Db'),
+      source: InboxSources.sqs(queue),
+      consumerName: 'q',
+      entry: FIXTURE_HANDLER,
+    });
     consumer.eventSourceMapping.functionResponseTypes = [];
     expect(synthError(stack)).toContain("[Test/Queue] the consumer's event source mapping does not have ReportBatchItemFailures");
   });
@@ -69,7 +79,7 @@ describe('synth-time invariants of stream consumers', () => {
     expect(synthError(stack)).toContain(
       "[Test/Worker] the consumer's Kafka event source mapping has ReportBatchItemFailures, but its handler was told " +
         '(INBOX_REPORT_BATCH_ITEM_FAILURES=false) to fail the whole invocation instead: the environment and the mapping disagree. ' +
-        'Fix: set `kafka.reportBatchItemFailures` on InboxConsumer instead of changing the mapping, so both follow it.',
+        "Fix: set the Kafka source's `reportBatchItemFailures` instead of changing the mapping, so both follow it.",
     );
   });
 
@@ -80,7 +90,7 @@ describe('synth-time invariants of stream consumers', () => {
     expect(synthError(stack)).toContain(
       "[Test/Worker] the consumer's event source mapping retries without bound (`retryAttempts` -1) and has no on-failure destination: " +
         `a record that keeps failing blocks its ${lane} drops it, and then it is gone without a trace. ` +
-        'Fix: bound `retryAttempts` (InboxConsumer defaults to 10) and keep an on-failure destination (`deadLetterQueue` or `onFailure`).',
+        "Fix: bound the source's `retryAttempts` (the default is 10) and keep an on-failure destination (`onFailure`).",
     );
   });
 
@@ -110,8 +120,8 @@ describe('synth-time invariants of stream consumers', () => {
     expect(synthError(explicit.stack)).toContain(
       "[Test/Worker] the consumer's Kafka event source mapping sets ReportBatchItemFailures, `retryAttempts` in on-demand mode, " +
         'but Lambda supports partial batch responses and the other error handling controls for Kafka only in provisioned mode: a partial batch ' +
-        'response would be ignored and its failed records lost. Fix: keep provisioned mode (`kafka.provisionedPollers`, the default), or for ' +
-        'on-demand mode set `kafka.reportBatchItemFailures: false` and leave `retryAttempts`, `bisectBatchOnError` and `maxRecordAge` unset.',
+        "response would be ignored and its failed records lost. Fix: keep provisioned mode (the Kafka source's `provisionedPollers`, the default), " +
+        'or for on-demand mode set its `reportBatchItemFailures: false` and leave `retryAttempts`, `bisectBatchOnError` and `maxRecordAge` unset.',
     );
     // Through an escape hatch too: provisioned mode removed from a mapping that reads partial batch responses.
     const hatch = streamConsumer('msk');
@@ -123,11 +133,11 @@ describe('synth-time invariants of stream consumers', () => {
   });
 
   it('refuses a Kafka consumer whose timeout exceeds the 14 minutes Kafka mappings allow', () => {
-    expect(synthError(streamConsumer('msk', { timeout: Duration.minutes(15) }).stack)).toContain(
-      "[Test/Worker] InboxConsumer `timeout` is 15 minutes, but Lambda's Kafka event source mappings support functions with a timeout of at most " +
+    expect(synthError(streamConsumer('msk', {}, {}, { timeout: Duration.minutes(15) }).stack)).toContain(
+      "[Test/Worker] the consumer's `timeout` is 15 minutes, but Lambda's Kafka event source mappings support functions with a timeout of at most " +
         '14 minutes. Fix: set `timeout` to 14 minutes or less.',
     );
-    expect(() => Template.fromStack(streamConsumer('kinesis', { timeout: Duration.minutes(15), batchSize: 100 }).stack)).not.toThrow();
+    expect(() => Template.fromStack(streamConsumer('kinesis', { batchSize: 100 }, {}, { timeout: Duration.minutes(15) }).stack)).not.toThrow();
   });
 
   it.each(STREAM_KINDS)('%s: refuses a batch whose records cannot all start before the function times out', (kind) => {
@@ -136,9 +146,9 @@ describe('synth-time invariants of stream consumers', () => {
       `[Test/Worker] a full batch of 1000 records from one ${kind === 'kinesis' || kind === 'dynamodb' ? 'shard' : 'partition'} needs at least 40 seconds ` +
         '(40 ms each, one after another), but a 30 seconds `timeout` leaves the runtime 15 seconds to start records: the rest of every batch ' +
         'would fail unstarted, use up `retryAttempts` and be discarded without ever running. Fix: lower `batchSize` to 375 or less, or raise ' +
-        '`timeout` to at least 1 minute, or set `minRecordDuration` if your handler claims records faster (e.g. a batch mode).',
+        "`timeout` to at least 1 minute, or set the source's `minRecordDuration` if your handler claims records faster (e.g. a batch mode).",
     );
-    expect(() => Template.fromStack(streamConsumer(kind, { batchSize: 1000, timeout: Duration.minutes(1) }).stack)).not.toThrow();
+    expect(() => Template.fromStack(streamConsumer(kind, { batchSize: 1000 }, {}, { timeout: Duration.minutes(1) }).stack)).not.toThrow();
     expect(() => Template.fromStack(streamConsumer(kind, { batchSize: 1000, minRecordDuration: Duration.millis(10) }).stack)).not.toThrow();
   });
 
@@ -148,11 +158,12 @@ describe('synth-time invariants of stream consumers', () => {
       database,
       consumerName: 'other',
       entry: FIXTURE_HANDLER,
-      kafka: { clusterArn: MSK_CLUSTER_ARN, topic: 'payments', topicRetention: Duration.days(7), consumerGroupId: 'stream-worker' },
+      source: InboxSources.msk(MSK_CLUSTER_ARN, { topic: 'payments', topicRetention: Duration.days(7), consumerGroupId: 'stream-worker' }),
     });
     const message = synthError(stack);
     expect(message).toContain(
-      "[Test/Second] the Kafka consumer group 'stream-worker' is already used by Test/Worker: Lambda requires a consumer group id to be unique " +
+      "[Test/Second] the Kafka consumer group 'stream-worker' is already used by the event source mapping " +
+        'Test/Worker/Handler/Function/KafkaEventSource:orders: Lambda requires a consumer group id to be unique ' +
         'among all Kafka event sources, and two mappings in one group would each get only part of the topic. Fix:',
     );
     expect(message.match(/is already used by/g)).toHaveLength(1);

@@ -2,7 +2,7 @@
 import * as path from 'node:path';
 import * as cdk from 'aws-cdk-lib/core';
 import type { Construct } from 'constructs';
-import { InboxAlarms, InboxCleanup, InboxConsumer, InboxDatabase, InboxQueue } from 'sqs-inbox/cdk';
+import { InboxAlarms, InboxCleanup, InboxConsumer, InboxDatabase, InboxQueue, InboxSources } from 'sqs-inbox/cdk';
 
 export class CdkAppStack extends cdk.Stack {
   constructor(scope: Construct, id: string, props?: cdk.StackProps) {
@@ -11,8 +11,7 @@ export class CdkAppStack extends cdk.Stack {
     const database = new InboxDatabase(this, 'Inbox', { autoPause: cdk.Duration.minutes(10) });
     const worker = new InboxConsumer(this, 'PaymentsWorker', {
       database,
-      queue: queue.queue,
-      deadLetterQueue: queue.deadLetterQueue,
+      source: InboxSources.sqs(queue.queue, { deadLetterQueue: queue.deadLetterQueue }),
       consumerName: 'payments',
       // The worker signs in as its own database role, which may touch only the inbox until granted more.
       // public.payments must exist before the deploy creates the role (your own migration).

@@ -2,7 +2,7 @@
 import { fileURLToPath } from 'node:url';
 import { Duration, Stack, type StackProps } from 'aws-cdk-lib';
 import type { Construct } from 'constructs';
-import { InboxAlarms, InboxCleanup, InboxConsumer, InboxDatabase, InboxQueue, MigrationSet } from 'sqs-inbox/cdk';
+import { InboxAlarms, InboxCleanup, InboxConsumer, InboxDatabase, InboxQueue, InboxSources, MigrationSet } from 'sqs-inbox/cdk';
 
 export class PaymentsStack extends Stack {
   constructor(scope: Construct, id: string, props?: StackProps) {
@@ -15,8 +15,11 @@ export class PaymentsStack extends Stack {
     });
     const worker = new InboxConsumer(this, 'PaymentsWorker', {
       database,
-      queue: queue.queue,
-      deadLetterQueue: queue.deadLetterQueue, // watched by the dead-letter alarm
+      source: InboxSources.sqs(queue.queue, {
+        deadLetterQueue: queue.deadLetterQueue, // watched by the dead-letter alarm
+        batchSize: 10, // at most 10 on a FIFO queue
+        maxConcurrency: 5,
+      }),
       consumerName: 'payments', // part of every inbox key: unique per database, never renamed
       // The worker signs in as its own database role, which may touch only the inbox until granted more;
       // the migrations above run before the role is granted this.
@@ -24,8 +27,6 @@ export class PaymentsStack extends Stack {
       entry: fileURLToPath(new URL('../src/payments-worker.ts', import.meta.url)),
       handler: 'handler',
       timeout: Duration.minutes(1), // the queue's visibility timeout must be at least 6 x this
-      batchSize: 10, // at most 10 on a FIFO queue
-      maxConcurrency: 5,
     });
     const cleanup = new InboxCleanup(this, 'Cleanup', { database, retention: Duration.days(30) });
     new InboxAlarms(this, 'Alarms', { consumers: [worker], cleanup, createTopic: true });
