@@ -470,3 +470,91 @@ describe('statementBatch and a record holding text PostgreSQL cannot store (U+00
     expect((failed!.extra[0] as { error: { name: string } }).error.name).toBe('UnstorableTextError');
   });
 });
+
+describe('statementBatch and a body JSON.stringify cannot write (nested too deep, a BigInt)', () => {
+  /** A statementBatch consumer running `sql`, whose parse gives `amount` as a BigInt when the body has one. */
+  function statementHandler(sql: string, onPermanentError: 'retry' | 'park' = 'park') {
+    const logger = recordingLogger();
+    const handler = inbox<Order>({
+      consumer: 'order-worker',
+      database: db.target,
+      logger,
+      metrics: recordingMetrics(),
+      onPermanentError: onPermanentError === 'park' ? park : 'retry',
+      parse: (body: string) => {
+        const parsed = JSON.parse(body);
+        return typeof parsed.amount === 'string' ? { ...parsed, amount: BigInt(parsed.amount) } : parsed;
+      },
+      statementBatch: { sql },
+    } as InboxOptions<Order>);
+    return { handler, logger };
+  }
+  const keyed = (orderId: string, body: string = JSON.stringify({ orderId })) => sqsRecord({ key: orderId, body });
+  // Valid JSON, 10 KB: JSON.parse reads it, and JSON.stringify overflows its stack on what it gives.
+  const deep = () => keyed('deep', `${'['.repeat(5_000)}${']'.repeat(5_000)}`);
+  const bigint = () => keyed('bigint', JSON.stringify({ orderId: 'bigint', amount: '123456789012345678901234567890' }));
+  const SHIP_KEYS = "INSERT INTO public.orders (order_id, status, shipped_count) SELECT message_key, 'shipped', 1 FROM claimed";
+  const SHIP_BODIES = "INSERT INTO public.orders (order_id, status, shipped_count) SELECT coalesce(body->>'orderId', 'none'), 'shipped', 1 FROM claimed";
+
+  it.each([
+    ['nested 5,000 deep', deep],
+    ['holding a BigInt', bigint],
+  ])('applies every record in the one statement when it never reads body, the one %s too', async (_, record) => {
+    const { handler } = statementHandler(SHIP_KEYS);
+    const bad = record();
+
+    expect(await handler({ Records: [keyed('a'), bad, keyed('b')] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+
+    expect(await shipped()).toEqual({ a: 1, b: 1, [bad.messageAttributes['idempotency-key']!.stringValue!]: 1 });
+    expect(db.server.stats.total()).toBe(1);
+  });
+
+  it.each([
+    ['nested 5,000 deep', deep],
+    ['holding a BigInt', bigint],
+  ])('parks a body %s as a PermanentError, alone, when the statement reads body; the others are applied', async (_, record) => {
+    const { handler } = statementHandler(SHIP_BODIES);
+
+    expect(await handler({ Records: [keyed('a'), record(), keyed('b')] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+
+    expect(await shipped()).toEqual({ a: 1, b: 1 });
+    expect(await db.query('SELECT error_class, error_message FROM inbox.parked_message')).toEqual([
+      {
+        error_class: 'PermanentError',
+        error_message:
+          "statementBatch.sql reads body, and this message's body, as parse returned it, cannot be written as JSON: JSON.stringify refuses it " +
+          '(it nests too deep, or holds a BigInt or a cycle), so the message can never be applied as it is. ' +
+          'Fix: have parse return plain JSON values (a BigInt as its digits in a string), or leave body out of the statement',
+      },
+    ]);
+  });
+
+  it('fails it with its permanent error, on every delivery, when the consumer retries', async () => {
+    const { handler, logger } = statementHandler(SHIP_BODIES, 'retry');
+    const bad = deep();
+
+    for (let delivery = 0; delivery < 2; delivery++) {
+      expect(await handler({ Records: [keyed('a'), bad] }, lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: bad.messageId }] });
+    }
+
+    const failed = logger.lines
+      .filter((line) => line.message.startsWith('record failed'))
+      .map((line) => (line.extra[0] as { error: { name: string } }).error.name);
+    expect(failed).toEqual(['PermanentError', 'PermanentError']);
+    expect(await shipped()).toEqual({ a: 1 });
+  });
+
+  it('keeps a statement failure of its own a temporary one, even for a message whose body JSON cannot write', async () => {
+    // 22P02 as jsonb gives for the unwritable body, here from the statement's own cast: not the body's doing.
+    const { handler, logger } = statementHandler(
+      "INSERT INTO public.orders (order_id, status, shipped_count) SELECT message_key, 'shipped', 'many'::int FROM claimed",
+      'park',
+    );
+    const bad = deep();
+
+    expect(await handler({ Records: [bad] }, lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: bad.messageId }] });
+
+    const failed = logger.lines.find((line) => line.message.startsWith('record failed'));
+    expect((failed!.extra[0] as { error: { name: string } }).error.name).toBe(CURRENT.protocol === 'data-api' ? 'DataApiError' : 'PostgresError');
+  });
+});

@@ -510,6 +510,25 @@ describe('the payload a parked SQS record keeps', () => {
     );
   });
 
+  it('lists and replays a message whose body is 1 MiB, which no Data API answer holds with its row', async () => {
+    let rejecting = true;
+    const seen: number[] = [];
+    const { handler } = parkingEverything(`payload-large-${Date.now()}`, {
+      apply: async (_, message) => {
+        if (rejecting) throw new PermanentError('not yet');
+        seen.push(Buffer.byteLength(message.record.body));
+      },
+    });
+    const body = JSON.stringify({ pad: 'x'.repeat(1024 * 1024 - 10) });
+    expect(await handler({ Records: [sqsRecord({ body })] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+    rejecting = false;
+
+    const [parked] = await parkedMessages(handler).list();
+    expect(parked!.body).toBe(body);
+    expect(await parkedMessages(handler).replay(parked!.id)).toBe('replayed');
+    expect(seen).toEqual([1024 * 1024]);
+  });
+
   it('reads a row parked before migration 6, which kept its body as text, as that text', async () => {
     const consumer = `before-6-${Date.now()}`;
     const { handler } = parkingEverything(consumer);

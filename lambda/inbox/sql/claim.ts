@@ -262,6 +262,13 @@ export function batchClaimSql(tables: InboxTables): string {
     ${batchVerdicts(tables, BOUND_LATER_STATEMENTS)}`;
 }
 
+/**
+ * What the batch input carries, in place of the base64 of its JSON, for a body JSON.stringify refuses
+ * (nested deeper than its stack, a BigInt, a cycle): it fails only a statement that reads `body`, whose
+ * refusal quotes it, so a statement that never does applies the message all the same.
+ */
+export const UNWRITABLE_BODY = 'sqs-inbox: the body parse returned cannot be written as JSON';
+
 /** The columns the CTE `claimed` offers a batch statement. */
 export const BATCH_CLAIMED_COLUMNS = 'message_key, body, group_id, sqs_message_id, attempt, position';
 
@@ -270,6 +277,7 @@ export const BATCH_CLAIMED_COLUMNS = 'message_key, body, group_id, sqs_message_i
  * group and its id) travels as base64 of its UTF-8, and `claimed` decodes it: a text PostgreSQL cannot
  * store (U+0000, a lone surrogate escaped in JSON) then fails only the statement that reads it, where a
  * `jsonb` input would refuse the whole batch, and base64 keeps a body's size the same whatever it holds.
+ * A body JSON.stringify refuses comes as {@link UNWRITABLE_BODY} instead.
  */
 const BATCH_INPUT_COLUMNS = 'position int, message_key text, sha256 text, body text, group_id text, sqs_message_id text, attempt int';
 
@@ -279,8 +287,10 @@ const BATCH_INPUT_COLUMNS = 'position int, message_key text, sha256 text, body t
  */
 function claimedFrom(from: string): string {
   const text = (column: string) => `convert_from(decode(i.${column}, 'base64'), 'UTF8')`;
+  // Cast to int, UNWRITABLE_BODY fails the statement that reads it with a refusal that quotes it.
+  const body = `CASE WHEN i.body = '${UNWRITABLE_BODY}' THEN i.body::int::text ELSE ${text('body')} END`;
   return `claimed AS NOT MATERIALIZED (
-      SELECT i.message_key, ${text('body')}::jsonb AS body, ${text('group_id')} AS group_id, ${text('sqs_message_id')} AS sqs_message_id,
+      SELECT i.message_key, (${body})::jsonb AS body, ${text('group_id')} AS group_id, ${text('sqs_message_id')} AS sqs_message_id,
              i.attempt, i.position
         FROM ${from}
     )`;
