@@ -405,20 +405,22 @@ describe('the duplicate filter', () => {
   });
 });
 
+/** A statementBatch consumer running `sql`, whose `parse` (JSON.parse by default) reads the bodies. */
+function statementHandler(sql: string, onPermanentError: 'retry' | 'park' = 'park', parse?: (body: string) => unknown) {
+  const logger = recordingLogger();
+  const handler = inbox<Order>({
+    consumer: 'order-worker',
+    database: db.target,
+    logger,
+    metrics: recordingMetrics(),
+    onPermanentError: onPermanentError === 'park' ? park : 'retry',
+    ...(parse ? { parse } : {}),
+    statementBatch: { sql },
+  } as InboxOptions<Order>);
+  return { handler, logger };
+}
+
 describe('statementBatch and a record holding text PostgreSQL cannot store (U+0000)', () => {
-  /** A statementBatch consumer running `sql`; records are keyed by their order id. */
-  function statementHandler(sql: string, onPermanentError: 'retry' | 'park' = 'park') {
-    const logger = recordingLogger();
-    const handler = inbox<Order>({
-      consumer: 'order-worker',
-      database: db.target,
-      logger,
-      metrics: recordingMetrics(),
-      onPermanentError: onPermanentError === 'park' ? park : 'retry',
-      statementBatch: { sql },
-    } as InboxOptions<Order>);
-    return { handler, logger };
-  }
   const keyed = (orderId: string, body = JSON.stringify({ orderId }), extra: Partial<Parameters<typeof sqsRecord>[0]> = {}) =>
     sqsRecord({ key: orderId, body, ...extra });
   const withNul = () => keyed('nul', '{"orderId":"nul","note":"a\\u0000b"}');
@@ -473,22 +475,11 @@ describe('statementBatch and a record holding text PostgreSQL cannot store (U+00
 
 describe('statementBatch and a body JSON.stringify cannot write (nested too deep, a BigInt)', () => {
   /** A statementBatch consumer running `sql`, whose parse gives `amount` as a BigInt when the body has one. */
-  function statementHandler(sql: string, onPermanentError: 'retry' | 'park' = 'park') {
-    const logger = recordingLogger();
-    const handler = inbox<Order>({
-      consumer: 'order-worker',
-      database: db.target,
-      logger,
-      metrics: recordingMetrics(),
-      onPermanentError: onPermanentError === 'park' ? park : 'retry',
-      parse: (body: string) => {
-        const parsed = JSON.parse(body);
-        return typeof parsed.amount === 'string' ? { ...parsed, amount: BigInt(parsed.amount) } : parsed;
-      },
-      statementBatch: { sql },
-    } as InboxOptions<Order>);
-    return { handler, logger };
-  }
+  const bigintHandler = (sql: string, onPermanentError: 'retry' | 'park' = 'park') =>
+    statementHandler(sql, onPermanentError, (body) => {
+      const parsed = JSON.parse(body);
+      return typeof parsed.amount === 'string' ? { ...parsed, amount: BigInt(parsed.amount) } : parsed;
+    });
   const keyed = (orderId: string, body: string = JSON.stringify({ orderId })) => sqsRecord({ key: orderId, body });
   // Valid JSON, 10 KB: JSON.parse reads it, and JSON.stringify overflows its stack on what it gives.
   const deep = () => keyed('deep', `${'['.repeat(5_000)}${']'.repeat(5_000)}`);
@@ -500,7 +491,7 @@ describe('statementBatch and a body JSON.stringify cannot write (nested too deep
     ['nested 5,000 deep', deep],
     ['holding a BigInt', bigint],
   ])('applies every record in the one statement when it never reads body, the one %s too', async (_, record) => {
-    const { handler } = statementHandler(SHIP_KEYS);
+    const { handler } = bigintHandler(SHIP_KEYS);
     const bad = record();
 
     expect(await handler({ Records: [keyed('a'), bad, keyed('b')] }, lambdaContext())).toEqual({ batchItemFailures: [] });
@@ -513,7 +504,7 @@ describe('statementBatch and a body JSON.stringify cannot write (nested too deep
     ['nested 5,000 deep', deep],
     ['holding a BigInt', bigint],
   ])('parks a body %s as a PermanentError, alone, when the statement reads body; the others are applied', async (_, record) => {
-    const { handler } = statementHandler(SHIP_BODIES);
+    const { handler } = bigintHandler(SHIP_BODIES);
 
     expect(await handler({ Records: [keyed('a'), record(), keyed('b')] }, lambdaContext())).toEqual({ batchItemFailures: [] });
 
@@ -530,7 +521,7 @@ describe('statementBatch and a body JSON.stringify cannot write (nested too deep
   });
 
   it('fails it with its permanent error, on every delivery, when the consumer retries', async () => {
-    const { handler, logger } = statementHandler(SHIP_BODIES, 'retry');
+    const { handler, logger } = bigintHandler(SHIP_BODIES, 'retry');
     const bad = deep();
 
     for (let delivery = 0; delivery < 2; delivery++) {
@@ -546,7 +537,7 @@ describe('statementBatch and a body JSON.stringify cannot write (nested too deep
 
   it('keeps a statement failure of its own a temporary one, even for a message whose body JSON cannot write', async () => {
     // 22P02 as jsonb gives for the unwritable body, here from the statement's own cast: not the body's doing.
-    const { handler, logger } = statementHandler(
+    const { handler, logger } = bigintHandler(
       "INSERT INTO public.orders (order_id, status, shipped_count) SELECT message_key, 'shipped', 'many'::int FROM claimed",
       'park',
     );

@@ -1,3 +1,4 @@
+import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -375,6 +376,48 @@ describe('a record is its id and its payload', () => {
     expect(await rowsOf(consumer)).toEqual([
       { sqs_message_id: 'reused-id', body: first.body },
       { sqs_message_id: 'reused-id', body: second.body },
+    ]);
+  });
+
+  it.each([
+    ['with the same payload', { orderId: 'same' }],
+    ['with different payloads', undefined],
+  ] as const)('stores every record without an id, %s: nothing tells one from another, or from a redelivery', async (_, body) => {
+    // Lambda never sends one; a hand-built event can. Two of them with one payload were one row, and the
+    // second was reported parked without being stored: acknowledged and lost.
+    const consumer = `no-id-${n++}`;
+    const { handler } = parkingEverything(consumer);
+    const records = ['one', 'two'].map((orderId) => {
+      const record: Partial<SQSRecord> = sqsRecord({ body: body ?? { orderId }, attributes: { MessageGroupId: orderId } });
+      delete record.messageId;
+      return record;
+    });
+
+    for (const record of records) expect(await handler({ Records: [record as SQSRecord] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+
+    const rows = await db.query('SELECT sqs_message_id, attributes, error_class FROM inbox.parked_message WHERE consumer_name = $1 ORDER BY id', [consumer]);
+    expect(rows.map((row) => [row.sqs_message_id, row.attributes.attributes.MessageGroupId, row.error_class])).toEqual([
+      ['', 'one', 'KeyError'],
+      ['', 'two', 'KeyError'],
+    ]);
+  });
+
+  it('stores a record without an id beside a row stored for one like it with its hash, as parkings did before', async () => {
+    const consumer = `no-id-${n++}`;
+    const { handler } = parkingEverything(consumer);
+    const record: Partial<SQSRecord> = sqsRecord({ body: { orderId: 'old' } });
+    delete record.messageId;
+    await db.query(
+      `INSERT INTO inbox.parked_message (consumer_name, sqs_message_id, payload, payload_sha256, attributes, error_class, error_message, attempt)
+       VALUES ($1, '', convert_to($2, 'UTF8'), sha256(convert_to($2, 'UTF8')), '{}', 'KeyError', 'old', 1)`,
+      [consumer, record.body],
+    );
+
+    expect(await handler({ Records: [record as SQSRecord] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+
+    expect(await rowsOf(consumer)).toEqual([
+      { sqs_message_id: '', body: record.body },
+      { sqs_message_id: '', body: record.body },
     ]);
   });
 

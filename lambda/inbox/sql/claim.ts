@@ -133,7 +133,9 @@ export function replayGatedSql(userSql: string): string {
  * Parking: claim the key and store the record in one statement, so a parked record and its claim commit
  * together, and the parked row that made the claim is the only one whose replay may apply the key's effect.
  * A record is its id and its payload's hash: one stored already (a redelivery of a record parked without a
- * claim) is not stored again, and claims nothing. When `:inbox_claim` is true and the key was already
+ * claim) is not stored again, and claims nothing. A record without an id (`:inbox_message_id` empty: Lambda
+ * sends none, a hand-built event can) cannot be told from another with the same payload, so each of its
+ * parkings is stored, its hash left NULL, which the unique index never matches. When `:inbox_claim` is true and the key was already
  * claimed, nothing is parked: the caller reads the stored hash and decides between a duplicate and a
  * collision. With `:inbox_claim` false (no usable key, or a collision) the record is parked without a claim.
  * `stored` says whether the record is in the table now: a concurrent parking of the same record, committed
@@ -143,7 +145,7 @@ export function replayGatedSql(userSql: string): string {
 export function parkSql(tables: InboxTables): string {
   return `WITH earlier AS (
       SELECT id FROM ${tables.parked}
-       WHERE consumer_name = :inbox_consumer AND sqs_message_id = :inbox_message_id AND payload_sha256 = :inbox_sha256
+       WHERE consumer_name = :inbox_consumer AND sqs_message_id = :inbox_message_id AND payload_sha256 = :inbox_sha256 AND :inbox_message_id <> ''
     ), claimed AS (
       INSERT INTO ${tables.consumed} (consumer_name, message_id, payload_sha256)
       SELECT :inbox_consumer, :inbox_key, :inbox_sha256 WHERE :inbox_claim AND NOT EXISTS (SELECT 1 FROM earlier)
@@ -152,7 +154,8 @@ export function parkSql(tables: InboxTables): string {
     ), parked AS (
       INSERT INTO ${tables.parked}
         (consumer_name, sqs_message_id, message_key, payload, payload_sha256, attributes, error_class, error_message, attempt, owns_claim)
-      SELECT :inbox_consumer, :inbox_message_id, :inbox_key, :inbox_payload, :inbox_sha256, :inbox_attributes, :inbox_error_class,
+      SELECT :inbox_consumer, :inbox_message_id, :inbox_key, :inbox_payload, CASE WHEN :inbox_message_id <> '' THEN :inbox_sha256 END,
+             :inbox_attributes, :inbox_error_class,
              :inbox_error_message, :inbox_attempt, EXISTS (SELECT 1 FROM claimed)
       WHERE NOT EXISTS (SELECT 1 FROM earlier) AND (EXISTS (SELECT 1 FROM claimed) OR NOT :inbox_claim)
       ON CONFLICT DO NOTHING

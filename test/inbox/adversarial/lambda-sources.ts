@@ -672,7 +672,9 @@ function kafka(partial: boolean): LambdaSource {
       return isUtf8(Buffer.from(header)) ? keyRule(Buffer.from(header).toString('utf8')) : { error: 'KeyError' };
     },
     bodyError(record) {
-      const value = record.raw?.value;
+      // A record that is no object (null) has no value for what it is, not as a tombstone.
+      if (typeof record.raw !== 'object' || record.raw === null) return 'ParseError';
+      const value = record.raw.value;
       return value === null || value === undefined || typeof value === 'string' ? undefined : 'ParseError';
     },
     parses: (record) => (record.raw?.value === null || record.raw?.value === undefined ? 'yes' : streamParses(Buffer.from(record.raw.value, 'base64'))),
