@@ -481,14 +481,15 @@ describe('statementBatch and a body JSON.stringify cannot write (nested too deep
       return typeof parsed.amount === 'string' ? { ...parsed, amount: BigInt(parsed.amount) } : parsed;
     });
   const keyed = (orderId: string, body: string = JSON.stringify({ orderId })) => sqsRecord({ key: orderId, body });
-  // Valid JSON, 10 KB: JSON.parse reads it, and JSON.stringify overflows its stack on what it gives.
-  const deep = () => keyed('deep', `${'['.repeat(5_000)}${']'.repeat(5_000)}`);
+  // Valid JSON, 200 KB: JSON.parse reads it, and JSON.stringify overflows its stack on what it gives (at some
+  // thousands of levels, whatever the stack's size).
+  const deep = () => keyed('deep', `${'['.repeat(100_000)}${']'.repeat(100_000)}`);
   const bigint = () => keyed('bigint', JSON.stringify({ orderId: 'bigint', amount: '123456789012345678901234567890' }));
   const SHIP_KEYS = "INSERT INTO public.orders (order_id, status, shipped_count) SELECT message_key, 'shipped', 1 FROM claimed";
   const SHIP_BODIES = "INSERT INTO public.orders (order_id, status, shipped_count) SELECT coalesce(body->>'orderId', 'none'), 'shipped', 1 FROM claimed";
 
   it.each([
-    ['nested 5,000 deep', deep],
+    ['nested 100,000 deep', deep],
     ['holding a BigInt', bigint],
   ])('applies every record in the one statement when it never reads body, the one %s too', async (_, record) => {
     const { handler } = bigintHandler(SHIP_KEYS);
@@ -501,7 +502,7 @@ describe('statementBatch and a body JSON.stringify cannot write (nested too deep
   });
 
   it.each([
-    ['nested 5,000 deep', deep],
+    ['nested 100,000 deep', deep],
     ['holding a BigInt', bigint],
   ])('parks a body %s as a PermanentError, alone, when the statement reads body; the others are applied', async (_, record) => {
     const { handler } = bigintHandler(SHIP_BODIES);
