@@ -405,20 +405,22 @@ describe('the duplicate filter', () => {
   });
 });
 
+/** A statementBatch consumer running `sql`, whose `parse` (JSON.parse by default) reads the bodies. */
+function statementHandler(sql: string, onPermanentError: 'retry' | 'park' = 'park', parse?: (body: string) => unknown) {
+  const logger = recordingLogger();
+  const handler = inbox<Order>({
+    consumer: 'order-worker',
+    database: db.target,
+    logger,
+    metrics: recordingMetrics(),
+    onPermanentError: onPermanentError === 'park' ? park : 'retry',
+    ...(parse ? { parse } : {}),
+    statementBatch: { sql },
+  } as InboxOptions<Order>);
+  return { handler, logger };
+}
+
 describe('statementBatch and a record holding text PostgreSQL cannot store (U+0000)', () => {
-  /** A statementBatch consumer running `sql`; records are keyed by their order id. */
-  function statementHandler(sql: string, onPermanentError: 'retry' | 'park' = 'park') {
-    const logger = recordingLogger();
-    const handler = inbox<Order>({
-      consumer: 'order-worker',
-      database: db.target,
-      logger,
-      metrics: recordingMetrics(),
-      onPermanentError: onPermanentError === 'park' ? park : 'retry',
-      statementBatch: { sql },
-    } as InboxOptions<Order>);
-    return { handler, logger };
-  }
   const keyed = (orderId: string, body = JSON.stringify({ orderId }), extra: Partial<Parameters<typeof sqsRecord>[0]> = {}) =>
     sqsRecord({ key: orderId, body, ...extra });
   const withNul = () => keyed('nul', '{"orderId":"nul","note":"a\\u0000b"}');
@@ -468,5 +470,83 @@ describe('statementBatch and a record holding text PostgreSQL cannot store (U+00
 
     const failed = logger.lines.find((line) => line.message.startsWith('record failed'));
     expect((failed!.extra[0] as { error: { name: string } }).error.name).toBe('UnstorableTextError');
+  });
+});
+
+describe('statementBatch and a body JSON.stringify cannot write (nested too deep, a BigInt)', () => {
+  /** A statementBatch consumer running `sql`, whose parse gives `amount` as a BigInt when the body has one. */
+  const bigintHandler = (sql: string, onPermanentError: 'retry' | 'park' = 'park') =>
+    statementHandler(sql, onPermanentError, (body) => {
+      const parsed = JSON.parse(body);
+      return typeof parsed.amount === 'string' ? { ...parsed, amount: BigInt(parsed.amount) } : parsed;
+    });
+  const keyed = (orderId: string, body: string = JSON.stringify({ orderId })) => sqsRecord({ key: orderId, body });
+  // Valid JSON, 200 KB: JSON.parse reads it, and JSON.stringify overflows its stack on what it gives (at some
+  // thousands of levels, whatever the stack's size).
+  const deep = () => keyed('deep', `${'['.repeat(100_000)}${']'.repeat(100_000)}`);
+  const bigint = () => keyed('bigint', JSON.stringify({ orderId: 'bigint', amount: '123456789012345678901234567890' }));
+  const SHIP_KEYS = "INSERT INTO public.orders (order_id, status, shipped_count) SELECT message_key, 'shipped', 1 FROM claimed";
+  const SHIP_BODIES = "INSERT INTO public.orders (order_id, status, shipped_count) SELECT coalesce(body->>'orderId', 'none'), 'shipped', 1 FROM claimed";
+
+  it.each([
+    ['nested 100,000 deep', deep],
+    ['holding a BigInt', bigint],
+  ])('applies every record in the one statement when it never reads body, the one %s too', async (_, record) => {
+    const { handler } = bigintHandler(SHIP_KEYS);
+    const bad = record();
+
+    expect(await handler({ Records: [keyed('a'), bad, keyed('b')] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+
+    expect(await shipped()).toEqual({ a: 1, b: 1, [bad.messageAttributes['idempotency-key']!.stringValue!]: 1 });
+    expect(db.server.stats.total()).toBe(1);
+  });
+
+  it.each([
+    ['nested 100,000 deep', deep],
+    ['holding a BigInt', bigint],
+  ])('parks a body %s as a PermanentError, alone, when the statement reads body; the others are applied', async (_, record) => {
+    const { handler } = bigintHandler(SHIP_BODIES);
+
+    expect(await handler({ Records: [keyed('a'), record(), keyed('b')] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+
+    expect(await shipped()).toEqual({ a: 1, b: 1 });
+    expect(await db.query('SELECT error_class, error_message FROM inbox.parked_message')).toEqual([
+      {
+        error_class: 'PermanentError',
+        error_message:
+          "statementBatch.sql reads body, and this message's body, as parse returned it, cannot be written as JSON: JSON.stringify refuses it " +
+          '(it nests too deep, or holds a BigInt or a cycle), so the message can never be applied as it is. ' +
+          'Fix: have parse return plain JSON values (a BigInt as its digits in a string), or leave body out of the statement',
+      },
+    ]);
+  });
+
+  it('fails it with its permanent error, on every delivery, when the consumer retries', async () => {
+    const { handler, logger } = bigintHandler(SHIP_BODIES, 'retry');
+    const bad = deep();
+
+    for (let delivery = 0; delivery < 2; delivery++) {
+      expect(await handler({ Records: [keyed('a'), bad] }, lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: bad.messageId }] });
+    }
+
+    const failed = logger.lines
+      .filter((line) => line.message.startsWith('record failed'))
+      .map((line) => (line.extra[0] as { error: { name: string } }).error.name);
+    expect(failed).toEqual(['PermanentError', 'PermanentError']);
+    expect(await shipped()).toEqual({ a: 1 });
+  });
+
+  it('keeps a statement failure of its own a temporary one, even for a message whose body JSON cannot write', async () => {
+    // 22P02 as jsonb gives for the unwritable body, here from the statement's own cast: not the body's doing.
+    const { handler, logger } = bigintHandler(
+      "INSERT INTO public.orders (order_id, status, shipped_count) SELECT message_key, 'shipped', 'many'::int FROM claimed",
+      'park',
+    );
+    const bad = deep();
+
+    expect(await handler({ Records: [bad] }, lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: bad.messageId }] });
+
+    const failed = logger.lines.find((line) => line.message.startsWith('record failed'));
+    expect((failed!.extra[0] as { error: { name: string } }).error.name).toBe(CURRENT.protocol === 'data-api' ? 'DataApiError' : 'PostgresError');
   });
 });

@@ -5,6 +5,7 @@ import { InboxConfigError, PermanentError, withFirstStatement } from '../../lamb
 import { inbox } from '../../lambda/inbox/handler/batch-handlers.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
 import { OutboxSweepError, outbox, outboxKey, sqsOutbox, sweepOutbox } from '../../lambda/inbox/outbox/index.js';
+import type { OutboxSend } from '../../lambda/inbox/outbox/index.js';
 import { relayRows } from '../../lambda/inbox/outbox/relay.js';
 import { inboxTables } from '../../lambda/inbox/sql/schema.js';
 import { sweeperHandler } from '../../lambda/functions/outbox-sweeper/outbox-sweeper.js';
@@ -199,7 +200,7 @@ describe('the outbox', () => {
       operation: 'ExecuteStatement',
       count: 1,
       status: 500,
-      select: (call) => /^\s*SELECT o\.id, o\.idempotency_key/.test(call.sql ?? ''),
+      select: (call) => /^\s*SELECT id, idempotency_key, destination, group_id, delay_seconds, message_bytes/.test(call.sql ?? ''),
     });
     const id = `o-${run}`;
     expect(await handler({ Records: [order(id)] }, lambdaContext())).toEqual({ batchItemFailures: [] });
@@ -285,6 +286,27 @@ describe('the outbox', () => {
     expect(
       await db.query('SELECT count(*)::int AS n FROM public.invoiced WHERE key = $1', [records[0]!.messageAttributes['idempotency-key']!.stringValue]),
     ).toEqual([{ n: 1 }]);
+  });
+
+  it('sweeps unsent rows whose bodies outgrow one Data API answer together: each arrives once, whole', async () => {
+    // 60 rows of 30 KB: 1.8 MB, over the 1 MiB a Data API call answers, which one read of them all would take.
+    await settleLeftovers();
+    const url = await queue('swept-large');
+    const consumer = `large-${run++}`;
+    await db.query(
+      `INSERT INTO inbox.outbox_message (consumer_name, message_key, position, idempotency_key, destination, body, attributes, created_at)
+       SELECT $1, 'm', i, $1 || '-' || i, $2, i || repeat('é', 15000), jsonb_build_object('trace', 't' || i), now() - interval '1 minute'
+         FROM generate_series(0, 59) AS i`,
+      [consumer, url],
+    );
+
+    const report = await sweepOutbox(db.session, { transport: sqsOutbox({ client: f.client }).transport, minAgeMs: 0 });
+
+    expect(report).toMatchObject({ sent: 60, deferred: 0 });
+    const received = await drain(f.client, url);
+    expect(received.map((message) => [message.Body, message.MessageAttributes!.trace!.StringValue]).sort()).toEqual(
+      Array.from({ length: 60 }, (_, i) => [`${i}${'é'.repeat(15_000)}`, `t${i}`]).sort(),
+    );
   });
 
   it('keeps a FIFO group in order: a message waits behind an older unsent one of its group, and the sweeper sends both in order', async () => {
@@ -501,29 +523,116 @@ describe('the outbox', () => {
   });
 });
 
-describe('tx.send of text SQS refuses', () => {
-  it.each([
-    ['a body holding U+0000', { body: 'ab\u0000c' }, 'tx.send.body holds U+0000 at character 2'],
-    ['an attribute holding U+0001', { body: 'fine', attributes: { note: 'a\u0001' } }, 'tx.send.attributes["note"] holds U+0001 at character 1'],
-    ['a group holding U+FFFF', { body: 'fine', groupId: 'g\uffff' }, 'tx.send.groupId holds U+FFFF at character 1'],
-    ['a body holding a lone surrogate', { body: 'a\ud800' }, 'tx.send.body holds U+D800 at character 1'],
-  ])('fails the record as permanent, naming where (%s): with park it is parked, and nothing is written to send', async (_, send, where) => {
-    const url = await queue('refused');
+describe('tx.send of what SQS refuses', () => {
+  /** A consumer that parks, whose apply sends `send` to `url`; what tx.send threw, if it threw. */
+  function sender(send: Partial<OutboxSend>, url: string) {
     const consumer = `unsendable-${run++}`;
+    const thrown: unknown[] = [];
+    const logger = recordingLogger();
     const handler = inbox<Order>({
       consumer,
       database: db.target,
-      logger: recordingLogger(),
+      logger,
       metrics: recordingMetrics(),
       onPermanentError: park,
       outbox: sqsOutbox({ client: f.client }),
-      apply: async (tx) => tx.send({ to: url, ...send }),
+      apply: async (tx) => {
+        try {
+          tx.send({ to: url, body: 'fine', ...send });
+        } catch (error) {
+          thrown.push(error);
+          throw error;
+        }
+      },
     });
+    const rows = () => db.query('SELECT body FROM inbox.outbox_message WHERE consumer_name = $1', [consumer]);
+    return { handler, thrown, logger, rows };
+  }
+
+  // SQS counts the body with every attribute's name, type and value: the outbox's idempotency-key attribute
+  // ("idempotency-key", "String" and a 36-character key) takes 57 bytes of the 1 MiB.
+  const LARGEST_BODY = 1024 * 1024 - 57;
+
+  it.each([
+    ['a body holding U+0000', { body: 'ab\u0000c' }, 'tx.send.body holds U+0000 at character 2, which SQS refuses'],
+    ['an attribute holding U+0001', { attributes: { note: 'a\u0001' } }, 'tx.send.attributes["note"] holds U+0001 at character 1, which SQS refuses'],
+    ['a group holding U+FFFF', { groupId: 'g\uffff' }, 'tx.send.groupId holds U+FFFF at character 1, which SQS refuses'],
+    ['a body holding a lone surrogate', { body: 'a\ud800' }, 'tx.send.body holds U+D800 at character 1, which SQS refuses'],
+    [
+      'a group with a space',
+      { groupId: 'has space' },
+      'tx.send.groupId holds a character other than an ASCII letter, digit or punctuation, which SQS refuses in a MessageGroupId (1 to 128 of those)',
+    ],
+    ['a group of 129 characters', { groupId: 'g'.repeat(129) }, 'tx.send.groupId is 129 characters long, which SQS refuses in a MessageGroupId'],
+    ['an empty group', { groupId: '' }, 'tx.send.groupId is 0 characters long, which SQS refuses in a MessageGroupId'],
+    ['an empty attribute', { attributes: { trace: 'x', note: '' } }, 'tx.send.attributes["note"] is empty, which SQS refuses: this message can never be sent'],
+    [
+      'a body one byte over the limit with its key attribute',
+      { body: 'x'.repeat(LARGEST_BODY + 1) },
+      "tx.send: the message is 1048577 bytes with its attributes and its idempotency key, over SQS's limit of 1048576: it can never be sent. Fix: store the payload elsewhere",
+    ],
+    [
+      'attributes that take the body over the limit',
+      { body: `${'é'.repeat((LARGEST_BODY - 21) / 2)}x`, attributes: { trace: 'x'.repeat(10) } },
+      "tx.send: the message is 1048577 bytes with its attributes and its idempotency key, over SQS's limit",
+    ],
+  ])('fails the record as permanent, naming where (%s): with park it is parked, and nothing is written to send', async (_, send, where) => {
+    const { handler, rows } = sender(send, await queue('refused'));
 
     expect(await handler({ Records: [order(`u-${run}`)] }, lambdaContext())).toEqual({ batchItemFailures: [] });
 
     const [parked] = await parkedMessages(handler).list();
-    expect(parked).toMatchObject({ errorClass: 'PermanentError', errorMessage: expect.stringContaining(`${where}, which SQS refuses`) });
-    expect(await db.query('SELECT 1 FROM inbox.outbox_message WHERE consumer_name = $1', [consumer])).toEqual([]);
+    expect(parked).toMatchObject({ errorClass: 'PermanentError', errorMessage: expect.stringContaining(where) });
+    expect(await rows()).toEqual([]);
+  });
+
+  it('takes a body as large as SQS takes it with its key attribute and attributes, which arrives whole', async () => {
+    const url = await queue('largest');
+    const { handler, rows, logger } = sender({ body: 'é'.repeat((LARGEST_BODY - 21) / 2), attributes: { trace: 'x'.repeat(10) } }, url);
+
+    expect(await handler({ Records: [order(`l-${run}`)] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+
+    expect(await rows()).toHaveLength(1);
+    expect(logger.lines.filter((line) => line.level !== 'info')).toEqual([]);
+    const [message] = await drain(f.client, url);
+    expect(Buffer.byteLength(message!.Body!)).toBe(LARGEST_BODY - 21);
+  });
+
+  const REFUSED_NAMES: [string, string, string][] = [
+    ['the key the outbox sets', 'idempotency-key', 'is the key the outbox sends each message under, which it sets itself: name your attribute otherwise'],
+    ...['AWS.trace', 'amazon.trace', '.trace', 'trace.', 'a..b', 'has space', 'café', 'x'.repeat(257), ''].map((name): [string, string, string] => [
+      JSON.stringify(name).slice(0, 20),
+      name,
+      'is no message attribute name SQS takes: use 1 to 256 letters, digits, _, - and .',
+    ]),
+  ];
+  it.each(REFUSED_NAMES)(
+    'fails the record, not as permanent, for an attribute name SQS refuses (%s): the code must change, nothing is parked',
+    async (_, name, fix) => {
+      const { handler, thrown, rows } = sender({ attributes: { [name]: 'v' } }, await queue('named'));
+      const record = order(`n-${run}`);
+
+      expect(await handler({ Records: [record] }, lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: record.messageId }] });
+
+      expect(thrown[0]).toBeInstanceOf(InboxConfigError);
+      expect((thrown[0] as Error).message).toBe(`inbox option "tx.send.attributes[${JSON.stringify(name)}]": ${(thrown[0] as Error).message.split('": ')[1]}`);
+      expect((thrown[0] as Error).message).toContain(fix);
+      expect(await parkedMessages(handler).list()).toEqual([]);
+      expect(await rows()).toEqual([]);
+    },
+  );
+
+  it('sends the attribute names SQS takes, and a group on a standard queue', async () => {
+    const url = await queue('names');
+    const attributes = { 'a.b-c_D9': '1', awstrace: '2', 'trace.aws': '3', ['n'.repeat(256)]: '4' };
+    const { handler } = sender({ attributes, groupId: `!"#$%&'()*+,-./:;<=>?@[\\]^_\`{|}~${'g'.repeat(96)}` }, url);
+
+    expect(await handler({ Records: [order(`a-${run}`)] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+
+    const [message] = await drain(f.client, url);
+    expect(Object.fromEntries(Object.entries(message!.MessageAttributes!).map(([name, value]) => [name, value.StringValue]))).toEqual({
+      ...attributes,
+      'idempotency-key': expect.any(String),
+    });
   });
 });

@@ -287,6 +287,36 @@ describe('redriving a parked message', () => {
     ]);
   });
 
+  it('refuses a message that SQS, counting the key attribute the redrive adds, would no longer take; redrives one that fits exactly', async () => {
+    const s = stage('standard');
+    /** An order whose body is `bytes` long, keyed by `key`: SQS counts the body with the idempotency-key attribute (15 + 6 + the key). */
+    const sized = (orderId: string, key: string, bytes: number) => {
+      const head = JSON.stringify({ orderId, pad: '' }).length;
+      return sqsRecord({ body: JSON.stringify({ orderId, pad: 'x'.repeat(bytes - head) }), key });
+    };
+    const fits = sized(`fits-${run}`, `fits-${run}`, 1024 * 1024 - 21 - `fits-${run}`.length);
+    const over = sized(`over-${run}`, `over-${run}`, 1024 * 1024 - 21 - `over-${run}`.length + 1);
+    // One after the other: the list is in parking order.
+    for (const record of [fits, over]) await s.handler({ Records: [record] }, lambdaContext());
+    const ids = (await parkedMessages(s.handler).list()).map((message) => message.id);
+    s.fix();
+
+    const results = await redriveParked(s.options({ queueUrl: s.queue.url }), ids);
+
+    expect(results.map(({ status, refusal, sent, message }) => ({ status, refusal, sent, message }))).toEqual([
+      { status: 'redriven', refusal: undefined, sent: true, message: undefined },
+      {
+        status: 'refused',
+        refusal: 'unsendable',
+        sent: undefined,
+        message: "SQS would refuse it: it is 1048577 bytes with its message attributes and its key attribute, over SQS's limit of 1048576; replay it instead",
+      },
+    ]);
+    await s.deliver();
+    expect([await applied(`fits-${run}`), await applied(`over-${run}`)]).toEqual([1, 0]);
+    expect(await claims(s.consumer, `over-${run}`)).toBe(1);
+  });
+
   it("refuses a key collision (it owns no claim), and leaves its key's claim alone", async () => {
     const s = stage('standard');
     const orderId = `o-${run}`;

@@ -1,3 +1,4 @@
+import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -378,6 +379,48 @@ describe('a record is its id and its payload', () => {
     ]);
   });
 
+  it.each([
+    ['with the same payload', { orderId: 'same' }],
+    ['with different payloads', undefined],
+  ] as const)('stores every record without an id, %s: nothing tells one from another, or from a redelivery', async (_, body) => {
+    // Lambda never sends one; a hand-built event can. Two of them with one payload were one row, and the
+    // second was reported parked without being stored: acknowledged and lost.
+    const consumer = `no-id-${n++}`;
+    const { handler } = parkingEverything(consumer);
+    const records = ['one', 'two'].map((orderId) => {
+      const record: Partial<SQSRecord> = sqsRecord({ body: body ?? { orderId }, attributes: { MessageGroupId: orderId } });
+      delete record.messageId;
+      return record;
+    });
+
+    for (const record of records) expect(await handler({ Records: [record as SQSRecord] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+
+    const rows = await db.query('SELECT sqs_message_id, attributes, error_class FROM inbox.parked_message WHERE consumer_name = $1 ORDER BY id', [consumer]);
+    expect(rows.map((row) => [row.sqs_message_id, row.attributes.attributes.MessageGroupId, row.error_class])).toEqual([
+      ['', 'one', 'KeyError'],
+      ['', 'two', 'KeyError'],
+    ]);
+  });
+
+  it('stores a record without an id beside a row stored for one like it with its hash, as parkings did before', async () => {
+    const consumer = `no-id-${n++}`;
+    const { handler } = parkingEverything(consumer);
+    const record: Partial<SQSRecord> = sqsRecord({ body: { orderId: 'old' } });
+    delete record.messageId;
+    await db.query(
+      `INSERT INTO inbox.parked_message (consumer_name, sqs_message_id, payload, payload_sha256, attributes, error_class, error_message, attempt)
+       VALUES ($1, '', convert_to($2, 'UTF8'), sha256(convert_to($2, 'UTF8')), '{}', 'KeyError', 'old', 1)`,
+      [consumer, record.body],
+    );
+
+    expect(await handler({ Records: [record as SQSRecord] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+
+    expect(await rowsOf(consumer)).toEqual([
+      { sqs_message_id: '', body: record.body },
+      { sqs_message_id: '', body: record.body },
+    ]);
+  });
+
   it('stores the same record once, however often it is parked', async () => {
     const consumer = `same-record-${n++}`;
     const { handler, metrics } = parkingEverything(consumer, { key: () => '' });
@@ -508,6 +551,25 @@ describe('the payload a parked SQS record keeps', () => {
       }),
       { seed: 33, numRuns: 25 },
     );
+  });
+
+  it('lists and replays a message whose body is 1 MiB, which no Data API answer holds with its row', async () => {
+    let rejecting = true;
+    const seen: number[] = [];
+    const { handler } = parkingEverything(`payload-large-${Date.now()}`, {
+      apply: async (_, message) => {
+        if (rejecting) throw new PermanentError('not yet');
+        seen.push(Buffer.byteLength(message.record.body));
+      },
+    });
+    const body = JSON.stringify({ pad: 'x'.repeat(1024 * 1024 - 10) });
+    expect(await handler({ Records: [sqsRecord({ body })] }, lambdaContext())).toEqual({ batchItemFailures: [] });
+    rejecting = false;
+
+    const [parked] = await parkedMessages(handler).list();
+    expect(parked!.body).toBe(body);
+    expect(await parkedMessages(handler).replay(parked!.id)).toBe('replayed');
+    expect(seen).toEqual([1024 * 1024]);
   });
 
   it('reads a row parked before migration 6, which kept its body as text, as that text', async () => {

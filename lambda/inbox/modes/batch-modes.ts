@@ -13,7 +13,7 @@ import type { InboxTables } from '../sql/schema.js';
 import type { BatchTally, InboxLogger } from '../telemetry/telemetry.js';
 import { BatchModeRunner } from './batch-mode-runner.js';
 import type { RecordConsumer } from './per-record.js';
-import { batchInputRow, statementSet } from './statement-set.js';
+import { batchInputRow, statementSet, unwritableBodyRead } from './statement-set.js';
 
 type BatchStatement<Body, Raw> = Extract<ResolvedMode<Body, Raw>, { kind: 'batch-statement' }>;
 
@@ -58,8 +58,12 @@ export const BATCH_MODES: BatchModes = {
   statementOption: batchStatement,
   runner: (options, tables, consumer, logger) => new BatchModeRunner(options, tables, consumer, logger),
   async statementAlone(session, tables, consumer, mode, message, sha256) {
-    const [claim] = await statementSet(session, tables, consumer, mode, [{ message, sha256 }], false);
-    return claim!;
+    try {
+      const [claim] = await statementSet(session, tables, consumer, mode, [{ message, sha256 }], false);
+      return claim!;
+    } catch (error) {
+      throw unwritableBodyRead(error) ?? error;
+    }
   },
   async replayStatement(tx, mode, message) {
     const params = mode.params([message]);

@@ -1,8 +1,9 @@
-import { batchClaimSql, batchGatedSql, checkGatedStatement, readBatchClaims, statementBound } from '../sql/claim.js';
+import { UNWRITABLE_BODY, batchClaimSql, batchGatedSql, checkGatedStatement, readBatchClaims, statementBound } from '../sql/claim.js';
 import type { BatchClaimOutcome } from '../sql/claim.js';
 import type { Transaction } from '../data-api/session.js';
 import type { SqlParams } from '../data-api/parameters.js';
 import type { InboxSession } from '../transport/session.js';
+import { DatabaseCallError, PermanentError } from '../errors.js';
 import { hex } from '../prepare/keys.js';
 import type { InboxMessage, ResolvedMode } from '../handler/options.js';
 import { CLAIM_ROW_BYTES, fitsOneCall, fittingRuns } from '../data-api/request-size.js';
@@ -19,17 +20,43 @@ export function batchInputRow(message: InboxMessage<unknown, unknown>, sha256: U
     position,
     message_key: message.key,
     sha256: hex(sha256),
-    // SQL NULL for a body of null (a Kafka tombstone) or none; JSON.stringify gives undefined for the latter.
-    body: base64(message.body === null ? undefined : (JSON.stringify(message.body) as string | undefined)),
+    body: bodyColumn(message.body),
     group_id: base64(message.groupId),
     sqs_message_id: base64(message.id),
     attempt: message.attempt,
   };
 }
 
+/** The `body` column: the base64 of the parsed body's JSON; SQL NULL for a body of null (a Kafka tombstone) or one JSON has no text for. */
+function bodyColumn(body: unknown): string | null {
+  if (body === null) return null;
+  let json: string | undefined;
+  try {
+    json = JSON.stringify(body) as string | undefined;
+  } catch {
+    return UNWRITABLE_BODY;
+  }
+  return base64(json);
+}
+
 /** The base64 of a text's UTF-8; null for none. */
 function base64(text: string | undefined): string | null {
   return text === undefined ? null : Buffer.from(text).toString('base64');
+}
+
+/**
+ * The message's own permanent failure, when its statement was refused for reading a body JSON cannot
+ * write ({@link UNWRITABLE_BODY}, which the refusal quotes): no redelivery can change that. Undefined for
+ * any other failure.
+ */
+export function unwritableBodyRead(error: unknown): PermanentError | undefined {
+  if (!(error instanceof DatabaseCallError) || !error.message.includes(UNWRITABLE_BODY)) return undefined;
+  return new PermanentError(
+    "statementBatch.sql reads body, and this message's body, as parse returned it, cannot be written as JSON: JSON.stringify refuses it " +
+      '(it nests too deep, or holds a BigInt or a cycle), so the message can never be applied as it is. ' +
+      'Fix: have parse return plain JSON values (a BigInt as its digits in a string), or leave body out of the statement',
+    { cause: error },
+  );
 }
 
 /**

@@ -1,5 +1,8 @@
+import { FIFO_ID_PATTERN } from '../contract.js';
 import type { Transaction } from '../data-api/session.js';
 import { InboxConfigError, PermanentError } from '../errors.js';
+import { IDEMPOTENCY_KEY_ATTRIBUTE } from '../prepare/keys.js';
+import { MAX_SQS_MESSAGE_BYTES, SQS_ATTRIBUTE_NAME, sqsMessageBytes, stringAttributes } from '../producer/sqs-limits.js';
 import { destinationUrl, outboxKey } from './outbox-message.js';
 import type { OutboxSend } from './outbox-message.js';
 import type { OutboxConfig, TransactionOutbox } from './outbox-runtime.js';
@@ -55,6 +58,7 @@ export class OutboxWriter implements TransactionOutbox {
     if (Object.keys(attributes).length > MAX_ATTRIBUTES || Object.values(attributes).some((value) => typeof value !== 'string')) {
       throw new InboxConfigError('tx.send.attributes', `must be at most ${MAX_ATTRIBUTES} String attributes (the idempotency key takes the tenth)`);
     }
+    for (const name of Object.keys(attributes)) refuseAttributeName(name);
     const delay = message.delaySeconds;
     if (delay !== undefined && (!Number.isInteger(delay) || delay < 0 || delay > 900 || destination.endsWith('.fifo'))) {
       throw new InboxConfigError(
@@ -64,13 +68,30 @@ export class OutboxWriter implements TransactionOutbox {
     }
     refuseUnsendable('tx.send.body', body);
     refuseUnsendable('tx.send.groupId', String(message.groupId ?? ''));
-    for (const [name, value] of Object.entries(attributes)) refuseUnsendable(`tx.send.attributes["${name}"]`, value);
+    if (message.groupId !== undefined && !FIFO_ID_PATTERN.test(message.groupId)) {
+      const { length } = message.groupId;
+      const fault = length === 0 || length > 128 ? `is ${length} characters long` : 'holds a character other than an ASCII letter, digit or punctuation';
+      throw new PermanentError(`tx.send.groupId ${fault}, which SQS refuses in a MessageGroupId (1 to 128 of those): this message can never be sent`);
+    }
+    for (const [name, value] of Object.entries(attributes)) {
+      refuseUnsendable(`tx.send.attributes["${name}"]`, value);
+      if (value.length === 0) throw new PermanentError(`tx.send.attributes["${name}"] is empty, which SQS refuses: this message can never be sent`);
+    }
     const position = this.positions.get(source.key) ?? 0;
+    const key = outboxKey(this.config.consumer, source.key, position);
+    // As SQS counts it: with the idempotency-key attribute the relay adds.
+    const bytes = sqsMessageBytes(body, stringAttributes({ ...attributes, [IDEMPOTENCY_KEY_ATTRIBUTE]: key }));
+    if (bytes > MAX_SQS_MESSAGE_BYTES) {
+      throw new PermanentError(
+        `tx.send: the message is ${bytes} bytes with its attributes and its idempotency key, over SQS's limit of ${MAX_SQS_MESSAGE_BYTES}: it can never be sent. ` +
+          'Fix: store the payload elsewhere (for example S3) and send a reference',
+      );
+    }
     this.positions.set(source.key, position + 1);
     this.pending.push({
       message_key: source.key,
       position,
-      idempotency_key: outboxKey(this.config.consumer, source.key, position),
+      idempotency_key: key,
       destination,
       body,
       group_id: message.groupId ?? null,
@@ -98,6 +119,25 @@ export class OutboxWriter implements TransactionOutbox {
       { consumer: this.config.consumer, rows: this.pending.map((row, seq) => ({ seq, ...row })) },
     );
     return rows.map((row) => Number(row.id)).sort((a, b) => a - b);
+  }
+}
+
+/**
+ * Refuses an attribute name SQS would refuse, or the one the outbox sets itself: a name is the code's, not
+ * the message's, so the record fails and comes back until the code is fixed.
+ */
+function refuseAttributeName(name: string): void {
+  if (name === IDEMPOTENCY_KEY_ATTRIBUTE) {
+    throw new InboxConfigError(
+      `tx.send.attributes["${name}"]`,
+      'is the key the outbox sends each message under, which it sets itself: name your attribute otherwise',
+    );
+  }
+  if (!SQS_ATTRIBUTE_NAME.test(name)) {
+    throw new InboxConfigError(
+      `tx.send.attributes["${name}"]`,
+      'is no message attribute name SQS takes: use 1 to 256 letters, digits, _, - and ., not beginning with AWS. or Amazon., nor beginning or ending with a period, nor holding two in a row',
+    );
   }
 }
 

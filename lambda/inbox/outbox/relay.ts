@@ -1,4 +1,6 @@
+import type { SqlParams } from '../data-api/parameters.js';
 import type { InboxSession } from '../transport/session.js';
+import { PIECE_BYTES, readLargeValues } from '../sql/large-values.js';
 import { retryConflicts } from '../transport/conflicts.js';
 import type { InboxTables } from '../sql/schema.js';
 import type { OutboxEnvelope } from './outbox-message.js';
@@ -38,7 +40,30 @@ export interface RelayReport {
   readonly deferred: number;
 }
 
-const COLUMNS = 'o.id, o.idempotency_key, o.destination, o.body, o.group_id, o.attributes, o.delay_seconds';
+/** The columns an outbox row is sent from: what {@link readOutboxRows} takes from the rows it is given. */
+export const OUTBOX_COLUMNS = 'o.id, o.idempotency_key, o.destination, o.body, o.group_id, o.attributes, o.delay_seconds';
+
+/** An outbox row's body and attributes as one value, the UTF-8 of JSON `[body, attributes]`. */
+const MESSAGE = "convert_to(json_build_array(body, attributes)::text, 'UTF8')";
+
+/**
+ * The outbox rows `selection` gives (a query of {@link OUTBOX_COLUMNS}), in id order. Their bodies and
+ * attributes come with them while the answer stays within {@link PIECE_BYTES}; the rest are read apart
+ * ({@link readLargeValues}), so that no answer outgrows the 1 MiB a Data API call returns: a message of
+ * nearly 1 MiB, or hundreds of smaller ones, is sent all the same.
+ */
+export async function readOutboxRows(session: InboxSession, tables: InboxTables, selection: string, params: SqlParams): Promise<OutboxEnvelope[]> {
+  const { rows } = await session.execute(
+    `SELECT id, idempotency_key, destination, group_id, delay_seconds, message_bytes,
+            CASE WHEN sum(message_bytes) OVER (ORDER BY id) <= ${PIECE_BYTES} THEN ${MESSAGE} END AS message
+       FROM (SELECT s.*, octet_length(${MESSAGE}) AS message_bytes FROM (${selection}) s) o
+      ORDER BY id`,
+    params,
+  );
+  const apart = new Map(rows.filter((row) => row.message === null).map((row) => [Number(row.id), Number(row.message_bytes)]));
+  const messages = await readLargeValues((sql, values) => session.execute(sql, values), { table: tables.outbox, bytes: MESSAGE }, apart);
+  return rows.map((row) => envelope(row, (row.message as Uint8Array | null) ?? messages.get(Number(row.id))!));
+}
 
 /**
  * Sends the rows `ids` (written by this invocation's committed transactions) and marks them sent: one
@@ -49,14 +74,15 @@ const COLUMNS = 'o.id, o.idempotency_key, o.destination, o.body, o.group_id, o.a
  */
 export async function relayRows(session: InboxSession, tables: InboxTables, transport: OutboxTransport, ids: readonly number[]): Promise<RelayReport> {
   if (ids.length === 0) return { sent: 0, deferred: 0 };
-  const { rows } = await session.execute(
-    `SELECT ${COLUMNS} FROM ${tables.outbox} o
+  const rows = await readOutboxRows(
+    session,
+    tables,
+    `SELECT ${OUTBOX_COLUMNS} FROM ${tables.outbox} o
       WHERE o.id = ANY(:ids::bigint[]) AND o.sent_at IS NULL
-        AND NOT (o.destination LIKE '%.fifo' AND ${tables.outboxOrder}(o.destination, o.group_id, o.id, :ids::bigint[]))
-      ORDER BY o.id`,
+        AND NOT (o.destination LIKE '%.fifo' AND ${tables.outboxOrder}(o.destination, o.group_id, o.id, :ids::bigint[]))`,
     { ids: `{${ids.join(',')}}` },
   );
-  const report = await sendAndMark(session, tables, transport, rows.map(envelope));
+  const report = await sendAndMark(session, tables, transport, rows);
   return { sent: report.sent, deferred: ids.length - report.sent };
 }
 
@@ -90,15 +116,16 @@ export async function sendAndMark(
   return { sent, deferred: rows.length - sent, results };
 }
 
-/** A row as the transport gets it. */
-export function envelope(row: Record<string, unknown>): OutboxEnvelope {
+/** A row as the transport gets it, with its {@link MESSAGE}. */
+function envelope(row: Record<string, unknown>, message: Uint8Array): OutboxEnvelope {
+  const [body, attributes] = JSON.parse(Buffer.from(message).toString()) as [string, Record<string, string> | null];
   return {
     id: Number(row.id),
     key: String(row.idempotency_key),
     destination: String(row.destination),
-    body: String(row.body),
+    body,
     groupId: (row.group_id as string | null) ?? undefined,
-    attributes: (row.attributes as Record<string, string> | null) ?? {},
+    attributes: attributes ?? {},
     delaySeconds: row.delay_seconds === null || row.delay_seconds === undefined ? undefined : Number(row.delay_seconds),
   };
 }

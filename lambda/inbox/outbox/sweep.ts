@@ -4,7 +4,7 @@ import type { InboxSession } from '../transport/session.js';
 import { inboxTables } from '../sql/schema.js';
 import type { InboxTables } from '../sql/schema.js';
 import type { OutboxEnvelope } from './outbox-message.js';
-import { envelope, sendAndMark } from './relay.js';
+import { OUTBOX_COLUMNS, readOutboxRows, sendAndMark } from './relay.js';
 import type { OutboxTransport } from './relay.js';
 
 /** Rows sent and marked per step: the sweep checks the time left before each. */
@@ -116,8 +116,10 @@ export async function sweepOutbox(session: InboxSession, options: SweepOptions):
 }
 
 async function unsentRows(session: InboxSession, tables: InboxTables, options: SweepOptions): Promise<OutboxEnvelope[]> {
-  const { rows } = await session.execute(
-    `SELECT o.id, o.idempotency_key, o.destination, o.body, o.group_id, o.attributes, o.delay_seconds
+  return readOutboxRows(
+    session,
+    tables,
+    `SELECT ${OUTBOX_COLUMNS}
        FROM ${tables.outbox} o
       WHERE o.sent_at IS NULL
         AND (o.created_at < now() - make_interval(secs => :minAge)
@@ -132,7 +134,6 @@ async function unsentRows(session: InboxSession, tables: InboxTables, options: S
       LIMIT :limit`,
     { minAge: (options.minAgeMs ?? 60_000) / 1000, limit: options.limit ?? 500 },
   );
-  return rows.map(envelope);
 }
 
 /**

@@ -7,6 +7,7 @@ import { described } from '../handler/option-checks.js';
 import { outboxKey } from '../outbox/outbox-message.js';
 import { relayRows } from '../outbox/relay.js';
 import { SQS_TEXT_RULE, sqsRefusal } from '../outbox/sqs-text.js';
+import { MAX_SQS_MESSAGE_BYTES, sqsMessageBytes, stringAttributes } from '../producer/sqs-limits.js';
 import type { OutboxTransport } from '../outbox/relay.js';
 import { PARKED_COLUMNS, readParked } from './parked-rows.js';
 import { idArray, isKeyCollision, refusalFor } from './store.js';
@@ -43,7 +44,7 @@ export type RedriveRefusal =
   | 'no-queue'
   /** It collided with another message under its key and owns no claim: back on the queue it collides again. */
   | 'key-collision'
-  /** SQS would refuse it as it is: an empty body, a key or attribute SQS cannot carry, a FIFO queue without a group. */
+  /** SQS would refuse it as it is: an empty body, a key or attribute SQS cannot carry, more than 1 MiB with them, a FIFO queue without a group. */
   | 'unsendable'
   /** A FIFO queue would drop it as a duplicate of its own first send, which is under 5 minutes old. */
   | 'deduplication-window'
@@ -314,6 +315,13 @@ export function planRedrive(parked: ParkedMessage, consumer: string, queueUrlOpt
   }
   if (Object.keys(carried).length > MAX_ATTRIBUTES) {
     return unsendable(`it has ${Object.keys(carried).length} message attributes besides its key; SQS takes ${MAX_ATTRIBUTES + 1} with the key`);
+  }
+  // SQS counts the attributes with the body: one delivered at the limit is over it once the key attribute is added.
+  const bytes = sqsMessageBytes(parked.body, stringAttributes({ ...carried, [IDEMPOTENCY_KEY_ATTRIBUTE]: key }));
+  if (bytes > MAX_SQS_MESSAGE_BYTES) {
+    return unsendable(
+      `it is ${bytes} bytes with its message attributes and its key attribute, over SQS's limit of ${MAX_SQS_MESSAGE_BYTES}; replay it instead`,
+    );
   }
   const sqsAttributes = attributes.attributes ?? {};
   const groupId = sqsAttributes.MessageGroupId ?? null;

@@ -13,8 +13,9 @@ import type { MessageAttributeValue, SQSClient, SendMessageBatchRequestEntry } f
 import { PeerDependencyError, importPeer } from '../peers.js';
 import { FIFO_ID_PATTERN } from '../contract.js';
 import { InboxError } from '../errors.js';
+import { MAX_SQS_MESSAGE_BYTES, SQS_ATTRIBUTE_NAME, sqsMessageBytes } from './sqs-limits.js';
 
-export { PeerDependencyError };
+export { MAX_SQS_MESSAGE_BYTES, PeerDependencyError };
 
 /**
  * The SQS client package, an optional peer: loaded at the first send rather than imported, so that a
@@ -31,8 +32,6 @@ function loadClientSqs(): Promise<typeof ClientSqs> {
   return clientSqs;
 }
 
-/** SQS's limit for one message and for a whole SendMessageBatch request: 1 MiB. */
-export const MAX_SQS_MESSAGE_BYTES = 1_048_576;
 const MAX_BATCH_ENTRIES = 10;
 const MAX_ATTRIBUTES = 10;
 const RETRYABLE_CODES = new Set([
@@ -238,7 +237,7 @@ export function createProducer(options: ProducerOptions): Producer {
   if (!Number.isInteger(maxMessageBytes) || maxMessageBytes < 1024 || maxMessageBytes > MAX_SQS_MESSAGE_BYTES) {
     problems.push(`maxMessageBytes: use the queue's MaximumMessageSize, 1024 to ${MAX_SQS_MESSAGE_BYTES}; got ${maxMessageBytes}.`);
   }
-  if (!/^[A-Za-z0-9_.-]{1,256}$/.test(keyAttribute) || /^(aws|amazon)\./i.test(keyAttribute)) {
+  if (!SQS_ATTRIBUTE_NAME.test(keyAttribute)) {
     problems.push(`keyAttribute: ${JSON.stringify(keyAttribute)} is not a valid message attribute name.`);
   }
   if (problems.length > 0) throw new ProducerError(`createProducer: ${problems.join(' ')}`);
@@ -281,7 +280,7 @@ export function createProducer(options: ProducerOptions): Producer {
       return problem('attributes', `at most ${MAX_ATTRIBUTES - 1} attributes: SQS allows ${MAX_ATTRIBUTES} and the key takes one.`);
     }
     attributes[keyAttribute] = { DataType: 'String', StringValue: key };
-    const size = sqsSize(body, attributes);
+    const size = sqsMessageBytes(body, attributes);
     if (size > maxMessageBytes) {
       return problem(
         'body',
@@ -402,16 +401,6 @@ function* chunks(items: readonly Prepared[], maxBytes: number, onePerGroup: bool
     bytes += item.size;
   }
   if (current.length > 0) yield current;
-}
-
-/** The size SQS counts: body plus each attribute's name, data type and value, in bytes. */
-function sqsSize(body: string, attributes: Record<string, MessageAttributeValue>): number {
-  let size = Buffer.byteLength(body, 'utf8');
-  for (const [name, value] of Object.entries(attributes)) {
-    size += Buffer.byteLength(name, 'utf8') + Buffer.byteLength(value.DataType ?? '', 'utf8');
-    size += value.BinaryValue ? value.BinaryValue.length : Buffer.byteLength(value.StringValue ?? '', 'utf8');
-  }
-  return size;
 }
 
 function describe(error: unknown): { code: string; message: string; senderFault: boolean; retryable: boolean } {

@@ -1,5 +1,6 @@
 import { InboxConfigError, KeyError } from '../errors.js';
 import { checkKey } from '../prepare/keys.js';
+import { parseJson } from '../prepare/json-body.js';
 import { described, refuseUnknownKeys } from '../handler/option-checks.js';
 import type { SourceRecord } from './source.js';
 
@@ -27,8 +28,12 @@ export function streamKeyStrategy<Raw>(
   option: unknown,
   defaults: { readonly name: string; readonly keyOf: (record: SourceRecord<Raw>) => string },
   extra?: ExtraKeyStrategy<Raw>,
-  /** What `{ field }` walks: the JSON body, unless the source hands `apply` something else (DynamoDB's unmarshalled change). */
-  fieldRoot: (record: SourceRecord<Raw>) => unknown = (record) => JSON.parse(record.body) as unknown,
+  /**
+   * What `{ field }` walks: the JSON body, unless the source hands `apply` something else (DynamoDB's
+   * unmarshalled change). It refuses a body it cannot read with a ParseError, which names the fault and
+   * quotes nothing of the body.
+   */
+  fieldRoot: (record: SourceRecord<Raw>) => unknown = (record) => parseJson(record.body),
 ): (record: SourceRecord<Raw>) => string {
   const chosen = option ?? defaults.name;
   if (chosen === defaults.name) return defaults.keyOf;
@@ -54,8 +59,8 @@ function fieldKey<Raw>(path: string, root: (record: SourceRecord<Raw>) => unknow
     let value: unknown;
     try {
       value = root(record);
-    } catch {
-      throw new KeyError(`key field "${path}": the body is not JSON, so it has no fields`);
+    } catch (error) {
+      throw new KeyError(`key field "${path}": the body cannot be read for it (${(error as Error).message})`);
     }
     for (const step of steps) value = typeof value === 'object' && value !== null ? (value as Record<string, unknown>)[step] : undefined;
     // Number.isFinite is false for anything but a finite number.

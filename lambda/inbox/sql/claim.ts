@@ -133,7 +133,9 @@ export function replayGatedSql(userSql: string): string {
  * Parking: claim the key and store the record in one statement, so a parked record and its claim commit
  * together, and the parked row that made the claim is the only one whose replay may apply the key's effect.
  * A record is its id and its payload's hash: one stored already (a redelivery of a record parked without a
- * claim) is not stored again, and claims nothing. When `:inbox_claim` is true and the key was already
+ * claim) is not stored again, and claims nothing. A record without an id (`:inbox_message_id` empty: Lambda
+ * sends none, a hand-built event can) cannot be told from another with the same payload, so each of its
+ * parkings is stored, its hash left NULL, which the unique index never matches. When `:inbox_claim` is true and the key was already
  * claimed, nothing is parked: the caller reads the stored hash and decides between a duplicate and a
  * collision. With `:inbox_claim` false (no usable key, or a collision) the record is parked without a claim.
  * `stored` says whether the record is in the table now: a concurrent parking of the same record, committed
@@ -143,7 +145,7 @@ export function replayGatedSql(userSql: string): string {
 export function parkSql(tables: InboxTables): string {
   return `WITH earlier AS (
       SELECT id FROM ${tables.parked}
-       WHERE consumer_name = :inbox_consumer AND sqs_message_id = :inbox_message_id AND payload_sha256 = :inbox_sha256
+       WHERE consumer_name = :inbox_consumer AND sqs_message_id = :inbox_message_id AND payload_sha256 = :inbox_sha256 AND :inbox_message_id <> ''
     ), claimed AS (
       INSERT INTO ${tables.consumed} (consumer_name, message_id, payload_sha256)
       SELECT :inbox_consumer, :inbox_key, :inbox_sha256 WHERE :inbox_claim AND NOT EXISTS (SELECT 1 FROM earlier)
@@ -152,7 +154,8 @@ export function parkSql(tables: InboxTables): string {
     ), parked AS (
       INSERT INTO ${tables.parked}
         (consumer_name, sqs_message_id, message_key, payload, payload_sha256, attributes, error_class, error_message, attempt, owns_claim)
-      SELECT :inbox_consumer, :inbox_message_id, :inbox_key, :inbox_payload, :inbox_sha256, :inbox_attributes, :inbox_error_class,
+      SELECT :inbox_consumer, :inbox_message_id, :inbox_key, :inbox_payload, CASE WHEN :inbox_message_id <> '' THEN :inbox_sha256 END,
+             :inbox_attributes, :inbox_error_class,
              :inbox_error_message, :inbox_attempt, EXISTS (SELECT 1 FROM claimed)
       WHERE NOT EXISTS (SELECT 1 FROM earlier) AND (EXISTS (SELECT 1 FROM claimed) OR NOT :inbox_claim)
       ON CONFLICT DO NOTHING
@@ -262,6 +265,13 @@ export function batchClaimSql(tables: InboxTables): string {
     ${batchVerdicts(tables, BOUND_LATER_STATEMENTS)}`;
 }
 
+/**
+ * What the batch input carries, in place of the base64 of its JSON, for a body JSON.stringify refuses
+ * (nested deeper than its stack, a BigInt, a cycle): it fails only a statement that reads `body`, whose
+ * refusal quotes it, so a statement that never does applies the message all the same.
+ */
+export const UNWRITABLE_BODY = 'sqs-inbox: the body parse returned cannot be written as JSON';
+
 /** The columns the CTE `claimed` offers a batch statement. */
 export const BATCH_CLAIMED_COLUMNS = 'message_key, body, group_id, sqs_message_id, attempt, position';
 
@@ -270,6 +280,7 @@ export const BATCH_CLAIMED_COLUMNS = 'message_key, body, group_id, sqs_message_i
  * group and its id) travels as base64 of its UTF-8, and `claimed` decodes it: a text PostgreSQL cannot
  * store (U+0000, a lone surrogate escaped in JSON) then fails only the statement that reads it, where a
  * `jsonb` input would refuse the whole batch, and base64 keeps a body's size the same whatever it holds.
+ * A body JSON.stringify refuses comes as {@link UNWRITABLE_BODY} instead.
  */
 const BATCH_INPUT_COLUMNS = 'position int, message_key text, sha256 text, body text, group_id text, sqs_message_id text, attempt int';
 
@@ -279,8 +290,10 @@ const BATCH_INPUT_COLUMNS = 'position int, message_key text, sha256 text, body t
  */
 function claimedFrom(from: string): string {
   const text = (column: string) => `convert_from(decode(i.${column}, 'base64'), 'UTF8')`;
+  // Cast to int, UNWRITABLE_BODY fails the statement that reads it with a refusal that quotes it.
+  const body = `CASE WHEN i.body = '${UNWRITABLE_BODY}' THEN i.body::int::text ELSE ${text('body')} END`;
   return `claimed AS NOT MATERIALIZED (
-      SELECT i.message_key, ${text('body')}::jsonb AS body, ${text('group_id')} AS group_id, ${text('sqs_message_id')} AS sqs_message_id,
+      SELECT i.message_key, (${body})::jsonb AS body, ${text('group_id')} AS group_id, ${text('sqs_message_id')} AS sqs_message_id,
              i.attempt, i.position
         FROM ${from}
     )`;

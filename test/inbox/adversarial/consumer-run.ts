@@ -246,8 +246,8 @@ export async function deliver(db: InboxFixture, material: MaterialCase, plan: Ca
   for (const row of await db.query('SELECT token, count(*)::int AS n FROM public.fuzz_effects WHERE consumer = $1 GROUP BY token', [consumer])) {
     effects.set(row.token, row.n);
   }
-  const parked = (await db.query('SELECT sqs_message_id, attributes, error_class FROM inbox.parked_message WHERE consumer_name = $1', [consumer])).map(
-    (row): ParkedRow => ({ token: source.tokenOfParked(row.attributes), id: row.sqs_message_id, errorClass: row.error_class }),
+  const parked = (await db.query('SELECT sqs_message_id, attributes, payload, error_class FROM inbox.parked_message WHERE consumer_name = $1', [consumer])).map(
+    (row): ParkedRow => ({ token: source.tokenOfParked(row as never), id: row.sqs_message_id, errorClass: row.error_class }),
   );
   return { deliveries, effects, parked };
 }

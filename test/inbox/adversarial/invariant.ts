@@ -113,10 +113,12 @@ export function violations(material: MaterialCase, observed: Observed): string[]
   for (const row of observed.parked) {
     if (row.token !== undefined && !tokens.has(row.token)) found.push(`a parked row of no message of the case: ${JSON.stringify(row)}`);
   }
-  // A parked row without a token is a null record's; there are no more of them than null records.
-  const nulls = records.filter((record) => record.raw === null).length;
+  // A parked row without a token is a null record's; there are no more of them than deliveries of null
+  // records: a record without an id is parked at each delivery, since nothing tells it from another
+  // (docs/parked-messages.md, "A record is its id and its payload").
+  const nulls = observed.deliveries.flatMap((delivery) => delivery.batch).filter((record) => record.raw === null).length;
   const tokenless = observed.parked.filter((row) => row.token === undefined).length;
-  if (tokenless > nulls) found.push(`${tokenless} parked rows carry no message, for ${nulls} null records`);
+  if (tokenless > nulls) found.push(`${tokenless} parked rows carry no message, for ${nulls} deliveries of null records`);
   return found;
 }
 

@@ -41,6 +41,13 @@ export type Answer =
   /** `acked`: the records the mapping takes as done. `foreign`: failure identifiers that name no record of the batch. */
   | { readonly kind: 'answered'; readonly acked: ReadonlySet<Built>; readonly foreign: readonly string[] };
 
+/** The columns of a parked row the judge reads a token from. */
+export interface ParkedColumns {
+  readonly attributes: any;
+  /** The record's payload, byte for byte (a DynamoDB change: its JSON). */
+  readonly payload: Buffer;
+}
+
 /** What a record is built from: its plan, the message it carries, and what the case decided for it. */
 export interface BuildRequest {
   readonly plan: RecordPlan;
@@ -94,8 +101,8 @@ export interface LambdaSource {
   bodyError(record: Built): 'ParseError' | 'BodyTooLargeError' | undefined;
   /** Whether the default parse takes the body: 'no', 'yes', or 'either' (bytes that are not UTF-8: decoded or refused). */
   parses(record: Built): 'yes' | 'no' | 'either';
-  /** The token a parked row's attributes carry, when they carry one. */
-  tokenOfParked(attributes: any): string | undefined;
+  /** The token a parked row carries (in its attributes, or for a DynamoDB change in its payload), when it carries one. */
+  tokenOfParked(row: ParkedColumns): string | undefined;
 }
 
 /**
@@ -345,7 +352,7 @@ function sqs(fifo: boolean): LambdaSource {
       return Buffer.byteLength(body, 'utf8') > MAX_BODY_BYTES ? 'BodyTooLargeError' : undefined;
     },
     parses: (record) => (isJson(record.raw.body) ? 'yes' : 'no'),
-    tokenOfParked: (attributes) => carriedToken(attributes),
+    tokenOfParked: (row) => carriedToken(row.attributes),
   };
 }
 
@@ -439,7 +446,7 @@ const kinesis: LambdaSource = {
   },
   bodyError: (record) => (typeof record.raw?.kinesis?.data === 'string' ? undefined : 'ParseError'),
   parses: (record) => streamParses(Buffer.from(record.raw.kinesis.data, 'base64')),
-  tokenOfParked: (attributes) => carriedToken(attributes?.record),
+  tokenOfParked: (row) => carriedToken(row.attributes?.record),
 };
 
 // ---------------------------------------------------------------------------------------------------------
@@ -567,7 +574,8 @@ const dynamodb: LambdaSource = {
     const change = record.raw.dynamodb;
     return [change.Keys, change.NewImage, change.OldImage].some(holdsUnsafeNumber) ? 'no' : 'yes';
   },
-  tokenOfParked: (attributes) => carriedToken(attributes?.record),
+  // The parked record keeps no key nor images: the payload column holds the change's JSON (docs/parked-messages.md).
+  tokenOfParked: (row) => (row.payload.length === 0 ? undefined : (JSON.parse(row.payload.toString('utf8')) as { Keys?: any }).Keys?.token?.S),
 };
 
 // ---------------------------------------------------------------------------------------------------------
@@ -659,14 +667,18 @@ function kafka(partial: boolean): LambdaSource {
     keyOf(record, producerKeys) {
       if (!producerKeys) return keyRule(record.id);
       const header = (record.raw?.headers ?? []).find((entry: Record<string, number[]>) => 'idempotency-key' in entry)?.['idempotency-key'];
-      return header === undefined ? { error: 'KeyError' } : keyRule(Buffer.from(header).toString('utf8'));
+      if (header === undefined) return { error: 'KeyError' };
+      // Decoded strictly: a header key that is not UTF-8 is refused, never read with U+FFFD in its place.
+      return isUtf8(Buffer.from(header)) ? keyRule(Buffer.from(header).toString('utf8')) : { error: 'KeyError' };
     },
     bodyError(record) {
-      const value = record.raw?.value;
+      // A record that is no object (null) has no value for what it is, not as a tombstone.
+      if (typeof record.raw !== 'object' || record.raw === null) return 'ParseError';
+      const value = record.raw.value;
       return value === null || value === undefined || typeof value === 'string' ? undefined : 'ParseError';
     },
     parses: (record) => (record.raw?.value === null || record.raw?.value === undefined ? 'yes' : streamParses(Buffer.from(record.raw.value, 'base64'))),
-    tokenOfParked: (attributes) => carriedToken(attributes?.record),
+    tokenOfParked: (row) => carriedToken(row.attributes?.record),
   };
   return source;
 }

@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { dynamoDbInbox as batchDynamoDbInbox } from '../../../lambda/inbox/handler/batch-handlers.js';
 import { dynamoDbInbox } from '../../../lambda/inbox/index.js';
 import type { DynamoDbChange, DynamoDbInboxOptions, InboxMessage } from '../../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics } from '../../support/inbox.js';
@@ -89,6 +90,53 @@ describe('dynamoDbInbox', () => {
     await handler(dynamoDbEvent([dynamoDbRecord({ id: 'f-1', newImage: { requestId: 'req-7' } })]), lambdaContext());
     expect(seen.map((m) => m.key)).toEqual(['req-7']);
     expect(await rows()).toEqual(['INSERT f-1']);
+  });
+
+  it('names the number the default parse refused when a field key cannot be read, not a body that is not JSON', async () => {
+    // `{ field }` walks the change as the default parse unmarshals it, so the number refuses the key too.
+    const logger = recordingLogger();
+    const { handler, rows } = make({ key: { field: 'keys.id' }, logger });
+    const big = dynamoDbRecord({ id: 'big' });
+    big.dynamodb!.NewImage!.amount = { N: '12345678901234567890123' };
+
+    expect(await handler(dynamoDbEvent([big]), lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: big.dynamodb!.SequenceNumber }] });
+
+    const [line] = logger.lines.filter((entry) => entry.message.startsWith('record failed'));
+    expect((line!.extra[0] as { error: unknown }).error).toEqual({
+      name: 'KeyError',
+      message:
+        'key field "keys.id": the body cannot be read for it (attribute amount is a number of 23 characters that a JavaScript number cannot hold exactly; ' +
+        'give dynamoDbInbox a `parse` that reads record.dynamodb.NewImage itself (e.g. as BigInt))',
+    });
+    expect(await rows()).toEqual([]);
+  });
+
+  it('applies in statementBatch a change whose parse holds a BigInt, as the refusal of a large number advises', async () => {
+    const consumer = `dynamodb-bigint-${run++}`;
+    const logger = recordingLogger();
+    const handler = batchDynamoDbInbox({
+      consumer,
+      database: db.target,
+      logger,
+      metrics: recordingMetrics(),
+      parse: (body) => {
+        const change = JSON.parse(body);
+        return { amount: change.NewImage?.amount?.N === undefined ? null : BigInt(change.NewImage.amount.N) };
+      },
+      statementBatch: {
+        sql: "INSERT INTO public.audit (consumer, item_id, event_name) SELECT :consumer, sqs_message_id, 'INSERT' FROM claimed",
+        params: () => ({ consumer }),
+      },
+    });
+    const plain = dynamoDbRecord({ id: 'a' });
+    const big = dynamoDbRecord({ id: 'big' });
+    big.dynamodb!.NewImage!.amount = { N: '12345678901234567890123' };
+
+    expect(await handler(dynamoDbEvent([plain, big]), lambdaContext())).toEqual({ batchItemFailures: [] });
+
+    const applied = await db.query('SELECT item_id FROM public.audit WHERE consumer = $1 ORDER BY item_id', [consumer]);
+    expect(applied.map((row) => row.item_id)).toEqual([plain.dynamodb!.SequenceNumber, big.dynamodb!.SequenceNumber]);
+    expect(logger.lines.filter((line) => line.message.startsWith('record'))).toEqual([]);
   });
 
   it('replays a parked change with the record it was parked from', async () => {

@@ -169,6 +169,23 @@ describe('kafkaInbox: records without their place in the topic', () => {
     ]);
   });
 
+  it('parks a null record keyed by a header for what it is, where reading its header threw a raw TypeError that failed the whole batch', async () => {
+    const { handler, seen, warnings } = make({ key: { header: 'idempotency-key' }, onPermanentError: park });
+    const keyed = { ...kafkaRecord({ offset: 7, body: { id: 'keyed' } }), headers: [{ 'idempotency-key': [...Buffer.from('k-7')] }] };
+    const event = { ...kafkaEvent([keyed]), records: { 'orders-0': [keyed, null] } };
+
+    expect(await handler(event as never, lambdaContext())).toEqual({ batchItemFailures: [] });
+
+    expect(seen.map((m) => m.key)).toEqual(['k-7']);
+    expect(warnings()).toEqual([
+      {
+        message: 'record parked',
+        record: undefined,
+        error: { name: 'ParseError', message: 'the record is null, not an object; Kafka records from Lambda are always objects' },
+      },
+    ]);
+  });
+
   it('fails the whole batch when one failed partition has no place, though another failed partition could be resumed', async () => {
     const { handler, claimed } = make();
     const records = [

@@ -130,6 +130,30 @@ describe.each(Object.keys(SOURCES) as (keyof typeof SOURCES)[])('%s: a payload o
   });
 });
 
+describe('kinesisInbox: two payloads under one key that differ only in a byte that is not UTF-8', () => {
+  it('refuses the second as a key collision, where the hash of their decoded text (U+FFFD for both) took it for a duplicate', async () => {
+    const consumer = `payloads-${run++}`;
+    const seen: string[] = [];
+    const handler = kinesisInbox({
+      consumer,
+      database: db.target,
+      logger: recordingLogger(),
+      metrics: recordingMetrics(),
+      key: { field: 'key' },
+      onPermanentError: park,
+      apply: async (_, message) => void seen.push(message.id!),
+    });
+    const payload = (byte: number) => Buffer.concat([Buffer.from('{"key":"k","v":"'), Buffer.from([byte]), Buffer.from('"}')]);
+    const [first, second] = [0xfe, 0xff].map((byte) => SOURCES.kinesis.record(payload(byte)) as KinesisStreamRecord);
+
+    for (const record of [first!, second!]) expect(await handler(kinesisEvent([record]), lambdaContext())).toEqual({ batchItemFailures: [] });
+
+    expect(seen).toEqual([first!.kinesis.sequenceNumber]);
+    const parked = await db.query('SELECT sqs_message_id, error_class FROM inbox.parked_message WHERE consumer_name = $1', [consumer]);
+    expect(parked).toEqual([{ sqs_message_id: second!.kinesis.sequenceNumber, error_class: 'KeyCollisionError' }]);
+  });
+});
+
 describe('kafkaInbox: the same topic-partition@offset twice, as a topic deleted and created again gives it', () => {
   it('parks both records: the second collides with the first one’s key and is stored beside it, never acknowledged and lost', async () => {
     const { consumer, handler } = parking(SOURCES.kafka, 'apply');

@@ -298,7 +298,12 @@ describe('kinesisInbox: key options', () => {
       '{"page":"x","order":{"id":""}}',
       'body field "order.id" gave an empty key; every message needs a non-empty idempotency key',
     ],
-    ['in a body that is not JSON', 'order.id', 'page x', 'key field "order.id": the body is not JSON, so it has no fields'],
+    [
+      'in a body that is not JSON',
+      'order.id',
+      'page x',
+      'key field "order.id": the body cannot be read for it (not JSON: unexpected character at position 0 of 6)',
+    ],
     [
       // JSON may escape a lone surrogate, which PostgreSQL would store as U+FFFD: another such key would be the same claim.
       'a lone surrogate, escaped in the JSON',
