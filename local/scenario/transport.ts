@@ -1,18 +1,17 @@
 import type pg from 'pg';
-import type { DataApiSession } from '../lambda/inbox/data-api/session.js';
-import type { DatabaseTarget } from '../lambda/inbox/data-api/session.js';
-import type { InboxSession } from '../lambda/inbox/transport/session.js';
-import { postgres, PostgresSession } from '../lambda/inbox/transport/postgres/index.js';
-import { DSQL_INBOX_MIGRATIONS, DsqlSession, migrateDsql } from '../lambda/inbox/transport/dsql/index.js';
-import type { DsqlConflict, DsqlTarget } from '../lambda/inbox/transport/dsql/index.js';
-import { INBOX_MIGRATIONS, migrate } from '../lambda/inbox/sql/schema.js';
-import { dsqlOnProfile, startDsqlProfile } from './dsql/profile.js';
-import type { Faults } from './data-api/faults.js';
-import type { Stats } from './data-api/stats.js';
-import { loadPg } from './peer-loaders.js';
-import { sweeperSession } from './scenario-steps.js';
-import type { LocalStack } from './stack.js';
-import { startWireProxy } from './wire/proxy.js';
+import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import type { DatabaseTarget } from '../../lambda/inbox/data-api/session.js';
+import type { InboxSession } from '../../lambda/inbox/transport/session.js';
+import { postgres, PostgresSession } from '../../lambda/inbox/transport/postgres/index.js';
+import { DSQL_INBOX_MIGRATIONS, DsqlSession, migrateDsql } from '../../lambda/inbox/transport/dsql/index.js';
+import type { DsqlConflict, DsqlTarget } from '../../lambda/inbox/transport/dsql/index.js';
+import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
+import { dsqlOnProfile, startDsqlProfile } from '../dsql/profile.js';
+import type { Faults } from '../data-api/faults.js';
+import type { Stats } from '../data-api/stats.js';
+import { loadPg } from '../peer-loaders.js';
+import type { LocalStack } from '../stack.js';
+import { startWireProxy } from '../wire/proxy.js';
 
 /**
  * How a scenario's handlers reach the run's database: `'data-api'` through the local Data API server (as
@@ -117,7 +116,8 @@ export async function openHandlerTransport(
       calls: local.dataApi,
       database: () => dataApi.target,
       session: dataApi.session,
-      sweeper: sweeperSession(dataApi.target),
+      // Without resume retries: a sweep refused by a paused Aurora is tried again at the next.
+      sweeper: new DataApiSession(dataApi.target, { callTimeoutMs: 10_000, resumeDelaysMs: [] }),
       outboxWatch: dataApi.session,
       problems: () => [],
       env: Object.fromEntries(PG_VARIABLES.map((name) => [name, undefined])),

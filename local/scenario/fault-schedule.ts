@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { SQSRecord } from 'aws-lambda';
-import type { FaultCall } from './data-api/faults.js';
-import type { DataApiServer } from './data-api/server.js';
-import type { PendingDelete, SqsEventHandler } from './event-source.js';
+import type { FaultCall } from '../data-api/faults.js';
+import type { DataApiServer } from '../data-api/server.js';
+import type { PendingDelete, SqsEventHandler } from '../event-source.js';
 
 /**
  * The faults a scenario can inject, each at its own rate, decided by the seed. Every fault acts outside
