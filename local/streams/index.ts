@@ -32,8 +32,6 @@ export type { KinesisEventSourceOptions } from './kinesis/event-source.js';
 
 export { DynamoDbModel } from './dynamodb/model.js';
 export type { CreateTableOptions, DynamoDbModelOptions, DynamoDbStreamRecord, DynamoDbTableInfo, StreamViewType } from './dynamodb/model.js';
-export { marshallItem, unmarshallItem } from './dynamodb/attribute-values.js';
-export type { MarshalledItem, PlainItem } from './dynamodb/attribute-values.js';
 export { DynamoDbEventSource } from './dynamodb/event-source.js';
 export type { DynamoDbEventSourceOptions } from './dynamodb/event-source.js';
 

@@ -5,8 +5,8 @@ import type { Clock } from '../../sqs/clock.js';
 import { ChangeSignal } from '../change-signal.js';
 import { StreamModelError } from '../errors.js';
 import { ShardLog } from '../shard-log.js';
-import { canonicalText, marshallItem, marshallValue, unmarshallItem } from './attribute-values.js';
-import type { MarshalledItem, PlainItem } from './attribute-values.js';
+import { fromImage, toImage, toImageValue, utilDynamoDb } from './images.js';
+import type { StreamImage } from './images.js';
 
 /** What a table's stream records hold (StreamSpecification.StreamViewType). */
 export type StreamViewType = 'KEYS_ONLY' | 'NEW_IMAGE' | 'OLD_IMAGE' | 'NEW_AND_OLD_IMAGES';
@@ -57,9 +57,9 @@ export interface DynamoDbStreamRecord {
   eventName: 'INSERT' | 'MODIFY' | 'REMOVE';
   /** A decimal string; compare as BigInt. */
   sequenceNumber: string;
-  keys: MarshalledItem;
-  newImage?: MarshalledItem | undefined;
-  oldImage?: MarshalledItem | undefined;
+  keys: StreamImage;
+  newImage?: StreamImage | undefined;
+  oldImage?: StreamImage | undefined;
   sizeBytes: number;
   streamViewType: StreamViewType;
   /** Epoch milliseconds on the model's clock. */
@@ -71,7 +71,7 @@ type StoredChange = Omit<DynamoDbStreamRecord, 'shardId' | 'sequenceNumber' | 'c
 interface Table {
   info: DynamoDbTableInfo;
   keyNames: string[];
-  items: Map<string, MarshalledItem>;
+  items: Map<string, StreamImage>;
   logs: Map<string, ShardLog<StoredChange>>;
   changes: ChangeSignal;
 }
@@ -110,6 +110,8 @@ export class DynamoDbModel {
     this.accountId = options.accountId ?? '000000000000';
     this.#nextSequence = options.firstSequenceNumber ?? 10n ** 20n;
     if (this.#nextSequence < 0n) throw new RangeError('DynamoDbModel: firstSequenceNumber must not be negative.');
+    // Its items go through the SDK's marshalling: a missing package is named now, not at the first write.
+    utilDynamoDb();
   }
 
   /** CreateTable with a stream enabled. */
@@ -143,9 +145,9 @@ export class DynamoDbModel {
   }
 
   /** PutItem: INSERT when the key is new, MODIFY when the item changes, nothing when it is the same. */
-  putItem(table: string, item: PlainItem): void {
+  putItem(table: string, item: Record<string, unknown>): void {
     const t = this.#table(table);
-    const marshalled = marshallItem(item);
+    const marshalled = toImage(item);
     this.#write(t, this.#keyOf(t, marshalled), marshalled);
   }
 
@@ -153,30 +155,30 @@ export class DynamoDbModel {
    * UpdateItem with SET of `set` and REMOVE of `remove`: creates the item (INSERT) when the key is
    * new, as UpdateItem does; MODIFY when something changed; nothing when nothing did.
    */
-  updateItem(table: string, key: PlainItem, set: PlainItem, remove: readonly string[] = []): void {
+  updateItem(table: string, key: Record<string, unknown>, set: Record<string, unknown>, remove: readonly string[] = []): void {
     const t = this.#table(table);
-    const keyItem = this.#keyOf(t, marshallItem(key));
+    const keyItem = this.#keyOf(t, toImage(key));
     for (const name of [...Object.keys(set), ...remove]) {
       if (t.keyNames.includes(name)) throw validation(`cannot update attribute ${name}: it is part of the key`);
     }
     const current = t.items.get(canonicalText(keyItem));
-    const next: MarshalledItem = { ...(current ?? keyItem) };
-    for (const [name, value] of Object.entries(set)) next[name] = marshallValue(value, name);
+    const next: StreamImage = { ...(current ?? keyItem) };
+    for (const [name, value] of Object.entries(set)) next[name] = toImageValue(value);
     for (const name of remove) delete next[name];
     this.#write(t, keyItem, next);
   }
 
   /** DeleteItem: REMOVE with the old image; nothing when there is no such item. */
-  deleteItem(table: string, key: PlainItem): void {
+  deleteItem(table: string, key: Record<string, unknown>): void {
     const t = this.#table(table);
-    this.#write(t, this.#keyOf(t, marshallItem(key)), undefined);
+    this.#write(t, this.#keyOf(t, toImage(key)), undefined);
   }
 
   /** GetItem, as a plain object (a copy); undefined when absent. */
-  getItem(table: string, key: PlainItem): PlainItem | undefined {
+  getItem(table: string, key: Record<string, unknown>): Record<string, unknown> | undefined {
     const t = this.#table(table);
-    const item = t.items.get(canonicalText(this.#keyOf(t, marshallItem(key))));
-    return item ? unmarshallItem(item) : undefined;
+    const item = t.items.get(canonicalText(this.#keyOf(t, toImage(key))));
+    return item ? fromImage(item) : undefined;
   }
 
   /** GetRecords from a stream shard: up to `limit` records after `after`, or from the trim horizon. */
@@ -198,7 +200,7 @@ export class DynamoDbModel {
   }
 
   /** Stores (or deletes, with `next` undefined) an item and writes the stream record of the change. */
-  #write(table: Table, key: MarshalledItem, next: MarshalledItem | undefined): void {
+  #write(table: Table, key: StreamImage, next: StreamImage | undefined): void {
     const id = canonicalText(key);
     const previous = table.items.get(id);
     if (next === undefined && previous === undefined) return;
@@ -227,8 +229,8 @@ export class DynamoDbModel {
   }
 
   /** The key attributes of an item, checked: present, and of a key type (S, N or B). */
-  #keyOf(table: Table, item: MarshalledItem): MarshalledItem {
-    const key: MarshalledItem = {};
+  #keyOf(table: Table, item: StreamImage): StreamImage {
+    const key: StreamImage = {};
     for (const name of table.keyNames) {
       const value: AttributeValue | undefined = item[name];
       if (!value) throw validation(`One of the required keys was not given a value: ${name}`);
@@ -265,4 +267,13 @@ function shortHash(text: string): string {
 
 function validation(message: string): StreamModelError {
   return new StreamModelError('ValidationException', message);
+}
+
+/** A stable text for an item or key: attribute names sorted at every level, so equal items give equal text. */
+function canonicalText(value: unknown): string {
+  return JSON.stringify(value, (_key, inner: unknown) =>
+    typeof inner === 'object' && inner !== null && !Array.isArray(inner)
+      ? Object.fromEntries(Object.entries(inner).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : inner,
+  );
 }
