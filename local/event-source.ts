@@ -7,11 +7,11 @@ import { SqsError } from './sqs/errors.js';
 import type { SqsModel } from './sqs/model.js';
 import type { ReceivedMessage } from './sqs/types.js';
 
-/** The context a handler gets: the full Lambda `Context` shape, with a deadline on the injected clock. */
-export type LambdaLikeContext = Context;
-
-/** Any SQS handler: ours, Powertools', or hand-written. */
-export type SqsEventHandler = (event: SQSEvent, context: LambdaLikeContext) => Promise<SQSBatchResponse | void | null> | SQSBatchResponse | void | null;
+/**
+ * Any SQS handler: ours, Powertools', or hand-written. Its context is the full Lambda `Context`, its
+ * remaining time counting down on the event source's clock.
+ */
+export type SqsEventHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | void | null> | SQSBatchResponse | void | null;
 
 /** What `beforeDelete` sees: the batch, and which records are about to be deleted. */
 export interface PendingDelete {
@@ -312,7 +312,7 @@ export class SqsEventSource {
     for (const listener of [...this.#idleListeners]) listener();
   }
 
-  async #run(requestId: string, records: SQSRecord[], context: LambdaLikeContext): Promise<InvocationOutcome> {
+  async #run(requestId: string, records: SQSRecord[], context: Context): Promise<InvocationOutcome> {
     const allKept = (result: InvocationOutcome['result'], error?: unknown): InvocationOutcome => ({
       requestId,
       records,
@@ -417,7 +417,7 @@ export class SqsEventSource {
     };
   }
 
-  #context(requestId: string, deadline: number): LambdaLikeContext {
+  #context(requestId: string, deadline: number): Context {
     return lambdaContext({
       functionName: this.#functionName,
       region: this.#model.region,

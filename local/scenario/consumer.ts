@@ -3,7 +3,6 @@ import type { InboxSession } from '../../lambda/inbox/transport/session.js';
 import type { SqsEventHandler } from '../event-source.js';
 import type { LocalStack } from '../stack.js';
 import type { CommitPoint } from './fault-schedule.js';
-import type { HandedOnMessage } from './sqs.js';
 import type { ScenarioMessage } from './source.js';
 import type { ScenarioDatabase, ScenarioTransport } from './transport.js';
 
@@ -102,14 +101,26 @@ export interface ScenarioConsumer {
    * @example async (session) => { const { rows } = await session.execute('SELECT sum(amount_cents)::int AS total FROM public.payments'); if (rows[0]?.total !== 47_850) return `total ${rows[0]?.total}, expected 47850`; }
    * @default nothing more than the effects query
    */
-  readonly verify?: ((session: DataApiSession, handedOn: HandedOn) => ScenarioCheck | Promise<ScenarioCheck>) | undefined;
+  readonly verify?:
+    | ((session: DataApiSession, handedOn: HandedOn) => string | readonly string[] | void | Promise<string | readonly string[] | void>)
+    | undefined;
 }
 
 /** The messages in each outbox destination's queue at the end of a run (see {@link ScenarioRunOptions.destinations}), in the order they arrived. */
-export type HandedOn = Readonly<Record<string, readonly HandedOnMessage[]>>;
+export type HandedOn = Readonly<
+  Record<
+    string,
+    readonly {
+      /** Its body, as sent. */
+      readonly body: string;
+      /** Its `idempotency-key` attribute: the outbox's stable key. */
+      readonly key: string | undefined;
+      /** Its FIFO MessageGroupId. */
+      readonly groupId: string | undefined;
+    }[]
+  >
+>;
 
-/** What a {@link ScenarioConsumer.verify} check returns: nothing (all is well), or the problems it found. */
-export type ScenarioCheck = string | readonly string[] | void | undefined;
 /** A handler a factory returned, and the database of the run it was built for. */
 const builtFor = new WeakMap<object, string>();
 

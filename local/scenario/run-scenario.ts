@@ -18,7 +18,7 @@ import { DEFAULT_DSQL_CONFLICT_RATE, SCENARIO_TRANSPORTS } from './transport.js'
 import type { ScenarioTransport } from './transport.js';
 
 /**
- * Options of {@link runScenario} about the run: where, how many messages, which faults.
+ * Options of `runScenario` about the run: where, how many messages, which faults.
  *
  * @example
  * const run: ScenarioRunOptions = { local, messages: 500, seed: 7, faults: ['crash-after-commit', 'drop-commit'], consumers: 4 };
@@ -90,7 +90,7 @@ export interface ScenarioRunOptions {
 }
 
 /**
- * Options of {@link runScenario}: your consumer (`handler`, `message`, `effects`) and the run's settings.
+ * Options of `runScenario`: your consumer (`handler`, `message`, `effects`) and the run's settings.
  *
  * @example
  * const options: ScenarioOptions = { ...payments, messages: 300, env: { POWERTOOLS_METRICS_DISABLED: 'true' } };

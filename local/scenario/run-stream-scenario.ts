@@ -2,7 +2,6 @@ import type { Context } from 'aws-lambda';
 import type { DataApiSession } from '../../lambda/inbox/data-api/session.js';
 import type { DatabaseTarget } from '../../lambda/inbox/data-api/session.js';
 import type { LocalStack } from '../stack.js';
-import type { StreamHandler } from '../streams/types.js';
 import { makeHandler } from './consumer.js';
 import type { ScenarioConsumer, ScenarioEnvironment } from './consumer.js';
 import { inOwnDatabase, runTag } from './database.js';
@@ -53,7 +52,7 @@ export interface StreamConsumer extends Pick<ScenarioConsumer, 'setup' | 'effect
    * A factory of the handler under test, called once, after the run's database exists and `INBOX_*` is
    * set: `({ database }) => kinesisInbox({ database, ... })`.
    */
-  readonly handler: (environment: StreamEnvironment) => StreamHandler<never> | Promise<StreamHandler<never>>;
+  readonly handler: (environment: StreamEnvironment) => ((event: never, context: Context) => unknown) | Promise<(event: never, context: Context) => unknown>;
   /**
    * Builds record `index`: `key`, the business id your effects query returns (on Kafka also sent as the
    * `idempotency-key` header; on Kinesis and DynamoDB your handler's `key` option must find it in the
@@ -67,7 +66,7 @@ export interface StreamConsumer extends Pick<ScenarioConsumer, 'setup' | 'effect
 }
 
 /**
- * Options of {@link runStreamScenario}: the stream, your consumer (`handler`, `message`, `effects`), and
+ * Options of `runStreamScenario`: the stream, your consumer (`handler`, `message`, `effects`), and
  * the run's settings.
  *
  * @example
@@ -76,7 +75,7 @@ export interface StreamConsumer extends Pick<ScenarioConsumer, 'setup' | 'effect
 export type StreamScenarioOptions = StreamRunOptions & StreamConsumer;
 
 /**
- * Options of {@link runStreamScenario} about the run.
+ * Options of `runStreamScenario` about the run.
  *
  * @example
  * const run: StreamRunOptions = { source: 'kinesis', messages: 300, seed: 7 };
@@ -145,7 +144,7 @@ export interface StreamScenarioResult
  * mapping for it, into your own handler (`kinesisInbox`, `dynamoDbInbox`, `kafkaInbox`, or any), with
  * the seeded stream faults: producer re-sends, the worker dying after its
  * commits and before the checkpoint (offset commit), lost commit responses, dying inside the
- * transaction, Aurora auto-pause and 5xx. Then judges your effects query as {@link runScenario} does:
+ * transaction, Aurora auto-pause and 5xx. Then judges your effects query as `runScenario` does:
  * every record applied exactly once, none lost (parked counts as accounted for), each lane's in
  * production order; faults that never struck and what `verify` found are problems too.
  *

@@ -8,6 +8,7 @@ import { loadSqsClient } from '../peer-loaders.js';
 import type { QueueInfo, SqsModel } from '../sqs/model.js';
 import type { LocalStack } from '../stack.js';
 import type { FaultSchedule } from './fault-schedule.js';
+import type { HandedOn } from './consumer.js';
 import type { SentMessage } from './judge.js';
 import { startSweeper, unsentRows } from './outbox-sweeper.js';
 import type { PeriodicSweeper } from './outbox-sweeper.js';
@@ -26,15 +27,8 @@ export interface Outgoing extends SentMessage {
   readonly sendGroupId: string | undefined;
 }
 
-/** One message your handler handed on to a destination. */
-export interface HandedOnMessage {
-  /** Its body, as sent. */
-  readonly body: string;
-  /** Its `idempotency-key` attribute: the outbox's stable key. */
-  readonly key: string | undefined;
-  /** Its FIFO MessageGroupId. */
-  readonly groupId: string | undefined;
-}
+/** One message a handler handed on to a destination. */
+export type HandedOnMessage = HandedOn[string][number];
 
 /** The queues of an SQS scenario: standard or FIFO, visibility and function timeout, FIFO groups for messages that name none. */
 export interface SqsShape {

@@ -40,7 +40,7 @@ export interface StreamLog {
   /** Writes one record (again, for a producer's retry). */
   put(write: StreamWrite): void;
   /** The event source mapping, not started, over `handler`. */
-  eventSource(handler: (event: never, context: never) => unknown, options: MappingOptions): StreamEventSource<unknown, unknown>;
+  eventSource(handler: (event: never, context: never) => unknown, options: MappingOptions): StreamEventSource;
   /** The id of a Lambda record, to decide faults by: lane and position. */
   recordId(record: unknown): string;
 }
@@ -53,7 +53,7 @@ export interface StreamLog {
 export class StreamScenarioSource implements ScenarioSource {
   readonly #log: StreamLog;
   #writes = 0;
-  #mapping: StreamEventSource<unknown, unknown> | undefined;
+  #mapping: StreamEventSource | undefined;
 
   constructor(log: StreamLog) {
     this.#log = log;
@@ -98,7 +98,7 @@ export class StreamScenarioSource implements ScenarioSource {
   }
 
   /** The mapping's counters. */
-  get stats(): StreamEventSource<unknown, unknown>['stats'] {
+  get stats(): StreamEventSource['stats'] {
     return this.#subscribed().stats;
   }
 
@@ -129,7 +129,7 @@ export class StreamScenarioSource implements ScenarioSource {
     return Math.min(this.#writes, this.#subscribed().stats.recordsCheckpointed);
   }
 
-  #subscribed(): StreamEventSource<unknown, unknown> {
+  #subscribed(): StreamEventSource {
     if (!this.#mapping) throw new Error('StreamScenarioSource: consume() a handler before the run starts.');
     return this.#mapping;
   }

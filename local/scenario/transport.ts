@@ -20,23 +20,20 @@ import { startWireProxy } from '../wire/proxy.js';
  * injects the same faults, or `'dsql'`: `dsql({ ... })` on the DSQL profile (local/dsql/profile.ts:
  * PostgreSQL held to Aurora DSQL's rules, optimistic-concurrency conflicts injected at COMMIT).
  */
-export const SCENARIO_TRANSPORTS = ['data-api', 'postgres', 'dsql'] as const;
+export type ScenarioTransport = 'data-api' | 'postgres' | 'dsql';
+
+/** Every {@link ScenarioTransport}, for the demo's flag and the options' check. */
+export const SCENARIO_TRANSPORTS: readonly ScenarioTransport[] = ['data-api', 'postgres', 'dsql'];
 
 /** The share of COMMITs the DSQL profile fails with DSQL's OC000 conflict when a run names none: 5%. */
 export const DEFAULT_DSQL_CONFLICT_RATE = 0.05;
-
-/** One of {@link SCENARIO_TRANSPORTS}. */
-export type ScenarioTransport = (typeof SCENARIO_TRANSPORTS)[number];
-
-/** What `postgres(pool)` from `sqs-inbox/postgres` gives: the `database` of `inbox()` on the wire. */
-export type PostgresDatabase = ReturnType<typeof postgres>;
 
 /**
  * The `database` a handler factory gets: Data API settings (`'data-api'`), `postgres(pool)` on a pool of
  * the handler's own (`'postgres'`), or `dsql({ ... })` on the DSQL profile (`'dsql'`). Each goes straight
  * into `inbox({ database })`.
  */
-export type ScenarioDatabase = DatabaseTarget | PostgresDatabase | DsqlTarget;
+export type ScenarioDatabase = DatabaseTarget | ReturnType<typeof postgres> | DsqlTarget;
 
 /** The variables that point node-postgres (`new pg.Pool()` with no settings) at a server. */
 export const PG_VARIABLES = ['PGHOST', 'PGPORT', 'PGDATABASE', 'PGUSER', 'PGPASSWORD', 'PGOPTIONS'] as const;

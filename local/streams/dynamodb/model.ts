@@ -8,47 +8,6 @@ import { ShardLog } from '../shard-log.js';
 import { fromImage, toImage, toImageValue, utilDynamoDb } from './images.js';
 import type { StreamImage } from './images.js';
 
-/** What a table's stream records hold (StreamSpecification.StreamViewType). */
-export type StreamViewType = 'KEYS_ONLY' | 'NEW_IMAGE' | 'OLD_IMAGE' | 'NEW_AND_OLD_IMAGES';
-
-/** Options of {@link DynamoDbModel}. */
-export interface DynamoDbModelOptions {
-  /** The clock creation times and the stream's 24-hour retention run on. @default a new SystemClock */
-  clock?: Clock | undefined;
-  /** The region in table and stream ARNs. @default 'us-east-1' */
-  region?: string | undefined;
-  /** The account id in ARNs. @default '000000000000' */
-  accountId?: string | undefined;
-  /**
-   * The first stream sequence number. DynamoDB's are decimal strings of 21 to 40 digits; starting
-   * near a power of ten lets a test prove they are compared as numbers, not text.
-   * @default 100000000000000000000n (21 digits)
-   */
-  firstSequenceNumber?: bigint | undefined;
-}
-
-/** CreateTable's options. */
-export interface CreateTableOptions {
-  /** The partition key attribute name. */
-  partitionKey: string;
-  /** The sort key attribute name, if the table has one. */
-  sortKey?: string | undefined;
-  /** What stream records hold. @default 'NEW_AND_OLD_IMAGES' */
-  streamViewType?: StreamViewType | undefined;
-  /** Stream shards; an item's key hash picks its shard, so one item's changes stay in order on one shard. @default 1 */
-  shardCount?: number | undefined;
-}
-
-/** A table as callers see it. */
-export interface DynamoDbTableInfo {
-  name: string;
-  arn: string;
-  /** `arn:aws:dynamodb:<region>:<account>:table/<name>/stream/<created>`: the event source ARN. */
-  streamArn: string;
-  streamViewType: StreamViewType;
-  shardIds: string[];
-}
-
 /** A stream record as GetRecords returns it, with the creation time in epoch ms. */
 export interface DynamoDbStreamRecord {
   shardId: string;
@@ -57,11 +16,15 @@ export interface DynamoDbStreamRecord {
   eventName: 'INSERT' | 'MODIFY' | 'REMOVE';
   /** A decimal string; compare as BigInt. */
   sequenceNumber: string;
-  keys: StreamImage;
-  newImage?: StreamImage | undefined;
-  oldImage?: StreamImage | undefined;
+  /** The item's key attributes, as AttributeValues (binary as base64). */
+  keys: Record<string, AttributeValue>;
+  /** The item after the change, with NEW_IMAGE or NEW_AND_OLD_IMAGES. */
+  newImage?: Record<string, AttributeValue> | undefined;
+  /** The item before the change, with OLD_IMAGE or NEW_AND_OLD_IMAGES. */
+  oldImage?: Record<string, AttributeValue> | undefined;
+  /** Approximately the UTF-8 size of what the record carries. */
   sizeBytes: number;
-  streamViewType: StreamViewType;
+  streamViewType: 'KEYS_ONLY' | 'NEW_IMAGE' | 'OLD_IMAGE' | 'NEW_AND_OLD_IMAGES';
   /** Epoch milliseconds on the model's clock. */
   createdMs: number;
 }
@@ -69,7 +32,7 @@ export interface DynamoDbStreamRecord {
 type StoredChange = Omit<DynamoDbStreamRecord, 'shardId' | 'sequenceNumber' | 'createdMs'>;
 
 interface Table {
-  info: DynamoDbTableInfo;
+  info: ReturnType<DynamoDbModel['describeTable']>;
   keyNames: string[];
   items: Map<string, StreamImage>;
   logs: Map<string, ShardLog<StoredChange>>;
@@ -104,7 +67,22 @@ export class DynamoDbModel {
   readonly #tables = new Map<string, Table>();
   #nextSequence: bigint;
 
-  constructor(options: DynamoDbModelOptions = {}) {
+  constructor(
+    options: {
+      /** The clock creation times and the stream's 24-hour retention run on. @default a new SystemClock */
+      clock?: Clock | undefined;
+      /** The region in table and stream ARNs. @default 'us-east-1' */
+      region?: string | undefined;
+      /** The account id in ARNs. @default '000000000000' */
+      accountId?: string | undefined;
+      /**
+       * The first stream sequence number. DynamoDB's are decimal strings of 21 to 40 digits; starting
+       * near a power of ten lets a test prove they are compared as numbers, not text.
+       * @default 100000000000000000000n (21 digits)
+       */
+      firstSequenceNumber?: bigint | undefined;
+    } = {},
+  ) {
     this.clock = options.clock ?? new SystemClock();
     this.region = options.region ?? 'us-east-1';
     this.accountId = options.accountId ?? '000000000000';
@@ -115,7 +93,19 @@ export class DynamoDbModel {
   }
 
   /** CreateTable with a stream enabled. */
-  createTable(name: string, options: CreateTableOptions): DynamoDbTableInfo {
+  createTable(
+    name: string,
+    options: {
+      /** The partition key attribute name. */
+      partitionKey: string;
+      /** The sort key attribute name, if the table has one. */
+      sortKey?: string | undefined;
+      /** What stream records hold (StreamSpecification.StreamViewType). @default 'NEW_AND_OLD_IMAGES' */
+      streamViewType?: 'KEYS_ONLY' | 'NEW_IMAGE' | 'OLD_IMAGE' | 'NEW_AND_OLD_IMAGES' | undefined;
+      /** Stream shards; an item's key hash picks its shard, so one item's changes stay in order on one shard. @default 1 */
+      shardCount?: number | undefined;
+    },
+  ): ReturnType<DynamoDbModel['describeTable']> {
     if (!TABLE_NAME.test(name)) throw validation(`table name ${JSON.stringify(name)} must be 3 to 255 of a-z, A-Z, 0-9, _ . -`);
     if (this.#tables.has(name)) throw new StreamModelError('ResourceInUseException', `Table already exists: ${name}`);
     const viewType = options.streamViewType ?? 'NEW_AND_OLD_IMAGES';
@@ -127,7 +117,7 @@ export class DynamoDbModel {
     const created = new Date(now).toISOString().replace('Z', '');
     const shardIds = Array.from({ length: shardCount }, (_, i) => `shardId-${String(now).padStart(20, '0')}-${shortHash(`${name}/${i}`)}`);
     const arn = `arn:aws:dynamodb:${this.region}:${this.accountId}:table/${name}`;
-    const info: DynamoDbTableInfo = { name, arn, streamArn: `${arn}/stream/${created}`, streamViewType: viewType, shardIds };
+    const info: ReturnType<DynamoDbModel['describeTable']> = { name, arn, streamArn: `${arn}/stream/${created}`, streamViewType: viewType, shardIds };
     this.#tables.set(name, {
       info,
       keyNames: [options.partitionKey, ...(options.sortKey ? [options.sortKey] : [])],
@@ -139,7 +129,14 @@ export class DynamoDbModel {
   }
 
   /** DescribeTable: the ARNs, the stream view type and the stream's shards. */
-  describeTable(name: string): DynamoDbTableInfo {
+  describeTable(name: string): {
+    name: string;
+    arn: string;
+    /** `arn:aws:dynamodb:<region>:<account>:table/<name>/stream/<created>`: the event source ARN. */
+    streamArn: string;
+    streamViewType: 'KEYS_ONLY' | 'NEW_IMAGE' | 'OLD_IMAGE' | 'NEW_AND_OLD_IMAGES';
+    shardIds: string[];
+  } {
     const info = this.#table(name).info;
     return { ...info, shardIds: [...info.shardIds] };
   }
@@ -195,7 +192,7 @@ export class DynamoDbModel {
   }
 
   /** Fires whenever the table's stream gets a record. */
-  changes(table: string): ChangeSignal {
+  changes(table: string): { subscribe(listener: () => void): () => void } {
     return this.#table(table).changes;
   }
 
@@ -277,3 +274,9 @@ function canonicalText(value: unknown): string {
       : inner,
   );
 }
+
+/** Options of {@link DynamoDbModel}. */
+export type DynamoDbModelOptions = NonNullable<ConstructorParameters<typeof DynamoDbModel>[0]>;
+
+/** What a table's stream records hold (StreamSpecification.StreamViewType). */
+export type StreamViewType = DynamoDbStreamRecord['streamViewType'];

@@ -29,7 +29,7 @@ function source(ddb: DynamoDbModel, options: Partial<DynamoDbEventSourceOptions>
   return es;
 }
 
-describe('items through the SDK\'s own marshalling', () => {
+describe("items through the SDK's own marshalling", () => {
   it('writes every JavaScript type as its AttributeValue, binary as base64 as Lambda delivers it, and reads it back', () => {
     const { ddb, all } = setup();
     const item = {
