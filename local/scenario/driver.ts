@@ -21,9 +21,8 @@ export interface Plan<Source extends ScenarioSource, Result> {
   readonly local: LocalStack;
   /** The run's database on the stack's server. */
   readonly database: string;
-  /** How the handlers reach the database. @default 'data-api' */
+  /** How the handlers reach it. @default 'data-api' */
   readonly transport?: ScenarioTransport | undefined;
-  /** On DSQL: the share of COMMITs that fail with a conflict. */
   readonly conflictRate?: number | undefined;
   readonly source: Source;
   readonly seed: number;
@@ -36,9 +35,9 @@ export interface Plan<Source extends ScenarioSource, Result> {
   /** The consumer's tables, made after the inbox's. */
   readonly setup: Setup | undefined;
   readonly timeoutMs: number;
-  /** Sets the handlers' environment in `process.env`: given by a run that owns the process. */
+  /** Sets the handlers' environment in `process.env`: a run that owns the process gives it. */
   readonly setEnv?: SetEnv | undefined;
-  /** More environment for the handlers, after the run's own: it may override any of it. */
+  /** More environment for the handlers, after the run's own, which it may override. */
   readonly env?: Readonly<Record<string, string | undefined>> | undefined;
   /** Subscribes the handlers to the source, once the messages are in and the environment is set. */
   connect(run: Run<Source>): Promise<void> | void;
@@ -56,22 +55,21 @@ export interface Run<Source extends ScenarioSource> {
   readonly schedule: FaultSchedule;
   /** The handlers' side of the database: their transport, its faults and counts. */
   readonly transport: HandlerTransport;
-  /** The run's own session on its database, over the Data API and never faulted: setup, effects, verify. */
+  /** The run's own Data API session on its database, never faulted: setup, effects, verify. */
   readonly session: DataApiSession;
   readonly production: Production;
-  /** The variables the run set for the handlers (those it unset left out). */
+  /** The variables the run set for the handlers, those it unset left out. */
   readonly env: Readonly<Record<string, string>>;
   /** When the run started (Date.now()). */
   readonly started: number;
 }
 
-/** A run once its source drained (or its time ran out), as the runner's `judge` gets it. */
+/** A run once its source drained, or its time ran out. */
 export interface DrainedRun<Source extends ScenarioSource> extends Run<Source> {
-  /** Whether the source drained before the timeout. */
   readonly completed: boolean;
   /** The handlers' database calls while the mappings ran: Data API calls, or round trips through the wire proxy. */
   readonly dataApiCalls: number;
-  /** What the call counts say about the transport (a handler that ignored it). */
+  /** What the call counts say about the transport: a handler that ignored it. */
   readonly transportProblems: readonly string[];
 }
 

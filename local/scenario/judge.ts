@@ -1,7 +1,8 @@
 import type { DataApiSession } from '../../lambda/inbox/data-api/session.js';
 import { compareSeq, firstRow, readEffects, selectByKey } from './effects.js';
 import type { KeyEffects } from './effects.js';
-import type { FaultLikelihood, FaultSchedule } from './fault-schedule.js';
+import type { FaultSchedule } from './fault-schedule.js';
+import type { ScenarioResult } from './run-scenario.js';
 
 // The judge: what was sent against what the database and the queues hold at the end. Every scenario's
 // verdict comes from here, read from the user's effects query, never from the handler's own account.
@@ -206,38 +207,37 @@ export interface RunToJudge {
   /** The user's effects query. */
   readonly effects: string;
   readonly sent: readonly SentMessage[];
-  /** Keys of the messages in the dead-letter queue. */
   readonly deadLettered: ReadonlySet<string>;
-  /** Whether the run drained before `timeoutMs`, and how many records it left queued or unfinished. */
   readonly completed: boolean;
   readonly timeoutMs: number;
+  /** Records left queued, in flight or not checkpointed. */
   readonly left: number;
-  /** The run's faults, which must have struck (or say so). */
+  /** The run's faults, which must have struck, or say so. */
   readonly schedule: FaultSchedule;
-  /** Messages produced, for how many would have made an unfired fault likely. */
   readonly messages: number;
-  /** Problems the run itself found (a handler that ignored its transport), after the schedule's. */
+  /** Problems the run found itself (a handler that ignored its transport), after the schedule's. */
   readonly found: readonly string[];
   /** The user's own check, on the run's database. */
   readonly verify: ((session: DataApiSession) => unknown) | undefined;
 }
 
-/** What every scenario's result says of its run, as the judge found it. */
-export interface Judged {
-  readonly applied: number;
-  readonly doubled: number;
-  readonly doubleEffects: readonly DoubleEffect[];
-  readonly extraEffects: number;
-  readonly lost: number;
-  readonly lostKeys: readonly string[];
-  readonly parked: number;
-  readonly orderViolations: number;
-  readonly outOfOrder: readonly OutOfOrderEffect[];
-  readonly faultsInjected: Readonly<Record<string, number>>;
-  readonly faultLikelihood: readonly FaultLikelihood[];
-  readonly exactlyOnce: boolean;
-  readonly problems: readonly string[];
-}
+/** What every scenario's result says of its run, as the judge found it (a stream's result picks the same). */
+export type Judged = Pick<
+  ScenarioResult,
+  | 'applied'
+  | 'doubled'
+  | 'doubleEffects'
+  | 'extraEffects'
+  | 'lost'
+  | 'lostKeys'
+  | 'parked'
+  | 'orderViolations'
+  | 'outOfOrder'
+  | 'faultsInjected'
+  | 'faultLikelihood'
+  | 'exactlyOnce'
+  | 'problems'
+>;
 
 /**
  * A run's verdict and every problem with it, one readable line each: doubles, lost, out of order and
