@@ -43,6 +43,10 @@ export async function inOwnDatabase<T>(local: LocalStack, name: string, body: (d
   try {
     result = await body(name);
   } catch (error) {
+    // Interrupted, the run fails as its database goes: the signal's drop ends the process, not this error,
+    // which would let the caller exit first with a failure of its own and leave the database behind.
+    const dropping = interrupted?.dropping();
+    if (dropping) await dropping;
     // The run's own error says more than a failed drop would.
     await dropDatabase(local.postgres.url, name).catch(() => {});
     throw error;
@@ -55,22 +59,27 @@ export async function inOwnDatabase<T>(local: LocalStack, name: string, body: (d
 
 /**
  * Drops the run's database on SIGINT or SIGTERM (Ctrl-C on `npm start`), which would otherwise end the
- * process without the run's cleanup, then lets the signal end the process as it would have.
+ * process without the run's cleanup, then lets the signal end the process as it would have. `dropping`
+ * is that drop, once a signal came: it never settles, since the process ends with it.
  */
-function dropOnSignal(serverUrl: string, name: string): { remove(): void } {
+function dropOnSignal(serverUrl: string, name: string): { remove(): void; dropping(): Promise<never> | undefined } {
+  let dropping: Promise<never> | undefined;
   const remove = () => {
     process.off('SIGINT', onSignal);
     process.off('SIGTERM', onSignal);
   };
   const onSignal = (signal: NodeJS.Signals) => {
     remove();
-    void dropDatabase(serverUrl, name)
+    dropping = dropDatabase(serverUrl, name)
       .catch(() => {})
-      .finally(() => process.kill(process.pid, signal));
+      .then(() => {
+        process.kill(process.pid, signal);
+        return new Promise<never>(() => {});
+      });
   };
   process.once('SIGINT', onSignal);
   process.once('SIGTERM', onSignal);
-  return { remove };
+  return { remove, dropping: () => dropping };
 }
 
 /** Drops a database a run created, with the connections the local Data API still holds to it. */
