@@ -95,37 +95,29 @@ export interface StreamRunOptions extends Pick<ScenarioRunOptions, 'local' | 'me
 
 /**
  * What a stream scenario saw, from the database and the event source at the end: what
- * {@link ScenarioResult} says of an SQS run, where a stream has it, and the stream's own counts.
+ * {@link ScenarioResult} says of an SQS run, but for what only a queue has, and the stream's own counts.
  *
  * @example
  * const result = await runStreamScenario(local, { source: 'kafka', ...credits, messages: 120 });
  * expect(result.problems).toEqual([]);
  */
 export interface StreamScenarioResult
-  extends Pick<
+  extends Omit<
     ScenarioResult,
-    | 'pattern'
-    | 'seed'
-    | 'messages'
-    | 'duplicateSends'
-    | 'invocations'
-    | 'recordsDelivered'
-    | 'applied'
-    | 'doubled'
-    | 'doubleEffects'
-    | 'extraEffects'
-    | 'lost'
-    | 'lostKeys'
-    | 'parked'
-    | 'orderViolations'
-    | 'outOfOrder'
-    | 'dataApiCalls'
-    | 'faultsInjected'
-    | 'faultLikelihood'
-    | 'elapsedMs'
-    | 'completed'
-    | 'exactlyOnce'
-    | 'problems'
+    | 'transport'
+    | 'sends'
+    | 'poison'
+    | 'timeouts'
+    | 'wellFormedInDlqOrParked'
+    | 'deadLettered'
+    | 'orderChecked'
+    | 'outOfOrderPastDeadLetter'
+    | 'unexpectedKeys'
+    | 'callsPerMessage'
+    | 'conflicts'
+    | 'destinations'
+    | 'outboxSwept'
+    | 'notes'
   > {
   /** The stream the records went through. */
   readonly source: StreamSourceName;
