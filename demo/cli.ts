@@ -7,8 +7,8 @@ import { COMMANDS, command } from '../bin/cli/commands.js';
 import { UsageError, atLeast, namesFrom } from '../bin/cli/flags.js';
 import { exit, failed, runCli } from '../bin/cli/main.js';
 import { USAGE } from '../bin/cli/usage.js';
-import { FAULTS } from '../local/fault-schedule.js';
-import { STREAM_FAULTS } from '../local/stream-scenario/faults.js';
+import { FAULTS } from '../local/scenario/fault-schedule.js';
+import { STREAM_FAULTS } from '../local/scenario/stream-faults.js';
 import { HAND_OFF_FAULTS, PIPELINE_FAULTS } from './pipeline/faults.js';
 
 /** What `sqs-inbox demo --faults` accepts. fault-schedule.ts imports nothing at run time, so this loads no package. */

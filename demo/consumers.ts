@@ -3,7 +3,7 @@ import { inbox } from '../lambda/inbox/handler/batch-handlers.js';
 import { openSession } from '../lambda/inbox/transport/open-session.js';
 import type { InboxLogger, InboxMetrics } from '../lambda/inbox/index.js';
 import { batchHandler, consumeNaively } from './naive.js';
-import type { ScenarioConsumer } from '../local/scenario.js';
+import type { ScenarioConsumer } from '../local/scenario/consumer.js';
 import { park } from '../lambda/inbox/parked/index.js';
 
 /**

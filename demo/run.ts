@@ -1,18 +1,18 @@
 import { parseArgs } from 'node:util';
 import { InboxConfigError } from '../lambda/inbox/index.js';
-import { FAULTS } from '../local/fault-schedule.js';
-import type { FaultName } from '../local/fault-schedule.js';
+import { FAULTS } from '../local/scenario/fault-schedule.js';
+import type { FaultName } from '../local/scenario/fault-schedule.js';
 import { DEMO_PATTERNS, demoConsumer } from './consumers.js';
 import type { DemoPattern } from './consumers.js';
 import { runPipelineDemo } from './pipeline/demo.js';
-import { runScenario } from '../local/scenario.js';
-import type { ScenarioResult } from '../local/scenario.js';
+import { runScenario } from '../local/scenario/run-scenario.js';
+import type { ScenarioResult } from '../local/scenario/run-scenario.js';
 import { startLocal } from '../local/stack.js';
 import { runStreamDemo } from './streams/demo.js';
-import { STREAM_SOURCES } from '../local/stream-scenario/sources.js';
-import type { StreamSourceName } from '../local/stream-scenario/sources.js';
-import { DEFAULT_DSQL_CONFLICT_RATE, SCENARIO_TRANSPORTS } from '../local/scenario-transport.js';
-import type { ScenarioTransport } from '../local/scenario-transport.js';
+import { STREAM_SOURCES } from '../local/scenario/stream.js';
+import type { StreamSourceName } from '../local/scenario/stream.js';
+import { DEFAULT_DSQL_CONFLICT_RATE, SCENARIO_TRANSPORTS } from '../local/scenario/transport.js';
+import type { ScenarioTransport } from '../local/scenario/transport.js';
 
 /**
  * `sqs-inbox demo` (what `npm start` runs): the same orders, faults and consumers, through the inbox

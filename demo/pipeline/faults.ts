@@ -3,8 +3,8 @@ import { createHash } from 'node:crypto';
 import type { SQSRecord } from 'aws-lambda';
 import type { SqsFaults } from '../../local/sqs/faults.js';
 import type { PendingDelete, SqsEventHandler } from '../../local/event-source.js';
-import { FAULTS } from '../../local/fault-schedule.js';
-import type { Delivery } from '../../local/fault-schedule.js';
+import { FAULTS } from '../../local/scenario/fault-schedule.js';
+import type { Delivery } from '../../local/scenario/fault-schedule.js';
 
 // Imports nothing but Node's own modules at run time: the CLI's usage lists these names without loading a package.
 

@@ -1,9 +1,8 @@
 import type { DataApiSession } from '../../lambda/inbox/data-api/session.js';
-import { problemsOf, selectByKey } from '../../local/effects.js';
-import type { DoubleEffect, OutOfOrderEffect, SentMessage, Verdict } from '../../local/effects.js';
-import { deadLetteredKeys, readVerdict } from '../../local/scenario-steps.js';
-import type { Outgoing } from '../../local/scenario-steps.js';
-import type { QueueInfo, SqsModel } from '../../local/sqs/model.js';
+import { selectByKey } from '../../local/scenario/effects.js';
+import { problemsOf, readVerdict } from '../../local/scenario/judge.js';
+import type { DoubleEffect, OutOfOrderEffect, SentMessage, Verdict } from '../../local/scenario/judge.js';
+import type { RunQueue, SqsScenarioSource } from '../../local/scenario/sqs.js';
 import { INVOICES, INVOICE_CONSUMER, PHANTOMS, SHIPMENTS, SHIP_CONSUMER } from './tables.js';
 
 /** What one stage of a pipeline run did, judged from the database and its queues. */
@@ -47,12 +46,12 @@ export interface PipelineVerdict {
  */
 export async function judgePipeline(
   session: DataApiSession,
-  model: SqsModel,
-  sent: readonly Outgoing[],
-  deadLetterQueues: { readonly orders: QueueInfo; readonly invoices: QueueInfo },
+  source: SqsScenarioSource,
+  sent: readonly SentMessage[],
+  invoices: RunQueue,
   run: { readonly completed: boolean; readonly timeoutMs: number; readonly left: number },
 ): Promise<PipelineVerdict> {
-  const shipDeadLettered = deadLetteredKeys(model, deadLetterQueues.orders);
+  const shipDeadLettered = source.deadLettered(source.input);
   const shipVerdict = await readVerdict(session, SHIPMENTS, sent, parkedBy(SHIP_CONSUMER, 'message_key'), shipDeadLettered);
   // The invoice stage's messages: one per order shipped, in its customer's group, in the order the shipments committed.
   const shippedFirst = new Map(
@@ -66,7 +65,7 @@ export async function judgePipeline(
     .sort((a, b) => shippedFirst.get(a.key)! - shippedFirst.get(b.key)!)
     .map(({ key, groupId }, position) => ({ key, groupId, position, poison: false }));
   // Its records' keys are the senders' idempotency keys; the order is in the body.
-  const invoiceDeadLettered = new Set(model.peekMessages(deadLetterQueues.invoices.url).map((message) => orderOf(message.body)));
+  const invoiceDeadLettered = source.deadLettered(invoices, (message) => orderOf(message.body));
   const invoiceVerdict = await readVerdict(
     session,
     INVOICES,

@@ -1,30 +1,17 @@
-import { randomBytes } from 'node:crypto';
-import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
-import type { SqsEventSource } from '../../local/event-source.js';
-import { FAULTS, FaultSchedule } from '../../local/fault-schedule.js';
-import type { FaultName } from '../../local/fault-schedule.js';
-import type { ScenarioResult, ScenarioRunOptions } from '../../local/scenario.js';
-import {
-  buildMessages,
-  createQueueWithDlq,
-  driveUntilDrained,
-  faultedSource,
-  inOwnDatabase,
-  localSqsClient,
-  openDatabase,
-  produce,
-  sqsDrained,
-  sweeperSession,
-  waiting,
-} from '../../local/scenario-steps.js';
-import { startLocal } from '../../local/stack.js';
+import { FAULTS } from '../../local/scenario/fault-schedule.js';
+import type { FaultName } from '../../local/scenario/fault-schedule.js';
+import type { ScenarioResult, ScenarioRunOptions } from '../../local/scenario/run-scenario.js';
+import { inOwnDatabase, runTag } from '../../local/scenario/database.js';
+import { drive } from '../../local/scenario/driver.js';
+import { checkFaults, refuse, wholeNumber } from '../../local/scenario/options.js';
+import type { SweeperStats } from '../../local/scenario/outbox-sweeper.js';
+import { onStack } from '../../local/scenario/ownership.js';
+import { SqsScenarioSource } from '../../local/scenario/sqs.js';
 import type { LocalStack } from '../../local/stack.js';
 import { HandOffFaults, PIPELINE_FAULTS } from './faults.js';
 import type { PipelineFaultName } from './faults.js';
 import { judgePipeline } from './judge.js';
 import type { InvoiceStage, PipelineStage } from './judge.js';
-import { startSweeper, unsentRows } from '../../local/outbox-sweeper.js';
-import type { PeriodicSweeper, SweeperStats } from '../../local/outbox-sweeper.js';
 import { PIPELINE_SETUP } from './tables.js';
 import { PIPELINE_VARIANTS } from './variants.js';
 import type { PipelineVariant } from './variants.js';
@@ -102,11 +89,6 @@ export interface PipelineResult
  * stages' handlers share the process (and the machine) and a batch of 10 runs longer.
  */
 const VISIBILITY_SECONDS = 3;
-/** The sweeper's schedule, scaled down from AWS's minute to the function timeout. */
-const SWEEP = { everyMs: 500, minAgeMs: VISIBILITY_SECONDS * 1000 };
-
-/** Stacks a run is using: a run owns its stack's Data API and SQS faults. */
-const busy = new WeakSet<LocalStack>();
 
 /**
  * Runs orders through two consumers chained by a queue, through every fault of the demo and the hand-off's
@@ -127,20 +109,10 @@ const busy = new WeakSet<LocalStack>();
  */
 export async function runPipeline(options: PipelineOptions = {}): Promise<PipelineResult> {
   const settings = resolve(options);
-  if (options.local && busy.has(options.local)) {
-    throw new Error(
-      "runPipeline: another pipeline is running on this stack. A run owns the stack's faults: await one before starting the next, or give each its own startLocal().",
-    );
-  }
-  const local = options.local ?? (await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } }));
-  busy.add(local);
-  try {
-    const tag = `${settings.variant.replaceAll('-', '_')}_${settings.seed}_${randomBytes(3).toString('hex')}`;
-    return await inOwnDatabase(local, `pipeline_${tag}`, (database) => runIn(local, settings, database, tag));
-  } finally {
-    busy.delete(local);
-    if (!options.local) await local.close();
-  }
+  return onStack('runPipeline', options.local, (local) => {
+    const tag = runTag(settings.variant, settings.seed);
+    return inOwnDatabase(local, `pipeline_${tag}`, (database) => run(local, database, tag, settings));
+  });
 }
 
 type Settings = Required<Omit<PipelineOptions, 'local' | 'onProgress'>> & Pick<PipelineOptions, 'onProgress'>;
@@ -160,149 +132,101 @@ function resolve(options: PipelineOptions): Settings {
   const problems: string[] = [];
   if (!(PIPELINE_VARIANTS as readonly string[]).includes(settings.variant))
     problems.push(`variant must be one of ${PIPELINE_VARIANTS.join(', ')}; got ${JSON.stringify(settings.variant)}.`);
-  for (const [name, min] of [
-    ['messages', 1],
-    ['seed', 0],
-    ['consumers', 1],
-    ['timeoutMs', 1],
-  ] as const) {
-    if (!Number.isInteger(settings[name]) || settings[name] < min) problems.push(`${name} must be a whole number of at least ${min}; got ${settings[name]}.`);
-  }
-  const unknown = settings.faults.filter((fault) => !(PIPELINE_FAULTS as readonly string[]).includes(fault));
-  if (unknown.length > 0) problems.push(`faults: unknown ${unknown.map((f) => JSON.stringify(f)).join(', ')}; choose from ${PIPELINE_FAULTS.join(', ')}.`);
-  if (problems.length > 0) throw new RangeError(`runPipeline: ${problems.join(' ')}`);
+  wholeNumber(problems, 'messages', messages, 1);
+  wholeNumber(problems, 'seed', settings.seed, 0);
+  wholeNumber(problems, 'consumers', settings.consumers, 1);
+  wholeNumber(problems, 'timeoutMs', settings.timeoutMs, 1);
+  checkFaults(problems, settings.faults as readonly FaultName[], PIPELINE_FAULTS as readonly FaultName[], 'unknown');
+  refuse('runPipeline', problems);
   return settings;
 }
 
-/** The run in its database: both stages' queues, the orders, both stages' consumers and the sweeper, then the verdict. */
-async function runIn(local: LocalStack, settings: Settings, database: string, tag: string): Promise<PipelineResult> {
-  const started = Date.now();
-  const { variant, seed, consumers } = settings;
-  const { client: dataApiClient, target, session } = openDatabase(local, database);
-  const model = local.sqs.model;
-  const orders = createQueueWithDlq(model, `pipeline-${tag}-orders`, true, VISIBILITY_SECONDS);
-  const invoices = createQueueWithDlq(model, `pipeline-${tag}-invoices`, true, VISIBILITY_SECONDS);
-  const producerClient = await localSqsClient(local);
+/** The run in its database: both stages' queues and consumers, the sweeper with the outbox, then both stages' verdicts. */
+async function run(local: LocalStack, database: string, tag: string, settings: Settings): Promise<PipelineResult> {
+  const { variant, seed } = settings;
+  const shape = { fifo: true, visibilityTimeoutSeconds: VISIBILITY_SECONDS, groups: Math.max(4, Math.floor(settings.messages / 10)) };
+  const source = await SqsScenarioSource.open(local, `pipeline-${tag}-orders`, shape);
+  const invoices = source.queue(`pipeline-${tag}-invoices`);
   // No SDK retries: the senders retry themselves, under their stable keys, so a lost answer reaches them.
-  const senderClient = await localSqsClient(local, { maxAttempts: 1 });
+  const senderClient = await source.client({ maxAttempts: 1 });
   // They import @aws-sdk/client-sqs statically: loaded once the peer is known to be there.
   const { invoiceHandler, outboxTransport, shipHandler } = await import('./consumers.js');
-  local.dataApi.faults.clear();
-  local.sqs.faults.clear();
-  const schedule = new FaultSchedule(
-    seed,
-    settings.faults.filter((fault): fault is FaultName => (FAULTS as readonly string[]).includes(fault)),
-    local.dataApi,
-    'commit',
-  );
   const handOffFaults = new HandOffFaults(seed, settings.faults, local.sqs);
-  const sources: SqsEventSource[] = [];
-  let sweeper: PeriodicSweeper | undefined;
-  try {
-    await migrate(session, [INBOX_MIGRATIONS]);
-    for (const sql of PIPELINE_SETUP) await session.execute(sql);
-
+  const sendsPerOrder = new Map<string, number>();
+  let relayed = 0;
+  let swept = 0;
+  const handOff = {
+    invoicesUrl: invoices.queue.url,
+    client: senderClient,
+    faults: handOffFaults,
+    onSend: (orderId: string) => sendsPerOrder.set(orderId, (sendsPerOrder.get(orderId) ?? 0) + 1),
+    onRelayed: (count: number) => (relayed += count),
+  };
+  return drive({
+    runner: 'runPipeline',
+    local,
+    database,
+    source,
+    seed,
+    // The hand-off's own faults are HandOffFaults's.
+    faults: settings.faults.filter((fault): fault is FaultName => (FAULTS as readonly string[]).includes(fault)),
+    commitPoint: 'commit',
     // Orders for a customer each (its FIFO group), the demo's duplicate sends and poison among them.
-    const groups = Math.max(4, Math.floor(settings.messages / 10));
-    const message = (index: number) => ({ key: `order-${index}`, body: { orderId: `order-${index}` } });
-    const sent = buildMessages({ messages: settings.messages, message, fifo: true, groups }, schedule);
-    const duplicateSends = await produce(model, producerClient, orders.queue, sent, schedule);
-    const sends = sent.length + duplicateSends;
-
-    const sendsPerOrder = new Map<string, number>();
-    let relayed = 0;
-    let swept = 0;
-    const handOff = {
-      invoicesUrl: invoices.queue.url,
-      client: senderClient,
-      faults: handOffFaults,
-      onSend: (orderId: string) => sendsPerOrder.set(orderId, (sendsPerOrder.get(orderId) ?? 0) + 1),
-      onRelayed: (count: number) => (relayed += count),
-    };
-    const stage = { model, schedule, visibilityTimeoutSeconds: VISIBILITY_SECONDS };
-    for (let instance = 0; instance < consumers; instance++) {
-      sources.push(
-        faultedSource({
-          ...stage,
-          queue: orders.queue,
-          functionName: `pipeline-ship-${instance}`,
-          handler: handOffFaults.track(shipHandler(variant, target, handOff), (record) => schedule.delivery(record)),
-          beforeDelete: handOffFaults.beforeDelete(schedule.beforeDelete()),
-        }),
-        faultedSource({ ...stage, queue: invoices.queue, functionName: `pipeline-invoice-${instance}`, handler: invoiceHandler(target) }),
-      );
-    }
-
-    const { completed } = await driveUntilDrained({
-      local,
-      schedule,
-      started,
-      timeoutMs: settings.timeoutMs,
-      start: () => {
-        for (const source of sources) source.start();
-        if (variant === 'outbox') {
-          // A session of its own, without resume retries: a sweep refused by a paused Aurora is tried again at the next.
-          sweeper = startSweeper(
-            sweeperSession(target),
-            outboxTransport(handOff, (count) => (swept += count)),
-            SWEEP,
-          );
-        }
-      },
-      progress: () => ({ settled: sends - waiting(model, orders.queue.url), total: sends }),
-      onProgress: () => {
-        const shipLeft = waiting(model, orders.queue.url);
-        settings.onProgress?.({ shipSettled: Math.max(0, sends - shipLeft), shipSent: sends, invoicesWaiting: waiting(model, invoices.queue.url) });
-      },
-      drained: () => sqsDrained(model, [orders.queue.url, invoices.queue.url], sources, sweeper ? () => unsentRows(session) : undefined),
-      stop: async () => {
-        await sweeper?.stop();
-        await Promise.all(sources.map((source) => source.stop()));
-      },
-    });
-
-    const left = waiting(model, orders.queue.url) + waiting(model, invoices.queue.url);
-    const verdict = await judgePipeline(
-      session,
-      model,
-      sent,
-      { orders: orders.dlq, invoices: invoices.dlq },
-      { completed, timeoutMs: settings.timeoutMs, left },
-    );
-    const unmatched = schedule.commitPointProblem();
-    const problems = unmatched ? [...verdict.problems, unmatched] : verdict.problems;
-    return {
-      variant,
-      seed,
-      messages: settings.messages,
-      duplicateSends,
-      poison: sent.filter((message) => message.poison).length,
-      ship: verdict.ship,
-      handOff: {
-        sends: [...sendsPerOrder.values()].reduce((sum, count) => sum + count, 0),
-        ordersSentTwice: [...sendsPerOrder.values()].filter((count) => count > 1).length,
-        relayed,
-        swept,
-        sweeper: sweeper ? { ...sweeper.stats } : undefined,
-      },
-      invoice: verdict.invoice,
-      faultsInjected: { ...schedule.injected, ...handOffFaults.injected },
-      elapsedMs: Date.now() - started,
-      completed,
-      exactlyOnce: problems.length === 0,
-      problems,
-    };
-  } finally {
-    await sweeper?.stop();
-    await Promise.all(sources.map((source) => source.stop()));
-    local.dataApi.faults.clear();
-    local.sqs.faults.clear();
-    producerClient.destroy();
-    senderClient.destroy();
-    dataApiClient.destroy();
-    for (const { queue, dlq } of [orders, invoices]) {
-      model.deleteQueue(queue.url);
-      model.deleteQueue(dlq.url);
-    }
-  }
+    messages: settings.messages,
+    message: (index) => ({ key: `order-${index}`, body: { orderId: `order-${index}` } }),
+    setup: PIPELINE_SETUP,
+    timeoutMs: settings.timeoutMs,
+    connect: ({ schedule, transport }) => {
+      const target = transport.database() as Parameters<typeof invoiceHandler>[0];
+      for (let instance = 0; instance < settings.consumers; instance++) {
+        source.consume(
+          source.input,
+          handOffFaults.track(shipHandler(variant, target, handOff), (record) => schedule.delivery(record)),
+          schedule,
+          {
+            functionName: `pipeline-ship-${instance}`,
+            beforeDelete: handOffFaults.beforeDelete(schedule.beforeDelete()),
+          },
+        );
+        source.consume(invoices, invoiceHandler(target), schedule, { functionName: `pipeline-invoice-${instance}` });
+      }
+      // A session of its own, without resume retries: a sweep refused by a paused Aurora is tried again at the next.
+      if (variant === 'outbox')
+        source.sweep(
+          transport.sweeper,
+          outboxTransport(handOff, (count) => (swept += count)),
+          transport.outboxWatch,
+        );
+    },
+    onProgress: () => {
+      const { settled, total } = source.progress();
+      settings.onProgress?.({ shipSettled: Math.max(0, settled), shipSent: total, invoicesWaiting: source.waiting(invoices) });
+    },
+    judge: async ({ session, production, schedule, completed, started }) => {
+      const verdict = await judgePipeline(session, source, production.sent, invoices, { completed, timeoutMs: settings.timeoutMs, left: source.left() });
+      const unmatched = schedule.commitPointProblem();
+      const problems = unmatched ? [...verdict.problems, unmatched] : verdict.problems;
+      return {
+        variant,
+        seed,
+        messages: settings.messages,
+        duplicateSends: production.duplicateSends,
+        poison: production.sent.filter((message) => message.poison).length,
+        ship: verdict.ship,
+        handOff: {
+          sends: [...sendsPerOrder.values()].reduce((sum, count) => sum + count, 0),
+          ordersSentTwice: [...sendsPerOrder.values()].filter((count) => count > 1).length,
+          relayed,
+          swept,
+          sweeper: source.sweeper ? { ...source.sweeper.stats } : undefined,
+        },
+        invoice: verdict.invoice,
+        faultsInjected: { ...schedule.injected, ...handOffFaults.injected },
+        elapsedMs: Date.now() - started,
+        completed,
+        exactlyOnce: problems.length === 0,
+        problems,
+      };
+    },
+  });
 }

@@ -1,10 +1,10 @@
 import { InboxConfigError } from '../../lambda/inbox/index.js';
-import type { FaultName } from '../../local/fault-schedule.js';
+import type { FaultName } from '../../local/scenario/fault-schedule.js';
 import { startLocal } from '../../local/stack.js';
-import { STREAM_FAULTS } from '../../local/stream-scenario/faults.js';
-import { runStreamScenario } from '../../local/stream-scenario/run.js';
-import type { StreamScenarioResult } from '../../local/stream-scenario/run.js';
-import type { StreamSourceName } from '../../local/stream-scenario/sources.js';
+import { STREAM_FAULTS } from '../../local/scenario/stream-faults.js';
+import { runStreamScenario } from '../../local/scenario/run-stream-scenario.js';
+import type { StreamScenarioResult } from '../../local/scenario/run-stream-scenario.js';
+import type { StreamSourceName } from '../../local/scenario/stream.js';
 import { streamDemoConsumer } from './consumers.js';
 import type { StreamPattern } from './consumers.js';
 

@@ -21,92 +21,6 @@ export interface FaultCall {
   readonly transactionId?: string | undefined;
 }
 
-/** A {@link Faults.latency} fault: calls wait before they run. */
-export interface LatencyFault {
-  /** Delay added before the call runs, in milliseconds. */
-  readonly ms: number;
-  /** Only calls of this operation. @default every operation */
-  readonly operation?: Operation | undefined;
-}
-
-/** A {@link Faults.autoPause} fault: Aurora Serverless v2 resuming from auto-pause. */
-export interface AutoPauseFault {
-  /** How long the instance takes to resume, counted from the first call after the fault is set. */
-  readonly resumeAfterMs: number;
-}
-
-/**
- * A {@link Faults.dropResponse} fault: calls run, then their response is lost.
- *
- * @example
- * server.faults.dropResponse({ operation: 'ExecuteStatement', match: (sql) => sql.startsWith('INSERT INTO public.payments') });
- */
-export interface DropResponseFault {
-  /** Only calls of this operation. @default every operation */
-  readonly operation?: Operation | undefined;
-  /** Only calls whose SQL this accepts (ExecuteStatement, BatchExecuteStatement). @default every call */
-  readonly match?: ((sql: string) => boolean) | undefined;
-  /** How many matching calls lose their response; `Infinity` keeps the fault until `clear()`. @default 1 */
-  readonly count?: number | undefined;
-  /**
-   * Asked for each call the rest of the fault matches, before it is used up: `false` lets that call
-   * through. With `count: Infinity` it makes a standing fault that picks its calls, e.g. 3% at random,
-   * or by what the call is.
-   * @default every matching call
-   */
-  readonly select?: ((call: FaultCall) => boolean) | undefined;
-}
-
-/**
- * A {@link Faults.serverError} fault: calls fail with a 5xx without running.
- *
- * @example
- * server.faults.serverError({ operation: 'CommitTransaction', count: Infinity, select: () => Math.random() < 0.03 });
- * // a proxy's 502 with no error type: DataApiSession classifies it 'network', not 'unavailable'
- * server.faults.serverError({ operation: 'CommitTransaction', count: 1, status: 502 });
- */
-export interface ServerErrorFault {
-  /** How many matching calls fail; `Infinity` keeps the fault until `clear()`. */
-  readonly count: number;
-  /** Only calls of this operation. @default every operation */
-  readonly operation?: Operation | undefined;
-  /**
-   * 500 InternalServerErrorException, 503 ServiceUnavailableError or 504 DatabaseUnavailableException;
-   * or 502 with no error type, as a proxy or load balancer in front of the service answers, which the SDK
-   * does not model and reports as an unknown error (a dropped connection, by contrast, reaches callers
-   * as the SDK's TimeoutError).
-   * @default 500
-   */
-  readonly status?: 500 | 502 | 503 | 504 | undefined;
-  /** Asked for each call the rest of the fault matches, before it is used up: `false` lets that call through. @default every matching call */
-  readonly select?: ((call: FaultCall) => boolean) | undefined;
-}
-
-/**
- * A {@link Faults.slowStatement} fault: a statement takes longer in the database, as one waiting for a row
- * lock or on a slow plan does. Unlike a latency fault, the time passes inside PostgreSQL, after the call
- * reached it: the call goes on when its client has given up (a late effect, unless the database cancels
- * it), and the session's `statement_timeout` bounds it.
- *
- * @example
- * server.faults.slowStatement({ ms: 1500, match: (sql) => sql.includes('UPDATE public.orders') });
- */
-export interface SlowStatementFault {
-  /**
-   * How much longer, in milliseconds: the server first runs `SELECT pg_sleep(...)` on the call's own
-   * connection (in its transaction, if it has one), a statement of its own that the session's
-   * `statement_timeout` cancels like any other. Cancelled, the call fails as that statement and the
-   * call's SQL does not run.
-   */
-  readonly ms: number;
-  /** Only calls of this operation. @default ExecuteStatement and BatchExecuteStatement */
-  readonly operation?: 'ExecuteStatement' | 'BatchExecuteStatement' | undefined;
-  /** Only calls whose SQL this accepts. @default every call */
-  readonly match?: ((sql: string) => boolean) | undefined;
-  /** How many matching calls are slowed; `Infinity` keeps the fault until `clear()`. @default 1 */
-  readonly count?: number | undefined;
-}
-
 const SERVER_ERRORS = {
   500: 'InternalServerErrorException',
   502: undefined, // a gateway's answer carries no error type
@@ -131,7 +45,7 @@ const PAUSABLE: ReadonlySet<Operation> = new Set(['ExecuteStatement', 'BatchExec
  * server.faults.clear();
  */
 export class Faults {
-  private latencies: LatencyFault[] = [];
+  private latencies: Array<{ readonly ms: number; readonly operation?: Operation | undefined }> = [];
   private drops: Array<{ operation?: Operation; match?: (sql: string) => boolean; select?: (call: FaultCall) => boolean; left: number }> = [];
   private serverErrors: Array<{ operation?: Operation; status: keyof typeof SERVER_ERRORS; select?: (call: FaultCall) => boolean; left: number }> = [];
   private watchers: Array<(call: FaultCall) => void> = [];
@@ -141,18 +55,26 @@ export class Faults {
   constructor(private readonly now: () => number = () => performance.now()) {}
 
   /** Delays matching calls by `ms` before they run. Stays until `clear()`. */
-  latency(fault: LatencyFault): void {
+  latency(fault: {
+    /** Delay added before the call runs, in milliseconds. */
+    readonly ms: number;
+    /** Only calls of this operation. @default every operation */
+    readonly operation?: Operation | undefined;
+  }): void {
     if (!(fault.ms >= 0)) throw new RangeError(`latency.ms must be a number of milliseconds >= 0, got ${fault.ms}.`);
     this.latencies.push({ ...fault });
   }
 
   /**
-   * Simulates an auto-paused Aurora Serverless v2 instance: from the first call after this, every
+   * Simulates an auto-paused Aurora Serverless v2 instance resuming: from the first call after this, every
    * ExecuteStatement, BatchExecuteStatement and BeginTransaction fails with DatabaseResumingException
    * until `resumeAfterMs` has passed since that first call. Commit, Rollback and statements inside an
    * open transaction are not affected: an instance only pauses when no connection is open.
    */
-  autoPause(fault: AutoPauseFault): void {
+  autoPause(fault: {
+    /** How long the instance takes to resume, counted from the first call after the fault is set. */
+    readonly resumeAfterMs: number;
+  }): void {
     if (!(fault.resumeAfterMs >= 0)) throw new RangeError(`autoPause.resumeAfterMs must be >= 0, got ${fault.resumeAfterMs}.`);
     this.pause = { resumeAfterMs: fault.resumeAfterMs };
   }
@@ -160,8 +82,27 @@ export class Faults {
   /**
    * Runs the next `count` matching calls for real, then destroys the connection without answering: the
    * caller cannot tell whether the call took effect (the SDK sees a socket error and may retry).
+   *
+   * @example
+   * server.faults.dropResponse({ operation: 'ExecuteStatement', match: (sql) => sql.startsWith('INSERT INTO public.payments') });
    */
-  dropResponse(fault: DropResponseFault = {}): void {
+  dropResponse(
+    fault: {
+      /** Only calls of this operation. @default every operation */
+      readonly operation?: Operation | undefined;
+      /** Only calls whose SQL this accepts (ExecuteStatement, BatchExecuteStatement). @default every call */
+      readonly match?: ((sql: string) => boolean) | undefined;
+      /** How many matching calls lose their response; `Infinity` keeps the fault until `clear()`. @default 1 */
+      readonly count?: number | undefined;
+      /**
+       * Asked for each call the rest of the fault matches, before it is used up: `false` lets that call
+       * through. With `count: Infinity` it makes a standing fault that picks its calls, e.g. 3% at random,
+       * or by what the call is.
+       * @default every matching call
+       */
+      readonly select?: ((call: FaultCall) => boolean) | undefined;
+    } = {},
+  ): void {
     const left = fault.count ?? 1;
     if (!(left >= 1)) throw new RangeError(`dropResponse.count must be >= 1, got ${left}.`);
     this.drops.push({
@@ -172,8 +113,30 @@ export class Faults {
     });
   }
 
-  /** Fails the next `count` matching calls with a 5xx (502: with no error type) without running them (the SDK retries these). */
-  serverError(fault: ServerErrorFault): void {
+  /**
+   * Fails the next `count` matching calls with a 5xx (502: with no error type) without running them (the SDK retries these).
+   *
+   * @example
+   * server.faults.serverError({ operation: 'CommitTransaction', count: Infinity, select: () => Math.random() < 0.03 });
+   * // a proxy's 502 with no error type: DataApiSession classifies it 'network', not 'unavailable'
+   * server.faults.serverError({ operation: 'CommitTransaction', count: 1, status: 502 });
+   */
+  serverError(fault: {
+    /** How many matching calls fail; `Infinity` keeps the fault until `clear()`. */
+    readonly count: number;
+    /** Only calls of this operation. @default every operation */
+    readonly operation?: Operation | undefined;
+    /**
+     * 500 InternalServerErrorException, 503 ServiceUnavailableError or 504 DatabaseUnavailableException;
+     * or 502 with no error type, as a proxy or load balancer in front of the service answers, which the SDK
+     * does not model and reports as an unknown error (a dropped connection, by contrast, reaches callers
+     * as the SDK's TimeoutError).
+     * @default 500
+     */
+    readonly status?: 500 | 502 | 503 | 504 | undefined;
+    /** Asked for each call the rest of the fault matches, before it is used up: `false` lets that call through. @default every matching call */
+    readonly select?: ((call: FaultCall) => boolean) | undefined;
+  }): void {
     if (!(fault.count >= 1)) throw new RangeError(`serverError.count must be >= 1, got ${fault.count}.`);
     const status = fault.status ?? 500;
     if (!(status in SERVER_ERRORS)) throw new RangeError(`serverError.status must be 500, 502, 503 or 504, got ${status}.`);
@@ -185,8 +148,30 @@ export class Faults {
     });
   }
 
-  /** Makes the next `count` matching statements take `ms` longer inside the database (see {@link SlowStatementFault}). */
-  slowStatement(fault: SlowStatementFault): void {
+  /**
+   * Makes the next `count` matching statements take `ms` longer inside the database, as one waiting for a
+   * row lock or on a slow plan does. Unlike a latency fault, the time passes inside PostgreSQL, after the
+   * call reached it: the call goes on when its client has given up (a late effect, unless the database
+   * cancels it), and the session's `statement_timeout` bounds it.
+   *
+   * @example
+   * server.faults.slowStatement({ ms: 1500, match: (sql) => sql.includes('UPDATE public.orders') });
+   */
+  slowStatement(fault: {
+    /**
+     * How much longer, in milliseconds: the server first runs `SELECT pg_sleep(...)` on the call's own
+     * connection (in its transaction, if it has one), a statement of its own that the session's
+     * `statement_timeout` cancels like any other. Cancelled, the call fails as that statement and the
+     * call's SQL does not run.
+     */
+    readonly ms: number;
+    /** Only calls of this operation. @default ExecuteStatement and BatchExecuteStatement */
+    readonly operation?: 'ExecuteStatement' | 'BatchExecuteStatement' | undefined;
+    /** Only calls whose SQL this accepts. @default every call */
+    readonly match?: ((sql: string) => boolean) | undefined;
+    /** How many matching calls are slowed; `Infinity` keeps the fault until `clear()`. @default 1 */
+    readonly count?: number | undefined;
+  }): void {
     if (!(fault.ms >= 0)) throw new RangeError(`slowStatement.ms must be a number of milliseconds >= 0, got ${fault.ms}.`);
     const left = fault.count ?? 1;
     if (!(left >= 1)) throw new RangeError(`slowStatement.count must be >= 1, got ${left}.`);
@@ -222,8 +207,11 @@ export class Faults {
     for (const listener of this.watchers) listener(call);
   }
 
-  /** @internal The error a call must fail with before running, if any; uses up a server error. */
-  failureFor(call: FaultCall): DataApiErrorResponse | GatewayError | undefined {
+  /**
+   * @internal The error a call must fail with before running, if any (a `DataApiErrorResponse`, or a
+   * proxy's `GatewayError`); uses up a server error.
+   */
+  failureFor(call: FaultCall): Error | undefined {
     const { operation } = call;
     const inTransaction = typeof call.transactionId === 'string' && call.transactionId.length > 0;
     const serverError = this.serverErrors.find((fault) => (!fault.operation || fault.operation === operation) && (!fault.select || fault.select(call)));

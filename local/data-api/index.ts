@@ -7,14 +7,5 @@
 import '../quiet-sdk.js';
 
 export { startDataApi, type DataApiServer, type StartDataApiOptions } from './server.js';
-export {
-  Faults,
-  type AutoPauseFault,
-  type DropResponseFault,
-  type FaultCall,
-  type LatencyFault,
-  type ServerErrorFault,
-  type SlowStatementFault,
-} from './faults.js';
+export { Faults, type FaultCall } from './faults.js';
 export { Stats, type CountedOperation, type Operation } from './stats.js';
-export type { SecretCredentials } from './secrets.js';

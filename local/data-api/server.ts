@@ -10,7 +10,7 @@ import { Gate } from './gate.js';
 import { executeSql, OPERATIONS, type OperationContext } from './operations.js';
 import { refuseBody } from '../bounded-body.js';
 import { readBody, RequestTooLarge } from './request-body.js';
-import { Secrets, type SecretCredentials } from './secrets.js';
+import { Secrets } from './secrets.js';
 import { Stats, type CountedOperation } from './stats.js';
 import { Transactions } from './transactions.js';
 import { loadPg } from '../peer-loaders.js';
@@ -46,7 +46,7 @@ export interface StartDataApiOptions {
    * });
    * @default {} (only the default secretArn)
    */
-  readonly secrets?: { readonly [secretArn: string]: SecretCredentials } | undefined;
+  readonly secrets?: { readonly [secretArn: string]: { readonly username: string; readonly password: string } } | undefined;
   /** A transaction no call uses for this long is rolled back. @default 180000 (3 minutes, as on AWS) */
   readonly transactionIdleTimeoutMs?: number | undefined;
   /** A transaction older than this is rolled back. @default 86400000 (24 hours, as on AWS) */

@@ -44,34 +44,6 @@ export class SystemClock implements Clock {
   }
 }
 
-/**
- * Wall time run faster: `new ScaledClock(60)` makes one real second count as a minute, so a
- * demo can let 30-second visibility timeouts expire in half a real second.
- */
-export class ScaledClock implements Clock {
-  readonly #origin: number;
-  readonly #factor: number;
-  /**
-   * @param factor - clock milliseconds per real millisecond
-   * @param origin - the epoch milliseconds at which clock time and real time agree. @default Date.now()
-   */
-  constructor(factor: number, origin: number = Date.now()) {
-    if (!(factor > 0) || !Number.isFinite(factor)) {
-      throw new RangeError(`ScaledClock: factor must be a positive finite number, got ${factor}`);
-    }
-    this.#factor = factor;
-    this.#origin = origin;
-  }
-  /** The origin plus the real time since it, times the factor. */
-  now(): number {
-    return this.#origin + Math.floor((Date.now() - this.#origin) * this.#factor);
-  }
-  /** A real timer of `ms / factor`, cut short when `signal` aborts. */
-  sleep(ms: number, signal?: AbortSignal): Promise<void> {
-    return realSleep(ms / this.#factor, signal);
-  }
-}
-
 interface Sleeper {
   at: number;
   resolve: () => void;

@@ -1,3 +1,28 @@
+/** The SQS errors the local model raises, by their modeled name (`QueueDoesNotExist`, `InvalidParameterValue`, ...). */
+export type SqsErrorName =
+  | 'QueueDoesNotExist'
+  | 'QueueNameExists'
+  | 'InvalidParameterValue'
+  | 'MissingParameter'
+  | 'InvalidAttributeName'
+  | 'InvalidAttributeValue'
+  | 'InvalidMessageContents'
+  | 'ReceiptHandleIsInvalid'
+  | 'MessageNotInflight'
+  | 'EmptyBatchRequest'
+  | 'TooManyEntriesInBatchRequest'
+  | 'BatchEntryIdsNotDistinct'
+  | 'InvalidBatchEntryId'
+  | 'BatchRequestTooLong'
+  | 'PurgeQueueInProgress'
+  | 'UnsupportedOperation'
+  | 'RequestThrottled'
+  | 'OverLimit'
+  | 'InternalError'
+  | 'ServiceUnavailable'
+  | 'UnknownOperationException'
+  | 'SerializationException';
+
 /**
  * SQS errors as the AWS JSON 1.0 front sends them: `__type` carries the modeled shape, the
  * `x-amzn-query-error` header carries `queryCode;Sender|Receiver`. `@aws-sdk/client-sqs` (query
@@ -31,10 +56,7 @@ const KNOWN = {
   ServiceUnavailable: ['ServiceUnavailable', 503],
   UnknownOperationException: ['UnknownOperationException', 400],
   SerializationException: ['SerializationException', 400],
-} as const satisfies Record<string, readonly [string, number] | readonly [string, number, string]>;
-
-/** The SQS errors the local model raises, by their modeled name (`QueueDoesNotExist`, `InvalidParameterValue`, ...). */
-export type SqsErrorName = keyof typeof KNOWN;
+} as const satisfies Record<SqsErrorName, readonly [string, number] | readonly [string, number, string]>;
 
 /**
  * An error of the local SQS model, sent by the AWS JSON front the way SQS sends it, so that

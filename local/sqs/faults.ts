@@ -4,41 +4,15 @@ import type { SqsErrorName } from './errors.js';
 /** The batch operations whose entries can be failed one by one. */
 export type BatchOperation = 'SendMessageBatch' | 'DeleteMessageBatch' | 'ChangeMessageVisibilityBatch';
 
-/** Options of {@link SqsFaults.failEntries}. */
-export interface EntryFaultOptions {
-  /**
-   * Which entries fail: the first `n` entries, the entries with these `Id`s, or a predicate.
-   */
-  entries: number | readonly string[] | ((id: string, index: number) => boolean);
-  /** `Code` of each failed entry. @default 'InternalError' */
-  code?: string | undefined;
-  /** `SenderFault` of each failed entry: true blames the request. @default false (a service fault, which callers retry) */
-  senderFault?: boolean | undefined;
-  /** `Message` of each failed entry. @default 'Injected fault' */
-  message?: string | undefined;
-  /**
-   * `reject`: the entry is not applied. `applyThenFail`: applied (enqueued, deleted, changed), yet
-   * reported as failed: the ambiguous outcome a retry must survive.
-   * @default 'reject'
-   */
-  mode?: 'reject' | 'applyThenFail' | undefined;
-  /** How many matching requests this fault hits. @default 1 */
-  times?: number | undefined;
-}
-
-/** Options of {@link SqsFaults.failRequests}. */
-export interface RequestFaultOptions {
-  /** The error the requests fail with. @default 'InternalError' (HTTP 500; the SDK retries it) */
-  error?: SqsErrorName | undefined;
-  /** The error message. @default 'Injected fault: the service failed this request.' */
-  message?: string | undefined;
-  /** How many requests of the operation fail. @default 1 */
-  times?: number | undefined;
-}
-
-interface EntryFault extends Required<Omit<EntryFaultOptions, 'entries'>> {
+/** The entry faults a batch request meets, as the front applies them. */
+interface EntryFault {
   operation: BatchOperation;
   select: (id: string, index: number) => boolean;
+  code: string;
+  senderFault: boolean;
+  message: string;
+  mode: 'reject' | 'applyThenFail';
+  times: number;
 }
 
 interface RequestFault {
@@ -47,6 +21,17 @@ interface RequestFault {
   error: SqsError;
   times: number;
 }
+
+/** What the front takes from a SqsFaults: the faults a test set, each used up as it strikes. */
+interface PendingFaults {
+  /** The request-level fault for a request of `operation`, used up. */
+  take(operation: string): { kind: 'error' | 'drop'; error: SqsError } | undefined;
+  /** The entry fault for a batch request of `operation`, used up. */
+  takeEntries(operation: BatchOperation): Omit<EntryFault, 'times' | 'operation'> | undefined;
+}
+
+/** Set by SqsFaults's static block, which alone reaches its private state. */
+let pending: (faults: SqsFaults) => PendingFaults;
 
 /**
  * Fault injection for the SQS front. Faults are consumed in the order they were added; `'*'`
@@ -61,8 +46,49 @@ export class SqsFaults {
   #entryFaults: EntryFault[] = [];
   #requestFaults: RequestFault[] = [];
 
+  static {
+    pending = (faults) => ({
+      take: (operation) => {
+        const fault = faults.#requestFaults.find((f) => f.operation === operation || f.operation === '*');
+        if (!fault) return undefined;
+        fault.times -= 1;
+        if (fault.times <= 0) faults.#requestFaults = faults.#requestFaults.filter((f) => f !== fault);
+        return { kind: fault.kind, error: fault.error };
+      },
+      takeEntries: (operation) => {
+        const fault = faults.#entryFaults.find((f) => f.operation === operation);
+        if (!fault) return undefined;
+        fault.times -= 1;
+        if (fault.times <= 0) faults.#entryFaults = faults.#entryFaults.filter((f) => f !== fault);
+        return fault;
+      },
+    });
+  }
+
   /** Fails some entries of the next `times` requests of a batch operation. */
-  failEntries(operation: BatchOperation, options: EntryFaultOptions): void {
+  failEntries(
+    operation: 'SendMessageBatch' | 'DeleteMessageBatch' | 'ChangeMessageVisibilityBatch',
+    options: {
+      /**
+       * Which entries fail: the first `n` entries, the entries with these `Id`s, or a predicate.
+       */
+      entries: number | readonly string[] | ((id: string, index: number) => boolean);
+      /** `Code` of each failed entry. @default 'InternalError' */
+      code?: string | undefined;
+      /** `SenderFault` of each failed entry: true blames the request. @default false (a service fault, which callers retry) */
+      senderFault?: boolean | undefined;
+      /** `Message` of each failed entry. @default 'Injected fault' */
+      message?: string | undefined;
+      /**
+       * `reject`: the entry is not applied. `applyThenFail`: applied (enqueued, deleted, changed), yet
+       * reported as failed: the ambiguous outcome a retry must survive.
+       * @default 'reject'
+       */
+      mode?: 'reject' | 'applyThenFail' | undefined;
+      /** How many matching requests this fault hits. @default 1 */
+      times?: number | undefined;
+    },
+  ): void {
     const { entries } = options;
     const select =
       typeof entries === 'number'
@@ -82,7 +108,17 @@ export class SqsFaults {
   }
 
   /** Fails the next `times` requests of `operation` with an error response, before applying them. */
-  failRequests(operation: string, options: RequestFaultOptions = {}): void {
+  failRequests(
+    operation: string,
+    options: {
+      /** The error the requests fail with. @default 'InternalError' (HTTP 500; the SDK retries it) */
+      error?: SqsErrorName | undefined;
+      /** The error message. @default 'Injected fault: the service failed this request.' */
+      message?: string | undefined;
+      /** How many requests of the operation fail. @default 1 */
+      times?: number | undefined;
+    } = {},
+  ): void {
     const error = new SqsError(options.error ?? 'InternalError', options.message ?? 'Injected fault: the service failed this request.');
     this.#requestFaults.push({ operation, kind: 'error', error, times: options.times ?? 1 });
   }
@@ -103,22 +139,12 @@ export class SqsFaults {
   get pending(): number {
     return this.#entryFaults.length + this.#requestFaults.length;
   }
+}
 
-  /** @internal the server asks for the request-level fault of this request, and consumes it. */
-  takeRequestFault(operation: string): { kind: 'error' | 'drop'; error: SqsError } | undefined {
-    const fault = this.#requestFaults.find((f) => f.operation === operation || f.operation === '*');
-    if (!fault) return undefined;
-    fault.times -= 1;
-    if (fault.times <= 0) this.#requestFaults = this.#requestFaults.filter((f) => f !== fault);
-    return { kind: fault.kind, error: fault.error };
-  }
-
-  /** @internal the entry fault for this batch request, consumed. */
-  takeEntryFault(operation: BatchOperation): Omit<EntryFault, 'times' | 'operation'> | undefined {
-    const fault = this.#entryFaults.find((f) => f.operation === operation);
-    if (!fault) return undefined;
-    fault.times -= 1;
-    if (fault.times <= 0) this.#entryFaults = this.#entryFaults.filter((f) => f !== fault);
-    return fault;
-  }
+/**
+ * The faults a test set, as the front takes them. Apart from the class, so that a test sees only how to
+ * set faults; the class's static block gives this its private state.
+ */
+export function pendingFaults(faults: SqsFaults): PendingFaults {
+  return pending(faults);
 }

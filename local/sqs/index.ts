@@ -6,16 +6,14 @@
 // First: before any module below makes an SDK client.
 import '../quiet-sdk.js';
 
-export { ManualClock, ScaledClock, SystemClock, sleepOn } from './clock.js';
+export { ManualClock } from './clock.js';
 export type { Clock } from './clock.js';
 export { SqsError } from './errors.js';
 export type { SqsErrorName } from './errors.js';
 export { SqsFaults } from './faults.js';
-export type { BatchOperation, EntryFaultOptions, RequestFaultOptions } from './faults.js';
-export { md5Hex, md5OfMessageAttributes } from './md5.js';
 export type { StoredMessage } from './message.js';
-export { SqsModel, queueNameOf } from './model.js';
-export type { QueueInfo, SqsModelOptions } from './model.js';
+export { SqsModel } from './model.js';
+export type { QueueInfo } from './model.js';
 export { startSqs } from './server.js';
-export type { RecordedRequest, SqsServer, StartSqsOptions } from './server.js';
-export type * from './types.js';
+export type { SqsServer, StartSqsOptions } from './server.js';
+export type { BatchResult, MessageAttributeValue, ReceivedMessage, SendMessageInput, SendMessageResult } from './types.js';

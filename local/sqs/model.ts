@@ -11,37 +11,7 @@ import { hostOf, resolveQueueName } from './queue-ref.js';
 import { ReceiptHandleExpired, decodeReceiptHandle, deleteVerdict, encodeReceiptHandle, visibilityVerdict } from './receipt-handles.js';
 import { receivedMessage } from './received.js';
 import { DEDUP_WINDOW, checkSendBatch, isFifoId, sendToQueue } from './send.js';
-import type {
-  BatchEntryFailure,
-  BatchResult,
-  QueueCounts,
-  ReceiveMessagesInput,
-  ReceivedMessage,
-  SendBatchEntry,
-  SendMessageInput,
-  SendMessageResult,
-} from './types.js';
-
-export { queueNameOf } from './queue-ref.js';
-
-/** Options of {@link SqsModel}. */
-export interface SqsModelOptions {
-  /**
-   * The clock every timer of the model runs on: visibility timeouts, delays, retention, deduplication.
-   * A {@link ManualClock} lets a test jump ahead.
-   * @default a new SystemClock
-   */
-  clock?: Clock | undefined;
-  /** The region in queue URLs and ARNs. @default 'us-east-1' */
-  region?: string | undefined;
-  /** The account id in queue URLs and ARNs. @default '000000000000' */
-  accountId?: string | undefined;
-  /**
-   * Base of queue URLs (`<endpoint>/<accountId>/<name>`). `startSqs` sets it to its own address.
-   * @default `https://sqs.<region>.amazonaws.com`
-   */
-  endpoint?: string | undefined;
-}
+import type { BatchEntryFailure, BatchResult, ReceivedMessage, SendMessageInput, SendMessageResult } from './types.js';
 
 /** A queue as callers see it. */
 export interface QueueInfo {
@@ -89,7 +59,25 @@ export class SqsModel {
   readonly #hosts = new Set<string>();
   readonly #queues = new Map<string, Queue>();
 
-  constructor(options: SqsModelOptions = {}) {
+  constructor(
+    options: {
+      /**
+       * The clock every timer of the model runs on: visibility timeouts, delays, retention, deduplication.
+       * A {@link ManualClock} lets a test jump ahead.
+       * @default a new SystemClock
+       */
+      clock?: Clock | undefined;
+      /** The region in queue URLs and ARNs. @default 'us-east-1' */
+      region?: string | undefined;
+      /** The account id in queue URLs and ARNs. @default '000000000000' */
+      accountId?: string | undefined;
+      /**
+       * Base of queue URLs (`<endpoint>/<accountId>/<name>`). `startSqs` sets it to its own address.
+       * @default `https://sqs.<region>.amazonaws.com`
+       */
+      endpoint?: string | undefined;
+    } = {},
+  ) {
     this.clock = options.clock ?? new SystemClock();
     this.region = options.region ?? 'us-east-1';
     this.accountId = options.accountId ?? '000000000000';
@@ -220,7 +208,14 @@ export class SqsModel {
   }
 
   /** Exact counts (the model is not distributed, so "approximate" is exact here). */
-  counts(nameOrUrl: string): QueueCounts {
+  counts(nameOrUrl: string): {
+    /** Messages a receive could return now (ApproximateNumberOfMessages). */
+    visible: number;
+    /** Messages received and not yet deleted or visible again (ApproximateNumberOfMessagesNotVisible). */
+    inFlight: number;
+    /** Messages still in their delay (ApproximateNumberOfMessagesDelayed). */
+    delayed: number;
+  } {
     const queue = this.#queue(nameOrUrl);
     const now = this.clock.now();
     queue.expire(now);
@@ -275,7 +270,7 @@ export class SqsModel {
    * (and deduplication) id, else the whole request throws and nothing is sent; past those checks each
    * entry succeeds or fails on its own.
    */
-  async sendMessageBatch(nameOrUrl: string, entries: readonly SendBatchEntry[]): Promise<BatchResult<SendMessageResult>> {
+  async sendMessageBatch(nameOrUrl: string, entries: readonly (Omit<SendMessageInput, 'queue'> & { id: string })[]): Promise<BatchResult<SendMessageResult>> {
     const queue = this.#queue(nameOrUrl);
     checkBatchEntries(
       entries.map((e) => e.id),
@@ -300,7 +295,24 @@ export class SqsModel {
    * can be returned. FIFO: a group is available while its oldest message is not in flight; as many
    * consecutive messages of one group as can be taken before the next group.
    */
-  async receiveMessages(input: ReceiveMessagesInput): Promise<ReceivedMessage[]> {
+  async receiveMessages(input: {
+    /** Queue name, URL or ARN. */
+    queue: string;
+    /** 1 to 10. @default 1 */
+    maxNumberOfMessages?: number | undefined;
+    /** Seconds, 0 to 43,200; overrides the queue's VisibilityTimeout for these messages. */
+    visibilityTimeout?: number | undefined;
+    /** Seconds, 0 to 20; long poll. @default the queue's ReceiveMessageWaitTimeSeconds */
+    waitTimeSeconds?: number | undefined;
+    /** System attribute names to return, or `All`. */
+    attributeNames?: readonly string[] | undefined;
+    /** Message attribute names to return: `All`, `.*`, a name, or a prefix `foo.*`. */
+    messageAttributeNames?: readonly string[] | undefined;
+    /** FIFO only: a retry with the same id within 5 minutes returns the same messages. */
+    receiveRequestAttemptId?: string | undefined;
+    /** Ends a long poll early (returns what is there, usually nothing). */
+    signal?: AbortSignal | undefined;
+  }): Promise<ReceivedMessage[]> {
     const queue = this.#queue(input.queue);
     const max = input.maxNumberOfMessages ?? 1;
     if (!Number.isInteger(max) || max < 1 || max > 10) {

@@ -1,4 +1,5 @@
 import { missingParameter } from './errors.js';
+import { pendingFaults } from './faults.js';
 import type { BatchOperation, SqsFaults } from './faults.js';
 import type { SqsModel } from './model.js';
 import { hostOf } from './queue-ref.js';
@@ -146,7 +147,7 @@ async function withEntryFaults<E extends { id: string }, R>(
   entries: E[],
   run: (entries: E[]) => Promise<BatchResult<R>> | BatchResult<R>,
 ): Promise<BatchResult<R>> {
-  const fault = entries.length > 0 && entries.length <= 10 ? faults.takeEntryFault(operation) : undefined;
+  const fault = entries.length > 0 && entries.length <= 10 ? pendingFaults(faults).takeEntries(operation) : undefined;
   if (!fault) return run(entries);
   const hit = new Set(entries.filter((e, i) => fault.select(e.id, i)).map((e) => e.id));
   const failure = (id: string): BatchEntryFailure => ({ id, code: fault.code, message: fault.message, senderFault: fault.senderFault });

@@ -1,6 +1,6 @@
 import type { StoredMessage } from './message.js';
 import type { QueueConfig } from './queue-attributes.js';
-import type { QueueCounts } from './types.js';
+import type { SqsModel } from './model.js';
 
 export interface DedupEntry {
   messageId: string;
@@ -72,8 +72,8 @@ export class Queue {
     }
   }
 
-  counts(now: number): QueueCounts {
-    const counts: QueueCounts = { visible: 0, inFlight: 0, delayed: 0 };
+  counts(now: number): ReturnType<SqsModel['counts']> {
+    const counts: ReturnType<SqsModel['counts']> = { visible: 0, inFlight: 0, delayed: 0 };
     for (const message of this.messages.values()) {
       if (message.visibleAt <= now) counts.visible += 1;
       else if (message.receiveCount > 0) counts.inFlight += 1;

@@ -4,7 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Clock } from './clock.js';
 import { SqsError } from './errors.js';
-import { SqsFaults } from './faults.js';
+import { SqsFaults, pendingFaults } from './faults.js';
 import { SqsModel } from './model.js';
 import { createHandlers } from './operations.js';
 import { readBoundedBody, refuseBody } from '../bounded-body.js';
@@ -33,14 +33,6 @@ export interface StartSqsOptions {
   onLog?: ((line: string) => void) | undefined;
 }
 
-/** One request the front received, kept when `recordRequests` is on. */
-export interface RecordedRequest {
-  /** The operation, from `x-amz-target` (`SendMessageBatch`, `ReceiveMessage`, ...). */
-  operation: string;
-  /** The request's JSON body. */
-  input: Record<string, unknown>;
-}
-
 /** A running SQS front, made by {@link startSqs}. */
 export interface SqsServer {
   /** `http://host:port`; give it to `new SQSClient({ endpoint })`. */
@@ -52,7 +44,12 @@ export interface SqsServer {
   /** Fault injection for requests and batch entries. */
   faults: SqsFaults;
   /** Requests received, when `recordRequests` is on. */
-  requests: RecordedRequest[];
+  requests: {
+    /** The operation, from `x-amz-target` (`SendMessageBatch`, `ReceiveMessage`, ...). */
+    operation: string;
+    /** The request's JSON body. */
+    input: Record<string, unknown>;
+  }[];
   /** Stops the server: ends long polls and closes every connection. The model and its messages stay. */
   close(): Promise<void>;
 }
@@ -70,7 +67,7 @@ export interface SqsServer {
 export async function startSqs(options: StartSqsOptions = {}): Promise<SqsServer> {
   const model = options.model ?? new SqsModel({ ...(options.clock ? { clock: options.clock } : {}), region: options.region ?? 'us-east-1' });
   const faults = new SqsFaults();
-  const requests: RecordedRequest[] = [];
+  const requests: SqsServer['requests'] = [];
   const shutdown = new AbortController();
   const handlers = createHandlers(model, faults);
 
@@ -115,7 +112,7 @@ export async function startSqs(options: StartSqsOptions = {}): Promise<SqsServer
     }
     if (options.recordRequests) requests.push({ operation, input });
 
-    const fault = faults.takeRequestFault(operation);
+    const fault = pendingFaults(faults).take(operation);
     if (fault?.kind === 'error') return sendError(res, fault.error);
 
     const abort = new AbortController();

@@ -63,18 +63,6 @@ export interface SendMessageResult {
   deduplicated: boolean;
 }
 
-/** One failed entry of a batch request, as SQS reports it in `Failed`. */
-export interface BatchEntryFailure {
-  /** The entry's `Id` in the request. */
-  id: string;
-  /** The SQS error code (the query-protocol code, e.g. `InvalidParameterValue`). */
-  code: string;
-  /** What went wrong. */
-  message: string;
-  /** True when the entry itself was at fault; false for a service fault worth retrying. */
-  senderFault: boolean;
-}
-
 /** One entry of {@link SqsModel.sendMessageBatch}: a send without the queue, with its batch `id`. */
 export interface SendBatchEntry extends Omit<SendMessageInput, 'queue'> {
   /** The entry id, unique in the request: 1 to 80 alphanumeric characters, hyphens or underscores. */
@@ -85,36 +73,18 @@ export interface SendBatchEntry extends Omit<SendMessageInput, 'queue'> {
 export interface BatchResult<T> {
   /** The entries that succeeded, with their results. */
   successful: (T & { id: string })[];
-  /** The entries that failed. */
-  failed: BatchEntryFailure[];
+  /** The entries that failed, as SQS reports them in `Failed`. */
+  failed: {
+    /** The entry's `Id` in the request. */
+    id: string;
+    /** The SQS error code (the query-protocol code, e.g. `InvalidParameterValue`). */
+    code: string;
+    /** What went wrong. */
+    message: string;
+    /** True when the entry itself was at fault; false for a service fault worth retrying. */
+    senderFault: boolean;
+  }[];
 }
 
-/** What {@link SqsModel.receiveMessages} takes: ReceiveMessage's parameters. */
-export interface ReceiveMessagesInput {
-  /** Queue name, URL or ARN. */
-  queue: string;
-  /** 1 to 10. @default 1 */
-  maxNumberOfMessages?: number | undefined;
-  /** Seconds, 0 to 43,200; overrides the queue's VisibilityTimeout for these messages. */
-  visibilityTimeout?: number | undefined;
-  /** Seconds, 0 to 20; long poll. @default the queue's ReceiveMessageWaitTimeSeconds */
-  waitTimeSeconds?: number | undefined;
-  /** System attribute names to return, or `All`. */
-  attributeNames?: readonly string[] | undefined;
-  /** Message attribute names to return: `All`, `.*`, a name, or a prefix `foo.*`. */
-  messageAttributeNames?: readonly string[] | undefined;
-  /** FIFO only: a retry with the same id within 5 minutes returns the same messages. */
-  receiveRequestAttemptId?: string | undefined;
-  /** Ends a long poll early (returns what is there, usually nothing). */
-  signal?: AbortSignal | undefined;
-}
-
-/** A queue's message counts, exact in the model. */
-export interface QueueCounts {
-  /** Messages a receive could return now (ApproximateNumberOfMessages). */
-  visible: number;
-  /** Messages received and not yet deleted or visible again (ApproximateNumberOfMessagesNotVisible). */
-  inFlight: number;
-  /** Messages still in their delay (ApproximateNumberOfMessagesDelayed). */
-  delayed: number;
-}
+/** One failed entry of a batch request. */
+export type BatchEntryFailure = BatchResult<unknown>['failed'][number];

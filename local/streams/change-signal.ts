@@ -26,7 +26,7 @@ export class ChangeSignal {
 }
 
 /** Sleeps up to `ms` of `clock` time, waking early when any of `signals` fires or `abort` aborts. */
-export async function waitForChange(clock: Clock, signals: readonly ChangeSignal[], ms: number, abort?: AbortSignal): Promise<void> {
+export async function waitForChange(clock: Clock, signals: readonly Pick<ChangeSignal, 'subscribe'>[], ms: number, abort?: AbortSignal): Promise<void> {
   if (abort?.aborted) return;
   const wake = new AbortController();
   const onWake = (): void => wake.abort();

@@ -1,17 +1,11 @@
-import type { SqsModel } from '../sqs/model.js';
+import type { StreamEventSourceOptions } from './options.js';
 
 /**
- * Where the event source sends the record of a discarded batch (DestinationConfig.OnFailure):
- * an SQS queue of the local {@link SqsModel}, which receives Lambda's failure-record JSON as the
- * message body, or an in-memory list that collects the same objects.
- *
- * @example
- * { type: 'sqs', model: sqs.model, queue: 'orders-stream-failures' }
- * @example
- * const failures: object[] = [];
- * { type: 'memory', records: failures }
+ * Where the event source sends the record of a discarded batch (DestinationConfig.OnFailure): an SQS
+ * queue of the local SqsModel, which receives Lambda's failure-record JSON as the message body, or an
+ * in-memory list that collects the same objects.
  */
-export type OnFailureDestination = { type: 'sqs'; model: SqsModel; queue: string } | { type: 'memory'; records: Record<string, unknown>[] };
+export type OnFailureDestination = NonNullable<StreamEventSourceOptions<unknown, unknown>['onFailure']>;
 
 /** Adds to `problems` what is wrong with a destination: an unknown type, a missing or FIFO queue. */
 export function checkDestination(destination: OnFailureDestination | undefined, problems: string[]): void {

@@ -1,7 +1,9 @@
+import type { Context } from 'aws-lambda';
 import type { Clock } from '../sqs/clock.js';
+import type { SqsModel } from '../sqs/model.js';
 import { checkDestination } from './destination.js';
 import type { OnFailureDestination } from './destination.js';
-import type { PendingCheckpoint, StartingPosition, StreamDiscard, StreamHandler, StreamInvocationOutcome } from './types.js';
+import type { StartingPosition, StreamHandler } from './types.js';
 
 /**
  * The options every stream event source takes, named after Lambda's event source mapping settings;
@@ -9,9 +11,12 @@ import type { PendingCheckpoint, StartingPosition, StreamDiscard, StreamHandler,
  */
 export interface StreamEventSourceOptions<R, Event> {
   /** The function's handler: Lambda's event in, `{ batchItemFailures }` (or nothing) out. */
-  handler: StreamHandler<Event>;
-  /** Where to start on a lane without a checkpoint (StartingPosition, required by Lambda for streams). */
-  startingPosition: StartingPosition;
+  handler: (event: Event, context: Context) => unknown;
+  /**
+   * Where to start on a lane without a checkpoint (StartingPosition, required by Lambda for streams): the
+   * oldest retained record, or the tip (only records added after `start()`). AT_TIMESTAMP is not emulated.
+   */
+  startingPosition: 'TRIM_HORIZON' | 'LATEST';
   /** Records per invocation, 1 to 10,000. @default 100 */
   batchSize?: number | undefined;
   /** How long to gather records before invoking, 0 to 300,000 ms. @default 0 (Kafka: 500) */
@@ -30,7 +35,20 @@ export interface StreamEventSourceOptions<R, Event> {
   /** MaximumRecordAgeInSeconds: skip records older than this, 60 to 604,800, or -1 for no limit. @default -1 */
   maximumRecordAgeSeconds?: number | undefined;
   /** DestinationConfig.OnFailure: where the record of a discarded batch goes. @default none: discarded batches are only skipped */
-  onFailure?: OnFailureDestination | undefined;
+  onFailure?:
+    | {
+        type: 'sqs';
+        /** The local SQS model: Lambda's failure-record JSON arrives as a message body. */
+        model: SqsModel;
+        /** A standard queue of the model. */
+        queue: string;
+      }
+    | {
+        type: 'memory';
+        /** Collects the failure records themselves. */
+        records: Record<string, unknown>[];
+      }
+    | undefined;
   /** ParallelizationFactor: only 1 is emulated (one batch per shard at a time). @default 1 */
   parallelizationFactor?: number | undefined;
   /** The function timeout, 1 to 900,000 ms, on the clock. @default 30000 */
@@ -49,11 +67,61 @@ export interface StreamEventSourceOptions<R, Event> {
    * (offset commit) moves. Return `'crash'` to simulate the worker dying there: nothing is
    * checkpointed, and the same records are delivered again from the last checkpoint.
    */
-  beforeCheckpoint?: ((pending: PendingCheckpoint<R>) => 'crash' | void | undefined) | undefined;
+  beforeCheckpoint?:
+    | ((pending: {
+        /** The invocation's request id (`context.awsRequestId`). */
+        requestId: string;
+        /** Every record of the batch, in delivery order. */
+        records: readonly R[];
+        /** How the invocation ended: the whole batch done, or a valid partial response. */
+        result: 'success' | 'partial';
+        /**
+         * Lane (shard id, or `topic-partition`) to the checkpoint about to be written: the sequence number
+         * of the last record done (Kinesis, DynamoDB), or the offset to commit, the next one to read (Kafka).
+         */
+        checkpoints: Record<string, string>;
+      }) => 'crash' | void | undefined)
+    | undefined;
   /** Called after every invocation, once its checkpoint (or retry, or discard) is settled. */
-  onInvocation?: ((outcome: StreamInvocationOutcome<R>) => void) | undefined;
+  onInvocation?:
+    | ((outcome: {
+        /** The invocation's request id (`context.awsRequestId`). */
+        requestId: string;
+        /** Every record of the batch, in delivery order. */
+        records: readonly R[];
+        /**
+         * `success`: the whole batch was checkpointed. `partial`: a valid `batchItemFailures` moved the
+         * checkpoint to just before the lowest reported record. `error`: the handler threw or rejected.
+         * `invalid-response`: the response was refused (empty, null or unknown itemIdentifier, not JSON),
+         * which fails the whole batch. `timeout`: the function timeout passed. `crash`: the handler
+         * returned, then the injected crash stopped the checkpoint.
+         */
+        result: 'success' | 'partial' | 'error' | 'invalid-response' | 'timeout' | 'crash';
+        /** 0 on the first invocation with these records as a batch; n on its nth retry. Splitting a batch keeps the count. */
+        retry: number;
+        /** Lane to checkpoint after the invocation, for the lanes of the batch; a lane with no checkpoint yet is absent. */
+        checkpoints: Record<string, string>;
+        /** The failure split the batch in two (BisectBatchOnFunctionError); each half is tried on its own. */
+        bisected: boolean;
+        /** Set when the failure exhausted the retries: the records went to the on-failure destination, as `onDiscard` is told. */
+        discarded?: Parameters<NonNullable<StreamEventSourceOptions<R, Event>['onDiscard']>>[0] | undefined;
+        /** What the handler threw (`error`), or why the response was refused (`invalid-response`). */
+        error?: unknown;
+      }) => void)
+    | undefined;
   /** Called whenever records are skipped: retries exhausted, or too old (the latter with no invocation). */
-  onDiscard?: ((discard: StreamDiscard<R>) => void) | undefined;
+  onDiscard?:
+    | ((discard: {
+        /** Why Lambda gave up on them (the failure record's `requestContext.condition`). */
+        condition: 'RetryAttemptsExhausted' | 'RecordAgeExceeded';
+        /** The records skipped, as Lambda delivered (or would have delivered) them. */
+        records: readonly R[];
+        /** The invocation record sent to the destination (Lambda's failure-record JSON for the source). */
+        failureRecord: Record<string, unknown>;
+        /** Whether it reached a destination: false when none is configured (the records are just skipped). */
+        delivered: boolean;
+      }) => void)
+    | undefined;
 }
 
 /** The options with every default applied, as the poller uses them. */

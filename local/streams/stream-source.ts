@@ -23,7 +23,7 @@ export type Identified<R> = { record: LaneRecord<R> } | { invalid: string };
  */
 export interface StreamSource<R, Event> {
   /** The change signals that fire when a lane may have new records. */
-  readonly signals: readonly ChangeSignal[];
+  readonly signals: readonly Pick<ChangeSignal, 'subscribe'>[];
   /** The lanes each poller serves, one batch at a time; pollers run in parallel. */
   pollerLanes(): string[][];
   /** Up to `max` records of `lane` after position `after` (from the trim horizon when undefined). */

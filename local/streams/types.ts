@@ -1,75 +1,27 @@
-import type { Context } from 'aws-lambda';
+import type { StreamEventSourceOptions } from './options.js';
 
-/**
- * Where a new event source mapping starts reading a lane it has no checkpoint for: the oldest
- * retained record, or the tip (only records added after `start()`). AT_TIMESTAMP is not emulated.
- */
-export type StartingPosition = 'TRIM_HORIZON' | 'LATEST';
+// The shapes of the options' hooks, named for the code that makes them; the options hold their docs.
 
-/**
- * How one invocation ended. `success`: the whole batch was checkpointed. `partial`: a valid
- * `batchItemFailures` moved the checkpoint to just before the lowest reported record. `error`: the
- * handler threw or rejected. `invalid-response`: the response was refused (empty, null or unknown
- * itemIdentifier, not JSON), which fails the whole batch. `timeout`: the function timeout passed.
- * `crash`: the handler returned, then the injected crash stopped the checkpoint.
- */
-export type StreamInvocationResult = 'success' | 'partial' | 'error' | 'invalid-response' | 'timeout' | 'crash';
+/** Where a new mapping starts reading a lane it has no checkpoint for. */
+export type StartingPosition = StreamEventSourceOptions<unknown, unknown>['startingPosition'];
 
-/** Why Lambda gave up on records and sent them to the on-failure destination (the record's `requestContext.condition`). */
-export type DiscardCondition = 'RetryAttemptsExhausted' | 'RecordAgeExceeded';
-
-/** The function's handler for one source: Lambda's event in, a batch response (or nothing) out. */
-export type StreamHandler<Event> = (event: Event, context: Context) => unknown;
-
-/** Records that Lambda gave up on: sent to the on-failure destination (if any) and skipped. */
-export interface StreamDiscard<R> {
-  /** Why. */
-  condition: DiscardCondition;
-  /** The records skipped, as Lambda delivered (or would have delivered) them. */
-  records: readonly R[];
-  /** The invocation record sent to the destination (Lambda's failure-record JSON for the source). */
-  failureRecord: Record<string, unknown>;
-  /** Whether it reached a destination: false when none is configured (the records are just skipped). */
-  delivered: boolean;
-}
+/** The function's handler for one source. */
+export type StreamHandler<Event> = StreamEventSourceOptions<unknown, Event>['handler'];
 
 /** What `beforeCheckpoint` sees: the invocation, and where the checkpoint is about to move. */
-export interface PendingCheckpoint<R> {
-  /** The invocation's request id (`context.awsRequestId`). */
-  requestId: string;
-  /** Every record of the batch, in delivery order. */
-  records: readonly R[];
-  /** How the invocation ended: the whole batch done, or a valid partial response. */
-  result: 'success' | 'partial';
-  /**
-   * Lane (shard id, or `topic-partition`) to the checkpoint about to be written: the sequence number
-   * of the last record done (Kinesis, DynamoDB), or the offset to commit, the next one to read (Kafka).
-   */
-  checkpoints: Record<string, string>;
-}
+export type PendingCheckpoint<R> = Parameters<NonNullable<StreamEventSourceOptions<R, unknown>['beforeCheckpoint']>>[0];
 
 /** How one invocation ended, and what the event source did about it. */
-export interface StreamInvocationOutcome<R> {
-  /** The invocation's request id (`context.awsRequestId`). */
-  requestId: string;
-  /** Every record of the batch, in delivery order. */
-  records: readonly R[];
-  /** See {@link StreamInvocationResult}. */
-  result: StreamInvocationResult;
-  /** 0 on the first invocation with these records as a batch; n on its nth retry. Splitting a batch keeps the count. */
-  retry: number;
-  /**
-   * Lane to checkpoint after the invocation, for the lanes of the batch (same form as
-   * {@link PendingCheckpoint.checkpoints}); a lane with no checkpoint yet is absent.
-   */
-  checkpoints: Record<string, string>;
-  /** The failure split the batch in two (BisectBatchOnFunctionError); each half is tried on its own. */
-  bisected: boolean;
-  /** Set when the failure exhausted the retries: the records went to the on-failure destination. */
-  discarded?: StreamDiscard<R> | undefined;
-  /** What the handler threw (`error`), or why the response was refused (`invalid-response`). */
-  error?: unknown;
-}
+export type StreamInvocationOutcome<R> = Parameters<NonNullable<StreamEventSourceOptions<R, unknown>['onInvocation']>>[0];
+
+/** How one invocation ended. */
+export type StreamInvocationResult = StreamInvocationOutcome<unknown>['result'];
+
+/** Records that Lambda gave up on: sent to the on-failure destination (if any) and skipped. */
+export type StreamDiscard<R> = Parameters<NonNullable<StreamEventSourceOptions<R, unknown>['onDiscard']>>[0];
+
+/** Why Lambda gave up on records. */
+export type DiscardCondition = StreamDiscard<unknown>['condition'];
 
 /** What a stream event source did so far. */
 export interface StreamEventSourceStats {

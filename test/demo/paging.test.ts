@@ -5,7 +5,7 @@ import { FAULTS, runScenario, startLocal } from '../../local/index.js';
 import type { LocalStack, ScenarioEnvironment } from '../../local/index.js';
 import { dataApiClient } from '../support/inbox.js';
 import { freshDatabase } from '../support/database.js';
-import { selectByKey } from '../../local/effects.js';
+import { selectByKey } from '../../local/scenario/effects.js';
 import { demoConsumer } from '../../demo/consumers.js';
 
 // The demo's final check reads every effect through the Data API, whose answers stop at 1 MiB: about

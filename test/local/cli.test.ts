@@ -8,7 +8,8 @@ import { ExecuteStatementCommand, RDSDataClient } from '@aws-sdk/client-rds-data
 import { CreateQueueCommand, SQSClient } from '@aws-sdk/client-sqs';
 import { afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { MIGRATION_SETS } from '../../lambda/functions/migration/migrate.js';
-import { FAULTS, SCENARIO_TRANSPORTS } from '../../local/scenario.js';
+import { FAULTS } from '../../local/scenario/fault-schedule.js';
+import { SCENARIO_TRANSPORTS } from '../../local/scenario/transport.js';
 import { freshDatabase } from '../support/database.js';
 
 /** The installed bin: compiled JavaScript, as `npx sqs-inbox` runs it (`npm test` builds dist/ first). */

@@ -4,16 +4,9 @@ import { resolveStreamOptions } from '../options.js';
 import type { StreamEventSourceOptions } from '../options.js';
 import { streamBatchInfo } from '../stream-batch-info.js';
 import { StreamEventSource } from '../stream-event-source.js';
+import { StreamPoller } from '../stream-poller.js';
 import type { LaneRecord, StreamSource } from '../stream-source.js';
 import type { DynamoDbModel, DynamoDbStreamRecord } from './model.js';
-
-/** Options of {@link DynamoDbEventSource}: Lambda's settings for a DynamoDB Streams event source mapping. */
-export interface DynamoDbEventSourceOptions extends StreamEventSourceOptions<DynamoDBRecord, DynamoDBStreamEvent> {
-  /** The DynamoDB model whose table stream to read. */
-  model: DynamoDbModel;
-  /** The table name. */
-  table: string;
-}
 
 /**
  * Lambda's DynamoDB Streams event source mapping, emulated over the in-process {@link DynamoDbModel}:
@@ -27,8 +20,15 @@ export interface DynamoDbEventSourceOptions extends StreamEventSourceOptions<Dyn
  * source.start();
  * await source.drain({ timeoutMs: 60_000 });
  */
-export class DynamoDbEventSource extends StreamEventSource<DynamoDBRecord, DynamoDBStreamEvent> {
-  constructor(options: DynamoDbEventSourceOptions) {
+export class DynamoDbEventSource extends StreamEventSource {
+  constructor(
+    options: StreamEventSourceOptions<DynamoDBRecord, DynamoDBStreamEvent> & {
+      /** The DynamoDB model whose table stream to read. */
+      model: DynamoDbModel;
+      /** The table name. */
+      table: string;
+    },
+  ) {
     const problems: string[] = [];
     const model = options.model;
     let shards: string[] = [];
@@ -45,7 +45,7 @@ export class DynamoDbEventSource extends StreamEventSource<DynamoDBRecord, Dynam
       { label: 'DynamoDbEventSource', functionName: 'local-dynamodb-consumer', windowMs: 0, clock: model.clock },
       problems,
     );
-    super(dynamoDbSource(model, options.table, streamArn, shards), resolved, model);
+    super(new StreamPoller(dynamoDbSource(model, options.table, streamArn, shards), resolved, model));
   }
 }
 
@@ -90,3 +90,6 @@ function dynamoDbSource(model: DynamoDbModel, table: string, streamArn: string, 
     batchInfo: (batch) => ['DDBStreamBatchInfo', streamBatchInfo(batch, streamArn, (ms) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, 'Z'))],
   };
 }
+
+/** Options of {@link DynamoDbEventSource}: Lambda's settings for its event source mapping. */
+export type DynamoDbEventSourceOptions = ConstructorParameters<typeof DynamoDbEventSource>[0];

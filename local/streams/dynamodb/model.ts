@@ -5,49 +5,8 @@ import type { Clock } from '../../sqs/clock.js';
 import { ChangeSignal } from '../change-signal.js';
 import { StreamModelError } from '../errors.js';
 import { ShardLog } from '../shard-log.js';
-import { canonicalText, marshallItem, marshallValue, unmarshallItem } from './attribute-values.js';
-import type { MarshalledItem, PlainItem } from './attribute-values.js';
-
-/** What a table's stream records hold (StreamSpecification.StreamViewType). */
-export type StreamViewType = 'KEYS_ONLY' | 'NEW_IMAGE' | 'OLD_IMAGE' | 'NEW_AND_OLD_IMAGES';
-
-/** Options of {@link DynamoDbModel}. */
-export interface DynamoDbModelOptions {
-  /** The clock creation times and the stream's 24-hour retention run on. @default a new SystemClock */
-  clock?: Clock | undefined;
-  /** The region in table and stream ARNs. @default 'us-east-1' */
-  region?: string | undefined;
-  /** The account id in ARNs. @default '000000000000' */
-  accountId?: string | undefined;
-  /**
-   * The first stream sequence number. DynamoDB's are decimal strings of 21 to 40 digits; starting
-   * near a power of ten lets a test prove they are compared as numbers, not text.
-   * @default 100000000000000000000n (21 digits)
-   */
-  firstSequenceNumber?: bigint | undefined;
-}
-
-/** CreateTable's options. */
-export interface CreateTableOptions {
-  /** The partition key attribute name. */
-  partitionKey: string;
-  /** The sort key attribute name, if the table has one. */
-  sortKey?: string | undefined;
-  /** What stream records hold. @default 'NEW_AND_OLD_IMAGES' */
-  streamViewType?: StreamViewType | undefined;
-  /** Stream shards; an item's key hash picks its shard, so one item's changes stay in order on one shard. @default 1 */
-  shardCount?: number | undefined;
-}
-
-/** A table as callers see it. */
-export interface DynamoDbTableInfo {
-  name: string;
-  arn: string;
-  /** `arn:aws:dynamodb:<region>:<account>:table/<name>/stream/<created>`: the event source ARN. */
-  streamArn: string;
-  streamViewType: StreamViewType;
-  shardIds: string[];
-}
+import { fromImage, toImage, toImageValue, utilDynamoDb } from './images.js';
+import type { StreamImage } from './images.js';
 
 /** A stream record as GetRecords returns it, with the creation time in epoch ms. */
 export interface DynamoDbStreamRecord {
@@ -57,11 +16,15 @@ export interface DynamoDbStreamRecord {
   eventName: 'INSERT' | 'MODIFY' | 'REMOVE';
   /** A decimal string; compare as BigInt. */
   sequenceNumber: string;
-  keys: MarshalledItem;
-  newImage?: MarshalledItem | undefined;
-  oldImage?: MarshalledItem | undefined;
+  /** The item's key attributes, as AttributeValues (binary as base64). */
+  keys: Record<string, AttributeValue>;
+  /** The item after the change, with NEW_IMAGE or NEW_AND_OLD_IMAGES. */
+  newImage?: Record<string, AttributeValue> | undefined;
+  /** The item before the change, with OLD_IMAGE or NEW_AND_OLD_IMAGES. */
+  oldImage?: Record<string, AttributeValue> | undefined;
+  /** Approximately the UTF-8 size of what the record carries. */
   sizeBytes: number;
-  streamViewType: StreamViewType;
+  streamViewType: 'KEYS_ONLY' | 'NEW_IMAGE' | 'OLD_IMAGE' | 'NEW_AND_OLD_IMAGES';
   /** Epoch milliseconds on the model's clock. */
   createdMs: number;
 }
@@ -69,9 +32,9 @@ export interface DynamoDbStreamRecord {
 type StoredChange = Omit<DynamoDbStreamRecord, 'shardId' | 'sequenceNumber' | 'createdMs'>;
 
 interface Table {
-  info: DynamoDbTableInfo;
+  info: ReturnType<DynamoDbModel['describeTable']>;
   keyNames: string[];
-  items: Map<string, MarshalledItem>;
+  items: Map<string, StreamImage>;
   logs: Map<string, ShardLog<StoredChange>>;
   changes: ChangeSignal;
 }
@@ -104,16 +67,45 @@ export class DynamoDbModel {
   readonly #tables = new Map<string, Table>();
   #nextSequence: bigint;
 
-  constructor(options: DynamoDbModelOptions = {}) {
+  constructor(
+    options: {
+      /** The clock creation times and the stream's 24-hour retention run on. @default a new SystemClock */
+      clock?: Clock | undefined;
+      /** The region in table and stream ARNs. @default 'us-east-1' */
+      region?: string | undefined;
+      /** The account id in ARNs. @default '000000000000' */
+      accountId?: string | undefined;
+      /**
+       * The first stream sequence number. DynamoDB's are decimal strings of 21 to 40 digits; starting
+       * near a power of ten lets a test prove they are compared as numbers, not text.
+       * @default 100000000000000000000n (21 digits)
+       */
+      firstSequenceNumber?: bigint | undefined;
+    } = {},
+  ) {
     this.clock = options.clock ?? new SystemClock();
     this.region = options.region ?? 'us-east-1';
     this.accountId = options.accountId ?? '000000000000';
     this.#nextSequence = options.firstSequenceNumber ?? 10n ** 20n;
     if (this.#nextSequence < 0n) throw new RangeError('DynamoDbModel: firstSequenceNumber must not be negative.');
+    // Its items go through the SDK's marshalling: a missing package is named now, not at the first write.
+    utilDynamoDb();
   }
 
   /** CreateTable with a stream enabled. */
-  createTable(name: string, options: CreateTableOptions): DynamoDbTableInfo {
+  createTable(
+    name: string,
+    options: {
+      /** The partition key attribute name. */
+      partitionKey: string;
+      /** The sort key attribute name, if the table has one. */
+      sortKey?: string | undefined;
+      /** What stream records hold (StreamSpecification.StreamViewType). @default 'NEW_AND_OLD_IMAGES' */
+      streamViewType?: 'KEYS_ONLY' | 'NEW_IMAGE' | 'OLD_IMAGE' | 'NEW_AND_OLD_IMAGES' | undefined;
+      /** Stream shards; an item's key hash picks its shard, so one item's changes stay in order on one shard. @default 1 */
+      shardCount?: number | undefined;
+    },
+  ): ReturnType<DynamoDbModel['describeTable']> {
     if (!TABLE_NAME.test(name)) throw validation(`table name ${JSON.stringify(name)} must be 3 to 255 of a-z, A-Z, 0-9, _ . -`);
     if (this.#tables.has(name)) throw new StreamModelError('ResourceInUseException', `Table already exists: ${name}`);
     const viewType = options.streamViewType ?? 'NEW_AND_OLD_IMAGES';
@@ -125,7 +117,7 @@ export class DynamoDbModel {
     const created = new Date(now).toISOString().replace('Z', '');
     const shardIds = Array.from({ length: shardCount }, (_, i) => `shardId-${String(now).padStart(20, '0')}-${shortHash(`${name}/${i}`)}`);
     const arn = `arn:aws:dynamodb:${this.region}:${this.accountId}:table/${name}`;
-    const info: DynamoDbTableInfo = { name, arn, streamArn: `${arn}/stream/${created}`, streamViewType: viewType, shardIds };
+    const info: ReturnType<DynamoDbModel['describeTable']> = { name, arn, streamArn: `${arn}/stream/${created}`, streamViewType: viewType, shardIds };
     this.#tables.set(name, {
       info,
       keyNames: [options.partitionKey, ...(options.sortKey ? [options.sortKey] : [])],
@@ -137,15 +129,22 @@ export class DynamoDbModel {
   }
 
   /** DescribeTable: the ARNs, the stream view type and the stream's shards. */
-  describeTable(name: string): DynamoDbTableInfo {
+  describeTable(name: string): {
+    name: string;
+    arn: string;
+    /** `arn:aws:dynamodb:<region>:<account>:table/<name>/stream/<created>`: the event source ARN. */
+    streamArn: string;
+    streamViewType: 'KEYS_ONLY' | 'NEW_IMAGE' | 'OLD_IMAGE' | 'NEW_AND_OLD_IMAGES';
+    shardIds: string[];
+  } {
     const info = this.#table(name).info;
     return { ...info, shardIds: [...info.shardIds] };
   }
 
   /** PutItem: INSERT when the key is new, MODIFY when the item changes, nothing when it is the same. */
-  putItem(table: string, item: PlainItem): void {
+  putItem(table: string, item: Record<string, unknown>): void {
     const t = this.#table(table);
-    const marshalled = marshallItem(item);
+    const marshalled = toImage(item);
     this.#write(t, this.#keyOf(t, marshalled), marshalled);
   }
 
@@ -153,30 +152,30 @@ export class DynamoDbModel {
    * UpdateItem with SET of `set` and REMOVE of `remove`: creates the item (INSERT) when the key is
    * new, as UpdateItem does; MODIFY when something changed; nothing when nothing did.
    */
-  updateItem(table: string, key: PlainItem, set: PlainItem, remove: readonly string[] = []): void {
+  updateItem(table: string, key: Record<string, unknown>, set: Record<string, unknown>, remove: readonly string[] = []): void {
     const t = this.#table(table);
-    const keyItem = this.#keyOf(t, marshallItem(key));
+    const keyItem = this.#keyOf(t, toImage(key));
     for (const name of [...Object.keys(set), ...remove]) {
       if (t.keyNames.includes(name)) throw validation(`cannot update attribute ${name}: it is part of the key`);
     }
     const current = t.items.get(canonicalText(keyItem));
-    const next: MarshalledItem = { ...(current ?? keyItem) };
-    for (const [name, value] of Object.entries(set)) next[name] = marshallValue(value, name);
+    const next: StreamImage = { ...(current ?? keyItem) };
+    for (const [name, value] of Object.entries(set)) next[name] = toImageValue(value);
     for (const name of remove) delete next[name];
     this.#write(t, keyItem, next);
   }
 
   /** DeleteItem: REMOVE with the old image; nothing when there is no such item. */
-  deleteItem(table: string, key: PlainItem): void {
+  deleteItem(table: string, key: Record<string, unknown>): void {
     const t = this.#table(table);
-    this.#write(t, this.#keyOf(t, marshallItem(key)), undefined);
+    this.#write(t, this.#keyOf(t, toImage(key)), undefined);
   }
 
   /** GetItem, as a plain object (a copy); undefined when absent. */
-  getItem(table: string, key: PlainItem): PlainItem | undefined {
+  getItem(table: string, key: Record<string, unknown>): Record<string, unknown> | undefined {
     const t = this.#table(table);
-    const item = t.items.get(canonicalText(this.#keyOf(t, marshallItem(key))));
-    return item ? unmarshallItem(item) : undefined;
+    const item = t.items.get(canonicalText(this.#keyOf(t, toImage(key))));
+    return item ? fromImage(item) : undefined;
   }
 
   /** GetRecords from a stream shard: up to `limit` records after `after`, or from the trim horizon. */
@@ -193,12 +192,12 @@ export class DynamoDbModel {
   }
 
   /** Fires whenever the table's stream gets a record. */
-  changes(table: string): ChangeSignal {
+  changes(table: string): { subscribe(listener: () => void): () => void } {
     return this.#table(table).changes;
   }
 
   /** Stores (or deletes, with `next` undefined) an item and writes the stream record of the change. */
-  #write(table: Table, key: MarshalledItem, next: MarshalledItem | undefined): void {
+  #write(table: Table, key: StreamImage, next: StreamImage | undefined): void {
     const id = canonicalText(key);
     const previous = table.items.get(id);
     if (next === undefined && previous === undefined) return;
@@ -227,8 +226,8 @@ export class DynamoDbModel {
   }
 
   /** The key attributes of an item, checked: present, and of a key type (S, N or B). */
-  #keyOf(table: Table, item: MarshalledItem): MarshalledItem {
-    const key: MarshalledItem = {};
+  #keyOf(table: Table, item: StreamImage): StreamImage {
+    const key: StreamImage = {};
     for (const name of table.keyNames) {
       const value: AttributeValue | undefined = item[name];
       if (!value) throw validation(`One of the required keys was not given a value: ${name}`);
@@ -266,3 +265,18 @@ function shortHash(text: string): string {
 function validation(message: string): StreamModelError {
   return new StreamModelError('ValidationException', message);
 }
+
+/** A stable text for an item or key: attribute names sorted at every level, so equal items give equal text. */
+function canonicalText(value: unknown): string {
+  return JSON.stringify(value, (_key, inner: unknown) =>
+    typeof inner === 'object' && inner !== null && !Array.isArray(inner)
+      ? Object.fromEntries(Object.entries(inner).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+      : inner,
+  );
+}
+
+/** Options of {@link DynamoDbModel}. */
+export type DynamoDbModelOptions = NonNullable<ConstructorParameters<typeof DynamoDbModel>[0]>;
+
+/** What a table's stream records hold (StreamSpecification.StreamViewType). */
+export type StreamViewType = DynamoDbStreamRecord['streamViewType'];

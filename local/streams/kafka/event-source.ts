@@ -3,6 +3,7 @@ import type { MSKEvent, MSKRecord, SelfManagedKafkaEvent } from 'aws-lambda';
 import { resolveStreamOptions } from '../options.js';
 import type { StreamEventSourceOptions } from '../options.js';
 import { StreamEventSource } from '../stream-event-source.js';
+import { StreamPoller } from '../stream-poller.js';
 import type { Identified, LaneRecord, StreamSource } from '../stream-source.js';
 import type { KafkaModel, KafkaStoredRecord } from './model.js';
 
@@ -21,36 +22,6 @@ export interface KafkaBatchResponse {
   batchItemFailures: { itemIdentifier: { partition: string; offset: number } }[];
 }
 
-/**
- * Where Lambda's Kafka pollers run. Provisioned mode (ProvisionedPollerConfig) is where the error
- * handling controls live: partial batch response, bisect, retry limit, record age, on-failure
- * destination. On-demand mode has none of them: the response body is not read, only a thrown error
- * (or a timeout) fails a batch, and a failed batch is retried until it succeeds.
- */
-export type KafkaPollerMode = 'provisioned' | 'on-demand';
-
-/** Options of {@link KafkaEventSource}: Lambda's settings for an MSK or self-managed Kafka event source mapping. */
-export interface KafkaEventSourceOptions extends StreamEventSourceOptions<KafkaRecord, KafkaEvent> {
-  /** The Kafka model (the cluster) to consume from. */
-  model: KafkaModel;
-  /** The topic (a Kafka mapping consumes exactly one). */
-  topic: string;
-  /** The consumer group whose committed offsets the mapping reads and writes. @default a new UUID, as Lambda uses the mapping's UUID */
-  consumerGroupId?: string | undefined;
-  /**
-   * Provisioned or on-demand pollers; see {@link KafkaPollerMode}. Lambda's own default is on-demand;
-   * this emulator defaults to provisioned, where ReportBatchItemFailures (on by default here, as for
-   * the other sources) is allowed. @default 'provisioned'
-   */
-  pollerMode?: KafkaPollerMode | undefined;
-  /**
-   * How many consumers of the group run at once, 1 to the partition count. Partitions are spread over
-   * them; each consumer invokes one batch at a time, and a batch may hold records of several of its
-   * partitions, as a Lambda Kafka payload can. @default one per partition
-   */
-  consumers?: number | undefined;
-}
-
 /** With a destination and no retry limit, Lambda applies this many retries (kafka-retry-configurations). */
 const RETRIES_WITH_DESTINATION = 10;
 
@@ -62,18 +33,42 @@ const RETRIES_WITH_DESTINATION = 10;
  * named partition resumes from the lowest offset named for it while the others commit past the
  * batch; retries, bisecting, record age and the on-failure destination behave as for the streams
  * (with infinite retries and a destination, Lambda caps retries at 10). On-demand mode: see
- * {@link KafkaPollerMode}.
+ * `pollerMode`.
  *
  * @example
  * const source = new KafkaEventSource({ model: kafka, topic: 'orders', startingPosition: 'TRIM_HORIZON', handler });
  * source.start();
  * await source.drain({ timeoutMs: 60_000 });
  */
-export class KafkaEventSource extends StreamEventSource<KafkaRecord, KafkaEvent> {
+export class KafkaEventSource extends StreamEventSource {
   /** The consumer group the mapping commits offsets for. */
   readonly consumerGroupId: string;
 
-  constructor(options: KafkaEventSourceOptions) {
+  constructor(
+    options: StreamEventSourceOptions<MSKRecord, MSKEvent | SelfManagedKafkaEvent> & {
+      /** The Kafka model (the cluster) to consume from. */
+      model: KafkaModel;
+      /** The topic (a Kafka mapping consumes exactly one). */
+      topic: string;
+      /** The consumer group whose committed offsets the mapping reads and writes. @default a new UUID, as Lambda uses the mapping's UUID */
+      consumerGroupId?: string | undefined;
+      /**
+       * Where Lambda's Kafka pollers run. Provisioned mode (ProvisionedPollerConfig) is where the error
+       * handling controls live: partial batch response, bisect, retry limit, record age, on-failure
+       * destination. On-demand mode has none of them: the response body is not read, only a thrown error
+       * (or a timeout) fails a batch, and a failed batch is retried until it succeeds. Lambda's own default
+       * is on-demand; this emulator defaults to provisioned, where ReportBatchItemFailures (on by default
+       * here, as for the other sources) is allowed. @default 'provisioned'
+       */
+      pollerMode?: 'provisioned' | 'on-demand' | undefined;
+      /**
+       * How many consumers of the group run at once, 1 to the partition count. Partitions are spread over
+       * them; each consumer invokes one batch at a time, and a batch may hold records of several of its
+       * partitions, as a Lambda Kafka payload can. @default one per partition
+       */
+      consumers?: number | undefined;
+    },
+  ) {
     const problems: string[] = [];
     const model = options.model;
     let partitions = 0;
@@ -103,7 +98,7 @@ export class KafkaEventSource extends StreamEventSource<KafkaRecord, KafkaEvent>
       { label: 'KafkaEventSource', functionName: 'local-kafka-consumer', windowMs: 500, clock: model.clock },
       problems,
     );
-    super(kafkaSource(model, options.topic, groupId, partitions, consumers), resolved, model);
+    super(new StreamPoller(kafkaSource(model, options.topic, groupId, partitions, consumers), resolved, model));
     this.consumerGroupId = groupId;
   }
 }
@@ -216,3 +211,6 @@ function javaBytes(bytes: Uint8Array): number[] {
 function optionalBigInt(value: number | undefined, shift = 0n): bigint | undefined {
   return value === undefined ? undefined : BigInt(value) + shift;
 }
+
+/** Options of {@link KafkaEventSource}: Lambda's settings for its event source mapping. */
+export type KafkaEventSourceOptions = ConstructorParameters<typeof KafkaEventSource>[0];

@@ -6,40 +6,6 @@ import { StreamModelError } from '../errors.js';
 import { ShardLog } from '../shard-log.js';
 import { partitionForKey } from './murmur2.js';
 
-/** Amazon MSK (events carry `eventSource: 'aws:kafka'` and the cluster ARN) or a self-managed cluster (`'SelfManagedKafka'`, no ARN). */
-export type KafkaClusterKind = 'msk' | 'self-managed';
-
-/** Options of {@link KafkaModel}. */
-export interface KafkaModelOptions {
-  /** The clock record timestamps run on. @default a new SystemClock */
-  clock?: Clock | undefined;
-  /** Which kind of cluster Lambda sees. @default 'msk' */
-  kind?: KafkaClusterKind | undefined;
-  /** The cluster name in the MSK ARN and the broker addresses. @default 'local-cluster' */
-  clusterName?: string | undefined;
-  /** The region in the MSK ARN. @default 'us-east-1' */
-  region?: string | undefined;
-  /** The account id in the MSK ARN. @default '000000000000' */
-  accountId?: string | undefined;
-  /** The brokers, comma separated, as events carry them. @default two MSK-shaped broker addresses */
-  bootstrapServers?: string | undefined;
-}
-
-/** A bytes-or-text field of a message; text is stored as its UTF-8 bytes. */
-export type KafkaBytes = string | Uint8Array;
-
-/** What `produce` takes. */
-export interface KafkaMessage {
-  /** The key; it picks the partition (murmur2). Null or absent: the partitions are used in turn. */
-  key?: KafkaBytes | null | undefined;
-  /** The value; null is a tombstone. */
-  value: KafkaBytes | null;
-  /** Headers: a map, or `[name, value]` pairs when a name repeats. */
-  headers?: Readonly<Record<string, KafkaBytes>> | ReadonlyArray<readonly [string, KafkaBytes]> | undefined;
-  /** An explicit partition, overriding the key. */
-  partition?: number | undefined;
-}
-
 /** A record as a partition stores it. */
 export interface KafkaStoredRecord {
   topic: string;
@@ -78,7 +44,7 @@ export class KafkaModel {
   /** The clock record timestamps run on. */
   readonly clock: Clock;
   /** MSK or self-managed. */
-  readonly kind: KafkaClusterKind;
+  readonly kind: 'msk' | 'self-managed';
   /** The MSK cluster ARN (the event source ARN); undefined for a self-managed cluster. */
   readonly clusterArn: string | undefined;
   /** The brokers, comma separated. */
@@ -91,7 +57,25 @@ export class KafkaModel {
   /** `group/topic/partition` to the committed offset. */
   readonly #committed = new Map<string, number>();
 
-  constructor(options: KafkaModelOptions = {}) {
+  constructor(
+    options: {
+      /** The clock record timestamps run on. @default a new SystemClock */
+      clock?: Clock | undefined;
+      /**
+       * Which kind of cluster Lambda sees: Amazon MSK (events carry `eventSource: 'aws:kafka'` and the cluster
+       * ARN) or a self-managed cluster (`'SelfManagedKafka'`, no ARN). @default 'msk'
+       */
+      kind?: 'msk' | 'self-managed' | undefined;
+      /** The cluster name in the MSK ARN and the broker addresses. @default 'local-cluster' */
+      clusterName?: string | undefined;
+      /** The region in the MSK ARN. @default 'us-east-1' */
+      region?: string | undefined;
+      /** The account id in the MSK ARN. @default '000000000000' */
+      accountId?: string | undefined;
+      /** The brokers, comma separated, as events carry them. @default two MSK-shaped broker addresses */
+      bootstrapServers?: string | undefined;
+    } = {},
+  ) {
     this.clock = options.clock ?? new SystemClock();
     this.kind = options.kind ?? 'msk';
     if (this.kind !== 'msk' && this.kind !== 'self-managed') throw new RangeError(`KafkaModel: kind must be 'msk' or 'self-managed'; got ${String(this.kind)}`);
@@ -123,7 +107,19 @@ export class KafkaModel {
   }
 
   /** Appends a record: to the given partition, the key's murmur2 partition, or the next in turn; returns where it went. */
-  produce(topic: string, message: KafkaMessage): { topic: string; partition: number; offset: number } {
+  produce(
+    topic: string,
+    message: {
+      /** The key; it picks the partition (murmur2). Null or absent: the partitions are used in turn. */
+      key?: string | Uint8Array | null | undefined;
+      /** The value; null is a tombstone. */
+      value: string | Uint8Array | null;
+      /** Headers: a map, or `[name, value]` pairs when a name repeats. */
+      headers?: Readonly<Record<string, string | Uint8Array>> | ReadonlyArray<readonly [string, string | Uint8Array]> | undefined;
+      /** An explicit partition, overriding the key. */
+      partition?: number | undefined;
+    },
+  ): { topic: string; partition: number; offset: number } {
     const t = this.#topic(topic);
     const key = message.key === undefined || message.key === null ? null : bytes(message.key);
     let partition: number;
@@ -143,8 +139,8 @@ export class KafkaModel {
     const offset = log.newest === undefined ? 0 : Number(log.newest.position) + 1;
     const timestamp = this.clock.now();
     const headers: Array<[string, Uint8Array]> = Array.isArray(message.headers)
-      ? (message.headers as ReadonlyArray<readonly [string, KafkaBytes]>).map(([name, value]) => [name, bytes(value)])
-      : Object.entries((message.headers ?? {}) as Record<string, KafkaBytes>).map(([name, value]) => [name, bytes(value)]);
+      ? (message.headers as ReadonlyArray<readonly [string, string | Uint8Array]>).map(([name, value]) => [name, bytes(value)])
+      : Object.entries((message.headers ?? {}) as Record<string, string | Uint8Array>).map(([name, value]) => [name, bytes(value)]);
     log.append({
       position: BigInt(offset),
       arrivalMs: timestamp,
@@ -183,7 +179,7 @@ export class KafkaModel {
   }
 
   /** Fires whenever a record is produced to the topic or an offset of it is committed. */
-  changes(topic: string): ChangeSignal {
+  changes(topic: string): { subscribe(listener: () => void): () => void } {
     return this.#topic(topic).changes;
   }
 
@@ -200,10 +196,13 @@ export class KafkaModel {
   }
 }
 
-function bytes(value: KafkaBytes): Uint8Array {
+function bytes(value: string | Uint8Array): Uint8Array {
   return typeof value === 'string' ? new TextEncoder().encode(value) : new Uint8Array(value);
 }
 
 function positionNumber(position: bigint | undefined): number | undefined {
   return position === undefined ? undefined : Number(position);
 }
+
+/** Options of {@link KafkaModel}. */
+export type KafkaModelOptions = NonNullable<ConstructorParameters<typeof KafkaModel>[0]>;

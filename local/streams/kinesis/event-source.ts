@@ -4,18 +4,9 @@ import { resolveStreamOptions } from '../options.js';
 import type { StreamEventSourceOptions } from '../options.js';
 import { streamBatchInfo } from '../stream-batch-info.js';
 import { StreamEventSource } from '../stream-event-source.js';
+import { StreamPoller } from '../stream-poller.js';
 import type { LaneRecord, StreamSource } from '../stream-source.js';
 import type { KinesisDataRecord, KinesisModel } from './model.js';
-
-/** Options of {@link KinesisEventSource}: Lambda's settings for a Kinesis event source mapping. */
-export interface KinesisEventSourceOptions extends StreamEventSourceOptions<KinesisStreamRecord, KinesisStreamEvent> {
-  /** The Kinesis model to read. */
-  model: KinesisModel;
-  /** The stream name. */
-  stream: string;
-  /** The function's execution role, which records carry as `invokeIdentityArn`. @default `arn:aws:iam::<account>:role/<functionName>-role` */
-  executionRoleArn?: string | undefined;
-}
 
 /**
  * Lambda's Kinesis event source mapping, emulated over the in-process {@link KinesisModel}: one
@@ -32,8 +23,17 @@ export interface KinesisEventSourceOptions extends StreamEventSourceOptions<Kine
  * await source.drain({ timeoutMs: 60_000 });
  * await source.stop();
  */
-export class KinesisEventSource extends StreamEventSource<KinesisStreamRecord, KinesisStreamEvent> {
-  constructor(options: KinesisEventSourceOptions) {
+export class KinesisEventSource extends StreamEventSource {
+  constructor(
+    options: StreamEventSourceOptions<KinesisStreamRecord, KinesisStreamEvent> & {
+      /** The Kinesis model to read. */
+      model: KinesisModel;
+      /** The stream name. */
+      stream: string;
+      /** The function's execution role, which records carry as `invokeIdentityArn`. @default `arn:aws:iam::<account>:role/<functionName>-role` */
+      executionRoleArn?: string | undefined;
+    },
+  ) {
     const problems: string[] = [];
     const model = options.model;
     let shards: string[] = [];
@@ -51,7 +51,7 @@ export class KinesisEventSource extends StreamEventSource<KinesisStreamRecord, K
       problems,
     );
     const roleArn = options.executionRoleArn ?? `arn:aws:iam::${model.accountId}:role/${resolved.functionName}-role`;
-    super(kinesisSource(model, options.stream, arn, shards, roleArn), resolved, model);
+    super(new StreamPoller(kinesisSource(model, options.stream, arn, shards, roleArn), resolved, model));
   }
 }
 
@@ -100,3 +100,6 @@ function kinesisSource(
     batchInfo: (batch) => ['KinesisBatchInfo', streamBatchInfo(batch, streamArn, (ms) => new Date(ms).toISOString())],
   };
 }
+
+/** Options of {@link KinesisEventSource}: Lambda's settings for its event source mapping. */
+export type KinesisEventSourceOptions = ConstructorParameters<typeof KinesisEventSource>[0];

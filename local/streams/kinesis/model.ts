@@ -6,31 +6,6 @@ import { ShardLog } from '../shard-log.js';
 import { MAX_HASH_KEY, evenHashKeyRanges, hashKeyOf, rangeIndexOf } from './hash-keys.js';
 import type { HashKeyRange } from './hash-keys.js';
 
-/** Options of {@link KinesisModel}. */
-export interface KinesisModelOptions {
-  /** The clock arrival times and retention run on. @default a new SystemClock */
-  clock?: Clock | undefined;
-  /** The region in stream ARNs. @default 'us-east-1' */
-  region?: string | undefined;
-  /** The account id in stream ARNs. @default '000000000000' */
-  accountId?: string | undefined;
-}
-
-/** A shard as ListShards describes it; hash keys as decimal strings, as the API sends them. */
-export interface KinesisShardInfo {
-  shardId: string;
-  hashKeyRange: { startingHashKey: string; endingHashKey: string };
-}
-
-/** A stream as callers see it. */
-export interface KinesisStreamInfo {
-  name: string;
-  /** `arn:aws:kinesis:<region>:<account>:stream/<name>`: the event source ARN. */
-  arn: string;
-  shards: KinesisShardInfo[];
-  retentionHours: number;
-}
-
 /** A data record as GetRecords returns it (the data as bytes, the arrival time in epoch ms). */
 export interface KinesisDataRecord {
   shardId: string;
@@ -42,24 +17,6 @@ export interface KinesisDataRecord {
   approximateArrivalTimestamp: number;
 }
 
-/** PutRecord's input. */
-export interface PutRecordInput {
-  /** The stream name. */
-  stream: string;
-  /** 1 to 256 Unicode characters; its MD5 picks the shard. */
-  partitionKey: string;
-  /** The data blob: a string is stored as its UTF-8 bytes. */
-  data: string | Uint8Array;
-  /** A decimal 128-bit hash key that picks the shard instead of the partition key's MD5. */
-  explicitHashKey?: string | undefined;
-}
-
-/** PutRecord's result. */
-export interface PutRecordResult {
-  shardId: string;
-  sequenceNumber: string;
-}
-
 /** A record as the shard log keeps it. */
 interface StoredRecord {
   partitionKey: string;
@@ -67,7 +24,7 @@ interface StoredRecord {
 }
 
 interface Stream {
-  info: Omit<KinesisStreamInfo, 'shards' | 'retentionHours'>;
+  info: { name: string; arn: string };
   ranges: HashKeyRange[];
   shardIds: string[];
   logs: Map<string, ShardLog<StoredRecord>>;
@@ -105,14 +62,26 @@ export class KinesisModel {
   readonly #streams = new Map<string, Stream>();
   #puts = 0n;
 
-  constructor(options: KinesisModelOptions = {}) {
+  constructor(
+    options: {
+      /** The clock arrival times and retention run on. @default a new SystemClock */
+      clock?: Clock | undefined;
+      /** The region in stream ARNs. @default 'us-east-1' */
+      region?: string | undefined;
+      /** The account id in stream ARNs. @default '000000000000' */
+      accountId?: string | undefined;
+    } = {},
+  ) {
     this.clock = options.clock ?? new SystemClock();
     this.region = options.region ?? 'us-east-1';
     this.accountId = options.accountId ?? '000000000000';
   }
 
   /** CreateStream: `shardCount` shards (default 1) and a retention of 24 to 8,760 hours (default 24). */
-  createStream(name: string, { shardCount = 1, retentionHours = 24 }: { shardCount?: number; retentionHours?: number } = {}): KinesisStreamInfo {
+  createStream(
+    name: string,
+    { shardCount = 1, retentionHours = 24 }: { shardCount?: number; retentionHours?: number } = {},
+  ): ReturnType<KinesisModel['describeStream']> {
     if (!STREAM_NAME.test(name)) throw invalidArgument(`stream name ${JSON.stringify(name)} must be 1 to 128 of a-z, A-Z, 0-9, _ . -`);
     if (this.#streams.has(name)) throw new StreamModelError('ResourceInUseException', `Stream ${name} already exists.`);
     if (!Number.isInteger(shardCount) || shardCount < 1) throw invalidArgument(`shardCount must be a positive integer; got ${shardCount}`);
@@ -130,8 +99,13 @@ export class KinesisModel {
     return this.describeStream(name);
   }
 
-  /** DescribeStream: the ARN, the shards with their hash key ranges, the retention. */
-  describeStream(name: string): KinesisStreamInfo {
+  /** DescribeStream: the ARN (the event source ARN), the shards with their hash key ranges as decimal strings, the retention. */
+  describeStream(name: string): {
+    name: string;
+    arn: string;
+    shards: { shardId: string; hashKeyRange: { startingHashKey: string; endingHashKey: string } }[];
+    retentionHours: number;
+  } {
     const stream = this.#stream(name);
     return {
       ...stream.info,
@@ -159,7 +133,16 @@ export class KinesisModel {
    * PutRecord: the shard is the one whose hash key range holds the MD5 of the partition key (or the
    * explicit hash key); the sequence number grows with every put.
    */
-  putRecord(input: PutRecordInput): PutRecordResult {
+  putRecord(input: {
+    /** The stream name. */
+    stream: string;
+    /** 1 to 256 Unicode characters; its MD5 picks the shard. */
+    partitionKey: string;
+    /** The data blob: a string is stored as its UTF-8 bytes. */
+    data: string | Uint8Array;
+    /** A decimal 128-bit hash key that picks the shard instead of the partition key's MD5. */
+    explicitHashKey?: string | undefined;
+  }): { shardId: string; sequenceNumber: string } {
     const stream = this.#stream(input.stream);
     const key = input.partitionKey;
     if (typeof key !== 'string' || key.length < 1 || [...key].length > 256) {
@@ -202,7 +185,7 @@ export class KinesisModel {
   }
 
   /** Fires whenever a record is put on the stream. */
-  changes(name: string): ChangeSignal {
+  changes(name: string): { subscribe(listener: () => void): () => void } {
     return this.#stream(name).changes;
   }
 

@@ -1,7 +1,8 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import type { DynamoDBRecord } from 'aws-lambda';
 import { afterEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../../local/sqs/clock.js';
-import { marshallItem, unmarshallItem } from '../../../local/streams/dynamodb/attribute-values.js';
 import { DynamoDbEventSource } from '../../../local/streams/dynamodb/event-source.js';
 import type { DynamoDbEventSourceOptions } from '../../../local/streams/dynamodb/event-source.js';
 import { DynamoDbModel } from '../../../local/streams/dynamodb/model.js';
@@ -28,9 +29,11 @@ function source(ddb: DynamoDbModel, options: Partial<DynamoDbEventSourceOptions>
   return es;
 }
 
-describe('attribute values', () => {
-  it('marshals every JavaScript type to its AttributeValue and back', () => {
+describe("items through the SDK's own marshalling", () => {
+  it('writes every JavaScript type as its AttributeValue, binary as base64 as Lambda delivers it, and reads it back', () => {
+    const { ddb, all } = setup();
     const item = {
+      id: 'o-1',
       s: 'text',
       n: 42,
       f: 1.5,
@@ -39,13 +42,14 @@ describe('attribute values', () => {
       none: null,
       bin: new Uint8Array([1, 2, 255]),
       list: ['a', 1],
-      map: { inner: 'x' },
+      map: { inner: 'x', bytes: new Uint8Array([9]) },
       ss: new Set(['a', 'b']),
       ns: new Set([1, 2]),
       bs: new Set([new Uint8Array([7])]),
     };
-    const marshalled = marshallItem(item);
-    expect(marshalled).toEqual({
+    ddb.putItem('orders', item);
+    expect(all()[0]?.newImage).toEqual({
+      id: { S: 'o-1' },
       s: { S: 'text' },
       n: { N: '42' },
       f: { N: '1.5' },
@@ -54,20 +58,39 @@ describe('attribute values', () => {
       none: { NULL: true },
       bin: { B: 'AQL/' },
       list: { L: [{ S: 'a' }, { N: '1' }] },
-      map: { M: { inner: { S: 'x' } } },
+      map: { M: { inner: { S: 'x' }, bytes: { B: 'CQ==' } } },
       ss: { SS: ['a', 'b'] },
       ns: { NS: ['1', '2'] },
       bs: { BS: ['Bw=='] },
     });
-    expect(unmarshallItem(marshalled)).toEqual(item);
+    expect(ddb.getItem('orders', { id: 'o-1' })).toEqual(item);
+    ddb.updateItem('orders', { id: 'o-1' }, { bin: new Uint8Array([3]) });
+    expect(all()[1]?.newImage?.bin).toEqual({ B: 'Aw==' });
   });
 
-  it('refuses what DynamoDB cannot store, naming the attribute', () => {
-    expect(() => marshallItem({ a: undefined })).toThrow(/a is undefined; leave the attribute out or use null/);
-    expect(() => marshallItem({ a: { b: [Number.NaN] } })).toThrow(/a\.b\[0\] is NaN; DynamoDB numbers must be finite/);
-    expect(() => marshallItem({ a: new Set() })).toThrow(/a is an empty set/);
-    expect(() => marshallItem({ a: new Set(['x', 1]) })).toThrow(/a is a set of mixed types/);
-    expect(() => marshallItem({ a: new Date() })).toThrow(/a holds a Date/);
+  it("refuses what DynamoDB cannot store with the SDK's own errors, and writes nothing", () => {
+    const { ddb, all } = setup();
+    expect(() => ddb.putItem('orders', { id: 'o-1', a: undefined })).toThrow('Pass options.removeUndefinedValues=true');
+    expect(() => ddb.putItem('orders', { id: 'o-1', a: { b: [Number.NaN] } })).toThrow('Special numeric value NaN is not allowed');
+    expect(() => ddb.putItem('orders', { id: 'o-1', a: new Set() })).toThrow('Pass a non-empty set');
+    expect(() => ddb.putItem('orders', { id: 'o-1', a: 2 ** 60 })).toThrow('is greater than Number.MAX_SAFE_INTEGER');
+    expect(() => ddb.putItem('orders', { id: 'o-1', a: new Date() })).toThrow('Unsupported type passed');
+    expect(all()).toEqual([]);
+  });
+
+  it('names the package and its install command when @aws-sdk/util-dynamodb is not installed, as the model is made', () => {
+    // A process in which Node finds no @aws-sdk/util-dynamodb, as in a project that did not install it.
+    const hide = `import Module from 'node:module'; const resolve = Module._resolveFilename; Module._resolveFilename = function (request, ...rest) { if (request === '@aws-sdk/util-dynamodb') throw Object.assign(new Error("Cannot find module '@aws-sdk/util-dynamodb'"), { code: 'MODULE_NOT_FOUND' }); return resolve.call(this, request, ...rest); };`;
+    const model = new URL('../../../dist/local/streams/dynamodb/model.js', import.meta.url).href;
+    if (!existsSync(new URL(model))) throw new Error('dist/ is missing: run `node scripts/build.mjs --js-only` (npm test does).');
+    const script = `const { DynamoDbModel } = await import(${JSON.stringify(model)}); try { new DynamoDbModel(); console.log('made'); } catch (error) { console.log(error.name + ': ' + error.message); }`;
+    const made = spawnSync(process.execPath, [`--import=data:text/javascript,${encodeURIComponent(hide)}`, '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+    });
+    expect(made.stdout.trim()).toBe(
+      'LocalDependencyError: sqs-inbox/local needs the package "@aws-sdk/util-dynamodb", which is not installed. ' +
+        'Fix: npm install --save-dev @aws-sdk/util-dynamodb (for the local DynamoDB table and its stream).',
+    );
   });
 });
 

@@ -24,7 +24,7 @@ export interface Harness {
   /** Writes a record whose body is `body`, keyed so it lands on lane `lane` (0-based). */
   put(body: string, lane?: number): void;
   /** An event source over the model; the handler gets the event's records, flattened, in order. */
-  source(handler: (records: AnyRecord[]) => unknown, options?: CommonOptions): StreamEventSource<AnyRecord, unknown>;
+  source(handler: (records: AnyRecord[]) => unknown, options?: CommonOptions): StreamEventSource;
   body(record: AnyRecord): string;
   /** The lane id of a record: shard id, or `topic-partition`. */
   lane(record: AnyRecord): string;
@@ -40,14 +40,14 @@ export interface Variant {
   setup(lanes: number): Harness;
 }
 
-const sources: StreamEventSource<AnyRecord, unknown>[] = [];
+const sources: StreamEventSource[] = [];
 
 /** Stops every event source the harnesses made (call in afterEach). */
 export async function stopAll(): Promise<void> {
   await Promise.all(sources.splice(0).map((s) => s.stop()));
 }
 
-function track<S extends StreamEventSource<AnyRecord, unknown>>(source: S): S {
+function track<S extends StreamEventSource>(source: S): S {
   sources.push(source);
   return source;
 }
@@ -83,7 +83,7 @@ const kinesis: Variant = {
             startingPosition: 'TRIM_HORIZON',
             ...options,
             handler: (event) => handler(event.Records),
-          } as ConstructorParameters<typeof KinesisEventSource>[0]) as unknown as StreamEventSource<AnyRecord, unknown>,
+          } as ConstructorParameters<typeof KinesisEventSource>[0]) as unknown as StreamEventSource,
         ),
       body: (record) => Buffer.from((record as KinesisStreamRecord).kinesis.data, 'base64').toString('utf8'),
       lane: (record) => (record as KinesisStreamRecord).eventID.split(':')[0] ?? '',
@@ -118,7 +118,7 @@ const dynamodb: Variant = {
             startingPosition: 'TRIM_HORIZON',
             ...options,
             handler: (event) => handler(event.Records),
-          } as ConstructorParameters<typeof DynamoDbEventSource>[0]) as unknown as StreamEventSource<AnyRecord, unknown>,
+          } as ConstructorParameters<typeof DynamoDbEventSource>[0]) as unknown as StreamEventSource,
         ),
       body: (record) => (record as DynamoDBRecord).dynamodb?.NewImage?.body?.S ?? '',
       lane: (record) => info.shardIds[keys.indexOf((record as DynamoDBRecord).dynamodb?.Keys?.id?.S ?? '')] ?? '',
@@ -147,7 +147,7 @@ const kafka: Variant = {
             maximumBatchingWindowMs: 0,
             ...options,
             handler: (event: KafkaEvent) => handler(Object.values(event.records).flat()),
-          } as KafkaEventSourceOptions) as unknown as StreamEventSource<AnyRecord, unknown>,
+          } as KafkaEventSourceOptions) as unknown as StreamEventSource,
         ),
       body: (record) => Buffer.from((record as KafkaRecord).value, 'base64').toString('utf8'),
       lane: (record) => `${(record as KafkaRecord).topic}-${(record as KafkaRecord).partition}`,

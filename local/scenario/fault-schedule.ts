@@ -1,8 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { SQSRecord } from 'aws-lambda';
-import type { FaultCall } from './data-api/faults.js';
-import type { DataApiServer } from './data-api/server.js';
-import type { PendingDelete, SqsEventHandler } from './event-source.js';
+import type { FaultCall } from '../data-api/faults.js';
+import type { DataApiServer } from '../data-api/server.js';
+import type { PendingDelete, SqsEventHandler } from '../event-source.js';
 
 /**
  * The faults a scenario can inject, each at its own rate, decided by the seed. Every fault acts outside
@@ -38,17 +38,13 @@ export const FAULTS = [
 export type FaultName = (typeof FAULTS)[number];
 
 /**
- * What a fault's rate counts. `message`: each message produced. `delivery`: each message's first
- * delivery to a handler (an invocation is struck when one of its records is). `commit-point`:
- * each call at the commit point. `run`: it happens at the start and again half-way, whatever the size.
+ * Each fault's rate and what it counts: `message`, each message produced; `delivery`, each message's
+ * first delivery to a handler (an invocation is struck when one of its records is); `commit-point`,
+ * each call at the commit point; `run`, it happens at the start and again half-way, whatever the size.
+ * Those of a message or a delivery are 1.5%, so that the README's 300 messages make each of them 99%
+ * likely (305 do).
  */
-export type FaultUnit = 'message' | 'delivery' | 'commit-point' | 'run';
-
-/**
- * Each fault's rate and what it counts. Those of a message or a delivery are 1.5%, so that the README's
- * 300 messages make each of them 99% likely (305 do).
- */
-export const FAULT_RATES: Readonly<Record<FaultName, { readonly rate: number; readonly per: FaultUnit }>> = {
+export const FAULT_RATES: Readonly<Record<FaultName, { readonly rate: number; readonly per: 'message' | 'delivery' | 'commit-point' | 'run' }>> = {
   'duplicate-sends': { rate: 0.05, per: 'message' },
   'crash-after-commit': { rate: 0.015, per: 'delivery' },
   'drop-commit': { rate: 0.03, per: 'commit-point' },
@@ -61,10 +57,12 @@ export const FAULT_RATES: Readonly<Record<FaultName, { readonly rate: number; re
 
 /** How likely a run makes each fault it was asked for, from the rates. */
 export interface FaultLikelihood {
+  /** The fault. */
   readonly fault: FaultName;
-  /** The share of {@link per} it strikes. */
+  /** The share of `per` it strikes. */
   readonly rate: number;
-  readonly per: FaultUnit;
+  /** What the rate counts, as {@link FAULT_RATES} says. */
+  readonly per: (typeof FAULT_RATES)[FaultName]['per'];
   /** Times it was injected in this run. */
   readonly injected: number;
   /**
@@ -386,7 +384,7 @@ export class FaultSchedule {
   }
 }
 
-const UNIT_NAMES: Record<FaultUnit, string> = {
+const UNIT_NAMES: Record<FaultLikelihood['per'], string> = {
   message: 'messages',
   delivery: 'first deliveries',
   'commit-point': 'the calls at the commit point',

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import type { InboxSession } from '../lambda/inbox/transport/session.js';
-import type { OutboxTransport } from '../lambda/inbox/outbox/relay.js';
-import { sweepOutbox } from '../lambda/inbox/outbox/sweep.js';
+import type { InboxSession } from '../../lambda/inbox/transport/session.js';
+import type { OutboxTransport } from '../../lambda/inbox/outbox/relay.js';
+import { sweepOutbox } from '../../lambda/inbox/outbox/sweep.js';
 
 /** What the periodic sweeper did. */
 export interface SweeperStats {

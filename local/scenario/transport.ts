@@ -1,18 +1,17 @@
 import type pg from 'pg';
-import type { DataApiSession } from '../lambda/inbox/data-api/session.js';
-import type { DatabaseTarget } from '../lambda/inbox/data-api/session.js';
-import type { InboxSession } from '../lambda/inbox/transport/session.js';
-import { postgres, PostgresSession } from '../lambda/inbox/transport/postgres/index.js';
-import { DSQL_INBOX_MIGRATIONS, DsqlSession, migrateDsql } from '../lambda/inbox/transport/dsql/index.js';
-import type { DsqlConflict, DsqlTarget } from '../lambda/inbox/transport/dsql/index.js';
-import { INBOX_MIGRATIONS, migrate } from '../lambda/inbox/sql/schema.js';
-import { dsqlOnProfile, startDsqlProfile } from './dsql/profile.js';
-import type { Faults } from './data-api/faults.js';
-import type { Stats } from './data-api/stats.js';
-import { loadPg } from './peer-loaders.js';
-import { sweeperSession } from './scenario-steps.js';
-import type { LocalStack } from './stack.js';
-import { startWireProxy } from './wire/proxy.js';
+import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import type { DatabaseTarget } from '../../lambda/inbox/data-api/session.js';
+import type { InboxSession } from '../../lambda/inbox/transport/session.js';
+import { postgres, PostgresSession } from '../../lambda/inbox/transport/postgres/index.js';
+import { DSQL_INBOX_MIGRATIONS, DsqlSession, migrateDsql } from '../../lambda/inbox/transport/dsql/index.js';
+import type { DsqlConflict, DsqlTarget } from '../../lambda/inbox/transport/dsql/index.js';
+import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
+import { dsqlOnProfile, startDsqlProfile } from '../dsql/profile.js';
+import type { Faults } from '../data-api/faults.js';
+import type { Stats } from '../data-api/stats.js';
+import { loadPg } from '../peer-loaders.js';
+import type { LocalStack } from '../stack.js';
+import { startWireProxy } from '../wire/proxy.js';
 
 /**
  * How a scenario's handlers reach the run's database: `'data-api'` through the local Data API server (as
@@ -21,23 +20,20 @@ import { startWireProxy } from './wire/proxy.js';
  * injects the same faults, or `'dsql'`: `dsql({ ... })` on the DSQL profile (local/dsql/profile.ts:
  * PostgreSQL held to Aurora DSQL's rules, optimistic-concurrency conflicts injected at COMMIT).
  */
-export const SCENARIO_TRANSPORTS = ['data-api', 'postgres', 'dsql'] as const;
+export type ScenarioTransport = 'data-api' | 'postgres' | 'dsql';
+
+/** Every {@link ScenarioTransport}, for the demo's flag and the options' check. */
+export const SCENARIO_TRANSPORTS: readonly ScenarioTransport[] = ['data-api', 'postgres', 'dsql'];
 
 /** The share of COMMITs the DSQL profile fails with DSQL's OC000 conflict when a run names none: 5%. */
 export const DEFAULT_DSQL_CONFLICT_RATE = 0.05;
-
-/** One of {@link SCENARIO_TRANSPORTS}. */
-export type ScenarioTransport = (typeof SCENARIO_TRANSPORTS)[number];
-
-/** What `postgres(pool)` from `sqs-inbox/postgres` gives: the `database` of `inbox()` on the wire. */
-export type PostgresDatabase = ReturnType<typeof postgres>;
 
 /**
  * The `database` a handler factory gets: Data API settings (`'data-api'`), `postgres(pool)` on a pool of
  * the handler's own (`'postgres'`), or `dsql({ ... })` on the DSQL profile (`'dsql'`). Each goes straight
  * into `inbox({ database })`.
  */
-export type ScenarioDatabase = DatabaseTarget | PostgresDatabase | DsqlTarget;
+export type ScenarioDatabase = DatabaseTarget | ReturnType<typeof postgres> | DsqlTarget;
 
 /** The variables that point node-postgres (`new pg.Pool()` with no settings) at a server. */
 export const PG_VARIABLES = ['PGHOST', 'PGPORT', 'PGDATABASE', 'PGUSER', 'PGPASSWORD', 'PGOPTIONS'] as const;
@@ -117,7 +113,8 @@ export async function openHandlerTransport(
       calls: local.dataApi,
       database: () => dataApi.target,
       session: dataApi.session,
-      sweeper: sweeperSession(dataApi.target),
+      // Without resume retries: a sweep refused by a paused Aurora is tried again at the next.
+      sweeper: new DataApiSession(dataApi.target, { callTimeoutMs: 10_000, resumeDelaysMs: [] }),
       outboxWatch: dataApi.session,
       problems: () => [],
       env: Object.fromEntries(PG_VARIABLES.map((name) => [name, undefined])),

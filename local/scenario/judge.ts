@@ -1,6 +1,11 @@
-import { DataApiError } from '../lambda/inbox/index.js';
-import type { DataApiSession } from '../lambda/inbox/data-api/session.js';
-import type { Row } from '../lambda/inbox/data-api/results.js';
+import type { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import { compareSeq, firstRow, readEffects, selectByKey } from './effects.js';
+import type { KeyEffects } from './effects.js';
+import type { FaultSchedule } from './fault-schedule.js';
+import type { ScenarioResult } from './run-scenario.js';
+
+// The judge: what was sent against what the database and the queues hold at the end. Every scenario's
+// verdict comes from here, read from the user's effects query, never from the handler's own account.
 
 /** A message a scenario sent, as the verdict needs it. */
 export interface SentMessage {
@@ -12,14 +17,6 @@ export interface SentMessage {
   readonly position: number;
   /** The body was cut short on purpose (the `poison` fault). */
   readonly poison: boolean;
-}
-
-/** What the effects query said about one key. */
-export interface KeyEffects {
-  /** How many times its effect was applied. */
-  readonly count: number;
-  /** When it was first applied, if the query returned a `seq` column: a number or text that increases with time. */
-  readonly seq: number | string | undefined;
 }
 
 /**
@@ -76,111 +73,6 @@ export interface Verdict {
   readonly outOfOrderPastDeadLetter: readonly OutOfOrderEffect[];
   /** Keys the effects query returned that no message carried. */
   readonly unexpectedKeys: readonly string[];
-}
-
-/**
- * Reads the effects query's rows: a `key` column, an optional `count` (a row without one counts 1; rows
- * with the same key add up) and an optional `seq`.
- */
-export function readEffects(rows: readonly Row[]): Map<string, KeyEffects> {
-  const effects = new Map<string, KeyEffects>();
-  for (const row of rows) {
-    if (!('key' in row)) {
-      throw new Error(
-        `runScenario: the effects query must return a "key" column, e.g. SELECT payment_id AS key, count(*) FROM public.payments GROUP BY 1; it returned the columns ${Object.keys(row).join(', ') || '(none)'}.`,
-      );
-    }
-    const key = String(row.key);
-    const count = 'count' in row ? Number(row.count) : 1;
-    if (!Number.isFinite(count) || count < 0) {
-      throw new Error(`runScenario: the effects query returned count ${String(row.count)} for key ${key}; it must be a whole number >= 0.`);
-    }
-    const seq = toSeq(row.seq);
-    const before = effects.get(key);
-    effects.set(key, {
-      count: (before?.count ?? 0) + count,
-      seq: before?.seq === undefined ? seq : seq === undefined ? before.seq : compareSeq(seq, before.seq) < 0 ? seq : before.seq,
-    });
-  }
-  return effects;
-}
-
-/** Rows asked for in the first page of {@link selectByKey}: a few hundred KiB of the demo's effects rows. */
-export const FIRST_PAGE_ROWS = 5000;
-
-/**
- * Every row of `sql`, a query with a `key` column, read in pages ordered by that key (keyset pagination):
- * one ExecuteStatement answers at most 1 MiB, which the demo's effects pass at about 13,000 orders. A
- * page the Data API refuses as too large is asked again with half the rows, and later pages keep that
- * size. A page never ends inside a key, since rows with the same key add up in {@link readEffects}.
- *
- * @param pageRows - rows asked for in the first page. @default FIRST_PAGE_ROWS
- */
-export async function selectByKey(session: DataApiSession, sql: string, pageRows = FIRST_PAGE_ROWS): Promise<Row[]> {
-  const source = subquery(sql);
-  // Keys as text in byte order, NULL as '': the same order in every page, whatever the key's type. The
-  // server computes it (scenario_page_key) so the next page starts exactly where this one ended.
-  const sortKey = `coalesce(scenario_page.key::text, '') COLLATE "C"`;
-  const columns = `SELECT scenario_page.*, ${sortKey} AS scenario_page_key FROM ${source}`;
-  const firstPage = `${columns} ORDER BY scenario_page_key LIMIT :limit`;
-  const nextPage = `${columns} WHERE ${sortKey} > :after ORDER BY scenario_page_key LIMIT :limit`;
-  const oneKey = `${columns} WHERE ${sortKey} = :key`;
-  const rows: Row[] = [];
-  const keep = (page: readonly Row[]) => {
-    for (const { scenario_page_key: _, ...row } of page) rows.push(row);
-  };
-  let limit = pageRows;
-  let after: string | undefined;
-  for (;;) {
-    let page: Row[];
-    try {
-      page = (await session.execute(after === undefined ? firstPage : nextPage, after === undefined ? { limit } : { after, limit })).rows;
-    } catch (error) {
-      if (limit > 1 && responseTooLarge(error)) {
-        limit = Math.ceil(limit / 2);
-        continue;
-      }
-      throw error;
-    }
-    if (page.length < limit) {
-      keep(page);
-      return rows;
-    }
-    // The last key of a full page may have more rows in the next one: leave it to that page whole.
-    const last = String(page.at(-1)!.scenario_page_key);
-    const whole = page.filter((row) => String(row.scenario_page_key) !== last);
-    if (whole.length > 0) {
-      keep(whole);
-      after = String(whole.at(-1)!.scenario_page_key);
-    } else {
-      // One key fills the page: its rows alone, in one answer.
-      keep((await session.execute(oneKey, { key: last })).rows);
-      after = last;
-    }
-  }
-}
-
-/** The first row of `sql` (none if it returns none), to see its columns before paging by one of them. */
-export async function firstRow(session: DataApiSession, sql: string): Promise<Row[]> {
-  return (await session.execute(`SELECT * FROM ${subquery(sql)} LIMIT 1`)).rows;
-}
-
-/** `sql` as a subquery named scenario_page. A newline before the parenthesis: the query may end in a -- comment. */
-function subquery(sql: string): string {
-  return `(\n${sql.trim().replace(/;$/, '')}\n) AS scenario_page`;
-}
-
-/**
- * The Data API's refusal of an answer over 1 MiB. It is a BadRequestException like many others; only its
- * message tells it apart: "Database response exceeded size limit" (older: "...allowed response size
- * limit"), shared/reference/data-api.md §3.4.
- */
-function responseTooLarge(error: unknown): boolean {
-  const cause = error instanceof DataApiError ? error.cause : error;
-  return (
-    (cause as { name?: unknown } | null)?.name === 'BadRequestException' &&
-    /response size limit|response exceeded size limit/i.test(String((cause as Error).message))
-  );
 }
 
 /** Judges the effects of the messages sent: doubles, lost, out-of-order within FIFO groups. */
@@ -278,15 +170,117 @@ function outOfOrder(applied: readonly SentMessage[], effects: ReadonlyMap<string
   return found;
 }
 
-function toSeq(value: unknown): number | string | undefined {
-  if (value === undefined || value === null) return undefined;
-  if (typeof value === 'number') return value;
-  if (typeof value === 'bigint') return Number(value);
-  if (value instanceof Date) return value.getTime();
-  return String(value);
+/**
+ * Judges what was sent against the effects query (read in pages), the keys `parkedSql` returns (a `key`
+ * column) and the dead-lettered keys; a dead-lettered message applied out of order is no violation.
+ */
+export async function readVerdict(
+  session: DataApiSession,
+  effectsSql: string,
+  sent: readonly SentMessage[],
+  parkedSql: string,
+  deadLettered: ReadonlySet<string>,
+): Promise<Verdict> {
+  const effectsFailed = (error: unknown): never => {
+    throw new Error(`runScenario: the effects query failed: ${error instanceof Error ? error.message : String(error)}`, { cause: error });
+  };
+  // One row first, so a query without a key column is named as such, not as PostgreSQL's complaint about the pages' ORDER BY.
+  readEffects(await firstRow(session, effectsSql).catch(effectsFailed));
+  // In pages: past some 13,000 of the demo's orders one answer would pass the Data API's 1 MiB limit.
+  const effects = readEffects(await selectByKey(session, effectsSql).catch(effectsFailed));
+  const parkedRows = await selectByKey(session, parkedSql);
+  const verdict = judge(sent, effects, new Set(parkedRows.map((row) => String(row.key))), deadLettered);
+  // A message in the dead-letter queue that was applied anyway was applied from the producer's later
+  // re-send (`duplicate-sends`), which FIFO rightly delivers after its group's later messages. (Poison
+  // takes the messages behind it in its batches along; under load, function timeouts can use up a
+  // message's 5 receives.)
+  return { ...verdict, outOfOrder: verdict.outOfOrder.filter((effect) => !deadLettered.has(effect.key)) };
 }
 
-function compareSeq(a: number | string, b: number | string): number {
-  if (typeof a === 'number' && typeof b === 'number') return a - b;
-  return String(a) < String(b) ? -1 : String(a) > String(b) ? 1 : 0;
+/** The parked messages' keys, for {@link readVerdict}. */
+export const PARKED_KEYS = 'SELECT message_key AS key FROM inbox.parked_message';
+
+/** What {@link judgeRun} judges a run by, besides the database. */
+export interface RunToJudge {
+  /** A session on the run's database, never faulted. */
+  readonly session: DataApiSession;
+  /** The user's effects query. */
+  readonly effects: string;
+  readonly sent: readonly SentMessage[];
+  readonly deadLettered: ReadonlySet<string>;
+  readonly completed: boolean;
+  readonly timeoutMs: number;
+  /** Records left queued, in flight or not checkpointed. */
+  readonly left: number;
+  /** The run's faults, which must have struck, or say so. */
+  readonly schedule: FaultSchedule;
+  readonly messages: number;
+  /** Problems the run found itself (a handler that ignored its transport), after the schedule's. */
+  readonly found: readonly string[];
+  /** The user's own check, on the run's database. */
+  readonly verify: ((session: DataApiSession) => unknown) | undefined;
+}
+
+/** What every scenario's result says of its run, as the judge found it (a stream's result picks the same). */
+export type Judged = Pick<
+  ScenarioResult,
+  | 'applied'
+  | 'doubled'
+  | 'doubleEffects'
+  | 'extraEffects'
+  | 'lost'
+  | 'lostKeys'
+  | 'parked'
+  | 'orderViolations'
+  | 'outOfOrder'
+  | 'faultsInjected'
+  | 'faultLikelihood'
+  | 'exactlyOnce'
+  | 'problems'
+>;
+
+/**
+ * A run's verdict and every problem with it, one readable line each: doubles, lost, out of order and
+ * unknown keys (the effects), a commit point that never matched and faults that never struck (a run
+ * that proved nothing must not pass), what the run found, then what `verify` returned or threw.
+ */
+export async function judgeRun(run: RunToJudge): Promise<{ verdict: Verdict; notes: string[]; judged: Judged }> {
+  const { schedule } = run;
+  const verdict = await readVerdict(run.session, run.effects, run.sent, PARKED_KEYS, run.deadLettered);
+  const unmatched = schedule.commitPointProblem();
+  const problems = [
+    ...problemsOf(verdict, run.completed, run.timeoutMs, run.left),
+    ...(unmatched ? [unmatched] : []),
+    ...schedule.unfiredProblems(run.messages),
+    ...run.found,
+    ...(await runVerify(run.verify, run.session)),
+  ];
+  const judged: Judged = {
+    applied: verdict.applied,
+    doubled: verdict.doubleEffects.length,
+    doubleEffects: verdict.doubleEffects,
+    extraEffects: verdict.extraEffects,
+    lost: verdict.lostKeys.length,
+    lostKeys: verdict.lostKeys,
+    parked: verdict.parked,
+    orderViolations: verdict.outOfOrder.length,
+    outOfOrder: verdict.outOfOrder,
+    faultsInjected: { ...schedule.injected },
+    faultLikelihood: schedule.likelihood(run.messages),
+    exactlyOnce: problems.length === 0,
+    problems,
+  };
+  return { verdict, notes: notesOf(verdict), judged };
+}
+
+/** Runs the user's own check: its findings, and its failure, as `verify: ` problems. */
+async function runVerify(verify: ((session: DataApiSession) => unknown) | undefined, session: DataApiSession): Promise<string[]> {
+  if (!verify) return [];
+  try {
+    const found = (await verify(session)) as string | readonly string[] | undefined | null;
+    if (found === undefined || found === null) return [];
+    return (typeof found === 'string' ? [found] : [...found]).map((problem) => `verify: ${problem}`);
+  } catch (error) {
+    return [`verify: ${error instanceof Error ? error.message : String(error)}`];
+  }
 }

@@ -1,6 +1,6 @@
 import type { Context } from 'aws-lambda';
-import { FAULTS } from '../fault-schedule.js';
-import type { Delivery, FaultName, FaultSchedule } from '../fault-schedule.js';
+import { FAULTS } from './fault-schedule.js';
+import type { Delivery, FaultName, FaultSchedule } from './fault-schedule.js';
 import type { PendingCheckpoint } from '../streams/types.js';
 
 /**
