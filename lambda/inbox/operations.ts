@@ -1,7 +1,8 @@
 /**
  * What runs beside the handlers (package export `sqs-inbox/operations`), from a script, a scheduled
  * function or a deployment: the schema migrations, the purge of old claims, and the parked messages
- * (list, show, discard, redrive), each over an inbox session (`DataApiSession` from `sqs-inbox/data-api`,
+ * (list, show, discard, redrive), the redrive of a dead-letter queue that keeps each message's key, and the
+ * import of a hand-rolled dedup table's rows as claims, each over an inbox session (`DataApiSession` from `sqs-inbox/data-api`,
  * or a wire session).
  *
  * @example
@@ -28,5 +29,8 @@ export type {
 } from './parked/store.js';
 export { redriveParked, queueUrlFromArn } from './parked/redrive.js';
 export type { RedriveOptions, RedriveResult, RedriveRefusal } from './parked/redrive.js';
+export { redriveDeadLetters } from '../operations/dead-letter-redrive.js';
+export type { DeadLetterRedriveOptions, DeadLetterRedriveReport, DeadLetterOutcome } from '../operations/dead-letter-redrive.js';
+export { REDRIVEN_MESSAGE_ID_ATTRIBUTE } from './prepare/keys.js';
 export { IDEMPOTENCY_KEY_ATTRIBUTE, MAX_KEY_BYTES, MAX_BODY_BYTES, payloadHash } from './prepare/keys.js';
 export { METRIC_NAMESPACE } from './telemetry/telemetry.js';

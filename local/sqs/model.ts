@@ -9,6 +9,7 @@ import { isKnownAttributeName, normalizeAttribute, parseBoolean, parseQueueAttri
 import type { QueueConfig } from './queue-attributes.js';
 import { hostOf, resolveQueueName } from './queue-ref.js';
 import { ReceiptHandleExpired, decodeReceiptHandle, deleteVerdict, encodeReceiptHandle, visibilityVerdict } from './receipt-handles.js';
+import { movedMessage } from './move-task.js';
 import { receivedMessage } from './received.js';
 import { DEDUP_WINDOW, checkSendBatch, isFifoId, sendToQueue } from './send.js';
 import type { BatchEntryFailure, BatchResult, ReceivedMessage, SendMessageInput, SendMessageResult } from './types.js';
@@ -401,7 +402,9 @@ export class SqsModel {
       deadLetterQueueSourceArn: queue.arn,
       // AWS: a FIFO dead-letter queue resets the enqueue time for retention; a standard one keeps it.
       enqueuedAt: dlq.fifo ? now : message.enqueuedAt,
-      ...(dlq.fifo ? { sequenceNumber: dlq.nextSequenceNumber() } : {}),
+      // AWS (the developer guide's DLQ redrive page): moved to a FIFO dead-letter queue, "the original message's
+      // deduplication ID will be replaced with the original message's ID".
+      ...(dlq.fifo ? { sequenceNumber: dlq.nextSequenceNumber(), messageDeduplicationId: message.messageId } : {}),
     };
     delete moved.receiptHandle;
     dlq.messages.set(moved.messageId, moved);
@@ -423,6 +426,48 @@ export class SqsModel {
       unsubscribe();
       signal?.removeEventListener('abort', abort);
     }
+  }
+
+  // ---- dead-letter redrive ------------------------------------------------------------------
+
+  /**
+   * StartMessageMoveTask, as the console's DLQ redrive runs it: every message of the dead-letter queue
+   * `sourceArn` that is not in flight goes, in queue order, to `destinationArn` or else back to the queue it
+   * was dead-lettered from, as a new message (move-task.ts). AWS runs the task in the background; here it is
+   * done when the call returns. The source must be some queue's dead-letter queue, and a destination of the
+   * same type, as AWS requires.
+   */
+  startMessageMoveTask(input: { sourceArn: string; destinationArn?: string | undefined }): { taskHandle: string; moved: number } {
+    const source = this.#queue(input.sourceArn);
+    const isDeadLetterQueue = [...this.#queues.values()].some((q) => q.config.redrivePolicy?.deadLetterTargetArn === source.arn);
+    if (!isDeadLetterQueue) {
+      throw invalidParameter(
+        'SourceArn',
+        input.sourceArn,
+        'Source queue must be configured as a Dead Letter Queue.',
+        'give the ARN of a queue that another queue dead-letters to',
+      );
+    }
+    const named = input.destinationArn === undefined ? undefined : this.#queue(input.destinationArn);
+    if (named && named.fifo !== source.fifo) {
+      throw invalidParameter('DestinationArn', input.destinationArn, 'The destination queue must be the same type as the source queue.');
+    }
+    const now = this.clock.now();
+    source.expire(now);
+    let moved = 0;
+    for (const message of [...source.messages.values()]) {
+      if (message.receiveCount > 0 && message.visibleAt > now) continue;
+      const destination = named ?? [...this.#queues.values()].find((q) => q.arn === message.deadLetterQueueSourceArn);
+      if (!destination) continue;
+      source.messages.delete(message.messageId);
+      source.visibilityChanged.delete(message.messageId);
+      const redriven = movedMessage(message, destination, now);
+      destination.messages.set(redriven.messageId, redriven);
+      destination.notify();
+      moved += 1;
+    }
+    source.notify();
+    return { taskHandle: Buffer.from(JSON.stringify({ source: source.arn, at: now })).toString('base64'), moved };
   }
 
   // ---- deleting and visibility --------------------------------------------------------------

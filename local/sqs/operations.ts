@@ -136,6 +136,12 @@ export function createHandlers(model: SqsModel, faults: SqsFaults): ReadonlyMap<
       const result = await withEntryFaults(faults, 'ChangeMessageVisibilityBatch', entries, (kept) => model.changeMessageVisibilityBatch(queue, kept));
       return { Successful: result.successful.map((s) => ({ Id: s.id })), Failed: result.failed.map(failedEntry) };
     },
+    StartMessageMoveTask: (input) => {
+      const destinationArn = stringMember(input, 'DestinationArn');
+      return {
+        TaskHandle: model.startMessageMoveTask({ sourceArn: requiredString(input, 'SourceArn'), ...optional('destinationArn', destinationArn) }).taskHandle,
+      };
+    },
   };
   return new Map(Object.entries(handlers));
 }

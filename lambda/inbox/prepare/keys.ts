@@ -11,6 +11,9 @@ import { textBytes } from '../sources/text-bytes.js';
  *   SQS messageId. The attribute must be a String one (a Binary one fails with {@link KeyError}).
  * - `'message-id'`: the SQS messageId. A producer that retries a send gets a new messageId, so a retried
  *   send is not caught; prefer a producer key.
+ *
+ *   Both take a message's messageId from {@link REDRIVEN_MESSAGE_ID_ATTRIBUTE} when it carries one: the id SQS
+ *   gave it first, which `sqs-inbox dlq redrive` stamps on what it sends back from a dead-letter queue.
  * - `'deduplication-id'`: the FIFO MessageDeduplicationId.
  * - `{ attribute: 'name' }`: a String message attribute; a record without it, or with a Binary one, fails with
  *   {@link KeyError}.
@@ -20,6 +23,16 @@ export type KeyStrategy = 'auto' | 'message-id' | 'deduplication-id' | { readonl
 
 /** The message attribute `'auto'` looks for and the producer sets. */
 export const IDEMPOTENCY_KEY_ATTRIBUTE = 'idempotency-key';
+
+/**
+ * The message attribute `sqs-inbox dlq redrive` (`redriveDeadLetters`) writes: the messageId SQS gave the
+ * message before it was dead-lettered. A message sent again gets a new messageId, so 'message-id' and 'auto'
+ * read the original from here, and a message whose effect committed before it was dead-lettered is then a
+ * duplicate. A producer that sets it chooses its own message's key, as with `idempotency-key`: it can make its
+ * messages duplicates of each other, and nothing more, since SQS gives every other message an unpredictable
+ * id, and a key claimed with another body is a key collision (parked or failed), never a silent duplicate.
+ */
+export const REDRIVEN_MESSAGE_ID_ATTRIBUTE = 'sqs-inbox-redriven-message-id';
 
 /** Longest key accepted, in UTF-8 bytes. Keys are a primary key column: long ones bloat the index. */
 export const MAX_KEY_BYTES = 512;
@@ -52,10 +65,10 @@ export function keyStrategy(strategy: KeyStrategy | undefined): (record: SQSReco
     case 'auto':
       return (record) => {
         const attribute = record.messageAttributes?.[IDEMPOTENCY_KEY_ATTRIBUTE];
-        return attribute === undefined ? checkKey(record.messageId, 'messageId') : attributeKey(attribute, IDEMPOTENCY_KEY_ATTRIBUTE);
+        return attribute === undefined ? messageIdKey(record) : attributeKey(attribute, IDEMPOTENCY_KEY_ATTRIBUTE);
       };
     case 'message-id':
-      return (record) => checkKey(record.messageId, 'messageId');
+      return messageIdKey;
     case 'deduplication-id':
       return (record) => {
         const value = record.attributes?.MessageDeduplicationId;
@@ -70,6 +83,12 @@ export function keyStrategy(strategy: KeyStrategy | undefined): (record: SQSReco
         `${described(chosen)} is not a key strategy; use 'auto', 'message-id', 'deduplication-id', { attribute: 'name' } or a function`,
       );
   }
+}
+
+/** The messageId SQS first gave the record: the redrive's stamp, else its own. */
+function messageIdKey(record: SQSRecord): string {
+  const stamped = record.messageAttributes?.[REDRIVEN_MESSAGE_ID_ATTRIBUTE];
+  return stamped === undefined ? checkKey(record.messageId, 'messageId') : attributeKey(stamped, REDRIVEN_MESSAGE_ID_ATTRIBUTE);
 }
 
 /**
