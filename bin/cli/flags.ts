@@ -76,6 +76,20 @@ export function atLeast(text: string, flag: string, min: number, example: string
   return wholeNumber(text, flag, min, Number.MAX_SAFE_INTEGER, example);
 }
 
+/** Checks a queue URL flag, if given. */
+export function queueUrlFlag(value: string | undefined, flag: string, example: string): void {
+  if (value !== undefined && !/^https?:\/\/[^/]+\/\d+\/[^/]+$/.test(value)) {
+    throw new UsageError(`${flag} "${value}" is not a queue URL: give https://sqs.<region>.amazonaws.com/<account>/<name>, e.g. ${flag} ${example}`);
+  }
+}
+
+/** Checks the --sqs-endpoint flag, if given. */
+export function endpointFlag(value: string | undefined, example: string): void {
+  if (value !== undefined && !/^https?:\/\/[^/]+\/?$/.test(value)) {
+    throw new UsageError(`--sqs-endpoint "${value}" is not an endpoint URL, e.g. --sqs-endpoint ${example}`);
+  }
+}
+
 /** Splits a comma-separated list, naming the first entry that is not one of `known`. */
 export function namesFrom(text: string, flag: string, known: readonly string[], orElse = ''): string[] {
   const names = text

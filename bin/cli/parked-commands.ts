@@ -6,7 +6,9 @@ import type { ParseArgsConfig } from 'node:util';
 import type { ParkedMessage } from '../../lambda/inbox/parked/store.js';
 import type { RedriveResult } from '../../lambda/inbox/parked/redrive.js';
 import { session } from './database-commands.js';
-import { DATABASE_FLAGS, UsageError, databaseTarget, parseFlags, wholeNumber } from './flags.js';
+import { DATABASE_FLAGS, UsageError, databaseTarget, endpointFlag, parseFlags, queueUrlFlag, wholeNumber } from './flags.js';
+import { sqsClient } from './sqs-client.js';
+import { table } from './table.js';
 import type { FlagsTarget, FlagSpecs, Values } from './flags.js';
 import { printable, printableCell, printableJson, printableLines } from './printable.js';
 import { PARKED_USAGE } from './usage.js';
@@ -104,16 +106,8 @@ function checked(positionals: string[], values: ParkedValues): Request {
   const ids = [...new Set(rest.map(parkedId))];
   if (!values.consumer) throw new UsageError('--consumer is required: the consumer name given to inbox({ consumer }), e.g. --consumer order-worker');
   if (values.limit !== undefined) wholeNumber(values.limit, '--limit', 1, 10_000, '20');
-  const queueUrl = values['queue-url'];
-  if (queueUrl !== undefined && !/^https?:\/\/[^/]+\/\d+\/[^/]+$/.test(queueUrl)) {
-    throw new UsageError(
-      `--queue-url "${queueUrl}" is not a queue URL: give https://sqs.<region>.amazonaws.com/<account>/<name>, e.g. --queue-url ${PARKED_FLAGS['queue-url'].example}`,
-    );
-  }
-  const endpoint = values['sqs-endpoint'];
-  if (endpoint !== undefined && !/^https?:\/\/[^/]+\/?$/.test(endpoint)) {
-    throw new UsageError(`--sqs-endpoint "${endpoint}" is not an endpoint URL, e.g. --sqs-endpoint ${PARKED_FLAGS['sqs-endpoint'].example}`);
-  }
+  queueUrlFlag(values['queue-url'], '--queue-url', PARKED_FLAGS['queue-url'].example);
+  endpointFlag(values['sqs-endpoint'], PARKED_FLAGS['sqs-endpoint'].example);
   return { subcommand, ids, consumer: values.consumer, values, target: databaseTarget(values, process.env) };
 }
 
@@ -190,29 +184,14 @@ async function redrive(request: Request): Promise<number> {
 
 /** The SQS transport redrive sends with: AWS, or --sqs-endpoint / AWS_ENDPOINT_URL_SQS. */
 async function sqsTransport(request: Request) {
-  let sqs: typeof import('@aws-sdk/client-sqs');
-  try {
-    sqs = await import('@aws-sdk/client-sqs');
-  } catch {
-    throw new Error('redrive sends with @aws-sdk/client-sqs, which is not installed: npm install @aws-sdk/client-sqs');
-  }
-  const { sqsOutbox } = await import('../../lambda/inbox/outbox/index.js');
-  const endpoint = request.values['sqs-endpoint'] || process.env.AWS_ENDPOINT_URL_SQS;
   // The queues' region: the one --queue-url names, else the environment's, else the cluster's (a consumer
   // and its database usually share one).
-  const region =
-    /^https:\/\/sqs\.([a-z0-9-]+)\.amazonaws\.com/.exec(request.values['queue-url'] ?? '')?.[1] ??
-    (process.env.AWS_REGION || process.env.AWS_DEFAULT_REGION || /^arn:aws[\w-]*:rds:([a-z0-9-]+):/.exec(request.target.resourceArn)?.[1] || 'us-east-1');
-  const client = new sqs.SQSClient({
-    region,
-    ...(endpoint
-      ? {
-          endpoint,
-          // A local endpoint does not check signatures; real credentials are never needed for it.
-          credentials: { accessKeyId: process.env.AWS_ACCESS_KEY_ID ?? 'local', secretAccessKey: process.env.AWS_SECRET_ACCESS_KEY ?? 'local' },
-        }
-      : {}),
+  const client = await sqsClient({
+    endpoint: request.values['sqs-endpoint'],
+    queueUrl: request.values['queue-url'],
+    fallbackRegion: /^arn:aws[\w-]*:rds:([a-z0-9-]+):/.exec(request.target.resourceArn)?.[1],
   });
+  const { sqsOutbox } = await import('../../lambda/inbox/outbox/index.js');
   return sqsOutbox({ client }).transport;
 }
 
@@ -340,14 +319,4 @@ function prettyBody(body: string): string[] {
 
 function indent(lines: readonly string[]): string {
   return lines.map((line) => `  ${line}`).join('\n');
-}
-
-function table(headers: readonly string[], rows: readonly (readonly string[])[]): string {
-  const widths = headers.map((header, column) => Math.max(header.length, ...rows.map((row) => row[column]!.length)));
-  const line = (cells: readonly string[]) =>
-    cells
-      .map((cell, column) => (column === cells.length - 1 ? cell : cell.padEnd(widths[column]!)))
-      .join('  ')
-      .trimEnd();
-  return `${[line(headers), ...rows.map(line)].join('\n')}\n`;
 }

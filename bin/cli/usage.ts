@@ -13,6 +13,7 @@ Commands:
   migrate     applies the schema migrations through the Data API
   purge       deletes inbox rows older than the retention
   parked      lists, shows, redrives (back to their queue) or discards a consumer's parked messages
+  dlq         redrives a dead-letter queue back to its source queue, keeping each message's key
   help CMD    the flags of one command (same as sqs-inbox CMD --help)
 
 Flags:
@@ -115,4 +116,37 @@ ${DATABASE_FLAGS_USAGE}
 
 Exit codes: 0 done (every ID redriven and sent, or discarded), 1 a message was not found, refused,
 not sent yet, or the run failed, or the confirmation was declined; 2 misuse.
+`;
+
+export const DLQ_USAGE = `Usage: sqs-inbox dlq redrive --dlq URL [flags]
+
+Moves the messages of a dead-letter queue back to their source queue, each stamped with the messageId its
+first send got (message attribute sqs-inbox-redriven-message-id), which a consumer with key 'message-id' or
+'auto' claims it under: a message whose effect committed before it was dead-lettered is then a duplicate,
+and the rest take effect once. SQS's own redrive (the console's, StartMessageMoveTask) gives each message
+a new messageId instead, and applies such a message a second time.
+
+It keeps the body, the message attributes and the group id, and on a FIFO queue each group's order. A
+message is deleted from the dead-letter queue only after its send succeeded: a run that stops half-way can
+be run again (on a FIFO queue its deduplication id, from the dead-lettered messageId, drops a second send
+within 5 minutes; on a standard queue the consumer's inbox absorbs it). It prints each message and the
+counts moved, skipped and failed. A failed message stays on the dead-letter queue, and on a FIFO queue so
+do the later messages of its group.
+
+Flags:
+  --dlq URL              the dead-letter queue                              (required)
+  --to URL               send every message to this queue                   (default: each message's source queue,
+                                                                             from its DeadLetterQueueSourceArn)
+  --consumer NAME        skip (delete without a send) each message whose    (default: none, send every message)
+                         key this consumer claimed for the same body; needs the database flags
+  --dry-run              print what would be done; send and delete nothing  (default: off)
+                         (the messages it read stay hidden for 60 seconds)
+  --max N                at most N messages                                 (default: all)
+  --json                 print one JSON report instead of a table           (default: off)
+  --sqs-endpoint URL     a local SQS endpoint                               (default: $AWS_ENDPOINT_URL_SQS, else AWS)
+  -h, --help             this help
+
+${DATABASE_FLAGS_USAGE}
+
+Exit codes: 0 done (no message failed), 1 a message failed or the run failed, 2 misuse.
 `;
