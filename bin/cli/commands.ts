@@ -4,9 +4,10 @@ import { dataApiCommand, localCommand } from './local-commands.js';
 import { migrateCommand, purgeCommand } from './database-commands.js';
 import { parkedCommand } from './parked-commands.js';
 import { dlqCommand } from './dlq-commands.js';
+import { claimsCommand } from './claims-commands.js';
 import { DATABASE_FLAGS, parseFlags } from './flags.js';
 import type { FlagSpecs, Values } from './flags.js';
-import { DATA_API_USAGE, DLQ_USAGE, LOCAL_USAGE, MIGRATE_USAGE, PARKED_USAGE, PURGE_USAGE } from './usage.js';
+import { CLAIMS_USAGE, DATA_API_USAGE, DLQ_USAGE, LOCAL_USAGE, MIGRATE_USAGE, PARKED_USAGE, PURGE_USAGE } from './usage.js';
 
 export interface Command {
   readonly usage: string;
@@ -54,4 +55,5 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
   // Its subcommand and IDs are positionals, which command() refuses: it reads its own arguments.
   parked: { usage: PARKED_USAGE, run: parkedCommand },
   dlq: { usage: DLQ_USAGE, run: dlqCommand },
+  claims: { usage: CLAIMS_USAGE, run: claimsCommand },
 };

@@ -33,6 +33,11 @@ const OPTION_FLAGS: Readonly<Record<string, string>> = {
   Migrations: '--sets',
   retentionSeconds: '--retention-seconds',
   batchSize: '--batch-size',
+  from: '--from',
+  keyColumn: '--key-column',
+  keyTemplate: '--key-template',
+  deadLetterQueueUrl: '--dlq',
+  destinationQueueUrl: '--to',
 };
 
 /** Reads the flags of one command; `help` is true when -h or --help is among them, whatever else is wrong. */

@@ -14,6 +14,7 @@ Commands:
   purge       deletes inbox rows older than the retention
   parked      lists, shows, redrives (back to their queue) or discards a consumer's parked messages
   dlq         redrives a dead-letter queue back to its source queue, keeping each message's key
+  claims      imports a hand-rolled dedup table's keys as a consumer's claims (the cut-over)
   help CMD    the flags of one command (same as sqs-inbox CMD --help)
 
 Flags:
@@ -149,4 +150,28 @@ Flags:
 ${DATABASE_FLAGS_USAGE}
 
 Exit codes: 0 done (no message failed), 1 a message failed or the run failed, 2 misuse.
+`;
+
+export const CLAIMS_USAGE = `Usage: sqs-inbox claims import --from SCHEMA.TABLE --key-column COLUMN --consumer NAME [flags]
+
+Seeds a consumer's claims (inbox.consumed_message) from a hand-rolled dedup table, such as
+processed_messages(message_id text primary key, processed_at timestamptz), so that every message the old
+consumer processed is a duplicate for the new one. Each key, through --key-template, becomes a claim; in
+batches, each one INSERT ... ON CONFLICT DO NOTHING, so it can run again: run it before the new consumer
+starts, and again once the old one has stopped (docs/cut-over.md). Keys no consumer could claim under
+(over 512 bytes, a control character) are listed, not imported.
+
+Flags:
+  --from SCHEMA.TABLE    the old table, lower-case identifiers              (required)
+  --key-column COLUMN    its column of processed keys, read as text         (required)
+  --consumer NAME        the new consumer, as given to inbox({ consumer })  (required)
+  --key-template TEXT    the new key, {key} standing for the old one        (default: {key}, the same key)
+  --batch-size N         keys per statement, 1 to 10000                     (default: 1000)
+  --dry-run              count what would be imported; insert nothing       (default: off)
+  --json                 print one JSON report                              (default: off, one line)
+  -h, --help             this help
+
+${DATABASE_FLAGS_USAGE}
+
+Exit codes: 0 done, 1 the run failed (the batches before it stay imported: run it again), 2 misuse.
 `;

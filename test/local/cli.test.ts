@@ -241,7 +241,7 @@ describe('npx sqs-inbox', () => {
     expect(published.stdout).not.toMatch(/^ {2}demo /m);
     const run = spawnSync(process.execPath, [BIN, 'demo'], { encoding: 'utf8' });
     expect(run.status).toBe(2);
-    expect(run.stderr).toMatch(/^sqs-inbox: unknown command "demo": choose one of local, data-api, migrate, purge, parked, dlq\n/);
+    expect(run.stderr).toMatch(/^sqs-inbox: unknown command "demo": choose one of local, data-api, migrate, purge, parked, dlq, claims\n/);
     const repository = spawnSync(process.execPath, [DEMO_BIN, '--help'], { encoding: 'utf8' });
     expect(repository.status).toBe(0);
     for (const command of Object.keys(COMMAND_FLAGS)) expect(repository.stdout).toContain(`  ${command} `);

@@ -1,0 +1,130 @@
+import type { SQSRecord } from 'aws-lambda';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { InboxConfigError } from '../../lambda/inbox/errors.js';
+import { inbox } from '../../lambda/inbox/index.js';
+import { importClaims } from '../../lambda/operations/claims-import.js';
+import type { ClaimsImportOptions } from '../../lambda/operations/claims-import.js';
+import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
+import type { InboxFixture } from '../support/inbox.js';
+
+let db: InboxFixture;
+beforeAll(async () => {
+  db = await inboxFixture('claims_import');
+  await db.query('CREATE TABLE public.applied (order_id text PRIMARY KEY, n int NOT NULL DEFAULT 1)');
+});
+afterAll(async () => db.close());
+
+let run = 0;
+
+/**
+ * A hand-rolled dedup table as teams write it, filled by an "old" consumer that processed `processed`
+ * (message ids), and the new inbox consumer that replaces it, keyed as `key` says.
+ */
+async function stage(processed: readonly string[], key: 'message-id' | ((record: SQSRecord) => string) = 'message-id') {
+  run++;
+  const table = `processed_messages_${run}`;
+  await db.query(`CREATE TABLE public.${table} (message_id text PRIMARY KEY, processed_at timestamptz NOT NULL DEFAULT now())`);
+  for (const id of processed) await db.query(`INSERT INTO public.${table} (message_id) VALUES ($1)`, [id]);
+  const consumer = `order-worker-${run}`;
+  const handler = inbox<{ orderId: string }>({
+    consumer,
+    key: typeof key === 'function' ? (record) => key(record) : key,
+    database: db.target,
+    logger: recordingLogger(),
+    metrics: recordingMetrics(),
+    apply: async (tx, message) => {
+      await tx.execute('INSERT INTO public.applied (order_id) VALUES (:id) ON CONFLICT (order_id) DO UPDATE SET n = applied.n + 1', {
+        id: message.body.orderId,
+      });
+    },
+  });
+  return {
+    table,
+    consumer,
+    options: (extra: Partial<ClaimsImportOptions> = {}): ClaimsImportOptions => ({
+      session: db.session,
+      from: `public.${table}`,
+      keyColumn: 'message_id',
+      consumer,
+      batchSize: 2,
+      ...extra,
+    }),
+    /** Delivers one message per id, its order named after it. */
+    deliver: async (ids: readonly string[]) => {
+      const response = await handler(
+        { Records: ids.map((id) => sqsRecord({ messageId: id, body: { orderId: `order-${run}-${id}` } })) },
+        lambdaContext() as never,
+      );
+      expect(response.batchItemFailures).toEqual([]);
+    },
+    applied: async (id: string) => (await db.query<{ n: number }>('SELECT n FROM public.applied WHERE order_id = $1', [`order-${run}-${id}`]))[0]?.n ?? 0,
+  };
+}
+
+describe('importing a hand-rolled dedup table as claims', () => {
+  it('makes the messages the old consumer processed duplicates for the new one, and the new ones apply once', async () => {
+    const old = ['m-1', 'm-2', 'm-3', 'm-4', 'm-5'];
+    const s = await stage(old);
+
+    const report = await importClaims(s.options());
+    expect(report).toEqual({ read: 5, imported: 5, alreadyClaimed: 0, refused: 0, refusals: [] });
+
+    // In flight at the switch: the old consumer processed them; SQS delivers them again to the new one.
+    await s.deliver(['m-2', 'm-5', 'm-6', 'm-7']);
+    expect(await Promise.all(['m-2', 'm-5', 'm-6', 'm-7'].map(s.applied))).toEqual([0, 0, 1, 1]);
+  });
+
+  it('is idempotent: run again after the old consumer stopped, it imports only what the old consumer wrote since', async () => {
+    const s = await stage(['m-1', 'm-2']);
+    await importClaims(s.options());
+    // The old consumer, still running during the switch, processed m-3 after the first import.
+    await db.query(`INSERT INTO public.${s.table} (message_id) VALUES ('m-3')`);
+    await s.deliver(['m-4']);
+
+    const dry = await importClaims(s.options({ dryRun: true }));
+    expect(dry).toMatchObject({ read: 3, imported: 1, alreadyClaimed: 2 });
+    const again = await importClaims(s.options());
+    expect(again).toMatchObject({ read: 3, imported: 1, alreadyClaimed: 2 });
+    expect(await importClaims(s.options())).toMatchObject({ read: 3, imported: 0, alreadyClaimed: 3 });
+
+    await s.deliver(['m-3', 'm-4']);
+    expect([await s.applied('m-3'), await s.applied('m-4')]).toEqual([0, 1]);
+  });
+
+  it('a dry run inserts nothing', async () => {
+    const s = await stage(['m-1']);
+    expect(await importClaims(s.options({ dryRun: true }))).toMatchObject({ read: 1, imported: 1 });
+    await s.deliver(['m-1']);
+    expect(await s.applied('m-1')).toBe(1);
+  });
+
+  it('maps each old key through the template to the key the new consumer claims under', async () => {
+    const s = await stage(['o-1', 'o-2'], (record) => `legacy:${record.messageId}`);
+    await importClaims(s.options({ keyTemplate: 'legacy:{key}' }));
+    const claims = await db.query('SELECT message_id FROM inbox.consumed_message WHERE consumer_name = $1 ORDER BY 1', [s.consumer]);
+    expect(claims.map((row) => row.message_id)).toEqual(['legacy:o-1', 'legacy:o-2']);
+    await s.deliver(['o-2', 'o-3']);
+    expect([await s.applied('o-2'), await s.applied('o-3')]).toEqual([0, 1]);
+  });
+
+  it('refuses the keys no consumer could claim under, naming them, and imports the rest', async () => {
+    const s = await stage(['ok', 'line\nbreak', 'x'.repeat(600)]);
+    const report = await importClaims(s.options());
+    expect(report).toMatchObject({ read: 3, imported: 1, refused: 2 });
+    expect(report.refusals.map((r) => r.reason)).toEqual([expect.stringMatching(/control character/), expect.stringMatching(/the limit is 512/)]);
+  });
+
+  it.each([
+    ['from', { from: 'processed_messages' }, /schema\.table/],
+    ['from', { from: 'public.processed; DROP TABLE x' }, /schema\.table/],
+    ['keyColumn', { keyColumn: 'Message Id' }, /lower-case column name/],
+    ['keyTemplate', { keyTemplate: 'order:' }, /must hold \{key\}/],
+    ['batchSize', { batchSize: 0 }, /from 1 to 10000/],
+    ['consumer', { consumer: '' }, /consumer's name/],
+  ] as const)('refuses a bad %s, naming the fix', async (option, extra, message) => {
+    const s = await stage([]);
+    const attempt = importClaims(s.options(extra as Partial<ClaimsImportOptions>));
+    await expect(attempt).rejects.toBeInstanceOf(InboxConfigError);
+    await expect(attempt).rejects.toMatchObject({ option, message: expect.stringMatching(message) });
+  });
+});
