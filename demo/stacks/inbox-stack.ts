@@ -1,4 +1,4 @@
-import { CfnOutput, Duration, Stack } from 'aws-cdk-lib';
+import { Annotations, CfnOutput, Duration, Stack } from 'aws-cdk-lib';
 import type { RemovalPolicy, StackProps } from 'aws-cdk-lib';
 import * as sns from 'aws-cdk-lib/aws-sns';
 import * as subscriptions from 'aws-cdk-lib/aws-sns-subscriptions';
@@ -102,6 +102,12 @@ export class InboxStack extends Stack {
       timeout: Duration.seconds(30),
       ...(this.invoices === undefined ? {} : { destinations: { invoices: this.invoices.queue } }),
     });
+    // The order worker keys on the messageId when the producer sets no idempotency-key: its dead-letter queue is
+    // redriven with `npx sqs-inbox dlq redrive`, never from the console (docs/operations.md).
+    Annotations.of(this.consumer).acknowledgeWarning(
+      'sqs-inbox:dlq-console-redrive',
+      'the dead-letter queue is redriven with npx sqs-inbox dlq redrive, which keeps each message key',
+    );
     this.cleanup = new InboxCleanup(this, 'Cleanup', {
       database: this.database,
       ...(props.retention === undefined ? {} : { retention: props.retention }),

@@ -14,6 +14,7 @@ import {
   redeliveryWindowSeconds,
 } from '../invariants.js';
 import type { QueueFacts } from '../invariants.js';
+import { warnConsoleRedrive } from './redrive-warning.js';
 import { checkSqsProvisionedPollers, connectionCeiling, reservedConcurrency } from './sqs-pollers.js';
 import { SourceBinder } from './source.js';
 import type { AttachedSource, SourceTarget } from './source.js';
@@ -129,6 +130,7 @@ export class SqsSource extends SourceBinder {
       ...(options.maxBatchingWindow !== undefined && !fifo ? { maxBatchingWindow: options.maxBatchingWindow } : {}),
     });
     target.fn.addEventSource(eventSource);
+    if (deadLetterQueue !== undefined) warnConsoleRedrive(target.consumer, deadLetterQueue);
 
     return {
       eventSource,
