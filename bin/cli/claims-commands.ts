@@ -1,7 +1,7 @@
 // `sqs-inbox claims import`: seeds a consumer's claims from a hand-rolled dedup table, for the cut-over to the
 // inbox (docs/cut-over.md). Flags are checked before the library and the database are loaded.
 import { session } from './database-commands.js';
-import { DATABASE_FLAGS, UsageError, databaseTarget, parseFlags, wholeNumber } from './flags.js';
+import { DATABASE_FLAGS, UsageError, databaseTarget, subcommandFlags, wholeNumber } from './flags.js';
 import type { FlagSpecs } from './flags.js';
 import { printable, printableJson } from './printable.js';
 import { CLAIMS_USAGE } from './usage.js';
@@ -18,19 +18,16 @@ export const CLAIMS_FLAGS = {
 } as const satisfies FlagSpecs;
 
 export async function claimsCommand(args: string[]): Promise<number> {
-  const [subcommand, ...rest] = args;
-  const named = subcommand !== undefined && !subcommand.startsWith('-');
-  const values = parseFlags(CLAIMS_FLAGS, named ? rest : args);
-  if (values.help) {
+  const { values, run } = subcommandFlags(
+    args,
+    CLAIMS_FLAGS,
+    'claims',
+    'import',
+    'sqs-inbox claims import --from public.processed_messages --key-column message_id --consumer order-worker',
+  );
+  if (!run) {
     process.stdout.write(CLAIMS_USAGE);
     return 0;
-  }
-  if (subcommand !== 'import') {
-    throw new UsageError(
-      !named
-        ? 'give a subcommand: import, e.g. sqs-inbox claims import --from public.processed_messages --key-column message_id --consumer order-worker'
-        : `"${subcommand}" is not a subcommand of claims: the one there is is import`,
-    );
   }
   for (const flag of ['from', 'consumer', 'key-column'] as const) {
     if (!values[flag]) throw new UsageError(`--${flag} is required, e.g. --${flag} ${CLAIMS_FLAGS[flag].example}`);

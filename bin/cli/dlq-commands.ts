@@ -3,7 +3,7 @@
 // checked before the library, the AWS SDK and the database are loaded.
 import type { DeadLetterOutcome, DeadLetterRedriveReport } from '../../lambda/operations/dead-letter-redrive.js';
 import { session } from './database-commands.js';
-import { DATABASE_FLAGS, UsageError, atLeast, databaseTarget, endpointFlag, parseFlags, queueUrlFlag } from './flags.js';
+import { DATABASE_FLAGS, UsageError, atLeast, databaseTarget, endpointFlag, queueUrlFlag, subcommandFlags } from './flags.js';
 import type { FlagSpecs, Values } from './flags.js';
 import { printable, printableJson } from './printable.js';
 import { sqsClient } from './sqs-client.js';
@@ -27,19 +27,10 @@ type DlqValues = Values<typeof DLQ_FLAGS>;
 const DATABASE_ONLY = ['resource-arn', 'secret-arn', 'database', 'endpoint'] as const;
 
 export async function dlqCommand(args: string[]): Promise<number> {
-  const [subcommand, ...rest] = args;
-  const named = subcommand !== undefined && !subcommand.startsWith('-');
-  const values = parseFlags(DLQ_FLAGS, named ? rest : args);
-  if (values.help) {
-    process.stdout.write(DLQ_USAGE);
-    return 0;
-  }
-  if (subcommand !== 'redrive') {
-    throw new UsageError(
-      !named ? 'give a subcommand: redrive, e.g. sqs-inbox dlq redrive --dlq URL' : `"${subcommand}" is not a subcommand of dlq: the one there is is redrive`,
-    );
-  }
-  return redrive(values);
+  const { values, run } = subcommandFlags(args, DLQ_FLAGS, 'dlq', 'redrive', 'sqs-inbox dlq redrive --dlq URL');
+  if (run) return redrive(values);
+  process.stdout.write(DLQ_USAGE);
+  return 0;
 }
 
 async function redrive(values: DlqValues): Promise<number> {

@@ -81,6 +81,29 @@ export function atLeast(text: string, flag: string, min: number, example: string
   return wholeNumber(text, flag, min, Number.MAX_SAFE_INTEGER, example);
 }
 
+/**
+ * The flags of a command that takes one subcommand (`dlq redrive`, `claims import`), and whether that
+ * subcommand was given: its flags come after it, and --help works with or without it.
+ */
+export function subcommandFlags<F extends FlagSpecs>(
+  args: string[],
+  specs: F,
+  command: string,
+  subcommand: string,
+  example: string,
+): { values: Values<F> & { readonly help: boolean }; run: boolean } {
+  const [first, ...rest] = args;
+  const named = first !== undefined && !first.startsWith('-');
+  const values = parseFlags(specs, named ? rest : args);
+  if (values.help) return { values, run: false };
+  if (first !== subcommand) {
+    throw new UsageError(
+      named ? `"${first}" is not a subcommand of ${command}: the one there is is ${subcommand}` : `give a subcommand: ${subcommand}, e.g. ${example}`,
+    );
+  }
+  return { values, run: true };
+}
+
 /** Checks a queue URL flag, if given. */
 export function queueUrlFlag(value: string | undefined, flag: string, example: string): void {
   if (value !== undefined && !/^https?:\/\/[^/]+\/\d+\/[^/]+$/.test(value)) {

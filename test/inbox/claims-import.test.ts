@@ -1,16 +1,16 @@
 import type { SQSRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InboxConfigError } from '../../lambda/inbox/errors.js';
-import { inbox } from '../../lambda/inbox/index.js';
 import { importClaims } from '../../lambda/operations/claims-import.js';
 import type { ClaimsImportOptions } from '../../lambda/operations/claims-import.js';
-import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
+import { countingConsumer, createAppliedTable, timesApplied } from '../support/counting-consumer.js';
+import { inboxFixture, lambdaContext, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 
 let db: InboxFixture;
 beforeAll(async () => {
   db = await inboxFixture('claims_import');
-  await db.query('CREATE TABLE public.applied (order_id text PRIMARY KEY, n int NOT NULL DEFAULT 1)');
+  await createAppliedTable(db);
 });
 afterAll(async () => db.close());
 
@@ -26,18 +26,7 @@ async function stage(processed: readonly string[], key: 'message-id' | ((record:
   await db.query(`CREATE TABLE public.${table} (message_id text PRIMARY KEY, processed_at timestamptz NOT NULL DEFAULT now())`);
   for (const id of processed) await db.query(`INSERT INTO public.${table} (message_id) VALUES ($1)`, [id]);
   const consumer = `order-worker-${run}`;
-  const handler = inbox<{ orderId: string }>({
-    consumer,
-    key: typeof key === 'function' ? (record) => key(record) : key,
-    database: db.target,
-    logger: recordingLogger(),
-    metrics: recordingMetrics(),
-    apply: async (tx, message) => {
-      await tx.execute('INSERT INTO public.applied (order_id) VALUES (:id) ON CONFLICT (order_id) DO UPDATE SET n = applied.n + 1', {
-        id: message.body.orderId,
-      });
-    },
-  });
+  const handler = countingConsumer(db, consumer, key);
   return {
     table,
     consumer,
@@ -57,7 +46,7 @@ async function stage(processed: readonly string[], key: 'message-id' | ((record:
       );
       expect(response.batchItemFailures).toEqual([]);
     },
-    applied: async (id: string) => (await db.query<{ n: number }>('SELECT n FROM public.applied WHERE order_id = $1', [`order-${run}-${id}`]))[0]?.n ?? 0,
+    applied: (id: string) => timesApplied(db, `order-${run}-${id}`),
   };
 }
 

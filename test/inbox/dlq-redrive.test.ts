@@ -2,24 +2,22 @@ import { GetQueueAttributesCommand, SendMessageCommand, StartMessageMoveTaskComm
 import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { inbox } from '../../lambda/inbox/index.js';
 import type { KeyStrategy } from '../../lambda/inbox/prepare/keys.js';
 import { REDRIVEN_MESSAGE_ID_ATTRIBUTE } from '../../lambda/inbox/prepare/keys.js';
 import { redriveDeadLetters } from '../../lambda/operations/dead-letter-redrive.js';
 import type { DeadLetterRedriveOptions } from '../../lambda/operations/dead-letter-redrive.js';
 import { SqsEventSource } from '../../local/event-source.js';
-import { inboxFixture, recordingLogger, recordingMetrics } from '../support/inbox.js';
+import { countingConsumer, createAppliedTable, timesApplied } from '../support/counting-consumer.js';
+import { inboxFixture } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 import { eventually, settle, startSqsFixture } from '../support/sqs.js';
 import type { SqsFixture } from '../support/sqs.js';
-
-type Order = { orderId: string };
 
 let db: InboxFixture;
 let f: SqsFixture;
 beforeAll(async () => {
   db = await inboxFixture('dlq_redrive');
-  await db.query('CREATE TABLE public.applied (order_id text PRIMARY KEY, n int NOT NULL DEFAULT 1)');
+  await createAppliedTable(db);
 });
 afterAll(async () => db.close());
 beforeEach(async () => {
@@ -34,7 +32,7 @@ const VISIBILITY_SECONDS = 30;
 const MAX_RECEIVE_COUNT = 3;
 let run = 0;
 
-const applied = async (orderId: string) => (await db.query<{ n: number }>('SELECT n FROM public.applied WHERE order_id = $1', [orderId]))[0]?.n ?? 0;
+const applied = (orderId: string) => timesApplied(db, orderId);
 
 /**
  * A source queue whose dead-letter queue takes a message after 3 receives, and a consumer of it that counts
@@ -52,18 +50,7 @@ function stage(kind: 'fifo' | 'standard', key: KeyStrategy = 'message-id') {
   });
   const consumer = `order-worker-${run}`;
   const delivered: SQSRecord[] = [];
-  const handler = inbox<Order>({
-    consumer,
-    key,
-    database: db.target,
-    logger: recordingLogger(),
-    metrics: recordingMetrics(),
-    apply: async (tx, message) => {
-      await tx.execute('INSERT INTO public.applied (order_id) VALUES (:id) ON CONFLICT (order_id) DO UPDATE SET n = applied.n + 1', {
-        id: message.body.orderId,
-      });
-    },
-  });
+  const handler = countingConsumer(db, consumer, key);
   return {
     dlq,
     queue,

@@ -1,7 +1,7 @@
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { BIN, cliRun } from '../support/cli.js';
+import { BIN, cliRun, databaseEnv } from '../support/cli.js';
 import { inboxFixture } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 
@@ -15,12 +15,7 @@ let env: NodeJS.ProcessEnv;
 beforeAll(async () => {
   if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run \`node scripts/build.mjs --js-only\` (npm test does).`);
   db = await inboxFixture('cli_claims');
-  env = {
-    INBOX_DATA_API_ENDPOINT: db.server.endpoint,
-    INBOX_RESOURCE_ARN: db.server.resourceArn,
-    INBOX_SECRET_ARN: db.server.secretArn,
-    INBOX_DATABASE: db.server.database,
-  };
+  env = databaseEnv(db);
   await db.query('CREATE TABLE public.processed_messages (message_id text PRIMARY KEY, processed_at timestamptz NOT NULL DEFAULT now())');
   await db.query("INSERT INTO public.processed_messages (message_id) VALUES ('m-1'), ('m-2'), ('bad\nkey')");
 });

@@ -4,7 +4,7 @@ import { SendMessageCommand } from '@aws-sdk/client-sqs';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { REDRIVEN_MESSAGE_ID_ATTRIBUTE } from '../../lambda/inbox/prepare/keys.js';
 import { payloadHash } from '../../lambda/inbox/prepare/keys.js';
-import { BIN, cliRun } from '../support/cli.js';
+import { BIN, cliRun, databaseEnv } from '../support/cli.js';
 import { inboxFixture } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 import { startSqsFixture } from '../support/sqs.js';
@@ -17,16 +17,11 @@ afterEach(() => {
 
 let db: InboxFixture;
 let f: SqsFixture;
-let databaseEnv: NodeJS.ProcessEnv;
+let env: NodeJS.ProcessEnv;
 beforeAll(async () => {
   if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run \`node scripts/build.mjs --js-only\` (npm test does).`);
   db = await inboxFixture('cli_dlq');
-  databaseEnv = {
-    INBOX_DATA_API_ENDPOINT: db.server.endpoint,
-    INBOX_RESOURCE_ARN: db.server.resourceArn,
-    INBOX_SECRET_ARN: db.server.secretArn,
-    INBOX_DATABASE: db.server.database,
-  };
+  env = databaseEnv(db);
 });
 afterAll(async () => db.close());
 beforeEach(async () => {
@@ -122,7 +117,7 @@ describe('sqs-inbox dlq redrive', () => {
       sent[0],
       Buffer.from(payloadHash('{"n":1}')),
     ]);
-    const result = await run(['dlq', 'redrive', '--dlq', dlq.url, '--sqs-endpoint', f.sqs.endpoint, '--consumer', 'payment-worker', '--json'], databaseEnv);
+    const result = await run(['dlq', 'redrive', '--dlq', dlq.url, '--sqs-endpoint', f.sqs.endpoint, '--consumer', 'payment-worker', '--json'], env);
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout)).toMatchObject({
       moved: 1,

@@ -9,37 +9,22 @@ import type { InboxHandler, InboxOptions } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 import { startSqsFixture } from '../support/sqs.js';
+import { BIN, NO_TARGET, cliRun as runCli, databaseEnv } from '../support/cli.js';
 import type { SqsFixture } from '../support/sqs.js';
 import { kinesisEvent, kinesisRecord } from '../support/streams.js';
 import { rawControls, storableHostileText } from '../support/hostile-text.js';
 import { park as parkOnError, parkedMessages } from '../../lambda/inbox/parked/index.js';
-
-/** The installed bin: compiled JavaScript, as `npx sqs-inbox` runs it (`npm test` builds dist/ first). */
-const BIN = 'dist/bin/sqs-inbox.js';
 
 const children: ChildProcessWithoutNullStreams[] = [];
 afterEach(() => {
   for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
 });
 
-/** No INBOX_* or SQS endpoint settings from the environment the tests run in. */
-const NO_TARGET = { INBOX_RESOURCE_ARN: '', INBOX_SECRET_ARN: '', INBOX_DATABASE: '', INBOX_DATA_API_ENDPOINT: '', AWS_ENDPOINT_URL_SQS: '' };
-
 /** A JavaScript error class name as Node prints it: `Error:`, `TypeError:`, `InboxConfigError:`. */
 const CLASS_NAME = /\b[A-Za-z]*Error:/;
 
 /** Runs the CLI to its end (stdin a pipe, so not a terminal) and collects everything it printed. */
-async function cliRun(args: string[], env: NodeJS.ProcessEnv = {}) {
-  const child = spawn(process.execPath, [BIN, ...args], { env: { ...process.env, ...NO_TARGET, ...env } });
-  children.push(child);
-  child.stdin.end();
-  let stdout = '';
-  let stderr = '';
-  child.stdout.on('data', (chunk) => (stdout += chunk));
-  child.stderr.on('data', (chunk) => (stderr += chunk));
-  const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
-  return { code, stdout, stderr };
-}
+const cliRun = (args: string[], env: NodeJS.ProcessEnv = {}) => runCli(args, env, children);
 
 /**
  * Runs the CLI on a pseudo-terminal (util-linux `script`), typing `answer` at its prompt. `output` has the
@@ -69,12 +54,7 @@ beforeAll(async () => {
   if (!existsSync(BIN)) throw new Error(`${BIN} is missing: run \`node scripts/build.mjs --js-only\` (npm test does).`);
   db = await inboxFixture('cli_parked');
   await db.query('CREATE TABLE public.applied (order_id text PRIMARY KEY, n int NOT NULL DEFAULT 1)');
-  env = {
-    INBOX_DATA_API_ENDPOINT: db.server.endpoint,
-    INBOX_RESOURCE_ARN: db.server.resourceArn,
-    INBOX_SECRET_ARN: db.server.secretArn,
-    INBOX_DATABASE: db.server.database,
-  };
+  env = databaseEnv(db);
 });
 afterAll(async () => db.close());
 beforeEach(async () => {

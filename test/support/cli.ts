@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
+import type { InboxFixture } from './inbox.js';
 
 /** The installed bin: compiled JavaScript, as `npx sqs-inbox` runs it (`npm test` builds dist/ first). */
 export const BIN = 'dist/bin/sqs-inbox.js';
@@ -18,4 +19,14 @@ export async function cliRun(args: string[], env: NodeJS.ProcessEnv, children: C
   child.stderr.on('data', (chunk) => (stderr += chunk));
   const code = await new Promise<number | null>((resolve) => child.once('close', resolve));
   return { code, stdout, stderr };
+}
+
+/** The INBOX_* variables that point the CLI's database flags at a fixture's local Data API. */
+export function databaseEnv(db: InboxFixture): NodeJS.ProcessEnv {
+  return {
+    INBOX_DATA_API_ENDPOINT: db.server.endpoint,
+    INBOX_RESOURCE_ARN: db.server.resourceArn,
+    INBOX_SECRET_ARN: db.server.secretArn,
+    INBOX_DATABASE: db.server.database,
+  };
 }
