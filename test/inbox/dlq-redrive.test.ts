@@ -8,7 +8,8 @@ import { redriveDeadLetters } from '../../lambda/operations/dead-letter-redrive.
 import type { DeadLetterRedriveOptions } from '../../lambda/operations/dead-letter-redrive.js';
 import { SqsEventSource } from '../../local/event-source.js';
 import { countingConsumer, createAppliedTable, timesApplied } from '../support/counting-consumer.js';
-import { inboxFixture } from '../support/inbox.js';
+import { inbox } from '../../lambda/inbox/index.js';
+import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 import { eventually, settle, startSqsFixture } from '../support/sqs.js';
 import type { SqsFixture } from '../support/sqs.js';
@@ -273,5 +274,57 @@ describe('the dead-letter redrive', () => {
       }),
       { seed: 35_104, numRuns: 8 },
     );
+  });
+});
+
+describe("the redrive's stamp as a key", () => {
+  const STAMP = 'sqs-inbox-redriven-message-id';
+  const stamped = (messageId: string, value: SQSRecord['messageAttributes'][string], extra: SQSRecord['messageAttributes'] = {}): SQSRecord => ({
+    ...sqsRecord({ messageId, body: { orderId: `stamped-${run}` } }),
+    messageAttributes: { [STAMP]: value, ...extra },
+  });
+  const claimed = async (consumer: string) =>
+    (await db.query('SELECT message_id FROM inbox.consumed_message WHERE consumer_name = $1', [consumer])).map((row) => row.message_id);
+
+  it.each(['message-id', 'auto'] as const)(
+    "key '%s' claims under the first messageId a record carries, so a second redrive of it is a duplicate",
+    async (key) => {
+      run++;
+      const consumer = `stamp-reader-${run}`;
+      const handler = countingConsumer(db, consumer, key);
+      const first = { dataType: 'String', stringValue: `first-${run}` };
+      expect(await handler({ Records: [stamped(`redriven-a-${run}`, first)] }, lambdaContext() as never)).toEqual({ batchItemFailures: [] });
+      expect(await handler({ Records: [stamped(`redriven-b-${run}`, first)] }, lambdaContext() as never)).toEqual({ batchItemFailures: [] });
+      expect(await claimed(consumer)).toEqual([`first-${run}`]);
+      expect(await applied(`stamped-${run}`)).toBe(1);
+    },
+  );
+
+  it("key 'auto' takes the producer's idempotency-key before the stamp", async () => {
+    run++;
+    const consumer = `stamp-reader-${run}`;
+    const record = stamped(
+      `redriven-${run}`,
+      { dataType: 'String', stringValue: `first-${run}` },
+      {
+        'idempotency-key': { dataType: 'String', stringValue: `producer-${run}` },
+      },
+    );
+    await countingConsumer(db, consumer, 'auto')({ Records: [record] }, lambdaContext() as never);
+    expect(await claimed(consumer)).toEqual([`producer-${run}`]);
+  });
+
+  it.each([
+    ['a Binary stamp', { dataType: 'Binary', binaryValue: 'AAE=' }, /message attribute \\?"sqs-inbox-redriven-message-id\\?" holds no text/],
+    ['a stamp with a control character', { dataType: 'String', stringValue: 'first\u0000id' }, /control character/],
+  ])('fails a record with %s as a KeyError, claiming nothing', async (_, value, text) => {
+    run++;
+    const consumer = `stamp-reader-${run}`;
+    const logger = recordingLogger();
+    const handler = inbox({ consumer, key: 'message-id', database: db.target, logger, metrics: recordingMetrics(), apply: async () => {} });
+    const record = stamped(`redriven-${run}`, value as SQSRecord['messageAttributes'][string]);
+    expect(await handler({ Records: [record] }, lambdaContext() as never)).toEqual({ batchItemFailures: [{ itemIdentifier: record.messageId }] });
+    expect(await claimed(consumer)).toEqual([]);
+    expect(JSON.stringify(logger.lines)).toMatch(text);
   });
 });
