@@ -141,7 +141,8 @@ Flags:
   --consumer NAME        skip (delete without a send) each message whose    (default: none, send every message)
                          key this consumer claimed for the same body; needs the database flags
   --dry-run              print what would be done; send and delete nothing  (default: off)
-                         (the messages it read stay hidden for 60 seconds)
+                         (the messages it read stay hidden for 60 seconds;
+                         on a FIFO queue it sees at most 10 of each group)
   --max N                at most N messages                                 (default: all)
   --json                 print one JSON report instead of a table           (default: off)
   --sqs-endpoint URL     a local SQS endpoint                               (default: $AWS_ENDPOINT_URL_SQS, else AWS)

@@ -30,7 +30,11 @@ export interface DeadLetterRedriveOptions {
   readonly session?: InboxSession | undefined;
   /** The inbox's schema. @default 'inbox' */
   readonly schema?: string | undefined;
-  /** Receive and report, but send and delete nothing. Each message received stays hidden for `visibilityTimeoutSeconds`. @default false */
+  /**
+   * Receive and report, but send and delete nothing. Each message received stays hidden for
+   * `visibilityTimeoutSeconds`; on a FIFO queue a group stays locked as long, so a dry run sees at most the
+   * first 10 messages of each group. @default false
+   */
   readonly dryRun?: boolean | undefined;
   /** At most this many messages. @default no limit: until a receive finds the queue empty */
   readonly max?: number | undefined;
