@@ -87,6 +87,14 @@ const TESTKIT_MAKES_A_CLIENT = `await import(${JSON.stringify(new URL('../../dis
 const { SQSClient } = await import('@aws-sdk/client-sqs');
 new SQSClient({ region: 'us-east-1' }).destroy();`;
 
+/** `sqs-inbox data-api` over a fresh database, and the INBOX_* environment that points a command at it. */
+async function dataApiServer(name: string) {
+  const server = cli(['data-api', '--json', '--database-url', await freshDatabase(name)]);
+  const info = JSON.parse(await server.firstLine);
+  const env = { INBOX_DATA_API_ENDPOINT: info.endpoint, INBOX_RESOURCE_ARN: info.resourceArn, INBOX_SECRET_ARN: info.secretArn, INBOX_DATABASE: info.database };
+  return { server, info, env };
+}
+
 describe('npx sqs-inbox', () => {
   it('data-api --json prints one JSON line a plain SDK script can use, and stops on SIGTERM', async () => {
     const run = cli(['data-api', '--json', '--database-url', await freshDatabase('cli')]);
@@ -103,14 +111,7 @@ describe('npx sqs-inbox', () => {
   }, 60_000);
 
   it('migrate applies the schema through the local Data API, from the INBOX_* environment', async () => {
-    const server = cli(['data-api', '--json', '--database-url', await freshDatabase('cli_migrate')]);
-    const info = JSON.parse(await server.firstLine);
-    const env = {
-      INBOX_DATA_API_ENDPOINT: info.endpoint,
-      INBOX_RESOURCE_ARN: info.resourceArn,
-      INBOX_SECRET_ARN: info.secretArn,
-      INBOX_DATABASE: info.database,
-    };
+    const { server, env } = await dataApiServer('cli_migrate');
     const migrate = cli(['migrate', '--sets', 'inbox'], env);
     const report = JSON.parse(await migrate.firstLine);
     expect(report.versions).toEqual({ inbox: 7 });
@@ -126,14 +127,7 @@ describe('npx sqs-inbox', () => {
   }, 60_000);
 
   it("migrate --dir applies the user's own folder after the inbox's set, by the constructs' rules: once, and a bad folder is misuse naming the file", async () => {
-    const server = cli(['data-api', '--json', '--database-url', await freshDatabase('cli_migrate_dir')]);
-    const info = JSON.parse(await server.firstLine);
-    const env = {
-      INBOX_DATA_API_ENDPOINT: info.endpoint,
-      INBOX_RESOURCE_ARN: info.resourceArn,
-      INBOX_SECRET_ARN: info.secretArn,
-      INBOX_DATABASE: info.database,
-    };
+    const { server, info, env } = await dataApiServer('cli_migrate_dir');
     const root = mkdtempSync(join(tmpdir(), 'cli-migrate-dir-'));
     const folder = (name: string, files: Record<string, string>) => {
       mkdirSync(join(root, name));
