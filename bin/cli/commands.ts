@@ -41,7 +41,11 @@ export const COMMANDS: Readonly<Record<string, Command>> = {
     },
     dataApiCommand,
   ),
-  migrate: command(MIGRATE_USAGE, { ...DATABASE_FLAGS, sets: { type: 'string', example: 'inbox', default: 'inbox' } }, migrateCommand),
+  migrate: command(
+    MIGRATE_USAGE,
+    { ...DATABASE_FLAGS, sets: { type: 'string', example: 'inbox', default: 'inbox' }, dir: { type: 'string', example: 'migrations/payments' } },
+    migrateCommand,
+  ),
   purge: command(
     PURGE_USAGE,
     {

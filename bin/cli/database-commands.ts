@@ -16,17 +16,39 @@ export async function session(target: FlagsTarget) {
   return new DataApiSession(resolveTarget(database, env, 'flags'), { callTimeoutMs: 60_000, resumeDelaysMs: [1000, 2000, 4000, 8000, 10_000, 10_000] });
 }
 
-export async function migrateCommand(values: DatabaseValues & { sets: string }): Promise<number> {
+export async function migrateCommand(values: DatabaseValues & { sets: string; dir: string | undefined }): Promise<number> {
   const names = namesFrom(values.sets, '--sets', MIGRATION_SET_NAMES);
   if (names.length === 0) throw new UsageError(`--sets names no migration set, e.g. --sets ${MIGRATION_SET_NAMES.join(',')}`);
+  const own = values.dir === undefined ? [] : [await ownMigrationSet(values.dir)];
   const target = databaseTarget(values, process.env);
   const [{ migrate }, { migrationSets }] = await Promise.all([
     import('../../lambda/inbox/operations.js'),
     import('../../lambda/functions/migration/migrate.js'),
   ]);
-  const report = await migrate(await session(target), migrationSets(names.join(',')), values.schema);
+  // After the built-in sets, as InboxDatabase applies an app's own sets at deploy.
+  const sets = migrationSets([...names, ...own.map((set) => set.name)].join(','), own);
+  const report = await migrate(await session(target), sets, values.schema);
   process.stdout.write(`${printableJson(report)}\n`);
   return 0;
+}
+
+/**
+ * The folder `--dir` names, read and checked as InboxDatabase reads and checks `MigrationSet.fromDirectory`
+ * at synth (the same code): a misnamed file, a set named like a built-in one or a statement that cannot
+ * run in a migration's transaction is misuse, said before anything connects.
+ */
+async function ownMigrationSet(dir: string) {
+  const { readMigrationDirectory, setProblems } = await import('../../lib/database/migration-directory.js');
+  const label = `--dir ${dir}`;
+  let set: Awaited<ReturnType<typeof readMigrationDirectory>>;
+  try {
+    set = readMigrationDirectory(dir, {}, label);
+  } catch (error) {
+    throw new UsageError((error as Error).message);
+  }
+  const [problem] = setProblems(set, `${label}: the set '${set.name}' (the folder's name)`);
+  if (problem !== undefined) throw new UsageError(`${problem.problem} Fix: ${problem.fix}`);
+  return set;
 }
 
 /**

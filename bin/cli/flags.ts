@@ -1,5 +1,5 @@
 // Reading and checking the command line. Every mistake is a UsageError that names the fix; the entry
-// prints it with the command's usage and exits 2, before any command has loaded a package.
+// prints it, with where the command's help is, and exits 2, before any command has loaded a package.
 import { parseArgs } from 'node:util';
 import type { ParseArgsConfig } from 'node:util';
 import type { InboxConfigError } from '../../lambda/inbox/errors.js';
@@ -12,7 +12,7 @@ export type Values<F extends FlagSpecs> = {
   readonly [K in keyof F]: F[K] extends { type: 'boolean' } ? boolean : F[K] extends { default: string } ? string : string | undefined;
 };
 
-/** The command line is wrong: the CLI names what and how to fix it, shows the usage and exits 2. */
+/** The command line is wrong: the CLI names what and how to fix it, points at --help and exits 2. */
 export class UsageError extends Error {}
 
 export const DATABASE_FLAGS = {
@@ -55,7 +55,12 @@ export function parseFlags<F extends FlagSpecs>(specs: F, args: string[]): Value
       throw new UsageError(`unexpected argument "${token.value}": every value follows its flag, as in --flag value`);
     }
     const spec = Object.hasOwn(specs, token.name) ? specs[token.name] : undefined;
-    if (!spec) throw new UsageError(`unknown flag ${token.rawName}: the flags are listed below`);
+    if (!spec)
+      throw new UsageError(
+        `unknown flag ${token.rawName}: the flags are ${Object.keys(specs)
+          .map((flag) => `--${flag}`)
+          .join(', ')}`,
+      );
     if (spec.type === 'boolean') {
       if (token.value !== undefined) throw new UsageError(`${token.rawName} takes no value: write ${token.rawName} alone`);
       values[token.name] = true;

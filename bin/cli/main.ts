@@ -6,9 +6,13 @@ import { UsageError, inFlags } from './flags.js';
 import { printable, printableLines } from './printable.js';
 import { version } from './version.js';
 
-/** Prints what is wrong and the usage on stderr; misuse exits 2. */
-function misuse(name: string | undefined, problem: string, usage: string): number {
-  process.stderr.write(`${said(name, problem)}\n\n${usage}`);
+/**
+ * Prints what is wrong and where the help is on stderr; misuse exits 2. Not the whole usage: forty lines
+ * of help would bury the one line that says what to fix.
+ */
+function misuse(name: string | undefined, problem: string): number {
+  const help = name === undefined || name === 'help' ? 'sqs-inbox --help' : `sqs-inbox ${printable(name)} --help`;
+  process.stderr.write(`${said(name, problem)}\nRun \`${help}\` for ${name === undefined || name === 'help' ? 'the commands' : 'the flags it takes'}.\n`);
   return 2;
 }
 
@@ -41,26 +45,25 @@ export async function runCli(commands: Readonly<Record<string, Command>>, usage:
   }
   if (name === 'help') {
     const topic = args.length === 1 && Object.hasOwn(commands, args[0]!) ? commands[args[0]!] : undefined;
-    if (!topic) return misuse('help', `"${args.join(' ')}" is not a command: choose one of ${Object.keys(commands).join(', ')}`, usage);
+    if (!topic) return misuse('help', `"${args.join(' ')}" is not a command: choose one of ${Object.keys(commands).join(', ')}`);
     process.stdout.write(topic.usage);
     return 0;
   }
-  if (name === undefined) return misuse(undefined, `give a command, e.g. sqs-inbox ${Object.keys(commands)[0]}`, usage);
+  if (name === undefined) return misuse(undefined, `give a command, e.g. sqs-inbox ${Object.keys(commands)[0]}`);
   if (!Object.hasOwn(commands, name)) {
     return misuse(
       undefined,
       name.startsWith('-')
         ? `unknown flag ${name}: command flags go after the command, e.g. sqs-inbox migrate --help`
         : `unknown command "${name}": choose one of ${Object.keys(commands).join(', ')}`,
-      usage,
     );
   }
   const command = commands[name]!;
   try {
     return await command.run(args);
   } catch (error) {
-    if (error instanceof UsageError) return misuse(name, error.message, command.usage);
-    if (error instanceof InboxConfigError) return misuse(name, inFlags(error), command.usage);
+    if (error instanceof UsageError) return misuse(name, error.message);
+    if (error instanceof InboxConfigError) return misuse(name, inFlags(error));
     return failed(name, error);
   }
 }

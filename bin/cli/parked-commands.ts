@@ -124,10 +124,42 @@ async function store(request: Request) {
   return parkedMessageStore({ session: await session(request.target), consumer: request.consumer, schema: request.values.schema });
 }
 
+/**
+ * The consumers with a claim in the database (a parked message has one too), at most 100, read by a loose
+ * index scan of the claims' primary key (consumer_name, message_id): one probe per consumer, however many
+ * claims each has, where a DISTINCT would read them all.
+ */
+const KNOWN_CONSUMERS_SQL = (consumed: string) => `
+  WITH RECURSIVE known (consumer_name) AS (
+    (SELECT consumer_name FROM ${consumed} ORDER BY consumer_name LIMIT 1)
+    UNION ALL
+    SELECT (SELECT c.consumer_name FROM ${consumed} c WHERE c.consumer_name > known.consumer_name ORDER BY c.consumer_name LIMIT 1)
+      FROM known WHERE known.consumer_name IS NOT NULL
+  )
+  SELECT consumer_name FROM known WHERE consumer_name IS NOT NULL LIMIT :limit`;
+
+/**
+ * When `--consumer` names no consumer this database has seen, what to say instead of "no parked
+ * messages": a typo would otherwise read as a clean bill of health.
+ */
+async function unknownConsumer(request: Request): Promise<string | undefined> {
+  const { inboxTables } = await import('../../lambda/inbox/operations.js');
+  const { rows } = await (await session(request.target)).executeIdempotent(KNOWN_CONSUMERS_SQL(inboxTables(request.values.schema).consumed), { limit: 100 });
+  const known = rows.map((row) => String(row.consumer_name));
+  if (known.includes(request.consumer)) return undefined;
+  const consumers = known.length === 0 ? 'none has claimed a message yet' : `the consumers here: ${known.map((name) => printable(name)).join(', ')}`;
+  return `no consumer "${printable(request.consumer)}" has claimed a message in this database (${consumers}); check --consumer, as given to inbox({ consumer })`;
+}
+
 async function list(request: Request): Promise<number> {
   const limit = request.values.limit === undefined ? 100 : Number(request.values.limit);
   const all = request.values.all;
   const messages = await (await store(request)).list({ includeReplayed: all, includeRedriven: all, includeDiscarded: all, limit });
+  const unknown = messages.length === 0 ? await unknownConsumer(request) : undefined;
+  if (unknown !== undefined) {
+    process.stderr.write(`sqs-inbox parked: ${unknown}\n`);
+    return 1;
+  }
   if (request.values.json) return printJson({ consumer: request.consumer, messages }, 0);
   if (messages.length === 0) {
     process.stdout.write(`No ${all ? '' : 'still '}parked messages for consumer "${printable(request.consumer)}".\n`);

@@ -60,6 +60,9 @@ Applies the schema migrations through the Data API, in one transaction, and prin
 Flags:
   --sets LIST            migration sets, comma-separated                    (default: inbox)
                          ${MIGRATION_SET_NAMES.join(', ')}
+  --dir DIR              your own set: a folder of <version>_<name>.sql     (default: none)
+                         files, named after the folder, applied after --sets
+                         by the rules of InboxDatabase's MigrationSet.fromDirectory
   -h, --help             this help
 
 ${DATABASE_FLAGS_USAGE}

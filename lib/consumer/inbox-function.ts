@@ -6,6 +6,7 @@ import * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import * as logs from 'aws-cdk-lib/aws-logs';
 import { Construct } from 'constructs';
 import { InboxConstructError } from '../errors.js';
+import { absentSigners } from './signer-peers.js';
 
 /** Props for {@link InboxFunction}. */
 export interface InboxFunctionProps {
@@ -115,7 +116,12 @@ export class InboxFunction extends Construct {
     this.function =
       props.code !== undefined
         ? new lambda.Function(this, 'Function', { ...shape, code: props.code, handler: `index.${props.handler ?? 'handler'}` })
-        : new nodejs.NodejsFunction(this, 'Function', { ...shape, entry: props.entry, handler: props.handler ?? 'handler', bundling: bundling(runtime) });
+        : new nodejs.NodejsFunction(this, 'Function', {
+            ...shape,
+            entry: props.entry,
+            handler: props.handler ?? 'handler',
+            bundling: bundling(runtime, absentSigners(props.entry!, shape.environment, this.node.path)),
+          });
     if (props.vpc !== undefined) {
       // A function given its own role gets no network-interface rights from the Function construct. Not
       // AWSLambdaVPCAccessExecutionRole: it also holds logs:* on every log group.
@@ -151,8 +157,8 @@ export class InboxFunction extends Construct {
   }
 }
 
-/** How an `entry` is bundled: ESM for the runtime's Node.js, the AWS SDK left to Lambda. */
-function bundling(runtime: lambda.Runtime): nodejs.BundlingOptions {
+/** How an `entry` is bundled: ESM for the runtime's Node.js, the AWS SDK left to Lambda, and the signers the app has not installed. */
+function bundling(runtime: lambda.Runtime, absentSigners: readonly string[]): nodejs.BundlingOptions {
   return {
     format: nodejs.OutputFormat.ESM,
     target: nodeTarget(runtime),
@@ -161,8 +167,8 @@ function bundling(runtime: lambda.Runtime): nodejs.BundlingOptions {
     sourceMap: true,
     sourcesContent: false,
     // The runtime provides the service clients; the signers (@aws-sdk/rds-signer, @aws-sdk/dsql-signer, for a
-    // consumer on the wire) are not among what Lambda documents, so they are bundled.
-    externalModules: ['@aws-sdk/client-*'],
+    // consumer on the wire) are not among what Lambda documents, so they are bundled when installed.
+    externalModules: ['@aws-sdk/client-*', ...absentSigners],
     // A bundled CommonJS dependency may still call require(); ESM has none without this shim.
     banner: "import { createRequire as __inboxCreateRequire } from 'module';const require = __inboxCreateRequire(import.meta.url);",
   };

@@ -167,14 +167,14 @@ describe('npx sqs-inbox parked', () => {
     ['a missing database ARN', ['parked', 'list', '--consumer', 'c'], '--resource-arn (or INBOX_RESOURCE_ARN) is required'],
     ['redrive off a terminal without --yes', ['parked', 'redrive', '1', '--consumer', 'c', '--resource-arn', 'a', '--secret-arn', 's'], 'add --yes'],
     ['discard off a terminal without --yes', ['parked', 'discard', '1', '--consumer', 'c', '--resource-arn', 'a', '--secret-arn', 's'], 'add --yes'],
-  ])('names %s on stderr with the usage, prints nothing on stdout, exit 2', async (_, args, problem) => {
+  ])('names %s in one line on stderr and where the flags are, not the usage; prints nothing on stdout, exit 2', async (_, args, problem) => {
     const run = await cliRun(args);
     expect(run.code).toBe(2);
     expect(run.stdout).toBe('');
     const [first] = run.stderr.split('\n');
     expect(first).toMatch(/^sqs-inbox parked: /);
     expect(first).toContain(problem);
-    expect(run.stderr).toContain('Usage: sqs-inbox parked ');
+    expect(run.stderr).toBe(`${first}\nRun \`sqs-inbox parked --help\` for the flags it takes.\n`);
     expect(run.stderr).not.toMatch(CLASS_NAME);
   });
 
@@ -190,6 +190,24 @@ describe('npx sqs-inbox parked', () => {
     }
     expect(await status(id)).toEqual({ redriven_at: null, discarded_at: null });
     expect(f.sqs.model.counts(s.queue.url).visible).toBe(0);
+  });
+
+  it('list names the consumers that exist when --consumer names none (a typo), exit 1; a known consumer with nothing parked is told so, exit 0', async () => {
+    const s = stage();
+    const id = await s.park(`o-${run}-typo`);
+    await cliRun(['parked', 'discard', String(id), '--consumer', s.consumer, '--yes'], env);
+
+    const typo = await cliRun(['parked', 'list', '--consumer', `${s.consumer}x`], env);
+    expect(typo.code).toBe(1);
+    expect(typo.stdout).toBe('');
+    const [line, ...rest] = typo.stderr.split('\n');
+    expect(line).toMatch(
+      new RegExp(`^sqs-inbox parked: no consumer "${s.consumer}x" has claimed a message in this database \\(the consumers here: .*\\b${s.consumer}\\b`),
+    );
+    expect(line).toContain('check --consumer');
+    expect(rest).toEqual(['']);
+    const known = await cliRun(['parked', 'list', '--consumer', s.consumer], env);
+    expect(known).toEqual({ code: 0, stdout: `No still parked messages for consumer "${s.consumer}".\n`, stderr: '' });
   });
 
   it('list --json prints one JSON document with every field of each message; list prints a table', async () => {
@@ -238,8 +256,11 @@ describe('npx sqs-inbox parked', () => {
     expect(lines[1]).toMatch(new RegExp(`^${first} +parked +\\d{4}-.* +1 +key-o-${run}-1 +PermanentError: warehouse code unknown$`));
     expect(table.stdout).toContain(`2 still parked messages for consumer "${s.consumer}".`);
 
+    // A consumer the database has never seen is a typo, with --json too: no empty list that reads as all clear.
     const empty = await cliRun(['parked', 'list', '--consumer', 'nobody', '--json'], env);
-    expect(JSON.parse(empty.stdout)).toEqual({ consumer: 'nobody', messages: [] });
+    expect(empty.code).toBe(1);
+    expect(empty.stdout).toBe('');
+    expect(empty.stderr).toMatch(/^sqs-inbox parked: no consumer "nobody" has claimed a message in this database \(the consumers here: /);
   });
 
   it('show prints one message with its body; --json prints it as list does; an unknown ID exits 1', async () => {

