@@ -7,6 +7,7 @@ import type { CommitPoint, FaultName } from './fault-schedule.js';
 import { runEnvironment } from './ownership.js';
 import type { SetEnv } from './ownership.js';
 import type { Production, ScenarioMessage, ScenarioSource } from './source.js';
+import { OutsideWrites } from './outside-writes.js';
 import { openHandlerTransport } from './transport.js';
 import type { HandlerTransport, ScenarioTransport } from './transport.js';
 
@@ -71,6 +72,8 @@ export interface DrainedRun<Source extends ScenarioSource> extends Run<Source> {
   readonly dataApiCalls: number;
   /** What the call counts say about the transport: a handler that ignored it. */
   readonly transportProblems: readonly string[];
+  /** Writes the handlers made outside the inbox's transaction while a record was applied, one line per statement. */
+  readonly outsideWrites: readonly string[];
 }
 
 /**
@@ -102,9 +105,10 @@ export async function drive<Source extends ScenarioSource, Result>(plan: Plan<So
 
     // On the wire, any call the local Data API gets while the mappings run is a handler that ignored the transport.
     local.dataApi.stats.reset();
-    const { completed, dataApiCalls } = await untilDrained(plan, schedule, transport, started);
+    const outside = new OutsideWrites(new Set(production.sent.map((message) => message.key)));
+    const { completed, dataApiCalls } = await untilDrained(plan, schedule, transport, started, outside);
     const transportProblems = transport.problems(dataApiCalls, local.dataApi.stats.total());
-    return await plan.judge({ ...run, completed, dataApiCalls, transportProblems });
+    return await plan.judge({ ...run, completed, dataApiCalls, transportProblems, outsideWrites: outside.problems() });
   } finally {
     await source.stop();
     local.dataApi.faults.clear();
@@ -117,7 +121,7 @@ export async function drive<Source extends ScenarioSource, Result>(plan: Plan<So
 }
 
 /**
- * The schedule over the run: the handlers' faults and counts cleared, the commit-point faults armed,
+ * The schedule over the run: the handlers' faults and counts cleared, their statements watched, the commit-point faults armed,
  * Aurora paused, the mappings started; Aurora paused again half-way; then, once drained (or at the
  * deadline), the mappings stopped and the faults cleared. Returns whether it drained, and the database
  * calls the handlers made.
@@ -127,11 +131,13 @@ async function untilDrained<Source extends ScenarioSource>(
   schedule: FaultSchedule,
   transport: HandlerTransport,
   started: number,
+  outside: OutsideWrites,
 ): Promise<{ completed: boolean; dataApiCalls: number }> {
   const { source } = plan;
   const { calls } = transport;
   calls.stats.reset();
   calls.faults.clear();
+  outside.watch(transport.statements);
   schedule.armCommitPoint();
   schedule.pause();
   source.start();

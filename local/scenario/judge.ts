@@ -1,6 +1,7 @@
 import type { DataApiSession } from '../../lambda/inbox/data-api/session.js';
 import { compareSeq, firstRow, readEffects, selectByKey } from './effects.js';
 import type { KeyEffects } from './effects.js';
+import type { ScenarioConsumer } from './consumer.js';
 import type { FaultSchedule } from './fault-schedule.js';
 import type { ScenarioResult } from './run-scenario.js';
 
@@ -219,6 +220,8 @@ export interface RunToJudge {
   readonly found: readonly string[];
   /** The user's own check, on the run's database. */
   readonly verify: ((session: DataApiSession) => unknown) | undefined;
+  /** Well-formed messages the handler refuses on purpose ({@link ScenarioConsumer.expectedFailures}). */
+  readonly expectedFailures: ((key: string) => boolean) | number | undefined;
 }
 
 /** What every scenario's result says of its run, as the judge found it (a stream's result picks the same). */
@@ -250,6 +253,7 @@ export async function judgeRun(run: RunToJudge): Promise<{ verdict: Verdict; not
   const unmatched = schedule.commitPointProblem();
   const problems = [
     ...problemsOf(verdict, run.completed, run.timeoutMs, run.left),
+    ...failedForGood(verdict, run.sent, run.deadLettered, run.expectedFailures),
     ...(unmatched ? [unmatched] : []),
     ...schedule.unfiredProblems(run.messages),
     ...run.found,
@@ -271,6 +275,35 @@ export async function judgeRun(run: RunToJudge): Promise<{ verdict: Verdict; not
     problems,
   };
   return { verdict, notes: notesOf(verdict), judged };
+}
+
+/**
+ * The well-formed messages that ended in the dead-letter queue or the parked table, their effect lost:
+ * one problem line, but for those the scenario expects, and those a dead-lettered poison message of their
+ * FIFO group took along (SQS hands a group's later messages back with it until it leaves: docs/fifo.md).
+ */
+export function failedForGood(
+  verdict: Pick<Verdict, 'wellFormedInDlqOrParked'>,
+  sent: readonly SentMessage[],
+  deadLettered: ReadonlySet<string>,
+  expected: ((key: string) => boolean) | number | undefined,
+): string[] {
+  const poisonFrom = new Map<string, number>();
+  for (const message of sent) {
+    if (!message.poison || message.groupId === undefined || !deadLettered.has(message.key)) continue;
+    poisonFrom.set(message.groupId, Math.min(poisonFrom.get(message.groupId) ?? Infinity, message.position));
+  }
+  const byKey = new Map(sent.map((message) => [message.key, message]));
+  const behindPoison = (key: string) => {
+    const message = byKey.get(key)!;
+    return message.groupId !== undefined && message.position > (poisonFrom.get(message.groupId) ?? Infinity);
+  };
+  const failed = verdict.wellFormedInDlqOrParked.filter((key) => !behindPoison(key) && !(typeof expected === 'function' && expected(key)));
+  if (failed.length === 0 || (typeof expected === 'number' && failed.length <= expected)) return [];
+  return [
+    `${failed.length} well-formed message(s) ended in the dead-letter queue or the parked table, their effect lost: ${listed(failed)}. ` +
+      "Find why the handler failed them (its log, or the parked table's error); if your handler refuses them on purpose, say so: expectedFailures: (key) => ...",
+  ];
 }
 
 /** Runs the user's own check: its findings, and its failure, as `verify: ` problems. */
