@@ -1,4 +1,7 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import { RECORD_FAILED_CHANNEL } from '../../lambda/inbox/telemetry/failure-channel.js';
+import type { RecordFailure } from '../../lambda/inbox/telemetry/failure-channel.js';
 import type { LocalStack } from '../stack.js';
 import { openDatabase, runSetup } from './database.js';
 import type { Setup } from './database.js';
@@ -74,6 +77,8 @@ export interface DrainedRun<Source extends ScenarioSource> extends Run<Source> {
   readonly transportProblems: readonly string[];
   /** Writes the handlers made outside the inbox's transaction while a record was applied, one line per statement. */
   readonly outsideWrites: readonly string[];
+  /** The first error an `inbox()` handler failed or parked a record with while the mappings ran, if any. */
+  readonly firstError: Error | undefined;
 }
 
 /**
@@ -106,9 +111,21 @@ export async function drive<Source extends ScenarioSource, Result>(plan: Plan<So
     // On the wire, any call the local Data API gets while the mappings run is a handler that ignored the transport.
     local.dataApi.stats.reset();
     const outside = new OutsideWrites(new Set(production.sent.map((message) => message.key)));
-    const { completed, dataApiCalls } = await untilDrained(plan, schedule, transport, started, outside);
+    let firstError: Error | undefined;
+    // The handler's real error, which its log (often silenced in tests) is otherwise the only place of.
+    const failed = (failure: unknown) => {
+      firstError ??= (failure as RecordFailure).error;
+    };
+    subscribe(RECORD_FAILED_CHANNEL, failed);
+    let drained: { completed: boolean; dataApiCalls: number };
+    try {
+      drained = await untilDrained(plan, schedule, transport, started, outside);
+    } finally {
+      unsubscribe(RECORD_FAILED_CHANNEL, failed);
+    }
+    const { completed, dataApiCalls } = drained;
     const transportProblems = transport.problems(dataApiCalls, local.dataApi.stats.total());
-    return await plan.judge({ ...run, completed, dataApiCalls, transportProblems, outsideWrites: outside.problems() });
+    return await plan.judge({ ...run, completed, dataApiCalls, transportProblems, outsideWrites: outside.problems(), firstError });
   } finally {
     await source.stop();
     local.dataApi.faults.clear();

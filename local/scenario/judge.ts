@@ -4,6 +4,7 @@ import type { KeyEffects } from './effects.js';
 import type { ScenarioConsumer } from './consumer.js';
 import type { FaultSchedule } from './fault-schedule.js';
 import type { ScenarioResult } from './run-scenario.js';
+import type { ScenarioTransport } from './transport.js';
 
 // The judge: what was sent against what the database and the queues hold at the end. Every scenario's
 // verdict comes from here, read from the user's effects query, never from the handler's own account.
@@ -220,6 +221,10 @@ export interface RunToJudge {
   readonly found: readonly string[];
   /** The user's own check, on the run's database. */
   readonly verify: ((session: DataApiSession) => unknown) | undefined;
+  /** The first error the handler failed or parked a record with, named when (almost) nothing applied. */
+  readonly firstError: Error | undefined;
+  /** How the handlers reached the database: the commit they never made is named as that transport names it. */
+  readonly transport: ScenarioTransport;
   /** Well-formed messages the handler refuses on purpose ({@link ScenarioConsumer.expectedFailures}). */
   readonly expectedFailures: ((key: string) => boolean) | number | undefined;
 }
@@ -250,8 +255,10 @@ export type Judged = Pick<
 export async function judgeRun(run: RunToJudge): Promise<{ verdict: Verdict; notes: string[]; judged: Judged }> {
   const { schedule } = run;
   const verdict = await readVerdict(run.session, run.effects, run.sent, PARKED_KEYS, run.deadLettered);
-  const unmatched = schedule.commitPointProblem();
+  // Nothing applied: the handler's own error says why, and a commit point that never matched is only its echo.
+  const unmatched = verdict.applied === 0 ? undefined : schedule.commitPointProblem(run.transport === 'data-api' ? 'CommitTransaction' : 'COMMIT');
   const problems = [
+    ...hardlyApplied(verdict.applied, run.messages, run.firstError),
     ...problemsOf(verdict, run.completed, run.timeoutMs, run.left),
     ...failedForGood(verdict, run.sent, run.deadLettered, run.expectedFailures),
     ...(unmatched ? [unmatched] : []),
@@ -275,6 +282,16 @@ export async function judgeRun(run: RunToJudge): Promise<{ verdict: Verdict; not
     problems,
   };
   return { verdict, notes: notesOf(verdict), judged };
+}
+
+/**
+ * The first problem of a run where nothing or almost nothing (under a tenth of the messages) applied:
+ * how many did, and the handler's first error, which its silenced log would otherwise keep to itself.
+ */
+export function hardlyApplied(applied: number, messages: number, firstError: Error | undefined): string[] {
+  if (applied * 10 >= messages) return [];
+  const error = firstError ? `; first error: ${firstError.name}: ${firstError.message}` : '';
+  return [`${applied} of ${messages} applied${error}`];
 }
 
 /**

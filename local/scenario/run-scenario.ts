@@ -379,6 +379,8 @@ async function run(local: LocalStack, database: string, tag: string, settings: S
         found: [...drained.transportProblems, ...drained.outsideWrites],
         verify: consumer.verify && ((verifying) => consumer.verify!(verifying, handedOn)),
         expectedFailures: consumer.expectedFailures,
+        firstError: drained.firstError,
+        transport,
       });
       return {
         ...judged,

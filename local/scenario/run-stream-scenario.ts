@@ -255,7 +255,7 @@ async function run(local: LocalStack, database: string, settings: Settings, setE
       const { settled, total } = source.progress();
       settings.onProgress?.(settled, total);
     },
-    judge: async ({ production, schedule, session, completed, dataApiCalls, started, outsideWrites }) => {
+    judge: async ({ production, schedule, session, completed, dataApiCalls, started, outsideWrites, firstError }) => {
       const { judged } = await judgeRun({
         session,
         effects: consumer.effects,
@@ -269,6 +269,8 @@ async function run(local: LocalStack, database: string, settings: Settings, setE
         found: outsideWrites,
         verify: consumer.verify && ((verifying) => consumer.verify!(verifying, {})),
         expectedFailures: consumer.expectedFailures,
+        firstError,
+        transport: 'data-api',
       });
       const { stats } = source;
       return {

@@ -60,7 +60,52 @@ const refusesOne = ({ database }: ScenarioEnvironment) =>
     },
   });
 
+/** Commits by hand inside apply: refused before it is sent, so no record ever applies. */
+const commitsItself = ({ database }: ScenarioEnvironment) =>
+  inbox<Reservation>({
+    database,
+    apply: async (tx, message) => {
+      await tx.execute(RESERVE, { id: message.body.reservationId, sku: message.body.sku });
+      await tx.execute('COMMIT');
+    },
+  });
+
+/** One gated statement per record: it commits on its own, with no COMMIT of the handler's. */
+const gatedStatement = ({ database }: ScenarioEnvironment) =>
+  inbox<Reservation>({
+    database,
+    statement: (message) => ({
+      sql: 'INSERT INTO public.reservations (reservation_id, sku) SELECT :id, :sku FROM claimed',
+      params: { id: message.body.reservationId, sku: message.body.sku },
+    }),
+  });
+
 describe.each<ScenarioTransport>(['data-api', 'postgres'])('the judge on %s', (transport) => {
+  it("leads with how few applied and the handler's first error, even with its log silenced", async () => {
+    const report = await runScenario(local, {
+      ...reservations,
+      handler: commitsItself,
+      transport,
+      messages: 2,
+      consumers: 1,
+      faults: ['drop-commit'],
+      visibilityTimeoutSeconds: 1,
+      env: { ...reservations.env, POWERTOOLS_LOG_LEVEL: 'SILENT' },
+    });
+
+    expect(report.problems[0]).toMatch(/^0 of 2 applied; first error: TransactionControlError: COMMIT refused inside the inbox's transaction/);
+    expect(report.problems.join('\n')).not.toContain('commit point');
+  }, 60_000);
+
+  it('names the commit a handler never made as its transport names it', async () => {
+    const report = await runScenario(local, { ...reservations, handler: gatedStatement, transport, messages: 2, consumers: 1, faults: ['drop-commit'] });
+
+    const commit = transport === 'data-api' ? 'CommitTransaction' : 'COMMIT';
+    expect(report.problems).toEqual([
+      expect.stringContaining(`commit point never matched: drop-commit was never injected; the handler made no ${commit} call.`),
+    ]);
+  });
+
   it('names a write outside the inbox transaction and the record it was made for', async () => {
     const report = await runScenario(local, { ...reservations, handler: decrementOutside, transport, messages: 1, consumers: 1, faults: [] });
 
