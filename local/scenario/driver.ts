@@ -1,5 +1,6 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import type { DatabaseCallError } from '../../lambda/inbox/errors.js';
 import { RECORD_FAILED_CHANNEL } from '../../lambda/inbox/telemetry/failure-channel.js';
 import type { RecordFailure } from '../../lambda/inbox/telemetry/failure-channel.js';
 import type { LocalStack } from '../stack.js';
@@ -79,6 +80,8 @@ export interface DrainedRun<Source extends ScenarioSource> extends Run<Source> {
   readonly outsideWrites: readonly string[];
   /** The first error an `inbox()` handler failed or parked a record with while the mappings ran, if any. */
   readonly firstError: Error | undefined;
+  /** The ids (an SQS messageId, ...) of the records an `inbox()` handler failed or parked with an error of its own. */
+  readonly failedIds: ReadonlySet<string>;
 }
 
 /**
@@ -112,9 +115,12 @@ export async function drive<Source extends ScenarioSource, Result>(plan: Plan<So
     local.dataApi.stats.reset();
     const outside = new OutsideWrites(new Set(production.sent.map((message) => message.key)));
     let firstError: Error | undefined;
+    const failedIds = new Set<string>();
     // The handler's real error, which its log (often silenced in tests) is otherwise the only place of.
     const failed = (failure: unknown) => {
-      firstError ??= (failure as RecordFailure).error;
+      const { id, error } = failure as RecordFailure;
+      firstError ??= error;
+      if (id !== undefined && !byTheRun(error)) failedIds.add(id);
     };
     subscribe(RECORD_FAILED_CHANNEL, failed);
     let drained: { completed: boolean; dataApiCalls: number };
@@ -125,7 +131,7 @@ export async function drive<Source extends ScenarioSource, Result>(plan: Plan<So
     }
     const { completed, dataApiCalls } = drained;
     const transportProblems = transport.problems(dataApiCalls, local.dataApi.stats.total());
-    return await plan.judge({ ...run, completed, dataApiCalls, transportProblems, outsideWrites: outside.problems(), firstError });
+    return await plan.judge({ ...run, completed, dataApiCalls, transportProblems, outsideWrites: outside.problems(), firstError, failedIds });
   } finally {
     await source.stop();
     local.dataApi.faults.clear();
@@ -136,6 +142,20 @@ export async function drive<Source extends ScenarioSource, Result>(plan: Plan<So
     client.destroy();
   }
 }
+
+/**
+ * Whether a record's error is one the run's faults and load cause (a database unavailable, resuming or
+ * timing out, a lost connection or answer, a conflict or a cancelled statement), not the handler's own.
+ */
+function byTheRun(error: Error): boolean {
+  // By its fields, not instanceof: a handler may load the package's other module format (CommonJS under jest).
+  const { failure, sqlState } = error as Partial<DatabaseCallError>;
+  if (typeof failure !== 'string') return false;
+  return (failure !== 'statement' && failure !== 'rejected') || RUN_STATES.has(sqlState ?? '');
+}
+
+/** SQLSTATEs of a statement the run's faults fail: a serialization conflict, a deadlock, a cancelled statement, too many connections. */
+const RUN_STATES = new Set(['40001', '40P01', '57014', '53300']);
 
 /**
  * The schedule over the run: the handlers' faults and counts cleared, their statements watched, the commit-point faults armed,

@@ -60,6 +60,8 @@ export interface Verdict {
   readonly lostKeys: readonly string[];
   /** Well-formed messages not applied, accounted for in the dead-letter queue or the parked table. */
   readonly wellFormedInDlqOrParked: readonly string[];
+  /** Well-formed messages in the dead-letter queue or the parked table, applied or not (an effect the query cannot see may be lost). */
+  readonly wellFormedFailed: readonly string[];
   /** Messages (sent keys) in the parked table. */
   readonly parked: number;
   /** Messages (sent keys) in the dead-letter queue. */
@@ -98,6 +100,7 @@ export function judge(
     extraEffects: doubleEffects.reduce((sum, d) => sum + d.count - 1, 0),
     lostKeys: notApplied.filter((m) => !accounted(m)).map((m) => m.key),
     wellFormedInDlqOrParked: notApplied.filter((m) => accounted(m) && !m.poison).map((m) => m.key),
+    wellFormedFailed: sent.filter((m) => accounted(m) && !m.poison).map((m) => m.key),
     parked: sent.filter((m) => parkedKeys.has(m.key)).length,
     deadLettered: sent.filter((m) => deadLetteredKeys.has(m.key)).length,
     orderChecked,
@@ -225,6 +228,11 @@ export interface RunToJudge {
   readonly firstError: Error | undefined;
   /** How the handlers reached the database: the commit they never made is named as that transport names it. */
   readonly transport: ScenarioTransport;
+  /**
+   * The keys the handler failed or parked with an error of its own at least once; `undefined` where
+   * records cannot be told by key (a stream): then every well-formed message lost counts.
+   */
+  readonly failedByHandler: ReadonlySet<string> | undefined;
   /** Well-formed messages the handler refuses on purpose ({@link ScenarioConsumer.expectedFailures}). */
   readonly expectedFailures: ((key: string) => boolean) | number | undefined;
 }
@@ -260,7 +268,7 @@ export async function judgeRun(run: RunToJudge): Promise<{ verdict: Verdict; not
   const problems = [
     ...hardlyApplied(verdict.applied, run.messages, run.firstError),
     ...problemsOf(verdict, run.completed, run.timeoutMs, run.left),
-    ...failedForGood(verdict, run.sent, run.deadLettered, run.expectedFailures),
+    ...failedForGood(verdict, run.sent, run.deadLettered, run.failedByHandler, run.expectedFailures),
     ...(unmatched ? [unmatched] : []),
     ...schedule.unfiredProblems(run.messages),
     ...run.found,
@@ -296,13 +304,17 @@ export function hardlyApplied(applied: number, messages: number, firstError: Err
 
 /**
  * The well-formed messages that ended in the dead-letter queue or the parked table, their effect lost:
- * one problem line, but for those the scenario expects, and those a dead-lettered poison message of their
- * FIFO group took along (SQS hands a group's later messages back with it until it leaves: docs/fifo.md).
+ * one problem line for those the handler failed with an error of its own, but those the scenario expects
+ * and those a dead-lettered poison message of their FIFO group took along (SQS hands a group's later
+ * messages back with it until it leaves: docs/fifo.md). A message the handler never failed got there by
+ * the run's faults and load (its receives used up by function timeouts, or returned unprocessed behind a
+ * failed record of its FIFO batch), not by the handler's doing.
  */
 export function failedForGood(
-  verdict: Pick<Verdict, 'wellFormedInDlqOrParked'>,
+  verdict: Pick<Verdict, 'wellFormedInDlqOrParked' | 'wellFormedFailed'>,
   sent: readonly SentMessage[],
   deadLettered: ReadonlySet<string>,
+  failedByHandler: ReadonlySet<string> | undefined,
   expected: ((key: string) => boolean) | number | undefined,
 ): string[] {
   const poisonFrom = new Map<string, number>();
@@ -315,7 +327,10 @@ export function failedForGood(
     const message = byKey.get(key)!;
     return message.groupId !== undefined && message.position > (poisonFrom.get(message.groupId) ?? Infinity);
   };
-  const failed = verdict.wellFormedInDlqOrParked.filter((key) => !behindPoison(key) && !(typeof expected === 'function' && expected(key)));
+  // Known by key, a message the handler failed is lost even when the effects query counts it: a part of its effect
+  // written outside the transaction (a row) stays, while the rest (a stock count) never came.
+  const candidates = failedByHandler ? verdict.wellFormedFailed.filter((key) => failedByHandler.has(key)) : verdict.wellFormedInDlqOrParked;
+  const failed = candidates.filter((key) => !behindPoison(key) && !(typeof expected === 'function' && expected(key)));
   if (failed.length === 0 || (typeof expected === 'number' && failed.length <= expected)) return [];
   return [
     `${failed.length} well-formed message(s) ended in the dead-letter queue or the parked table, their effect lost: ${listed(failed)}. ` +

@@ -380,6 +380,7 @@ async function run(local: LocalStack, database: string, tag: string, settings: S
         verify: consumer.verify && ((verifying) => consumer.verify!(verifying, handedOn)),
         expectedFailures: consumer.expectedFailures,
         firstError: drained.firstError,
+        failedByHandler: source.keysOf(drained.failedIds),
         transport,
       });
       return {

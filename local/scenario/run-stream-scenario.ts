@@ -270,6 +270,7 @@ async function run(local: LocalStack, database: string, settings: Settings, setE
         verify: consumer.verify && ((verifying) => consumer.verify!(verifying, {})),
         expectedFailures: consumer.expectedFailures,
         firstError,
+        failedByHandler: undefined,
         transport: 'data-api',
       });
       const { stats } = source;
