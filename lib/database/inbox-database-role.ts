@@ -1,4 +1,4 @@
-import { CustomResource, Token, Tokenization, Validations } from 'aws-cdk-lib';
+import { Annotations, CustomResource, Token, Tokenization, Validations } from 'aws-cdk-lib';
 import type { Duration } from 'aws-cdk-lib';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as rds from 'aws-cdk-lib/aws-rds';
@@ -12,6 +12,7 @@ import type { InboxDatabase } from './inbox-database.js';
 import { addInvariants } from '../invariants.js';
 import type { InvariantViolation } from '../invariants.js';
 import { InboxConstructError } from '../errors.js';
+import { createdTables } from './known-tables.js';
 
 /** What a database role is for; it decides the role's privileges on the inbox tables. */
 export type InboxRolePurpose = 'consumer' | 'purge' | 'outbox';
@@ -95,6 +96,7 @@ export class InboxDatabaseRole extends Construct {
       ...statementTimeoutProblems(props.statementTimeout),
     ];
     if (problems.length > 0) throw InboxConstructError.of(`${scope.node.path}`, problems);
+    warnOfUnknownTables(this, props.database, grants);
     this.roleName = props.roleName;
     this.database = props.database;
     this.label = props.label;
@@ -186,4 +188,23 @@ function statementTimeoutProblems(timeout: Duration | undefined): string[] {
     : [
         `the statement timeout is ${timeout.toHumanString()}; it must be a whole number of milliseconds >= 1, below the handler's callTimeoutMs. Fix: e.g. Duration.seconds(8).`,
       ];
+}
+
+/**
+ * A warning, not a refusal, per grant on a table none of the database's own migration sets creates: a
+ * typo (public.reservatons) would fail the role at deploy, but a table may also come from a custom
+ * resource the role depends on, which synth cannot see. A database with no migration sets of its own is
+ * not checked.
+ */
+function warnOfUnknownTables(role: Construct, database: InboxDatabase, grants: readonly InboxTableGrant[]): void {
+  const known = createdTables(database);
+  if (known === undefined) return;
+  for (const { table } of grants) {
+    if (Token.isUnresolved(table) || known.has(table)) continue;
+    Annotations.of(role).addWarningV2(
+      'sqs-inbox:grant-on-unknown-table',
+      `\`databaseGrants\` names ${table}, which no migration set of ${database.node.path} creates (they create ${[...known].sort().join(', ') || 'no table'}): ` +
+        'the role would fail at deploy. Fix the name, or create the table in a migration set; if a custom resource the role depends on creates it, acknowledge this warning.',
+    );
+  }
 }

@@ -15,6 +15,7 @@ import { createCluster, createVpc, MASTER_USERNAME } from './database-cluster.js
 import { InboxFunction } from '../consumer/inbox-function.js';
 import type { InboxDatabaseRole } from './inbox-database-role.js';
 import { addInvariants } from '../invariants.js';
+import { declareCreatedTables } from './known-tables.js';
 import { migrationProblems, ownMigrationSets } from './migration-sets.js';
 import type { InboxMigrationSet } from './migration-sets.js';
 import { functionCode } from '../function-assets.js';
@@ -279,6 +280,7 @@ export class InboxDatabase extends Construct {
     const migrations = props.migrations ?? [];
     const ownSets = ownMigrationSets(migrations);
     addInvariants(this, () => migrationProblems(migrations));
+    declareCreatedTables(this, ownSets);
     this.migrationsFingerprint = migrationsFingerprint(migratorCode, ownSets);
     this.migration = new CustomResource(this, 'Migration', {
       serviceToken: this.migrationProvider.serviceToken,

@@ -11,6 +11,8 @@ import { migrationProvider, migrationsFingerprint } from '../database/inbox-data
 import { migrationProblems, ownMigrationSets } from '../database/migration-sets.js';
 import type { InboxMigrationSet } from '../database/migration-sets.js';
 import { addInvariants } from '../invariants.js';
+import { checkDsqlSql } from '../../lambda/inbox/transport/dsql/supported-sql.js';
+import type { DsqlSqlViolation } from '../../lambda/inbox/transport/dsql/supported-sql.js';
 import type { InvariantViolation } from '../invariants.js';
 import { grantProblems, roleNameProblem } from '../database/database-grants.js';
 import type { InboxTableGrant } from '../database/database-grants.js';
@@ -183,7 +185,7 @@ export class InboxDsqlDatabase extends Construct {
 
     const migrations = props.migrations ?? [];
     const ownSets = ownMigrationSets(migrations);
-    addInvariants(this, () => [...migrationProblems(migrations, 'InboxDsqlDatabase'), ...oneStatementEach(ownSets)]);
+    addInvariants(this, () => [...migrationProblems(migrations, 'InboxDsqlDatabase'), ...oneStatementEach(ownSets), ...unsupportedSql(ownSets)]);
     this.migrationsFingerprint = migrationsFingerprint(code, ownSets, DSQL_MIGRATION_SOURCES);
     this.schemaMigration = new CustomResource(this, 'Schema', {
       serviceToken: this.roleProvider.serviceToken,
@@ -320,6 +322,24 @@ function oneStatementEach(sets: readonly InboxMigrationSet[]): InvariantViolatio
         problem: `InboxDsqlDatabase \`migrations\`: the set '${set.name}', version ${migration.version} ("${migration.name}"), holds ${migration.statements.length} statements; Aurora DSQL runs one DDL statement per transaction.`,
         fix: 'split it into one migration per statement, each with its own version.',
       })),
+  );
+}
+
+/**
+ * Each statement of your own sets that Aurora DSQL does not support (bigserial, REFERENCES, a synchronous
+ * index, ...), by the same rules, with their sources, that the runtime and the local DSQL profile hold
+ * statements to (lambda/inbox/transport/dsql/supported-sql.ts): the schema function would fail at deploy.
+ */
+function unsupportedSql(sets: readonly InboxMigrationSet[]): InvariantViolation[] {
+  return sets.flatMap((set) =>
+    (Array.isArray(set.migrations) ? set.migrations : []).flatMap((migration) =>
+      (Array.isArray(migration?.statements) ? migration.statements : [])
+        .flatMap((sql: unknown) => (typeof sql === 'string' ? checkDsqlSql(sql) : []))
+        .map(({ rule, statement }: DsqlSqlViolation) => ({
+          problem: `InboxDsqlDatabase \`migrations\`: the set '${set.name}', version ${migration.version} ("${migration.name}"), holds what Aurora DSQL does not support (${rule.id}, ${rule.source}): ${statement.replace(/\s+/g, ' ').slice(0, 120)}`,
+          fix: `${rule.says}; change the migration to what DSQL supports.`,
+        })),
+    ),
   );
 }
 

@@ -91,6 +91,16 @@ export interface ScenarioConsumer {
    * @default 'commit' (the effect is applied in a transaction)
    */
   readonly commitPoint?: CommitPoint | undefined;
+  /**
+   * Well-formed messages your handler refuses for good on purpose, which may end in the dead-letter queue
+   * or the parked table: a predicate on the message's key, or how many at most. Any other well-formed
+   * message there that an `inbox()` handler failed with an error of its own is a problem, its effect lost
+   * (the poison fault's messages, the messages of a FIFO group behind a dead-lettered poison message, and
+   * messages whose receives the run's faults used up are not counted against you).
+   * @example (key) => key === 'res-13'
+   * @default none
+   */
+  readonly expectedFailures?: ((key: string) => boolean) | number | undefined;
   /** The run's name in its result and in tables. @default 'handler' */
   readonly label?: string | undefined;
   /**

@@ -1,4 +1,8 @@
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import type { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import type { DatabaseCallError } from '../../lambda/inbox/errors.js';
+import { RECORD_FAILED_CHANNEL } from '../../lambda/inbox/telemetry/failure-channel.js';
+import type { RecordFailure } from '../../lambda/inbox/telemetry/failure-channel.js';
 import type { LocalStack } from '../stack.js';
 import { openDatabase, runSetup } from './database.js';
 import type { Setup } from './database.js';
@@ -7,6 +11,7 @@ import type { CommitPoint, FaultName } from './fault-schedule.js';
 import { runEnvironment } from './ownership.js';
 import type { SetEnv } from './ownership.js';
 import type { Production, ScenarioMessage, ScenarioSource } from './source.js';
+import { OutsideWrites } from './outside-writes.js';
 import { openHandlerTransport } from './transport.js';
 import type { HandlerTransport, ScenarioTransport } from './transport.js';
 
@@ -71,6 +76,12 @@ export interface DrainedRun<Source extends ScenarioSource> extends Run<Source> {
   readonly dataApiCalls: number;
   /** What the call counts say about the transport: a handler that ignored it. */
   readonly transportProblems: readonly string[];
+  /** Writes the handlers made outside the inbox's transaction while a record was applied, one line per statement. */
+  readonly outsideWrites: readonly string[];
+  /** The first error an `inbox()` handler failed or parked a record with while the mappings ran, if any. */
+  readonly firstError: Error | undefined;
+  /** The ids (an SQS messageId, ...) of the records an `inbox()` handler failed or parked with an error of its own. */
+  readonly failedIds: ReadonlySet<string>;
 }
 
 /**
@@ -102,9 +113,25 @@ export async function drive<Source extends ScenarioSource, Result>(plan: Plan<So
 
     // On the wire, any call the local Data API gets while the mappings run is a handler that ignored the transport.
     local.dataApi.stats.reset();
-    const { completed, dataApiCalls } = await untilDrained(plan, schedule, transport, started);
+    const outside = new OutsideWrites(new Set(production.sent.map((message) => message.key)));
+    let firstError: Error | undefined;
+    const failedIds = new Set<string>();
+    // The handler's real error, which its log (often silenced in tests) is otherwise the only place of.
+    const failed = (failure: unknown) => {
+      const { id, error } = failure as RecordFailure;
+      firstError ??= error;
+      if (id !== undefined && !byTheRun(error)) failedIds.add(id);
+    };
+    subscribe(RECORD_FAILED_CHANNEL, failed);
+    let drained: { completed: boolean; dataApiCalls: number };
+    try {
+      drained = await untilDrained(plan, schedule, transport, started, outside);
+    } finally {
+      unsubscribe(RECORD_FAILED_CHANNEL, failed);
+    }
+    const { completed, dataApiCalls } = drained;
     const transportProblems = transport.problems(dataApiCalls, local.dataApi.stats.total());
-    return await plan.judge({ ...run, completed, dataApiCalls, transportProblems });
+    return await plan.judge({ ...run, completed, dataApiCalls, transportProblems, outsideWrites: outside.problems(), firstError, failedIds });
   } finally {
     await source.stop();
     local.dataApi.faults.clear();
@@ -117,7 +144,21 @@ export async function drive<Source extends ScenarioSource, Result>(plan: Plan<So
 }
 
 /**
- * The schedule over the run: the handlers' faults and counts cleared, the commit-point faults armed,
+ * Whether a record's error is one the run's faults and load cause (a database unavailable, resuming or
+ * timing out, a lost connection or answer, a conflict or a cancelled statement), not the handler's own.
+ */
+function byTheRun(error: Error): boolean {
+  // By its fields, not instanceof: a handler may load the package's other module format (CommonJS under jest).
+  const { failure, sqlState } = error as Partial<DatabaseCallError>;
+  if (typeof failure !== 'string') return false;
+  return (failure !== 'statement' && failure !== 'rejected') || RUN_STATES.has(sqlState ?? '');
+}
+
+/** SQLSTATEs of a statement the run's faults fail: a serialization conflict, a deadlock, a cancelled statement, too many connections. */
+const RUN_STATES = new Set(['40001', '40P01', '57014', '53300']);
+
+/**
+ * The schedule over the run: the handlers' faults and counts cleared, their statements watched, the commit-point faults armed,
  * Aurora paused, the mappings started; Aurora paused again half-way; then, once drained (or at the
  * deadline), the mappings stopped and the faults cleared. Returns whether it drained, and the database
  * calls the handlers made.
@@ -127,11 +168,13 @@ async function untilDrained<Source extends ScenarioSource>(
   schedule: FaultSchedule,
   transport: HandlerTransport,
   started: number,
+  outside: OutsideWrites,
 ): Promise<{ completed: boolean; dataApiCalls: number }> {
   const { source } = plan;
   const { calls } = transport;
   calls.stats.reset();
   calls.faults.clear();
+  outside.watch(transport.statements);
   schedule.armCommitPoint();
   schedule.pause();
   source.start();

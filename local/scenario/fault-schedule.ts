@@ -219,12 +219,12 @@ export class FaultSchedule {
    * whole run was at the commit point: they were never injected, and a run that passes proved nothing
    * about them.
    */
-  commitPointProblem(): string | undefined {
+  commitPointProblem(commitCall: 'CommitTransaction' | 'COMMIT' = 'CommitTransaction'): string | undefined {
     const aimed = this.#commitPointFaults();
     if (aimed.length === 0 || this.#commitPointCalls > 0) return undefined;
     const never = `commit point never matched: ${aimed.join(' and ')} ${aimed.length > 1 ? 'were' : 'was'} never injected`;
     return this.commitPoint === 'commit'
-      ? `${never}; the handler made no CommitTransaction call. If its effect is one autocommit statement, name it: ` +
+      ? `${never}; the handler made no ${commitCall} call. If its effect is one autocommit statement, name it: ` +
           'commitPoint: { statement: (sql) => sql.includes(...) } (inbox() single-statement SQL starts with "WITH claimed AS")'
       : `${never}; check commitPoint (inbox() single-statement SQL starts with "WITH claimed AS": match it with sql.includes(...), not sql.startsWith(...))`;
   }

@@ -1,8 +1,10 @@
 import type { DataApiSession } from '../../lambda/inbox/data-api/session.js';
 import { compareSeq, firstRow, readEffects, selectByKey } from './effects.js';
 import type { KeyEffects } from './effects.js';
+import type { ScenarioConsumer } from './consumer.js';
 import type { FaultSchedule } from './fault-schedule.js';
 import type { ScenarioResult } from './run-scenario.js';
+import type { ScenarioTransport } from './transport.js';
 
 // The judge: what was sent against what the database and the queues hold at the end. Every scenario's
 // verdict comes from here, read from the user's effects query, never from the handler's own account.
@@ -58,6 +60,8 @@ export interface Verdict {
   readonly lostKeys: readonly string[];
   /** Well-formed messages not applied, accounted for in the dead-letter queue or the parked table. */
   readonly wellFormedInDlqOrParked: readonly string[];
+  /** Well-formed messages in the dead-letter queue or the parked table, applied or not (an effect the query cannot see may be lost). */
+  readonly wellFormedFailed: readonly string[];
   /** Messages (sent keys) in the parked table. */
   readonly parked: number;
   /** Messages (sent keys) in the dead-letter queue. */
@@ -96,6 +100,7 @@ export function judge(
     extraEffects: doubleEffects.reduce((sum, d) => sum + d.count - 1, 0),
     lostKeys: notApplied.filter((m) => !accounted(m)).map((m) => m.key),
     wellFormedInDlqOrParked: notApplied.filter((m) => accounted(m) && !m.poison).map((m) => m.key),
+    wellFormedFailed: sent.filter((m) => accounted(m) && !m.poison).map((m) => m.key),
     parked: sent.filter((m) => parkedKeys.has(m.key)).length,
     deadLettered: sent.filter((m) => deadLetteredKeys.has(m.key)).length,
     orderChecked,
@@ -219,6 +224,17 @@ export interface RunToJudge {
   readonly found: readonly string[];
   /** The user's own check, on the run's database. */
   readonly verify: ((session: DataApiSession) => unknown) | undefined;
+  /** The first error the handler failed or parked a record with, named when (almost) nothing applied. */
+  readonly firstError: Error | undefined;
+  /** How the handlers reached the database: the commit they never made is named as that transport names it. */
+  readonly transport: ScenarioTransport;
+  /**
+   * The keys the handler failed or parked with an error of its own at least once; `undefined` where
+   * records cannot be told by key (a stream): then every well-formed message lost counts.
+   */
+  readonly failedByHandler: ReadonlySet<string> | undefined;
+  /** Well-formed messages the handler refuses on purpose ({@link ScenarioConsumer.expectedFailures}). */
+  readonly expectedFailures: ((key: string) => boolean) | number | undefined;
 }
 
 /** What every scenario's result says of its run, as the judge found it (a stream's result picks the same). */
@@ -247,9 +263,12 @@ export type Judged = Pick<
 export async function judgeRun(run: RunToJudge): Promise<{ verdict: Verdict; notes: string[]; judged: Judged }> {
   const { schedule } = run;
   const verdict = await readVerdict(run.session, run.effects, run.sent, PARKED_KEYS, run.deadLettered);
-  const unmatched = schedule.commitPointProblem();
+  // Nothing applied: the handler's own error says why, and a commit point that never matched is only its echo.
+  const unmatched = verdict.applied === 0 ? undefined : schedule.commitPointProblem(run.transport === 'data-api' ? 'CommitTransaction' : 'COMMIT');
   const problems = [
+    ...hardlyApplied(verdict.applied, run.messages, run.firstError),
     ...problemsOf(verdict, run.completed, run.timeoutMs, run.left),
+    ...failedForGood(verdict, run.sent, run.deadLettered, run.failedByHandler, run.expectedFailures),
     ...(unmatched ? [unmatched] : []),
     ...schedule.unfiredProblems(run.messages),
     ...run.found,
@@ -271,6 +290,52 @@ export async function judgeRun(run: RunToJudge): Promise<{ verdict: Verdict; not
     problems,
   };
   return { verdict, notes: notesOf(verdict), judged };
+}
+
+/**
+ * The first problem of a run where nothing or almost nothing (under a tenth of the messages) applied:
+ * how many did, and the handler's first error, which its silenced log would otherwise keep to itself.
+ */
+export function hardlyApplied(applied: number, messages: number, firstError: Error | undefined): string[] {
+  if (applied * 10 >= messages) return [];
+  const error = firstError ? `; first error: ${firstError.name}: ${firstError.message}` : '';
+  return [`${applied} of ${messages} applied${error}`];
+}
+
+/**
+ * The well-formed messages that ended in the dead-letter queue or the parked table, their effect lost:
+ * one problem line for those the handler failed with an error of its own, but those the scenario expects
+ * and those a dead-lettered poison message of their FIFO group took along (SQS hands a group's later
+ * messages back with it until it leaves: docs/fifo.md). A message the handler never failed got there by
+ * the run's faults and load (its receives used up by function timeouts, or returned unprocessed behind a
+ * failed record of its FIFO batch), not by the handler's doing.
+ */
+export function failedForGood(
+  verdict: Pick<Verdict, 'wellFormedInDlqOrParked' | 'wellFormedFailed'>,
+  sent: readonly SentMessage[],
+  deadLettered: ReadonlySet<string>,
+  failedByHandler: ReadonlySet<string> | undefined,
+  expected: ((key: string) => boolean) | number | undefined,
+): string[] {
+  const poisonFrom = new Map<string, number>();
+  for (const message of sent) {
+    if (!message.poison || message.groupId === undefined || !deadLettered.has(message.key)) continue;
+    poisonFrom.set(message.groupId, Math.min(poisonFrom.get(message.groupId) ?? Infinity, message.position));
+  }
+  const byKey = new Map(sent.map((message) => [message.key, message]));
+  const behindPoison = (key: string) => {
+    const message = byKey.get(key)!;
+    return message.groupId !== undefined && message.position > (poisonFrom.get(message.groupId) ?? Infinity);
+  };
+  // Known by key, a message the handler failed is lost even when the effects query counts it: a part of its effect
+  // written outside the transaction (a row) stays, while the rest (a stock count) never came.
+  const candidates = failedByHandler ? verdict.wellFormedFailed.filter((key) => failedByHandler.has(key)) : verdict.wellFormedInDlqOrParked;
+  const failed = candidates.filter((key) => !behindPoison(key) && !(typeof expected === 'function' && expected(key)));
+  if (failed.length === 0 || (typeof expected === 'number' && failed.length <= expected)) return [];
+  return [
+    `${failed.length} well-formed message(s) ended in the dead-letter queue or the parked table, their effect lost: ${listed(failed)}. ` +
+      "Find why the handler failed them (its log, or the parked table's error); if your handler refuses them on purpose, say so: expectedFailures: (key) => ...",
+  ];
 }
 
 /** Runs the user's own check: its findings, and its failure, as `verify: ` problems. */

@@ -10,7 +10,14 @@ export function wholeNumber(problems: string[], name: string, value: number, min
 /** What a consumer's fields must be; `examples` shows the runner's own handler and effects query. */
 export function checkConsumer(
   problems: string[],
-  consumer: { readonly handler?: unknown; readonly message?: unknown; readonly effects?: unknown; readonly commitPoint?: unknown; readonly verify?: unknown },
+  consumer: {
+    readonly handler?: unknown;
+    readonly message?: unknown;
+    readonly effects?: unknown;
+    readonly commitPoint?: unknown;
+    readonly verify?: unknown;
+    readonly expectedFailures?: unknown;
+  },
   examples: { readonly handler: string; readonly effects: string },
 ): void {
   if (typeof consumer.handler !== 'function') problems.push(`handler must be a factory of your handler, e.g. ${examples.handler}.`);
@@ -22,6 +29,12 @@ export function checkConsumer(
   }
   if (consumer.verify !== undefined && typeof consumer.verify !== 'function')
     problems.push('verify must be a function (session) => problems, e.g. async (session) => { ... }.');
+  const expected = consumer.expectedFailures;
+  if (expected !== undefined && typeof expected !== 'function' && !(Number.isInteger(expected) && (expected as number) >= 0)) {
+    problems.push(
+      `expectedFailures must be a predicate on the key, e.g. (key) => key === 'res-13', or a whole number of messages; got ${JSON.stringify(expected)}.`,
+    );
+  }
 }
 
 /** Adds a problem naming the faults asked for that `known` does not hold. */

@@ -137,7 +137,11 @@ export interface ScenarioResult {
   readonly lost: number;
   /** Their keys. */
   readonly lostKeys: readonly string[];
-  /** Well-formed messages with no effect, accounted for in the dead-letter queue or the parked table. */
+  /**
+   * Well-formed messages with no effect, in the dead-letter queue or the parked table: their effect is
+   * lost, a problem but for those {@link ScenarioConsumer.expectedFailures} names and those a dead-lettered
+   * poison message of their FIFO group took along.
+   */
   readonly wellFormedInDlqOrParked: number;
   /** Messages in the inbox's parked-message table. */
   readonly parked: number;
@@ -191,7 +195,9 @@ export interface ScenarioResult {
   /**
    * One readable line per problem (doubles, lost, out-of-order, unknown keys, not drained, a commit point
    * that never matched, so `drop-commit` and `crash-in-transaction` were never injected, any other fault
-   * asked for that never struck, with how many messages make it likely, and what `verify` found), for
+   * asked for that never struck, with how many messages make it likely, a write the handler made outside
+   * the inbox's transaction while a record was applied, well-formed messages lost to the dead-letter queue
+   * or the parked table, and what `verify` found), for
    * `expect(result.problems).toEqual([])`.
    */
   readonly problems: readonly string[];
@@ -370,8 +376,12 @@ async function run(local: LocalStack, database: string, tag: string, settings: S
         left: source.left(),
         schedule,
         messages: settings.messages,
-        found: drained.transportProblems,
+        found: [...drained.transportProblems, ...drained.outsideWrites],
         verify: consumer.verify && ((verifying) => consumer.verify!(verifying, handedOn)),
+        expectedFailures: consumer.expectedFailures,
+        firstError: drained.firstError,
+        failedByHandler: source.keysOf(drained.failedIds),
+        transport,
       });
       return {
         ...judged,

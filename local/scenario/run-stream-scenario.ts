@@ -47,7 +47,7 @@ export interface StreamEnvironment extends Omit<ScenarioEnvironment, 'database' 
  *   effects: 'SELECT credit_id AS key, count(*), min(id) AS seq FROM public.credits GROUP BY 1',
  * };
  */
-export interface StreamConsumer extends Pick<ScenarioConsumer, 'setup' | 'effects' | 'commitPoint' | 'label' | 'verify'> {
+export interface StreamConsumer extends Pick<ScenarioConsumer, 'setup' | 'effects' | 'commitPoint' | 'label' | 'verify' | 'expectedFailures'> {
   /**
    * A factory of the handler under test, called once, after the run's database exists and `INBOX_*` is
    * set: `({ database }) => kinesisInbox({ database, ... })`.
@@ -255,7 +255,7 @@ async function run(local: LocalStack, database: string, settings: Settings, setE
       const { settled, total } = source.progress();
       settings.onProgress?.(settled, total);
     },
-    judge: async ({ production, schedule, session, completed, dataApiCalls, started }) => {
+    judge: async ({ production, schedule, session, completed, dataApiCalls, started, outsideWrites, firstError }) => {
       const { judged } = await judgeRun({
         session,
         effects: consumer.effects,
@@ -266,8 +266,12 @@ async function run(local: LocalStack, database: string, settings: Settings, setE
         left: source.left(),
         schedule,
         messages: settings.messages,
-        found: [],
+        found: outsideWrites,
         verify: consumer.verify && ((verifying) => consumer.verify!(verifying, {})),
+        expectedFailures: consumer.expectedFailures,
+        firstError,
+        failedByHandler: undefined,
+        transport: 'data-api',
       });
       const { stats } = source;
       return {

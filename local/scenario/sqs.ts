@@ -58,6 +58,8 @@ export class SqsScenarioSource implements ScenarioSource {
   /** Queues a mapping consumes: the run is drained when they are empty. */
   readonly #consumed = new Set<string>();
   #writes = 0;
+  /** Each sent message's key by its SQS message id, which its records and its dead-letter copy keep. */
+  readonly #keys = new Map<string, string | undefined>();
   #sweep: (() => PeriodicSweeper) | undefined;
   #watch: InboxSession | undefined;
   #sweeper: PeriodicSweeper | undefined;
@@ -124,7 +126,9 @@ export class SqsScenarioSource implements ScenarioSource {
       }
     }
     // Named once all are in: SQS's message ids are new every run, the schedule decides by these names.
-    schedule.name(this.#model.peekMessages(queue.url));
+    const queued = this.#model.peekMessages(queue.url);
+    schedule.name(queued);
+    for (const message of queued) this.#keys.set(message.messageId, message.messageAttributes['idempotency-key']?.stringValue);
     this.#writes = sent.length + duplicateSends;
     return { sent, duplicateSends, writes: this.#writes };
   }
@@ -233,6 +237,11 @@ export class SqsScenarioSource implements ScenarioSource {
   /** What reached `run`'s dead-letter queue, each message by `keyOf` (its idempotency-key attribute). */
   deadLettered(run: RunQueue, keyOf = (message: { body: string; key: string | undefined }) => message.key ?? ''): Set<string> {
     return new Set(this.handedOn({ queue: run.dlq, dlq: run.dlq }).map((message) => keyOf(message)));
+  }
+
+  /** The keys of the input queue's messages with these ids (a record's messageId). */
+  keysOf(messageIds: Iterable<string>): Set<string> {
+    return new Set([...messageIds].map((id) => this.#keys.get(id)).filter((key): key is string => key !== undefined));
   }
 
   /** The messages in `run`'s queue, in the order they arrived. */

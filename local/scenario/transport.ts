@@ -12,6 +12,8 @@ import type { Stats } from '../data-api/stats.js';
 import { loadPg } from '../peer-loaders.js';
 import type { LocalStack } from '../stack.js';
 import { startWireProxy } from '../wire/proxy.js';
+import type { WireProxy } from '../wire/proxy.js';
+import type { StatementFeed } from './outside-writes.js';
 
 /**
  * How a scenario's handlers reach the run's database: `'data-api'` through the local Data API server (as
@@ -56,6 +58,8 @@ const DATA_API_VARIABLES = ['INBOX_DATA_API_ENDPOINT', 'INBOX_RESOURCE_ARN', 'IN
 export interface HandlerTransport {
   /** Where the handlers' calls are faulted and counted: the Data API server, or the wire proxy. */
   readonly calls: { readonly faults: Faults; readonly stats: Stats };
+  /** Every statement the handlers send, for the watch on writes outside the inbox's transaction. */
+  readonly statements: StatementFeed;
   /** A `database` for one handler; on the wire each call makes a pool of its own, as each Lambda instance has one. */
   database(): ScenarioDatabase;
   /** A session on the handlers' transport, faulted like their calls. */
@@ -111,6 +115,7 @@ export async function openHandlerTransport(
   if (transport === 'data-api') {
     return {
       calls: local.dataApi,
+      statements: { watch: (listener) => local.dataApi.faults.watch(listener) },
       database: () => dataApi.target,
       session: dataApi.session,
       // Without resume retries: a sweep refused by a paused Aurora is tried again at the next.
@@ -139,6 +144,7 @@ export async function openHandlerTransport(
   const session = new PostgresSession({ pool: pool() }, { callTimeoutMs: 10_000 });
   return {
     calls: proxy,
+    statements: wireStatements(proxy),
     database: () => postgres(pool()),
     session,
     sweeper: session,
@@ -161,6 +167,16 @@ function ignoredTransport(transport: ScenarioTransport, calls: number, dataApiCa
     ...(calls === 0 ? [`transport '${transport}', but the handlers made no call over the wire`] : []),
     ...(dataApiCalls > 0 ? [`transport '${transport}', but the handlers made ${dataApiCalls} call(s) to the local Data API`] : []),
   ].map((problem) => `${problem}: they ignored the transport. ${FOLLOW_THE_TRANSPORT}`);
+}
+
+/** The statements through a wire proxy: its calls, and each Bind's values, its connection standing for its transaction. */
+function wireStatements(proxy: WireProxy): StatementFeed {
+  return {
+    watch: (listener) => proxy.faults.watch(listener),
+    watchParameters: (listener) => {
+      proxy.watchParameters((connection, values) => listener(`wire-${connection}`, values));
+    },
+  };
 }
 
 /** The `PG*` variables pointing at the wire proxy at `proxyUrl`, and no Data API ones. */
@@ -209,6 +225,7 @@ async function openDsqlTransport(local: LocalStack, database: string, conflictRa
   const session = new DsqlSession(target().pool, { callTimeoutMs: 10_000, resumeDelaysMs: [] }, { onConflict });
   return {
     calls: profile.proxy,
+    statements: wireStatements(profile.proxy),
     database: target,
     session,
     sweeper: session,

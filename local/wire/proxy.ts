@@ -42,6 +42,12 @@ export interface WireProxy {
   /** Statements seen, in order (simple queries and Parse messages). */
   readonly statements: string[];
   /**
+   * Tells `listener` of each Bind's parameter values (text, `null` for NULL; a binary value as its bytes
+   * read as UTF-8) and the connection that sent it, until the returned function is called: the faults'
+   * watchers see a statement at its Parse, before its values arrive.
+   */
+  watchParameters(listener: (connection: number, values: readonly (string | null)[]) => void): () => void;
+  /**
    * Serialization failures injected at COMMIT: each COMMIT (a simple query) fails with `rate`'s
    * probability, as an optimistic-concurrency database fails a conflicting transaction. The proxy sends
    * ROLLBACK in its place, so the transaction is really rolled back, and answers the client with
@@ -125,6 +131,7 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
   const refused: { sql: string; refusal: WireRefusal }[] = [];
   let connections = 0;
   let refusing = false;
+  const parameterWatchers = new Set<(connection: number, values: readonly (string | null)[]) => void>();
 
   const server: Server = createServer((client) => {
     if (refusing) {
@@ -229,6 +236,9 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
             upstream.write(simpleQuery('ROLLBACK'));
             return;
           }
+        } else if (type === 'B' && pipe.messages === 'forward' && parameterWatchers.size > 0) {
+          const values = bindValues(frame);
+          for (const listener of parameterWatchers) listener(pipe.id, values);
         } else if (pipe.messages === 'refuse') {
           // The rest of a refused extended-protocol statement: swallowed, answered at its Sync.
           if (type === 'S') {
@@ -282,6 +292,10 @@ export async function startWireProxy(databaseUrl: string): Promise<WireProxy> {
     conflicts,
     connectionRefusals,
     refused,
+    watchParameters: (listener) => {
+      parameterWatchers.add(listener);
+      return () => parameterWatchers.delete(listener);
+    },
     refuseWhen: (next) => {
       check = next;
     },
@@ -395,7 +409,6 @@ function frames(socket: Socket, fromClient: boolean, onFrame: (frame: Buffer, ty
   });
 }
 
-/** The SQL of a simple Query ('Q': the text) or a Parse ('P': a statement name, then the text). */
 /** The same simple Query or Parse message, carrying `sql` in place of its statement. */
 function withStatement(frame: Buffer, type: string, sql: string): Buffer {
   if (type === 'Q') return simpleQuery(sql);
@@ -409,9 +422,30 @@ function withStatement(frame: Buffer, type: string, sql: string): Buffer {
   return Buffer.concat([header, rebuilt]);
 }
 
+/** The SQL of a simple Query ('Q': the text) or a Parse ('P': a statement name, then the text). */
 function statementOf(frame: Buffer, type: string): string {
   const body = frame.subarray(5);
   if (type === 'Q') return body.subarray(0, body.indexOf(0)).toString('utf8');
   const rest = body.subarray(body.indexOf(0) + 1);
   return rest.subarray(0, rest.indexOf(0)).toString('utf8');
+}
+
+/**
+ * A Bind's parameter values: after the portal's and the statement's names, the format codes (an int16
+ * count, then int16 each), then an int16 count of values, each an int32 length (-1 for NULL) and its bytes.
+ */
+function bindValues(frame: Buffer): (string | null)[] {
+  const portalEnd = frame.indexOf(0, 5);
+  let at = frame.indexOf(0, portalEnd + 1) + 1;
+  at += 2 + 2 * frame.readInt16BE(at);
+  const count = frame.readInt16BE(at);
+  at += 2;
+  const values: (string | null)[] = [];
+  for (let i = 0; i < count; i++) {
+    const length = frame.readInt32BE(at);
+    at += 4;
+    values.push(length < 0 ? null : frame.toString('utf8', at, at + length));
+    at += Math.max(0, length);
+  }
+  return values;
 }

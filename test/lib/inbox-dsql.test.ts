@@ -247,6 +247,28 @@ describe('InboxDsqlDatabase and InboxDsqlConsumer: the inbox on Aurora DSQL', ()
     expect(synthError(unknown)).toMatch(/InboxDsqlDatabase `migrations` names 'nope', which is not a built-in migration set/);
   });
 
+  it("refuses at synth DDL of an own migration that Aurora DSQL does not support, by the runtime's rules and their sources", () => {
+    const mine = testStack('Unsupported');
+    new InboxDsqlDatabase(mine, 'Dsql', {
+      migrations: [
+        {
+          name: 'reservations',
+          migrations: [
+            { version: 1, name: 'stock', statements: ['CREATE TABLE public.stock (id bigserial PRIMARY KEY, sku text NOT NULL)'] },
+            { version: 2, name: 'lines', statements: ['CREATE TABLE public.lines (id uuid PRIMARY KEY, stock_id bigint REFERENCES public.stock (id))'] },
+            { version: 3, name: 'fine', statements: ["CREATE TABLE public.notes (id uuid PRIMARY KEY, note text DEFAULT 'REFERENCES bigserial')"] },
+          ],
+        },
+      ],
+    });
+    const error = synthError(mine);
+    expect(error).toMatch(
+      /the set 'reservations', version 1 \("stock"\), holds what Aurora DSQL does not support \(serial, https:\/\/docs\.aws\.amazon\.com\/aurora-dsql\//,
+    );
+    expect(error).toMatch(/the set 'reservations', version 2 \("lines"\), holds what Aurora DSQL does not support \(foreign-key/);
+    expect(error).not.toMatch(/version 3/);
+  });
+
   it("alarms on the consumer as on Aurora: its dead-letter queue, its function's errors and its inbox metrics", () => {
     const dlq = stack.getLogicalId(stack.queue.deadLetterQueue!.node.defaultChild as never);
     template.hasResourceProperties('AWS::CloudWatch::Alarm', {

@@ -21,6 +21,7 @@ import { inboxTables } from '../sql/schema.js';
 import type { InboxTables } from '../sql/schema.js';
 import { sqsInboxSource } from '../sources/sqs.js';
 import type { InboxSource, SourceRecord } from '../sources/source.js';
+import { publishFailure } from '../telemetry/failure-channel.js';
 import { BatchTally, defaultTelemetry, errorFields, publishSummary } from '../telemetry/telemetry.js';
 import type { InboxLogger, InboxMetrics } from '../telemetry/telemetry.js';
 
@@ -293,6 +294,7 @@ function logFailures(
 ): void {
   outcomes.forEach((outcome, index) => {
     const id = { [source.idName]: records[index]?.id };
+    if (outcome.kind === 'failed' || outcome.kind === 'parked') publishFailure({ id: records[index]?.id, error: outcome.error });
     if (outcome.kind === 'failed' && outcome.parkError) {
       logger.warn(`record failed, and could not be parked; ${source.redeliveredBy} will deliver it again`, {
         ...id,
