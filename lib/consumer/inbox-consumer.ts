@@ -64,8 +64,8 @@ export interface InboxConsumerProps {
    */
   readonly memorySize?: number | undefined;
   /**
-   * Node.js runtime.
-   * @default lambda.Runtime.NODEJS_22_X
+   * Node.js runtime: nodejs24.x or nodejs22.x, the two the runtime code is tested on.
+   * @default lambda.Runtime.NODEJS_24_X
    */
   readonly runtime?: lambda.Runtime | undefined;
   /**
