@@ -36,7 +36,7 @@ describe('the example app (examples/esm-app)', () => {
       CI: 'true',
       NO_COLOR: '1',
     });
-    expect(tested.output).toMatch(/Tests\s+7 passed \(7\)/);
+    expect(tested.output).toMatch(/Tests\s+8 passed \(8\)/);
     expect(tested.code).toBe(0);
   }, 400_000);
 });

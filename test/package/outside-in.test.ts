@@ -283,7 +283,7 @@ describe.each(APPS)('the packed package in $name ($module)', ({ name, module, st
       const tested = await run(app, 'npx', ['vitest', 'run'], userEnvironment({ CI: 'true', NO_COLOR: '1', FORCE_COLOR: undefined }));
       succeeded(tested, `vitest in ${name}`);
       const summary = stripVTControlCharacters(tested.stdout);
-      expect(summary).toMatch(/Tests\s+7 passed \(7\)/);
+      expect(summary).toMatch(/Tests\s+8 passed \(8\)/);
       expect(summary).not.toMatch(/failed|skipped/);
     }, 600_000);
 });
