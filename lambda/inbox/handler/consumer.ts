@@ -22,6 +22,7 @@ import type { InboxTables } from '../sql/schema.js';
 import { sqsInboxSource } from '../sources/sqs.js';
 import type { InboxSource, SourceRecord } from '../sources/source.js';
 import { BatchTally, defaultTelemetry, errorFields, publishSummary } from '../telemetry/telemetry.js';
+import { inInvocation, withRequestIds } from '../telemetry/invocation.js';
 import type { InboxLogger, InboxMetrics } from '../telemetry/telemetry.js';
 
 /** The handler `inbox()` returns: an SQS Lambda handler (its parked messages: `parkedMessages(handler)` from `sqs-inbox/parked`). */
@@ -35,9 +36,9 @@ export interface InboxHandler extends ConsumerHandler<SQSEvent, SQSBatchResponse
 export interface ConsumerHandler<Event, Response> {
   /**
    * Handles one event; resolves with the records to report failed. Without a `context`, no record is
-   * held back for the deadline.
+   * held back for the deadline; with its `awsRequestId`, each log line and metric names the invocation.
    */
-  (event: Event, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<Response>;
+  (event: Event, context?: LambdaContext): Promise<Response>;
 }
 
 /**
@@ -99,7 +100,8 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
   // Streams count no deliveries: the keys this instance met stand in for a redelivery count.
   const recent = source.countsDeliveries ? undefined : new RecentKeys();
 
-  const handler = async (event: Event, context?: LambdaClock): Promise<Response> => {
+  const handler = (event: Event, context?: LambdaContext): Promise<Response> => inInvocation(context?.awsRequestId, () => invoke(event, context));
+  const invoke = async (event: Event, context: LambdaClock | undefined): Promise<Response> => {
     const running = coldStart();
     const { resolved, logger } = running;
     await (clientChecked ??= isPostgresTarget(resolved.target) ? Promise.resolve() : refuseSdkRetries(resolved.mode.kind, resolved.target.client));
@@ -133,6 +135,8 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
 
 /** Lambda's clock, when the invocation has one. */
 type LambdaClock = Pick<Context, 'getRemainingTimeInMillis'>;
+/** What the handler reads of Lambda's context: the clock, and the request id its logs and metrics carry. */
+type LambdaContext = LambdaClock & Partial<Pick<Context, 'awsRequestId'>>;
 
 /** A constant statement must carry the claim: checked once, when the handler is made. */
 function checkClaimGates<Body, Raw>(mode: ResolvedMode<Body, Raw>): void {
@@ -159,7 +163,7 @@ function startConsumer<Body, Raw>(
 ): Consumer<Body, Raw> {
   // Stryker disable next-line ConditionalExpression: making the defaults when both are given only wastes them
   const defaults = options.logger && options.metrics ? undefined : defaultTelemetry(resolved.consumer, source.name);
-  const logger = options.logger ?? defaults!.logger;
+  const logger = withRequestIds(options.logger ?? defaults!.logger);
   const deployed = process.env[ENV_CONSUMER];
   if (options.consumer !== undefined && deployed && deployed !== options.consumer) {
     // The construct names its alarms, dashboard and uniqueness check after INBOX_CONSUMER; the claims

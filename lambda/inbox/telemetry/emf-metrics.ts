@@ -16,6 +16,7 @@ const TRUTHY = new Set(['1', 'y', 'yes', 't', 'true', 'on']);
  */
 export class EmfMetrics implements InboxMetrics {
   private stored = new Map<string, { unit: MetricUnitName; values: number[] }>();
+  private metadata: Record<string, string | undefined> = {};
 
   constructor(
     private readonly namespace: string,
@@ -39,10 +40,21 @@ export class EmfMetrics implements InboxMetrics {
     let metric = this.stored.get(name);
     if (!metric) this.stored.set(name, (metric = { unit, values: [] }));
     metric.values.push(value);
-    if (metric.values.length === MAX_VALUES) this.publishStoredMetrics();
+    // The metadata (the invocation's request id) stays for the rest of the invocation's values.
+    if (metric.values.length === MAX_VALUES) this.publish();
+  }
+
+  /** Adds a property (not a dimension) to every record published until the next `publishStoredMetrics()`. */
+  addMetadata(key: string, value: string | undefined): void {
+    this.metadata[key] = value;
   }
 
   publishStoredMetrics(): void {
+    this.publish();
+    this.metadata = {};
+  }
+
+  private publish(): void {
     const stored = this.stored;
     this.stored = new Map();
     if (stored.size === 0 || this.disabled()) return;
@@ -57,6 +69,8 @@ export class EmfMetrics implements InboxMetrics {
           },
         ],
       },
+      // Before the dimensions, as Powertools spreads it: a dimension of the same name wins.
+      ...this.metadata,
       service: this.service,
       ...(this.source === undefined ? {} : { source: this.source }),
     };

@@ -3,6 +3,7 @@ import type { ConsumerCountMetric, ConsumerLatencyMetric } from '../contract.js'
 import type { Outcome } from '../lanes/lanes.js';
 import { EmfMetrics } from './emf-metrics.js';
 import { JsonLogger } from './logger.js';
+import { currentRequestId } from './invocation.js';
 import type { SourceName } from '../sources/source.js';
 
 /** The CloudWatch units sqs-inbox publishes in (`Seconds`: the scheduled functions' ages). */
@@ -29,6 +30,11 @@ export interface InboxMetrics {
    * (`sqs`, `kinesis`, `dynamodb`, `kafka`) is added as `source` when the client has this method.
    */
   addDimension?(name: string, value: string): void;
+  /**
+   * Adds a property to the metrics published next, not a dimension (Powertools' `Metrics` has it): the
+   * invocation's request id, as `function_request_id`, when the client has this method and Lambda gave one.
+   */
+  addMetadata?(key: string, value: string | undefined): void;
   /** Publishes the added metrics (as one embedded-metric-format log line with Powertools). */
   publishStoredMetrics(): void;
 }
@@ -135,6 +141,8 @@ export function defaultTelemetry(consumer: string, source: SourceName): { logger
 export function publishSummary(metrics: InboxMetrics, summary: BatchSummary, source: SourceName): void {
   // Powertools clears added dimensions at each publish, so it is added for every one.
   metrics.addDimension?.('source', source);
+  // Undefined without a Lambda context: a JSON line leaves the key out.
+  metrics.addMetadata?.('function_request_id', currentRequestId());
   // Typed by the contract's list: a metric the alarms watch and the summary does not fill does not compile.
   const counts: Readonly<Record<ConsumerCountMetric, number>> = {
     Processed: summary.processed,
