@@ -40,21 +40,19 @@ export class EmfMetrics implements InboxMetrics {
     let metric = this.stored.get(name);
     if (!metric) this.stored.set(name, (metric = { unit, values: [] }));
     metric.values.push(value);
-    // The metadata (the invocation's request id) stays for the rest of the invocation's values.
-    if (metric.values.length === MAX_VALUES) this.publish();
+    if (metric.values.length === MAX_VALUES) this.publishStoredMetrics();
   }
 
-  /** Adds a property (not a dimension) to every record published until the next `publishStoredMetrics()`. */
+  /**
+   * Adds a property (not a dimension) to every record published from now on, as Powertools' `addMetadata` does
+   * until its next publish. Kept past the publish: the consumer sets the request id before each invocation's
+   * metrics (undefined without one, which the JSON line leaves out), and the values flushed at 100 need it too.
+   */
   addMetadata(key: string, value: string | undefined): void {
     this.metadata[key] = value;
   }
 
   publishStoredMetrics(): void {
-    this.publish();
-    this.metadata = {};
-  }
-
-  private publish(): void {
     const stored = this.stored;
     this.stored = new Map();
     if (stored.size === 0 || this.disabled()) return;

@@ -245,5 +245,9 @@ describe(`on ${TRANSPORT}: ${INVOCATIONS} interleaved invocations of one handler
       ['request-large', 100],
       ['request-large', 20],
     ]);
+
+    // The next invocation, without a Lambda context, has no request id: the last one's is not kept.
+    const next = await writtenLines(() => handler({ Records: [sqsRecord({ messageId: 'large-next', body: { token: 'large-next' } })] }));
+    expect(next.lines.filter((line) => '_aws' in line).map((line) => 'function_request_id' in line)).toEqual([false]);
   });
 });
