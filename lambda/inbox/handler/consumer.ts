@@ -182,7 +182,7 @@ function startConsumer<Body, Raw>(
 
 /** Opens the invocation's session on Lambda's clock, and plans its lanes: no record starts, and no call runs, past the deadline's margin. */
 function openInvocation<Body, Raw>(
-  { resolved, metrics }: Consumer<Body, Raw>,
+  { resolved }: Consumer<Body, Raw>,
   records: readonly SourceRecord<Raw>[],
   tally: BatchTally,
   context: LambdaClock | undefined,
@@ -196,7 +196,7 @@ function openInvocation<Body, Raw>(
     timeLeftMs: () => remaining() - margin,
     onResumeRetry: () => tally.resumeRetries++,
     sleep: resolved.sleep,
-    metrics,
+    metrics: { addMetric: (name, unit, value) => tally.sessionMetrics.push([name, unit, value]), publishStoredMetrics: () => {} },
   });
   const plan: BatchPlan = {
     // Stryker disable next-line MethodExpression: a source gives a lane to every record of an event or to none (one queue is FIFO or not; every stream record has its shard or partition), so some and every agree
@@ -266,7 +266,7 @@ async function report<Body, Raw, Response>(
   const summary = tally.summarise(outcomes, failedIds, resolved.now() - started, relayed);
   logFailures(logger, source as InboxSource<unknown, unknown, unknown>, records, outcomes);
   // Before the response: a source that fails the whole invocation (no partial response) still counts.
-  publishSummary(metrics, summary, source.name);
+  publishSummary(metrics, summary, source.name, tally.sessionMetrics);
   options.onBatch?.(summary);
   return source.respond(records, outcomes);
 }

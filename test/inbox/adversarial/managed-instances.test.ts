@@ -250,4 +250,46 @@ describe(`on ${TRANSPORT}: ${INVOCATIONS} interleaved invocations of one handler
     const next = await writtenLines(() => handler({ Records: [sqsRecord({ messageId: 'large-next', body: { token: 'large-next' } })] }));
     expect(next.lines.filter((line) => '_aws' in line).map((line) => 'function_request_id' in line)).toEqual([false]);
   });
+
+  // DSQL's conflicts are counted while an invocation runs, in a process shared by the others: each must be
+  // published with the invocation whose transaction conflicted. The invocations that make no write (a poison
+  // record each, refused before any call) publish while the others conflict, and must carry none of theirs.
+  it.runIf(TRANSPORT === 'dsql')('publishes each DSQL conflict with the invocation whose transaction met it', async () => {
+    process.env.POWERTOOLS_METRICS_DISABLED = 'false';
+    const conflicts = db.dsql!.proxy.conflicts;
+    const [injectedBefore, rateBefore, randomBefore] = [conflicts.injected, conflicts.rate, conflicts.random];
+    conflicts.random = seeded(36);
+    conflicts.rate = 0.4;
+    const handler = inbox<{ token: string; invocation: number }>({
+      consumer: 'managed-instances-conflicts',
+      database: db.target,
+      apply: async (tx, { body }) => {
+        await tx.execute(EFFECT_SQL, { token: body.token, invocation: body.invocation });
+      },
+    });
+    const busy = Array.from({ length: 8 }, (_, i) =>
+      Array.from({ length: RECORDS }, (_, r) => sqsRecord({ messageId: `conflict-${i}-${r}`, body: { token: `conflict-${i}-${r}`, invocation: i } })),
+    );
+    const context = (requestId: string) => ({ awsRequestId: requestId, getRemainingTimeInMillis: () => 60_000 });
+
+    const { lines } = await writtenLines(async () => {
+      const running: Promise<unknown>[] = busy.map((records, i) => handler({ Records: records }, context(`busy-${i}`)));
+      for (let i = 0; i < 8; i++) {
+        await new Promise((resolve) => setTimeout(resolve, 40));
+        running.push(handler({ Records: [sqsRecord({ messageId: `idle-${i}`, body: '{"cut short' })] }, context(`idle-${i}`)));
+      }
+      return Promise.all(running);
+    });
+    Object.assign(conflicts, { rate: rateBefore, random: randomBefore });
+
+    const emf = lines.filter((line) => '_aws' in line);
+    // A metric with several values is an array in the EMF line, one value per conflict.
+    const total = (value: unknown) => [value ?? []].flat().reduce((sum: number, one) => sum + Number(one), 0);
+    const counted = (line: Record<string, unknown>) => total(line.ConflictRetries) + total(line.ConflictsExhausted);
+    expect(emf.filter((line) => String(line.function_request_id).startsWith('idle-')).map((line) => [line.function_request_id, counted(line)])).toEqual(
+      Array.from({ length: 8 }, (_, i) => [`idle-${i}`, 0]),
+    );
+    expect(emf.reduce((sum, line) => sum + counted(line), 0)).toBe(conflicts.injected - injectedBefore);
+    expect(conflicts.injected - injectedBefore).toBeGreaterThan(0);
+  });
 });
