@@ -1,4 +1,4 @@
-import { Duration, Token } from 'aws-cdk-lib';
+import { Annotations, Duration, Token } from 'aws-cdk-lib';
 import type * as dynamodb from 'aws-cdk-lib/aws-dynamodb';
 import * as ec2 from 'aws-cdk-lib/aws-ec2';
 import type * as iam from 'aws-cdk-lib/aws-iam';
@@ -6,6 +6,7 @@ import type * as kinesis from 'aws-cdk-lib/aws-kinesis';
 import type * as lambda from 'aws-cdk-lib/aws-lambda';
 import type * as nodejs from 'aws-cdk-lib/aws-lambda-nodejs';
 import type * as logs from 'aws-cdk-lib/aws-logs';
+import type * as rds from 'aws-cdk-lib/aws-rds';
 import type * as sqs from 'aws-cdk-lib/aws-sqs';
 import { Construct } from 'constructs';
 import { TRANSACTION_ACTIONS } from '../database/data-api-access.js';
@@ -18,6 +19,8 @@ import { InboxDatabaseRole } from '../database/inbox-database-role.js';
 import { PROXY_PORT } from '../database/inbox-database-proxy.js';
 import { validateConsumerName } from './consumer-name.js';
 import { InboxFunction } from './inbox-function.js';
+import { DEFAULT_POSTGRES_POOL_SIZE, checkManagedInstances, managedInstancesFacts, sqsThroughputWarning } from './managed-instances.js';
+import { connectionCeiling } from '../sources/sqs-pollers.js';
 import { addInvariants, checkConsumerNameUnique } from '../invariants.js';
 import type { InvariantViolation } from '../invariants.js';
 import { outboxRelayViolations } from '../outbox/inbox-outbox-relay.js';
@@ -64,8 +67,8 @@ export interface InboxConsumerProps {
    */
   readonly memorySize?: number | undefined;
   /**
-   * Node.js runtime.
-   * @default lambda.Runtime.NODEJS_22_X
+   * Node.js runtime: nodejs24.x or nodejs22.x, the two the runtime code is tested on.
+   * @default lambda.Runtime.NODEJS_24_X
    */
   readonly runtime?: lambda.Runtime | undefined;
   /**
@@ -102,6 +105,27 @@ export interface InboxConsumerProps {
    * @default - the Data API
    */
   readonly proxy?: InboxDatabaseProxy | undefined;
+  /**
+   * Run the function on Lambda Managed Instances, on this capacity provider's instances: one execution
+   * environment then runs many invocations at once in one process. Synth checks that the database connections
+   * stay bounded and fit (see `managedInstances`, `postgresPoolSize`), and warns when the SQS source's fixed
+   * 5 MB/s on Managed Instances is less than a second's batch.
+   * @default - Lambda's default compute: one invocation per execution environment
+   */
+  readonly capacityProvider?: lambda.CapacityProvider | undefined;
+  /**
+   * How the function runs on `capacityProvider` (`capacityProvider.addFunction`'s options): set
+   * `perExecutionEnvironmentMaxConcurrency` and `latestPublishedScalingConfig.maxExecutionEnvironments`, which
+   * bound the database connections.
+   * @default - Lambda's defaults, which synth refuses when the connections are then unbounded
+   */
+  readonly managedInstances?: lambda.CapacityProviderFunctionOptions | undefined;
+  /**
+   * With `proxy` and `capacityProvider`: the connections the handler's pool opens in one execution environment
+   * (`postgresFromEnvironment({ max })`), which that environment's concurrent invocations share.
+   * @default 2 (postgresFromEnvironment's default)
+   */
+  readonly postgresPoolSize?: number | undefined;
   /**
    * Also allow `rds-data:BatchExecuteStatement`, for a handler that sends statements in batches. Off, the
    * function may call only what one transaction per record needs: BeginTransaction, ExecuteStatement,
@@ -309,8 +333,20 @@ export class InboxConsumer extends Construct {
     this.eventSourceMapping = bound.eventSourceMapping;
     if (bound.deadLetterQueue !== undefined) this.deadLetterQueue = bound.deadLetterQueue;
 
+    if (props.capacityProvider !== undefined) {
+      props.capacityProvider.addFunction(this.function, props.managedInstances);
+      const batchSize = this.queue === undefined ? undefined : this.eventSourceMapping.batchSize;
+      const warning = sqsThroughputWarning(batchSize === undefined || Token.isUnresolved(batchSize) ? undefined : batchSize);
+      if (warning !== undefined) Annotations.of(this).addWarningV2('sqs-inbox:ManagedInstancesSqsThroughput', warning);
+    }
+
     // Checked at synth, not now, so that later changes (escape hatches on the queue or the mapping) are seen too.
-    addInvariants(this, () => [...bound.violations(), ...this.#nameViolations(), ...outboxRelayViolations(subject, this)]);
+    addInvariants(this, () => [
+      ...bound.violations(),
+      ...this.#nameViolations(),
+      ...outboxRelayViolations(subject, this),
+      ...this.#managedInstancesViolations(props),
+    ]);
   }
 
   /**
@@ -332,6 +368,30 @@ export class InboxConsumer extends Construct {
    */
   public grantDataApiAccess(grantee: iam.IGrantable): void {
     this.databaseRole.grantDataApi(grantee, this.dataApiActions);
+  }
+
+  /** The connections' bounds on Managed Instances (managed-instances.ts). */
+  #managedInstancesViolations(props: InboxConsumerProps): InvariantViolation[] {
+    if (props.capacityProvider === undefined) {
+      return props.managedInstances === undefined
+        ? []
+        : [
+            {
+              problem: "`managedInstances` is set, but `capacityProvider` is not: the function runs on Lambda's default compute.",
+              fix: 'pass `capacityProvider`, or remove `managedInstances`.',
+            },
+          ];
+    }
+    const pool = props.proxy?.targetGroup.connectionPoolConfigurationInfo as
+      | rds.CfnDBProxyTargetGroup.ConnectionPoolConfigurationInfoFormatProperty
+      | undefined;
+    return checkManagedInstances(
+      managedInstancesFacts(props.managedInstances, {
+        poolSize: props.proxy === undefined ? undefined : (props.postgresPoolSize ?? DEFAULT_POSTGRES_POOL_SIZE),
+        connectionCeiling: connectionCeiling(props.database.cluster),
+        proxyPercent: pool?.maxConnectionsPercent,
+      }),
+    );
   }
 
   /** Only the later consumer of a clashing pair reports, so each clash appears once. */

@@ -76,11 +76,11 @@ describe('InboxCleanup', () => {
     expect(env).not.toHaveProperty('INBOX_PURGE_BATCH_SIZE');
   });
 
-  it('runs as an ARM64 Node.js 22 function outside the VPC with a 5-minute timeout and its own log group', () => {
+  it('runs as an ARM64 Node.js 24 function outside the VPC with a 5-minute timeout and its own log group', () => {
     const { template, stack, cleanup } = cleanupStack();
     const fn = template.toJSON().Resources[logicalId(stack, cleanup.function)].Properties;
     expect(fn).toMatchObject({
-      Runtime: 'nodejs22.x',
+      Runtime: 'nodejs24.x',
       Architectures: ['arm64'],
       Handler: 'index.handler',
       Timeout: 300,

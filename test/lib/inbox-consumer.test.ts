@@ -1,4 +1,4 @@
-import { type App, Duration, Stack, Token } from 'aws-cdk-lib';
+import { type App, Duration, Stack, Token, Validations } from 'aws-cdk-lib';
 import { Match, Template } from 'aws-cdk-lib/assertions';
 import * as iam from 'aws-cdk-lib/aws-iam';
 import * as kms from 'aws-cdk-lib/aws-kms';
@@ -24,16 +24,23 @@ function consumerStack(overrides: Partial<ConstructorParameters<typeof InboxCons
 }
 
 describe('InboxConsumer', () => {
-  it('runs the handler as an ARM64 Node.js 22 ESM function outside any VPC', () => {
+  it('runs the handler as an ARM64 Node.js 24 ESM function outside any VPC', () => {
     const { template, stack, consumer } = consumerStack({ handler: 'main' });
     const fn = template.toJSON().Resources[logicalId(stack, consumer.function)].Properties;
-    expect(fn).toMatchObject({ Runtime: 'nodejs22.x', Architectures: ['arm64'], Handler: 'index.main', Timeout: 30, MemorySize: 512 });
+    expect(fn).toMatchObject({ Runtime: 'nodejs24.x', Architectures: ['arm64'], Handler: 'index.main', Timeout: 30, MemorySize: 512 });
     expect(fn.VpcConfig).toBeUndefined();
   });
 
-  it('takes another Node.js runtime when asked', () => {
-    const { template } = consumerStack({ runtime: lambda.Runtime.NODEJS_24_X });
-    template.hasResourceProperties('AWS::Lambda::Function', { Handler: 'index.handler', Runtime: 'nodejs24.x' });
+  it('keeps Node.js 22 working when asked, and tells cdk-nag why it is not the newest', () => {
+    const { template, consumer } = consumerStack({ runtime: lambda.Runtime.NODEJS_22_X });
+    template.hasResourceProperties('AWS::Lambda::Function', { Handler: 'index.handler', Runtime: 'nodejs22.x' });
+    const acknowledged = consumer.function.node.metadata.filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY);
+    expect(acknowledged.map((m) => Object.keys(m.data as object))).toEqual([['Annotation::AwsSolutions-L1']]);
+  });
+
+  it('acknowledges no cdk-nag rule on the default runtime, the newest', () => {
+    const { consumer } = consumerStack();
+    expect(consumer.function.node.metadata.filter((m) => m.type === Validations.ACKNOWLEDGED_RULES_METADATA_KEY)).toEqual([]);
   });
 
   it('tells the handler where the inbox lives and which consumer it is', () => {

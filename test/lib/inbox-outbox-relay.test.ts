@@ -97,11 +97,11 @@ describe('InboxOutboxRelay', () => {
     expect(relay.schedule.expressionString).toBe('rate(5 minutes)');
   });
 
-  it('runs the sweeper as an ARM64 Node.js 22 function outside the VPC, 2-minute timeout, own log group', () => {
+  it('runs the sweeper as an ARM64 Node.js 24 function outside the VPC, 2-minute timeout, own log group', () => {
     const { template, stack, relay } = relayStack();
     const fn = template.toJSON().Resources[logicalId(stack, relay.function)].Properties;
     expect(fn).toMatchObject({
-      Runtime: 'nodejs22.x',
+      Runtime: 'nodejs24.x',
       Architectures: ['arm64'],
       Handler: 'index.handler',
       Timeout: 120,

@@ -36,7 +36,7 @@ describe('the example app (examples/esm-app)', () => {
       CI: 'true',
       NO_COLOR: '1',
     });
-    expect(tested.output).toMatch(/Tests\s+13 passed \(13\)/);
+    expect(tested.output).toMatch(/Tests\s+14 passed \(14\)/);
     expect(tested.code).toBe(0);
   }, 400_000);
 });

@@ -285,7 +285,7 @@ describe.each(APPS)('the packed package in $name ($module)', ({ name, module, st
       const tested = await run(app, 'npx', ['vitest', 'run'], userEnvironment({ CI: 'true', NO_COLOR: '1', FORCE_COLOR: undefined }));
       succeeded(tested, `vitest in ${name}`);
       const summary = stripVTControlCharacters(tested.stdout);
-      expect(summary).toMatch(/Tests\s+13 passed \(13\)/);
+      expect(summary).toMatch(/Tests\s+14 passed \(14\)/);
       expect(summary).not.toMatch(/failed|skipped/);
     }, 600_000);
 });

@@ -12,6 +12,7 @@ export default defineConfig({
     alias: [
       { find: /^sqs-inbox\/local$/, replacement: source('local/index.ts') },
       { find: /^sqs-inbox\/outbox$/, replacement: source('lambda/inbox/outbox/index.ts') },
+      { find: /^sqs-inbox\/parked$/, replacement: source('lambda/inbox/parked/index.ts') },
       { find: /^sqs-inbox$/, replacement: source('lambda/inbox/index.ts') },
     ],
   },

@@ -16,6 +16,16 @@ import { RDSDataClient } from '@aws-sdk/client-rds-data';
 export const IDLE_SOCKET_TIMEOUT_MS = 15_000;
 
 /**
+ * Calls in flight at once through `inbox()`'s default client, one connection each: 64 invocations (what Lambda
+ * Managed Instances runs at once per vCPU for Node.js by default, in one process) x 10 records each (`inbox()`'s
+ * default `concurrency`). A call beyond it waits in the agent for a connection, and that wait counts against
+ * `callTimeoutMs`: a timeout, and an ambiguous failure, for a call that was never sent. The Data API pools the
+ * database connections itself, so this bounds sockets, not database connections; 640 stays well inside
+ * Lambda's 1,024 file descriptors.
+ */
+export const MAX_SOCKETS = 640;
+
+/**
  * The client `inbox()` makes when none is given: no SDK retries (sqs-inbox decides which calls are safe to
  * send twice), and connections that are not reused once idle for `idleSocketTimeoutMs`. Node's own agent
  * timeout drops them with a timer, which does not run while Lambda has the process frozen; so each call
@@ -56,7 +66,7 @@ function idleLimited(Base: typeof HttpAgent, idleMs: number, now: () => number):
       super.keepSocketAlive(socket);
     }
   }
-  const agent = new IdleLimitedAgent({ keepAlive: true, maxSockets: 50, timeout: idleMs });
+  const agent = new IdleLimitedAgent({ keepAlive: true, maxSockets: MAX_SOCKETS, timeout: idleMs });
   const dropStale = () => {
     for (const sockets of Object.values(agent.freeSockets)) {
       for (const socket of [...(sockets ?? [])] as Socket[]) {

@@ -23,6 +23,7 @@ import { sqsInboxSource } from '../sources/sqs.js';
 import type { InboxSource, SourceRecord } from '../sources/source.js';
 import { publishFailure } from '../telemetry/failure-channel.js';
 import { BatchTally, defaultTelemetry, errorFields, publishSummary } from '../telemetry/telemetry.js';
+import { inInvocation, withRequestIds } from '../telemetry/invocation.js';
 import type { InboxLogger, InboxMetrics } from '../telemetry/telemetry.js';
 
 /** The handler `inbox()` returns: an SQS Lambda handler (its parked messages: `parkedMessages(handler)` from `sqs-inbox/parked`). */
@@ -36,9 +37,9 @@ export interface InboxHandler extends ConsumerHandler<SQSEvent, SQSBatchResponse
 export interface ConsumerHandler<Event, Response> {
   /**
    * Handles one event; resolves with the records to report failed. Without a `context`, no record is
-   * held back for the deadline.
+   * held back for the deadline; with its `awsRequestId`, each log line and metric names the invocation.
    */
-  (event: Event, context?: Pick<Context, 'getRemainingTimeInMillis'>): Promise<Response>;
+  (event: Event, context?: LambdaContext): Promise<Response>;
 }
 
 /**
@@ -100,7 +101,8 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
   // Streams count no deliveries: the keys this instance met stand in for a redelivery count.
   const recent = source.countsDeliveries ? undefined : new RecentKeys();
 
-  const handler = async (event: Event, context?: LambdaClock): Promise<Response> => {
+  const handler = (event: Event, context?: LambdaContext): Promise<Response> => inInvocation(context?.awsRequestId, () => invoke(event, context));
+  const invoke = async (event: Event, context: LambdaClock | undefined): Promise<Response> => {
     const running = coldStart();
     const { resolved, logger } = running;
     await (clientChecked ??= isPostgresTarget(resolved.target) ? Promise.resolve() : refuseSdkRetries(resolved.mode.kind, resolved.target.client));
@@ -134,6 +136,8 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
 
 /** Lambda's clock, when the invocation has one. */
 type LambdaClock = Pick<Context, 'getRemainingTimeInMillis'>;
+/** What the handler reads of Lambda's context: the clock, and the request id its logs and metrics carry. */
+type LambdaContext = LambdaClock & Partial<Pick<Context, 'awsRequestId'>>;
 
 /** A constant statement must carry the claim: checked once, when the handler is made. */
 function checkClaimGates<Body, Raw>(mode: ResolvedMode<Body, Raw>): void {
@@ -160,7 +164,7 @@ function startConsumer<Body, Raw>(
 ): Consumer<Body, Raw> {
   // Stryker disable next-line ConditionalExpression: making the defaults when both are given only wastes them
   const defaults = options.logger && options.metrics ? undefined : defaultTelemetry(resolved.consumer, source.name);
-  const logger = options.logger ?? defaults!.logger;
+  const logger = withRequestIds(options.logger ?? defaults!.logger);
   const deployed = process.env[ENV_CONSUMER];
   if (options.consumer !== undefined && deployed && deployed !== options.consumer) {
     // The construct names its alarms, dashboard and uniqueness check after INBOX_CONSUMER; the claims
@@ -179,7 +183,7 @@ function startConsumer<Body, Raw>(
 
 /** Opens the invocation's session on Lambda's clock, and plans its lanes: no record starts, and no call runs, past the deadline's margin. */
 function openInvocation<Body, Raw>(
-  { resolved, metrics }: Consumer<Body, Raw>,
+  { resolved }: Consumer<Body, Raw>,
   records: readonly SourceRecord<Raw>[],
   tally: BatchTally,
   context: LambdaClock | undefined,
@@ -193,7 +197,7 @@ function openInvocation<Body, Raw>(
     timeLeftMs: () => remaining() - margin,
     onResumeRetry: () => tally.resumeRetries++,
     sleep: resolved.sleep,
-    metrics,
+    metrics: { addMetric: (name, unit, value) => tally.sessionMetrics.push([name, unit, value]), publishStoredMetrics: () => {} },
   });
   const plan: BatchPlan = {
     // Stryker disable next-line MethodExpression: a source gives a lane to every record of an event or to none (one queue is FIFO or not; every stream record has its shard or partition), so some and every agree
@@ -263,7 +267,7 @@ async function report<Body, Raw, Response>(
   const summary = tally.summarise(outcomes, failedIds, resolved.now() - started, relayed);
   logFailures(logger, source as InboxSource<unknown, unknown, unknown>, records, outcomes);
   // Before the response: a source that fails the whole invocation (no partial response) still counts.
-  publishSummary(metrics, summary, source.name);
+  publishSummary(metrics, summary, source.name, tally.sessionMetrics);
   options.onBatch?.(summary);
   return source.respond(records, outcomes);
 }

@@ -16,6 +16,7 @@ const TRUTHY = new Set(['1', 'y', 'yes', 't', 'true', 'on']);
  */
 export class EmfMetrics implements InboxMetrics {
   private stored = new Map<string, { unit: MetricUnitName; values: number[] }>();
+  private metadata: Record<string, string | undefined> = {};
 
   constructor(
     private readonly namespace: string,
@@ -42,6 +43,15 @@ export class EmfMetrics implements InboxMetrics {
     if (metric.values.length === MAX_VALUES) this.publishStoredMetrics();
   }
 
+  /**
+   * Adds a property (not a dimension) to every record published from now on, as Powertools' `addMetadata` does
+   * until its next publish. Kept past the publish: the consumer sets the request id before each invocation's
+   * metrics (undefined without one, which the JSON line leaves out), and the values flushed at 100 need it too.
+   */
+  addMetadata(key: string, value: string | undefined): void {
+    this.metadata[key] = value;
+  }
+
   publishStoredMetrics(): void {
     const stored = this.stored;
     this.stored = new Map();
@@ -57,6 +67,8 @@ export class EmfMetrics implements InboxMetrics {
           },
         ],
       },
+      // Before the dimensions, as Powertools spreads it: a dimension of the same name wins.
+      ...this.metadata,
       service: this.service,
       ...(this.source === undefined ? {} : { source: this.source }),
     };

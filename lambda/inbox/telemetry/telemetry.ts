@@ -3,6 +3,7 @@ import type { ConsumerCountMetric, ConsumerLatencyMetric } from '../contract.js'
 import type { Outcome } from '../lanes/lanes.js';
 import { EmfMetrics } from './emf-metrics.js';
 import { JsonLogger } from './logger.js';
+import { currentRequestId } from './invocation.js';
 import type { SourceName } from '../sources/source.js';
 
 /** The CloudWatch units sqs-inbox publishes in (`Seconds`: the scheduled functions' ages). */
@@ -29,6 +30,11 @@ export interface InboxMetrics {
    * (`sqs`, `kinesis`, `dynamodb`, `kafka`) is added as `source` when the client has this method.
    */
   addDimension?(name: string, value: string): void;
+  /**
+   * Adds a property to the metrics published next, not a dimension (Powertools' `Metrics` has it): the
+   * invocation's request id, as `function_request_id`, when the client has this method and Lambda gave one.
+   */
+  addMetadata?(key: string, value: string | undefined): void;
   /** Publishes the added metrics (as one embedded-metric-format log line with Powertools). */
   publishStoredMetrics(): void;
 }
@@ -88,6 +94,12 @@ export class BatchTally {
   readonly recordLatenciesMs: number[] = [];
   /** Outbox rows written by this invocation's committed transactions, for the relay. */
   readonly outboxIds: number[] = [];
+  /**
+   * Metrics the session counts as the invocation runs (DSQL's conflicts), added at the invocation's publish: the
+   * consumer's client is shared by every invocation the process runs at once, and one added as it happens would
+   * be published by whichever invocation publishes first, under its request id.
+   */
+  readonly sessionMetrics: [name: string, unit: MetricUnitName, value: number][] = [];
 
   summarise(
     outcomes: readonly Outcome[],
@@ -132,9 +144,11 @@ export function defaultTelemetry(consumer: string, source: SourceName): { logger
  * Publishes one invocation's summary as CloudWatch embedded-metric-format metrics. Adding and publishing
  * happen with no await between them, so concurrent invocations in one process never mix their metrics.
  */
-export function publishSummary(metrics: InboxMetrics, summary: BatchSummary, source: SourceName): void {
+export function publishSummary(metrics: InboxMetrics, summary: BatchSummary, source: SourceName, sessionMetrics: BatchTally['sessionMetrics']): void {
   // Powertools clears added dimensions at each publish, so it is added for every one.
   metrics.addDimension?.('source', source);
+  // Undefined without a Lambda context: a JSON line leaves the key out.
+  metrics.addMetadata?.('function_request_id', currentRequestId());
   // Typed by the contract's list: a metric the alarms watch and the summary does not fill does not compile.
   const counts: Readonly<Record<ConsumerCountMetric, number>> = {
     Processed: summary.processed,
@@ -153,6 +167,7 @@ export function publishSummary(metrics: InboxMetrics, summary: BatchSummary, sou
   for (const name of CONSUMER_COUNT_METRICS) metrics.addMetric(name, 'Count', counts[name]);
   for (const latency of summary.recordLatenciesMs) metrics.addMetric('RecordLatency' satisfies ConsumerLatencyMetric, 'Milliseconds', latency);
   metrics.addMetric('BatchLatency' satisfies ConsumerLatencyMetric, 'Milliseconds', summary.batchLatencyMs);
+  for (const [name, unit, value] of sessionMetrics) metrics.addMetric(name, unit, value);
   metrics.publishStoredMetrics();
 }
 

@@ -40,6 +40,7 @@ function consumerRuntimeMetrics(): Set<string> {
       failedMessageIds: [],
     },
     'sqs',
+    [],
   );
   return names;
 }
