@@ -9,6 +9,8 @@ export const shared = {
   hookTimeout: 60_000,
   // Each test file gets its own database; files run in parallel on the shared server.
   pool: 'forks',
+  // A failed test prints the seed its random choices came from (test/support/seed.ts).
+  setupFiles: ['test/support/seed-report.ts'],
   env: {
     // The SDK warns once per process that it will need Node 22 from 2027; CI runs Node 20 on purpose.
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',

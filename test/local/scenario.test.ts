@@ -3,9 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { FAULTS, runScenario, startLocal } from '../../local/index.js';
 import type { FaultName, LocalStack, ScenarioResult } from '../../local/index.js';
 import { demoConsumer } from '../../demo/consumers.js';
+import { propertyParameters, propertyRuns } from '../support/seed.js';
 
 // End to end: producer -> SQS model -> event source mappings -> handler -> Data API server -> PostgreSQL,
-// with random fault schedules. At least 10,000 messages go through the inbox in this file.
+// with seeded random fault schedules. At least 10,000 messages go through the inbox in this file (at INBOX_TEST_RUNS=1, CI's).
 let local: LocalStack;
 beforeAll(async () => {
   local = await startLocal({ dataApi: { transactionIdleTimeoutMs: 2000 } });
@@ -20,7 +21,7 @@ const schedule = fc.record({
   consumers: fc.integer({ min: 1, max: 4 }),
 });
 
-const RUNS = 4;
+const RUNS = propertyRuns(4);
 const MESSAGES = 2500;
 
 describe('random fault schedules, end to end (property-based)', () => {
@@ -41,9 +42,9 @@ describe('random fault schedules, end to end (property-based)', () => {
         const naive = await runScenario(local, { ...demoConsumer('naive'), messages: 500, seed, faults, consumers });
         naiveRuns.push(naive);
       }),
-      { numRuns: RUNS, endOnFailure: true },
+      { ...propertyParameters(4), endOnFailure: true },
     );
-    expect(inboxRuns.reduce((sum, run) => sum + run.messages, 0)).toBeGreaterThanOrEqual(10_000);
+    expect(inboxRuns.reduce((sum, run) => sum + run.messages, 0)).toBeGreaterThanOrEqual(RUNS * MESSAGES);
   }, 900_000);
 
   it('the inbox in batch mode (one transaction per batch, falling back to each record alone) does the same', async () => {
@@ -56,7 +57,7 @@ describe('random fault schedules, end to end (property-based)', () => {
         expect(result.orderViolations).toBe(0);
         expect(result.applied + result.parked + result.deadLettered).toBeGreaterThanOrEqual(result.messages);
       }),
-      { numRuns: 3, endOnFailure: true },
+      { ...propertyParameters(3), endOnFailure: true },
     );
   }, 600_000);
 
