@@ -1,6 +1,6 @@
 import { defineConfig } from 'vitest/config';
 import type { TestProjectInlineConfiguration } from 'vitest/config';
-import { DATA_API_ONLY_FILES, TRANSPORT_FREE_FILES } from './test/support/data-api-only.js';
+import { NOT_ON_EVERY_TRANSPORT } from './test/support/data-api-only.js';
 import { DSQL_CONFLICT_FILES, DSQL_CONFLICT_RATE } from './test/support/dsql-conflicts.js';
 
 /** What the projects share (and `npm run mutate`'s config). The root's global setup (one embedded PostgreSQL) serves them all. */
@@ -32,7 +32,7 @@ export default defineConfig({
           ...shared,
           name: 'wire',
           include: ['test/inbox/**/*.test.ts'],
-          exclude: [...Object.keys(DATA_API_ONLY_FILES), ...Object.keys(TRANSPORT_FREE_FILES)],
+          exclude: [...NOT_ON_EVERY_TRANSPORT],
           env: { ...shared.env, INBOX_TEST_TRANSPORT: 'postgres' },
           globalSetup: ['test/support/wire-setup.ts'],
         },
@@ -44,7 +44,7 @@ export default defineConfig({
           ...shared,
           name: 'dsql',
           include: ['test/inbox/**/*.test.ts'],
-          exclude: [...Object.keys(DATA_API_ONLY_FILES), ...Object.keys(TRANSPORT_FREE_FILES)],
+          exclude: [...NOT_ON_EVERY_TRANSPORT],
           env: { ...shared.env, INBOX_TEST_TRANSPORT: 'dsql' },
           globalSetup: ['test/support/wire-setup.ts'],
         },
