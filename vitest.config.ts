@@ -19,6 +19,13 @@ export const shared = {
   },
 } satisfies TestProjectInlineConfiguration['test'];
 
+/**
+ * The wire and DSQL projects run each property (the adversarial suite's, FIFO's, parking's...) at half its
+ * runs: the generated cases prove the inbox's logic on the Data API, and there only the transport's share of
+ * them is new. `INBOX_TEST_RUNS` (test/support/seed.ts) scales them on top.
+ */
+const OTHER_TRANSPORT_RUNS = String(0.5 * Number(process.env.INBOX_TEST_RUNS ?? 1));
+
 export default defineConfig({
   test: {
     globalSetup: ['test/support/global-setup.ts'],
@@ -33,7 +40,7 @@ export default defineConfig({
           name: 'wire',
           include: ['test/inbox/**/*.test.ts'],
           exclude: [...NOT_ON_EVERY_TRANSPORT],
-          env: { ...shared.env, INBOX_TEST_TRANSPORT: 'postgres' },
+          env: { ...shared.env, INBOX_TEST_TRANSPORT: 'postgres', INBOX_TEST_RUNS: OTHER_TRANSPORT_RUNS },
           globalSetup: ['test/support/wire-setup.ts'],
         },
       },
@@ -45,7 +52,7 @@ export default defineConfig({
           name: 'dsql',
           include: ['test/inbox/**/*.test.ts'],
           exclude: [...NOT_ON_EVERY_TRANSPORT],
-          env: { ...shared.env, INBOX_TEST_TRANSPORT: 'dsql' },
+          env: { ...shared.env, INBOX_TEST_TRANSPORT: 'dsql', INBOX_TEST_RUNS: OTHER_TRANSPORT_RUNS },
           globalSetup: ['test/support/wire-setup.ts'],
         },
       },
