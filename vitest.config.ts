@@ -1,6 +1,6 @@
 import { defineConfig } from 'vitest/config';
 import type { TestProjectInlineConfiguration } from 'vitest/config';
-import { DATA_API_ONLY_FILES, TRANSPORT_FREE_FILES } from './test/support/data-api-only.js';
+import { NOT_ON_EVERY_TRANSPORT } from './test/support/data-api-only.js';
 import { DSQL_CONFLICT_FILES, DSQL_CONFLICT_RATE } from './test/support/dsql-conflicts.js';
 
 /** What the projects share (and `npm run mutate`'s config). The root's global setup (one embedded PostgreSQL) serves them all. */
@@ -9,6 +9,8 @@ export const shared = {
   hookTimeout: 60_000,
   // Each test file gets its own database; files run in parallel on the shared server.
   pool: 'forks',
+  // A failed test prints the seed its random choices came from (test/support/seed.ts).
+  setupFiles: ['test/support/seed-report.ts'],
   env: {
     // The SDK warns once per process that it will need Node 22 from 2027; CI runs Node 20 on purpose.
     AWS_SDK_JS_NODE_VERSION_SUPPORT_WARNING_DISABLED: 'true',
@@ -16,6 +18,13 @@ export const shared = {
     POWERTOOLS_METRICS_DISABLED: 'true',
   },
 } satisfies TestProjectInlineConfiguration['test'];
+
+/**
+ * The wire and DSQL projects run each property (the adversarial suite's, FIFO's, parking's...) at half its
+ * runs: the generated cases prove the inbox's logic on the Data API, and there only the transport's share of
+ * them is new. `INBOX_TEST_RUNS` (test/support/seed.ts) scales them on top.
+ */
+const OTHER_TRANSPORT_RUNS = String(0.5 * Number(process.env.INBOX_TEST_RUNS ?? 1));
 
 export default defineConfig({
   test: {
@@ -30,8 +39,8 @@ export default defineConfig({
           ...shared,
           name: 'wire',
           include: ['test/inbox/**/*.test.ts'],
-          exclude: [...Object.keys(DATA_API_ONLY_FILES), ...Object.keys(TRANSPORT_FREE_FILES)],
-          env: { ...shared.env, INBOX_TEST_TRANSPORT: 'postgres' },
+          exclude: [...NOT_ON_EVERY_TRANSPORT],
+          env: { ...shared.env, INBOX_TEST_TRANSPORT: 'postgres', INBOX_TEST_RUNS: OTHER_TRANSPORT_RUNS },
           globalSetup: ['test/support/wire-setup.ts'],
         },
       },
@@ -42,8 +51,8 @@ export default defineConfig({
           ...shared,
           name: 'dsql',
           include: ['test/inbox/**/*.test.ts'],
-          exclude: [...Object.keys(DATA_API_ONLY_FILES), ...Object.keys(TRANSPORT_FREE_FILES)],
-          env: { ...shared.env, INBOX_TEST_TRANSPORT: 'dsql' },
+          exclude: [...NOT_ON_EVERY_TRANSPORT],
+          env: { ...shared.env, INBOX_TEST_TRANSPORT: 'dsql', INBOX_TEST_RUNS: OTHER_TRANSPORT_RUNS },
           globalSetup: ['test/support/wire-setup.ts'],
         },
       },

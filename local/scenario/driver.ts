@@ -98,7 +98,7 @@ export async function drive<Source extends ScenarioSource, Result>(plan: Plan<So
   const { client, target, session } = openDatabase(local, database);
   let transport: HandlerTransport | undefined;
   try {
-    transport = await openHandlerTransport(local, database, plan.transport ?? 'data-api', { target, session }, plan.conflictRate);
+    transport = await openHandlerTransport(local, database, plan.transport ?? 'data-api', { target, session }, plan.conflictRate, plan.seed);
     await transport.migrate();
     await runSetup(plan.runner, session, plan.setup);
     await transport.ready();

@@ -394,7 +394,7 @@ const UNIT_NAMES: Record<FaultLikelihood['per'], string> = {
 const UUID = /[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}/gi;
 
 /** A uniform number in [0, 1) from the seed and the parts: the same inputs always give the same fault. */
-function uniform(seed: number, ...parts: (string | number)[]): number {
+export function uniform(seed: number, ...parts: (string | number)[]): number {
   const digest = createHash('sha256')
     .update(`${seed}|${parts.join('|')}`)
     .digest();

@@ -14,6 +14,7 @@ import type { LocalStack } from '../stack.js';
 import { startWireProxy } from '../wire/proxy.js';
 import type { WireProxy } from '../wire/proxy.js';
 import type { StatementFeed } from './outside-writes.js';
+import { uniform } from './fault-schedule.js';
 
 /**
  * How a scenario's handlers reach the run's database: `'data-api'` through the local Data API server (as
@@ -106,12 +107,13 @@ export async function openHandlerTransport(
   transport: ScenarioTransport,
   dataApi: { target: DatabaseTarget; session: DataApiSession },
   conflictRate = DEFAULT_DSQL_CONFLICT_RATE,
+  seed = 0,
 ): Promise<HandlerTransport> {
   const migrateOverDataApi = async () => {
     await migrate(dataApi.session, [INBOX_MIGRATIONS]);
   };
   const nothing = async () => {};
-  if (transport === 'dsql') return openDsqlTransport(local, database, conflictRate);
+  if (transport === 'dsql') return openDsqlTransport(local, database, conflictRate, seed);
   if (transport === 'data-api') {
     return {
       calls: local.dataApi,
@@ -196,10 +198,11 @@ function wireEnvironment(proxyUrl: string, database: string): Record<string, str
 /**
  * The handlers on the DSQL profile: `dsql({ endpoint, port, ssl: false, password })` through the profile's
  * proxy, a pool per handler as each Lambda instance has one, DSQL's migrations, its row limit, and
- * conflicts at `conflictRate` of COMMITs once the tables are ready. A transaction left idle ends after 2 s
+ * conflicts at `conflictRate` of COMMITs, on the run's seed, once the tables are ready. A transaction left
+ * idle ends after 2 s
  * (a database setting), as on the other transports: a crashed worker's claim must not hold its row lock.
  */
-async function openDsqlTransport(local: LocalStack, database: string, conflictRate: number): Promise<HandlerTransport> {
+async function openDsqlTransport(local: LocalStack, database: string, conflictRate: number, seed: number): Promise<HandlerTransport> {
   const url = new URL(local.postgres.url);
   url.pathname = `/${database}`;
   const pgModule = await loadPg();
@@ -210,7 +213,9 @@ async function openDsqlTransport(local: LocalStack, database: string, conflictRa
   } finally {
     await admin.end();
   }
-  const profile = await startDsqlProfile(url.toString(), { conflictRate: 0 });
+  // The n-th COMMIT's dice from the run's seed: which commits conflict still follows the order they come in.
+  let commits = 0;
+  const profile = await startDsqlProfile(url.toString(), { conflictRate: 0, random: () => uniform(seed, 'dsql-conflict', commits++) });
   // The transactions the handlers (and the run's own sessions) ran again after a conflict, as dsql() reports them.
   let retried = 0;
   const onConflict = (conflict: DsqlConflict) => {

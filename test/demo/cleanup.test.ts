@@ -7,6 +7,7 @@ import { runScenario, startLocal } from '../../local/index.js';
 import type { LocalStack, ScenarioConsumer } from '../../local/index.js';
 import { freshDatabase } from '../support/database.js';
 import { textSink } from '../support/text-sink.js';
+import { seededRandom } from '../support/seed.js';
 
 // The demo and runScenario on a server given by URL (DATABASE_URL), as a user's own PostgreSQL: every
 // database a run creates there is dropped when the run ends, passed or failed. Other test files create
@@ -27,6 +28,10 @@ afterAll(async () => {
   else process.env.DATABASE_URL = previousDatabaseUrl;
 });
 
+/** A demo seed of six digits from the run's seed: it is in each run's database name, which the test looks for. */
+const demoDice = seededRandom('cleanup demo seeds');
+const demoSeed = () => 100_000 + Math.floor(demoDice() * 900_000);
+
 /** The databases on the server whose name matches the LIKE pattern. */
 async function databases(like: string): Promise<string[]> {
   const { rows } = await server.query<{ datname: string }>('SELECT datname FROM pg_database WHERE datname LIKE $1 ORDER BY 1', [like]);
@@ -41,7 +46,7 @@ async function exists(name: string): Promise<boolean> {
 describe('the demo on a DATABASE_URL server', () => {
   it('prints its table and leaves none of the databases its three runs created', async () => {
     // The seed is in each run's database name: scenario_<label>_<seed>_<random>.
-    const seed = 100_000 + Math.floor(Math.random() * 900_000);
+    const seed = demoSeed();
     const pattern = `scenario\\_%\\_${seed}\\_%`;
     const seen = new Set<string>();
     let watching = true;
@@ -71,7 +76,7 @@ describe('the demo on a DATABASE_URL server', () => {
     // The installed bin, as cli.test.ts runs it (npm test builds dist/ first).
     const bin = 'dist/demo/cli.js';
     if (!existsSync(bin)) throw new Error(`${bin} is missing: run \`node scripts/build.mjs --js-only\` (npm test does).`);
-    const seed = 100_000 + Math.floor(Math.random() * 900_000);
+    const seed = demoSeed();
     const pattern = `scenario\\_inbox\\_${seed}\\_%`;
     const child = spawn(process.execPath, [bin, 'demo', '--messages', '5000', '--seed', String(seed)], { env: { ...process.env, DATABASE_URL: url } });
     const exited = new Promise<NodeJS.Signals | number | null>((resolve) => child.once('exit', (code, signal) => resolve(signal ?? code)));

@@ -7,6 +7,7 @@ import type { InboxMessage, InboxOptions } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 import { park, parkedMessages } from '../../lambda/inbox/parked/index.js';
+import { propertyParameters } from '../support/seed.js';
 
 let db: InboxFixture;
 beforeAll(async () => {
@@ -158,7 +159,7 @@ describe('keys that are not well-formed Unicode', () => {
         const refusals = JSON.stringify(logger.lines.filter((line) => line.message.startsWith('record failed')));
         expect(refusals.match(/KeyError/g)?.length ?? 0).toBe(orderKeys.filter((key) => !wellFormed(key)).length);
       }),
-      { seed: 33, numRuns: 30 },
+      propertyParameters(30),
     );
   });
 });

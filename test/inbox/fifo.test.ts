@@ -9,6 +9,7 @@ import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsReco
 import type { InboxFixture } from '../support/inbox.js';
 import { startSqsFixture } from '../support/sqs.js';
 import type { SqsFixture } from '../support/sqs.js';
+import { propertyParameters } from '../support/seed.js';
 
 let db: InboxFixture;
 let sqs: SqsFixture;
@@ -96,7 +97,7 @@ describe('FIFO batches (property-based)', () => {
             expect(failed.has(records[index]!.messageId)).toBe(shouldFail);
           });
         }),
-        { numRuns: 40 },
+        propertyParameters(40),
       );
     },
   );
@@ -117,7 +118,7 @@ describe('FIFO batches (property-based)', () => {
             expect(failed.has(record.messageId)).toBe(firstFailure !== -1 && index >= firstFailure);
           });
         }),
-        { numRuns: 40 },
+        propertyParameters(40),
       );
     },
   );

@@ -12,6 +12,7 @@ import { textBytes } from '../../lambda/inbox/sources/text-bytes.js';
 import type { InboxFixture } from '../support/inbox.js';
 import type { GatedStatement, InboxMessage } from '../../lambda/inbox/index.js';
 import { park, parkedMessages } from '../../lambda/inbox/parked/index.js';
+import { propertyParameters } from '../support/seed.js';
 
 let db: InboxFixture;
 beforeAll(async () => {
@@ -549,7 +550,7 @@ describe('the payload a parked SQS record keeps', () => {
         expect(await parkedMessages(handler).replay(parked!.id)).toBe('replayed');
         expect(seen[0]).toBe(body);
       }),
-      { seed: 33, numRuns: 25 },
+      propertyParameters(25),
     );
   });
 

@@ -7,11 +7,10 @@ import { payloadHash } from '../../lambda/inbox/prepare/keys.js';
 import { bytesText, textBytes } from '../../lambda/inbox/sources/text-bytes.js';
 import { storableText, unstorableTextIn } from '../../lambda/inbox/sql/storable-text.js';
 import { ParseError } from '../../lambda/inbox/index.js';
+import { propertyParameters } from '../support/seed.js';
 
 // The text a record carries, as the inbox turns it into bytes, stores it and says where it went wrong:
 // properties over generated text (seeded), where hand-picked strings would miss the corner that breaks.
-
-const SEED = 33;
 
 /** Any JavaScript string: every code point, lone surrogates, U+0000, and the characters JSON escapes. */
 const anyText = fc
@@ -53,7 +52,7 @@ describe('jsonFault: where a text stops being JSON', () => {
         if (fault) expect(fault.position).toBeGreaterThanOrEqual(0);
         if (fault) expect(fault.position).toBeLessThanOrEqual(text.length);
       }),
-      { seed: SEED, numRuns: 3000 },
+      propertyParameters(3000),
     );
   });
 
@@ -71,7 +70,7 @@ describe('jsonFault: where a text stops being JSON', () => {
         expect(thrown).toBeInstanceOf(ParseError);
         expect((thrown as Error).message).toMatch(/^not JSON: [A-Za-z',:{}[\] ]+ at position \d+ of \d+$/);
       }),
-      { seed: SEED, numRuns: 500 },
+      propertyParameters(500),
     );
   });
 
@@ -103,7 +102,7 @@ describe('textBytes and bytesText: a text as bytes, losing nothing', () => {
       fc.property(anyText, (text) => {
         expect(bytesText(textBytes(text))).toBe(text);
       }),
-      { seed: SEED, numRuns: 2000 },
+      propertyParameters(2000),
     );
   });
 
@@ -113,7 +112,7 @@ describe('textBytes and bytesText: a text as bytes, losing nothing', () => {
         expect(textBytes(text).equals(Buffer.from(text, 'utf8'))).toBe(true);
         expect(Buffer.from(payloadHash(text)).equals(createHash('sha256').update(text, 'utf8').digest())).toBe(true);
       }),
-      { seed: SEED, numRuns: 1000 },
+      propertyParameters(1000),
     );
   });
 
@@ -143,7 +142,7 @@ describe('storableText: diagnostic text a parked row can always hold', () => {
         if (escaped.length <= limit) expect(stored).toBe(escaped);
         else expect(stored).toBe(`${escaped.slice(0, stored.length - ` [cut: ${escaped.length} characters]`.length)} [cut: ${escaped.length} characters]`);
       }),
-      { seed: SEED, numRuns: 2000 },
+      propertyParameters(2000),
     );
   });
 
@@ -172,7 +171,7 @@ describe('unstorableTextIn: where a value holds text PostgreSQL cannot store', (
         (holder as Record<string, unknown>)[name] = `x${bad}`;
         expect(unstorableTextIn(value, 'body')).toMatchObject({ kind: bad === '\u0000' ? 'U+0000' : 'a lone surrogate' });
       }),
-      { seed: SEED, numRuns: 1000 },
+      propertyParameters(1000),
     );
   });
 
@@ -197,7 +196,7 @@ describe('sqsRefusal: text SQS refuses in a message', () => {
         if (first === -1) expect(refusal).toBeUndefined();
         else expect(refusal).toMatch(new RegExp(`^U\\+${points[first]!.toString(16).toUpperCase().padStart(4, '0')} at character \\d+$`));
       }),
-      { seed: SEED, numRuns: 2000 },
+      propertyParameters(2000),
     );
   });
 });

@@ -5,6 +5,7 @@ import { TransactionControlError } from '../../lambda/inbox/orm/index.js';
 import { scanSql, transactionControlIn } from '../../lambda/inbox/transport/sql-scanner.js';
 import { refuseTransactionControl } from '../../lambda/inbox/transport/transaction-control.js';
 import { freshDatabase } from '../support/database.js';
+import { propertyParameters } from '../support/seed.js';
 
 // The one SQL scanner (lambda/inbox/transport/sql-scanner.ts) that every transport, the claim, the local Data
 // API and the constructs read SQL with. Where it finds transaction control decides what the transports refuse,
@@ -186,7 +187,7 @@ describe('transaction control in SQL text, generated (fast-check, seeded)', () =
         // The decorations are PostgreSQL's own syntax: it runs the statement, and ends its transaction when the statement does.
         expect(await endsTheTransaction(text)).toBe(ends);
       }),
-      { seed: 33, numRuns: 150 },
+      propertyParameters(150),
     );
   });
 
@@ -226,7 +227,7 @@ describe('transaction control in SQL text, generated (fast-check, seeded)', () =
         expect(await runsAsOneStatement(text)).toBe(true);
         expect(await endsTheTransaction(text)).toBe(false);
       }),
-      { seed: 33, numRuns: 150 },
+      propertyParameters(150),
     );
   });
 
@@ -282,7 +283,7 @@ describe('transaction control in SQL text, generated (fast-check, seeded)', () =
           expect(transactionControlIn(text), text).toBeDefined();
         }
       }),
-      { seed: 33, numRuns: 1500 },
+      propertyParameters(1500),
     );
     // The generator reaches PostgreSQL's transaction often enough for the property to mean something.
     expect(ended).toBeGreaterThan(50);
@@ -332,7 +333,7 @@ describe('statements of a script: BEGIN ATOMIC bodies', () => {
           for (const statement of scanned) expect(await runsAsOneStatement(statement), statement).toBe(true);
         },
       ),
-      { seed: 33, numRuns: 60 },
+      propertyParameters(60),
     );
   });
 

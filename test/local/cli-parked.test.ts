@@ -14,6 +14,7 @@ import type { SqsFixture } from '../support/sqs.js';
 import { kinesisEvent, kinesisRecord } from '../support/streams.js';
 import { rawControls, storableHostileText } from '../support/hostile-text.js';
 import { park as parkOnError, parkedMessages } from '../../lambda/inbox/parked/index.js';
+import { propertyParameters } from '../support/seed.js';
 
 const children: ChildProcessWithoutNullStreams[] = [];
 afterEach(() => {
@@ -398,7 +399,6 @@ describe('npx sqs-inbox parked', () => {
 });
 
 describe('npx sqs-inbox parked, on records that carry terminal escapes', () => {
-  const SEED = 20_261_204;
   /** The prompt and the answer's echo run on the terminal's own line discipline: readline writes no cursor moves on a dumb terminal. */
   const DUMB = { TERM: 'dumb' };
 
@@ -504,7 +504,7 @@ describe('npx sqs-inbox parked, on records that carry terminal escapes', () => {
   }, 60_000);
 
   it('prints nothing of theirs a terminal acts on, over generated hostile records: list, show, their --json (which reads back to the stored values), the prompts, redrive and misuse', async () => {
-    const hostile = fc.sample(hostileRecord, { seed: SEED, numRuns: 6 });
+    const hostile = fc.sample(hostileRecord, propertyParameters(6));
     const { consumer, stored } = await parkHostile(hostile);
     const ids = stored.map((message) => String(message.id));
 

@@ -2,11 +2,11 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { printable, printableCell, printableJson, printableLines } from '../../bin/cli/printable.js';
 import { HOSTILE_SEQUENCES, hostileText, rawControls } from '../support/hostile-text.js';
+import { propertyParameters } from '../support/seed.js';
 
 // What the CLI prints of a record or the database goes through bin/cli/printable.ts (the real CLI on
 // hostile records: cli-parked.test.ts). Here, every function of it over generated hostile text.
 
-const SEED = 20_261_204;
 const RUNS = 3000;
 
 /** An escape as printable writes one: \\, \n, \r, \t, \xhh, \uhhhh, \u{h...}. */
@@ -30,7 +30,7 @@ describe('printable', () => {
         expect(rawControls(printed)).toEqual([]);
         expect(readBack(printed)).toBe(text);
       }),
-      { seed: SEED, numRuns: RUNS },
+      propertyParameters(RUNS),
     );
   });
 
@@ -55,7 +55,7 @@ describe('printable', () => {
       fc.property(plain, (text) => {
         expect(printable(text)).toBe(text);
       }),
-      { seed: SEED, numRuns: RUNS },
+      propertyParameters(RUNS),
     );
   });
 });
@@ -68,7 +68,7 @@ describe('printableLines', () => {
         for (const line of lines) expect(rawControls(line)).toEqual([]);
         expect(lines.map(readBack).join('\n')).toBe(text);
       }),
-      { seed: SEED, numRuns: RUNS },
+      propertyParameters(RUNS),
     );
   });
 });
@@ -83,7 +83,7 @@ describe('printableJson', () => {
         expect(rawControls(printed, { lineBreaks: space !== undefined })).toEqual([]);
         expect(JSON.parse(printed)).toEqual(JSON.parse(JSON.stringify(value)));
       }),
-      { seed: SEED, numRuns: RUNS },
+      propertyParameters(RUNS),
     );
   });
 
@@ -111,7 +111,7 @@ describe('printableCell', () => {
           readBack(kept);
         }
       }),
-      { seed: SEED, numRuns: RUNS },
+      propertyParameters(RUNS),
     );
   });
 

@@ -24,8 +24,8 @@ describe('the demo on either transport', () => {
 
   it('runs its inbox columns on the DSQL profile with --transport dsql, conflicts injected and retried, exactly once', async () => {
     const out = textSink();
-    // At 20%, not the default 5%: the profile's dice are not seeded, and at 5% a column of some 70 commits meets
-    // no conflict about once in 40 runs (seen in CI), which the checks below would take for a rate not applied.
+    // At 20%, not the default 5%: at 5% a column of some 70 commits meets no conflict for about one seed in 40
+    // (seen in CI before the dice were seeded), which the checks below would take for a rate not applied.
     const code = await runDemo([...FEW, '--transport', 'dsql', '--conflict-rate', '0.2'], out.stream);
     expect(code, out.text()).toBe(0);
     expect(out.text()).toContain(

@@ -42,6 +42,27 @@ export const TRANSPORT_FREE_FILES: Readonly<Record<string, string>> = {
   'test/inbox/transport/dsql.test.ts': 'the DSQL target and its profile themselves, on their own profile and pools',
 };
 
+/**
+ * Files that build their database through the fixture, so they could run on every transport, but whose code
+ * under test is the same on each: what a source makes of its events, records, keys and payloads, and how
+ * options and parsing refuse, before the one claim-and-effect path every source shares. That path, its
+ * failures, limits, parking and outbox, runs on every transport in the suites not listed here (the SQS
+ * suites, streams/faults, streams/payloads, streams/races and the adversarial suite, which takes records from
+ * every source), so these would prove nothing new there: the default project runs them once.
+ */
+export const SAME_ON_EVERY_TRANSPORT_FILES: Readonly<Record<string, string>> = {
+  'test/inbox/parse-with.test.ts': "parseWith's validation of a body, before the transaction",
+  'test/inbox/cold-start.test.ts': "a handler module's checks at load and at its first invocation, before any call",
+  'test/inbox/streams/sources.test.ts': "what the stream sources make of DynamoDB images and Kafka options: the records' text, no transport",
+  'test/inbox/streams/kafka-edges.test.ts': "kafkaInbox's refusals of malformed events, options and records, word for word",
+  'test/inbox/streams/stream-edges.test.ts': "Kinesis and DynamoDB records Lambda would not send, and the key options' edges",
+  'test/inbox/streams/kinesis.test.ts': "kinesisInbox's records, keys and answers; its claim and effect are the SQS suites'",
+  'test/inbox/streams/dynamodb.test.ts': "dynamoDbInbox's records, keys and answers; its claim and effect are the SQS suites'",
+  'test/inbox/streams/kafka.test.ts': "kafkaInbox's records, keys and answers; its claim and effect are the SQS suites'",
+  'test/inbox/streams/order.test.ts':
+    "a lane's order and restart points over random failing effects (lanes.ts), the same on each transport; a transport's own failures of a stream lane are streams/faults.test.ts's",
+};
+
 /** Tests, by file and name, that exercise a Data API feature the wire does not have. */
 export const DATA_API_ONLY_TESTS: Readonly<Record<string, Readonly<Record<string, string>>>> = {
   'test/inbox/consumer.test.ts': {
@@ -69,6 +90,13 @@ export function dataApiOnly(file: string, name: string, test: () => Promise<void
   it.skipIf(CURRENT.protocol !== 'data-api')(name, test);
 }
 
+/** What of test/inbox the `wire` and `dsql` projects leave out. */
+export const NOT_ON_EVERY_TRANSPORT: readonly string[] = [
+  ...Object.keys(DATA_API_ONLY_FILES),
+  ...Object.keys(TRANSPORT_FREE_FILES),
+  ...Object.keys(SAME_ON_EVERY_TRANSPORT_FILES),
+];
+
 /** The lists as lines, with their counts: what the wire project prints before it runs. */
 export function describeLeftOut(): string {
   const tests = Object.entries(DATA_API_ONLY_TESTS).flatMap(([file, names]) => Object.entries(names).map(([name, why]) => `  ${file} > ${name}\n      ${why}`));
@@ -77,6 +105,11 @@ export function describeLeftOut(): string {
     ...Object.entries(DATA_API_ONLY_FILES).map(([file, why]) => `  ${file}\n      ${why}`),
     `${tests.length} Data API-only tests reported skipped:`,
     ...tests,
+    `${Object.keys(SAME_ON_EVERY_TRANSPORT_FILES).length} files whose code under test is the same on every transport, run once by the default project:`,
+    ...Object.entries(SAME_ON_EVERY_TRANSPORT_FILES).map(
+      ([file, why]) => `  ${file}
+      ${why}`,
+    ),
     `${Object.keys(TRANSPORT_FREE_FILES).length} files that reach no transport, run once by the default project: ${Object.keys(TRANSPORT_FREE_FILES).join(', ')}`,
   ].join('\n');
 }

@@ -17,6 +17,7 @@ import type { DsqlProfile } from '../../local/dsql/profile.js';
 import { DSQL_INBOX_MIGRATIONS, DsqlSession, migrateDsql } from '../../lambda/inbox/transport/dsql/index.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';
 import { freshDatabase } from './database.js';
+import { seededRandom } from './seed.js';
 import { TRANSPORT } from './transport.js';
 import type { TransportName } from './transport.js';
 
@@ -71,6 +72,7 @@ type OpenTransport = (
   url: string,
   server: DataApiServer,
   options: NonNullable<Parameters<typeof startDataApi>[0]>,
+  label: string,
 ) => Promise<{
   target: DatabaseTarget;
   instance: (options?: InstanceOptions) => DatabaseTarget;
@@ -99,14 +101,15 @@ async function serverSettings(url: string, options: NonNullable<Parameters<typeo
 
 /**
  * The `dsql()` target on the DSQL profile (local/dsql/profile.ts: repeatable read, DSQL's supported SQL, its
- * row limit, and OCC conflicts at COMMIT at the rate in `INBOX_TEST_DSQL_CONFLICT_RATE`, default 0), with
- * the migrations in their DSQL form. With conflicts on, every target retries them with
+ * row limit, and OCC conflicts at COMMIT at the rate in `INBOX_TEST_DSQL_CONFLICT_RATE`, default 0, on seeded
+ * dice), with the migrations in their DSQL form. With conflicts on, every target retries them with
  * CONFLICT_RUN_RETRIES (test/support/dsql-conflicts.ts).
  */
-const openDsql: OpenTransport = async (url, server, options) => {
+const openDsql: OpenTransport = async (url, server, options, label) => {
   await serverSettings(url, options);
   const conflictRate = Number(process.env.INBOX_TEST_DSQL_CONFLICT_RATE ?? 0);
-  const profile = await startDsqlProfile(url, { conflictRate });
+  // The conflicts' dice come from the run's seed and the fixture's label: a failure reproduces with the seed it prints.
+  const profile = await startDsqlProfile(url, { conflictRate, random: seededRandom(`dsql conflicts ${label}`) });
   const database = new URL(url).pathname.slice(1);
   const closers: (() => Promise<void>)[] = [() => profile.close()];
   const conflictRetries = conflictRate > 0 ? CONFLICT_RUN_RETRIES : undefined;
@@ -186,7 +189,7 @@ const FIXTURES: Record<TransportName, OpenTransport> = {
 export async function inboxFixture(label: string, options: Parameters<typeof startDataApi>[0] = {}): Promise<InboxFixture> {
   const url = await freshDatabase(label);
   const server = await startDataApi({ ...options, databaseUrl: url });
-  const opened = await FIXTURES[TRANSPORT](url, server, options);
+  const opened = await FIXTURES[TRANSPORT](url, server, options, label);
   // On the DSQL profile the test's own connection is not held to the row limit: it stands beside the runtime.
   const pool = new pg.Pool({ connectionString: url, max: 4, ...(opened.dsql ? { options: DSQL_PROFILE_EXEMPT } : {}) });
   if (!opened.migrated) await migrate(opened.session, [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);

@@ -16,6 +16,7 @@ import {
   restarts,
 } from '../../support/stream-sources.js';
 import type { Mode, Step, StreamSource } from '../../support/stream-sources.js';
+import { propertyParameters } from '../../support/seed.js';
 
 // Order within a lane (Kinesis shard, DynamoDB shard, Kafka topic-partition), property-based: random
 // batches with random failing records, delivered again from the reported restart points as Lambda does,
@@ -103,7 +104,7 @@ describe.each([...STREAM_SOURCES, KINESIS_MULTI_SHARD])('stream order, $name (pr
     async (mode) => {
       await fc.assert(
         fc.asyncProperty(batchOf(source.lanes), fc.boolean(), async (plan, coldRetries) => deliverUntilDone(source, mode, plan, coldRetries)),
-        { numRuns: mode === 'apply' || mode === 'applyBatch' ? 10 : 6 },
+        propertyParameters(mode === 'apply' || mode === 'applyBatch' ? 10 : 6),
       );
     },
   );

@@ -16,6 +16,7 @@ import {
   skippedUncommitted,
 } from '../../support/stream-sources.js';
 import type { EffectHooks, Mode, Report, StreamHandler, StreamItem, StreamSource } from '../../support/stream-sources.js';
+import { propertyParameters } from '../../support/seed.js';
 
 // Two handler instances given the same stream batch at once, as Lambda can after a timeout or a lost
 // checkpoint. Separate handlers with separate clients: separate Lambda instances.
@@ -117,7 +118,7 @@ describe.each(STREAM_SOURCES)('racing stream consumers, $name', (source) => {
             failing = new Set();
           });
         }),
-        { numRuns: 5 },
+        propertyParameters(5),
       );
     },
   );

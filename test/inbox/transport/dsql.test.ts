@@ -19,6 +19,7 @@ import { parkedMessageStore } from '../../../lambda/inbox/parked/store.js';
 import { redriveParked } from '../../../lambda/inbox/parked/redrive.js';
 import { sqsOutbox } from '../../../lambda/inbox/outbox/index.js';
 import { startSqsFixture } from '../../support/sqs.js';
+import { seededRandom } from '../../support/seed.js';
 
 let url: string;
 let direct: pg.Pool;
@@ -57,7 +58,7 @@ afterAll(async () => {
 });
 beforeEach(async () => {
   profile.proxy.conflicts.rate = 0;
-  profile.proxy.conflicts.random = Math.random;
+  profile.proxy.conflicts.random = seededRandom('dsql.test conflicts');
   await direct.query('DELETE FROM public.orders');
   await direct.query('DELETE FROM inbox.consumed_message');
   await direct.query('DELETE FROM inbox.outbox_message');
@@ -65,11 +66,6 @@ beforeEach(async () => {
 
 type Order = { orderId: string };
 
-/** A seeded dice (a linear congruential generator), so that each run injects the same conflicts. */
-function seeded(seed: number): () => number {
-  let state = seed >>> 0 || 1;
-  return () => (state = (Math.imul(state, 1664525) + 1013904223) >>> 0) / 2 ** 32;
-}
 const SHIP = `INSERT INTO public.orders (order_id, status, shipped_count) VALUES (:orderId, 'shipped', 1)
   ON CONFLICT (order_id) DO UPDATE SET shipped_count = orders.shipped_count + 1`;
 const SHIP_CLAIMED = `INSERT INTO public.orders (order_id, status, shipped_count) SELECT :orderId, 'shipped', 1 FROM claimed
@@ -289,7 +285,7 @@ describe('optimistic concurrency on the DSQL profile', () => {
         await direct.query('DELETE FROM public.orders');
         const injectedBefore = profile.proxy.conflicts.injected;
         profile.proxy.conflicts.rate = rate;
-        profile.proxy.conflicts.random = seeded(Math.round(rate * 1000) + mode.length);
+        profile.proxy.conflicts.random = seededRandom(`dsql.test conflicts ${rate} ${mode}`);
         const handler = handlerFor(mode);
         const records = Array.from({ length: 60 }, (_, i) => sqsRecord({ body: { orderId: `${mode}-${rate}-${i}` } }));
         // Each batch of 3 once, then again as a redelivery: every effect exactly once.

@@ -1,7 +1,8 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { DATA_API_ONLY_FILES, DATA_API_ONLY_TESTS, TRANSPORT_FREE_FILES } from '../../support/data-api-only.js';
+import { DATA_API_ONLY_FILES, DATA_API_ONLY_TESTS, SAME_ON_EVERY_TRANSPORT_FILES, TRANSPORT_FREE_FILES } from '../../support/data-api-only.js';
+import { ON_EVERY_NODE } from '../../support/node-runtime.js';
 import { DSQL_CONFLICT_FILES, NOT_UNDER_CONFLICTS } from '../../support/dsql-conflicts.js';
 
 // The wire project runs every test/inbox file but those test/support/data-api-only.ts lists with a reason.
@@ -15,10 +16,12 @@ const testFiles = (dir: string): string[] =>
 const source = (file: string) => readFileSync(join(root, file), 'utf8');
 /** A file reaches the transport the suites switch on when it builds its database through the fixture. */
 const usesTheSwitch = (file: string) => /\binboxFixture\(/.test(source(file));
+/** A file that states what a transport answers, or asks which one it runs on, proves something on each. */
+const tellsTransportsApart = (file: string) => /\b(?:onTransport|TRANSPORT|CURRENT|UNDER_CONFLICTS|withConflicts|dataApiOnly)\b/.test(source(file));
 
 describe('the wire run leaves out only what is listed, with its reason', () => {
   it('names only files that exist, each with a reason', () => {
-    for (const [file, why] of Object.entries({ ...DATA_API_ONLY_FILES, ...TRANSPORT_FREE_FILES, ...DATA_API_ONLY_TESTS })) {
+    for (const [file, why] of Object.entries({ ...DATA_API_ONLY_FILES, ...TRANSPORT_FREE_FILES, ...SAME_ON_EVERY_TRANSPORT_FILES, ...DATA_API_ONLY_TESTS })) {
       expect(existsSync(join(root, file)), file).toBe(true);
       expect(why, file).toBeTruthy();
     }
@@ -26,11 +29,20 @@ describe('the wire run leaves out only what is listed, with its reason', () => {
 
   it('leaves out no file that goes through the transport switch but a Data API-only one', () => {
     for (const file of Object.keys(TRANSPORT_FREE_FILES)) expect(usesTheSwitch(file), `${file} uses inboxFixture: it reaches a transport`).toBe(false);
-    const onTheWire = testFiles('test/inbox').filter((file) => !(file in DATA_API_ONLY_FILES) && !(file in TRANSPORT_FREE_FILES));
+    const onTheWire = testFiles('test/inbox').filter(
+      (file) => !(file in DATA_API_ONLY_FILES) && !(file in TRANSPORT_FREE_FILES) && !(file in SAME_ON_EVERY_TRANSPORT_FILES),
+    );
     expect(
       onTheWire.filter((file) => !usesTheSwitch(file)),
       'run on the wire, yet never use inboxFixture: list them in TRANSPORT_FREE_FILES',
     ).toEqual([]);
+  });
+
+  it('leaves out as the same on every transport only files that reach one and never tell the transports apart', () => {
+    for (const file of Object.keys(SAME_ON_EVERY_TRANSPORT_FILES)) {
+      expect(usesTheSwitch(file), `${file} never uses inboxFixture: list it in TRANSPORT_FREE_FILES`).toBe(true);
+      expect(tellsTransportsApart(file), `${file} states a transport's own answer: it proves something on each, so run it on the wire`).toBe(false);
+    }
   });
 
   it('lists each Data API-only test where it is marked dataApiOnly, and marks none that is not listed', () => {
@@ -49,7 +61,10 @@ describe('the dsql-conflicts run holds the core suites, and leaves out only what
       expect(existsSync(join(root, file)), file).toBe(true);
       expect(what, file).toBeTruthy();
       expect(usesTheSwitch(file), `${file} never uses inboxFixture: it would not run on the DSQL profile`).toBe(true);
-      expect(file in DATA_API_ONLY_FILES || file in TRANSPORT_FREE_FILES, `${file} is left out of the wire projects`).toBe(false);
+      expect(
+        file in DATA_API_ONLY_FILES || file in TRANSPORT_FREE_FILES || file in SAME_ON_EVERY_TRANSPORT_FILES,
+        `${file} is left out of the wire projects`,
+      ).toBe(false);
     }
   });
 
@@ -64,5 +79,14 @@ describe('the dsql-conflicts run holds the core suites, and leaves out only what
     }
     const marked = testFiles('test/inbox').flatMap((file) => [...source(file).matchAll(/notUnderConflicts\(\s*'([^']+)'/g)].map((match) => [file, match[1]]));
     for (const [file, named] of marked) expect(named, `${file} marks a test of another file`).toBe(file);
+  });
+});
+
+describe('the Node.js-version runs hold what the Node.js version can change', () => {
+  it('names only test files that exist, each with what of Node.js it reaches', () => {
+    for (const [file, why] of Object.entries(ON_EVERY_NODE)) {
+      expect(existsSync(join(root, file)) && file.endsWith('.test.ts'), file).toBe(true);
+      expect(why, file).toBeTruthy();
+    }
   });
 });

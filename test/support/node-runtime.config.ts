@@ -1,0 +1,17 @@
+import { fileURLToPath } from 'node:url';
+import { defineConfig } from 'vitest/config';
+import { shared } from '../../vitest.config.js';
+import { suitesOfThisNode } from './node-runtime.js';
+
+// The Node.js-version runs (scripts/on-node.mjs: `npm run test:node22`): the suites of ./node-runtime.ts, on
+// the Data API, under the Node.js the script starts vitest with. Its own config, not a project of the root's,
+// so that `vitest run` (npm test) does not run them a second time on the machine's Node.
+export default defineConfig({
+  root: fileURLToPath(new URL('../..', import.meta.url)),
+  test: {
+    ...shared,
+    name: 'node-runtime',
+    include: suitesOfThisNode(),
+    globalSetup: ['test/support/global-setup.ts', 'test/support/node-runtime-setup.ts'],
+  },
+});
