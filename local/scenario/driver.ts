@@ -1,4 +1,4 @@
-import type { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import type { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
 import type { LocalStack } from '../stack.js';
 import { openDatabase, runSetup } from './database.js';
 import type { Setup } from './database.js';

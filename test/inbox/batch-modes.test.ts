@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PermanentError } from '../../lambda/inbox/index.js';
 import { inbox } from '../../lambda/inbox/handler/batch-handlers.js';
-import type { InboxHandler, InboxMessage, InboxOptions } from '../../lambda/inbox/index.js';
+import type { InboxMessage, InboxOptions } from '../../lambda/inbox/index.js';
 import { claimSet } from '../../lambda/inbox/modes/statement-set.js';
 import { inboxTables } from '../../lambda/inbox/sql/schema.js';
 import { markKnownClaims } from '../../lambda/inbox/prepare/duplicate-filter.js';
@@ -11,6 +11,9 @@ import type { InboxFixture } from '../support/inbox.js';
 import { onTransport, TRANSPORT } from '../support/transport.js';
 import { withConflicts } from '../support/dsql-conflicts.js';
 import { park, parkedMessages } from '../../lambda/inbox/parked/index.js';
+
+/** The handler inbox() returns. */
+type InboxHandler = ReturnType<typeof inbox>;
 
 // The batch modes against the local Data API and a real PostgreSQL. Calls are counted at the server.
 let db: InboxFixture;
