@@ -3,10 +3,11 @@ import { BatchProcessor, EventType, processPartialResponse } from '@aws-lambda-p
 import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempotency';
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
-import { DataApiSession } from '../lambda/inbox/data-api/session.js';
+import { DataApiSession } from '../lambda/inbox/transport/data-api/session.js';
 import { inbox } from '../lambda/inbox/handler/batch-handlers.js';
 import type { InboxLogger, InboxMetrics, InboxOptions } from '../lambda/inbox/index.js';
-import type { DatabaseTarget } from '../lambda/inbox/data-api/session.js';
+import type { DatabaseTarget } from '../lambda/inbox/transport/data-api/session.js';
+import { dataApi } from '../lambda/inbox/transport/data-api/transport.js';
 import { batchHandler, consumeNaively } from '../demo/naive.js';
 import type { Outcome } from '../lambda/inbox/lanes/lanes.js';
 import { EFFECT_SQL } from './database.js';
@@ -109,7 +110,7 @@ function failureLogger(failures: FailureLog): InboxLogger {
 function inboxHandler(target: DatabaseTarget, failures: FailureLog, id: string, mode: Partial<InboxOptions<OrderBody>>): BenchHandler {
   const handler = inbox<OrderBody>({
     consumer: `bench-${id}`,
-    database: target,
+    database: dataApi(target),
     concurrency: CONCURRENCY,
     logger: failureLogger(failures),
     metrics: silentMetrics,

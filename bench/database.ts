@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { Agent } from 'node:http';
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
-import { DataApiSession } from '../lambda/inbox/data-api/session.js';
+import { DataApiSession } from '../lambda/inbox/transport/data-api/session.js';
 import { INBOX_MIGRATIONS, migrate } from '../lambda/inbox/sql/schema.js';
-import type { DatabaseTarget } from '../lambda/inbox/data-api/session.js';
+import type { DatabaseTarget } from '../lambda/inbox/transport/data-api/session.js';
 import { createDatabase } from '../local/index.js';
 import type { RemoteDataApi } from './servers.js';
 

@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inbox } from '../lambda/inbox/index.js';
-import { DataApiSession } from '../lambda/inbox/data-api/session.js';
+import { DataApiSession } from '../lambda/inbox/transport/data-api/session.js';
 import { INBOX_MIGRATIONS, inboxTables, migrate } from '../lambda/inbox/sql/schema.js';
 import { purge } from '../lambda/inbox/sql/purge.js';
 import type { InboxMetrics } from '../lambda/inbox/index.js';
-import type { DatabaseTarget } from '../lambda/inbox/data-api/session.js';
+import type { DatabaseTarget } from '../lambda/inbox/transport/data-api/session.js';
+import { dataApi } from '../lambda/inbox/transport/data-api/transport.js';
 import { purgeBatchSql } from '../lambda/inbox/sql/purge.js';
 import { createDatabase } from '../local/index.js';
 import { cpuBetween, postgresCpuSnapshot, postmasterPid } from './capacity.js';
@@ -241,7 +242,7 @@ function claimHandler(target: DatabaseTarget): () => Promise<void> {
   const metrics: InboxMetrics = { addMetric() {}, publishStoredMetrics() {} };
   const handler = inbox<{ orderId: string }>({
     consumer: 'bench-purge-claims',
-    database: target,
+    database: dataApi(target),
     logger: { debug() {}, info() {}, warn() {}, error() {} },
     metrics,
     statement: {

@@ -1,6 +1,5 @@
 import type { SQSRecord } from 'aws-lambda';
 import { inbox } from '../lambda/inbox/handler/batch-handlers.js';
-import { openSession } from '../lambda/inbox/transport/open-session.js';
 import type { InboxLogger, InboxMetrics } from '../lambda/inbox/index.js';
 import { batchHandler, consumeNaively } from './naive.js';
 import type { ScenarioConsumer } from '../local/scenario/consumer.js';
@@ -89,7 +88,7 @@ export function demoConsumer(pattern: DemoPattern): ScenarioConsumer {
     handler: ({ database }) => {
       // No resume retries: the hand-rolled consumer fails the record and lets SQS redeliver it. On the
       // run's transport, as the inbox consumers.
-      const session = openSession(database, { callTimeoutMs: 10_000, resumeDelaysMs: [] });
+      const session = database.open({ callTimeoutMs: 10_000, resumeDelaysMs: [] });
       return batchHandler(
         (record) =>
           consumeNaively(

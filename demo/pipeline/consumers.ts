@@ -3,7 +3,8 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import type { SQSBatchResponse } from 'aws-lambda';
 import { inbox } from '../../lambda/inbox/index.js';
 import type { InboxLogger, InboxMessage, InboxMetrics, InboxOptions, InboxTransaction } from '../../lambda/inbox/index.js';
-import type { DatabaseTarget } from '../../lambda/inbox/data-api/session.js';
+import type { InboxTransport } from '../../lambda/inbox/transport/transport.js';
+
 import { outbox, sqsOutbox } from '../../lambda/inbox/outbox/index.js';
 import type { OutboxTransport } from '../../lambda/inbox/outbox/index.js';
 import { createProducer } from '../../lambda/inbox/producer/producer.js';
@@ -27,7 +28,7 @@ const silent = {
 };
 
 /** Both stages' inbox settings: the demo's short timeouts, poison parked. */
-function settings(consumer: string, database: DatabaseTarget) {
+function settings(consumer: string, database: InboxTransport) {
   return {
     ...silent,
     consumer,
@@ -53,7 +54,7 @@ export interface HandOff {
 }
 
 /** The invoice stage's handler, the same behind every variant: an inbox keyed by the messages' idempotency-key. */
-export function invoiceHandler(database: DatabaseTarget): SqsEventHandler {
+export function invoiceHandler(database: InboxTransport): SqsEventHandler {
   return inbox<Order>({
     ...settings(INVOICE_CONSUMER, database),
     apply: async (tx, message) => {
@@ -63,7 +64,7 @@ export function invoiceHandler(database: DatabaseTarget): SqsEventHandler {
 }
 
 /** The ship stage's handler of `variant`. Every variant ships through the inbox; they differ in when the invoice message goes out. */
-export function shipHandler(variant: PipelineVariant, database: DatabaseTarget, handOff: HandOff): SqsEventHandler {
+export function shipHandler(variant: PipelineVariant, database: InboxTransport, handOff: HandOff): SqsEventHandler {
   const base = settings(SHIP_CONSUMER, database);
   const ship = (tx: InboxTransaction, message: InboxMessage<Order>) => tx.execute(SHIP, { orderId: message.body.orderId });
   if (variant === 'outbox') {

@@ -1,4 +1,4 @@
-import type { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import type { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
 import { selectByKey } from '../../local/scenario/effects.js';
 import { problemsOf, readVerdict } from '../../local/scenario/judge.js';
 import type { DoubleEffect, OutOfOrderEffect, SentMessage, Verdict } from '../../local/scenario/judge.js';

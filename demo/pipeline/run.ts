@@ -177,7 +177,7 @@ async function run(local: LocalStack, database: string, tag: string, settings: S
     setup: PIPELINE_SETUP,
     timeoutMs: settings.timeoutMs,
     connect: ({ schedule, transport }) => {
-      const target = transport.database() as Parameters<typeof invoiceHandler>[0];
+      const target = transport.database();
       for (let instance = 0; instance < settings.consumers; instance++) {
         source.consume(
           source.input,

@@ -1,9 +1,9 @@
 import type { DynamoDBRecord, KinesisStreamRecord } from 'aws-lambda';
 import { dynamoDbInbox, kafkaHeaders, kafkaInbox, kinesisInbox } from '../../lambda/inbox/index.js';
-import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
 import { migrate } from '../../lambda/inbox/sql/schema.js';
 import type { InboxTransaction } from '../../lambda/inbox/index.js';
-import type { DatabaseTarget } from '../../lambda/inbox/data-api/session.js';
+import type { InboxTransport } from '../../lambda/inbox/transport/transport.js';
+import type { InboxSession } from '../../lambda/inbox/transport/session.js';
 import { dynamoDbInboxSource } from '../../lambda/inbox/sources/dynamodb.js';
 import { kafkaInboxSource } from '../../lambda/inbox/sources/kafka.js';
 import type { KafkaRecord } from '../../lambda/inbox/sources/kafka.js';
@@ -18,7 +18,7 @@ import { batchHandler, consumeNaively } from '../naive.js';
 /** The two consumers compared: the inbox (claim and effect in one transaction) and the naive check, apply, record. */
 export type StreamPattern = 'inbox' | 'naive';
 
-type StreamHandlerOf = (database: DatabaseTarget, session: DataApiSession) => (event: never, context: never) => unknown;
+type StreamHandlerOf = (database: InboxTransport, session: InboxSession) => (event: never, context: never) => unknown;
 
 const LANES = 4;
 // As the SQS demo's inbox consumers.
@@ -45,7 +45,7 @@ export function streamDemoConsumer(source: StreamSourceName, pattern: StreamPatt
   return {
     label: pattern,
     // The naive consumer fails a record and lets the stream retry it: no resume retries of its own.
-    handler: ({ database }) => handlers[pattern](database, new DataApiSession(database, { callTimeoutMs: 2000, resumeDelaysMs: [] })) as never,
+    handler: ({ database }) => handlers[pattern](database, database.open({ callTimeoutMs: 2000, resumeDelaysMs: [] })) as never,
     setup: async (session) => {
       await migrate(session, [EXAMPLE_ORDER_MIGRATIONS]);
       await session.execute(FIRST_SHIPPED);
@@ -124,7 +124,7 @@ function kafka(): Record<StreamPattern, StreamHandlerOf> {
  * outside any transaction.
  */
 function naive<Raw>(
-  session: DataApiSession,
+  session: InboxSession,
   source: Parameters<typeof batchHandler<Raw, unknown, unknown>>[2],
   keyOf: (record: Raw) => string,
   orderIdOf: (record: Raw) => unknown,

@@ -1,5 +1,5 @@
-import { DataApiSession } from '../inbox/data-api/session.js';
-import { resolveTarget } from '../inbox/handler/options.js';
+import { DataApiSession } from '../inbox/transport/data-api/session.js';
+import { resolveTarget } from '../inbox/transport/data-api/transport.js';
 import type { InboxSession } from '../inbox/transport/session.js';
 
 /** One database call of a scheduled function (the purge, the outbox sweeper) may take this long. */

@@ -9,9 +9,11 @@
  * import { inbox, PermanentError } from 'sqs-inbox';
  */
 export { inbox } from './handler/consumer.js';
-export type { InboxHandler, ConsumerHandler } from './handler/consumer.js';
-export type { InboxOptions, ConsumerOptions, InboxMessage, InboxTransaction, DatabaseOptions, GatedStatement, GatedBatchStatement } from './handler/options.js';
+export type { ConsumerHandler } from './handler/consumer.js';
+export type { InboxOptions, ConsumerOptions, InboxMessage, InboxTransaction, GatedStatement, GatedBatchStatement } from './handler/options.js';
 export { kinesisInbox, dynamoDbInbox, kafkaInbox } from './handler/stream-handlers.js';
+export { dataApi } from './transport/data-api/transport.js';
+export type { InboxTransport } from './transport/transport.js';
 export type { KinesisInboxOptions, DynamoDbInboxOptions, KafkaInboxOptions } from './handler/stream-handlers.js';
 export { kafkaHeaders } from './sources/kafka.js';
 export type { DynamoDbChange } from './sources/dynamodb.js';
@@ -30,6 +32,6 @@ export {
   DataApiError,
   UnexpectedEventError,
 } from './errors.js';
-export { uuid, decimal, json, date, time } from './data-api/parameters.js';
-export type { SqlParams } from './data-api/parameters.js';
+export { uuid, decimal, json, date, time } from './transport/values.js';
+export type { SqlParams } from './transport/values.js';
 export type { BatchSummary, InboxLogger, InboxMetrics } from './telemetry/telemetry.js';

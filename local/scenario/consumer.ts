@@ -1,4 +1,4 @@
-import type { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import type { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
 import type { InboxSession } from '../../lambda/inbox/transport/session.js';
 import type { SqsEventHandler } from '../event-source.js';
 import type { LocalStack } from '../stack.js';

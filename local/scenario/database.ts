@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
-import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
-import type { DatabaseTarget } from '../../lambda/inbox/data-api/session.js';
+import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
+import type { DatabaseTarget } from '../../lambda/inbox/transport/data-api/session.js';
 import { loadPg } from '../peer-loaders.js';
 import { createDatabase } from '../postgres.js';
 import type { LocalStack } from '../stack.js';

@@ -1,5 +1,5 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
-import type { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import type { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
 import type { DatabaseCallError } from '../../lambda/inbox/errors.js';
 import { RECORD_FAILED_CHANNEL } from '../../lambda/inbox/telemetry/failure-channel.js';
 import type { RecordFailure } from '../../lambda/inbox/telemetry/failure-channel.js';

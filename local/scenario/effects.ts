@@ -1,6 +1,6 @@
 import { DataApiError } from '../../lambda/inbox/index.js';
-import type { DataApiSession } from '../../lambda/inbox/data-api/session.js';
-import type { Row } from '../../lambda/inbox/data-api/results.js';
+import type { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
+import type { Row } from '../../lambda/inbox/transport/results.js';
 
 // Reads the user's effects query: every row, in pages, summed per key.
 

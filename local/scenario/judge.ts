@@ -1,4 +1,4 @@
-import type { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import type { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
 import { compareSeq, firstRow, readEffects, selectByKey } from './effects.js';
 import type { KeyEffects } from './effects.js';
 import type { ScenarioConsumer } from './consumer.js';

@@ -1,6 +1,6 @@
 import type { Context } from 'aws-lambda';
-import type { DataApiSession } from '../../lambda/inbox/data-api/session.js';
-import type { DatabaseTarget } from '../../lambda/inbox/data-api/session.js';
+import type { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
+import type { InboxTransport } from '../../lambda/inbox/transport/transport.js';
 import type { LocalStack } from '../stack.js';
 import { makeHandler } from './consumer.js';
 import type { ScenarioConsumer, ScenarioEnvironment } from './consumer.js';
@@ -29,7 +29,7 @@ import { STREAM_FAULTS } from './stream-faults.js';
  */
 export interface StreamEnvironment extends Omit<ScenarioEnvironment, 'database' | 'session' | 'transport'> {
   /** The run's database, for `kinesisInbox({ database })` or `new DataApiSession(database, policy)`; its client has `maxAttempts: 1`. */
-  readonly database: DatabaseTarget;
+  readonly database: InboxTransport;
   /** A session on the run's database (callTimeoutMs 10 s, resumeDelaysMs [250, 500, 1000, 2000]), for handlers that talk to it directly. */
   readonly session: DataApiSession;
 }
@@ -237,7 +237,7 @@ async function run(local: LocalStack, database: string, settings: Settings, setE
     connect: async ({ env, schedule, transport }) => {
       const environment: StreamEnvironment = {
         env,
-        database: transport.database() as DatabaseTarget,
+        database: transport.database(),
         session: transport.session as DataApiSession,
         instance: 0,
         local,

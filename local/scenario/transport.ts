@@ -1,6 +1,8 @@
 import type pg from 'pg';
-import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
-import type { DatabaseTarget } from '../../lambda/inbox/data-api/session.js';
+import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
+import type { DatabaseTarget } from '../../lambda/inbox/transport/data-api/session.js';
+import { dataApi as dataApiTransport } from '../../lambda/inbox/transport/data-api/transport.js';
+import type { InboxTransport } from '../../lambda/inbox/transport/transport.js';
 import type { InboxSession } from '../../lambda/inbox/transport/session.js';
 import { postgres, PostgresSession } from '../../lambda/inbox/transport/postgres/index.js';
 import { DSQL_INBOX_MIGRATIONS, DsqlSession, migrateDsql } from '../../lambda/inbox/transport/dsql/index.js';
@@ -36,7 +38,7 @@ export const DEFAULT_DSQL_CONFLICT_RATE = 0.05;
  * the handler's own (`'postgres'`), or `dsql({ ... })` on the DSQL profile (`'dsql'`). Each goes straight
  * into `inbox({ database })`.
  */
-export type ScenarioDatabase = DatabaseTarget | ReturnType<typeof postgres> | DsqlTarget;
+export type ScenarioDatabase = InboxTransport;
 
 /** The variables that point node-postgres (`new pg.Pool()` with no settings) at a server. */
 export const PG_VARIABLES = ['PGHOST', 'PGPORT', 'PGDATABASE', 'PGUSER', 'PGPASSWORD', 'PGOPTIONS'] as const;
@@ -118,7 +120,7 @@ export async function openHandlerTransport(
     return {
       calls: local.dataApi,
       statements: { watch: (listener) => local.dataApi.faults.watch(listener) },
-      database: () => dataApi.target,
+      database: () => dataApiTransport(dataApi.target),
       session: dataApi.session,
       // Without resume retries: a sweep refused by a paused Aurora is tried again at the next.
       sweeper: new DataApiSession(dataApi.target, { callTimeoutMs: 10_000, resumeDelaysMs: [] }),

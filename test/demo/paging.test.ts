@@ -1,6 +1,6 @@
 import type { SQSEvent } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
 import { FAULTS, runScenario, startLocal } from '../../local/index.js';
 import type { LocalStack, ScenarioEnvironment } from '../../local/index.js';
 import { dataApiClient } from '../support/inbox.js';

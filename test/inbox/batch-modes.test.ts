@@ -1,16 +1,19 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PermanentError } from '../../lambda/inbox/index.js';
 import { inbox } from '../../lambda/inbox/handler/batch-handlers.js';
-import type { InboxHandler, InboxMessage, InboxOptions } from '../../lambda/inbox/index.js';
+import type { InboxMessage, InboxOptions } from '../../lambda/inbox/index.js';
 import { claimSet } from '../../lambda/inbox/modes/statement-set.js';
 import { inboxTables } from '../../lambda/inbox/sql/schema.js';
 import { markKnownClaims } from '../../lambda/inbox/prepare/duplicate-filter.js';
 import type { PreparedRecord } from '../../lambda/inbox/prepare/prepare.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
-import { onTransport, TRANSPORT } from '../support/transport.js';
+import { CURRENT, onTransport, TRANSPORT } from '../support/transport.js';
 import { withConflicts } from '../support/dsql-conflicts.js';
 import { park, parkedMessages } from '../../lambda/inbox/parked/index.js';
+
+/** The handler inbox() returns. */
+type InboxHandler = ReturnType<typeof inbox>;
 
 // The batch modes against the local Data API and a real PostgreSQL. Calls are counted at the server.
 let db: InboxFixture;
@@ -538,62 +541,75 @@ describe('the batch modes, the rest of their contract', () => {
   });
 });
 
-describe('batch sets over the Data API request limit (4 MiB)', () => {
+// A set goes in as many statements as the session's limits need: the Data API's request (4 MiB) and answer
+// (1 MiB) split it; on the wire, which has no such limit, it is one statement. Both are written out.
+describe("batch sets and the transport's request limits (the Data API's 4 MiB request and 1 MiB answer; none on the wire)", () => {
   // About 700 KB each: eight fit in one Lambda invocation (6 MB) but not in one Data API request.
   const large = (prefix: string, n: number, extra: (i: number) => Partial<Parameters<typeof sqsRecord>[0]> = () => ({})) =>
     Array.from({ length: n }, (_, i) => sqsRecord({ body: { orderId: `${prefix}-${i}`, pad: 'x'.repeat(700_000) }, ...extra(i) }));
 
   // Not on the DSQL profile: there the runs are set by its 1,000 records a transaction (dsql.test.ts).
-  it.skipIf(TRANSPORT === 'dsql')('batch-statement: 7,000 small messages go in two statements, whose answers (a claim row each) fit in 1 MiB', async () => {
-    const { handler } = handlerFor('batch-statement');
-    // Each statement is well within 4 MiB; 7,000 claim rows of up to 160 bytes are not within 1 MiB.
-    const batch = orders('answers', 7_000);
-    expect((await handler({ Records: batch }, lambdaContext())).batchItemFailures).toEqual([]);
-    expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: withConflicts(db, 2, 1) });
-    expect(await db.query("SELECT count(*)::int AS n FROM public.orders WHERE order_id LIKE 'answers-%' AND shipped_count = 1")).toEqual([{ n: 7_000 }]);
-  });
+  it.skipIf(TRANSPORT === 'dsql')(
+    'batch-statement: 7,000 small messages go in two statements, whose answers (a claim row each) fit in 1 MiB (one on the wire)',
+    async () => {
+      const { handler } = handlerFor('batch-statement');
+      // Each statement is well within 4 MiB; 7,000 claim rows of up to 160 bytes are not within 1 MiB.
+      const batch = orders('answers', 7_000);
+      expect((await handler({ Records: batch }, lambdaContext())).batchItemFailures).toEqual([]);
+      expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: withConflicts(db, onTransport({ 'data-api': 2, wire: 1 }), 1) });
+      expect(await db.query("SELECT count(*)::int AS n FROM public.orders WHERE order_id LIKE 'answers-%' AND shipped_count = 1")).toEqual([{ n: 7_000 }]);
+    },
+  );
 
-  it('batch-statement: eight 700 KB messages go in two statements that fit, not one refused statement and eight alone', async () => {
+  it('batch-statement: eight 700 KB messages go in two statements that fit, not one refused statement and eight alone (one statement on the wire)', async () => {
     const { handler, metrics } = handlerFor('batch-statement');
     const batch = large('big', 8);
     expect((await handler({ Records: batch }, lambdaContext())).batchItemFailures).toEqual([]);
-    expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: withConflicts(db, 2, 1) });
-    expect(db.server.stats.total()).toBe(withConflicts(db, 2, 1));
+    const statements = onTransport({ 'data-api': 2, wire: 1 });
+    expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: withConflicts(db, statements, 1) });
+    expect(db.server.stats.total()).toBe(withConflicts(db, statements, 1));
     expect(Object.values(await shippedCounts('big'))).toEqual(Array(8).fill(1));
     expect(metrics.published[0]).toMatchObject({ BatchSets: [1], BatchFallbacks: [0] });
   });
 
-  it('batch-statement: a run left when the deadline comes is deferred, unstarted; the runs before it commit', async () => {
-    const { handler, metrics } = handlerFor('batch-statement', { deadlineMarginMs: 1_000 });
-    const batch = large('bigdeadline', 8);
-    // The Lambda's time runs short once the first run's statement has reached the server.
-    const response = await handler(
-      { Records: batch },
-      lambdaContext(() => (db.server.stats.total() > 0 ? 500 : 60_000)),
-    );
-    expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(batch.slice(4).map((r) => r.messageId));
-    expect(Object.keys(await shippedCounts('bigdeadline')).sort()).toEqual([0, 1, 2, 3].map((i) => `bigdeadline-${i}`));
-    // A conflict on the first run's statement runs it again at once: it had started before the deadline.
-    expect(db.server.stats.total()).toBe(withConflicts(db, 1, 1));
-    expect(metrics.published[0]).toMatchObject({ DeferredByDeadline: [4], BatchFallbacks: [0] });
-  });
+  // Runs of a set exist where the transport's limits split it: on the Data API.
+  it.skipIf(CURRENT.protocol !== 'data-api')(
+    'batch-statement: a run left when the deadline comes is deferred, unstarted; the runs before it commit',
+    async () => {
+      const { handler, metrics } = handlerFor('batch-statement', { deadlineMarginMs: 1_000 });
+      const batch = large('bigdeadline', 8);
+      // The Lambda's time runs short once the first run's statement has reached the server.
+      const response = await handler(
+        { Records: batch },
+        lambdaContext(() => (db.server.stats.total() > 0 ? 500 : 60_000)),
+      );
+      expect(response.batchItemFailures.map((f) => f.itemIdentifier)).toEqual(batch.slice(4).map((r) => r.messageId));
+      expect(Object.keys(await shippedCounts('bigdeadline')).sort()).toEqual([0, 1, 2, 3].map((i) => `bigdeadline-${i}`));
+      // A conflict on the first run's statement runs it again at once: it had started before the deadline.
+      expect(db.server.stats.total()).toBe(withConflicts(db, 1, 1));
+      expect(metrics.published[0]).toMatchObject({ DeferredByDeadline: [4], BatchFallbacks: [0] });
+    },
+  );
 
-  it('batch-statement, FIFO: when a later run fails, the earlier run stays committed and the rest runs alone in group order', async () => {
-    const { handler, metrics } = handlerFor('batch-statement');
-    // Groups a and b alternate; record 5 (group b, in the second run) breaks the statement.
-    const batch = large('bigfifo', 8, (i) => ({
-      groupId: i % 2 === 0 ? 'a' : 'b',
-      body: { orderId: `bigfifo-${i}`, poison: i === 5, pad: 'x'.repeat(700_000) },
-    }));
-    const response = await handler({ Records: batch }, lambdaContext());
-    // Record 5 fails, and record 7, later in group b, is not run; everything else is applied once.
-    expect(new Set(response.batchItemFailures.map((f) => f.itemIdentifier))).toEqual(new Set([batch[5]!.messageId, batch[7]!.messageId]));
-    expect(Object.keys(await shippedCounts('bigfifo')).sort()).toEqual(['bigfifo-0', 'bigfifo-1', 'bigfifo-2', 'bigfifo-3', 'bigfifo-4', 'bigfifo-6']);
-    expect(Object.values(await shippedCounts('bigfifo'))).toEqual(Array(6).fill(1));
-    // The first run (records 0-3) in one statement, the failed second run in one, then 4, 5 and 6 alone.
-    expect(db.server.stats.total()).toBe(withConflicts(db, 2 + 3, 1));
-    expect(metrics.published[0]).toMatchObject({ BatchSets: [1], BatchFallbacks: [1], ShortCircuited: [1] });
-  });
+  it.skipIf(CURRENT.protocol !== 'data-api')(
+    'batch-statement, FIFO: when a later run fails, the earlier run stays committed and the rest runs alone in group order',
+    async () => {
+      const { handler, metrics } = handlerFor('batch-statement');
+      // Groups a and b alternate; record 5 (group b, in the second run) breaks the statement.
+      const batch = large('bigfifo', 8, (i) => ({
+        groupId: i % 2 === 0 ? 'a' : 'b',
+        body: { orderId: `bigfifo-${i}`, poison: i === 5, pad: 'x'.repeat(700_000) },
+      }));
+      const response = await handler({ Records: batch }, lambdaContext());
+      // Record 5 fails, and record 7, later in group b, is not run; everything else is applied once.
+      expect(new Set(response.batchItemFailures.map((f) => f.itemIdentifier))).toEqual(new Set([batch[5]!.messageId, batch[7]!.messageId]));
+      expect(Object.keys(await shippedCounts('bigfifo')).sort()).toEqual(['bigfifo-0', 'bigfifo-1', 'bigfifo-2', 'bigfifo-3', 'bigfifo-4', 'bigfifo-6']);
+      expect(Object.values(await shippedCounts('bigfifo'))).toEqual(Array(6).fill(1));
+      // The first run (records 0-3) in one statement, the failed second run in one, then 4, 5 and 6 alone.
+      expect(db.server.stats.total()).toBe(withConflicts(db, 2 + 3, 1));
+      expect(metrics.published[0]).toMatchObject({ BatchSets: [1], BatchFallbacks: [1], ShortCircuited: [1] });
+    },
+  );
 
   // Not on the DSQL profile: one transaction past DSQL's 3,000 modified rows, which the batch modes never
   // send there (they split at 1,000 records; test/inbox/transport/dsql.test.ts).
@@ -613,7 +629,7 @@ describe('batch sets over the Data API request limit (4 MiB)', () => {
       await claimAll();
       db.server.stats.reset();
       const again = await claimAll();
-      expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: 2 });
+      expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: onTransport({ 'data-api': 2, wire: 1 }) });
       expect(again.every((claim, i) => !claim.claimed && claim.existingSha256?.[0] === i % 256)).toBe(true);
     },
   );
@@ -631,7 +647,7 @@ describe('batch sets over the Data API request limit (4 MiB)', () => {
       db.server.stats.reset();
       const claims = await claimSet(tx, inboxTables('inbox'), 'big-claims', members, 10_000);
       await tx.commit();
-      expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: 2 });
+      expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: onTransport({ 'data-api': 2, wire: 1 }) });
       expect(claims).toHaveLength(7_000);
       expect(claims.every((claim) => claim.claimed)).toBe(true);
       expect(await db.query("SELECT count(*)::int AS n FROM inbox.consumed_message WHERE consumer_name = 'big-claims'")).toEqual([{ n: 7_000 }]);
@@ -643,7 +659,7 @@ describe('batch sets over the Data API request limit (4 MiB)', () => {
       );
       db.server.stats.reset();
       await markKnownClaims(db.session, inboxTables('inbox'), 'big-claims', prepared);
-      expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: 8 });
+      expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: onTransport({ 'data-api': 8, wire: 1 }) });
       expect(prepared.every((p) => p.known === 'duplicate')).toBe(true);
     },
   );

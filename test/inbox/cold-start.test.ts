@@ -1,5 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import { inbox, InboxConfigError } from '../../lambda/inbox/index.js';
+import { dataApi, inbox, InboxConfigError } from '../../lambda/inbox/index.js';
 import { outbox } from '../../lambda/inbox/outbox/index.js';
 import { inboxFixture, lambdaContext, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
@@ -106,7 +106,7 @@ describe('a handler built at module load', () => {
     expect(() => inbox({ apply, concurrency: 0 })).toThrow(/^inbox option "concurrency": 0 must be a positive integer/);
     expect(() => inbox({ apply, consumer: 'has space' })).toThrow(/^inbox option "consumer": "has space" must be/);
     // A database the code names half of is the code's to finish: nothing of it is left to wait for.
-    expect(() => inbox({ apply, consumer: 'order-worker', database: { resourceArn: db.server.resourceArn } })).toThrow(
+    expect(() => inbox({ apply, consumer: 'order-worker', database: dataApi({ resourceArn: db.server.resourceArn }) })).toThrow(
       /^inbox option "database\.secretArn": is not set/,
     );
     expect(() => inbox({ apply, outbox: outbox({ transport: { send: async () => [] }, destinations: { invoices: 'queue' } }) })).toThrow(

@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { inbox } from '../../lambda/inbox/handler/batch-handlers.js';
+import { dataApi } from '../../lambda/inbox/index.js';
 import type { BatchSummary, InboxOptions } from '../../lambda/inbox/index.js';
-import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
+import { dataApiSettings, inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 import { dataApiOnly } from '../support/data-api-only.js';
 
@@ -170,20 +171,20 @@ describe('transaction mode', () => {
     async () => {
       const { RDSDataClient } = await import('@aws-sdk/client-rds-data');
       const retrying = new RDSDataClient({ endpoint: db.server.endpoint, region: 'us-east-1', credentials: { accessKeyId: 'x', secretAccessKey: 'x' } });
-      const { handler } = transactionMode({ database: { ...db.target, client: retrying } });
+      const { handler } = transactionMode({ database: dataApi({ ...dataApiSettings(db.server), client: retrying }) });
       await expect(handler({ Records: [sqsRecord()] }, lambdaContext())).rejects.toThrow(/database\.client.*maxAttempts: 1/s);
       await expect(handler({ Records: [sqsRecord()] }, lambdaContext())).rejects.toThrow(
         'inbox option "database.client": retries each call up to 3 times; inside a transaction a retried statement whose first response was lost runs twice. ',
       );
       expect(db.server.stats.total()).toBe(0);
       // Single-statement mode is safe with retries: a re-sent statement finds its own claim.
-      const single = singleStatementMode({ database: { ...db.target, client: retrying } });
+      const single = singleStatementMode({ database: dataApi({ ...dataApiSettings(db.server), client: retrying }) });
       expect((await single({ Records: [sqsRecord({ body: { orderId: 'retrying-ok' } })] }, lambdaContext())).batchItemFailures).toEqual([]);
       // The batch modes likewise: one transaction refuses retries, one gated statement takes them.
       const inboxWith = (mode: object) =>
         inbox<Order>({
           consumer: 'order-worker',
-          database: { ...db.target, client: retrying },
+          database: dataApi({ ...dataApiSettings(db.server), client: retrying }),
           logger: recordingLogger(),
           metrics: recordingMetrics(),
           ...mode,

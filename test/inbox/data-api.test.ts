@@ -3,10 +3,10 @@ import type { AddressInfo } from 'node:net';
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DataApiError, date, decimal, json, time, uuid } from '../../lambda/inbox/index.js';
-import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
-import { classify, isConnectionReset } from '../../lambda/inbox/data-api/failures.js';
+import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
+import { classify, isConnectionReset } from '../../lambda/inbox/transport/data-api/failures.js';
 import type { SqlParams } from '../../lambda/inbox/index.js';
-import { inboxFixture } from '../support/inbox.js';
+import { dataApiTarget, inboxFixture } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 
 // The session against the local Data API server and a real PostgreSQL: every value crosses the real SDK.
@@ -24,7 +24,7 @@ beforeEach(() => {
 function session(policy: Partial<DataApiSession['policy']> = {}) {
   const slept: number[] = [];
   let retries = 0;
-  const s = new DataApiSession(db.target, {
+  const s = new DataApiSession(dataApiTarget(db.server), {
     callTimeoutMs: 2_000,
     resumeDelaysMs: [],
     sleep: async (ms) => void slept.push(ms),
@@ -320,7 +320,7 @@ describe('Data API session: failures', () => {
       real += ms;
       await new Promise((resolve) => setTimeout(resolve, ms));
     };
-    const timed = new DataApiSession(db.target, { ...s.policy, sleep });
+    const timed = new DataApiSession(dataApiTarget(db.server), { ...s.policy, sleep });
     const { rows } = await timed.execute('SELECT 7 AS v');
     expect(rows).toEqual([{ v: 7 }]);
     expect(slept).toEqual([60, 70, 80, 90, 100, 110, 120, 130].slice(0, slept.length));
@@ -330,7 +330,7 @@ describe('Data API session: failures', () => {
   });
 
   it('waits for real between auto-pause retries when no sleep is given', async () => {
-    const s = new DataApiSession(db.target, { callTimeoutMs: 2_000, resumeDelaysMs: [300] });
+    const s = new DataApiSession(dataApiTarget(db.server), { callTimeoutMs: 2_000, resumeDelaysMs: [300] });
     db.server.faults.autoPause({ resumeAfterMs: 150 });
     expect((await s.execute('SELECT 1 AS v')).rows).toEqual([{ v: 1 }]);
   });
@@ -387,7 +387,7 @@ async function foreignEndpoint(answer: (path: string) => { status: number; heade
     credentials: { accessKeyId: 'local', secretAccessKey: 'local' },
     maxAttempts: 1,
   });
-  const s = new DataApiSession({ ...db.target, client }, { callTimeoutMs: 2_000, resumeDelaysMs: [] });
+  const s = new DataApiSession(dataApiTarget(db.server, client), { callTimeoutMs: 2_000, resumeDelaysMs: [] });
   return {
     session: s,
     close: async () => {

@@ -6,7 +6,6 @@ import { DSQL_ROLE_RESOURCE_TYPE, DSQL_SCHEMA_RESOURCE_TYPE, dsqlSchemaHandler }
 import { dsql } from '../../lambda/inbox/transport/dsql/index.js';
 import type { DsqlTarget } from '../../lambda/inbox/transport/dsql/index.js';
 import type { InboxSession } from '../../lambda/inbox/transport/session.js';
-import { WIRE_SESSION } from '../../lambda/inbox/transport/wire-target.js';
 import { dsqlRoleStatements } from '../../lib/dsql/dsql-role-sql.js';
 import type { InboxRolePurpose } from '../../lib/database/inbox-database-role.js';
 import { DSQL_PROFILE_EXEMPT, dsqlOnProfile, startDsqlProfile } from '../../local/dsql/profile.js';
@@ -76,7 +75,7 @@ function sessionAs(user: string, password = PASSWORD): InboxSession {
     maxConnections: 2,
   });
   targets.push(target);
-  return target[WIRE_SESSION]({ callTimeoutMs: 10_000, resumeDelaysMs: [] });
+  return target.open({ callTimeoutMs: 10_000, resumeDelaysMs: [] });
 }
 
 beforeAll(async () => {
@@ -103,8 +102,7 @@ afterAll(async () => {
   await direct?.end();
 });
 
-const migrationSession = () =>
-  dsqlOnProfile(profile, { database: new URL(url).pathname.slice(1) })[WIRE_SESSION]({ callTimeoutMs: 10_000, resumeDelaysMs: [] });
+const migrationSession = () => dsqlOnProfile(profile, { database: new URL(url).pathname.slice(1) }).open({ callTimeoutMs: 10_000, resumeDelaysMs: [] });
 
 describe('the isolation matrix of docs/stack.md, on the DSQL profile', () => {
   matrixTests(readMatrix('dsql'), {

@@ -1,9 +1,11 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { inbox } from '../../lambda/inbox/index.js';
-import type { InboxHandler } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 import { expectNoOpenTransaction, onTransport } from '../support/transport.js';
+
+/** The handler inbox() returns. */
+type InboxHandler = ReturnType<typeof inbox>;
 
 // Every fault is injected through the local Data API server; the SDK and PostgreSQL are real.
 let db: InboxFixture;

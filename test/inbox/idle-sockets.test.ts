@@ -1,15 +1,15 @@
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { DataApiError } from '../../lambda/inbox/index.js';
-import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import { dataApi, DataApiError } from '../../lambda/inbox/index.js';
+import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
 import { inbox } from '../../lambda/inbox/handler/batch-handlers.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
-import type { DatabaseTarget } from '../../lambda/inbox/data-api/session.js';
-import { defaultDataApiClient } from '../../lambda/inbox/data-api/client.js';
-import { resolveTarget } from '../../lambda/inbox/handler/options.js';
+import type { DatabaseTarget } from '../../lambda/inbox/transport/data-api/session.js';
+import { defaultDataApiClient } from '../../lambda/inbox/transport/data-api/client.js';
+import { resolveTarget } from '../../lambda/inbox/transport/data-api/transport.js';
 import { startIdleDropProxy } from '../support/idle-proxy.js';
 import type { IdleDropProxy } from '../support/idle-proxy.js';
-import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
+import { dataApiTarget, inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 
 // The first call after an idle spell. Between the SDK and the local Data API sits a proxy that forgets a
@@ -38,7 +38,7 @@ const local = { region: 'us-east-1', credentials: { accessKeyId: 'local', secret
 /** A target through the proxy, with a client as a user would make it: `maxAttempts: 1`, the SDK's agent. */
 function throughProxy(client = new RDSDataClient({ ...local, endpoint: proxy.endpoint, maxAttempts: 1 })): DatabaseTarget {
   clients.push(client);
-  return { ...db.target, client };
+  return dataApiTarget(db.server, client);
 }
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
@@ -77,7 +77,7 @@ describe('the first call after an idle spell', () => {
       const logger = recordingLogger();
       const handler = inbox<Order>({
         consumer: 'idle-worker',
-        database: throughProxy(),
+        database: dataApi(throughProxy()),
         concurrency: 1,
         logger,
         metrics: recordingMetrics(),

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handler as migrationResource } from '../../lambda/functions/migration/migrate.js';
 import { roleResourceHandler } from '../../lambda/functions/database-roles/role-resource.js';
 import type { RoleResourceProperties } from '../../lambda/functions/database-roles/role-resource.js';
-import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
 import { sqsOutbox, sweepOutbox } from '../../lambda/inbox/outbox/index.js';
 import { relayRows } from '../../lambda/inbox/outbox/relay.js';
 import { inboxTables } from '../../lambda/inbox/sql/schema.js';

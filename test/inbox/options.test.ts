@@ -1,15 +1,22 @@
 import { describe, expect, it } from 'vitest';
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
-import { inbox, InboxConfigError } from '../../lambda/inbox/index.js';
+import { dataApi, inbox, InboxConfigError } from '../../lambda/inbox/index.js';
 import { inbox as batchInbox } from '../../lambda/inbox/handler/batch-handlers.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
 import { park } from '../../lambda/inbox/parked/index.js';
 
-const database = {
+const settings = {
   resourceArn: 'arn:aws:rds:us-east-1:1:cluster:c',
   secretArn: 'arn:aws:secretsmanager:us-east-1:1:secret:s',
   client: new RDSDataClient({ region: 'us-east-1' }),
 };
+const database = dataApi(settings);
+
+/** The options with the valid ones patched; a patch's `dataApi` is given to dataApi() here, where its error is caught. */
+function patched(patch: Record<string, unknown>): InboxOptions {
+  const { dataApi: given, ...rest } = patch;
+  return { consumer: 'order-worker', database, apply, ...rest, ...(given ? { database: dataApi(given as never) } : {}) } as InboxOptions;
+}
 const apply = async () => {};
 
 // The batch modes' options, checked by the handlers of sqs-inbox/batch (those of sqs-inbox refuse the batch modes).
@@ -84,8 +91,8 @@ const invalid: [string, Partial<InboxOptions>, RegExp][] = [
   ['key.attribute', { key: { attribute: '' } }, /"key\.attribute"/],
   ['key.attribute', { key: { attribute: 5 as never } }, /"key\.attribute": must be a non-empty message attribute name, e\.g\. \{ attribute: "order-key" \}/],
   ['schema', { schema: 'Inbox; DROP' }, /"schema".*must match/],
-  ['database.resourceArn', { database: { secretArn: 's', client: database.client } }, /"database\.resourceArn".*INBOX_RESOURCE_ARN/],
-  ['database.secretArn', { database: { resourceArn: 'r', client: database.client } }, /"database\.secretArn".*INBOX_SECRET_ARN/],
+  ['database.resourceArn', { dataApi: { secretArn: 's', client: settings.client } } as never, /"database\.resourceArn".*INBOX_RESOURCE_ARN/],
+  ['database.secretArn', { dataApi: { resourceArn: 'r', client: settings.client } } as never, /"database\.secretArn".*INBOX_SECRET_ARN/],
 ];
 
 // What plain JavaScript can pass that the types would have refused: each names the option, what it got and the fix.
@@ -123,10 +130,11 @@ const wrongType: [string, Record<string, unknown>, RegExp][] = [
   [
     'database',
     { database: 'arn:aws:rds:us-east-1:1:cluster:c' },
-    /"database": must be an object \{ resourceArn, secretArn, database, client \}; got the string/,
+    /"database": must be a transport: dataApi\(\{ resourceArn, secretArn, database, client \}\) from "sqs-inbox", .*; got the string/,
   ],
-  ['database.resourceArn', { database: { ...database, resourceArn: 7 } }, /"database\.resourceArn": must be a string; got the number 7/],
-  ['database.client', { database: { ...database, client: {} } }, /"database\.client": must be an RDSDataClient/],
+  ['database', { database: { resourceArn: settings.resourceArn, secretArn: settings.secretArn } as never }, /"database": must be a transport: dataApi\(/],
+  ['database.resourceArn', { dataApi: { ...settings, resourceArn: 7 } } as never, /"database\.resourceArn": must be a string; got the number 7/],
+  ['database.client', { dataApi: { ...settings, client: {} } } as never, /"database\.client": must be an RDSDataClient/],
 ];
 
 // A misspelt option would otherwise be ignored and its default used in silence.
@@ -143,14 +151,10 @@ const unknownKey: [string, Record<string, unknown>, RegExp][] = [
   ['fifo.order', { fifo: { order: 'strict' } }, /"fifo\.order": is not an option of fifo; the fifo options are onFailure$/],
   [
     'database.resourceARN',
-    { database: { ...database, resourceARN: 'r' } },
+    { dataApi: { ...settings, resourceARN: 'r' } } as never,
     /"database\.resourceARN": is not an option of database; did you mean "resourceArn"\?$/,
   ],
-  [
-    'database.region',
-    { database: { ...database, region: 'eu-west-1' } },
-    /the database options are resourceArn, secretArn, database, client, pool, idleCheckMs$/,
-  ],
+  ['database.region', { dataApi: { ...settings, region: 'eu-west-1' } } as never, /the database options are resourceArn, secretArn, database, client$/],
   [
     'statement.param',
     { apply: undefined, statement: { sql, params: () => ({}), param: 1 } },
@@ -161,13 +165,12 @@ const unknownKey: [string, Record<string, unknown>, RegExp][] = [
 
 /** Calls inbox() with the valid options patched and returns what it threw, with no INBOX_* environment to fall back on. */
 function thrownBy(patch: Record<string, unknown>): unknown {
-  const options = { consumer: 'order-worker', database, apply, ...patch } as InboxOptions;
   const previous = { ...process.env };
   delete process.env.INBOX_RESOURCE_ARN;
   delete process.env.INBOX_SECRET_ARN;
   delete process.env.INBOX_CONSUMER;
   try {
-    inbox(options);
+    inbox(patched(patch));
     return undefined;
   } catch (error) {
     return error;
@@ -180,7 +183,6 @@ describe('inbox() options, validated once at cold start', () => {
   it.each([...invalid.map((row) => [...row, inbox] as const), ...invalidBatch.map((row) => [...row, batchInbox] as const)])(
     'names %s and the fix',
     (option, patch, message, make) => {
-      const options = { consumer: 'order-worker', database, apply, ...patch } as InboxOptions;
       const previous = { ...process.env };
       delete process.env.INBOX_RESOURCE_ARN;
       delete process.env.INBOX_SECRET_ARN;
@@ -188,7 +190,7 @@ describe('inbox() options, validated once at cold start', () => {
       try {
         let thrown: unknown;
         try {
-          make(options);
+          make(patched(patch));
         } catch (error) {
           thrown = error;
         }
@@ -240,7 +242,7 @@ describe('inbox() options, validated once at cold start', () => {
     };
     expect(thrownBy(all)).toBeUndefined();
     expect(thrownBy({ apply: undefined, statement: { sql, params: () => ({ orderId: 'o-1' }) } })).toBeUndefined();
-    expect(thrownBy({ fifo: null, concurrency: null, onBatch: null, logger: null, database: { ...database, database: 'orders' } })).toBeUndefined();
+    expect(thrownBy({ fifo: null, concurrency: null, onBatch: null, logger: null, dataApi: { ...settings, database: 'orders' } })).toBeUndefined();
   });
 
   it('takes a logger without metrics, or metrics without a logger, and makes the other one itself', () => {

@@ -6,7 +6,7 @@ import { Template } from 'aws-cdk-lib/assertions';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { handler as migrateHandler } from '../../lambda/functions/migration/migrate.js';
 import { InboxConfigError } from '../../lambda/inbox/index.js';
-import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
 import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
 import { MigrationChangedError } from '../../lambda/inbox/errors.js';
 import type { Migration, InboxMigrationSet as RuntimeMigrationSet } from '../../lambda/inbox/sql/schema.js';

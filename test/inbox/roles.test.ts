@@ -6,8 +6,8 @@ import { handler as migrationResource } from '../../lambda/functions/migration/m
 import { roleResourceHandler } from '../../lambda/functions/database-roles/role-resource.js';
 import type { RoleResourceProperties } from '../../lambda/functions/database-roles/role-resource.js';
 import type { DatabaseCredentials } from '../../lambda/functions/database-roles/secret-values.js';
-import { DataApiError, inbox, PermanentError } from '../../lambda/inbox/index.js';
-import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import { dataApi, DataApiError, inbox, PermanentError } from '../../lambda/inbox/index.js';
+import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
 import { purge } from '../../lambda/inbox/sql/purge.js';
 import { startDataApi } from '../../local/data-api/server.js';
 import type { DataApiServer } from '../../local/data-api/server.js';
@@ -228,7 +228,7 @@ describe('database roles, signed in through the local Data API', () => {
     let rejecting = true;
     const handler = inbox<{ orderId: string }>({
       consumer: 'orders',
-      database: { resourceArn: server.resourceArn, secretArn: SECRET.consumer, database: server.database, client },
+      database: dataApi({ resourceArn: server.resourceArn, secretArn: SECRET.consumer, database: server.database, client }),
       onPermanentError: park,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
@@ -294,7 +294,7 @@ describe('database roles, signed in through the local Data API', () => {
       const logger = recordingLogger();
       const handler = inbox<{ orderId: string }>({
         consumer: 'bounded',
-        database: { resourceArn: server.resourceArn, secretArn: SECRET.bounded, database: server.database, client },
+        database: dataApi({ resourceArn: server.resourceArn, secretArn: SECRET.bounded, database: server.database, client }),
         callTimeoutMs: 1_000,
         logger,
         metrics: recordingMetrics(),

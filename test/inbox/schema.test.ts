@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
 import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
 import type { InboxMigrationSet } from '../../lambda/inbox/sql/schema.js';
 import { handler as migrateHandler } from '../../lambda/functions/migration/migrate.js';

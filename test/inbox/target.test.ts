@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { resolveTarget } from '../../lambda/inbox/handler/options.js';
+import { resolveTarget } from '../../lambda/inbox/transport/data-api/transport.js';
 
 const secretArn = 'arn:aws:secretsmanager:eu-west-1:123456789012:secret:inbox-AbCdEf';
 

@@ -8,7 +8,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createInboxApp } from '../../bin/inbox-app.js';
 import { cleanupHandler } from '../../lambda/functions/purge/cleanup.js';
-import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
 import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';
 import { startDataApi } from '../../local/data-api/server.js';

@@ -5,7 +5,7 @@ import type { SQSRecord } from 'aws-lambda';
 import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { inbox, kinesisInbox, PermanentError } from '../../lambda/inbox/index.js';
-import type { InboxHandler, InboxOptions } from '../../lambda/inbox/index.js';
+import type { InboxOptions } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 import { startSqsFixture } from '../support/sqs.js';
@@ -15,6 +15,9 @@ import { kinesisEvent, kinesisRecord } from '../support/streams.js';
 import { rawControls, storableHostileText } from '../support/hostile-text.js';
 import { park as parkOnError, parkedMessages } from '../../lambda/inbox/parked/index.js';
 import { propertyParameters } from '../support/seed.js';
+
+/** The handler inbox() returns. */
+type InboxHandler = ReturnType<typeof inbox>;
 
 const children: ChildProcessWithoutNullStreams[] = [];
 afterEach(() => {

@@ -1,11 +1,14 @@
 import type { SQSBatchItemFailure, SQSEvent } from 'aws-lambda';
 import { describe, expect, it, vi } from 'vitest';
 import { inbox, PermanentError } from '../../lambda/inbox/index.js';
-import type { InboxHandler, InboxOptions } from '../../lambda/inbox/index.js';
+import type { InboxOptions } from '../../lambda/inbox/index.js';
 import { FAULTS, runScenario } from '../../local/index.js';
 import type { ScenarioConsumer, ScenarioEnvironment } from '../../local/index.js';
 import { localStackPerFile } from '../support/local-stack.js';
 import { park } from '../../lambda/inbox/parked/index.js';
+
+/** The handler inbox() returns. */
+type InboxHandler = ReturnType<typeof inbox>;
 
 // runScenario as a user drives their own handler: the local queue, the event source, the demo's seeded
 // faults, and exactly-once checked on the handler's own table with the user's effects query.

@@ -1,6 +1,6 @@
 import { SQSClient } from '@aws-sdk/client-sqs';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { inbox } from '../../lambda/inbox/index.js';
+import { dataApi, inbox } from '../../lambda/inbox/index.js';
 import { sqsOutbox } from '../../lambda/inbox/outbox/index.js';
 import { runScenario, startLocal } from '../../local/index.js';
 import type { LocalStack, ScenarioConsumer, ScenarioEnvironment, ScenarioTransport } from '../../local/index.js';
@@ -125,7 +125,7 @@ describe('runScenario on either transport', () => {
       handler: ({ env }: ScenarioEnvironment) =>
         inbox({
           consumer: 'payments-worker',
-          database: { resourceArn: local.dataApi.resourceArn, secretArn: local.dataApi.secretArn, database: env.INBOX_DATABASE },
+          database: dataApi({ resourceArn: local.dataApi.resourceArn, secretArn: local.dataApi.secretArn, database: env.INBOX_DATABASE }),
           apply: async (tx, message) => {
             const body = message.body as { paymentId: string; amountCents: number };
             await tx.execute(INSERT, { id: body.paymentId, amount: body.amountCents });

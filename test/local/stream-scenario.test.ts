@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { dynamoDbInbox, kafkaInbox, kinesisInbox } from '../../lambda/inbox/index.js';
 import type { InboxTransaction } from '../../lambda/inbox/index.js';
-import type { DataApiSession, DatabaseTarget } from '../../lambda/inbox/data-api/session.js';
+import type { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
+import type { InboxTransport } from '../../lambda/inbox/transport/transport.js';
 import { runStreamScenario, STREAM_SOURCES } from '../../local/index.js';
 import type { StreamConsumer, StreamSourceName } from '../../local/index.js';
 import { localStackPerFile } from '../support/local-stack.js';
@@ -31,7 +32,7 @@ const credit = async (writer: Pick<InboxTransaction, 'execute'>, body: Credit | 
 
 /** The user's handler for each source, its key where the source has it. */
 function handlerFor(source: StreamSourceName, write: Writer) {
-  return ({ database, session }: { database: DatabaseTarget; session: DataApiSession }) => {
+  return ({ database, session }: { database: InboxTransport; session: DataApiSession }) => {
     const common = { consumer: 'credits', database, onPermanentError: park } as const;
     if (source === 'kinesis') return kinesisInbox<Credit>({ ...common, key: { field: 'creditId' }, apply: (tx, { body }) => credit(write(tx, session), body) });
     if (source === 'kafka')

@@ -53,7 +53,7 @@ const SOURCES: Readonly<Record<string, string>> = {
   'sqs-inbox/batch': 'lambda/inbox/handler/batch-handlers.ts',
   'sqs-inbox/producer': 'lambda/inbox/producer/producer.ts',
   'sqs-inbox/outbox': 'lambda/inbox/outbox/index.ts',
-  'sqs-inbox/data-api': 'lambda/inbox/data-api/index.ts',
+  'sqs-inbox/data-api': 'lambda/inbox/transport/data-api/index.ts',
   'sqs-inbox/operations': 'lambda/inbox/operations.ts',
   'sqs-inbox/parked': 'lambda/inbox/parked/index.ts',
   'sqs-inbox/postgres': 'lambda/inbox/transport/postgres/index.ts',

@@ -49,9 +49,77 @@ function violations(files: readonly string[], read: (file: string) => string): s
   });
 }
 
+/**
+ * The transport seam (docs/architecture.md, "The transport seam"): `lambda/inbox/transport/*.ts` is the
+ * abstraction, and each folder under it one transport that implements it. The seam imports no transport; the
+ * runtime outside `transport/` imports a transport only where a package entry exposes it, and where the
+ * handler takes the Data API as its default.
+ */
+const TRANSPORT = 'lambda/inbox/transport/';
+const IMPLEMENTATION = /^lambda\/inbox\/transport\/[^/]+\//;
+const EXPOSES_A_TRANSPORT: readonly string[] = [
+  // The package entries: `sqs-inbox` (dataApi), `sqs-inbox/operations`.
+  'lambda/inbox/index.ts',
+  'lambda/inbox/operations.ts',
+  // `inbox()` without `database`: dataApi(), from the INBOX_* environment.
+  'lambda/inbox/handler/options.ts',
+];
+
+function seamViolations(files: readonly string[], read: (file: string) => string): string[] {
+  return files.flatMap((file) => {
+    const seam = file.startsWith(TRANSPORT) && !IMPLEMENTATION.test(file);
+    const runtime = file.startsWith('lambda/inbox/') && !file.startsWith(TRANSPORT) && !EXPOSES_A_TRANSPORT.includes(file);
+    if (!seam && !runtime) return [];
+    return importsOf(file, read(file))
+      .filter((target) => IMPLEMENTATION.test(target))
+      .map((target) => `${file} -> ${target}`);
+  });
+}
+
+/** What an import statement brings at run time: nothing for `import type`, `export type` or braces of `type` names only. */
+const STATEMENT =
+  /\b(import|export)(\s+type)?\s*(\{[^}]*\}|\*(?:\s+as\s+\w+)?|\w+(?:\s*,\s*\{[^}]*\})?)\s*from\s*(['"])(\.{1,2}\/[^'"]+)\4|\bimport\s*\(\s*(['"])(\.{1,2}\/[^'"]+)\6/g;
+
+function valueImportsOf(file: string, text: string): string[] {
+  return [...text.matchAll(STATEMENT)]
+    .filter((match) => {
+      if (match[7] !== undefined) return true;
+      if (match[2] !== undefined) return false;
+      const names = match[3]!;
+      if (!names.startsWith('{')) return true;
+      const list = names
+        .slice(1, -1)
+        .split(',')
+        .map((name) => name.trim())
+        .filter(Boolean);
+      return list.length === 0 || list.some((name) => !name.startsWith('type '));
+    })
+    .map((match) => normalize(join(dirname(file), (match[5] ?? match[7])!)).replace(/\.js$/, '.ts'));
+}
+
+/** Every cycle of value imports among `files`, each as its path from a file back to it. */
+function valueCycles(files: readonly string[], read: (file: string) => string): string[] {
+  const edges = new Map(files.map((file) => [file, valueImportsOf(file, read(file)).filter((target) => files.includes(target))]));
+  const cycles: string[] = [];
+  const done = new Set<string>();
+  const visit = (file: string, path: string[]) => {
+    const at = path.indexOf(file);
+    if (at >= 0) {
+      cycles.push([...path.slice(at), file].join(' -> '));
+      return;
+    }
+    if (done.has(file)) return;
+    for (const target of edges.get(file) ?? []) visit(target, [...path, file]);
+    done.add(file);
+  };
+  for (const file of files) visit(file, []);
+  return cycles;
+}
+
+const read = (file: string) => readFileSync(file, 'utf8');
+
 describe('the dependency direction', () => {
   const files = ['lambda', 'lib', 'local', 'bin'].flatMap(sources);
-  const read = (file: string) => readFileSync(file, 'utf8');
 
   it('holds for every import of the shipped sources, without exceptions', () => {
     expect(violations(files, read)).toEqual([]);
@@ -82,5 +150,51 @@ describe('the dependency direction', () => {
     expect(violations(['lambda/inbox/contract.ts'], () => "import type { SourceName } from './sources/source.js';")).toEqual([
       'lambda/inbox/contract.ts -> lambda/inbox/sources/source.ts',
     ]);
+  });
+
+  describe('the transport seam', () => {
+    const runtime = sources('lambda');
+
+    it('holds: the seam imports no transport, and the runtime reaches one only through its entries', () => {
+      expect(seamViolations(runtime, read)).toEqual([]);
+    });
+
+    it('fails the seam importing a transport, and a mode importing one', () => {
+      expect(seamViolations(['lambda/inbox/transport/session.ts'], () => "import type { DataApiSession } from './data-api/session.js';")).toEqual([
+        'lambda/inbox/transport/session.ts -> lambda/inbox/transport/data-api/session.ts',
+      ]);
+      expect(seamViolations(['lambda/inbox/modes/statement-set.ts'], () => "import { fitsOneCall } from '../transport/data-api/request-size.js';")).toEqual([
+        'lambda/inbox/modes/statement-set.ts -> lambda/inbox/transport/data-api/request-size.ts',
+      ]);
+      // A transport may import the seam and its own files; an entry may expose a transport.
+      expect(seamViolations(['lambda/inbox/transport/dsql/index.ts'], () => "import { PostgresSession } from '../postgres/postgres-session.js';")).toEqual([]);
+      expect(seamViolations(['lambda/inbox/index.ts'], () => "export { dataApi } from './transport/data-api/transport.js';")).toEqual([]);
+    });
+
+    it('has no cycle of value imports in lambda/ (type-only imports may cycle)', () => {
+      expect(valueCycles(runtime, read)).toEqual([]);
+    });
+
+    it('finds a value cycle made on purpose, and lets a type-only one pass', () => {
+      const files = ['lambda/inbox/a.ts', 'lambda/inbox/b.ts', 'lambda/inbox/c.ts'];
+      const cycle: Record<string, string> = {
+        'lambda/inbox/a.ts': "import { b } from './b.js';",
+        'lambda/inbox/b.ts': "import { type C, c } from './c.js';",
+        'lambda/inbox/c.ts': "export { a } from './a.js';",
+      };
+      expect(valueCycles(files, (file) => cycle[file]!)).toEqual(['lambda/inbox/a.ts -> lambda/inbox/b.ts -> lambda/inbox/c.ts -> lambda/inbox/a.ts']);
+      const typeOnly: Record<string, string> = { ...cycle, 'lambda/inbox/c.ts': "export type { A } from './a.js';" };
+      expect(valueCycles(files, (file) => typeOnly[file]!)).toEqual([]);
+      const bracesOfTypes: Record<string, string> = { ...cycle, 'lambda/inbox/b.ts': "import { type C, type D } from './c.js';" };
+      expect(valueCycles(files, (file) => bracesOfTypes[file]!)).toEqual([]);
+      const dynamic: Record<string, string> = { ...cycle, 'lambda/inbox/c.ts': "const { a } = await import('./a.js');" };
+      expect(valueCycles(files, (file) => dynamic[file]!)).toHaveLength(1);
+    });
+
+    it('finds a cycle through the real files when one is added on purpose', () => {
+      const withCycle = (file: string) =>
+        file === 'lambda/inbox/transport/transaction.ts' ? `${read(file)}\nimport { DataApiSession } from './data-api/session.js';\n` : read(file);
+      expect(valueCycles(runtime, withCycle).some((cycle) => cycle.includes('lambda/inbox/transport/transaction.ts'))).toBe(true);
+    });
   });
 });

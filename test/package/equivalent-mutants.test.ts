@@ -37,11 +37,11 @@ const KEPT_COMMENTS = [
   // `!claimed.some(Boolean)`: also its BooleanLiteral and MethodExpression mutants.
   'lambda/inbox/modes/batch-mode-runner.ts ConditionalExpression',
   // `status !== undefined && status >= 400 && status < 500`: also its EqualityOperator mutants.
-  'lambda/inbox/data-api/failures.ts ConditionalExpression',
+  'lambda/inbox/transport/data-api/failures.ts ConditionalExpression',
   // `column?.label || column?.name`: also its ConditionalExpression mutant.
-  'lambda/inbox/data-api/results.ts LogicalOperator',
+  'lambda/inbox/transport/data-api/results.ts LogicalOperator',
   // `field.longValue !== undefined`: also its EqualityOperator mutant.
-  'lambda/inbox/data-api/results.ts ConditionalExpression',
+  'lambda/inbox/transport/data-api/results.ts ConditionalExpression',
 ];
 
 describe('the equivalent mutants of `npm run mutate` (tools/mutate/equivalent-mutants.mjs)', () => {

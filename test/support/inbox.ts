@@ -5,10 +5,12 @@ import { startDataApi } from '../../local/data-api/server.js';
 import type { DataApiServer } from '../../local/data-api/server.js';
 import type { Stats } from '../../local/data-api/stats.js';
 import type { DsqlConflict } from '../../lambda/inbox/transport/dsql/index.js';
-import { DataApiSession } from '../../lambda/inbox/data-api/session.js';
+import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
 import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
 import { postgres, PostgresSession } from '../../lambda/inbox/transport/postgres/index.js';
-import type { DatabaseTarget } from '../../lambda/inbox/data-api/session.js';
+import { dataApi } from '../../lambda/inbox/transport/data-api/transport.js';
+import type { DatabaseTarget } from '../../lambda/inbox/transport/data-api/session.js';
+import type { InboxTransport } from '../../lambda/inbox/transport/transport.js';
 import type { InboxSession } from '../../lambda/inbox/transport/session.js';
 import { startWireProxy } from '../../local/wire/proxy.js';
 import { DSQL_PROFILE_EXEMPT, dsqlOnProfile, startDsqlProfile } from '../../local/dsql/profile.js';
@@ -30,8 +32,8 @@ export interface InboxFixture {
    * test injects faults and counts calls the same way on both.
    */
   readonly server: DataApiServer;
-  /** What `inbox({ database })` is given: Data API settings, or `{ pool }` on the wire transport. */
-  readonly target: DatabaseTarget;
+  /** What `inbox({ database })` is given: the transport under test (`dataApi()`, `postgres(pool)`, `dsql()`). */
+  readonly target: InboxTransport;
   readonly session: InboxSession;
   /** The database's PostgreSQL URL, for connections of a test's own beside the transport. */
   readonly url: string;
@@ -46,7 +48,7 @@ export interface InboxFixture {
    * A second, independent target for the same database: another Lambda instance with its own client. On the
    * DSQL profile `onConflict` hears of each conflict its transactions lost (elsewhere there are none).
    */
-  instance(options?: InstanceOptions): DatabaseTarget;
+  instance(options?: InstanceOptions): InboxTransport;
   /** Runs SQL directly on PostgreSQL, beside the transport, for assertions and setup. */
   query<Row extends Record<string, unknown> = Record<string, any>>(sql: string, params?: unknown[]): Promise<Row[]>;
   close(): Promise<void>;
@@ -67,6 +69,16 @@ export function dataApiClient(server: DataApiServer): RDSDataClient {
   });
 }
 
+/** Where the local Data API server finds the fixture's database: what `dataApi({ ... })` takes, but the client. */
+export function dataApiSettings(server: DataApiServer): { resourceArn: string; secretArn: string; database: string } {
+  return { resourceArn: server.resourceArn, secretArn: server.secretArn, database: server.database };
+}
+
+/** The fixture's database as a Data API session's target, with `client` or one of {@link dataApiClient}. */
+export function dataApiTarget(server: DataApiServer, client: RDSDataClient = dataApiClient(server)): DatabaseTarget {
+  return { ...dataApiSettings(server), client };
+}
+
 /** How a transport is opened on a database: what the fixture hands the tests, and what it closes. */
 type OpenTransport = (
   url: string,
@@ -74,8 +86,8 @@ type OpenTransport = (
   options: NonNullable<Parameters<typeof startDataApi>[0]>,
   label: string,
 ) => Promise<{
-  target: DatabaseTarget;
-  instance: (options?: InstanceOptions) => DatabaseTarget;
+  target: InboxTransport;
+  instance: (options?: InstanceOptions) => InboxTransport;
   session: InboxSession;
   server: DataApiServer;
   closers: (() => Promise<void>)[];
@@ -137,8 +149,8 @@ const openDsql: OpenTransport = async (url, server, options, label) => {
     },
   }) as Stats;
   return {
-    target: own as unknown as DatabaseTarget,
-    instance: (options) => dsqlTarget(options) as unknown as DatabaseTarget,
+    target: own,
+    instance: (options) => dsqlTarget(options),
     session,
     server: Object.create(server, { faults: { value: profile.proxy.faults }, stats: { value: stats } }) as DataApiServer,
     conflictsInjected: () => profile.proxy.conflicts.injected - injectedAtReset,
@@ -152,11 +164,11 @@ const openDsql: OpenTransport = async (url, server, options, label) => {
 const FIXTURES: Record<TransportName, OpenTransport> = {
   'data-api': async (_url, server) => {
     const client = dataApiClient(server);
-    const target = { client, resourceArn: server.resourceArn, secretArn: server.secretArn, database: server.database };
+    const settings = dataApiSettings(server);
     return {
-      target,
-      instance: () => ({ ...target, client: dataApiClient(server) }),
-      session: new DataApiSession(target, { callTimeoutMs: 10_000, resumeDelaysMs: [] }),
+      target: dataApi({ ...settings, client }),
+      instance: () => dataApi({ ...settings, client: dataApiClient(server) }),
+      session: new DataApiSession({ ...settings, client }, { callTimeoutMs: 10_000, resumeDelaysMs: [] }),
       server,
       closers: [async () => client.destroy()],
     };
@@ -173,9 +185,8 @@ const FIXTURES: Record<TransportName, OpenTransport> = {
     };
     const own = wirePool();
     return {
-      // The wire target stands where a Data API target is expected: inbox({ database }) takes both.
-      target: postgres(own) as unknown as DatabaseTarget,
-      instance: () => postgres(wirePool()) as unknown as DatabaseTarget,
+      target: postgres(own),
+      instance: () => postgres(wirePool()),
       session: new PostgresSession({ pool: own }, { callTimeoutMs: 10_000 }),
       // The local Data API server's faults and stats are the wire proxy's, so tests inject faults and count
       // calls the same way on both.

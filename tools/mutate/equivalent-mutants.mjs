@@ -20,7 +20,7 @@
 /** @type {readonly import('./equivalent-mutants.d.mts').EquivalentMutant[]} */
 export const EQUIVALENT_MUTANTS = [
   {
-    file: 'lambda/inbox/handler/consumer.ts',
+    file: 'lambda/inbox/transport/data-api/transport.ts',
     code: 'provider ?? 1',
     mutators: ['LogicalOperator'],
     reason: "an RDSDataClient's resolved config always holds maxAttempts as a provider function (resolveRetryConfig), so this branch never runs",
@@ -129,44 +129,44 @@ export const EQUIVALENT_MUTANTS = [
     reason: 'the cause is for a debugger; the message already carries its text',
   },
   {
-    file: 'lambda/inbox/data-api/session.ts',
+    file: 'lambda/inbox/transport/data-api/session.ts',
     scope: 'async begin(',
     code: "new DataApiError('BeginTransaction', 'rejected', false, 'the response held no transactionId')",
     mutators: ['StringLiteral', 'BooleanLiteral'],
     reason: 'unreachable: a successful BeginTransaction always returns a transactionId',
   },
   {
-    file: 'lambda/inbox/data-api/failures.ts',
+    file: 'lambda/inbox/transport/data-api/failures.ts',
     code: '(error as { name?: string })?.name',
     mutators: ['OptionalChaining'],
     reason: 'the SDK never throws null or undefined',
   },
   {
-    file: 'lambda/inbox/data-api/failures.ts',
+    file: 'lambda/inbox/transport/data-api/failures.ts',
     code: "'Error'",
     mutators: ['StringLiteral'],
     reason: 'the SDK never throws null or undefined, and its errors all have a name',
   },
   {
-    file: 'lambda/inbox/data-api/failures.ts',
+    file: 'lambda/inbox/transport/data-api/failures.ts',
     code: '(error as { message?: string })?.message',
     mutators: ['OptionalChaining'],
     reason: 'the SDK never throws null or undefined',
   },
   {
-    file: 'lambda/inbox/data-api/failures.ts',
+    file: 'lambda/inbox/transport/data-api/failures.ts',
     code: '(error as { $metadata?: { httpStatusCode?: number } })?.$metadata',
     mutators: ['OptionalChaining'],
     reason: 'the SDK never throws null or undefined',
   },
   {
-    file: 'lambda/inbox/data-api/failures.ts',
+    file: 'lambda/inbox/transport/data-api/failures.ts',
     code: "'TimeoutError'",
     mutators: ['StringLiteral'],
     reason: "without this case a reset falls to 'network', just as ambiguous",
   },
   {
-    file: 'lambda/inbox/data-api/results.ts',
+    file: 'lambda/inbox/transport/data-api/results.ts',
     // biome-ignore lint/suspicious/noTemplateCurlyInString: the text of a template literal in results.ts
     code: '`column${index}`',
     mutators: ['StringLiteral'],
@@ -174,27 +174,27 @@ export const EQUIVALENT_MUTANTS = [
       "includeResultMetadata is set, so every column has metadata with a non-empty label (PostgreSQL's JDBC driver gives the alias as both label and name)",
   },
   {
-    file: 'lambda/inbox/data-api/results.ts',
+    file: 'lambda/inbox/transport/data-api/results.ts',
     scope: "(column?.typeName ?? '')",
     code: "''",
     mutators: ['StringLiteral'],
     reason: 'any fallback type name that is not a listed case gives the same default, the text',
   },
   {
-    file: 'lambda/inbox/data-api/results.ts',
+    file: 'lambda/inbox/transport/data-api/results.ts',
     scope: 'array.arrayValues ??',
     code: '[]',
     mutators: ['ArrayDeclaration'],
     reason: 'the Data API always sets one of the typed arrays of an arrayValue',
   },
   {
-    file: 'lambda/inbox/data-api/results.ts',
+    file: 'lambda/inbox/transport/data-api/results.ts',
     code: "'serial'",
     mutators: ['StringLiteral'],
     reason: 'PostgreSQL reports a serial column as int4; the typeName is never serial, nor empty',
   },
   {
-    file: 'lambda/inbox/data-api/results.ts',
+    file: 'lambda/inbox/transport/data-api/results.ts',
     code: "'bigserial'",
     mutators: ['StringLiteral'],
     reason: 'PostgreSQL reports a bigserial column as int8; the typeName is never bigserial, nor empty',
@@ -213,7 +213,7 @@ export const EQUIVALENT_MUTANTS = [
     reason: 'a BatchModeRunner runs only in the two batch modes, so the one left after batch-statement is batch-transaction',
   },
   {
-    file: 'lambda/inbox/data-api/results.ts',
+    file: 'lambda/inbox/transport/data-api/results.ts',
     code: 'column?.name',
     mutators: ['OptionalChaining'],
     reason: 'includeResultMetadata is set, so every column has metadata with a non-empty label, and the name is never read',

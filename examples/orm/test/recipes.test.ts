@@ -2,13 +2,16 @@ import type { SQSRecord } from 'aws-lambda';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { inbox } from 'sqs-inbox';
-import type { InboxHandler, InboxMessage, InboxTransaction } from 'sqs-inbox';
+import type { InboxMessage, InboxTransaction } from 'sqs-inbox';
 import { startLocal } from 'sqs-inbox/local';
 import type { LocalStack } from 'sqs-inbox/local';
 import { INBOX_MIGRATIONS, migrate } from 'sqs-inbox/operations';
 import type { InboxMigrationSet } from 'sqs-inbox/operations';
 import { PostgresSession, postgres } from 'sqs-inbox/postgres';
 import type { OrderShipped } from '../src/schema.js';
+
+/** The handler inbox() returns. */
+type InboxHandler = ReturnType<typeof inbox>;
 
 // The four recipes of docs/orm.md, as written (src/*.ts), against embedded PostgreSQL: the Data API ones
 // through the local Data API server, the wire ones over node-postgres. Each recipe's own `handler` applies an

@@ -1,6 +1,6 @@
 import type { InboxSession } from '../../inbox/transport/session.js';
 import type { InboxTables } from '../../inbox/sql/schema.js';
-import type { Transaction } from '../../inbox/data-api/session.js';
+import type { Transaction } from '../../inbox/transport/transaction.js';
 import { inboxTables } from '../../inbox/sql/schema.js';
 import { OUTBOX_ORDER_FUNCTION } from '../../inbox/contract.js';
 import { scramSha256Verifier } from './scram.js';

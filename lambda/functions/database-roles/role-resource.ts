@@ -1,7 +1,7 @@
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
 import { InboxConfigError } from '../../inbox/index.js';
-import { DataApiSession } from '../../inbox/data-api/session.js';
-import { resolveTarget } from '../../inbox/handler/options.js';
+import { DataApiSession } from '../../inbox/transport/data-api/session.js';
+import { resolveTarget } from '../../inbox/transport/data-api/transport.js';
 import { DatabaseRoleError, dropRole, provisionRole } from './database-roles.js';
 import type { RoleGrant, RolePurpose } from './database-roles.js';
 import type { ReadSecret } from './secret-values.js';

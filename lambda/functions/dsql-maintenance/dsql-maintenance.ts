@@ -1,6 +1,5 @@
 import type { Context } from 'aws-lambda';
 import { dsqlFromEnvironment } from '../../inbox/transport/dsql/index.js';
-import { WIRE_SESSION } from '../../inbox/transport/wire-target.js';
 import { cleanupHandler } from '../purge/cleanup.js';
 import { sweeperHandler } from '../outbox-sweeper/outbox-sweeper.js';
 import { CALL_TIMEOUT_MS } from '../scheduled-session.js';
@@ -12,7 +11,7 @@ import type { ScheduledSession } from '../scheduled-session.js';
  * dialect keeps each purge batch within DSQL's 3,000 modified rows and runs a conflicting statement again.
  */
 export const dsqlSession: ScheduledSession = (env) =>
-  dsqlFromEnvironment(env, { maxConnections: 1 })[WIRE_SESSION]({ callTimeoutMs: CALL_TIMEOUT_MS, resumeDelaysMs: [] });
+  dsqlFromEnvironment(env, { maxConnections: 1 }).open({ callTimeoutMs: CALL_TIMEOUT_MS, resumeDelaysMs: [] });
 
 let purging: ReturnType<typeof cleanupHandler> | undefined;
 let sweeping: ReturnType<typeof sweeperHandler> | undefined;

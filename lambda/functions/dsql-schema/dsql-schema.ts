@@ -6,7 +6,6 @@ import type { InboxSession } from '../../inbox/transport/session.js';
 import { inboxTables } from '../../inbox/sql/schema.js';
 import { dsql, DSQL_INBOX_MIGRATIONS, migrateDsql } from '../../inbox/transport/dsql/index.js';
 import type { DsqlTarget } from '../../inbox/transport/dsql/index.js';
-import { WIRE_SESSION } from '../../inbox/transport/wire-target.js';
 import { deployedMigrationSets, resolveMigrationSets } from '../migration/deployed-migrations.js';
 
 /** The custom resource that applies the DSQL schema: the inbox's tables in their DSQL form, then the app's own sets. */
@@ -111,7 +110,7 @@ export function dsqlSchemaHandler(connect: (properties: DsqlClusterProperties) =
     }
     const sets = isRole ? [] : resolveMigrationSets(properties.Migrations ?? 'inbox', deployedMigrationSets(properties.Sets), DSQL_MIGRATION_SETS);
     const target = connect(properties);
-    const session = target[WIRE_SESSION]({ callTimeoutMs: CALL_TIMEOUT_MS, resumeDelaysMs: [] });
+    const session = target.open({ callTimeoutMs: CALL_TIMEOUT_MS, resumeDelaysMs: [] });
     try {
       if (isRole) {
         const old = event.RequestType === 'Update' ? (event.OldResourceProperties as unknown as Partial<DsqlRoleProperties>) : undefined;

@@ -1,7 +1,7 @@
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
-import { DataApiSession } from '../../inbox/data-api/session.js';
+import { DataApiSession } from '../../inbox/transport/data-api/session.js';
 import { INBOX_MIGRATIONS, migrate } from '../../inbox/sql/schema.js';
-import { resolveTarget } from '../../inbox/handler/options.js';
+import { resolveTarget } from '../../inbox/transport/data-api/transport.js';
 import type { InboxMigrationSet } from '../../inbox/sql/schema.js';
 import { deployedMigrationSets, resolveMigrationSets } from './deployed-migrations.js';
 import { ROLE_RESOURCE_TYPE, roleResourceHandler } from '../database-roles/role-resource.js';

@@ -10,7 +10,8 @@
  */
 import type { DynamoDBBatchResponse, DynamoDBStreamEvent, KinesisStreamBatchResponse, KinesisStreamEvent, MSKEvent, SelfManagedKafkaEvent } from 'aws-lambda';
 import { sqsConsumer } from './consumer.js';
-import type { ConsumerHandler, InboxHandler } from './consumer.js';
+import type { ConsumerHandler } from './consumer.js';
+import type { SQSBatchResponse, SQSEvent } from 'aws-lambda';
 import { BATCH_MODES } from '../modes/batch-modes.js';
 import type { InboxOptions } from './options.js';
 import type { KafkaBatchResponse } from '../sources/kafka.js';
@@ -34,7 +35,7 @@ import type { DynamoDbInboxOptions, KafkaInboxOptions, KinesisInboxOptions } fro
  *   },
  * });
  */
-export function inbox<Body = any>(options: InboxOptions<Body>): InboxHandler {
+export function inbox<Body = any>(options: InboxOptions<Body>): ConsumerHandler<SQSEvent, SQSBatchResponse> {
   return sqsConsumer(options, BATCH_MODES);
 }
 

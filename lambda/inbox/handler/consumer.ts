@@ -3,11 +3,8 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import { runBatch, succeeded } from '../lanes/lanes.js';
 import type { BatchPlan, Outcome } from '../lanes/lanes.js';
 import { checkGatedStatement } from '../sql/claim.js';
-import { isPostgresTarget, openSession } from '../transport/open-session.js';
 import type { InboxSession } from '../transport/session.js';
-import type { DatabaseTarget } from '../data-api/session.js';
 import { RecentKeys, filterPays, markKnownClaims } from '../prepare/duplicate-filter.js';
-import { InboxConfigError } from '../errors.js';
 import type { KeyStrategy } from '../prepare/keys.js';
 import type { BatchModes, SetRunner } from '../modes/batch-modes.js';
 import { RecordConsumer } from '../modes/per-record.js';
@@ -25,9 +22,6 @@ import { publishFailure } from '../telemetry/failure-channel.js';
 import { BatchTally, defaultTelemetry, errorFields, publishSummary } from '../telemetry/telemetry.js';
 import { inInvocation, withRequestIds } from '../telemetry/invocation.js';
 import type { InboxLogger, InboxMetrics } from '../telemetry/telemetry.js';
-
-/** The handler `inbox()` returns: an SQS Lambda handler (its parked messages: `parkedMessages(handler)` from `sqs-inbox/parked`). */
-export interface InboxHandler extends ConsumerHandler<SQSEvent, SQSBatchResponse> {}
 
 /**
  * A Lambda handler made by `inbox()` or one of the stream inboxes: it resolves with the response its event
@@ -61,12 +55,12 @@ export interface ConsumerHandler<Event, Response> {
  *   },
  * });
  */
-export function inbox<Body = any>(options: InboxOptions<Body>): InboxHandler {
+export function inbox<Body = any>(options: InboxOptions<Body>): ConsumerHandler<SQSEvent, SQSBatchResponse> {
   return sqsConsumer(options, undefined);
 }
 
 /** `inbox()`, with the batch modes' code when it is given (by `sqs-inbox/batch`). */
-export function sqsConsumer<Body>(options: InboxOptions<Body>, batchModes: BatchModes | undefined): InboxHandler {
+export function sqsConsumer<Body>(options: InboxOptions<Body>, batchModes: BatchModes | undefined): ConsumerHandler<SQSEvent, SQSBatchResponse> {
   return consumerHandler<Body, SQSRecord, SQSBatchResponse, KeyStrategy, SQSEvent>(sqsInboxSource, options, batchModes);
 }
 
@@ -105,7 +99,7 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
   const invoke = async (event: Event, context: LambdaClock | undefined): Promise<Response> => {
     const running = coldStart();
     const { resolved, logger } = running;
-    await (clientChecked ??= isPostgresTarget(resolved.target) ? Promise.resolve() : refuseSdkRetries(resolved.mode.kind, resolved.target.client));
+    await (clientChecked ??= resolved.transport.checkClient?.(transactional(resolved.mode.kind)) ?? Promise.resolve());
     const started = resolved.now();
     const records = source.records(event);
     const tally = new BatchTally();
@@ -191,7 +185,7 @@ function openInvocation<Body, Raw>(
   // Lambda's clock when it gives one; else the margin never stops a record.
   const remaining = () => context?.getRemainingTimeInMillis?.() ?? Number.POSITIVE_INFINITY;
   const margin = resolved.deadlineMarginMs ?? Math.min(resolved.callTimeoutMs * 2, remaining() / 2);
-  const session = openSession(resolved.target, {
+  const session = resolved.transport.open({
     callTimeoutMs: resolved.callTimeoutMs,
     resumeDelaysMs: resolved.resumeDelaysMs,
     timeLeftMs: () => remaining() - margin,
@@ -272,22 +266,9 @@ async function report<Body, Raw, Response>(
   return source.respond(records, outcomes);
 }
 
-/**
- * In transaction mode the SDK's own retries would re-send a statement whose response was lost, running it
- * twice inside one transaction. A client that retries is refused, with the fix.
- */
-async function refuseSdkRetries(mode: ResolvedMode<unknown>['kind'], client: DatabaseTarget['client']): Promise<void> {
-  // A gated statement sent twice claims once: its retry is harmless.
-  if (mode === 'statement' || mode === 'batch-statement') return;
-  const provider = (client.config as { maxAttempts?: unknown }).maxAttempts;
-  const attempts = typeof provider === 'function' ? Number(await provider()) : Number(provider ?? 1);
-  if (attempts > 1) {
-    throw new InboxConfigError(
-      'database.client',
-      `retries each call up to ${attempts} times; inside a transaction a retried statement whose first response was lost runs twice. ` +
-        'Create it with `new RDSDataClient({ maxAttempts: 1 })`, or leave `client` out and inbox() makes one',
-    );
-  }
+/** Whether the records run in transactions of several statements, where a call sent twice could apply twice; a gated statement sent twice claims once. */
+function transactional(mode: ResolvedMode<unknown>['kind']): boolean {
+  return mode !== 'statement' && mode !== 'batch-statement';
 }
 
 function logFailures(

@@ -1,9 +1,9 @@
-import type { RDSDataClient } from '@aws-sdk/client-rds-data';
-import { defaultDataApiClient } from '../data-api/client.js';
 import type { SQSRecord } from 'aws-lambda';
-import type { DatabaseTarget, Transaction } from '../data-api/session.js';
-import type { SqlParams } from '../data-api/parameters.js';
-import { CONSUMER_NAME_PATTERN, CONSUMER_NAME_RULE, ENV_CONSUMER, ENV_DATABASE, ENV_DATA_API_ENDPOINT, ENV_RESOURCE_ARN, ENV_SECRET_ARN } from '../contract.js';
+import { dataApi } from '../transport/data-api/transport.js';
+import type { InboxTransport } from '../transport/transport.js';
+import type { Transaction } from '../transport/transaction.js';
+import type { SqlParams } from '../transport/values.js';
+import { CONSUMER_NAME_PATTERN, CONSUMER_NAME_RULE, ENV_CONSUMER } from '../contract.js';
 import { InboxConfigError } from '../errors.js';
 import type { KeyStrategy } from '../prepare/keys.js';
 import { carriedCode, described, oneOf, refuseUnknownKeys } from './option-checks.js';
@@ -14,10 +14,7 @@ import type { OutboxSend } from '../outbox/outbox-message.js';
 import type { OutboxOptions, OutboxTransport } from '../outbox/relay.js';
 import { CLAIM_RUNTIME } from '../modes/claim-runtime.js';
 import type { ClaimRuntime, WithFirstStatement } from '../modes/claim-runtime.js';
-import type { InboxTarget } from '../transport/open-session.js';
 import type { TRANSACTION_CHANNEL, TransactionChannel } from '../transport/pass-through.js';
-import { isWireTarget } from '../transport/wire-target.js';
-import type { PostgresPool } from '../transport/postgres/postgres-session.js';
 import { OUTBOX_RUNTIME } from '../outbox/outbox-runtime.js';
 import type { OutboxRuntime } from '../outbox/outbox-runtime.js';
 import { PARKING_RUNTIME } from '../parked/parking-runtime.js';
@@ -88,42 +85,6 @@ export interface GatedBatchStatement<Body = unknown, Raw = SQSRecord> {
 /** Which records the batch-level duplicate filter looks up before any transaction. */
 export type DuplicateFilter = 'auto' | 'always' | 'never';
 
-/** Where the database is. Every field falls back to an `INBOX_*` environment variable. */
-export interface DatabaseOptions {
-  /**
-   * ARN of the Aurora cluster, with the Data API enabled.
-   * @default process.env.INBOX_RESOURCE_ARN
-   */
-  readonly resourceArn?: string | undefined;
-  /**
-   * ARN of the Secrets Manager secret holding the database credentials the Data API signs in with.
-   * @default process.env.INBOX_SECRET_ARN
-   */
-  readonly secretArn?: string | undefined;
-  /**
-   * The database name.
-   * @default process.env.INBOX_DATABASE (or the cluster's default database)
-   */
-  readonly database?: string | undefined;
-  /**
-   * A ready client. Give it `maxAttempts: 1`: the SDK's own retries re-send a statement whose response
-   * was lost, which inside a transaction runs it twice.
-   * @default a new RDSDataClient with maxAttempts 1 whose connections are not reused once idle for 15
-   * seconds (below the idle timeouts of the AWS network on the way), pointed at
-   * process.env.INBOX_DATA_API_ENDPOINT when set (the local Data API server).
-   */
-  readonly client?: RDSDataClient | undefined;
-  /**
-   * A node-postgres pool: the inbox runs over the PostgreSQL wire protocol instead of the Data API (RDS
-   * Proxy, RDS or Aurora in a VPC, any PostgreSQL), and the ARNs are not used. Pass `database:
-   * postgres(pool)` from `sqs-inbox/postgres`, which carries the wire transport's code.
-   * @default none: the Data API
-   */
-  readonly pool?: PostgresPool | undefined;
-  /** With `pool`: how long a connection may sit idle before it is checked. @default 10_000 */
-  readonly idleCheckMs?: number | undefined;
-}
-
 /** Options of every inbox consumer, whatever its source; `Raw` is the source's record type. */
 export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
   /**
@@ -133,10 +94,11 @@ export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
    */
   readonly consumer?: string | undefined;
   /**
-   * Where the inbox table lives: the cluster, secret and database, and optionally a ready client.
-   * @default - every field from the INBOX_* environment (see {@link DatabaseOptions})
+   * The transport to the database the inbox table lives in: `dataApi({ resourceArn?, secretArn?, database?,
+   * client? })`, `postgres(pool)` from `sqs-inbox/postgres`, or `dsql({ ... })` from `sqs-inbox/dsql`.
+   * @default dataApi(): the Data API, every setting from the INBOX_* environment
    */
-  readonly database?: DatabaseOptions | undefined;
+  readonly database?: InboxTransport | undefined;
   /**
    * Transaction mode: runs only when the claim inserted the row, inside the claim's transaction. A throw
    * rolls back the claim and the effect together.
@@ -281,7 +243,7 @@ export interface InboxOptions<Body = unknown> extends ConsumerOptions<Body, SQSR
 /** Options after validation, with defaults filled in. */
 export interface ResolvedOptions<Body, Raw = SQSRecord> {
   readonly consumer: string;
-  readonly target: InboxTarget;
+  readonly transport: InboxTransport;
   readonly mode: ResolvedMode<Body, Raw>;
   readonly duplicateFilter: DuplicateFilter;
   /** The code of the claim that rides on the effect's first statement; undefined: the claim goes before `apply`. */
@@ -335,23 +297,13 @@ const CONSUMER_OPTIONS: Readonly<Record<keyof ConsumerOptions, true>> = {
   now: true,
   sleep: true,
 };
-const DATABASE_OPTIONS: Readonly<Record<keyof DatabaseOptions, true>> = {
-  resourceArn: true,
-  secretArn: true,
-  database: true,
-  client: true,
-  pool: true,
-  idleCheckMs: true,
-};
 const FIFO_OPTIONS: Readonly<Record<keyof NonNullable<InboxOptions['fifo']>, true>> = { onFailure: true };
-const NESTED_OPTIONS = { fifo: FIFO_OPTIONS, database: DATABASE_OPTIONS, statement: STATEMENT_OPTIONS, statementBatch: STATEMENT_OPTIONS };
+const NESTED_OPTIONS = { fifo: FIFO_OPTIONS, statement: STATEMENT_OPTIONS, statementBatch: STATEMENT_OPTIONS };
 
 /** The options as the code gave them, checked, with defaults filled in: all but what the environment settles. */
-export interface CheckedOptions<Body, Raw = SQSRecord> extends Omit<ResolvedOptions<Body, Raw>, 'consumer' | 'target' | 'outbox'> {
+export interface CheckedOptions<Body, Raw = SQSRecord> extends Omit<ResolvedOptions<Body, Raw>, 'consumer' | 'outbox'> {
   /** The consumer the code gave, checked; undefined leaves it to INBOX_CONSUMER. */
   readonly consumer: string | undefined;
-  /** The database the code gave, its fields checked; resolveTarget fills in the rest from INBOX_*. */
-  readonly database: DatabaseOptions;
   /** The outbox's transport, and its destinations when the code gave them (else INBOX_DESTINATIONS). */
   readonly outbox:
     | { readonly transport: OutboxTransport; readonly destinations: Readonly<Record<string, string>> | undefined; readonly runtime: OutboxRuntime }
@@ -420,7 +372,7 @@ export function checkOptions<Body, Raw = SQSRecord>(
 
   return {
     consumer,
-    database: checkDatabase(options.database),
+    transport: checkTransport(options.database),
     mode,
     duplicateFilter,
     claim,
@@ -440,25 +392,21 @@ export function checkOptions<Body, Raw = SQSRecord>(
 }
 
 /**
- * Whether the environment is still to come: a setting the code left to it (the consumer; the database's
- * cluster and secret, when the code names neither) has no INBOX_* variable yet. A handler module then
- * imports cleanly, in a test or a tool, and its first invocation settles the environment, with the same
- * errors. A database the code names half of is the code's to finish: it is not waited for.
+ * Whether the environment is still to come: the consumer, when the code left it to INBOX_CONSUMER and that
+ * is not set yet. A handler module then imports cleanly, in a test or a tool, and its first invocation
+ * settles the environment, with the same errors. The transport settles its own environment at first use.
  */
-export function awaitsEnvironment(checked: Pick<CheckedOptions<unknown>, 'consumer' | 'database'>, env: NodeJS.ProcessEnv = process.env): boolean {
-  const { consumer, database } = checked;
-  const location = database.pool === undefined && database.resourceArn === undefined && database.secretArn === undefined;
-  return (consumer === undefined && !env[ENV_CONSUMER]) || (location && (!env[ENV_RESOURCE_ARN] || !env[ENV_SECRET_ARN]));
+export function awaitsEnvironment(checked: Pick<CheckedOptions<unknown>, 'consumer'>, env: NodeJS.ProcessEnv = process.env): boolean {
+  return checked.consumer === undefined && !env[ENV_CONSUMER];
 }
 
 /** Fills in, from the INBOX_* environment, what the code left to it, naming what is missing or wrong. */
 export function settleEnvironment<Body, Raw>(checked: CheckedOptions<Body, Raw>, env: NodeJS.ProcessEnv = process.env): ResolvedOptions<Body, Raw> {
-  const { database, handlerName, outbox, ...rest } = checked;
+  const { handlerName, outbox, ...rest } = checked;
   const consumer = checked.consumer ?? checkConsumer(env[ENV_CONSUMER], handlerName);
   return {
     ...rest,
     consumer,
-    target: resolveInboxTarget(database, env),
     outbox: outbox && {
       transport: outbox.transport,
       destinations: outbox.destinations ?? outbox.runtime.environmentDestinations(env),
@@ -525,93 +473,17 @@ function checkOutbox(outbox: unknown, mode: ResolvedMode<unknown>['kind']): Chec
   };
 }
 
-/** The database object as given, its keys and field types checked; resolveTarget fills in the environment. */
-function checkDatabase(database: unknown): DatabaseOptions {
-  if (database === undefined || database === null) return {};
-  if (typeof database !== 'object' || Array.isArray(database)) {
-    throw new InboxConfigError('database', `must be an object { resourceArn, secretArn, database, client }; got ${described(database)}`);
-  }
-  refuseUnknownKeys(database, DATABASE_OPTIONS, 'database');
-  const given = database as DatabaseOptions;
-  for (const field of ['resourceArn', 'secretArn', 'database'] as const) {
-    const value: unknown = given[field];
-    if (value !== undefined && typeof value !== 'string') {
-      throw new InboxConfigError(`database.${field}`, `must be a string; got ${described(value)}`);
-    }
-  }
-  const client: unknown = given.client;
-  if (client !== undefined && (typeof client !== 'object' || client === null || typeof (client as { send?: unknown }).send !== 'function')) {
-    throw new InboxConfigError('database.client', `must be an RDSDataClient, e.g. new RDSDataClient({ maxAttempts: 1 }); got ${described(client)}`);
-  }
-  return given;
-}
-
-/** The wire transport's pool when one is given, else the Data API target from the options and the environment. */
-function resolveInboxTarget(database: DatabaseOptions, env: NodeJS.ProcessEnv): InboxTarget {
-  if (database.pool === undefined) return resolveTarget(database, env);
-  if (typeof (database.pool as { connect?: unknown })?.connect !== 'function') {
-    throw new InboxConfigError(
-      'database.pool',
-      `must be a node-postgres Pool, e.g. postgres(new pg.Pool({ host, database, user, password })); got ${described(database.pool)}`,
-    );
-  }
-  if (!isWireTarget(database)) {
+/** The `database` option checked: a transport, or `dataApi()` when none is given. */
+function checkTransport(database: unknown): InboxTransport {
+  if (database === undefined || database === null) return dataApi();
+  if (typeof (database as Partial<InboxTransport>).open !== 'function') {
     throw new InboxConfigError(
       'database',
-      "a pool goes through postgres(pool): import { postgres } from 'sqs-inbox/postgres' and pass database: postgres(pool)",
+      'must be a transport: dataApi({ resourceArn, secretArn, database, client }) from "sqs-inbox", postgres(pool) from "sqs-inbox/postgres" ' +
+        `or dsql({ ... }) from "sqs-inbox/dsql"; got ${described(database)}`,
     );
   }
-  for (const field of ['resourceArn', 'secretArn', 'client'] as const) {
-    if (database[field] !== undefined) {
-      throw new InboxConfigError(
-        `database.${field}`,
-        'is a Data API setting; with database.pool the inbox speaks the PostgreSQL wire protocol: remove one of them',
-      );
-    }
-  }
-  if (database.idleCheckMs !== undefined) nonNegativeInteger(database.idleCheckMs, 'database.idleCheckMs');
-  return database;
-}
-
-/**
- * Fills database settings from the INBOX_* environment, naming what is missing. Shared by `inbox()`,
- * the migrate and cleanup functions, and the CLI.
- */
-export function resolveTarget(database: DatabaseOptions, env: NodeJS.ProcessEnv = process.env, option = 'database'): DatabaseTarget {
-  const resourceArn = database.resourceArn ?? env[ENV_RESOURCE_ARN];
-  const secretArn = database.secretArn ?? env[ENV_SECRET_ARN];
-  const name = database.database ?? env[ENV_DATABASE];
-  if (!resourceArn) {
-    throw new InboxConfigError(`${option}.resourceArn`, 'is not set: pass the Aurora cluster ARN, or set INBOX_RESOURCE_ARN');
-  }
-  if (!secretArn) {
-    throw new InboxConfigError(`${option}.secretArn`, 'is not set: pass the database secret ARN, or set INBOX_SECRET_ARN');
-  }
-  const endpoint = env[ENV_DATA_API_ENDPOINT];
-  const client =
-    database.client ??
-    defaultDataApiClient({
-      ...(endpoint
-        ? {
-            endpoint,
-            region: env.AWS_REGION ?? 'us-east-1',
-            // The local server does not check signatures; real credentials are never needed for it.
-            credentials: {
-              accessKeyId: env.AWS_ACCESS_KEY_ID ?? 'local',
-              secretAccessKey: env.AWS_SECRET_ACCESS_KEY ?? 'local',
-            },
-          }
-        : // The Data API answers only in the cluster's own region, which its ARN names: outside Lambda (the
-          // CLI on a laptop) AWS_REGION may be unset, and the SDK's "Region is missing" reads as a network fault.
-          regionOf(resourceArn)),
-    });
-  return { resourceArn, secretArn, client, ...(name ? { database: name } : {}) };
-}
-
-/** `{ region }` from an ARN such as `arn:aws:rds:eu-west-1:123456789012:cluster:orders`, or nothing. */
-function regionOf(arn: string): { region?: string } {
-  const region = /^arn:aws[\w-]*:rds:([a-z0-9-]+):/.exec(arn)?.[1];
-  return region ? { region } : {};
+  return database as InboxTransport;
 }
 
 function positiveInteger(value: unknown, option: string, example: string): number {

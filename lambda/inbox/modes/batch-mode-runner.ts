@@ -6,7 +6,7 @@ import { retryConflicts } from '../transport/conflicts.js';
 import { DatabaseCallError, DataApiError } from '../errors.js';
 import type { ResolvedOptions } from '../handler/options.js';
 import type { PreparedRecord } from '../prepare/prepare.js';
-import { fittingRuns } from '../data-api/request-size.js';
+import { fittingRuns } from '../transport/limits.js';
 import type { InboxTables } from '../sql/schema.js';
 import type { BatchTally, InboxLogger } from '../telemetry/telemetry.js';
 import { commitOrRollBack, inboxTransaction } from './per-record.js';
@@ -78,7 +78,7 @@ export class BatchModeRunner<Body, Raw = unknown> implements SetRunner<Body, Raw
     // leaves (itself and every later run) still comes after them in each FIFO group.
     let rest: readonly PreparedRecord<Body, Raw>[] = members;
     try {
-      for (const run of this.runs(members, session.dialect?.maxRecordsPerTransaction)) {
+      for (const run of this.runs(members, session)) {
         if (!plan.mayStart()) break;
         // A set that lost an optimistic-concurrency conflict rolled back whole: it runs again as a set.
         const results = await retryConflicts(session, () => this.applySet(run, session, tally));
@@ -106,15 +106,19 @@ export class BatchModeRunner<Body, Raw = unknown> implements SetRunner<Body, Raw
   }
 
   /**
-   * The set as runs that each fit in one Data API call: for `statementBatch`, whose one statement carries
-   * every body. (`applyBatch` claims in one transaction whatever the size, see claimSet.)
+   * The set as runs that each fit in one of the session's calls: for `statementBatch`, whose one statement
+   * carries every body. (`applyBatch` claims in one transaction whatever the size, see claimSet.)
    */
-  private runs(members: readonly PreparedRecord<Body, Raw>[], maxRecords = Infinity): (readonly PreparedRecord<Body, Raw>[])[] {
-    const mode = this.options.mode;
+  private runs(members: readonly PreparedRecord<Body, Raw>[], session: InboxSession): (readonly PreparedRecord<Body, Raw>[])[] {
+    const { mode, consumer } = this.options;
     // A database that bounds the rows of a transaction (Aurora DSQL) gets the set in runs it can take.
+    const maxRecords = session.dialect?.maxRecordsPerTransaction ?? Number.POSITIVE_INFINITY;
     const bounded = (run: readonly PreparedRecord<Body, Raw>[]) => run.length <= maxRecords;
     if (mode.kind !== 'batch-statement') return fittingRuns(members, bounded);
-    return fittingRuns(members, (run) => bounded(run) && statementSetFits(this.tables, this.options.consumer, mode, run.map(setMember)));
+    return fittingRuns(
+      members,
+      (run) => bounded(run) && statementSetFits(session.limits, { tables: this.tables, consumer, mode, members: run.map(setMember) }),
+    );
   }
 
   /** Claims and applies the set; throws when it did not commit. */

@@ -1,8 +1,8 @@
 import type { BatchPlan, Outcome } from '../lanes/lanes.js';
 import { checkGatedStatement, replayBatchGatedSql } from '../sql/claim.js';
 import type { ClaimOutcome } from '../sql/claim.js';
-import type { Transaction } from '../data-api/session.js';
-import type { SqlParams } from '../data-api/parameters.js';
+import type { Transaction } from '../transport/transaction.js';
+import type { SqlParams } from '../transport/values.js';
 import type { InboxSession } from '../transport/session.js';
 import { InboxConfigError } from '../errors.js';
 import { STATEMENT_OPTIONS } from './mode-options.js';

@@ -1,7 +1,7 @@
 import { claimSql, readClaim } from '../sql/claim.js';
-import type { Transaction } from '../data-api/session.js';
-import type { SqlParams } from '../data-api/parameters.js';
-import type { StatementResult } from '../data-api/results.js';
+import type { Transaction } from '../transport/transaction.js';
+import type { SqlParams } from '../transport/values.js';
+import type { StatementResult } from '../transport/results.js';
 import type { InboxTables } from '../sql/schema.js';
 
 /** The claim of one record's transaction, as the per-record transaction drives it around `apply`. */

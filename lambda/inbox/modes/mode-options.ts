@@ -1,4 +1,4 @@
-import type { SqlParams } from '../data-api/parameters.js';
+import type { SqlParams } from '../transport/values.js';
 import { InboxConfigError } from '../errors.js';
 import { described, refuseUnknownKeys } from '../handler/option-checks.js';
 import type { ConsumerOptions, GatedStatement, InboxMessage, ResolvedMode } from '../handler/options.js';

@@ -1,7 +1,7 @@
 import type { Outcome } from '../lanes/lanes.js';
 import { checkGatedStatement, claimParams, gatedSql, readClaim, sameHash, statementBound, storedHashSql } from '../sql/claim.js';
 import type { ClaimOutcome } from '../sql/claim.js';
-import type { Transaction } from '../data-api/session.js';
+import type { Transaction } from '../transport/transaction.js';
 import type { InboxSession } from '../transport/session.js';
 import { retryConflicts } from '../transport/conflicts.js';
 import { DatabaseCallError, InboxConfigError, KeyCollisionError, PermanentError, UnstorableTextError } from '../errors.js';

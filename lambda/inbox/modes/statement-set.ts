@@ -1,12 +1,13 @@
 import { UNWRITABLE_BODY, batchClaimSql, batchGatedSql, checkGatedStatement, readBatchClaims, statementBound } from '../sql/claim.js';
 import type { BatchClaimOutcome } from '../sql/claim.js';
-import type { Transaction } from '../data-api/session.js';
-import type { SqlParams } from '../data-api/parameters.js';
+import type { Transaction } from '../transport/transaction.js';
+import type { SqlParams } from '../transport/values.js';
 import type { InboxSession } from '../transport/session.js';
 import { DatabaseCallError, PermanentError } from '../errors.js';
 import { hex } from '../prepare/keys.js';
 import type { InboxMessage, ResolvedMode } from '../handler/options.js';
-import { CLAIM_ROW_BYTES, fitsOneCall, fittingRuns } from '../data-api/request-size.js';
+import { CLAIM_ROW_BYTES, fittingRuns } from '../transport/limits.js';
+import type { RequestLimits } from '../transport/limits.js';
 
 /** A message of a claimed set, with its body hash. */
 export interface SetMember<Body, Raw = unknown> {
@@ -78,18 +79,21 @@ export async function statementSet<Body, Raw>(
 }
 
 /**
- * Whether the statement of {@link statementSet} for these members fits in one call: its request (4 MiB)
- * and its answer (1 MiB). Ten 1 MiB bodies in one statement would be refused, and every record would
- * then run alone; the batch modes split such a set into runs that fit.
+ * Whether the statement of {@link statementSet} for these members fits in one of the transport's calls
+ * (the Data API: a 4 MiB request, a 1 MiB answer). Ten 1 MiB bodies in one statement would be refused, and
+ * every record would then run alone; the batch modes split such a set into runs that fit.
  */
 export function statementSetFits<Body, Raw>(
-  tables: Parameters<typeof batchGatedSql>[0],
-  consumer: string,
-  mode: Extract<ResolvedMode<Body, Raw>, { kind: 'batch-statement' }>,
-  members: readonly SetMember<Body, Raw>[],
+  limits: RequestLimits,
+  set: {
+    readonly tables: Parameters<typeof batchGatedSql>[0];
+    readonly consumer: string;
+    readonly mode: Extract<ResolvedMode<Body, Raw>, { kind: 'batch-statement' }>;
+    readonly members: readonly SetMember<Body, Raw>[];
+  },
 ): boolean {
-  const { sql, params } = setStatement(tables, consumer, mode, members, true);
-  return fitsOneCall(sql, params, members.length * CLAIM_ROW_BYTES);
+  const { sql, params } = setStatement(set.tables, set.consumer, set.mode, set.members, true);
+  return limits.fits(sql, params, set.members.length * CLAIM_ROW_BYTES);
 }
 
 function setStatement<Body, Raw>(
@@ -131,7 +135,7 @@ export async function claimSet(
     inbox_batch: run.map((member, position) => ({ position, message_key: member.message.key, sha256: hex(member.sha256) })),
   });
   const claims: BatchClaimOutcome[] = [];
-  for (const run of fittingRuns(members, (run) => fitsOneCall(sql, params(run), run.length * CLAIM_ROW_BYTES))) {
+  for (const run of fittingRuns(members, (run) => tx.limits.fits(sql, params(run), run.length * CLAIM_ROW_BYTES))) {
     const { rows } = await tx.execute(sql, params(run));
     claims.push(...readBatchClaims(rows));
   }

@@ -1,4 +1,4 @@
-import type { Transaction } from '../data-api/session.js';
+import type { Transaction } from '../transport/transaction.js';
 import type { InboxSession } from '../transport/session.js';
 import type { InboxTables } from '../sql/schema.js';
 import type { InboxLogger } from '../telemetry/telemetry.js';

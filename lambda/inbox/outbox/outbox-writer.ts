@@ -1,5 +1,5 @@
 import { FIFO_ID_PATTERN } from '../contract.js';
-import type { Transaction } from '../data-api/session.js';
+import type { Transaction } from '../transport/transaction.js';
 import { InboxConfigError, PermanentError } from '../errors.js';
 import { IDEMPOTENCY_KEY_ATTRIBUTE } from '../prepare/keys.js';
 import { MAX_SQS_MESSAGE_BYTES, SQS_ATTRIBUTE_NAME, sqsMessageBytes, stringAttributes } from '../producer/sqs-limits.js';

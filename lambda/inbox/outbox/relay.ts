@@ -1,4 +1,4 @@
-import type { SqlParams } from '../data-api/parameters.js';
+import type { SqlParams } from '../transport/values.js';
 import type { InboxSession } from '../transport/session.js';
 import { PIECE_BYTES, readLargeValues } from '../sql/large-values.js';
 import { retryConflicts } from '../transport/conflicts.js';

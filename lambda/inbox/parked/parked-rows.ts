@@ -1,4 +1,4 @@
-import type { SqlParams } from '../data-api/parameters.js';
+import type { SqlParams } from '../transport/values.js';
 import { readLargeValues } from '../sql/large-values.js';
 import type { ReadStatement } from '../sql/large-values.js';
 import { bytesText } from '../sources/text-bytes.js';

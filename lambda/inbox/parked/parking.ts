@@ -2,7 +2,7 @@ import { InboxError, KeyCollisionError } from '../errors.js';
 import type { Outcome } from '../lanes/lanes.js';
 import { claimParams, parkSql, readClaim } from '../sql/claim.js';
 import type { ClaimOutcome } from '../sql/claim.js';
-import type { Row } from '../data-api/results.js';
+import type { Row } from '../transport/results.js';
 import { storableText } from '../sql/storable-text.js';
 import { retryConflicts } from '../transport/conflicts.js';
 import { CONSUMER_PARTS, PARKING_RUNTIME } from './parking-runtime.js';
@@ -98,7 +98,7 @@ export function parkedMessages(handler: object): ParkedMessages {
   const consumer = () => {
     const given = parts();
     return consumerParkedMessages({
-      target: given.resolved.target,
+      transport: given.resolved.transport,
       tables: given.tables,
       consumer: given.resolved.consumer,
       callTimeoutMs: given.resolved.callTimeoutMs,

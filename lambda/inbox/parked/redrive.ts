@@ -1,4 +1,4 @@
-import type { Transaction } from '../data-api/session.js';
+import type { Transaction } from '../transport/transaction.js';
 import { retryConflicts } from '../transport/conflicts.js';
 import type { InboxSession } from '../transport/session.js';
 import { InboxConfigError } from '../errors.js';

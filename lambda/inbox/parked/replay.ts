@@ -1,4 +1,4 @@
-import type { Transaction } from '../data-api/session.js';
+import type { Transaction } from '../transport/transaction.js';
 import { inboxTransaction } from '../modes/per-record.js';
 import { toMessage } from '../prepare/prepare.js';
 import { checkGatedStatement, replayGatedSql } from '../sql/claim.js';

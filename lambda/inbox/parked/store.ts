@@ -1,9 +1,8 @@
 import { claimParams, claimSql, readClaim, statementBound } from '../sql/claim.js';
-import { openSession } from '../transport/open-session.js';
-import type { InboxTarget } from '../transport/open-session.js';
+import type { InboxTransport } from '../transport/transport.js';
 import type { InboxSession } from '../transport/session.js';
 import { retryConflicts } from '../transport/conflicts.js';
-import type { Transaction } from '../data-api/session.js';
+import type { Transaction } from '../transport/transaction.js';
 import { ParkedCollisionError } from '../errors.js';
 import { collisionKey, payloadHash } from '../prepare/keys.js';
 import { PARKED_COLUMNS, readParked } from './parked-rows.js';
@@ -207,7 +206,7 @@ export function parkedMessageStore(options: ParkedMessageStoreOptions): ParkedMe
 
 /** The parked messages of a consumer, with its replay: what `parkedMessages(handler)` gives. */
 export function consumerParkedMessages(config: {
-  target: InboxTarget;
+  transport: InboxTransport;
   tables: InboxTables;
   consumer: string;
   callTimeoutMs: number;
@@ -216,7 +215,7 @@ export function consumerParkedMessages(config: {
   relay: (session: InboxSession, ids: readonly number[]) => Promise<unknown>;
 }): ParkedMessages {
   const { tables, consumer } = config;
-  const session = () => openSession(config.target, { callTimeoutMs: config.callTimeoutMs, resumeDelaysMs: [500, 1000, 2000, 4000, 8000] });
+  const session = () => config.transport.open({ callTimeoutMs: config.callTimeoutMs, resumeDelaysMs: [500, 1000, 2000, 4000, 8000] });
   return {
     ...reader(session, tables, consumer),
     async replay(id, options = {}) {

@@ -2,7 +2,7 @@ import { knownClaimsSql, sameHash } from '../sql/claim.js';
 import type { InboxSession } from '../transport/session.js';
 import type { DuplicateFilter, ResolvedMode } from '../handler/options.js';
 import type { PreparedRecord } from './prepare.js';
-import { CLAIM_ROW_BYTES, fitsOneCall, fittingRuns } from '../data-api/request-size.js';
+import { CLAIM_ROW_BYTES, fittingRuns } from '../transport/limits.js';
 import type { InboxTables } from '../sql/schema.js';
 
 /**
@@ -65,10 +65,10 @@ export async function markKnownClaims(
   const sql = knownClaimsSql(tables);
   const params = (run: readonly string[]) => ({ inbox_consumer: consumer, inbox_keys: [...run] });
   const stored = new Map<string, Uint8Array | null>();
-  // One lookup, or one per run of keys when they, or the rows that return them, would not fit in one call
-  // (10,000 keys of 512 bytes).
+  // One lookup, or one per run of keys when they, or the rows that return them, would not fit in one of the
+  // transport's calls (10,000 keys of 512 bytes over the Data API).
   const fits = (run: readonly string[]) =>
-    fitsOneCall(
+    session.limits.fits(
       sql,
       params(run),
       run.reduce((bytes, key) => bytes + Buffer.byteLength(key, 'utf8') + CLAIM_ROW_BYTES, 0),

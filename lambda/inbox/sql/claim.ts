@@ -1,5 +1,5 @@
-import type { SqlParams } from '../data-api/parameters.js';
-import type { Row } from '../data-api/results.js';
+import type { SqlParams } from '../transport/values.js';
+import type { Row } from '../transport/results.js';
 import { DatabaseCallError, InboxConfigError } from '../errors.js';
 import { scanSql } from '../transport/sql-scanner.js';
 import type { InboxTables } from './schema.js';

@@ -1,6 +1,6 @@
-import type { SqlParams } from '../data-api/parameters.js';
-import { fittingRuns } from '../data-api/request-size.js';
-import type { StatementResult } from '../data-api/results.js';
+import type { SqlParams } from '../transport/values.js';
+import { fittingRuns } from '../transport/limits.js';
+import type { StatementResult } from '../transport/results.js';
 
 // Values too large to come back with their rows: the Data API answers at most 1 MiB per call, so a read
 // that selects a parked payload or an outbox message near SQS's 1 MiB, or a few hundred KB of them

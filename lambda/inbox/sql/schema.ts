@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Transaction } from '../data-api/session.js';
+import type { Transaction } from '../transport/transaction.js';
 import type { InboxSession } from '../transport/session.js';
 import { InboxConfigError, MigrationChangedError } from '../errors.js';
 import { described } from '../handler/option-checks.js';

@@ -1,5 +1,3 @@
-import type { DatabaseTarget } from '../data-api/session.js';
-
 /**
  * How an ORM's own driver reaches the inbox's transaction (`sqs-inbox/orm`): each transport hands over its
  * calls as the driver builds them, unconverted, inside the transaction the inbox opened. The ORM never sees
@@ -15,7 +13,7 @@ export type PassThroughOperation = 'ExecuteStatement' | 'BatchExecuteStatement';
 export interface DataApiPassThrough {
   readonly transport: 'data-api';
   /** The cluster, secret and database every call goes to. */
-  readonly target: Pick<DatabaseTarget, 'resourceArn' | 'secretArn' | 'database'>;
+  readonly target: { readonly resourceArn: string; readonly secretArn: string; readonly database?: string | undefined };
   /**
    * Sends the operation with this input (the ORM's, with the inbox's transaction, cluster, secret and
    * database filled in) as the session sends its own: one command per attempt, the session's timeout,

@@ -1,13 +1,15 @@
-import type { Transaction } from '../data-api/session.js';
-import type { SqlParams } from '../data-api/parameters.js';
-import type { StatementResult } from '../data-api/results.js';
+import type { Transaction } from './transaction.js';
+import type { SqlParams } from './values.js';
+import type { StatementResult } from './results.js';
+import type { RequestLimits } from './limits.js';
+import type { InboxMetrics } from '../telemetry/telemetry.js';
 import type { PassThrough } from './pass-through.js';
 
 /**
  * How the runtime reaches PostgreSQL: the transport seam. Every mode, source, the duplicate filter,
  * parking, replay, the outbox and the purge speak to the database through this and nothing else, so they
- * run unchanged on the Data API ({@link DataApiSession}) and on the PostgreSQL wire protocol
- * ({@link PostgresSession}). SQL uses `:name` parameters on both.
+ * run unchanged on every transport (transport.ts `InboxTransport`: the Data API, the PostgreSQL wire
+ * protocol, Aurora DSQL). SQL uses `:name` parameters on all of them.
  *
  * Every failure is a `DatabaseCallError` whose `failure` and `ambiguous` say how the call left things;
  * a transport classifies its own failures (a Data API 5xx, a socket reset while COMMIT was in flight).
@@ -31,6 +33,8 @@ export interface InboxSession {
   rollback(transactionId: string): Promise<void>;
   /** Opens a transaction whose statements are sent one at a time, in call order. */
   transaction(): Promise<Transaction>;
+  /** How much one call may carry: the modes and the duplicate filter split a set of records that does not fit. */
+  readonly limits: RequestLimits;
   /** How an ORM's driver sends inside one of this session's transactions (`sqs-inbox/orm`); absent on a transport that has none. */
   readonly passThrough?: PassThrough | undefined;
   /**
@@ -70,4 +74,23 @@ export interface ConflictRetryPolicy {
   readonly baseDelayMs: number;
   /** No wait exceeds this, in milliseconds. */
   readonly maxDelayMs: number;
+}
+
+/** How a session waits and retries. Time is injected so that tests can drive it. */
+export interface SessionPolicy {
+  /** Abort a single call after this long; the outcome of an aborted write is unknown. */
+  readonly callTimeoutMs: number;
+  /** Delays before each retry of a call refused while the database resumes (the Data API's DatabaseResumingException: Aurora auto-pause). */
+  readonly resumeDelaysMs: readonly number[];
+  /** Milliseconds left before the caller's deadline; a retry that cannot finish before it is not made. */
+  readonly timeLeftMs?: (() => number) | undefined;
+  /** Told about each resume retry, for the metrics. */
+  readonly onResumeRetry?: (() => void) | undefined;
+  /**
+   * The invocation's metrics, for what only a transport sees: the DSQL session adds its conflict retries
+   * (contract.ts `DSQL_CONFLICT_METRICS`) here, and they go out with the invocation's summary.
+   */
+  readonly metrics?: InboxMetrics | undefined;
+  /** @default setTimeout */
+  readonly sleep?: ((ms: number) => Promise<void>) | undefined;
 }

@@ -131,17 +131,20 @@ describe('dsql(): the target', () => {
     }
   });
 
-  it('reads INBOX_DSQL_ENDPOINT, INBOX_DSQL_REGION (or AWS_REGION) and INBOX_DSQL_USER, naming the one missing', () => {
+  it('reads INBOX_DSQL_ENDPOINT, INBOX_DSQL_REGION (or AWS_REGION) and INBOX_DSQL_USER at first use, naming the one missing', () => {
     const env = { INBOX_DSQL_ENDPOINT: 'abcdefghijklmnopqrstuvwxyz.dsql.eu-west-1.on.aws', AWS_REGION: 'eu-west-1', INBOX_DSQL_USER: 'inbox_consumer' };
     expect(dsqlFromEnvironment(env).pool).toBeDefined();
     for (const missing of ['INBOX_DSQL_ENDPOINT', 'INBOX_DSQL_USER'] as const) {
       const { [missing]: _, ...rest } = env;
-      expect(() => dsqlFromEnvironment(rest)).toThrow(expect.objectContaining({ option: missing }));
+      expect(() => dsqlFromEnvironment(rest).pool).toThrow(expect.objectContaining({ option: missing }));
     }
     const { AWS_REGION: _, ...noRegion } = env;
-    expect(() => dsqlFromEnvironment(noRegion)).toThrow(expect.objectContaining({ option: 'INBOX_DSQL_REGION' }));
-    expect(() => dsqlFromEnvironment({ ...noRegion, INBOX_DSQL_REGION: 'eu-west-1' })).not.toThrow();
-    expect(() => dsqlFromEnvironment({})).toThrow(InboxConfigError);
+    expect(() => dsqlFromEnvironment(noRegion).pool).toThrow(expect.objectContaining({ option: 'INBOX_DSQL_REGION' }));
+    expect(() => dsqlFromEnvironment({ ...noRegion, INBOX_DSQL_REGION: 'eu-west-1' }).pool).not.toThrow();
+    // Read at first use: made without its environment, the transport throws only when it is used.
+    const unset = dsqlFromEnvironment({});
+    expect(() => unset.pool).toThrow(InboxConfigError);
+    expect(() => unset.open({ callTimeoutMs: 1000, resumeDelaysMs: [] })).toThrow(expect.objectContaining({ option: 'INBOX_DSQL_ENDPOINT' }));
   });
 
   it('signs a DbConnect token for a role and a DbConnectAdmin token for admin, offline, for the cluster host', async () => {

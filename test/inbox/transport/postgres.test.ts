@@ -198,16 +198,10 @@ describe.each(modes)('inbox() over a node-postgres pool, $name', ({ options }) =
 });
 
 describe('inbox() over a pool: options', () => {
-  it('refuses Data API settings beside a pool, naming both', () => {
-    expect(() => inbox({ consumer: 'x', database: { ...postgres(pool), resourceArn: 'arn:aws:rds:x' }, apply: async () => {} })).toThrow(
-      /inbox option "database.resourceArn": is a Data API setting; with database.pool the inbox speaks the PostgreSQL wire protocol/,
-    );
-    expect(() => inbox({ consumer: 'x', database: postgres({} as pg.Pool), apply: async () => {} })).toThrow(
-      /inbox option "database.pool": must be a node-postgres Pool/,
-    );
-    // A bare pool carries no wire transport: the Data API consumer's bundle leaves it out.
-    expect(() => inbox({ consumer: 'x', database: { pool }, apply: async () => {} })).toThrow(
-      /inbox option "database": a pool goes through postgres\(pool\): import \{ postgres \} from 'sqs-inbox\/postgres'/,
+  it('refuses what is not a pool, and a pool not made a transport, naming the fix', () => {
+    expect(() => postgres({} as pg.Pool)).toThrow(/inbox option "postgres\(pool\)": must be given a node-postgres Pool/);
+    expect(() => inbox({ consumer: 'x', database: { pool } as never, apply: async () => {} })).toThrow(
+      /inbox option "database": must be a transport: .*postgres\(pool\) from "sqs-inbox\/postgres"/,
     );
   });
 

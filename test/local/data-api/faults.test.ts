@@ -8,7 +8,7 @@ import {
 } from '@aws-sdk/client-rds-data';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DataApiError as SessionError } from '../../../lambda/inbox/index.js';
-import { DataApiSession } from '../../../lambda/inbox/data-api/session.js';
+import { DataApiSession } from '../../../lambda/inbox/transport/data-api/session.js';
 import { rejectionOf, startHarness, type Harness } from './harness.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -6,13 +6,11 @@
  * `@aws-sdk/dsql-signer` installed beside the package.
  * @module
  */
-import type { SessionPolicy } from '../../data-api/session.js';
 import { InboxConfigError } from '../../errors.js';
 import { PostgresSession } from '../postgres/postgres-session.js';
 import type { PostgresPool } from '../postgres/postgres-session.js';
-import type { ConflictRetryPolicy, SessionDialect } from '../session.js';
-import { WIRE_SESSION } from '../wire-target.js';
-import type { WireTarget } from '../wire-target.js';
+import type { ConflictRetryPolicy, SessionDialect, SessionPolicy } from '../session.js';
+import type { InboxTransport } from '../transport.js';
 import { dsqlPool, resolveConnection } from './connection.js';
 import { INBOX_ENV } from '../../contract.js';
 import type { DsqlConflictMetric } from '../../contract.js';
@@ -86,8 +84,8 @@ export interface DsqlOptions {
  */
 export const DSQL_CONFLICT_RETRIES: ConflictRetryPolicy = { attempts: 3, baseDelayMs: 20, maxDelayMs: 1000 };
 
-/** The target {@link dsql} returns: `inbox({ database })` takes it. */
-export interface DsqlTarget extends WireTarget {
+/** The transport {@link dsql} returns: `inbox({ database })` takes it. */
+export interface DsqlTarget extends InboxTransport {
   /** The pool, made on first use and kept for the Lambda instance's life. */
   readonly pool: PostgresPool & { end(): Promise<void> };
 }
@@ -156,8 +154,9 @@ export function dsql(options: DsqlOptions): DsqlTarget {
   }
   const pool = dsqlPool(connection, options);
   return {
+    name: 'dsql',
     pool,
-    [WIRE_SESSION]: (policy: SessionPolicy) =>
+    open: (policy) =>
       new DsqlSession(
         pool,
         policy,
@@ -175,7 +174,7 @@ export const DSQL_ENVIRONMENT = {
 } as const;
 
 /**
- * A DSQL target from the function's environment: `INBOX_DSQL_ENDPOINT` (the cluster endpoint),
+ * A DSQL transport from the function's environment, read at the first invocation: `INBOX_DSQL_ENDPOINT` (the cluster endpoint),
  * `INBOX_DSQL_REGION` (default `AWS_REGION`, which Lambda sets) and `INBOX_DSQL_USER` (the database role).
  *
  * @example
@@ -185,6 +184,21 @@ export function dsqlFromEnvironment(
   env: Readonly<Record<string, string | undefined>> = process.env,
   options: Omit<DsqlOptions, 'endpoint' | 'clusterId' | 'region' | 'user'> = {},
 ): DsqlTarget {
+  // The environment is read at first use (an invocation's session, or the pool asked for), so that a module
+  // that builds its handler imports cleanly without it.
+  let settled: DsqlTarget | undefined;
+  const settle = () => (settled ??= dsql({ ...options, ...dsqlEnvironment(env) }));
+  return {
+    name: 'dsql',
+    get pool() {
+      return settle().pool;
+    },
+    open: (policy) => settle().open(policy),
+  };
+}
+
+/** The cluster's endpoint, Region and role from the environment, naming what is missing. */
+function dsqlEnvironment(env: Readonly<Record<string, string | undefined>>): Pick<DsqlOptions, 'endpoint' | 'region' | 'user'> {
   const endpoint = env[DSQL_ENVIRONMENT.endpoint];
   if (!endpoint)
     throw new InboxConfigError(
@@ -195,7 +209,7 @@ export function dsqlFromEnvironment(
   if (!region) throw new InboxConfigError(DSQL_ENVIRONMENT.region, 'is not set, and neither is AWS_REGION; set it to the cluster\'s Region, e.g. "us-east-1"');
   const user = env[DSQL_ENVIRONMENT.user];
   if (!user) throw new InboxConfigError(DSQL_ENVIRONMENT.user, 'is not set; set it to the database role the function connects as, e.g. "inbox_consumer"');
-  return dsql({ ...options, endpoint, region, user });
+  return { endpoint, region, user };
 }
 
 export { DSQL_INBOX_MIGRATIONS, migrateDsql } from './migrations.js';

@@ -1,8 +1,9 @@
 import type { ConnectionOptions } from 'node:tls';
 import { InboxConfigError } from '../../errors.js';
 import { importPeer, PeerDependencyError } from '../../peers.js';
-import { postgres } from './index.js';
-import type { PostgresOptions } from './index.js';
+import { postgres } from './transport.js';
+import type { PostgresOptions } from './transport.js';
+import type { InboxTransport } from '../transport.js';
 import type { PostgresClient, PostgresPool } from './postgres-session.js';
 import { INBOX_ENV } from '../../contract.js';
 
@@ -87,14 +88,27 @@ const SECRET_REUSE_MS = 5 * 60_000;
  * import { inbox } from 'sqs-inbox';
  * import { postgresFromEnvironment } from 'sqs-inbox/postgres';
  * export const handler = inbox({ database: postgresFromEnvironment(), apply: async (tx, message) => { ... } });
- * @throws InboxConfigError naming the variable that is missing or wrong, and the fix
+ * @throws InboxConfigError at the first invocation, naming the variable that is missing or wrong, and the fix
  */
-export function postgresFromEnvironment(options: PostgresEnvironmentOptions = {}) {
-  const settings = readPostgresEnvironment(options.env ?? process.env);
+export function postgresFromEnvironment(options: PostgresEnvironmentOptions = {}): InboxTransport & { readonly pool: PostgresPool & { end(): Promise<void> } } {
   const max = options.max ?? 2;
   if (!Number.isInteger(max) || max < 1) throw new InboxConfigError('max', `is ${String(max)}: pass a whole number of connections >= 1, e.g. 2`);
-  const pool = lazyPool(settings, options.ssl ?? { rejectUnauthorized: true }, max, options.now ?? Date.now);
-  return postgres(pool, options);
+  // The environment is read at first use (an invocation's session, or the pool asked for), so that a module
+  // that builds its handler imports cleanly without it.
+  let settled: (InboxTransport & { readonly pool: PostgresPool & { end(): Promise<void> } }) | undefined;
+  const settle = () => {
+    if (settled) return settled;
+    const pool = lazyPool(readPostgresEnvironment(options.env ?? process.env), options.ssl ?? { rejectUnauthorized: true }, max, options.now ?? Date.now);
+    settled = { ...postgres(pool, options), pool };
+    return settled;
+  };
+  return {
+    name: 'postgres',
+    get pool() {
+      return settle().pool;
+    },
+    open: (policy) => settle().open(policy),
+  };
 }
 
 /** Reads and checks the `INBOX_PG_*` variables, naming every one that is missing or wrong with its fix. */

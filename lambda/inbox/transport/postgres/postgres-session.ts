@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
-import { Transaction } from '../../data-api/session.js';
-import type { SqlParams } from '../../data-api/parameters.js';
-import type { StatementResult } from '../../data-api/results.js';
+import { Transaction } from '../transaction.js';
+import type { SqlParams } from '../values.js';
+import type { StatementResult } from '../results.js';
 import { PostgresError } from '../../errors.js';
 import type { InboxSession } from '../session.js';
+import { NO_REQUEST_LIMITS } from '../limits.js';
 import type { WirePassThrough } from '../pass-through.js';
 import { refuseTransactionControl } from '../transaction-control.js';
 import { classifyWire } from './failures.js';
@@ -98,6 +99,9 @@ const NO_TRANSACTION_IN_PROGRESS = '25P01';
  * turned out dead, before anything of the transaction was sent, is sent again on a fresh one.
  */
 export class PostgresSession implements InboxSession {
+  /** A wire message may be 1 GB: no batch comes near it. */
+  readonly limits = NO_REQUEST_LIMITS;
+
   private readonly open = new Map<string, PostgresClient>();
   private readonly statementTimeoutMs: number;
   private readonly idleCheckMs: number;

@@ -1,6 +1,6 @@
-import { HintedValue } from '../../data-api/parameters.js';
-import type { SqlParams, SqlValue } from '../../data-api/parameters.js';
-import type { Row } from '../../data-api/results.js';
+import { HintedValue } from '../values.js';
+import type { SqlParams, SqlValue } from '../values.js';
+import type { Row } from '../results.js';
 import { scanSql } from '../sql-scanner.js';
 
 /** A statement ready for node-postgres: `$n` placeholders and their values. */

@@ -7,16 +7,18 @@ import {
   RollbackTransactionCommand,
 } from '@aws-sdk/client-rds-data';
 import type { ExecuteStatementCommandOutput } from '@aws-sdk/client-rds-data';
-import { DataApiError } from '../errors.js';
-import type { InboxSession } from '../transport/session.js';
-import { refuseTransactionControl } from '../transport/transaction-control.js';
-import type { DataApiPassThrough, TransactionChannel } from '../transport/pass-through.js';
+import { DataApiError } from '../../errors.js';
+import type { InboxSession } from '../session.js';
+import { refuseTransactionControl } from '../transaction-control.js';
+import type { DataApiPassThrough } from '../pass-through.js';
+import { Transaction } from '../transaction.js';
+import type { SessionPolicy } from '../session.js';
+import { DATA_API_LIMITS } from './request-size.js';
 import { classify, isConnectionReset } from './failures.js';
 import { toSqlParameters } from './parameters.js';
-import type { SqlParams } from './parameters.js';
+import type { SqlParams } from '../values.js';
 import { toResult } from './results.js';
-import type { StatementResult } from './results.js';
-import type { InboxMetrics } from '../telemetry/telemetry.js';
+import type { StatementResult } from '../results.js';
 
 /** Where the database is: an Aurora cluster with the Data API enabled, and the secret to sign in with. */
 export interface DatabaseTarget {
@@ -28,25 +30,6 @@ export interface DatabaseTarget {
   readonly database?: string | undefined;
   /** The client to send with. Pass one to share its connection pool or point it at a local endpoint. */
   readonly client: RDSDataClient;
-}
-
-/** How a session waits and retries. Time is injected so that tests can drive it. */
-export interface SessionPolicy {
-  /** Abort a single Data API call after this long; the outcome of an aborted write is unknown. */
-  readonly callTimeoutMs: number;
-  /** Delays before each retry of a call refused with DatabaseResumingException (Aurora auto-pause). */
-  readonly resumeDelaysMs: readonly number[];
-  /** Milliseconds left before the caller's deadline; a retry that cannot finish before it is not made. */
-  readonly timeLeftMs?: (() => number) | undefined;
-  /** Told about each resume retry, for the metrics. */
-  readonly onResumeRetry?: (() => void) | undefined;
-  /**
-   * The invocation's metrics, for what only a transport sees: the DSQL session adds its conflict retries
-   * (contract.ts `DSQL_CONFLICT_METRICS`) here, and they go out with the invocation's summary.
-   */
-  readonly metrics?: InboxMetrics | undefined;
-  /** @default setTimeout */
-  readonly sleep?: ((ms: number) => Promise<void>) | undefined;
 }
 
 /**
@@ -90,6 +73,9 @@ export class DataApiSession implements InboxSession {
     /** Call timeout and auto-pause retries. */
     readonly policy: SessionPolicy,
   ) {}
+
+  /** A request of at most 4 MiB, an answer of at most 1 MiB. */
+  readonly limits = DATA_API_LIMITS;
 
   /** Runs one statement, in autocommit or inside `transactionId`. */
   async execute(sql: string, params: SqlParams = {}, transactionId?: string): Promise<StatementResult> {
@@ -272,87 +258,5 @@ export class DataApiSession implements InboxSession {
         throw classified;
       }
     }
-  }
-}
-
-/**
- * One Data API transaction. Statements are queued and sent one at a time even when `execute` is called
- * concurrently: the Data API refuses a second call on a transaction that is still running a query.
- */
-export class Transaction {
-  #queue: Promise<unknown> = Promise.resolve();
-  /** The first statement that failed: PostgreSQL has aborted the transaction, so it must not commit. */
-  #failure: unknown;
-  #ending = false;
-  #rolledBack = false;
-
-  readonly #session: InboxSession;
-
-  constructor(
-    session: InboxSession,
-    /** The transaction's id: the Data API's, or the wire transport's own. */
-    readonly transactionId: string,
-  ) {
-    this.#session = session;
-  }
-
-  /** Runs one statement in this transaction. */
-  execute(sql: string, params: SqlParams = {}): Promise<StatementResult> {
-    return this.#enqueue(() => this.#session.execute(sql, params, this.transactionId));
-  }
-
-  #enqueue<T>(call: () => Promise<T>): Promise<T> {
-    if (this.#ending) {
-      return Promise.reject(new Error('the transaction is committing or rolling back; await every tx.execute inside apply'));
-    }
-    const run = this.#queue.then(call);
-    this.#queue = run.catch((error: unknown) => {
-      this.#failure ??= error;
-    });
-    return run;
-  }
-
-  /**
-   * The way in for an ORM's driver (`sqs-inbox/orm`): its calls run with this transaction's id, queued with
-   * the statements, so a failed one makes {@link commit} roll back as a failed statement does. A `claim`
-   * goes first, when no statement carried it yet.
-   * @internal the modes hand it to `sqs-inbox/orm`.
-   */
-  channel(claim?: { claimFirst(): Promise<void> }): TransactionChannel {
-    return {
-      passThrough: this.#session.passThrough,
-      run: async (call) => {
-        await claim?.claimFirst();
-        return this.#enqueue(() => call(this.transactionId));
-      },
-    };
-  }
-
-  /** Runs one statement once per parameter set in this transaction, in one call (BatchExecuteStatement). */
-  executeBatch(sql: string, paramSets: readonly SqlParams[]): Promise<number> {
-    return this.#enqueue(() => this.#session.executeBatch(sql, paramSets, this.transactionId));
-  }
-
-  /**
-   * Waits for queued statements, then commits; if any statement failed (even one whose error the caller
-   * caught), rolls back and throws that error instead: an aborted transaction must never look committed.
-   */
-  async commit(): Promise<void> {
-    this.#ending = true;
-    await this.#queue;
-    if (this.#failure !== undefined) {
-      await this.rollback().catch(() => {});
-      throw this.#failure;
-    }
-    await this.#session.commit(this.transactionId);
-  }
-
-  /** Waits for queued statements, then rolls back (once: a second call does nothing). */
-  async rollback(): Promise<void> {
-    this.#ending = true;
-    await this.#queue;
-    if (this.#rolledBack) return;
-    this.#rolledBack = true;
-    await this.#session.rollback(this.transactionId);
   }
 }

@@ -1,5 +1,5 @@
-import { DataApiError } from '../errors.js';
-import type { DataApiFailure } from '../errors.js';
+import { DataApiError } from '../../errors.js';
+import type { DataApiFailure } from '../../errors.js';
 
 // How a failed Data API call left things: every SDK error sorted into the taxonomy, ambiguous where it may have run.
 

@@ -2,16 +2,7 @@ import type { ColumnMetadata, ExecuteStatementCommandOutput, Field } from '@aws-
 
 // The Data API's answers: `Field`s typed by their column metadata, back to plain JavaScript rows.
 
-/** A row keyed by column name, each value typed by its column. */
-export type Row = Record<string, unknown>;
-
-/** What one statement returned. */
-export interface StatementResult {
-  /** The rows of a SELECT or of `RETURNING`. */
-  readonly rows: Row[];
-  /** Rows inserted, updated or deleted. */
-  readonly updated: number;
-}
+import type { Row, StatementResult } from '../results.js';
 
 export function toResult(output: ExecuteStatementCommandOutput): StatementResult {
   const columns = output.columnMetadata ?? [];

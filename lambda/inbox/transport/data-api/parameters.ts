@@ -1,33 +1,7 @@
 import type { Field, SqlParameter } from '@aws-sdk/client-rds-data';
-
 // The Data API's parameters: plain JavaScript values (and the type-hinted ones) as `SqlParameter`s.
-
-/** A value with an explicit Data API type hint, made by {@link uuid}, {@link decimal}, {@link json} and friends. */
-export class HintedValue {
-  constructor(
-    /** The Data API `typeHint` the value is sent with. */
-    readonly typeHint: 'UUID' | 'DECIMAL' | 'JSON' | 'DATE' | 'TIME' | 'TIMESTAMP',
-    /** The value as the string the Data API receives. */
-    readonly text: string,
-  ) {}
-}
-
-/** Binds a string as `uuid` (an untyped string binds as varchar, which a uuid column refuses). */
-export const uuid = (value: string) => new HintedValue('UUID', value);
-/** Binds a number or numeric string as `numeric` without passing through a float. */
-export const decimal = (value: string | number | bigint) => new HintedValue('DECIMAL', String(value));
-/** Binds any value as `json` (plain objects and arrays do this by default). */
-export const json = (value: unknown) => new HintedValue('JSON', JSON.stringify(value));
-/** Binds `YYYY-MM-DD` as `date`. */
-export const date = (value: string) => new HintedValue('DATE', value);
-/** Binds `HH:MM:SS[.fff]` as `time`. */
-export const time = (value: string) => new HintedValue('TIME', value);
-
-/** What `execute` accepts as a parameter value. */
-export type SqlValue = string | number | bigint | boolean | null | undefined | Uint8Array | Date | HintedValue | Record<string, unknown> | unknown[];
-
-/** Named parameters: `{ orderId: 'order-417' }` binds `:orderId`. */
-export type SqlParams = Readonly<Record<string, SqlValue>>;
+import { HintedValue } from '../values.js';
+import type { SqlParams, SqlValue } from '../values.js';
 
 const NAME = /^[A-Za-z0-9_]+$/;
 

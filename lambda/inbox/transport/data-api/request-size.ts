@@ -1,5 +1,6 @@
 import { toSqlParameters } from './parameters.js';
-import type { SqlParams } from './parameters.js';
+import type { SqlParams } from '../values.js';
+import type { RequestLimits } from '../limits.js';
 
 /**
  * The Data API refuses an HTTP request over 4 MiB, headers and JSON included (Aurora User Guide, "Quotas
@@ -21,12 +22,6 @@ export const STATEMENT_BUDGET_BYTES = REQUEST_LIMIT_BYTES - 16 * 1024;
  */
 export const RESULT_BUDGET_BYTES = 1024 * 1024 - 64 * 1024;
 
-/**
- * The most one row of a batch claim's answer takes: its position, whether it claimed, the stored hash (32
- * bytes, as base64) and a guard column, each as a JSON Field (about 130 bytes), with room.
- */
-export const CLAIM_ROW_BYTES = 160;
-
 /** The bytes `sql` and `params` take in an ExecuteStatement body, as the SDK writes them. */
 export function statementBytes(sql: string, params: SqlParams): number {
   const body = JSON.stringify({ sql, parameters: toSqlParameters(params) }, (_, value: unknown) =>
@@ -42,15 +37,5 @@ export function fitsOneCall(sql: string, params: SqlParams, resultBytes: number)
   return resultBytes <= RESULT_BUDGET_BYTES && statementBytes(sql, params) <= STATEMENT_BUDGET_BYTES;
 }
 
-/**
- * Splits `items` into consecutive runs, in order, each of which `fits` (one call's request and answer). A
- * run that does not fit is halved until it does or holds one item: an item too large alone stays a run of
- * one, for its call to be refused on its own. The whole list is checked once when it fits, which is the
- * usual case.
- */
-export function fittingRuns<T>(items: readonly T[], fits: (run: readonly T[]) => boolean): T[][] {
-  if (items.length === 0) return [];
-  if (items.length === 1 || fits(items)) return [[...items]];
-  const half = Math.ceil(items.length / 2);
-  return [...fittingRuns(items.slice(0, half), fits), ...fittingRuns(items.slice(half), fits)];
-}
+/** The Data API's limits: one request of 4 MiB, one answer of 1 MiB. */
+export const DATA_API_LIMITS: RequestLimits = { fits: fitsOneCall };
