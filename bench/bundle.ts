@@ -32,7 +32,7 @@ const EXTERNAL = '@aws-sdk/client-*';
  */
 export const INBOX_FUNCTION_BUNDLING: BuildOptions = {
   bundle: true,
-  target: 'node22',
+  target: 'node24',
   platform: 'node',
   format: 'esm',
   minify: true,
@@ -300,9 +300,9 @@ export function checkInboxFunction(): string[] {
     // InboxFunction leaves only the service clients to Lambda (it bundles the signers a wire consumer needs); a Data API
     // consumer imports no other @aws-sdk package, so its bundle is the same either way, and Powertools is built as
     // NodejsFunction's default leaves it, with all of @aws-sdk external.
-    [`externalModules ['@aws-sdk/client-*']`, /externalModules:\s*\[\s*'@aws-sdk\/client-\*'\s*\]/],
+    [`externalModules ['@aws-sdk/client-*']`, /externalModules:\s*\[\s*'@aws-sdk\/client-\*'\s*(\]|, \.\.\.absentSigners\])/],
     ['the createRequire banner', new RegExp(`banner:\\s*"${BANNER.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}"`)],
-    ['runtime NODEJS_22_X (target node22)', /props\.runtime \?\? lambda\.Runtime\.NODEJS_22_X/],
+    ['runtime NODEJS_24_X (target node24)', /props\.runtime \?\? lambda\.Runtime\.NODEJS_24_X/],
   ];
   return expected
     .filter(([, pattern]) => !pattern.test(source))

@@ -34,6 +34,7 @@ export const TRANSPORT_FREE_FILES: Readonly<Record<string, string>> = {
   'test/inbox/transport/postgres.test.ts': 'the wire session itself, on its own pools',
   'test/inbox/transport/wire-faults.test.ts': "the wire's own failures, on its own pools and proxy",
   'test/inbox/transport/suite-coverage.test.ts': 'checks these lists against the files',
+  'test/inbox/transport/import-safe.test.ts': 'imports workers of each transport without their environment, in processes of its own',
   'test/inbox/sql-scanner.test.ts': 'the SQL scanner, checked against PostgreSQL itself on a connection of its own',
   'test/inbox/transport/postgres-environment.test.ts': "postgresFromEnvironment's settings, through its own TLS front and pools",
   'test/inbox/dsql-maintenance.test.ts': 'the DSQL purge function, on its own profile and pool',
