@@ -44,6 +44,11 @@ async function redrive(values: DlqValues): Promise<number> {
     if (given) throw new UsageError(`--${given} is for --consumer, whose claims it reads: add --consumer NAME, or leave --${given} out`);
   }
   const target = values.consumer ? databaseTarget(values, process.env) : undefined;
+  if (values.consumer && !values.to) {
+    throw new UsageError(
+      `--consumer needs --to, the queue ${values.consumer} consumes: a dead-letter queue may serve several queues, and one consumer's claims say nothing of another queue's messages`,
+    );
+  }
   const [{ redriveDeadLetters }, client] = await Promise.all([
     import('../../lambda/inbox/operations.js'),
     sqsClient({ endpoint: values['sqs-endpoint'], queueUrl: values.dlq }),

@@ -21,8 +21,9 @@ export interface DeadLetterRedriveOptions {
    */
   readonly destinationQueueUrl?: string | undefined;
   /**
-   * The consumer of the source queue, with `session`: a message whose key it claimed already, for the same
-   * body, took effect before it was dead-lettered, and is deleted without being sent (`skipped`).
+   * The consumer of the destination queue, with `session` and `destinationQueueUrl`: a message whose key it
+   * claimed already, for the same body, took effect before it was dead-lettered, and is deleted without being
+   * sent (`skipped`).
    * @default none: every message is sent, and the consumer's inbox finds the committed ones duplicates
    */
   readonly consumer?: string | undefined;
@@ -93,7 +94,7 @@ const CLAIM_HASH_SQL = (table: string) => `SELECT payload_sha256 FROM ${table} W
  * on every receive, then takes effect a second time.
  *
  * Keeps the body, the message attributes, the group id and, per FIFO group, the order. On a FIFO queue the
- * deduplication id is `dlq-redrive:` and the dead-lettered messageId, so that a run resumed within 5 minutes
+ * deduplication id is `dlq-redrive:` and the SHA-256 of the dead-lettered messageId and the body, so that a run resumed within 5 minutes
  * of a send that was not followed by its delete sends nothing twice. A message is deleted from the
  * dead-letter queue only after its send succeeded; a crash between the two leaves it there, and a later run
  * sends it again: a duplicate the inbox absorbs. Once a message of a FIFO group fails, the group's later
@@ -173,7 +174,7 @@ async function redriveOne(sqs: typeof ClientSqs, options: DeadLetterRedriveOptio
         MessageBody: body,
         MessageAttributes: attributes,
         ...(groupId === undefined ? {} : { MessageGroupId: groupId }),
-        ...(fifo ? { MessageDeduplicationId: `dlq-redrive:${messageId}` } : {}),
+        ...(fifo ? { MessageDeduplicationId: redriveDeduplicationId(messageId, body) } : {}),
         ...(trace === undefined ? {} : { MessageSystemAttributes: { AWSTraceHeader: { DataType: 'String', StringValue: trace } } }),
       }),
     );
@@ -191,6 +192,17 @@ async function redriveOne(sqs: typeof ClientSqs, options: DeadLetterRedriveOptio
   } catch (error) {
     return fail(`${text(error)}; it stays on the dead-letter queue: run the redrive again`);
   }
+}
+
+/**
+ * The FIFO deduplication id of a redriven message: the same for every run that sends it (so a resumed run's
+ * second send within 5 minutes is dropped), and one that a sender cannot take first. The messageId alone
+ * reaches the consumer's log lines (each failed record names it); a sender who saw one there and sent a
+ * message of its own under `dlq-redrive:<id>` would have SQS drop the real redrive, acknowledged to us and
+ * delivered to no one. With the body's bytes in the hash, it would need the body too, which no log holds.
+ */
+export function redriveDeduplicationId(messageId: string, body: string): string {
+  return `dlq-redrive:${hex(payloadHash(`${messageId}\n${body}`))}`;
 }
 
 /** Why SQS would refuse the message as it is to be sent, or undefined (the rules of sqs-limits.ts). */
@@ -295,6 +307,15 @@ function checkOptions(options: DeadLetterRedriveOptions): void {
     throw new InboxConfigError(
       options.consumer === undefined ? 'session' : 'consumer',
       'comes with the other: give consumer and session to skip the messages whose effect committed, or neither',
+    );
+  }
+  // A dead-letter queue may serve several source queues; one consumer's claims say only what committed on the
+  // queue it consumes. Sent to that queue, a message it claimed for the same body is its duplicate; bound for
+  // another queue, it is another consumer's message, and skipping it would delete it unapplied.
+  if (options.consumer !== undefined && options.destinationQueueUrl === undefined) {
+    throw new InboxConfigError(
+      'destinationQueueUrl',
+      `must name the queue consumer "${options.consumer}" consumes when consumer is given (--to with --consumer): its claims say nothing of a message another queue dead-lettered here`,
     );
   }
   if (options.max !== undefined && (!Number.isSafeInteger(options.max) || options.max < 1)) {

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { KeyStrategy } from '../../lambda/inbox/prepare/keys.js';
 import { REDRIVEN_MESSAGE_ID_ATTRIBUTE } from '../../lambda/inbox/prepare/keys.js';
-import { redriveDeadLetters } from '../../lambda/operations/dead-letter-redrive.js';
+import { redriveDeadLetters, redriveDeduplicationId } from '../../lambda/operations/dead-letter-redrive.js';
 import type { DeadLetterRedriveOptions } from '../../lambda/operations/dead-letter-redrive.js';
 import { SqsEventSource } from '../../local/event-source.js';
 import { countingConsumer, createAppliedTable, timesApplied } from '../support/counting-consumer.js';
@@ -177,15 +177,25 @@ describe.each(['standard', 'fifo'] as const)('a %s queue whose commit answers we
     expect([await applied(a), await applied(b), await applied(c)]).toEqual([1, 1, 1]);
   });
 
+  it("refuses a consumer without the queue it consumes: a dead-letter queue may hold another queue's messages, which its claims must not skip", async () => {
+    const s = stage('standard');
+    await s.send(s.order('a'));
+    await s.deadLetter();
+    await expect(redriveDeadLetters(s.redriveOptions({ consumer: s.consumer, session: db.session }))).rejects.toThrow(
+      /destinationQueueUrl.*--to with --consumer/,
+    );
+    expect(f.sqs.model.peekMessages(s.dlq.name)).toHaveLength(1);
+  });
+
   it('with the consumer named, deletes the messages whose effect committed without sending them, and sends the rest', async () => {
     const { s, a, b, c, committedB } = await deadLettered();
-    const dry = await redriveDeadLetters(s.redriveOptions({ consumer: s.consumer, session: db.session, dryRun: true }));
+    const dry = await redriveDeadLetters(s.redriveOptions({ consumer: s.consumer, session: db.session, destinationQueueUrl: s.queue.url, dryRun: true }));
     expect(dry).toMatchObject({ moved: 1 - committedB, skipped: 2 + committedB, failed: 0 });
     expect(dry.outcomes.map((o) => o.status)).toEqual(['would-skip', committedB ? 'would-skip' : 'would-move', 'would-skip']);
     expect(f.sqs.model.peekMessages(s.dlq.name)).toHaveLength(3);
     f.clock.advance(61_000);
 
-    const report = await redriveDeadLetters(s.redriveOptions({ consumer: s.consumer, session: db.session }));
+    const report = await redriveDeadLetters(s.redriveOptions({ consumer: s.consumer, session: db.session, destinationQueueUrl: s.queue.url }));
     expect(report).toMatchObject({ moved: 1 - committedB, skipped: 2 + committedB, failed: 0 });
     expect(f.sqs.model.peekMessages(s.dlq.name)).toEqual([]);
     expect(f.sqs.model.peekMessages(s.queue.name)).toHaveLength(1 - committedB);
@@ -207,13 +217,32 @@ describe('the dead-letter redrive', () => {
         QueueUrl: s.queue.url,
         MessageBody: dead!.body,
         MessageGroupId: 'g1',
-        MessageDeduplicationId: `dlq-redrive:${dead!.messageId}`,
+        MessageDeduplicationId: redriveDeduplicationId(dead!.messageId, dead!.body),
         MessageAttributes: { [REDRIVEN_MESSAGE_ID_ATTRIBUTE]: { DataType: 'String', StringValue: dead!.messageId } },
       }),
     );
     const report = await redriveDeadLetters(s.redriveOptions());
     expect(report).toMatchObject({ moved: 1, failed: 0 });
     expect(f.sqs.model.peekMessages(s.queue.name)).toHaveLength(1);
+  });
+
+  it('a sender who read a dead-lettered messageId in the log cannot have SQS drop its FIFO redrive', async () => {
+    const s = stage('fifo');
+    await s.send(s.order('a'));
+    await s.deadLetter();
+    const [dead] = f.sqs.model.peekMessages(s.dlq.name);
+    // The consumer logs the messageId of every record it failed; the body is in no log line.
+    await f.client.send(
+      new SendMessageCommand({
+        QueueUrl: s.queue.url,
+        MessageBody: '{"orderId":"not-the-real-one"}',
+        MessageGroupId: 'g1',
+        MessageDeduplicationId: `dlq-redrive:${dead!.messageId}`,
+      }),
+    );
+    const report = await redriveDeadLetters(s.redriveOptions());
+    expect(report).toMatchObject({ moved: 1, failed: 0 });
+    expect(f.sqs.model.peekMessages(s.queue.name).map((message) => message.body)).toContain(dead!.body);
   });
 
   it('sends each message back to the queue its DeadLetterQueueSourceArn names, and needs --to when SQS gives none', async () => {

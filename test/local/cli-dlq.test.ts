@@ -84,6 +84,11 @@ describe('sqs-inbox dlq redrive', () => {
       ['dlq', 'redrive', '--dlq', 'https://sqs.us-east-1.amazonaws.com/1/q', '--consumer', 'c'],
       '--resource-arn (or INBOX_RESOURCE_ARN) is required',
     ],
+    [
+      '--consumer without --to',
+      ['dlq', 'redrive', '--dlq', 'https://sqs.us-east-1.amazonaws.com/1/q', '--consumer', 'c', '--resource-arn', 'arn:x', '--secret-arn', 'arn:y'],
+      '--consumer needs --to, the queue c consumes',
+    ],
   ])('refuses %s with exit 2, naming the fix', async (_, args, message) => {
     const result = await run(args);
     expect(result.code).toBe(2);
@@ -117,7 +122,10 @@ describe('sqs-inbox dlq redrive', () => {
       sent[0],
       Buffer.from(payloadHash('{"n":1}')),
     ]);
-    const result = await run(['dlq', 'redrive', '--dlq', dlq.url, '--sqs-endpoint', f.sqs.endpoint, '--consumer', 'payment-worker', '--json'], env);
+    const result = await run(
+      ['dlq', 'redrive', '--dlq', dlq.url, '--to', queue.url, '--sqs-endpoint', f.sqs.endpoint, '--consumer', 'payment-worker', '--json'],
+      env,
+    );
     expect(result.code).toBe(0);
     expect(JSON.parse(result.stdout)).toMatchObject({
       moved: 1,
