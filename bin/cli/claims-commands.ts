@@ -11,6 +11,7 @@ export const CLAIMS_FLAGS = {
   consumer: { type: 'string', example: 'order-worker' },
   'key-column': { type: 'string', example: 'message_id' },
   'key-template': { type: 'string', example: 'order:{key}' },
+  where: { type: 'string', example: 'consumer=order-worker' },
   'batch-size': { type: 'string', example: '1000' },
   'dry-run': { type: 'boolean' },
   json: { type: 'boolean' },
@@ -33,6 +34,7 @@ export async function claimsCommand(args: string[]): Promise<number> {
     if (!values[flag]) throw new UsageError(`--${flag} is required, e.g. --${flag} ${CLAIMS_FLAGS[flag].example}`);
   }
   const batchSize = values['batch-size'] === undefined ? undefined : wholeNumber(values['batch-size'], '--batch-size', 1, 10_000, '1000');
+  const where = values.where === undefined ? undefined : whereFlag(values.where);
   const target = databaseTarget(values, process.env);
   const { importClaims } = await import('../../lambda/inbox/operations.js');
   const report = await importClaims({
@@ -41,6 +43,7 @@ export async function claimsCommand(args: string[]): Promise<number> {
     consumer: values.consumer!,
     keyColumn: values['key-column']!,
     keyTemplate: values['key-template'],
+    where,
     schema: values.schema,
     batchSize,
     dryRun: values['dry-run'],
@@ -56,4 +59,11 @@ export async function claimsCommand(args: string[]): Promise<number> {
       `${report.alreadyClaimed} were claimed already; ${report.refused} keys no consumer could claim under.\n`,
   );
   return 0;
+}
+
+/** `--where COLUMN=TEXT`: the rows of one consumer in a table several share. */
+function whereFlag(value: string): { column: string; equals: string } {
+  const at = value.indexOf('=');
+  if (at < 1) throw new UsageError(`--where takes COLUMN=TEXT, e.g. --where ${CLAIMS_FLAGS.where.example}; got "${printable(value)}"`);
+  return { column: value.slice(0, at), equals: value.slice(at + 1) };
 }

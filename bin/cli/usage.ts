@@ -170,6 +170,8 @@ Flags:
   --key-column COLUMN    its column of processed keys, read as text         (required)
   --consumer NAME        the new consumer, as given to inbox({ consumer })  (required)
   --key-template TEXT    the new key, {key} standing for the old one        (default: {key}, the same key)
+  --where COLUMN=TEXT    only the rows whose COLUMN is TEXT, for a table    (default: every row)
+                         several consumers share: --where consumer=order-worker
   --batch-size N         keys per statement, 1 to 10000                     (default: 1000)
   --dry-run              count what would be imported; insert nothing       (default: off)
   --json                 print one JSON report                              (default: off, one line)

@@ -10,8 +10,19 @@ export interface ClaimsImportOptions {
   readonly session: InboxSession;
   /** The hand-rolled table, as `schema.table` in lower case: `public.processed_messages`. */
   readonly from: string;
-  /** The column holding each processed message's key: `message_id`. Read as text. */
+  /**
+   * The column holding each processed message's key: `message_id`. Read as text, so it must be of a type whose
+   * text is the key the consumer computes: text, varchar, uuid or an integer type (a numeric keeps its scale,
+   * `417.0`, and a char(n) its padding: cast it in a view of your own, and import from that).
+   */
   readonly keyColumn: string;
+  /**
+   * Only the rows whose `column` (as text) equals `equals`: for a table several consumers share, such as
+   * `processed_messages(consumer, message_id)`. Another consumer's keys, imported, would make this consumer's
+   * messages with those keys duplicates, acknowledged and never applied.
+   * @default every row
+   */
+  readonly where?: { readonly column: string; readonly equals: string } | undefined;
   /** The consumer the claims are for: the `consumer` given to `inbox()`. */
   readonly consumer: string;
   /**
@@ -47,10 +58,17 @@ const MAX_REFUSALS_SHOWN = 10;
 
 // Keyset pagination on the key's text form: the same expression orders and bounds the batches, so every row
 // is read once whatever the column's type; on a text column it is the column itself, and its index serves.
-const READ_BATCH_SQL = (table: string, column: string) =>
+const READ_BATCH_SQL = (table: string, column: string, where: string | undefined) =>
   `SELECT "${column}"::text AS key FROM ${table}
-    WHERE "${column}" IS NOT NULL AND (:after::text IS NULL OR "${column}"::text > :after::text)
+    WHERE "${column}" IS NOT NULL AND (:after::text IS NULL OR "${column}"::text > :after::text)${where === undefined ? '' : ` AND "${where}"::text = :only`}
     ORDER BY "${column}"::text LIMIT :limit`;
+
+// The key column's type, from the information schema (which DSQL has too).
+const COLUMN_TYPE_SQL = `SELECT data_type FROM information_schema.columns
+  WHERE table_schema = :schema AND table_name = :table AND column_name = :column`;
+
+/** The types whose text form is the key a consumer computes from the same value. */
+const KEY_TYPES = new Set(['text', 'character varying', 'uuid', 'smallint', 'integer', 'bigint']);
 
 // ON CONFLICT DO NOTHING: a key the consumer claimed already (an earlier import, or the new consumer's own
 // claim) stays as it is, so an import can run again at any time. The hash stays NULL: the old table knows no
@@ -82,13 +100,15 @@ const COUNT_NEW_SQL = (table: string) =>
 export async function importClaims(options: ClaimsImportOptions): Promise<ClaimsImportReport> {
   const { session, consumer } = options;
   const { from, column, template, batchSize } = checkOptions(options);
+  await checkColumns(options);
   const consumed = inboxTables(options.schema ?? 'inbox').consumed;
-  const read = READ_BATCH_SQL(from, column);
+  const read = READ_BATCH_SQL(from, column, options.where?.column);
+  const only = options.where === undefined ? {} : { only: options.where.equals };
   const write = options.dryRun ? COUNT_NEW_SQL(consumed) : INSERT_CLAIMS_SQL(consumed);
   const report = { read: 0, imported: 0, alreadyClaimed: 0, refused: 0, refusals: [] as { key: string; reason: string }[] };
   let after: string | null = null;
   for (;;) {
-    const rows: Record<string, unknown>[] = (await session.execute(read, { after, limit: batchSize })).rows;
+    const rows: Record<string, unknown>[] = (await session.execute(read, { after, limit: batchSize, ...only })).rows;
     if (rows.length === 0) return report;
     after = String(rows.at(-1)!.key);
     const keys: string[] = [];
@@ -124,6 +144,24 @@ async function countWritten(session: InboxSession, sql: string, consumer: string
   return dryRun ? Number(result.rows[0]!.new) : result.rows.length;
 }
 
+/** Refuses a key column whose text is not the key a consumer computes, and a column the table lacks. */
+async function checkColumns(options: ClaimsImportOptions): Promise<void> {
+  const [schema, table] = options.from.split('.');
+  const columns: [option: string, column: string][] = [['keyColumn', options.keyColumn]];
+  if (options.where !== undefined) columns.push(['where', options.where.column]);
+  for (const [option, column] of columns) {
+    const [row] = (await options.session.execute(COLUMN_TYPE_SQL, { schema, table, column })).rows;
+    if (row === undefined) throw new InboxConfigError(option, `names no column of ${options.from}: "${column}"`);
+    const type = String(row.data_type);
+    if (option === 'keyColumn' && !KEY_TYPES.has(type)) {
+      throw new InboxConfigError(
+        option,
+        `is of type ${type}, whose text is not the key a consumer computes (a numeric keeps its scale, a char(n) its padding): import from a view that casts "${column}" to the text your key function returns`,
+      );
+    }
+  }
+}
+
 function checkOptions(options: ClaimsImportOptions) {
   if (typeof options.consumer !== 'string' || options.consumer.length === 0) {
     throw new InboxConfigError('consumer', `must be the consumer's name, as given to inbox({ consumer }); got ${described(options.consumer)}`);
@@ -137,6 +175,13 @@ function checkOptions(options: ClaimsImportOptions) {
   }
   if (typeof options.keyColumn !== 'string' || !IDENTIFIER.test(options.keyColumn)) {
     throw new InboxConfigError('keyColumn', `must be a lower-case column name (letters, digits, _), e.g. message_id; got ${described(options.keyColumn)}`);
+  }
+  const { where } = options;
+  if (where !== undefined && (typeof where.column !== 'string' || !IDENTIFIER.test(where.column) || typeof where.equals !== 'string')) {
+    throw new InboxConfigError(
+      'where',
+      `must be { column, equals }: a lower-case column name and the text its rows must hold, e.g. { column: 'consumer', equals: 'order-worker' }; got ${described(where)}`,
+    );
   }
   const template = options.keyTemplate ?? '{key}';
   if (typeof template !== 'string' || !template.includes('{key}')) {

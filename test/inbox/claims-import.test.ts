@@ -103,6 +103,31 @@ describe('importing a hand-rolled dedup table as claims', () => {
     expect(report.refusals.map((r) => r.reason)).toEqual([expect.stringMatching(/control character/), expect.stringMatching(/the limit is 512/)]);
   });
 
+  it("imports only the rows `where` names from a table several consumers share: another consumer's keys would make this one's messages duplicates", async () => {
+    const s = await stage([]);
+    await db.query(`CREATE TABLE public.shared_${s.table} (consumer text NOT NULL, message_id text NOT NULL, PRIMARY KEY (consumer, message_id))`);
+    await db.query(`INSERT INTO public.shared_${s.table} VALUES ('${s.consumer}', 'm1'), ('billing', 'm2'), ('billing', 'm1')`);
+    const report = await importClaims(s.options({ from: `public.shared_${s.table}`, where: { column: 'consumer', equals: s.consumer } }));
+    expect(report).toMatchObject({ read: 1, imported: 1 });
+    await s.deliver(['m1', 'm2']);
+    expect([await s.applied('m1'), await s.applied('m2')]).toEqual([0, 1]);
+  });
+
+  it('refuses a key column whose text is not the key a consumer computes (numeric keeps its scale), and a column the table lacks', async () => {
+    const s = await stage([]);
+    await db.query(`CREATE TABLE public.numeric_${s.table} (message_id numeric PRIMARY KEY)`);
+    await db.query(`INSERT INTO public.numeric_${s.table} VALUES (417.0)`);
+    await expect(importClaims(s.options({ from: `public.numeric_${s.table}` }))).rejects.toMatchObject({
+      option: 'keyColumn',
+      message: expect.stringMatching(/of type numeric.*a view that casts/),
+    });
+    await expect(importClaims(s.options({ keyColumn: 'msg_id' }))).rejects.toMatchObject({
+      option: 'keyColumn',
+      message: expect.stringMatching(/names no column/),
+    });
+    await expect(importClaims(s.options({ where: { column: 'tenant', equals: 'x' } }))).rejects.toMatchObject({ option: 'where' });
+  });
+
   it.each([
     ['from', { from: 'processed_messages' }, /schema\.table/],
     ['from', { from: 'public.processed; DROP TABLE x' }, /schema\.table/],
@@ -110,6 +135,7 @@ describe('importing a hand-rolled dedup table as claims', () => {
     ['keyTemplate', { keyTemplate: 'order:' }, /must hold \{key\}/],
     ['batchSize', { batchSize: 0 }, /from 1 to 10000/],
     ['consumer', { consumer: '' }, /consumer's name/],
+    ['where', { where: { column: 'Consumer; --', equals: 'x' } }, /\{ column, equals \}/],
   ] as const)('refuses a bad %s, naming the fix', async (option, extra, message) => {
     const s = await stage([]);
     const attempt = importClaims(s.options(extra as Partial<ClaimsImportOptions>));

@@ -32,6 +32,7 @@ describe('sqs-inbox claims import', () => {
     ['no subcommand', ['claims'], 'give a subcommand: import'],
     ['no --from', ['claims', 'import', '--key-column', 'message_id', '--consumer', 'c'], '--from is required'],
     ['a bad --batch-size', [...IMPORT, '--batch-size', '0'], '--batch-size "0" must be a whole number from 1 to 10000'],
+    ['a --where without =', [...IMPORT, '--where', 'consumer'], '--where takes COLUMN=TEXT, e.g. --where consumer=order-worker'],
     [
       'a --from that is not schema.table',
       ['claims', 'import', '--from', 'processed', '--key-column', 'k', '--consumer', 'c'],
@@ -55,5 +56,16 @@ describe('sqs-inbox claims import', () => {
     expect(JSON.parse(again.stdout)).toMatchObject({ read: 3, imported: 0, alreadyClaimed: 2, refused: 1 });
     const claims = await db.query("SELECT message_id FROM inbox.consumed_message WHERE consumer_name = 'order-worker' ORDER BY 1");
     expect(claims.map((row) => row.message_id)).toEqual(['m-1', 'm-2']);
+  });
+
+  it('with --where, imports only the rows of one consumer from a shared table', async () => {
+    await db.query('CREATE TABLE public.shared_processed (consumer text NOT NULL, message_id text NOT NULL)');
+    await db.query("INSERT INTO public.shared_processed VALUES ('billing-worker', 's-1'), ('shipping-worker', 's-2')");
+    const args = ['claims', 'import', '--from', 'public.shared_processed', '--key-column', 'message_id', '--consumer', 'billing-worker'];
+    const result = await cliRun([...args, '--where', 'consumer=billing-worker', '--json'], env, children);
+    expect(result.code).toBe(0);
+    expect(JSON.parse(result.stdout)).toMatchObject({ read: 1, imported: 1 });
+    const claims = await db.query("SELECT message_id FROM inbox.consumed_message WHERE consumer_name = 'billing-worker'");
+    expect(claims.map((row) => row.message_id)).toEqual(['s-1']);
   });
 });
