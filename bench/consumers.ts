@@ -8,6 +8,7 @@ import { inbox } from '../lambda/inbox/handler/batch-handlers.js';
 import type { InboxLogger, InboxMetrics, InboxOptions } from '../lambda/inbox/index.js';
 import type { DatabaseTarget } from '../lambda/inbox/transport/data-api/session.js';
 import { dataApi } from '../lambda/inbox/transport/data-api/transport.js';
+import type { InboxTransport } from '../lambda/inbox/transport/transport.js';
 import { batchHandler, consumeNaively } from '../demo/naive.js';
 import type { Outcome } from '../lambda/inbox/lanes/lanes.js';
 import { EFFECT_SQL } from './database.js';
@@ -99,6 +100,10 @@ function variant(fields: Omit<Variant, 'failures' | 'handler'>, make: HandlerFac
 
 const silentMetrics: InboxMetrics = { addMetric() {}, publishStoredMetrics() {} };
 
+function isTransport(target: DatabaseTarget | InboxTransport): target is InboxTransport {
+  return typeof (target as InboxTransport).open === 'function';
+}
+
 /** inbox()'s logger, writing the cause of every failed record to the variant's failure log. */
 function failureLogger(failures: FailureLog): InboxLogger {
   const keep = (message: string, extra?: Record<string, unknown>) => {
@@ -110,7 +115,8 @@ function failureLogger(failures: FailureLog): InboxLogger {
 function inboxHandler(target: DatabaseTarget, failures: FailureLog, id: string, mode: Partial<InboxOptions<OrderBody>>): BenchHandler {
   const handler = inbox<OrderBody>({
     consumer: `bench-${id}`,
-    database: dataApi(target),
+    // The wire table (transports.ts) hands in postgres(pool), a transport, where the factories type a Data API target.
+    database: isTransport(target) ? target : dataApi(target),
     concurrency: CONCURRENCY,
     logger: failureLogger(failures),
     metrics: silentMetrics,

@@ -1,7 +1,7 @@
 import { rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { buildBundles, bundleBudgetProblems, checkInboxFunction, ensureBuilt } from '../../bench/bundle.js';
+import { BUNDLE_SIZE_TOLERANCE, buildBundles, bundleBudgetProblems, checkInboxFunction, ensureBuilt } from '../../bench/bundle.js';
 
 // Inside the repository (ignored by git), as the bench writes its bundles; one directory per test process.
 const out = join(import.meta.dirname, '..', '..', '.tmp', `bundle-budget-${process.pid}`);
@@ -13,11 +13,9 @@ describe('the consumer bundle', () => {
   it("is no larger than Powertools' idempotent batch handler bundled the same way, and carries no code a plain consumer never runs", async () => {
     await ensureBuilt(() => {});
     const [ours, theirs] = await buildBundles(out);
-    // Issue 34's budget is no larger than Powertools'. With the request id per invocation (Managed Instances), the
-    // failure channel the scenario judge reads and the redrive stamp, ours is 53,360 B against 52,757 B (4 Dec
-    // 2026): 1.1% over, left open in issue 34 rather than cut by moving code behind imports. Within 2% holds
-    // what we have; a change that adds more fails here.
-    expect(ours!.bytes / theirs!.bytes).toBeLessThanOrEqual(1.02);
+    // Issue 34's budget is no larger than Powertools'; ours is 1.1% over, within the tolerance BUNDLE_SIZE_TOLERANCE
+    // states and explains (bench/bundle.ts).
+    expect(ours!.bytes / theirs!.bytes).toBeLessThanOrEqual(BUNDLE_SIZE_TOLERANCE);
     expect(bundleBudgetProblems(ours!, theirs!)).toEqual([]);
     // What a plain inbox() consumer never runs stays out: the batch modes, the outbox, the stream sources,
     // the producer, parking and its replay, the riding claim.
