@@ -326,7 +326,7 @@ function oneStatementEach(sets: readonly InboxMigrationSet[]): InvariantViolatio
 }
 
 /**
- * Each statement of your own sets that Aurora DSQL does not support (bigserial, REFERENCES, a synchronous
+ * Each statement of your own sets that Aurora DSQL does not support (bigserial, a synchronous
  * index, ...), by the same rules, with their sources, that the runtime and the local DSQL profile hold
  * statements to (lambda/inbox/transport/dsql/supported-sql.ts): the schema function would fail at deploy.
  */

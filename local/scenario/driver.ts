@@ -5,6 +5,7 @@ import { RECORD_FAILED_CHANNEL } from '../../lambda/inbox/telemetry/failure-chan
 import type { RecordFailure } from '../../lambda/inbox/telemetry/failure-channel.js';
 import type { LocalStack } from '../stack.js';
 import { openDatabase, runSetup } from './database.js';
+import { dsqlSetup } from './dsql-setup.js';
 import type { Setup } from './database.js';
 import { FaultSchedule } from './fault-schedule.js';
 import type { CommitPoint, FaultName } from './fault-schedule.js';
@@ -100,7 +101,7 @@ export async function drive<Source extends ScenarioSource, Result>(plan: Plan<So
   try {
     transport = await openHandlerTransport(local, database, plan.transport ?? 'data-api', { target, session }, plan.conflictRate, plan.seed);
     await transport.migrate();
-    await runSetup(plan.runner, session, plan.setup);
+    await runSetup(plan.runner, session, plan.transport === 'dsql' ? dsqlSetup(plan.runner, plan.setup) : plan.setup);
     await transport.ready();
     const schedule = new FaultSchedule(plan.seed, plan.faults, transport.calls, plan.commitPoint, plan.runOwn);
     const production = await source.produce(schedule, plan.messages, plan.message);

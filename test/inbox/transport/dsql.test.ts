@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { InboxConfigError, PermanentError } from '../../../lambda/inbox/index.js';
@@ -19,7 +20,7 @@ import { parkedMessageStore } from '../../../lambda/inbox/parked/store.js';
 import { redriveParked } from '../../../lambda/inbox/parked/redrive.js';
 import { sqsOutbox } from '../../../lambda/inbox/outbox/index.js';
 import { startSqsFixture } from '../../support/sqs.js';
-import { seededRandom } from '../../support/seed.js';
+import { propertyParameters, seededRandom } from '../../support/seed.js';
 
 let url: string;
 let direct: pg.Pool;
@@ -246,6 +247,50 @@ describe('the DSQL profile', () => {
     expect(checkDsqlSql('CREATE SEQUENCE s CACHE 100').map((v) => v.rule.id)).toEqual(['sequence-cache']);
     expect(checkDsqlSql('SELECT rank() OVER (PARTITION BY a ORDER BY b) FROM t')).toEqual([]);
     expect(checkDsqlSql('BEGIN; TRUNCATE t').map((v) => v.rule.id)).toEqual(['truncate']);
+    // Foreign keys, since 26 August 2026: on CREATE TABLE, and added to an existing table NOT VALID.
+    expect(checkDsqlSql('CREATE TABLE lines (id uuid PRIMARY KEY, stock_id uuid REFERENCES stock (id))', true)).toEqual([]);
+    expect(checkDsqlSql('ALTER TABLE lines ADD CONSTRAINT lines_stock FOREIGN KEY (stock_id) REFERENCES stock (id) NOT VALID', true)).toEqual([]);
+    expect(checkDsqlSql('ALTER TABLE lines ADD CONSTRAINT lines_stock FOREIGN KEY (stock_id) REFERENCES stock (id)')).toEqual([]);
+    expect(checkDsqlSql('ALTER TABLE lines ADD CONSTRAINT lines_stock FOREIGN KEY (stock_id) REFERENCES stock (id)', true).map((v) => v.rule.id)).toEqual([
+      'foreign-key-validated',
+    ]);
+  });
+
+  it("flags a schema's unsupported DDL whatever its case and spacing, and never the same words inside a literal or a comment", () => {
+    const unsupported = {
+      serial: ['CREATE TABLE t (id bigserial PRIMARY KEY)', 'ALTER TABLE t ADD COLUMN n serial'],
+      'synchronous-index': ['CREATE INDEX t_n ON t (n)', 'CREATE UNIQUE INDEX t_n ON t (n)'],
+      truncate: ['TRUNCATE t'],
+      'temporary-table': ['CREATE TEMPORARY TABLE t (n int)'],
+    };
+    const cases = Object.entries(unsupported).flatMap(([id, statements]) => statements.map((sql) => ({ id, sql })));
+    /** The statement's words in random case, separated by random runs of spaces, tabs and newlines. */
+    const respelled = (sql: string, cases: readonly boolean[], gaps: readonly string[]) =>
+      sql
+        .split(' ')
+        .map((word, index) => (cases[index % cases.length] ? word.toUpperCase() : word.toLowerCase()))
+        .reduce((text, word, index) => (index === 0 ? word : `${text}${gaps[index % gaps.length]}${word}`), '');
+    fc.assert(
+      fc.property(
+        fc.constantFrom(...cases),
+        fc.array(fc.boolean(), { minLength: 1, maxLength: 8 }),
+        fc.array(fc.constantFrom(' ', '  ', '\t', '\n', ' \n\t'), { minLength: 1, maxLength: 8 }),
+        ({ id, sql }, upper, gaps) => {
+          const text = respelled(sql, upper, gaps);
+          expect(checkDsqlSql(text).map((violation) => violation.rule.id)).toContain(id);
+          // The same text quoted, dollar-quoted or commented out is data, not DDL.
+          for (const inert of [
+            `SELECT '${text.replace(/'/g, "''")}' AS note`,
+            `SELECT $q$${text}$q$`,
+            `SELECT 1 -- ${text.replace(/\n/g, ' ')}`,
+            `SELECT 1 /* ${text} */`,
+          ]) {
+            expect(checkDsqlSql(inert, true), inert).toEqual([]);
+          }
+        },
+      ),
+      propertyParameters(200),
+    );
   });
 
   it('fails a transaction that modifies more than 3,000 rows with 54000, and commits one of 3,000', async () => {

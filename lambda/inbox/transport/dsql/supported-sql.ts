@@ -22,6 +22,8 @@ export const DSQL_SOURCES = {
   concurrency: `${GUIDE}/working-with-concurrency-control.html`,
   /** The markdown edition of the supported-SQL page, which is newer than some HTML translations (`FOR { UPDATE | KEY SHARE }`). */
   supportedSqlMarkdown: `${GUIDE}/working-with-postgresql-compatibility-supported-sql-features.md`,
+  foreignKeys: `${GUIDE}/working-with-foreign-key-constraints.html`,
+  releaseNotes: `${GUIDE}/release-notes.html`,
 } as const;
 
 /** One thing DSQL refuses, and how to recognise it in a statement's text. */
@@ -143,11 +145,20 @@ export const DSQL_SQL_RULES: readonly DsqlSqlRule[] = [
     source: DSQL_SOURCES.unsupported,
   },
   {
-    id: 'foreign-key',
-    status: 'unsupported',
-    pattern: new RegExp(`${TABLE_DDL}[\\s\\S]*\\b(?:REFERENCES|FOREIGN\\s+KEY)\\b`),
-    says: 'foreign keys are not supported',
-    source: DSQL_SOURCES.unsupported,
+    // DSQL supports foreign keys since 26 August 2026 (release notes): on CREATE TABLE, and on an existing
+    // table with ALTER TABLE ... ADD CONSTRAINT ... NOT VALID. Only the validating ALTER is left unlisted.
+    id: 'foreign-key-validated',
+    status: 'not-listed',
+    pattern: /^\s*ALTER\s+TABLE\b(?![\s\S]*\bNOT\s+VALID\b)[\s\S]*\b(?:REFERENCES|FOREIGN\s+KEY)\b/,
+    says: 'a foreign key added to an existing table is added with ADD CONSTRAINT ... NOT VALID',
+    source: DSQL_SOURCES.foreignKeys,
+    checked: {
+      on: '2026-12-04',
+      found:
+        'the release notes of 26 August 2026: "Aurora DSQL now supports foreign key constraints. You can define foreign key constraints when you create a table, or add them to an existing table with ALTER TABLE ... ADD CONSTRAINT ... NOT VALID."',
+      confirmed: false,
+      sources: [DSQL_SOURCES.releaseNotes, DSQL_SOURCES.foreignKeys],
+    },
   },
   {
     id: 'exclusion-constraint',
