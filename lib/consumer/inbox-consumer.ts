@@ -228,6 +228,12 @@ export class InboxConsumer extends Construct {
   public readonly reportBatchItemFailures: boolean;
   /** The consumer's own database role and its secret. */
   public readonly databaseRole: InboxDatabaseRole;
+  /**
+   * The privileges the consumer's database role holds for its effect (`databaseGrants`), besides claiming rows
+   * in the inbox. Give them to the local scenario, `runScenario({ databaseGrants: worker.databaseGrants })`, so
+   * the handler under test runs as a role made by the same code with the same grants before you deploy.
+   */
+  public readonly databaseGrants: readonly InboxTableGrant[];
   /** The Data API actions the function may call (none behind a `proxy`). */
   public readonly dataApiActions: readonly DataApiAction[];
   /** The RDS Proxy it reaches the database through, when not the Data API. */
@@ -255,12 +261,13 @@ export class InboxConsumer extends Construct {
     this.destinations = { ...props.destinations };
     const timeout = props.timeout ?? Duration.seconds(30);
 
+    this.databaseGrants = [...(props.databaseGrants ?? [])];
     this.databaseRole = new InboxDatabaseRole(this, 'DatabaseRole', {
       database: props.database,
       roleName: props.databaseRole ?? defaultConsumerRole(props.consumerName),
       purpose: 'consumer',
       label: `consumer ${props.consumerName}`,
-      grants: props.databaseGrants ?? [],
+      grants: this.databaseGrants,
       // Its claims are scoped to the name its handler claims under (INBOX_CONSUMER).
       consumerName: props.consumerName,
       statementTimeout: props.databaseStatementTimeout ?? Duration.seconds(8),

@@ -12,7 +12,7 @@ export interface SecretCredentials {
  * refused as the service refuses a secret it cannot fetch (SecretsErrorException).
  */
 export class Secrets {
-  private readonly listed: ReadonlyMap<string, SecretCredentials>;
+  private readonly listed: Map<string, SecretCredentials>;
 
   constructor(
     /** The default secret: the server URL's credentials. */
@@ -35,6 +35,19 @@ export class Secrets {
       entries.set(arn, { username, password });
     }
     this.listed = entries;
+  }
+
+  /** Adds a secret for another database user (a scenario's consumer role), as `secrets` lists them at start. */
+  add(secretArn: string, credentials: SecretCredentials): void {
+    if (secretArn === this.defaultArn || this.listed.has(secretArn)) {
+      throw new RangeError(`addSecret: ${secretArn} is taken; give the user a secret ARN of its own.`);
+    }
+    this.listed.set(secretArn, { username: credentials.username, password: credentials.password });
+  }
+
+  /** Removes a secret {@link add} added; calls naming it are refused from then on. */
+  remove(secretArn: string): void {
+    this.listed.delete(secretArn);
   }
 
   /**

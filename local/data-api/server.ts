@@ -112,6 +112,11 @@ export interface DataApiServer {
   readonly stats: Stats;
   /** The connection pools open now: one per database and user with a connection or a caller waiting for one. */
   readonly openPools: number;
+  /**
+   * Lets calls naming `secretArn` connect as another database user from now on, as `secrets` does at start:
+   * a scenario runs the handler under test as its consumer's role this way. Returns the call that removes it.
+   */
+  addSecret(secretArn: string, credentials: { readonly username: string; readonly password: string }): () => void;
   /** Rolls back open transactions, ends every pool and stops the server (and PostgreSQL, if it started it). */
   close(): Promise<void>;
 }
@@ -236,6 +241,10 @@ export async function startDataApi(options: StartDataApiOptions = {}): Promise<D
     stats,
     get openPools() {
       return databases.openPools;
+    },
+    addSecret(arn, credentials) {
+      secrets.add(arn, credentials);
+      return () => secrets.remove(arn);
     },
     close() {
       closing ??= (async () => {

@@ -13,6 +13,9 @@ import { runEnvironment } from './ownership.js';
 import type { SetEnv } from './ownership.js';
 import type { Production, ScenarioMessage, ScenarioSource } from './source.js';
 import { OutsideWrites } from './outside-writes.js';
+import type { StatementFeed } from './outside-writes.js';
+import { openConsumerRole, RoleRefusals } from './consumer-role.js';
+import type { ConsumerRole, ScenarioGrant } from './consumer-role.js';
 import { openHandlerTransport } from './transport.js';
 import type { HandlerTransport, ScenarioTransport } from './transport.js';
 
@@ -40,6 +43,8 @@ export interface Plan<Source extends ScenarioSource, Result> {
   readonly message: (index: number) => ScenarioMessage;
   /** The consumer's tables, made after the inbox's. */
   readonly setup: Setup | undefined;
+  /** Run the handlers as a consumer role with these grants (made after `setup`), not as the master user. */
+  readonly databaseGrants?: readonly ScenarioGrant[] | undefined;
   readonly timeoutMs: number;
   /** Sets the handlers' environment in `process.env`: a run that owns the process gives it. */
   readonly setEnv?: SetEnv | undefined;
@@ -79,6 +84,8 @@ export interface DrainedRun<Source extends ScenarioSource> extends Run<Source> {
   readonly transportProblems: readonly string[];
   /** Writes the handlers made outside the inbox's transaction while a record was applied, one line per statement. */
   readonly outsideWrites: readonly string[];
+  /** What the run's consumer role was refused (with `databaseGrants`): the first refusal, named with its fix. */
+  readonly roleProblems: readonly string[];
   /** The first error an `inbox()` handler failed or parked a record with while the mappings ran, if any. */
   readonly firstError: Error | undefined;
   /** The ids (an SQS messageId, ...) of the records an `inbox()` handler failed or parked with an error of its own. */
@@ -98,11 +105,23 @@ export async function drive<Source extends ScenarioSource, Result>(plan: Plan<So
   local.sqs.faults.clear();
   const { client, target, session } = openDatabase(local, database);
   let transport: HandlerTransport | undefined;
+  let role: ConsumerRole | undefined;
   try {
     transport = await openHandlerTransport(local, database, plan.transport ?? 'data-api', { target, session }, plan.conflictRate, plan.seed);
     await transport.migrate();
     await runSetup(plan.runner, session, plan.transport === 'dsql' ? dsqlSetup(plan.runner, plan.setup) : plan.setup);
     await transport.ready();
+    if (plan.databaseGrants !== undefined) {
+      if (transport.runAs === undefined) {
+        throw new RangeError(
+          `${plan.runner}: databaseGrants runs the handlers as the consumer's role on transport 'data-api' or 'postgres'; ` +
+            "the DSQL profile connects as admin (DSQL's roles are IAM-mapped). Leave databaseGrants out with transport 'dsql'.",
+        );
+      }
+      role = await openConsumerRole(plan.runner, local, session, database, plan.databaseGrants);
+      transport.runAs(role);
+    }
+    const refusals = role === undefined ? undefined : new RoleRefusals(role.username);
     const schedule = new FaultSchedule(plan.seed, plan.faults, transport.calls, plan.commitPoint, plan.runOwn);
     const production = await source.produce(schedule, plan.messages, plan.message);
 
@@ -121,24 +140,35 @@ export async function drive<Source extends ScenarioSource, Result>(plan: Plan<So
     const failed = (failure: unknown) => {
       const { id, error } = failure as RecordFailure;
       firstError ??= error;
+      refusals?.see(error);
       if (id !== undefined && !byTheRun(error)) failedIds.add(id);
     };
     subscribe(RECORD_FAILED_CHANNEL, failed);
     let drained: { completed: boolean; dataApiCalls: number };
     try {
-      drained = await untilDrained(plan, schedule, transport, started, outside);
+      drained = await untilDrained(plan, schedule, transport, started, refusals ? [outside, refusals] : [outside]);
     } finally {
       unsubscribe(RECORD_FAILED_CHANNEL, failed);
     }
     const { completed, dataApiCalls } = drained;
     const transportProblems = transport.problems(dataApiCalls, local.dataApi.stats.total());
-    return await plan.judge({ ...run, completed, dataApiCalls, transportProblems, outsideWrites: outside.problems(), firstError, failedIds });
+    return await plan.judge({
+      ...run,
+      completed,
+      dataApiCalls,
+      transportProblems,
+      outsideWrites: outside.problems(),
+      roleProblems: refusals?.problems() ?? [],
+      firstError,
+      failedIds,
+    });
   } finally {
     await source.stop();
     local.dataApi.faults.clear();
     local.sqs.faults.clear();
     transport?.calls.faults.clear();
     await transport?.close();
+    await role?.drop();
     source.close();
     client.destroy();
   }
@@ -169,13 +199,13 @@ async function untilDrained<Source extends ScenarioSource>(
   schedule: FaultSchedule,
   transport: HandlerTransport,
   started: number,
-  outside: OutsideWrites,
+  watchers: readonly { watch(feed: StatementFeed): void }[],
 ): Promise<{ completed: boolean; dataApiCalls: number }> {
   const { source } = plan;
   const { calls } = transport;
   calls.stats.reset();
   calls.faults.clear();
-  outside.watch(transport.statements);
+  for (const watcher of watchers) watcher.watch(transport.statements);
   schedule.armCommitPoint();
   schedule.pause();
   source.start();

@@ -222,6 +222,8 @@ export interface RunToJudge {
   readonly messages: number;
   /** Problems the run found itself (a handler that ignored its transport), after the schedule's. */
   readonly found: readonly string[];
+  /** What the run's consumer role was refused: first, since every other problem may be its echo. */
+  readonly refused?: readonly string[] | undefined;
   /** The user's own check, on the run's database. */
   readonly verify: ((session: DataApiSession) => unknown) | undefined;
   /** The first error the handler failed or parked a record with, named when (almost) nothing applied. */
@@ -266,6 +268,7 @@ export async function judgeRun(run: RunToJudge): Promise<{ verdict: Verdict; not
   // Nothing applied: the handler's own error says why, and a commit point that never matched is only its echo.
   const unmatched = verdict.applied === 0 ? undefined : schedule.commitPointProblem(run.transport === 'data-api' ? 'CommitTransaction' : 'COMMIT');
   const problems = [
+    ...(run.refused ?? []),
     ...hardlyApplied(verdict.applied, run.messages, run.firstError),
     ...problemsOf(verdict, run.completed, run.timeoutMs, run.left),
     ...failedForGood(verdict, run.sent, run.deadLettered, run.failedByHandler, run.expectedFailures),

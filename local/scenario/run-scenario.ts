@@ -77,6 +77,17 @@ export interface ScenarioRunOptions {
    */
   readonly env?: Readonly<Record<string, string>> | undefined;
   /**
+   * Run the handlers as the consumer's own database role, not as the master user: a role made after your
+   * `setup` by the code that makes the deployed consumer's role (the inbox's claims plus these grants), on
+   * transport `'data-api'` (a secret of its own) or `'postgres'` (`PGUSER`, `PGPASSWORD` and the pools). Pass
+   * the construct's own, `worker.databaseGrants`, so a missing grant, or an UPDATE without the SELECT its
+   * WHERE needs, fails here, named first in `problems` with its fix; a grant on a table your setup does not
+   * create fails the run at once. `setup`, `effects` and `verify` still run as the master user.
+   * @example [{ table: 'public.reservations', privileges: ['INSERT'] }, { table: 'public.stock', privileges: ['SELECT', 'UPDATE'] }]
+   * @default none: the handlers connect as the master user, who may do anything
+   */
+  readonly databaseGrants?: readonly { readonly table: string; readonly privileges: readonly string[] }[] | undefined;
+  /**
    * The outbox destinations your handler sends to by name (`tx.send({ to: 'receipts', ... })` with
    * `sqsOutbox({ client: new SQSClient({}) })`): each gets a queue of the run (FIFO when `fifo`), named in
    * `INBOX_DESTINATIONS` as the InboxConsumer construct does; a sweeper sends every half second what the
@@ -268,6 +279,7 @@ interface Settings
   readonly consumer: ScenarioConsumer;
   readonly database: string | undefined;
   readonly env: ScenarioRunOptions['env'];
+  readonly databaseGrants: ScenarioRunOptions['databaseGrants'];
   readonly onProgress: ScenarioRunOptions['onProgress'];
 }
 
@@ -293,6 +305,7 @@ function resolve(options: ScenarioOptions): Settings {
     conflictRate: options.conflictRate ?? DEFAULT_DSQL_CONFLICT_RATE,
     destinations: options.destinations ?? [],
     database: options.database,
+    databaseGrants: options.databaseGrants,
     env: options.env,
     onProgress: options.onProgress,
   };
@@ -342,6 +355,7 @@ async function run(local: LocalStack, database: string, tag: string, settings: S
     messages: settings.messages,
     message: consumer.message,
     setup: consumer.setup,
+    databaseGrants: settings.databaseGrants,
     timeoutMs: settings.timeoutMs,
     setEnv,
     // Named as the InboxConsumer construct names them.
@@ -377,6 +391,7 @@ async function run(local: LocalStack, database: string, tag: string, settings: S
         schedule,
         messages: settings.messages,
         found: [...drained.transportProblems, ...drained.outsideWrites],
+        refused: drained.roleProblems,
         verify: consumer.verify && ((verifying) => consumer.verify!(verifying, handedOn)),
         expectedFailures: consumer.expectedFailures,
         firstError: drained.firstError,

@@ -80,7 +80,7 @@ export type StreamScenarioOptions = StreamRunOptions & StreamConsumer;
  * @example
  * const run: StreamRunOptions = { source: 'kinesis', messages: 300, seed: 7 };
  */
-export interface StreamRunOptions extends Pick<ScenarioRunOptions, 'local' | 'messages' | 'seed' | 'env'> {
+export interface StreamRunOptions extends Pick<ScenarioRunOptions, 'local' | 'messages' | 'seed' | 'env' | 'databaseGrants'> {
   /** The stream the records go through: Kinesis, a DynamoDB table's stream, or Kafka. */
   readonly source: StreamSourceName;
   /** Faults to inject, from {@link STREAM_FAULTS}; `[]` runs without. @default every one of STREAM_FAULTS */
@@ -174,6 +174,7 @@ interface Settings extends Required<Pick<StreamRunOptions, 'source' | 'messages'
   readonly consumer: StreamConsumer;
   readonly label: string;
   readonly env: StreamRunOptions['env'];
+  readonly databaseGrants: StreamRunOptions['databaseGrants'];
   readonly onProgress: StreamRunOptions['onProgress'];
 }
 
@@ -193,6 +194,7 @@ function resolve(options: StreamScenarioOptions): Settings {
     batchSize: options.batchSize ?? 10,
     timeoutMs: options.timeoutMs ?? Math.max(120_000, messages * 40),
     env: options.env,
+    databaseGrants: options.databaseGrants,
     onProgress: options.onProgress,
   };
   wholeNumber(problems, 'messages', messages, 1);
@@ -231,6 +233,7 @@ async function run(local: LocalStack, database: string, settings: Settings, setE
     messages: settings.messages,
     message: consumer.message,
     setup: consumer.setup,
+    databaseGrants: settings.databaseGrants,
     timeoutMs: settings.timeoutMs,
     setEnv,
     env: settings.env,
@@ -255,7 +258,7 @@ async function run(local: LocalStack, database: string, settings: Settings, setE
       const { settled, total } = source.progress();
       settings.onProgress?.(settled, total);
     },
-    judge: async ({ production, schedule, session, completed, dataApiCalls, started, outsideWrites, firstError }) => {
+    judge: async ({ production, schedule, session, completed, dataApiCalls, started, outsideWrites, roleProblems, firstError }) => {
       const { judged } = await judgeRun({
         session,
         effects: consumer.effects,
@@ -267,6 +270,7 @@ async function run(local: LocalStack, database: string, settings: Settings, setE
         schedule,
         messages: settings.messages,
         found: outsideWrites,
+        refused: roleProblems,
         verify: consumer.verify && ((verifying) => consumer.verify!(verifying, {})),
         expectedFailures: consumer.expectedFailures,
         firstError,

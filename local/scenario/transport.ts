@@ -1,4 +1,5 @@
 import type pg from 'pg';
+import { INBOX_ENV } from '../../lambda/inbox/contract.js';
 import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
 import type { DatabaseTarget } from '../../lambda/inbox/transport/data-api/session.js';
 import { dataApi as dataApiTransport } from '../../lambda/inbox/transport/data-api/transport.js';
@@ -9,6 +10,7 @@ import { DSQL_INBOX_MIGRATIONS, DsqlSession, migrateDsql } from '../../lambda/in
 import type { DsqlConflict, DsqlTarget } from '../../lambda/inbox/transport/dsql/index.js';
 import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
 import { dsqlOnProfile, startDsqlProfile } from '../dsql/profile.js';
+import type { ScenarioLogin } from './consumer-role.js';
 import type { Faults } from '../data-api/faults.js';
 import type { Stats } from '../data-api/stats.js';
 import { loadPg } from '../peer-loaders.js';
@@ -93,6 +95,12 @@ export interface HandlerTransport {
   ready(): Promise<void>;
   /** On DSQL: the conflicts the profile injected and the transactions the handlers ran again after one. */
   conflicts(): { readonly injected: number; readonly retried: number } | undefined;
+  /**
+   * From now on the handlers connect as `login` (the run's consumer role, local/scenario/consumer-role.ts):
+   * `database()`, `session` and `env` name it; the sweeper and the run's own sessions stay the master user's.
+   * Not on DSQL, whose profile connects as admin.
+   */
+  runAs?(login: ScenarioLogin): void;
   /** Ends the pools and the proxy. */
   close(): Promise<void>;
 }
@@ -117,16 +125,29 @@ export async function openHandlerTransport(
   const nothing = async () => {};
   if (transport === 'dsql') return openDsqlTransport(local, database, conflictRate, seed);
   if (transport === 'data-api') {
+    let target = dataApi.target;
+    let session: InboxSession = dataApi.session;
     return {
       calls: local.dataApi,
       statements: { watch: (listener) => local.dataApi.faults.watch(listener) },
-      database: () => dataApiTransport(dataApi.target),
-      session: dataApi.session,
+      database: () => dataApiTransport(target),
+      get session() {
+        return session;
+      },
       // Without resume retries: a sweep refused by a paused Aurora is tried again at the next.
       sweeper: new DataApiSession(dataApi.target, { callTimeoutMs: 10_000, resumeDelaysMs: [] }),
       outboxWatch: dataApi.session,
       problems: () => [],
-      env: Object.fromEntries(PG_VARIABLES.map((name) => [name, undefined])),
+      get env() {
+        return {
+          ...Object.fromEntries(PG_VARIABLES.map((name) => [name, undefined])),
+          ...(target === dataApi.target ? {} : { [INBOX_ENV.SECRET_ARN]: target.secretArn }),
+        };
+      },
+      runAs: (login) => {
+        target = { ...dataApi.target, secretArn: login.secretArn };
+        session = new DataApiSession(target, { callTimeoutMs: 10_000, resumeDelaysMs: [250, 500, 1000, 2000] });
+      },
       migrate: migrateOverDataApi,
       ready: nothing,
       conflicts: () => undefined,
@@ -138,23 +159,37 @@ export async function openHandlerTransport(
   const pgModule = await loadPg();
   const proxy = await startWireProxy(url.toString());
   const pools: pg.Pool[] = [];
-  const pool = () => {
-    const made = new pgModule.Pool({ connectionString: proxy.url, options: SERVER_OPTIONS, max: 10 });
+  // The handlers' login: the proxy's (the master user) until runAs.
+  let handlersUrl = proxy.url;
+  const pool = (connectionString = handlersUrl) => {
+    const made = new pgModule.Pool({ connectionString, options: SERVER_OPTIONS, max: 10 });
     // An idle connection that a fault (a lost answer, a failover) closed: the next checkout replaces it.
     made.on('error', () => {});
     pools.push(made);
     return made;
   };
-  const session = new PostgresSession({ pool: pool() }, { callTimeoutMs: 10_000 });
+  const ownSession = new PostgresSession({ pool: pool() }, { callTimeoutMs: 10_000 });
+  let session = ownSession;
   return {
     calls: proxy,
     statements: wireStatements(proxy),
     database: () => postgres(pool()),
-    session,
-    sweeper: session,
-    outboxWatch: session,
+    get session() {
+      return session;
+    },
+    sweeper: ownSession,
+    outboxWatch: ownSession,
     problems: (calls, dataApiCalls) => ignoredTransport('postgres', calls, dataApiCalls),
-    env: wireEnvironment(proxy.url, database),
+    get env() {
+      return wireEnvironment(handlersUrl, database);
+    },
+    runAs: (login) => {
+      const url = new URL(proxy.url);
+      url.username = encodeURIComponent(login.username);
+      url.password = encodeURIComponent(login.password);
+      handlersUrl = url.toString();
+      session = new PostgresSession({ pool: pool() }, { callTimeoutMs: 10_000 });
+    },
     migrate: migrateOverDataApi,
     ready: nothing,
     conflicts: () => undefined,
