@@ -49,6 +49,8 @@ describe('InboxDatabaseRole (through InboxConsumer and InboxCleanup)', () => {
 
   it('provisions each role after the schema migration, through the migration provider, with its purpose and grants', () => {
     const { template, stack, database, consumer } = consumerStack({ databaseGrants: [{ table: 'public.orders', privileges: ['SELECT', 'INSERT'] }] });
+    // The same grants, for runScenario({ databaseGrants: worker.databaseGrants }).
+    expect(consumer.databaseGrants).toEqual([{ table: 'public.orders', privileges: ['SELECT', 'INSERT'] }]);
     const migrationId = stack.getLogicalId(database.migration.node.defaultChild as never);
     template.hasResource('Custom::InboxDatabaseRole', {
       Properties: {
