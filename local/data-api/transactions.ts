@@ -13,7 +13,7 @@ import { releaseClean, transactionStatus } from './sessions.js';
  */
 
 /** An open transaction. */
-export interface Transaction {
+export interface ServerTransaction {
   readonly id: string;
   readonly database: string;
   /** The secret BeginTransaction named; every later call on the transaction must name it too. */
@@ -23,7 +23,7 @@ export interface Transaction {
   readonly client: pg.PoolClient;
 }
 
-interface Entry extends Transaction {
+interface Entry extends ServerTransaction {
   busy: boolean;
   /** Set when the transaction was ended (lifetime) while a call was still running on it. */
   endedWhileBusy: boolean;
@@ -125,7 +125,7 @@ export class Transactions {
    * continues after a timeout). A call whose SQL ended the transaction block (COMMIT or ROLLBACK in SQL)
    * ends the transaction: its connection goes back clean and its id is not found any more.
    */
-  async run<T>(id: string, secretArn: string, work: (transaction: Transaction) => { answer: Promise<T>; settled: Promise<unknown> }): Promise<T> {
+  async run<T>(id: string, secretArn: string, work: (transaction: ServerTransaction) => { answer: Promise<T>; settled: Promise<unknown> }): Promise<T> {
     const entry = this.acquire(id, secretArn);
     let settled: Promise<unknown> = Promise.resolve();
     try {

@@ -1,13 +1,13 @@
 import type { Clock } from '../sqs/clock.js';
 import { waitForChange } from './change-signal.js';
-import type { LaneRecord, StreamSource } from './stream-source.js';
+import type { LaneRecord, PolledStream } from './stream-source.js';
 
 /** Lambda's synchronous invocation payload limit: a batch stops growing before it would pass it. */
 export const MAX_PAYLOAD_BYTES = 6 * 1024 * 1024;
 
 /** What a poller gathers a batch from. */
 export interface CollectInput<R> {
-  source: StreamSource<R, unknown>;
+  source: PolledStream<R, unknown>;
   /** The lanes of this poller. */
   lanes: readonly string[];
   /** The position of the last record done on a lane (undefined: from the trim horizon). */

@@ -10,7 +10,7 @@ export interface PendingBatch<R> {
 }
 
 /** What the handler's invocation amounted to, once its response was read. */
-export type Verdict =
+export type InvocationVerdict =
   | { kind: 'success' }
   | { kind: 'partial'; failedFrom: Map<string, bigint> }
   | { kind: 'failure'; result: 'error' | 'invalid-response' | 'timeout'; error?: unknown };
@@ -44,7 +44,7 @@ export interface RetryPolicy {
  *   retry the whole batch.
  * A retry past MaximumRetryAttempts discards the records instead.
  */
-export function planAfterInvocation<R>(batch: PendingBatch<R>, verdict: Verdict, requestId: string, policy: RetryPolicy): Plan<R> {
+export function planAfterInvocation<R>(batch: PendingBatch<R>, verdict: InvocationVerdict, requestId: string, policy: RetryPolicy): Plan<R> {
   const records = batch.records;
   if (verdict.kind === 'success') return { advance: lastPositions(records), next: [], discard: [], bisected: false };
   if (verdict.kind === 'partial') {

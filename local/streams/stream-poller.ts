@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sleepOn } from '../sqs/clock.js';
 import { collectBatch } from './batch-collector.js';
 import { lastPositions, planAfterInvocation, splitExpired } from './batch-plan.js';
-import type { PendingBatch, Verdict } from './batch-plan.js';
+import type { PendingBatch, InvocationVerdict } from './batch-plan.js';
 import { readStreamBatchResponse } from './batch-response.js';
 import { ChangeSignal, waitForChange } from './change-signal.js';
 import { DestinationError, deliver } from './destination.js';
@@ -12,7 +12,7 @@ import { invokeWithTimeout } from './invoke.js';
 import type { Ending } from './invoke.js';
 import { functionArn, lambdaContext } from '../lambda-context.js';
 import type { ResolvedStreamOptions } from './options.js';
-import type { LaneRecord, StreamSource } from './stream-source.js';
+import type { LaneRecord, PolledStream } from './stream-source.js';
 import type { DiscardCondition, StreamDiscard, StreamEventSourceStats, StreamInvocationOutcome, StreamInvocationResult } from './types.js';
 
 /** Where the function runs, for its ARN. */
@@ -52,7 +52,7 @@ export class StreamPoller<R, Event> {
     activeInvocations: 0,
     maxConcurrentInvocations: 0,
   };
-  readonly #source: StreamSource<R, Event>;
+  readonly #source: PolledStream<R, Event>;
   readonly #options: ResolvedStreamOptions<R, Event>;
   readonly #location: FunctionLocation;
   /** Lane to the position of its last record done, as this mapping last read or wrote it. */
@@ -70,7 +70,7 @@ export class StreamPoller<R, Event> {
   /** Pollers holding a batch right now (collected, not yet settled). */
   #holding = 0;
 
-  constructor(source: StreamSource<R, Event>, options: ResolvedStreamOptions<R, Event>, location: FunctionLocation) {
+  constructor(source: PolledStream<R, Event>, options: ResolvedStreamOptions<R, Event>, location: FunctionLocation) {
     this.#source = source;
     this.#options = options;
     this.#location = location;
@@ -275,7 +275,7 @@ export class StreamPoller<R, Event> {
   }
 
   /** Reads how an invocation ended, and its response under the ReportBatchItemFailures setting. */
-  #verdict(ending: Ending, batch: readonly LaneRecord<R>[]): Verdict {
+  #verdict(ending: Ending, batch: readonly LaneRecord<R>[]): InvocationVerdict {
     if (ending.kind === 'timeout') {
       this.stats.timeouts += 1;
       return { kind: 'failure', result: 'timeout' };

@@ -21,7 +21,7 @@ export type Identified<R> = { record: LaneRecord<R> } | { invalid: string };
  * batch response names a record. Everything else (batching, retries, bisecting, record age, the
  * destination, hooks) is the poller's, written once.
  */
-export interface StreamSource<R, Event> {
+export interface PolledStream<R, Event> {
   /** The change signals that fire when a lane may have new records. */
   readonly signals: readonly Pick<ChangeSignal, 'subscribe'>[];
   /** The lanes each poller serves, one batch at a time; pollers run in parallel. */

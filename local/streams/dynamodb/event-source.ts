@@ -5,7 +5,7 @@ import type { StreamEventSourceOptions } from '../options.js';
 import { streamBatchInfo } from '../stream-batch-info.js';
 import { StreamEventSource } from '../stream-event-source.js';
 import { StreamPoller } from '../stream-poller.js';
-import type { LaneRecord, StreamSource } from '../stream-source.js';
+import type { LaneRecord, PolledStream } from '../stream-source.js';
 import type { DynamoDbModel, DynamoDbStreamRecord } from './model.js';
 
 /**
@@ -50,7 +50,7 @@ export class DynamoDbEventSource extends StreamEventSource {
 }
 
 /** The DynamoDB Streams side of the stream poller: shards as lanes, the mapping's own checkpoints, Lambda's shapes. */
-function dynamoDbSource(model: DynamoDbModel, table: string, streamArn: string, shards: readonly string[]): StreamSource<DynamoDBRecord, DynamoDBStreamEvent> {
+function dynamoDbSource(model: DynamoDbModel, table: string, streamArn: string, shards: readonly string[]): PolledStream<DynamoDBRecord, DynamoDBStreamEvent> {
   const checkpoints = new Map<string, bigint>();
   const toLambda = (record: DynamoDbStreamRecord): LaneRecord<DynamoDBRecord> => ({
     lane: record.shardId,

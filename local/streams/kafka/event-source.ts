@@ -4,7 +4,7 @@ import { resolveStreamOptions } from '../options.js';
 import type { StreamEventSourceOptions } from '../options.js';
 import { StreamEventSource } from '../stream-event-source.js';
 import { StreamPoller } from '../stream-poller.js';
-import type { Identified, LaneRecord, StreamSource } from '../stream-source.js';
+import type { Identified, LaneRecord, PolledStream } from '../stream-source.js';
 import type { KafkaModel, KafkaStoredRecord } from './model.js';
 
 /** The event a Kafka handler gets: MSK's, or a self-managed cluster's (no ARN), as the model's kind says. */
@@ -116,7 +116,7 @@ function provisionedOnly(options: KafkaEventSourceOptions): string[] {
 }
 
 /** The Kafka side of the stream poller: topic-partitions as lanes, offsets committed to the consumer group. */
-function kafkaSource(model: KafkaModel, topic: string, group: string, partitions: number, consumers: number): StreamSource<KafkaRecord, KafkaEvent> {
+function kafkaSource(model: KafkaModel, topic: string, group: string, partitions: number, consumers: number): PolledStream<KafkaRecord, KafkaEvent> {
   const lanes = Array.from({ length: partitions }, (_, p) => `${topic}-${p}`);
   const partitionOf = (lane: string): number => Number(lane.slice(topic.length + 1));
   const toLambda = (record: KafkaStoredRecord): LaneRecord<KafkaRecord> => ({

@@ -5,7 +5,7 @@ import type { StreamEventSourceOptions } from '../options.js';
 import { streamBatchInfo } from '../stream-batch-info.js';
 import { StreamEventSource } from '../stream-event-source.js';
 import { StreamPoller } from '../stream-poller.js';
-import type { LaneRecord, StreamSource } from '../stream-source.js';
+import type { LaneRecord, PolledStream } from '../stream-source.js';
 import type { KinesisDataRecord, KinesisModel } from './model.js';
 
 /**
@@ -62,7 +62,7 @@ function kinesisSource(
   streamArn: string,
   shards: readonly string[],
   roleArn: string,
-): StreamSource<KinesisStreamRecord, KinesisStreamEvent> {
+): PolledStream<KinesisStreamRecord, KinesisStreamEvent> {
   const checkpoints = new Map<string, bigint>();
   const toLambda = (record: KinesisDataRecord): LaneRecord<KinesisStreamRecord> => ({
     lane: record.shardId,
