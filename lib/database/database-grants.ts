@@ -20,6 +20,12 @@ export interface InboxTableGrant {
    * columns), found at deploy, which the INSERT needs; identity columns need none.
    */
   readonly privileges: readonly InboxTablePrivilege[];
+  /**
+   * The table is made by something synth cannot read (a custom resource the role depends on), not by one of the
+   * database's migration sets: skip the synth check that refuses a grant on a table no migration set creates.
+   * @default false: a grant names a table one of the database's migration sets creates (when it has any)
+   */
+  readonly createdElsewhere?: boolean | undefined;
 }
 
 /** A PostgreSQL privilege on a table, view or sequence. */

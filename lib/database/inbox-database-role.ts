@@ -1,4 +1,4 @@
-import { Annotations, CustomResource, Token, Tokenization, Validations } from 'aws-cdk-lib';
+import { CustomResource, Token, Tokenization, Validations } from 'aws-cdk-lib';
 import type { Duration } from 'aws-cdk-lib';
 import type * as iam from 'aws-cdk-lib/aws-iam';
 import * as rds from 'aws-cdk-lib/aws-rds';
@@ -94,9 +94,9 @@ export class InboxDatabaseRole extends Construct {
         ? [`the ${props.purpose} role acts for no one consumer. Fix: remove \`consumerName\`.`]
         : []),
       ...statementTimeoutProblems(props.statementTimeout),
+      ...unknownTables(props.database, grants),
     ];
     if (problems.length > 0) throw InboxConstructError.of(`${scope.node.path}`, problems);
-    warnOfUnknownTables(this, props.database, grants);
     this.roleName = props.roleName;
     this.database = props.database;
     this.label = props.label;
@@ -191,20 +191,19 @@ function statementTimeoutProblems(timeout: Duration | undefined): string[] {
 }
 
 /**
- * A warning, not a refusal, per grant on a table none of the database's own migration sets creates: a
- * typo (public.reservatons) would fail the role at deploy, but a table may also come from a custom
- * resource the role depends on, which synth cannot see. A database with no migration sets of its own is
- * not checked.
+ * A refusal per grant on a table none of the database's own migration sets creates: a typo
+ * (public.reservatons) would fail the role at deploy. A table made by a custom resource the role depends on,
+ * which synth cannot see, is declared `createdElsewhere`. A database with no migration sets of its own is not
+ * checked (its tables all come from elsewhere).
  */
-function warnOfUnknownTables(role: Construct, database: InboxDatabase, grants: readonly InboxTableGrant[]): void {
+function unknownTables(database: InboxDatabase, grants: readonly InboxTableGrant[]): string[] {
   const known = createdTables(database);
-  if (known === undefined) return;
-  for (const { table } of grants) {
-    if (Token.isUnresolved(table) || known.has(table)) continue;
-    Annotations.of(role).addWarningV2(
-      'sqs-inbox:grant-on-unknown-table',
-      `\`databaseGrants\` names ${table}, which no migration set of ${database.node.path} creates (they create ${[...known].sort().join(', ') || 'no table'}): ` +
-        'the role would fail at deploy. Fix the name, or create the table in a migration set; if a custom resource the role depends on creates it, acknowledge this warning.',
+  if (known === undefined) return [];
+  return grants
+    .filter(({ table, createdElsewhere }) => typeof table === 'string' && !Token.isUnresolved(table) && !known.has(table) && createdElsewhere !== true)
+    .map(
+      ({ table }) =>
+        `\`databaseGrants\` names ${table}, which no migration set of ${database.node.path} creates (they create ${[...known].sort().join(', ') || 'no table'}): ` +
+        `the role would fail at deploy. Fix: correct the name, or create the table in a migration set; if a custom resource the role depends on creates it, add createdElsewhere: true to its grant.`,
     );
-  }
 }
