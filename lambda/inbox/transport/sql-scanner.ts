@@ -36,6 +36,12 @@ export interface ScannedStatement {
   /** Its text, without the `;` that ends it and the white space around it; comments before it stay. */
   readonly text: string;
   /**
+   * Its text with the inside of every string literal, quoted identifier and dollar-quoted body, and every
+   * comment, turned to spaces (the quotes stay), character for character: what a rule that looks for words
+   * matches, so that no word inside a literal or comment is taken for a keyword.
+   */
+  readonly code: string;
+  /**
    * The statement cut at each top-level `;` inside it (only a `BEGIN ATOMIC` body holds one), each with its
    * first words: the first part's are the statement's own (`['rollback', 'to', 'savepoint']`).
    */
@@ -88,9 +94,17 @@ export function scanSql(sql: string): ScannedSql {
   let afterAs = false;
   let semicolonLast = false;
 
+  // The text as `code` shows it: the spans of literals and comments that `blank` turned to spaces.
+  const blanked: [number, number][] = [];
+  const blank = (from: number, to: number) => {
+    if (from < to) blanked.push([from, to]);
+  };
   const part = () => parts[parts.length - 1]!;
   const endStatement = (end: number) => {
-    if (tokens) statements.push({ text: trimSpace(sql.slice(statementFrom, end)), parts: parts.map(({ words }) => ({ words })) });
+    if (tokens) {
+      const [from, to] = trimmedSpan(sql, statementFrom, end);
+      statements.push({ text: sql.slice(from, to), code: codeOf(sql, from, to, blanked), parts: parts.map(({ words }) => ({ words })) });
+    }
     statementFrom = end + 1;
     tokens = false;
     parts = [{ words: [], open: true }];
@@ -115,20 +129,29 @@ export function scanSql(sql: string): ScannedSql {
     if (isSpace(c)) {
       i++;
     } else if (c === '-' && next === '-') {
+      const start = i;
       while (i < sql.length && sql[i] !== '\n' && sql[i] !== '\r') i++;
+      blank(start, i);
     } else if (c === '/' && next === '*') {
+      const start = i;
       i = endOfBlockComment(sql, i);
+      blank(start, i);
     } else if (c === "'") {
       token();
+      const start = i;
       // E'...' strings honour backslash escapes; standard ones only double a quote.
       i = endOfQuoted(sql, i, "'", (sql[i - 1] === 'E' || sql[i - 1] === 'e') && !isWordChar(sql[i - 2]));
+      blank(start + 1, closedAt(sql, i, "'"));
     } else if (c === '"') {
       token();
+      const start = i;
       i = endOfQuoted(sql, i, '"', false);
+      blank(start + 1, closedAt(sql, i, '"'));
     } else if (c === '$' && !isWordChar(sql[i - 1]) && dollarTag(sql, i) !== undefined) {
       token();
       const tag = dollarTag(sql, i)!;
       const end = sql.indexOf(tag, i + tag.length);
+      blank(i + tag.length, end < 0 ? sql.length : end);
       i = end < 0 ? sql.length : end + tag.length;
     } else if (isWordStart(c)) {
       const start = i;
@@ -230,9 +253,32 @@ function endOfBlockComment(sql: string, i: number): number {
   return sql.length;
 }
 
-/** PostgreSQL's white space trimmed (not JavaScript's, which takes characters PostgreSQL reads as part of a word). */
-function trimSpace(text: string): string {
-  return text.replace(/^[ \t\n\r\f\v]+|[ \t\n\r\f\v]+$/g, '');
+/** Where the inside of a quoted token that ends at `end` ends: before its closing quote, if it has one. */
+function closedAt(sql: string, end: number, quote: string): number {
+  return end <= sql.length && sql[end - 1] === quote ? end - 1 : end;
+}
+
+/** `from`..`to` without PostgreSQL's white space at either end. */
+function trimmedSpan(sql: string, from: number, to: number): [number, number] {
+  let start = from;
+  let end = to;
+  while (start < end && isSpace(sql[start])) start++;
+  while (end > start && isSpace(sql[end - 1])) end--;
+  return [start, end];
+}
+
+/** The text `from`..`to` with every blanked span in it turned to spaces (a line break stays one, so lines still count). */
+function codeOf(sql: string, from: number, to: number, blanked: readonly [number, number][]): string {
+  let code = '';
+  let at = from;
+  for (const [start, end] of blanked) {
+    if (end <= from || start >= to) continue;
+    const a = Math.max(start, from);
+    const b = Math.min(end, to);
+    code += sql.slice(at, a) + sql.slice(a, b).replace(/[^\n\r]/g, ' ');
+    at = b;
+  }
+  return code + sql.slice(at, to);
 }
 
 /**

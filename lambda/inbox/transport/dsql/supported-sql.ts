@@ -1,3 +1,5 @@
+import { scanSql } from '../sql-scanner.js';
+
 /**
  * What Aurora DSQL refuses of PostgreSQL's SQL, kept as data with its sources, so that a test profile can
  * refuse every statement the runtime sends that DSQL would refuse, and a reader can check each rule
@@ -30,7 +32,7 @@ export const DSQL_SOURCES = {
 export interface DsqlSqlRule {
   readonly id: string;
   readonly status: 'unsupported' | 'not-listed';
-  /** Matched against the statement with comments and string literals blanked, upper-cased. */
+  /** Matched against the statement's `code` (literals, quoted identifiers and comments blanked), upper-cased. */
   readonly pattern: RegExp;
   /** What DSQL does instead, or what to write instead. */
   readonly says: string;
@@ -254,28 +256,18 @@ export interface DsqlSqlViolation {
 }
 
 /**
- * The rules `sql` breaks: each statement of the text (split at top-level semicolons) against every rule,
- * with comments and string literals blanked first so that their words never match. `strict` adds the
- * `not-listed` rules to the `unsupported` ones.
+ * The rules `sql` breaks: each statement of the text (as the shared scanner splits it) against every rule,
+ * matched against its `code`, where literals, quoted identifiers and comments are blanked, so that their
+ * words never match and their quotes never hide a keyword. `strict` adds the `not-listed` rules to the
+ * `unsupported` ones.
  */
 export function checkDsqlSql(sql: string, strict = false): DsqlSqlViolation[] {
   const violations: DsqlSqlViolation[] = [];
-  for (const statement of statementsOf(blankLiterals(sql))) {
-    const upper = statement.toUpperCase();
+  for (const { text, code } of scanSql(sql).statements) {
+    const upper = code.toUpperCase();
     for (const rule of DSQL_SQL_RULES) {
-      if ((strict || rule.status === 'unsupported') && rule.pattern.test(upper)) violations.push({ rule, statement: statement.trim() });
+      if ((strict || rule.status === 'unsupported') && rule.pattern.test(upper)) violations.push({ rule, statement: text });
     }
   }
   return violations;
-}
-
-/** Comments and string literals ('...', E'...', $tag$...$tag$) replaced by spaces, quoted identifiers kept. */
-function blankLiterals(sql: string): string {
-  return sql.replace(/--[^\n]*|\/\*[\s\S]*?\*\/|[Ee]?'(?:[^'\\]|''|\\.)*'|\$([A-Za-z_]\w*)?\$[\s\S]*?\$\1\$/g, (match) =>
-    match.startsWith('$') ? `$$${' '.repeat(Math.max(0, match.length - 4))}$$` : ' '.repeat(match.length),
-  );
-}
-
-function statementsOf(sql: string): string[] {
-  return sql.split(';').filter((statement) => statement.trim() !== '');
 }
