@@ -113,7 +113,7 @@ describe.each<ScenarioTransport>(['data-api', 'postgres'])('the judge on %s', (t
     expect(report.problems).toEqual([
       "a write outside the inbox's transaction while record res-0 was being applied (1 time(s)): " +
         `${transport === 'data-api' ? DECREMENT : 'UPDATE public.stock SET units = units - 1 WHERE sku = $1'}. ` +
-        "A rollback does not undo it and a redelivery makes it again: run it on the transaction apply is given (tx.execute(...), or your ORM's tx), not on a session or pool of the handler's own",
+        "A rollback does not undo it and a redelivery makes it again: run it on the transaction apply is given (tx.execute(...), or your ORM's tx), not on a session, pool or transaction of the handler's own",
     ]);
   });
 
