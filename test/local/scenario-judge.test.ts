@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inbox } from '../../lambda/inbox/index.js';
+import { inbox as batchInbox } from '../../lambda/inbox/handler/batch-handlers.js';
+import { inbox, withFirstStatement } from '../../lambda/inbox/index.js';
 import { runScenario, startLocal } from '../../local/index.js';
 import type { LocalStack, ScenarioEnvironment, ScenarioOptions, ScenarioTransport } from '../../local/index.js';
 
@@ -79,6 +80,69 @@ const gatedStatement = ({ database }: ScenarioEnvironment) =>
       params: { id: message.body.reservationId, sku: message.body.sku },
     }),
   });
+
+/** The stock decremented in a transaction of the handler's own (a second session's BeginTransaction or BEGIN), committed while the record's is open. */
+async function decrementInOwnTransaction(session: ScenarioEnvironment['session'], sku: string): Promise<void> {
+  const own = await session.begin();
+  await session.execute(DECREMENT, { sku }, own);
+  await session.commit(own);
+}
+
+type Mode = 'apply' | 'withFirstStatement' | 'applyBatch';
+
+/** The same bug in each way a handler gets its transaction: per record, with the claim riding its first statement, per batch. */
+const decrementInOwnTransactionBy =
+  (mode: Mode) =>
+  ({ database, session }: ScenarioEnvironment) => {
+    if (mode === 'applyBatch')
+      return batchInbox<Reservation>({
+        database,
+        applyBatch: async (tx, messages) => {
+          for (const message of messages) {
+            await tx.execute(RESERVE, { id: message.body.reservationId, sku: message.body.sku });
+            await decrementInOwnTransaction(session, message.body.sku);
+          }
+        },
+      });
+    return inbox<Reservation>({
+      database,
+      ...(mode === 'withFirstStatement' ? { claim: withFirstStatement } : {}),
+      apply: async (tx, message) => {
+        await tx.execute(RESERVE, { id: message.body.reservationId, sku: message.body.sku });
+        await decrementInOwnTransaction(session, message.body.sku);
+      },
+    });
+  };
+
+describe.each<[ScenarioTransport, Mode]>([
+  ['data-api', 'apply'],
+  ['data-api', 'withFirstStatement'],
+  ['data-api', 'applyBatch'],
+  ['postgres', 'apply'],
+  ['postgres', 'withFirstStatement'],
+  ['postgres', 'applyBatch'],
+  ['dsql', 'apply'],
+  ['dsql', 'withFirstStatement'],
+])('the judge on %s with %s', (transport, mode) => {
+  it("names a write committed in a transaction of the handler's own, and the record it was made for", async () => {
+    const report = await runScenario(local, {
+      ...reservations,
+      handler: decrementInOwnTransactionBy(mode),
+      transport,
+      messages: 1,
+      consumers: 1,
+      faults: [],
+      ...(transport === 'dsql' ? { conflictRate: 0 } : {}),
+    });
+
+    expect(report.doubleEffects).toEqual([]);
+    expect(report.problems).toEqual([
+      `a write outside the inbox's transaction while record res-0 was being applied (1 time(s)): ` +
+        `${transport === 'data-api' ? DECREMENT : 'UPDATE public.stock SET units = units - 1 WHERE sku = $1'}. ` +
+        "A rollback does not undo it and a redelivery makes it again: run it on the transaction apply is given (tx.execute(...), or your ORM's tx), not on a session, pool or transaction of the handler's own",
+    ]);
+  }, 60_000);
+});
 
 describe.each<ScenarioTransport>(['data-api', 'postgres'])('the judge on %s', (transport) => {
   it("leads with how few applied and the handler's first error, even with its log silenced", async () => {
