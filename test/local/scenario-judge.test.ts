@@ -200,3 +200,19 @@ describe.each<ScenarioTransport>(['data-api', 'postgres'])('the judge on %s', (t
     expect(expected.wellFormedInDlqOrParked).toBe(1);
   }, 60_000);
 });
+
+describe('the judge on the DSQL profile', () => {
+  it('names the commit a handler never made as the wire names it, not as the Data API does', async () => {
+    const report = await runScenario(local, {
+      ...reservations,
+      handler: gatedStatement,
+      transport: 'dsql',
+      conflictRate: 0,
+      messages: 2,
+      consumers: 1,
+      faults: ['drop-commit'],
+    });
+
+    expect(report.problems).toEqual([expect.stringContaining('commit point never matched: drop-commit was never injected; the handler made no COMMIT call.')]);
+  }, 60_000);
+});
