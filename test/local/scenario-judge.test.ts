@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inbox } from '../../lambda/inbox/index.js';
+import { inbox as batchInbox } from '../../lambda/inbox/handler/batch-handlers.js';
+import { inbox, withFirstStatement } from '../../lambda/inbox/index.js';
 import { runScenario, startLocal } from '../../local/index.js';
 import type { LocalStack, ScenarioEnvironment, ScenarioOptions, ScenarioTransport } from '../../local/index.js';
 
@@ -80,6 +81,69 @@ const gatedStatement = ({ database }: ScenarioEnvironment) =>
     }),
   });
 
+/** The stock decremented in a transaction of the handler's own (a second session's BeginTransaction or BEGIN), committed while the record's is open. */
+async function decrementInOwnTransaction(session: ScenarioEnvironment['session'], sku: string): Promise<void> {
+  const own = await session.begin();
+  await session.execute(DECREMENT, { sku }, own);
+  await session.commit(own);
+}
+
+type Mode = 'apply' | 'withFirstStatement' | 'applyBatch';
+
+/** The same bug in each way a handler gets its transaction: per record, with the claim riding its first statement, per batch. */
+const decrementInOwnTransactionBy =
+  (mode: Mode) =>
+  ({ database, session }: ScenarioEnvironment) => {
+    if (mode === 'applyBatch')
+      return batchInbox<Reservation>({
+        database,
+        applyBatch: async (tx, messages) => {
+          for (const message of messages) {
+            await tx.execute(RESERVE, { id: message.body.reservationId, sku: message.body.sku });
+            await decrementInOwnTransaction(session, message.body.sku);
+          }
+        },
+      });
+    return inbox<Reservation>({
+      database,
+      ...(mode === 'withFirstStatement' ? { claim: withFirstStatement } : {}),
+      apply: async (tx, message) => {
+        await tx.execute(RESERVE, { id: message.body.reservationId, sku: message.body.sku });
+        await decrementInOwnTransaction(session, message.body.sku);
+      },
+    });
+  };
+
+describe.each<[ScenarioTransport, Mode]>([
+  ['data-api', 'apply'],
+  ['data-api', 'withFirstStatement'],
+  ['data-api', 'applyBatch'],
+  ['postgres', 'apply'],
+  ['postgres', 'withFirstStatement'],
+  ['postgres', 'applyBatch'],
+  ['dsql', 'apply'],
+  ['dsql', 'withFirstStatement'],
+])('the judge on %s with %s', (transport, mode) => {
+  it("names a write committed in a transaction of the handler's own, and the record it was made for", async () => {
+    const report = await runScenario(local, {
+      ...reservations,
+      handler: decrementInOwnTransactionBy(mode),
+      transport,
+      messages: 1,
+      consumers: 1,
+      faults: [],
+      ...(transport === 'dsql' ? { conflictRate: 0 } : {}),
+    });
+
+    expect(report.doubleEffects).toEqual([]);
+    expect(report.problems).toEqual([
+      `a write outside the inbox's transaction while record res-0 was being applied (1 time(s)): ` +
+        `${transport === 'data-api' ? DECREMENT : 'UPDATE public.stock SET units = units - 1 WHERE sku = $1'}. ` +
+        "A rollback does not undo it and a redelivery makes it again: run it on the transaction apply is given (tx.execute(...), or your ORM's tx), not on a session, pool or transaction of the handler's own",
+    ]);
+  }, 60_000);
+});
+
 describe.each<ScenarioTransport>(['data-api', 'postgres'])('the judge on %s', (transport) => {
   it("leads with how few applied and the handler's first error, even with its log silenced", async () => {
     const report = await runScenario(local, {
@@ -113,7 +177,7 @@ describe.each<ScenarioTransport>(['data-api', 'postgres'])('the judge on %s', (t
     expect(report.problems).toEqual([
       "a write outside the inbox's transaction while record res-0 was being applied (1 time(s)): " +
         `${transport === 'data-api' ? DECREMENT : 'UPDATE public.stock SET units = units - 1 WHERE sku = $1'}. ` +
-        "A rollback does not undo it and a redelivery makes it again: run it on the transaction apply is given (tx.execute(...), or your ORM's tx), not on a session or pool of the handler's own",
+        "A rollback does not undo it and a redelivery makes it again: run it on the transaction apply is given (tx.execute(...), or your ORM's tx), not on a session, pool or transaction of the handler's own",
     ]);
   });
 
@@ -134,5 +198,21 @@ describe.each<ScenarioTransport>(['data-api', 'postgres'])('the judge on %s', (t
     const expected = await runScenario(local, { ...run, expectedFailures: (key: string) => key === 'res-3' });
     expect(expected.problems).toEqual([]);
     expect(expected.wellFormedInDlqOrParked).toBe(1);
+  }, 60_000);
+});
+
+describe('the judge on the DSQL profile', () => {
+  it('names the commit a handler never made as the wire names it, not as the Data API does', async () => {
+    const report = await runScenario(local, {
+      ...reservations,
+      handler: gatedStatement,
+      transport: 'dsql',
+      conflictRate: 0,
+      messages: 2,
+      consumers: 1,
+      faults: ['drop-commit'],
+    });
+
+    expect(report.problems).toEqual([expect.stringContaining('commit point never matched: drop-commit was never injected; the handler made no COMMIT call.')]);
   }, 60_000);
 });
