@@ -8,8 +8,9 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
  * so the order is written down here. Order only: every file still runs, in every project that includes it.
  */
 export const LONGEST_FIRST: readonly string[] = [
-  'test/package/outside-in-cdk-init.test.ts',
   'test/package/outside-in-apps.test.ts',
+  'test/package/outside-in-cdk-init.test.ts',
+  'test/package/outside-in-orm.test.ts',
   'test/package/outside-in.test.ts',
   'test/local/scenario-judge.test.ts',
   'test/local/example-app.test.ts',
