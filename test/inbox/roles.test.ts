@@ -589,16 +589,17 @@ describe('database roles, signed in through the local Data API', () => {
     const secondApp = { Role: ROLES.shared, RoleSecretArn: SECRET.secondApp, Label: 'consumer order_worker', Consumer: 'order_worker', Grants: '[]' };
     await roleResource(roleEvent('Create', firstApp));
 
-    // Act
-    const second = roleResource(roleEvent('Create', secondApp));
-    // An update that renames its role onto the taken one is a new role for that resource, refused alike.
-    const renamed = roleResource(roleEvent('Update', secondApp, { ...secondApp, Role: `inbox_consumer_order_worker_2_${run}` }));
-
-    // Assess: both refused, naming the fix; the first app still signs in, scoped as it was.
+    // Act + Assess: refused, naming the fix. One request after the other, each awaited as it is made: started
+    // together, the second one's rejection could land before anything awaited it, an unhandled rejection
+    // that failed the run.
     const refusal = `role "${ROLES.shared}" was created by sqs-inbox for "consumer order-worker", not for "consumer order_worker"`;
+    const second = roleResource(roleEvent('Create', secondApp));
     await expect(second).rejects.toThrow(refusal);
     await expect(second).rejects.toThrow(/Fix: give this one a `databaseRole` of its own/);
-    await expect(renamed).rejects.toThrow(refusal);
+    // An update that renames its role onto the taken one is a new role for that resource, refused alike.
+    await expect(roleResource(roleEvent('Update', secondApp, { ...secondApp, Role: `inbox_consumer_order_worker_2_${run}` }))).rejects.toThrow(refusal);
+
+    // Assess: the first app still signs in, scoped as it was.
     expect(await signsIn(ROLES.shared, PASSWORD.firstApp)).toBe(true);
     expect(await signsIn(ROLES.shared, PASSWORD.secondApp)).toBe(false);
     const scope = await superuser.query('SELECT consumer_name FROM inbox.role_scope WHERE role_name = $1', [ROLES.shared]);
