@@ -42,6 +42,8 @@ const SECRET = {
   bounded: ARN('bounded'),
   firstApp: ARN('first-app'),
   secondApp: ARN('second-app'),
+  // The consumer's role after its password was rotated outside the deploy (rotation updates the secret).
+  rotated: ARN('rotated'),
 };
 // As Secrets Manager generates them: printable ASCII.
 const PASSWORD = {
@@ -167,6 +169,7 @@ describe('database roles, signed in through the local Data API', () => {
         [SECRET.outbox]: secretsManager[SECRET.outbox]!,
         [SECRET.credits]: secretsManager[SECRET.credits]!,
         [SECRET.bounded]: secretsManager[SECRET.bounded]!,
+        [SECRET.rotated]: { username: ROLES.consumer, password: 'rotated-outside-the-deploy' },
       },
     });
     client = dataApiClient(server);
@@ -508,7 +511,9 @@ describe('database roles, signed in through the local Data API', () => {
 
     // Assess
     expect(await signsIn(ROLES.consumer, 'rotated-outside-the-deploy')).toBe(true);
-    const consumer = sessionAs(SECRET.consumer);
+    // Signed in with the rotated password, as the function does after rotation: the deploy's secret signs in
+    // only over a connection the local Data API kept from before the rotation, which a loaded run may not keep.
+    const consumer = sessionAs(SECRET.rotated);
     expect((await consumer.execute('SELECT count(*) AS n FROM public.orders')).rows[0]!.n).toBeDefined();
     await refused(consumer, "INSERT INTO public.orders (order_id, status) VALUES ('order-3', 'shipped')");
     expect(JSON.parse(logLines.at(-1)!)).toMatchObject({
