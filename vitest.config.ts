@@ -1,6 +1,7 @@
 import { defineConfig } from 'vitest/config';
 import type { TestProjectInlineConfiguration } from 'vitest/config';
 import { NOT_ON_EVERY_TRANSPORT } from './test/support/data-api-only.js';
+import LongestFirst from './test/support/longest-first.js';
 import { DSQL_CONFLICT_FILES, DSQL_CONFLICT_RATE } from './test/support/dsql-conflicts.js';
 
 /** What the projects share (and `npm run mutate`'s config). The root's global setup (one embedded PostgreSQL) serves them all. */
@@ -24,19 +25,30 @@ export const shared = {
  * runs: the generated cases prove the inbox's logic on the Data API, and there only the transport's share of
  * them is new. `INBOX_TEST_RUNS` (test/support/seed.ts) scales them on top.
  */
+/**
+ * Files at once, for every project (one pool serves them all; vitest refuses projects that differ). vitest's
+ * default is one fewer than the cores, 1 on CI's 2, yet most of a file's time is spent waiting on PostgreSQL
+ * and on child processes, not on a core: 3 keeps both cores busy. Not in {@link shared}: `npm run mutate`'s
+ * config imports it and sets its own concurrency.
+ */
+export const MAX_WORKERS = 3;
+
 const OTHER_TRANSPORT_RUNS = String(0.5 * Number(process.env.INBOX_TEST_RUNS ?? 1));
 
 export default defineConfig({
   test: {
     globalSetup: ['test/support/global-setup.ts'],
+    // The slowest files start first, so that none of them starts last (test/support/longest-first.ts).
+    sequence: { sequencer: LongestFirst },
     projects: [
       // Everything, the inbox suites on the Data API (or on the transport INBOX_TEST_TRANSPORT names).
-      { test: { ...shared, name: 'default', include: ['test/**/*.test.ts'] } },
+      { test: { ...shared, maxWorkers: MAX_WORKERS, name: 'default', include: ['test/**/*.test.ts'] } },
       // The inbox's correctness suites again, over the PostgreSQL wire protocol (test/support/transport.ts),
       // but for the files test/support/data-api-only.ts lists, with its reasons, which the setup prints.
       {
         test: {
           ...shared,
+          maxWorkers: MAX_WORKERS,
           name: 'wire',
           include: ['test/inbox/**/*.test.ts'],
           exclude: [...NOT_ON_EVERY_TRANSPORT],
@@ -49,6 +61,7 @@ export default defineConfig({
       {
         test: {
           ...shared,
+          maxWorkers: MAX_WORKERS,
           name: 'dsql',
           include: ['test/inbox/**/*.test.ts'],
           exclude: [...NOT_ON_EVERY_TRANSPORT],
@@ -61,6 +74,7 @@ export default defineConfig({
       {
         test: {
           ...shared,
+          maxWorkers: MAX_WORKERS,
           name: 'dsql-conflicts',
           include: Object.keys(DSQL_CONFLICT_FILES),
           env: { ...shared.env, INBOX_TEST_TRANSPORT: 'dsql', INBOX_TEST_DSQL_CONFLICT_RATE: String(DSQL_CONFLICT_RATE) },

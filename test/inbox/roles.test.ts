@@ -42,6 +42,8 @@ const SECRET = {
   bounded: ARN('bounded'),
   firstApp: ARN('first-app'),
   secondApp: ARN('second-app'),
+  // The consumer's role after its password was rotated outside the deploy (rotation updates the secret).
+  rotated: ARN('rotated'),
 };
 // As Secrets Manager generates them: printable ASCII.
 const PASSWORD = {
@@ -167,6 +169,7 @@ describe('database roles, signed in through the local Data API', () => {
         [SECRET.outbox]: secretsManager[SECRET.outbox]!,
         [SECRET.credits]: secretsManager[SECRET.credits]!,
         [SECRET.bounded]: secretsManager[SECRET.bounded]!,
+        [SECRET.rotated]: { username: ROLES.consumer, password: 'rotated-outside-the-deploy' },
       },
     });
     client = dataApiClient(server);
@@ -508,7 +511,9 @@ describe('database roles, signed in through the local Data API', () => {
 
     // Assess
     expect(await signsIn(ROLES.consumer, 'rotated-outside-the-deploy')).toBe(true);
-    const consumer = sessionAs(SECRET.consumer);
+    // Signed in with the rotated password, as the function does after rotation: the deploy's secret signs in
+    // only over a connection the local Data API kept from before the rotation, which a loaded run may not keep.
+    const consumer = sessionAs(SECRET.rotated);
     expect((await consumer.execute('SELECT count(*) AS n FROM public.orders')).rows[0]!.n).toBeDefined();
     await refused(consumer, "INSERT INTO public.orders (order_id, status) VALUES ('order-3', 'shipped')");
     expect(JSON.parse(logLines.at(-1)!)).toMatchObject({
@@ -589,16 +594,17 @@ describe('database roles, signed in through the local Data API', () => {
     const secondApp = { Role: ROLES.shared, RoleSecretArn: SECRET.secondApp, Label: 'consumer order_worker', Consumer: 'order_worker', Grants: '[]' };
     await roleResource(roleEvent('Create', firstApp));
 
-    // Act
-    const second = roleResource(roleEvent('Create', secondApp));
-    // An update that renames its role onto the taken one is a new role for that resource, refused alike.
-    const renamed = roleResource(roleEvent('Update', secondApp, { ...secondApp, Role: `inbox_consumer_order_worker_2_${run}` }));
-
-    // Assess: both refused, naming the fix; the first app still signs in, scoped as it was.
+    // Act + Assess: refused, naming the fix. One request after the other, each awaited as it is made: started
+    // together, the second one's rejection could land before anything awaited it, an unhandled rejection
+    // that failed the run.
     const refusal = `role "${ROLES.shared}" was created by sqs-inbox for "consumer order-worker", not for "consumer order_worker"`;
+    const second = roleResource(roleEvent('Create', secondApp));
     await expect(second).rejects.toThrow(refusal);
     await expect(second).rejects.toThrow(/Fix: give this one a `databaseRole` of its own/);
-    await expect(renamed).rejects.toThrow(refusal);
+    // An update that renames its role onto the taken one is a new role for that resource, refused alike.
+    await expect(roleResource(roleEvent('Update', secondApp, { ...secondApp, Role: `inbox_consumer_order_worker_2_${run}` }))).rejects.toThrow(refusal);
+
+    // Assess: the first app still signs in, scoped as it was.
     expect(await signsIn(ROLES.shared, PASSWORD.firstApp)).toBe(true);
     expect(await signsIn(ROLES.shared, PASSWORD.secondApp)).toBe(false);
     const scope = await superuser.query('SELECT consumer_name FROM inbox.role_scope WHERE role_name = $1', [ROLES.shared]);

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { readFileSync } from 'node:fs';
 import { chmod, cp, mkdir, mkdtemp, readFile, readdir, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { delimiter, dirname, join } from 'node:path';
@@ -164,3 +165,14 @@ export async function functionBundle(app: string, stack: string, consumer: strin
   if (!entry) throw new Error(`${asset} holds no index.mjs: ${files.join(', ')}`);
   return join(asset, entry);
 }
+
+/** The versions this repository pins, so that an app installs what was measured and npm's cache holds. */
+export const REPOSITORY_MANIFEST = JSON.parse(readFileSync(join(REPOSITORY, 'package.json'), 'utf8')) as {
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+  overrides: Record<string, unknown>;
+};
+/** The repository's devDependencies, by name. */
+export const REPOSITORY_VERSIONS = REPOSITORY_MANIFEST.devDependencies;
+/** The repository's dependencies, by name. */
+export const REPOSITORY_DEPENDENCIES = REPOSITORY_MANIFEST.dependencies;

@@ -1,6 +1,7 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
-import { shared } from '../../vitest.config.js';
+import { MAX_WORKERS, shared } from '../../vitest.config.js';
+import LongestFirst from './longest-first.js';
 import { suitesOfThisNode } from './node-runtime.js';
 
 // The Node.js-version runs (scripts/on-node.mjs: `npm run test:node22`): the suites of ./node-runtime.ts, on
@@ -10,6 +11,8 @@ export default defineConfig({
   root: fileURLToPath(new URL('../..', import.meta.url)),
   test: {
     ...shared,
+    maxWorkers: MAX_WORKERS,
+    sequence: { sequencer: LongestFirst },
     name: 'node-runtime',
     include: suitesOfThisNode(),
     globalSetup: ['test/support/global-setup.ts', 'test/support/node-runtime-setup.ts'],

@@ -6,6 +6,9 @@
  */
 export const ON_EVERY_NODE: Readonly<Record<string, string>> = {
   'test/package/outside-in.test.ts': 'the packed tarball installed, type-checked, synthesized and its bundled handler run, as users get it',
+  'test/package/outside-in-apps.test.ts': 'the same, in the ES module and the CommonJS CDK apps',
+  'test/package/outside-in-cdk-init.test.ts': 'the same, in a pristine `cdk init` app with its own jest and vitest',
+  'test/package/outside-in-orm.test.ts': "the same, in the ORM recipes' app",
   'test/package/function-assets.test.ts': "the prebuilt function bundles, loaded as Lambda loads index.mjs, in a process of the run's Node",
   'test/package/commonjs.test.ts': "the CommonJS copy, through require() and the package's export conditions",
   'test/inbox/cold-start.test.ts': 'a handler module loaded and checked at its first invocation: module loading, the environment',
@@ -32,6 +35,9 @@ export const ON_EVERY_NODE: Readonly<Record<string, string>> = {
  */
 export const ONLY_ON_NODE: Readonly<Record<string, readonly number[]>> = {
   'test/package/outside-in.test.ts': [24],
+  'test/package/outside-in-apps.test.ts': [24],
+  'test/package/outside-in-cdk-init.test.ts': [24],
+  'test/package/outside-in-orm.test.ts': [24],
 };
 
 /** The suites of {@link ON_EVERY_NODE} this process's Node.js major runs. */
