@@ -364,3 +364,19 @@ describe('statements of a script: BEGIN ATOMIC bodies', () => {
     expect([...scanSql('SELECT Claimed, \'claimed2\', "claimed3" -- claimed4').words]).toEqual(['select', 'claimed']);
   });
 });
+
+describe("a statement's code: what rules that look for words match", () => {
+  it('blanks the inside of literals, quoted identifiers and dollar bodies, and comments, character for character', () => {
+    const sql = "/* lead */ SELECT 'a;b', E'c\\'d', \"x y\", $t$ TRUNCATE $t$ -- TRUNCATE\nFROM t; SELECT 'it''s'";
+    const [first, second] = scanSql(sql).statements;
+    expect(first!.text).toBe("/* lead */ SELECT 'a;b', E'c\\'d', \"x y\", $t$ TRUNCATE $t$ -- TRUNCATE\nFROM t");
+    expect(first!.code).toBe("           SELECT '   ', E'    ', \"   \", $t$          $t$            \nFROM t");
+    expect(second!.code).toBe("SELECT '     '");
+    for (const { text, code } of scanSql(sql).statements) expect(code).toHaveLength(text.length);
+  });
+
+  it('blanks to the end an unterminated literal or comment', () => {
+    expect(scanSql("SELECT 'open").statements[0]!.code).toBe("SELECT '    ");
+    expect(scanSql('SELECT 1 /* open').statements[0]!.code).toBe('SELECT 1        ');
+  });
+});
