@@ -6,19 +6,19 @@ import type { SqlParams } from '../transport/values.js';
 import { CONSUMER_NAME_PATTERN, CONSUMER_NAME_RULE, ENV_CONSUMER } from '../contract.js';
 import { InboxConfigError } from '../errors.js';
 import type { KeyStrategy } from '../prepare/keys.js';
-import { carriedCode, described, oneOf, refuseUnknownKeys } from './option-checks.js';
+import { described, oneOf, plainChoice, refuseUnknownKeys } from './option-checks.js';
 import { STATEMENT_OPTIONS, resolveMode } from '../modes/mode-options.js';
 import type { BatchModes } from '../modes/batch-modes.js';
 import type { InboxLogger, InboxMetrics, BatchSummary } from '../telemetry/telemetry.js';
 import type { OutboxSend } from '../outbox/outbox-message.js';
 import type { OutboxOptions, OutboxTransport } from '../outbox/relay.js';
-import { CLAIM_RUNTIME } from '../modes/claim-runtime.js';
-import type { ClaimRuntime, WithFirstStatement } from '../modes/claim-runtime.js';
+import type { ClaimRuntime } from '../modes/claim-runtime.js';
+import { RecordClaim } from '../modes/record-claim.js';
 import type { TRANSACTION_CHANNEL, TransactionChannel } from '../transport/pass-through.js';
 import { OUTBOX_RUNTIME } from '../outbox/outbox-runtime.js';
 import type { OutboxRuntime } from '../outbox/outbox-runtime.js';
-import { PARKING_RUNTIME } from '../parked/parking-runtime.js';
-import type { Park, ParkingRuntime } from '../parked/parking-runtime.js';
+import type { ParkingRuntime } from '../parked/parking-runtime.js';
+import { parkRecord } from '../parked/park-record.js';
 import type { InboxSource } from '../sources/source.js';
 
 /** The message `apply` and `statement` receive. */
@@ -154,11 +154,10 @@ export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
    * statement then also runs for a duplicate the batch's duplicate filter did not settle (its statements
    * never apply), and such a duplicate costs 4 calls instead of 3.
    * @example
-   * import { inbox, withFirstStatement } from 'sqs-inbox';
-   * inbox({ consumer: 'order-worker', claim: withFirstStatement, apply });
+   * inbox({ consumer: 'order-worker', claim: 'with-first-statement', apply });
    * @default 'before-apply'
    */
-  readonly claim?: 'before-apply' | WithFirstStatement | undefined;
+  readonly claim?: 'before-apply' | 'with-first-statement' | undefined;
   /**
    * Records (standard queue) or lanes (FIFO message groups, shards, partitions) in flight at once. A FIFO
    * batch with `fifo: { onFailure: 'stop-batch' }` runs one record at a time whatever this says.
@@ -168,15 +167,14 @@ export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
   /**
    * What happens to a record that fails with a {@link PermanentError} (a throw of yours, or a
    * {@link ParseError}, {@link KeyError}, {@link BodyTooLargeError} or {@link KeyCollisionError}):
-   * `'retry'` reports it failed, so SQS redelivers it until it lands in the dead-letter queue; `park`
-   * (from `sqs-inbox/parked`, which holds the parking code) stores it in the inbox's parked-message table,
+   * `'retry'` reports it failed, so SQS redelivers it until it lands in the dead-letter queue; `'park'`
+   * stores it in the inbox's parked-message table,
    * reports it succeeded, and lets you replay it later through `parkedMessages(handler)`.
    * @example
-   * import { park } from 'sqs-inbox/parked';
-   * inbox({ consumer: 'order-worker', onPermanentError: park, apply });
+   * inbox({ consumer: 'order-worker', onPermanentError: 'park', apply });
    * @default 'retry'
    */
-  readonly onPermanentError?: 'retry' | Park | undefined;
+  readonly onPermanentError?: 'retry' | 'park' | undefined;
   /** The inbox's PostgreSQL schema. @default 'inbox' */
   readonly schema?: string | undefined;
   /** Abort one Data API call after this long; the record then fails as ambiguous. @default 10_000 */
@@ -251,7 +249,7 @@ export interface ResolvedOptions<Body, Raw = SQSRecord> {
   readonly parse: (body: string, record: Raw) => Body | Promise<Body>;
   readonly onFailure: 'skip-group' | 'stop-batch';
   readonly concurrency: number;
-  /** The parking code when `onPermanentError` is `park`; undefined when it is `'retry'`. */
+  /** The parking code when `onPermanentError` is `'park'`; undefined when it is `'retry'`. */
   readonly parking: ParkingRuntime | undefined;
   readonly schema: string;
   readonly callTimeoutMs: number;
@@ -428,18 +426,20 @@ function checkConsumer(consumer: unknown, handlerName: string): string {
   return consumer;
 }
 
-/** `claim` checked: undefined for `'before-apply'`, the riding claim's code for `withFirstStatement`. */
-const checkClaim = (given: unknown) =>
-  carriedCode<ClaimRuntime>(given, 'claim', CLAIM_RUNTIME, {
-    otherwise: 'before-apply',
-    value: 'withFirstStatement',
-    entry: 'sqs-inbox',
-    string: 'with-first-statement',
+/** `claim` checked: undefined for `'before-apply'`, the riding claim for `'with-first-statement'`. */
+function checkClaim(given: unknown): ClaimRuntime | undefined {
+  const claim = plainChoice(given, 'claim', ['before-apply', 'with-first-statement'], 'before-apply', {
+    name: 'withFirstStatement',
+    value: 'with-first-statement',
   });
+  return claim === 'with-first-statement' ? (tx, tables, params) => new RecordClaim(tx, tables, params) : undefined;
+}
 
-/** `onPermanentError` checked: undefined for `'retry'`, the parking code for `park`. */
-const checkOnPermanentError = (given: unknown) =>
-  carriedCode<ParkingRuntime>(given, 'onPermanentError', PARKING_RUNTIME, { otherwise: 'retry', value: 'park', entry: 'sqs-inbox/parked', string: 'park' });
+/** `onPermanentError` checked: undefined for `'retry'`, the parking code for `'park'`. */
+function checkOnPermanentError(given: unknown): ParkingRuntime | undefined {
+  const choice = plainChoice(given, 'onPermanentError', ['retry', 'park'], 'retry', { name: 'park', value: 'park' });
+  return choice === 'park' ? { park: parkRecord } : undefined;
+}
 
 /** The outbox option checked: a transport, destinations when given, a transaction mode. */
 function checkOutbox(outbox: unknown, mode: ResolvedMode<unknown>['kind']): CheckedOptions<unknown>['outbox'] {

@@ -8,10 +8,7 @@ import type { ClaimOutcome } from '../sql/claim.js';
 import type { InboxTables } from '../sql/schema.js';
 import type { InboxSession } from '../transport/session.js';
 
-/**
- * The parking code, carried by `park` (package export `sqs-inbox/parked`) as the value of
- * `onPermanentError`, so that a consumer that does not park bundles none of it.
- */
+/** The parking code of `onPermanentError: 'park'`. */
 export interface ParkingRuntime {
   /**
    * Parks one record that failed with a permanent error: stores it in the parked table, claiming its key in
@@ -37,18 +34,6 @@ export interface ParkRequest {
   verdictOf(claim: ClaimOutcome): Promise<'duplicate' | { readonly collidesWith: Uint8Array }>;
   /** Counts and logs a key collision, and returns it as the record's error. */
   collision(stored: Uint8Array): PermanentError;
-}
-
-/**
- * Where `park` keeps its {@link ParkingRuntime}: a registered symbol, so that the value is still recognised
- * when the package is loaded twice (its ESM and CommonJS builds side by side).
- */
-export const PARKING_RUNTIME: unique symbol = Symbol.for('sqs-inbox.parking-runtime');
-
-/** The value of `onPermanentError` that parks: `park` from `sqs-inbox/parked`. */
-export interface Park {
-  /** The parking code. */
-  readonly [PARKING_RUNTIME]: ParkingRuntime;
 }
 
 /**

@@ -5,7 +5,7 @@ import type { DynamoDbChange, DynamoDbInboxOptions, InboxMessage } from '../../.
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
 import { dynamoDbEvent, dynamoDbRecord } from '../../support/streams.js';
-import { park, parkedMessages } from '../../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../../lambda/inbox/parked/index.js';
 
 let db: InboxFixture;
 beforeAll(async () => {
@@ -72,7 +72,7 @@ describe('dynamoDbInbox', () => {
   });
 
   it('refuses a number a JavaScript number cannot hold, naming the fix; with park it is parked', async () => {
-    const { handler, rows } = make({ onPermanentError: park });
+    const { handler, rows } = make({ onPermanentError: 'park' });
     const big = dynamoDbRecord({ id: 'big' });
     big.dynamodb!.NewImage!.amount = { N: '123456789012345678901234567890' };
     expect(await handler(dynamoDbEvent([big, dynamoDbRecord({ id: 'next' })]), lambdaContext())).toEqual({ batchItemFailures: [] });
@@ -147,7 +147,7 @@ describe('dynamoDbInbox', () => {
       database: db.target,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      onPermanentError: park,
+      onPermanentError: 'park',
       apply: async (_, message) => {
         if (failing) throw new (await import('../../../lambda/inbox/index.js')).PermanentError('not yet');
         applied.push(`${message.body.eventName} ${String(message.body.keys.id)} ${message.id}`);
