@@ -1,5 +1,5 @@
 import type { SQSRecord } from 'aws-lambda';
-import { inbox } from '../lambda/inbox/handler/batch-handlers.js';
+import { inbox } from '../lambda/inbox/index.js';
 import type { InboxLogger, InboxMetrics } from '../lambda/inbox/index.js';
 import { batchHandler, consumeNaively } from './naive.js';
 import type { ScenarioConsumer } from '../local/scenario/consumer.js';

@@ -1,7 +1,7 @@
 import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { inbox, kinesisInbox } from '../../lambda/inbox/handler/batch-handlers.js';
+import { inbox, kinesisInbox } from '../../lambda/inbox/index.js';
 import type { BatchSummary, InboxOptions, InboxTransaction } from '../../lambda/inbox/index.js';
 import { sqsOutbox } from '../../lambda/inbox/outbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';

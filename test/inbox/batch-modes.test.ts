@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PermanentError } from '../../lambda/inbox/index.js';
-import { inbox } from '../../lambda/inbox/handler/batch-handlers.js';
+import { inbox } from '../../lambda/inbox/index.js';
 import type { InboxMessage, InboxOptions } from '../../lambda/inbox/index.js';
 import { claimSet } from '../../lambda/inbox/modes/statement-set.js';
 import { inboxTables } from '../../lambda/inbox/sql/schema.js';

@@ -1,6 +1,6 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { inbox } from '../../lambda/inbox/handler/batch-handlers.js';
+import { inbox } from '../../lambda/inbox/index.js';
 import { PermanentError } from '../../lambda/inbox/index.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
 import { RECORD_FAILED_CHANNEL } from '../../lambda/inbox/telemetry/failure-channel.js';

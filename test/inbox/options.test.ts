@@ -1,7 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { dataApi, inbox, InboxConfigError } from '../../lambda/inbox/index.js';
-import { inbox as batchInbox } from '../../lambda/inbox/handler/batch-handlers.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
 
 const settings = {
@@ -18,7 +17,7 @@ function patched(patch: Record<string, unknown>): InboxOptions {
 }
 const apply = async () => {};
 
-// The batch modes' options, checked by the handlers of sqs-inbox/batch (those of sqs-inbox refuse the batch modes).
+// The batch modes' options.
 const invalidBatch: [string, Partial<InboxOptions>, RegExp][] = [
   [
     'statementBatch',
@@ -60,16 +59,6 @@ const invalid: [string, Partial<InboxOptions>, RegExp][] = [
   ],
   ['statementBatch', { statementBatch: { sql: 'SELECT 1 FROM claimed' } }, /"statementBatch": give only one of .* got apply and statementBatch/],
   ['applyBatch', { apply: undefined, applyBatch: 'x' as never }, /"applyBatch": must be an async function \(tx, messages\) => void; got the string "x"/],
-  [
-    'applyBatch',
-    { apply: undefined, applyBatch: async () => {} },
-    /"applyBatch": is a batch mode, whose code is in "sqs-inbox\/batch": import \{ inbox \} from 'sqs-inbox\/batch'/,
-  ],
-  [
-    'statementBatch',
-    { apply: undefined, statementBatch: { sql: 'SELECT 1 FROM claimed' } },
-    /"statementBatch": is a batch mode, whose code is in "sqs-inbox\/batch"/,
-  ],
   ['duplicateFilter', { duplicateFilter: 'sometimes' as never }, /"duplicateFilter": "sometimes" must be 'auto' or 'always' or 'never'/],
   ['fifo.onFailure', { fifo: { onFailure: 'skip' as never } }, /"fifo\.onFailure".*'skip-group' or 'stop-batch'/],
   ['onPermanentError', { onPermanentError: 'drop' as never }, /"onPermanentError": "drop" must be 'retry' or 'park'/],
@@ -175,7 +164,7 @@ function thrownBy(patch: Record<string, unknown>): unknown {
 }
 
 describe('inbox() options, validated once at cold start', () => {
-  it.each([...invalid.map((row) => [...row, inbox] as const), ...invalidBatch.map((row) => [...row, batchInbox] as const)])(
+  it.each([...invalid.map((row) => [...row, inbox] as const), ...invalidBatch.map((row) => [...row, inbox] as const)])(
     'names %s and the fix',
     (option, patch, message, make) => {
       const previous = { ...process.env };

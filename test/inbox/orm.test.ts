@@ -8,7 +8,6 @@ import type { SQSRecord } from 'aws-lambda';
 import type { PoolClient } from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { inbox } from '../../lambda/inbox/index.js';
-import { inbox as batchInbox } from '../../lambda/inbox/handler/batch-handlers.js';
 import type { InboxMessage, InboxOptions, InboxTransaction } from '../../lambda/inbox/index.js';
 import { OrmBindingError, TransactionControlError, transactionConnection, transactionDataApi } from '../../lambda/inbox/orm/index.js';
 import { shipOrder as drizzleDataApiRecipe } from '../../examples/orm/src/drizzle-data-api.js';
@@ -235,7 +234,7 @@ describe.each(ORMS)(`$name inside the inbox's transaction (${TRANSPORT})`, (orm)
   });
 
   it("writes every message of a batch in the batch's one transaction (applyBatch)", async () => {
-    const handler = batchInbox<OrderShipped>({
+    const handler = inbox<OrderShipped>({
       consumer: 'orm-batch-worker',
       database: db.target,
       logger: recordingLogger(),

@@ -2,7 +2,7 @@ import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { InboxConfigError, PermanentError } from '../../lambda/inbox/index.js';
-import { inbox } from '../../lambda/inbox/handler/batch-handlers.js';
+import { inbox } from '../../lambda/inbox/index.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
 import { OutboxSweepError, outbox, outboxKey, sqsOutbox, sweepOutbox } from '../../lambda/inbox/outbox/index.js';
 import type { OutboxSend } from '../../lambda/inbox/outbox/index.js';

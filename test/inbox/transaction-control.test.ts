@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { inbox } from '../../lambda/inbox/handler/batch-handlers.js';
+import { inbox } from '../../lambda/inbox/index.js';
 import type { InboxOptions, InboxTransaction } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord, TRANSPORT } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';

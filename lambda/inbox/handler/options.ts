@@ -8,7 +8,6 @@ import { InboxConfigError } from '../errors.js';
 import type { KeyStrategy } from '../prepare/keys.js';
 import { described, oneOf, plainChoice, refuseUnknownKeys } from './option-checks.js';
 import { STATEMENT_OPTIONS, resolveMode } from '../modes/mode-options.js';
-import type { BatchModes } from '../modes/batch-modes.js';
 import type { InboxLogger, InboxMetrics, BatchSummary } from '../telemetry/telemetry.js';
 import type { OutboxSend } from '../outbox/outbox-message.js';
 import type { OutboxOptions, OutboxTransport } from '../outbox/relay.js';
@@ -313,14 +312,11 @@ export interface CheckedOptions<Body, Raw = SQSRecord> extends Omit<ResolvedOpti
 /**
  * Validates the options the code gives once, when `inbox(options)` is called, with errors that name the
  * option and the fix. The source gives the handler's name, the options it takes besides those of every
- * consumer and the default `parse`; `batchModes` is the batch modes' code, which the handlers of
- * `sqs-inbox/batch` give (without it the batch modes are refused). The INBOX_* environment is
- * {@link settleEnvironment}'s.
+ * consumer and the default `parse`. The INBOX_* environment is {@link settleEnvironment}'s.
  */
 export function checkOptions<Body, Raw = SQSRecord>(
   options: ConsumerOptions<Body, Raw> & { readonly fifo?: InboxOptions['fifo'] },
   source: Pick<InboxSource<Raw, unknown, unknown>, 'handlerName' | 'options' | 'parse'>,
-  batchModes: BatchModes | undefined,
 ): CheckedOptions<Body, Raw> {
   const { handlerName } = source;
   if (!options || typeof options !== 'object' || Array.isArray(options)) {
@@ -331,7 +327,7 @@ export function checkOptions<Body, Raw = SQSRecord>(
   // null, like undefined, means "the default": INBOX_CONSUMER.
   const consumer = options.consumer ?? undefined;
   if (consumer !== undefined) checkConsumer(consumer, handlerName);
-  const mode = resolveMode(options, batchModes, handlerName);
+  const mode = resolveMode(options);
   const duplicateFilter = oneOf(options.duplicateFilter ?? 'auto', 'duplicateFilter', ['auto', 'always', 'never']);
   const claim = checkClaim(options.claim);
   if (options.claim !== undefined && (mode.kind === 'statement' || mode.kind === 'batch-statement')) {

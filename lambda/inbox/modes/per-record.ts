@@ -14,7 +14,7 @@ import type { InboxSource, SourceRecord } from '../sources/source.js';
 import type { BatchTally, InboxLogger } from '../telemetry/telemetry.js';
 import { ClaimBeforeApply } from './claim-runtime.js';
 import type { OutboxConfig, TransactionOutbox } from '../outbox/outbox-runtime.js';
-import type { BatchModes } from './batch-modes.js';
+import { statementAlone } from './batch-modes.js';
 import { TRANSACTION_CHANNEL } from '../transport/pass-through.js';
 import type { TransactionClaim } from './claim-runtime.js';
 
@@ -33,22 +33,13 @@ export class RecordConsumer<Body, Raw = unknown> {
   readonly #tables: InboxTables;
   readonly #logger: InboxLogger;
   readonly #source: InboxSource<Raw, unknown, unknown>;
-  /** Given by the handlers of `sqs-inbox/batch`; the batch modes' code is only there. */
-  readonly #batchModes: BatchModes | undefined;
   readonly #outboxConfig: OutboxConfig | undefined;
 
-  constructor(
-    options: ResolvedOptions<Body, Raw>,
-    tables: InboxTables,
-    logger: InboxLogger,
-    source: InboxSource<Raw, unknown, unknown>,
-    batchModes: BatchModes | undefined,
-  ) {
+  constructor(options: ResolvedOptions<Body, Raw>, tables: InboxTables, logger: InboxLogger, source: InboxSource<Raw, unknown, unknown>) {
     this.#options = options;
     this.#tables = tables;
     this.#logger = logger;
     this.#source = source;
-    this.#batchModes = batchModes;
     this.#outboxConfig = options.outbox && { consumer: options.consumer, tables, destinations: options.outbox.destinations };
   }
 
@@ -125,9 +116,7 @@ export class RecordConsumer<Body, Raw = unknown> {
       case 'statement':
         return retryConflicts(session, () => this.#inOneStatement(session, mode, message, sha256));
       case 'batch-statement': {
-        const claim = await retryConflicts(session, () =>
-          this.#batchModes!.statementAlone(session, this.#tables, this.#options.consumer, mode, message, sha256),
-        );
+        const claim = await retryConflicts(session, () => statementAlone(session, this.#tables, this.#options.consumer, mode, message, sha256));
         return claim.claimed ? 'processed' : this.#duplicateOrCollision(session, message.key, claim.existingSha256, sha256);
       }
     }

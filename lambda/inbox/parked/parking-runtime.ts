@@ -1,7 +1,6 @@
 import type { PermanentError } from '../errors.js';
 import type { ResolvedOptions } from '../handler/options.js';
 import type { Outcome } from '../lanes/lanes.js';
-import type { BatchModes } from '../modes/batch-modes.js';
 import type { RecordConsumer } from '../modes/per-record.js';
 import type { InboxSource, SourceRecord } from '../sources/source.js';
 import type { ClaimOutcome } from '../sql/claim.js';
@@ -48,7 +47,6 @@ export interface ConsumerParts<Body = unknown, Raw = unknown> {
   readonly tables: InboxTables;
   readonly source: InboxSource<Raw, unknown, unknown>;
   readonly records: RecordConsumer<Body, Raw>;
-  readonly batchModes: BatchModes | undefined;
   /** Sends the outbox rows a committed replay wrote, as the consumer does after its batch; never throws. */
   relay(session: InboxSession, ids: readonly number[]): Promise<unknown>;
 }

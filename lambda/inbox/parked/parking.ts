@@ -6,7 +6,7 @@ import type { ParkedMessages } from './store.js';
 
 /**
  * List and replay the parked messages of a consumer: `handler` is what `inbox()`, `kinesisInbox()`,
- * `dynamoDbInbox()`, `kafkaInbox()` or their `sqs-inbox/batch` variants returned. Asking settles the
+ * `dynamoDbInbox()` or `kafkaInbox()` returned. Asking settles the
  * consumer's INBOX_* environment, as its first invocation does. A replay runs the consumer's own effect,
  * in its mode.
  *

@@ -1,5 +1,4 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dynamoDbInbox as batchDynamoDbInbox } from '../../../lambda/inbox/handler/batch-handlers.js';
 import { dynamoDbInbox } from '../../../lambda/inbox/index.js';
 import type { DynamoDbChange, DynamoDbInboxOptions, InboxMessage } from '../../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics } from '../../support/inbox.js';
@@ -114,7 +113,7 @@ describe('dynamoDbInbox', () => {
   it('applies in statementBatch a change whose parse holds a BigInt, as the refusal of a large number advises', async () => {
     const consumer = `dynamodb-bigint-${run++}`;
     const logger = recordingLogger();
-    const handler = batchDynamoDbInbox({
+    const handler = dynamoDbInbox({
       consumer,
       database: db.target,
       logger,

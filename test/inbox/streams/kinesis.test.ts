@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UnexpectedEventError } from '../../../lambda/inbox/index.js';
-import { kinesisInbox } from '../../../lambda/inbox/handler/batch-handlers.js';
+import { kinesisInbox } from '../../../lambda/inbox/index.js';
 import type { InboxMessage, InboxTransaction, KinesisInboxOptions } from '../../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import type { DynamoDBRecord, KinesisStreamRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dynamoDbInbox, kafkaInbox, kinesisInbox } from '../../../lambda/inbox/handler/batch-handlers.js';
+import { dynamoDbInbox, kafkaInbox, kinesisInbox } from '../../../lambda/inbox/index.js';
 import { PermanentError } from '../../../lambda/inbox/index.js';
 import type { ConsumerOptions, InboxMessage } from '../../../lambda/inbox/index.js';
 import type { KafkaRecord } from '../../../lambda/inbox/sources/kafka.js';

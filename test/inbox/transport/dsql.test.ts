@@ -2,7 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { InboxConfigError, PermanentError } from '../../../lambda/inbox/index.js';
 import { INBOX_MIGRATIONS, migrate, purge } from '../../../lambda/inbox/operations.js';
-import { inbox } from '../../../lambda/inbox/handler/batch-handlers.js';
+import { inbox } from '../../../lambda/inbox/index.js';
 import type { InboxOptions } from '../../../lambda/inbox/index.js';
 import { dsql, DSQL_DIALECT, DSQL_INBOX_MIGRATIONS, dsqlFromEnvironment, DsqlSession, migrateDsql } from '../../../lambda/inbox/transport/dsql/index.js';
 import type { DsqlConflict, DsqlTarget } from '../../../lambda/inbox/transport/dsql/index.js';

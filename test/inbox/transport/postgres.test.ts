@@ -5,7 +5,7 @@ import { INBOX_MIGRATIONS, migrate } from '../../../lambda/inbox/sql/schema.js';
 import { PostgresError } from '../../../lambda/inbox/errors.js';
 import { purge } from '../../../lambda/inbox/sql/purge.js';
 import { postgres, PostgresSession } from '../../../lambda/inbox/transport/postgres/index.js';
-import { inbox } from '../../../lambda/inbox/handler/batch-handlers.js';
+import { inbox } from '../../../lambda/inbox/index.js';
 import type { InboxOptions } from '../../../lambda/inbox/index.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../../demo/functions/example-migrations.js';
 import { freshDatabase } from '../../support/database.js';
