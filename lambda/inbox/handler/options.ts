@@ -11,13 +11,9 @@ import { STATEMENT_OPTIONS, resolveMode } from '../modes/mode-options.js';
 import type { InboxLogger, InboxMetrics, BatchSummary } from '../telemetry/telemetry.js';
 import type { OutboxSend } from '../outbox/outbox-message.js';
 import type { OutboxOptions, OutboxTransport } from '../outbox/relay.js';
-import type { ClaimRuntime } from '../modes/claim-runtime.js';
-import { RecordClaim } from '../modes/record-claim.js';
 import type { TRANSACTION_CHANNEL, TransactionChannel } from '../transport/pass-through.js';
 import { OUTBOX_RUNTIME } from '../outbox/outbox-runtime.js';
 import type { OutboxRuntime } from '../outbox/outbox-runtime.js';
-import type { ParkingRuntime } from '../parked/parking-runtime.js';
-import { parkRecord } from '../parked/park-record.js';
 import type { InboxSource } from '../sources/source.js';
 
 /** The message `apply` and `statement` receive. */
@@ -243,13 +239,12 @@ export interface ResolvedOptions<Body, Raw = SQSRecord> {
   readonly transport: InboxTransport;
   readonly mode: ResolvedMode<Body, Raw>;
   readonly duplicateFilter: DuplicateFilter;
-  /** The code of the claim that rides on the effect's first statement; undefined: the claim goes before `apply`. */
-  readonly claim: ClaimRuntime | undefined;
+  /** Where a record's claim goes (transaction modes). */
+  readonly claim: 'before-apply' | 'with-first-statement';
   readonly parse: (body: string, record: Raw) => Body | Promise<Body>;
   readonly onFailure: 'skip-group' | 'stop-batch';
   readonly concurrency: number;
-  /** The parking code when `onPermanentError` is `'park'`; undefined when it is `'retry'`. */
-  readonly parking: ParkingRuntime | undefined;
+  readonly onPermanentError: 'retry' | 'park';
   readonly schema: string;
   readonly callTimeoutMs: number;
   /** Undefined: derived per invocation, see {@link InboxOptions.deadlineMarginMs}. */
@@ -347,7 +342,7 @@ export function checkOptions<Body, Raw = SQSRecord>(
     refuseUnknownKeys(fifo, FIFO_OPTIONS, 'fifo');
   }
   const onFailure = oneOf(options.fifo?.onFailure ?? 'skip-group', 'fifo.onFailure', ['skip-group', 'stop-batch']);
-  const parking = checkOnPermanentError(options.onPermanentError);
+  const onPermanentError = checkOnPermanentError(options.onPermanentError);
   const concurrency = positiveInteger(options.concurrency ?? 10, 'concurrency', 'e.g. 10');
   const callTimeoutMs = positiveInteger(options.callTimeoutMs ?? 10_000, 'callTimeoutMs', 'e.g. 10000');
   const deadlineMarginMs = options.deadlineMarginMs === undefined ? undefined : nonNegativeInteger(options.deadlineMarginMs, 'deadlineMarginMs');
@@ -373,7 +368,7 @@ export function checkOptions<Body, Raw = SQSRecord>(
     parse: options.parse ?? (source.parse as (body: string, record: Raw) => Body),
     onFailure,
     concurrency,
-    parking,
+    onPermanentError,
     schema: options.schema ?? 'inbox',
     callTimeoutMs,
     deadlineMarginMs,
@@ -422,20 +417,12 @@ function checkConsumer(consumer: unknown, handlerName: string): string {
   return consumer;
 }
 
-/** `claim` checked: undefined for `'before-apply'`, the riding claim for `'with-first-statement'`. */
-function checkClaim(given: unknown): ClaimRuntime | undefined {
-  const claim = plainChoice(given, 'claim', ['before-apply', 'with-first-statement'], 'before-apply', {
-    name: 'withFirstStatement',
-    value: 'with-first-statement',
-  });
-  return claim === 'with-first-statement' ? (tx, tables, params) => new RecordClaim(tx, tables, params) : undefined;
-}
+/** `claim` checked. */
+const checkClaim = (given: unknown) =>
+  plainChoice(given, 'claim', ['before-apply', 'with-first-statement'], 'before-apply', { name: 'withFirstStatement', value: 'with-first-statement' });
 
-/** `onPermanentError` checked: undefined for `'retry'`, the parking code for `'park'`. */
-function checkOnPermanentError(given: unknown): ParkingRuntime | undefined {
-  const choice = plainChoice(given, 'onPermanentError', ['retry', 'park'], 'retry', { name: 'park', value: 'park' });
-  return choice === 'park' ? { park: parkRecord } : undefined;
-}
+/** `onPermanentError` checked. */
+const checkOnPermanentError = (given: unknown) => plainChoice(given, 'onPermanentError', ['retry', 'park'], 'retry', { name: 'park', value: 'park' });
 
 /** The outbox option checked: a transport, destinations when given, a transaction mode. */
 function checkOutbox(outbox: unknown, mode: ResolvedMode<unknown>['kind']): CheckedOptions<unknown>['outbox'] {

@@ -27,9 +27,6 @@ export interface TransactionClaim {
   claimFirst(): Promise<void>;
 }
 
-/** Makes the claim of one record's transaction. */
-export type ClaimRuntime = (tx: Transaction, tables: InboxTables, params: SqlParams) => TransactionClaim;
-
 /**
  * The default claim (`claim: 'before-apply'`): alone, in a statement of its own before `apply` runs, which
  * reads the stored hash of a duplicate in the same call; `apply` runs only when it inserted the row.

@@ -1,3 +1,5 @@
+import { parkRecord } from '../parked/park-record.js';
+import { RecordClaim } from './record-claim.js';
 import type { Outcome } from '../lanes/lanes.js';
 import { checkGatedStatement, claimParams, gatedSql, readClaim, sameHash, statementBound, storedHashSql } from '../sql/claim.js';
 import type { ClaimOutcome } from '../sql/claim.js';
@@ -84,10 +86,9 @@ export class RecordConsumer<Body, Raw = unknown> {
   /** A record's failure: parked when it is permanent and the consumer parks, else failed. */
   #failed(session: InboxSession, prepared: PreparedRecord<Body, Raw>, error: unknown, tally: BatchTally): Promise<Outcome> | Outcome {
     const failure = error instanceof Error ? error : new Error(String(error));
-    const parking = this.#options.parking;
-    if (failure instanceof PermanentError && parking) {
+    if (failure instanceof PermanentError && this.#options.onPermanentError === 'park') {
       const { record, key, sha256 } = prepared;
-      return parking.park({
+      return parkRecord({
         session,
         tables: this.#tables,
         consumer: this.#options.consumer,
@@ -137,8 +138,8 @@ export class RecordConsumer<Body, Raw = unknown> {
     const tx = await session.transaction();
     const writer = this.outbox(message);
     const params = { ...claimParams(this.#options.consumer, message.key, sha256), ...statementBound(this.#options.callTimeoutMs) };
-    const rides = this.#options.claim;
-    const claim = rides ? rides(tx, this.#tables, params) : new ClaimBeforeApply(tx, this.#tables, params);
+    const claim: TransactionClaim =
+      this.#options.claim === 'with-first-statement' ? new RecordClaim(tx, this.#tables, params) : new ClaimBeforeApply(tx, this.#tables, params);
     let claimed = false;
     let sent: number[] = [];
     try {

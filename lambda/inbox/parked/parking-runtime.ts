@@ -1,22 +1,10 @@
 import type { PermanentError } from '../errors.js';
 import type { ResolvedOptions } from '../handler/options.js';
-import type { Outcome } from '../lanes/lanes.js';
 import type { RecordConsumer } from '../modes/per-record.js';
 import type { InboxSource, SourceRecord } from '../sources/source.js';
 import type { ClaimOutcome } from '../sql/claim.js';
 import type { InboxTables } from '../sql/schema.js';
 import type { InboxSession } from '../transport/session.js';
-
-/** The parking code of `onPermanentError: 'park'`. */
-export interface ParkingRuntime {
-  /**
-   * Parks one record that failed with a permanent error: stores it in the parked table, claiming its key in
-   * the same statement when it has one (not for a collision, whose key belongs to another message). A key
-   * found claimed already makes it a duplicate, or a collision that is parked in its turn. Never throws: a
-   * record that cannot be parked is failed.
-   */
-  park(request: ParkRequest): Promise<Outcome>;
-}
 
 /** A record to park, and what the consumer that parks it knows. */
 export interface ParkRequest {
