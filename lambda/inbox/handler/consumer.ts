@@ -7,7 +7,7 @@ import type { InboxSession } from '../transport/session.js';
 import { RecentKeys, filterPays, markKnownClaims } from '../prepare/duplicate-filter.js';
 import type { KeyStrategy } from '../prepare/keys.js';
 import { BatchModeRunner } from '../modes/batch-mode-runner.js';
-import { RecordConsumer } from '../modes/per-record.js';
+import { RecordConsumer } from '../modes/record-consumer.js';
 import { awaitsEnvironment, checkOptions, settleEnvironment } from './options.js';
 import type { ConsumerOptions, InboxOptions, ResolvedMode, ResolvedOptions } from './options.js';
 import { CONSUMER_PARTS } from '../parked/parking-runtime.js';

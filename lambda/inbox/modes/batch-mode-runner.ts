@@ -9,8 +9,8 @@ import type { PreparedRecord } from '../prepare/prepare.js';
 import { fittingRuns } from '../transport/limits.js';
 import type { InboxTables } from '../sql/schema.js';
 import type { BatchTally, InboxLogger } from '../telemetry/telemetry.js';
-import { commitOrRollBack, inboxTransaction } from './per-record.js';
-import type { RecordConsumer } from './per-record.js';
+import { commitOrRollBack, inboxTransaction } from './record-consumer.js';
+import type { RecordConsumer } from './record-consumer.js';
 import { claimSet, statementSet, statementSetFits } from './statement-set.js';
 import type { SetMember } from './statement-set.js';
 

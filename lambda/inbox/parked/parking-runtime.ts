@@ -1,6 +1,6 @@
 import type { PermanentError } from '../errors.js';
 import type { ResolvedOptions } from '../handler/options.js';
-import type { RecordConsumer } from '../modes/per-record.js';
+import type { RecordConsumer } from '../modes/record-consumer.js';
 import type { InboxSource, SourceRecord } from '../sources/source.js';
 import type { ClaimOutcome } from '../sql/claim.js';
 import type { InboxTables } from '../sql/schema.js';

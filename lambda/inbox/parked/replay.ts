@@ -1,6 +1,6 @@
 import { replayStatement } from '../modes/batch-modes.js';
 import type { Transaction } from '../transport/transaction.js';
-import { inboxTransaction } from '../modes/per-record.js';
+import { inboxTransaction } from '../modes/record-consumer.js';
 import { toMessage } from '../prepare/prepare.js';
 import { checkGatedStatement, replayGatedSql } from '../sql/claim.js';
 import type { ConsumerParts } from './parking-runtime.js';

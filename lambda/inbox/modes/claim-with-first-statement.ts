@@ -4,7 +4,7 @@ import type { SqlParams } from '../transport/values.js';
 import type { StatementResult } from '../transport/results.js';
 import { InboxError } from '../errors.js';
 import type { InboxTables } from '../sql/schema.js';
-import type { TransactionClaim } from './claim-runtime.js';
+import type { TransactionClaim } from './claim-before-apply.js';
 
 /**
  * What `tx.execute` throws in `apply` when the message's key turned out to be claimed already: its first

@@ -1,5 +1,5 @@
 import { parkRecord } from '../parked/park-record.js';
-import { RecordClaim } from './record-claim.js';
+import { RecordClaim } from './claim-with-first-statement.js';
 import type { Outcome } from '../lanes/lanes.js';
 import { checkGatedStatement, claimParams, gatedSql, readClaim, sameHash, statementBound, storedHashSql } from '../sql/claim.js';
 import type { ClaimOutcome } from '../sql/claim.js';
@@ -14,11 +14,11 @@ import type { InboxTables } from '../sql/schema.js';
 import { UNSTORABLE_TEXT_STATES, unstorableTextIn } from '../sql/storable-text.js';
 import type { InboxSource, SourceRecord } from '../sources/source.js';
 import type { BatchTally, InboxLogger } from '../telemetry/telemetry.js';
-import { ClaimBeforeApply } from './claim-runtime.js';
+import { ClaimBeforeApply } from './claim-before-apply.js';
 import type { OutboxConfig, TransactionOutbox } from '../outbox/outbox-runtime.js';
 import { statementAlone } from './batch-modes.js';
 import { TRANSACTION_CHANNEL } from '../transport/pass-through.js';
-import type { TransactionClaim } from './claim-runtime.js';
+import type { TransactionClaim } from './claim-before-apply.js';
 
 /** What a claim came to: applied, a redelivery, or a different message under a claimed key. */
 export type ClaimVerdict = 'processed' | DuplicateVerdict;
