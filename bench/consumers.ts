@@ -4,7 +4,7 @@ import { IdempotencyConfig, makeIdempotent } from '@aws-lambda-powertools/idempo
 import { DynamoDBPersistenceLayer } from '@aws-lambda-powertools/idempotency/dynamodb';
 import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda';
 import { DataApiSession } from '../lambda/inbox/transport/data-api/session.js';
-import { inbox } from '../lambda/inbox/handler/batch-handlers.js';
+import { inbox } from '../lambda/inbox/index.js';
 import type { InboxLogger, InboxMetrics, InboxOptions } from '../lambda/inbox/index.js';
 import type { DatabaseTarget } from '../lambda/inbox/transport/data-api/session.js';
 import { dataApi } from '../lambda/inbox/transport/data-api/transport.js';

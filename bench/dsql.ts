@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import pg from 'pg';
 import type { SQSRecord } from 'aws-lambda';
-import { inbox } from '../lambda/inbox/handler/batch-handlers.js';
+import { inbox } from '../lambda/inbox/index.js';
 import { INBOX_MIGRATIONS, migrate } from '../lambda/inbox/operations.js';
 import type { InboxOptions } from '../lambda/inbox/index.js';
 import { dsql } from '../lambda/inbox/transport/dsql/index.js';

@@ -1,9 +1,8 @@
 import type { SQSRecord } from 'aws-lambda';
-import { inbox } from '../lambda/inbox/handler/batch-handlers.js';
+import { inbox } from '../lambda/inbox/index.js';
 import type { InboxLogger, InboxMetrics } from '../lambda/inbox/index.js';
 import { batchHandler, consumeNaively } from './naive.js';
 import type { ScenarioConsumer } from '../local/scenario/consumer.js';
-import { park } from '../lambda/inbox/parked/index.js';
 
 /**
  * The demo's two order consumers (`npm start`), as {@link runScenario} drives any consumer: the same
@@ -36,7 +35,15 @@ export type DemoPattern = (typeof DEMO_PATTERNS)[number];
 export function demoInboxSettings<Consumer extends string>(consumer: Consumer) {
   const logger: InboxLogger = { debug() {}, info() {}, warn() {}, error() {} };
   const metrics: InboxMetrics = { addMetric() {}, publishStoredMetrics() {} };
-  return { consumer, onPermanentError: park, callTimeoutMs: 2000, deadlineMarginMs: 100, resumeDelaysMs: [100, 200, 300, 400, 500], logger, metrics } as const;
+  return {
+    consumer,
+    onPermanentError: 'park',
+    callTimeoutMs: 2000,
+    deadlineMarginMs: 100,
+    resumeDelaysMs: [100, 200, 300, 400, 500],
+    logger,
+    metrics,
+  } as const;
 }
 
 const inboxSettings = demoInboxSettings('demo-orders');

@@ -1,6 +1,5 @@
 import { dynamoDbInbox } from '../../lambda/inbox/index.js';
 import { shipOrder } from './ship-order.js';
-import { park } from '../../lambda/inbox/parked/index.js';
 
 /**
  * The example DynamoDB Streams consumer: ships each order inserted into the orders table (item key
@@ -8,7 +7,7 @@ import { park } from '../../lambda/inbox/parked/index.js';
  * environment the InboxConsumer construct sets.
  */
 export const handler = dynamoDbInbox({
-  onPermanentError: park,
+  onPermanentError: 'park',
   apply: async (tx, message) => {
     if (message.body.eventName === 'INSERT') await shipOrder(tx, message.body.keys.orderId, message.key);
   },

@@ -1,7 +1,6 @@
 import { kafkaInbox } from '../../lambda/inbox/index.js';
 import type { OrderMessage } from './order-worker.js';
 import { shipOrder } from './ship-order.js';
-import { park } from '../../lambda/inbox/parked/index.js';
 
 /**
  * The example Kafka consumer (Amazon MSK or self-managed): ships the order each record names, exactly once
@@ -11,6 +10,6 @@ import { park } from '../../lambda/inbox/parked/index.js';
  * InboxConsumer construct sets from the event source mapping.
  */
 export const handler = kafkaInbox<OrderMessage>({
-  onPermanentError: park,
+  onPermanentError: 'park',
   apply: (tx, message) => shipOrder(tx, message.body?.orderId, message.key),
 });

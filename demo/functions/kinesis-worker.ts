@@ -1,7 +1,6 @@
 import { kinesisInbox } from '../../lambda/inbox/index.js';
 import type { OrderMessage } from './order-worker.js';
 import { shipOrder } from './ship-order.js';
-import { park } from '../../lambda/inbox/parked/index.js';
 
 /**
  * The example Kinesis consumer: ships the order each record names (`{ "orderId": "order-417" }` as the
@@ -10,7 +9,7 @@ import { park } from '../../lambda/inbox/parked/index.js';
  * more either. Configured by the environment the InboxConsumer construct sets.
  */
 export const handler = kinesisInbox<OrderMessage>({
-  onPermanentError: park,
+  onPermanentError: 'park',
   key: { field: 'orderId' },
   apply: (tx, message) => shipOrder(tx, message.body?.orderId, message.key),
 });

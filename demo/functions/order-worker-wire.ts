@@ -2,7 +2,6 @@ import { inbox } from '../../lambda/inbox/index.js';
 import { postgresFromEnvironment } from '../../lambda/inbox/transport/postgres/index.js';
 import type { OrderMessage } from './order-worker.js';
 import { shipOrder } from './ship-order.js';
-import { park } from '../../lambda/inbox/parked/index.js';
 
 /**
  * The example order worker on the PostgreSQL wire, behind RDS Proxy: the same effect as order-worker.ts, over
@@ -11,6 +10,6 @@ import { park } from '../../lambda/inbox/parked/index.js';
  */
 export const handler = inbox<OrderMessage>({
   database: postgresFromEnvironment(),
-  onPermanentError: park,
+  onPermanentError: 'park',
   apply: (tx, message) => shipOrder(tx, message.body?.orderId, message.key),
 });

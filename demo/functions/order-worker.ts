@@ -1,6 +1,5 @@
 import { inbox } from '../../lambda/inbox/index.js';
 import { shipOrder } from './ship-order.js';
-import { park } from '../../lambda/inbox/parked/index.js';
 
 /** The example message: `{ "orderId": "order-417" }`. */
 export interface OrderMessage {
@@ -16,6 +15,6 @@ export interface OrderMessage {
  */
 export const handler = inbox<OrderMessage>({
   // The consumer name comes from INBOX_CONSUMER, which the InboxConsumer construct sets.
-  onPermanentError: park,
+  onPermanentError: 'park',
   apply: (tx, message) => shipOrder(tx, message.body?.orderId, message.key),
 });

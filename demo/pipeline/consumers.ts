@@ -13,7 +13,6 @@ import { DROPPED_ANSWERS, WorkerDiedError } from './faults.js';
 import type { HandOffFaults } from './faults.js';
 import { INVOICE, INVOICE_CONSUMER, SHIP, SHIP_CONSUMER } from './tables.js';
 import type { PipelineVariant } from './variants.js';
-import { park } from '../../lambda/inbox/parked/index.js';
 
 // The pipeline's two consumers: "ship" consumes the orders queue, ships the order and hands an "invoice"
 // message on to the invoices queue, in one of three ways; "invoice" consumes that queue and invoices the
@@ -33,7 +32,7 @@ function settings(consumer: string, database: InboxTransport) {
     ...silent,
     consumer,
     database,
-    onPermanentError: park,
+    onPermanentError: 'park',
     callTimeoutMs: 2000,
     deadlineMarginMs: 100,
     resumeDelaysMs: [100, 200, 300, 400, 500],

@@ -17,7 +17,6 @@ export type { InboxTransport } from './transport/transport.js';
 export type { KinesisInboxOptions, DynamoDbInboxOptions, KafkaInboxOptions } from './handler/stream-handlers.js';
 export { kafkaHeaders } from './sources/kafka.js';
 export type { DynamoDbChange } from './sources/dynamodb.js';
-export { withFirstStatement } from './modes/record-claim.js';
 export { parseWith } from './prepare/standard-schema.js';
 export type { StandardSchema } from './prepare/standard-schema.js';
 export {

@@ -72,7 +72,7 @@ export interface InboxAlarmsProps {
    */
   readonly topicEncryptionKey?: kms.IKey | undefined;
   /**
-   * Alarm when more than this many records were parked in 5 minutes (`onPermanentError: park`). A parked
+   * Alarm when more than this many records were parked in 5 minutes (`onPermanentError: 'park'`). A parked
    * record is reported to SQS as succeeded and never reaches the dead-letter queue, so this alarm is what
    * tells anyone it needs a fix and a replay.
    * @default 0 (every parked record)

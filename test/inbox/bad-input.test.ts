@@ -6,7 +6,7 @@ import { MAX_BODY_BYTES, MAX_KEY_BYTES } from '../../lambda/inbox/prepare/keys.j
 import type { InboxMessage, InboxOptions } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
-import { park, parkedMessages } from '../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../lambda/inbox/parked/index.js';
 import { propertyParameters } from '../support/seed.js';
 
 let db: InboxFixture;
@@ -48,7 +48,7 @@ function make(onPermanentError: 'retry' | 'park', extra: Partial<InboxOptions<Or
     database: db.target,
     logger,
     metrics,
-    onPermanentError: onPermanentError === 'park' ? park : 'retry',
+    onPermanentError: onPermanentError === 'park' ? 'park' : 'retry',
     ...effects[mode],
     ...extra,
   });

@@ -1,7 +1,7 @@
 import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { inbox, kinesisInbox } from '../../lambda/inbox/handler/batch-handlers.js';
+import { inbox, kinesisInbox } from '../../lambda/inbox/index.js';
 import type { BatchSummary, InboxOptions, InboxTransaction } from '../../lambda/inbox/index.js';
 import { sqsOutbox } from '../../lambda/inbox/outbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
@@ -10,7 +10,6 @@ import { startSqsFixture } from '../support/sqs.js';
 import type { SqsFixture } from '../support/sqs.js';
 import { kinesisEvent, kinesisRecord } from '../support/streams.js';
 import { CURRENT, onTransport } from '../support/transport.js';
-import { park } from '../../lambda/inbox/parked/index.js';
 
 // The edges of the batch modes' set (which records join it, what a failed set turns into) and of the
 // duplicate filter, through the public handlers, the local Data API (which counts calls and injects
@@ -417,7 +416,7 @@ function statementHandler(sql: string, onPermanentError: 'retry' | 'park' = 'par
     database: db.target,
     logger,
     metrics: recordingMetrics(),
-    onPermanentError: onPermanentError === 'park' ? park : 'retry',
+    onPermanentError: onPermanentError === 'park' ? 'park' : 'retry',
     ...(parse ? { parse } : {}),
     statementBatch: { sql },
   } as InboxOptions<Order>);

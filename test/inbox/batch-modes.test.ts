@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PermanentError } from '../../lambda/inbox/index.js';
-import { inbox } from '../../lambda/inbox/handler/batch-handlers.js';
+import { inbox } from '../../lambda/inbox/index.js';
 import type { InboxMessage, InboxOptions } from '../../lambda/inbox/index.js';
 import { claimSet } from '../../lambda/inbox/modes/statement-set.js';
 import { inboxTables } from '../../lambda/inbox/sql/schema.js';
@@ -10,7 +10,7 @@ import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsReco
 import type { InboxFixture } from '../support/inbox.js';
 import { CURRENT, onTransport, TRANSPORT } from '../support/transport.js';
 import { withConflicts } from '../support/dsql-conflicts.js';
-import { park, parkedMessages } from '../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../lambda/inbox/parked/index.js';
 
 /** The handler inbox() returns. */
 type InboxHandler = ReturnType<typeof inbox>;
@@ -153,7 +153,7 @@ describe('a poison message in a batch fails alone', () => {
             },
           }
         : {};
-    const { handler, metrics } = handlerFor(mode, { onPermanentError: park, ...options });
+    const { handler, metrics } = handlerFor(mode, { onPermanentError: 'park', ...options });
     const batch = orders(`park-${mode}`, 3);
     const poison = sqsRecord({ body: { orderId: `park-${mode}-x`, poison: true } });
     const response = await handler({ Records: [poison, ...batch] }, lambdaContext());
@@ -186,7 +186,7 @@ describe('keys in a batch', () => {
     async (mode) => {
       for (const onPermanentError of ['retry', 'park'] as const) {
         await db.query('TRUNCATE public.orders, inbox.consumed_message, inbox.parked_message');
-        const { handler, logger, metrics } = handlerFor(mode, { onPermanentError: onPermanentError === 'park' ? park : 'retry' });
+        const { handler, logger, metrics } = handlerFor(mode, { onPermanentError: onPermanentError === 'park' ? 'park' : 'retry' });
         await handler({ Records: [sqsRecord({ key: 'shared', body: { orderId: `first-${mode}` } })] }, lambdaContext());
         const reuse = sqsRecord({ key: 'shared', body: { orderId: `second-${mode}` } });
         const others = orders(`coll-${mode}`, 3);
@@ -328,7 +328,7 @@ describe('replaying a parked message in the batch modes', () => {
   it.each(BATCH_MODES)('%s: applies the effect once, through the same batch effect', async (mode) => {
     let strict = true;
     const { handler } = handlerFor(mode, {
-      onPermanentError: park,
+      onPermanentError: 'park',
       parse: (body) => {
         if (strict) throw new Error('unknown schema');
         return JSON.parse(body);
@@ -347,7 +347,7 @@ describe('replaying a parked message in the batch modes', () => {
   it('batch-statement: the replay binds the params computed from the parked message itself', async () => {
     let strict = true;
     const { handler } = handlerFor('batch-statement', {
-      onPermanentError: park,
+      onPermanentError: 'park',
       parse: (body) => {
         if (strict) throw new Error('unknown schema');
         return JSON.parse(body);
@@ -468,7 +468,7 @@ describe('the batch modes, the rest of their contract', () => {
   it.each(ALL_MODES)('%s: the duplicate filter catches a redelivered message that reuses a claimed key with another body', async (mode) => {
     for (const onPermanentError of ['retry', 'park'] as const) {
       await db.query('TRUNCATE public.orders, inbox.consumed_message, inbox.parked_message');
-      const { handler, logger, metrics } = handlerFor(mode, { onPermanentError: onPermanentError === 'park' ? park : 'retry', duplicateFilter: 'always' });
+      const { handler, logger, metrics } = handlerFor(mode, { onPermanentError: onPermanentError === 'park' ? 'park' : 'retry', duplicateFilter: 'always' });
       await handler({ Records: [sqsRecord({ key: 'filtered', body: { orderId: `f-first-${mode}` } })] }, lambdaContext());
       const reuse = { ...sqsRecord({ key: 'filtered', body: { orderId: `f-second-${mode}` } }) };
       const response = await handler({ Records: redelivered([reuse]) }, lambdaContext());

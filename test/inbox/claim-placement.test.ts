@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { inbox, InboxConfigError, withFirstStatement } from '../../lambda/inbox/index.js';
+import { inbox, InboxConfigError } from '../../lambda/inbox/index.js';
 import type { InboxOptions, InboxTransaction } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
@@ -26,7 +26,7 @@ function riding(
 ) {
   const logger = recordingLogger();
   const metrics = recordingMetrics();
-  const handler = inbox<Order>({ consumer: 'order-worker', database: db.target, logger, metrics, claim: withFirstStatement, apply, ...extra });
+  const handler = inbox<Order>({ consumer: 'order-worker', database: db.target, logger, metrics, claim: 'with-first-statement', apply, ...extra });
   return { handler, logger, metrics };
 }
 
@@ -34,7 +34,7 @@ const shipped = async (orderId: string) =>
   (await db.query('SELECT shipped_count FROM public.orders WHERE order_id = $1', [orderId]))[0]?.shipped_count as number | undefined;
 const claims = async () => (await db.query('SELECT message_id FROM inbox.consumed_message ORDER BY 1')).map((row) => row.message_id as string);
 
-describe('claim: withFirstStatement', () => {
+describe("claim: 'with-first-statement'", () => {
   it('makes k + 2 Data API calls for an apply of k >= 1 statements, 3 for k = 0, and 4 for a duplicate', async () => {
     for (const k of [0, 1, 3]) {
       const { handler } = riding(
@@ -102,7 +102,7 @@ describe('claim: withFirstStatement', () => {
     const handlers = Array.from({ length: n }, () =>
       inbox<Order>({
         consumer: 'order-worker',
-        claim: withFirstStatement,
+        claim: 'with-first-statement',
         database: db.instance(),
         logger: recordingLogger(),
         metrics: recordingMetrics(),
@@ -300,7 +300,7 @@ describe('claim: withFirstStatement', () => {
     expect(await shipped('o-before-boom')).toBeUndefined();
   });
 
-  it.each(['before-apply', 'withFirstStatement'] as const)(
+  it.each(['before-apply', 'with-first-statement'] as const)(
     "%s: apply's statements after the claim run under a server statement_timeout of four fifths of callTimeoutMs",
     async (placement) => {
       const seen: unknown[] = [];
@@ -330,14 +330,15 @@ describe('claim: withFirstStatement', () => {
 
   it('is refused with the single-statement modes, naming the option', () => {
     expect(() =>
-      inbox<Order>({ consumer: 'x', database: db.target, claim: withFirstStatement, statement: { sql: 'SELECT 1 FROM claimed', params: () => ({}) } }),
+      inbox<Order>({ consumer: 'x', database: db.target, claim: 'with-first-statement', statement: { sql: 'SELECT 1 FROM claimed', params: () => ({}) } }),
     ).toThrow(InboxConfigError);
     expect(() => inbox<Order>({ consumer: 'x', database: db.target, claim: 'first' as never, apply: async () => {} })).toThrow(
-      /inbox option "claim": must be 'before-apply' or withFirstStatement \(import \{ withFirstStatement \} from 'sqs-inbox'\); got the string "first"/,
+      /inbox option "claim": "first" must be 'before-apply' or 'with-first-statement'/,
     );
-    // The string of old: its code travels with the value now, which the message names.
-    expect(() => inbox<Order>({ consumer: 'x', database: db.target, claim: 'with-first-statement' as never, apply: async () => {} })).toThrow(
-      /inbox option "claim": 'with-first-statement' \(the string\) is no longer accepted: .* Write `import \{ withFirstStatement \} from 'sqs-inbox'` and pass claim: withFirstStatement/,
+    // The imported object of earlier versions: refused, naming the string that replaced it.
+    const withFirstStatement = { [Symbol.for('sqs-inbox.claim-runtime')]: () => undefined };
+    expect(() => inbox<Order>({ consumer: 'x', database: db.target, claim: withFirstStatement as never, apply: async () => {} })).toThrow(
+      /inbox option "claim": takes a string now: pass claim: 'with-first-statement' where you passed the imported withFirstStatement, which is gone/,
     );
   });
 });

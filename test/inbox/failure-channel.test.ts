@@ -1,9 +1,8 @@
 import { subscribe, unsubscribe } from 'node:diagnostics_channel';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { inbox } from '../../lambda/inbox/handler/batch-handlers.js';
+import { inbox } from '../../lambda/inbox/index.js';
 import { PermanentError } from '../../lambda/inbox/index.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
-import { park } from '../../lambda/inbox/parked/index.js';
 import { RECORD_FAILED_CHANNEL } from '../../lambda/inbox/telemetry/failure-channel.js';
 import type { RecordFailure } from '../../lambda/inbox/telemetry/failure-channel.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
@@ -52,7 +51,7 @@ function worker(options: Partial<InboxOptions<Order>>) {
 describe('the record-failed channel', () => {
   it.each([
     ['failed', {}],
-    ['parked', { onPermanentError: park }],
+    ['parked', { onPermanentError: 'park' }],
   ] as const)('publishes a %s record with its id and error, and nothing of the records applied', async (_outcome, options) => {
     const handler = worker(options);
     const good = sqsRecord({ body: { orderId: 'order-good' } });

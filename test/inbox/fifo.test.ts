@@ -2,7 +2,7 @@ import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { PermanentError } from '../../lambda/inbox/index.js';
-import { inbox } from '../../lambda/inbox/handler/batch-handlers.js';
+import { inbox } from '../../lambda/inbox/index.js';
 import type { InboxMessage, InboxOptions, InboxTransaction } from '../../lambda/inbox/index.js';
 import { sqsOutbox } from '../../lambda/inbox/outbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';

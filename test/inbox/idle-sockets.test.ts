@@ -2,7 +2,7 @@ import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { dataApi, DataApiError } from '../../lambda/inbox/index.js';
 import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
-import { inbox } from '../../lambda/inbox/handler/batch-handlers.js';
+import { inbox } from '../../lambda/inbox/index.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
 import type { DatabaseTarget } from '../../lambda/inbox/transport/data-api/session.js';
 import { defaultDataApiClient } from '../../lambda/inbox/transport/data-api/client.js';

@@ -1,9 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { dataApi, inbox, InboxConfigError } from '../../lambda/inbox/index.js';
-import { inbox as batchInbox } from '../../lambda/inbox/handler/batch-handlers.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
-import { park } from '../../lambda/inbox/parked/index.js';
 
 const settings = {
   resourceArn: 'arn:aws:rds:us-east-1:1:cluster:c',
@@ -19,7 +17,7 @@ function patched(patch: Record<string, unknown>): InboxOptions {
 }
 const apply = async () => {};
 
-// The batch modes' options, checked by the handlers of sqs-inbox/batch (those of sqs-inbox refuse the batch modes).
+// The batch modes' options.
 const invalidBatch: [string, Partial<InboxOptions>, RegExp][] = [
   [
     'statementBatch',
@@ -61,28 +59,14 @@ const invalid: [string, Partial<InboxOptions>, RegExp][] = [
   ],
   ['statementBatch', { statementBatch: { sql: 'SELECT 1 FROM claimed' } }, /"statementBatch": give only one of .* got apply and statementBatch/],
   ['applyBatch', { apply: undefined, applyBatch: 'x' as never }, /"applyBatch": must be an async function \(tx, messages\) => void; got the string "x"/],
-  [
-    'applyBatch',
-    { apply: undefined, applyBatch: async () => {} },
-    /"applyBatch": is a batch mode, whose code is in "sqs-inbox\/batch": import \{ inbox \} from 'sqs-inbox\/batch'/,
-  ],
-  [
-    'statementBatch',
-    { apply: undefined, statementBatch: { sql: 'SELECT 1 FROM claimed' } },
-    /"statementBatch": is a batch mode, whose code is in "sqs-inbox\/batch"/,
-  ],
   ['duplicateFilter', { duplicateFilter: 'sometimes' as never }, /"duplicateFilter": "sometimes" must be 'auto' or 'always' or 'never'/],
   ['fifo.onFailure', { fifo: { onFailure: 'skip' as never } }, /"fifo\.onFailure".*'skip-group' or 'stop-batch'/],
+  ['onPermanentError', { onPermanentError: 'drop' as never }, /"onPermanentError": "drop" must be 'retry' or 'park'/],
+  // The imported object of earlier versions: refused, naming the string that replaced it.
   [
     'onPermanentError',
-    { onPermanentError: 'drop' as never },
-    /"onPermanentError": must be 'retry' or park \(import \{ park \} from 'sqs-inbox\/parked'\); got the string "drop"/,
-  ],
-  // The string of old: its code moved to its own entry, which the message names.
-  [
-    'onPermanentError',
-    { onPermanentError: 'park' as never },
-    /"onPermanentError": 'park' \(the string\) is no longer accepted: .* Write `import \{ park \} from 'sqs-inbox\/parked'` and pass onPermanentError: park/,
+    { onPermanentError: { [Symbol.for('sqs-inbox.parking-runtime')]: {} } as never },
+    /"onPermanentError": takes a string now: pass onPermanentError: 'park' where you passed the imported park, which is gone/,
   ],
   ['concurrency', { concurrency: 0 }, /"concurrency".*positive integer/],
   ['callTimeoutMs', { callTimeoutMs: 1.5 }, /"callTimeoutMs"/],
@@ -100,7 +84,7 @@ const sql = 'INSERT INTO shipments (order_id) SELECT :orderId FROM claimed';
 const wrongType: [string, Record<string, unknown>, RegExp][] = [
   ['fifo', { fifo: 'stop-batch' }, /"fifo": must be an object, e\.g\. fifo: \{ onFailure: 'stop-batch' \}; got the string "stop-batch"/],
   ['fifo.onFailure', { fifo: { onFailure: true } }, /"fifo\.onFailure": must be 'skip-group' or 'stop-batch'; got the boolean true/],
-  ['onPermanentError', { onPermanentError: 1 }, /"onPermanentError": must be 'retry' or park \(import \{ park \} from 'sqs-inbox\/parked'\); got the number 1/],
+  ['onPermanentError', { onPermanentError: 1 }, /"onPermanentError": must be 'retry' or 'park'; got the number 1/],
   [
     'resumeDelaysMs',
     { resumeDelaysMs: 'fast' },
@@ -180,7 +164,7 @@ function thrownBy(patch: Record<string, unknown>): unknown {
 }
 
 describe('inbox() options, validated once at cold start', () => {
-  it.each([...invalid.map((row) => [...row, inbox] as const), ...invalidBatch.map((row) => [...row, batchInbox] as const)])(
+  it.each([...invalid.map((row) => [...row, inbox] as const), ...invalidBatch.map((row) => [...row, inbox] as const)])(
     'names %s and the fix',
     (option, patch, message, make) => {
       const previous = { ...process.env };
@@ -229,7 +213,7 @@ describe('inbox() options, validated once at cold start', () => {
       parse: JSON.parse,
       fifo: { onFailure: 'stop-batch' },
       concurrency: 4,
-      onPermanentError: park,
+      onPermanentError: 'park',
       schema: 'inbox',
       callTimeoutMs: 5000,
       deadlineMarginMs: 0,

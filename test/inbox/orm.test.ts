@@ -8,7 +8,6 @@ import type { SQSRecord } from 'aws-lambda';
 import type { PoolClient } from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { inbox } from '../../lambda/inbox/index.js';
-import { inbox as batchInbox } from '../../lambda/inbox/handler/batch-handlers.js';
 import type { InboxMessage, InboxOptions, InboxTransaction } from '../../lambda/inbox/index.js';
 import { OrmBindingError, TransactionControlError, transactionConnection, transactionDataApi } from '../../lambda/inbox/orm/index.js';
 import { shipOrder as drizzleDataApiRecipe } from '../../examples/orm/src/drizzle-data-api.js';
@@ -23,7 +22,6 @@ import { CURRENT } from '../support/transport.js';
 /** The wire transports (postgres, and dsql on its profile) hand the ORM the transaction's connection. */
 const ON_WIRE = CURRENT.protocol === 'wire';
 import type { InboxFixture } from '../support/inbox.js';
-import { withFirstStatement } from '../../lambda/inbox/index.js';
 
 // Drizzle and Kysely inside the inbox's transaction, on the transport the suite runs on (INBOX_TEST_TRANSPORT):
 // their own drivers, on real PostgreSQL, through the real AWS SDK or node-postgres and the local servers. The
@@ -236,7 +234,7 @@ describe.each(ORMS)(`$name inside the inbox's transaction (${TRANSPORT})`, (orm)
   });
 
   it("writes every message of a batch in the batch's one transaction (applyBatch)", async () => {
-    const handler = batchInbox<OrderShipped>({
+    const handler = inbox<OrderShipped>({
       consumer: 'orm-batch-worker',
       database: db.target,
       logger: recordingLogger(),
@@ -265,10 +263,7 @@ describe.each(ORMS)(`$name inside the inbox's transaction (${TRANSPORT})`, (orm)
     expect(await shippedCount('o-lost')).toBe(1);
   });
 
-  it.each([
-    ['before-apply', 'before-apply'],
-    ['withFirstStatement', withFirstStatement],
-  ] as const)('runs no write of the ORM for a duplicate (claim: %s)', async (_name, claim) => {
+  it.each(['before-apply', 'with-first-statement'] as const)('runs no write of the ORM for a duplicate (claim: %s)', async (claim) => {
     const { handler } = handlerWith(orm.recipe, { claim, duplicateFilter: 'never' });
     const record = sqsRecord({ body: { orderId: 'o-duplicate' } });
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
@@ -278,8 +273,8 @@ describe.each(ORMS)(`$name inside the inbox's transaction (${TRANSPORT})`, (orm)
     expect(await shippedCount('o-duplicate')).toBe(1);
   });
 
-  it("claims first when the ORM's statement comes before any of tx.execute (claim: withFirstStatement)", async () => {
-    const { handler } = handlerWith(async (tx, message) => orm.ship(tx, message.body.orderId), { claim: withFirstStatement });
+  it("claims first when the ORM's statement comes before any of tx.execute (claim: 'with-first-statement')", async () => {
+    const { handler } = handlerWith(async (tx, message) => orm.ship(tx, message.body.orderId), { claim: 'with-first-statement' });
     const record = sqsRecord({ body: { orderId: 'o-riding' } });
     const sent: string[] = [];
     db.server.faults.watch(({ sql }) => {

@@ -1,8 +1,8 @@
 import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import type { SQSRecord } from 'aws-lambda';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { InboxConfigError, PermanentError, withFirstStatement } from '../../lambda/inbox/index.js';
-import { inbox } from '../../lambda/inbox/handler/batch-handlers.js';
+import { InboxConfigError, PermanentError } from '../../lambda/inbox/index.js';
+import { inbox } from '../../lambda/inbox/index.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
 import { OutboxSweepError, outbox, outboxKey, sqsOutbox, sweepOutbox } from '../../lambda/inbox/outbox/index.js';
 import type { OutboxSend } from '../../lambda/inbox/outbox/index.js';
@@ -16,7 +16,7 @@ import type { SqsFixture } from '../support/sqs.js';
 import { dataApiOnly } from '../support/data-api-only.js';
 import { notUnderConflicts } from '../support/dsql-conflicts.js';
 import { CURRENT, onTransport } from '../support/transport.js';
-import { park, parkedMessages } from '../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../lambda/inbox/parked/index.js';
 
 type Order = { orderId: string; customer?: string; fail?: boolean };
 
@@ -141,10 +141,10 @@ describe('the outbox', () => {
     },
   );
 
-  it('claim: withFirstStatement, a duplicate whose apply sent before its first statement: settled as a duplicate, nothing written or sent again', async () => {
+  it("claim: 'with-first-statement', a duplicate whose apply sent before its first statement: settled as a duplicate, nothing written or sent again", async () => {
     const url = await queue('riding');
     const { handler, rows } = shipper(url, {
-      claim: withFirstStatement,
+      claim: 'with-first-statement',
       apply: async (tx, message) => {
         tx.send({ to: 'invoices', body: { orderId: message.body.orderId } });
         await tx.execute('INSERT INTO public.shipped (order_id) VALUES (:id) ON CONFLICT (order_id) DO UPDATE SET n = shipped.n + 1', {
@@ -488,7 +488,7 @@ describe('the outbox', () => {
     const url = await queue('replayed');
     let fixed = false;
     const { handler, rows } = shipper(url, {
-      onPermanentError: park,
+      onPermanentError: 'park',
       apply: async (tx, message) => {
         if (!fixed) throw new PermanentError('warehouse unknown');
         tx.send({ to: 'invoices', body: { orderId: message.body.orderId } });
@@ -534,7 +534,7 @@ describe('tx.send of what SQS refuses', () => {
       database: db.target,
       logger,
       metrics: recordingMetrics(),
-      onPermanentError: park,
+      onPermanentError: 'park',
       outbox: sqsOutbox({ client: f.client }),
       apply: async (tx) => {
         try {

@@ -13,7 +13,7 @@ import type { InboxFixture } from '../support/inbox.js';
 import { startSqsFixture } from '../support/sqs.js';
 import type { SqsFixture } from '../support/sqs.js';
 import { kinesisEvent, kinesisRecord } from '../support/streams.js';
-import { park, parkedMessages } from '../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../lambda/inbox/parked/index.js';
 
 type Order = { orderId: string };
 
@@ -52,7 +52,7 @@ function stage(kind: 'fifo' | 'standard') {
     database: db.target,
     logger: recordingLogger(),
     metrics: recordingMetrics(),
-    onPermanentError: park,
+    onPermanentError: 'park',
     apply: async (tx, message) => {
       if (rejecting) throw new PermanentError('warehouse code unknown');
       await tx.execute('INSERT INTO public.applied (order_id) VALUES (:id) ON CONFLICT (order_id) DO UPDATE SET n = applied.n + 1', {
@@ -342,7 +342,7 @@ describe('redriving a parked message', () => {
       database: db.target,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      onPermanentError: park,
+      onPermanentError: 'park',
       apply: async () => {
         throw new PermanentError('unknown page');
       },

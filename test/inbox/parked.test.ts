@@ -11,7 +11,7 @@ import { CURRENT } from '../support/transport.js';
 import { textBytes } from '../../lambda/inbox/sources/text-bytes.js';
 import type { InboxFixture } from '../support/inbox.js';
 import type { GatedStatement, InboxMessage } from '../../lambda/inbox/index.js';
-import { park, parkedMessages } from '../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../lambda/inbox/parked/index.js';
 import { propertyParameters } from '../support/seed.js';
 
 let db: InboxFixture;
@@ -45,7 +45,7 @@ function parking(consumer: string, options: Partial<InboxOptions<Order>>) {
     database: db.target,
     logger: recordingLogger(),
     metrics: recordingMetrics(),
-    onPermanentError: park,
+    onPermanentError: 'park',
     ...options,
   } as InboxOptions<Order>);
 }
@@ -58,7 +58,7 @@ describe('parked messages', () => {
       database: db.target,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      onPermanentError: park,
+      onPermanentError: 'park',
       apply: async (tx, message) => {
         if (rejecting && message.body.orderId === 'order-2') throw new PermanentError('warehouse code unknown');
         await tx.execute(
@@ -108,7 +108,7 @@ describe('parked messages', () => {
       database: db.target,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      onPermanentError: park,
+      onPermanentError: 'park',
       apply: async (tx, message) => {
         if (rejecting) throw new PermanentError('warehouse code unknown');
         // Hold the replay's transaction open after it read the parked row, so the other replay reads it
@@ -139,7 +139,7 @@ describe('parked messages', () => {
       database: db.target,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      onPermanentError: park,
+      onPermanentError: 'park',
       apply: async () => {
         throw new PermanentError('still wrong');
       },
@@ -182,7 +182,7 @@ describe('parked messages', () => {
       database: db.target,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      onPermanentError: park,
+      onPermanentError: 'park',
       apply: async () => {
         throw new PermanentError('warehouse code unknown');
       },
@@ -202,7 +202,7 @@ describe('parked messages', () => {
       database: db.target,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      onPermanentError: park,
+      onPermanentError: 'park',
       apply: async (_, message) => {
         if (rejecting) throw new PermanentError('not yet');
         seen.push(message);
@@ -344,7 +344,7 @@ function parkingEverything(consumer: string, extra: Partial<InboxOptions<Order>>
     database: db.target,
     logger,
     metrics,
-    onPermanentError: park,
+    onPermanentError: 'park',
     apply: async () => {
       throw new PermanentError('warehouse code unknown');
     },

@@ -4,7 +4,6 @@ import { inbox, InboxConfigError, parseWith, PermanentError } from '../../lambda
 import type { StandardSchema } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
-import { park } from '../../lambda/inbox/parked/index.js';
 
 let db: InboxFixture;
 beforeAll(async () => {
@@ -23,7 +22,7 @@ function worker(onPermanentError: 'retry' | 'park', schema: StandardSchema<z.inf
     consumer: 'order-worker',
     database: db.target,
     logger,
-    onPermanentError: onPermanentError === 'park' ? park : 'retry',
+    onPermanentError: onPermanentError === 'park' ? 'park' : 'retry',
     parse: parseWith(schema),
     apply: async (tx, message) => {
       // The schema's output type: quantity is a number here, checked before any database call.

@@ -14,7 +14,7 @@ import type { DataApiServer } from '../../local/data-api/server.js';
 import { customResourceEvent, MIGRATION_RESOURCE, ROLE_RESOURCE } from '../support/custom-resource.js';
 import { freshDatabase } from '../support/database.js';
 import { dataApiClient, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
-import { park, parkedMessages } from '../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../lambda/inbox/parked/index.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';
 
 // Roles are per PostgreSQL server, which test files share: every name here is unique to this run.
@@ -232,7 +232,7 @@ describe('database roles, signed in through the local Data API', () => {
     const handler = inbox<{ orderId: string }>({
       consumer: 'orders',
       database: dataApi({ resourceArn: server.resourceArn, secretArn: SECRET.consumer, database: server.database, client }),
-      onPermanentError: park,
+      onPermanentError: 'park',
       logger: recordingLogger(),
       metrics: recordingMetrics(),
       apply: async (tx, message) => {

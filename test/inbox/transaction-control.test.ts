@@ -1,8 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { inbox } from '../../lambda/inbox/handler/batch-handlers.js';
-import { withFirstStatement } from '../../lambda/inbox/index.js';
+import { inbox } from '../../lambda/inbox/index.js';
 import type { InboxOptions, InboxTransaction } from '../../lambda/inbox/index.js';
-import { park } from '../../lambda/inbox/parked/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord, TRANSPORT } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 
@@ -77,7 +75,7 @@ const ENTRIES: readonly {
   {
     name: 'tx.execute in apply, the claim riding on the first statement',
     options: (control) => ({
-      claim: withFirstStatement,
+      claim: 'with-first-statement',
       apply: async (tx, m) => {
         await tx.execute(control);
         await ship(tx, m);
@@ -127,7 +125,7 @@ describe.each(ENTRIES)(`transaction control sent as SQL: $name (${TRANSPORT})`, 
     'refuses $sql before it is sent: the records fail (not parked), nothing of them commits, and once fixed their redelivery applies each once',
     async ({ sql, refused }) => {
       // A bug in the code, not in the message: it is not parked.
-      const { handler, logger } = worker({ onPermanentError: park, ...options(sql) });
+      const { handler, logger } = worker({ onPermanentError: 'park', ...options(sql) });
       const records = [sqsRecord({ body: { orderId: 'tc-1' } }), sqsRecord({ body: { orderId: 'tc-2' } })];
       const sent = sentSql();
       const response = await handler({ Records: records }, lambdaContext());

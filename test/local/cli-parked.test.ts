@@ -13,7 +13,7 @@ import { BIN, NO_TARGET, cliRun as runCli, databaseEnv } from '../support/cli.js
 import type { SqsFixture } from '../support/sqs.js';
 import { kinesisEvent, kinesisRecord } from '../support/streams.js';
 import { rawControls, storableHostileText } from '../support/hostile-text.js';
-import { park as parkOnError, parkedMessages } from '../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../lambda/inbox/parked/index.js';
 import { propertyParameters } from '../support/seed.js';
 
 /** The handler inbox() returns. */
@@ -79,7 +79,7 @@ function stage() {
     database: db.target,
     logger: recordingLogger(),
     metrics: recordingMetrics(),
-    onPermanentError: parkOnError,
+    onPermanentError: 'park',
     apply: async (tx, message) => {
       if (rejecting) throw new PermanentError('warehouse code unknown');
       await tx.execute('INSERT INTO public.applied (order_id) VALUES (:id) ON CONFLICT (order_id) DO UPDATE SET n = applied.n + 1', {
@@ -345,7 +345,7 @@ describe('npx sqs-inbox parked', () => {
       database: db.target,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      onPermanentError: parkOnError,
+      onPermanentError: 'park',
       apply: async () => {
         throw new PermanentError('unknown page');
       },
@@ -437,7 +437,7 @@ describe('npx sqs-inbox parked, on records that carry terminal escapes', () => {
       database: db.target,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      onPermanentError: parkOnError,
+      onPermanentError: 'park',
       ...options,
     });
     return { consumer, handler };

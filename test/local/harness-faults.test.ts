@@ -4,7 +4,6 @@ import type { InboxOptions } from '../../lambda/inbox/index.js';
 import { FAULT_RATES, FAULTS, runScenario } from '../../local/index.js';
 import type { ScenarioConsumer, ScenarioEnvironment } from '../../local/index.js';
 import { localStackPerFile } from '../support/local-stack.js';
-import { park } from '../../lambda/inbox/parked/index.js';
 
 // The testbed cannot pass silently: faults that never struck are problems, the seed decides the faults
 // the same way run after run, and a verify hook judges more than key counts.
@@ -39,7 +38,7 @@ const inTransaction = ({ database }: ScenarioEnvironment) =>
   inbox<Credit>({
     consumer: 'credits',
     database,
-    onPermanentError: park,
+    onPermanentError: 'park',
     apply: async (tx, { body }) => {
       await tx.execute(CREDIT, params(body));
       await tx.execute(BALANCE, params(body));
@@ -51,7 +50,7 @@ const outsideTransaction = ({ database, session }: ScenarioEnvironment) =>
   inbox<Credit>({
     consumer: 'credits',
     database,
-    onPermanentError: park,
+    onPermanentError: 'park',
     apply: (async (_tx, { body }) => {
       await session.execute(CREDIT, params(body));
       await session.execute(BALANCE, params(body));

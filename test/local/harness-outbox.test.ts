@@ -8,7 +8,6 @@ import { createProducer } from '../../lambda/inbox/producer/producer.js';
 import { runScenario } from '../../local/index.js';
 import type { HandedOn, ScenarioConsumer, ScenarioEnvironment } from '../../local/index.js';
 import { localStackPerFile } from '../support/local-stack.js';
-import { park } from '../../lambda/inbox/parked/index.js';
 
 // runScenario with a handler that hands a message on through the outbox: the run makes the destination
 // queues, names them in INBOX_DESTINATIONS, sets the region and credentials the handler's own new SQSClient({}) needs,
@@ -32,7 +31,7 @@ const withOutbox = ({ database }: ScenarioEnvironment) =>
   inbox<Credit>({
     consumer: 'credits',
     database,
-    onPermanentError: park,
+    onPermanentError: 'park',
     // As in production: a client of its own, endpoint and region from the environment.
     outbox: sqsOutbox({ client: new SQSClient({}) }),
     apply: async (tx, message) => {
@@ -47,7 +46,7 @@ const sendAfterCommit = ({ database }: ScenarioEnvironment) => {
   const handler = inbox<Credit>({
     consumer: 'credits',
     database,
-    onPermanentError: park,
+    onPermanentError: 'park',
     apply: async (tx, message) => void (await tx.execute(CREDIT, { id: message.body.creditId, account: message.body.account })),
   });
   return async (event: Parameters<typeof handler>[0], context: Parameters<typeof handler>[1]) => {

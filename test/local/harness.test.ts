@@ -5,7 +5,6 @@ import type { InboxOptions } from '../../lambda/inbox/index.js';
 import { FAULTS, runScenario } from '../../local/index.js';
 import type { ScenarioConsumer, ScenarioEnvironment } from '../../local/index.js';
 import { localStackPerFile } from '../support/local-stack.js';
-import { park } from '../../lambda/inbox/parked/index.js';
 
 /** The handler inbox() returns. */
 type InboxHandler = ReturnType<typeof inbox>;
@@ -97,7 +96,7 @@ describe('runScenario with your own handler', () => {
     const report = await runScenario(stack(), {
       ...payments,
       label: 'payments',
-      handler: ({ database }) => inbox<Payment>({ consumer: 'payments-worker', database, onPermanentError: park, apply: applyPayment }),
+      handler: ({ database }) => inbox<Payment>({ consumer: 'payments-worker', database, onPermanentError: 'park', apply: applyPayment }),
       faults: FAULTS,
       messages: 300,
     });

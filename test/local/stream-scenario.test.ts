@@ -7,7 +7,6 @@ import { runStreamScenario, STREAM_SOURCES } from '../../local/index.js';
 import type { StreamConsumer, StreamSourceName } from '../../local/index.js';
 import { localStackPerFile } from '../support/local-stack.js';
 import { streamDemoConsumer } from '../../demo/streams/consumers.js';
-import { park } from '../../lambda/inbox/parked/index.js';
 
 // runStreamScenario as a user drives their own kinesisInbox, dynamoDbInbox and kafkaInbox handlers:
 // records through the local stream and Lambda's mapping for it, the stream faults, and exactly-once
@@ -33,7 +32,7 @@ const credit = async (writer: Pick<InboxTransaction, 'execute'>, body: Credit | 
 /** The user's handler for each source, its key where the source has it. */
 function handlerFor(source: StreamSourceName, write: Writer) {
   return ({ database, session }: { database: InboxTransport; session: DataApiSession }) => {
-    const common = { consumer: 'credits', database, onPermanentError: park } as const;
+    const common = { consumer: 'credits', database, onPermanentError: 'park' } as const;
     if (source === 'kinesis') return kinesisInbox<Credit>({ ...common, key: { field: 'creditId' }, apply: (tx, { body }) => credit(write(tx, session), body) });
     if (source === 'kafka')
       return kafkaInbox<Credit>({ ...common, key: { header: 'idempotency-key' }, apply: (tx, { body }) => credit(write(tx, session), body) });

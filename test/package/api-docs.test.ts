@@ -50,7 +50,6 @@ async function loadGenerator(): Promise<ApiDocs> {
 /** Each entry and its source, in package.json's order. */
 const SOURCES: Readonly<Record<string, string>> = {
   'sqs-inbox': 'lambda/inbox/index.ts',
-  'sqs-inbox/batch': 'lambda/inbox/handler/batch-handlers.ts',
   'sqs-inbox/producer': 'lambda/inbox/producer/producer.ts',
   'sqs-inbox/outbox': 'lambda/inbox/outbox/index.ts',
   'sqs-inbox/data-api': 'lambda/inbox/transport/data-api/index.ts',

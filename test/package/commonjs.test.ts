@@ -26,7 +26,6 @@ describe('the CommonJS build', () => {
   it('is the "require" target of every entry, beside the ES modules of its "import" target', () => {
     expect(ENTRIES.map(({ subpath }) => subpath)).toEqual([
       '.',
-      './batch',
       './producer',
       './outbox',
       './data-api',

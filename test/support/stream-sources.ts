@@ -1,4 +1,4 @@
-import { dynamoDbInbox, kafkaInbox, kinesisInbox } from '../../lambda/inbox/handler/batch-handlers.js';
+import { dynamoDbInbox, kafkaInbox, kinesisInbox } from '../../lambda/inbox/index.js';
 import type { ConsumerOptions, InboxMessage, InboxTransaction } from '../../lambda/inbox/index.js';
 import { lambdaContext } from './inbox.js';
 import { dynamoDbEvent, dynamoDbRecord, kafkaEvent, kafkaRecord, kinesisEvent, kinesisRecord, nextDynamoDbSequenceNumber } from './streams.js';

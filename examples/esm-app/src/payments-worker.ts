@@ -1,7 +1,6 @@
 // src/payments-worker.ts: runs in Lambda
 import { inbox, PermanentError } from 'sqs-inbox';
 import type { InboxMessage, InboxTransaction } from 'sqs-inbox';
-import { park } from 'sqs-inbox/parked';
 
 export interface Payment {
   readonly paymentId: string;
@@ -20,6 +19,6 @@ export async function applyPayment(tx: InboxTransaction, message: InboxMessage<P
 }
 
 // `consumer` defaults to process.env.INBOX_CONSUMER, which InboxConsumer sets to its `consumerName`.
-// `park`: a payment that can never apply is stored in the parked table, so the later payments of its FIFO
+// `'park'`: a payment that can never apply is stored in the parked table, so the later payments of its FIFO
 // group, received with it, are not held back until they reach the dead-letter queue with it.
-export const handler = inbox<Payment>({ onPermanentError: park, apply: applyPayment });
+export const handler = inbox<Payment>({ onPermanentError: 'park', apply: applyPayment });

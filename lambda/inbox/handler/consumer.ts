@@ -6,8 +6,8 @@ import { checkGatedStatement } from '../sql/claim.js';
 import type { InboxSession } from '../transport/session.js';
 import { RecentKeys, filterPays, markKnownClaims } from '../prepare/duplicate-filter.js';
 import type { KeyStrategy } from '../prepare/keys.js';
-import type { BatchModes, SetRunner } from '../modes/batch-modes.js';
-import { RecordConsumer } from '../modes/per-record.js';
+import { BatchModeRunner } from '../modes/batch-mode-runner.js';
+import { RecordConsumer } from '../modes/record-consumer.js';
 import { awaitsEnvironment, checkOptions, settleEnvironment } from './options.js';
 import type { ConsumerOptions, InboxOptions, ResolvedMode, ResolvedOptions } from './options.js';
 import { CONSUMER_PARTS } from '../parked/parking-runtime.js';
@@ -56,12 +56,7 @@ export interface ConsumerHandler<Event, Response> {
  * });
  */
 export function inbox<Body = any>(options: InboxOptions<Body>): ConsumerHandler<SQSEvent, SQSBatchResponse> {
-  return sqsConsumer(options, undefined);
-}
-
-/** `inbox()`, with the batch modes' code when it is given (by `sqs-inbox/batch`). */
-export function sqsConsumer<Body>(options: InboxOptions<Body>, batchModes: BatchModes | undefined): ConsumerHandler<SQSEvent, SQSBatchResponse> {
-  return consumerHandler<Body, SQSRecord, SQSBatchResponse, KeyStrategy, SQSEvent>(sqsInboxSource, options, batchModes);
+  return consumerHandler<Body, SQSRecord, SQSBatchResponse, KeyStrategy, SQSEvent>(sqsInboxSource, options);
 }
 
 /** The options a source's handler takes: those of every consumer, the source's key, and SQS's `fifo`. */
@@ -71,15 +66,13 @@ export type HandlerOptions<Body, Raw, Key> = ConsumerOptions<Body, Raw> & { read
  * The consumer core every source shares: validates the options the code gives at once, settles the
  * INBOX_* environment at cold start, then per event turns the source's records into messages, claims and
  * applies them in the options' mode (lanes, concurrency, deadline), and answers with the source's failure
- * report. The source names its handler and its own options; `batchModes` is the batch modes' code, which
- * the handlers of `sqs-inbox/batch` give: not an option of the user's, and kept out of the plain handler's bundle.
+ * report. The source names its handler and its own options.
  */
 export function consumerHandler<Body, Raw, Response, Key, Event>(
   source: InboxSource<Raw, Response, Key>,
   options: HandlerOptions<Body, Raw, Key>,
-  batchModes: BatchModes | undefined,
 ): ConsumerHandler<Event, Response> {
-  const checked = checkOptions<Body, Raw>(options, source, batchModes);
+  const checked = checkOptions<Body, Raw>(options, source);
   const tables = inboxTables(checked.schema);
   const rules: MessageRules<Body, Raw> = { keyOf: source.keyStrategy(options.key), parse: checked.parse };
   checkClaimGates(checked.mode);
@@ -87,7 +80,7 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
   // The environment is read now when it is there, so that a wrong value fails at once; when it is not (a
   // test or a tool importing the handler's module), at the first invocation: Lambda's cold start.
   let consumer: Consumer<Body, Raw> | undefined;
-  const coldStart = () => (consumer ??= startConsumer(source, options, settleEnvironment(checked, process.env), tables, batchModes));
+  const coldStart = () => (consumer ??= startConsumer(source, options, settleEnvironment(checked, process.env), tables));
   if (!awaitsEnvironment(checked, process.env)) coldStart();
 
   // Checked at the first invocation (the client's settings are async providers) and remembered.
@@ -120,7 +113,6 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
       tables,
       source: source as InboxSource<Raw, unknown, unknown>,
       records: recordConsumer,
-      batchModes,
       relay: (session, ids) =>
         resolved.outbox ? resolved.outbox.runtime.relay(session, tables, resolved.outbox.transport, ids, true, logger) : Promise.resolve(),
     };
@@ -145,7 +137,7 @@ interface Consumer<Body, Raw> {
   readonly logger: InboxLogger;
   readonly metrics: InboxMetrics;
   readonly records: RecordConsumer<Body, Raw>;
-  readonly batchRunner: SetRunner<Body, Raw> | undefined;
+  readonly batchRunner: BatchModeRunner<Body, Raw> | undefined;
 }
 
 /** The consumer's telemetry and its runners, made once at cold start. */
@@ -154,7 +146,6 @@ function startConsumer<Body, Raw>(
   options: ConsumerOptions<Body, Raw>,
   resolved: ResolvedOptions<Body, Raw>,
   tables: InboxTables,
-  batchModes: BatchModes | undefined,
 ): Consumer<Body, Raw> {
   // Stryker disable next-line ConditionalExpression: making the defaults when both are given only wastes them
   const defaults = options.logger && options.metrics ? undefined : defaultTelemetry(resolved.consumer, source.name);
@@ -168,10 +159,9 @@ function startConsumer<Body, Raw>(
       [ENV_CONSUMER]: deployed,
     });
   }
-  const records = new RecordConsumer<Body, Raw>(resolved, tables, logger, source, batchModes);
-  // checkOptions refused a batch mode without the batch modes' code.
+  const records = new RecordConsumer<Body, Raw>(resolved, tables, logger, source);
   const batch = resolved.mode.kind === 'batch-transaction' || resolved.mode.kind === 'batch-statement';
-  const batchRunner = batch ? batchModes!.runner(resolved, tables, records, logger) : undefined;
+  const batchRunner = batch ? new BatchModeRunner(resolved, tables, records, logger) : undefined;
   return { resolved, logger, metrics: options.metrics ?? defaults!.metrics, records, batchRunner };
 }
 

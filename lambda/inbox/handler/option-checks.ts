@@ -27,27 +27,21 @@ export function described(value: unknown): string {
 }
 
 /**
- * The code an option's value carries under `key` (`park`, `withFirstStatement`), so that a consumer that
- * does not give it bundles none of it; undefined for the option's string default. The string that named
- * the value before it carried its code is refused with the import that replaces it.
+ * A string option's value among `choices`, `fallback` for undefined or null. An object is the imported value
+ * an earlier version took here (`park`, `withFirstStatement`): refused, naming the string that replaced it.
  */
-export function carriedCode<Code>(
+export function plainChoice<T extends string>(
   given: unknown,
   option: string,
-  key: symbol,
-  names: { readonly otherwise: string; readonly value: string; readonly entry: string; readonly string: string },
-): Code | undefined {
-  if (given === undefined || given === null || given === names.otherwise) return undefined;
-  const code = typeof given === 'object' ? (given as Record<symbol, Code | undefined>)[key] : undefined;
-  if (code) return code;
-  const fix = `import { ${names.value} } from '${names.entry}'`;
-  if (given === names.string) {
-    throw new InboxConfigError(
-      option,
-      `'${names.string}' (the string) is no longer accepted: ${names.value} carries its code, which a consumer that does not use it leaves out of its bundle. Write \`${fix}\` and pass ${option}: ${names.value}`,
-    );
+  choices: readonly T[],
+  fallback: T,
+  retired: { readonly name: string; readonly value: T },
+): T {
+  if (given === undefined || given === null) return fallback;
+  if (typeof given === 'object' && !Array.isArray(given)) {
+    throw new InboxConfigError(option, `takes a string now: pass ${option}: '${retired.value}' where you passed the imported ${retired.name}, which is gone`);
   }
-  throw new InboxConfigError(option, `must be '${names.otherwise}' or ${names.value} (${fix}); got ${described(given)}`);
+  return oneOf(given, option, choices);
 }
 
 /**

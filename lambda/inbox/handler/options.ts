@@ -6,19 +6,14 @@ import type { SqlParams } from '../transport/values.js';
 import { CONSUMER_NAME_PATTERN, CONSUMER_NAME_RULE, ENV_CONSUMER } from '../contract.js';
 import { InboxConfigError } from '../errors.js';
 import type { KeyStrategy } from '../prepare/keys.js';
-import { carriedCode, described, oneOf, refuseUnknownKeys } from './option-checks.js';
+import { described, oneOf, plainChoice, refuseUnknownKeys } from './option-checks.js';
 import { STATEMENT_OPTIONS, resolveMode } from '../modes/mode-options.js';
-import type { BatchModes } from '../modes/batch-modes.js';
 import type { InboxLogger, InboxMetrics, BatchSummary } from '../telemetry/telemetry.js';
 import type { OutboxSend } from '../outbox/outbox-message.js';
 import type { OutboxOptions, OutboxTransport } from '../outbox/relay.js';
-import { CLAIM_RUNTIME } from '../modes/claim-runtime.js';
-import type { ClaimRuntime, WithFirstStatement } from '../modes/claim-runtime.js';
 import type { TRANSACTION_CHANNEL, TransactionChannel } from '../transport/pass-through.js';
 import { OUTBOX_RUNTIME } from '../outbox/outbox-runtime.js';
 import type { OutboxRuntime } from '../outbox/outbox-runtime.js';
-import { PARKING_RUNTIME } from '../parked/parking-runtime.js';
-import type { Park, ParkingRuntime } from '../parked/parking-runtime.js';
 import type { InboxSource } from '../sources/source.js';
 
 /** The message `apply` and `statement` receive. */
@@ -154,11 +149,10 @@ export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
    * statement then also runs for a duplicate the batch's duplicate filter did not settle (its statements
    * never apply), and such a duplicate costs 4 calls instead of 3.
    * @example
-   * import { inbox, withFirstStatement } from 'sqs-inbox';
-   * inbox({ consumer: 'order-worker', claim: withFirstStatement, apply });
+   * inbox({ consumer: 'order-worker', claim: 'with-first-statement', apply });
    * @default 'before-apply'
    */
-  readonly claim?: 'before-apply' | WithFirstStatement | undefined;
+  readonly claim?: 'before-apply' | 'with-first-statement' | undefined;
   /**
    * Records (standard queue) or lanes (FIFO message groups, shards, partitions) in flight at once. A FIFO
    * batch with `fifo: { onFailure: 'stop-batch' }` runs one record at a time whatever this says.
@@ -168,15 +162,14 @@ export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
   /**
    * What happens to a record that fails with a {@link PermanentError} (a throw of yours, or a
    * {@link ParseError}, {@link KeyError}, {@link BodyTooLargeError} or {@link KeyCollisionError}):
-   * `'retry'` reports it failed, so SQS redelivers it until it lands in the dead-letter queue; `park`
-   * (from `sqs-inbox/parked`, which holds the parking code) stores it in the inbox's parked-message table,
+   * `'retry'` reports it failed, so SQS redelivers it until it lands in the dead-letter queue; `'park'`
+   * stores it in the inbox's parked-message table,
    * reports it succeeded, and lets you replay it later through `parkedMessages(handler)`.
    * @example
-   * import { park } from 'sqs-inbox/parked';
-   * inbox({ consumer: 'order-worker', onPermanentError: park, apply });
+   * inbox({ consumer: 'order-worker', onPermanentError: 'park', apply });
    * @default 'retry'
    */
-  readonly onPermanentError?: 'retry' | Park | undefined;
+  readonly onPermanentError?: 'retry' | 'park' | undefined;
   /** The inbox's PostgreSQL schema. @default 'inbox' */
   readonly schema?: string | undefined;
   /** Abort one Data API call after this long; the record then fails as ambiguous. @default 10_000 */
@@ -246,13 +239,12 @@ export interface ResolvedOptions<Body, Raw = SQSRecord> {
   readonly transport: InboxTransport;
   readonly mode: ResolvedMode<Body, Raw>;
   readonly duplicateFilter: DuplicateFilter;
-  /** The code of the claim that rides on the effect's first statement; undefined: the claim goes before `apply`. */
-  readonly claim: ClaimRuntime | undefined;
+  /** Where a record's claim goes (transaction modes). */
+  readonly claim: 'before-apply' | 'with-first-statement';
   readonly parse: (body: string, record: Raw) => Body | Promise<Body>;
   readonly onFailure: 'skip-group' | 'stop-batch';
   readonly concurrency: number;
-  /** The parking code when `onPermanentError` is `park`; undefined when it is `'retry'`. */
-  readonly parking: ParkingRuntime | undefined;
+  readonly onPermanentError: 'retry' | 'park';
   readonly schema: string;
   readonly callTimeoutMs: number;
   /** Undefined: derived per invocation, see {@link InboxOptions.deadlineMarginMs}. */
@@ -315,14 +307,11 @@ export interface CheckedOptions<Body, Raw = SQSRecord> extends Omit<ResolvedOpti
 /**
  * Validates the options the code gives once, when `inbox(options)` is called, with errors that name the
  * option and the fix. The source gives the handler's name, the options it takes besides those of every
- * consumer and the default `parse`; `batchModes` is the batch modes' code, which the handlers of
- * `sqs-inbox/batch` give (without it the batch modes are refused). The INBOX_* environment is
- * {@link settleEnvironment}'s.
+ * consumer and the default `parse`. The INBOX_* environment is {@link settleEnvironment}'s.
  */
 export function checkOptions<Body, Raw = SQSRecord>(
   options: ConsumerOptions<Body, Raw> & { readonly fifo?: InboxOptions['fifo'] },
   source: Pick<InboxSource<Raw, unknown, unknown>, 'handlerName' | 'options' | 'parse'>,
-  batchModes: BatchModes | undefined,
 ): CheckedOptions<Body, Raw> {
   const { handlerName } = source;
   if (!options || typeof options !== 'object' || Array.isArray(options)) {
@@ -333,7 +322,7 @@ export function checkOptions<Body, Raw = SQSRecord>(
   // null, like undefined, means "the default": INBOX_CONSUMER.
   const consumer = options.consumer ?? undefined;
   if (consumer !== undefined) checkConsumer(consumer, handlerName);
-  const mode = resolveMode(options, batchModes, handlerName);
+  const mode = resolveMode(options);
   const duplicateFilter = oneOf(options.duplicateFilter ?? 'auto', 'duplicateFilter', ['auto', 'always', 'never']);
   const claim = checkClaim(options.claim);
   if (options.claim !== undefined && (mode.kind === 'statement' || mode.kind === 'batch-statement')) {
@@ -353,7 +342,7 @@ export function checkOptions<Body, Raw = SQSRecord>(
     refuseUnknownKeys(fifo, FIFO_OPTIONS, 'fifo');
   }
   const onFailure = oneOf(options.fifo?.onFailure ?? 'skip-group', 'fifo.onFailure', ['skip-group', 'stop-batch']);
-  const parking = checkOnPermanentError(options.onPermanentError);
+  const onPermanentError = checkOnPermanentError(options.onPermanentError);
   const concurrency = positiveInteger(options.concurrency ?? 10, 'concurrency', 'e.g. 10');
   const callTimeoutMs = positiveInteger(options.callTimeoutMs ?? 10_000, 'callTimeoutMs', 'e.g. 10000');
   const deadlineMarginMs = options.deadlineMarginMs === undefined ? undefined : nonNegativeInteger(options.deadlineMarginMs, 'deadlineMarginMs');
@@ -379,7 +368,7 @@ export function checkOptions<Body, Raw = SQSRecord>(
     parse: options.parse ?? (source.parse as (body: string, record: Raw) => Body),
     onFailure,
     concurrency,
-    parking,
+    onPermanentError,
     schema: options.schema ?? 'inbox',
     callTimeoutMs,
     deadlineMarginMs,
@@ -428,18 +417,12 @@ function checkConsumer(consumer: unknown, handlerName: string): string {
   return consumer;
 }
 
-/** `claim` checked: undefined for `'before-apply'`, the riding claim's code for `withFirstStatement`. */
+/** `claim` checked. */
 const checkClaim = (given: unknown) =>
-  carriedCode<ClaimRuntime>(given, 'claim', CLAIM_RUNTIME, {
-    otherwise: 'before-apply',
-    value: 'withFirstStatement',
-    entry: 'sqs-inbox',
-    string: 'with-first-statement',
-  });
+  plainChoice(given, 'claim', ['before-apply', 'with-first-statement'], 'before-apply', { name: 'withFirstStatement', value: 'with-first-statement' });
 
-/** `onPermanentError` checked: undefined for `'retry'`, the parking code for `park`. */
-const checkOnPermanentError = (given: unknown) =>
-  carriedCode<ParkingRuntime>(given, 'onPermanentError', PARKING_RUNTIME, { otherwise: 'retry', value: 'park', entry: 'sqs-inbox/parked', string: 'park' });
+/** `onPermanentError` checked. */
+const checkOnPermanentError = (given: unknown) => plainChoice(given, 'onPermanentError', ['retry', 'park'], 'retry', { name: 'park', value: 'park' });
 
 /** The outbox option checked: a transport, destinations when given, a transaction mode. */
 function checkOutbox(outbox: unknown, mode: ResolvedMode<unknown>['kind']): CheckedOptions<unknown>['outbox'] {

@@ -14,7 +14,6 @@ import type { ConsumerHandler } from './consumer.js';
 import { InboxConfigError } from '../errors.js';
 import { described } from './option-checks.js';
 import type { ConsumerOptions } from './options.js';
-import type { BatchModes } from '../modes/batch-modes.js';
 import { dynamoDbInboxSource } from '../sources/dynamodb.js';
 import type { DynamoDbChange, DynamoDbKeyStrategy } from '../sources/dynamodb.js';
 import { kafkaInboxSource } from '../sources/kafka.js';
@@ -65,15 +64,7 @@ export interface KafkaInboxOptions<Body = unknown> extends ConsumerOptions<Body,
  * });
  */
 export function kinesisInbox<Body = any>(options: KinesisInboxOptions<Body>): ConsumerHandler<KinesisStreamEvent, KinesisStreamBatchResponse> {
-  return kinesisConsumer(options, undefined);
-}
-
-/** `kinesisInbox()`, with the batch modes' code when it is given (by `sqs-inbox/batch`). */
-export function kinesisConsumer<Body>(
-  options: KinesisInboxOptions<Body>,
-  batchModes: BatchModes | undefined,
-): ConsumerHandler<KinesisStreamEvent, KinesisStreamBatchResponse> {
-  return consumerHandler(kinesisInboxSource, options, batchModes);
+  return consumerHandler(kinesisInboxSource, options);
 }
 
 /**
@@ -91,15 +82,7 @@ export function kinesisConsumer<Body>(
  * });
  */
 export function dynamoDbInbox<Body = DynamoDbChange>(options: DynamoDbInboxOptions<Body>): ConsumerHandler<DynamoDBStreamEvent, DynamoDBBatchResponse> {
-  return dynamoDbConsumer(options, undefined);
-}
-
-/** `dynamoDbInbox()`, with the batch modes' code when it is given (by `sqs-inbox/batch`). */
-export function dynamoDbConsumer<Body>(
-  options: DynamoDbInboxOptions<Body>,
-  batchModes: BatchModes | undefined,
-): ConsumerHandler<DynamoDBStreamEvent, DynamoDBBatchResponse> {
-  return consumerHandler(dynamoDbInboxSource, options, batchModes);
+  return consumerHandler(dynamoDbInboxSource, options);
 }
 
 /**
@@ -120,14 +103,6 @@ export function dynamoDbConsumer<Body>(
  * });
  */
 export function kafkaInbox<Body = any>(options: KafkaInboxOptions<Body>): ConsumerHandler<MSKEvent | SelfManagedKafkaEvent, KafkaBatchResponse> {
-  return kafkaConsumer(options, undefined);
-}
-
-/** `kafkaInbox()`, with the batch modes' code when it is given (by `sqs-inbox/batch`). */
-export function kafkaConsumer<Body>(
-  options: KafkaInboxOptions<Body>,
-  batchModes: BatchModes | undefined,
-): ConsumerHandler<MSKEvent | SelfManagedKafkaEvent, KafkaBatchResponse> {
   const partial: unknown = options?.reportBatchItemFailures ?? process.env[ENV_REPORT_BATCH_ITEM_FAILURES] === 'true';
   if (typeof partial !== 'boolean') {
     throw new InboxConfigError(
@@ -135,5 +110,5 @@ export function kafkaConsumer<Body>(
       `must be true or false, matching the event source mapping's FunctionResponseTypes; got ${described(partial)}`,
     );
   }
-  return consumerHandler(kafkaInboxSource(partial), options, batchModes);
+  return consumerHandler(kafkaInboxSource(partial), options);
 }

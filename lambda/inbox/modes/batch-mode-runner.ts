@@ -9,11 +9,10 @@ import type { PreparedRecord } from '../prepare/prepare.js';
 import { fittingRuns } from '../transport/limits.js';
 import type { InboxTables } from '../sql/schema.js';
 import type { BatchTally, InboxLogger } from '../telemetry/telemetry.js';
-import { commitOrRollBack, inboxTransaction } from './per-record.js';
-import type { RecordConsumer } from './per-record.js';
+import { commitOrRollBack, inboxTransaction } from './record-consumer.js';
+import type { RecordConsumer } from './record-consumer.js';
 import { claimSet, statementSet, statementSetFits } from './statement-set.js';
 import type { SetMember } from './statement-set.js';
-import type { SetRunner } from './batch-modes.js';
 
 /** A batch's claim found what only a record alone can settle: a collision, or a claim it cannot compare. */
 class SetFallback extends Error {
@@ -27,7 +26,7 @@ class SetFallback extends Error {
  * record of their lane: FIFO message group, shard, partition) run alone, as in the per-record modes. When the set fails for a
  * reason one record could cause, each of its records runs alone, so a poison message fails alone.
  */
-export class BatchModeRunner<Body, Raw = unknown> implements SetRunner<Body, Raw> {
+export class BatchModeRunner<Body, Raw = unknown> {
   constructor(
     private readonly options: ResolvedOptions<Body, Raw>,
     private readonly tables: InboxTables,

@@ -2,7 +2,6 @@ import type { SqlParams } from '../transport/values.js';
 import { InboxConfigError } from '../errors.js';
 import { described, refuseUnknownKeys } from '../handler/option-checks.js';
 import type { ConsumerOptions, GatedStatement, InboxMessage, ResolvedMode } from '../handler/options.js';
-import type { BatchModes } from './batch-modes.js';
 
 /** The keys of `statement` and `statementBatch` as objects. */
 export const STATEMENT_OPTIONS: Readonly<Record<'sql' | 'params', true>> = { sql: true, params: true };
@@ -14,12 +13,8 @@ const MODE_HELP =
   '`apply: async (tx, message) => { ... }` (a transaction per record), `statement` (one gated statement per record), ' +
   '`applyBatch: async (tx, messages) => { ... }` (one transaction per batch) or `statementBatch` (one gated statement per batch)';
 
-/**
- * The mode the options name, validated: exactly one of apply, statement, applyBatch, statementBatch. The
- * batch modes need `batchModes` (the handlers of `sqs-inbox/batch` pass it); without it they are refused,
- * naming that entry.
- */
-export function resolveMode<Body, Raw>(options: ConsumerOptions<Body, Raw>, batchModes?: BatchModes, handlerName = 'inbox'): ResolvedMode<Body, Raw> {
+/** The mode the options name, validated: exactly one of apply, statement, applyBatch, statementBatch. */
+export function resolveMode<Body, Raw>(options: ConsumerOptions<Body, Raw>): ResolvedMode<Body, Raw> {
   const given = MODES.filter((mode) => options[mode] !== undefined && options[mode] !== null);
   if (given.length === 0) throw new InboxConfigError('apply', `give ${MODE_HELP}`);
   if (given.length > 1) {
@@ -35,11 +30,9 @@ export function resolveMode<Body, Raw>(options: ConsumerOptions<Body, Raw>, batc
       if (typeof options.applyBatch !== 'function') {
         throw new InboxConfigError('applyBatch', `must be an async function (tx, messages) => void; got ${described(options.applyBatch)}`);
       }
-      if (!batchModes) throw batchModeRefused('applyBatch', handlerName);
       return { kind: 'batch-transaction', applyBatch: options.applyBatch };
     case 'statementBatch':
-      if (!batchModes) throw batchModeRefused('statementBatch', handlerName);
-      return batchModes.statementOption(options.statementBatch);
+      return batchStatement(options.statementBatch);
     case 'statement':
       return statement(options.statement);
   }
@@ -61,10 +54,21 @@ function statement<Body, Raw>(given: unknown): ResolvedMode<Body, Raw> {
   return { kind: 'statement', statement: (message) => ({ sql, params: params(message) as SqlParams }), constantSql: sql };
 }
 
-/** A batch mode given to a handler of `sqs-inbox`, whose bundle leaves the batch modes' code out. */
-function batchModeRefused(option: 'applyBatch' | 'statementBatch', handlerName: string): InboxConfigError {
-  return new InboxConfigError(
-    option,
-    `is a batch mode, whose code is in "sqs-inbox/batch": import { ${handlerName} } from 'sqs-inbox/batch' (the same handler, with the batch modes)`,
-  );
+function batchStatement<Body, Raw>(given: unknown): ResolvedMode<Body, Raw> {
+  if (!given || typeof given !== 'object' || Array.isArray(given)) {
+    throw new InboxConfigError(
+      'statementBatch',
+      `must be { sql, params?: (messages) => params }, e.g. { sql: "INSERT INTO shipments (order_id) SELECT body->>'orderId' FROM claimed" }; got ${described(given)}`,
+    );
+  }
+  refuseUnknownKeys(given, STATEMENT_OPTIONS, 'statementBatch');
+  const { sql, params } = given as { sql: unknown; params: unknown };
+  if (params !== undefined && typeof params !== 'function') {
+    throw new InboxConfigError('statementBatch.params', `must be a function (messages) => ({ name: value, ... }); got ${described(params)}`);
+  }
+  if (typeof sql !== 'string') {
+    throw new InboxConfigError('statementBatch.sql', `must be a string; got ${described(sql)}`);
+  }
+  const values = (params ?? (() => ({}))) as (messages: readonly InboxMessage<Body, Raw>[]) => SqlParams;
+  return { kind: 'batch-statement', sql, params: values };
 }

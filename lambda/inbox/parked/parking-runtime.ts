@@ -1,26 +1,10 @@
 import type { PermanentError } from '../errors.js';
 import type { ResolvedOptions } from '../handler/options.js';
-import type { Outcome } from '../lanes/lanes.js';
-import type { BatchModes } from '../modes/batch-modes.js';
-import type { RecordConsumer } from '../modes/per-record.js';
+import type { RecordConsumer } from '../modes/record-consumer.js';
 import type { InboxSource, SourceRecord } from '../sources/source.js';
 import type { ClaimOutcome } from '../sql/claim.js';
 import type { InboxTables } from '../sql/schema.js';
 import type { InboxSession } from '../transport/session.js';
-
-/**
- * The parking code, carried by `park` (package export `sqs-inbox/parked`) as the value of
- * `onPermanentError`, so that a consumer that does not park bundles none of it.
- */
-export interface ParkingRuntime {
-  /**
-   * Parks one record that failed with a permanent error: stores it in the parked table, claiming its key in
-   * the same statement when it has one (not for a collision, whose key belongs to another message). A key
-   * found claimed already makes it a duplicate, or a collision that is parked in its turn. Never throws: a
-   * record that cannot be parked is failed.
-   */
-  park(request: ParkRequest): Promise<Outcome>;
-}
 
 /** A record to park, and what the consumer that parks it knows. */
 export interface ParkRequest {
@@ -40,18 +24,6 @@ export interface ParkRequest {
 }
 
 /**
- * Where `park` keeps its {@link ParkingRuntime}: a registered symbol, so that the value is still recognised
- * when the package is loaded twice (its ESM and CommonJS builds side by side).
- */
-export const PARKING_RUNTIME: unique symbol = Symbol.for('sqs-inbox.parking-runtime');
-
-/** The value of `onPermanentError` that parks: `park` from `sqs-inbox/parked`. */
-export interface Park {
-  /** The parking code. */
-  readonly [PARKING_RUNTIME]: ParkingRuntime;
-}
-
-/**
  * Where a handler made by `inbox()` (or a stream inbox) keeps the way to its consumer's parts, which
  * `parkedMessages(handler)` reads: a registered symbol, so `handler` has no parking code of its own.
  */
@@ -63,7 +35,6 @@ export interface ConsumerParts<Body = unknown, Raw = unknown> {
   readonly tables: InboxTables;
   readonly source: InboxSource<Raw, unknown, unknown>;
   readonly records: RecordConsumer<Body, Raw>;
-  readonly batchModes: BatchModes | undefined;
   /** Sends the outbox rows a committed replay wrote, as the consumer does after its batch; never throws. */
   relay(session: InboxSession, ids: readonly number[]): Promise<unknown>;
 }

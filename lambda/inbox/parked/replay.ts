@@ -1,5 +1,6 @@
+import { replayStatement } from '../modes/batch-modes.js';
 import type { Transaction } from '../transport/transaction.js';
-import { inboxTransaction } from '../modes/per-record.js';
+import { inboxTransaction } from '../modes/record-consumer.js';
 import { toMessage } from '../prepare/prepare.js';
 import { checkGatedStatement, replayGatedSql } from '../sql/claim.js';
 import type { ConsumerParts } from './parking-runtime.js';
@@ -11,7 +12,7 @@ import type { ParkedMessage } from './store.js';
  * commit.
  */
 export async function replayEffect<Body, Raw>(parts: ConsumerParts<Body, Raw>, tx: Transaction, parked: ParkedMessage): Promise<readonly number[]> {
-  const { resolved, source, records, batchModes } = parts;
+  const { resolved, source, records } = parts;
   const message = await toMessage(source.fromParked(parked), parked.key ?? parked.sqsMessageId, resolved.parse);
   const mode = resolved.mode;
   switch (mode.kind) {
@@ -30,7 +31,6 @@ export async function replayEffect<Body, Raw>(parts: ConsumerParts<Body, Raw>, t
       return [];
     }
     case 'batch-statement':
-      // checkOptions refused a batch mode without the batch modes' code.
-      return batchModes!.replayStatement(tx, mode, message);
+      return replayStatement(tx, mode, message);
   }
 }

@@ -1,6 +1,5 @@
-import { PermanentError, withFirstStatement } from '../../../lambda/inbox/index.js';
+import { PermanentError } from '../../../lambda/inbox/index.js';
 import type { ConsumerOptions, InboxMessage, InboxTransaction } from '../../../lambda/inbox/index.js';
-import { park } from '../../../lambda/inbox/parked/index.js';
 import type { InboxFixture } from '../../support/inbox.js';
 import { TRANSPORT, recordingLogger, recordingMetrics } from '../../support/inbox.js';
 import { applyEach } from '../../support/stream-sources.js';
@@ -214,10 +213,10 @@ export function handlerOptions(material: MaterialCase, plan: CasePlan, consumer:
     database: db.target,
     logger: recordingLogger(),
     metrics: recordingMetrics(),
-    onPermanentError: policy === 'park' ? park : 'retry',
+    onPermanentError: policy === 'park' ? 'park' : 'retry',
     duplicateFilter: plan.options.duplicateFilter,
     concurrency: plan.options.concurrency,
-    ...(plan.options.ridingClaim && (mode === 'apply' || mode === 'applyBatch') ? { claim: withFirstStatement } : {}),
+    ...(plan.options.ridingClaim && (mode === 'apply' || mode === 'applyBatch') ? { claim: 'with-first-statement' } : {}),
     ...(source.service === 'sqs' && material.context.stopBatch ? { fifo: { onFailure: 'stop-batch' } } : {}),
     ...(key !== undefined ? { key } : {}),
     ...modeOptions(mode, consumer, material.effects),

@@ -1,6 +1,6 @@
 import type { AttributeValue } from 'aws-lambda';
 import fc from 'fast-check';
-import { dynamoDbInbox, inbox, kafkaInbox, kinesisInbox } from '../../../lambda/inbox/handler/batch-handlers.js';
+import { dynamoDbInbox, inbox, kafkaInbox, kinesisInbox } from '../../../lambda/inbox/index.js';
 import type { ConsumerOptions } from '../../../lambda/inbox/index.js';
 import { MAX_BODY_BYTES } from '../../../lambda/inbox/prepare/keys.js';
 import { lambdaContext, sqsRecord } from '../../support/inbox.js';

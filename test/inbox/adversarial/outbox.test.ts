@@ -2,7 +2,7 @@ import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import type { Message } from '@aws-sdk/client-sqs';
 import fc from 'fast-check';
 import { afterAll, beforeAll, expect, it } from 'vitest';
-import { inbox } from '../../../lambda/inbox/handler/batch-handlers.js';
+import { inbox } from '../../../lambda/inbox/index.js';
 import type { InboxMessage, InboxTransaction } from '../../../lambda/inbox/index.js';
 import { outboxKey, sqsOutbox, sweepOutbox } from '../../../lambda/inbox/outbox/index.js';
 import type { OutboxSend } from '../../../lambda/inbox/outbox/index.js';

@@ -1,11 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dynamoDbInbox as batchDynamoDbInbox } from '../../../lambda/inbox/handler/batch-handlers.js';
 import { dynamoDbInbox } from '../../../lambda/inbox/index.js';
 import type { DynamoDbChange, DynamoDbInboxOptions, InboxMessage } from '../../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
 import { dynamoDbEvent, dynamoDbRecord } from '../../support/streams.js';
-import { park, parkedMessages } from '../../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../../lambda/inbox/parked/index.js';
 
 let db: InboxFixture;
 beforeAll(async () => {
@@ -72,7 +71,7 @@ describe('dynamoDbInbox', () => {
   });
 
   it('refuses a number a JavaScript number cannot hold, naming the fix; with park it is parked', async () => {
-    const { handler, rows } = make({ onPermanentError: park });
+    const { handler, rows } = make({ onPermanentError: 'park' });
     const big = dynamoDbRecord({ id: 'big' });
     big.dynamodb!.NewImage!.amount = { N: '123456789012345678901234567890' };
     expect(await handler(dynamoDbEvent([big, dynamoDbRecord({ id: 'next' })]), lambdaContext())).toEqual({ batchItemFailures: [] });
@@ -114,7 +113,7 @@ describe('dynamoDbInbox', () => {
   it('applies in statementBatch a change whose parse holds a BigInt, as the refusal of a large number advises', async () => {
     const consumer = `dynamodb-bigint-${run++}`;
     const logger = recordingLogger();
-    const handler = batchDynamoDbInbox({
+    const handler = dynamoDbInbox({
       consumer,
       database: db.target,
       logger,
@@ -147,7 +146,7 @@ describe('dynamoDbInbox', () => {
       database: db.target,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      onPermanentError: park,
+      onPermanentError: 'park',
       apply: async (_, message) => {
         if (failing) throw new (await import('../../../lambda/inbox/index.js')).PermanentError('not yet');
         applied.push(`${message.body.eventName} ${String(message.body.keys.id)} ${message.id}`);

@@ -6,7 +6,7 @@ import type { ParkedMessage } from '../../../lambda/inbox/parked/store.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
 import { kafkaEvent, kafkaRecord } from '../../support/streams.js';
-import { park, parkedMessages } from '../../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../../lambda/inbox/parked/index.js';
 
 // What kafkaInbox (and inbox(), through the event checks they share) makes of events and records Lambda
 // would not send as they are: hand-built test events, a misconfigured trigger, a record missing its place
@@ -170,7 +170,7 @@ describe('kafkaInbox: records without their place in the topic', () => {
   });
 
   it('parks a null record keyed by a header for what it is, where reading its header threw a raw TypeError that failed the whole batch', async () => {
-    const { handler, seen, warnings } = make({ key: { header: 'idempotency-key' }, onPermanentError: park });
+    const { handler, seen, warnings } = make({ key: { header: 'idempotency-key' }, onPermanentError: 'park' });
     const keyed = { ...kafkaRecord({ offset: 7, body: { id: 'keyed' } }), headers: [{ 'idempotency-key': [...Buffer.from('k-7')] }] };
     const event = { ...kafkaEvent([keyed]), records: { 'orders-0': [keyed, null] } };
 
@@ -211,7 +211,7 @@ describe('kafkaInbox: records without their place in the topic', () => {
   });
 
   it('parks a placeless record alone with the whole record (its value once, as the payload), and the batch succeeds', async () => {
-    const { handler, claimed } = make({ onPermanentError: park });
+    const { handler, claimed } = make({ onPermanentError: 'park' });
     const bad = without(kafkaRecord({ offset: 1, body: { id: 'bad' } }), 'partition');
     expect(await handler(kafkaEvent([good(), bad]), lambdaContext())).toEqual({ batchItemFailures: [] });
     expect(await claimed()).toEqual(['orders-1@4']);
@@ -259,7 +259,7 @@ describe('kafkaInbox: record values', () => {
   });
 
   it('parks a record whose value is not a base64 string with an empty body', async () => {
-    const { handler } = make({ onPermanentError: park });
+    const { handler } = make({ onPermanentError: 'park' });
     const odd = { ...kafkaRecord({ offset: 2 }), value: 42 as never };
     expect(await handler(kafkaEvent([odd]), lambdaContext())).toEqual({ batchItemFailures: [] });
     expect((await parkedMessages(handler).list()).map(keptOf)).toEqual([

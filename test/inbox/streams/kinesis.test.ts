@@ -1,11 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { UnexpectedEventError } from '../../../lambda/inbox/index.js';
-import { kinesisInbox } from '../../../lambda/inbox/handler/batch-handlers.js';
+import { kinesisInbox } from '../../../lambda/inbox/index.js';
 import type { InboxMessage, InboxTransaction, KinesisInboxOptions } from '../../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
 import { kinesisEvent, kinesisRecord } from '../../support/streams.js';
-import { park, parkedMessages } from '../../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../../lambda/inbox/parked/index.js';
 
 type Click = { page: string; fail?: boolean };
 
@@ -77,7 +77,7 @@ describe('kinesisInbox', () => {
   });
 
   it('parks a record whose data is not JSON and goes on with the shard', async () => {
-    const { handler, pages } = make({ onPermanentError: park });
+    const { handler, pages } = make({ onPermanentError: 'park' });
     const records = [kinesisRecord({ body: { page: 'a' } }), kinesisRecord({ body: 'not json' }), kinesisRecord({ body: { page: 'c' } })];
     expect(await handler(kinesisEvent(records), lambdaContext())).toEqual({ batchItemFailures: [] });
     expect(await pages()).toEqual(['a', 'c']);

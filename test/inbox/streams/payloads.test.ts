@@ -1,11 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { DynamoDBRecord, KinesisStreamRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { dynamoDbInbox, kafkaInbox, kinesisInbox } from '../../../lambda/inbox/handler/batch-handlers.js';
+import { dynamoDbInbox, kafkaInbox, kinesisInbox } from '../../../lambda/inbox/index.js';
 import { PermanentError } from '../../../lambda/inbox/index.js';
 import type { ConsumerOptions, InboxMessage } from '../../../lambda/inbox/index.js';
 import type { KafkaRecord } from '../../../lambda/inbox/sources/kafka.js';
-import { park, parkedMessages } from '../../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../../lambda/inbox/parked/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
 import { CURRENT, onTransport } from '../../support/transport.js';
@@ -77,7 +77,7 @@ function parking(source: Source, mode: keyof typeof MODES) {
     database: db.target,
     logger,
     metrics: recordingMetrics(),
-    onPermanentError: park,
+    onPermanentError: 'park',
     parse: (body: string, raw: unknown) => {
       if (strict) return JSON.parse(body) as unknown;
       parsed.push(raw);
@@ -140,7 +140,7 @@ describe('kinesisInbox: two payloads under one key that differ only in a byte th
       logger: recordingLogger(),
       metrics: recordingMetrics(),
       key: { field: 'key' },
-      onPermanentError: park,
+      onPermanentError: 'park',
       apply: async (_, message) => void seen.push(message.id!),
     });
     const payload = (byte: number) => Buffer.concat([Buffer.from('{"key":"k","v":"'), Buffer.from([byte]), Buffer.from('"}')]);
@@ -215,7 +215,7 @@ describe('dynamoDbInbox: a string holding U+0000 in an image', () => {
       database: db.target,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      onPermanentError: park,
+      onPermanentError: 'park',
       apply: async (_, message) => {
         if (rejecting) throw new PermanentError(`note ${String(message.body.newImage?.note)} refused`);
         seen.push(message.body.newImage?.note, (message.record as DynamoDBRecord).dynamodb?.NewImage);
@@ -245,7 +245,7 @@ describe('a record Lambda would never send is parked whole, and its replay meets
         database: db.target,
         logger: recordingLogger(),
         metrics: recordingMetrics(),
-        onPermanentError: park,
+        onPermanentError: 'park',
         apply: async () => {},
       }),
     };

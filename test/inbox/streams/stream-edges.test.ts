@@ -5,7 +5,7 @@ import type { DynamoDbChange, DynamoDbInboxOptions, InboxMessage, KafkaInboxOpti
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
 import { dynamoDbEvent, dynamoDbRecord, kafkaEvent, kafkaRecord, kinesisEvent, kinesisRecord } from '../../support/streams.js';
-import { park, parkedMessages } from '../../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../../lambda/inbox/parked/index.js';
 
 // Records no event source mapping sends (a hand-built or corrupted event), key options at their edges, and
 // the failure report of several shards: each malformed record fails alone, with the words of its fault.
@@ -187,7 +187,7 @@ describe('kinesisInbox: a record Lambda would never send', () => {
   });
 
   it('parks a record without data with an empty body, under the key it claimed', async () => {
-    const { handler, pages } = kinesis({ onPermanentError: park });
+    const { handler, pages } = kinesis({ onPermanentError: 'park' });
     const bad = edited(kinesisRecord({ shard: SHARD_0, body: { page: 'bad' } }), (record) => void delete record.kinesis.data);
 
     const response = await handler(kinesisEvent([bad, kinesisRecord({ shard: SHARD_0, body: { page: 'after' } })]), lambdaContext());
@@ -393,7 +393,7 @@ describe('dynamoDbInbox: a record Lambda would never send', () => {
   });
 
   it('parks a change without a dynamodb object with an empty body, under the eventID it claimed', async () => {
-    const { handler, ids } = dynamoDb({ onPermanentError: park });
+    const { handler, ids } = dynamoDb({ onPermanentError: 'park' });
     const bad = edited(dynamoDbRecord({ id: 'bad' }), (record) => void delete record.dynamodb);
 
     const response = await handler(dynamoDbEvent([bad, dynamoDbRecord({ id: 'after' })]), lambdaContext());
@@ -459,7 +459,7 @@ describe('a stream record that is null, parked', () => {
       database: db.target,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      onPermanentError: park,
+      onPermanentError: 'park',
       apply: async () => void applied++,
     }) as (event: unknown, context: unknown) => Promise<{ batchItemFailures: unknown[] }>;
 

@@ -3,7 +3,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { InboxConfigError, PermanentError } from '../../../lambda/inbox/index.js';
 import { INBOX_MIGRATIONS, migrate, purge } from '../../../lambda/inbox/operations.js';
-import { inbox } from '../../../lambda/inbox/handler/batch-handlers.js';
+import { inbox } from '../../../lambda/inbox/index.js';
 import type { InboxOptions } from '../../../lambda/inbox/index.js';
 import { dsql, DSQL_DIALECT, DSQL_INBOX_MIGRATIONS, dsqlFromEnvironment, DsqlSession, migrateDsql } from '../../../lambda/inbox/transport/dsql/index.js';
 import type { DsqlConflict, DsqlTarget } from '../../../lambda/inbox/transport/dsql/index.js';
@@ -15,7 +15,6 @@ import type { DsqlProfile } from '../../../local/dsql/profile.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../../demo/functions/example-migrations.js';
 import { freshDatabase } from '../../support/database.js';
 import { lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
-import { park } from '../../../lambda/inbox/parked/index.js';
 import { parkedMessageStore } from '../../../lambda/inbox/parked/store.js';
 import { redriveParked } from '../../../lambda/inbox/parked/redrive.js';
 import { sqsOutbox } from '../../../lambda/inbox/outbox/index.js';
@@ -96,14 +95,14 @@ const handlerFor = (mode: string, database: DsqlTarget = target()) =>
     ...MODES[mode],
   } as InboxOptions<Order>);
 
-/** A handler whose every message is a poison one, parked (`onPermanentError: park`). */
+/** A handler whose every message is a poison one, parked (`onPermanentError: 'park'`). */
 const parkingHandler = () =>
   inbox<Order>({
     consumer: 'order-worker',
     database: target() as never,
     logger: recordingLogger(),
     metrics: recordingMetrics(),
-    onPermanentError: park,
+    onPermanentError: 'park',
     apply: async () => {
       throw new PermanentError('poison');
     },
@@ -581,7 +580,7 @@ describe('the migrations in DSQL form', () => {
       database: migrationTarget as never,
       logger: recordingLogger(),
       metrics: recordingMetrics(),
-      onPermanentError: park,
+      onPermanentError: 'park',
       apply: async (tx, message) => {
         if (message.body.orderId === 'poison') throw new PermanentError('cannot ship');
         await tx.execute(SHIP, { orderId: message.body.orderId });

@@ -6,7 +6,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InboxConfigError } from '../../../lambda/inbox/index.js';
 import { INBOX_MIGRATIONS, migrate } from '../../../lambda/inbox/operations.js';
-import { inbox } from '../../../lambda/inbox/handler/batch-handlers.js';
+import { inbox } from '../../../lambda/inbox/index.js';
 import { PostgresSession, postgresFromEnvironment, readPostgresEnvironment } from '../../../lambda/inbox/transport/postgres/index.js';
 import { freshDatabase } from '../../support/database.js';
 import { lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';

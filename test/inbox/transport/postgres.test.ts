@@ -1,16 +1,16 @@
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
-import { decimal, json, uuid, withFirstStatement } from '../../../lambda/inbox/index.js';
+import { decimal, json, uuid } from '../../../lambda/inbox/index.js';
 import { INBOX_MIGRATIONS, migrate } from '../../../lambda/inbox/sql/schema.js';
 import { PostgresError } from '../../../lambda/inbox/errors.js';
 import { purge } from '../../../lambda/inbox/sql/purge.js';
 import { postgres, PostgresSession } from '../../../lambda/inbox/transport/postgres/index.js';
-import { inbox } from '../../../lambda/inbox/handler/batch-handlers.js';
+import { inbox } from '../../../lambda/inbox/index.js';
 import type { InboxOptions } from '../../../lambda/inbox/index.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../../demo/functions/example-migrations.js';
 import { freshDatabase } from '../../support/database.js';
 import { lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
-import { park, parkedMessages } from '../../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../../lambda/inbox/parked/index.js';
 
 let pool: pg.Pool;
 let session: PostgresSession;
@@ -152,8 +152,8 @@ describe('PostgresSession: the Data API session over the wire', () => {
 const modes: { name: string; options: Partial<InboxOptions<Order>> }[] = [
   { name: 'apply', options: { apply: async (tx, m) => void (await tx.execute(SHIP, { orderId: m.body.orderId })) } },
   {
-    name: 'apply, claim: withFirstStatement',
-    options: { claim: withFirstStatement, apply: async (tx, m) => void (await tx.execute(SHIP, { orderId: m.body.orderId })) },
+    name: "apply, claim: 'with-first-statement'",
+    options: { claim: 'with-first-statement', apply: async (tx, m) => void (await tx.execute(SHIP, { orderId: m.body.orderId })) },
   },
   { name: 'statement', options: { statement: { sql: SHIP_CLAIMED, params: (m) => ({ orderId: m.body.orderId }) } } },
   {
@@ -209,7 +209,7 @@ describe('inbox() over a pool: options', () => {
     const worker = inbox<Order>({
       consumer: 'wire-parker',
       database: postgres(pool),
-      onPermanentError: park,
+      onPermanentError: 'park',
       logger: recordingLogger(),
       metrics: recordingMetrics(),
       apply: async (tx, m) => {

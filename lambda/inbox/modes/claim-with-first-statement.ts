@@ -4,8 +4,7 @@ import type { SqlParams } from '../transport/values.js';
 import type { StatementResult } from '../transport/results.js';
 import { InboxError } from '../errors.js';
 import type { InboxTables } from '../sql/schema.js';
-import { CLAIM_RUNTIME } from './claim-runtime.js';
-import type { TransactionClaim, WithFirstStatement } from './claim-runtime.js';
+import type { TransactionClaim } from './claim-before-apply.js';
 
 /**
  * What `tx.execute` throws in `apply` when the message's key turned out to be claimed already: its first
@@ -20,23 +19,8 @@ export class ClaimTakenError extends InboxError {
 }
 
 /**
- * The value of `claim` that sends a record's claim with the effect's first statement (a data-modifying
- * CTE, whose unique violation on the inbox key means a duplicate): k + 2 Data API calls for an effect of k
- * statements instead of k + 3, one round trip less per message. The code of `apply` before its first
- * statement then also runs for a duplicate the batch's duplicate filter did not settle (its statements
- * never apply), and such a duplicate costs 4 calls instead of 3. Its own value, so that a consumer that
- * claims before `apply` (the default) bundles none of its code.
- *
- * @example
- * import { inbox, withFirstStatement } from 'sqs-inbox';
- * export const handler = inbox({ consumer: 'order-worker', claim: withFirstStatement, apply });
- */
-export const withFirstStatement: WithFirstStatement = {
-  [CLAIM_RUNTIME]: (tx, tables, params) => new RecordClaim(tx, tables, params),
-};
-
-/**
- * The claim of one record's transaction with {@link withFirstStatement}: it rides on the effect's first
+ * The claim of one record's transaction with `claim: 'with-first-statement'` (a data-modifying CTE, whose
+ * unique violation on the inbox key means a duplicate): it rides on the effect's first
  * statement (k + 2 calls: Begin, the k statements, Commit); when that statement cannot carry it (a batch
  * call, a statement that takes no CTE, `inbox_` parameters of its own) or the effect sends none, it goes
  * alone just before.

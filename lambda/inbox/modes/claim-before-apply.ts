@@ -28,21 +28,6 @@ export interface TransactionClaim {
 }
 
 /**
- * Where `withFirstStatement` (package export `sqs-inbox`) keeps the code of its claim: a registered symbol,
- * so that the value is still recognised when the package is loaded twice (its ESM and CommonJS builds).
- */
-export const CLAIM_RUNTIME: unique symbol = Symbol.for('sqs-inbox.claim-runtime');
-
-/** Makes the claim of one record's transaction. */
-export type ClaimRuntime = (tx: Transaction, tables: InboxTables, params: SqlParams) => TransactionClaim;
-
-/** The value of `claim` that sends the claim with the effect's first statement: `withFirstStatement`. */
-export interface WithFirstStatement {
-  /** The code of that claim. */
-  readonly [CLAIM_RUNTIME]: ClaimRuntime;
-}
-
-/**
  * The default claim (`claim: 'before-apply'`): alone, in a statement of its own before `apply` runs, which
  * reads the stored hash of a duplicate in the same call; `apply` runs only when it inserted the row.
  */

@@ -1,3 +1,5 @@
+import { parkRecord } from '../parked/park-record.js';
+import { RecordClaim } from './claim-with-first-statement.js';
 import type { Outcome } from '../lanes/lanes.js';
 import { checkGatedStatement, claimParams, gatedSql, readClaim, sameHash, statementBound, storedHashSql } from '../sql/claim.js';
 import type { ClaimOutcome } from '../sql/claim.js';
@@ -12,11 +14,11 @@ import type { InboxTables } from '../sql/schema.js';
 import { UNSTORABLE_TEXT_STATES, unstorableTextIn } from '../sql/storable-text.js';
 import type { InboxSource, SourceRecord } from '../sources/source.js';
 import type { BatchTally, InboxLogger } from '../telemetry/telemetry.js';
-import { ClaimBeforeApply } from './claim-runtime.js';
+import { ClaimBeforeApply } from './claim-before-apply.js';
 import type { OutboxConfig, TransactionOutbox } from '../outbox/outbox-runtime.js';
-import type { BatchModes } from './batch-modes.js';
+import { statementAlone } from './batch-modes.js';
 import { TRANSACTION_CHANNEL } from '../transport/pass-through.js';
-import type { TransactionClaim } from './claim-runtime.js';
+import type { TransactionClaim } from './claim-before-apply.js';
 
 /** What a claim came to: applied, a redelivery, or a different message under a claimed key. */
 export type ClaimVerdict = 'processed' | DuplicateVerdict;
@@ -33,22 +35,13 @@ export class RecordConsumer<Body, Raw = unknown> {
   readonly #tables: InboxTables;
   readonly #logger: InboxLogger;
   readonly #source: InboxSource<Raw, unknown, unknown>;
-  /** Given by the handlers of `sqs-inbox/batch`; the batch modes' code is only there. */
-  readonly #batchModes: BatchModes | undefined;
   readonly #outboxConfig: OutboxConfig | undefined;
 
-  constructor(
-    options: ResolvedOptions<Body, Raw>,
-    tables: InboxTables,
-    logger: InboxLogger,
-    source: InboxSource<Raw, unknown, unknown>,
-    batchModes: BatchModes | undefined,
-  ) {
+  constructor(options: ResolvedOptions<Body, Raw>, tables: InboxTables, logger: InboxLogger, source: InboxSource<Raw, unknown, unknown>) {
     this.#options = options;
     this.#tables = tables;
     this.#logger = logger;
     this.#source = source;
-    this.#batchModes = batchModes;
     this.#outboxConfig = options.outbox && { consumer: options.consumer, tables, destinations: options.outbox.destinations };
   }
 
@@ -93,10 +86,9 @@ export class RecordConsumer<Body, Raw = unknown> {
   /** A record's failure: parked when it is permanent and the consumer parks, else failed. */
   #failed(session: InboxSession, prepared: PreparedRecord<Body, Raw>, error: unknown, tally: BatchTally): Promise<Outcome> | Outcome {
     const failure = error instanceof Error ? error : new Error(String(error));
-    const parking = this.#options.parking;
-    if (failure instanceof PermanentError && parking) {
+    if (failure instanceof PermanentError && this.#options.onPermanentError === 'park') {
       const { record, key, sha256 } = prepared;
-      return parking.park({
+      return parkRecord({
         session,
         tables: this.#tables,
         consumer: this.#options.consumer,
@@ -125,9 +117,7 @@ export class RecordConsumer<Body, Raw = unknown> {
       case 'statement':
         return retryConflicts(session, () => this.#inOneStatement(session, mode, message, sha256));
       case 'batch-statement': {
-        const claim = await retryConflicts(session, () =>
-          this.#batchModes!.statementAlone(session, this.#tables, this.#options.consumer, mode, message, sha256),
-        );
+        const claim = await retryConflicts(session, () => statementAlone(session, this.#tables, this.#options.consumer, mode, message, sha256));
         return claim.claimed ? 'processed' : this.#duplicateOrCollision(session, message.key, claim.existingSha256, sha256);
       }
     }
@@ -148,8 +138,8 @@ export class RecordConsumer<Body, Raw = unknown> {
     const tx = await session.transaction();
     const writer = this.outbox(message);
     const params = { ...claimParams(this.#options.consumer, message.key, sha256), ...statementBound(this.#options.callTimeoutMs) };
-    const rides = this.#options.claim;
-    const claim = rides ? rides(tx, this.#tables, params) : new ClaimBeforeApply(tx, this.#tables, params);
+    const claim: TransactionClaim =
+      this.#options.claim === 'with-first-statement' ? new RecordClaim(tx, this.#tables, params) : new ClaimBeforeApply(tx, this.#tables, params);
     let claimed = false;
     let sent: number[] = [];
     try {
