@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { inbox as batchInbox } from '../../lambda/inbox/handler/batch-handlers.js';
-import { inbox, withFirstStatement } from '../../lambda/inbox/index.js';
+import { inbox } from '../../lambda/inbox/index.js';
 import { runScenario, startLocal } from '../../local/index.js';
 import type { LocalStack, ScenarioEnvironment, ScenarioOptions, ScenarioTransport } from '../../local/index.js';
 
@@ -88,14 +87,14 @@ async function decrementInOwnTransaction(session: ScenarioEnvironment['session']
   await session.commit(own);
 }
 
-type Mode = 'apply' | 'withFirstStatement' | 'applyBatch';
+type Mode = 'apply' | 'with-first-statement' | 'applyBatch';
 
 /** The same bug in each way a handler gets its transaction: per record, with the claim riding its first statement, per batch. */
 const decrementInOwnTransactionBy =
   (mode: Mode) =>
   ({ database, session }: ScenarioEnvironment) => {
     if (mode === 'applyBatch')
-      return batchInbox<Reservation>({
+      return inbox<Reservation>({
         database,
         applyBatch: async (tx, messages) => {
           for (const message of messages) {
@@ -106,7 +105,7 @@ const decrementInOwnTransactionBy =
       });
     return inbox<Reservation>({
       database,
-      ...(mode === 'withFirstStatement' ? { claim: withFirstStatement } : {}),
+      ...(mode === 'with-first-statement' ? { claim: 'with-first-statement' as const } : {}),
       apply: async (tx, message) => {
         await tx.execute(RESERVE, { id: message.body.reservationId, sku: message.body.sku });
         await decrementInOwnTransaction(session, message.body.sku);
@@ -116,13 +115,13 @@ const decrementInOwnTransactionBy =
 
 describe.each<[ScenarioTransport, Mode]>([
   ['data-api', 'apply'],
-  ['data-api', 'withFirstStatement'],
+  ['data-api', 'with-first-statement'],
   ['data-api', 'applyBatch'],
   ['postgres', 'apply'],
-  ['postgres', 'withFirstStatement'],
+  ['postgres', 'with-first-statement'],
   ['postgres', 'applyBatch'],
   ['dsql', 'apply'],
-  ['dsql', 'withFirstStatement'],
+  ['dsql', 'with-first-statement'],
 ])('the judge on %s with %s', (transport, mode) => {
   it("names a write committed in a transaction of the handler's own, and the record it was made for", async () => {
     const report = await runScenario(local, {
