@@ -21,7 +21,8 @@ export interface InboxTableGrant {
    */
   readonly privileges: readonly InboxTablePrivilege[];
   /**
-   * The table is made by something synth cannot read (a custom resource the role depends on), not by one of the
+   * The table is made where synth cannot read it (a custom resource the role depends on, a DO block, a
+   * search_path other than public, a RENAME, a serial column's own sequence), not by a plain CREATE of one of the
    * database's migration sets: skip the synth check that refuses a grant on a table no migration set creates.
    * @default false: a grant names a table one of the database's migration sets creates (when it has any)
    */

@@ -204,6 +204,7 @@ function unknownTables(database: InboxDatabase, grants: readonly InboxTableGrant
     .map(
       ({ table }) =>
         `\`databaseGrants\` names ${table}, which no migration set of ${database.node.path} creates (they create ${[...known].sort().join(', ') || 'no table'}): ` +
-        `the role would fail at deploy. Fix: correct the name, or create the table in a migration set; if a custom resource the role depends on creates it, add createdElsewhere: true to its grant.`,
+        `the role would fail at deploy. Fix: correct the name, or create the table in a migration set; if it is made where synth cannot read it (a custom resource the role depends on, a DO block, ` +
+        `a search_path other than public, a RENAME, a serial column's own sequence), add createdElsewhere: true to its grant.`,
     );
 }

@@ -47,18 +47,28 @@ export async function openConsumerRole(
   session: DataApiSession,
   database: string,
   grants: readonly ScenarioGrant[],
+  consumer: string,
 ): Promise<ConsumerRole> {
   if (!Array.isArray(grants)) {
     throw new RangeError(
       `${runner}: databaseGrants must be a list such as [{ table: 'public.orders', privileges: ['SELECT', 'INSERT'] }], or worker.databaseGrants.`,
     );
   }
-  const role = `inbox_scenario_${createHash('sha256').update(database).digest('hex').slice(0, 16)}`;
+  // The cluster's: the run's database and a random part, so no two runs (nor a rerun whose pooled connections
+  // still log in as the role it dropped) share one.
+  const role = `inbox_scenario_${createHash('sha256').update(database).digest('hex').slice(0, 8)}${randomBytes(4).toString('hex')}`;
   const password = randomBytes(18).toString('base64url');
   try {
     await provisionRole(
       session,
-      { role, purpose: 'consumer', label: `scenario ${database}`, grants: grants.map((grant) => ({ on: grant?.table, privileges: grant?.privileges })) },
+      {
+        role,
+        purpose: 'consumer',
+        label: `scenario ${database}`,
+        grants: grants.map((grant) => ({ on: grant?.table, privileges: grant?.privileges })),
+        // Scoped as the deployed role is, to the name its handler claims under (INBOX_CONSUMER, the construct's consumerName).
+        consumer,
+      },
       { password: async () => password },
     );
   } catch (error) {
@@ -74,9 +84,14 @@ export async function openConsumerRole(
     username: role,
     password,
     secretArn,
+    // Best effort: a role left behind is the embedded cluster's, and must not replace the run's verdict.
     drop: async () => {
       removeSecret();
-      await dropRole(session, role);
+      await dropRole(session, role).catch((error: unknown) => {
+        process.emitWarning(
+          `${runner}: could not drop the consumer role ${role} (${error instanceof Error ? error.message : String(error)}); drop it by hand: DROP ROLE ${role}`,
+        );
+      });
     },
   };
 }
@@ -91,7 +106,11 @@ export class RoleRefusals {
   readonly #recent: string[] = [];
   #first: { error: Error; statement: string | undefined } | undefined;
 
-  constructor(readonly role: string) {}
+  constructor(
+    readonly role: string,
+    /** The consumer the role acts for (row-level security on the inbox's tables). */
+    readonly consumer: string,
+  ) {}
 
   /** Starts watching the handlers' statements. */
   watch(feed: StatementFeed): void {
@@ -102,19 +121,29 @@ export class RoleRefusals {
     });
   }
 
-  /** Told of each error a record failed with. */
+  /** Told of each error a record failed with: the transport's, or an ORM's around it (its `cause`). */
   see(error: Error): void {
-    if (this.#first !== undefined || (error as { sqlState?: unknown }).sqlState !== '42501') return;
-    const table = deniedTable(error.message);
-    const name = table?.split('.').pop()?.toLowerCase();
-    const statement = name === undefined ? undefined : this.#recent.findLast((sql) => sql.toLowerCase().includes(name));
-    this.#first = { error, statement };
+    if (this.#first !== undefined) return;
+    const denied = refusal(error);
+    if (denied === undefined) return;
+    const name = deniedTable(denied.message)?.split('.').pop()?.toLowerCase();
+    const names = name === undefined ? undefined : new RegExp(`(^|[^\\w"])"?${name.replace(/[^\w$]/g, '\\$&')}"?($|[^\\w"])`, 'i');
+    // The handler's own statements, not the inbox's (they name its quoted "inbox". tables).
+    const statement = names === undefined ? undefined : this.#recent.findLast((sql) => names.test(sql) && !sql.includes(INBOX_SCHEMA));
+    this.#first = { error: denied, statement };
   }
 
   /** The first refusal's problem line, or none. */
   problems(): string[] {
     if (this.#first === undefined) return [];
     const { error, statement } = this.#first;
+    if (/row-level security/.test(error.message)) {
+      return [
+        `the consumer's role ${this.role} acts for consumer '${this.consumer}' (INBOX_CONSUMER, the construct's consumerName), and was refused a claim ` +
+          `under another name: ${error.message.replace(/\s+/g, ' ').slice(0, 160)}. Fix: leave the handler's consumer option unset (it reads INBOX_CONSUMER), ` +
+          "or make it the construct's consumerName, and give this run that name: env: { INBOX_CONSUMER: '<consumerName>' }.",
+      ];
+    }
     const table = deniedTable(error.message);
     const qualified = table === undefined ? 'schema.table' : table.includes('.') ? table : qualify(table, statement);
     const privileges = statement === undefined ? undefined : privilegesFor(statement);
@@ -133,12 +162,25 @@ const RECENT = 500;
 
 /** The table a 42501 names: "permission denied for table reservations" (PostgreSQL gives it unqualified). */
 function deniedTable(message: string): string | undefined {
-  return /permission denied for (?:table|relation|sequence|view) "?([\w.]+)"?/.exec(message)?.[1];
+  return /permission denied for (?:table|relation|sequence|view) "?([^\s";]+)"?/.exec(message)?.[1];
+}
+
+/** The inbox's tables, as every statement of the inbox names them (local/scenario/outside-writes.ts). */
+const INBOX_SCHEMA = '"inbox".';
+
+/** The 42501 (insufficient privilege) in `error` or its causes: a transport's error, or the driver's in an ORM's. */
+function refusal(error: unknown): Error | undefined {
+  for (let at: unknown = error, depth = 0; at instanceof Error && depth < 5; at = at.cause, depth++) {
+    const { sqlState, code } = at as { sqlState?: unknown; code?: unknown };
+    if (sqlState === '42501' || code === '42501') return at;
+  }
+  return undefined;
 }
 
 /** The table as the statement qualifies it (`public.stock`), or with a placeholder schema. */
 function qualify(table: string, statement: string | undefined): string {
-  const schema = statement === undefined ? undefined : new RegExp(`"?(\\w+)"?\\s*\\.\\s*"?${table}"?\\b`, 'i').exec(statement)?.[1];
+  const schema =
+    statement === undefined ? undefined : new RegExp(`"?(\\w+)"?\\s*\\.\\s*"?${table.replace(/[^\w$]/g, '\\$&')}"?(?![\\w$])`, 'i').exec(statement)?.[1];
   return `${schema?.toLowerCase() ?? '<schema>'}.${table}`;
 }
 

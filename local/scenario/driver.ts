@@ -9,7 +9,8 @@ import { dsqlSetup } from './dsql-setup.js';
 import type { Setup } from './database.js';
 import { FaultSchedule } from './fault-schedule.js';
 import type { CommitPoint, FaultName } from './fault-schedule.js';
-import { runEnvironment } from './ownership.js';
+import { LOCAL_CONSUMER, runEnvironment } from './ownership.js';
+import { INBOX_ENV } from '../../lambda/inbox/contract.js';
 import type { SetEnv } from './ownership.js';
 import type { Production, ScenarioMessage, ScenarioSource } from './source.js';
 import { OutsideWrites } from './outside-writes.js';
@@ -106,6 +107,7 @@ export async function drive<Source extends ScenarioSource, Result>(plan: Plan<So
   const { client, target, session } = openDatabase(local, database);
   let transport: HandlerTransport | undefined;
   let role: ConsumerRole | undefined;
+  let refusals: RoleRefusals | undefined;
   try {
     transport = await openHandlerTransport(local, database, plan.transport ?? 'data-api', { target, session }, plan.conflictRate, plan.seed);
     await transport.migrate();
@@ -118,10 +120,11 @@ export async function drive<Source extends ScenarioSource, Result>(plan: Plan<So
             "the DSQL profile connects as admin (DSQL's roles are IAM-mapped). Leave databaseGrants out with transport 'dsql'.",
         );
       }
-      role = await openConsumerRole(plan.runner, local, session, database, plan.databaseGrants);
+      const consumer = plan.env?.[INBOX_ENV.CONSUMER] ?? LOCAL_CONSUMER;
+      role = await openConsumerRole(plan.runner, local, session, database, plan.databaseGrants, consumer);
       transport.runAs(role);
+      refusals = new RoleRefusals(role.username, consumer);
     }
-    const refusals = role === undefined ? undefined : new RoleRefusals(role.username);
     const schedule = new FaultSchedule(plan.seed, plan.faults, transport.calls, plan.commitPoint, plan.runOwn);
     const production = await source.produce(schedule, plan.messages, plan.message);
 
@@ -167,8 +170,11 @@ export async function drive<Source extends ScenarioSource, Result>(plan: Plan<So
     local.dataApi.faults.clear();
     local.sqs.faults.clear();
     transport?.calls.faults.clear();
-    await transport?.close();
-    await role?.drop();
+    try {
+      await transport?.close();
+    } finally {
+      await role?.drop();
+    }
     source.close();
     client.destroy();
   }

