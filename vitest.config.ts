@@ -35,6 +35,20 @@ export const MAX_WORKERS = 3;
 
 const OTHER_TRANSPORT_RUNS = String(0.5 * Number(process.env.INBOX_TEST_RUNS ?? 1));
 
+/**
+ * The package's own entries, as the examples import them (`sqs-inbox`, `sqs-inbox/orm`, ...), resolved to
+ * the sources the tests import: a test's handler and the example's ORM binding are then one module graph, as
+ * in a user's bundle, where `sqs-inbox/orm` finds the `tx` that `inbox()` made (pass-through.ts keeps it in a
+ * module map). The built package is what the outside-in tests judge.
+ */
+export const SOURCE_ENTRIES = {
+  alias: [
+    { find: /^sqs-inbox$/, replacement: new URL('./lambda/inbox/index.ts', import.meta.url).pathname },
+    { find: /^sqs-inbox\/orm$/, replacement: new URL('./lambda/inbox/orm/index.ts', import.meta.url).pathname },
+    { find: /^sqs-inbox\/postgres$/, replacement: new URL('./lambda/inbox/transport/postgres/index.ts', import.meta.url).pathname },
+  ],
+};
+
 export default defineConfig({
   test: {
     globalSetup: ['test/support/global-setup.ts'],
@@ -42,10 +56,11 @@ export default defineConfig({
     sequence: { sequencer: LongestFirst },
     projects: [
       // Everything, the inbox suites on the Data API (or on the transport INBOX_TEST_TRANSPORT names).
-      { test: { ...shared, maxWorkers: MAX_WORKERS, name: 'default', include: ['test/**/*.test.ts'] } },
+      { resolve: SOURCE_ENTRIES, test: { ...shared, maxWorkers: MAX_WORKERS, name: 'default', include: ['test/**/*.test.ts'] } },
       // The inbox's correctness suites again, over the PostgreSQL wire protocol (test/support/transport.ts),
       // but for the files test/support/data-api-only.ts lists, with its reasons, which the setup prints.
       {
+        resolve: SOURCE_ENTRIES,
         test: {
           ...shared,
           maxWorkers: MAX_WORKERS,
@@ -59,6 +74,7 @@ export default defineConfig({
       // And on the DSQL profile (test/support/inbox.ts: the dsql() target through PostgreSQL held to Aurora
       // DSQL's rules, local/dsql/profile.ts), with the same exclusions.
       {
+        resolve: SOURCE_ENTRIES,
         test: {
           ...shared,
           maxWorkers: MAX_WORKERS,
@@ -72,6 +88,7 @@ export default defineConfig({
       // The core correctness suites on the DSQL profile again, with 10% of commits failing with DSQL's
       // conflict and retried: 0 double and 0 lost effects there too (test/support/dsql-conflicts.ts).
       {
+        resolve: SOURCE_ENTRIES,
         test: {
           ...shared,
           maxWorkers: MAX_WORKERS,

@@ -324,12 +324,14 @@ const ms = (value: number) => `${value.toFixed(0)} ms`;
  * item 2 makes parking, the riding claim and the batch modes plain options of the one `inbox()`, so every
  * consumer bundles their code: 58,122 B with the first two (10.2% over), 65,545 B with the batch modes too,
  * against Powertools' 52,757 B: 24.2% over (4 Dec 2026; batch-mode-runner.ts 3.4 KB, statement-set.ts 1.5 KB,
- * the set and parking SQL in sql/claim.ts +2.2 KB, claim-with-first-statement.ts 1.5 KB, park-record.ts 0.9 KB). The
- * design is not bent back to fit. 65,938 B once merged with the rest of that stop (1.250x). The tolerance is
- * that figure with room (1.30, about 2.6 KB): a tripwire for a large regression, not a ceiling to design to,
- * since a byte budget with no margin is what designed the carriers this retires. "No larger" stays open.
+ * the set and parking SQL in sql/claim.ts +2.2 KB, claim-with-first-statement.ts 1.5 KB, park-record.ts 0.9 KB);
+ * 65,938 B once merged with the rest of that stop (1.250x). The outbox's writer and relay, no longer carried by
+ * its option, add 9.3 KB more: 75,243 B, 1.426x (outbox-writer.js 3.7 KB, relay, outbox-message, destinations).
+ * The design is not bent back to fit. The tolerance is that figure with room (1.45, about 1.2 KB): a tripwire
+ * for a large regression, not a ceiling to design to, since a byte budget with no margin is what designed the
+ * carriers this retires. "No larger" stays open in issue 34.
  */
-export const BUNDLE_SIZE_TOLERANCE = 1.3;
+export const BUNDLE_SIZE_TOLERANCE = 1.45;
 
 export function bundleBudgetProblems(ours: BundleResult, theirs: BundleResult): string[] {
   const problems: string[] = [];

@@ -5,7 +5,7 @@ import { inbox } from '../../lambda/inbox/index.js';
 import type { InboxLogger, InboxMessage, InboxMetrics, InboxOptions, InboxTransaction } from '../../lambda/inbox/index.js';
 import type { InboxTransport } from '../../lambda/inbox/transport/transport.js';
 
-import { outbox, sqsOutbox } from '../../lambda/inbox/outbox/index.js';
+import { sqsOutbox } from '../../lambda/inbox/outbox/index.js';
 import type { OutboxTransport } from '../../lambda/inbox/outbox/index.js';
 import { createProducer } from '../../lambda/inbox/producer/producer.js';
 import type { SqsEventHandler } from '../../local/event-source.js';
@@ -70,7 +70,7 @@ export function shipHandler(variant: PipelineVariant, database: InboxTransport, 
     // tx.send writes the message in the claim's transaction; the handler relays it after the commit, the sweeper if it could not.
     return inbox<Order>({
       ...base,
-      outbox: outbox({ transport: outboxTransport(handOff, handOff.onRelayed) }),
+      outbox: { transport: outboxTransport(handOff, handOff.onRelayed) },
       apply: async (tx, message) => {
         await ship(tx, message);
         tx.send({ to: handOff.invoicesUrl, body: { orderId: message.body.orderId }, groupId: message.groupId });

@@ -17,12 +17,13 @@ describe('the consumer bundle', () => {
     // states and explains (bench/bundle.ts).
     expect(ours!.bytes / theirs!.bytes).toBeLessThanOrEqual(BUNDLE_SIZE_TOLERANCE);
     expect(bundleBudgetProblems(ours!, theirs!)).toEqual([]);
-    // What a plain inbox() consumer never runs stays out: the outbox, the stream sources, the producer, the
-    // parked-message store and its replay. Parking, the riding claim and the batch modes are plain option
-    // values of inbox(), so their code is in.
+    // What a plain inbox() consumer never runs stays out: the wire transport, the SQS outbox transport and the
+    // sweeper (client-sqs), the stream sources, the producer, the parked-message store and its replay.
+    // Parking, the riding claim, the batch modes and the outbox's writer and relay are parts of inbox(),
+    // chosen by plain option values, so their code is in.
     const modules = ours!.byModule.map((entry) => entry.name);
     const unused =
-      /transport\/postgres\/|outbox\/(relay|outbox-writer|outbox-message|sqs-outbox|outbox-destinations)\.js|sources\/(kinesis|dynamodb|kafka)\.js|producer\.js|parked\/(store|redrive|replay|parking)\.js|outbox-option\.js/;
+      /transport\/postgres\/|outbox\/(sqs-outbox|sweep)\.js|sources\/(kinesis|dynamodb|kafka)\.js|producer\.js|parked\/(store|redrive|replay|parking)\.js/;
     expect(modules.filter((name) => unused.test(name))).toEqual([]);
   }, 120_000);
 

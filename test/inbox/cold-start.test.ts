@@ -1,6 +1,5 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { dataApi, inbox, InboxConfigError } from '../../lambda/inbox/index.js';
-import { outbox } from '../../lambda/inbox/outbox/index.js';
 import { inboxFixture, lambdaContext, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 import { parkedMessages } from '../../lambda/inbox/parked/index.js';
@@ -109,7 +108,7 @@ describe('a handler built at module load', () => {
     expect(() => inbox({ apply, consumer: 'order-worker', database: dataApi({ resourceArn: db.server.resourceArn }) })).toThrow(
       /^inbox option "database\.secretArn": is not set/,
     );
-    expect(() => inbox({ apply, outbox: outbox({ transport: { send: async () => [] }, destinations: { invoices: 'queue' } }) })).toThrow(
+    expect(() => inbox({ apply, outbox: { transport: { send: async () => [] }, destinations: { invoices: 'queue' } } })).toThrow(
       /^inbox option "outbox\.destinations": must map names to queue URLs/,
     );
   });

@@ -260,7 +260,10 @@ describe('parkedMessages(handler)', () => {
   it('refuses what is not a handler an inbox made, naming what to pass', () => {
     for (const given of [{}, () => {}, null]) {
       expect(() => parkedMessages(given as object)).toThrow(
-        new TypeError('parkedMessages(handler): pass the handler that inbox() (or kinesisInbox(), dynamoDbInbox(), kafkaInbox()) returned'),
+        new TypeError(
+          'parkedMessages(handler): pass the handler that inbox() (or kinesisInbox(), dynamoDbInbox(), kafkaInbox()) returned, ' +
+            'imported from sqs-inbox the way parkedMessages is (both with import, or both with require)',
+        ),
       );
     }
   });

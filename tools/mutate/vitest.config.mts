@@ -1,6 +1,6 @@
 import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
-import { shared } from '../../vitest.config.js';
+import { SOURCE_ENTRIES, shared } from '../../vitest.config.js';
 
 // Mutation runs need only the runtime library's tests: test/inbox holds the tests of the correctness core,
 // on the Data API (the root config's `default` project; its `wire` and `dsql` projects are not run here).
@@ -9,6 +9,8 @@ import { shared } from '../../vitest.config.js';
 // `.mts`: tools/mutate/package.json has no "type": "module", and vite would load a `.ts` config as CommonJS.
 export default defineConfig({
   root: fileURLToPath(new URL('../..', import.meta.url)),
+  // The examples' `sqs-inbox` imports resolve to the sources, as in the root config (test/inbox/orm.test.ts).
+  resolve: SOURCE_ENTRIES,
   test: {
     ...shared,
     globalSetup: ['test/support/global-setup.ts'],

@@ -10,8 +10,9 @@ import { BatchModeRunner } from '../modes/batch-mode-runner.js';
 import { RecordConsumer } from '../modes/record-consumer.js';
 import { awaitsEnvironment, checkOptions, settleEnvironment } from './options.js';
 import type { ConsumerOptions, InboxOptions, ResolvedMode, ResolvedOptions } from './options.js';
-import { CONSUMER_PARTS } from '../parked/parking-runtime.js';
-import type { ConsumerParts } from '../parked/parking-runtime.js';
+import { relayAfterBatch } from '../outbox/after-batch.js';
+import { registerConsumerParts } from './consumer-parts.js';
+import type { ConsumerParts } from './consumer-parts.js';
 import { prepare } from '../prepare/prepare.js';
 import type { MessageRules, PreparedRecord } from '../prepare/prepare.js';
 import { inboxTables } from '../sql/schema.js';
@@ -100,9 +101,7 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
     const prepared = await prepareRecords(running, records, rules, recent, session, plan, tables);
     const outcomes = await runRecords(running, records, prepared, session, plan, tally);
     // Without an outbox, nothing was sent or deferred: the summary's own default.
-    const relayed = resolved.outbox
-      ? await resolved.outbox.runtime.relay(session, tables, resolved.outbox.transport, tally.outboxIds, plan.mayStart(), logger)
-      : undefined;
+    const relayed = resolved.outbox ? await relayAfterBatch(session, tables, resolved.outbox.transport, tally.outboxIds, plan.mayStart(), logger) : undefined;
     return report(running, source, options, records, outcomes, relayed, tally, started);
   };
   // What parkedMessages(handler) works with: asking for it settles the environment, as an invocation does.
@@ -113,11 +112,11 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
       tables,
       source: source as InboxSource<Raw, unknown, unknown>,
       records: recordConsumer,
-      relay: (session, ids) =>
-        resolved.outbox ? resolved.outbox.runtime.relay(session, tables, resolved.outbox.transport, ids, true, logger) : Promise.resolve(),
+      relay: (session, ids) => (resolved.outbox ? relayAfterBatch(session, tables, resolved.outbox.transport, ids, true, logger) : Promise.resolve()),
     };
   };
-  return Object.assign(handler, { [CONSUMER_PARTS]: parts });
+  registerConsumerParts(handler, parts as () => ConsumerParts);
+  return handler;
 }
 
 /** Lambda's clock, when the invocation has one. */

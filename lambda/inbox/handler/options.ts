@@ -11,9 +11,7 @@ import { STATEMENT_OPTIONS, resolveMode } from '../modes/mode-options.js';
 import type { InboxLogger, InboxMetrics, BatchSummary } from '../telemetry/telemetry.js';
 import type { OutboxSend } from '../outbox/outbox-message.js';
 import type { OutboxOptions, OutboxTransport } from '../outbox/relay.js';
-import type { TRANSACTION_CHANNEL, TransactionChannel } from '../transport/pass-through.js';
-import { OUTBOX_RUNTIME } from '../outbox/outbox-runtime.js';
-import type { OutboxRuntime } from '../outbox/outbox-runtime.js';
+import { checkDestinations, environmentDestinations } from '../outbox/outbox-destinations.js';
 import type { InboxSource } from '../sources/source.js';
 
 /** The message `apply` and `statement` receive. */
@@ -57,11 +55,6 @@ export interface InboxTransaction extends Pick<Transaction, 'execute' | 'execute
    * more than one message, pass the message the send belongs to as `from`.
    */
   send(message: OutboxSend, from?: { readonly key: string }): void;
-  /**
-   * The way in for Drizzle and Kysely: pass `tx` to `transactionDataApi` (Data API) or `transactionConnection` (wire) of `sqs-inbox/orm`.
-   * @internal `sqs-inbox/orm` reads it; not for calling.
-   */
-  readonly [TRANSACTION_CHANNEL]?: TransactionChannel | undefined;
 }
 
 /**
@@ -195,8 +188,8 @@ export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
    */
   readonly metrics?: InboxMetrics | undefined;
   /**
-   * The outbox behind `tx.send`: a transport and destination names, made by `sqsOutbox({ client })` or
-   * `outbox({ transport })` from `sqs-inbox/outbox`. After the batch, the handler sends what its committed transactions wrote
+   * The outbox behind `tx.send`: a transport and destination names, made by `sqsOutbox({ client })` from
+   * `sqs-inbox/outbox`, or for a transport of yours `{ transport: { send: async (rows) => ... } }`. After the batch, the handler sends what its committed transactions wrote
    * (within the deadline); the sweeper sends what is left. Transaction modes only.
    * @default none: `tx.send` throws, naming this option
    */
@@ -252,9 +245,7 @@ export interface ResolvedOptions<Body, Raw = SQSRecord> {
   readonly resumeDelaysMs: readonly number[];
   readonly now: () => number;
   readonly sleep: (ms: number) => Promise<void>;
-  readonly outbox:
-    | { readonly transport: OutboxTransport; readonly destinations: Readonly<Record<string, string>>; readonly runtime: OutboxRuntime }
-    | undefined;
+  readonly outbox: { readonly transport: OutboxTransport; readonly destinations: Readonly<Record<string, string>> } | undefined;
 }
 
 /** How claimed records are applied. */
@@ -297,9 +288,7 @@ export interface CheckedOptions<Body, Raw = SQSRecord> extends Omit<ResolvedOpti
   /** The consumer the code gave, checked; undefined leaves it to INBOX_CONSUMER. */
   readonly consumer: string | undefined;
   /** The outbox's transport, and its destinations when the code gave them (else INBOX_DESTINATIONS). */
-  readonly outbox:
-    | { readonly transport: OutboxTransport; readonly destinations: Readonly<Record<string, string>> | undefined; readonly runtime: OutboxRuntime }
-    | undefined;
+  readonly outbox: { readonly transport: OutboxTransport; readonly destinations: Readonly<Record<string, string>> | undefined } | undefined;
   /** `inbox`, `kinesisInbox`, ...: for the messages. */
   readonly handlerName: string;
 }
@@ -398,8 +387,7 @@ export function settleEnvironment<Body, Raw>(checked: CheckedOptions<Body, Raw>,
     consumer,
     outbox: outbox && {
       transport: outbox.transport,
-      destinations: outbox.destinations ?? outbox.runtime.environmentDestinations(env),
-      runtime: outbox.runtime,
+      destinations: outbox.destinations ?? environmentDestinations(env),
     },
   };
 }
@@ -435,13 +423,6 @@ function checkOutbox(outbox: unknown, mode: ResolvedMode<unknown>['kind']): Chec
     );
   }
   refuseUnknownKeys(outbox, { transport: true, destinations: true }, 'outbox');
-  const runtime = (outbox as { [OUTBOX_RUNTIME]?: OutboxRuntime })[OUTBOX_RUNTIME];
-  if (runtime === undefined) {
-    throw new InboxConfigError(
-      'outbox',
-      'make it with sqsOutbox({ client }) or, for your own transport, outbox({ transport, destinations? }), both from "sqs-inbox/outbox": they carry the outbox\'s code',
-    );
-  }
   if (mode === 'statement' || mode === 'batch-statement') {
     throw new InboxConfigError(
       'outbox',
@@ -451,8 +432,7 @@ function checkOutbox(outbox: unknown, mode: ResolvedMode<unknown>['kind']): Chec
   const destinations: unknown = (outbox as { destinations?: unknown }).destinations;
   return {
     transport: transport as OutboxTransport,
-    destinations: destinations === undefined ? undefined : runtime.checkDestinations(destinations ?? {}),
-    runtime,
+    destinations: destinations === undefined ? undefined : checkDestinations(destinations ?? {}),
   };
 }
 

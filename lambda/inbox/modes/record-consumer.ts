@@ -15,9 +15,10 @@ import { UNSTORABLE_TEXT_STATES, unstorableTextIn } from '../sql/storable-text.j
 import type { InboxSource, SourceRecord } from '../sources/source.js';
 import type { BatchTally, InboxLogger } from '../telemetry/telemetry.js';
 import { ClaimBeforeApply } from './claim-before-apply.js';
-import type { OutboxConfig, TransactionOutbox } from '../outbox/outbox-runtime.js';
+import { OutboxWriter } from '../outbox/outbox-writer.js';
+import type { OutboxConfig, TransactionOutbox } from '../outbox/transaction-outbox.js';
 import { statementAlone } from './batch-modes.js';
-import { TRANSACTION_CHANNEL } from '../transport/pass-through.js';
+import { withChannel } from '../transport/pass-through.js';
 import type { TransactionClaim } from './claim-before-apply.js';
 
 /** What a claim came to: applied, a redelivery, or a different message under a claimed key. */
@@ -50,7 +51,7 @@ export class RecordConsumer<Body, Raw = unknown> {
    * the consumer's `outbox` option, `tx.send` throws, naming it.
    */
   outbox(only: { readonly key: string } | undefined): TransactionOutbox {
-    return this.#outboxConfig ? this.#options.outbox!.runtime.writer(this.#outboxConfig, only) : NO_OUTBOX;
+    return this.#outboxConfig ? new OutboxWriter(this.#outboxConfig, only) : NO_OUTBOX;
   }
 
   async consume(prepared: PreparedRecord<Body, Raw>, session: InboxSession, tally: BatchTally): Promise<Outcome> {
@@ -238,13 +239,13 @@ function refusedText(prepared: PreparedRecord<unknown, unknown>, error: unknown)
  */
 export function inboxTransaction(tx: Transaction, outbox: TransactionOutbox, claim?: TransactionClaim): InboxTransaction {
   const statements: Pick<Transaction, 'execute' | 'executeBatch'> = claim ?? tx;
-  return {
+  const inboxTx: InboxTransaction = {
     execute: (sql, params) => statements.execute(sql, params),
     executeBatch: (sql, paramSets) => statements.executeBatch(sql, paramSets),
     send: (message, from) => outbox.send(message, from),
     transactionId: tx.transactionId,
-    [TRANSACTION_CHANNEL]: tx.channel(claim),
   };
+  return withChannel(inboxTx, tx.channel(claim));
 }
 
 /** The outbox of a consumer without one. */

@@ -1,5 +1,5 @@
 import type { InboxTransaction } from '../handler/options.js';
-import { TRANSACTION_CHANNEL } from '../transport/pass-through.js';
+import { channelFor } from '../transport/pass-through.js';
 import type { DataApiPassThrough, PassThrough, TransactionChannel, WirePassThrough } from '../transport/pass-through.js';
 import { OrmBindingError } from './errors.js';
 
@@ -17,7 +17,7 @@ export function channelOf<T extends PassThrough['transport']>(
   transport: T,
 ): { readonly channel: TransactionChannel; readonly passThrough: PassThroughOf<T> } {
   const binding = BINDINGS[transport];
-  const channel = (tx as Partial<InboxTransaction> | null | undefined)?.[TRANSACTION_CHANNEL];
+  const channel = channelFor(tx);
   if (channel === undefined) {
     throw new OrmBindingError(
       `${binding.name}(tx) needs the tx that apply or applyBatch receives from inbox(), not ${describe(tx)}. ` +

@@ -5,11 +5,10 @@
  *
  * @example
  * import { sqsOutbox, sweepOutbox } from 'sqs-inbox/outbox';
- * import { outbox } from 'sqs-inbox/outbox'; // your own transport
+ * // your own transport: inbox({ outbox: { transport: { send: async (rows) => ... } }, ... })
  * @module
  */
 export { sqsOutbox } from './sqs-outbox.js';
-export { outbox } from './outbox-option.js';
 export { PeerDependencyError } from '../peers.js';
 export type { SqsOutboxOptions } from './sqs-outbox.js';
 export { OutboxSweepError, sweepOutbox } from './sweep.js';

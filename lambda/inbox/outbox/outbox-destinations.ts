@@ -2,10 +2,7 @@ import { InboxConfigError } from '../errors.js';
 import { described } from '../handler/option-checks.js';
 import { INBOX_ENV } from '../contract.js';
 
-/**
- * The outbox's destination names and queue URLs, checked. Part of the outbox's code ({@link OutboxRuntime}),
- * so that a consumer without an outbox bundles none of it.
- */
+/** The outbox's destination names and queue URLs, checked when `inbox()` is called. */
 export function checkDestinations(destinations: unknown): Readonly<Record<string, string>> {
   if (
     typeof destinations !== 'object' ||

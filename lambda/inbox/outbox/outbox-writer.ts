@@ -5,7 +5,7 @@ import { IDEMPOTENCY_KEY_ATTRIBUTE } from '../prepare/keys.js';
 import { MAX_SQS_MESSAGE_BYTES, SQS_ATTRIBUTE_NAME, sqsMessageBytes, stringAttributes } from '../producer/sqs-limits.js';
 import { destinationUrl, outboxKey } from './outbox-message.js';
 import type { OutboxSend } from './outbox-message.js';
-import type { OutboxConfig, TransactionOutbox } from './outbox-runtime.js';
+import type { OutboxConfig, TransactionOutbox } from './transaction-outbox.js';
 import { SQS_TEXT_RULE, sqsRefusal } from './sqs-text.js';
 
 const MAX_ATTRIBUTES = 9;

@@ -11,7 +11,6 @@ import type { SQSClient } from '@aws-sdk/client-sqs';
 import { InvalidMessagesError, SendFailedError, createProducer } from '../producer/producer.js';
 import type { Producer } from '../producer/producer.js';
 import type { OutboxEnvelope } from './outbox-message.js';
-import { outbox } from './outbox-option.js';
 import type { OutboxOptions, OutboxTransport, SendResult } from './relay.js';
 
 /** Options of {@link sqsOutbox}. */
@@ -56,7 +55,7 @@ export function sqsOutbox(options: SqsOutboxOptions): OutboxOptions {
       return results.flat();
     },
   };
-  return outbox({ transport, ...(options.destinations ? { destinations: options.destinations } : {}) });
+  return { transport, ...(options.destinations ? { destinations: options.destinations } : {}) };
 }
 
 async function sendTo(producer: Producer, rows: readonly OutboxEnvelope[]): Promise<SendResult[]> {

@@ -5,7 +5,7 @@ import type { ClaimOutcome } from '../sql/claim.js';
 import type { Row } from '../transport/results.js';
 import { storableText } from '../sql/storable-text.js';
 import { retryConflicts } from '../transport/conflicts.js';
-import type { ParkRequest } from './parking-runtime.js';
+import type { ParkRequest } from './park-request.js';
 
 /**
  * The most characters of diagnostic text a parked row keeps (sql/storable-text.ts): an error's message, its

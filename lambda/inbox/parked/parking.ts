@@ -1,5 +1,4 @@
-import { CONSUMER_PARTS } from './parking-runtime.js';
-import type { WithConsumerParts } from './parking-runtime.js';
+import { consumerPartsOf } from '../handler/consumer-parts.js';
 import { replayEffect } from './replay.js';
 import { consumerParkedMessages } from './store.js';
 import type { ParkedMessages } from './store.js';
@@ -16,9 +15,12 @@ import type { ParkedMessages } from './store.js';
  * await parked.replay(7); // 'replayed'
  */
 export function parkedMessages(handler: object): ParkedMessages {
-  const parts = (handler as Partial<WithConsumerParts> | null | undefined)?.[CONSUMER_PARTS];
-  if (typeof parts !== 'function') {
-    throw new TypeError('parkedMessages(handler): pass the handler that inbox() (or kinesisInbox(), dynamoDbInbox(), kafkaInbox()) returned');
+  const parts = consumerPartsOf(handler);
+  if (parts === undefined) {
+    throw new TypeError(
+      'parkedMessages(handler): pass the handler that inbox() (or kinesisInbox(), dynamoDbInbox(), kafkaInbox()) returned, ' +
+        'imported from sqs-inbox the way parkedMessages is (both with import, or both with require)',
+    );
   }
   const consumer = () => {
     const given = parts();

@@ -3,7 +3,7 @@ import type { Transaction } from '../transport/transaction.js';
 import { inboxTransaction } from '../modes/record-consumer.js';
 import { toMessage } from '../prepare/prepare.js';
 import { checkGatedStatement, replayGatedSql } from '../sql/claim.js';
-import type { ConsumerParts } from './parking-runtime.js';
+import type { ConsumerParts } from '../handler/consumer-parts.js';
 import type { ParkedMessage } from './store.js';
 
 /**

@@ -32,10 +32,21 @@ export interface WirePassThrough {
 }
 
 /**
- * Where the `tx` that `apply` gets keeps its way into the transaction for `sqs-inbox/orm`. A registered
- * symbol: the ES module and CommonJS builds of the package agree on it.
+ * Each `tx` that `apply` gets, and its way into the transaction for `sqs-inbox/orm`. A map, not a property
+ * of `tx`, so `tx` carries no key of ours; `sqs-inbox/orm` and the handler come from the same build.
  */
-export const TRANSACTION_CHANNEL: unique symbol = Symbol.for('sqs-inbox.orm') as never;
+const channels = new WeakMap<object, TransactionChannel>();
+
+/** `tx`, with `channel` as its way in for `sqs-inbox/orm`. */
+export function withChannel<T extends object>(tx: T, channel: TransactionChannel): T {
+  channels.set(tx, channel);
+  return tx;
+}
+
+/** The way in of a `tx` that `apply` got, or undefined for anything else. */
+export function channelFor(tx: unknown): TransactionChannel | undefined {
+  return typeof tx === 'object' && tx !== null ? channels.get(tx) : undefined;
+}
 
 /** What an ORM binding needs of the inbox's transaction. */
 export interface TransactionChannel {
