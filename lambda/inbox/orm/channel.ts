@@ -20,8 +20,9 @@ export function channelOf<T extends PassThrough['transport']>(
   const channel = channelFor(tx);
   if (channel === undefined) {
     throw new OrmBindingError(
-      `${binding.name}(tx) needs the tx that apply or applyBatch receives from inbox(), not ${describe(tx)}. ` +
-        `Fix: call it inside apply, e.g. apply: async (tx, message) => { const db = drizzle({ ...${binding.name}(tx) }); ... }.`,
+      `${binding.name}(tx) needs the tx that apply or applyBatch receives from inbox(), not ${describe(tx)} (a copy or wrapper of tx is not it). ` +
+        `Fix: call it inside apply, e.g. apply: async (tx, message) => { const db = drizzle({ ...${binding.name}(tx) }); ... }, ` +
+        'with sqs-inbox and sqs-inbox/orm imported the same way (both with import, or both with require).',
     );
   }
   const passThrough = channel.passThrough;
