@@ -1,6 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { dropRole, provisionRole } from '../../lambda/functions/database-roles/database-roles.js';
 import type { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
+import { INBOX_ENV } from '../../lambda/inbox/contract.js';
 import type { LocalStack } from '../stack.js';
 import type { StatementFeed } from './outside-writes.js';
 
@@ -141,7 +142,7 @@ export class RoleRefusals {
       return [
         `the consumer's role ${this.role} acts for consumer '${this.consumer}' (INBOX_CONSUMER, the construct's consumerName), and was refused a claim ` +
           `under another name: ${error.message.replace(/\s+/g, ' ').slice(0, 160)}. Fix: leave the handler's consumer option unset (it reads INBOX_CONSUMER), ` +
-          "or make it the construct's consumerName, and give this run that name: env: { INBOX_CONSUMER: '<consumerName>' }.",
+          `or make it the construct's consumerName, and give this run that name: env: { ${INBOX_ENV.CONSUMER}: '<consumerName>' }.`,
       ];
     }
     const table = deniedTable(error.message);
