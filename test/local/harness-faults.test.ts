@@ -125,6 +125,9 @@ describe('a testbed that cannot pass silently', () => {
       ...ledger,
       handler: inTransaction,
       messages: 500,
+      // The balances count every credit not parked: a well-formed one whose five receives a busy machine used up
+      // (the judge excuses those, as the run's load) would be missing from them, so the visibility is roomier.
+      visibilityTimeoutSeconds: 5,
       verify: async (session) => {
         const { rows } = await session.execute('SELECT message_key FROM inbox.parked_message');
         for (const row of rows) parked.add(String(row.message_key));
