@@ -19,7 +19,7 @@ beforeEach(async () => {
 });
 
 type Order = { orderId: string };
-const CALL_TIMEOUT_MS = 1_000;
+const CALL_TIMEOUT_MS = 3_000;
 const SHIP = "UPDATE public.orders SET status = 'shipped', shipped_count = shipped_count + 1 WHERE order_id = :orderId";
 
 /** Creates the order and holds a row lock on it from a connection of its own, until `release()`. */
