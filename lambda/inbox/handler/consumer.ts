@@ -3,14 +3,15 @@ import type { Context, SQSBatchResponse, SQSEvent, SQSRecord } from 'aws-lambda'
 import { runBatch, succeeded } from '../lanes/lanes.js';
 import type { BatchPlan, Outcome } from '../lanes/lanes.js';
 import { checkGatedStatement } from '../sql/claim.js';
-import type { InboxSession } from '../transport/session.js';
 import { RecentKeys, filterPays, markKnownClaims } from '../prepare/duplicate-filter.js';
 import type { KeyStrategy } from '../prepare/keys.js';
 import { BatchModeRunner } from '../modes/batch-mode-runner.js';
+import type { RunScope } from '../modes/batch-mode-runner.js';
 import { RecordConsumer } from '../modes/record-consumer.js';
 import { awaitsEnvironment, checkOptions, settleEnvironment } from './options.js';
 import type { ConsumerOptions, InboxOptions, ResolvedMode, ResolvedOptions } from './options.js';
 import { relayAfterBatch } from '../outbox/after-batch.js';
+import type { RelayReport } from '../outbox/relay.js';
 import { registerConsumerParts } from './consumer-parts.js';
 import type { ConsumerParts } from './consumer-parts.js';
 import { prepare } from '../prepare/prepare.js';
@@ -77,42 +78,39 @@ export function consumerHandler<Body, Raw, Response, Key, Event>(
   const tables = inboxTables(checked.schema);
   const rules: MessageRules<Body, Raw> = { keyOf: source.keyStrategy(options.key), parse: checked.parse };
   checkClaimGates(checked.mode);
+  // Streams count no deliveries: the keys this instance met stand in for a redelivery count.
+  const recent = source.countsDeliveries ? undefined : new RecentKeys();
+  const made: ConsumerMakings<Body, Raw, Response> = { source, options, tables, rules, recent };
 
   // The environment is read now when it is there, so that a wrong value fails at once; when it is not (a
   // test or a tool importing the handler's module), at the first invocation: Lambda's cold start.
-  let consumer: Consumer<Body, Raw> | undefined;
-  const coldStart = () => (consumer ??= startConsumer(source, options, settleEnvironment(checked, process.env), tables));
+  let consumer: Consumer<Body, Raw, Response> | undefined;
+  const coldStart = () => (consumer ??= startConsumer(made, settleEnvironment(checked, process.env)));
   if (!awaitsEnvironment(checked, process.env)) coldStart();
 
   // Checked at the first invocation (the client's settings are async providers) and remembered.
   let clientChecked: Promise<void> | undefined;
-  // Streams count no deliveries: the keys this instance met stand in for a redelivery count.
-  const recent = source.countsDeliveries ? undefined : new RecentKeys();
 
   const handler = (event: Event, context?: LambdaContext): Promise<Response> => inInvocation(context?.awsRequestId, () => invoke(event, context));
   const invoke = async (event: Event, context: LambdaClock | undefined): Promise<Response> => {
     const running = coldStart();
-    const { resolved, logger } = running;
-    await (clientChecked ??= resolved.transport.checkClient?.(transactional(resolved.mode.kind)) ?? Promise.resolve());
-    const started = resolved.now();
-    const records = source.records(event);
-    const tally = new BatchTally();
-    const [session, plan] = openInvocation(running, records, tally, context);
-    const prepared = await prepareRecords(running, records, rules, recent, session, plan, tables);
-    const outcomes = await runRecords(running, records, prepared, session, plan, tally);
-    // Without an outbox, nothing was sent or deferred: the summary's own default.
-    const relayed = resolved.outbox ? await relayAfterBatch(session, tables, resolved.outbox.transport, tally.outboxIds, plan.mayStart(), logger) : undefined;
-    return report(running, source, options, records, outcomes, relayed, tally, started);
+    await (clientChecked ??= running.resolved.transport.checkClient?.(transactional(running.resolved.mode.kind)) ?? Promise.resolve());
+    const invocation = openInvocation(running, event, context);
+    const prepared = await prepareRecords(invocation);
+    const outcomes = await runRecords(invocation, prepared);
+    const relayed = await relay(invocation);
+    return respond(invocation, outcomes, relayed);
   };
   // What parkedMessages(handler) works with: asking for it settles the environment, as an invocation does.
   const parts = (): ConsumerParts<Body, Raw> => {
-    const { resolved, records: recordConsumer, logger } = coldStart();
+    const { resolved, recordConsumer, logger } = coldStart();
     return {
       resolved,
       tables,
       source: source as InboxSource<Raw, unknown, unknown>,
       records: recordConsumer,
-      relay: (session, ids) => (resolved.outbox ? relayAfterBatch(session, tables, resolved.outbox.transport, ids, true, logger) : Promise.resolve()),
+      relay: (session, ids) =>
+        resolved.outbox ? relayAfterBatch({ session, tables, transport: resolved.outbox.transport, logger }, ids, true) : Promise.resolve(),
     };
   };
   registerConsumerParts(handler, parts as () => ConsumerParts);
@@ -130,22 +128,40 @@ function checkClaimGates<Body, Raw>(mode: ResolvedMode<Body, Raw>): void {
   if (mode.kind === 'batch-statement') checkGatedStatement(mode.sql, undefined, 'statementBatch.sql');
 }
 
+/** What the handler is made with, before the environment settles: its source, its options, and what they give. */
+interface ConsumerMakings<Body, Raw, Response> {
+  readonly source: InboxSource<Raw, Response, unknown>;
+  readonly options: ConsumerOptions<Body, Raw>;
+  readonly tables: InboxTables;
+  readonly rules: MessageRules<Body, Raw>;
+  /** The keys this instance met, for a source that counts no deliveries (a stream). */
+  readonly recent: RecentKeys | undefined;
+}
+
 /** What a consumer runs with once its environment is settled. */
-interface Consumer<Body, Raw> {
+interface Consumer<Body, Raw, Response> extends ConsumerMakings<Body, Raw, Response> {
   readonly resolved: ResolvedOptions<Body, Raw>;
   readonly logger: InboxLogger;
   readonly metrics: InboxMetrics;
-  readonly records: RecordConsumer<Body, Raw>;
+  readonly recordConsumer: RecordConsumer<Body, Raw>;
   readonly batchRunner: BatchModeRunner<Body, Raw> | undefined;
 }
 
+/**
+ * One invocation of the handler, made once per event and passed through its steps (prepare, run, relay,
+ * respond), as Powertools' `processPartialResponse` passes its processor: the consumer that runs it, the
+ * event's records, the session on Lambda's clock, the lanes' plan, and the tally its summary counts.
+ */
+interface Invocation<Body, Raw, Response> extends RunScope {
+  readonly consumer: Consumer<Body, Raw, Response>;
+  readonly records: readonly SourceRecord<Raw>[];
+  /** When the invocation began, on the options' clock: the summary's batch latency starts here. */
+  readonly started: number;
+}
+
 /** The consumer's telemetry and its runners, made once at cold start. */
-function startConsumer<Body, Raw>(
-  source: InboxSource<Raw, unknown, unknown>,
-  options: ConsumerOptions<Body, Raw>,
-  resolved: ResolvedOptions<Body, Raw>,
-  tables: InboxTables,
-): Consumer<Body, Raw> {
+function startConsumer<Body, Raw, Response>(made: ConsumerMakings<Body, Raw, Response>, resolved: ResolvedOptions<Body, Raw>): Consumer<Body, Raw, Response> {
+  const { source, options, tables } = made;
   // Stryker disable next-line ConditionalExpression: making the defaults when both are given only wastes them
   const defaults = options.logger && options.metrics ? undefined : defaultTelemetry(resolved.consumer, source.name);
   const logger = withRequestIds(options.logger ?? defaults!.logger);
@@ -158,19 +174,25 @@ function startConsumer<Body, Raw>(
       [ENV_CONSUMER]: deployed,
     });
   }
-  const records = new RecordConsumer<Body, Raw>(resolved, tables, logger, source);
+  const recordConsumer = new RecordConsumer<Body, Raw>(resolved, tables, logger, source);
   const batch = resolved.mode.kind === 'batch-transaction' || resolved.mode.kind === 'batch-statement';
-  const batchRunner = batch ? new BatchModeRunner(resolved, tables, records, logger) : undefined;
-  return { resolved, logger, metrics: options.metrics ?? defaults!.metrics, records, batchRunner };
+  const batchRunner = batch ? new BatchModeRunner(resolved, tables, recordConsumer, logger) : undefined;
+  return { ...made, resolved, logger, metrics: options.metrics ?? defaults!.metrics, recordConsumer, batchRunner };
 }
 
-/** Opens the invocation's session on Lambda's clock, and plans its lanes: no record starts, and no call runs, past the deadline's margin. */
-function openInvocation<Body, Raw>(
-  { resolved }: Consumer<Body, Raw>,
-  records: readonly SourceRecord<Raw>[],
-  tally: BatchTally,
+/**
+ * Opens the invocation of `event`: its records, its session on Lambda's clock, and its lanes' plan. No record
+ * starts, and no call runs, past the deadline's margin.
+ */
+function openInvocation<Body, Raw, Response>(
+  consumer: Consumer<Body, Raw, Response>,
+  event: unknown,
   context: LambdaClock | undefined,
-): [InboxSession, BatchPlan] {
+): Invocation<Body, Raw, Response> {
+  const { resolved, source } = consumer;
+  const started = resolved.now();
+  const records = source.records(event);
+  const tally = new BatchTally();
   // Lambda's clock when it gives one; else the margin never stops a record.
   const remaining = () => context?.getRemainingTimeInMillis?.() ?? Number.POSITIVE_INFINITY;
   const margin = resolved.deadlineMarginMs ?? Math.min(resolved.callTimeoutMs * 2, remaining() / 2);
@@ -189,19 +211,12 @@ function openInvocation<Body, Raw>(
     concurrency: resolved.concurrency,
     mayStart: () => remaining() >= margin,
   };
-  return [session, plan];
+  return { consumer, records, session, plan, tally, started };
 }
 
 /** Keys, hashes and parses the records, and settles the known duplicates in one lookup when that pays. */
-async function prepareRecords<Body, Raw>(
-  { resolved, logger }: Consumer<Body, Raw>,
-  records: readonly SourceRecord<Raw>[],
-  rules: MessageRules<Body, Raw>,
-  recent: RecentKeys | undefined,
-  session: InboxSession,
-  plan: BatchPlan,
-  tables: InboxTables,
-): Promise<PreparedRecord<Body, Raw>[]> {
+async function prepareRecords<Body, Raw>({ consumer, records, session, plan }: Invocation<Body, Raw, unknown>): Promise<PreparedRecord<Body, Raw>[]> {
+  const { resolved, logger, rules, recent, tables } = consumer;
   // Every record's parse settles before the first call: an async validator's lookups run side by side.
   const prepared = await Promise.all(records.map((record) => prepare(record, rules)));
   const lookUp = filterPays(resolved.duplicateFilter, resolved.mode.kind, prepared, recent);
@@ -216,14 +231,9 @@ async function prepareRecords<Body, Raw>(
 }
 
 /** Runs the records in the options' mode, lane by lane: each record alone, or in sets by the batch modes. */
-function runRecords<Body, Raw>(
-  { resolved, records: recordConsumer, batchRunner }: Consumer<Body, Raw>,
-  records: readonly SourceRecord<Raw>[],
-  prepared: PreparedRecord<Body, Raw>[],
-  session: InboxSession,
-  plan: BatchPlan,
-  tally: BatchTally,
-): Promise<Outcome[]> {
+function runRecords<Body, Raw>(invocation: Invocation<Body, Raw, unknown>, prepared: PreparedRecord<Body, Raw>[]): Promise<Outcome[]> {
+  const { consumer, records, session, plan, tally } = invocation;
+  const { resolved, recordConsumer, batchRunner } = consumer;
   const timed = async (run: () => Promise<Outcome>) => {
     const begun = resolved.now();
     const outcome = await run();
@@ -231,21 +241,20 @@ function runRecords<Body, Raw>(
     return outcome;
   };
   return batchRunner
-    ? batchRunner.run(prepared, plan, session, tally, timed)
+    ? batchRunner.run(invocation, prepared, timed)
     : runBatch(records, plan, (_, index) => timed(() => recordConsumer.consume(prepared[index]!, session, tally)));
 }
 
-/** Relays the outbox, logs the failures, publishes the summary, and answers with the source's failure report. */
-async function report<Body, Raw, Response>(
-  { resolved, logger, metrics }: Consumer<Body, Raw>,
-  source: InboxSource<Raw, Response, unknown>,
-  options: ConsumerOptions<Body, Raw>,
-  records: readonly SourceRecord<Raw>[],
-  outcomes: readonly Outcome[],
-  relayed: Parameters<BatchTally['summarise']>[3],
-  tally: BatchTally,
-  started: number,
-): Promise<Response> {
+/** Sends what the committed records wrote to the outbox; without an outbox, nothing was sent or deferred: the summary's own default. */
+async function relay<Body, Raw>({ consumer, session, plan, tally }: Invocation<Body, Raw, unknown>): Promise<RelayReport | undefined> {
+  const { resolved, tables, logger } = consumer;
+  return resolved.outbox ? relayAfterBatch({ session, tables, transport: resolved.outbox.transport, logger }, tally.outboxIds, plan.mayStart()) : undefined;
+}
+
+/** Logs the failures, publishes the summary, and answers with the source's failure report. */
+function respond<Body, Raw, Response>(invocation: Invocation<Body, Raw, Response>, outcomes: readonly Outcome[], relayed: RelayReport | undefined): Response {
+  const { consumer, records, tally, started } = invocation;
+  const { resolved, logger, metrics, source, options } = consumer;
   const failedIds = records.filter((_, index) => !succeeded(outcomes[index]!)).map((record) => record.id ?? '');
   const summary = tally.summarise(outcomes, failedIds, resolved.now() - started, relayed);
   logFailures(logger, source as InboxSource<unknown, unknown, unknown>, records, outcomes);

@@ -14,6 +14,13 @@ import type { RecordConsumer } from './record-consumer.js';
 import { claimSet, statementSet, statementSetFits } from './statement-set.js';
 import type { SetMember } from './statement-set.js';
 
+/** What one invocation's records run in: its session, its lanes' plan, and the tally its summary counts. */
+export interface RunScope {
+  readonly session: InboxSession;
+  readonly plan: BatchPlan;
+  readonly tally: BatchTally;
+}
+
 /** A batch's claim found what only a record alone can settle: a collision, or a claim it cannot compare. */
 class SetFallback extends Error {
   override name = 'SetFallback';
@@ -34,13 +41,8 @@ export class BatchModeRunner<Body, Raw = unknown> {
     private readonly logger: InboxLogger,
   ) {}
 
-  async run(
-    prepared: readonly PreparedRecord<Body, Raw>[],
-    plan: BatchPlan,
-    session: InboxSession,
-    tally: BatchTally,
-    timed: (run: () => Promise<Outcome>) => Promise<Outcome>,
-  ): Promise<Outcome[]> {
+  async run(scope: RunScope, prepared: readonly PreparedRecord<Body, Raw>[], timed: (run: () => Promise<Outcome>) => Promise<Outcome>): Promise<Outcome[]> {
+    const { plan, session, tally } = scope;
     const outcomes: Outcome[] = new Array(prepared.length);
     const alone = async (list: readonly PreparedRecord<Body, Raw>[]) => {
       const results = await runBatch(
@@ -53,16 +55,14 @@ export class BatchModeRunner<Body, Raw = unknown> {
     const joins = setMembership(prepared, plan);
     const members = prepared.filter((p) => joins[p.index]);
     const others = prepared.filter((p) => !joins[p.index]);
-    await Promise.all([alone(others), this.runSet(members, plan, session, tally, outcomes, alone)]);
+    await Promise.all([alone(others), this.runSet(scope, members, outcomes, alone)]);
     if (plan.ordered && plan.onFailure === 'stop-batch') stopAfterFirstFailure(outcomes, others);
     return outcomes;
   }
 
   private async runSet(
+    { plan, session, tally }: RunScope,
     members: readonly PreparedRecord<Body, Raw>[],
-    plan: BatchPlan,
-    session: InboxSession,
-    tally: BatchTally,
     outcomes: Outcome[],
     alone: (list: readonly PreparedRecord<Body, Raw>[]) => Promise<void>,
   ): Promise<void> {

@@ -5,18 +5,23 @@ import type { InboxLogger } from '../telemetry/telemetry.js';
 import { relayRows } from './relay.js';
 import type { OutboxTransport, RelayReport } from './relay.js';
 
+/** Where an invocation's outbox rows are sent from: its session and tables, the outbox's transport, and the log that says what was left. */
+export interface AfterBatchRelay {
+  readonly session: InboxSession;
+  readonly tables: InboxTables;
+  readonly transport: OutboxTransport;
+  readonly logger: InboxLogger;
+}
+
 /**
  * Sends the rows `ids` that an invocation's committed transactions wrote, and marks them sent, when time is
  * left. Never throws: the records committed, so they succeed whatever happens here; what is not sent stays
- * for the sweeper, and `logger` says so.
+ * for the sweeper, and the logger says so.
  */
 export async function relayAfterBatch(
-  session: InboxSession,
-  tables: InboxTables,
-  transport: OutboxTransport,
+  { session, tables, transport, logger }: AfterBatchRelay,
   ids: readonly number[],
   timeLeft: boolean,
-  logger: InboxLogger,
 ): Promise<RelayReport> {
   if (!timeLeft) return { sent: 0, deferred: ids.length };
   try {
