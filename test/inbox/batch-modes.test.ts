@@ -622,7 +622,7 @@ describe("batch sets and the transport's request limits (the Data API's 4 MiB re
       }));
       const claimAll = async () => {
         const tx = await db.session.transaction();
-        const claims = await claimSet(tx, inboxTables('inbox'), 'big-redelivery', members, 10_000);
+        const claims = await claimSet(tx, { tables: inboxTables('inbox'), consumer: 'big-redelivery', members, callTimeoutMs: 10_000 });
         await tx.commit();
         return claims;
       };
@@ -650,7 +650,7 @@ describe("batch sets and the transport's request limits (the Data API's 4 MiB re
         sha256: new Uint8Array(32).fill(i % 256),
       }));
       db.server.stats.reset();
-      const claims = await claimSet(tx, inboxTables('inbox'), consumer, members, 10_000);
+      const claims = await claimSet(tx, { tables: inboxTables('inbox'), consumer, members, callTimeoutMs: 10_000 });
       await tx.commit();
       expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: onTransport({ 'data-api': 2, wire: 1 }) });
       expect(claims).toHaveLength(7_000);

@@ -33,9 +33,7 @@ export function described(value: unknown): string {
 export function plainChoice<T extends string>(
   given: unknown,
   option: string,
-  choices: readonly T[],
-  fallback: T,
-  retired: { readonly name: string; readonly value: T },
+  { choices, fallback, retired }: { readonly choices: readonly T[]; readonly fallback: T; readonly retired: { readonly name: string; readonly value: T } },
 ): T {
   if (given === undefined || given === null) return fallback;
   if (typeof given === 'object' && !Array.isArray(given)) {
@@ -49,15 +47,14 @@ export function plainChoice<T extends string>(
  * used in silence. Names the closest known key when one is a likely typo, else lists them all.
  *
  * @param option the dotted path of the object (`fifo`), or undefined for inbox()'s own options
- * @param misplaced keys that belong inside one of the nested objects, by the nested option's name
- * @param top what the top-level options belong to: `inbox()`, `kinesisInbox()`, ...
+ * @param topLevel for the handler's own options: what they belong to (`inbox()`, `kinesisInbox()`, ...), and the
+ *   keys that belong inside one of the nested objects, by the nested option's name
  */
 export function refuseUnknownKeys(
   given: object,
   known: Readonly<Record<string, true>>,
   option: string | undefined,
-  misplaced: Readonly<Record<string, Readonly<Record<string, true>>>> = {},
-  top = 'inbox()',
+  { top = 'inbox()', misplaced = {} }: TopLevelOptions = {},
 ): void {
   for (const key of Object.keys(given)) {
     if (Object.hasOwn(known, key)) continue;
@@ -71,6 +68,12 @@ export function refuseUnknownKeys(
         : `the ${option ?? top} options are ${names.join(', ')}`;
     throw new InboxConfigError(option ? `${option}.${key}` : key, `is not an option of ${option ?? top}; ${hint}`);
   }
+}
+
+/** What the handler's own options belong to, and where the keys of its nested options go. */
+interface TopLevelOptions {
+  readonly top?: string;
+  readonly misplaced?: Readonly<Record<string, Readonly<Record<string, true>>>>;
 }
 
 /** The known name a typo most likely meant: few edits apart for its length, ignoring case. */

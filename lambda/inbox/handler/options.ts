@@ -307,7 +307,7 @@ export function checkOptions<Body, Raw = SQSRecord>(
     throw new InboxConfigError('options', `pass an object, e.g. ${handlerName}({ consumer: 'order-worker', apply })`);
   }
   // First: a misspelt `consumr` is better named as a typo than reported as a missing `consumer`.
-  refuseUnknownKeys(options, { ...CONSUMER_OPTIONS, ...source.options }, undefined, NESTED_OPTIONS, `${handlerName}()`);
+  refuseUnknownKeys(options, { ...CONSUMER_OPTIONS, ...source.options }, undefined, { top: `${handlerName}()`, misplaced: NESTED_OPTIONS });
   // null, like undefined, means "the default": INBOX_CONSUMER.
   const consumer = options.consumer ?? undefined;
   if (consumer !== undefined) checkConsumer(consumer, handlerName);
@@ -407,10 +407,15 @@ function checkConsumer(consumer: unknown, handlerName: string): string {
 
 /** `claim` checked. */
 const checkClaim = (given: unknown) =>
-  plainChoice(given, 'claim', ['before-apply', 'with-first-statement'], 'before-apply', { name: 'withFirstStatement', value: 'with-first-statement' });
+  plainChoice(given, 'claim', {
+    choices: ['before-apply', 'with-first-statement'],
+    fallback: 'before-apply',
+    retired: { name: 'withFirstStatement', value: 'with-first-statement' },
+  });
 
 /** `onPermanentError` checked. */
-const checkOnPermanentError = (given: unknown) => plainChoice(given, 'onPermanentError', ['retry', 'park'], 'retry', { name: 'park', value: 'park' });
+const checkOnPermanentError = (given: unknown) =>
+  plainChoice(given, 'onPermanentError', { choices: ['retry', 'park'], fallback: 'retry', retired: { name: 'park', value: 'park' } });
 
 /** The outbox option checked: a transport, destinations when given, a transaction mode. */
 function checkOutbox(outbox: unknown, mode: ResolvedMode<unknown>['kind']): CheckedOptions<unknown>['outbox'] {

@@ -125,7 +125,7 @@ export class BatchModeRunner<Body, Raw = unknown> {
     const mode = this.options.mode;
     const set = members.map(setMember);
     if (mode.kind === 'batch-statement') {
-      const claims = await statementSet(session, this.tables, this.options.consumer, mode, set, true);
+      const claims = await statementSet(session, { tables: this.tables, consumer: this.options.consumer, mode, members: set }, true);
       return Promise.all(members.map((p, index) => this.consumer.settle(p, claims[index]!, session, tally)));
     }
     if (mode.kind !== 'batch-transaction') throw new Error('unreachable');
@@ -133,7 +133,7 @@ export class BatchModeRunner<Body, Raw = unknown> {
     let claimed: boolean[];
     let sent: number[] = [];
     try {
-      const claims = await claimSet(tx, this.tables, this.options.consumer, set, this.options.callTimeoutMs);
+      const claims = await claimSet(tx, { tables: this.tables, consumer: this.options.consumer, members: set, callTimeoutMs: this.options.callTimeoutMs });
       // A duplicate whose stored hash differs, or cannot be read yet, is settled alone: a collision must
       // not let the rest of its group be applied ahead of it.
       if (claims.some((claim, index) => !claim.claimed && (claim.existingSha256 === null || !sameHash(claim.existingSha256, set[index]!.sha256)))) {

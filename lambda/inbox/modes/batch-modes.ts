@@ -3,22 +3,19 @@ import type { ClaimOutcome } from '../sql/claim.js';
 import type { Transaction } from '../transport/transaction.js';
 import type { InboxSession } from '../transport/session.js';
 import type { InboxMessage, ResolvedMode } from '../handler/options.js';
-import type { InboxTables } from '../sql/schema.js';
 import { batchInputRow, statementSet, unwritableBodyRead } from './statement-set.js';
+import type { SetMember, StatementSet } from './statement-set.js';
 
 type BatchStatement<Body, Raw> = Extract<ResolvedMode<Body, Raw>, { kind: 'batch-statement' }>;
 
 /** `statementBatch` with one record alone: its one-row statement, and the record's claim. */
 export async function statementAlone<Body, Raw>(
   session: InboxSession,
-  tables: InboxTables,
-  consumer: string,
-  mode: BatchStatement<Body, Raw>,
-  message: InboxMessage<Body, Raw>,
-  sha256: Uint8Array,
+  statement: Omit<StatementSet<Body, Raw>, 'members'>,
+  member: SetMember<Body, Raw>,
 ): Promise<ClaimOutcome> {
   try {
-    const [claim] = await statementSet(session, tables, consumer, mode, [{ message, sha256 }], false);
+    const [claim] = await statementSet(session, { ...statement, members: [member] }, false);
     return claim!;
   } catch (error) {
     throw unwritableBodyRead(error) ?? error;

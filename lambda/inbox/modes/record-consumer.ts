@@ -12,7 +12,7 @@ import type { InboxMessage, InboxTransaction, ResolvedMode, ResolvedOptions } fr
 import type { PreparedRecord } from '../prepare/prepare.js';
 import type { InboxTables } from '../sql/schema.js';
 import { UNSTORABLE_TEXT_STATES, unstorableTextIn } from '../sql/storable-text.js';
-import type { InboxSource, SourceRecord } from '../sources/source.js';
+import type { InboxSource } from '../sources/source.js';
 import type { BatchTally, InboxLogger } from '../telemetry/telemetry.js';
 import { ClaimBeforeApply } from './claim-before-apply.js';
 import { OutboxWriter } from '../outbox/outbox-writer.js';
@@ -55,14 +55,14 @@ export class RecordConsumer<Body, Raw = unknown> {
   }
 
   async consume(prepared: PreparedRecord<Body, Raw>, session: InboxSession, tally: BatchTally): Promise<Outcome> {
-    const { record, key, sha256 } = prepared;
+    const { sha256 } = prepared;
     try {
       if (prepared.error) throw prepared.error;
       if (prepared.known === 'duplicate') return { kind: 'duplicate' };
-      if (prepared.known) throw this.#collision(record, key!, prepared.known.collidesWith, sha256, tally);
+      if (prepared.known) throw this.#collision(prepared, prepared.known.collidesWith, tally);
       const message = prepared.message!;
       const verdict = await this.#applyAlone(session, message, sha256, tally);
-      if (typeof verdict === 'object') throw this.#collision(record, key!, verdict.collidesWith, sha256, tally);
+      if (typeof verdict === 'object') throw this.#collision(prepared, verdict.collidesWith, tally);
       return { kind: verdict };
     } catch (error) {
       return this.#failed(session, prepared, refusedText(prepared, error) ?? error, tally);
@@ -78,7 +78,7 @@ export class RecordConsumer<Body, Raw = unknown> {
       if (claim.claimed) return { kind: 'processed' };
       const verdict = await this.#duplicateOrCollision(session, prepared.key!, claim.existingSha256, prepared.sha256);
       if (verdict === 'duplicate') return { kind: 'duplicate' };
-      throw this.#collision(prepared.record, prepared.key!, verdict.collidesWith, prepared.sha256, tally);
+      throw this.#collision(prepared, verdict.collidesWith, tally);
     } catch (error) {
       return this.#failed(session, prepared, error, tally);
     }
@@ -99,7 +99,7 @@ export class RecordConsumer<Body, Raw = unknown> {
         sha256,
         error: failure,
         verdictOf: (claim) => this.#duplicateOrCollision(session, key!, claim.existingSha256, sha256),
-        collision: (stored) => this.#collision(record, key!, stored, sha256, tally),
+        collision: (stored) => this.#collision(prepared, stored, tally),
       });
     }
     return { kind: 'failed', error: failure };
@@ -112,13 +112,15 @@ export class RecordConsumer<Body, Raw = unknown> {
     // certain: the record's whole transaction runs again, in place, a bounded number of times.
     switch (mode.kind) {
       case 'transaction':
-        return retryConflicts(session, () => this.#inTransaction(session, message, sha256, tally, (tx) => mode.apply(tx, message)));
+        return retryConflicts(session, () => this.#inTransaction(session, tally, { message, sha256 }, (tx) => mode.apply(tx, message)));
       case 'batch-transaction':
-        return retryConflicts(session, () => this.#inTransaction(session, message, sha256, tally, (tx) => mode.applyBatch(tx, [message])));
+        return retryConflicts(session, () => this.#inTransaction(session, tally, { message, sha256 }, (tx) => mode.applyBatch(tx, [message])));
       case 'statement':
         return retryConflicts(session, () => this.#inOneStatement(session, mode, message, sha256));
       case 'batch-statement': {
-        const claim = await retryConflicts(session, () => statementAlone(session, this.#tables, this.#options.consumer, mode, message, sha256));
+        const claim = await retryConflicts(session, () =>
+          statementAlone(session, { tables: this.#tables, consumer: this.#options.consumer, mode }, { message, sha256 }),
+        );
         return claim.claimed ? 'processed' : this.#duplicateOrCollision(session, message.key, claim.existingSha256, sha256);
       }
     }
@@ -131,9 +133,8 @@ export class RecordConsumer<Body, Raw = unknown> {
    */
   async #inTransaction(
     session: InboxSession,
-    message: InboxMessage<Body, Raw>,
-    sha256: Uint8Array,
     tally: BatchTally,
+    { message, sha256 }: { readonly message: InboxMessage<Body, Raw>; readonly sha256: Uint8Array },
     apply: (tx: InboxTransaction) => Promise<void>,
   ): Promise<ClaimVerdict> {
     const tx = await session.transaction();
@@ -204,10 +205,10 @@ export class RecordConsumer<Body, Raw = unknown> {
     return rows[0] && { existingSha256: (rows[0].existing_sha256 as Uint8Array | null | undefined) ?? null };
   }
 
-  /** Counts and logs a key collision, and returns it as the record's permanent error. */
-  #collision(record: SourceRecord<Raw>, key: string, stored: Uint8Array, received: Uint8Array, tally: BatchTally): KeyCollisionError {
+  /** Counts and logs a key collision of the record with the hash `stored`, and returns it as the record's permanent error. */
+  #collision({ record, key, sha256 }: PreparedRecord<Body, Raw>, stored: Uint8Array, tally: BatchTally): KeyCollisionError {
     tally.collisions++;
-    const error = new KeyCollisionError(key, hex(stored), hex(received));
+    const error = new KeyCollisionError(key!, hex(stored), hex(sha256));
     this.#logger.error('key collision: a different message reused a claimed idempotency key; not applied', {
       [this.#source.idName]: record.id,
       key,

@@ -15,6 +15,22 @@ export interface SetMember<Body, Raw = unknown> {
   readonly sha256: Uint8Array;
 }
 
+/** A `statementBatch` set: the tables it claims in, the consumer it claims for, the mode's statement, and its members. */
+export interface StatementSet<Body, Raw = unknown> {
+  readonly tables: Parameters<typeof batchGatedSql>[0];
+  readonly consumer: string;
+  readonly mode: Extract<ResolvedMode<Body, Raw>, { kind: 'batch-statement' }>;
+  readonly members: readonly SetMember<Body, Raw>[];
+}
+
+/** An `applyBatch` set to claim inside its transaction: the tables, the consumer, the members, and the bound on each statement. */
+export interface ClaimedSet {
+  readonly tables: Parameters<typeof batchClaimSql>[0];
+  readonly consumer: string;
+  readonly members: readonly SetMember<unknown, unknown>[];
+  readonly callTimeoutMs: number;
+}
+
 /** One record of the claim's JSON input: the columns the batch SQL declares, its text as base64 (see batchGatedSql). */
 export function batchInputRow(message: InboxMessage<unknown, unknown>, sha256: Uint8Array, position: number) {
   return {
@@ -65,15 +81,8 @@ export function unwritableBodyRead(error: unknown): PermanentError | undefined {
  * set-based effect to those it claimed. Returns each member's claim, in member order. With `strict`, a
  * collision with an earlier claim fails the whole statement (see {@link batchGatedSql}).
  */
-export async function statementSet<Body, Raw>(
-  session: InboxSession,
-  tables: Parameters<typeof batchGatedSql>[0],
-  consumer: string,
-  mode: Extract<ResolvedMode<Body, Raw>, { kind: 'batch-statement' }>,
-  members: readonly SetMember<Body, Raw>[],
-  strict: boolean,
-): Promise<BatchClaimOutcome[]> {
-  const { sql, params } = setStatement(tables, consumer, mode, members, strict);
+export async function statementSet<Body, Raw>(session: InboxSession, set: StatementSet<Body, Raw>, strict: boolean): Promise<BatchClaimOutcome[]> {
+  const { sql, params } = setStatement(set, strict);
   const { rows } = await session.executeIdempotent(sql, params);
   return readBatchClaims(rows);
 }
@@ -83,26 +92,12 @@ export async function statementSet<Body, Raw>(
  * (the Data API: a 4 MiB request, a 1 MiB answer). Ten 1 MiB bodies in one statement would be refused, and
  * every record would then run alone; the batch modes split such a set into runs that fit.
  */
-export function statementSetFits<Body, Raw>(
-  limits: RequestLimits,
-  set: {
-    readonly tables: Parameters<typeof batchGatedSql>[0];
-    readonly consumer: string;
-    readonly mode: Extract<ResolvedMode<Body, Raw>, { kind: 'batch-statement' }>;
-    readonly members: readonly SetMember<Body, Raw>[];
-  },
-): boolean {
-  const { sql, params } = setStatement(set.tables, set.consumer, set.mode, set.members, true);
+export function statementSetFits<Body, Raw>(limits: RequestLimits, set: StatementSet<Body, Raw>): boolean {
+  const { sql, params } = setStatement(set, true);
   return limits.fits(sql, params, set.members.length * CLAIM_ROW_BYTES);
 }
 
-function setStatement<Body, Raw>(
-  tables: Parameters<typeof batchGatedSql>[0],
-  consumer: string,
-  mode: Extract<ResolvedMode<Body, Raw>, { kind: 'batch-statement' }>,
-  members: readonly SetMember<Body, Raw>[],
-  strict: boolean,
-): { sql: string; params: SqlParams } {
+function setStatement<Body, Raw>({ tables, consumer, mode, members }: StatementSet<Body, Raw>, strict: boolean): { sql: string; params: SqlParams } {
   const params = mode.params(members.map((member) => member.message));
   const userSql = checkGatedStatement(mode.sql, params, 'statementBatch.sql');
   return {
@@ -121,13 +116,7 @@ function setStatement<Body, Raw>(
  * when their keys, or their verdicts, would not fit in one call, bounding the transaction's later
  * statements below `callTimeoutMs`. Returns each member's claim, in member order.
  */
-export async function claimSet(
-  tx: Transaction,
-  tables: Parameters<typeof batchClaimSql>[0],
-  consumer: string,
-  members: readonly SetMember<unknown, unknown>[],
-  callTimeoutMs: number,
-): Promise<BatchClaimOutcome[]> {
+export async function claimSet(tx: Transaction, { tables, consumer, members, callTimeoutMs }: ClaimedSet): Promise<BatchClaimOutcome[]> {
   const sql = batchClaimSql(tables);
   const params = (run: readonly SetMember<unknown, unknown>[]): SqlParams => ({
     ...statementBound(callTimeoutMs),
