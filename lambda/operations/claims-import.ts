@@ -104,7 +104,8 @@ export async function importClaims(options: ClaimsImportOptions): Promise<Claims
   const consumed = inboxTables(options.schema ?? 'inbox').consumed;
   const read = READ_BATCH_SQL(from, column, options.where?.column);
   const only = options.where === undefined ? {} : { only: options.where.equals };
-  const write = options.dryRun ? COUNT_NEW_SQL(consumed) : INSERT_CLAIMS_SQL(consumed);
+  // A dry run counts the claims it would write; a run writes them.
+  const write: ClaimsWrite = options.dryRun ? { sql: COUNT_NEW_SQL(consumed), dryRun: true } : { sql: INSERT_CLAIMS_SQL(consumed), dryRun: false };
   const report = { read: 0, imported: 0, alreadyClaimed: 0, refused: 0, refusals: [] as { key: string; reason: string }[] };
   let after: string | null = null;
   for (;;) {
@@ -121,7 +122,7 @@ export async function importClaims(options: ClaimsImportOptions): Promise<Claims
       }
     }
     report.read += rows.length;
-    const fresh = keys.length === 0 ? 0 : await countWritten(session, write, consumer, keys, options.dryRun === true);
+    const fresh = keys.length === 0 ? 0 : await countWritten(session, write, consumer, keys);
     report.imported += fresh;
     report.alreadyClaimed += keys.length - fresh;
   }
@@ -137,7 +138,13 @@ function keyFor(old: string, template: string): string | { refused: string } {
   }
 }
 
-async function countWritten(session: InboxSession, sql: string, consumer: string, keys: string[], dryRun: boolean): Promise<number> {
+/** The statement that writes a batch's claims, or that counts the claims it would write (a dry run). */
+interface ClaimsWrite {
+  readonly sql: string;
+  readonly dryRun: boolean;
+}
+
+async function countWritten(session: InboxSession, { sql, dryRun }: ClaimsWrite, consumer: string, keys: string[]): Promise<number> {
   // One key twice in a batch (two old keys the template maps together) is one claim.
   const unique = [...new Set(keys)];
   const result = await session.execute(sql, { consumer, keys: JSON.stringify(unique) });

@@ -165,7 +165,7 @@ export async function provisionRole(
     const sequences = [...(await defaultSequences(tx, schema, tableName(tables.parked))), ...(await defaultSequences(tx, schema, tableName(tables.outbox)))];
     const functions = await inboxFunctions(tx, schema);
     const access = await databaseAccess(tx, options.revokePublic === true);
-    const desired = [...access.privileges, ...inboxPrivileges(spec.purpose, schema, tables, sequences, functions), ...(await userPrivileges(tx, spec))];
+    const desired = [...access.privileges, ...inboxPrivileges(spec.purpose, { schema, tables, sequences, functions }), ...(await userPrivileges(tx, spec))];
     const { granted, revoked } = await reconcile(tx, spec.role, schema, desired);
     const scope = await setScope(tx, tables, spec.role, spec.purpose === 'consumer' && spec.consumer !== undefined ? [spec.consumer] : []);
     await tx.commit();
@@ -445,13 +445,15 @@ function sequenceUsage(sequences: readonly Sequence[]): Privilege[] {
   return sequences.map((sequence) => ({ kind: 'sequence', schema: sequence.schema, name: sequence.name, column: null, privilege: 'USAGE' }));
 }
 
-function inboxPrivileges(
-  purpose: RolePurpose,
-  schema: string,
-  tables: InboxTables,
-  sequences: readonly Sequence[],
-  functions: readonly Privilege[],
-): Privilege[] {
+/** The inbox's objects in the catalog: its schema and tables, the sequences of their defaults, and its functions' EXECUTE. */
+interface InboxObjects {
+  readonly schema: string;
+  readonly tables: InboxTables;
+  readonly sequences: readonly Sequence[];
+  readonly functions: readonly Privilege[];
+}
+
+function inboxPrivileges(purpose: RolePurpose, { schema, tables, sequences, functions }: InboxObjects): Privilege[] {
   const { consumed, parked, outbox } = tables;
   const table = tableName;
   const on = (name: string, privilege: string, column: string | null = null): Privilege => ({

@@ -105,7 +105,13 @@ export async function sweepOutbox(session: InboxSession, options: SweepOptions):
   };
 
   const rows = (await attempt('select', () => unsentRows(session, tables, options))) ?? [];
-  const { sent, deferred, stopped } = await sendInSlices(session, tables, options.transport, rows, timeLeft, (error) => failures.push({ step: 'send', error }));
+  const { sent, deferred, stopped } = await sendInSlices(rows, {
+    session,
+    tables,
+    transport: options.transport,
+    timeLeft,
+    failed: (error) => failures.push({ step: 'send', error }),
+  });
   const deleting = timeLeft();
   const deleted = deleting ? ((await attempt('delete', () => deleteSent(session, tables, options))) ?? 0) : 0;
   const cutShort = stopped || !deleting;
@@ -136,18 +142,23 @@ async function unsentRows(session: InboxSession, tables: InboxTables, options: S
   );
 }
 
+/** How a sweep sends its rows: through its session and transport, while `timeLeft`, telling `failed` of a failure that stops it. */
+interface SliceSends {
+  readonly session: InboxSession;
+  readonly tables: InboxTables;
+  readonly transport: OutboxTransport;
+  readonly timeLeft: () => boolean;
+  readonly failed: (error: Error) => void;
+}
+
 /**
  * Sends and marks the rows 50 at a time while time is left. A FIFO group with a row not sent in one step
  * sends nothing more in later steps, or it would be reordered; a failed mark stops the sends (the rows it
  * left unmarked are resent later under the same keys).
  */
 async function sendInSlices(
-  session: InboxSession,
-  tables: InboxTables,
-  transport: OutboxTransport,
   rows: readonly OutboxEnvelope[],
-  timeLeft: () => boolean,
-  failed: (error: Error) => void,
+  { session, tables, transport, timeLeft, failed }: SliceSends,
 ): Promise<{ sent: number; deferred: number; stopped: boolean }> {
   const blocked = new Set<string>();
   const groupOf = (row: OutboxEnvelope) => (row.destination.endsWith('.fifo') ? `${row.destination}\n${row.groupId}` : undefined);

@@ -134,21 +134,28 @@ export function queueUrlFromArn(arn: string): string | undefined {
 export async function redriveParked(options: RedriveOptions, ids: readonly number[]): Promise<RedriveResult[]> {
   const tables = inboxTables(options.schema ?? 'inbox');
   checkOptions(options);
-  const now = options.now ?? Date.now;
+  const redrive: Redrive = { options, tables, now: options.now ?? Date.now };
   const unique = [...new Set(ids.map(checkId))].sort((a, b) => a - b);
   const results = new Map<number, RedriveResult>();
-  for (const id of unique) results.set(id, await redriveOne(options, tables, id, now));
+  for (const id of unique) results.set(id, await redriveOne(redrive, id));
   await relay(options, tables, results);
   return ids.map((id) => results.get(id)!);
 }
 
+/** One call of redriveParked: its options, the tables they name, and its clock. */
+interface Redrive {
+  readonly options: RedriveOptions;
+  readonly tables: InboxTables;
+  readonly now: () => number;
+}
+
 /** One message redriven, or why not; a failure is its result, never thrown. */
-async function redriveOne(options: RedriveOptions, tables: InboxTables, id: number, now: () => number): Promise<RedriveResult> {
+async function redriveOne(redrive: Redrive, id: number): Promise<RedriveResult> {
   const state = { committing: false };
   try {
     // A conflict (Aurora DSQL at COMMIT, or a racing redrive under repeatable read) rolled it back for
     // certain: the session's dialect runs it again, and counts it, as it does a record's transaction.
-    return await retryConflicts(options.session, () => redriveTransaction(options, tables, id, now, state));
+    return await retryConflicts(redrive.options.session, () => redriveTransaction(redrive, id, state));
   } catch (error) {
     const text = error instanceof Error ? error.message : String(error);
     return {
@@ -160,13 +167,7 @@ async function redriveOne(options: RedriveOptions, tables: InboxTables, id: numb
 }
 
 /** The redrive's transaction: rolled back and thrown on failure; `state.committing` once its COMMIT is sent. */
-async function redriveTransaction(
-  options: RedriveOptions,
-  tables: InboxTables,
-  id: number,
-  now: () => number,
-  state: { committing: boolean },
-): Promise<RedriveResult> {
+async function redriveTransaction({ options, tables, now }: Redrive, id: number, state: { committing: boolean }): Promise<RedriveResult> {
   const { session, consumer } = options;
   let tx: Transaction | undefined;
   state.committing = false;

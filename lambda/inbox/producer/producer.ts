@@ -317,10 +317,12 @@ export function createProducer(options: ProducerOptions): Producer {
         if (fifo && item.groupId !== undefined && blockedGroups.has(item.groupId)) {
           failures.push(
             failure(
-              item,
-              'GroupBlocked',
-              `not sent: an earlier message of group ${item.groupId} failed, and sending this one would reorder the group. Resend from the first failed message with the same keys.`,
-              true,
+              {
+                item,
+                code: 'GroupBlocked',
+                message: `not sent: an earlier message of group ${item.groupId} failed, and sending this one would reorder the group. Resend from the first failed message with the same keys.`,
+                senderFault: true,
+              },
               0,
             ),
           );
@@ -329,7 +331,7 @@ export function createProducer(options: ProducerOptions): Producer {
         }
       }
       for (let attempt = 1; pending.length > 0; attempt += 1) {
-        const retry: { item: Prepared; code: string; message: string; senderFault: boolean }[] = [];
+        const retry: Refused[] = [];
         try {
           const output = await options.client.send(new SendMessageBatchCommand({ QueueUrl: options.queueUrl, Entries: pending.map((p) => p.entry) }));
           const byId = new Map(pending.map((p) => [p.entry.Id, p]));
@@ -358,7 +360,7 @@ export function createProducer(options: ProducerOptions): Producer {
           if (retryable && attempt < maxAttempts) {
             pending.push(r.item);
           } else {
-            failures.push(failure(r.item, r.code, r.message, r.senderFault, attempt));
+            failures.push(failure(r, attempt));
             if (fifo && r.item.groupId !== undefined) blockedGroups.add(r.item.groupId);
           }
         }
@@ -379,7 +381,15 @@ export function createProducer(options: ProducerOptions): Producer {
   return { send };
 }
 
-function failure(item: Prepared, code: string, message: string, senderFault: boolean, attempts: number): FailedMessage {
+/** An entry SQS refused (or that was held back), and why. */
+interface Refused {
+  readonly item: Prepared;
+  readonly code: string;
+  readonly message: string;
+  readonly senderFault: boolean;
+}
+
+function failure({ item, code, message, senderFault }: Refused, attempts: number): FailedMessage {
   return { index: item.index, id: item.entry.Id ?? '', key: item.key, code, message, senderFault, attempts };
 }
 

@@ -311,7 +311,7 @@ export async function migrate(session: InboxSession, sets: readonly InboxMigrati
         const statements = migrationStatements(migration, tables);
         const checksum = migrationChecksum(statements);
         if (recorded.has(migration.version)) {
-          await checkApplied(tx, tables, set.name, migration, recorded.get(migration.version) ?? null, checksum);
+          await checkApplied(tx, tables, { set: set.name, migration, recorded: recorded.get(migration.version) ?? null, checksum });
           continue;
         }
         if (migration.version < current) {
@@ -353,15 +353,16 @@ export function migrationStatements(migration: Migration, tables: InboxTables): 
   return typeof migration.statements === 'function' ? migration.statements(tables) : migration.statements;
 }
 
+/** A migration of a set that the database records as applied: the checksum recorded with it (null before checksums), and its own now. */
+export interface AppliedMigration {
+  readonly set: string;
+  readonly migration: Migration;
+  readonly recorded: string | null;
+  readonly checksum: string;
+}
+
 /** An applied migration must be the one that was applied; a row from before checksums gets this one recorded. */
-export async function checkApplied(
-  tx: Transaction,
-  tables: InboxTables,
-  set: string,
-  migration: Migration,
-  recorded: string | null,
-  checksum: string,
-): Promise<void> {
+export async function checkApplied(tx: Transaction, tables: InboxTables, { set, migration, recorded, checksum }: AppliedMigration): Promise<void> {
   if (recorded === null) {
     await tx.execute(`UPDATE ${tables.migrations} SET checksum = :checksum WHERE set_name = :set AND version = :version`, {
       checksum,

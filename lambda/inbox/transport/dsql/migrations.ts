@@ -166,7 +166,7 @@ export async function migrateDsql(
       if (recorded.has(migration.version)) {
         const tx = await session.transaction();
         try {
-          await checkApplied(tx, tables, set.name, migration, recorded.get(migration.version) ?? null, checksum);
+          await checkApplied(tx, tables, { set: set.name, migration, recorded: recorded.get(migration.version) ?? null, checksum });
           await tx.commit();
         } catch (error) {
           await tx.rollback().catch(() => {});
