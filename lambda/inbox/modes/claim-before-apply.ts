@@ -16,6 +16,13 @@ export interface TransactionClaim {
   readonly carrierFailed: boolean;
   /** The stored hash a claim that found the key taken read with it (null when it read none: look it up). */
   readonly existingSha256: Uint8Array | null;
+}
+
+/**
+ * A claim that `apply`'s statements go through, because it rides on them (`claim: 'with-first-statement'`). A
+ * claim made before `apply` has none: `apply`'s statements go straight to the transaction.
+ */
+export interface RidingClaim extends TransactionClaim {
   /** One of `apply`'s statements. */
   execute(sql: string, params?: SqlParams): Promise<StatementResult>;
   /** One of `apply`'s batch calls. */
@@ -55,15 +62,4 @@ export class ClaimBeforeApply implements TransactionClaim {
   async afterApply(): Promise<boolean> {
     return true;
   }
-
-  execute(sql: string, params?: SqlParams): Promise<StatementResult> {
-    return this.#tx.execute(sql, params);
-  }
-
-  executeBatch(sql: string, paramSets: readonly SqlParams[]): Promise<number> {
-    return this.#tx.executeBatch(sql, paramSets);
-  }
-
-  /** The claim went before `apply`, which runs only when it inserted the row. */
-  async claimFirst(): Promise<void> {}
 }

@@ -4,7 +4,7 @@ import type { SqlParams } from '../transport/values.js';
 import type { StatementResult } from '../transport/results.js';
 import { InboxError } from '../errors.js';
 import type { InboxTables } from '../sql/schema.js';
-import type { TransactionClaim } from './claim-before-apply.js';
+import type { RidingClaim } from './claim-before-apply.js';
 
 /**
  * What `tx.execute` throws in `apply` when the message's key turned out to be claimed already: its first
@@ -25,7 +25,7 @@ export class ClaimTakenError extends InboxError {
  * call, a statement that takes no CTE, `inbox_` parameters of its own) or the effect sends none, it goes
  * alone just before.
  */
-export class RecordClaim implements TransactionClaim {
+export class RecordClaim implements RidingClaim {
   #state: 'pending' | 'riding' | 'claimed' | 'taken' | 'failed' = 'pending';
   /** The claim's statement, alone or carried, settled: it never rejects. */
   #carrier: Promise<void> = Promise.resolve();

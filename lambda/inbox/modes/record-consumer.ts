@@ -19,7 +19,7 @@ import { OutboxWriter } from '../outbox/outbox-writer.js';
 import type { OutboxConfig, TransactionOutbox } from '../outbox/transaction-outbox.js';
 import { statementAlone } from './batch-modes.js';
 import { withChannel } from '../transport/pass-through.js';
-import type { TransactionClaim } from './claim-before-apply.js';
+import type { RidingClaim, TransactionClaim } from './claim-before-apply.js';
 
 /** What a claim came to: applied, a redelivery, or a different message under a claimed key. */
 export type ClaimVerdict = 'processed' | DuplicateVerdict;
@@ -140,13 +140,14 @@ export class RecordConsumer<Body, Raw = unknown> {
     const tx = await session.transaction();
     const writer = this.outbox(message);
     const params = { ...claimParams(this.#options.consumer, message.key, sha256), ...statementBound(this.#options.callTimeoutMs) };
-    const claim: TransactionClaim =
-      this.#options.claim === 'with-first-statement' ? new RecordClaim(tx, this.#tables, params) : new ClaimBeforeApply(tx, this.#tables, params);
+    // A claim that rides on apply's statements takes them; one made before apply leaves them to the transaction.
+    const riding = this.#options.claim === 'with-first-statement' ? new RecordClaim(tx, this.#tables, params) : undefined;
+    const claim: TransactionClaim = riding ?? new ClaimBeforeApply(tx, this.#tables, params);
     let claimed = false;
     let sent: number[] = [];
     try {
       if (await claim.beforeApply()) {
-        await apply(inboxTransaction(tx, writer, claim)).catch((error: unknown) => {
+        await apply(inboxTransaction(tx, writer, riding)).catch((error: unknown) => {
           // A statement after a taken claim fails too (the transaction is aborted): the record is a duplicate.
           if (!claim.taken) throw error;
         });
@@ -236,13 +237,14 @@ function refusedText(prepared: PreparedRecord<unknown, unknown>, error: unknown)
 
 /**
  * What `apply` and `applyBatch` may call on the transaction. With `claim` (a per-record transaction whose
- * claim is still to come), statements go through it, and an ORM's calls wait for it (`sqs-inbox/orm`).
+ * claim rides on its first statement), statements go through it, and an ORM's calls wait for it (`sqs-inbox/orm`).
  */
-export function inboxTransaction(tx: Transaction, outbox: TransactionOutbox, claim?: TransactionClaim): InboxTransaction {
+export function inboxTransaction(tx: Transaction, outbox: TransactionOutbox, claim?: RidingClaim): InboxTransaction {
   const statements: Pick<Transaction, 'execute' | 'executeBatch'> = claim ?? tx;
   const inboxTx: InboxTransaction = {
-    execute: (sql, params) => statements.execute(sql, params),
-    executeBatch: (sql, paramSets) => statements.executeBatch(sql, paramSets),
+    // Bound, not wrapped: the user's call reaches the claim or the transaction directly, one frame fewer in its stack.
+    execute: statements.execute.bind(statements),
+    executeBatch: statements.executeBatch.bind(statements),
     send: (message, from) => outbox.send(message, from),
     transactionId: tx.transactionId,
   };
