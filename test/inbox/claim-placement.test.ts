@@ -328,6 +328,29 @@ describe("claim: 'with-first-statement'", () => {
     expect([await shipped(orderId), await shipped(`${orderId}-b`)]).toEqual([1, 1]);
   });
 
+  it.each([
+    ['before-apply', []],
+    ['with-first-statement', ['RecordClaim.execute']],
+  ] as const)("%s: a user's tx.execute reaches the transaction through %j, nothing that only forwards", async (placement, between) => {
+    // A call after apply returned is refused by the transaction's queue, synchronously under the user's call:
+    // the refusal's stack is the path from tx.execute to the transaction.
+    let refusal: Promise<Error> | undefined;
+    const { handler } = riding(
+      async (tx, m) => {
+        await tx.execute(SHIP, { orderId: m.body.orderId });
+        refusal = new Promise((resolve) => setTimeout(() => tx.execute('SELECT 1').catch(resolve)));
+      },
+      { claim: placement },
+    );
+    expect((await handler({ Records: [sqsRecord({ body: { orderId: `o-frames-${placement}` } })] }, lambdaContext())).batchItemFailures).toEqual([]);
+    const frames = ((await refusal!).stack ?? '').split('\n').flatMap((line) => /^\s+at (\S+)/.exec(line)?.[1] ?? []);
+    const transaction = frames.indexOf('Transaction.execute');
+    expect(frames.slice(0, transaction + 1)).toEqual(['Transaction.#enqueue', 'Transaction.execute']);
+    // Then the frames between it and the user's callback (the timer's), which V8 names Timeout._onTimeout.
+    const user = frames.findIndex((frame) => frame.startsWith('Timeout.'));
+    expect(frames.slice(transaction + 1, user)).toEqual(between);
+  });
+
   it('is refused with the single-statement modes, naming the option', () => {
     expect(() =>
       inbox<Order>({ consumer: 'x', database: db.target, claim: 'with-first-statement', statement: { sql: 'SELECT 1 FROM claimed', params: () => ({}) } }),
