@@ -1,5 +1,5 @@
 import { parkRecord } from '../parked/park-record.js';
-import { RecordClaim } from './claim-with-first-statement.js';
+import { ClaimWithFirstStatement } from './claim-with-first-statement.js';
 import type { Outcome } from '../lanes/lanes.js';
 import { checkGatedStatement, claimParams, gatedSql, readClaim, sameHash, statementBound, storedHashSql } from '../sql/claim.js';
 import type { ClaimOutcome } from '../sql/claim.js';
@@ -140,7 +140,7 @@ export class RecordConsumer<Body, Raw = unknown> {
     const writer = this.outbox(message);
     const params = { ...claimParams(this.#options.consumer, message.key, sha256), ...statementBound(this.#options.callTimeoutMs) };
     const claim: TransactionClaim =
-      this.#options.claim === 'with-first-statement' ? new RecordClaim(tx, this.#tables, params) : new ClaimBeforeApply(tx, this.#tables, params);
+      this.#options.claim === 'with-first-statement' ? new ClaimWithFirstStatement(tx, this.#tables, params) : new ClaimBeforeApply(tx, this.#tables, params);
     let claimed = false;
     let sent: number[] = [];
     try {
