@@ -1,7 +1,7 @@
 import type { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
 import { selectByKey } from '../../local/scenario/effects.js';
 import { problemsOf, readVerdict } from '../../local/scenario/judge.js';
-import type { DoubleEffect, OutOfOrderEffect, SentMessage, Verdict } from '../../local/scenario/judge.js';
+import type { DoubleEffect, OutOfOrderEffect, JudgedMessage, Verdict } from '../../local/scenario/judge.js';
 import type { RunQueue, SqsScenarioSource } from '../../local/scenario/sqs.js';
 import { INVOICES, INVOICE_CONSUMER, PHANTOMS, SHIPMENTS, SHIP_CONSUMER } from './tables.js';
 
@@ -47,7 +47,7 @@ export interface PipelineVerdict {
 export async function judgePipeline(
   session: DataApiSession,
   source: SqsScenarioSource,
-  sent: readonly SentMessage[],
+  sent: readonly JudgedMessage[],
   invoices: RunQueue,
   run: { readonly completed: boolean; readonly timeoutMs: number; readonly left: number },
 ): Promise<PipelineVerdict> {
@@ -60,7 +60,7 @@ export async function judgePipeline(
       Number(row.seq),
     ]),
   );
-  const handedOn: SentMessage[] = sent
+  const handedOn: JudgedMessage[] = sent
     .filter((message) => shippedFirst.has(message.key))
     .sort((a, b) => shippedFirst.get(a.key)! - shippedFirst.get(b.key)!)
     .map(({ key, groupId }, position) => ({ key, groupId, position, poison: false }));

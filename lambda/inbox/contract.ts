@@ -203,3 +203,13 @@ export const OUTBOX_SWEEP_DEFAULTS = {
  * row-level security hides, and tells nothing of them but that; the constructs grant it to consumer roles only.
  */
 export const OUTBOX_ORDER_FUNCTION = { name: 'outbox_older_unsent', args: 'text, text, bigint, bigint[]' } as const;
+
+/**
+ * A statement of the DSQL role mapping, as InboxDsqlDatabase writes it (lib/dsql/dsql-role-sql.ts) and the
+ * `Custom::InboxDsqlSchema` function runs it (lambda/functions/dsql-schema): its `Statements` are JSON of these.
+ */
+export interface DsqlStatement {
+  readonly sql: string;
+  /** "Already exists" (SQLSTATE 42710) counts as done: DSQL has no `IF NOT EXISTS` for roles or IAM grants. */
+  readonly ignoreDuplicate?: boolean;
+}

@@ -1,6 +1,7 @@
 import type { InboxTableGrant } from '../database/database-grants.js';
 import type { InboxRolePurpose } from '../database/inbox-database-role.js';
 import { OUTBOX_ORDER_FUNCTION } from '../../lambda/inbox/contract.js';
+import type { DsqlStatement } from '../../lambda/inbox/contract.js';
 
 /** What one database role on Aurora DSQL needs: the statements the DSQL migration function runs, in order. */
 export interface DsqlRoleSpec {
@@ -14,12 +15,6 @@ export interface DsqlRoleSpec {
   readonly grants: readonly InboxTableGrant[];
   /** The inbox schema. */
   readonly schema: string;
-}
-
-/** One statement and whether "already exists" (SQLSTATE 42710) counts as done: DSQL has no `IF NOT EXISTS` for roles. */
-export interface DsqlStatement {
-  readonly sql: string;
-  readonly ignoreDuplicate?: boolean;
 }
 
 const quote = (identifier: string) => `"${identifier}"`;

@@ -10,7 +10,7 @@ import type { ScenarioTransport } from './transport.js';
 // verdict comes from here, read from the user's effects query, never from the handler's own account.
 
 /** A message a scenario sent, as the verdict needs it. */
-export interface SentMessage {
+export interface JudgedMessage {
   /** The message's key. */
   readonly key: string;
   /** The FIFO group, if any. */
@@ -81,7 +81,7 @@ export interface Verdict {
 
 /** Judges the effects of the messages sent: doubles, lost, out-of-order within FIFO groups. */
 export function judge(
-  sent: readonly SentMessage[],
+  sent: readonly JudgedMessage[],
   effects: ReadonlyMap<string, KeyEffects>,
   parkedKeys: ReadonlySet<string>,
   deadLetteredKeys: ReadonlySet<string>,
@@ -90,7 +90,7 @@ export function judge(
   const countOf = (key: string) => effects.get(key)?.count ?? 0;
   const doubleEffects = sent.filter((m) => countOf(m.key) > 1).map((m) => ({ key: m.key, count: countOf(m.key) }));
   const notApplied = sent.filter((m) => countOf(m.key) === 0);
-  const accounted = (m: SentMessage) => parkedKeys.has(m.key) || deadLetteredKeys.has(m.key);
+  const accounted = (m: JudgedMessage) => parkedKeys.has(m.key) || deadLetteredKeys.has(m.key);
   const applied = sent.filter((m) => countOf(m.key) > 0);
   const orderChecked = sent.every((m) => m.groupId !== undefined) && applied.every((m) => effects.get(m.key)?.seq !== undefined);
   const disordered = orderChecked ? outOfOrder(applied, effects) : [];
@@ -159,14 +159,14 @@ function describeOrder(effect: OutOfOrderEffect): string {
   return `${effect.key} after ${effect.after} (group ${effect.groupId})`;
 }
 
-function outOfOrder(applied: readonly SentMessage[], effects: ReadonlyMap<string, KeyEffects>): OutOfOrderEffect[] {
-  const groups = new Map<string, SentMessage[]>();
+function outOfOrder(applied: readonly JudgedMessage[], effects: ReadonlyMap<string, KeyEffects>): OutOfOrderEffect[] {
+  const groups = new Map<string, JudgedMessage[]>();
   for (const message of applied) groups.set(message.groupId!, [...(groups.get(message.groupId!) ?? []), message]);
   const found: OutOfOrderEffect[] = [];
   for (const [groupId, messages] of groups) {
     // Judged on each message's first effect; equal seqs get the benefit of the doubt.
     const byFirstEffect = [...messages].sort((a, b) => compareSeq(effects.get(a.key)!.seq!, effects.get(b.key)!.seq!) || a.position - b.position);
-    let latest: SentMessage | undefined;
+    let latest: JudgedMessage | undefined;
     for (const message of byFirstEffect) {
       if (latest && message.position < latest.position) found.push({ key: message.key, groupId, after: latest.key });
       else latest = message;
@@ -182,7 +182,7 @@ function outOfOrder(applied: readonly SentMessage[], effects: ReadonlyMap<string
 export async function readVerdict(
   session: DataApiSession,
   effectsSql: string,
-  sent: readonly SentMessage[],
+  sent: readonly JudgedMessage[],
   parkedSql: string,
   deadLettered: ReadonlySet<string>,
 ): Promise<Verdict> {
@@ -211,7 +211,7 @@ export interface RunToJudge {
   readonly session: DataApiSession;
   /** The user's effects query. */
   readonly effects: string;
-  readonly sent: readonly SentMessage[];
+  readonly sent: readonly JudgedMessage[];
   readonly deadLettered: ReadonlySet<string>;
   readonly completed: boolean;
   readonly timeoutMs: number;
@@ -315,7 +315,7 @@ export function hardlyApplied(applied: number, messages: number, firstError: Err
  */
 export function failedForGood(
   verdict: Pick<Verdict, 'wellFormedInDlqOrParked' | 'wellFormedFailed'>,
-  sent: readonly SentMessage[],
+  sent: readonly JudgedMessage[],
   deadLettered: ReadonlySet<string>,
   failedByHandler: ReadonlySet<string> | undefined,
   expected: ((key: string) => boolean) | number | undefined,

@@ -1,5 +1,5 @@
 import type { FaultSchedule } from './fault-schedule.js';
-import type { SentMessage } from './judge.js';
+import type { JudgedMessage } from './judge.js';
 
 /**
  * One message of a scenario, as {@link ScenarioConsumer.message} builds it.
@@ -22,7 +22,7 @@ export interface ScenarioMessage {
 
 /** What a source's producer wrote: the messages the judge holds the run to, and the re-sends on top. */
 export interface Production {
-  readonly sent: readonly SentMessage[];
+  readonly sent: readonly JudgedMessage[];
   /** Messages the producer wrote a second time with the same key. */
   readonly duplicateSends: number;
   /** Messages sent, or stream records written, re-sends included. */

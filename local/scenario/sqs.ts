@@ -9,7 +9,7 @@ import type { QueueInfo, SqsModel } from '../sqs/model.js';
 import type { LocalStack } from '../stack.js';
 import type { FaultSchedule } from './fault-schedule.js';
 import type { HandedOn } from './consumer.js';
-import type { SentMessage } from './judge.js';
+import type { JudgedMessage } from './judge.js';
 import { startSweeper, unsentRows } from './outbox-sweeper.js';
 import type { PeriodicSweeper } from './outbox-sweeper.js';
 import type { Production, ScenarioMessage, ScenarioSource } from './source.js';
@@ -21,7 +21,7 @@ export interface RunQueue {
 }
 
 /** A message as the run sends it and judges it. */
-export interface Outgoing extends SentMessage {
+export interface Outgoing extends JudgedMessage {
   readonly body: string;
   /** The MessageGroupId sent: FIFO always; a standard queue only when message() names one. */
   readonly sendGroupId: string | undefined;

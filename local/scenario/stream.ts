@@ -2,7 +2,7 @@ import type { Context } from 'aws-lambda';
 import type { StreamEventSourceOptions } from '../streams/options.js';
 import type { StreamEventSource } from '../streams/stream-event-source.js';
 import type { FaultSchedule } from './fault-schedule.js';
-import type { SentMessage } from './judge.js';
+import type { JudgedMessage } from './judge.js';
 import type { Production, ScenarioMessage, ScenarioSource } from './source.js';
 import { StreamInvocationFaults } from './stream-faults.js';
 
@@ -69,7 +69,7 @@ export class StreamScenarioSource implements ScenarioSource {
    * waiting for the put's answer retries it.
    */
   async produce(schedule: FaultSchedule, messages: number, message: (index: number) => ScenarioMessage): Promise<Production> {
-    const sent: SentMessage[] = [];
+    const sent: JudgedMessage[] = [];
     const positions = new Map<string, number>();
     let duplicateSends = 0;
     for (let index = 0; index < messages; index++) {

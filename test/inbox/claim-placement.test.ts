@@ -330,7 +330,7 @@ describe("claim: 'with-first-statement'", () => {
 
   it.each([
     ['before-apply', []],
-    ['with-first-statement', ['RecordClaim.execute']],
+    ['with-first-statement', ['ClaimWithFirstStatement.execute']],
   ] as const)("%s: a user's tx.execute reaches the transaction through %j, nothing that only forwards", async (placement, between) => {
     // A call after apply returned is refused by the transaction's queue, synchronously under the user's call:
     // the refusal's stack is the path from tx.execute to the transaction.

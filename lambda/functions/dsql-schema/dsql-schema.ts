@@ -1,4 +1,5 @@
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
+import type { DsqlStatement } from '../../inbox/contract.js';
 import { DatabaseCallError } from '../../inbox/errors.js';
 import type { InboxMigrationSet } from '../../inbox/sql/schema.js';
 import { retryConflicts } from '../../inbox/transport/conflicts.js';
@@ -17,13 +18,6 @@ export const DSQL_ROLE_RESOURCE_TYPE = 'Custom::InboxDsqlRole';
 export const DSQL_MIGRATION_SETS: Readonly<Record<string, InboxMigrationSet>> = {
   [DSQL_INBOX_MIGRATIONS.name]: DSQL_INBOX_MIGRATIONS,
 };
-
-/** A statement of the role mapping, as InboxDsqlDatabase writes it (lib/dsql/dsql-role-sql.ts). */
-export interface DsqlStatement {
-  readonly sql: string;
-  /** "Already exists" (SQLSTATE 42710) counts as done: DSQL has no `IF NOT EXISTS` for roles or IAM grants. */
-  readonly ignoreDuplicate?: boolean;
-}
 
 /** Where the function signs in: the properties both resources carry. */
 export interface DsqlClusterProperties {

@@ -25,7 +25,7 @@ export class ClaimTakenError extends InboxError {
  * call, a statement that takes no CTE, `inbox_` parameters of its own) or the effect sends none, it goes
  * alone just before.
  */
-export class RecordClaim implements RidingClaim {
+export class ClaimWithFirstStatement implements RidingClaim {
   #state: 'pending' | 'riding' | 'claimed' | 'taken' | 'failed' = 'pending';
   /** The claim's statement, alone or carried, settled: it never rejects. */
   #carrier: Promise<void> = Promise.resolve();

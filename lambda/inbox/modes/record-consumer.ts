@@ -1,5 +1,5 @@
 import { parkRecord } from '../parked/park-record.js';
-import { RecordClaim } from './claim-with-first-statement.js';
+import { ClaimWithFirstStatement } from './claim-with-first-statement.js';
 import type { Outcome } from '../lanes/lanes.js';
 import { checkGatedStatement, claimParams, gatedSql, readClaim, sameHash, statementBound, storedHashSql } from '../sql/claim.js';
 import type { ClaimOutcome } from '../sql/claim.js';
@@ -141,7 +141,7 @@ export class RecordConsumer<Body, Raw = unknown> {
     const writer = this.outbox(message);
     const params = { ...claimParams(this.#options.consumer, message.key, sha256), ...statementBound(this.#options.callTimeoutMs) };
     // A claim that rides on apply's statements takes them; one made before apply leaves them to the transaction.
-    const riding = this.#options.claim === 'with-first-statement' ? new RecordClaim(tx, this.#tables, params) : undefined;
+    const riding = this.#options.claim === 'with-first-statement' ? new ClaimWithFirstStatement(tx, this.#tables, params) : undefined;
     const claim: TransactionClaim = riding ?? new ClaimBeforeApply(tx, this.#tables, params);
     let claimed = false;
     let sent: number[] = [];
