@@ -7,7 +7,10 @@ import type { InboxMessage, InboxOptions } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 import { parkedMessages } from '../../lambda/inbox/parked/index.js';
-import { propertyParameters } from '../support/seed.js';
+import { propertyParameters, seededRandom } from '../support/seed.js';
+
+/** Names unique within the run's database, from the run's seed. */
+const uniqueness = seededRandom('bad-input');
 
 let db: InboxFixture;
 beforeAll(async () => {
@@ -644,7 +647,7 @@ describe('events that are not SQS events', () => {
 
 // A body that PostgreSQL cannot store as it is: U+0000 in a string (the JSON escape, which SQS delivers).
 const skuOf = (message: InboxMessage<Order>) => (message.body as { sku?: string }).sku ?? message.body.orderId;
-const nulBody = () => sqsRecord({ key: `nul-${Math.random()}`, body: `{"orderId":"nul-order","sku":"ab\\u0000c"}` });
+const nulBody = () => sqsRecord({ key: `nul-${uniqueness()}`, body: `{"orderId":"nul-order","sku":"ab\\u0000c"}` });
 /** Each way a message's own text can meet PostgreSQL: a rejection that quotes it, and statements that write it. */
 const nulModes = {
   'apply throws a PermanentError quoting the sku': {

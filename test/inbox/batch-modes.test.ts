@@ -11,6 +11,10 @@ import type { InboxFixture } from '../support/inbox.js';
 import { CURRENT, onTransport, TRANSPORT } from '../support/transport.js';
 import { withConflicts } from '../support/dsql-conflicts.js';
 import { parkedMessages } from '../../lambda/inbox/parked/index.js';
+import { seededRandom } from '../support/seed.js';
+
+/** Names unique within the run's database, from the run's seed. */
+const uniqueness = seededRandom('batch-modes');
 
 /** The handler inbox() returns. */
 type InboxHandler = ReturnType<typeof inbox>;
@@ -307,7 +311,7 @@ describe('faults on the batch', () => {
     '$mode: $fault: the first delivery fails (or its safe resend settles it), redeliveries until deleted apply each record exactly once',
     async ({ arm, mode, resent }) => {
       const { handler } = handlerFor(mode, { callTimeoutMs: 1_000 });
-      const prefix = `fault-${mode}-${Math.random().toString(36).slice(2, 8)}`;
+      const prefix = `fault-${mode}-${uniqueness().toString(36).slice(2, 8)}`;
       const batch = orders(prefix, 4);
       arm();
       let pending = batch;

@@ -3,6 +3,10 @@ import { inbox, InboxConfigError } from '../../lambda/inbox/index.js';
 import type { InboxOptions, InboxTransaction } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
+import { seededRandom } from '../support/seed.js';
+
+/** Names unique within the run's database, from the run's seed. */
+const uniqueness = seededRandom('claim-placement');
 
 let db: InboxFixture;
 beforeAll(async () => {
@@ -276,7 +280,7 @@ describe("claim: 'with-first-statement'", () => {
   ];
 
   it.each(statements)('claims exactly once with $name first, in $calls calls', async ({ apply, calls }) => {
-    const record = sqsRecord({ body: { orderId: `o-${calls}-${Math.random()}` } });
+    const record = sqsRecord({ body: { orderId: `o-${calls}-${uniqueness()}` } });
     const { handler } = riding(apply as InboxOptions<Order>['apply']);
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);
     expect(db.server.stats.total()).toBe(calls);
@@ -318,7 +322,7 @@ describe("claim: 'with-first-statement'", () => {
   );
 
   it("before-apply (the default): tx.executeBatch runs in the claim's transaction, once", async () => {
-    const record = sqsRecord({ body: { orderId: `o-before-${Math.random()}` } });
+    const record = sqsRecord({ body: { orderId: `o-before-${uniqueness()}` } });
     const orders = (orderId: string) => [{ orderId }, { orderId: `${orderId}-b` }];
     const { handler } = riding((tx, m) => tx.executeBatch(SHIP, orders(m.body.orderId)).then(() => undefined), { claim: 'before-apply' });
     expect((await handler({ Records: [record] }, lambdaContext())).batchItemFailures).toEqual([]);

@@ -3,6 +3,10 @@ import { inbox } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 import { expectNoOpenTransaction, onTransport } from '../support/transport.js';
+import { seededRandom } from '../support/seed.js';
+
+/** Names unique within the run's database, from the run's seed. */
+const uniqueness = seededRandom('faults');
 
 /** The handler inbox() returns. */
 type InboxHandler = ReturnType<typeof inbox>;
@@ -101,7 +105,7 @@ const matrix: { fault: string; arm: () => void; firstFails: boolean; failure?: R
 
 describe('fault matrix: the effect is applied exactly once after redelivery', () => {
   it.each(matrix)('$fault', async ({ arm, firstFails, failure }) => {
-    const orderId = `order-${Math.random().toString(36).slice(2)}`;
+    const orderId = `order-${uniqueness().toString(36).slice(2)}`;
     const logger = recordingLogger();
     const { record, responses } = await deliverUntilDeleted(handlerWith(undefined, logger), orderId, arm, async () => {
       // Nothing of a failed attempt is left holding the claim's row lock until the idle expiry.

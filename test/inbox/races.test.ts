@@ -5,6 +5,10 @@ import type { InboxOptions } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 import { rolledBackRuns } from '../support/dsql-conflicts.js';
+import { seededRandom } from '../support/seed.js';
+
+/** Names unique within the run's database, from the run's seed. */
+const uniqueness = seededRandom('races');
 
 let db: InboxFixture;
 beforeAll(async () => {
@@ -101,7 +105,7 @@ describe('racing consumers in the batch modes', () => {
 
 describe('a claim that waited for a racing one', () => {
   it('statementBatch: a key a racing transaction claimed with another body while the batch waited is a collision, found after the statement', async () => {
-    const key = `raced-${Math.random().toString(36).slice(2)}`;
+    const key = `raced-${uniqueness().toString(36).slice(2)}`;
     const record = sqsRecord({ key, body: { orderId: key } });
     const others = [1, 2].map((i) => sqsRecord({ body: { orderId: `${key}-other-${i}` } }));
     const logger = recordingLogger();
