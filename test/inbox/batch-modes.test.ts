@@ -640,21 +640,25 @@ describe("batch sets and the transport's request limits (the Data API's 4 MiB re
 
   // Not on the DSQL profile: one transaction past DSQL's 3,000 modified rows, which the batch modes never
   // send there (they split at 1,000 records; test/inbox/transport/dsql.test.ts).
-  // Once more on a busy machine (the 3.5 MB claim can outlast the fixture session's 10 s call timeout), under a
-  // consumer name of its own, since a timed-out transaction's outcome is unknown.
+  // Its calls move megabytes (a 3.5 MB claim, a 3.8 MB answer on the wire), which a loaded two-core machine can
+  // take past the fixture session's 10 s call timeout: it runs on a session of its own with 60 s, and once more
+  // on a busier machine still, under a consumer name of its own, since a timed-out transaction's outcome is unknown.
   let bigClaims = 0;
   it.skipIf(TRANSPORT === 'dsql')(
     'batch-transaction: claims 7,000 records with 512-byte keys in two statements of one transaction; the filter looks them up in runs whose answers fit',
     { retry: 1 },
     async () => {
       const consumer = `big-claims-${bigClaims++}`;
-      const tx = await db.session.transaction();
+      const session = db.instance().open({ callTimeoutMs: 60_000, resumeDelaysMs: [] });
+      const tx = await session.transaction();
+      // The file's database ends a transaction idle for 2 s; building the second 1.7 MB request may take longer here.
+      await tx.execute("SET LOCAL idle_in_transaction_session_timeout = '60s'");
       const members = Array.from({ length: 7_000 }, (_, i) => ({
         message: { key: `${String(i).padStart(6, '0')}-${'k'.repeat(505)}` } as InboxMessage<unknown, unknown>,
         sha256: new Uint8Array(32).fill(i % 256),
       }));
       db.server.stats.reset();
-      const claims = await claimSet(tx, { tables: inboxTables('inbox'), consumer, members, callTimeoutMs: 10_000 });
+      const claims = await claimSet(tx, { tables: inboxTables('inbox'), consumer, members, callTimeoutMs: 60_000 });
       await tx.commit();
       expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: onTransport({ 'data-api': 2, wire: 1 }) });
       expect(claims).toHaveLength(7_000);
@@ -667,7 +671,7 @@ describe("batch sets and the transport's request limits (the Data API's 4 MiB re
         (member, index) => ({ index, record: {} as never, key: member.message.key, sha256: member.sha256 }) as PreparedRecord<unknown>,
       );
       db.server.stats.reset();
-      await markKnownClaims(db.session, inboxTables('inbox'), consumer, prepared);
+      await markKnownClaims(session, inboxTables('inbox'), consumer, prepared);
       expect(db.server.stats.calls).toMatchObject({ ExecuteStatement: onTransport({ 'data-api': 8, wire: 1 }) });
       expect(prepared.every((p) => p.known === 'duplicate')).toBe(true);
     },
