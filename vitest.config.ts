@@ -1,4 +1,4 @@
-import { defineConfig } from 'vitest/config';
+import { configDefaults, defineConfig } from 'vitest/config';
 import type { TestProjectInlineConfiguration } from 'vitest/config';
 import { NOT_ON_EVERY_TRANSPORT } from './test/support/data-api-only.js';
 import LongestFirst from './test/support/longest-first.js';
@@ -53,6 +53,14 @@ export const SOURCE_ENTRIES = {
   ],
 };
 
+/**
+ * What the full run leaves to another file: the example app's tests against the sources
+ * (test/local/example-app.test.ts) are the same files the outside-in test runs against the packed tarball
+ * (test/package/outside-in-apps.test.ts), so the full run, which has that test, runs them once. `npm run
+ * test:fast` leaves the outside-in tests out and takes the example app's back (INBOX_TEST_FAST).
+ */
+const COVERED_ELSEWHERE = process.env.INBOX_TEST_FAST ? [] : ['test/local/example-app.test.ts'];
+
 export default defineConfig({
   test: {
     globalSetup: ['test/support/global-setup.ts'],
@@ -60,7 +68,7 @@ export default defineConfig({
     sequence: { sequencer: LongestFirst },
     projects: [
       // Everything, the inbox suites on the Data API (or on the transport INBOX_TEST_TRANSPORT names).
-      { resolve: SOURCE_ENTRIES, test: { ...shared, maxWorkers: MAX_WORKERS, name: 'default', include: ['test/**/*.test.ts'] } },
+      { resolve: SOURCE_ENTRIES, test: { ...shared, maxWorkers: MAX_WORKERS, name: 'default', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...COVERED_ELSEWHERE] } },
       // The inbox's correctness suites again, over the PostgreSQL wire protocol (test/support/transport.ts),
       // but for the files test/support/data-api-only.ts lists, with its reasons, which the setup prints.
       {
