@@ -169,19 +169,19 @@ export type DatabaseFailure =
   /** The connection failed or the response was lost; the call may have taken effect. */
   | 'network';
 
-/** The Data API's name for {@link DatabaseFailure}. */
+/** The Data API's name for `DatabaseFailure`. */
 export type DataApiFailure = DatabaseFailure;
 
 /**
  * A database call failed, on any transport. Callers branch on `failure` and `ambiguous`, never on the
- * message: {@link DataApiError} for the Data API, {@link PostgresError} for the wire protocol.
+ * message: {@link DataApiError} for the Data API, `PostgresError` for the wire protocol.
  */
 export class DatabaseCallError extends InboxError {
   override name = 'DatabaseCallError';
   constructor(
     /** The operation: ExecuteStatement, BeginTransaction, CommitTransaction, ... */
     readonly operation: string,
-    /** How the call failed: see {@link DatabaseFailure}. */
+    /** How the call failed: see `DatabaseFailure`. */
     readonly failure: DatabaseFailure,
     /** True when the call may have taken effect although it failed (a commit whose response was lost). */
     readonly ambiguous: boolean,

@@ -161,7 +161,7 @@ describe('the surface check', () => {
   });
 
   it(
-    'names each export and each undocumented one, renders defaults and links, and fails a surface changed without its report',
+    'names each export and each undocumented one, renders defaults and links, and fails a surface changed without its report or a link that resolves nowhere',
     () => {
       // Arrange: the report written once, as `npm run api` does.
       const written = api.extract({ root });
@@ -200,6 +200,18 @@ describe('the surface check', () => {
       expect(readFileSync(join(root, 'etc/pkg.api.md'), 'utf8')).toBe(report);
       expect(api.extract({ root }).changedReports).toEqual(['etc/pkg.api.md']);
       expect(api.extract({ root, check: true }).changedReports).toEqual([]);
+      expect(written.problems).toEqual([]);
+
+      // Act: a comment links to a name the entry does not export.
+      writeFileSync(
+        join(root, 'dist/c.d.ts'),
+        '/** A documented type, like {@link Missing}. */\nexport type Shape = { readonly sides: number };\n/** New. */\nexport declare const added: 1;\n',
+      );
+      const linked = api.extract({ root, check: true });
+
+      // Assess: the link is a problem (the api-docs test fails on it), not a line in the report.
+      expect(linked.problems).toEqual([expect.stringMatching(/^pkg: The @link reference could not be resolved: .*"Missing"/)]);
+      expect(linked.changedReports).toEqual([]);
     },
     EXTRACT_TIMEOUT_MS,
   );

@@ -184,7 +184,7 @@ export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
   /**
    * Where each invocation's counts and latencies are published, as CloudWatch embedded metrics.
    * @default a Powertools Metrics in namespace process.env.POWERTOOLS_METRICS_NAMESPACE, else `SqsInbox`
-   * ({@link METRIC_NAMESPACE}), with serviceName = consumer
+   * (`METRIC_NAMESPACE`), with serviceName = consumer
    */
   readonly metrics?: InboxMetrics | undefined;
   /**
@@ -211,7 +211,7 @@ export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
 /** Options of {@link inbox}: an SQS consumer. */
 export interface InboxOptions<Body = unknown> extends ConsumerOptions<Body, SQSRecord> {
   /**
-   * How each record's idempotency key is chosen: the key the claim stores. See {@link KeyStrategy}.
+   * How each record's idempotency key is chosen: the key the claim stores. See `KeyStrategy`.
    * @default 'auto'
    */
   readonly key?: KeyStrategy | undefined;

@@ -23,19 +23,19 @@ import type { KinesisKeyStrategy } from '../sources/kinesis.js';
 
 /** Options of {@link kinesisInbox}: those of every consumer, and the key. */
 export interface KinesisInboxOptions<Body = unknown> extends ConsumerOptions<Body, KinesisStreamRecord> {
-  /** How each record's idempotency key is chosen. See {@link KinesisKeyStrategy}. @default 'sequence-number' */
+  /** How each record's idempotency key is chosen. See `KinesisKeyStrategy`. @default 'sequence-number' */
   readonly key?: KinesisKeyStrategy | undefined;
 }
 
 /** Options of {@link dynamoDbInbox}: those of every consumer, and the key. */
 export interface DynamoDbInboxOptions<Body = DynamoDbChange> extends ConsumerOptions<Body, DynamoDBRecord> {
-  /** How each record's idempotency key is chosen. See {@link DynamoDbKeyStrategy}. @default 'event-id' */
+  /** How each record's idempotency key is chosen. See `DynamoDbKeyStrategy`. @default 'event-id' */
   readonly key?: DynamoDbKeyStrategy | undefined;
 }
 
 /** Options of {@link kafkaInbox}: those of every consumer, the key, and how failures are reported. */
 export interface KafkaInboxOptions<Body = unknown> extends ConsumerOptions<Body, KafkaRecord> {
-  /** How each record's idempotency key is chosen. See {@link KafkaKeyStrategy}. @default 'offset' */
+  /** How each record's idempotency key is chosen. See `KafkaKeyStrategy`. @default 'offset' */
   readonly key?: KafkaKeyStrategy | undefined;
   /**
    * Whether the event source mapping reads a partial batch response (ReportBatchItemFailures), which

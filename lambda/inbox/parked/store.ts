@@ -78,7 +78,7 @@ export interface DiscardResult {
   readonly status: 'discarded' | ParkedRefusal;
 }
 
-/** Options of {@link ParkedMessages.list}. */
+/** Options of `ParkedMessages.list`. */
 export interface ListParkedOptions {
   /** Also list messages already replayed. @default false */
   readonly includeReplayed?: boolean | undefined;
@@ -111,7 +111,7 @@ export interface ParkedMessageReader {
 export interface ReplayOptions {
   /**
    * What to do with a message parked for a key collision (a different message under a key whose effect
-   * is applied): `'refuse'` throws {@link ParkedCollisionError}, as `redriveParked` refuses it;
+   * is applied): `'refuse'` throws `ParkedCollisionError`, as `redriveParked` refuses it;
    * `'apply-under-new-key'` claims a key of its own (its key and its body's hash, `<key>@sha256:<hex>`) in
    * the replay's transaction and applies it under that key, so another parked copy of the same message
    * applies nothing, and its outbox sends do not share the first message's keys.
@@ -126,7 +126,7 @@ export interface ParkedMessages extends ParkedMessageReader {
    * Applies a parked message's effect now (after its cause was fixed), in one transaction that also marks
    * it replayed: replaying twice, or a later redelivery, applies nothing more. A message redriven or
    * discarded is not replayed. A throw rolls everything back and leaves the message parked. A key
-   * collision is refused with {@link ParkedCollisionError} unless `options.collision` says otherwise.
+   * collision is refused with `ParkedCollisionError` unless `options.collision` says otherwise.
    * @example
    * await parkedMessages(handler).replay(7); // 'replayed'
    * await parkedMessages(handler).replay(8, { collision: 'apply-under-new-key' }); // both messages of key 8 take effect

@@ -45,7 +45,7 @@ export class SchemaValidatorError extends InboxError {
  *
  * A schema that validates asynchronously (zod's async refinements) is awaited: the inbox parses every
  * record of the batch before its first database call. A validator that throws or rejects instead of
- * answering fails the record with a {@link SchemaValidatorError} (delivered again), not a `ParseError`.
+ * answering fails the record with a `SchemaValidatorError` (delivered again), not a `ParseError`.
  *
  * @example
  * import { z } from 'zod';

@@ -46,7 +46,7 @@ export function inboxTables(schema = 'inbox', option = 'schema'): InboxTables {
 /**
  * One numbered migration: statements run in order, in one transaction, with its version row and the
  * checksum of its statements. Never change a migration once it has been applied anywhere: the next
- * `migrate` refuses it ({@link MigrationChangedError}); add a migration with a higher version instead.
+ * `migrate` refuses it (`MigrationChangedError`); add a migration with a higher version instead.
  *
  * @example
  * { version: 1, name: 'create_credits', statements: ['CREATE TABLE public.credits (id bigserial PRIMARY KEY, account_id text NOT NULL)'] }
@@ -270,7 +270,7 @@ export interface MigrationReport {
  * Applies the pending migrations of each set in one transaction under an advisory lock, so two deployers
  * (or a deployer and `npx sqs-inbox migrate`) never apply one twice, and a failing migration leaves
  * nothing half done. Idempotent. Each applied version is recorded with the checksum of its statements; a
- * migration changed after it was applied is refused with {@link MigrationChangedError} naming its version
+ * migration changed after it was applied is refused with `MigrationChangedError` naming its version
  * (a version applied before checksums were recorded gets its checksum recorded instead), and so is an
  * unapplied migration below the highest applied version of its set.
  *

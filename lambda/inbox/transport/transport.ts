@@ -2,7 +2,7 @@ import type { InboxSession, SessionPolicy } from './session.js';
 
 /**
  * What a transport implements, as a kysely dialect does: the inbox's way to one kind of database. The
- * handler, the modes, parking and the outbox know only this and {@link InboxSession}; each transport is a
+ * handler, the modes, parking and the outbox know only this and `InboxSession`; each transport is a
  * folder beside this file (`data-api/`, `postgres/`, `dsql/`) that owns its client, its client checks, its
  * request limits and its dialect. `inbox({ database })` takes one; without it, `dataApi()`.
  */

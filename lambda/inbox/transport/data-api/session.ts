@@ -85,7 +85,7 @@ export class DataApiSession implements InboxSession {
   /**
    * Runs one autocommit statement that is safe to send twice: a read, or a statement gated by its claim
    * (sent twice, it claims once, and the second finds the claim). Besides the auto-pause retries, a call
-   * whose connection was reset before it was answered ({@link isConnectionReset}: an idle keep-alive
+   * whose connection was reset before it was answered (`isConnectionReset`: an idle keep-alive
    * socket the endpoint or a NAT had dropped) is sent once more, on a new connection.
    */
   async executeIdempotent(sql: string, params: SqlParams = {}): Promise<StatementResult> {
@@ -138,7 +138,7 @@ export class DataApiSession implements InboxSession {
 
   /**
    * Opens a transaction and returns its id. A reset connection is retried once, as in
-   * {@link executeIdempotent}: a BeginTransaction sent twice at worst opens a transaction nobody uses,
+   * `executeIdempotent`: a BeginTransaction sent twice at worst opens a transaction nobody uses,
    * which holds no lock and expires after 3 minutes.
    */
   async begin(): Promise<string> {

@@ -93,7 +93,7 @@ const NO_TRANSACTION_IN_PROGRESS = '25P01';
 
 /**
  * The transport over the PostgreSQL wire protocol, on a node-postgres pool: the same `:name` parameters,
- * the same typed rows and the same failure taxonomy as {@link DataApiSession}, so every mode runs on it
+ * the same typed rows and the same failure taxonomy as `DataApiSession`, so every mode runs on it
  * unchanged. A transaction holds one connection from BEGIN to COMMIT or ROLLBACK; an autocommit statement
  * borrows one for its call. Nothing is retried once it may have run: only a BEGIN on a connection that
  * turned out dead, before anything of the transaction was sent, is sent again on a fresh one.
