@@ -10,7 +10,7 @@ import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsReco
 import type { InboxFixture } from '../support/inbox.js';
 import { CURRENT, onTransport, TRANSPORT } from '../support/transport.js';
 import { withConflicts } from '../support/dsql-conflicts.js';
-import { parkedMessages } from '../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../lambda/inbox/parked/parking.js';
 
 /** The handler inbox() returns. */
 type InboxHandler = ReturnType<typeof inbox>;

@@ -12,7 +12,7 @@ import type { InboxTables } from '../sql/schema.js';
 /** Where a parked message stands: still parked, or which one decision was taken on it. */
 export type ParkedStatus = 'parked' | 'replayed' | 'redriven' | 'discarded';
 
-/** A record parked by `onPermanentError: park` (`park` from `sqs-inbox/parked`). */
+/** A record parked by `onPermanentError: park` (`onPermanentError: 'park'`). */
 export interface ParkedMessage {
   /** The parked row's id: what {@link ParkedMessages.replay} takes. */
   readonly id: number;
@@ -120,7 +120,7 @@ export interface ReplayOptions {
   readonly collision?: 'refuse' | 'apply-under-new-key' | undefined;
 }
 
-/** List and replay one consumer's parked messages: `parkedMessages(handler)` from `sqs-inbox/parked`. */
+/** List and replay one consumer's parked messages: `parkedMessages(handler)` from `sqs-inbox/operations`. */
 export interface ParkedMessages extends ParkedMessageReader {
   /**
    * Applies a parked message's effect now (after its cause was fixed), in one transaction that also marks

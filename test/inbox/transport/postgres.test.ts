@@ -10,7 +10,7 @@ import type { InboxOptions } from '../../../lambda/inbox/index.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../../demo/functions/example-migrations.js';
 import { freshDatabase } from '../../support/database.js';
 import { lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
-import { parkedMessages } from '../../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../../lambda/inbox/parked/parking.js';
 
 let pool: pg.Pool;
 let session: PostgresSession;

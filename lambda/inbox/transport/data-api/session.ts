@@ -52,7 +52,7 @@ const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
 
 /**
  * A Data API session: typed parameters, typed rows, transactions, bounded retries of auto-pause, and
- * one error taxonomy ({@link DataApiError}) for every failure. It is what `inbox()` uses; use it for
+ * one error taxonomy (`DataApiError` from `sqs-inbox`) for every failure. It is what `inbox()` uses; use it for
  * your own statements, migrations and test checks. Only a call refused with DatabaseResumingException is
  * retried (it did not run, so sending it again is safe; a lost response may hide a call that ran), so
  * give the target's client `maxAttempts: 1` too. Each call is aborted after `policy.callTimeoutMs`;
