@@ -181,8 +181,14 @@ export class DatabaseCallError extends InboxError {
   constructor(
     /** The operation: ExecuteStatement, BeginTransaction, CommitTransaction, ... */
     readonly operation: string,
-    /** How the call failed: see `DatabaseFailure`. */
-    readonly failure: DatabaseFailure,
+    /**
+     * How the call failed: `resuming` (Aurora Serverless v2 resuming from auto-pause; nothing ran),
+     * `statement` (the SQL failed in the database; nothing of it took effect), `transaction-not-found`
+     * (expired, committed, rolled back, aborted, or its connection closed), `timeout` (it may still have run
+     * unless `ambiguous` is false), `unavailable` (nothing ran unless `ambiguous` is true), `rejected`
+     * (access, validation, bad request: retrying cannot help) or `network` (the call may have taken effect).
+     */
+    readonly failure: 'resuming' | 'statement' | 'transaction-not-found' | 'timeout' | 'unavailable' | 'rejected' | 'network',
     /** True when the call may have taken effect although it failed (a commit whose response was lost). */
     readonly ambiguous: boolean,
     message: string,

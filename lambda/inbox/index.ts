@@ -31,6 +31,6 @@ export {
   DataApiError,
   UnexpectedEventError,
 } from './errors.js';
-export { uuid, decimal, json, date, time } from './transport/values.js';
+export { uuid, decimal, json, date, time, HintedValue } from './transport/values.js';
 export type { SqlParams } from './transport/values.js';
 export type { BatchSummary, InboxLogger, InboxMetrics } from './telemetry/telemetry.js';

@@ -26,4 +26,6 @@ export const time = (value: string) => new HintedValue('TIME', value);
 export type SqlValue = string | number | bigint | boolean | null | undefined | Uint8Array | Date | HintedValue | Record<string, unknown> | unknown[];
 
 /** Named parameters: `{ orderId: 'order-417' }` binds `:orderId`. */
-export type SqlParams = Readonly<Record<string, SqlValue>>;
+export type SqlParams = Readonly<
+  Record<string, string | number | bigint | boolean | null | undefined | Uint8Array | Date | HintedValue | Record<string, unknown> | unknown[]>
+>;
