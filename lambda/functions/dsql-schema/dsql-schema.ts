@@ -7,6 +7,7 @@ import { inboxTables } from '../../inbox/sql/schema.js';
 import { dsql, DSQL_INBOX_MIGRATIONS, migrateDsql } from '../../inbox/transport/dsql/index.js';
 import type { DsqlTarget } from '../../inbox/transport/dsql/index.js';
 import { deployedMigrationSets, resolveMigrationSets } from '../migration/deployed-migrations.js';
+import { driverOf } from '../../inbox/transport/transport.js';
 
 /** The custom resource that applies the DSQL schema: the inbox's tables in their DSQL form, then the app's own sets. */
 export const DSQL_SCHEMA_RESOURCE_TYPE = 'Custom::InboxDsqlSchema';
@@ -110,7 +111,7 @@ export function dsqlSchemaHandler(connect: (properties: DsqlClusterProperties) =
     }
     const sets = isRole ? [] : resolveMigrationSets(properties.Migrations ?? 'inbox', deployedMigrationSets(properties.Sets), DSQL_MIGRATION_SETS);
     const target = connect(properties);
-    const session = target.open({ callTimeoutMs: CALL_TIMEOUT_MS, resumeDelaysMs: [] });
+    const session = driverOf(target).open({ callTimeoutMs: CALL_TIMEOUT_MS, resumeDelaysMs: [] });
     try {
       if (isRole) {
         const old = event.RequestType === 'Update' ? (event.OldResourceProperties as unknown as Partial<DsqlRoleProperties>) : undefined;

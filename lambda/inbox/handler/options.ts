@@ -1,6 +1,7 @@
 import type { SQSRecord } from 'aws-lambda';
 import { dataApi } from '../transport/data-api/transport.js';
-import type { InboxTransport } from '../transport/transport.js';
+import { driverOf } from '../transport/transport.js';
+import type { InboxTransport, TransportDriver } from '../transport/transport.js';
 import type { SqlParams } from '../transport/values.js';
 import { CONSUMER_NAME_PATTERN, CONSUMER_NAME_RULE, ENV_CONSUMER } from '../contract.js';
 import { InboxConfigError } from '../errors.js';
@@ -238,7 +239,7 @@ export interface InboxOptions<Body = unknown> extends ConsumerOptions<Body, SQSR
 /** Options after validation, with defaults filled in. */
 export interface ResolvedOptions<Body, Raw = SQSRecord> {
   readonly consumer: string;
-  readonly transport: InboxTransport;
+  readonly transport: TransportDriver;
   readonly mode: ResolvedMode<Body, Raw>;
   readonly duplicateFilter: DuplicateFilter;
   /** Where a record's claim goes (transaction modes). */
@@ -446,16 +447,16 @@ function checkOutbox(outbox: unknown, mode: ResolvedMode<unknown>['kind']): Chec
 }
 
 /** The `database` option checked: a transport, or `dataApi()` when none is given. */
-function checkTransport(database: unknown): InboxTransport {
-  if (database === undefined || database === null) return dataApi();
-  if (typeof (database as Partial<InboxTransport>).open !== 'function') {
+function checkTransport(database: unknown): TransportDriver {
+  if (database === undefined || database === null) return driverOf(dataApi());
+  if (typeof (database as Partial<TransportDriver>).open !== 'function') {
     throw new InboxConfigError(
       'database',
       'must be a transport: dataApi({ resourceArn, secretArn, database, client }) from "sqs-inbox", postgres(pool) from "sqs-inbox/postgres" ' +
         `or dsql({ ... }) from "sqs-inbox/dsql"; got ${described(database)}`,
     );
   }
-  return database as InboxTransport;
+  return database as TransportDriver;
 }
 
 function positiveInteger(value: unknown, option: string, example: string): number {

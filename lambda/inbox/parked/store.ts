@@ -1,5 +1,5 @@
 import { claimParams, claimSql, readClaim, statementBound } from '../sql/claim.js';
-import type { InboxTransport } from '../transport/transport.js';
+import type { TransportDriver } from '../transport/transport.js';
 import type { InboxSession } from '../transport/session.js';
 import { retryConflicts } from '../transport/conflicts.js';
 import type { Transaction } from '../transport/transaction.js';
@@ -206,7 +206,7 @@ export function parkedMessageStore(options: ParkedMessageStoreOptions): ParkedMe
 
 /** The parked messages of a consumer, with its replay: what `parkedMessages(handler)` gives. */
 export function consumerParkedMessages(config: {
-  transport: InboxTransport;
+  transport: TransportDriver;
   tables: InboxTables;
   consumer: string;
   callTimeoutMs: number;

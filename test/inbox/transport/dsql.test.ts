@@ -20,6 +20,7 @@ import { redriveParked } from '../../../lambda/inbox/parked/redrive.js';
 import { sqsOutbox } from '../../../lambda/inbox/outbox/index.js';
 import { startSqsFixture } from '../../support/sqs.js';
 import { propertyParameters, seededRandom } from '../../support/seed.js';
+import { driverOf } from '../../../lambda/inbox/transport/transport.js';
 
 let url: string;
 let direct: pg.Pool;
@@ -144,7 +145,7 @@ describe('dsql(): the target', () => {
     // Read at first use: made without its environment, the transport throws only when it is used.
     const unset = dsqlFromEnvironment({});
     expect(() => unset.pool).toThrow(InboxConfigError);
-    expect(() => unset.open({ callTimeoutMs: 1000, resumeDelaysMs: [] })).toThrow(expect.objectContaining({ option: 'INBOX_DSQL_ENDPOINT' }));
+    expect(() => driverOf(unset).open({ callTimeoutMs: 1000, resumeDelaysMs: [] })).toThrow(expect.objectContaining({ option: 'INBOX_DSQL_ENDPOINT' }));
   });
 
   it('signs a DbConnect token for a role and a DbConnectAdmin token for admin, offline, for the cluster host', async () => {

@@ -10,7 +10,8 @@ import { InboxConfigError } from '../../errors.js';
 import { PostgresSession } from '../postgres/postgres-session.js';
 import type { PostgresPool } from '../postgres/postgres-session.js';
 import type { ConflictRetryPolicy, SessionDialect, SessionPolicy } from '../session.js';
-import type { InboxTransport } from '../transport.js';
+import { driverOf } from '../transport.js';
+import type { InboxTransport, TransportDriver } from '../transport.js';
 import { dsqlPool, resolveConnection } from './connection.js';
 import { INBOX_ENV } from '../../contract.js';
 import type { DsqlConflictMetric } from '../../contract.js';
@@ -153,7 +154,7 @@ export function dsql(options: DsqlOptions): DsqlTarget {
     );
   }
   const pool = dsqlPool(connection, options);
-  return {
+  const driver: TransportDriver & DsqlTarget = {
     name: 'dsql',
     pool,
     open: (policy) =>
@@ -164,6 +165,7 @@ export function dsql(options: DsqlOptions): DsqlTarget {
         options.idleCheckMs,
       ),
   };
+  return driver;
 }
 
 /** The environment {@link dsqlFromEnvironment} reads; the CDK constructs set the same names. */
@@ -188,13 +190,14 @@ export function dsqlFromEnvironment(
   // that builds its handler imports cleanly without it.
   let settled: DsqlTarget | undefined;
   const settle = () => (settled ??= dsql({ ...options, ...dsqlEnvironment(env) }));
-  return {
+  const driver: TransportDriver & DsqlTarget = {
     name: 'dsql',
     get pool() {
       return settle().pool;
     },
-    open: (policy) => settle().open(policy),
+    open: (policy) => driverOf(settle()).open(policy),
   };
+  return driver;
 }
 
 /** The cluster's endpoint, Region and role from the environment, naming what is missing. */
