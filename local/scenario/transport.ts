@@ -5,8 +5,11 @@ import type { DatabaseTarget } from '../../lambda/inbox/transport/data-api/sessi
 import { dataApi as dataApiTransport } from '../../lambda/inbox/transport/data-api/transport.js';
 import type { InboxTransport } from '../../lambda/inbox/transport/transport.js';
 import type { InboxSession } from '../../lambda/inbox/transport/session.js';
-import { postgres, PostgresSession } from '../../lambda/inbox/transport/postgres/index.js';
-import { DSQL_INBOX_MIGRATIONS, DsqlSession, migrateDsql } from '../../lambda/inbox/transport/dsql/index.js';
+import { postgres } from '../../lambda/inbox/transport/postgres/index.js';
+import { PostgresSession } from '../../lambda/inbox/transport/postgres/postgres-session.js';
+import { DSQL_INBOX_MIGRATIONS } from '../../lambda/inbox/transport/dsql/index.js';
+import { migrateDsqlSession } from '../../lambda/inbox/transport/dsql/migrations.js';
+import { DsqlSession } from '../../lambda/inbox/transport/dsql/session.js';
 import type { DsqlConflict, DsqlTarget } from '../../lambda/inbox/transport/dsql/index.js';
 import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
 import { dsqlOnProfile, startDsqlProfile } from '../dsql/profile.js';
@@ -280,7 +283,7 @@ async function openDsqlTransport(local: LocalStack, database: string, conflictRa
     ],
     env: wireEnvironment(profile.proxy.url, database),
     migrate: async () => {
-      await migrateDsql(session, [DSQL_INBOX_MIGRATIONS]);
+      await migrateDsqlSession(session, [DSQL_INBOX_MIGRATIONS]);
     },
     ready: async () => {
       await profile.enforceRowLimit();

@@ -4,7 +4,8 @@ import type { InboxMigrationSet } from '../../inbox/sql/schema.js';
 import { retryConflicts } from '../../inbox/transport/conflicts.js';
 import type { InboxSession } from '../../inbox/transport/session.js';
 import { inboxTables } from '../../inbox/sql/schema.js';
-import { dsql, DSQL_INBOX_MIGRATIONS, migrateDsql } from '../../inbox/transport/dsql/index.js';
+import { dsql, DSQL_INBOX_MIGRATIONS } from '../../inbox/transport/dsql/index.js';
+import { migrateDsqlSession } from '../../inbox/transport/dsql/migrations.js';
 import type { DsqlTarget } from '../../inbox/transport/dsql/index.js';
 import { deployedMigrationSets, resolveMigrationSets } from '../migration/deployed-migrations.js';
 import { driverOf } from '../../inbox/transport/transport.js';
@@ -126,7 +127,7 @@ export function dsqlSchemaHandler(connect: (properties: DsqlClusterProperties) =
           Data: { Ran: report.ran, AlreadyDone: report.alreadyDone },
         };
       }
-      const report = await migrateDsql(session, sets, properties.Schema ?? 'inbox');
+      const report = await migrateDsqlSession(session, sets, properties.Schema ?? 'inbox');
       console.log(JSON.stringify({ message: 'dsql migrations applied', applied: report.applied, versions: report.versions }));
       return {
         PhysicalResourceId: `sqs-inbox-dsql-schema:${properties.Endpoint}:${properties.Schema ?? 'inbox'}`,

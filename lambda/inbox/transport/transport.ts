@@ -37,3 +37,11 @@ export interface TransportDriver extends InboxTransport {
 export function driverOf(transport: InboxTransport): TransportDriver {
   return transport as TransportDriver;
 }
+
+/** How a script's session waits (`migrate(postgres(pool))`): long calls, and an auto-paused Aurora waited out (about 15 s). */
+export const SCRIPT_POLICY: SessionPolicy = { callTimeoutMs: 60_000, resumeDelaysMs: [1000, 2000, 4000, 8000, 10_000, 10_000] };
+
+/** The session a script gave, or one opened on the transport it gave, with {@link SCRIPT_POLICY}. */
+export function sessionOf(database: InboxSession | InboxTransport): InboxSession {
+  return 'execute' in database ? database : driverOf(database).open(SCRIPT_POLICY);
+}
