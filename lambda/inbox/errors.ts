@@ -1,10 +1,10 @@
 /**
  * The errors sqs-inbox raises. Callers branch on the class, never on the message text.
  *
- * - {@link InboxConfigError}: `inbox(options)` was given an option it cannot use; thrown once, at cold start.
- * - {@link PermanentError}: this record can never succeed as it is; it is retried into the dead-letter
+ * - `InboxConfigError`: `inbox(options)` was given an option it cannot use; thrown once, at cold start.
+ * - `PermanentError`: this record can never succeed as it is; it is retried into the dead-letter
  *   queue or parked, depending on `onPermanentError`. Throw it from `apply` yourself for business rejections.
- * - {@link DataApiError}: a Data API call failed; `ambiguous` says whether it may have taken effect.
+ * - `DataApiError`: a Data API call failed; `ambiguous` says whether it may have taken effect.
  */
 export class InboxError extends Error {
   override name = 'InboxError';
@@ -174,7 +174,7 @@ export type DataApiFailure = DatabaseFailure;
 
 /**
  * A database call failed, on any transport. Callers branch on `failure` and `ambiguous`, never on the
- * message: {@link DataApiError} for the Data API, `PostgresError` for the wire protocol.
+ * message: `DataApiError` for the Data API, `PostgresError` for the wire protocol.
  */
 export class DatabaseCallError extends InboxError {
   override name = 'DatabaseCallError';

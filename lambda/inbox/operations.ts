@@ -10,7 +10,7 @@
  */
 export { migrate, INBOX_MIGRATIONS, inboxTables } from './sql/schema.js';
 export type { Migration, InboxMigrationSet, MigrationReport, InboxTables } from './sql/schema.js';
-export { MigrationChangedError, ParkedCollisionError } from './errors.js';
+export { InboxError, MigrationChangedError, ParkedCollisionError } from './errors.js';
 export { purge } from './sql/purge.js';
 export type { PurgeOptions, PurgeReport } from './sql/purge.js';
 export { parkedMessageStore } from './parked/store.js';

@@ -21,4 +21,7 @@ export type { TransactionDataApi } from './data-api-client.js';
 export { transactionConnection } from './wire-connection.js';
 export type { TransactionConnection, TransactionQueryResult } from './wire-connection.js';
 export { OrmBindingError } from './errors.js';
-export { TransactionControlError } from '../errors.js';
+export { InboxError, TransactionControlError } from '../errors.js';
+export type { InboxTransaction } from '../handler/options.js';
+export type { SqlParams } from '../transport/values.js';
+export type { OutboxSend } from '../outbox/outbox-message.js';

@@ -15,6 +15,9 @@ import { FIFO_ID_PATTERN } from '../contract.js';
 import { InboxError } from '../errors.js';
 import { MAX_SQS_MESSAGE_BYTES, SQS_ATTRIBUTE_NAME, sqsMessageBytes } from './sqs-limits.js';
 
+/** The package's root error class, which the producer's errors extend. */
+export { InboxError } from '../errors.js';
+
 export { MAX_SQS_MESSAGE_BYTES, PeerDependencyError };
 
 /**

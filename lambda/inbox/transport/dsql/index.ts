@@ -18,6 +18,9 @@ import { DSQL_CONFLICT_RETRIES, DsqlSession } from './session.js';
 
 export { DSQL_LIMITS } from './connection.js';
 export { DSQL_CONFLICT_RETRIES } from './session.js';
+export { DatabaseCallError, InboxError } from '../../errors.js';
+export type { PostgresPool, PostgresClient } from '../postgres/postgres-session.js';
+export type { InboxTransport } from '../transport.js';
 export type { ConflictRetryPolicy } from '../session.js';
 export type { DsqlConflict } from '../conflict-retry.js';
 
@@ -184,4 +187,4 @@ function dsqlEnvironment(env: Readonly<Record<string, string | undefined>>): Pic
 }
 
 export { DSQL_INBOX_MIGRATIONS, migrateDsql } from './migrations.js';
-export type { InboxMigrationSet, Migration, MigrationReport } from '../../sql/schema.js';
+export type { InboxMigrationSet, InboxTables, Migration, MigrationReport } from '../../sql/schema.js';

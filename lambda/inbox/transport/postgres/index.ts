@@ -6,7 +6,7 @@
  */
 export { postgres } from './transport.js';
 export type { PostgresOptions } from './transport.js';
-export { PostgresError } from '../../errors.js';
+export { DatabaseCallError, InboxError, PostgresError } from '../../errors.js';
 export type { PostgresPool, PostgresClient } from './postgres-session.js';
 export type { InboxTransport } from '../transport.js';
 export { postgresFromEnvironment, readPostgresEnvironment, POSTGRES_ENVIRONMENT } from './from-environment.js';

@@ -10,7 +10,6 @@ import { refuseTransactionControl } from '../transaction-control.js';
 import { classifyWire } from './failures.js';
 import type { WireOperation } from './failures.js';
 import { TEXT_PARSERS, toPositional, toRows } from './values.js';
-import type { FieldDescription } from './values.js';
 
 /** What the wire transport needs of a node-postgres `Pool` (`new pg.Pool(...)`): its connections. */
 export interface PostgresPool {
@@ -23,10 +22,11 @@ export interface PostgresClient {
     text: string;
     values?: unknown[];
     rowMode?: 'array';
-    types?: typeof TEXT_PARSERS;
+    /** Every value arrives as text: the transport parses it itself. */
+    types?: { getTypeParser(): (text: string) => string };
     query_timeout?: number;
     queryMode?: 'extended';
-  }): Promise<{ command: string; rowCount: number | null; fields: FieldDescription[]; rows: unknown[] }>;
+  }): Promise<{ command: string; rowCount: number | null; fields: { readonly name: string; readonly dataTypeID: number }[]; rows: unknown[] }>;
   /** Gives the connection back; `true` (or an error) destroys it instead. */
   release(destroy?: boolean | Error): void;
   /**
