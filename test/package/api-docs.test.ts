@@ -63,6 +63,27 @@ const SOURCES: Readonly<Record<string, string>> = {
   'sqs-inbox/local/streams': 'local/streams/index.ts',
 };
 
+/**
+ * The most names an entry may export (`npm run api:count`): the handler's entry and the testkit's 40 each
+ * (Powertools idempotency's main entry has 14), the constructs 45, every other entry 30.
+ */
+const BUDGETS: Readonly<Record<string, number>> = { 'sqs-inbox': 40, 'sqs-inbox/local': 40, 'sqs-inbox/cdk': 45 };
+const OTHER_ENTRY_BUDGET = 30;
+
+/**
+ * Issue 34's budgets not met yet: the figures reached, which may only go down. The goal is 30 for
+ * /operations and 220 for the whole package.
+ */
+const OVER_BUDGET: Readonly<Record<string, number>> = { 'sqs-inbox/operations': 45 };
+const TOTAL_BUDGET = 282;
+
+/**
+ * The `ae-forgotten-export` warnings the reports still carry (a type a signature shows but its entry does
+ * not export): the figure reached, which may only go down. At 0, make the message an error in
+ * scripts/api-docs.mjs, as `ae-unresolved-link` is, and drop this count.
+ */
+const FORGOTTEN_EXPORTS = 27;
+
 /** API Extractor compiles every entry's declarations once: a minute on a busy two-core machine. */
 const EXTRACT_TIMEOUT_MS = 300_000;
 
@@ -82,10 +103,27 @@ describe('the public surface', () => {
     expect(extracted.entries.map((entry) => entry.specifier)).toEqual(Object.keys(SOURCES));
   });
 
-  it('keeps the entries users start from within their budgets: the runtime and the testkit at most 40 names each', () => {
-    const sizes = Object.fromEntries(api.counts(extracted.entries).map((size) => [size.specifier, size.exports]));
-    expect(sizes['sqs-inbox'], 'sqs-inbox: move what a handler does not need to a subpath (npm run api:count)').toBeLessThanOrEqual(40);
-    expect(sizes['sqs-inbox/local'], 'sqs-inbox/local: move what a scenario does not need to a subpath (npm run api:count)').toBeLessThanOrEqual(40);
+  it('keeps every entry within its budget of names, and the package within its total', () => {
+    const sizes = api.counts(extracted.entries);
+    for (const { specifier, exports } of sizes) {
+      const budget = OVER_BUDGET[specifier] ?? BUDGETS[specifier] ?? OTHER_ENTRY_BUDGET;
+      expect(
+        exports,
+        `${specifier}: ${exports} names, budget ${budget}: move what its audience does not need elsewhere, or make it internal (npm run api:count)`,
+      ).toBeLessThanOrEqual(budget);
+    }
+    const total = sizes.reduce((sum, size) => sum + size.exports, 0);
+    expect(total, `the package exports ${total} names, budget ${TOTAL_BUDGET} (npm run api:count)`).toBeLessThanOrEqual(TOTAL_BUDGET);
+  });
+
+  it('lets no more types be used by a signature but not exported by its entry than the reports hold today', () => {
+    const forgotten = Object.keys(SOURCES)
+      .map((specifier) => readFileSync(join(ROOT, 'etc', `${specifier.replace(/\//g, '-')}.api.md`), 'utf8'))
+      .reduce((sum, report) => sum + (report.match(/ae-forgotten-export/g) ?? []).length, 0);
+    expect(
+      forgotten,
+      'a signature shows a type its entry does not export: export it, inline it, or keep it out of the signature (grep ae-forgotten-export etc/*.api.md)',
+    ).toBeLessThanOrEqual(FORGOTTEN_EXPORTS);
   });
 
   it("keeps every entry's API report as API Extractor writes it: the surface changes only with its report", () => {
