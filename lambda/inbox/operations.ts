@@ -22,15 +22,12 @@ export type {
   ParkedMessageReader,
   ParkedMessageStore,
   ParkedMessageStoreOptions,
-  ParkedStatus,
-  ParkedRefusal,
-  ReplayResult,
   ReplayOptions,
   DiscardResult,
   ListParkedOptions,
 } from './parked/store.js';
 export { redriveParked, queueUrlFromArn } from './parked/redrive.js';
-export type { RedriveOptions, RedriveResult, RedriveRefusal } from './parked/redrive.js';
+export type { RedriveOptions, RedriveResult } from './parked/redrive.js';
 export { redriveDeadLetters } from '../operations/dead-letter-redrive.js';
 export type { DeadLetterRedriveOptions, DeadLetterRedriveReport, DeadLetterOutcome } from '../operations/dead-letter-redrive.js';
 export { importClaims } from '../operations/claims-import.js';

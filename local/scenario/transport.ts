@@ -38,13 +38,6 @@ export const SCENARIO_TRANSPORTS: readonly ScenarioTransport[] = ['data-api', 'p
 /** The share of COMMITs the DSQL profile fails with DSQL's OC000 conflict when a run names none: 5%. */
 export const DEFAULT_DSQL_CONFLICT_RATE = 0.05;
 
-/**
- * The `database` a handler factory gets: Data API settings (`'data-api'`), `postgres(pool)` on a pool of
- * the handler's own (`'postgres'`), or `dsql({ ... })` on the DSQL profile (`'dsql'`). Each goes straight
- * into `inbox({ database })`.
- */
-export type ScenarioDatabase = InboxTransport;
-
 /** The variables that point node-postgres (`new pg.Pool()` with no settings) at a server. */
 export const PG_VARIABLES = ['PGHOST', 'PGPORT', 'PGDATABASE', 'PGUSER', 'PGPASSWORD', 'PGOPTIONS'] as const;
 
@@ -69,7 +62,7 @@ export interface HandlerTransport {
   /** Every statement the handlers send, for the watch on writes outside the inbox's transaction. */
   readonly statements: StatementFeed;
   /** A `database` for one handler; on the wire each call makes a pool of its own, as each Lambda instance has one. */
-  database(): ScenarioDatabase;
+  database(): InboxTransport;
   /** A session on the handlers' transport, faulted like their calls. */
   readonly session: InboxSession;
   /**

@@ -74,15 +74,15 @@ const OTHER_ENTRY_BUDGET = 30;
  * Issue 34's budgets not met yet: the figures reached, which may only go down. The goal is 30 for
  * /operations and 220 for the whole package.
  */
-const OVER_BUDGET: Readonly<Record<string, number>> = { 'sqs-inbox/operations': 45 };
-const TOTAL_BUDGET = 282;
+const OVER_BUDGET: Readonly<Record<string, number>> = { 'sqs-inbox/operations': 41 };
+const TOTAL_BUDGET = 278;
 
 /**
  * The `ae-forgotten-export` warnings the reports still carry (a type a signature shows but its entry does
  * not export): the figure reached, which may only go down. At 0, make the message an error in
  * scripts/api-docs.mjs, as `ae-unresolved-link` is, and drop this count.
  */
-const FORGOTTEN_EXPORTS = 27;
+const FORGOTTEN_EXPORTS = 26;
 
 /** API Extractor compiles every entry's declarations once: a minute on a busy two-core machine. */
 const EXTRACT_TIMEOUT_MS = 300_000;

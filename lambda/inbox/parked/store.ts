@@ -58,8 +58,8 @@ export interface ParkedMessage {
   readonly redrivenTo: string | null;
   /** When an operator gave it up (`discard`); null unless one did. */
   readonly discardedAt: Date | null;
-  /** `parked` until one of replay, redrive or discard is taken on it. */
-  readonly status: ParkedStatus;
+  /** `parked` until one of replay, redrive or discard is taken on it: then `replayed`, `redriven` or `discarded`. */
+  readonly status: 'parked' | 'replayed' | 'redriven' | 'discarded';
   /** Parking this record made its key's claim, so a redelivery of the key is a duplicate. */
   readonly ownsClaim: boolean;
 }
@@ -74,8 +74,8 @@ export type ReplayResult = 'replayed' | ParkedRefusal;
 export interface DiscardResult {
   /** The parked row's id, as given. */
   readonly id: number;
-  /** `discarded`, or why not. */
-  readonly status: 'discarded' | ParkedRefusal;
+  /** `discarded`, or why not: the message is gone, or a decision was taken on it already. */
+  readonly status: 'discarded' | 'not-found' | 'already-replayed' | 'already-redriven' | 'already-discarded';
 }
 
 /** Options of `ParkedMessages.list`. */
@@ -131,7 +131,7 @@ export interface ParkedMessages extends ParkedMessageReader {
    * await parkedMessages(handler).replay(7); // 'replayed'
    * await parkedMessages(handler).replay(8, { collision: 'apply-under-new-key' }); // both messages of key 8 take effect
    */
-  replay(id: number, options?: ReplayOptions): Promise<ReplayResult>;
+  replay(id: number, options?: ReplayOptions): Promise<'replayed' | 'not-found' | 'already-replayed' | 'already-redriven' | 'already-discarded'>;
 }
 
 /** What an operator does to parked messages besides replaying them: {@link parkedMessageStore}. */
