@@ -75,14 +75,14 @@ const OTHER_ENTRY_BUDGET = 30;
  * /operations and 220 for the whole package.
  */
 const OVER_BUDGET: Readonly<Record<string, number>> = { 'sqs-inbox/operations': 41 };
-const TOTAL_BUDGET = 278;
+const TOTAL_BUDGET = 279;
 
 /**
  * The `ae-forgotten-export` warnings the reports still carry (a type a signature shows but its entry does
  * not export): the figure reached, which may only go down. At 0, make the message an error in
  * scripts/api-docs.mjs, as `ae-unresolved-link` is, and drop this count.
  */
-const FORGOTTEN_EXPORTS = 26;
+const FORGOTTEN_EXPORTS = 25;
 
 /** API Extractor compiles every entry's declarations once: a minute on a busy two-core machine. */
 const EXTRACT_TIMEOUT_MS = 300_000;
