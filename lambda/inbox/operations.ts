@@ -32,6 +32,3 @@ export { redriveDeadLetters } from '../operations/dead-letter-redrive.js';
 export type { DeadLetterRedriveOptions, DeadLetterRedriveReport, DeadLetterOutcome } from '../operations/dead-letter-redrive.js';
 export { importClaims } from '../operations/claims-import.js';
 export type { ClaimsImportOptions, ClaimsImportReport } from '../operations/claims-import.js';
-export { REDRIVEN_MESSAGE_ID_ATTRIBUTE } from './prepare/keys.js';
-export { IDEMPOTENCY_KEY_ATTRIBUTE, MAX_KEY_BYTES, MAX_BODY_BYTES, payloadHash } from './prepare/keys.js';
-export { METRIC_NAMESPACE } from './telemetry/telemetry.js';

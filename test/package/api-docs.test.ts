@@ -74,8 +74,8 @@ const OTHER_ENTRY_BUDGET = 30;
  * Issue 34's budgets not met yet: the figures reached, which may only go down. The goal is 30 for
  * /operations and 220 for the whole package.
  */
-const OVER_BUDGET: Readonly<Record<string, number>> = { 'sqs-inbox/operations': 41 };
-const TOTAL_BUDGET = 279;
+const OVER_BUDGET: Readonly<Record<string, number>> = { 'sqs-inbox/operations': 35 };
+const TOTAL_BUDGET = 273;
 
 /**
  * The `ae-forgotten-export` warnings the reports still carry (a type a signature shows but its entry does

@@ -191,8 +191,8 @@ export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
   readonly logger?: InboxLogger | undefined;
   /**
    * Where each invocation's counts and latencies are published, as CloudWatch embedded metrics.
-   * @default a Powertools Metrics in namespace process.env.POWERTOOLS_METRICS_NAMESPACE, else `SqsInbox`
-   * (`METRIC_NAMESPACE`), with serviceName = consumer
+   * @default a Powertools Metrics in namespace process.env.POWERTOOLS_METRICS_NAMESPACE, else
+   * `SqsInbox`, with serviceName = consumer
    */
   readonly metrics?: InboxMetrics | undefined;
   /**
