@@ -8,7 +8,7 @@
  * @example
  * import { INBOX_MIGRATIONS, migrate, purge } from 'sqs-inbox/operations';
  */
-export { migrate, INBOX_MIGRATIONS, inboxTables } from './sql/schema.js';
+export { migrate, INBOX_MIGRATIONS } from './sql/schema.js';
 export type { Migration, InboxMigrationSet, MigrationReport, InboxTables } from './sql/schema.js';
 export { InboxError, MigrationChangedError, ParkedCollisionError } from './errors.js';
 export { purge } from './sql/purge.js';
@@ -22,11 +22,8 @@ export type {
   ParkedMessageReader,
   ParkedMessageStore,
   ParkedMessageStoreOptions,
-  ReplayOptions,
-  DiscardResult,
-  ListParkedOptions,
 } from './parked/store.js';
-export { redriveParked, queueUrlFromArn } from './parked/redrive.js';
+export { redriveParked } from './parked/redrive.js';
 export type { RedriveOptions, RedriveResult } from './parked/redrive.js';
 export { redriveDeadLetters } from '../operations/dead-letter-redrive.js';
 export type { DeadLetterRedriveOptions, DeadLetterRedriveReport, DeadLetterOutcome } from '../operations/dead-letter-redrive.js';

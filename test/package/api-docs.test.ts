@@ -71,11 +71,10 @@ const BUDGETS: Readonly<Record<string, number>> = { 'sqs-inbox': 40, 'sqs-inbox/
 const OTHER_ENTRY_BUDGET = 30;
 
 /**
- * Issue 34's budgets not met yet: the figures reached, which may only go down. The goal is 30 for
- * /operations and 220 for the whole package.
+ * Issue 34's budget for the whole package is 220 names; until it is met, the figure reached, which may only
+ * go down.
  */
-const OVER_BUDGET: Readonly<Record<string, number>> = { 'sqs-inbox/operations': 35 };
-const TOTAL_BUDGET = 273;
+const TOTAL_BUDGET = 268;
 
 /**
  * The `ae-forgotten-export` warnings the reports still carry (a type a signature shows but its entry does
@@ -106,7 +105,7 @@ describe('the public surface', () => {
   it('keeps every entry within its budget of names, and the package within its total', () => {
     const sizes = api.counts(extracted.entries);
     for (const { specifier, exports } of sizes) {
-      const budget = OVER_BUDGET[specifier] ?? BUDGETS[specifier] ?? OTHER_ENTRY_BUDGET;
+      const budget = BUDGETS[specifier] ?? OTHER_ENTRY_BUDGET;
       expect(
         exports,
         `${specifier}: ${exports} names, budget ${budget}: move what its audience does not need elsewhere, or make it internal (npm run api:count)`,

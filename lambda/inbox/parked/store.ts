@@ -70,26 +70,6 @@ export type ParkedRefusal = 'not-found' | 'already-replayed' | 'already-redriven
 /** How a replay came out. */
 export type ReplayResult = 'replayed' | ParkedRefusal;
 
-/** How the discard of one message came out. */
-export interface DiscardResult {
-  /** The parked row's id, as given. */
-  readonly id: number;
-  /** `discarded`, or why not: the message is gone, or a decision was taken on it already. */
-  readonly status: 'discarded' | 'not-found' | 'already-replayed' | 'already-redriven' | 'already-discarded';
-}
-
-/** Options of `ParkedMessages.list`. */
-export interface ListParkedOptions {
-  /** Also list messages already replayed. @default false */
-  readonly includeReplayed?: boolean | undefined;
-  /** Also list messages already redriven to their queue. @default false */
-  readonly includeRedriven?: boolean | undefined;
-  /** Also list messages discarded by an operator. @default false */
-  readonly includeDiscarded?: boolean | undefined;
-  /** At most this many. @default 100 */
-  readonly limit?: number | undefined;
-}
-
 /** Read one consumer's parked messages. */
 export interface ParkedMessageReader {
   /**
@@ -98,26 +78,22 @@ export interface ParkedMessageReader {
    * const waiting = await parked.list();
    * const everything = await parked.list({ includeReplayed: true, includeRedriven: true, includeDiscarded: true, limit: 1000 });
    */
-  list(options?: ListParkedOptions): Promise<ParkedMessage[]>;
+  list(options?: {
+    /** Also list messages already replayed. @default false */
+    readonly includeReplayed?: boolean | undefined;
+    /** Also list messages already redriven to their queue. @default false */
+    readonly includeRedriven?: boolean | undefined;
+    /** Also list messages discarded by an operator. @default false */
+    readonly includeDiscarded?: boolean | undefined;
+    /** At most this many. @default 100 */
+    readonly limit?: number | undefined;
+  }): Promise<ParkedMessage[]>;
   /**
    * One parked message by id, whatever its status; undefined when this consumer has none with that id.
    * @example
    * const message = await parked.show(7);
    */
   show(id: number): Promise<ParkedMessage | undefined>;
-}
-
-/** Options of {@link ParkedMessages.replay}. */
-export interface ReplayOptions {
-  /**
-   * What to do with a message parked for a key collision (a different message under a key whose effect
-   * is applied): `'refuse'` throws `ParkedCollisionError`, as `redriveParked` refuses it;
-   * `'apply-under-new-key'` claims a key of its own (its key and its body's hash, `<key>@sha256:<hex>`) in
-   * the replay's transaction and applies it under that key, so another parked copy of the same message
-   * applies nothing, and its outbox sends do not share the first message's keys.
-   * @default 'refuse'
-   */
-  readonly collision?: 'refuse' | 'apply-under-new-key' | undefined;
 }
 
 /** List and replay one consumer's parked messages: `parkedMessages(handler)` from `sqs-inbox/operations`. */
@@ -131,7 +107,20 @@ export interface ParkedMessages extends ParkedMessageReader {
    * await parkedMessages(handler).replay(7); // 'replayed'
    * await parkedMessages(handler).replay(8, { collision: 'apply-under-new-key' }); // both messages of key 8 take effect
    */
-  replay(id: number, options?: ReplayOptions): Promise<'replayed' | 'not-found' | 'already-replayed' | 'already-redriven' | 'already-discarded'>;
+  replay(
+    id: number,
+    options?: {
+      /**
+       * What to do with a message parked for a key collision (a different message under a key whose effect
+       * is applied): `'refuse'` throws `ParkedCollisionError`, as `redriveParked` refuses it;
+       * `'apply-under-new-key'` claims a key of its own (its key and its body's hash, `<key>@sha256:<hex>`) in
+       * the replay's transaction and applies it under that key, so another parked copy of the same message
+       * applies nothing, and its outbox sends do not share the first message's keys.
+       * @default 'refuse'
+       */
+      readonly collision?: 'refuse' | 'apply-under-new-key' | undefined;
+    },
+  ): Promise<'replayed' | 'not-found' | 'already-replayed' | 'already-redriven' | 'already-discarded'>;
 }
 
 /** What an operator does to parked messages besides replaying them: {@link parkedMessageStore}. */
@@ -142,7 +131,9 @@ export interface ParkedMessageStore extends ParkedMessageReader {
    * @example
    * const [result] = await parked.discard([7]); // { id: 7, status: 'discarded' }
    */
-  discard(ids: readonly number[]): Promise<DiscardResult[]>;
+  discard(
+    ids: readonly number[],
+  ): Promise<{ readonly id: number; readonly status: 'discarded' | 'not-found' | 'already-replayed' | 'already-redriven' | 'already-discarded' }[]>;
 }
 
 /** Options of {@link parkedMessageStore}. */
