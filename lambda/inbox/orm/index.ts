@@ -23,5 +23,6 @@ export type { TransactionConnection, TransactionQueryResult } from './wire-conne
 export { OrmBindingError } from './errors.js';
 export { InboxError, TransactionControlError } from '../errors.js';
 export type { InboxTransaction } from '../handler/options.js';
+export { HintedValue } from '../transport/values.js';
 export type { SqlParams } from '../transport/values.js';
 export type { OutboxSend } from '../outbox/outbox-message.js';

@@ -1,7 +1,7 @@
 // The values a statement binds, the same on every transport: plain JavaScript values, and the markers that
 // say which PostgreSQL type a string stands for. Each transport encodes them its own way.
 
-/** A value with an explicit type hint, made by {@link uuid}, {@link decimal}, {@link json} and friends. */
+/** A value with an explicit type hint, made by `uuid()`, `decimal()`, `json()`, `date()` and `time()` from `sqs-inbox`. */
 export class HintedValue {
   constructor(
     /** The type the value binds as (the Data API's `typeHint`; the wire transport casts to it). */
