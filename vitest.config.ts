@@ -68,7 +68,16 @@ export default defineConfig({
     sequence: { sequencer: LongestFirst },
     projects: [
       // Everything, the inbox suites on the Data API (or on the transport INBOX_TEST_TRANSPORT names).
-      { resolve: SOURCE_ENTRIES, test: { ...shared, maxWorkers: MAX_WORKERS, name: 'default', include: ['test/**/*.test.ts'], exclude: [...configDefaults.exclude, ...COVERED_ELSEWHERE] } },
+      {
+        resolve: SOURCE_ENTRIES,
+        test: {
+          ...shared,
+          maxWorkers: MAX_WORKERS,
+          name: 'default',
+          include: ['test/**/*.test.ts'],
+          exclude: [...configDefaults.exclude, ...COVERED_ELSEWHERE],
+        },
+      },
       // The inbox's correctness suites again, over the PostgreSQL wire protocol (test/support/transport.ts),
       // but for the files test/support/data-api-only.ts lists, with its reasons, which the setup prints.
       {

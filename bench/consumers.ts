@@ -8,7 +8,7 @@ import { inbox } from '../lambda/inbox/index.js';
 import type { InboxLogger, InboxMetrics, InboxOptions } from '../lambda/inbox/index.js';
 import type { DatabaseTarget } from '../lambda/inbox/transport/data-api/session.js';
 import { dataApi } from '../lambda/inbox/transport/data-api/transport.js';
-import type { InboxTransport } from '../lambda/inbox/transport/transport.js';
+import type { InboxTransport, TransportDriver } from '../lambda/inbox/transport/transport.js';
 import { batchHandler, consumeNaively } from '../demo/naive.js';
 import type { Outcome } from '../lambda/inbox/lanes/lanes.js';
 import { EFFECT_SQL } from './database.js';
@@ -101,7 +101,7 @@ function variant(fields: Omit<Variant, 'failures' | 'handler'>, make: HandlerFac
 const silentMetrics: InboxMetrics = { addMetric() {}, publishStoredMetrics() {} };
 
 function isTransport(target: DatabaseTarget | InboxTransport): target is InboxTransport {
-  return typeof (target as InboxTransport).open === 'function';
+  return typeof (target as Partial<TransportDriver>).open === 'function';
 }
 
 /** inbox()'s logger, writing the cause of every failed record to the variant's failure log. */

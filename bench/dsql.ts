@@ -5,7 +5,7 @@ import { inbox } from '../lambda/inbox/index.js';
 import { INBOX_MIGRATIONS, migrate } from '../lambda/inbox/operations.js';
 import type { InboxOptions } from '../lambda/inbox/index.js';
 import { dsql } from '../lambda/inbox/transport/dsql/index.js';
-import { PostgresSession } from '../lambda/inbox/transport/postgres/index.js';
+import { PostgresSession } from '../lambda/inbox/transport/postgres/postgres-session.js';
 import { DSQL_PROFILE_EXEMPT, startDsqlProfile } from '../local/dsql/profile.js';
 import type { DsqlProfile } from '../local/dsql/profile.js';
 import { createDatabase, startPostgres } from '../local/postgres.js';

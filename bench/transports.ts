@@ -1,5 +1,5 @@
 import pg from 'pg';
-import type { DatabaseTarget } from '../lambda/inbox/transport/data-api/index.js';
+import type { DatabaseTarget } from '../lambda/inbox/transport/data-api/session.js';
 import { postgres } from '../lambda/inbox/transport/postgres/index.js';
 import type { Operation } from '../local/data-api/stats.js';
 import { startWireProxy } from '../local/wire/proxy.js';

@@ -3,6 +3,7 @@ import { inbox } from '../lambda/inbox/index.js';
 import type { InboxLogger, InboxMetrics } from '../lambda/inbox/index.js';
 import { batchHandler, consumeNaively } from './naive.js';
 import type { ScenarioConsumer } from '../local/scenario/consumer.js';
+import { driverOf } from '../lambda/inbox/transport/transport.js';
 
 /**
  * The demo's two order consumers (`npm start`), as {@link runScenario} drives any consumer: the same
@@ -95,7 +96,7 @@ export function demoConsumer(pattern: DemoPattern): ScenarioConsumer {
     handler: ({ database }) => {
       // No resume retries: the hand-rolled consumer fails the record and lets SQS redeliver it. On the
       // run's transport, as the inbox consumers.
-      const session = database.open({ callTimeoutMs: 10_000, resumeDelaysMs: [] });
+      const session = driverOf(database).open({ callTimeoutMs: 10_000, resumeDelaysMs: [] });
       return batchHandler(
         (record) =>
           consumeNaively(

@@ -83,7 +83,12 @@ function extractorConfig(root, entry, modelFolder) {
       messages: {
         // The report carries what a reviewer should see (a type the entry uses but does not export); the
         // package has one release level, so no release tags.
-        extractorMessageReporting: { default: { logLevel: 'warning', addToApiReportFile: true }, 'ae-missing-release-tag': { logLevel: 'none' } },
+        // A link that resolves nowhere is an error: it fails the api-docs test instead of waiting in a report.
+        extractorMessageReporting: {
+          default: { logLevel: 'warning', addToApiReportFile: true },
+          'ae-missing-release-tag': { logLevel: 'none' },
+          'ae-unresolved-link': { logLevel: 'error', addToApiReportFile: false },
+        },
         // The sources' comments are JSDoc, not strict TSDoc (`{ a: 1 }` in prose): the reference reads them as JSDoc.
         tsdocMessageReporting: { default: { logLevel: 'none' } },
         compilerMessageReporting: { default: { logLevel: 'warning' } },
@@ -129,7 +134,9 @@ export function extract({ root = HOME, check = false } = {}) {
           message.handled = true;
           if (message.logLevel === 'error' || message.logLevel === 'warning') {
             if (message.messageId.startsWith('console-api-report')) return;
-            problems.push(`${entry.specifier}: ${message.text}${message.sourceFilePath ? ` (${relative(root, message.sourceFilePath)})` : ''}`);
+            problems.push(
+              `${entry.specifier}: ${message.text}${message.sourceFilePath ? ` (${relative(root, message.sourceFilePath)}:${message.sourceFileLine})` : ''}`,
+            );
           }
         },
       });

@@ -9,7 +9,10 @@ import { INBOX_ENV } from '../../lambda/inbox/contract.js';
 
 /** A Data API session for a person or a pipeline: long call timeouts, and waits out an auto-paused cluster. */
 export async function session(target: FlagsTarget) {
-  const { DataApiSession, resolveTarget } = await import('../../lambda/inbox/transport/data-api/index.js');
+  const [{ DataApiSession }, { resolveTarget }] = await Promise.all([
+    import('../../lambda/inbox/transport/data-api/session.js'),
+    import('../../lambda/inbox/transport/data-api/transport.js'),
+  ]);
   const { endpoint, ...database } = target;
   const env = { ...process.env, [INBOX_ENV.DATA_API_ENDPOINT]: endpoint };
   // A person at a terminal, or a deploy pipeline, waits out an auto-paused Aurora resuming (about 15 s).

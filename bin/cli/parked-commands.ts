@@ -143,7 +143,7 @@ const KNOWN_CONSUMERS_SQL = (consumed: string) => `
  * messages": a typo would otherwise read as a clean bill of health.
  */
 async function unknownConsumer(request: Request): Promise<string | undefined> {
-  const { inboxTables } = await import('../../lambda/inbox/operations.js');
+  const { inboxTables } = await import('../../lambda/inbox/sql/schema.js');
   const { rows } = await (await session(request.target)).executeIdempotent(KNOWN_CONSUMERS_SQL(inboxTables(request.values.schema).consumed), { limit: 100 });
   const known = rows.map((row) => String(row.consumer_name));
   if (known.includes(request.consumer)) return undefined;

@@ -88,7 +88,7 @@ ${DATABASE_FLAGS_USAGE}
 
 export const PARKED_USAGE = `Usage: sqs-inbox parked <subcommand> --consumer NAME [flags]
 
-The messages a consumer parked (its option onPermanentError is park, from sqs-inbox/parked), through the Data API.
+The messages a consumer parked (its option onPermanentError is park, from sqs-inbox/operations), through the Data API.
 
 Subcommands:
   list              the messages still parked, oldest first

@@ -14,6 +14,7 @@ import { EXAMPLE_ORDER_MIGRATIONS } from '../functions/example-migrations.js';
 import { shipOrder } from '../functions/ship-order.js';
 import { demoInboxSettings } from '../consumers.js';
 import { batchHandler, consumeNaively } from '../naive.js';
+import { driverOf } from '../../lambda/inbox/transport/transport.js';
 
 /** The two consumers compared: the inbox (claim and effect in one transaction) and the naive check, apply, record. */
 export type StreamPattern = 'inbox' | 'naive';
@@ -45,7 +46,7 @@ export function streamDemoConsumer(source: StreamSourceName, pattern: StreamPatt
   return {
     label: pattern,
     // The naive consumer fails a record and lets the stream retry it: no resume retries of its own.
-    handler: ({ database }) => handlers[pattern](database, database.open({ callTimeoutMs: 2000, resumeDelaysMs: [] })) as never,
+    handler: ({ database }) => handlers[pattern](database, driverOf(database).open({ callTimeoutMs: 2000, resumeDelaysMs: [] })) as never,
     setup: async (session) => {
       await migrate(session, [EXAMPLE_ORDER_MIGRATIONS]);
       await session.execute(FIRST_SHIPPED);

@@ -1,10 +1,10 @@
 /**
  * The errors sqs-inbox raises. Callers branch on the class, never on the message text.
  *
- * - {@link InboxConfigError}: `inbox(options)` was given an option it cannot use; thrown once, at cold start.
- * - {@link PermanentError}: this record can never succeed as it is; it is retried into the dead-letter
+ * - `InboxConfigError`: `inbox(options)` was given an option it cannot use; thrown once, at cold start.
+ * - `PermanentError`: this record can never succeed as it is; it is retried into the dead-letter
  *   queue or parked, depending on `onPermanentError`. Throw it from `apply` yourself for business rejections.
- * - {@link DataApiError}: a Data API call failed; `ambiguous` says whether it may have taken effect.
+ * - `DataApiError`: a Data API call failed; `ambiguous` says whether it may have taken effect.
  */
 export class InboxError extends Error {
   override name = 'InboxError';
@@ -169,20 +169,26 @@ export type DatabaseFailure =
   /** The connection failed or the response was lost; the call may have taken effect. */
   | 'network';
 
-/** The Data API's name for {@link DatabaseFailure}. */
+/** The Data API's name for `DatabaseFailure`. */
 export type DataApiFailure = DatabaseFailure;
 
 /**
  * A database call failed, on any transport. Callers branch on `failure` and `ambiguous`, never on the
- * message: {@link DataApiError} for the Data API, {@link PostgresError} for the wire protocol.
+ * message: `DataApiError` for the Data API, `PostgresError` for the wire protocol.
  */
 export class DatabaseCallError extends InboxError {
   override name = 'DatabaseCallError';
   constructor(
     /** The operation: ExecuteStatement, BeginTransaction, CommitTransaction, ... */
     readonly operation: string,
-    /** How the call failed: see {@link DatabaseFailure}. */
-    readonly failure: DatabaseFailure,
+    /**
+     * How the call failed: `resuming` (Aurora Serverless v2 resuming from auto-pause; nothing ran),
+     * `statement` (the SQL failed in the database; nothing of it took effect), `transaction-not-found`
+     * (expired, committed, rolled back, aborted, or its connection closed), `timeout` (it may still have run
+     * unless `ambiguous` is false), `unavailable` (nothing ran unless `ambiguous` is true), `rejected`
+     * (access, validation, bad request: retrying cannot help) or `network` (the call may have taken effect).
+     */
+    readonly failure: 'resuming' | 'statement' | 'transaction-not-found' | 'timeout' | 'unavailable' | 'rejected' | 'network',
     /** True when the call may have taken effect although it failed (a commit whose response was lost). */
     readonly ambiguous: boolean,
     message: string,

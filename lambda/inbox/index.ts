@@ -2,8 +2,8 @@
  * The sqs-inbox runtime library (package export `sqs-inbox`), for the code inside a Lambda function:
  * `inbox(options)` makes the SQS handler (`kinesisInbox`, `dynamoDbInbox` and `kafkaInbox` the stream
  * ones), with the types an `apply` is written against, the parameter helpers and the error classes.
- * The Data API session is `sqs-inbox/data-api`; migrations, the purge and parked messages, for scripts
- * and scheduled functions, are `sqs-inbox/operations`.
+ * Migrations, the purge and parked messages, for scripts and scheduled functions, are
+ * `sqs-inbox/operations`, with the Data API session they run over (`DataApiSession`).
  *
  * @example
  * import { inbox, PermanentError } from 'sqs-inbox';
@@ -31,6 +31,6 @@ export {
   DataApiError,
   UnexpectedEventError,
 } from './errors.js';
-export { uuid, decimal, json, date, time } from './transport/values.js';
+export { uuid, decimal, json, date, time, HintedValue } from './transport/values.js';
 export type { SqlParams } from './transport/values.js';
 export type { BatchSummary, InboxLogger, InboxMetrics } from './telemetry/telemetry.js';

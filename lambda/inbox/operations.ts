@@ -2,37 +2,30 @@
  * What runs beside the handlers (package export `sqs-inbox/operations`), from a script, a scheduled
  * function or a deployment: the schema migrations, the purge of old claims, and the parked messages
  * (list, show, discard, redrive), the redrive of a dead-letter queue that keeps each message's key, and the
- * import of a hand-rolled dedup table's rows as claims, each over an inbox session (`DataApiSession` from `sqs-inbox/data-api`,
- * or a wire session).
+ * import of a hand-rolled dedup table's rows as claims, each over an inbox session (`DataApiSession`, or a
+ * wire session). `parkedMessages(handler)` lists and replays what a handler's consumer parked.
  *
  * @example
  * import { INBOX_MIGRATIONS, migrate, purge } from 'sqs-inbox/operations';
  */
-export { migrate, INBOX_MIGRATIONS, inboxTables } from './sql/schema.js';
+export { migrate, INBOX_MIGRATIONS } from './sql/schema.js';
 export type { Migration, InboxMigrationSet, MigrationReport, InboxTables } from './sql/schema.js';
-export { MigrationChangedError, ParkedCollisionError } from './errors.js';
+export { InboxError, MigrationChangedError, ParkedCollisionError } from './errors.js';
 export { purge } from './sql/purge.js';
 export type { PurgeOptions, PurgeReport } from './sql/purge.js';
 export { parkedMessageStore } from './parked/store.js';
+export { parkedMessages } from './parked/parking.js';
+export { DataApiSession } from './transport/data-api/session.js';
 export type {
   ParkedMessage,
   ParkedMessages,
   ParkedMessageReader,
   ParkedMessageStore,
   ParkedMessageStoreOptions,
-  ParkedStatus,
-  ParkedRefusal,
-  ReplayResult,
-  ReplayOptions,
-  DiscardResult,
-  ListParkedOptions,
 } from './parked/store.js';
-export { redriveParked, queueUrlFromArn } from './parked/redrive.js';
-export type { RedriveOptions, RedriveResult, RedriveRefusal } from './parked/redrive.js';
+export { redriveParked } from './parked/redrive.js';
+export type { RedriveOptions, RedriveResult } from './parked/redrive.js';
 export { redriveDeadLetters } from '../operations/dead-letter-redrive.js';
 export type { DeadLetterRedriveOptions, DeadLetterRedriveReport, DeadLetterOutcome } from '../operations/dead-letter-redrive.js';
 export { importClaims } from '../operations/claims-import.js';
 export type { ClaimsImportOptions, ClaimsImportReport } from '../operations/claims-import.js';
-export { REDRIVEN_MESSAGE_ID_ATTRIBUTE } from './prepare/keys.js';
-export { IDEMPOTENCY_KEY_ATTRIBUTE, MAX_KEY_BYTES, MAX_BODY_BYTES, payloadHash } from './prepare/keys.js';
-export { METRIC_NAMESPACE } from './telemetry/telemetry.js';

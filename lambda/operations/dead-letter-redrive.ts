@@ -87,7 +87,7 @@ const CLAIM_HASH_SQL = (table: string) => `SELECT payload_sha256 FROM ${table} W
 
 /**
  * Moves messages from a dead-letter queue back to their source queue so that an inbox consumer applies each
- * one at most once: each is sent stamped with {@link REDRIVEN_MESSAGE_ID_ATTRIBUTE}, the messageId its first
+ * one at most once: each is sent stamped with the `sqs-inbox-redriven-message-id` attribute, the messageId its first
  * send got (which SQS keeps when it dead-letters a message), so that `key: 'message-id'` and `key: 'auto'`
  * claim it under the key they claimed it under before. SQS's own redrive (the console's, StartMessageMoveTask)
  * gives every message a new messageId instead: a message whose effect committed, but whose answer was lost

@@ -15,6 +15,6 @@ export function parkedAlarm(scope: Construct, consumer: WatchedConsumer, metrics
     description:
       `Inbox consumer ${consumer.consumerName} parked ${threshold === 0 ? 'a record' : `more than ${threshold} records`} in 5 minutes ` +
       '(a permanent error with onPermanentError: "park"): it never reaches the dead-letter queue. Fix the cause, then replay it ' +
-      '(parkedMessages(handler).list() and replay(), from sqs-inbox/parked).',
+      '(parkedMessages(handler).list() and replay(), from sqs-inbox/operations).',
   });
 }

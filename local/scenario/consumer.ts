@@ -4,7 +4,8 @@ import type { SqsEventHandler } from '../event-source.js';
 import type { LocalStack } from '../stack.js';
 import type { CommitPoint } from './fault-schedule.js';
 import type { ScenarioMessage } from './source.js';
-import type { ScenarioDatabase, ScenarioTransport } from './transport.js';
+import type { ScenarioTransport } from './transport.js';
+import type { InboxTransport } from '../../lambda/inbox/transport/transport.js';
 
 /**
  * What a handler factory gets: called once per event source mapping, after the run's database and
@@ -24,9 +25,10 @@ export interface ScenarioEnvironment {
   /**
    * The run's database on the run's transport, for `inbox({ database })`: Data API settings (a client
    * with `maxAttempts: 1`) on `'data-api'`; on `'postgres'`, `postgres(pool)` with a node-postgres pool of
-   * this handler's own through the wire proxy. For a session of your own on either, see `session`.
+   * this handler's own through the wire proxy; `dsql({ ... })` on the DSQL profile on `'dsql'`. For a
+   * session of your own on either, see `session`.
    */
-  readonly database: ScenarioDatabase;
+  readonly database: InboxTransport;
   /**
    * A session on the run's database over the run's transport, for handlers that talk to it directly:
    * a `DataApiSession` (callTimeoutMs 10 s, resumeDelaysMs [250, 500, 1000, 2000]) on `'data-api'`, a

@@ -5,8 +5,11 @@ import type { DatabaseTarget } from '../../lambda/inbox/transport/data-api/sessi
 import { dataApi as dataApiTransport } from '../../lambda/inbox/transport/data-api/transport.js';
 import type { InboxTransport } from '../../lambda/inbox/transport/transport.js';
 import type { InboxSession } from '../../lambda/inbox/transport/session.js';
-import { postgres, PostgresSession } from '../../lambda/inbox/transport/postgres/index.js';
-import { DSQL_INBOX_MIGRATIONS, DsqlSession, migrateDsql } from '../../lambda/inbox/transport/dsql/index.js';
+import { postgres } from '../../lambda/inbox/transport/postgres/index.js';
+import { PostgresSession } from '../../lambda/inbox/transport/postgres/postgres-session.js';
+import { DSQL_INBOX_MIGRATIONS } from '../../lambda/inbox/transport/dsql/index.js';
+import { migrateDsqlSession } from '../../lambda/inbox/transport/dsql/migrations.js';
+import { DsqlSession } from '../../lambda/inbox/transport/dsql/session.js';
 import type { DsqlConflict, DsqlTarget } from '../../lambda/inbox/transport/dsql/index.js';
 import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
 import { dsqlOnProfile, startDsqlProfile } from '../dsql/profile.js';
@@ -35,13 +38,6 @@ export const SCENARIO_TRANSPORTS: readonly ScenarioTransport[] = ['data-api', 'p
 /** The share of COMMITs the DSQL profile fails with DSQL's OC000 conflict when a run names none: 5%. */
 export const DEFAULT_DSQL_CONFLICT_RATE = 0.05;
 
-/**
- * The `database` a handler factory gets: Data API settings (`'data-api'`), `postgres(pool)` on a pool of
- * the handler's own (`'postgres'`), or `dsql({ ... })` on the DSQL profile (`'dsql'`). Each goes straight
- * into `inbox({ database })`.
- */
-export type ScenarioDatabase = InboxTransport;
-
 /** The variables that point node-postgres (`new pg.Pool()` with no settings) at a server. */
 export const PG_VARIABLES = ['PGHOST', 'PGPORT', 'PGDATABASE', 'PGUSER', 'PGPASSWORD', 'PGOPTIONS'] as const;
 
@@ -66,7 +62,7 @@ export interface HandlerTransport {
   /** Every statement the handlers send, for the watch on writes outside the inbox's transaction. */
   readonly statements: StatementFeed;
   /** A `database` for one handler; on the wire each call makes a pool of its own, as each Lambda instance has one. */
-  database(): ScenarioDatabase;
+  database(): InboxTransport;
   /** A session on the handlers' transport, faulted like their calls. */
   readonly session: InboxSession;
   /**
@@ -280,7 +276,7 @@ async function openDsqlTransport(local: LocalStack, database: string, conflictRa
     ],
     env: wireEnvironment(profile.proxy.url, database),
     migrate: async () => {
-      await migrateDsql(session, [DSQL_INBOX_MIGRATIONS]);
+      await migrateDsqlSession(session, [DSQL_INBOX_MIGRATIONS]);
     },
     ready: async () => {
       await profile.enforceRowLimit();

@@ -10,6 +10,8 @@ export { StreamEventSource } from './stream-event-source.js';
 export type { StreamEventSourceOptions } from './options.js';
 export type { StreamEventSourceStats } from './types.js';
 export { StreamModelError } from './errors.js';
+// The clock a stream source's options name.
+export type { Clock } from '../sqs/clock.js';
 
 export { KinesisModel } from './kinesis/model.js';
 export type { KinesisDataRecord } from './kinesis/model.js';

@@ -6,7 +6,7 @@ import { MAX_BODY_BYTES, MAX_KEY_BYTES } from '../../lambda/inbox/prepare/keys.j
 import type { InboxMessage, InboxOptions } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
-import { parkedMessages } from '../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../lambda/inbox/parked/parking.js';
 import { propertyParameters, seededRandom } from '../support/seed.js';
 
 /** Names unique within the run's database, from the run's seed. */

@@ -3,6 +3,7 @@ import { PermanentError } from '../../lambda/inbox/index.js';
 import { inbox } from '../../lambda/inbox/index.js';
 import type { InboxMessage, InboxOptions } from '../../lambda/inbox/index.js';
 import { claimSet } from '../../lambda/inbox/modes/statement-set.js';
+import { driverOf } from '../../lambda/inbox/transport/transport.js';
 import { inboxTables } from '../../lambda/inbox/sql/schema.js';
 import { markKnownClaims } from '../../lambda/inbox/prepare/duplicate-filter.js';
 import type { PreparedRecord } from '../../lambda/inbox/prepare/prepare.js';
@@ -10,7 +11,7 @@ import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsReco
 import type { InboxFixture } from '../support/inbox.js';
 import { CURRENT, onTransport, TRANSPORT } from '../support/transport.js';
 import { withConflicts } from '../support/dsql-conflicts.js';
-import { parkedMessages } from '../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../lambda/inbox/parked/parking.js';
 import { seededRandom } from '../support/seed.js';
 
 /** Names unique within the run's database, from the run's seed. */
@@ -649,7 +650,7 @@ describe("batch sets and the transport's request limits (the Data API's 4 MiB re
     { retry: 1 },
     async () => {
       const consumer = `big-claims-${bigClaims++}`;
-      const session = db.instance().open({ callTimeoutMs: 60_000, resumeDelaysMs: [] });
+      const session = driverOf(db.instance()).open({ callTimeoutMs: 60_000, resumeDelaysMs: [] });
       const tx = await session.transaction();
       // The file's database ends a transaction idle for 2 s; building the second 1.7 MB request may take longer here.
       await tx.execute("SET LOCAL idle_in_transaction_session_timeout = '60s'");

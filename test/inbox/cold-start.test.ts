@@ -2,7 +2,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { dataApi, inbox, InboxConfigError } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
-import { parkedMessages } from '../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../lambda/inbox/parked/parking.js';
 
 /**
  * A handler module imports cleanly without its environment (a test importing a helper from it, a tool

@@ -16,6 +16,7 @@ import { startSqsFixture } from '../support/sqs.js';
 import { freshDatabase } from '../support/database.js';
 import { MATRIX_FIFO, matrixTests, readMatrix, seedConsumerRows } from '../support/isolation-matrix.js';
 import type { Actor } from '../support/isolation-matrix.js';
+import { driverOf } from '../../lambda/inbox/transport/transport.js';
 
 // The DSQL isolation matrix of docs/stack.md, cell by cell, on the DSQL profile: the schema and every role made by the
 // DSQL schema function's own code from the statements InboxDsqlDatabase writes (lib/dsql/dsql-role-sql.ts), each role
@@ -75,7 +76,7 @@ function sessionAs(user: string, password = PASSWORD): InboxSession {
     maxConnections: 2,
   });
   targets.push(target);
-  return target.open({ callTimeoutMs: 10_000, resumeDelaysMs: [] });
+  return driverOf(target).open({ callTimeoutMs: 10_000, resumeDelaysMs: [] });
 }
 
 beforeAll(async () => {
@@ -102,7 +103,8 @@ afterAll(async () => {
   await direct?.end();
 });
 
-const migrationSession = () => dsqlOnProfile(profile, { database: new URL(url).pathname.slice(1) }).open({ callTimeoutMs: 10_000, resumeDelaysMs: [] });
+const migrationSession = () =>
+  driverOf(dsqlOnProfile(profile, { database: new URL(url).pathname.slice(1) })).open({ callTimeoutMs: 10_000, resumeDelaysMs: [] });
 
 describe('the isolation matrix of docs/stack.md, on the DSQL profile', () => {
   matrixTests(readMatrix('dsql'), {

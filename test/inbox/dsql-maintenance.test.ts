@@ -3,7 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dsqlSession } from '../../lambda/functions/dsql-maintenance/dsql-maintenance.js';
 import { cleanupHandler } from '../../lambda/functions/purge/cleanup.js';
 import { InboxConfigError } from '../../lambda/inbox/errors.js';
-import { DSQL_INBOX_MIGRATIONS, DsqlSession, migrateDsql } from '../../lambda/inbox/transport/dsql/index.js';
+import { DSQL_INBOX_MIGRATIONS } from '../../lambda/inbox/transport/dsql/index.js';
+import { migrateDsqlSession } from '../../lambda/inbox/transport/dsql/migrations.js';
+import { DsqlSession } from '../../lambda/inbox/transport/dsql/session.js';
 import { DSQL_PROFILE_EXEMPT, dsqlOnProfile, startDsqlProfile } from '../../local/dsql/profile.js';
 import type { DsqlProfile } from '../../local/dsql/profile.js';
 import type { DsqlTarget } from '../../lambda/inbox/transport/dsql/index.js';
@@ -19,7 +21,7 @@ beforeAll(async () => {
   direct = new pg.Pool({ connectionString: url, max: 2, options: DSQL_PROFILE_EXEMPT });
   profile = await startDsqlProfile(url);
   target = dsqlOnProfile(profile, { database: new URL(url).pathname.slice(1) });
-  await migrateDsql(new DsqlSession(target.pool, { callTimeoutMs: 10_000, resumeDelaysMs: [] }), [DSQL_INBOX_MIGRATIONS]);
+  await migrateDsqlSession(new DsqlSession(target.pool, { callTimeoutMs: 10_000, resumeDelaysMs: [] }), [DSQL_INBOX_MIGRATIONS]);
   // DSQL's 3,000 modified rows per transaction, held by the profile from here on.
   await profile.enforceRowLimit();
 });

@@ -16,7 +16,7 @@ import type { SqsFixture } from '../support/sqs.js';
 import { dataApiOnly } from '../support/data-api-only.js';
 import { notUnderConflicts } from '../support/dsql-conflicts.js';
 import { CURRENT, onTransport } from '../support/transport.js';
-import { parkedMessages } from '../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../lambda/inbox/parked/parking.js';
 
 type Order = { orderId: string; customer?: string; fail?: boolean };
 

@@ -11,7 +11,7 @@ import { CURRENT } from '../support/transport.js';
 import { textBytes } from '../../lambda/inbox/sources/text-bytes.js';
 import type { InboxFixture } from '../support/inbox.js';
 import type { GatedStatement, InboxMessage } from '../../lambda/inbox/index.js';
-import { parkedMessages } from '../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../lambda/inbox/parked/parking.js';
 import { propertyParameters } from '../support/seed.js';
 
 let db: InboxFixture;

@@ -14,7 +14,7 @@ import type { DataApiServer } from '../../local/data-api/server.js';
 import { customResourceEvent, MIGRATION_RESOURCE, ROLE_RESOURCE } from '../support/custom-resource.js';
 import { freshDatabase } from '../support/database.js';
 import { dataApiClient, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
-import { parkedMessages } from '../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../lambda/inbox/parked/parking.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';
 
 // Roles are per PostgreSQL server, which test files share: every name here is unique to this run.

@@ -13,7 +13,7 @@ import { BIN, NO_TARGET, cliRun as runCli, databaseEnv } from '../support/cli.js
 import type { SqsFixture } from '../support/sqs.js';
 import { kinesisEvent, kinesisRecord } from '../support/streams.js';
 import { rawControls, storableHostileText } from '../support/hostile-text.js';
-import { parkedMessages } from '../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../lambda/inbox/parked/parking.js';
 import { propertyParameters } from '../support/seed.js';
 
 /** The handler inbox() returns. */

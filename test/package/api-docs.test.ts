@@ -52,9 +52,7 @@ const SOURCES: Readonly<Record<string, string>> = {
   'sqs-inbox': 'lambda/inbox/index.ts',
   'sqs-inbox/producer': 'lambda/inbox/producer/producer.ts',
   'sqs-inbox/outbox': 'lambda/inbox/outbox/index.ts',
-  'sqs-inbox/data-api': 'lambda/inbox/transport/data-api/index.ts',
   'sqs-inbox/operations': 'lambda/inbox/operations.ts',
-  'sqs-inbox/parked': 'lambda/inbox/parked/index.ts',
   'sqs-inbox/postgres': 'lambda/inbox/transport/postgres/index.ts',
   'sqs-inbox/orm': 'lambda/inbox/orm/index.ts',
   'sqs-inbox/dsql': 'lambda/inbox/transport/dsql/index.ts',
@@ -64,6 +62,26 @@ const SOURCES: Readonly<Record<string, string>> = {
   'sqs-inbox/local/sqs': 'local/sqs/index.ts',
   'sqs-inbox/local/streams': 'local/streams/index.ts',
 };
+
+/**
+ * The most names an entry may export (`npm run api:count`): the handler's entry and the testkit's 40 each
+ * (Powertools idempotency's main entry has 14), the constructs 45, every other entry 30.
+ */
+const BUDGETS: Readonly<Record<string, number>> = { 'sqs-inbox': 40, 'sqs-inbox/local': 40, 'sqs-inbox/cdk': 45 };
+const OTHER_ENTRY_BUDGET = 30;
+
+/**
+ * Issue 34's budget for the whole package is 220 names; until it is met, the figure reached, which may only
+ * go down.
+ */
+const TOTAL_BUDGET = 269;
+
+/**
+ * The `ae-forgotten-export` warnings the reports still carry (a type a signature shows but its entry does
+ * not export): the figure reached, which may only go down. At 0, make the message an error in
+ * scripts/api-docs.mjs, as `ae-unresolved-link` is, and drop this count.
+ */
+const FORGOTTEN_EXPORTS = 24;
 
 /** API Extractor compiles every entry's declarations once: a minute on a busy two-core machine. */
 const EXTRACT_TIMEOUT_MS = 300_000;
@@ -84,10 +102,27 @@ describe('the public surface', () => {
     expect(extracted.entries.map((entry) => entry.specifier)).toEqual(Object.keys(SOURCES));
   });
 
-  it('keeps the entries users start from within their budgets: the runtime and the testkit at most 40 names each', () => {
-    const sizes = Object.fromEntries(api.counts(extracted.entries).map((size) => [size.specifier, size.exports]));
-    expect(sizes['sqs-inbox'], 'sqs-inbox: move what a handler does not need to a subpath (npm run api:count)').toBeLessThanOrEqual(40);
-    expect(sizes['sqs-inbox/local'], 'sqs-inbox/local: move what a scenario does not need to a subpath (npm run api:count)').toBeLessThanOrEqual(40);
+  it('keeps every entry within its budget of names, and the package within its total', () => {
+    const sizes = api.counts(extracted.entries);
+    for (const { specifier, exports } of sizes) {
+      const budget = BUDGETS[specifier] ?? OTHER_ENTRY_BUDGET;
+      expect(
+        exports,
+        `${specifier}: ${exports} names, budget ${budget}: move what its audience does not need elsewhere, or make it internal (npm run api:count)`,
+      ).toBeLessThanOrEqual(budget);
+    }
+    const total = sizes.reduce((sum, size) => sum + size.exports, 0);
+    expect(total, `the package exports ${total} names, budget ${TOTAL_BUDGET} (npm run api:count)`).toBeLessThanOrEqual(TOTAL_BUDGET);
+  });
+
+  it('lets no more types be used by a signature but not exported by its entry than the reports hold today', () => {
+    const forgotten = Object.keys(SOURCES)
+      .map((specifier) => readFileSync(join(ROOT, 'etc', `${specifier.replace(/\//g, '-')}.api.md`), 'utf8'))
+      .reduce((sum, report) => sum + (report.match(/ae-forgotten-export/g) ?? []).length, 0);
+    expect(
+      forgotten,
+      'a signature shows a type its entry does not export: export it, inline it, or keep it out of the signature (grep ae-forgotten-export etc/*.api.md)',
+    ).toBeLessThanOrEqual(FORGOTTEN_EXPORTS);
   });
 
   it("keeps every entry's API report as API Extractor writes it: the surface changes only with its report", () => {
@@ -161,7 +196,7 @@ describe('the surface check', () => {
   });
 
   it(
-    'names each export and each undocumented one, renders defaults and links, and fails a surface changed without its report',
+    'names each export and each undocumented one, renders defaults and links, and fails a surface changed without its report or a link that resolves nowhere',
     () => {
       // Arrange: the report written once, as `npm run api` does.
       const written = api.extract({ root });
@@ -200,6 +235,18 @@ describe('the surface check', () => {
       expect(readFileSync(join(root, 'etc/pkg.api.md'), 'utf8')).toBe(report);
       expect(api.extract({ root }).changedReports).toEqual(['etc/pkg.api.md']);
       expect(api.extract({ root, check: true }).changedReports).toEqual([]);
+      expect(written.problems).toEqual([]);
+
+      // Act: a comment links to a name the entry does not export.
+      writeFileSync(
+        join(root, 'dist/c.d.ts'),
+        '/** A documented type, like {@link Missing}. */\nexport type Shape = { readonly sides: number };\n/** New. */\nexport declare const added: 1;\n',
+      );
+      const linked = api.extract({ root, check: true });
+
+      // Assess: the link is a problem (the api-docs test fails on it), not a line in the report.
+      expect(linked.problems).toEqual([expect.stringMatching(/^pkg: The @link reference could not be resolved: .*"Missing"/)]);
+      expect(linked.changedReports).toEqual([]);
     },
     EXTRACT_TIMEOUT_MS,
   );

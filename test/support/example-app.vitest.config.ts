@@ -2,7 +2,8 @@ import { fileURLToPath } from 'node:url';
 import { defineConfig } from 'vitest/config';
 
 // The example app's own tests (examples/esm-app/test), run against this repository's sources instead of
-// the packed package: `sqs-inbox`, `sqs-inbox/outbox` and `sqs-inbox/local` resolve here. The outside-in
+// the packed package: `sqs-inbox`, `sqs-inbox/outbox`, `sqs-inbox/operations` and `sqs-inbox/local`
+// resolve here. The outside-in
 // test runs the same files against the tarball.
 const source = (path: string) => fileURLToPath(new URL(`../../${path}`, import.meta.url));
 
@@ -12,7 +13,7 @@ export default defineConfig({
     alias: [
       { find: /^sqs-inbox\/local$/, replacement: source('local/index.ts') },
       { find: /^sqs-inbox\/outbox$/, replacement: source('lambda/inbox/outbox/index.ts') },
-      { find: /^sqs-inbox\/parked$/, replacement: source('lambda/inbox/parked/index.ts') },
+      { find: /^sqs-inbox\/operations$/, replacement: source('lambda/inbox/operations.ts') },
       { find: /^sqs-inbox$/, replacement: source('lambda/inbox/index.ts') },
     ],
   },

@@ -7,7 +7,8 @@ import type { Stats } from '../../local/data-api/stats.js';
 import type { DsqlConflict } from '../../lambda/inbox/transport/dsql/index.js';
 import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
 import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
-import { postgres, PostgresSession } from '../../lambda/inbox/transport/postgres/index.js';
+import { postgres } from '../../lambda/inbox/transport/postgres/index.js';
+import { PostgresSession } from '../../lambda/inbox/transport/postgres/postgres-session.js';
 import { dataApi } from '../../lambda/inbox/transport/data-api/transport.js';
 import type { DatabaseTarget } from '../../lambda/inbox/transport/data-api/session.js';
 import type { InboxTransport } from '../../lambda/inbox/transport/transport.js';
@@ -16,7 +17,9 @@ import { startWireProxy } from '../../local/wire/proxy.js';
 import { DSQL_PROFILE_EXEMPT, dsqlOnProfile, startDsqlProfile } from '../../local/dsql/profile.js';
 import { CONFLICT_RUN_RETRIES } from './dsql-conflicts.js';
 import type { DsqlProfile } from '../../local/dsql/profile.js';
-import { DSQL_INBOX_MIGRATIONS, DsqlSession, migrateDsql } from '../../lambda/inbox/transport/dsql/index.js';
+import { DSQL_INBOX_MIGRATIONS } from '../../lambda/inbox/transport/dsql/index.js';
+import { migrateDsqlSession } from '../../lambda/inbox/transport/dsql/migrations.js';
+import { DsqlSession } from '../../lambda/inbox/transport/dsql/session.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';
 import { freshDatabase } from './database.js';
 import { seededRandom } from './seed.js';
@@ -135,7 +138,7 @@ const openDsql: OpenTransport = async (url, server, options, label) => {
   // The migrations in their DSQL form, through the profile, with conflicts off while they run.
   const rate = profile.proxy.conflicts.rate;
   profile.proxy.conflicts.rate = 0;
-  await migrateDsql(session, [DSQL_INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
+  await migrateDsqlSession(session, [DSQL_INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
   profile.proxy.conflicts.rate = rate;
   await profile.enforceRowLimit();
   // The stats' reset also marks the conflicts injected so far, so that a test counts both from the same moment.

@@ -1,5 +1,5 @@
 // test/credits-scenario.ts: the credits ledger as the testbed drives it, shared by the tests below
-import type { DataApiSession } from 'sqs-inbox/data-api';
+import type { DataApiSession } from 'sqs-inbox/operations';
 import { CREDITS_TABLES } from '../src/credits.js';
 
 export const credits = {

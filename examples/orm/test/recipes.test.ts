@@ -7,7 +7,7 @@ import { startLocal } from 'sqs-inbox/local';
 import type { LocalStack } from 'sqs-inbox/local';
 import { INBOX_MIGRATIONS, migrate } from 'sqs-inbox/operations';
 import type { InboxMigrationSet } from 'sqs-inbox/operations';
-import { PostgresSession, postgres } from 'sqs-inbox/postgres';
+import { postgres } from 'sqs-inbox/postgres';
 import type { OrderShipped } from '../src/schema.js';
 
 /** The handler inbox() returns. */
@@ -77,7 +77,7 @@ beforeAll(async () => {
   pool = new pg.Pool({ max: 2 });
   // pool.end() resolves before its sockets have closed: the server stopping in afterAll may still end one.
   pool.on('error', () => {});
-  await migrate(new PostgresSession({ pool }, { callTimeoutMs: 60_000 }), [INBOX_MIGRATIONS, ORDERS]);
+  await migrate(postgres(pool), [INBOX_MIGRATIONS, ORDERS]);
 }, 120_000);
 
 afterAll(async () => {

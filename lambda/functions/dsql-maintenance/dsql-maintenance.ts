@@ -4,6 +4,7 @@ import { cleanupHandler } from '../purge/cleanup.js';
 import { sweeperHandler } from '../outbox-sweeper/outbox-sweeper.js';
 import { CALL_TIMEOUT_MS } from '../scheduled-session.js';
 import type { ScheduledSession } from '../scheduled-session.js';
+import { driverOf } from '../../inbox/transport/transport.js';
 
 /**
  * The scheduled functions' session on Aurora DSQL, from INBOX_DSQL_ENDPOINT, INBOX_DSQL_REGION and INBOX_DSQL_USER
@@ -11,7 +12,7 @@ import type { ScheduledSession } from '../scheduled-session.js';
  * dialect keeps each purge batch within DSQL's 3,000 modified rows and runs a conflicting statement again.
  */
 export const dsqlSession: ScheduledSession = (env) =>
-  dsqlFromEnvironment(env, { maxConnections: 1 }).open({ callTimeoutMs: CALL_TIMEOUT_MS, resumeDelaysMs: [] });
+  driverOf(dsqlFromEnvironment(env, { maxConnections: 1 })).open({ callTimeoutMs: CALL_TIMEOUT_MS, resumeDelaysMs: [] });
 
 let purging: ReturnType<typeof cleanupHandler> | undefined;
 let sweeping: ReturnType<typeof sweeperHandler> | undefined;

@@ -5,9 +5,11 @@ import type { InboxMigrationSet } from '../../inbox/sql/schema.js';
 import { retryConflicts } from '../../inbox/transport/conflicts.js';
 import type { InboxSession } from '../../inbox/transport/session.js';
 import { inboxTables } from '../../inbox/sql/schema.js';
-import { dsql, DSQL_INBOX_MIGRATIONS, migrateDsql } from '../../inbox/transport/dsql/index.js';
+import { dsql, DSQL_INBOX_MIGRATIONS } from '../../inbox/transport/dsql/index.js';
+import { migrateDsqlSession } from '../../inbox/transport/dsql/migrations.js';
 import type { DsqlTarget } from '../../inbox/transport/dsql/index.js';
 import { deployedMigrationSets, resolveMigrationSets } from '../migration/deployed-migrations.js';
+import { driverOf } from '../../inbox/transport/transport.js';
 
 /** The custom resource that applies the DSQL schema: the inbox's tables in their DSQL form, then the app's own sets. */
 export const DSQL_SCHEMA_RESOURCE_TYPE = 'Custom::InboxDsqlSchema';
@@ -104,7 +106,7 @@ export function dsqlSchemaHandler(connect: (properties: DsqlClusterProperties) =
     }
     const sets = isRole ? [] : resolveMigrationSets(properties.Migrations ?? 'inbox', deployedMigrationSets(properties.Sets), DSQL_MIGRATION_SETS);
     const target = connect(properties);
-    const session = target.open({ callTimeoutMs: CALL_TIMEOUT_MS, resumeDelaysMs: [] });
+    const session = driverOf(target).open({ callTimeoutMs: CALL_TIMEOUT_MS, resumeDelaysMs: [] });
     try {
       if (isRole) {
         const old = event.RequestType === 'Update' ? (event.OldResourceProperties as unknown as Partial<DsqlRoleProperties>) : undefined;
@@ -119,7 +121,7 @@ export function dsqlSchemaHandler(connect: (properties: DsqlClusterProperties) =
           Data: { Ran: report.ran, AlreadyDone: report.alreadyDone },
         };
       }
-      const report = await migrateDsql(session, sets, properties.Schema ?? 'inbox');
+      const report = await migrateDsqlSession(session, sets, properties.Schema ?? 'inbox');
       console.log(JSON.stringify({ message: 'dsql migrations applied', applied: report.applied, versions: report.versions }));
       return {
         PhysicalResourceId: `sqs-inbox-dsql-schema:${properties.Endpoint}:${properties.Schema ?? 'inbox'}`,

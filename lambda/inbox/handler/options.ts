@@ -1,11 +1,10 @@
 import type { SQSRecord } from 'aws-lambda';
 import { dataApi } from '../transport/data-api/transport.js';
-import type { InboxTransport } from '../transport/transport.js';
-import type { Transaction } from '../transport/transaction.js';
+import { driverOf } from '../transport/transport.js';
+import type { InboxTransport, TransportDriver } from '../transport/transport.js';
 import type { SqlParams } from '../transport/values.js';
 import { CONSUMER_NAME_PATTERN, CONSUMER_NAME_RULE, ENV_CONSUMER } from '../contract.js';
 import { InboxConfigError } from '../errors.js';
-import type { KeyStrategy } from '../prepare/keys.js';
 import { described, oneOf, plainChoice, refuseUnknownKeys } from './option-checks.js';
 import { STATEMENT_OPTIONS, resolveMode } from '../modes/mode-options.js';
 import type { InboxLogger, InboxMetrics, BatchSummary } from '../telemetry/telemetry.js';
@@ -46,7 +45,16 @@ export interface GatedStatement {
 }
 
 /** The transaction that `apply` and `applyBatch` run in. */
-export interface InboxTransaction extends Pick<Transaction, 'execute' | 'executeBatch' | 'transactionId'> {
+export interface InboxTransaction {
+  /** The transaction's id: the Data API's, or the wire transport's own. */
+  readonly transactionId: string;
+  /**
+   * Runs one statement in this transaction: its `rows` (of a SELECT or of `RETURNING`, keyed by column name,
+   * each value typed by its column) and how many rows it inserted, updated or deleted (`updated`).
+   */
+  execute(sql: string, params?: SqlParams): Promise<{ readonly rows: Record<string, unknown>[]; readonly updated: number }>;
+  /** Runs one statement once per parameter set in this transaction, in one call where the transport has one (the Data API's BatchExecuteStatement); returns how many sets ran. */
+  executeBatch(sql: string, paramSets: readonly SqlParams[]): Promise<number>;
   /**
    * Hands a message on, exactly once: it is written to the outbox in this transaction (so it goes out only
    * if the claim and the effect commit) and sent after the commit under a stable idempotency key derived
@@ -124,7 +132,7 @@ export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
    * by its claim.
    * @default 'auto'
    */
-  readonly duplicateFilter?: DuplicateFilter | undefined;
+  readonly duplicateFilter?: 'auto' | 'always' | 'never' | undefined;
   /**
    * Parses the body (SQS: the body; Kinesis: the decoded `data`; Kafka: the decoded `value`; DynamoDB
    * Streams: the change as JSON). A throw (or a rejected promise: an async parse is awaited) is a
@@ -183,8 +191,8 @@ export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
   readonly logger?: InboxLogger | undefined;
   /**
    * Where each invocation's counts and latencies are published, as CloudWatch embedded metrics.
-   * @default a Powertools Metrics in namespace process.env.POWERTOOLS_METRICS_NAMESPACE, else `SqsInbox`
-   * ({@link METRIC_NAMESPACE}), with serviceName = consumer
+   * @default a Powertools Metrics in namespace process.env.POWERTOOLS_METRICS_NAMESPACE, else
+   * `SqsInbox`, with serviceName = consumer
    */
   readonly metrics?: InboxMetrics | undefined;
   /**
@@ -211,10 +219,12 @@ export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
 /** Options of {@link inbox}: an SQS consumer. */
 export interface InboxOptions<Body = unknown> extends ConsumerOptions<Body, SQSRecord> {
   /**
-   * How each record's idempotency key is chosen: the key the claim stores. See {@link KeyStrategy}.
+   * How each record's idempotency key is chosen: the key the claim stores. `'auto'`: the `idempotency-key`
+   * attribute (the producer's), else the FIFO deduplication id, else the message id; `'message-id'`,
+   * `'deduplication-id'`, `{ attribute }` (a message attribute), or a function of the record.
    * @default 'auto'
    */
-  readonly key?: KeyStrategy | undefined;
+  readonly key?: 'auto' | 'message-id' | 'deduplication-id' | { readonly attribute: string } | ((record: SQSRecord) => string) | undefined;
   /**
    * FIFO queues: what to do after a record fails. `skip-group`: report the rest of its message group in
    * the batch failed, unstarted, while the other groups go on side by side. `stop-batch`: run the batch one
@@ -229,7 +239,7 @@ export interface InboxOptions<Body = unknown> extends ConsumerOptions<Body, SQSR
 /** Options after validation, with defaults filled in. */
 export interface ResolvedOptions<Body, Raw = SQSRecord> {
   readonly consumer: string;
-  readonly transport: InboxTransport;
+  readonly transport: TransportDriver;
   readonly mode: ResolvedMode<Body, Raw>;
   readonly duplicateFilter: DuplicateFilter;
   /** Where a record's claim goes (transaction modes). */
@@ -442,16 +452,16 @@ function checkOutbox(outbox: unknown, mode: ResolvedMode<unknown>['kind']): Chec
 }
 
 /** The `database` option checked: a transport, or `dataApi()` when none is given. */
-function checkTransport(database: unknown): InboxTransport {
-  if (database === undefined || database === null) return dataApi();
-  if (typeof (database as Partial<InboxTransport>).open !== 'function') {
+function checkTransport(database: unknown): TransportDriver {
+  if (database === undefined || database === null) return driverOf(dataApi());
+  if (typeof (database as Partial<TransportDriver>).open !== 'function') {
     throw new InboxConfigError(
       'database',
       'must be a transport: dataApi({ resourceArn, secretArn, database, client }) from "sqs-inbox", postgres(pool) from "sqs-inbox/postgres" ' +
         `or dsql({ ... }) from "sqs-inbox/dsql"; got ${described(database)}`,
     );
   }
-  return database as InboxTransport;
+  return database as TransportDriver;
 }
 
 function positiveInteger(value: unknown, option: string, example: string): number {

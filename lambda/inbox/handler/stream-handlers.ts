@@ -7,7 +7,9 @@ import type {
   KinesisStreamEvent,
   KinesisStreamRecord,
   MSKEvent,
+  MSKRecord,
   SelfManagedKafkaEvent,
+  SelfManagedKafkaRecord,
 } from 'aws-lambda';
 import { consumerHandler } from './consumer.js';
 import type { ConsumerHandler } from './consumer.js';
@@ -15,28 +17,26 @@ import { InboxConfigError } from '../errors.js';
 import { described } from './option-checks.js';
 import type { ConsumerOptions } from './options.js';
 import { dynamoDbInboxSource } from '../sources/dynamodb.js';
-import type { DynamoDbChange, DynamoDbKeyStrategy } from '../sources/dynamodb.js';
+import type { DynamoDbChange } from '../sources/dynamodb.js';
 import { kafkaInboxSource } from '../sources/kafka.js';
-import type { KafkaBatchResponse, KafkaKeyStrategy, KafkaRecord } from '../sources/kafka.js';
 import { kinesisInboxSource } from '../sources/kinesis.js';
-import type { KinesisKeyStrategy } from '../sources/kinesis.js';
 
 /** Options of {@link kinesisInbox}: those of every consumer, and the key. */
 export interface KinesisInboxOptions<Body = unknown> extends ConsumerOptions<Body, KinesisStreamRecord> {
-  /** How each record's idempotency key is chosen. See {@link KinesisKeyStrategy}. @default 'sequence-number' */
-  readonly key?: KinesisKeyStrategy | undefined;
+  /** How each record's idempotency key is chosen. `{ field }`: a field of the parsed body; or a function of the record. @default 'sequence-number' */
+  readonly key?: 'sequence-number' | { readonly field: string } | ((record: KinesisStreamRecord) => string) | undefined;
 }
 
 /** Options of {@link dynamoDbInbox}: those of every consumer, and the key. */
 export interface DynamoDbInboxOptions<Body = DynamoDbChange> extends ConsumerOptions<Body, DynamoDBRecord> {
-  /** How each record's idempotency key is chosen. See {@link DynamoDbKeyStrategy}. @default 'event-id' */
-  readonly key?: DynamoDbKeyStrategy | undefined;
+  /** How each record's idempotency key is chosen. `{ field }`: a field of the parsed body; or a function of the record. @default 'event-id' */
+  readonly key?: 'event-id' | { readonly field: string } | ((record: DynamoDBRecord) => string) | undefined;
 }
 
 /** Options of {@link kafkaInbox}: those of every consumer, the key, and how failures are reported. */
-export interface KafkaInboxOptions<Body = unknown> extends ConsumerOptions<Body, KafkaRecord> {
-  /** How each record's idempotency key is chosen. See {@link KafkaKeyStrategy}. @default 'offset' */
-  readonly key?: KafkaKeyStrategy | undefined;
+export interface KafkaInboxOptions<Body = unknown> extends ConsumerOptions<Body, MSKRecord | SelfManagedKafkaRecord> {
+  /** How each record's idempotency key is chosen. `{ field }`: a field of the parsed body; `{ header }`: a record header; or a function of the record. @default 'offset' */
+  readonly key?: 'offset' | { readonly field: string } | { readonly header: string } | ((record: MSKRecord | SelfManagedKafkaRecord) => string) | undefined;
   /**
    * Whether the event source mapping reads a partial batch response (ReportBatchItemFailures), which
    * Lambda supports for Kafka only in provisioned mode. On: a failed partition is reported with the offset
@@ -102,7 +102,12 @@ export function dynamoDbInbox<Body = DynamoDbChange>(options: DynamoDbInboxOptio
  *   },
  * });
  */
-export function kafkaInbox<Body = any>(options: KafkaInboxOptions<Body>): ConsumerHandler<MSKEvent | SelfManagedKafkaEvent, KafkaBatchResponse> {
+export function kafkaInbox<Body = any>(
+  options: KafkaInboxOptions<Body>,
+): ConsumerHandler<
+  MSKEvent | SelfManagedKafkaEvent,
+  { readonly batchItemFailures: { readonly itemIdentifier: { readonly partition: string; readonly offset: number } }[] }
+> {
   const partial: unknown = options?.reportBatchItemFailures ?? process.env[ENV_REPORT_BATCH_ITEM_FAILURES] === 'true';
   if (typeof partial !== 'boolean') {
     throw new InboxConfigError(

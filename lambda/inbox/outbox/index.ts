@@ -10,6 +10,7 @@
  */
 export { sqsOutbox } from './sqs-outbox.js';
 export { PeerDependencyError } from '../peers.js';
+export { InboxError } from '../errors.js';
 export type { SqsOutboxOptions } from './sqs-outbox.js';
 export { OutboxSweepError, sweepOutbox } from './sweep.js';
 export type { SweepFailure, SweepOptions, SweepReport } from './sweep.js';

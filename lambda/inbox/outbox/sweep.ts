@@ -29,7 +29,7 @@ export interface SweepOptions {
   readonly deleteLimit?: number | undefined;
   /**
    * The time left to the run, in milliseconds: a Lambda passes `() => context.getRemainingTimeInMillis()`.
-   * Asked before each step; see {@link marginMs}.
+   * Asked before each step; see `marginMs`.
    * @default no deadline
    */
   readonly remainingTimeMs?: (() => number) | undefined;

@@ -11,7 +11,7 @@ import { MAX_SQS_MESSAGE_BYTES, sqsMessageBytes, stringAttributes } from '../pro
 import type { OutboxTransport } from '../outbox/relay.js';
 import { PARKED_COLUMNS, readParked } from './parked-rows.js';
 import { idArray, isKeyCollision, refusalFor } from './store.js';
-import type { ParkedMessage, ParkedRefusal } from './store.js';
+import type { ParkedMessage } from './store.js';
 import { inboxTables } from '../sql/schema.js';
 import type { InboxTables } from '../sql/schema.js';
 import { FIFO_ID_PATTERN } from '../contract.js';
@@ -56,12 +56,19 @@ export interface RedriveResult {
   /** The parked row's id, as given. */
   readonly id: number;
   /**
-   * `redriven`: committed, with its outbox row (`sent` says whether it is on the queue yet); a
-   * {@link ParkedRefusal}; `refused` (see `refusal`); `failed`: the Data API call failed (see `message`).
+   * `redriven`: committed, with its outbox row (`sent` says whether it is on the queue yet); `not-found`
+   * or `already-...` (a decision was taken on it already); `refused` (see `refusal`); `failed`: the Data
+   * API call failed (see `message`).
    */
-  readonly status: 'redriven' | ParkedRefusal | 'refused' | 'failed';
-  /** Why it was refused, when `status` is `refused`. */
-  readonly refusal?: RedriveRefusal | undefined;
+  readonly status: 'redriven' | 'not-found' | 'already-replayed' | 'already-redriven' | 'already-discarded' | 'refused' | 'failed';
+  /**
+   * Why it was refused, when `status` is `refused`: `stream-record` (parked by a stream consumer: no queue
+   * to send it back to), `no-queue` (its source queue is unknown or not an SQS queue ARN), `key-collision`
+   * (it collided under its key and owns no claim), `unsendable` (SQS would refuse it as it is),
+   * `deduplication-window` (a FIFO queue would drop it as a duplicate of its first send, under 5 minutes
+   * old) or `claimed-again` (its key's claim was purged and another delivery took effect).
+   */
+  readonly refusal?: 'stream-record' | 'no-queue' | 'key-collision' | 'unsendable' | 'deduplication-window' | 'claimed-again' | undefined;
   /** What went wrong, and the fix: for `refused`, `failed`, and a `redriven` message not sent yet. */
   readonly message?: string | undefined;
   /** The queue it was sent back to. */

@@ -1,5 +1,5 @@
 import { claimParams, claimSql, readClaim, statementBound } from '../sql/claim.js';
-import type { InboxTransport } from '../transport/transport.js';
+import type { TransportDriver } from '../transport/transport.js';
 import type { InboxSession } from '../transport/session.js';
 import { retryConflicts } from '../transport/conflicts.js';
 import type { Transaction } from '../transport/transaction.js';
@@ -12,7 +12,7 @@ import type { InboxTables } from '../sql/schema.js';
 /** Where a parked message stands: still parked, or which one decision was taken on it. */
 export type ParkedStatus = 'parked' | 'replayed' | 'redriven' | 'discarded';
 
-/** A record parked by `onPermanentError: park` (`park` from `sqs-inbox/parked`). */
+/** A record parked by `onPermanentError: park` (`onPermanentError: 'park'`). */
 export interface ParkedMessage {
   /** The parked row's id: what {@link ParkedMessages.replay} takes. */
   readonly id: number;
@@ -58,8 +58,8 @@ export interface ParkedMessage {
   readonly redrivenTo: string | null;
   /** When an operator gave it up (`discard`); null unless one did. */
   readonly discardedAt: Date | null;
-  /** `parked` until one of replay, redrive or discard is taken on it. */
-  readonly status: ParkedStatus;
+  /** `parked` until one of replay, redrive or discard is taken on it: then `replayed`, `redriven` or `discarded`. */
+  readonly status: 'parked' | 'replayed' | 'redriven' | 'discarded';
   /** Parking this record made its key's claim, so a redelivery of the key is a duplicate. */
   readonly ownsClaim: boolean;
 }
@@ -70,26 +70,6 @@ export type ParkedRefusal = 'not-found' | 'already-replayed' | 'already-redriven
 /** How a replay came out. */
 export type ReplayResult = 'replayed' | ParkedRefusal;
 
-/** How the discard of one message came out. */
-export interface DiscardResult {
-  /** The parked row's id, as given. */
-  readonly id: number;
-  /** `discarded`, or why not. */
-  readonly status: 'discarded' | ParkedRefusal;
-}
-
-/** Options of {@link ParkedMessages.list}. */
-export interface ListParkedOptions {
-  /** Also list messages already replayed. @default false */
-  readonly includeReplayed?: boolean | undefined;
-  /** Also list messages already redriven to their queue. @default false */
-  readonly includeRedriven?: boolean | undefined;
-  /** Also list messages discarded by an operator. @default false */
-  readonly includeDiscarded?: boolean | undefined;
-  /** At most this many. @default 100 */
-  readonly limit?: number | undefined;
-}
-
 /** Read one consumer's parked messages. */
 export interface ParkedMessageReader {
   /**
@@ -98,7 +78,16 @@ export interface ParkedMessageReader {
    * const waiting = await parked.list();
    * const everything = await parked.list({ includeReplayed: true, includeRedriven: true, includeDiscarded: true, limit: 1000 });
    */
-  list(options?: ListParkedOptions): Promise<ParkedMessage[]>;
+  list(options?: {
+    /** Also list messages already replayed. @default false */
+    readonly includeReplayed?: boolean | undefined;
+    /** Also list messages already redriven to their queue. @default false */
+    readonly includeRedriven?: boolean | undefined;
+    /** Also list messages discarded by an operator. @default false */
+    readonly includeDiscarded?: boolean | undefined;
+    /** At most this many. @default 100 */
+    readonly limit?: number | undefined;
+  }): Promise<ParkedMessage[]>;
   /**
    * One parked message by id, whatever its status; undefined when this consumer has none with that id.
    * @example
@@ -107,31 +96,31 @@ export interface ParkedMessageReader {
   show(id: number): Promise<ParkedMessage | undefined>;
 }
 
-/** Options of {@link ParkedMessages.replay}. */
-export interface ReplayOptions {
-  /**
-   * What to do with a message parked for a key collision (a different message under a key whose effect
-   * is applied): `'refuse'` throws {@link ParkedCollisionError}, as `redriveParked` refuses it;
-   * `'apply-under-new-key'` claims a key of its own (its key and its body's hash, `<key>@sha256:<hex>`) in
-   * the replay's transaction and applies it under that key, so another parked copy of the same message
-   * applies nothing, and its outbox sends do not share the first message's keys.
-   * @default 'refuse'
-   */
-  readonly collision?: 'refuse' | 'apply-under-new-key' | undefined;
-}
-
-/** List and replay one consumer's parked messages: `parkedMessages(handler)` from `sqs-inbox/parked`. */
+/** List and replay one consumer's parked messages: `parkedMessages(handler)` from `sqs-inbox/operations`. */
 export interface ParkedMessages extends ParkedMessageReader {
   /**
    * Applies a parked message's effect now (after its cause was fixed), in one transaction that also marks
    * it replayed: replaying twice, or a later redelivery, applies nothing more. A message redriven or
    * discarded is not replayed. A throw rolls everything back and leaves the message parked. A key
-   * collision is refused with {@link ParkedCollisionError} unless `options.collision` says otherwise.
+   * collision is refused with `ParkedCollisionError` unless `options.collision` says otherwise.
    * @example
    * await parkedMessages(handler).replay(7); // 'replayed'
    * await parkedMessages(handler).replay(8, { collision: 'apply-under-new-key' }); // both messages of key 8 take effect
    */
-  replay(id: number, options?: ReplayOptions): Promise<ReplayResult>;
+  replay(
+    id: number,
+    options?: {
+      /**
+       * What to do with a message parked for a key collision (a different message under a key whose effect
+       * is applied): `'refuse'` throws `ParkedCollisionError`, as `redriveParked` refuses it;
+       * `'apply-under-new-key'` claims a key of its own (its key and its body's hash, `<key>@sha256:<hex>`) in
+       * the replay's transaction and applies it under that key, so another parked copy of the same message
+       * applies nothing, and its outbox sends do not share the first message's keys.
+       * @default 'refuse'
+       */
+      readonly collision?: 'refuse' | 'apply-under-new-key' | undefined;
+    },
+  ): Promise<'replayed' | 'not-found' | 'already-replayed' | 'already-redriven' | 'already-discarded'>;
 }
 
 /** What an operator does to parked messages besides replaying them: {@link parkedMessageStore}. */
@@ -142,7 +131,9 @@ export interface ParkedMessageStore extends ParkedMessageReader {
    * @example
    * const [result] = await parked.discard([7]); // { id: 7, status: 'discarded' }
    */
-  discard(ids: readonly number[]): Promise<DiscardResult[]>;
+  discard(
+    ids: readonly number[],
+  ): Promise<{ readonly id: number; readonly status: 'discarded' | 'not-found' | 'already-replayed' | 'already-redriven' | 'already-discarded' }[]>;
 }
 
 /** Options of {@link parkedMessageStore}. */
@@ -206,7 +197,7 @@ export function parkedMessageStore(options: ParkedMessageStoreOptions): ParkedMe
 
 /** The parked messages of a consumer, with its replay: what `parkedMessages(handler)` gives. */
 export function consumerParkedMessages(config: {
-  transport: InboxTransport;
+  transport: TransportDriver;
   tables: InboxTables;
   consumer: string;
   callTimeoutMs: number;

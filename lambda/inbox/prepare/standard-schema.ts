@@ -10,7 +10,13 @@ export interface StandardSchema<Output = unknown> {
   readonly '~standard': {
     readonly version: 1;
     readonly vendor: string;
-    readonly validate: (value: unknown) => StandardResult<Output> | Promise<StandardResult<Output>>;
+    /** The value, or the issues (each with where in the value it was found) that refused it. */
+    readonly validate: (
+      value: unknown,
+    ) =>
+      | { readonly value: Output; readonly issues?: undefined }
+      | { readonly issues: readonly { readonly message: string; readonly path?: readonly (PropertyKey | { readonly key: PropertyKey })[] | undefined }[] }
+      | Promise<unknown>;
   };
 }
 
@@ -45,7 +51,7 @@ export class SchemaValidatorError extends InboxError {
  *
  * A schema that validates asynchronously (zod's async refinements) is awaited: the inbox parses every
  * record of the batch before its first database call. A validator that throws or rejects instead of
- * answering fails the record with a {@link SchemaValidatorError} (delivered again), not a `ParseError`.
+ * answering fails the record with a `SchemaValidatorError` (delivered again), not a `ParseError`.
  *
  * @example
  * import { z } from 'zod';
@@ -97,7 +103,9 @@ export function parseWith<Output>(
     } catch (error) {
       return failed(error);
     }
-    return result instanceof Promise ? result.then(verdict, failed) : verdict(result);
+    // An asynchronous result has the synchronous one's shape (the Standard Schema spec); the declaration
+    // leaves it `unknown` to spell the shape once.
+    return result instanceof Promise ? result.then((settled) => verdict(settled as StandardResult<Output>), failed) : verdict(result);
   };
 }
 

@@ -15,6 +15,9 @@ import { FIFO_ID_PATTERN } from '../contract.js';
 import { InboxError } from '../errors.js';
 import { MAX_SQS_MESSAGE_BYTES, SQS_ATTRIBUTE_NAME, sqsMessageBytes } from './sqs-limits.js';
 
+/** The package's root error class, which the producer's errors extend. */
+export { InboxError } from '../errors.js';
+
 export { MAX_SQS_MESSAGE_BYTES, PeerDependencyError };
 
 /**
@@ -104,7 +107,7 @@ export interface MessageProblem {
   message: string;
 }
 
-/** Base class of the producer's errors, under the package's root {@link InboxError}: callers branch on the subclass. */
+/** Base class of the producer's errors, under the package's root `InboxError`: callers branch on the subclass. */
 export class ProducerError extends InboxError {
   constructor(message: string) {
     super(message);
@@ -156,7 +159,7 @@ export interface ProducerOptions {
   queueUrl: string;
   /**
    * Whether the queue is FIFO: the key then also becomes the MessageDeduplicationId, and a failed message
-   * holds back the later messages of its group (see {@link strictGroupOrder}).
+   * holds back the later messages of its group (see `strictGroupOrder`).
    * @default true when queueUrl ends in `.fifo`
    */
   fifo?: boolean | undefined;

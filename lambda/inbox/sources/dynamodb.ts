@@ -2,7 +2,6 @@ import type { DynamoDBBatchResponse, DynamoDBRecord } from 'aws-lambda';
 import { ParseError } from '../errors.js';
 import { checkKey } from '../prepare/keys.js';
 import { unmarshallImage } from './dynamodb-image.js';
-import type { PlainItem } from './dynamodb-image.js';
 import { notARecord, recordsArray } from './event-shape.js';
 import type { InboxSource, SourceRecord } from './source.js';
 import { KEY_OPTION, streamKeyStrategy } from './stream-keys.js';
@@ -14,11 +13,11 @@ export interface DynamoDbChange {
   /** INSERT, MODIFY or REMOVE. */
   readonly eventName: 'INSERT' | 'MODIFY' | 'REMOVE';
   /** The item's key attributes. */
-  readonly keys: PlainItem;
+  readonly keys: Record<string, unknown>;
   /** The item after the change (absent for REMOVE, or when the stream view type leaves it out). */
-  readonly newImage?: PlainItem | undefined;
+  readonly newImage?: Record<string, unknown> | undefined;
   /** The item before the change (absent for INSERT, or when the stream view type leaves it out). */
-  readonly oldImage?: PlainItem | undefined;
+  readonly oldImage?: Record<string, unknown> | undefined;
 }
 
 /**

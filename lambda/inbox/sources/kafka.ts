@@ -28,7 +28,7 @@ export interface KafkaBatchResponse {
 export type KafkaKeyStrategy = StreamKeyStrategy<KafkaRecord, 'offset'> | { readonly header: string };
 
 /** A Kafka record's headers, decoded as UTF-8 (a header sent twice keeps its last value). */
-export function kafkaHeaders(record: KafkaRecord): Record<string, string> {
+export function kafkaHeaders(record: MSKRecord | SelfManagedKafkaRecord): Record<string, string> {
   const headers: Record<string, string> = {};
   for (const [name, bytes] of headerBytes(record)) headers[name] = Buffer.from(bytes).toString('utf8');
   return headers;

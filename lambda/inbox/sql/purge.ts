@@ -69,7 +69,7 @@ export function purgeBatchSql(tables: InboxTables): string {
  * budget is spent. Safe while claims run: new claims are younger than any cutoff, and rows locked by a
  * running transaction are skipped, not waited for (and left for the next purge). The cutoff is the
  * database's clock, like processed_at. Each batch costs the same however large the table is (see
- * {@link purgeBatchSql}).
+ * `purgeBatchSql`).
  *
  * @example
  * const report = await purge(session, { retentionSeconds: 14 * 24 * 3600 });

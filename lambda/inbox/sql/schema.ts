@@ -1,6 +1,8 @@
 import { createHash } from 'node:crypto';
 import type { Transaction } from '../transport/transaction.js';
 import type { InboxSession } from '../transport/session.js';
+import { sessionOf } from '../transport/transport.js';
+import type { InboxTransport } from '../transport/transport.js';
 import { InboxConfigError, MigrationChangedError } from '../errors.js';
 import { described } from '../handler/option-checks.js';
 import { OUTBOX_ORDER_FUNCTION } from '../contract.js';
@@ -46,7 +48,7 @@ export function inboxTables(schema = 'inbox', option = 'schema'): InboxTables {
 /**
  * One numbered migration: statements run in order, in one transaction, with its version row and the
  * checksum of its statements. Never change a migration once it has been applied anywhere: the next
- * `migrate` refuses it ({@link MigrationChangedError}); add a migration with a higher version instead.
+ * `migrate` refuses it (`MigrationChangedError`); add a migration with a higher version instead.
  *
  * @example
  * { version: 1, name: 'create_credits', statements: ['CREATE TABLE public.credits (id bigserial PRIMARY KEY, account_id text NOT NULL)'] }
@@ -270,18 +272,23 @@ export interface MigrationReport {
  * Applies the pending migrations of each set in one transaction under an advisory lock, so two deployers
  * (or a deployer and `npx sqs-inbox migrate`) never apply one twice, and a failing migration leaves
  * nothing half done. Idempotent. Each applied version is recorded with the checksum of its statements; a
- * migration changed after it was applied is refused with {@link MigrationChangedError} naming its version
+ * migration changed after it was applied is refused with `MigrationChangedError` naming its version
  * (a version applied before checksums were recorded gets its checksum recorded instead), and so is an
  * unapplied migration below the highest applied version of its set.
  *
- * @param session - the Data API session to run it on
+ * @param database - the transport to run it over (`dataApi({...})`, `postgres(pool)`), or a session
  * @param sets - the migration sets, applied in this order. @default [INBOX_MIGRATIONS]
  * @param schema - the inbox's schema, which also holds the table of applied versions. @default 'inbox'
  *
  * @example
- * await migrate(session, [INBOX_MIGRATIONS]);
+ * await migrate(postgres(pool), [INBOX_MIGRATIONS]);
  */
-export async function migrate(session: InboxSession, sets: readonly InboxMigrationSet[] = [INBOX_MIGRATIONS], schema = 'inbox'): Promise<MigrationReport> {
+export async function migrate(
+  database: InboxTransport | InboxSession,
+  sets: readonly InboxMigrationSet[] = [INBOX_MIGRATIONS],
+  schema = 'inbox',
+): Promise<MigrationReport> {
+  const session = sessionOf(database);
   const tables = inboxTables(schema);
   for (const set of sets) checkSet(set);
   const applied: { set: string; version: number; name: string }[] = [];

@@ -24,7 +24,7 @@ export interface InboxLogger {
 /** The part of a metrics client sqs-inbox uses; Powertools' `Metrics` fits. */
 export interface InboxMetrics {
   /** Adds one value of a metric to the invocation's set. */
-  addMetric(name: string, unit: MetricUnitName, value: number): void;
+  addMetric(name: string, unit: 'Count' | 'Milliseconds' | 'Seconds', value: number): void;
   /**
    * Adds a dimension to the metrics published next (Powertools' `Metrics` has it): the consumer's source
    * (`sqs`, `kinesis`, `dynamodb`, `kafka`) is added as `source` when the client has this method.

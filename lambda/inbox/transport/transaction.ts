@@ -49,7 +49,7 @@ export class Transaction {
 
   /**
    * The way in for an ORM's driver (`sqs-inbox/orm`): its calls run with this transaction's id, queued with
-   * the statements, so a failed one makes {@link commit} roll back as a failed statement does. A `claim`
+   * the statements, so a failed one makes `commit` roll back as a failed statement does. A `claim`
    * goes first, when no statement carried it yet.
    * @internal the modes hand it to `sqs-inbox/orm`.
    */

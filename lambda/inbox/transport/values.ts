@@ -1,7 +1,7 @@
 // The values a statement binds, the same on every transport: plain JavaScript values, and the markers that
 // say which PostgreSQL type a string stands for. Each transport encodes them its own way.
 
-/** A value with an explicit type hint, made by {@link uuid}, {@link decimal}, {@link json} and friends. */
+/** A value with an explicit type hint, made by `uuid()`, `decimal()`, `json()`, `date()` and `time()` from `sqs-inbox`. */
 export class HintedValue {
   constructor(
     /** The type the value binds as (the Data API's `typeHint`; the wire transport casts to it). */
@@ -26,4 +26,6 @@ export const time = (value: string) => new HintedValue('TIME', value);
 export type SqlValue = string | number | bigint | boolean | null | undefined | Uint8Array | Date | HintedValue | Record<string, unknown> | unknown[];
 
 /** Named parameters: `{ orderId: 'order-417' }` binds `:orderId`. */
-export type SqlParams = Readonly<Record<string, SqlValue>>;
+export type SqlParams = Readonly<
+  Record<string, string | number | bigint | boolean | null | undefined | Uint8Array | Date | HintedValue | Record<string, unknown> | unknown[]>
+>;

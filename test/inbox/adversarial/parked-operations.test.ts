@@ -3,7 +3,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InboxError, PermanentError } from '../../../lambda/inbox/index.js';
 import { sqsOutbox } from '../../../lambda/inbox/outbox/index.js';
-import { parkedMessages } from '../../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../../lambda/inbox/parked/parking.js';
 import { redriveParked } from '../../../lambda/inbox/parked/redrive.js';
 import { TRANSPORT, inboxFixture, lambdaContext } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';

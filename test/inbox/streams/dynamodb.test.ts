@@ -4,7 +4,7 @@ import type { DynamoDbChange, DynamoDbInboxOptions, InboxMessage } from '../../.
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
 import { dynamoDbEvent, dynamoDbRecord } from '../../support/streams.js';
-import { parkedMessages } from '../../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../../lambda/inbox/parked/parking.js';
 
 let db: InboxFixture;
 beforeAll(async () => {

@@ -6,7 +6,7 @@ import type { ParkedMessage } from '../../../lambda/inbox/parked/store.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
 import { kafkaEvent, kafkaRecord } from '../../support/streams.js';
-import { parkedMessages } from '../../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../../lambda/inbox/parked/parking.js';
 
 // What kafkaInbox (and inbox(), through the event checks they share) makes of events and records Lambda
 // would not send as they are: hand-built test events, a misconfigured trigger, a record missing its place

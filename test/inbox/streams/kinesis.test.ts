@@ -5,7 +5,7 @@ import type { InboxMessage, InboxTransaction, KinesisInboxOptions } from '../../
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
 import { kinesisEvent, kinesisRecord } from '../../support/streams.js';
-import { parkedMessages } from '../../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../../lambda/inbox/parked/parking.js';
 
 type Click = { page: string; fail?: boolean };
 

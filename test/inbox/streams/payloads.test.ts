@@ -5,7 +5,7 @@ import { dynamoDbInbox, kafkaInbox, kinesisInbox } from '../../../lambda/inbox/i
 import { PermanentError } from '../../../lambda/inbox/index.js';
 import type { ConsumerOptions, InboxMessage } from '../../../lambda/inbox/index.js';
 import type { KafkaRecord } from '../../../lambda/inbox/sources/kafka.js';
-import { parkedMessages } from '../../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../../lambda/inbox/parked/parking.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
 import { CURRENT, onTransport } from '../../support/transport.js';

@@ -5,7 +5,7 @@ import type { DynamoDbChange, DynamoDbInboxOptions, InboxMessage, KafkaInboxOpti
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
 import { dynamoDbEvent, dynamoDbRecord, kafkaEvent, kafkaRecord, kinesisEvent, kinesisRecord } from '../../support/streams.js';
-import { parkedMessages } from '../../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../../lambda/inbox/parked/parking.js';
 
 // Records no event source mapping sends (a hand-built or corrupted event), key options at their edges, and
 // the failure report of several shards: each malformed record fails alone, with the words of its fault.

@@ -5,11 +5,13 @@ import { InboxConfigError, PermanentError } from '../../../lambda/inbox/index.js
 import { INBOX_MIGRATIONS, migrate, purge } from '../../../lambda/inbox/operations.js';
 import { inbox } from '../../../lambda/inbox/index.js';
 import type { InboxOptions } from '../../../lambda/inbox/index.js';
-import { dsql, DSQL_DIALECT, DSQL_INBOX_MIGRATIONS, dsqlFromEnvironment, DsqlSession, migrateDsql } from '../../../lambda/inbox/transport/dsql/index.js';
+import { dsql, DSQL_INBOX_MIGRATIONS, dsqlFromEnvironment } from '../../../lambda/inbox/transport/dsql/index.js';
+import { migrateDsqlSession } from '../../../lambda/inbox/transport/dsql/migrations.js';
+import { DSQL_DIALECT, DsqlSession } from '../../../lambda/inbox/transport/dsql/session.js';
 import type { DsqlConflict, DsqlTarget } from '../../../lambda/inbox/transport/dsql/index.js';
 import { tokenSource } from '../../../lambda/inbox/transport/dsql/connection.js';
 import { checkDsqlSql, DSQL_SQL_RULES } from '../../../lambda/inbox/transport/dsql/supported-sql.js';
-import { PostgresSession } from '../../../lambda/inbox/transport/postgres/index.js';
+import { PostgresSession } from '../../../lambda/inbox/transport/postgres/postgres-session.js';
 import { DSQL_PROFILE_EXEMPT, DSQL_ROW_CONFLICT, startDsqlProfile } from '../../../local/dsql/profile.js';
 import type { DsqlProfile } from '../../../local/dsql/profile.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../../demo/functions/example-migrations.js';
@@ -20,6 +22,7 @@ import { redriveParked } from '../../../lambda/inbox/parked/redrive.js';
 import { sqsOutbox } from '../../../lambda/inbox/outbox/index.js';
 import { startSqsFixture } from '../../support/sqs.js';
 import { propertyParameters, seededRandom } from '../../support/seed.js';
+import { driverOf } from '../../../lambda/inbox/transport/transport.js';
 
 let url: string;
 let direct: pg.Pool;
@@ -144,7 +147,7 @@ describe('dsql(): the target', () => {
     // Read at first use: made without its environment, the transport throws only when it is used.
     const unset = dsqlFromEnvironment({});
     expect(() => unset.pool).toThrow(InboxConfigError);
-    expect(() => unset.open({ callTimeoutMs: 1000, resumeDelaysMs: [] })).toThrow(expect.objectContaining({ option: 'INBOX_DSQL_ENDPOINT' }));
+    expect(() => driverOf(unset).open({ callTimeoutMs: 1000, resumeDelaysMs: [] })).toThrow(expect.objectContaining({ option: 'INBOX_DSQL_ENDPOINT' }));
   });
 
   it('signs a DbConnect token for a role and a DbConnectAdmin token for admin, offline, for the cluster host', async () => {
@@ -570,9 +573,9 @@ describe('the migrations in DSQL form', () => {
   });
 
   it('applies each statement in a transaction of its own through the profile, once, and the inbox runs on the result', async () => {
-    const first = await migrateDsql(session, [DSQL_INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
+    const first = await migrateDsqlSession(session, [DSQL_INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
     expect(first.applied.map((m) => m.name)).toEqual([...DSQL_INBOX_MIGRATIONS.migrations.map((m) => m.name), 'orders']);
-    expect((await migrateDsql(session, [DSQL_INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS])).applied).toEqual([]);
+    expect((await migrateDsqlSession(session, [DSQL_INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS])).applied).toEqual([]);
 
     const handler = inbox<Order>({
       consumer: 'order-worker',
@@ -603,6 +606,6 @@ describe('the migrations in DSQL form', () => {
       name: 'two',
       migrations: [{ version: 1, name: 'both', statements: ['CREATE TABLE public.x (id int PRIMARY KEY)', 'CREATE TABLE public.y (id int PRIMARY KEY)'] }],
     };
-    await expect(migrateDsql(session, [set])).rejects.toThrow(/one migration per statement/);
+    await expect(migrateDsqlSession(session, [set])).rejects.toThrow(/one migration per statement/);
   });
 });

@@ -4,13 +4,14 @@ import { decimal, json, uuid } from '../../../lambda/inbox/index.js';
 import { INBOX_MIGRATIONS, migrate } from '../../../lambda/inbox/sql/schema.js';
 import { PostgresError } from '../../../lambda/inbox/errors.js';
 import { purge } from '../../../lambda/inbox/sql/purge.js';
-import { postgres, PostgresSession } from '../../../lambda/inbox/transport/postgres/index.js';
+import { postgres } from '../../../lambda/inbox/transport/postgres/index.js';
+import { PostgresSession } from '../../../lambda/inbox/transport/postgres/postgres-session.js';
 import { inbox } from '../../../lambda/inbox/index.js';
 import type { InboxOptions } from '../../../lambda/inbox/index.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../../demo/functions/example-migrations.js';
 import { freshDatabase } from '../../support/database.js';
 import { lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
-import { parkedMessages } from '../../../lambda/inbox/parked/index.js';
+import { parkedMessages } from '../../../lambda/inbox/parked/parking.js';
 
 let pool: pg.Pool;
 let session: PostgresSession;
@@ -35,6 +36,14 @@ const SHIP_BATCH = `INSERT INTO public.orders (order_id, status, shipped_count) 
 
 const shippedCounts = async () =>
   Object.fromEntries((await pool.query('SELECT order_id, shipped_count FROM public.orders')).rows.map((row) => [row.order_id, row.shipped_count]));
+
+describe('migrate over a transport', () => {
+  it('takes postgres(pool) as a script gives it, and finds every version applied', async () => {
+    const report = await migrate(postgres(pool), [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
+    expect(report.applied).toEqual([]);
+    expect(Object.keys(report.versions).sort()).toEqual([INBOX_MIGRATIONS.name, EXAMPLE_ORDER_MIGRATIONS.name].sort());
+  });
+});
 
 describe('PostgresSession: the Data API session over the wire', () => {
   it('binds :name parameters and returns rows typed as the Data API session types them', async () => {

@@ -52,7 +52,7 @@ const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
 
 /**
  * A Data API session: typed parameters, typed rows, transactions, bounded retries of auto-pause, and
- * one error taxonomy ({@link DataApiError}) for every failure. It is what `inbox()` uses; use it for
+ * one error taxonomy (`DataApiError` from `sqs-inbox`) for every failure. It is what `inbox()` uses; use it for
  * your own statements, migrations and test checks. Only a call refused with DatabaseResumingException is
  * retried (it did not run, so sending it again is safe; a lost response may hide a call that ran), so
  * give the target's client `maxAttempts: 1` too. Each call is aborted after `policy.callTimeoutMs`;
@@ -85,7 +85,7 @@ export class DataApiSession implements InboxSession {
   /**
    * Runs one autocommit statement that is safe to send twice: a read, or a statement gated by its claim
    * (sent twice, it claims once, and the second finds the claim). Besides the auto-pause retries, a call
-   * whose connection was reset before it was answered ({@link isConnectionReset}: an idle keep-alive
+   * whose connection was reset before it was answered (`isConnectionReset`: an idle keep-alive
    * socket the endpoint or a NAT had dropped) is sent once more, on a new connection.
    */
   async executeIdempotent(sql: string, params: SqlParams = {}): Promise<StatementResult> {
@@ -138,7 +138,7 @@ export class DataApiSession implements InboxSession {
 
   /**
    * Opens a transaction and returns its id. A reset connection is retried once, as in
-   * {@link executeIdempotent}: a BeginTransaction sent twice at worst opens a transaction nobody uses,
+   * `executeIdempotent`: a BeginTransaction sent twice at worst opens a transaction nobody uses,
    * which holds no lock and expires after 3 minutes.
    */
   async begin(): Promise<string> {

@@ -2,7 +2,7 @@ import type { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { ENV_DATABASE, ENV_DATA_API_ENDPOINT, ENV_RESOURCE_ARN, ENV_SECRET_ARN } from '../../contract.js';
 import { InboxConfigError } from '../../errors.js';
 import { described, refuseUnknownKeys } from '../../handler/option-checks.js';
-import type { InboxTransport } from '../transport.js';
+import type { InboxTransport, TransportDriver } from '../transport.js';
 import { defaultDataApiClient } from './client.js';
 import { DataApiSession } from './session.js';
 import type { DatabaseTarget } from './session.js';
@@ -54,11 +54,12 @@ export function dataApi(
   let target: DatabaseTarget | undefined;
   const settle = () => (target ??= resolveTarget(given));
   if (given.resourceArn !== undefined || given.secretArn !== undefined) settle();
-  return {
+  const driver: TransportDriver = {
     name: 'data-api',
     open: (policy) => new DataApiSession(settle(), policy),
     checkClient: (transactional) => refuseSdkRetries(transactional, settle().client),
   };
+  return driver;
 }
 
 /** The options' keys and field types checked; {@link resolveTarget} fills in the environment. */

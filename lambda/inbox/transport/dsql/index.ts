@@ -7,17 +7,20 @@
  * @module
  */
 import { InboxConfigError } from '../../errors.js';
-import { PostgresSession } from '../postgres/postgres-session.js';
 import type { PostgresPool } from '../postgres/postgres-session.js';
-import type { ConflictRetryPolicy, SessionDialect, SessionPolicy } from '../session.js';
-import type { InboxTransport } from '../transport.js';
+import type { ConflictRetryPolicy } from '../session.js';
+import { driverOf } from '../transport.js';
+import type { InboxTransport, TransportDriver } from '../transport.js';
 import { dsqlPool, resolveConnection } from './connection.js';
 import { INBOX_ENV } from '../../contract.js';
-import type { DsqlConflictMetric } from '../../contract.js';
-import { conflictRetrier } from '../conflict-retry.js';
 import type { DsqlConflict } from '../conflict-retry.js';
+import { DSQL_CONFLICT_RETRIES, DsqlSession } from './session.js';
 
 export { DSQL_LIMITS } from './connection.js';
+export { DSQL_CONFLICT_RETRIES } from './session.js';
+export { DatabaseCallError, InboxError } from '../../errors.js';
+export type { PostgresPool, PostgresClient } from '../postgres/postgres-session.js';
+export type { InboxTransport } from '../transport.js';
 export type { ConflictRetryPolicy } from '../session.js';
 export type { DsqlConflict } from '../conflict-retry.js';
 
@@ -78,41 +81,10 @@ export interface DsqlOptions {
   readonly idleCheckMs?: number | undefined;
 }
 
-/**
- * A record's transaction runs up to 3 more times after a conflict, after jittered waits below 20, 40 and
- * 80 ms: AWS's advice for DSQL is to retry the whole transaction with jittered backoff.
- */
-export const DSQL_CONFLICT_RETRIES: ConflictRetryPolicy = { attempts: 3, baseDelayMs: 20, maxDelayMs: 1000 };
-
 /** The transport {@link dsql} returns: `inbox({ database })` takes it. */
 export interface DsqlTarget extends InboxTransport {
   /** The pool, made on first use and kept for the Lambda instance's life. */
   readonly pool: PostgresPool & { end(): Promise<void> };
-}
-
-/** DSQL's dialect: conflicts retried, at most 3,000 modified rows a transaction, 1,000 records per batch transaction. */
-export const DSQL_DIALECT: SessionDialect = { conflictRetries: DSQL_CONFLICT_RETRIES, maxModifiedRows: 3000, maxRecordsPerTransaction: 1000 };
-
-/** What a {@link DsqlSession} takes beside its pool and policy: DSQL's rules to change, and who hears of conflicts. */
-export type DsqlSessionOptions = Partial<SessionDialect> & Pick<DsqlOptions, 'onConflict'>;
-
-/**
- * The session on a DSQL target: the wire session, with DSQL's optimistic concurrency and row limit as its
- * dialect. Each conflict counts in the policy's `metrics` (the invocation's): `ConflictRetries` when the
- * transaction runs again, `ConflictsExhausted` when the retries ran out.
- */
-export class DsqlSession extends PostgresSession {
-  readonly dialect: SessionDialect;
-  constructor(pool: PostgresPool, policy: SessionPolicy, options: DsqlSessionOptions = {}, idleCheckMs?: number) {
-    super({ pool, idleCheckMs }, { callTimeoutMs: policy.callTimeoutMs, timeLeftMs: policy.timeLeftMs });
-    const { onConflict, ...dialect } = options;
-    const merged = { ...DSQL_DIALECT, ...dialect };
-    const counted = (conflict: DsqlConflict) => {
-      policy.metrics?.addMetric((conflict.retried ? 'ConflictRetries' : 'ConflictsExhausted') satisfies DsqlConflictMetric, 'Count', 1);
-      onConflict?.(conflict);
-    };
-    this.dialect = { ...merged, runTransaction: conflictRetrier(merged.conflictRetries, counted) };
-  }
 }
 
 /**
@@ -153,7 +125,7 @@ export function dsql(options: DsqlOptions): DsqlTarget {
     );
   }
   const pool = dsqlPool(connection, options);
-  return {
+  const driver: TransportDriver & DsqlTarget = {
     name: 'dsql',
     pool,
     open: (policy) =>
@@ -164,6 +136,7 @@ export function dsql(options: DsqlOptions): DsqlTarget {
         options.idleCheckMs,
       ),
   };
+  return driver;
 }
 
 /** The environment {@link dsqlFromEnvironment} reads; the CDK constructs set the same names. */
@@ -188,13 +161,14 @@ export function dsqlFromEnvironment(
   // that builds its handler imports cleanly without it.
   let settled: DsqlTarget | undefined;
   const settle = () => (settled ??= dsql({ ...options, ...dsqlEnvironment(env) }));
-  return {
+  const driver: TransportDriver & DsqlTarget = {
     name: 'dsql',
     get pool() {
       return settle().pool;
     },
-    open: (policy) => settle().open(policy),
+    open: (policy) => driverOf(settle()).open(policy),
   };
+  return driver;
 }
 
 /** The cluster's endpoint, Region and role from the environment, naming what is missing. */
@@ -213,4 +187,4 @@ function dsqlEnvironment(env: Readonly<Record<string, string | undefined>>): Pic
 }
 
 export { DSQL_INBOX_MIGRATIONS, migrateDsql } from './migrations.js';
-export type { InboxMigrationSet, Migration, MigrationReport } from '../../sql/schema.js';
+export type { InboxMigrationSet, InboxTables, Migration, MigrationReport } from '../../sql/schema.js';

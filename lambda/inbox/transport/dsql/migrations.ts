@@ -1,5 +1,7 @@
 import { retryConflicts } from '../conflicts.js';
 import type { InboxSession } from '../session.js';
+import { SCRIPT_POLICY, driverOf } from '../transport.js';
+import type { InboxTransport } from '../transport.js';
 import { InboxConfigError } from '../../errors.js';
 import { checkApplied, checkSet, inboxTables, migrationChecksum, migrationStatements, outboxOrderFunction, outboxOrderRevoke } from '../../sql/schema.js';
 import type { MigrationReport, InboxMigrationSet } from '../../sql/schema.js';
@@ -132,10 +134,20 @@ export const DSQL_INBOX_MIGRATIONS: InboxMigrationSet = {
  * recorded by the other run is taken as applied. A run that stops midway applies the rest next time.
  * Each migration must therefore hold one statement, written to be run again.
  *
+ * @param database - the transport to run it over: `dsql({...})` or `dsqlFromEnvironment()`
  * @example
- * await migrateDsql(new DsqlSession(pool, policy), [DSQL_INBOX_MIGRATIONS]);
+ * await migrateDsql(dsql({ clusterId, region }), [DSQL_INBOX_MIGRATIONS]);
  */
-export async function migrateDsql(
+export function migrateDsql(
+  database: InboxTransport,
+  sets: readonly InboxMigrationSet[] = [DSQL_INBOX_MIGRATIONS],
+  schema = 'inbox',
+): Promise<MigrationReport> {
+  return migrateDsqlSession(driverOf(database).open(SCRIPT_POLICY), sets, schema);
+}
+
+/** {@link migrateDsql} on a session of the caller's (the schema function's, a test's). */
+export async function migrateDsqlSession(
   session: InboxSession,
   sets: readonly InboxMigrationSet[] = [DSQL_INBOX_MIGRATIONS],
   schema = 'inbox',

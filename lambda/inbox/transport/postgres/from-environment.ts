@@ -3,7 +3,8 @@ import { InboxConfigError } from '../../errors.js';
 import { importPeer, PeerDependencyError } from '../../peers.js';
 import { postgres } from './transport.js';
 import type { PostgresOptions } from './transport.js';
-import type { InboxTransport } from '../transport.js';
+import { driverOf } from '../transport.js';
+import type { InboxTransport, TransportDriver } from '../transport.js';
 import type { PostgresClient, PostgresPool } from './postgres-session.js';
 import { INBOX_ENV } from '../../contract.js';
 
@@ -102,13 +103,14 @@ export function postgresFromEnvironment(options: PostgresEnvironmentOptions = {}
     settled = { ...postgres(pool, options), pool };
     return settled;
   };
-  return {
+  const driver: TransportDriver & { readonly pool: PostgresPool & { end(): Promise<void> } } = {
     name: 'postgres',
     get pool() {
       return settle().pool;
     },
-    open: (policy) => settle().open(policy),
+    open: (policy) => driverOf(settle()).open(policy),
   };
+  return driver;
 }
 
 /** Reads and checks the `INBOX_PG_*` variables, naming every one that is missing or wrong with its fix. */

@@ -6,8 +6,8 @@
  */
 export { postgres } from './transport.js';
 export type { PostgresOptions } from './transport.js';
-export { PostgresSession } from './postgres-session.js';
-export { PostgresError } from '../../errors.js';
-export type { PostgresPool, PostgresClient, PostgresTarget, PostgresPolicy } from './postgres-session.js';
+export { DatabaseCallError, InboxError, PostgresError } from '../../errors.js';
+export type { PostgresPool, PostgresClient } from './postgres-session.js';
+export type { InboxTransport } from '../transport.js';
 export { postgresFromEnvironment, readPostgresEnvironment, POSTGRES_ENVIRONMENT } from './from-environment.js';
 export type { PostgresEnvironmentOptions, PostgresEnvironmentSettings, PostgresAuth } from './from-environment.js';

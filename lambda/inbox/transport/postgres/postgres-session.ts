@@ -10,7 +10,6 @@ import { refuseTransactionControl } from '../transaction-control.js';
 import { classifyWire } from './failures.js';
 import type { WireOperation } from './failures.js';
 import { TEXT_PARSERS, toPositional, toRows } from './values.js';
-import type { FieldDescription } from './values.js';
 
 /** What the wire transport needs of a node-postgres `Pool` (`new pg.Pool(...)`): its connections. */
 export interface PostgresPool {
@@ -23,10 +22,11 @@ export interface PostgresClient {
     text: string;
     values?: unknown[];
     rowMode?: 'array';
-    types?: typeof TEXT_PARSERS;
+    /** Every value arrives as text: the transport parses it itself. */
+    types?: { getTypeParser(): (text: string) => string };
     query_timeout?: number;
     queryMode?: 'extended';
-  }): Promise<{ command: string; rowCount: number | null; fields: FieldDescription[]; rows: unknown[] }>;
+  }): Promise<{ command: string; rowCount: number | null; fields: { readonly name: string; readonly dataTypeID: number }[]; rows: unknown[] }>;
   /** Gives the connection back; `true` (or an error) destroys it instead. */
   release(destroy?: boolean | Error): void;
   /**
@@ -93,7 +93,7 @@ const NO_TRANSACTION_IN_PROGRESS = '25P01';
 
 /**
  * The transport over the PostgreSQL wire protocol, on a node-postgres pool: the same `:name` parameters,
- * the same typed rows and the same failure taxonomy as {@link DataApiSession}, so every mode runs on it
+ * the same typed rows and the same failure taxonomy as `DataApiSession`, so every mode runs on it
  * unchanged. A transaction holds one connection from BEGIN to COMMIT or ROLLBACK; an autocommit statement
  * borrows one for its call. Nothing is retried once it may have run: only a BEGIN on a connection that
  * turned out dead, before anything of the transaction was sent, is sent again on a fresh one.

@@ -1,6 +1,6 @@
 import { InboxConfigError } from '../../errors.js';
 import { described } from '../../handler/option-checks.js';
-import type { InboxTransport } from '../transport.js';
+import type { InboxTransport, TransportDriver } from '../transport.js';
 import { PostgresSession } from './postgres-session.js';
 import type { PostgresPool } from './postgres-session.js';
 
@@ -35,9 +35,10 @@ export function postgres(pool: PostgresPool, options: PostgresOptions = {}): Inb
   if (idleCheckMs !== undefined && !(Number.isInteger(idleCheckMs) && idleCheckMs >= 0)) {
     throw new InboxConfigError('idleCheckMs', `${described(idleCheckMs)} must be a non-negative integer number of milliseconds`);
   }
-  return {
+  const driver: TransportDriver & { readonly pool: PostgresPool } = {
     name: 'postgres',
     pool,
     open: (policy) => new PostgresSession({ pool, idleCheckMs }, { callTimeoutMs: policy.callTimeoutMs, timeLeftMs: policy.timeLeftMs }),
   };
+  return driver;
 }
