@@ -81,7 +81,7 @@ const TOTAL_BUDGET = 269;
  * not export): the figure reached, which may only go down. At 0, make the message an error in
  * scripts/api-docs.mjs, as `ae-unresolved-link` is, and drop this count.
  */
-const FORGOTTEN_EXPORTS = 24;
+const FORGOTTEN_EXPORTS = 23;
 
 /** API Extractor compiles every entry's declarations once: a minute on a busy two-core machine. */
 const EXTRACT_TIMEOUT_MS = 300_000;

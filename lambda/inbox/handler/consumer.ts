@@ -28,14 +28,14 @@ import type { InboxLogger, InboxMetrics } from '../telemetry/telemetry.js';
 /**
  * A Lambda handler made by `inbox()` or one of the stream inboxes: it resolves with the response its event
  * source mapping reads (the records to redeliver). Its parked messages: `parkedMessages(handler)` from
- * `sqs-inbox/parked`.
+ * `sqs-inbox/operations`.
  */
 export interface ConsumerHandler<Event, Response> {
   /**
    * Handles one event; resolves with the records to report failed. Without a `context`, no record is
    * held back for the deadline; with its `awsRequestId`, each log line and metric names the invocation.
    */
-  (event: Event, context?: LambdaContext): Promise<Response>;
+  (event: Event, context?: Pick<Context, 'getRemainingTimeInMillis'> & Partial<Pick<Context, 'awsRequestId'>>): Promise<Response>;
 }
 
 /**
