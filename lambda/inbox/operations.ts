@@ -2,8 +2,8 @@
  * What runs beside the handlers (package export `sqs-inbox/operations`), from a script, a scheduled
  * function or a deployment: the schema migrations, the purge of old claims, and the parked messages
  * (list, show, discard, redrive), the redrive of a dead-letter queue that keeps each message's key, and the
- * import of a hand-rolled dedup table's rows as claims, each over an inbox session (`DataApiSession`, or a
- * wire session). `parkedMessages(handler)` lists and replays what a handler's consumer parked.
+ * import of a hand-rolled dedup table's rows as claims, each over a transport (`dataApi({...})`,
+ * `postgres(pool)`, `dsql({...})`) or a session of one. `parkedMessages(handler)` lists and replays what a handler's consumer parked.
  *
  * @example
  * import { INBOX_MIGRATIONS, migrate, purge } from 'sqs-inbox/operations';

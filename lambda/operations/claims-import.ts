@@ -3,11 +3,13 @@ import { described } from '../inbox/handler/option-checks.js';
 import { checkKey } from '../inbox/prepare/keys.js';
 import { inboxTables } from '../inbox/sql/schema.js';
 import type { InboxSession } from '../inbox/transport/session.js';
+import { sessionOf } from '../inbox/transport/transport.js';
+import type { InboxTransport } from '../inbox/transport/transport.js';
 
 /** Options of {@link importClaims}. */
 export interface ClaimsImportOptions {
-  /** The session to run on: the same as the other operations (`DataApiSession`, or a wire session). */
-  readonly session: InboxSession;
+  /** The transport to run on (`dataApi({...})`, `postgres(pool)`, `dsql({...})`), or a session of one. */
+  readonly session: InboxTransport | InboxSession;
   /** The hand-rolled table, as `schema.table` in lower case: `public.processed_messages`. */
   readonly from: string;
   /**
@@ -98,9 +100,10 @@ const COUNT_NEW_SQL = (table: string) =>
  * // { read: 120000, imported: 120000, alreadyClaimed: 0, refused: 0, refusals: [] }
  */
 export async function importClaims(options: ClaimsImportOptions): Promise<ClaimsImportReport> {
-  const { session, consumer } = options;
+  const { consumer } = options;
   const { from, column, template, batchSize } = checkOptions(options);
-  await checkColumns(options);
+  const session = sessionOf(options.session, 'session');
+  await checkColumns(session, options);
   const consumed = inboxTables(options.schema ?? 'inbox').consumed;
   const read = READ_BATCH_SQL(from, column, options.where?.column);
   const only = options.where === undefined ? {} : { only: options.where.equals };
@@ -152,12 +155,12 @@ async function countWritten(session: InboxSession, { sql, dryRun }: ClaimsWrite,
 }
 
 /** Refuses a key column whose text is not the key a consumer computes, and a column the table lacks. */
-async function checkColumns(options: ClaimsImportOptions): Promise<void> {
+async function checkColumns(session: InboxSession, options: ClaimsImportOptions): Promise<void> {
   const [schema, table] = options.from.split('.');
   const columns: [option: string, column: string][] = [['keyColumn', options.keyColumn]];
   if (options.where !== undefined) columns.push(['where', options.where.column]);
   for (const [option, column] of columns) {
-    const [row] = (await options.session.execute(COLUMN_TYPE_SQL, { schema, table, column })).rows;
+    const [row] = (await session.execute(COLUMN_TYPE_SQL, { schema, table, column })).rows;
     if (row === undefined) throw new InboxConfigError(option, `names no column of ${options.from}: "${column}"`);
     const type = String(row.data_type);
     if (option === 'keyColumn' && !KEY_TYPES.has(type)) {

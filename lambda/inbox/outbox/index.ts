@@ -17,3 +17,4 @@ export type { SweepFailure, SweepOptions, SweepReport } from './sweep.js';
 export { outboxKey } from './outbox-message.js';
 export type { OutboxSend, OutboxEnvelope } from './outbox-message.js';
 export type { OutboxOptions, OutboxTransport, RelayReport, SendResult } from './relay.js';
+export type { InboxTransport } from '../transport/transport.js';

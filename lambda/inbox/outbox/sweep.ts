@@ -1,6 +1,8 @@
 import { InboxError } from '../errors.js';
 import { retryConflicts } from '../transport/conflicts.js';
 import type { InboxSession } from '../transport/session.js';
+import { sessionOf } from '../transport/transport.js';
+import type { InboxTransport } from '../transport/transport.js';
 import { inboxTables } from '../sql/schema.js';
 import type { InboxTables } from '../sql/schema.js';
 import type { OutboxEnvelope } from './outbox-message.js';
@@ -87,9 +89,12 @@ export class OutboxSweepError extends InboxError {
  * construct does).
  *
  * @example
- * const report = await sweepOutbox(session, { transport: sqsOutbox({ client: new SQSClient({}) }).transport });
+ * const report = await sweepOutbox(dataApi({ resourceArn, secretArn }), { transport: sqsOutbox({ client: new SQSClient({}) }).transport });
+ *
+ * @param database - the transport to run on (`dataApi({...})`, `postgres(pool)`, `dsql({...})`), or a session of one
  */
-export async function sweepOutbox(session: InboxSession, options: SweepOptions): Promise<SweepReport> {
+export async function sweepOutbox(database: InboxTransport | InboxSession, options: SweepOptions): Promise<SweepReport> {
+  const session = sessionOf(database);
   const tables = inboxTables(options.schema ?? 'inbox');
   const remaining = options.remainingTimeMs ?? (() => Number.POSITIVE_INFINITY);
   const margin = options.marginMs ?? 30_000;

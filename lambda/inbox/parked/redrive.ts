@@ -1,6 +1,8 @@
 import type { Transaction } from '../transport/transaction.js';
 import { retryConflicts } from '../transport/conflicts.js';
 import type { InboxSession } from '../transport/session.js';
+import { sessionOf } from '../transport/transport.js';
+import type { InboxTransport } from '../transport/transport.js';
 import { InboxConfigError } from '../errors.js';
 import { IDEMPOTENCY_KEY_ATTRIBUTE } from '../prepare/keys.js';
 import { described } from '../handler/option-checks.js';
@@ -18,8 +20,8 @@ import { FIFO_ID_PATTERN } from '../contract.js';
 
 /** Options of {@link redriveParked}. */
 export interface RedriveOptions {
-  /** The Data API session to run on. */
-  readonly session: InboxSession;
+  /** The transport to run on (`dataApi({...})`, `postgres(pool)`, `dsql({...})`), or a session of one. */
+  readonly session: InboxTransport | InboxSession;
   /** The consumer whose parked messages these are: the `consumer` given to `inbox()`. */
   readonly consumer: string;
   /** Sends the outbox rows after the commits: `sqsOutbox({ client }).transport` from `sqs-inbox/outbox`. */
@@ -138,9 +140,10 @@ export function queueUrlFromArn(arn: string): string | undefined {
  * const results = await redriveParked({ session, consumer: 'order-worker', transport: sqsOutbox({ client: new SQSClient({}) }).transport }, [7, 8]);
  * // [{ id: 7, status: 'redriven', queueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/orders.fifo', sent: true, ... }, ...]
  */
-export async function redriveParked(options: RedriveOptions, ids: readonly number[]): Promise<RedriveResult[]> {
-  const tables = inboxTables(options.schema ?? 'inbox');
-  checkOptions(options);
+export async function redriveParked(given: RedriveOptions, ids: readonly number[]): Promise<RedriveResult[]> {
+  const tables = inboxTables(given.schema ?? 'inbox');
+  checkOptions(given);
+  const options: SessionRedriveOptions = { ...given, session: sessionOf(given.session, 'session') };
   const redrive: Redrive = { options, tables, now: options.now ?? Date.now };
   const unique = [...new Set(ids.map(checkId))].sort((a, b) => a - b);
   const results = new Map<number, RedriveResult>();
@@ -149,9 +152,12 @@ export async function redriveParked(options: RedriveOptions, ids: readonly numbe
   return ids.map((id) => results.get(id)!);
 }
 
+/** The options with the session opened on the transport they gave. */
+type SessionRedriveOptions = Omit<RedriveOptions, 'session'> & { readonly session: InboxSession };
+
 /** One call of redriveParked: its options, the tables they name, and its clock. */
 interface Redrive {
-  readonly options: RedriveOptions;
+  readonly options: SessionRedriveOptions;
   readonly tables: InboxTables;
   readonly now: () => number;
 }
@@ -246,7 +252,7 @@ async function redriveTransaction({ options, tables, now }: Redrive, id: number,
 }
 
 /** Sends the committed rows, and records in each result whether it went out. */
-async function relay(options: RedriveOptions, tables: InboxTables, results: Map<number, RedriveResult>): Promise<void> {
+async function relay(options: SessionRedriveOptions, tables: InboxTables, results: Map<number, RedriveResult>): Promise<void> {
   const redriven = [...results.values()].filter((result) => result.outboxId !== undefined);
   if (redriven.length === 0) return;
   const ids = redriven.map((result) => result.outboxId!);

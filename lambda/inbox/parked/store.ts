@@ -1,6 +1,8 @@
 import { claimParams, claimSql, readClaim, statementBound } from '../sql/claim.js';
 import type { TransportDriver } from '../transport/transport.js';
 import type { InboxSession } from '../transport/session.js';
+import { sessionOf } from '../transport/transport.js';
+import type { InboxTransport } from '../transport/transport.js';
 import { retryConflicts } from '../transport/conflicts.js';
 import type { Transaction } from '../transport/transaction.js';
 import { ParkedCollisionError } from '../errors.js';
@@ -138,8 +140,8 @@ export interface ParkedMessageStore extends ParkedMessageReader {
 
 /** Options of {@link parkedMessageStore}. */
 export interface ParkedMessageStoreOptions {
-  /** The Data API session to run on. */
-  readonly session: InboxSession;
+  /** The transport to run on (`dataApi({...})`, `postgres(pool)`, `dsql({...})`), or a session of one. */
+  readonly session: InboxTransport | InboxSession;
   /** The consumer whose messages these are: the `consumer` given to `inbox()`. */
   readonly consumer: string;
   /** The inbox's schema. @default 'inbox' */
@@ -158,13 +160,14 @@ export type ReplayEffect = (tx: Transaction, parked: ParkedMessage) => Promise<r
  * it is `redriveParked`.)
  *
  * @example
- * const parked = parkedMessageStore({ session, consumer: 'order-worker' });
+ * const parked = parkedMessageStore({ session: dataApi({ resourceArn, secretArn }), consumer: 'order-worker' });
  * for (const message of await parked.list()) console.log(message.id, message.errorClass);
  * await parked.discard([7, 8]);
  */
 export function parkedMessageStore(options: ParkedMessageStoreOptions): ParkedMessageStore {
   const tables = inboxTables(options.schema ?? 'inbox');
-  const { session, consumer } = options;
+  const { consumer } = options;
+  const session = sessionOf(options.session, 'session');
   return {
     ...reader(() => session, tables, consumer),
     async discard(ids) {

@@ -1,4 +1,6 @@
 import type { InboxSession } from '../transport/session.js';
+import { sessionOf } from '../transport/transport.js';
+import type { InboxTransport } from '../transport/transport.js';
 import { retryConflicts } from '../transport/conflicts.js';
 import { InboxConfigError } from '../errors.js';
 import { inboxTables } from './schema.js';
@@ -72,9 +74,12 @@ export function purgeBatchSql(tables: InboxTables): string {
  * `purgeBatchSql`).
  *
  * @example
- * const report = await purge(session, { retentionSeconds: 14 * 24 * 3600 });
+ * const report = await purge(dataApi({ resourceArn, secretArn }), { retentionSeconds: 14 * 24 * 3600 });
+ *
+ * @param database - the transport to run on (`dataApi({...})`, `postgres(pool)`, `dsql({...})`), or a session of one
  */
-export async function purge(session: InboxSession, options: PurgeOptions): Promise<PurgeReport> {
+export async function purge(database: InboxTransport | InboxSession, options: PurgeOptions): Promise<PurgeReport> {
+  const session = sessionOf(database);
   const tables = inboxTables(options.schema);
   const retentionSeconds = options.retentionSeconds;
   if (!Number.isInteger(retentionSeconds) || retentionSeconds < 1) {

@@ -1,3 +1,5 @@
+import { InboxConfigError } from '../errors.js';
+import { described } from '../handler/option-checks.js';
 import type { InboxSession, SessionPolicy } from './session.js';
 
 /**
@@ -41,7 +43,18 @@ export function driverOf(transport: InboxTransport): TransportDriver {
 /** How a script's session waits (`migrate(postgres(pool))`): long calls, and an auto-paused Aurora waited out (about 15 s). */
 export const SCRIPT_POLICY: SessionPolicy = { callTimeoutMs: 60_000, resumeDelaysMs: [1000, 2000, 4000, 8000, 10_000, 10_000] };
 
-/** The session a script gave, or one opened on the transport it gave, with {@link SCRIPT_POLICY}. */
-export function sessionOf(database: InboxSession | InboxTransport): InboxSession {
-  return 'execute' in database ? database : driverOf(database).open(SCRIPT_POLICY);
+/**
+ * The session a script gave, or one opened on the transport it gave, with {@link SCRIPT_POLICY}. Anything
+ * else (a pg Pool, a connection string, nothing) is refused naming the transports, not left to fail as a
+ * TypeError deep inside.
+ *
+ * @param option - the option's name in the message: `database`, `session`
+ */
+export function sessionOf(database: InboxSession | InboxTransport, option = 'database'): InboxSession {
+  if (typeof (database as Partial<InboxSession> | undefined)?.execute === 'function') return database as InboxSession;
+  if (typeof (database as Partial<TransportDriver> | undefined)?.open === 'function') return driverOf(database as InboxTransport).open(SCRIPT_POLICY);
+  throw new InboxConfigError(
+    option,
+    `must be a transport: dataApi({ ... }) from sqs-inbox, postgres(pool) from sqs-inbox/postgres, or dsql({ ... }) from sqs-inbox/dsql; got ${described(database)}`,
+  );
 }

@@ -4,6 +4,8 @@ import { decimal, json, uuid } from '../../../lambda/inbox/index.js';
 import { INBOX_MIGRATIONS, migrate } from '../../../lambda/inbox/sql/schema.js';
 import { PostgresError } from '../../../lambda/inbox/errors.js';
 import { purge } from '../../../lambda/inbox/sql/purge.js';
+import { parkedMessageStore } from '../../../lambda/inbox/parked/store.js';
+import { importClaims } from '../../../lambda/operations/claims-import.js';
 import { postgres } from '../../../lambda/inbox/transport/postgres/index.js';
 import { PostgresSession } from '../../../lambda/inbox/transport/postgres/postgres-session.js';
 import { inbox } from '../../../lambda/inbox/index.js';
@@ -37,11 +39,30 @@ const SHIP_BATCH = `INSERT INTO public.orders (order_id, status, shipped_count) 
 const shippedCounts = async () =>
   Object.fromEntries((await pool.query('SELECT order_id, shipped_count FROM public.orders')).rows.map((row) => [row.order_id, row.shipped_count]));
 
-describe('migrate over a transport', () => {
-  it('takes postgres(pool) as a script gives it, and finds every version applied', async () => {
+describe('the operations over a transport', () => {
+  it('migrate takes postgres(pool) as a script gives it, and finds every version applied', async () => {
     const report = await migrate(postgres(pool), [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
     expect(report.applied).toEqual([]);
     expect(Object.keys(report.versions).sort()).toEqual([INBOX_MIGRATIONS.name, EXAMPLE_ORDER_MIGRATIONS.name].sort());
+  });
+
+  it('purge, the parked store and the claims import take postgres(pool): no wire session needs making', async () => {
+    await pool.query(`INSERT INTO inbox.consumed_message (consumer_name, message_id, processed_at) VALUES ('wire-ops', 'old', now() - interval '2 days')`);
+    expect(await purge(postgres(pool), { retentionSeconds: 3600 })).toMatchObject({ deleted: 1, moreRemaining: false });
+    expect(await parkedMessageStore({ session: postgres(pool), consumer: 'wire-ops' }).list()).toEqual([]);
+    await pool.query('CREATE TABLE IF NOT EXISTS public.wire_ops_done (message_id text PRIMARY KEY)');
+    await pool.query(`INSERT INTO public.wire_ops_done VALUES ('a'), ('b') ON CONFLICT DO NOTHING`);
+    const imported = await importClaims({ session: postgres(pool), from: 'public.wire_ops_done', keyColumn: 'message_id', consumer: 'wire-ops' });
+    expect(imported).toMatchObject({ read: 2, imported: 2 });
+  });
+
+  it('refuses what is not a transport, naming the three, where a pool or a URL would fail deep inside', async () => {
+    for (const wrong of [pool, 'postgres://localhost/orders', undefined]) {
+      await expect(migrate(wrong as never)).rejects.toThrow(
+        expect.objectContaining({ name: 'InboxConfigError', message: expect.stringContaining('postgres(pool) from sqs-inbox/postgres') }),
+      );
+    }
+    expect(() => parkedMessageStore({ session: pool as never, consumer: 'wire-ops' })).toThrow(/"session": must be a transport/);
   });
 });
 

@@ -1,6 +1,6 @@
 import { retryConflicts } from '../conflicts.js';
 import type { InboxSession } from '../session.js';
-import { SCRIPT_POLICY, driverOf } from '../transport.js';
+import { sessionOf } from '../transport.js';
 import type { InboxTransport } from '../transport.js';
 import { InboxConfigError } from '../../errors.js';
 import { checkApplied, checkSet, inboxTables, migrationChecksum, migrationStatements, outboxOrderFunction, outboxOrderRevoke } from '../../sql/schema.js';
@@ -138,12 +138,12 @@ export const DSQL_INBOX_MIGRATIONS: InboxMigrationSet = {
  * @example
  * await migrateDsql(dsql({ clusterId, region }), [DSQL_INBOX_MIGRATIONS]);
  */
-export function migrateDsql(
+export async function migrateDsql(
   database: InboxTransport,
   sets: readonly InboxMigrationSet[] = [DSQL_INBOX_MIGRATIONS],
   schema = 'inbox',
 ): Promise<MigrationReport> {
-  return migrateDsqlSession(driverOf(database).open(SCRIPT_POLICY), sets, schema);
+  return migrateDsqlSession(sessionOf(database), sets, schema);
 }
 
 /** {@link migrateDsql} on a session of the caller's (the schema function's, a test's). */
