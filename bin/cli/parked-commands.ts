@@ -198,7 +198,7 @@ async function discard(request: Request): Promise<number> {
 }
 
 async function redrive(request: Request): Promise<number> {
-  const [library, transport] = await Promise.all([import('../../lambda/inbox/operations.js'), sqsTransport(request)]);
+  const [library, client] = await Promise.all([import('../../lambda/inbox/operations.js'), redriveClient(request)]);
   const database = await session(request.target);
   if (!request.values.yes) {
     const reader = library.parkedMessageStore({ session: database, consumer: request.consumer, schema: request.values.schema });
@@ -206,7 +206,7 @@ async function redrive(request: Request): Promise<number> {
   }
   const queueUrl = request.values['queue-url'];
   const results = await library.redriveParked(
-    { session: database, consumer: request.consumer, transport, schema: request.values.schema, ...(queueUrl ? { queueUrl } : {}) },
+    { session: database, consumer: request.consumer, client, schema: request.values.schema, ...(queueUrl ? { queueUrl } : {}) },
     request.ids,
   );
   if (request.values.json) printJson({ consumer: request.consumer, results }, 0);
@@ -214,17 +214,15 @@ async function redrive(request: Request): Promise<number> {
   return results.every((result) => result.status === 'redriven' && result.sent) ? 0 : 1;
 }
 
-/** The SQS transport redrive sends with: AWS, or --sqs-endpoint / AWS_ENDPOINT_URL_SQS. */
-async function sqsTransport(request: Request) {
+/** The SQS client redrive sends with: AWS, or --sqs-endpoint / AWS_ENDPOINT_URL_SQS. */
+async function redriveClient(request: Request) {
   // The queues' region: the one --queue-url names, else the environment's, else the cluster's (a consumer
   // and its database usually share one).
-  const client = await sqsClient({
+  return sqsClient({
     endpoint: request.values['sqs-endpoint'],
     queueUrl: request.values['queue-url'],
     fallbackRegion: /^arn:aws[\w-]*:rds:([a-z0-9-]+):/.exec(request.target.resourceArn)?.[1],
   });
-  const { sqsOutbox } = await import('../../lambda/inbox/outbox/index.js');
-  return sqsOutbox({ client }).transport;
 }
 
 /** The messages behind `ids`, for the confirmation. */

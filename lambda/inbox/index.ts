@@ -3,7 +3,7 @@
  * `inbox(options)` makes the SQS handler (`kinesisInbox`, `dynamoDbInbox` and `kafkaInbox` the stream
  * ones), with the types an `apply` is written against, the parameter helpers and the error classes.
  * Migrations, the purge and parked messages, for scripts and scheduled functions, are
- * `sqs-inbox/operations`, with the Data API session they run over (`DataApiSession`).
+ * `sqs-inbox/operations`, run over a transport such as `dataApi({...})`.
  *
  * @example
  * import { inbox, PermanentError } from 'sqs-inbox';
@@ -14,6 +14,7 @@ export type { InboxOptions, ConsumerOptions, InboxMessage, InboxTransaction, Gat
 export { kinesisInbox, dynamoDbInbox, kafkaInbox } from './handler/stream-handlers.js';
 export { dataApi } from './transport/data-api/transport.js';
 export type { InboxTransport } from './transport/transport.js';
+export type { OutboxOptions, OutboxTransport } from './outbox/relay.js';
 export type { KinesisInboxOptions, DynamoDbInboxOptions, KafkaInboxOptions } from './handler/stream-handlers.js';
 export { kafkaHeaders } from './sources/kafka.js';
 export type { DynamoDbChange } from './sources/dynamodb.js';
@@ -24,12 +25,8 @@ export {
   InboxConfigError,
   PermanentError,
   ParseError,
-  KeyError,
-  BodyTooLargeError,
-  KeyCollisionError,
   DatabaseCallError,
   DataApiError,
-  UnexpectedEventError,
 } from './errors.js';
 export { uuid, decimal, json, date, time, HintedValue } from './transport/values.js';
 export type { SqlParams } from './transport/values.js';

@@ -3,7 +3,7 @@
  * function or a deployment: the schema migrations, the purge of old claims, and the parked messages
  * (list, show, discard, redrive), the redrive of a dead-letter queue that keeps each message's key, and the
  * import of a hand-rolled dedup table's rows as claims, each over a transport (`dataApi({...})`,
- * `postgres(pool)`, `dsql({...})`) or a session of one. `parkedMessages(handler)` lists and replays what a handler's consumer parked.
+ * `postgres(pool)`, `dsql({...})`). `parkedMessages(handler)` lists and replays what a handler's consumer parked.
  *
  * @example
  * import { INBOX_MIGRATIONS, migrate, purge } from 'sqs-inbox/operations';
@@ -15,7 +15,7 @@ export { purge } from './sql/purge.js';
 export type { PurgeOptions, PurgeReport } from './sql/purge.js';
 export { parkedMessageStore } from './parked/store.js';
 export { parkedMessages } from './parked/parking.js';
-export { DataApiSession } from './transport/data-api/session.js';
+export type { InboxTransport } from './transport/transport.js';
 export type {
   ParkedMessage,
   ParkedMessages,

@@ -8,8 +8,8 @@ import type { InboxTransport } from '../inbox/transport/transport.js';
 
 /** Options of {@link importClaims}. */
 export interface ClaimsImportOptions {
-  /** The transport to run on (`dataApi({...})`, `postgres(pool)`, `dsql({...})`), or a session of one. */
-  readonly session: InboxTransport | InboxSession;
+  /** The transport to run on (`dataApi({...})`, `postgres(pool)`, `dsql({...})`). */
+  readonly session: InboxTransport;
   /** The hand-rolled table, as `schema.table` in lower case: `public.processed_messages`. */
   readonly from: string;
   /**

@@ -6,7 +6,8 @@ import { PeerDependencyError, importPeer } from '../inbox/peers.js';
 import { IDEMPOTENCY_KEY_ATTRIBUTE, REDRIVEN_MESSAGE_ID_ATTRIBUTE, hex, payloadHash } from '../inbox/prepare/keys.js';
 import { MAX_SQS_MESSAGE_BYTES, sqsMessageBytes } from '../inbox/producer/sqs-limits.js';
 import { inboxTables } from '../inbox/sql/schema.js';
-import type { InboxSession } from '../inbox/transport/session.js';
+import { sessionOf } from '../inbox/transport/transport.js';
+import type { InboxTransport } from '../inbox/transport/transport.js';
 
 /** Options of {@link redriveDeadLetters}. */
 export interface DeadLetterRedriveOptions {
@@ -27,8 +28,8 @@ export interface DeadLetterRedriveOptions {
    * @default none: every message is sent, and the consumer's inbox finds the committed ones duplicates
    */
   readonly consumer?: string | undefined;
-  /** The inbox session `consumer`'s claims are read on. */
-  readonly session?: InboxSession | undefined;
+  /** The transport `consumer`'s claims are read on (`dataApi({...})`, `postgres(pool)`, `dsql({...})`). */
+  readonly session?: InboxTransport | undefined;
   /** The inbox's schema. @default 'inbox' */
   readonly schema?: string | undefined;
   /**
@@ -257,8 +258,9 @@ function onlyAllowedSource(policy: string | undefined): string | undefined {
 
 /** Whether `consumer` claimed `key` for this very body; always false without a consumer. */
 function claimReader(options: DeadLetterRedriveOptions): RunState['committed'] {
-  const { consumer, session } = options;
-  if (consumer === undefined || session === undefined) return async () => false;
+  const { consumer } = options;
+  if (consumer === undefined || options.session === undefined) return async () => false;
+  const session = sessionOf(options.session, 'session');
   const sql = CLAIM_HASH_SQL(inboxTables(options.schema ?? 'inbox').consumed);
   return async (key, body) => {
     const [row] = (await session.execute(sql, { consumer, key })).rows;

@@ -1,7 +1,8 @@
 import fc from 'fast-check';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { inbox, ParseError, parseWith, PermanentError, UnexpectedEventError } from '../../lambda/inbox/index.js';
+import { inbox, ParseError, parseWith, PermanentError } from '../../lambda/inbox/index.js';
+import { UnexpectedEventError } from '../../lambda/inbox/errors.js';
 import { MAX_BODY_BYTES, MAX_KEY_BYTES } from '../../lambda/inbox/prepare/keys.js';
 import type { InboxMessage, InboxOptions } from '../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';

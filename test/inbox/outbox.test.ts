@@ -5,7 +5,7 @@ import { InboxConfigError, PermanentError } from '../../lambda/inbox/index.js';
 import { inbox } from '../../lambda/inbox/index.js';
 import type { InboxOptions } from '../../lambda/inbox/index.js';
 import { OutboxSweepError, outboxKey, sqsOutbox, sweepOutbox } from '../../lambda/inbox/outbox/index.js';
-import type { OutboxSend } from '../../lambda/inbox/outbox/index.js';
+import type { OutboxSend } from '../../lambda/inbox/outbox/outbox-message.js';
 import { relayRows } from '../../lambda/inbox/outbox/relay.js';
 import { inboxTables } from '../../lambda/inbox/sql/schema.js';
 import { sweeperHandler } from '../../lambda/functions/outbox-sweeper/outbox-sweeper.js';

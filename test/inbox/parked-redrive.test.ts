@@ -87,7 +87,7 @@ function stage(kind: 'fifo' | 'standard') {
     options: (extra: Partial<RedriveOptions> = {}): RedriveOptions => ({
       session: db.session,
       consumer,
-      transport: sqsOutbox({ client: f.client }).transport,
+      client: f.client,
       now: () => f.clock.now(),
       ...extra,
     }),
@@ -349,10 +349,9 @@ describe('redriving a parked message', () => {
     });
     await handler(kinesisEvent([kinesisRecord({ body: { page: '/' } })]), lambdaContext());
     const [parked] = await parkedMessages(handler).list();
-    const [result] = await redriveParked(
-      { session: db.session, consumer, transport: sqsOutbox({ client: f.client }).transport, queueUrl: 'https://sqs.us-east-1.amazonaws.com/000000000000/x' },
-      [parked!.id],
-    );
+    const [result] = await redriveParked({ session: db.session, consumer, client: f.client, queueUrl: 'https://sqs.us-east-1.amazonaws.com/000000000000/x' }, [
+      parked!.id,
+    ]);
     expect(result).toMatchObject({ status: 'refused', refusal: 'stream-record', message: expect.stringContaining('replay it') });
     expect(await parkedMessages(handler).list()).toHaveLength(1);
   });

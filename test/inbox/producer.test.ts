@@ -2,7 +2,8 @@ import { CreateQueueCommand, DeleteMessageBatchCommand, ReceiveMessageCommand } 
 import type { Message } from '@aws-sdk/client-sqs';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { InboxError } from '../../lambda/inbox/index.js';
-import { InvalidMessagesError, SendFailedError, createProducer, uuidv7 } from '../../lambda/inbox/producer/producer.js';
+import { InvalidMessagesError, SendFailedError, createProducer } from '../../lambda/inbox/producer/producer.js';
+import { uuidv7 } from '../../lambda/inbox/producer/uuidv7.js';
 import type { OutgoingMessage, ProducerOptions } from '../../lambda/inbox/producer/producer.js';
 import { startSqsFixture } from '../support/sqs.js';
 import type { SqsFixture } from '../support/sqs.js';

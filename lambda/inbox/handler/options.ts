@@ -8,7 +8,6 @@ import { InboxConfigError } from '../errors.js';
 import { described, oneOf, plainChoice, refuseUnknownKeys } from './option-checks.js';
 import { STATEMENT_OPTIONS, resolveMode } from '../modes/mode-options.js';
 import type { InboxLogger, InboxMetrics, BatchSummary } from '../telemetry/telemetry.js';
-import type { OutboxSend } from '../outbox/outbox-message.js';
 import type { OutboxOptions, OutboxTransport } from '../outbox/relay.js';
 import { checkDestinations, environmentDestinations } from '../outbox/outbox-destinations.js';
 import type { InboxSource } from '../sources/source.js';
@@ -62,7 +61,24 @@ export interface InboxTransaction {
    * the next consumer's inbox drops a re-send). Needs the consumer's `outbox` option. In `applyBatch` with
    * more than one message, pass the message the send belongs to as `from`.
    */
-  send(message: OutboxSend, from?: { readonly key: string }): void;
+  send(
+    message: {
+      /**
+       * Where to: a queue URL (`https://sqs.<region>.amazonaws.com/<account>/<name>`), or the name of one of
+       * the outbox's `destinations`.
+       */
+      readonly to: string;
+      /** The body; an object is sent as its JSON. */
+      readonly body: string | object;
+      /** The MessageGroupId: required by a FIFO destination. */
+      readonly groupId?: string | undefined;
+      /** String message attributes (at most 9: the idempotency key takes the tenth). */
+      readonly attributes?: Readonly<Record<string, string>> | undefined;
+      /** Per-message delay, standard queues only. */
+      readonly delaySeconds?: number | undefined;
+    },
+    from?: { readonly key: string },
+  ): void;
 }
 
 /**
@@ -161,8 +177,8 @@ export interface ConsumerOptions<Body = unknown, Raw = SQSRecord> {
    */
   readonly concurrency?: number | undefined;
   /**
-   * What happens to a record that fails with a {@link PermanentError} (a throw of yours, or a
-   * {@link ParseError}, {@link KeyError}, {@link BodyTooLargeError} or {@link KeyCollisionError}):
+   * What happens to a record that fails with a {@link PermanentError} (a throw of yours, a {@link ParseError},
+   * or one the inbox raises, named in the log and the parked row: `KeyError`, `BodyTooLargeError`, `KeyCollisionError`):
    * `'retry'` reports it failed, so SQS redelivers it until it lands in the dead-letter queue; `'park'`
    * stores it in the inbox's parked-message table,
    * reports it succeeded, and lets you replay it later through `parkedMessages(handler)`.

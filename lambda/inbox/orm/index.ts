@@ -25,4 +25,3 @@ export { InboxError, TransactionControlError } from '../errors.js';
 export type { InboxTransaction } from '../handler/options.js';
 export { HintedValue } from '../transport/values.js';
 export type { SqlParams } from '../transport/values.js';
-export type { OutboxSend } from '../outbox/outbox-message.js';

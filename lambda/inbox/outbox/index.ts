@@ -9,12 +9,10 @@
  * @module
  */
 export { sqsOutbox } from './sqs-outbox.js';
-export { PeerDependencyError } from '../peers.js';
 export { InboxError } from '../errors.js';
 export type { SqsOutboxOptions } from './sqs-outbox.js';
 export { OutboxSweepError, sweepOutbox } from './sweep.js';
 export type { SweepFailure, SweepOptions, SweepReport } from './sweep.js';
 export { outboxKey } from './outbox-message.js';
-export type { OutboxSend, OutboxEnvelope } from './outbox-message.js';
-export type { OutboxOptions, OutboxTransport, RelayReport, SendResult } from './relay.js';
+export type { OutboxOptions, OutboxTransport } from './relay.js';
 export type { InboxTransport } from '../transport/transport.js';

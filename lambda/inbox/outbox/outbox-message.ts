@@ -1,36 +1,16 @@
 import { createHash } from 'node:crypto';
 import { InboxConfigError } from '../errors.js';
+import type { InboxTransaction } from '../handler/options.js';
+import type { OutboxTransport } from './relay.js';
 
-/** One message `tx.send` hands on after the commit. */
-export interface OutboxSend {
-  /**
-   * Where to: a queue URL (`https://sqs.<region>.amazonaws.com/<account>/<name>`), or the name of one of
-   * the outbox's `destinations`.
-   */
-  readonly to: string;
-  /** The body; an object is sent as its JSON. */
-  readonly body: string | object;
-  /** The MessageGroupId: required by a FIFO destination. */
-  readonly groupId?: string | undefined;
-  /** String message attributes (at most 9: the idempotency key takes the tenth). */
-  readonly attributes?: Readonly<Record<string, string>> | undefined;
-  /** Per-message delay, standard queues only. */
-  readonly delaySeconds?: number | undefined;
-}
+/**
+ * One message `tx.send` hands on after the commit. Its shape is written out in `InboxTransaction.send`, the
+ * one signature that shows it, so that no entry exports a name for it.
+ */
+export type OutboxSend = Parameters<InboxTransaction['send']>[0];
 
-/** An outbox row as the relay sends it. */
-export interface OutboxEnvelope {
-  /** The row's id. */
-  readonly id: number;
-  /** The stable idempotency key: the FIFO MessageDeduplicationId and the `idempotency-key` attribute. */
-  readonly key: string;
-  /** A queue URL. */
-  readonly destination: string;
-  readonly body: string;
-  readonly groupId: string | undefined;
-  readonly attributes: Readonly<Record<string, string>>;
-  readonly delaySeconds: number | undefined;
-}
+/** An outbox row as the relay sends it, written out in `OutboxTransport.send` for the same reason. */
+export type OutboxEnvelope = Parameters<OutboxTransport['send']>[0][number];
 
 /**
  * The idempotency key of the `position`-th send of the message with inbox key `messageKey`: a UUID (RFC

@@ -5,25 +5,42 @@ import { retryConflicts } from '../transport/conflicts.js';
 import type { InboxTables } from '../sql/schema.js';
 import type { OutboxEnvelope } from './outbox-message.js';
 
-/** How a row fared with the transport. */
-export interface SendResult {
-  readonly id: number;
-  /** Undefined when sent; else why not (it stays unsent, for the sweeper). */
-  readonly error?: string | undefined;
-}
-
 /**
  * Sends outbox rows: SQS in `sqs-inbox/outbox` (`sqsOutbox`), or your own. It gets rows in id order and
  * must keep that order within each FIFO group: once a row of a group is not sent, no later row of that
  * group may be. Returns one result per row; it never throws (a throw counts every row as not sent).
  */
 export interface OutboxTransport {
-  send(rows: readonly OutboxEnvelope[]): Promise<readonly SendResult[]>;
+  /**
+   * Sends the rows, in id order.
+   * @returns how each row fared: its `id`, and an `error` when it was not sent (it stays unsent, for the sweeper)
+   */
+  send(
+    rows: readonly {
+      /** The row's id. */
+      readonly id: number;
+      /** The stable idempotency key: the FIFO MessageDeduplicationId and the `idempotency-key` attribute. */
+      readonly key: string;
+      /** A queue URL. */
+      readonly destination: string;
+      /** The message body. */
+      readonly body: string;
+      /** The MessageGroupId, for a FIFO queue. */
+      readonly groupId: string | undefined;
+      /** String message attributes. */
+      readonly attributes: Readonly<Record<string, string>>;
+      /** Per-message delay, standard queues only. */
+      readonly delaySeconds: number | undefined;
+    }[],
+  ): Promise<readonly { readonly id: number; readonly error?: string | undefined }[]>;
 }
+
+/** How a row fared with the transport, as written out in {@link OutboxTransport.send}. */
+export type SendResult = Awaited<ReturnType<OutboxTransport['send']>>[number];
 
 /** The `outbox` option of a consumer: where sends go, and how. */
 export interface OutboxOptions {
-  /** Sends the rows; {@link sqsOutbox} makes one for SQS. */
+  /** Sends the rows: `sqsOutbox({ client })` from `sqs-inbox/outbox` holds one that sends them to SQS. */
   readonly transport: OutboxTransport;
   /**
    * Names `tx.send({ to })` may use for queue URLs.

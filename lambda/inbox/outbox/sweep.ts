@@ -91,9 +91,9 @@ export class OutboxSweepError extends InboxError {
  * @example
  * const report = await sweepOutbox(dataApi({ resourceArn, secretArn }), { transport: sqsOutbox({ client: new SQSClient({}) }).transport });
  *
- * @param database - the transport to run on (`dataApi({...})`, `postgres(pool)`, `dsql({...})`), or a session of one
+ * @param database - the transport to run on (`dataApi({...})`, `postgres(pool)`, `dsql({...})`)
  */
-export async function sweepOutbox(database: InboxTransport | InboxSession, options: SweepOptions): Promise<SweepReport> {
+export async function sweepOutbox(database: InboxTransport, options: SweepOptions): Promise<SweepReport> {
   const session = sessionOf(database);
   const tables = inboxTables(options.schema ?? 'inbox');
   const remaining = options.remainingTimeMs ?? (() => Number.POSITIVE_INFINITY);

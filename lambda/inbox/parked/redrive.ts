@@ -10,7 +10,9 @@ import { outboxKey } from '../outbox/outbox-message.js';
 import { relayRows } from '../outbox/relay.js';
 import { SQS_TEXT_RULE, sqsRefusal } from '../outbox/sqs-text.js';
 import { MAX_SQS_MESSAGE_BYTES, sqsMessageBytes, stringAttributes } from '../producer/sqs-limits.js';
+import { sqsOutbox } from '../outbox/sqs-outbox.js';
 import type { OutboxTransport } from '../outbox/relay.js';
+import type { SQSClient } from '@aws-sdk/client-sqs';
 import { PARKED_COLUMNS, readParked } from './parked-rows.js';
 import { idArray, isKeyCollision, refusalFor } from './store.js';
 import type { ParkedMessage } from './store.js';
@@ -20,12 +22,12 @@ import { FIFO_ID_PATTERN } from '../contract.js';
 
 /** Options of {@link redriveParked}. */
 export interface RedriveOptions {
-  /** The transport to run on (`dataApi({...})`, `postgres(pool)`, `dsql({...})`), or a session of one. */
-  readonly session: InboxTransport | InboxSession;
+  /** The transport to run on (`dataApi({...})`, `postgres(pool)`, `dsql({...})`). */
+  readonly session: InboxTransport;
   /** The consumer whose parked messages these are: the `consumer` given to `inbox()`. */
   readonly consumer: string;
-  /** Sends the outbox rows after the commits: `sqsOutbox({ client }).transport` from `sqs-inbox/outbox`. */
-  readonly transport: OutboxTransport;
+  /** The SQS client the redriven messages are sent with, after the commits: `new SQSClient({})` from `@aws-sdk/client-sqs`. */
+  readonly client: SQSClient;
   /**
    * The queue to send every message to. Needed for messages parked before their record's `eventSourceARN`
    * was stored; else each goes back to the queue its ARN names.
@@ -135,15 +137,16 @@ export function queueUrlFromArn(arn: string): string | undefined {
  *
  * @example
  * import { SQSClient } from '@aws-sdk/client-sqs';
- * import { redriveParked } from 'sqs-inbox';
- * import { sqsOutbox } from 'sqs-inbox/outbox';
- * const results = await redriveParked({ session, consumer: 'order-worker', transport: sqsOutbox({ client: new SQSClient({}) }).transport }, [7, 8]);
+ * import { dataApi } from 'sqs-inbox';
+ * import { redriveParked } from 'sqs-inbox/operations';
+ * const session = dataApi({ resourceArn, secretArn });
+ * const results = await redriveParked({ session, consumer: 'order-worker', client: new SQSClient({}) }, [7, 8]);
  * // [{ id: 7, status: 'redriven', queueUrl: 'https://sqs.eu-west-1.amazonaws.com/123456789012/orders.fifo', sent: true, ... }, ...]
  */
 export async function redriveParked(given: RedriveOptions, ids: readonly number[]): Promise<RedriveResult[]> {
   const tables = inboxTables(given.schema ?? 'inbox');
   checkOptions(given);
-  const options: SessionRedriveOptions = { ...given, session: sessionOf(given.session, 'session') };
+  const options: SessionRedriveOptions = { ...given, session: sessionOf(given.session, 'session'), transport: sqsOutbox({ client: given.client }).transport };
   const redrive: Redrive = { options, tables, now: options.now ?? Date.now };
   const unique = [...new Set(ids.map(checkId))].sort((a, b) => a - b);
   const results = new Map<number, RedriveResult>();
@@ -152,8 +155,8 @@ export async function redriveParked(given: RedriveOptions, ids: readonly number[
   return ids.map((id) => results.get(id)!);
 }
 
-/** The options with the session opened on the transport they gave. */
-type SessionRedriveOptions = Omit<RedriveOptions, 'session'> & { readonly session: InboxSession };
+/** The options with the session opened on the transport they gave, and the outbox's SQS transport on their client. */
+type SessionRedriveOptions = Omit<RedriveOptions, 'session'> & { readonly session: InboxSession; readonly transport: OutboxTransport };
 
 /** One call of redriveParked: its options, the tables they name, and its clock. */
 interface Redrive {
@@ -360,10 +363,10 @@ function checkOptions(options: RedriveOptions): void {
   if (typeof options.consumer !== 'string' || options.consumer.length === 0) {
     throw new InboxConfigError('consumer', `must be the consumer's name, as given to inbox({ consumer }); got ${described(options.consumer)}`);
   }
-  if (typeof options.transport?.send !== 'function') {
+  if (typeof (options.client as Partial<SQSClient> | undefined)?.send !== 'function') {
     throw new InboxConfigError(
-      'transport',
-      'must send outbox rows: pass sqsOutbox({ client: new SQSClient({}) }).transport (sqsOutbox from "sqs-inbox/outbox")',
+      'client',
+      `must be an SQS client to send the redriven messages with, e.g. new SQSClient({}) from @aws-sdk/client-sqs; got ${described(options.client)}`,
     );
   }
   if (options.queueUrl !== undefined && (typeof options.queueUrl !== 'string' || !/^https?:\/\/[^/]+\/\d+\/[^/]+$/.test(options.queueUrl))) {

@@ -140,8 +140,8 @@ export interface ParkedMessageStore extends ParkedMessageReader {
 
 /** Options of {@link parkedMessageStore}. */
 export interface ParkedMessageStoreOptions {
-  /** The transport to run on (`dataApi({...})`, `postgres(pool)`, `dsql({...})`), or a session of one. */
-  readonly session: InboxTransport | InboxSession;
+  /** The transport to run on (`dataApi({...})`, `postgres(pool)`, `dsql({...})`). */
+  readonly session: InboxTransport;
   /** The consumer whose messages these are: the `consumer` given to `inbox()`. */
   readonly consumer: string;
   /** The inbox's schema. @default 'inbox' */

@@ -7,18 +7,16 @@
  * @module
  */
 
-import { randomBytes } from 'node:crypto';
 import type * as ClientSqs from '@aws-sdk/client-sqs';
 import type { MessageAttributeValue, SQSClient, SendMessageBatchRequestEntry } from '@aws-sdk/client-sqs';
 import { PeerDependencyError, importPeer } from '../peers.js';
 import { FIFO_ID_PATTERN } from '../contract.js';
 import { InboxError } from '../errors.js';
 import { MAX_SQS_MESSAGE_BYTES, SQS_ATTRIBUTE_NAME, sqsMessageBytes } from './sqs-limits.js';
+import { uuidv7 } from './uuidv7.js';
 
 /** The package's root error class, which the producer's errors extend. */
 export { InboxError } from '../errors.js';
-
-export { MAX_SQS_MESSAGE_BYTES, PeerDependencyError };
 
 /**
  * The SQS client package, an optional peer: loaded at the first send rather than imported, so that a
@@ -424,23 +422,4 @@ function describe(error: unknown): { code: string; message: string; senderFault:
   // No HTTP status means the request never got an answer (connection reset, timeout): worth a retry.
   const retryable = !senderFault && (status === undefined || status >= 500 || e.$retryable !== undefined || RETRYABLE_CODES.has(code));
   return { code, message: e.message ?? String(error), senderFault, retryable };
-}
-
-/**
- * A UUIDv7 (RFC 9562): 48 bits of Unix milliseconds, then random bits. Sortable by creation time.
- *
- * @example
- * uuidv7(); // '0192f0c5-...-7...'
- */
-export function uuidv7(epochMs: number = Date.now()): string {
-  const bytes = randomBytes(16);
-  let ms = BigInt(Math.max(0, Math.floor(epochMs)));
-  for (let i = 5; i >= 0; i -= 1) {
-    bytes[i] = Number(ms & 0xffn);
-    ms >>= 8n;
-  }
-  bytes[6] = ((bytes[6] ?? 0) & 0x0f) | 0x70;
-  bytes[8] = ((bytes[8] ?? 0) & 0x3f) | 0x80;
-  const hex = bytes.toString('hex');
-  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
 }

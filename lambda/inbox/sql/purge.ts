@@ -1,4 +1,3 @@
-import type { InboxSession } from '../transport/session.js';
 import { sessionOf } from '../transport/transport.js';
 import type { InboxTransport } from '../transport/transport.js';
 import { retryConflicts } from '../transport/conflicts.js';
@@ -76,9 +75,9 @@ export function purgeBatchSql(tables: InboxTables): string {
  * @example
  * const report = await purge(dataApi({ resourceArn, secretArn }), { retentionSeconds: 14 * 24 * 3600 });
  *
- * @param database - the transport to run on (`dataApi({...})`, `postgres(pool)`, `dsql({...})`), or a session of one
+ * @param database - the transport to run on (`dataApi({...})`, `postgres(pool)`, `dsql({...})`)
  */
-export async function purge(database: InboxTransport | InboxSession, options: PurgeOptions): Promise<PurgeReport> {
+export async function purge(database: InboxTransport, options: PurgeOptions): Promise<PurgeReport> {
   const session = sessionOf(database);
   const tables = inboxTables(options.schema);
   const retentionSeconds = options.retentionSeconds;

@@ -1,6 +1,5 @@
 import { createHash } from 'node:crypto';
 import type { Transaction } from '../transport/transaction.js';
-import type { InboxSession } from '../transport/session.js';
 import { sessionOf } from '../transport/transport.js';
 import type { InboxTransport } from '../transport/transport.js';
 import { InboxConfigError, MigrationChangedError } from '../errors.js';
@@ -276,18 +275,14 @@ export interface MigrationReport {
  * (a version applied before checksums were recorded gets its checksum recorded instead), and so is an
  * unapplied migration below the highest applied version of its set.
  *
- * @param database - the transport to run it over (`dataApi({...})`, `postgres(pool)`), or a session
+ * @param database - the transport to run it over (`dataApi({...})`, `postgres(pool)`)
  * @param sets - the migration sets, applied in this order. @default [INBOX_MIGRATIONS]
  * @param schema - the inbox's schema, which also holds the table of applied versions. @default 'inbox'
  *
  * @example
  * await migrate(postgres(pool), [INBOX_MIGRATIONS]);
  */
-export async function migrate(
-  database: InboxTransport | InboxSession,
-  sets: readonly InboxMigrationSet[] = [INBOX_MIGRATIONS],
-  schema = 'inbox',
-): Promise<MigrationReport> {
+export async function migrate(database: InboxTransport, sets: readonly InboxMigrationSet[] = [INBOX_MIGRATIONS], schema = 'inbox'): Promise<MigrationReport> {
   const session = sessionOf(database);
   const tables = inboxTables(schema);
   for (const set of sets) checkSet(set);

@@ -50,7 +50,7 @@ export interface BatchSummary {
   readonly processed: number;
   /** Records whose key was claimed before with the same body: nothing applied, reported succeeded. */
   readonly duplicates: number;
-  /** Records whose key was claimed before by a different body ({@link KeyCollisionError}). */
+  /** Records whose key was claimed before by a different body (a `KeyCollisionError`). */
   readonly collisions: number;
   /** Records parked by `onPermanentError: park`: reported succeeded. */
   readonly parked: number;

@@ -4,6 +4,7 @@ import type { StatementResult } from './results.js';
 import type { RequestLimits } from './limits.js';
 import type { InboxMetrics } from '../telemetry/telemetry.js';
 import type { PassThrough } from './pass-through.js';
+import type { InboxTransport } from './transport.js';
 
 /**
  * How the runtime reaches PostgreSQL: the transport seam. Every mode, source, the duplicate filter,
@@ -14,8 +15,12 @@ import type { PassThrough } from './pass-through.js';
  * Every failure is a `DatabaseCallError` whose `failure` and `ambiguous` say how the call left things;
  * a transport classifies its own failures (a Data API 5xx, a socket reset while COMMIT was in flight).
  * A session never retries a call that may have run.
+ *
+ * A session is also a transport, one already open (its `name` is its transport's): the operations
+ * (`migrate`, `purge`, `sweepOutbox`, ...) take a transport, and `sessionOf` runs them on a session the
+ * repository's CLI, functions and tests already hold. No session is on the public surface.
  */
-export interface InboxSession {
+export interface InboxSession extends InboxTransport {
   /** Runs one statement, in autocommit or inside `transactionId`. */
   execute(sql: string, params?: SqlParams, transactionId?: string): Promise<StatementResult>;
   /**

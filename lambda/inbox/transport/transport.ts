@@ -50,7 +50,7 @@ export const SCRIPT_POLICY: SessionPolicy = { callTimeoutMs: 60_000, resumeDelay
  *
  * @param option - the option's name in the message: `database`, `session`
  */
-export function sessionOf(database: InboxSession | InboxTransport, option = 'database'): InboxSession {
+export function sessionOf(database: InboxTransport, option = 'database'): InboxSession {
   if (typeof (database as Partial<InboxSession> | undefined)?.execute === 'function') return database as InboxSession;
   if (typeof (database as Partial<TransportDriver> | undefined)?.open === 'function') return driverOf(database as InboxTransport).open(SCRIPT_POLICY);
   throw new InboxConfigError(

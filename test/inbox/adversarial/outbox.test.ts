@@ -5,7 +5,7 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { inbox } from '../../../lambda/inbox/index.js';
 import type { InboxMessage, InboxTransaction } from '../../../lambda/inbox/index.js';
 import { outboxKey, sqsOutbox, sweepOutbox } from '../../../lambda/inbox/outbox/index.js';
-import type { OutboxSend } from '../../../lambda/inbox/outbox/index.js';
+import type { OutboxSend } from '../../../lambda/inbox/outbox/outbox-message.js';
 import { TRANSPORT, inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
 import type { InboxFixture } from '../../support/inbox.js';
 import { drain, startSqsFixture } from '../../support/sqs.js';

@@ -2,7 +2,6 @@ import { CreateQueueCommand } from '@aws-sdk/client-sqs';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InboxError, PermanentError } from '../../../lambda/inbox/index.js';
-import { sqsOutbox } from '../../../lambda/inbox/outbox/index.js';
 import { parkedMessages } from '../../../lambda/inbox/parked/parking.js';
 import { redriveParked } from '../../../lambda/inbox/parked/redrive.js';
 import { TRANSPORT, inboxFixture, lambdaContext } from '../../support/inbox.js';
@@ -137,7 +136,7 @@ describe.each(LAMBDA_SOURCES.filter((source) => source.service === 'sqs'))('$nam
           const options = {
             session: db.session,
             consumer,
-            transport: sqsOutbox({ client: sqs.client }).transport,
+            client: sqs.client,
             queueUrl,
             now: () => Date.now() + 3_600_000,
           };

@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { InboxError, UnexpectedEventError, inbox, kafkaHeaders, kafkaInbox } from '../../../lambda/inbox/index.js';
+import { InboxError, inbox, kafkaHeaders, kafkaInbox } from '../../../lambda/inbox/index.js';
+import { UnexpectedEventError } from '../../../lambda/inbox/errors.js';
 import type { InboxMessage, KafkaInboxOptions } from '../../../lambda/inbox/index.js';
 import type { KafkaRecord } from '../../../lambda/inbox/sources/kafka.js';
 import type { ParkedMessage } from '../../../lambda/inbox/parked/store.js';

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { UnexpectedEventError } from '../../../lambda/inbox/index.js';
+import { UnexpectedEventError } from '../../../lambda/inbox/errors.js';
 import { kinesisInbox } from '../../../lambda/inbox/index.js';
 import type { InboxMessage, InboxTransaction, KinesisInboxOptions } from '../../../lambda/inbox/index.js';
 import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';

@@ -19,7 +19,6 @@ import { freshDatabase } from '../../support/database.js';
 import { lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../../support/inbox.js';
 import { parkedMessageStore } from '../../../lambda/inbox/parked/store.js';
 import { redriveParked } from '../../../lambda/inbox/parked/redrive.js';
-import { sqsOutbox } from '../../../lambda/inbox/outbox/index.js';
 import { startSqsFixture } from '../../support/sqs.js';
 import { propertyParameters, seededRandom } from '../../support/seed.js';
 import { driverOf } from '../../../lambda/inbox/transport/transport.js';
@@ -461,9 +460,7 @@ describe('optimistic concurrency on the DSQL profile', () => {
       const dice = [0];
       profile.proxy.conflicts.rate = 0.5;
       profile.proxy.conflicts.random = () => dice.shift() ?? 0.99;
-      const results = await redriveParked({ session, consumer: 'order-worker', transport: sqsOutbox({ client: sqs.client }).transport, queueUrl: queue.url }, [
-        parked!.id,
-      ]);
+      const results = await redriveParked({ session, consumer: 'order-worker', client: sqs.client, queueUrl: queue.url }, [parked!.id]);
       profile.proxy.conflicts.rate = 0;
       expect(results).toMatchObject([{ id: parked!.id, status: 'redriven', sent: true }]);
       expect(conflicts.map(({ attempt, retried }) => ({ attempt, retried }))).toEqual([{ attempt: 1, retried: true }]);

@@ -74,6 +74,9 @@ export class DataApiSession implements InboxSession {
     readonly policy: SessionPolicy,
   ) {}
 
+  /** The transport's name: a session is a transport already open (see `InboxSession`). */
+  readonly name: string = 'data-api';
+
   /** A request of at most 4 MiB, an answer of at most 1 MiB. */
   readonly limits = DATA_API_LIMITS;
 

@@ -16,8 +16,6 @@ import { INBOX_ENV } from '../../contract.js';
 import type { DsqlConflict } from '../conflict-retry.js';
 import { DSQL_CONFLICT_RETRIES, DsqlSession } from './session.js';
 
-export { DSQL_LIMITS } from './connection.js';
-export { DSQL_CONFLICT_RETRIES } from './session.js';
 export { DatabaseCallError, InboxError } from '../../errors.js';
 export type { PostgresPool, PostgresClient } from '../postgres/postgres-session.js';
 export type { InboxTransport } from '../transport.js';
@@ -53,7 +51,7 @@ export interface DsqlOptions {
   readonly tokenExpiresInSeconds?: number | undefined;
   /** Connections refused for the cluster's rate (53400) or count (53300) are asked for up to this many times. @default 5 */
   readonly connectAttempts?: number | undefined;
-  /** An optimistic-concurrency conflict (SQLSTATE 40001) runs the record's transaction again this way. @default DSQL_CONFLICT_RETRIES */
+  /** An optimistic-concurrency conflict (SQLSTATE 40001) runs the record's transaction again this way. @default { attempts: 3, baseDelayMs: 20, maxDelayMs: 1000 } */
   readonly conflictRetries?: ConflictRetryPolicy | undefined;
   /**
    * Told of each optimistic-concurrency conflict a transaction lost, retried or not, after the consumer's
@@ -140,7 +138,7 @@ export function dsql(options: DsqlOptions): DsqlTarget {
 }
 
 /** The environment {@link dsqlFromEnvironment} reads; the CDK constructs set the same names. */
-export const DSQL_ENVIRONMENT = {
+const DSQL_ENVIRONMENT = {
   endpoint: INBOX_ENV.DSQL_ENDPOINT,
   region: INBOX_ENV.DSQL_REGION,
   user: INBOX_ENV.DSQL_USER,

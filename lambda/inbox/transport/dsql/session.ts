@@ -26,6 +26,7 @@ export type DsqlSessionOptions = Partial<SessionDialect> & Pick<DsqlOptions, 'on
  * transaction runs again, `ConflictsExhausted` when the retries ran out.
  */
 export class DsqlSession extends PostgresSession {
+  override readonly name: string = 'dsql';
   readonly dialect: SessionDialect;
   constructor(pool: PostgresPool, policy: SessionPolicy, options: DsqlSessionOptions = {}, idleCheckMs?: number) {
     super({ pool, idleCheckMs }, { callTimeoutMs: policy.callTimeoutMs, timeLeftMs: policy.timeLeftMs });

@@ -9,5 +9,5 @@ export type { PostgresOptions } from './transport.js';
 export { DatabaseCallError, InboxError, PostgresError } from '../../errors.js';
 export type { PostgresPool, PostgresClient } from './postgres-session.js';
 export type { InboxTransport } from '../transport.js';
-export { postgresFromEnvironment, readPostgresEnvironment, POSTGRES_ENVIRONMENT } from './from-environment.js';
-export type { PostgresEnvironmentOptions, PostgresEnvironmentSettings, PostgresAuth } from './from-environment.js';
+export { postgresFromEnvironment } from './from-environment.js';
+export type { PostgresEnvironmentOptions } from './from-environment.js';

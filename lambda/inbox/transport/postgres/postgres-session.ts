@@ -99,6 +99,8 @@ const NO_TRANSACTION_IN_PROGRESS = '25P01';
  * turned out dead, before anything of the transaction was sent, is sent again on a fresh one.
  */
 export class PostgresSession implements InboxSession {
+  /** The transport's name: a session is a transport already open (see `InboxSession`). */
+  readonly name: string = 'postgres';
   /** A wire message may be 1 GB: no batch comes near it. */
   readonly limits = NO_REQUEST_LIMITS;
 
