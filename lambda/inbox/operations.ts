@@ -1,6 +1,6 @@
 /**
  * What runs beside the handlers (package export `sqs-inbox/operations`), from a script, a scheduled
- * function or a deployment: the schema migrations, the purge of old claims, and the parked messages
+ * function or a deployment: the schema migrations (`migrateDsql` with `DSQL_INBOX_MIGRATIONS` on Aurora DSQL), the purge of old claims, and the parked messages
  * (list, show, discard, redrive), the redrive of a dead-letter queue that keeps each message's key, and the
  * import of a hand-rolled dedup table's rows as claims, each over a transport (`dataApi({...})`,
  * `postgres(pool)`, `dsql({...})`). `parkedMessages(handler)` lists and replays what a handler's consumer parked.
@@ -9,6 +9,7 @@
  * import { INBOX_MIGRATIONS, migrate, purge } from 'sqs-inbox/operations';
  */
 export { migrate, INBOX_MIGRATIONS } from './sql/schema.js';
+export { migrateDsql, DSQL_INBOX_MIGRATIONS } from './transport/dsql/migrations.js';
 export type { Migration, InboxMigrationSet, MigrationReport, InboxTables } from './sql/schema.js';
 export { InboxError, MigrationChangedError, ParkedCollisionError } from './errors.js';
 export { purge } from './sql/purge.js';
@@ -21,11 +22,10 @@ export type {
   ParkedMessages,
   ParkedMessageReader,
   ParkedMessageStore,
-  ParkedMessageStoreOptions,
 } from './parked/store.js';
 export { redriveParked } from './parked/redrive.js';
 export type { RedriveOptions, RedriveResult } from './parked/redrive.js';
 export { redriveDeadLetters } from '../operations/dead-letter-redrive.js';
-export type { DeadLetterRedriveOptions, DeadLetterRedriveReport, DeadLetterOutcome } from '../operations/dead-letter-redrive.js';
+export type { DeadLetterRedriveOptions, DeadLetterRedriveReport } from '../operations/dead-letter-redrive.js';
 export { importClaims } from '../operations/claims-import.js';
 export type { ClaimsImportOptions, ClaimsImportReport } from '../operations/claims-import.js';

@@ -50,33 +50,37 @@ export interface DeadLetterRedriveOptions {
   readonly waitTimeSeconds?: number | undefined;
 }
 
-/** What became of one dead-lettered message. */
-export interface DeadLetterOutcome {
-  /** Its messageId in the dead-letter queue: the id SQS gave it when it was sent, which a move to a DLQ keeps. */
-  readonly messageId: string;
-  /**
-   * `moved`: sent to `destination`, then deleted from the dead-letter queue; `skipped`: its key was claimed
-   * already for this body, so it was deleted without a send; `failed`: left on the dead-letter queue (see
-   * `reason`). A dry run says `would-move` and `would-skip`.
-   */
-  readonly status: 'moved' | 'skipped' | 'failed' | 'would-move' | 'would-skip';
-  /** The messageId it carries as `sqs-inbox-redriven-message-id`: the id its first send got. */
-  readonly originalMessageId: string;
-  /** Where it went, or would go. */
-  readonly destination?: string | undefined;
-  /** Its FIFO message group. */
-  readonly groupId?: string | undefined;
-  /** Why it failed, and the fix; or, for a moved message still on the dead-letter queue, what that means. */
-  readonly reason?: string | undefined;
-}
-
 /** The counts of a redrive, and each message's outcome in the order received. */
 export interface DeadLetterRedriveReport {
+  /** Messages sent to their destination, then deleted from the dead-letter queue. */
   readonly moved: number;
+  /** Messages whose key was claimed already for the same body: deleted without a send. */
   readonly skipped: number;
+  /** Messages left on the dead-letter queue; each outcome's `reason` says why. */
   readonly failed: number;
-  readonly outcomes: readonly DeadLetterOutcome[];
+  /** What became of each dead-lettered message. */
+  readonly outcomes: readonly {
+    /** Its messageId in the dead-letter queue: the id SQS gave it when it was sent, which a move to a DLQ keeps. */
+    readonly messageId: string;
+    /**
+     * `moved`: sent to `destination`, then deleted from the dead-letter queue; `skipped`: its key was claimed
+     * already for this body, so it was deleted without a send; `failed`: left on the dead-letter queue (see
+     * `reason`). A dry run says `would-move` and `would-skip`.
+     */
+    readonly status: 'moved' | 'skipped' | 'failed' | 'would-move' | 'would-skip';
+    /** The messageId it carries as `sqs-inbox-redriven-message-id`: the id its first send got. */
+    readonly originalMessageId: string;
+    /** Where it went, or would go. */
+    readonly destination?: string | undefined;
+    /** Its FIFO message group. */
+    readonly groupId?: string | undefined;
+    /** Why it failed, and the fix; or, for a moved message still on the dead-letter queue, what that means. */
+    readonly reason?: string | undefined;
+  }[];
 }
+
+/** What became of one dead-lettered message, as {@link DeadLetterRedriveReport} writes it out. */
+export type DeadLetterOutcome = DeadLetterRedriveReport['outcomes'][number];
 
 /** SQS takes at most 10 message attributes; the stamp is one. */
 const MAX_ATTRIBUTES = 10;
@@ -101,7 +105,7 @@ const CLAIM_HASH_SQL = (table: string) => `SELECT payload_sha256 FROM ${table} W
  * sends it again: a duplicate the inbox absorbs. Once a message of a FIFO group fails, the group's later
  * messages stay too, in order.
  *
- * Never throws for one message: each gets a {@link DeadLetterOutcome}. Throws InboxConfigError for bad
+ * Never throws for one message: each gets an outcome in the report. Throws InboxConfigError for bad
  * options, and the SDK's error when the dead-letter queue cannot be read.
  *
  * @example

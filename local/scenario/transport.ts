@@ -7,7 +7,7 @@ import type { InboxTransport } from '../../lambda/inbox/transport/transport.js';
 import type { InboxSession } from '../../lambda/inbox/transport/session.js';
 import { postgres } from '../../lambda/inbox/transport/postgres/index.js';
 import { PostgresSession } from '../../lambda/inbox/transport/postgres/postgres-session.js';
-import { DSQL_INBOX_MIGRATIONS } from '../../lambda/inbox/transport/dsql/index.js';
+import { DSQL_INBOX_MIGRATIONS } from '../../lambda/inbox/transport/dsql/migrations.js';
 import { migrateDsqlSession } from '../../lambda/inbox/transport/dsql/migrations.js';
 import { DsqlSession } from '../../lambda/inbox/transport/dsql/session.js';
 import type { DsqlConflict, DsqlTarget } from '../../lambda/inbox/transport/dsql/index.js';

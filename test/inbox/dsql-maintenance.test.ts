@@ -3,7 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dsqlSession } from '../../lambda/functions/dsql-maintenance/dsql-maintenance.js';
 import { cleanupHandler } from '../../lambda/functions/purge/cleanup.js';
 import { InboxConfigError } from '../../lambda/inbox/errors.js';
-import { DSQL_INBOX_MIGRATIONS } from '../../lambda/inbox/transport/dsql/index.js';
+import { DSQL_INBOX_MIGRATIONS } from '../../lambda/inbox/transport/dsql/migrations.js';
 import { migrateDsqlSession } from '../../lambda/inbox/transport/dsql/migrations.js';
 import { DsqlSession } from '../../lambda/inbox/transport/dsql/session.js';
 import { DSQL_PROFILE_EXEMPT, dsqlOnProfile, startDsqlProfile } from '../../local/dsql/profile.js';

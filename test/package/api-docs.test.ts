@@ -72,16 +72,17 @@ const OTHER_ENTRY_BUDGET = 30;
 
 /**
  * Issue 34's budget for the whole package is 220 names; until it is met, the figure reached, which may only
- * go down. (269, then 270: `/outbox` exports the `InboxTransport` that `sweepOutbox` now takes.)
+ * go down. (269, then 270: `/outbox` exports the `InboxTransport` that `sweepOutbox` now takes; then 244, the
+ * runtime entries from 147 to 121.)
  */
-const TOTAL_BUDGET = 270;
+const TOTAL_BUDGET = 244;
 
 /**
  * The `ae-forgotten-export` warnings the reports still carry (a type a signature shows but its entry does
  * not export): the figure reached, which may only go down. At 0, make the message an error in
  * scripts/api-docs.mjs, as `ae-unresolved-link` is, and drop this count.
  */
-const FORGOTTEN_EXPORTS = 23;
+const FORGOTTEN_EXPORTS = 10;
 
 /** API Extractor compiles every entry's declarations once: a minute on a busy two-core machine. */
 const EXTRACT_TIMEOUT_MS = 300_000;

@@ -17,7 +17,7 @@ import { startWireProxy } from '../../local/wire/proxy.js';
 import { DSQL_PROFILE_EXEMPT, dsqlOnProfile, startDsqlProfile } from '../../local/dsql/profile.js';
 import { CONFLICT_RUN_RETRIES } from './dsql-conflicts.js';
 import type { DsqlProfile } from '../../local/dsql/profile.js';
-import { DSQL_INBOX_MIGRATIONS } from '../../lambda/inbox/transport/dsql/index.js';
+import { DSQL_INBOX_MIGRATIONS } from '../../lambda/inbox/transport/dsql/migrations.js';
 import { migrateDsqlSession } from '../../lambda/inbox/transport/dsql/migrations.js';
 import { DsqlSession } from '../../lambda/inbox/transport/dsql/session.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';

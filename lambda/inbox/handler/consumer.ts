@@ -47,7 +47,7 @@ export interface ConsumerHandler<Event, Response> {
  * the code gives are validated here, once. What only the INBOX_* environment provides is read here when it
  * is set, else at the first invocation (Lambda's cold start), with the same {@link InboxConfigError}: a
  * module that builds its handler imports cleanly without that environment, in a test or a tool. An event
- * that is not an SQS event is refused with {@link UnexpectedEventError}.
+ * that is not an SQS event is refused with an `UnexpectedEventError` naming the trigger to check.
  *
  * @example
  * export const handler = inbox({

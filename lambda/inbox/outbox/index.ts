@@ -10,9 +10,8 @@
  */
 export { sqsOutbox } from './sqs-outbox.js';
 export { InboxError } from '../errors.js';
-export type { SqsOutboxOptions } from './sqs-outbox.js';
 export { OutboxSweepError, sweepOutbox } from './sweep.js';
-export type { SweepFailure, SweepOptions, SweepReport } from './sweep.js';
+export type { SweepOptions, SweepReport } from './sweep.js';
 export { outboxKey } from './outbox-message.js';
 export type { OutboxOptions, OutboxTransport } from './relay.js';
 export type { InboxTransport } from '../transport/transport.js';

@@ -13,16 +13,6 @@ import type { Producer } from '../producer/producer.js';
 import type { OutboxEnvelope } from './outbox-message.js';
 import type { OutboxOptions, OutboxTransport, SendResult } from './relay.js';
 
-/** Options of {@link sqsOutbox}. */
-export interface SqsOutboxOptions {
-  /** The SQS client to send with. */
-  readonly client: SQSClient;
-  /** Names for queue URLs, for `tx.send({ to: 'invoices', ... })`. @default see {@link OutboxOptions.destinations} */
-  readonly destinations?: Readonly<Record<string, string>> | undefined;
-  /** Sends per entry, including the first, for entries SQS failed on its side. @default 3 */
-  readonly maxAttempts?: number | undefined;
-}
-
 /**
  * The outbox over SQS: each destination's rows go out with SendMessageBatch in id order, the stable key as
  * the `idempotency-key` attribute and, on FIFO queues, as the MessageDeduplicationId; at most one message
@@ -37,7 +27,14 @@ export interface SqsOutboxOptions {
  *   },
  * });
  */
-export function sqsOutbox(options: SqsOutboxOptions): OutboxOptions {
+export function sqsOutbox(options: {
+  /** The SQS client to send with. */
+  readonly client: SQSClient;
+  /** Names for queue URLs, for `tx.send({ to: 'invoices', ... })`. @default see {@link OutboxOptions.destinations} */
+  readonly destinations?: Readonly<Record<string, string>> | undefined;
+  /** Sends per entry, including the first, for entries SQS failed on its side. @default 3 */
+  readonly maxAttempts?: number | undefined;
+}): OutboxOptions {
   const producers = new Map<string, Producer>();
   const producerFor = (queueUrl: string) => {
     let producer = producers.get(queueUrl);

@@ -59,15 +59,16 @@ export interface SweepReport {
   /** True when the deadline stopped the sweep before it was done: rows or the delete were left for the next. */
   readonly cutShort: boolean;
   /** The steps that failed; the sweep goes on past each, and then throws {@link OutboxSweepError}. */
-  readonly failures: readonly SweepFailure[];
+  readonly failures: readonly {
+    /** `select` (reading the unsent rows), `send` (sending or marking rows), `delete` (old sent rows) or `age`. */
+    readonly step: 'select' | 'send' | 'delete' | 'age';
+    /** What the step threw. */
+    readonly error: Error;
+  }[];
 }
 
-/** A step of the sweep that failed. */
-export interface SweepFailure {
-  /** `select` (reading the unsent rows), `send` (sending or marking rows), `delete` (old sent rows) or `age`. */
-  readonly step: 'select' | 'send' | 'delete' | 'age';
-  readonly error: Error;
-}
+/** A step of the sweep that failed, as {@link SweepReport} writes it out. */
+type SweepFailure = SweepReport['failures'][number];
 
 /**
  * Some steps of a sweep failed. `report` holds what the sweep did all the same (what it sent stays sent),

@@ -138,16 +138,6 @@ export interface ParkedMessageStore extends ParkedMessageReader {
   ): Promise<{ readonly id: number; readonly status: 'discarded' | 'not-found' | 'already-replayed' | 'already-redriven' | 'already-discarded' }[]>;
 }
 
-/** Options of {@link parkedMessageStore}. */
-export interface ParkedMessageStoreOptions {
-  /** The transport to run on (`dataApi({...})`, `postgres(pool)`, `dsql({...})`). */
-  readonly session: InboxTransport;
-  /** The consumer whose messages these are: the `consumer` given to `inbox()`. */
-  readonly consumer: string;
-  /** The inbox's schema. @default 'inbox' */
-  readonly schema?: string | undefined;
-}
-
 /**
  * The effect of a consumer, run for a replay inside the replay's transaction. Resolves with the ids of
  * the outbox rows it wrote, which the replay relays once it committed.
@@ -164,7 +154,14 @@ export type ReplayEffect = (tx: Transaction, parked: ParkedMessage) => Promise<r
  * for (const message of await parked.list()) console.log(message.id, message.errorClass);
  * await parked.discard([7, 8]);
  */
-export function parkedMessageStore(options: ParkedMessageStoreOptions): ParkedMessageStore {
+export function parkedMessageStore(options: {
+  /** The transport to run on (`dataApi({...})`, `postgres(pool)`, `dsql({...})`). */
+  readonly session: InboxTransport;
+  /** The consumer whose messages these are: the `consumer` given to `inbox()`. */
+  readonly consumer: string;
+  /** The inbox's schema. @default 'inbox' */
+  readonly schema?: string | undefined;
+}): ParkedMessageStore {
   const tables = inboxTables(options.schema ?? 'inbox');
   const { consumer } = options;
   const session = sessionOf(options.session, 'session');

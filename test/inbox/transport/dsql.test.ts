@@ -5,8 +5,8 @@ import { InboxConfigError, PermanentError } from '../../../lambda/inbox/index.js
 import { INBOX_MIGRATIONS, migrate, purge } from '../../../lambda/inbox/operations.js';
 import { inbox } from '../../../lambda/inbox/index.js';
 import type { InboxOptions } from '../../../lambda/inbox/index.js';
-import { dsql, DSQL_INBOX_MIGRATIONS, dsqlFromEnvironment } from '../../../lambda/inbox/transport/dsql/index.js';
-import { migrateDsql, migrateDsqlSession } from '../../../lambda/inbox/transport/dsql/migrations.js';
+import { dsql, dsqlFromEnvironment } from '../../../lambda/inbox/transport/dsql/index.js';
+import { DSQL_INBOX_MIGRATIONS, migrateDsql, migrateDsqlSession } from '../../../lambda/inbox/transport/dsql/migrations.js';
 import { DSQL_DIALECT, DsqlSession } from '../../../lambda/inbox/transport/dsql/session.js';
 import type { DsqlConflict, DsqlTarget } from '../../../lambda/inbox/transport/dsql/index.js';
 import { tokenSource } from '../../../lambda/inbox/transport/dsql/connection.js';

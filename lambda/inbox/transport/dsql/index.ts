@@ -3,7 +3,8 @@
  * to a DSQL cluster, with IAM tokens, TLS, connections replaced before DSQL's 60-minute limit, the
  * cluster's connection rate respected, and a record's transaction run again after an optimistic-concurrency
  * conflict. Its own entry, so that a consumer on the Data API bundles none of it. Needs `pg` and
- * `@aws-sdk/dsql-signer` installed beside the package.
+ * `@aws-sdk/dsql-signer` installed beside the package. Its tables are made by `migrateDsql` from
+ * `sqs-inbox/operations`.
  * @module
  */
 import { InboxConfigError } from '../../errors.js';
@@ -183,6 +184,3 @@ function dsqlEnvironment(env: Readonly<Record<string, string | undefined>>): Pic
   if (!user) throw new InboxConfigError(DSQL_ENVIRONMENT.user, 'is not set; set it to the database role the function connects as, e.g. "inbox_consumer"');
   return { endpoint, region, user };
 }
-
-export { DSQL_INBOX_MIGRATIONS, migrateDsql } from './migrations.js';
-export type { InboxMigrationSet, InboxTables, Migration, MigrationReport } from '../../sql/schema.js';

@@ -136,7 +136,11 @@ export const DSQL_INBOX_MIGRATIONS: InboxMigrationSet = {
  *
  * @param database - the transport to run it over: `dsql({...})` or `dsqlFromEnvironment()`
  * @example
- * await migrateDsql(dsql({ clusterId, region }), [DSQL_INBOX_MIGRATIONS]);
+ * import { dsql } from 'sqs-inbox/dsql';
+ * import { DSQL_INBOX_MIGRATIONS, migrateDsql } from 'sqs-inbox/operations';
+ * const target = dsql({ clusterId, region });
+ * await migrateDsql(target, [DSQL_INBOX_MIGRATIONS]);
+ * await target.pool.end();
  */
 export async function migrateDsql(
   database: InboxTransport,
