@@ -10,8 +10,7 @@ import { PostgresSession } from '../../lambda/inbox/transport/postgres/postgres-
 import { DSQL_INBOX_MIGRATIONS } from '../../lambda/inbox/transport/dsql/migrations.js';
 import { migrateDsqlSession } from '../../lambda/inbox/transport/dsql/migrations.js';
 import { DsqlSession } from '../../lambda/inbox/transport/dsql/session.js';
-import type { DsqlTarget } from '../../lambda/inbox/transport/dsql/index.js';
-import type { DsqlConflict } from '../../lambda/inbox/transport/conflict-retry.js';
+import type { DsqlConflict, DsqlTarget } from '../../lambda/inbox/transport/dsql/index.js';
 import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
 import { dsqlOnProfile, startDsqlProfile } from '../dsql/profile.js';
 import type { ScenarioLogin } from './consumer-role.js';

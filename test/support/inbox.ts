@@ -4,7 +4,7 @@ import pg from 'pg';
 import { startDataApi } from '../../local/data-api/server.js';
 import type { DataApiServer } from '../../local/data-api/server.js';
 import type { Stats } from '../../local/data-api/stats.js';
-import type { DsqlConflict } from '../../lambda/inbox/transport/conflict-retry.js';
+import type { DsqlConflict } from '../../lambda/inbox/transport/dsql/index.js';
 import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
 import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
 import { postgres } from '../../lambda/inbox/transport/postgres/index.js';

@@ -1,6 +1,5 @@
 import { DatabaseCallError } from '../errors.js';
 import type { ConflictRetryPolicy } from './session.js';
-import type { DsqlOptions } from './dsql/index.js';
 
 /**
  * True for a serialization failure that the database answered (SQLSTATE 40001): the transaction was rolled
@@ -18,11 +17,20 @@ export function conflictDelayMs(policy: ConflictRetryPolicy, attempt: number, ra
   return Math.floor(random() * ceiling);
 }
 
-/**
- * One optimistic-concurrency conflict a transaction lost, as `dsql({ onConflict })` is told of it: written
- * out in `DsqlOptions.onConflict`, the one signature that shows it.
- */
-export type DsqlConflict = Parameters<NonNullable<DsqlOptions['onConflict']>>[0];
+/** One optimistic-concurrency conflict a transaction lost, as `dsql({ onConflict })` is told of it. */
+export interface DsqlConflict {
+  /** Which run of the transaction conflicted: 1 for the first. */
+  readonly attempt: number;
+  /**
+   * `true`: the transaction runs again after `delayMs`. `false`: the policy's attempts are spent, and
+   * this conflict is the transaction's failure (a record's: it is reported failed and SQS delivers it again).
+   */
+  readonly retried: boolean;
+  /** The jittered wait before the next run, in milliseconds; 0 when `retried` is false. */
+  readonly delayMs: number;
+  /** The database's answer: SQLSTATE 40001, with DSQL's OC000 or OC001 in its message. */
+  readonly error: DatabaseCallError;
+}
 
 /**
  * How a dialect with optimistic concurrency (Aurora DSQL) runs a whole transaction (begin to commit): again

@@ -8,19 +8,20 @@
  * @module
  */
 import { InboxConfigError } from '../../errors.js';
-import type { DatabaseCallError } from '../../errors.js';
 import type { PostgresPool } from '../postgres/postgres-session.js';
 import type { ConflictRetryPolicy } from '../session.js';
 import { driverOf } from '../transport.js';
 import type { InboxTransport, TransportDriver } from '../transport.js';
 import { dsqlPool, resolveConnection } from './connection.js';
 import { INBOX_ENV } from '../../contract.js';
+import type { DsqlConflict } from '../conflict-retry.js';
 import { DSQL_CONFLICT_RETRIES, DsqlSession } from './session.js';
 
 export { DatabaseCallError, InboxError } from '../../errors.js';
 export type { PostgresPool, PostgresClient } from '../postgres/postgres-session.js';
 export type { InboxTransport } from '../transport.js';
 export type { ConflictRetryPolicy } from '../session.js';
+export type { DsqlConflict } from '../conflict-retry.js';
 
 /** Options of {@link dsql}. Pass exactly one of `endpoint` and `clusterId`. */
 export interface DsqlOptions {
@@ -61,21 +62,7 @@ export interface DsqlOptions {
    * @example
    * dsql({ clusterId, region, user, onConflict: (conflict) => console.log(conflict.attempt, conflict.retried) })
    */
-  readonly onConflict?:
-    | ((conflict: {
-        /** Which run of the transaction conflicted: 1 for the first. */
-        readonly attempt: number;
-        /**
-         * `true`: the transaction runs again after `delayMs`. `false`: the policy's attempts are spent, and
-         * this conflict is the transaction's failure (a record's: it is reported failed and SQS delivers it again).
-         */
-        readonly retried: boolean;
-        /** The jittered wait before the next run, in milliseconds; 0 when `retried` is false. */
-        readonly delayMs: number;
-        /** The database's answer: SQLSTATE 40001, with DSQL's OC000 or OC001 in its message. */
-        readonly error: DatabaseCallError;
-      }) => void)
-    | undefined;
+  readonly onConflict?: ((conflict: DsqlConflict) => void) | undefined;
   /**
    * The batch modes claim and apply at most this many records per transaction, so that the claims and the
    * effect stay within DSQL's 3,000 modified rows: lower it when your `applyBatch` writes more than two rows
