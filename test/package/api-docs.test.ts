@@ -72,10 +72,10 @@ const OTHER_ENTRY_BUDGET = 30;
 
 /**
  * Issue 34's budget for the whole package is 220 names; until it is met, the figure reached, which may only
- * go down. (269, then 270: `/outbox` exports the `InboxTransport` that `sweepOutbox` now takes; then 244, the
- * runtime entries from 147 to 121.)
+ * go down. (269, then 270: `/outbox` exports the `InboxTransport` that `sweepOutbox` now takes; then 243, the
+ * runtime entries from 147 to 120.)
  */
-const TOTAL_BUDGET = 244;
+const TOTAL_BUDGET = 243;
 
 /**
  * The `ae-forgotten-export` warnings the reports still carry (a type a signature shows but its entry does

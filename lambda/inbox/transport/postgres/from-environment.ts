@@ -27,33 +27,6 @@ export const POSTGRES_ENVIRONMENT = {
   secretArn: INBOX_ENV.PG_SECRET_ARN,
 } as const;
 
-/** Options of {@link postgresFromEnvironment}. */
-export interface PostgresEnvironmentOptions extends PostgresOptions {
-  /**
-   * TLS for every connection; a server that does not offer TLS is refused. RDS Proxy's certificates chain
-   * to Amazon's public roots, which Node trusts; for RDS itself or your own server pass its CA (`ca`), or run
-   * the function with `NODE_EXTRA_CA_CERTS=/var/runtime/ca-cert.pem` (the RDS bundle on Lambda).
-   * @default { rejectUnauthorized: true }
-   */
-  readonly ssl?: ConnectionOptions | undefined;
-  /**
-   * Connections the pool may open. Each concurrent record of a batch holds one for its transaction.
-   * @default 2
-   */
-  readonly max?: number | undefined;
-  /**
-   * Where to read the variables.
-   * @default process.env
-   */
-  readonly env?: Readonly<Record<string, string | undefined>> | undefined;
-  /**
-   * The clock that decides when a password read from Secrets Manager is read again (after 5 minutes, so that new
-   * connections pick up a rotation).
-   * @default Date.now
-   */
-  readonly now?: (() => number) | undefined;
-}
-
 /** How a connection signs in: an RDS IAM token per connection, or a secret's password. */
 export type PostgresAuth = { readonly kind: 'iam'; readonly region: string } | { readonly kind: 'secret'; readonly secretArn: string };
 
@@ -91,7 +64,33 @@ const SECRET_REUSE_MS = 5 * 60_000;
  * export const handler = inbox({ database: postgresFromEnvironment(), apply: async (tx, message) => { ... } });
  * @throws InboxConfigError at the first invocation, naming the variable that is missing or wrong, and the fix
  */
-export function postgresFromEnvironment(options: PostgresEnvironmentOptions = {}): InboxTransport & { readonly pool: PostgresPool & { end(): Promise<void> } } {
+export function postgresFromEnvironment(
+  options: PostgresOptions & {
+    /**
+     * TLS for every connection; a server that does not offer TLS is refused. RDS Proxy's certificates chain
+     * to Amazon's public roots, which Node trusts; for RDS itself or your own server pass its CA (`ca`), or run
+     * the function with `NODE_EXTRA_CA_CERTS=/var/runtime/ca-cert.pem` (the RDS bundle on Lambda).
+     * @default { rejectUnauthorized: true }
+     */
+    readonly ssl?: ConnectionOptions | undefined;
+    /**
+     * Connections the pool may open. Each concurrent record of a batch holds one for its transaction.
+     * @default 2
+     */
+    readonly max?: number | undefined;
+    /**
+     * Where to read the variables.
+     * @default process.env
+     */
+    readonly env?: Readonly<Record<string, string | undefined>> | undefined;
+    /**
+     * The clock that decides when a password read from Secrets Manager is read again (after 5 minutes, so that new
+     * connections pick up a rotation).
+     * @default Date.now
+     */
+    readonly now?: (() => number) | undefined;
+  } = {},
+): InboxTransport & { readonly pool: PostgresPool & { end(): Promise<void> } } {
   const max = options.max ?? 2;
   if (!Number.isInteger(max) || max < 1) throw new InboxConfigError('max', `is ${String(max)}: pass a whole number of connections >= 1, e.g. 2`);
   // The environment is read at first use (an invocation's session, or the pool asked for), so that a module

@@ -10,4 +10,3 @@ export { DatabaseCallError, InboxError, PostgresError } from '../../errors.js';
 export type { PostgresPool, PostgresClient } from './postgres-session.js';
 export type { InboxTransport } from '../transport.js';
 export { postgresFromEnvironment } from './from-environment.js';
-export type { PostgresEnvironmentOptions } from './from-environment.js';
