@@ -187,4 +187,4 @@ function dsqlEnvironment(env: Readonly<Record<string, string | undefined>>): Pic
 }
 
 export { DSQL_INBOX_MIGRATIONS, migrateDsql } from './migrations.js';
-export type { InboxMigrationSet, InboxTables, Migration, MigrationReport } from '../../sql/schema.js';
+export type { InboxMigration, InboxMigrationSet, InboxTables, Migration, MigrationReport } from '../../sql/schema.js';
