@@ -213,3 +213,46 @@ export interface DsqlStatement {
   /** "Already exists" (SQLSTATE 42710) counts as done: DSQL has no `IF NOT EXISTS` for roles or IAM grants. */
   readonly ignoreDuplicate?: boolean;
 }
+
+/**
+ * One numbered migration, as the SQL that runs: its statements in order, in one transaction with its version's
+ * row and the checksum of its statements. `InboxDatabase` carries these to the deploy (`Custom::InboxMigration`)
+ * and the runtime's `migrate()` takes the same value, so one definition serves the stack and your tests. Never
+ * change a migration once it has been applied anywhere: the next run refuses it, naming its version
+ * (`MigrationChangedError`); add a migration with a higher version instead.
+ *
+ * @example
+ * { version: 1, name: 'create_credits', statements: ['CREATE TABLE public.credits (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, cents bigint NOT NULL)'] }
+ */
+export interface InboxMigration {
+  /** A positive integer, higher than the one before it in its set; each version is applied once. */
+  readonly version: number;
+  /** A short name, recorded with the version. */
+  readonly name: string;
+  /** One SQL statement per entry (the Data API runs one statement per call), none of them empty. */
+  readonly statements: readonly string[];
+}
+
+/**
+ * A named list of migrations, versioned apart from every other set under its `name`: your own tables' (SQL as
+ * text, {@link InboxMigration}), or the inbox's own, whose statements the runtime writes from its schema's
+ * table names (the runtime's `Migration`).
+ *
+ * @example
+ * const credits: InboxMigrationSet = {
+ *   name: 'credits',
+ *   migrations: [{ version: 1, name: 'create_credits', statements: ['CREATE TABLE public.credits (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, cents bigint NOT NULL)'] }],
+ * };
+ *
+ * @typeParam M - its migrations' type: {@link InboxMigration} unless said otherwise
+ */
+export interface InboxMigrationSet<M extends Omit<InboxMigration, 'statements'> = InboxMigration> {
+  /**
+   * The name its versions are recorded under: 1 to 63 lower-case letters, digits, `_` and `-` (the constructs
+   * check it at synth), not a built-in set's. Never rename a set that has been applied: under a new name every
+   * migration would run again.
+   */
+  readonly name: string;
+  /** The migrations, in increasing version order. */
+  readonly migrations: readonly M[];
+}

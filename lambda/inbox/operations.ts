@@ -10,7 +10,7 @@
  */
 export { migrate, INBOX_MIGRATIONS } from './sql/schema.js';
 export { migrateDsql, DSQL_INBOX_MIGRATIONS } from './transport/dsql/migrations.js';
-export type { Migration, InboxMigrationSet, MigrationReport, InboxTables } from './sql/schema.js';
+export type { InboxMigration, InboxMigrationSet, InboxTables, Migration, MigrationReport } from './sql/schema.js';
 export { InboxError, MigrationChangedError, ParkedCollisionError } from './errors.js';
 export { purge } from './sql/purge.js';
 export type { PurgeOptions, PurgeReport } from './sql/purge.js';

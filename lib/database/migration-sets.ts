@@ -1,8 +1,10 @@
 import { Token } from 'aws-cdk-lib';
+import type { InboxMigration, InboxMigrationSet } from '../../lambda/inbox/contract.js';
 import type { InvariantViolation } from '../invariants.js';
 import { BUILT_IN_MIGRATION_SETS, readMigrationDirectory, setProblems } from './migration-directory.js';
 
 export { BUILT_IN_MIGRATION_SETS };
+export type { InboxMigration, InboxMigrationSet };
 
 /**
  * The most SQL (UTF-8 bytes of the sets as JSON) InboxDatabase carries to the deploy. The sets travel in the
@@ -10,44 +12,6 @@ export { BUILT_IN_MIGRATION_SETS };
  * ones, in one asynchronous Lambda invocation: 2 x 100 KiB stays inside its 256 KB limit.
  */
 export const MAX_MIGRATION_SET_BYTES = 100 * 1024;
-
-/**
- * One numbered migration of your own, as the SQL that runs at deploy. The same value is a `Migration` of
- * the runtime's `migrate()` (package `sqs-inbox`), so one definition serves the stack and your tests.
- *
- * @example
- * { version: 1, name: 'create_credits', statements: ['CREATE TABLE public.credits (id bigserial PRIMARY KEY, account_id text NOT NULL, cents bigint NOT NULL)'] }
- */
-export interface InboxMigration {
-  /** A positive integer, higher than the one before it in its set. Applied once, recorded with a checksum of its statements. */
-  readonly version: number;
-  /** A short name, recorded with the version. */
-  readonly name: string;
-  /**
-   * One SQL statement per entry (the Data API runs one statement per call), in one transaction with the
-   * version's row. Once applied, never changed: the deploy refuses a changed migration, naming its version.
-   */
-  readonly statements: readonly string[];
-}
-
-/**
- * Your own migration set: tables your consumers write, versioned apart from the inbox's under its `name`.
- *
- * @example
- * const credits: InboxMigrationSet = {
- *   name: 'credits',
- *   migrations: [{ version: 1, name: 'create_credits', statements: ['CREATE TABLE public.credits (id bigserial PRIMARY KEY, cents bigint NOT NULL)'] }],
- * };
- */
-export interface InboxMigrationSet {
-  /**
-   * The name its versions are recorded under: lower-case letters, digits, `_` and `-`, not a built-in set's.
-   * Never rename a set that has been deployed: under a new name every migration would run again.
-   */
-  readonly name: string;
-  /** The migrations, in increasing version order. */
-  readonly migrations: readonly InboxMigration[];
-}
 
 /** Options of {@link MigrationSet.fromDirectory}. */
 export interface MigrationDirectoryOptions {

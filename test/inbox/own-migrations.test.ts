@@ -9,7 +9,7 @@ import { InboxConfigError } from '../../lambda/inbox/index.js';
 import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
 import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
 import { MigrationChangedError } from '../../lambda/inbox/errors.js';
-import type { Migration, InboxMigrationSet as RuntimeMigrationSet } from '../../lambda/inbox/sql/schema.js';
+import type { Migration } from '../../lambda/inbox/sql/schema.js';
 import { InboxDatabase, MigrationSet as Migrations } from '../../lib/index.js';
 import type { InboxMigrationSet } from '../../lib/index.js';
 import { startDataApi } from '../../local/data-api/server.js';
@@ -29,7 +29,7 @@ const ACCOUNTS = {
     },
     { version: 2, name: 'seed_house', statements: ["INSERT INTO public.accounts (account_id) VALUES ('house')"] },
   ],
-} satisfies InboxMigrationSet & RuntimeMigrationSet;
+} satisfies InboxMigrationSet;
 
 let folder: string;
 const servers: DataApiServer[] = [];
@@ -228,7 +228,7 @@ describe("the migration function with the app's own sets", () => {
 });
 
 /** `migrate` as it was before checksums: a row per version, nothing else. */
-async function migrateWithoutChecksums(session: DataApiSession, sets: readonly RuntimeMigrationSet[]): Promise<void> {
+async function migrateWithoutChecksums(session: DataApiSession, sets: readonly InboxMigrationSet<Migration>[]): Promise<void> {
   const tables = {
     schema: '"inbox"',
     consumed: '"inbox"."consumed_message"',

@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
 import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
-import type { InboxMigrationSet } from '../../lambda/inbox/sql/schema.js';
+import type { InboxMigrationSet, Migration } from '../../lambda/inbox/sql/schema.js';
 import { handler as migrateHandler } from '../../lambda/functions/migration/migrate.js';
 import { startDataApi } from '../../local/data-api/server.js';
 import type { DataApiServer } from '../../local/data-api/server.js';
@@ -35,7 +35,7 @@ describe('migrations', () => {
   });
 
   it('roll a failing migration back whole, leaving its version unapplied', async () => {
-    const broken: InboxMigrationSet = {
+    const broken: InboxMigrationSet<Migration> = {
       name: 'broken',
       migrations: [{ version: 1, name: 'half', statements: () => ['CREATE TABLE public.half_done (id int)', 'CREATE TABLE public.nope (id no_such_type)'] }],
     };
@@ -45,7 +45,7 @@ describe('migrations', () => {
   });
 
   it('refuse migrations out of order', async () => {
-    const bad: InboxMigrationSet = {
+    const bad: InboxMigrationSet<Migration> = {
       name: 'bad',
       migrations: [
         { version: 2, name: 'b', statements: () => [] },

@@ -1,7 +1,7 @@
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
 import type { DsqlStatement } from '../../inbox/contract.js';
 import { DatabaseCallError } from '../../inbox/errors.js';
-import type { InboxMigrationSet } from '../../inbox/sql/schema.js';
+import type { InboxMigrationSet, Migration } from '../../inbox/sql/schema.js';
 import { retryConflicts } from '../../inbox/transport/conflicts.js';
 import type { InboxSession } from '../../inbox/transport/session.js';
 import { inboxTables } from '../../inbox/sql/schema.js';
@@ -18,7 +18,7 @@ export const DSQL_SCHEMA_RESOURCE_TYPE = 'Custom::InboxDsqlSchema';
 export const DSQL_ROLE_RESOURCE_TYPE = 'Custom::InboxDsqlRole';
 
 /** The migration sets a `Custom::InboxDsqlSchema` can name in `Migrations`, in their DSQL form. */
-export const DSQL_MIGRATION_SETS: Readonly<Record<string, InboxMigrationSet>> = {
+export const DSQL_MIGRATION_SETS: Readonly<Record<string, InboxMigrationSet<Migration>>> = {
   [DSQL_INBOX_MIGRATIONS.name]: DSQL_INBOX_MIGRATIONS,
 };
 

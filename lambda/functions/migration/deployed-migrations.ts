@@ -7,7 +7,7 @@ import type { Migration, InboxMigrationSet } from '../../inbox/sql/schema.js';
  * CloudFormation hands every scalar of a custom resource's properties over as a string, so a version
  * arrives as `"1"`; anything else that is not the shape InboxDatabase writes is refused, naming the entry.
  */
-export function deployedMigrationSets(property: unknown): InboxMigrationSet[] {
+export function deployedMigrationSets(property: unknown): InboxMigrationSet<Migration>[] {
   if (property === undefined) return [];
   if (!Array.isArray(property)) throw refused('Sets', 'must be a list of migration sets', property);
   return property.map((set: unknown, index) => {
@@ -50,9 +50,9 @@ function refused(at: string, rule: string, value: unknown): InboxConfigError {
  */
 export function resolveMigrationSets(
   names: string,
-  sets: readonly InboxMigrationSet[],
-  builtIns: Readonly<Record<string, InboxMigrationSet>>,
-): InboxMigrationSet[] {
+  sets: readonly InboxMigrationSet<Migration>[],
+  builtIns: Readonly<Record<string, InboxMigrationSet<Migration>>>,
+): InboxMigrationSet<Migration>[] {
   const own = new Map(sets.map((set) => [set.name, set]));
   const listed = names
     .split(',')

@@ -2,13 +2,13 @@ import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
 import { DataApiSession } from '../../inbox/transport/data-api/session.js';
 import { INBOX_MIGRATIONS, migrate } from '../../inbox/sql/schema.js';
 import { resolveTarget } from '../../inbox/transport/data-api/transport.js';
-import type { InboxMigrationSet } from '../../inbox/sql/schema.js';
+import type { InboxMigrationSet, Migration } from '../../inbox/sql/schema.js';
 import { deployedMigrationSets, resolveMigrationSets } from './deployed-migrations.js';
 import { ROLE_RESOURCE_TYPE, roleResourceHandler } from '../database-roles/role-resource.js';
 import { readSecretWithRuntimeSdk } from '../database-roles/secret-values.js';
 
 /** The migration sets a deployment can name in its `Migrations` property: the inbox's own; an app passes its sets in `Sets`. */
-export const MIGRATION_SETS: Readonly<Record<string, InboxMigrationSet>> = {
+export const MIGRATION_SETS: Readonly<Record<string, InboxMigrationSet<Migration>>> = {
   [INBOX_MIGRATIONS.name]: INBOX_MIGRATIONS,
 };
 
@@ -16,7 +16,7 @@ export const MIGRATION_SETS: Readonly<Record<string, InboxMigrationSet>> = {
  * Resolves `inbox,credits` to migration sets, in that order: a built-in set by its name, or
  * one of the app's own `sets` (InboxDatabase carries them in the `Sets` property). Names any unknown one.
  */
-export function migrationSets(names: string, sets: readonly InboxMigrationSet[] = []): InboxMigrationSet[] {
+export function migrationSets(names: string, sets: readonly InboxMigrationSet<Migration>[] = []): InboxMigrationSet<Migration>[] {
   return resolveMigrationSets(names, sets, MIGRATION_SETS);
 }
 

@@ -5,6 +5,9 @@ import type { InboxTransport } from '../transport/transport.js';
 import { InboxConfigError, MigrationChangedError } from '../errors.js';
 import { described } from '../handler/option-checks.js';
 import { OUTBOX_ORDER_FUNCTION } from '../contract.js';
+import type { InboxMigration, InboxMigrationSet } from '../contract.js';
+
+export type { InboxMigration, InboxMigrationSet };
 
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;
 
@@ -45,32 +48,12 @@ export function inboxTables(schema = 'inbox', option = 'schema'): InboxTables {
 }
 
 /**
- * One numbered migration: statements run in order, in one transaction, with its version row and the
- * checksum of its statements. Never change a migration once it has been applied anywhere: the next
- * `migrate` refuses it (`MigrationChangedError`); add a migration with a higher version instead.
- *
- * @example
- * { version: 1, name: 'create_credits', statements: ['CREATE TABLE public.credits (id bigserial PRIMARY KEY, account_id text NOT NULL)'] }
+ * A migration `migrate()` runs: an {@link InboxMigration} of your own, or one of the inbox's, whose statements are a
+ * function of its schema's quoted table names.
  */
-export interface Migration {
-  /** A positive integer, higher than the one before it in its set; each version is applied once. */
-  readonly version: number;
-  /** A short name, recorded with the version. */
-  readonly name: string;
-  /**
-   * One statement per entry: the Data API refuses multi-statement SQL. Strings are what `InboxDatabase`
-   * carries to the deploy (one definition serves the stack and your tests); the function form, of the
-   * inbox's quoted table names, is what the inbox's own migrations use.
-   */
+export interface Migration extends Omit<InboxMigration, 'statements'> {
+  /** One statement per entry (the Data API refuses multi-statement SQL), or the function that writes them from the inbox's tables. */
   readonly statements: readonly string[] | ((tables: InboxTables) => readonly string[]);
-}
-
-/** A named, independently versioned list of migrations: the inbox's own, or an application's. */
-export interface InboxMigrationSet {
-  /** The set's name, under which its versions are recorded; never rename a set that has shipped. */
-  readonly name: string;
-  /** The migrations, in version order. */
-  readonly migrations: readonly Migration[];
 }
 
 /**
@@ -103,7 +86,7 @@ export function outboxOrderRevoke(t: InboxTables): string {
 }
 
 /** The inbox's DDL. Append new migrations; never edit one that has shipped. */
-export const INBOX_MIGRATIONS: InboxMigrationSet = {
+export const INBOX_MIGRATIONS: InboxMigrationSet<Migration> = {
   name: 'inbox',
   migrations: [
     {
@@ -282,7 +265,11 @@ export interface MigrationReport {
  * @example
  * await migrate(postgres(pool), [INBOX_MIGRATIONS]);
  */
-export async function migrate(database: InboxTransport, sets: readonly InboxMigrationSet[] = [INBOX_MIGRATIONS], schema = 'inbox'): Promise<MigrationReport> {
+export async function migrate(
+  database: InboxTransport,
+  sets: readonly InboxMigrationSet<Migration>[] = [INBOX_MIGRATIONS],
+  schema = 'inbox',
+): Promise<MigrationReport> {
   const session = sessionOf(database);
   const tables = inboxTables(schema);
   for (const set of sets) checkSet(set);
@@ -376,7 +363,7 @@ export async function checkApplied(tx: Transaction, tables: InboxTables, { set, 
   }
 }
 
-export function checkSet(set: InboxMigrationSet): void {
+export function checkSet(set: InboxMigrationSet<Migration>): void {
   if (typeof set?.name !== 'string' || set.name === '' || !Array.isArray(set.migrations)) {
     throw new InboxConfigError('migrations', `a migration set needs a non-empty \`name\` and a \`migrations\` array; got ${described(set)}`);
   }

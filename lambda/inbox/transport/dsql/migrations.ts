@@ -4,7 +4,7 @@ import { sessionOf } from '../transport.js';
 import type { InboxTransport } from '../transport.js';
 import { InboxConfigError } from '../../errors.js';
 import { checkApplied, checkSet, inboxTables, migrationChecksum, migrationStatements, outboxOrderFunction, outboxOrderRevoke } from '../../sql/schema.js';
-import type { MigrationReport, InboxMigrationSet } from '../../sql/schema.js';
+import type { InboxMigrationSet, Migration, MigrationReport } from '../../sql/schema.js';
 
 /**
  * The inbox's tables in Aurora DSQL's form: the same tables, columns and names as INBOX_MIGRATIONS (the
@@ -20,7 +20,7 @@ import type { MigrationReport, InboxMigrationSet } from '../../sql/schema.js';
  *   their schema only. The relay's FIFO check is the same function as on Aurora (SQL, SECURITY DEFINER, both of
  *   which DSQL's CREATE FUNCTION takes), so the runtime's SQL runs unchanged.
  */
-export const DSQL_INBOX_MIGRATIONS: InboxMigrationSet = {
+export const DSQL_INBOX_MIGRATIONS: InboxMigrationSet<Migration> = {
   name: 'inbox',
   migrations: [
     {
@@ -144,7 +144,7 @@ export const DSQL_INBOX_MIGRATIONS: InboxMigrationSet = {
  */
 export async function migrateDsql(
   database: InboxTransport,
-  sets: readonly InboxMigrationSet[] = [DSQL_INBOX_MIGRATIONS],
+  sets: readonly InboxMigrationSet<Migration>[] = [DSQL_INBOX_MIGRATIONS],
   schema = 'inbox',
 ): Promise<MigrationReport> {
   return migrateDsqlSession(sessionOf(database), sets, schema);
@@ -153,7 +153,7 @@ export async function migrateDsql(
 /** {@link migrateDsql} on a session of the caller's (the schema function's, a test's). */
 export async function migrateDsqlSession(
   session: InboxSession,
-  sets: readonly InboxMigrationSet[] = [DSQL_INBOX_MIGRATIONS],
+  sets: readonly InboxMigrationSet<Migration>[] = [DSQL_INBOX_MIGRATIONS],
   schema = 'inbox',
 ): Promise<MigrationReport> {
   const tables = inboxTables(schema);
