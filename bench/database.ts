@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Agent } from 'node:http';
 import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { DataApiSession } from '../lambda/inbox/transport/data-api/session.js';
-import { INBOX_MIGRATIONS, migrate } from '../lambda/inbox/sql/schema.js';
+import { migrate } from '../lambda/inbox/sql/schema.js';
 import type { DatabaseTarget } from '../lambda/inbox/transport/data-api/session.js';
 import { createDatabase } from '../local/index.js';
 import type { RemoteDataApi } from './servers.js';
@@ -72,7 +72,7 @@ export async function benchDatabase(postgresUrl: string, server: RemoteDataApi):
     return { client, resourceArn: on.resourceArn, secretArn: on.secretArn, database: name };
   };
   const session = new DataApiSession(target(server), { callTimeoutMs: 30_000, resumeDelaysMs: [] });
-  await migrate(session, [INBOX_MIGRATIONS]);
+  await migrate(session);
   for (const sql of TABLES) await session.execute(sql);
   return {
     name,

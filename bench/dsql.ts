@@ -2,7 +2,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import type { SQSRecord } from 'aws-lambda';
 import { inbox } from '../lambda/inbox/index.js';
-import { INBOX_MIGRATIONS, migrate } from '../lambda/inbox/operations.js';
+import { migrate } from '../lambda/inbox/operations.js';
 import type { InboxOptions } from '../lambda/inbox/index.js';
 import { dsql } from '../lambda/inbox/transport/dsql/index.js';
 import { PostgresSession } from '../lambda/inbox/transport/postgres/postgres-session.js';
@@ -96,7 +96,7 @@ export async function measureDsql(options: { messages: number; batch: number; se
   let profile: DsqlProfile | undefined;
   const rows: DsqlBenchRow[] = [];
   try {
-    await migrate(new PostgresSession({ pool: direct }, { callTimeoutMs: 30_000 }), [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
+    await migrate(new PostgresSession({ pool: direct }, { callTimeoutMs: 30_000 }), [EXAMPLE_ORDER_MIGRATIONS]);
     profile = await startDsqlProfile(url);
     await profile.enforceRowLimit();
     const target = dsql({

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 import { inbox } from '../lambda/inbox/index.js';
 import { DataApiSession } from '../lambda/inbox/transport/data-api/session.js';
-import { INBOX_MIGRATIONS, inboxTables, migrate } from '../lambda/inbox/sql/schema.js';
+import { inboxTables, migrate } from '../lambda/inbox/sql/schema.js';
 import { purge } from '../lambda/inbox/sql/purge.js';
 import type { InboxMetrics } from '../lambda/inbox/index.js';
 import type { DatabaseTarget } from '../lambda/inbox/transport/data-api/session.js';
@@ -90,7 +90,7 @@ export async function measurePurge(postgresUrl: string, server: RemoteDataApi, r
   const direct = new pg.Client({ connectionString: withDatabase(postgresUrl, name) });
   await direct.connect();
   try {
-    await migrate(session, [INBOX_MIGRATIONS]);
+    await migrate(session);
     await session.execute('CREATE TABLE public.purge_claim_effect (order_id text NOT NULL)');
     settings.progress(`    filling ${rows.toLocaleString('en-US')} inbox rows`);
     const filled = performance.now();

@@ -24,13 +24,13 @@ export async function migrateCommand(values: DatabaseValues & { sets: string; di
   if (names.length === 0) throw new UsageError(`--sets names no migration set, e.g. --sets ${MIGRATION_SET_NAMES.join(',')}`);
   const own = values.dir === undefined ? [] : [await ownMigrationSet(values.dir)];
   const target = databaseTarget(values, process.env);
-  const [{ migrate }, { migrationSets }] = await Promise.all([
-    import('../../lambda/inbox/operations.js'),
+  const [{ applyMigrations }, { migrationSets }] = await Promise.all([
+    import('../../lambda/inbox/sql/schema.js'),
     import('../../lambda/functions/migration/migrate.js'),
   ]);
   // After the built-in sets, as InboxDatabase applies an app's own sets at deploy.
   const sets = migrationSets([...names, ...own.map((set) => set.name)].join(','), own);
-  const report = await migrate(await session(target), sets, values.schema);
+  const report = await applyMigrations(await session(target), sets, values.schema);
   process.stdout.write(`${printableJson(report)}\n`);
   return 0;
 }

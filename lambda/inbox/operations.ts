@@ -1,16 +1,16 @@
 /**
  * What runs beside the handlers (package export `sqs-inbox/operations`), from a script, a scheduled
- * function or a deployment: the schema migrations (`migrateDsql` with `DSQL_INBOX_MIGRATIONS` on Aurora DSQL), the purge of old claims, and the parked messages
+ * function or a deployment: the schema migrations (the inbox's own, then yours; `migrateDsql` on Aurora DSQL), the purge of old claims, and the parked messages
  * (list, show, discard, redrive), the redrive of a dead-letter queue that keeps each message's key, and the
  * import of a hand-rolled dedup table's rows as claims, each over a transport (`dataApi({...})`,
  * `postgres(pool)`, `dsql({...})`). `parkedMessages(handler)` lists and replays what a handler's consumer parked.
  *
  * @example
- * import { INBOX_MIGRATIONS, migrate, purge } from 'sqs-inbox/operations';
+ * import { migrate, purge } from 'sqs-inbox/operations';
  */
-export { migrate, INBOX_MIGRATIONS } from './sql/schema.js';
-export { migrateDsql, DSQL_INBOX_MIGRATIONS } from './transport/dsql/migrations.js';
-export type { InboxMigration, InboxMigrationSet, InboxTables, Migration, MigrationReport } from './sql/schema.js';
+export { migrate } from './sql/schema.js';
+export { migrateDsql } from './transport/dsql/migrations.js';
+export type { InboxMigration, InboxMigrationSet, MigrationReport } from './sql/schema.js';
 export { InboxError, MigrationChangedError, ParkedCollisionError } from './errors.js';
 export { purge } from './sql/purge.js';
 export type { PurgeOptions, PurgeReport } from './sql/purge.js';

@@ -11,7 +11,7 @@ import { DSQL_INBOX_MIGRATIONS } from '../../lambda/inbox/transport/dsql/migrati
 import { migrateDsqlSession } from '../../lambda/inbox/transport/dsql/migrations.js';
 import { DsqlSession } from '../../lambda/inbox/transport/dsql/session.js';
 import type { DsqlConflict, DsqlTarget } from '../../lambda/inbox/transport/dsql/index.js';
-import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
+import { migrate } from '../../lambda/inbox/sql/schema.js';
 import { dsqlOnProfile, startDsqlProfile } from '../dsql/profile.js';
 import type { ScenarioLogin } from './consumer-role.js';
 import type { Faults } from '../data-api/faults.js';
@@ -116,7 +116,7 @@ export async function openHandlerTransport(
   seed = 0,
 ): Promise<HandlerTransport> {
   const migrateOverDataApi = async () => {
-    await migrate(dataApi.session, [INBOX_MIGRATIONS]);
+    await migrate(dataApi.session);
   };
   const nothing = async () => {};
   if (transport === 'dsql') return openDsqlTransport(local, database, conflictRate, seed);

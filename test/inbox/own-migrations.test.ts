@@ -9,7 +9,7 @@ import { InboxConfigError } from '../../lambda/inbox/index.js';
 import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
 import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
 import { MigrationChangedError } from '../../lambda/inbox/errors.js';
-import type { Migration } from '../../lambda/inbox/sql/schema.js';
+import type { InboxMigration, Migration } from '../../lambda/inbox/sql/schema.js';
 import { InboxDatabase, MigrationSet as Migrations } from '../../lib/index.js';
 import type { InboxMigrationSet } from '../../lib/index.js';
 import { startDataApi } from '../../local/data-api/server.js';
@@ -176,7 +176,7 @@ describe("the migration function with the app's own sets", () => {
       ...ACCOUNTS,
       migrations: [ACCOUNTS.migrations[0]!, { ...ACCOUNTS.migrations[1]!, statements: ["INSERT INTO public.accounts (account_id) VALUES ('bank')"] }],
     };
-    await expect(migrate(session, [INBOX_MIGRATIONS, edited])).rejects.toThrow(/"accounts" version 2 \("seed_house"\) was changed/);
+    await expect(migrate(session, [edited])).rejects.toThrow(/"accounts" version 2 \("seed_house"\) was changed/);
   });
 
   it('refuses a migration added below the highest applied version of its set', async () => {
@@ -215,7 +215,7 @@ describe("the migration function with the app's own sets", () => {
 
   it('refuses, before it runs anything, a set whose statements are not SQL strings', async () => {
     const { session } = await freshServer('own_shape');
-    const one = { version: 1, name: 'create_t', statements: 'CREATE TABLE public.t (id int)' } as unknown as Migration;
+    const one = { version: 1, name: 'create_t', statements: 'CREATE TABLE public.t (id int)' } as unknown as InboxMigration;
     await expect(migrate(session, [{ name: 'shape', migrations: [one] }])).rejects.toThrow(
       /inbox option "migrations\.shape": version 1 \("create_t"\): `statements` must be an array of non-empty SQL strings, one statement each; got the string/,
     );

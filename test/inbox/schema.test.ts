@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
 import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
-import type { InboxMigrationSet, Migration } from '../../lambda/inbox/sql/schema.js';
+import type { InboxMigrationSet } from '../../lambda/inbox/sql/schema.js';
 import { handler as migrateHandler } from '../../lambda/functions/migration/migrate.js';
 import { startDataApi } from '../../local/data-api/server.js';
 import type { DataApiServer } from '../../local/data-api/server.js';
@@ -21,6 +21,16 @@ beforeAll(async () => {
 });
 afterAll(async () => server.close());
 
+/** A server over a database of its own, for a test that must see the inbox's migrations applied from nothing. */
+async function freshServer(name: string): Promise<{ server: DataApiServer; session: DataApiSession }> {
+  const fresh = await startDataApi({ databaseUrl: await freshDatabase(name) });
+  const opened = new DataApiSession(
+    { client: dataApiClient(fresh), resourceArn: fresh.resourceArn, secretArn: fresh.secretArn, database: fresh.database },
+    { callTimeoutMs: 10_000, resumeDelaysMs: [] },
+  );
+  return { server: fresh, session: opened };
+}
+
 describe('migrations', () => {
   it('apply once through the Data API, then do nothing, also when two run at once', async () => {
     const [first, second] = await Promise.all([migrate(session), migrate(session)]);
@@ -34,10 +44,28 @@ describe('migrations', () => {
     expect(rows.map((r) => r.column_name)).toEqual(['consumer_name', 'message_id', 'processed_at', 'payload_sha256']);
   });
 
+  it("apply the inbox's own set before yours, in one run, and refuse a set of yours named as the inbox's", async () => {
+    const own = await freshServer('schema_own_first');
+    const ledger: InboxMigrationSet = {
+      name: 'ledger',
+      // Reads the inbox's own table: it runs only if the inbox's set ran before it, in the same transaction.
+      migrations: [{ version: 1, name: 'ledger', statements: ['CREATE TABLE public.ledger AS SELECT count(*) AS claims FROM inbox.consumed_message'] }],
+    };
+    const report = await migrate(own.session, [ledger]);
+    expect(report.applied.map((m) => `${m.set}:${m.version}`)).toEqual([...VERSIONS.map((v) => `inbox:${v}`), 'ledger:1']);
+    expect(report.versions).toEqual({ inbox: VERSIONS.at(-1), ledger: 1 });
+
+    const named = { name: INBOX_MIGRATIONS.name, migrations: [{ version: 99, name: 'mine', statements: ['SELECT 1'] }] };
+    await expect(migrate(own.session, [named])).rejects.toThrow(
+      /"inbox" is the name of the inbox's own migration set, which migrate\(\) applies before yours; leave it out/,
+    );
+    await own.server.close();
+  });
+
   it('roll a failing migration back whole, leaving its version unapplied', async () => {
-    const broken: InboxMigrationSet<Migration> = {
+    const broken: InboxMigrationSet = {
       name: 'broken',
-      migrations: [{ version: 1, name: 'half', statements: () => ['CREATE TABLE public.half_done (id int)', 'CREATE TABLE public.nope (id no_such_type)'] }],
+      migrations: [{ version: 1, name: 'half', statements: ['CREATE TABLE public.half_done (id int)', 'CREATE TABLE public.nope (id no_such_type)'] }],
     };
     await expect(migrate(session, [broken])).rejects.toThrow(/no_such_type/);
     const { rows } = await session.execute("SELECT to_regclass('public.half_done') IS NULL AS absent");
@@ -45,11 +73,11 @@ describe('migrations', () => {
   });
 
   it('refuse migrations out of order', async () => {
-    const bad: InboxMigrationSet<Migration> = {
+    const bad: InboxMigrationSet = {
       name: 'bad',
       migrations: [
-        { version: 2, name: 'b', statements: () => [] },
-        { version: 1, name: 'a', statements: () => [] },
+        { version: 2, name: 'b', statements: [] },
+        { version: 1, name: 'a', statements: [] },
       ],
     };
     await expect(migrate(session, [bad])).rejects.toThrow(/increasing order/);

@@ -6,7 +6,7 @@ import { promisify } from 'node:util';
 import { pathToFileURL } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
-import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
+import { migrate } from '../../lambda/inbox/sql/schema.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';
 import { startDataApi } from '../../local/data-api/server.js';
 import { freshDatabase } from '../support/database.js';
@@ -88,7 +88,7 @@ describe('npx cdk synth', () => {
       { client, resourceArn: server.resourceArn, secretArn: server.secretArn, database: server.database },
       { callTimeoutMs: 10_000, resumeDelaysMs: [] },
     );
-    await migrate(session, [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
+    await migrate(session, [EXAMPLE_ORDER_MIGRATIONS]);
     const saved = { ...process.env };
     Object.assign(process.env, {
       INBOX_RESOURCE_ARN: server.resourceArn,

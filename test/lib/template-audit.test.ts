@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { createInboxApp } from '../../bin/inbox-app.js';
 import { cleanupHandler } from '../../lambda/functions/purge/cleanup.js';
 import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
-import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
+import { migrate } from '../../lambda/inbox/sql/schema.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';
 import { startDataApi } from '../../local/data-api/server.js';
 import { freshDatabase } from '../support/database.js';
@@ -203,7 +203,7 @@ describe('the synthesized InboxStack template, audited from outside', () => {
         { ...local, resourceArn: server.resourceArn, secretArn: server.secretArn, database: server.database, client },
         { callTimeoutMs: 10_000, resumeDelaysMs: [] },
       ),
-      [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS],
+      [EXAMPLE_ORDER_MIGRATIONS],
     );
     const saved = { ...process.env };
     const log = vi.spyOn(console, 'log').mockImplementation((line: unknown) => void printed.push(String(line)));

@@ -4,7 +4,7 @@ import { stripVTControlCharacters } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { deployedMigrationSets } from '../../lambda/functions/migration/deployed-migrations.js';
 import { migrationSets } from '../../lambda/functions/migration/migrate.js';
-import { migrate } from '../../lambda/inbox/sql/schema.js';
+import { applyMigrations } from '../../lambda/inbox/sql/schema.js';
 import { inboxFixture, sqsRecord } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
 import { functionBundle, installApp, migrationProperties, ownTypeErrors, packTarball, removeApp, run, succeeded, userEnvironment } from './apps.js';
@@ -157,7 +157,7 @@ describe.each(APPS)('the packed package in $name ($module)', ({ name, module, st
       // The app's SQL file reached the migration custom resource; applied as the migration function applies it.
       const migration = await migrationProperties(app, stack);
       expect(JSON.stringify(migration.Sets)).toContain('CREATE TABLE public.payments');
-      await migrate(fixture.session, migrationSets(migration.Migrations, deployedMigrationSets(migration.Sets)));
+      await applyMigrations(fixture.session, migrationSets(migration.Migrations, deployedMigrationSets(migration.Sets)));
     } else {
       await fixture.query('CREATE TABLE public.payments (payment_id text NOT NULL, amount_cents int NOT NULL)');
     }

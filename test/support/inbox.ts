@@ -6,7 +6,7 @@ import type { DataApiServer } from '../../local/data-api/server.js';
 import type { Stats } from '../../local/data-api/stats.js';
 import type { DsqlConflict } from '../../lambda/inbox/transport/dsql/index.js';
 import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
-import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
+import { migrate } from '../../lambda/inbox/sql/schema.js';
 import { postgres } from '../../lambda/inbox/transport/postgres/index.js';
 import { PostgresSession } from '../../lambda/inbox/transport/postgres/postgres-session.js';
 import { dataApi } from '../../lambda/inbox/transport/data-api/transport.js';
@@ -206,7 +206,7 @@ export async function inboxFixture(label: string, options: Parameters<typeof sta
   const opened = await FIXTURES[TRANSPORT](url, server, options, label);
   // On the DSQL profile the test's own connection is not held to the row limit: it stands beside the runtime.
   const pool = new pg.Pool({ connectionString: url, max: 4, ...(opened.dsql ? { options: DSQL_PROFILE_EXEMPT } : {}) });
-  if (!opened.migrated) await migrate(opened.session, [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
+  if (!opened.migrated) await migrate(opened.session, [EXAMPLE_ORDER_MIGRATIONS]);
   opened.server.stats.reset();
   return {
     server: opened.server,

@@ -5,7 +5,7 @@ import { inbox } from 'sqs-inbox';
 import type { InboxMessage, InboxTransaction } from 'sqs-inbox';
 import { startLocal } from 'sqs-inbox/local';
 import type { LocalStack } from 'sqs-inbox/local';
-import { INBOX_MIGRATIONS, migrate } from 'sqs-inbox/operations';
+import { migrate } from 'sqs-inbox/operations';
 import type { InboxMigrationSet } from 'sqs-inbox/operations';
 import { postgres } from 'sqs-inbox/postgres';
 import type { OrderShipped } from '../src/schema.js';
@@ -77,7 +77,7 @@ beforeAll(async () => {
   pool = new pg.Pool({ max: 2 });
   // pool.end() resolves before its sockets have closed: the server stopping in afterAll may still end one.
   pool.on('error', () => {});
-  await migrate(postgres(pool), [INBOX_MIGRATIONS, ORDERS]);
+  await migrate(postgres(pool), [ORDERS]);
 }, 120_000);
 
 afterAll(async () => {

@@ -1,6 +1,6 @@
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
 import { DataApiSession } from '../../inbox/transport/data-api/session.js';
-import { INBOX_MIGRATIONS, migrate } from '../../inbox/sql/schema.js';
+import { INBOX_MIGRATIONS, applyMigrations } from '../../inbox/sql/schema.js';
 import { resolveTarget } from '../../inbox/transport/data-api/transport.js';
 import type { InboxMigrationSet, Migration } from '../../inbox/sql/schema.js';
 import { deployedMigrationSets, resolveMigrationSets } from './deployed-migrations.js';
@@ -51,7 +51,7 @@ export async function migrationHandler(event: CloudFormationCustomResourceEvent)
   );
   const session = new DataApiSession(target, { callTimeoutMs: 60_000, resumeDelaysMs: RESUME_DELAYS_MS });
   const sets = migrationSets(properties.Migrations ?? 'inbox', deployedMigrationSets(properties.Sets));
-  const report = await migrate(session, sets, properties.Schema ?? 'inbox');
+  const report = await applyMigrations(session, sets, properties.Schema ?? 'inbox');
   console.log(JSON.stringify({ message: 'migrations applied', applied: report.applied, versions: report.versions }));
   return {
     PhysicalResourceId: physicalResourceId,

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type { Transaction } from '../transport/transaction.js';
 import { sessionOf } from '../transport/transport.js';
 import type { InboxTransport } from '../transport/transport.js';
+import type { InboxSession } from '../transport/session.js';
 import { InboxConfigError, MigrationChangedError } from '../errors.js';
 import { described } from '../handler/option-checks.js';
 import { OUTBOX_ORDER_FUNCTION } from '../contract.js';
@@ -251,26 +252,53 @@ export interface MigrationReport {
 }
 
 /**
- * Applies the pending migrations of each set in one transaction under an advisory lock, so two deployers
- * (or a deployer and `npx sqs-inbox migrate`) never apply one twice, and a failing migration leaves
- * nothing half done. Idempotent. Each applied version is recorded with the checksum of its statements; a
- * migration changed after it was applied is refused with `MigrationChangedError` naming its version
- * (a version applied before checksums were recorded gets its checksum recorded instead), and so is an
- * unapplied migration below the highest applied version of its set.
+ * Applies the inbox's own migrations, then the pending migrations of each of your sets, in one transaction
+ * under an advisory lock, so two deployers (or a deployer and `npx sqs-inbox migrate`) never apply one twice,
+ * and a failing migration leaves nothing half done. Idempotent. Each applied version is recorded with the
+ * checksum of its statements; a migration changed after it was applied is refused with
+ * `MigrationChangedError` naming its version (a version applied before checksums were recorded gets its
+ * checksum recorded instead), and so is an unapplied migration below the highest applied version of its set.
+ * The inbox's own set comes first, as `InboxDatabase` applies it at deploy: a set of yours cannot be ordered
+ * before it or named as it.
  *
  * @param database - the transport to run it over (`dataApi({...})`, `postgres(pool)`)
- * @param sets - the migration sets, applied in this order. @default [INBOX_MIGRATIONS]
+ * @param sets - your own migration sets, applied after the inbox's, in this order. @default []
  * @param schema - the inbox's schema, which also holds the table of applied versions. @default 'inbox'
  *
  * @example
- * await migrate(postgres(pool), [INBOX_MIGRATIONS]);
+ * await migrate(postgres(pool), [credits]);
  */
-export async function migrate(
-  database: InboxTransport,
-  sets: readonly InboxMigrationSet<Migration>[] = [INBOX_MIGRATIONS],
-  schema = 'inbox',
-): Promise<MigrationReport> {
-  const session = sessionOf(database);
+export async function migrate(database: InboxTransport, sets: readonly InboxMigrationSet[] = [], schema = 'inbox'): Promise<MigrationReport> {
+  return applyMigrations(sessionOf(database), [INBOX_MIGRATIONS, ...ownSets(sets, INBOX_MIGRATIONS, 'migrate')], schema);
+}
+
+/**
+ * The sets a caller gave `migrate` or `migrateDsql`, to apply after the built-in one it applies first: a set
+ * named as that one would be recorded under its versions, so it is refused, naming the fix.
+ */
+export function ownSets(sets: readonly InboxMigrationSet[], builtIn: InboxMigrationSet<Migration>, operation: string): readonly InboxMigrationSet[] {
+  if (!Array.isArray(sets)) {
+    throw new InboxConfigError(
+      'migrations',
+      `${operation}() takes an array of your own migration sets (the inbox's own is applied first); got ${described(sets)}`,
+    );
+  }
+  for (const set of sets) {
+    if (set?.name === builtIn.name) {
+      throw new InboxConfigError(
+        'migrations',
+        `"${builtIn.name}" is the name of the inbox's own migration set, which ${operation}() applies before yours; leave it out, and give a set of your own a name of its own`,
+      );
+    }
+  }
+  return sets;
+}
+
+/**
+ * What `migrate` does, on a session and with the sets as given, the built-in one among them: for the deploy's
+ * migration function and the CLI, which resolve the sets by the names they are given.
+ */
+export async function applyMigrations(session: InboxSession, sets: readonly InboxMigrationSet<Migration>[], schema = 'inbox'): Promise<MigrationReport> {
   const tables = inboxTables(schema);
   for (const set of sets) checkSet(set);
   const applied: { set: string; version: number; name: string }[] = [];

@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import pg from 'pg';
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { InboxConfigError, PermanentError } from '../../../lambda/inbox/index.js';
-import { INBOX_MIGRATIONS, migrate, purge } from '../../../lambda/inbox/operations.js';
+import { migrate, purge } from '../../../lambda/inbox/operations.js';
 import { inbox } from '../../../lambda/inbox/index.js';
 import type { InboxOptions } from '../../../lambda/inbox/index.js';
 import { dsql, dsqlFromEnvironment } from '../../../lambda/inbox/transport/dsql/index.js';
@@ -49,7 +49,7 @@ function target(options: Partial<Parameters<typeof dsql>[0]> = {}): DsqlTarget {
 beforeAll(async () => {
   url = await freshDatabase('dsql');
   direct = new pg.Pool({ connectionString: url, max: 4, options: DSQL_PROFILE_EXEMPT });
-  await migrate(new PostgresSession({ pool: direct }, { callTimeoutMs: 10_000 }), [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
+  await migrate(new PostgresSession({ pool: direct }, { callTimeoutMs: 10_000 }), [EXAMPLE_ORDER_MIGRATIONS]);
   profile = await startDsqlProfile(url);
   await profile.enforceRowLimit();
 });
@@ -552,7 +552,7 @@ describe('the migrations in DSQL form', () => {
   });
 
   it('refuses the PostgreSQL form on the profile: its DDL in one transaction, its synchronous indexes', async () => {
-    await expect(migrate(session, [INBOX_MIGRATIONS])).rejects.toMatchObject({
+    await expect(migrate(session)).rejects.toMatchObject({
       sqlState: '0A000',
       message: expect.stringContaining('one DDL statement per transaction'),
     });
@@ -573,7 +573,7 @@ describe('the migrations in DSQL form', () => {
     const first = await migrateDsqlSession(session, [DSQL_INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
     expect(first.applied.map((m) => m.name)).toEqual([...DSQL_INBOX_MIGRATIONS.migrations.map((m) => m.name), 'orders']);
     // Again as a script runs it, over the transport (migrateDsql opens the session): nothing is left to apply.
-    expect((await migrateDsql(migrationTarget, [DSQL_INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS])).applied).toEqual([]);
+    expect((await migrateDsql(migrationTarget, [EXAMPLE_ORDER_MIGRATIONS])).applied).toEqual([]);
 
     const handler = inbox<Order>({
       consumer: 'order-worker',

@@ -5,7 +5,7 @@ import { SignatureV4 } from '@smithy/signature-v4';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { InboxConfigError } from '../../../lambda/inbox/index.js';
-import { INBOX_MIGRATIONS, migrate } from '../../../lambda/inbox/operations.js';
+import { migrate } from '../../../lambda/inbox/operations.js';
 import { inbox } from '../../../lambda/inbox/index.js';
 import { postgresFromEnvironment } from '../../../lambda/inbox/transport/postgres/index.js';
 import { readPostgresEnvironment } from '../../../lambda/inbox/transport/postgres/from-environment.js';
@@ -45,7 +45,7 @@ const saved = { ...process.env };
 beforeAll(async () => {
   url = new URL(await freshDatabase('pg_env'));
   const admin = new pg.Pool({ connectionString: url.toString(), max: 1 });
-  await migrate(new PostgresSession({ pool: admin }, { callTimeoutMs: 10_000 }), [INBOX_MIGRATIONS]);
+  await migrate(new PostgresSession({ pool: admin }, { callTimeoutMs: 10_000 }));
   await admin.end();
   certificate = selfSignedCertificate();
   front = await startTlsFront(Number(url.port), certificate);

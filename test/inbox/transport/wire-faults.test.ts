@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, afterEach, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { inbox } from '../../../lambda/inbox/index.js';
-import { INBOX_MIGRATIONS, migrate } from '../../../lambda/inbox/sql/schema.js';
+import { migrate } from '../../../lambda/inbox/sql/schema.js';
 import { postgres } from '../../../lambda/inbox/transport/postgres/index.js';
 import { PostgresSession } from '../../../lambda/inbox/transport/postgres/postgres-session.js';
 import type { InboxOptions } from '../../../lambda/inbox/index.js';
@@ -21,7 +21,7 @@ let pool: pg.Pool;
 beforeAll(async () => {
   url = await freshDatabase('wire_faults');
   direct = new pg.Pool({ connectionString: url, max: 2 });
-  await migrate(new PostgresSession({ pool: direct }, { callTimeoutMs: 10_000 }), [INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
+  await migrate(new PostgresSession({ pool: direct }, { callTimeoutMs: 10_000 }), [EXAMPLE_ORDER_MIGRATIONS]);
 });
 afterAll(async () => direct.end());
 beforeEach(async () => {

@@ -3,7 +3,16 @@ import type { InboxSession } from '../session.js';
 import { sessionOf } from '../transport.js';
 import type { InboxTransport } from '../transport.js';
 import { InboxConfigError } from '../../errors.js';
-import { checkApplied, checkSet, inboxTables, migrationChecksum, migrationStatements, outboxOrderFunction, outboxOrderRevoke } from '../../sql/schema.js';
+import {
+  checkApplied,
+  checkSet,
+  inboxTables,
+  ownSets,
+  migrationChecksum,
+  migrationStatements,
+  outboxOrderFunction,
+  outboxOrderRevoke,
+} from '../../sql/schema.js';
 import type { InboxMigrationSet, Migration, MigrationReport } from '../../sql/schema.js';
 
 /**
@@ -134,23 +143,23 @@ export const DSQL_INBOX_MIGRATIONS: InboxMigrationSet<Migration> = {
  * recorded by the other run is taken as applied. A run that stops midway applies the rest next time.
  * Each migration must therefore hold one statement, written to be run again.
  *
+ * The inbox's own DSQL migrations come first, as `InboxDsqlDatabase` applies them at deploy.
+ *
  * @param database - the transport to run it over: `dsql({...})` or `dsqlFromEnvironment()`
+ * @param sets - your own migration sets, applied after the inbox's, in this order. @default []
+ * @param schema - the inbox's schema, which also holds the table of applied versions. @default 'inbox'
  * @example
  * import { dsql } from 'sqs-inbox/dsql';
- * import { DSQL_INBOX_MIGRATIONS, migrateDsql } from 'sqs-inbox/operations';
+ * import { migrateDsql } from 'sqs-inbox/operations';
  * const target = dsql({ clusterId, region });
- * await migrateDsql(target, [DSQL_INBOX_MIGRATIONS]);
+ * await migrateDsql(target, [orders]);
  * await target.pool.end();
  */
-export async function migrateDsql(
-  database: InboxTransport,
-  sets: readonly InboxMigrationSet<Migration>[] = [DSQL_INBOX_MIGRATIONS],
-  schema = 'inbox',
-): Promise<MigrationReport> {
-  return migrateDsqlSession(sessionOf(database), sets, schema);
+export async function migrateDsql(database: InboxTransport, sets: readonly InboxMigrationSet[] = [], schema = 'inbox'): Promise<MigrationReport> {
+  return migrateDsqlSession(sessionOf(database), [DSQL_INBOX_MIGRATIONS, ...ownSets(sets, DSQL_INBOX_MIGRATIONS, 'migrateDsql')], schema);
 }
 
-/** {@link migrateDsql} on a session of the caller's (the schema function's, a test's). */
+/** {@link migrateDsql} on a session of the caller's (the schema function's, a test's), with the sets as given, the built-in one among them. */
 export async function migrateDsqlSession(
   session: InboxSession,
   sets: readonly InboxMigrationSet<Migration>[] = [DSQL_INBOX_MIGRATIONS],
