@@ -58,8 +58,6 @@ const SOURCES: Readonly<Record<string, string>> = {
   'sqs-inbox/dsql': 'lambda/inbox/transport/dsql/index.ts',
   'sqs-inbox/cdk': 'lib/index.ts',
   'sqs-inbox/local': 'local/index.ts',
-  'sqs-inbox/local/data-api': 'local/data-api/index.ts',
-  'sqs-inbox/local/sqs': 'local/sqs/index.ts',
   'sqs-inbox/local/streams': 'local/streams/index.ts',
 };
 
@@ -72,16 +70,17 @@ const OTHER_ENTRY_BUDGET = 30;
 
 /**
  * Issue 34's budget for the whole package is 220 names; until it is met, the figure reached, which may only
- * go down. (269, then 270: `/outbox` exports the `InboxTransport` that `sweepOutbox` now takes.)
+ * go down. (269, then 270: `/outbox` exports the `InboxTransport` that `sweepOutbox` now takes; then 242:
+ * the testkit's parts are what `sqs-inbox/local` shows of its stack, `/local/data-api` and `/local/sqs` gone.)
  */
-const TOTAL_BUDGET = 270;
+const TOTAL_BUDGET = 242;
 
 /**
  * The `ae-forgotten-export` warnings the reports still carry (a type a signature shows but its entry does
  * not export): the figure reached, which may only go down. At 0, make the message an error in
  * scripts/api-docs.mjs, as `ae-unresolved-link` is, and drop this count.
  */
-const FORGOTTEN_EXPORTS = 23;
+const FORGOTTEN_EXPORTS = 12;
 
 /** API Extractor compiles every entry's declarations once: a minute on a busy two-core machine. */
 const EXTRACT_TIMEOUT_MS = 300_000;
