@@ -3,9 +3,9 @@
  * handler through the seeded faults on a fresh database and judge every effect exactly once and in order;
  * `startLocal` starts embedded PostgreSQL, a Data API-compatible server and an SQS endpoint, and
  * `SqsEventSource` is Lambda's SQS event source mapping, so the very same handler runs locally before it
- * is deployed. The parts, for scenarios of your own: `sqs-inbox/local/data-api` (the server and its
- * faults), `sqs-inbox/local/sqs` (the queue model and its endpoint), `sqs-inbox/local/streams` (Kinesis,
- * DynamoDB Streams and Kafka with their event source mappings).
+ * is deployed. For scenarios of your own, the stack's Data API (`local.dataApi`, its `Faults` and `Stats`)
+ * and SQS (`local.sqs`, its `SqsModel` and `SqsFaults`); `sqs-inbox/local/streams` has Kinesis, DynamoDB
+ * Streams and Kafka with their event source mappings.
  */
 // First: before any module below makes an SDK client.
 import './quiet-sdk.js';

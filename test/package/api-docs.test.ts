@@ -70,10 +70,11 @@ const OTHER_ENTRY_BUDGET = 30;
 
 /**
  * Issue 34's budget for the whole package is 220 names; until it is met, the figure reached, which may only
- * go down. (269, then 270: `/outbox` exports the `InboxTransport` that `sweepOutbox` now takes; then 242:
- * the testkit's parts are what `sqs-inbox/local` shows of its stack, `/local/data-api` and `/local/sqs` gone.)
+ * go down. (269, then 270: `/outbox` exports the `InboxTransport` that `sweepOutbox` now takes; then 238:
+ * the testkit's parts are what `sqs-inbox/local` shows of its stack, `/local/data-api` and `/local/sqs` gone,
+ * and the constructs spell out the unions and the problem shape their props and errors use.)
  */
-const TOTAL_BUDGET = 242;
+const TOTAL_BUDGET = 238;
 
 /**
  * The `ae-forgotten-export` warnings the reports still carry (a type a signature shows but its entry does
