@@ -3,7 +3,7 @@ import { parseArgs } from 'node:util';
 import pg from 'pg';
 import { INBOX_MIGRATIONS, inboxTables } from '../lambda/inbox/sql/schema.js';
 import { claimSql } from '../lambda/inbox/sql/claim.js';
-import { createDatabase, startPostgres } from '../local/index.js';
+import { createDatabase, startPostgres } from '../local/postgres.js';
 import { median } from './measure.js';
 
 /**

@@ -4,7 +4,7 @@ import { RDSDataClient } from '@aws-sdk/client-rds-data';
 import { DataApiSession } from '../lambda/inbox/transport/data-api/session.js';
 import { migrate } from '../lambda/inbox/sql/schema.js';
 import type { DatabaseTarget } from '../lambda/inbox/transport/data-api/session.js';
-import { createDatabase } from '../local/index.js';
+import { createDatabase } from '../local/postgres.js';
 import type { RemoteDataApi } from './servers.js';
 
 /**

@@ -1,5 +1,5 @@
 import type { SQSRecord } from 'aws-lambda';
-import type { CountedOperation } from '../local/data-api/index.js';
+import type { CountedOperation } from '../local/data-api/stats.js';
 import type { Variant } from './consumers.js';
 import type { BenchDatabase } from './database.js';
 import { freshRecords, redelivery, sqsEvent } from './records.js';

@@ -1,4 +1,4 @@
-import type { CountedOperation } from '../local/data-api/index.js';
+import type { CountedOperation } from '../local/data-api/stats.js';
 import type { Operation } from '../local/data-api/stats.js';
 import { CONCURRENCY, POWERTOOLS_REAL } from './consumers.js';
 import type { Variant } from './consumers.js';

@@ -8,7 +8,7 @@ import type { InboxMetrics } from '../lambda/inbox/index.js';
 import type { DatabaseTarget } from '../lambda/inbox/transport/data-api/session.js';
 import { dataApi } from '../lambda/inbox/transport/data-api/transport.js';
 import { purgeBatchSql } from '../lambda/inbox/sql/purge.js';
-import { createDatabase } from '../local/index.js';
+import { createDatabase } from '../local/postgres.js';
 import { cpuBetween, postgresCpuSnapshot, postmasterPid } from './capacity.js';
 import { dataApiClient } from './database.js';
 import { freshRecord, sqsEvent } from './records.js';

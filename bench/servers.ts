@@ -1,7 +1,7 @@
 import { fork } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import type { CountedOperation } from '../local/data-api/index.js';
+import type { CountedOperation } from '../local/data-api/stats.js';
 import type { Operation } from '../local/data-api/stats.js';
 import type { DynamoDbOperation } from './dynamodb.js';
 

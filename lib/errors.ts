@@ -21,7 +21,12 @@ export class InboxConstructError extends Error {
     /** What refused the props, with its construct path: `InboxConsumer Stack/Worker`. */
     readonly subject: string,
     /** Every problem found, each with its fix. */
-    readonly problems: readonly InvariantViolation[],
+    readonly problems: readonly {
+      /** What is wrong, naming the prop and the values. */
+      readonly problem: string;
+      /** The change that fixes it. */
+      readonly fix: string;
+    }[],
     /** `list`: one problem a line (several checks ran together); `line`: one sentence. */
     layout: 'list' | 'line' = problems.length === 1 ? 'line' : 'list',
   ) {

@@ -14,41 +14,9 @@ import type { ReceivedMessage } from './sqs/types.js';
  */
 export type SqsEventHandler = (event: SQSEvent, context: Context) => Promise<SQSBatchResponse | void | null> | SQSBatchResponse | void | null;
 
-/** What `beforeDelete` sees: the batch, and which records are about to be deleted. */
-export interface PendingDelete {
-  /** The invocation's request id (`context.awsRequestId`). */
-  requestId: string;
-  /** Every record of the batch, in delivery order. */
-  records: readonly SQSRecord[];
-  /** The records the response lets the event source delete. */
-  toDelete: readonly SQSRecord[];
-  /** The records the response reported failed: they stay, to reappear after their visibility timeout. */
-  failed: readonly SQSRecord[];
-}
-
-/** How one invocation ended. */
-export interface InvocationOutcome {
-  /** The invocation's request id (`context.awsRequestId`). */
-  requestId: string;
-  /** Every record of the batch, in delivery order. */
-  records: readonly SQSRecord[];
-  /**
-   * `success`: every record deleted (or attempted). `partial`: the reported failures kept.
-   * `invalid-response`, `error`, `timeout`: nothing deleted. `crash`: the handler returned, then the
-   * injected crash stopped the deletes.
-   */
-  result: 'success' | 'partial' | 'invalid-response' | 'error' | 'timeout' | 'crash';
-  /** Message ids deleted from the queue (a superseded receipt handle deletes nothing). */
-  deleted: string[];
-  /** Message ids left to reappear after their visibility timeout. */
-  kept: string[];
-  /** What the handler threw (`error`), or why the response was refused (`invalid-response`). */
-  error?: unknown | undefined;
-}
-
 /** Options of {@link SqsEventSource}; the limits are Lambda's, checked when the event source is made. */
 export interface SqsEventSourceOptions {
-  /** The SQS model to poll (`startSqs().model`, or a `new SqsModel()`). */
+  /** The SQS model to poll: `local.sqs.model` of the stack `startLocal()` started. */
   model: SqsModel;
   /** Queue name, URL or ARN. */
   queue: string;
@@ -73,10 +41,44 @@ export interface SqsEventSourceOptions {
    * Return `'crash'` to simulate the worker dying there: nothing is deleted, even records whose effect
    * committed, and they reappear after their visibility timeout.
    */
-  beforeDelete?: (pending: PendingDelete) => 'crash' | void | undefined;
-  /** Called after every invocation, once its deletes are done. */
-  onInvocation?: ((outcome: InvocationOutcome) => void) | undefined;
+  beforeDelete?: (pending: {
+    /** The invocation's request id (`context.awsRequestId`). */
+    requestId: string;
+    /** Every record of the batch, in delivery order. */
+    records: readonly SQSRecord[];
+    /** The records the response lets the event source delete. */
+    toDelete: readonly SQSRecord[];
+    /** The records the response reported failed: they stay, to reappear after their visibility timeout. */
+    failed: readonly SQSRecord[];
+  }) => 'crash' | void | undefined;
+  /** Called after every invocation, once its deletes are done, with how it ended. */
+  onInvocation?:
+    | ((outcome: {
+        /** The invocation's request id (`context.awsRequestId`). */
+        requestId: string;
+        /** Every record of the batch, in delivery order. */
+        records: readonly SQSRecord[];
+        /**
+         * `success`: every record deleted (or attempted). `partial`: the reported failures kept.
+         * `invalid-response`, `error`, `timeout`: nothing deleted. `crash`: the handler returned, then the
+         * injected crash stopped the deletes.
+         */
+        result: 'success' | 'partial' | 'invalid-response' | 'error' | 'timeout' | 'crash';
+        /** Message ids deleted from the queue (a superseded receipt handle deletes nothing). */
+        deleted: string[];
+        /** Message ids left to reappear after their visibility timeout. */
+        kept: string[];
+        /** What the handler threw (`error`), or why the response was refused (`invalid-response`). */
+        error?: unknown | undefined;
+      }) => void)
+    | undefined;
 }
+
+// Named here for the package's own code; the options above spell them out, so a user needs no more names.
+/** What `beforeDelete` sees: the batch, and which records are about to be deleted. */
+export type PendingDelete = Parameters<NonNullable<SqsEventSourceOptions['beforeDelete']>>[0];
+/** How one invocation ended, as `onInvocation` sees it. */
+export type InvocationOutcome = Parameters<NonNullable<SqsEventSourceOptions['onInvocation']>>[0];
 
 /** What an event source did so far: {@link SqsEventSource.stats}. */
 export interface EventSourceStats {

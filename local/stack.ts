@@ -3,7 +3,7 @@ import type { PostgresServer } from './postgres.js';
 import { startDataApi } from './data-api/server.js';
 import type { DataApiServer, StartDataApiOptions } from './data-api/server.js';
 import { startSqs } from './sqs/server.js';
-import type { SqsServer, StartSqsOptions } from './sqs/server.js';
+import type { SqsServer } from './sqs/server.js';
 
 /** Everything the local runtime runs: PostgreSQL, the Data API in front of it, and SQS. */
 export interface LocalStack {
@@ -40,7 +40,26 @@ export interface LocalStack {
  * await local.close();
  */
 export async function startLocal(
-  options: { dataApi?: Omit<StartDataApiOptions, 'databaseUrl'> | undefined; sqs?: StartSqsOptions | undefined } = {},
+  options: {
+    dataApi?: Omit<StartDataApiOptions, 'databaseUrl'> | undefined;
+    // Spelled out rather than startSqs's options: the model and clock are the stack's own.
+    sqs?:
+      | {
+          /** The TCP port to listen on. @default 0 (a free port chosen by the operating system) */
+          port?: number | undefined;
+          /** The address to listen on. @default '127.0.0.1' */
+          host?: string | undefined;
+          /** The region of the queue URLs and ARNs. @default 'us-east-1' */
+          region?: string | undefined;
+          /**
+           * Receives one line per refused request that the local runtime can explain further (why, what to
+           * change). Responses carry AWS's exact texts only; the explanations go here.
+           * @default no logging
+           */
+          onLog?: ((line: string) => void) | undefined;
+        }
+      | undefined;
+  } = {},
 ): Promise<LocalStack> {
   const postgres = await startPostgres();
   let dataApi: DataApiServer | undefined;

@@ -88,6 +88,8 @@ function extractorConfig(root, entry, modelFolder) {
           default: { logLevel: 'warning', addToApiReportFile: true },
           'ae-missing-release-tag': { logLevel: 'none' },
           'ae-unresolved-link': { logLevel: 'error', addToApiReportFile: false },
+          // So is a type a signature shows that its entry does not export: users meet it and cannot name it.
+          'ae-forgotten-export': { logLevel: 'error', addToApiReportFile: false },
         },
         // The sources' comments are JSDoc, not strict TSDoc (`{ a: 1 }` in prose): the reference reads them as JSDoc.
         tsdocMessageReporting: { default: { logLevel: 'none' } },

@@ -19,7 +19,7 @@ export interface InboxTableGrant {
    * INSERT on a table also grants USAGE on the sequences its column defaults draw from (its serial and bigserial
    * columns), found at deploy, which the INSERT needs; identity columns need none.
    */
-  readonly privileges: readonly InboxTablePrivilege[];
+  readonly privileges: readonly ('SELECT' | 'INSERT' | 'UPDATE' | 'DELETE' | 'TRUNCATE' | 'REFERENCES' | 'TRIGGER' | 'USAGE')[];
   /**
    * The table is made where synth cannot read it (a custom resource the role depends on, a DO block, a
    * search_path other than public, a RENAME, a serial column's own sequence), not by a plain CREATE of one of the
@@ -29,8 +29,8 @@ export interface InboxTableGrant {
   readonly createdElsewhere?: boolean | undefined;
 }
 
-/** A PostgreSQL privilege on a table, view or sequence. */
-export type InboxTablePrivilege = 'SELECT' | 'INSERT' | 'UPDATE' | 'DELETE' | 'TRUNCATE' | 'REFERENCES' | 'TRIGGER' | 'USAGE';
+/** A PostgreSQL privilege on a table, view or sequence (named for the package's own code; the grant spells them out). */
+export type InboxTablePrivilege = InboxTableGrant['privileges'][number];
 
 const PRIVILEGES: readonly string[] = ['SELECT', 'INSERT', 'UPDATE', 'DELETE', 'TRUNCATE', 'REFERENCES', 'TRIGGER', 'USAGE'];
 const IDENTIFIER = /^[a-z_][a-z0-9_]*$/;

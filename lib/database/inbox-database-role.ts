@@ -14,9 +14,6 @@ import type { InvariantViolation } from '../invariants.js';
 import { InboxConstructError } from '../errors.js';
 import { createdTables } from './known-tables.js';
 
-/** What a database role is for; it decides the role's privileges on the inbox tables. */
-export type InboxRolePurpose = 'consumer' | 'purge' | 'outbox';
-
 /** Props for {@link InboxDatabaseRole}. */
 export interface InboxDatabaseRoleProps {
   /** The database whose migration function provisions the role. */
@@ -27,7 +24,7 @@ export interface InboxDatabaseRoleProps {
    * `consumer`: SELECT and INSERT on the inbox and parked tables (and what `parked.replay()` needs);
    * `purge`: SELECT and DELETE on the inbox table.
    */
-  readonly purpose: InboxRolePurpose;
+  readonly purpose: 'consumer' | 'purge' | 'outbox';
   /**
    * What the role serves, recorded as its comment in the database, e.g. `consumer order-worker`. A deploy that finds the
    * role made for another label (another deploy's, on the same cluster) is refused, and a delete leaves such a role.
@@ -52,6 +49,9 @@ export interface InboxDatabaseRoleProps {
    */
   readonly statementTimeout?: Duration | undefined;
 }
+
+/** What a database role is for (named for the package's own code; the props spell it out). */
+export type InboxRolePurpose = InboxDatabaseRoleProps['purpose'];
 
 /**
  * A function's own PostgreSQL login role and the Secrets Manager secret it signs in with. The password is

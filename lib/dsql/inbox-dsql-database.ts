@@ -16,7 +16,7 @@ import type { DsqlSqlViolation } from '../../lambda/inbox/transport/dsql/support
 import type { InvariantViolation } from '../invariants.js';
 import { grantProblems, roleNameProblem } from '../database/database-grants.js';
 import type { InboxTableGrant } from '../database/database-grants.js';
-import type { InboxRolePurpose } from '../database/inbox-database-role.js';
+import type { InboxDatabaseRoleProps } from '../database/inbox-database-role.js';
 import { functionCode } from '../function-assets.js';
 import { dsqlRoleStatements } from './dsql-role-sql.js';
 import { InboxConstructError } from '../errors.js';
@@ -93,8 +93,8 @@ export interface InboxDsqlRoleOptions {
   readonly roleName: string;
   /** The function (or other principal with a role) that signs in as it. */
   readonly grantee: iam.IGrantable & { readonly role?: iam.IRole | undefined };
-  /** What the role is for. */
-  readonly purpose: InboxRolePurpose;
+  /** What the role is for, as {@link InboxDatabaseRoleProps.purpose} says. */
+  readonly purpose: InboxDatabaseRoleProps['purpose'];
   /**
    * A consumer's privileges on your own tables.
    * @default []

@@ -11,9 +11,6 @@ import { mappingViolations } from './stream-invariants.js';
 import { INBOX_ENV } from '../../lambda/inbox/contract.js';
 import { InboxConstructError } from '../errors.js';
 
-/** The sources a consumer reads: the value of `INBOX_SOURCE` and of the metrics' `source` dimension. */
-export type InboxSourceKind = 'sqs' | 'kinesis' | 'dynamodb' | 'kafka';
-
 /**
  * What a consumer reads (InboxConsumer's and InboxDsqlConsumer's `source`), made by {@link InboxSources}: an SQS
  * queue, a Kinesis stream, a DynamoDB table's stream or a Kafka topic, with the settings of that source and no other.
@@ -24,8 +21,11 @@ export type InboxSourceKind = 'sqs' | 'kinesis' | 'dynamodb' | 'kafka';
  */
 export interface InboxSource {
   /** What it reads: the handler's `INBOX_SOURCE` and its metrics' `source` dimension. */
-  readonly kind: InboxSourceKind;
+  readonly kind: 'sqs' | 'kinesis' | 'dynamodb' | 'kafka';
 }
+
+/** The sources a consumer reads (named for the package's own code; {@link InboxSource.kind} spells them out). */
+export type InboxSourceKind = InboxSource['kind'];
 
 /** What a source needs of the consumer it is bound to. */
 export interface SourceTarget {

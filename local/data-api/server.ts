@@ -15,7 +15,7 @@ import { Stats, type CountedOperation } from './stats.js';
 import { Transactions } from './transactions.js';
 import { loadPg } from '../peer-loaders.js';
 
-/** Options of {@link startDataApi}. */
+/** Options of the local Data API server: `startLocal({ dataApi })` takes them (all but `databaseUrl`, its own PostgreSQL). */
 export interface StartDataApiOptions {
   /**
    * The PostgreSQL server and default database to serve.

@@ -1,10 +1,7 @@
 /** The operations the local Data API serves, named as the SDK commands without "Command". */
 export type Operation = 'ExecuteStatement' | 'BatchExecuteStatement' | 'BeginTransaction' | 'CommitTransaction' | 'RollbackTransaction';
 
-/**
- * What the server counts: every {@link Operation}, plus the deprecated `ExecuteSql`, which Aurora
- * Serverless v2 refuses; counted so that a client calling it is visible.
- */
+/** What the server counts (see {@link Stats.calls}). */
 export type CountedOperation = Operation | 'ExecuteSql';
 
 /**
@@ -17,8 +14,11 @@ export type CountedOperation = Operation | 'ExecuteSql';
  * console.log(server.stats.calls.ExecuteStatement, server.stats.total());
  */
 export class Stats {
-  /** Calls per operation since the start or the last `reset()`. */
-  readonly calls: Record<CountedOperation, number> = {
+  /**
+   * Calls per operation since the start or the last `reset()`: every {@link Operation}, plus the
+   * deprecated `ExecuteSql`, which Aurora Serverless v2 refuses; counted so that a client calling it is visible.
+   */
+  readonly calls: Record<Operation | 'ExecuteSql', number> = {
     ExecuteStatement: 0,
     BatchExecuteStatement: 0,
     BeginTransaction: 0,

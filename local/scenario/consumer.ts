@@ -1,11 +1,39 @@
-import type { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
-import type { InboxSession } from '../../lambda/inbox/transport/session.js';
 import type { SqsEventHandler } from '../event-source.js';
 import type { LocalStack } from '../stack.js';
 import type { CommitPoint } from './fault-schedule.js';
 import type { ScenarioMessage } from './source.js';
 import type { ScenarioTransport } from './transport.js';
 import type { InboxTransport } from '../../lambda/inbox/transport/transport.js';
+
+/**
+ * A session on the run's database, as `setup`, `verify` and a handler factory get it: statements with
+ * `:name` parameters (values as `execute` of `sqs-inbox` binds them, `uuid()` and the other hints
+ * included), in autocommit or in a transaction of your own. The run's sessions (the Data API's, the
+ * wire's) are this and more; the rest is the inbox's own business.
+ *
+ * @example
+ * verify: async (session) => {
+ *   const { rows } = await session.execute('SELECT count(*)::int AS n FROM public.payments WHERE amount_cents < :min', { min: 0 });
+ *   if (rows[0]?.n !== 0) return `${rows[0]?.n} negative payments`;
+ * }
+ */
+export interface ScenarioSession {
+  /**
+   * Runs one statement, in autocommit or inside `transactionId` (from {@link ScenarioSession.begin}):
+   * its rows (a SELECT's, or `RETURNING`'s), keyed by column name, and how many rows it changed.
+   */
+  execute(
+    sql: string,
+    params?: Readonly<Record<string, unknown>>,
+    transactionId?: string,
+  ): Promise<{ readonly rows: Record<string, unknown>[]; readonly updated: number }>;
+  /** Opens a transaction of your own and returns its id, for `execute`, `commit` and `rollback`. */
+  begin(): Promise<string>;
+  /** Commits the transaction. */
+  commit(transactionId: string): Promise<void>;
+  /** Rolls the transaction back. */
+  rollback(transactionId: string): Promise<void>;
+}
 
 /**
  * What a handler factory gets: called once per event source mapping, after the run's database and
@@ -31,25 +59,16 @@ export interface ScenarioEnvironment {
   readonly database: InboxTransport;
   /**
    * A session on the run's database over the run's transport, for handlers that talk to it directly:
-   * a `DataApiSession` (callTimeoutMs 10 s, resumeDelaysMs [250, 500, 1000, 2000]) on `'data-api'`, a
-   * `PostgresSession` (callTimeoutMs 10 s) on `'postgres'`. It meets the same faults as the handler.
+   * the Data API's (a 10 s call timeout, auto-pause resumed after 250, 500, 1000 and 2000 ms) on
+   * `'data-api'`, the wire's (a 10 s call timeout) on `'postgres'` and `'dsql'`. It meets the same faults
+   * as the handler.
    */
-  readonly session: InboxSession;
+  readonly session: ScenarioSession;
   /** Which event source mapping the handler serves, from 0. */
   readonly instance: number;
   /** The local stack the run uses. */
   readonly local: LocalStack;
 }
-
-/**
- * Makes the handler under test once the run's environment is set. Return your handler, or a promise of
- * it: `() => import('../src/worker.js').then((m) => m.handler)` loads a module that reads `INBOX_*` at
- * load time; `({ database }) => inbox({ database, apply })` builds one from the run's database.
- *
- * @example
- * const handler: ScenarioHandlerFactory = () => import('../src/payments-worker.js').then((m) => m.handler);
- */
-export type ScenarioHandlerFactory = (environment: ScenarioEnvironment) => SqsEventHandler | Promise<SqsEventHandler>;
 
 /**
  * The consumer a scenario drives: your handler, its tables, the messages it gets, and how to count its effects.
@@ -67,15 +86,17 @@ export interface ScenarioConsumer {
    * A factory of the handler under test: any SQS handler, `inbox()` or not. It is called once per event
    * source mapping, after the run's database exists and `INBOX_*` is set. A module is loaded once per
    * process (vitest: per test file), so a module-level handler serves one run: build the handler from
-   * `environment.database` in the factory to run several scenarios in one file.
+   * `environment.database` in the factory to run several scenarios in one file. Return your handler, or a
+   * promise of it: `() => import('../src/worker.js').then((m) => m.handler)` loads a module that reads
+   * `INBOX_*` at load time; `({ database }) => inbox({ database, apply })` builds one from the run's database.
    */
-  readonly handler: ScenarioHandlerFactory;
+  readonly handler: (environment: ScenarioEnvironment) => SqsEventHandler | Promise<SqsEventHandler>;
   /**
    * Creates your tables in the run's fresh database, after the inbox migrations: one SQL statement per
    * string, or a function of a session on it.
    * @default nothing
    */
-  readonly setup?: string | readonly string[] | ((session: DataApiSession) => Promise<void>) | undefined;
+  readonly setup?: string | readonly string[] | ((session: ScenarioSession) => Promise<void>) | undefined;
   /** Builds message `index` (0 to messages - 1): its key, body and FIFO group. */
   readonly message: (index: number) => ScenarioMessage;
   /**
@@ -114,7 +135,7 @@ export interface ScenarioConsumer {
    * @default nothing more than the effects query
    */
   readonly verify?:
-    | ((session: DataApiSession, handedOn: HandedOn) => string | readonly string[] | void | Promise<string | readonly string[] | void>)
+    | ((session: ScenarioSession, handedOn: HandedOn) => string | readonly string[] | void | Promise<string | readonly string[] | void>)
     | undefined;
 }
 

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { ScenarioResult } from './run-scenario.js';
 import type { SQSRecord } from 'aws-lambda';
 import type { FaultCall } from '../data-api/faults.js';
 import type { DataApiServer } from '../data-api/server.js';
@@ -55,23 +56,8 @@ export const FAULT_RATES: Readonly<Record<FaultName, { readonly rate: number; re
   poison: { rate: 0.015, per: 'message' },
 };
 
-/** How likely a run makes each fault it was asked for, from the rates. */
-export interface FaultLikelihood {
-  /** The fault. */
-  readonly fault: FaultName;
-  /** The share of `per` it strikes. */
-  readonly rate: number;
-  /** What the rate counts, as {@link FAULT_RATES} says. */
-  readonly per: (typeof FAULT_RATES)[FaultName]['per'];
-  /** Times it was injected in this run. */
-  readonly injected: number;
-  /**
-   * Messages that make at least one injection 99% likely: the n with 1 - (1 - rate)^n >= 0.99, n counted
-   * in messages (a delivery fault meets every message at least once; a commit-point fault, this run's
-   * commit-point calls per message, so undefined when the run made none).
-   */
-  readonly messagesFor99: number | undefined;
-}
+/** How likely a run makes each fault it was asked for, from the rates (ScenarioResult spells it out). */
+export type FaultLikelihood = ScenarioResult['faultLikelihood'][number];
 
 /** One record as a handler got it, named so that the same seed decides it the same way in every run. */
 export interface Delivery {

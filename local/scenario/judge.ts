@@ -1,9 +1,9 @@
 import type { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
+import type { ScenarioResult } from './run-scenario.js';
 import { compareSeq, firstRow, readEffects, selectByKey } from './effects.js';
 import type { KeyEffects } from './effects.js';
 import type { ScenarioConsumer } from './consumer.js';
 import type { FaultSchedule } from './fault-schedule.js';
-import type { ScenarioResult } from './run-scenario.js';
 import type { ScenarioTransport } from './transport.js';
 
 // The judge: what was sent against what the database and the queues hold at the end. Every scenario's
@@ -21,33 +21,11 @@ export interface JudgedMessage {
   readonly poison: boolean;
 }
 
-/**
- * A message whose effect was applied more than once.
- *
- * @example
- * expect(result.doubleEffects).toEqual([]); // else e.g. [{ key: 'pay-17', count: 2 }]
- */
-export interface DoubleEffect {
-  /** The message's key (its idempotency key, and the `key` your effects query returns). */
-  readonly key: string;
-  /** Times applied, at least 2. */
-  readonly count: number;
-}
-
-/**
- * A message first applied after a later message of its FIFO group.
- *
- * @example
- * expect(result.outOfOrder).toEqual([]); // else e.g. [{ key: 'pay-3', groupId: 'customer-3', after: 'pay-23' }]
- */
-export interface OutOfOrderEffect {
-  /** The message's key. */
-  readonly key: string;
-  /** Its FIFO message group. */
-  readonly groupId: string;
-  /** The later message of the group that was applied before it. */
-  readonly after: string;
-}
+// Named for the package's own code; ScenarioResult spells them out, so a user needs no more names.
+/** A message whose effect was applied more than once. */
+export type DoubleEffect = ScenarioResult['doubleEffects'][number];
+/** A message first applied after a later message of its FIFO group. */
+export type OutOfOrderEffect = ScenarioResult['outOfOrder'][number];
 
 /** The judgement of one run's effects against what was sent, parked and dead-lettered. */
 export interface Verdict {

@@ -5,10 +5,9 @@ import { makeHandler } from './consumer.js';
 import type { HandedOn, ScenarioConsumer } from './consumer.js';
 import { inOwnDatabase, runTag } from './database.js';
 import { drive } from './driver.js';
-import type { DoubleEffect, OutOfOrderEffect } from './judge.js';
 import { judgeRun } from './judge.js';
 import { FAULTS } from './fault-schedule.js';
-import type { FaultLikelihood, FaultName } from './fault-schedule.js';
+import type { FAULT_RATES, FaultName } from './fault-schedule.js';
 import { checkConsumer, checkFaults, refuse, wholeNumber } from './options.js';
 import { exclusively, onStack } from './ownership.js';
 import type { SetEnv } from './ownership.js';
@@ -140,8 +139,16 @@ export interface ScenarioResult {
   readonly applied: number;
   /** Messages whose effect was applied more than once. */
   readonly doubled: number;
-  /** Those messages, with how many times each was applied. */
-  readonly doubleEffects: readonly DoubleEffect[];
+  /**
+   * Those messages, with how many times each was applied.
+   * @example expect(result.doubleEffects).toEqual([]); // else e.g. [{ key: 'pay-17', count: 2 }]
+   */
+  readonly doubleEffects: readonly {
+    /** The message's key (its idempotency key, and the `key` your effects query returns). */
+    readonly key: string;
+    /** Times applied, at least 2. */
+    readonly count: number;
+  }[];
   /** Effects beyond the first, summed over messages. */
   readonly extraEffects: number;
   /** Messages with no effect that are neither parked nor in the dead-letter queue. */
@@ -162,15 +169,25 @@ export interface ScenarioResult {
   readonly orderChecked: boolean;
   /** Messages whose first effect came after a later message of the same FIFO group, none of them dead-lettered (see outOfOrderPastDeadLetter). */
   readonly orderViolations: number;
-  /** Those messages, each with the later one applied before it. */
-  readonly outOfOrder: readonly OutOfOrderEffect[];
+  /**
+   * Those messages, each with the later one applied before it.
+   * @example expect(result.outOfOrder).toEqual([]); // else e.g. [{ key: 'pay-3', groupId: 'customer-3', after: 'pay-23' }]
+   */
+  readonly outOfOrder: readonly {
+    /** The message's key. */
+    readonly key: string;
+    /** Its FIFO message group. */
+    readonly groupId: string;
+    /** The later message of the group that was applied before it. */
+    readonly after: string;
+  }[];
   /**
    * Messages first applied after a later message of their group once a copy of them had reached the
    * dead-letter queue: not a problem, since their group moved on without them and FIFO order ends there
    * (docs/fifo.md, "Where the FIFO guarantee ends"). Its effect came from a later duplicate send of the
    * key, or landed late from a consumer that ran past its timeout on the message's last receive.
    */
-  readonly outOfOrderPastDeadLetter: readonly OutOfOrderEffect[];
+  readonly outOfOrderPastDeadLetter: ScenarioResult['outOfOrder'];
   /** Keys the effects query returned that no message carried (a sign the query is wrong). */
   readonly unexpectedKeys: readonly string[];
   /**
@@ -192,7 +209,22 @@ export interface ScenarioResult {
    * Each fault asked for: its rate, what the rate counts, how often it struck, and how many messages
    * make it 99% likely to strike at least once. A fault that never struck is also named in `problems`.
    */
-  readonly faultLikelihood: readonly FaultLikelihood[];
+  readonly faultLikelihood: readonly {
+    /** The fault. */
+    readonly fault: FaultName;
+    /** The share of `per` it strikes. */
+    readonly rate: number;
+    /** What the rate counts, as {@link FAULT_RATES} says. */
+    readonly per: (typeof FAULT_RATES)[FaultName]['per'];
+    /** Times it was injected in this run. */
+    readonly injected: number;
+    /**
+     * Messages that make at least one injection 99% likely: the n with 1 - (1 - rate)^n >= 0.99, n counted
+     * in messages (a delivery fault meets every message at least once; a commit-point fault, this run's
+     * commit-point calls per message, so undefined when the run made none).
+     */
+    readonly messagesFor99: number | undefined;
+  }[];
   /** What reached each outbox destination (see {@link ScenarioRunOptions.destinations}). */
   readonly destinations: HandedOn;
   /** Outbox rows the run's sweeper sent: those the handlers' relays did not (a crash, a lost commit answer, a failed send). */

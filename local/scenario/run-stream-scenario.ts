@@ -1,6 +1,4 @@
 import type { Context } from 'aws-lambda';
-import type { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
-import type { InboxTransport } from '../../lambda/inbox/transport/transport.js';
 import type { LocalStack } from '../stack.js';
 import { makeHandler } from './consumer.js';
 import type { ScenarioConsumer, ScenarioEnvironment } from './consumer.js';
@@ -21,20 +19,6 @@ import type { StreamLog, StreamSourceName } from './stream.js';
 import { STREAM_FAULTS } from './stream-faults.js';
 
 /**
- * What a stream handler factory gets: {@link ScenarioEnvironment} on the Data API, the transport a stream
- * scenario runs on.
- *
- * @example
- * const handler = ({ database }: StreamEnvironment) => kinesisInbox({ consumer: 'credits', database, key: { field: 'creditId' }, apply });
- */
-export interface StreamEnvironment extends Omit<ScenarioEnvironment, 'database' | 'session' | 'transport'> {
-  /** The run's database, for `kinesisInbox({ database })` or `new DataApiSession(database, policy)`; its client has `maxAttempts: 1`. */
-  readonly database: InboxTransport;
-  /** A session on the run's database (callTimeoutMs 10 s, resumeDelaysMs [250, 500, 1000, 2000]), for handlers that talk to it directly. */
-  readonly session: DataApiSession;
-}
-
-/**
  * Your own stream consumer: a `kinesisInbox`, `dynamoDbInbox` or `kafkaInbox` handler (or any handler
  * of the source's events), your tables, your records, and how to count your effects, as
  * {@link ScenarioConsumer} has them for SQS.
@@ -50,9 +34,10 @@ export interface StreamEnvironment extends Omit<ScenarioEnvironment, 'database' 
 export interface StreamConsumer extends Pick<ScenarioConsumer, 'setup' | 'effects' | 'commitPoint' | 'label' | 'verify' | 'expectedFailures'> {
   /**
    * A factory of the handler under test, called once, after the run's database exists and `INBOX_*` is
-   * set: `({ database }) => kinesisInbox({ database, ... })`.
+   * set: `({ database }) => kinesisInbox({ database, ... })`. A stream scenario runs on the Data API, so its
+   * environment's `transport` is `'data-api'`.
    */
-  readonly handler: (environment: StreamEnvironment) => ((event: never, context: Context) => unknown) | Promise<(event: never, context: Context) => unknown>;
+  readonly handler: (environment: ScenarioEnvironment) => ((event: never, context: Context) => unknown) | Promise<(event: never, context: Context) => unknown>;
   /**
    * Builds record `index`: `key`, the business id your effects query returns (on Kafka also sent as the
    * `idempotency-key` header; on Kinesis and DynamoDB your handler's `key` option must find it in the
@@ -82,7 +67,7 @@ export type StreamScenarioOptions = StreamRunOptions & StreamConsumer;
  */
 export interface StreamRunOptions extends Pick<ScenarioRunOptions, 'local' | 'messages' | 'seed' | 'env' | 'databaseGrants'> {
   /** The stream the records go through: Kinesis, a DynamoDB table's stream, or Kafka. */
-  readonly source: StreamSourceName;
+  readonly source: 'kinesis' | 'dynamodb' | 'kafka';
   /** Faults to inject, from {@link STREAM_FAULTS}; `[]` runs without. @default every one of STREAM_FAULTS */
   readonly faults?: readonly FaultName[] | undefined;
   /** Records per invocation. @default 10 */
@@ -120,7 +105,7 @@ export interface StreamScenarioResult
     | 'notes'
   > {
   /** The stream the records went through. */
-  readonly source: StreamSourceName;
+  readonly source: StreamRunOptions['source'];
   /** Stream records written, producer re-sends included. */
   readonly writes: number;
   /** Invocations whose worker died after the handler returned, before the checkpoint moved. */
@@ -238,10 +223,11 @@ async function run(local: LocalStack, database: string, settings: Settings, setE
     setEnv,
     env: settings.env,
     connect: async ({ env, schedule, transport }) => {
-      const environment: StreamEnvironment = {
+      const environment: ScenarioEnvironment = {
         env,
+        transport: 'data-api',
         database: transport.database(),
-        session: transport.session as DataApiSession,
+        session: transport.session,
         instance: 0,
         local,
       };

@@ -41,12 +41,15 @@ const MAX_VISIBILITY_TIMEOUT = 43_200;
  * In-process SQS: standard and FIFO queues with visibility timeouts, receipt handles, receive counts,
  * redrive, retention, delays, FIFO group locks and five-minute deduplication, on an injected clock.
  *
+ * Its message operations (send, receive, delete, change visibility) are internal: the local endpoint and
+ * `SqsEventSource` call them, and your code reaches them as it reaches SQS, through `@aws-sdk/client-sqs` at
+ * the endpoint (`local.sqs.endpoint`).
+ *
  * @example
- * const clock = new ManualClock();
- * const sqs = new SqsModel({ clock });
- * sqs.createQueue('orders.fifo', { FifoQueue: 'true', VisibilityTimeout: '30' });
- * await sqs.sendMessage({ queue: 'orders.fifo', body: 'a', messageGroupId: 'g', messageDeduplicationId: 'k1' });
- * const [message] = await sqs.receiveMessages({ queue: 'orders.fifo' });
+ * const local = await startLocal();
+ * const queue = local.sqs.model.createQueue('orders.fifo', { FifoQueue: 'true', VisibilityTimeout: '30' });
+ * // ... send with new SQSClient({ endpoint: local.sqs.endpoint, ... }), then:
+ * const { visible, inFlight } = local.sqs.model.counts(queue.url);
  */
 export class SqsModel {
   /** The clock the model's timers run on. */
@@ -64,7 +67,7 @@ export class SqsModel {
     options: {
       /**
        * The clock every timer of the model runs on: visibility timeouts, delays, retention, deduplication.
-       * A {@link ManualClock} lets a test jump ahead.
+       * A `ManualClock` lets a test jump ahead.
        * @default a new SystemClock
        */
       clock?: Clock | undefined;
@@ -91,7 +94,10 @@ export class SqsModel {
     return this.#endpoint;
   }
 
-  /** Points queue URLs at `endpoint` (the HTTP front calls this with its own address). */
+  /**
+   * Points queue URLs at `endpoint` (the HTTP front calls this with its own address).
+   * @internal
+   */
   setEndpoint(endpoint: string): void {
     this.#endpoint = endpoint.replace(/\/+$/, '');
     const host = hostOf(this.#endpoint);
@@ -223,14 +229,20 @@ export class SqsModel {
     return queue.counts(now);
   }
 
-  /** Every stored message of a queue (a copy), for tests and the demo's final accounting. */
+  /**
+   * Every stored message of a queue (a copy), for tests and the demo's final accounting.
+   * @internal
+   */
   peekMessages(nameOrUrl: string): StoredMessage[] {
     const queue = this.#queue(nameOrUrl);
     queue.expire(this.clock.now());
     return [...queue.messages.values()].map((m) => ({ ...m }));
   }
 
-  /** Waits until `nameOrUrl` may have changed (a send, delete, visibility change), or `ms` of clock time. */
+  /**
+   * Waits until `nameOrUrl` may have changed (a send, delete, visibility change), or `ms` of clock time.
+   * @internal
+   */
   async waitForChange(nameOrUrl: string, ms: number, signal?: AbortSignal): Promise<void> {
     const queue = this.#queue(nameOrUrl);
     const now = this.clock.now();
@@ -261,7 +273,10 @@ export class SqsModel {
 
   // ---- sending ------------------------------------------------------------------------------
 
-  /** SendMessage, with SQS's validation, FIFO deduplication and MD5s. */
+  /**
+   * SendMessage, with SQS's validation, FIFO deduplication and MD5s.
+   * @internal
+   */
   async sendMessage(input: SendMessageInput): Promise<SendMessageResult> {
     return sendToQueue(this.#queue(input.queue), input, this.clock.now(), this.accountId);
   }
@@ -270,6 +285,7 @@ export class SqsModel {
    * SendMessageBatch: up to 10 entries and 1 MiB in all, and on a FIFO queue every entry with its group
    * (and deduplication) id, else the whole request throws and nothing is sent; past those checks each
    * entry succeeds or fails on its own.
+   * @internal
    */
   async sendMessageBatch(nameOrUrl: string, entries: readonly (Omit<SendMessageInput, 'queue'> & { id: string })[]): Promise<BatchResult<SendMessageResult>> {
     const queue = this.#queue(nameOrUrl);
@@ -295,6 +311,7 @@ export class SqsModel {
    * ReceiveMessage. Long polls for up to `waitTimeSeconds` of clock time, waking as soon as a message
    * can be returned. FIFO: a group is available while its oldest message is not in flight; as many
    * consecutive messages of one group as can be taken before the next group.
+   * @internal
    */
   async receiveMessages(input: {
     /** Queue name, URL or ARN. */
@@ -436,6 +453,7 @@ export class SqsModel {
    * was dead-lettered from, as a new message (move-task.ts). AWS runs the task in the background; here it is
    * done when the call returns. The source must be some queue's dead-letter queue, and a destination of the
    * same type, as AWS requires.
+   * @internal
    */
   startMessageMoveTask(input: { sourceArn: string; destinationArn?: string | undefined }): { taskHandle: string; moved: number } {
     const source = this.#queue(input.sourceArn);
@@ -477,6 +495,7 @@ export class SqsModel {
    * an older one succeeds and deletes nothing. FIFO queue: the handle must still be in flight, else
    * InvalidParameterValue "The receipt handle has expired." (see receipt-handles.ts for the sources).
    * Returns whether a message was deleted.
+   * @internal
    */
   deleteMessage(nameOrUrl: string, receiptHandle: string): boolean {
     const queue = this.#queue(nameOrUrl);
@@ -492,6 +511,7 @@ export class SqsModel {
   /**
    * DeleteMessageBatch: {@link SqsModel.deleteMessage} per entry, each succeeding or failing on its own;
    * an expired FIFO handle fails its entry with `ReceiptHandleIsInvalid`.
+   * @internal
    */
   deleteMessageBatch(nameOrUrl: string, entries: readonly { id: string; receiptHandle: string }[]): BatchResult<Record<never, never>> {
     return this.#eachEntry(nameOrUrl, entries, 'DeleteMessageBatchRequestEntry', (entry) => void this.deleteMessage(nameOrUrl, entry.receiptHandle));
@@ -501,6 +521,7 @@ export class SqsModel {
    * ChangeMessageVisibility: the new timeout counts from now; 0 makes the message visible at once.
    * Standard queue: after the timeout ran out the call succeeds and changes nothing. FIFO queue: the
    * handle must still be in flight. A deleted message cannot be changed.
+   * @internal
    */
   changeMessageVisibility(nameOrUrl: string, receiptHandle: string, visibilityTimeout: number): void {
     const queue = this.#queue(nameOrUrl);
@@ -516,7 +537,10 @@ export class SqsModel {
     queue.notify();
   }
 
-  /** ChangeMessageVisibilityBatch: {@link SqsModel.changeMessageVisibility} per entry, each succeeding or failing on its own. */
+  /**
+   * ChangeMessageVisibilityBatch: {@link SqsModel.changeMessageVisibility} per entry, each succeeding or failing on its own.
+   * @internal
+   */
   changeMessageVisibilityBatch(
     nameOrUrl: string,
     entries: readonly { id: string; receiptHandle: string; visibilityTimeout: number }[],

@@ -1,3 +1,4 @@
+import type { SqsModel } from '../sqs/model.js';
 import type { StreamEventSourceOptions } from './options.js';
 
 /**
@@ -16,6 +17,11 @@ export function checkDestination(destination: OnFailureDestination | undefined, 
   }
   if (destination.type !== 'sqs') {
     problems.push(`onFailure.type must be 'sqs' or 'memory'; got ${JSON.stringify((destination as { type: unknown }).type)}.`);
+    return;
+  }
+  // The options name only what a user's code sees of the model; sending is its internal side.
+  if (typeof (destination.model as Partial<SqsModel>).sendMessage !== 'function') {
+    problems.push('onFailure.model must be the local SQS model: local.sqs.model of startLocal() (sqs-inbox/local).');
     return;
   }
   let fifo: boolean;
@@ -48,7 +54,7 @@ export async function deliver(destination: OnFailureDestination, failureRecord: 
     return;
   }
   try {
-    await destination.model.sendMessage({ queue: destination.queue, body: JSON.stringify(failureRecord) });
+    await (destination.model as SqsModel).sendMessage({ queue: destination.queue, body: JSON.stringify(failureRecord) });
   } catch (error) {
     throw new DestinationError(error);
   }

@@ -1,6 +1,5 @@
 import type { Context } from 'aws-lambda';
 import type { Clock } from '../sqs/clock.js';
-import type { SqsModel } from '../sqs/model.js';
 import { checkDestination } from './destination.js';
 import type { OnFailureDestination } from './destination.js';
 import type { StartingPosition, StreamHandler } from './types.js';
@@ -38,8 +37,14 @@ export interface StreamEventSourceOptions<R, Event> {
   onFailure?:
     | {
         type: 'sqs';
-        /** The local SQS model: Lambda's failure-record JSON arrives as a message body. */
-        model: SqsModel;
+        /**
+         * The local SQS model, `local.sqs.model` of `startLocal()` (its type is `SqsModel` of
+         * `sqs-inbox/local`): Lambda's failure-record JSON arrives as a message body.
+         */
+        model: {
+          /** Resolves a queue by name, URL or ARN. */
+          getQueue(nameOrUrl: string): { readonly fifo: boolean };
+        };
         /** A standard queue of the model. */
         queue: string;
       }

@@ -1,7 +1,8 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { STREAM_SOURCES, runStreamScenario, startLocal } from '../../local/index.js';
+import { runStreamScenario, startLocal } from '../../local/index.js';
+import { STREAM_SOURCES } from '../../local/scenario/stream.js';
 import type { LocalStack } from '../../local/index.js';
 import { streamDemoConsumer } from '../../demo/streams/consumers.js';
 

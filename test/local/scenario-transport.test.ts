@@ -234,8 +234,8 @@ describe('runScenario on either transport', () => {
       runScenario(local, {
         ...payments,
         setup: async (session) => {
-          const tx = await session.transaction();
-          await tx.execute('CREATE INDEX payments_amount ON public.payments (amount_cents)');
+          const tx = await session.begin();
+          await session.execute('CREATE INDEX payments_amount ON public.payments (amount_cents)', {}, tx);
         },
         handler,
         transport: 'dsql',

@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest';
 import { dynamoDbInbox, kafkaInbox, kinesisInbox } from '../../lambda/inbox/index.js';
 import type { InboxTransaction } from '../../lambda/inbox/index.js';
-import type { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
+import type { ScenarioSession } from '../../local/scenario/consumer.js';
 import type { InboxTransport } from '../../lambda/inbox/transport/transport.js';
-import { runStreamScenario, STREAM_SOURCES } from '../../local/index.js';
-import type { StreamConsumer, StreamSourceName } from '../../local/index.js';
+import { runStreamScenario } from '../../local/index.js';
+import type { StreamConsumer } from '../../local/index.js';
+import { STREAM_SOURCES } from '../../local/scenario/stream.js';
+import type { StreamSourceName } from '../../local/scenario/stream.js';
 import { localStackPerFile } from '../support/local-stack.js';
 import { streamDemoConsumer } from '../../demo/streams/consumers.js';
 
@@ -21,7 +23,7 @@ interface Credit {
 const CREDIT = 'INSERT INTO public.credits (credit_id, account, amount_cents) VALUES (:id, :account, :amount)';
 
 /** Where the effect goes: the inbox's transaction, or (the bug) the session's autocommit, outside it. */
-type Writer = (tx: InboxTransaction, session: DataApiSession) => Pick<InboxTransaction, 'execute'>;
+type Writer = (tx: InboxTransaction, session: ScenarioSession) => Pick<InboxTransaction, 'execute'>;
 const inTransaction: Writer = (tx) => tx;
 const outsideTransaction: Writer = (_tx, session) => ({ execute: (sql, params) => session.execute(sql, params as never) as never });
 
@@ -31,7 +33,7 @@ const credit = async (writer: Pick<InboxTransaction, 'execute'>, body: Credit | 
 
 /** The user's handler for each source, its key where the source has it. */
 function handlerFor(source: StreamSourceName, write: Writer) {
-  return ({ database, session }: { database: InboxTransport; session: DataApiSession }) => {
+  return ({ database, session }: { database: InboxTransport; session: ScenarioSession }) => {
     const common = { consumer: 'credits', database, onPermanentError: 'park' } as const;
     if (source === 'kinesis') return kinesisInbox<Credit>({ ...common, key: { field: 'creditId' }, apply: (tx, { body }) => credit(write(tx, session), body) });
     if (source === 'kafka')

@@ -34,8 +34,6 @@ describe('the CommonJS build', () => {
       './dsql',
       './cdk',
       './local',
-      './local/data-api',
-      './local/sqs',
       './local/streams',
     ]);
     for (const { target } of ENTRIES) {

@@ -1,4 +1,5 @@
 // test/credits-scenario.ts: the credits ledger as the testbed drives it, shared by the tests below
+import type { ScenarioSession } from 'sqs-inbox/local';
 import { CREDITS_TABLES } from '../src/credits.js';
 
 export const credits = {
@@ -11,8 +12,7 @@ export const credits = {
   }),
   effects: 'SELECT credit_id AS key, count(*), min(id) AS seq FROM public.credits GROUP BY 1',
   // More than key counts: every balance is the sum of its account's credits.
-  // The session runs SQL on the run's database; execute is all this check needs of it.
-  verify: async (session: { execute(sql: string): Promise<{ readonly rows: readonly Record<string, unknown>[] }> }) => {
+  verify: async (session: ScenarioSession) => {
     const { rows } = await session.execute(`SELECT a.account FROM public.accounts a
       JOIN (SELECT account, sum(amount_cents) AS total FROM public.credits GROUP BY 1) c USING (account) WHERE a.balance_cents <> c.total`);
     return rows.map((row) => `${String(row['account'])}: balance is not the sum of its credits`);

@@ -178,20 +178,29 @@ export class DynamoDbModel {
     return item ? fromImage(item) : undefined;
   }
 
-  /** GetRecords from a stream shard: up to `limit` records after `after`, or from the trim horizon. */
+  /**
+   * GetRecords from a stream shard: up to `limit` records after `after`, or from the trim horizon.
+   * @internal
+   */
   readShard(table: string, shardId: string, after: bigint | undefined, limit = 1000): DynamoDbStreamRecord[] {
     return this.#log(table, shardId)
       .after(after, limit)
       .map((entry) => ({ ...entry.value, shardId, sequenceNumber: String(entry.position), createdMs: entry.arrivalMs }));
   }
 
-  /** The sequence numbers at a shard's trim horizon and tip, undefined when it holds no record. */
+  /**
+   * The sequence numbers at a shard's trim horizon and tip, undefined when it holds no record.
+   * @internal
+   */
   shardBounds(table: string, shardId: string): { oldest: bigint | undefined; newest: bigint | undefined } {
     const log = this.#log(table, shardId);
     return { oldest: log.oldest?.position, newest: log.newest?.position };
   }
 
-  /** Fires whenever the table's stream gets a record. */
+  /**
+   * Fires whenever the table's stream gets a record.
+   * @internal
+   */
   changes(table: string): { subscribe(listener: () => void): () => void } {
     return this.#table(table).changes;
   }

@@ -150,7 +150,10 @@ export class KafkaModel {
     return { topic, partition, offset };
   }
 
-  /** Fetch: up to `max` records of a partition from offset `from` on (from the start when undefined). */
+  /**
+   * Fetch: up to `max` records of a partition from offset `from` on (from the start when undefined).
+   * @internal
+   */
   readPartition(topic: string, partition: number, from: number | undefined, max: number): KafkaStoredRecord[] {
     const after = from === undefined ? undefined : BigInt(from) - 1n;
     return this.#partition(topic, partition)
@@ -158,7 +161,10 @@ export class KafkaModel {
       .map((entry) => entry.value);
   }
 
-  /** The offsets of a partition's first and last records, undefined when it holds none. */
+  /**
+   * The offsets of a partition's first and last records, undefined when it holds none.
+   * @internal
+   */
   partitionBounds(topic: string, partition: number): { first: number | undefined; last: number | undefined } {
     const log = this.#partition(topic, partition);
     return { first: positionNumber(log.oldest?.position), last: positionNumber(log.newest?.position) };
@@ -170,7 +176,10 @@ export class KafkaModel {
     return this.#committed.get(`${group}/${topic}/${partition}`);
   }
 
-  /** OffsetCommit: the group's next offset to read on a partition. */
+  /**
+   * OffsetCommit: the group's next offset to read on a partition.
+   * @internal
+   */
   commitOffset(group: string, topic: string, partition: number, offset: number): void {
     this.#partition(topic, partition);
     if (!Number.isInteger(offset) || offset < 0) throw new StreamModelError('OFFSET_OUT_OF_RANGE', `offset ${offset} must be a non-negative integer.`);
@@ -178,7 +187,10 @@ export class KafkaModel {
     this.#topic(topic).changes.notify();
   }
 
-  /** Fires whenever a record is produced to the topic or an offset of it is committed. */
+  /**
+   * Fires whenever a record is produced to the topic or an offset of it is committed.
+   * @internal
+   */
   changes(topic: string): { subscribe(listener: () => void): () => void } {
     return this.#topic(topic).changes;
   }

@@ -166,6 +166,7 @@ export class KinesisModel {
   /**
    * GetRecords from a shard: up to `limit` records after sequence number `after` (exclusive), or from
    * the trim horizon when `after` is undefined. Records past the retention are gone.
+   * @internal
    */
   readShard(name: string, shardId: string, after: bigint | undefined, limit = 10_000): KinesisDataRecord[] {
     const log = this.#log(name, shardId);
@@ -178,13 +179,19 @@ export class KinesisModel {
     }));
   }
 
-  /** The sequence numbers at a shard's trim horizon and tip, undefined when it holds no record. */
+  /**
+   * The sequence numbers at a shard's trim horizon and tip, undefined when it holds no record.
+   * @internal
+   */
   shardBounds(name: string, shardId: string): { oldest: bigint | undefined; newest: bigint | undefined } {
     const log = this.#log(name, shardId);
     return { oldest: log.oldest?.position, newest: log.newest?.position };
   }
 
-  /** Fires whenever a record is put on the stream. */
+  /**
+   * Fires whenever a record is put on the stream.
+   * @internal
+   */
   changes(name: string): { subscribe(listener: () => void): () => void } {
     return this.#stream(name).changes;
   }

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDataApi } from '../../../local/data-api/index.js';
+import { startDataApi } from '../../../local/data-api/server.js';
 import { startHarness, type Harness } from './harness.js';
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

@@ -14,7 +14,7 @@ import {
   type RollbackTransactionCommandOutput,
 } from '@aws-sdk/client-rds-data';
 import pg from 'pg';
-import { startDataApi, type DataApiServer, type StartDataApiOptions } from '../../../local/data-api/index.js';
+import { startDataApi, type DataApiServer, type StartDataApiOptions } from '../../../local/data-api/server.js';
 import { freshDatabase } from '../../support/database.js';
 
 /** A local Data API on a fresh database, a real SDK client for it, and a direct pg pool to check effects. */

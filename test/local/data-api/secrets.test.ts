@@ -7,7 +7,7 @@ import {
   SecretsErrorException,
 } from '@aws-sdk/client-rds-data';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startDataApi } from '../../../local/data-api/index.js';
+import { startDataApi } from '../../../local/data-api/server.js';
 import { rejectionOf, startHarness, type Harness } from './harness.js';
 
 const LIMITED = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:limited-reader';
