@@ -48,8 +48,7 @@ export function streamDemoConsumer(source: StreamSourceName, pattern: StreamPatt
     // The naive consumer fails a record and lets the stream retry it: no resume retries of its own.
     handler: ({ database }) => handlers[pattern](database, driverOf(database).open({ callTimeoutMs: 2000, resumeDelaysMs: [] })) as never,
     setup: async (session) => {
-      // The run's setup session is its Data API session: the public ScenarioSession names only what a user's setup calls.
-      await migrate(session as InboxSession, [EXAMPLE_ORDER_MIGRATIONS]);
+      await migrate(session, [EXAMPLE_ORDER_MIGRATIONS]);
       await session.execute(FIRST_SHIPPED);
       await session.execute(NAIVE_TABLE);
     },

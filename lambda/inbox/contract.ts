@@ -234,9 +234,8 @@ export interface InboxMigration {
 }
 
 /**
- * A named list of migrations, versioned apart from every other set under its `name`: your own tables' (SQL as
- * text, {@link InboxMigration}), or the inbox's own, whose statements the runtime writes from its schema's
- * table names (the runtime's `Migration`).
+ * A named list of migrations, versioned apart from every other set under its `name`: your own tables', as SQL
+ * text ({@link InboxMigration}). `InboxDatabase` and `migrate()` apply the inbox's own set first, then yours.
  *
  * @example
  * const credits: InboxMigrationSet = {
@@ -244,7 +243,7 @@ export interface InboxMigration {
  *   migrations: [{ version: 1, name: 'create_credits', statements: ['CREATE TABLE public.credits (id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY, cents bigint NOT NULL)'] }],
  * };
  *
- * @typeParam M - its migrations' type: {@link InboxMigration} unless said otherwise
+ * @typeParam M - its migrations' type: {@link InboxMigration}; the inbox's own sets, internal, write theirs from its schema's table names
  */
 export interface InboxMigrationSet<M extends Omit<InboxMigration, 'statements'> = InboxMigration> {
   /**

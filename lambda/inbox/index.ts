@@ -28,6 +28,8 @@ export {
   DatabaseCallError,
   DataApiError,
 } from './errors.js';
+// Thrown by /producer, /outbox and /local when their optional peer is missing: caught by its name from here.
+export { PeerDependencyError } from './peers.js';
 export { uuid, decimal, json, date, time, HintedValue } from './transport/values.js';
 export type { SqlParams } from './transport/values.js';
 export type { BatchSummary, InboxLogger, InboxMetrics } from './telemetry/telemetry.js';

@@ -118,7 +118,7 @@ export class Faults {
    *
    * @example
    * server.faults.serverError({ operation: 'CommitTransaction', count: Infinity, select: () => Math.random() < 0.03 });
-   * // a proxy's 502 with no error type: DataApiSession classifies it 'network', not 'unavailable'
+   * // a proxy's 502 with no error type: the inbox classifies it 'network', not 'unavailable'
    * server.faults.serverError({ operation: 'CommitTransaction', count: 1, status: 502 });
    */
   serverError(fault: {

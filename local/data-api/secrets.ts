@@ -21,16 +21,16 @@ export class Secrets {
   ) {
     const entries = new Map<string, SecretCredentials>();
     for (const [arn, credentials] of Object.entries(listed)) {
-      if (arn === '') throw new RangeError('startDataApi: secrets has an empty secret ARN. Key each entry by the ARN calls will name.');
+      if (arn === '') throw new RangeError('the local Data API: secrets has an empty secret ARN. Key each entry by the ARN calls will name.');
       if (arn === defaultArn) {
         throw new RangeError(
-          `startDataApi: secrets lists ${arn}, which is the default secretArn (it always connects with the server URL's credentials). ` +
+          `the local Data API: secrets lists ${arn}, which is the default secretArn (it always connects with the server URL's credentials). ` +
             'List the user under another ARN, or pass a different secretArn.',
         );
       }
       const { username, password } = (credentials ?? {}) as Partial<SecretCredentials>;
       if (typeof username !== 'string' || username === '' || typeof password !== 'string') {
-        throw new RangeError(`startDataApi: secrets["${arn}"] must be { username, password } with a non-empty username string and a password string.`);
+        throw new RangeError(`the local Data API: secrets["${arn}"] must be { username, password } with a non-empty username string and a password string.`);
       }
       entries.set(arn, { username, password });
     }
@@ -61,7 +61,7 @@ export class Secrets {
     throw new DataApiErrorResponse(
       'SecretsErrorException',
       `The secret provided wasn't found: ${secretArn}. This server accepts ${[this.defaultArn, ...this.listed.keys()].join(', ')}; ` +
-        'add the secret to the secrets option of startDataApi to connect as another database user.',
+        'add the secret to `startLocal({ dataApi: { secrets } })` to connect as another database user.',
     );
   }
 }

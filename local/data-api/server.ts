@@ -19,7 +19,7 @@ import { loadPg } from '../peer-loaders.js';
 export interface StartDataApiOptions {
   /**
    * The PostgreSQL server and default database to serve.
-   * @default embedded PostgreSQL (or DATABASE_URL) from `startPostgres()`, stopped by `close()`
+   * @default embedded PostgreSQL (or DATABASE_URL), stopped by `close()`
    */
   readonly databaseUrl?: string | undefined;
   /** The TCP port to listen on. @default - a free port chosen by the operating system */
@@ -40,10 +40,9 @@ export interface StartDataApiOptions {
    * secret is refused with BadRequestException. An ARN that is neither listed nor the default `secretArn`
    * is refused with SecretsErrorException. The users must exist on the server (create them yourself).
    * @example
-   * const server = await startDataApi({
-   *   databaseUrl,
+   * const local = await startLocal({ dataApi: {
    *   secrets: { 'arn:aws:secretsmanager:us-east-1:123456789012:secret:app-reader': { username: 'app_reader', password: 'reader' } },
-   * });
+   * } });
    * @default {} (only the default secretArn)
    */
   readonly secrets?: { readonly [secretArn: string]: { readonly username: string; readonly password: string } } | undefined;
@@ -90,7 +89,7 @@ export interface StartDataApiOptions {
    * keeps its place while it waits for a row lock, so with fewer places than transactions contending for
    * the same rows, those transactions wait for one another until the statement timeout frees a place.
    * @example
-   * const server = await startDataApi({ databaseUrl, maxConcurrentCalls: 4 });
+   * const local = await startLocal({ dataApi: { maxConcurrentCalls: 4 } });
    * @default Infinity (no limit)
    */
   readonly maxConcurrentCalls?: number | undefined;
@@ -161,7 +160,7 @@ export async function startDataApi(options: StartDataApiOptions = {}): Promise<D
     maxResponseBytes: options.maxResponseBytes,
   })) {
     if (value !== undefined && !(Number.isInteger(value) && value >= 0)) {
-      throw new RangeError(`startDataApi: ${name} must be a whole number >= 0, got ${value}.`);
+      throw new RangeError(`the local Data API: ${name} must be a whole number >= 0, got ${value}.`);
     }
   }
   for (const [name, value] of Object.entries({
@@ -171,12 +170,12 @@ export async function startDataApi(options: StartDataApiOptions = {}): Promise<D
     maxOpenTransactions: options.maxOpenTransactions,
   })) {
     if (value !== undefined && !(Number.isInteger(value) && value >= 1)) {
-      throw new RangeError(`startDataApi: ${name} must be a whole number >= 1, got ${value}.`);
+      throw new RangeError(`the local Data API: ${name} must be a whole number >= 1, got ${value}.`);
     }
   }
   const maxConcurrentCalls = options.maxConcurrentCalls ?? Infinity;
   if (maxConcurrentCalls !== Infinity && !(Number.isInteger(maxConcurrentCalls) && maxConcurrentCalls >= 1)) {
-    throw new RangeError(`startDataApi: maxConcurrentCalls must be a whole number >= 1 (or Infinity for no limit), got ${maxConcurrentCalls}.`);
+    throw new RangeError(`the local Data API: maxConcurrentCalls must be a whole number >= 1 (or Infinity for no limit), got ${maxConcurrentCalls}.`);
   }
   const secrets = new Secrets(secretArn, options.secrets);
   const connectionWaitTimeoutMs = options.connectionWaitTimeoutMs ?? 30_000;
@@ -225,8 +224,8 @@ export async function startDataApi(options: StartDataApiOptions = {}): Promise<D
     const code = (error as NodeJS.ErrnoException).code;
     throw new Error(
       code === 'EADDRINUSE'
-        ? `startDataApi: port ${options.port} on ${host} is in use. Choose another port, or omit it to get a free one.`
-        : `startDataApi: cannot listen on ${host}:${options.port ?? 0} (${(error as Error).message}).`,
+        ? `the local Data API: port ${options.port} on ${host} is in use. Choose another port, or omit it to get a free one.`
+        : `the local Data API: cannot listen on ${host}:${options.port ?? 0} (${(error as Error).message}).`,
     );
   }
   const { port } = server.address() as AddressInfo;

@@ -19,6 +19,11 @@ import type { InboxTransport } from '../../lambda/inbox/transport/transport.js';
  */
 export interface ScenarioSession {
   /**
+   * Its transport's name (`data-api`, `postgres`, `dsql`). With it the session is also a transport the operations
+   * of `sqs-inbox/operations` take: `setup: async (session) => { await migrate(session, [yours]); }`.
+   */
+  readonly name: string;
+  /**
    * Runs one statement, in autocommit or inside `transactionId` (from {@link ScenarioSession.begin}):
    * its rows (a SELECT's, or `RETURNING`'s), keyed by column name, and how many rows it changed.
    */

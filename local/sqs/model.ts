@@ -67,7 +67,7 @@ export class SqsModel {
     options: {
       /**
        * The clock every timer of the model runs on: visibility timeouts, delays, retention, deduplication.
-       * A `ManualClock` lets a test jump ahead.
+       * A `Clock` of your own lets a test jump ahead.
        * @default a new SystemClock
        */
       clock?: Clock | undefined;
@@ -76,7 +76,7 @@ export class SqsModel {
       /** The account id in queue URLs and ARNs. @default '000000000000' */
       accountId?: string | undefined;
       /**
-       * Base of queue URLs (`<endpoint>/<accountId>/<name>`). `startSqs` sets it to its own address.
+       * Base of queue URLs (`<endpoint>/<accountId>/<name>`). `startLocal()` sets it to its SQS endpoint's address.
        * @default `https://sqs.<region>.amazonaws.com`
        */
       endpoint?: string | undefined;

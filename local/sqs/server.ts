@@ -33,7 +33,7 @@ export interface StartSqsOptions {
   onLog?: ((line: string) => void) | undefined;
 }
 
-/** A running SQS front: `local.sqs` of `startLocal()`, or what `startSqs` returns. */
+/** A running SQS front: `local.sqs` of `startLocal()`. */
 export interface SqsServer {
   /** `http://host:port`; give it to `new SQSClient({ endpoint })`. */
   endpoint: string;

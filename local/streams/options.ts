@@ -39,7 +39,8 @@ export interface StreamEventSourceOptions<R, Event> {
         type: 'sqs';
         /**
          * The local SQS model, `local.sqs.model` of `startLocal()` (its type is `SqsModel` of
-         * `sqs-inbox/local`): Lambda's failure-record JSON arrives as a message body.
+         * `sqs-inbox/local`): Lambda's failure-record JSON arrives as a message body. Only that model is
+         * taken: an object of your own with `getQueue` is refused when the event source is made, naming this.
          */
         model: {
           /** Resolves a queue by name, URL or ARN. */

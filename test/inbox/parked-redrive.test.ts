@@ -386,6 +386,15 @@ describe('redriving a parked message', () => {
     await s.deliver();
     expect([await applied(`a-${run}`), await applied(`b-${run}`)]).toEqual([1, 1]);
   });
+
+  it('refuses, before it reads anything, a client that cannot send, naming the SQS client to give', async () => {
+    const s = stage('standard');
+    for (const client of [undefined, {}, s.options().session]) {
+      await expect(redriveParked({ ...s.options(), client: client as never }, [1])).rejects.toThrow(
+        /inbox option "client": must be an SQS client to send the redriven messages with, e.g. new SQSClient\(\{\}\)/,
+      );
+    }
+  });
 });
 
 describe('discarding a parked message', () => {

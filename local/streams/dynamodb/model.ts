@@ -52,7 +52,7 @@ const STREAM_RETENTION_MS = 24 * 3_600_000;
  * DynamoDB Streams does. Queries, indexes, conditions and shard roll-over are not modeled.
  *
  * @example
- * const ddb = new DynamoDbModel({ clock: new ManualClock() });
+ * const ddb = new DynamoDbModel({ clock: local.sqs.model.clock }) // or a Clock of your own, to move time by hand;
  * ddb.createTable('orders', { partitionKey: 'id', shardCount: 2 });
  * ddb.putItem('orders', { id: 'o-1', status: 'NEW' });
  * ddb.updateItem('orders', { id: 'o-1' }, { status: 'PAID' });

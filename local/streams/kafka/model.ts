@@ -36,7 +36,7 @@ const TOPIC_NAME = /^[a-zA-Z0-9._-]{1,249}$/;
  * transactions and rebalancing are not modeled.
  *
  * @example
- * const kafka = new KafkaModel({ clock: new ManualClock() });
+ * const kafka = new KafkaModel({ clock: local.sqs.model.clock }) // or a Clock of your own, to move time by hand;
  * kafka.createTopic('orders', { partitions: 3 });
  * const { partition, offset } = kafka.produce('orders', { key: 'order-1', value: '{"id":1}' });
  */

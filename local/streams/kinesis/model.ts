@@ -48,7 +48,7 @@ const SEQUENCE_STEP = 1n << 32n;
  * trims old records from the trim horizon. Resharding and enhanced fan-out are not modeled.
  *
  * @example
- * const kinesis = new KinesisModel({ clock: new ManualClock() });
+ * const kinesis = new KinesisModel({ clock: local.sqs.model.clock }) // or a Clock of your own, to move time by hand;
  * kinesis.createStream('orders', { shardCount: 2 });
  * const { shardId, sequenceNumber } = kinesis.putRecord({ stream: 'orders', partitionKey: 'order-1', data: '{"id":1}' });
  */

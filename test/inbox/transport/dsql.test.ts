@@ -570,10 +570,15 @@ describe('the migrations in DSQL form', () => {
   });
 
   it('applies each statement in a transaction of its own through the profile, once, and the inbox runs on the result', async () => {
-    const first = await migrateDsqlSession(session, [DSQL_INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS]);
+    // As a script runs it, over the transport: the inbox's own DSQL set first, then the app's.
+    const first = await migrateDsql(migrationTarget, [EXAMPLE_ORDER_MIGRATIONS]);
     expect(first.applied.map((m) => m.name)).toEqual([...DSQL_INBOX_MIGRATIONS.migrations.map((m) => m.name), 'orders']);
-    // Again as a script runs it, over the transport (migrateDsql opens the session): nothing is left to apply.
-    expect((await migrateDsql(migrationTarget, [EXAMPLE_ORDER_MIGRATIONS])).applied).toEqual([]);
+    // Again as the schema function runs it, with the sets by name: nothing is left to apply.
+    expect((await migrateDsqlSession(session, [DSQL_INBOX_MIGRATIONS, EXAMPLE_ORDER_MIGRATIONS])).applied).toEqual([]);
+    // A set of the app's cannot take the inbox's name, whose versions it would be recorded under.
+    await expect(
+      migrateDsql(migrationTarget, [{ name: DSQL_INBOX_MIGRATIONS.name, migrations: [{ version: 99, name: 'mine', statements: ['SELECT 1'] }] }]),
+    ).rejects.toThrow(/is the name of the inbox's own migration set, which migrateDsql\(\) applies before yours/);
 
     const handler = inbox<Order>({
       consumer: 'order-worker',
