@@ -37,7 +37,7 @@ const ORDERS: InboxMigrationSet = {
     {
       version: 1,
       name: 'orders',
-      statements: () => [
+      statements: [
         `CREATE TABLE public.orders (
            order_id      text        PRIMARY KEY,
            status        text        NOT NULL,
