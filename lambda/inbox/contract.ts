@@ -124,6 +124,16 @@ export const CONSUMER_NAME_PATTERN = /^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$/;
 /** {@link CONSUMER_NAME_PATTERN} in words, for errors. */
 export const CONSUMER_NAME_RULE = "1 to 128 letters, digits, '.', '_', ':' or '-', starting with a letter or digit";
 
+/**
+ * The names a migration set's versions are recorded under (`InboxMigrationSet.name`), held by the constructs at
+ * synth and by `migrate()` and `migrateDsql()` before they open a transaction: one row key of the migrations
+ * table, never renamed, and a name a shell and a folder can carry.
+ */
+export const MIGRATION_SET_NAME_PATTERN = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
+/** {@link MIGRATION_SET_NAME_PATTERN} in words, for errors. */
+export const MIGRATION_SET_NAME_RULE = "1 to 63 lower-case letters, digits, '_' or '-', starting with a letter or digit";
+
 /** The metric namespace of every metric the package's functions write, unless POWERTOOLS_METRICS_NAMESPACE says otherwise. */
 export const METRIC_NAMESPACE = 'SqsInbox';
 
@@ -248,7 +258,7 @@ export interface InboxMigration {
 export interface InboxMigrationSet<M extends Omit<InboxMigration, 'statements'> = InboxMigration> {
   /**
    * The name its versions are recorded under: 1 to 63 lower-case letters, digits, `_` and `-` (the constructs
-   * check it at synth), not a built-in set's. Never rename a set that has been applied: under a new name every
+   * check it at synth, `migrate()` and `migrateDsql()` before they begin), not a built-in set's. Never rename a set that has been applied: under a new name every
    * migration would run again.
    */
   readonly name: string;

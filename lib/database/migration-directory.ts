@@ -6,6 +6,7 @@ import { basename, join, resolve } from 'node:path';
 import type { InvariantViolation } from '../invariants.js';
 import { scanSql, transactionControlIn } from '../../lambda/inbox/transport/sql-scanner.js';
 import type { LeadingWord } from '../../lambda/inbox/transport/sql-scanner.js';
+import { MIGRATION_SET_NAME_PATTERN, MIGRATION_SET_NAME_RULE } from '../../lambda/inbox/contract.js';
 import type { InboxMigrationSet, MigrationDirectoryOptions } from './migration-sets.js';
 
 /**
@@ -14,7 +15,6 @@ import type { InboxMigrationSet, MigrationDirectoryOptions } from './migration-s
  */
 export const BUILT_IN_MIGRATION_SETS: readonly string[] = ['inbox'];
 
-const SET_NAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
 const MIGRATION_FILE = /^(\d+)_(.+)\.sql$/;
 
 /**
@@ -59,9 +59,9 @@ export function readMigrationDirectory(directory: string, options: MigrationDire
  */
 export function setProblems(set: InboxMigrationSet, label: string, unresolved: (sql: string) => boolean = () => false): InvariantViolation[] {
   const problems: InvariantViolation[] = [];
-  if (typeof set?.name !== 'string' || !SET_NAME.test(set.name)) {
+  if (typeof set?.name !== 'string' || !MIGRATION_SET_NAME_PATTERN.test(set.name)) {
     problems.push({
-      problem: `${label} has a name that is not 1 to 63 lower-case letters, digits, '_' or '-', starting with a letter or digit.`,
+      problem: `${label} has a name that is not ${MIGRATION_SET_NAME_RULE}.`,
       fix: "name it e.g. 'credits'.",
     });
   } else if (BUILT_IN_MIGRATION_SETS.includes(set.name)) {

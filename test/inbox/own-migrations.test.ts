@@ -222,7 +222,7 @@ describe("the migration function with the app's own sets", () => {
     await expect(migrate(session, [{ name: 'blank', migrations: [{ version: 1, name: 'b', statements: ['  '] }] }])).rejects.toThrow(
       /`statements` must be an array of non-empty SQL strings/,
     );
-    await expect(migrate(session, [{ name: '', migrations: [] }])).rejects.toThrow(/a migration set needs a non-empty `name` and a `migrations` array/);
+    await expect(migrate(session, [{ name: '', migrations: [] }])).rejects.toThrow(/a migration set's name must be 1 to 63 lower-case letters/);
     expect((await session.execute("SELECT to_regnamespace('inbox') IS NULL AS absent")).rows).toEqual([{ absent: true }]);
   });
 });

@@ -1,4 +1,8 @@
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { MIGRATION_SET_NAME_PATTERN } from '../../lambda/inbox/contract.js';
+import { InboxConfigError } from '../../lambda/inbox/errors.js';
+import { propertyParameters } from '../support/seed.js';
 import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
 import { INBOX_MIGRATIONS, migrate } from '../../lambda/inbox/sql/schema.js';
 import type { InboxMigrationSet } from '../../lambda/inbox/sql/schema.js';
@@ -60,6 +64,34 @@ describe('migrations', () => {
       /"inbox" is the name of the inbox's own migration set, which migrate\(\) applies before yours; leave it out/,
     );
     await own.server.close();
+  });
+
+  it('refuse, before any transaction, a set name the constructs refuse at synth: nothing of the run is applied (generated names)', async () => {
+    const run = await freshServer('schema_set_names');
+    const first: InboxMigrationSet = { name: 'first', migrations: [{ version: 1, name: 'first', statements: ['CREATE TABLE public.first_set (id int)'] }] };
+    // Names PostgreSQL refuses (U+0000), rewrites (a lone surrogate), or that a deploy would record apart
+    // (case, spaces, length), beside generated strings of every kind the rule leaves out.
+    const refused = fc.oneof(
+      fc.constantFrom('', 'INBOX', ' inbox', 'credits\u0000', 'cr\ud800edits', 'a'.repeat(64), 'x'.repeat(100_000), '-credits', 'crédits', 'credits.v2'),
+      fc.string({ unit: 'binary', maxLength: 80 }).filter((name) => !MIGRATION_SET_NAME_PATTERN.test(name)),
+    );
+    await fc.assert(
+      fc.asyncProperty(refused, async (name) => {
+        const set = { name, migrations: [{ version: 1, name: 'mine', statements: ['CREATE TABLE public.never_made (id int)'] }] };
+        const error = await migrate(run.session, [first, set]).catch((caught: unknown) => caught);
+        expect(error).toBeInstanceOf(InboxConfigError);
+        expect((error as Error).message).toMatch(/a migration set's name must be 1 to 63 lower-case letters, digits, '_' or '-'/);
+        expect((error as Error).message.length).toBeLessThan(400);
+      }),
+      propertyParameters(60),
+    );
+    // Refused before the transaction: not even the inbox's own set or the valid set before it was applied.
+    const { rows } = await run.session.execute(
+      "SELECT to_regclass('public.first_set') IS NULL AS absent, to_regclass('inbox.consumed_message') IS NULL AS bare",
+    );
+    expect(rows[0]).toEqual({ absent: true, bare: true });
+    expect((await migrate(run.session, [first])).versions).toMatchObject({ first: 1 });
+    await run.server.close();
   });
 
   it('roll a failing migration back whole, leaving its version unapplied', async () => {

@@ -5,7 +5,7 @@ import type { InboxTransport } from '../transport/transport.js';
 import type { InboxSession } from '../transport/session.js';
 import { InboxConfigError, MigrationChangedError } from '../errors.js';
 import { described } from '../handler/option-checks.js';
-import { OUTBOX_ORDER_FUNCTION } from '../contract.js';
+import { MIGRATION_SET_NAME_PATTERN, MIGRATION_SET_NAME_RULE, OUTBOX_ORDER_FUNCTION } from '../contract.js';
 import type { InboxMigration, InboxMigrationSet } from '../contract.js';
 
 export type { InboxMigration, InboxMigrationSet };
@@ -392,8 +392,17 @@ export async function checkApplied(tx: Transaction, tables: InboxTables, { set, 
 }
 
 export function checkSet(set: InboxMigrationSet<Migration>): void {
-  if (typeof set?.name !== 'string' || set.name === '' || !Array.isArray(set.migrations)) {
-    throw new InboxConfigError('migrations', `a migration set needs a non-empty \`name\` and a \`migrations\` array; got ${described(set)}`);
+  if (typeof set?.name !== 'string' || !Array.isArray(set.migrations)) {
+    throw new InboxConfigError('migrations', `a migration set needs a \`name\` and a \`migrations\` array; got ${described(set)}`);
+  }
+  // Before any transaction: a name PostgreSQL refuses (U+0000) would roll back the sets before it, and one it
+  // rewrites (a lone surrogate) or that differs only in case or spaces would record versions a deploy, which
+  // holds the same rule at synth, never finds.
+  if (!MIGRATION_SET_NAME_PATTERN.test(set.name)) {
+    throw new InboxConfigError(
+      'migrations',
+      `a migration set's name must be ${MIGRATION_SET_NAME_RULE}, as the constructs check at synth; got ${set.name.length > 80 ? `a name of ${set.name.length} characters beginning ${JSON.stringify(set.name.slice(0, 40))}` : JSON.stringify(set.name)}`,
+    );
   }
   let previous = 0;
   for (const migration of set.migrations) {
