@@ -32,6 +32,7 @@ export const ON_EVERY_NODE: Readonly<Record<string, string>> = {
 /**
  * The suites a Node.js-version run holds only on the Node.js majors named: the tarball test installs, bundles
  * and synthesizes for minutes, and the constructs' default runtime (nodejs24.x) is where a user's app runs it.
+ * `npm test`'s run on the machine's Node leaves them out as well (vitest.config.ts, scripts/test.mjs).
  */
 export const ONLY_ON_NODE: Readonly<Record<string, readonly number[]>> = {
   'test/package/outside-in.test.ts': [24],

@@ -1,0 +1,100 @@
+#!/usr/bin/env node
+// `npm test`, the README's test command and CI's (.ci/run): the whole matrix, each suite where it proves
+// something new.
+//
+//   1. build, type check, lint: a failure here ends the run, since nothing after it would test this tree;
+//   2. vitest on the machine's Node (20): every project (`default`, `wire`, `dsql`, `dsql-conflicts`), but for
+//      the suites test/support/node-runtime.ts runs only on another Node (the tarball tests, on Lambda's 24);
+//   3. the suites the Node.js version can change, on Node 22 and on Node 24 (scripts/on-node.mjs).
+//
+// Every vitest run goes on when an earlier one failed, so one run says every failure. Arguments go to each
+// vitest run (`npm test -- --reporter=verbose`). The last lines count the tests of each run and name every
+// failed one, from vitest's own JSON reports, so that a run that executed no test is visible.
+//
+// Plain JavaScript, like build.mjs: it runs on a fresh clone with nothing compiled yet.
+import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { delimiter, join, resolve } from 'node:path';
+
+const args = process.argv.slice(2);
+const reports = mkdtempSync(join(tmpdir(), 'sqs-inbox-test-'));
+
+/** Runs one step with the terminal as its output; its exit status (1 when it could not start). */
+function step(command, commandArgs, env = {}) {
+  // The project's own bins first, as in an npm script (this one's tsc and vitest).
+  const path = [resolve('node_modules/.bin'), process.env.PATH ?? ''].join(delimiter);
+  const run = spawnSync(command, commandArgs, { stdio: 'inherit', env: { ...process.env, PATH: path, ...env } });
+  if (run.error) console.error(`test: ${command} ${commandArgs.join(' ')} did not start: ${run.error.message}`);
+  return run.status ?? 1;
+}
+
+const vitest = (report) => ['--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...args];
+
+let status = 0;
+try {
+  for (const [command, commandArgs] of [
+    ['node', ['scripts/build.mjs']],
+    ['tsc', ['--noEmit', '-p', '.']],
+    ['npm', ['run', 'lint', '--silent']],
+  ]) {
+    if (step(command, commandArgs) !== 0) process.exit(1);
+  }
+
+  const runs = [
+    // INBOX_TEST_MATRIX: vitest.config.ts leaves the suites of the Node 24 run out of this one.
+    { label: 'node 20', command: 'vitest', args: (report) => ['run', ...vitest(report)], env: { INBOX_TEST_MATRIX: '1' } },
+    { label: 'node 22', command: 'node', args: (report) => ['scripts/on-node.mjs', '22', ...vitest(report)] },
+    { label: 'node 24', command: 'node', args: (report) => ['scripts/on-node.mjs', '24', ...vitest(report)] },
+  ];
+  const results = [];
+  for (const run of runs) {
+    const report = join(reports, `${run.label.replace(' ', '')}.json`);
+    const code = step(run.command, run.args(report), run.env);
+    if (code !== 0) status = 1;
+    results.push({ ...run, report, code });
+  }
+  summarise(results);
+} finally {
+  rmSync(reports, { recursive: true, force: true });
+}
+process.exit(status);
+
+/** The closing lines: each run's counts, every failed test by name, then the totals. */
+function summarise(results) {
+  let passed = 0;
+  let failed = 0;
+  let skipped = 0;
+  for (const { label, report, code } of results) {
+    let r = {};
+    try {
+      r = JSON.parse(readFileSync(report, 'utf8'));
+    } catch {}
+    const p = r.numPassedTests ?? 0;
+    const f = r.numFailedTests ?? 0;
+    const s = (r.numPendingTests ?? 0) + (r.numTodoTests ?? 0);
+    console.log(`${label}: ${p} passed, ${f} failed${s ? `, ${s} skipped` : ''}${code !== 0 && f === 0 ? ` (exit ${code})` : ''}`);
+    passed += p;
+    failed += f;
+    skipped += s;
+    for (const suite of r.testResults ?? []) {
+      const name = suite.name.replace(`${process.cwd()}/`, '');
+      if (suite.status === 'failed' && !(suite.assertionResults ?? []).some((t) => t.status === 'failed')) {
+        console.log(
+          `  FAILED ${name}: ${String(suite.message ?? '')
+            .split('\n')[0]
+            .slice(0, 300)}`,
+        );
+      }
+      for (const t of suite.assertionResults ?? []) {
+        if (t.status !== 'failed') continue;
+        console.log(
+          `  FAILED ${name} > ${t.fullName}: ${String((t.failureMessages ?? [])[0] ?? '')
+            .split('\n')[0]
+            .slice(0, 300)}`,
+        );
+      }
+    }
+  }
+  console.log(`${passed} passed, ${failed} failed${skipped ? `, ${skipped} skipped` : ''}`);
+}
