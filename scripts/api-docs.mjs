@@ -548,7 +548,11 @@ function main() {
     process.stdout.write(`${'total'.padEnd(26)} ${String(sizes.reduce((sum, size) => sum + size.exports, 0)).padStart(4)}\n`);
     return;
   }
-  for (const problem of [...problems, ...undocumented(entries)]) process.stderr.write(`api-docs: ${problem}\n`);
+  const found = [...problems, ...undocumented(entries)];
+  for (const problem of found) process.stderr.write(`api-docs: ${problem}\n`);
+  // The reports and the page are still written (or checked), so that the problems can be read in them; the
+  // exit status says the surface is not ready for review.
+  if (found.length > 0) process.exitCode = 1;
   const markdown = renderApi(entries);
   const target = join(HOME, API_DOCS_PATH);
   if (check) {
