@@ -222,6 +222,11 @@ describe("the migration function with the app's own sets", () => {
     await expect(migrate(session, [{ name: 'blank', migrations: [{ version: 1, name: 'b', statements: ['  '] }] }])).rejects.toThrow(
       /`statements` must be an array of non-empty SQL strings/,
     );
+    // The inbox's own sets write statements from its table names; a set of yours may not run code there.
+    const coded = { version: 1, name: 'coded', statements: (() => ['CREATE TABLE public.coded (id int)']) as unknown as string[] };
+    await expect(migrate(session, [{ name: 'coded', migrations: [coded] }])).rejects.toThrow(
+      /inbox option "migrations\.coded": version 1 \("coded"\): `statements` must be an array of SQL strings, one statement each; got a function/,
+    );
     await expect(migrate(session, [{ name: '', migrations: [] }])).rejects.toThrow(/a migration set's name must be 1 to 63 lower-case letters/);
     expect((await session.execute("SELECT to_regnamespace('inbox') IS NULL AS absent")).rows).toEqual([{ absent: true }]);
   });

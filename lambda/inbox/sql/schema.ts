@@ -284,6 +284,15 @@ export function ownSets(sets: readonly InboxMigrationSet[], builtIn: InboxMigrat
     );
   }
   for (const set of sets) {
+    // The function form (statements written from the schema's table names) is the inbox's own sets'; in one
+    // of yours it would run code the type says is SQL text.
+    const coded = Array.isArray(set?.migrations) ? set.migrations.find((migration: InboxMigration) => typeof migration?.statements === 'function') : undefined;
+    if (coded !== undefined) {
+      throw new InboxConfigError(
+        `migrations.${set.name}`,
+        `version ${coded.version} ("${coded.name}"): \`statements\` must be an array of SQL strings, one statement each; got a function`,
+      );
+    }
     if (set?.name === builtIn.name) {
       throw new InboxConfigError(
         'migrations',
