@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,12 +16,13 @@ import { freshDatabase } from '../support/database.js';
 import { MATRIX_FIFO, matrixTests, readMatrix, seedConsumerRows } from '../support/isolation-matrix.js';
 import type { Actor } from '../support/isolation-matrix.js';
 import { driverOf } from '../../lambda/inbox/transport/transport.js';
+import { seededBytes, uniqueSuffix } from '../support/seed.js';
 
 // The DSQL isolation matrix of docs/stack.md, cell by cell, on the DSQL profile: the schema and every role made by the
 // DSQL schema function's own code from the statements InboxDsqlDatabase writes (lib/dsql/dsql-role-sql.ts), each role
 // signing in as itself. PostgreSQL has no `AWS IAM GRANT`: a password stands in for the IAM token, set by the test.
 
-const run = randomBytes(3).toString('hex');
+const run = uniqueSuffix();
 const ROLE = {
   alpha: `inbox_consumer_alpha_${run}`,
   beta: `inbox_consumer_beta_${run}`,
@@ -30,7 +30,7 @@ const ROLE = {
   purge: `inbox_purge_${run}`,
   sweeper: `inbox_outbox_relay_${run}`,
 };
-const PASSWORD = randomBytes(18).toString('base64');
+const PASSWORD = seededBytes("the roles' password", 18).toString('base64');
 const CLUSTER = { Endpoint: 'abcdefghijklmnopqrstuvwxyz.dsql.eu-west-1.on.aws', Region: 'eu-west-1' };
 const IAM_ROLE = 'arn:aws:iam::123456789012:role/InboxDsqlStack-Function-AbC123';
 

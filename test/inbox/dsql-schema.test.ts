@@ -10,11 +10,12 @@ import { DSQL_PROFILE_EXEMPT, dsqlOnProfile, startDsqlProfile } from '../../loca
 import type { DsqlProfile } from '../../local/dsql/profile.js';
 import { freshDatabase } from '../support/database.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';
+import { uniqueSuffix } from '../support/seed.js';
 
 const IAM_ROLE = 'arn:aws:iam::123456789012:role/InboxDsqlStack-OrderWorkerRole-AbC123';
 const ROLE = 'inbox_consumer_dsql_test';
 // What consumers 'order-worker' and 'order_worker' both map to by default; per run, since roles are the server's.
-const SHARED = `inbox_consumer_order_worker_${Math.random().toString(36).slice(2, 8)}`;
+const SHARED = `inbox_consumer_order_worker_${uniqueSuffix()}`;
 let url: string;
 let direct: pg.Pool;
 let profile: DsqlProfile;

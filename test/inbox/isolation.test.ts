@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { CreateQueueCommand, ReceiveMessageCommand } from '@aws-sdk/client-sqs';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -19,12 +18,13 @@ import { matrixTests, readMatrix, seedConsumerRows } from '../support/isolation-
 import type { Actor } from '../support/isolation-matrix.js';
 import { startSqsFixture } from '../support/sqs.js';
 import type { SqsFixture } from '../support/sqs.js';
+import { seededBytes, uniqueSuffix } from '../support/seed.js';
 
 // The isolation matrix of docs/stack.md, cell by cell, on Aurora's form of the schema: every role made by the role
 // custom resource's own code and signed in through the local Data API with its own secret.
 
 // Roles are per PostgreSQL server, which test files share: every name here is unique to this run.
-const run = randomBytes(3).toString('hex');
+const run = uniqueSuffix();
 const ROLE = {
   admin: `inbox_admin_${run}`,
   alpha: `inbox_consumer_alpha_${run}`,
@@ -35,7 +35,7 @@ const ROLE = {
 type Name = keyof typeof ROLE;
 const NAMES = Object.keys(ROLE) as Name[];
 const secretOf = (name: Name) => `arn:aws:secretsmanager:us-east-1:123456789012:secret:${name}-${run}`;
-const password = Object.fromEntries(NAMES.map((name) => [name, randomBytes(18).toString('base64')])) as Record<Name, string>;
+const password = Object.fromEntries(NAMES.map((name) => [name, seededBytes(`the ${name} role's password`, 18).toString('base64')])) as Record<Name, string>;
 const CONSUMERS = ['alpha', 'beta'] as const;
 
 let superuser: pg.Pool;

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { CloudFormationCustomResourceEvent } from 'aws-lambda';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -16,9 +15,10 @@ import { freshDatabase } from '../support/database.js';
 import { dataApiClient, lambdaContext, recordingLogger, recordingMetrics, sqsRecord } from '../support/inbox.js';
 import { parkedMessages } from '../../lambda/inbox/parked/parking.js';
 import { EXAMPLE_ORDER_MIGRATIONS } from '../../demo/functions/example-migrations.js';
+import { seededBytes, uniqueSuffix } from '../support/seed.js';
 
 // Roles are per PostgreSQL server, which test files share: every name here is unique to this run.
-const run = randomBytes(3).toString('hex');
+const run = uniqueSuffix();
 const ROLES = {
   bystander: `bystander_${run}`,
   admin: `inbox_admin_${run}`,
@@ -47,14 +47,14 @@ const SECRET = {
 };
 // As Secrets Manager generates them: printable ASCII.
 const PASSWORD = {
-  admin: randomBytes(18).toString('base64'),
-  consumer: randomBytes(18).toString('base64'),
-  purge: randomBytes(18).toString('base64'),
-  outbox: randomBytes(18).toString('base64'),
-  credits: randomBytes(18).toString('base64'),
-  bounded: randomBytes(18).toString('base64'),
-  firstApp: randomBytes(18).toString('base64'),
-  secondApp: randomBytes(18).toString('base64'),
+  admin: seededBytes("the admin role's password", 18).toString('base64'),
+  consumer: seededBytes("the consumer role's password", 18).toString('base64'),
+  purge: seededBytes("the purge role's password", 18).toString('base64'),
+  outbox: seededBytes("the outbox role's password", 18).toString('base64'),
+  credits: seededBytes("the credits role's password", 18).toString('base64'),
+  bounded: seededBytes("the bounded role's password", 18).toString('base64'),
+  firstApp: seededBytes("the firstApp role's password", 18).toString('base64'),
+  secondApp: seededBytes("the secondApp role's password", 18).toString('base64'),
 };
 const ORDERS_GRANT = JSON.stringify([{ on: 'public.orders', privileges: ['SELECT', 'INSERT', 'UPDATE'] }]);
 

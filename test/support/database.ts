@@ -1,6 +1,6 @@
-import { randomBytes } from 'node:crypto';
 import { inject } from 'vitest';
 import { createDatabase } from '../../local/postgres.js';
+import { uniqueSuffix } from './seed.js';
 
 /**
  * Creates a fresh, empty database for one test file (or one test) and returns its URL, so test files
@@ -11,5 +11,5 @@ export async function freshDatabase(label: string): Promise<string> {
     .toLowerCase()
     .replace(/[^a-z0-9_]/g, '_')
     .slice(0, 40);
-  return createDatabase(inject('serverUrl'), `t_${safe}_${randomBytes(4).toString('hex')}`);
+  return createDatabase(inject('serverUrl'), `t_${safe}_${uniqueSuffix()}`);
 }

@@ -229,6 +229,8 @@ export async function inboxFixture(label: string, options: Parameters<typeof sta
 }
 
 let sequence = 0;
+/** The random part of a made-up message id, from the run's seed. */
+const messageIdDice = seededRandom('message ids');
 
 /** Builds an SQS record as Lambda delivers it. */
 export function sqsRecord(
@@ -246,7 +248,7 @@ export function sqsRecord(
   const body = typeof options.body === 'string' ? options.body : JSON.stringify(options.body ?? { orderId: `order-${sequence}` });
   const fifo = options.fifo ?? options.groupId !== undefined;
   return {
-    messageId: options.messageId ?? `msg-${process.pid}-${sequence}-${Math.random().toString(36).slice(2)}`,
+    messageId: options.messageId ?? `msg-${process.pid}-${sequence}-${Math.floor(messageIdDice() * 36 ** 6).toString(36)}`,
     receiptHandle: `rh-${sequence}`,
     body,
     attributes: {

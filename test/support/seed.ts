@@ -43,6 +43,27 @@ export function seededRandom(label: string): () => number {
   };
 }
 
+/** `length` bytes from the run's seed and a label (see {@link seededRandom}): test data that reproduces. */
+export function seededBytes(label: string, length: number): Buffer {
+  const dice = seededRandom(label);
+  const bytes = Buffer.allocUnsafe(length);
+  for (let index = 0; index < length; index++) bytes[index] = Math.floor(dice() * 256);
+  return bytes;
+}
+
+let uniqueNames = 0;
+
+/**
+ * A suffix no other process on this machine makes now (its process id, the time and a count), for names that
+ * only have to differ between the test files sharing one PostgreSQL server, such as roles, which are the
+ * server's and not a database's. Not dice: nothing a test checks depends on which suffix it gets, and it is
+ * lower-case letters and digits, at most 14, so that a name fits PostgreSQL's 63 bytes.
+ */
+export function uniqueSuffix(): string {
+  const time = (Date.now() % 36 ** 5).toString(36).padStart(5, '0');
+  return `${process.pid.toString(36)}${time}${(uniqueNames++).toString(36)}`;
+}
+
 function wholeNumber(name: string, fallback: number): number {
   const given = process.env[name];
   if (given === undefined || given === '') return fallback;

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import type { DynamoDBRecord, KinesisStreamRecord } from 'aws-lambda';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { dynamoDbInbox, kafkaInbox, kinesisInbox } from '../../../lambda/inbox/index.js';
@@ -10,6 +9,7 @@ import { inboxFixture, lambdaContext, recordingLogger, recordingMetrics } from '
 import type { InboxFixture } from '../../support/inbox.js';
 import { CURRENT, onTransport } from '../../support/transport.js';
 import { dynamoDbEvent, dynamoDbRecord, kafkaEvent, kafkaRecord, kinesisEvent, kinesisRecord } from '../../support/streams.js';
+import { seededBytes } from '../../support/seed.js';
 
 // What a stream record carries, whatever it is: bytes that are not UTF-8 and as large as the stream takes,
 // text PostgreSQL refuses (U+0000), a payload a log must not show, and a second record under the id of the
@@ -101,7 +101,7 @@ describe.each(Object.keys(SOURCES) as (keyof typeof SOURCES)[])('%s: a payload o
 
   it.each(Object.keys(MODES) as (keyof typeof MODES)[])('of 1 MiB that is not UTF-8 is parked once, as its bytes, and replayed exactly (%s)', async (mode) => {
     const { consumer, handler, parsed, applied, fix } = parking(source, mode);
-    const bytes = randomBytes(1024 * 1024);
+    const bytes = seededBytes('a 1 MiB binary payload', 1024 * 1024);
     const record = source.record(bytes);
 
     expect(await handler(source.event([record]), lambdaContext())).toEqual({ batchItemFailures: [] });
@@ -182,7 +182,7 @@ describe('kafkaInbox: the same topic-partition@offset twice, as a topic deleted 
 describe('kafkaInbox: a value larger than one Data API request', () => {
   it('is parked over the wire; over the Data API it fails with its own error, and says why it could not be parked', async () => {
     const { consumer, handler, logger } = parking(SOURCES.kafka, 'apply');
-    const bytes = randomBytes(3.2 * 1024 * 1024);
+    const bytes = seededBytes('a payload larger than a Data API request', 3.2 * 1024 * 1024);
     const record = SOURCES.kafka.record(bytes) as KafkaRecord;
 
     const response = await handler(SOURCES.kafka.event([record]), lambdaContext());

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import {
   BadRequestException,
   BeginTransactionCommand,
@@ -9,11 +8,12 @@ import {
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startDataApi } from '../../../local/data-api/server.js';
 import { rejectionOf, startHarness, type Harness } from './harness.js';
+import { uniqueSuffix } from '../../support/seed.js';
 
 const LIMITED = 'arn:aws:secretsmanager:us-east-1:123456789012:secret:limited-reader';
 
 describe('local Data API: secrets', () => {
-  const role = `limited_${randomBytes(4).toString('hex')}`;
+  const role = `limited_${uniqueSuffix()}`;
   let h: Harness;
   beforeAll(async () => {
     h = await startHarness('secrets', { secrets: { [LIMITED]: { username: role, password: 'limited-password' } } });
