@@ -3,7 +3,7 @@ import type { TestProjectInlineConfiguration } from 'vitest/config';
 import { NOT_ON_EVERY_TRANSPORT } from './test/support/data-api-only.js';
 import LongestFirst from './test/support/longest-first.js';
 import { DSQL_CONFLICT_FILES, DSQL_CONFLICT_RATE } from './test/support/dsql-conflicts.js';
-import { ONLY_ON_NODE } from './test/support/node-runtime.js';
+import { onOtherNodesOnly } from './test/support/node-runtime.js';
 
 /** What the projects share (and `npm run mutate`'s config). The root's global setup (one embedded PostgreSQL) serves them all. */
 export const shared = {
@@ -65,11 +65,7 @@ const COVERED_ELSEWHERE = process.env.INBOX_TEST_FAST ? [] : ['test/local/exampl
  * test/support/node-runtime.ts runs only on other Node.js majors (the tarball tests, on Lambda's 24), which on
  * this one would prove nothing those runs do not. A plain `vitest run` keeps them.
  */
-const ON_ANOTHER_NODE = process.env.INBOX_TEST_MATRIX
-  ? Object.entries(ONLY_ON_NODE)
-      .filter(([, majors]) => !majors.includes(Number(process.versions.node.split('.')[0])))
-      .map(([file]) => file)
-  : [];
+const ON_ANOTHER_NODE = process.env.INBOX_TEST_MATRIX ? onOtherNodesOnly(Number(process.versions.node.split('.')[0])) : [];
 
 export default defineConfig({
   test: {

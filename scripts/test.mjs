@@ -5,7 +5,8 @@
 //   1. build, type check, lint: a failure here ends the run, since nothing after it would test this tree;
 //   2. vitest on the machine's Node (20): every project (`default`, `wire`, `dsql`, `dsql-conflicts`), but for
 //      the suites test/support/node-runtime.ts runs only on another Node (the tarball tests, on Lambda's 24);
-//   3. the suites the Node.js version can change, on Node 22 and on Node 24 (scripts/on-node.mjs).
+//   3. the suites the Node.js version can change, on each Node.js a tools/node<major> folder pins (22, and 24,
+//      Lambda's default), through scripts/on-node.mjs: another version is a folder, not a line here.
 //
 // Every vitest run goes on when an earlier one failed, so one run says every failure. Arguments go to each
 // vitest run (`npm test -- --reporter=verbose`). The last lines count the tests of each run and name every
@@ -13,12 +14,11 @@
 //
 // Plain JavaScript, like build.mjs: it runs on a fresh clone with nothing compiled yet.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join, resolve } from 'node:path';
 
 const args = process.argv.slice(2);
-const reports = mkdtempSync(join(tmpdir(), 'sqs-inbox-test-'));
 
 /** Runs one step with the terminal as its output; its exit status (1 when it could not start). */
 function step(command, commandArgs, env = {}) {
@@ -31,25 +31,29 @@ function step(command, commandArgs, env = {}) {
 
 const vitest = (report) => ['--reporter=default', '--reporter=json', `--outputFile.json=${report}`, ...args];
 
-let status = 0;
-try {
-  for (const [command, commandArgs] of [
-    ['node', ['scripts/build.mjs']],
-    ['tsc', ['--noEmit', '-p', '.']],
-    ['npm', ['run', 'lint', '--silent']],
-  ]) {
-    if (step(command, commandArgs) !== 0) process.exit(1);
-  }
+for (const [command, commandArgs] of [
+  ['node', ['scripts/build.mjs']],
+  ['tsc', ['--noEmit', '-p', '.']],
+  ['npm', ['run', 'lint', '--silent']],
+]) {
+  if (step(command, commandArgs) !== 0) process.exit(1);
+}
 
+let status = 0;
+const reports = mkdtempSync(join(tmpdir(), 'sqs-inbox-test-'));
+try {
+  const majors = readdirSync('tools')
+    .map((folder) => /^node(\d+)$/.exec(folder)?.[1])
+    .filter((major) => major !== undefined && existsSync(`tools/node${major}/package.json`))
+    .sort((a, b) => Number(a) - Number(b));
   const runs = [
-    // INBOX_TEST_MATRIX: vitest.config.ts leaves the suites of the Node 24 run out of this one.
-    { label: 'node 20', command: 'vitest', args: (report) => ['run', ...vitest(report)], env: { INBOX_TEST_MATRIX: '1' } },
-    { label: 'node 22', command: 'node', args: (report) => ['scripts/on-node.mjs', '22', ...vitest(report)] },
-    { label: 'node 24', command: 'node', args: (report) => ['scripts/on-node.mjs', '24', ...vitest(report)] },
+    // INBOX_TEST_MATRIX: vitest.config.ts leaves out of this run the suites that only another Node runs.
+    { label: `node ${process.versions.node.split('.')[0]}`, command: 'vitest', args: (report) => ['run', ...vitest(report)], env: { INBOX_TEST_MATRIX: '1' } },
+    ...majors.map((major) => ({ label: `node ${major}`, command: 'node', args: (report) => ['scripts/on-node.mjs', major, ...vitest(report)] })),
   ];
   const results = [];
   for (const run of runs) {
-    const report = join(reports, `${run.label.replace(' ', '')}.json`);
+    const report = join(reports, `${results.length}.json`);
     const code = step(run.command, run.args(report), run.env);
     if (code !== 0) status = 1;
     results.push({ ...run, report, code });

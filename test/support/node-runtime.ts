@@ -41,6 +41,16 @@ export const ONLY_ON_NODE: Readonly<Record<string, readonly number[]>> = {
   'test/package/outside-in-orm.test.ts': [24],
 };
 
+/**
+ * What a run on Node.js `major` leaves to the others in `npm test` (scripts/test.mjs, which sets
+ * INBOX_TEST_MATRIX for vitest.config.ts): the suites {@link ONLY_ON_NODE} holds for other majors only.
+ */
+export function onOtherNodesOnly(major: number): string[] {
+  return Object.entries(ONLY_ON_NODE)
+    .filter(([, majors]) => !majors.includes(major))
+    .map(([file]) => file);
+}
+
 /** The suites of {@link ON_EVERY_NODE} this process's Node.js major runs. */
 export function suitesOfThisNode(): string[] {
   const major = Number(process.versions.node.split('.')[0]);
