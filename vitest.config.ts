@@ -24,10 +24,12 @@ export const shared = {
 /**
  * Files at once, for every project (one pool serves them all; vitest refuses projects that differ). vitest's
  * default is one fewer than the cores, 1 on CI's 2, yet most of a file's time is spent waiting on PostgreSQL
- * and on child processes, not on a core: at 2, CI takes about two thirds of its time at 1. Runs at 2 once
- * failed a timing-tight test each (a 200 ms race between statement_timeout and the call timeout, a 3.5 MB
- * claim in a 10 s call, the 7,000-claim batch in vitest's 30 s); each of those now has a margin sized for a
- * loaded machine, and a test that still races the load is a test to fix, not a reason to go back to 1. Not in {@link shared}: `npm run mutate`'s config imports it and sets its own concurrency.
+ * and on child processes, not on a core: at 2, a fresh clone's CI takes about half its time at 1 (1,272 s
+ * against 2,508 s, 4 Dec 2026, with the tarball tests run once). Runs at 2 have failed timing-tight tests
+ * before: a 200 ms race between statement_timeout and the call timeout (now 600 ms), a 3.5 MB claim in a
+ * 10 s call, a testbed run whose receives ran out, the 7,000-claim batch in vitest's 30 s; each was given a
+ * margin for a loaded machine. A test that still races the load is a test to fix, not a reason to go back to
+ * 1. Not in {@link shared}: `npm run mutate`'s config imports it and sets its own concurrency.
  */
 export const MAX_WORKERS = 2;
 

@@ -227,6 +227,9 @@ describe("the migration function with the app's own sets", () => {
     await expect(migrate(session, [{ name: 'coded', migrations: [coded] }])).rejects.toThrow(
       /inbox option "migrations\.coded": version 1 \("coded"\): `statements` must be an array of SQL strings, one statement each; got a function/,
     );
+    // The name is checked first, so that no error shows a name the rule refuses whole.
+    const named = await migrate(session, [{ name: 'x'.repeat(100_000), migrations: [coded] }]).catch((error: Error) => error);
+    expect((named as Error).message).toMatch(/a migration set's name must be .* got a name of 100000 characters beginning "x{40}"$/);
     await expect(migrate(session, [{ name: '', migrations: [] }])).rejects.toThrow(/a migration set's name must be 1 to 63 lower-case letters/);
     expect((await session.execute("SELECT to_regnamespace('inbox') IS NULL AS absent")).rows).toEqual([{ absent: true }]);
   });

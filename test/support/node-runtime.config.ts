@@ -4,9 +4,9 @@ import { MAX_WORKERS, shared } from '../../vitest.config.js';
 import LongestFirst from './longest-first.js';
 import { suitesOfThisNode } from './node-runtime.js';
 
-// The Node.js-version runs (scripts/on-node.mjs: `npm run test:node22`): the suites of ./node-runtime.ts, on
-// the Data API, under the Node.js the script starts vitest with. Its own config, not a project of the root's,
-// so that `vitest run` (npm test) does not run them a second time on the machine's Node.
+// The Node.js-version runs (scripts/on-node.mjs, which `npm test` runs for each tools/node<major>): the suites
+// of ./node-runtime.ts, on the Data API, under the Node.js the script starts vitest with. Its own config, not a
+// project of the root's, so that the machine's `vitest run` does not run them a second time.
 export default defineConfig({
   root: fileURLToPath(new URL('../..', import.meta.url)),
   test: {

@@ -57,11 +57,12 @@ let uniqueNames = 0;
  * A suffix no other process on this machine makes now (its process id, the time and a count), for names that
  * only have to differ between the test files sharing one PostgreSQL server, such as roles, which are the
  * server's and not a database's. Not dice: nothing a test checks depends on which suffix it gets, and it is
- * lower-case letters and digits, at most 14, so that a name fits PostgreSQL's 63 bytes.
+ * lower-case letters and digits, 11 to 15, so that a name fits PostgreSQL's 63 bytes.
  */
 export function uniqueSuffix(): string {
   const time = (Date.now() % 36 ** 5).toString(36).padStart(5, '0');
-  return `${process.pid.toString(36)}${time}${(uniqueNames++).toString(36)}`;
+  // Both fixed-width (a Linux pid is below 36^5), so that no two processes' suffixes can run into each other.
+  return `${process.pid.toString(36).padStart(5, '0')}${time}${(uniqueNames++).toString(36)}`;
 }
 
 function wholeNumber(name: string, fallback: number): number {

@@ -284,6 +284,10 @@ export function ownSets(sets: readonly InboxMigrationSet[], builtIn: InboxMigrat
     );
   }
   for (const set of sets) {
+    // A set without a string name is refused by checkSet, which says what it got; the name first, since the
+    // errors below show it.
+    if (typeof set?.name !== 'string') continue;
+    checkSetName(set.name);
     // The function form (statements written from the schema's table names) is the inbox's own sets'; in one
     // of yours it would run code the type says is SQL text.
     const coded = Array.isArray(set?.migrations) ? set.migrations.find((migration: InboxMigration) => typeof migration?.statements === 'function') : undefined;
@@ -400,19 +404,23 @@ export async function checkApplied(tx: Transaction, tables: InboxTables, { set, 
   }
 }
 
+/**
+ * Refuses a set's name the constructs refuse at synth, before any transaction: a name PostgreSQL refuses
+ * (U+0000) would roll back the sets before it, and one it rewrites (a lone surrogate) or that differs only in
+ * case or spaces would record versions a deploy, which holds the same rule, never finds.
+ */
+function checkSetName(name: string): void {
+  if (!MIGRATION_SET_NAME_PATTERN.test(name)) {
+    const shown = name.length > 80 ? `a name of ${name.length} characters beginning ${JSON.stringify(name.slice(0, 40))}` : JSON.stringify(name);
+    throw new InboxConfigError('migrations', `a migration set's name must be ${MIGRATION_SET_NAME_RULE}, as the constructs check at synth; got ${shown}`);
+  }
+}
+
 export function checkSet(set: InboxMigrationSet<Migration>): void {
   if (typeof set?.name !== 'string' || !Array.isArray(set.migrations)) {
     throw new InboxConfigError('migrations', `a migration set needs a \`name\` and a \`migrations\` array; got ${described(set)}`);
   }
-  // Before any transaction: a name PostgreSQL refuses (U+0000) would roll back the sets before it, and one it
-  // rewrites (a lone surrogate) or that differs only in case or spaces would record versions a deploy, which
-  // holds the same rule at synth, never finds.
-  if (!MIGRATION_SET_NAME_PATTERN.test(set.name)) {
-    throw new InboxConfigError(
-      'migrations',
-      `a migration set's name must be ${MIGRATION_SET_NAME_RULE}, as the constructs check at synth; got ${set.name.length > 80 ? `a name of ${set.name.length} characters beginning ${JSON.stringify(set.name.slice(0, 40))}` : JSON.stringify(set.name)}`,
-    );
-  }
+  checkSetName(set.name);
   let previous = 0;
   for (const migration of set.migrations) {
     const statements = migration?.statements;
