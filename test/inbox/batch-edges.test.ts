@@ -10,6 +10,9 @@ import { startSqsFixture } from '../support/sqs.js';
 import type { SqsFixture } from '../support/sqs.js';
 import { kinesisEvent, kinesisRecord } from '../support/streams.js';
 import { CURRENT, onTransport } from '../support/transport.js';
+import { subscribe, unsubscribe } from 'node:diagnostics_channel';
+import { RECORD_FAILED_CHANNEL } from '../../lambda/inbox/telemetry/failure-channel.js';
+import type { RecordFailure } from '../../lambda/inbox/telemetry/failure-channel.js';
 
 // The edges of the batch modes' set (which records join it, what a failed set turns into) and of the
 // duplicate filter, through the public handlers, the local Data API (which counts calls and injects
@@ -527,15 +530,28 @@ describe('statementBatch and a body JSON.stringify cannot write (nested too deep
   it('fails it with its permanent error, on every delivery, when the consumer retries', async () => {
     const { handler, logger } = bigintHandler(SHIP_BODIES, 'retry');
     const bad = deep();
-
-    for (let delivery = 0; delivery < 2; delivery++) {
-      expect(await handler({ Records: [keyed('a'), bad] }, lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: bad.messageId }] });
+    // The failure channel carries the error itself (the log line only its name and message): its cause is the
+    // database's refusal, which the testbed and a subscriber of the channel get to see.
+    const published: RecordFailure[] = [];
+    const listen = (message: unknown) => published.push(message as RecordFailure);
+    subscribe(RECORD_FAILED_CHANNEL, listen);
+    try {
+      for (let delivery = 0; delivery < 2; delivery++) {
+        expect(await handler({ Records: [keyed('a'), bad] }, lambdaContext())).toEqual({ batchItemFailures: [{ itemIdentifier: bad.messageId }] });
+      }
+    } finally {
+      unsubscribe(RECORD_FAILED_CHANNEL, listen);
     }
 
     const failed = logger.lines
       .filter((line) => line.message.startsWith('record failed'))
       .map((line) => (line.extra[0] as { error: { name: string } }).error.name);
     expect(failed).toEqual(['PermanentError', 'PermanentError']);
+    const refusal = CURRENT.protocol === 'data-api' ? 'DataApiError' : 'PostgresError';
+    expect(published.map(({ id, error }) => [id, error.name, (error.cause as Error | undefined)?.name])).toEqual([
+      [bad.messageId, 'PermanentError', refusal],
+      [bad.messageId, 'PermanentError', refusal],
+    ]);
     expect(await shipped()).toEqual({ a: 1 });
   });
 
