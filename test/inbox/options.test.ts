@@ -119,6 +119,18 @@ const wrongType: [string, Record<string, unknown>, RegExp][] = [
   ['database', { database: { resourceArn: settings.resourceArn, secretArn: settings.secretArn } as never }, /"database": must be a transport: dataApi\(/],
   ['database.resourceArn', { dataApi: { ...settings, resourceArn: 7 } } as never, /"database\.resourceArn": must be a string; got the number 7/],
   ['database.client', { dataApi: { ...settings, client: {} } } as never, /"database\.client": must be an RDSDataClient/],
+  ['database.client', { dataApi: { ...settings, client: null } } as never, /"database\.client": must be an RDSDataClient.*; got null$/],
+  // Something with a send() that is not an object: a function is no client.
+  [
+    'database.client',
+    { dataApi: { ...settings, client: Object.assign(() => {}, { send: () => {} }) } } as never,
+    /"database\.client": must be an RDSDataClient.*; got a function$/,
+  ],
+  [
+    'dataApi',
+    { dataApi: 'arn:aws:rds:us-east-1:1:cluster:c' } as never,
+    /^inbox option "dataApi": takes an object \{ resourceArn\?, secretArn\?, database\?, client\? \}; got the string/,
+  ],
 ];
 
 // A misspelt option would otherwise be ignored and its default used in silence.
@@ -199,6 +211,10 @@ describe('inbox() options, validated once at cold start', () => {
     expect(thrown).toBeInstanceOf(InboxConfigError);
     expect((thrown as InboxConfigError).option).toBe(option);
     expect((thrown as Error).message).toMatch(message);
+  });
+
+  it("names the Data API transport 'data-api', as InboxTransport.name says", () => {
+    expect(dataApi(settings).name).toBe('data-api');
   });
 
   it("keeps the README's example message word for word", () => {
