@@ -5,6 +5,8 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import { DataApiError, date, decimal, json, time, uuid } from '../../lambda/inbox/index.js';
 import { DataApiSession } from '../../lambda/inbox/transport/data-api/session.js';
 import { classify, isConnectionReset } from '../../lambda/inbox/transport/data-api/failures.js';
+import { resolveTarget } from '../../lambda/inbox/transport/data-api/transport.js';
+import { createDatabase, databaseName } from '../../local/postgres.js';
 import type { SqlParams } from '../../lambda/inbox/index.js';
 import { dataApiTarget, inboxFixture } from '../support/inbox.js';
 import type { InboxFixture } from '../support/inbox.js';
@@ -469,5 +471,43 @@ describe('Data API session: answers from something that is not the Data API', ()
     } finally {
       await endpoint.close();
     }
+  });
+});
+
+describe('Data API target: which database the calls name', () => {
+  let other: string;
+  beforeAll(async () => {
+    // A second database on the same server: the fixture's own is the server's default, which a request that
+    // names no database reaches too, so only another name shows that the name travels.
+    other = databaseName(await createDatabase(db.url, `${databaseName(db.url)}_named`.slice(0, 63)));
+  });
+
+  /** The database a session on `resolveTarget(options, env)` runs its statements in. */
+  async function reached(options: { database?: string }, env: NodeJS.ProcessEnv = {}): Promise<unknown> {
+    const target = resolveTarget(
+      { resourceArn: db.server.resourceArn, secretArn: db.server.secretArn, ...options },
+      { INBOX_DATA_API_ENDPOINT: db.server.endpoint, AWS_REGION: 'us-east-1', ...env },
+    );
+    try {
+      return (await new DataApiSession(target, { callTimeoutMs: 2_000, resumeDelaysMs: [] }).execute('SELECT current_database() AS name')).rows[0]?.name;
+    } finally {
+      target.client.destroy();
+    }
+  }
+
+  it('names the database the options give', async () => {
+    expect(await reached({ database: other })).toBe(other);
+  });
+
+  it('names INBOX_DATABASE when the options give none', async () => {
+    expect(await reached({}, { INBOX_DATABASE: other })).toBe(other);
+  });
+
+  it('prefers the options to INBOX_DATABASE', async () => {
+    expect(await reached({ database: other }, { INBOX_DATABASE: db.server.database })).toBe(other);
+  });
+
+  it("names none when neither does: the server's default", async () => {
+    expect(await reached({})).toBe(db.server.database);
   });
 });

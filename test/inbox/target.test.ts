@@ -21,4 +21,19 @@ describe('the default Data API client', () => {
     expect(await client.config.region()).toBe('eu-central-1');
     client.destroy();
   });
+
+  it('takes no region from an ARN that does not start the value', async () => {
+    // A value pasted with something before it is not the cluster's ARN: its region must not be guessed from
+    // the middle, and the SDK's own chain (AWS_REGION here) decides.
+    const previous = process.env.AWS_REGION;
+    process.env.AWS_REGION = 'ap-south-1';
+    try {
+      const { client } = resolveTarget({ resourceArn: 'orders=arn:aws:rds:eu-west-1:123456789012:cluster:orders', secretArn }, {});
+      expect(await client.config.region()).toBe('ap-south-1');
+      client.destroy();
+    } finally {
+      if (previous === undefined) delete process.env.AWS_REGION;
+      else process.env.AWS_REGION = previous;
+    }
+  });
 });
