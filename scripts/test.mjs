@@ -9,7 +9,8 @@
 //      Lambda's default), through scripts/on-node.mjs: another version is a folder, not a line here.
 //
 // Every vitest run goes on when an earlier one failed, so one run says every failure. Arguments go to each
-// vitest run (`npm test -- --reporter=verbose`, `npm test -- -t parked`); for one file or one project,
+// vitest run (`npm test -- --reporter=verbose`, `npm test -- -t parked`), but a `--project` filter: it keeps the
+// Node.js-version runs only when it picks `default` (see below). For one file or one project,
 // `npx vitest run --project default <file>` is quicker. The last lines count the tests of each run and name every
 // failed one, from vitest's own JSON reports, so that a run that executed no test is visible.
 //
@@ -42,10 +43,11 @@ const vitest = (report, runArgs = args) => [
 ];
 
 // The Node.js-version runs are one project of their own (test/support/node-runtime.config.ts), on the Data API
-// as the `default` project is: a `--project` filter keeps them when it names `default`, without the filter
-// (their config has no project of that name, and vitest would fail on it), and skips them when it does not.
+// as the `default` project is: a `--project` filter keeps them when it picks `default`, as vitest matches
+// (`default`, `d*`, `!wire`), without the filter (their config has no project of that name, and vitest would
+// fail on it), and leaves them out when it does not pick it.
 const { projects, rest: withoutProjects } = projectFilters(args);
-const otherNodeArgs = projects.length === 0 ? args : projects.includes('default') ? withoutProjects : undefined;
+const otherNodeArgs = projects.length === 0 ? args : picks(projects, 'default') ? withoutProjects : undefined;
 
 for (const [command, commandArgs] of [
   ['node', ['scripts/build.mjs']],
@@ -79,11 +81,6 @@ try {
       args: (report) => ['scripts/on-node.mjs', major, ...vitest(report, otherNodeArgs)],
     })),
   ];
-  if (otherNodeArgs === undefined && majors.length > 0) {
-    console.log(
-      `test: --project ${projects.join(', ')} leaves out the Node.js-version runs (node ${majors.join(', node ')}): they hold the default project's transport only`,
-    );
-  }
   const results = [];
   for (const run of runs) {
     const report = join(reports, `${results.length}.json`);
@@ -92,6 +89,11 @@ try {
     results.push({ ...run, report, code });
   }
   summarise(results);
+  if (otherNodeArgs === undefined && majors.length > 0) {
+    console.log(
+      `--project ${projects.join(' ')} left out the Node.js-version runs (node ${majors.join(', node ')}): they hold the default project's suites only`,
+    );
+  }
   if (!otherNodes) console.log(`the Node.js-version runs (tools/node<major>) need Linux x64; on ${process.platform} ${process.arch} only this Node ran`);
 } finally {
   rmSync(reports, { recursive: true, force: true });
@@ -143,9 +145,27 @@ function projectFilters(all) {
   const rest = [];
   for (let i = 0; i < all.length; i++) {
     const arg = all[i];
-    if (arg === '--project' && i + 1 < all.length) projects.push(all[++i]);
+    if (arg === '--project' && i + 1 < all.length && !all[i + 1].startsWith('--')) projects.push(all[++i]);
     else if (arg.startsWith('--project=')) projects.push(arg.slice('--project='.length));
     else rest.push(arg);
   }
   return { projects, rest };
+}
+
+/**
+ * Whether vitest's `--project` filters pick the project `name`: one pattern matches it (`*` any text, `!p` any
+ * name but p's, case ignored) and no `!` pattern leaves it out, as vitest's matchesProjectFilter and
+ * isExcludedByProjectFilter read them.
+ */
+function picks(filters, name) {
+  const pattern = (filter) =>
+    new RegExp(
+      `^${filter
+        .split('*')
+        .map((part) => part.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+        .join('.*')}$`,
+      'i',
+    );
+  const matches = (filter) => (filter.startsWith('!') ? !pattern(filter.slice(1)).test(name) : pattern(filter).test(name));
+  return filters.some(matches) && !filters.some((filter) => filter.startsWith('!') && pattern(filter.slice(1)).test(name));
 }

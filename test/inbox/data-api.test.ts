@@ -489,7 +489,7 @@ describe('Data API target: which database the calls name', () => {
       { INBOX_DATA_API_ENDPOINT: db.server.endpoint, AWS_REGION: 'us-east-1', ...env },
     );
     try {
-      return (await new DataApiSession(target, { callTimeoutMs: 2_000, resumeDelaysMs: [] }).execute('SELECT current_database() AS name')).rows[0]?.name;
+      return (await new DataApiSession(target, { callTimeoutMs: 10_000, resumeDelaysMs: [] }).execute('SELECT current_database() AS name')).rows[0]?.name;
     } finally {
       target.client.destroy();
     }

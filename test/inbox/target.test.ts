@@ -29,8 +29,11 @@ describe('the default Data API client', () => {
     process.env.AWS_REGION = 'ap-south-1';
     try {
       const { client } = resolveTarget({ resourceArn: 'orders=arn:aws:rds:eu-west-1:123456789012:cluster:orders', secretArn }, {});
-      expect(await client.config.region()).toBe('ap-south-1');
-      client.destroy();
+      try {
+        expect(await client.config.region()).toBe('ap-south-1');
+      } finally {
+        client.destroy();
+      }
     } finally {
       if (previous === undefined) delete process.env.AWS_REGION;
       else process.env.AWS_REGION = previous;

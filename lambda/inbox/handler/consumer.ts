@@ -35,7 +35,7 @@ export interface ConsumerHandler<Event, Response> {
    * Handles one event; resolves with the records to report failed. Without a `context`, no record is
    * held back for the deadline; with its `awsRequestId`, each log line and metric names the invocation.
    */
-  // biome-ignore lint/style/useShorthandFunctionType: an interface, so that the API reports and editors name it, and its call keeps its doc comment.
+  // biome-ignore lint/style/useShorthandFunctionType: a call signature keeps its own doc comment, which a function type's would not.
   (event: Event, context?: Pick<Context, 'getRemainingTimeInMillis'> & Partial<Pick<Context, 'awsRequestId'>>): Promise<Response>;
 }
 
