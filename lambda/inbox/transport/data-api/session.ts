@@ -42,6 +42,9 @@ const RESET_RETRIES = 1;
 /** A statement that may have run when its connection reset: retried only when refused while resuming. */
 const NOT_TWICE = { resume: true, reset: false } as const;
 
+/** A call safe to run twice (a read, a claim-gated statement, a begin): also sent again after a reset connection. */
+const TWICE = { resume: true, reset: true } as const;
+
 /** A commit or a rollback: never sent again, since its first attempt may have done its work. */
 const ONCE = { resume: false, reset: false } as const;
 
@@ -82,7 +85,7 @@ export class DataApiSession implements InboxSession {
 
   /** Runs one statement, in autocommit or inside `transactionId`. */
   async execute(sql: string, params: SqlParams = {}, transactionId?: string): Promise<StatementResult> {
-    return this.#executeStatement(sql, params, transactionId, false);
+    return toResult((await this.#call('ExecuteStatement', NOT_TWICE, sql, () => this.#statement(sql, params, transactionId))) as ExecuteStatementCommandOutput);
   }
 
   /**
@@ -92,27 +95,21 @@ export class DataApiSession implements InboxSession {
    * socket the endpoint or a NAT had dropped) is sent once more, on a new connection.
    */
   async executeIdempotent(sql: string, params: SqlParams = {}): Promise<StatementResult> {
-    return this.#executeStatement(sql, params, undefined, true);
+    return toResult((await this.#call('ExecuteStatement', TWICE, sql, () => this.#statement(sql, params, undefined))) as ExecuteStatementCommandOutput);
   }
 
-  async #executeStatement(sql: string, params: SqlParams, transactionId: string | undefined, resendReset: boolean): Promise<StatementResult> {
-    const output = await this.#call(
-      'ExecuteStatement',
-      { resume: true, reset: resendReset },
+  /** One ExecuteStatement call's command, with the column metadata results.ts types the rows by. */
+  #statement(sql: string, params: SqlParams, transactionId: string | undefined): ExecuteStatementCommand {
+    return new ExecuteStatementCommand({
+      resourceArn: this.target.resourceArn,
+      secretArn: this.target.secretArn,
+      database: this.target.database,
       sql,
-      () =>
-        new ExecuteStatementCommand({
-          resourceArn: this.target.resourceArn,
-          secretArn: this.target.secretArn,
-          database: this.target.database,
-          sql,
-          parameters: toSqlParameters(params),
-          transactionId,
-          includeResultMetadata: true,
-          resultSetOptions: { longReturnType: 'STRING' },
-        }),
-    );
-    return toResult(output as ExecuteStatementCommandOutput);
+      parameters: toSqlParameters(params),
+      transactionId,
+      includeResultMetadata: true,
+      resultSetOptions: { longReturnType: 'STRING' },
+    });
   }
 
   /**
@@ -147,7 +144,7 @@ export class DataApiSession implements InboxSession {
   async begin(): Promise<string> {
     const output = await this.#call(
       'BeginTransaction',
-      { resume: true, reset: true },
+      TWICE,
       undefined,
       () =>
         new BeginTransactionCommand({
