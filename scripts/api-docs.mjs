@@ -244,11 +244,15 @@ export function undocumented(entries) {
   return problems;
 }
 
-/** Exports per entry, values (functions, classes, constants, enums) and types apart: the surface's size. */
+/**
+ * Names per entry, values (functions, classes, constants, enums) and types apart: the surface's size. A name
+ * declared twice and merged (an interface and its namespace of types) is one name, as a user imports it.
+ */
 export function counts(entries) {
   return entries.map((entry) => {
-    const values = entry.exports.filter((item) => ['function', 'class', 'const', 'enum'].includes(item.kind)).length;
-    return { specifier: entry.specifier, exports: entry.exports.length, values, types: entry.exports.length - values };
+    const names = new Set(entry.exports.map((item) => item.name));
+    const values = new Set(entry.exports.filter((item) => ['function', 'class', 'const', 'enum'].includes(item.kind)).map((item) => item.name)).size;
+    return { specifier: entry.specifier, exports: names.size, values, types: names.size - values };
   });
 }
 
@@ -490,10 +494,18 @@ export function renderApi(entries) {
   ];
   slug('API reference');
   const entryAnchors = entries.map((entry) => slug(entry.specifier));
-  const itemAnchors = entries.map((entry) => new Map(entry.exports.map((item) => [item.name, slug(item.name)])));
+  // One section per declaration: a merged name (an interface and its namespace) has two, and a link to the
+  // name goes to the first.
+  const itemSlugs = entries.map((entry) => entry.exports.map((item) => slug(item.name)));
+  const itemAnchors = entries.map((entry, index) => {
+    const anchors = new Map();
+    for (const [position, item] of entry.exports.entries()) if (!anchors.has(item.name)) anchors.set(item.name, itemSlugs[index][position]);
+    return anchors;
+  });
+  const sizes = counts(entries);
   for (const [index, entry] of entries.entries()) {
     lines.push(
-      `- [${code(entry.specifier)}](#${entryAnchors[index]}) (${entry.exports.length} exports): ${cell(entry.doc ? firstSentence(prose(entry.doc.description, new Map())) : code(entry.source))}`,
+      `- [${code(entry.specifier)}](#${entryAnchors[index]}) (${sizes[index].exports} exports): ${cell(entry.doc ? firstSentence(prose(entry.doc.description, new Map())) : code(entry.source))}`,
     );
   }
   for (const [index, entry] of entries.entries()) {
@@ -502,9 +514,9 @@ export function renderApi(entries) {
     lines.push(`\`import { ... } from '${entry.specifier}'\`, declared by ${code(entry.source)}.`);
     if (entry.doc) lines.push('', ...tagLinesWithDescription(entry.doc, anchors));
     lines.push('', '| Export | Kind | Summary |', '|---|---|---|');
-    for (const item of entry.exports) {
+    for (const [position, item] of entry.exports.entries()) {
       const summary = item.doc ? cell(firstSentence(prose(item.doc.description, anchors))) : '';
-      lines.push(`| [${code(item.name)}](#${anchors.get(item.name)}) | ${item.kind} | ${summary} |`);
+      lines.push(`| [${code(item.name)}](#${itemSlugs[index][position]}) | ${item.kind} | ${summary} |`);
     }
     for (const item of entry.exports) {
       lines.push('', `### ${item.name}`, '');

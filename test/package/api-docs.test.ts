@@ -170,7 +170,14 @@ describe('the surface check', () => {
       ].join('\n'),
       'dist/b/index.d.ts': "export { Thing } from './thing.js';\n",
       'dist/b/thing.d.ts': 'export declare class Thing {\n    run(): void;\n}\n',
-      'dist/c.d.ts': '/** A documented type. */\nexport type Shape = { readonly sides: number };\n',
+      'dist/c.d.ts': [
+        '/** A documented type. */',
+        'export type Shape = { readonly sides: number };',
+        '/** A documented interface, merged with a namespace of its types: one name. */',
+        'export interface Figure { readonly kind: Figure.Kind }',
+        '/** The types of the interface of the same name. */',
+        'export declare namespace Figure { type Kind = string }',
+      ].join('\n'),
     });
   });
 
@@ -193,7 +200,9 @@ describe('the surface check', () => {
         'class Thing',
         'function documented',
         'function renamed',
+        'interface Figure',
         'interface Options',
+        'namespace Figure',
         'type Shape',
       ]);
       expect(api.undocumented(written.entries).sort()).toEqual([
@@ -201,7 +210,7 @@ describe('the surface check', () => {
         'pkg: class Thing (dist/b/thing.d.ts) has no JSDoc',
         'pkg: function renamed (dist/a.d.ts) has no JSDoc',
       ]);
-      expect(api.counts(written.entries)).toEqual([{ specifier: 'pkg', exports: 5, values: 3, types: 2 }]);
+      expect(api.counts(written.entries)).toEqual([{ specifier: 'pkg', exports: 6, values: 3, types: 3 }]);
       const markdown = api.renderApi(written.entries);
       expect(markdown).toContain('- `readonly size?: number`: The size. Default: `10`.');
       expect(markdown).toContain('Options of [`documented`](#documented).');

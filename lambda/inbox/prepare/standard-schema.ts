@@ -4,29 +4,30 @@ import { parseJson } from './json-body.js';
 /**
  * What `parseWith` needs of a validator: the Standard Schema interface (https://standardschema.dev), which
  * zod (3.24 and newer), valibot (1.0) and ArkType (2.0) implement. Declared here so that sqs-inbox depends
- * on no validation library.
+ * on no validation library; its result and issue types live in the namespace of the same name, as in the
+ * spec's own `StandardSchemaV1`.
  */
 export interface StandardSchema<Output = unknown> {
   readonly '~standard': {
     readonly version: 1;
     readonly vendor: string;
-    /** The value, or the issues (each with where in the value it was found) that refused it. */
-    readonly validate: (
-      value: unknown,
-    ) =>
-      | { readonly value: Output; readonly issues?: undefined }
-      | { readonly issues: readonly { readonly message: string; readonly path?: readonly (PropertyKey | { readonly key: PropertyKey })[] | undefined }[] }
-      | Promise<unknown>;
+    /** The value, or the issues that refused it; a schema with asynchronous refinements answers with a promise of either. */
+    readonly validate: (value: unknown) => StandardSchema.Result<Output> | Promise<StandardSchema.Result<Output>>;
   };
 }
 
-/** A Standard Schema validation result: the value, or the issues that refused it. */
-export type StandardResult<Output> = { readonly value: Output; readonly issues?: undefined } | { readonly issues: readonly StandardIssue[] };
+/** The types of a Standard Schema validator's answer: `StandardSchema.Result` and `StandardSchema.Issue`. */
+export declare namespace StandardSchema {
+  /** A validation's answer: the value, or the issues that refused it. */
+  type Result<Output> = { readonly value: Output; readonly issues?: undefined } | { readonly issues: readonly Issue[] };
 
-/** One reason a value was refused, with where in the value it was found. */
-export interface StandardIssue {
-  readonly message: string;
-  readonly path?: readonly (PropertyKey | { readonly key: PropertyKey })[] | undefined;
+  /** One reason a value was refused, with where in the value it was found. */
+  interface Issue {
+    /** The validator's own words; they can quote the value, so `parseWith` leaves them out unless asked. */
+    readonly message: string;
+    /** Where in the value: property names and indexes, or segments holding one as `key`. */
+    readonly path?: readonly (PropertyKey | { readonly key: PropertyKey })[] | undefined;
+  }
 }
 
 /**
@@ -91,7 +92,7 @@ export function parseWith<Output>(
     );
   };
   /** The value the schema gave, or the issues it found, thrown as the record's ParseError. */
-  const verdict = (result: StandardResult<Output>): Output => {
+  const verdict = (result: StandardSchema.Result<Output>): Output => {
     if (result.issues !== undefined) throw new ParseError(refusal(standard.vendor, result.issues, options.issueMessages === true));
     return result.value;
   };
@@ -103,13 +104,11 @@ export function parseWith<Output>(
     } catch (error) {
       return failed(error);
     }
-    // An asynchronous result has the synchronous one's shape (the Standard Schema spec); the declaration
-    // leaves it `unknown` to spell the shape once.
-    return result instanceof Promise ? result.then((settled) => verdict(settled as StandardResult<Output>), failed) : verdict(result);
+    return result instanceof Promise ? result.then(verdict, failed) : verdict(result);
   };
 }
 
-function refusal(vendor: string, issues: readonly StandardIssue[], withMessages: boolean): string {
+function refusal(vendor: string, issues: readonly StandardSchema.Issue[], withMessages: boolean): string {
   if (withMessages) return issues.map((issue) => `${issuePath(issue)}: ${issue.message}`).join('; ');
   return (
     `the ${vendor} schema refused the body at ${issues.map(issuePath).join(', ')}; ` +
@@ -118,7 +117,7 @@ function refusal(vendor: string, issues: readonly StandardIssue[], withMessages:
 }
 
 /** Where in the body an issue is, as `body.items.0.sku`: the names, never the values. */
-function issuePath(issue: StandardIssue): string {
+function issuePath(issue: StandardSchema.Issue): string {
   const path = (issue.path ?? []).map((step) => String(typeof step === 'object' ? step.key : step));
   return ['body', ...path].join('.');
 }
