@@ -183,6 +183,12 @@ describe('Data API session: results', () => {
   });
 });
 
+describe('Data API session: a transport already open', () => {
+  it("is named as dataApi() is, 'data-api', for the messages that name a transport", () => {
+    expect(session().session.name).toBe('data-api');
+  });
+});
+
 describe('Data API session: transactions', () => {
   beforeEach(async () => {
     await db.query('CREATE TABLE IF NOT EXISTS public.tx_probe (id text PRIMARY KEY)');
