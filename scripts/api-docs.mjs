@@ -458,7 +458,7 @@ function tagLines(doc, anchors) {
 
 function memberLines(item, anchors) {
   const lines = [];
-  const heading = item.kind === 'class' ? 'Members' : 'Properties';
+  const heading = item.kind === 'class' || item.kind === 'namespace' ? 'Members' : 'Properties';
   lines.push('', `**${heading}**`, '');
   for (const member of item.members) {
     const parts = [];

@@ -91,7 +91,7 @@ try {
   summarise(results);
   if (otherNodeArgs === undefined && majors.length > 0) {
     console.log(
-      `--project ${projects.join(' ')} left out the Node.js-version runs (node ${majors.join(', node ')}): they hold the default project's suites only`,
+      `${projects.map((project) => `--project ${project}`).join(' ')} left out the Node.js-version runs (node ${majors.join(', node ')}): they hold the default project's suites only`,
     );
   }
   if (!otherNodes) console.log(`the Node.js-version runs (tools/node<major>) need Linux x64; on ${process.platform} ${process.arch} only this Node ran`);
@@ -153,9 +153,8 @@ function projectFilters(all) {
 }
 
 /**
- * Whether vitest's `--project` filters pick the project `name`: one pattern matches it (`*` any text, `!p` any
- * name but p's, case ignored) and no `!` pattern leaves it out, as vitest's matchesProjectFilter and
- * isExcludedByProjectFilter read them.
+ * Whether vitest's `--project` filters pick the project `name`, as its matchesProjectFilter reads them: one
+ * pattern matches it (`*` any text, `!p` any name but p's, case ignored).
  */
 function picks(filters, name) {
   const pattern = (filter) =>
@@ -166,6 +165,5 @@ function picks(filters, name) {
         .join('.*')}$`,
       'i',
     );
-  const matches = (filter) => (filter.startsWith('!') ? !pattern(filter.slice(1)).test(name) : pattern(filter).test(name));
-  return filters.some(matches) && !filters.some((filter) => filter.startsWith('!') && pattern(filter.slice(1)).test(name));
+  return filters.some((filter) => (filter.startsWith('!') ? !pattern(filter.slice(1)).test(name) : pattern(filter).test(name)));
 }

@@ -78,7 +78,7 @@ describe('parseWith(schema): a Standard Schema validator (zod) as parse', () => 
     // Before, every record of an async schema was parked ("validated asynchronously"), and the batch reported successful.
     const known = new Set(['sku-1']);
     const asyncOrder = Order.extend({ sku: z.string() }).refine(async (order) => known.has(order.sku), { message: 'unknown sku', path: ['sku'] });
-    const { handler } = worker('park', asyncOrder as never);
+    const { handler } = worker('park', asyncOrder);
     const good = sqsRecord({ body: { orderId: 'async-good', quantity: 3, sku: 'sku-1' } });
     const bad = sqsRecord({ body: { orderId: 'async-bad', quantity: 1, sku: 'sku-9' } });
     expect((await handler({ Records: [good, bad] }, lambdaContext())).batchItemFailures).toEqual([]);

@@ -214,6 +214,9 @@ describe('the surface check', () => {
       const markdown = api.renderApi(written.entries);
       expect(markdown).toContain('- `readonly size?: number`: The size. Default: `10`.');
       expect(markdown).toContain('Options of [`documented`](#documented).');
+      // A merged name: a section per declaration.
+      expect(markdown).toContain('| [`Figure`](#figure) | interface |');
+      expect(markdown).toContain('| [`Figure`](#figure-1) | namespace |');
 
       // Act: the surface grows by one export, the report stays as it was.
       writeFileSync(

@@ -56,8 +56,9 @@ const defaultSleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
 /**
  * A Data API session: typed parameters, typed rows, transactions, bounded retries of auto-pause, and
  * one error taxonomy (`DataApiError` from `sqs-inbox`) for every failure. It is what `inbox()` uses; use it for
- * your own statements, migrations and test checks. Only a call refused with DatabaseResumingException is
- * retried (it did not run, so sending it again is safe; a lost response may hide a call that ran), so
+ * your own statements, migrations and test checks. A call is sent again only when it was refused with
+ * DatabaseResumingException (it did not run, so sending it again is safe; a lost response may hide a call
+ * that ran), or when its connection reset and it is safe to run twice (`executeIdempotent`, `begin`), so
  * give the target's client `maxAttempts: 1` too. Each call is aborted after `policy.callTimeoutMs`;
  * there is no default policy.
  *
